@@ -1,0 +1,58 @@
+"""`aqbench` command line: argv -> one subcommand's run(); maps errors to exit codes.
+
+Composition root: subcommand modules may import adapters. Exit codes: 0 ok, 1 a verdict failed,
+2 configuration or usage error, 3 the run itself failed, 130/143 interrupted by SIGINT/SIGTERM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from orchestrator import __version__
+from orchestrator.errors import AqbenchError
+
+__all__ = ["main", "build_parser"]
+
+# Each module in orchestrator/commands/ defines register(subparsers); listing order = help order.
+COMMAND_MODULES = [
+    "orchestrator.commands.config_check",
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="aqbench",
+        description="Qualify and benchmark audio-language question-answering servers "
+        "(trtmc-server or the embedded reference server) with AIPerf 0.13.0.",
+    )
+    parser.add_argument("--version", action="version", version=f"aqbench {__version__}")
+    parser.add_argument("--log-format", choices=["console", "json"], default=None,
+                        help="stderr log format (default: console on a terminal, json otherwise)")
+    parser.add_argument("--log-level", default="info",
+                        choices=["debug", "info", "warning", "error"], help="log level (default: info)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one subcommand; returns the process exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help(sys.stderr)
+        return 2
+    from orchestrator.logs import configure_logging
+
+    configure_logging(fmt=args.log_format, level=args.log_level)
+    try:
+        return int(args.func(args) or 0)
+    except AqbenchError as exc:
+        print(f"aqbench: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130

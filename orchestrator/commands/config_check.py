@@ -1,0 +1,51 @@
+"""`aqbench config check [PATH]`: validate bench.toml and print the resolved configuration."""
+
+from __future__ import annotations
+
+import argparse
+
+__all__ = ["register"]
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("config", help="inspect the configuration")
+    csub = p.add_subparsers(dest="config_command", metavar="ACTION", required=True)
+    check = csub.add_parser("check", help="validate bench.toml and print it resolved (paths absolute)")
+    check.add_argument("path", nargs="?", default="bench.toml", help="configuration file (default: bench.toml)")
+    check.add_argument("--json", action="store_true", help="print JSON instead of TOML-like text")
+    check.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import msgspec
+
+    from orchestrator.config import config_to_dict, load_config
+
+    cfg = load_config(args.path)
+    data = config_to_dict(cfg)
+    if args.json:
+        print(msgspec.json.format(msgspec.json.encode(data).decode(), indent=2))
+    else:
+        print(f"# {cfg.source} (sha256 {cfg.sha256[:16]}) is valid")
+        _print_toml(data)
+    return 0
+
+
+def _print_toml(data: dict, prefix: str = "") -> None:
+    import json
+
+    scalars = {k: v for k, v in data.items() if not isinstance(v, dict | list) or
+               (isinstance(v, list) and not any(isinstance(x, dict) for x in v))}
+    for key, value in scalars.items():
+        if key in ("source", "sha256"):
+            continue
+        print(f"# {key}: not set (default applies)" if value is None else f"{key} = {json.dumps(value)}")
+    for key, value in data.items():
+        if isinstance(value, dict) and key not in scalars:
+            name = f"{prefix}{key}"
+            print(f"\n[{name}]")
+            _print_toml(value, prefix=f"{name}.")
+        elif isinstance(value, list) and key not in scalars:
+            for item in value:
+                print(f"\n[[{prefix}{key}]]")
+                _print_toml(item, prefix=f"{prefix}{key}.")

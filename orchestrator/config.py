@@ -1,0 +1,301 @@
+"""bench.toml as typed msgspec Structs: `load_config()` validates and resolves paths.
+
+Imports nothing from the project except errors. Every error names the file, the key path and what
+was expected. Relative paths resolve against the config file's folder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import msgspec
+from msgspec import Meta
+
+from orchestrator.errors import ConfigError
+
+__all__ = [
+    "Config",
+    "RunConfig",
+    "ServerConfig",
+    "RestartPolicy",
+    "ModelConfig",
+    "CorrectnessCriteria",
+    "DatasetConfig",
+    "WorkloadConfig",
+    "SoakConfig",
+    "InventoryConfig",
+    "load_config",
+    "config_from_dict",
+    "config_to_dict",
+    "parse_duration",
+    "ARMS",
+    "PLACEHOLDERS",
+]
+
+ARMS = ("audio", "silence", "transcript")
+PLACEHOLDERS = ("python", "host", "port", "records", "bundle", "model", "replicas", "run_dir")
+
+PositiveInt = Annotated[int, Meta(ge=1)]
+NonNegInt = Annotated[int, Meta(ge=0)]
+PositiveFloat = Annotated[float, Meta(gt=0)]
+NonNegFloat = Annotated[float, Meta(ge=0)]
+Fraction = Annotated[float, Meta(ge=0, le=1)]
+Port = Annotated[int, Meta(ge=1, le=65535)]
+Arm = Literal["audio", "silence", "transcript"]
+Name = Annotated[str, Meta(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:/-]*$")]
+
+
+class _Section(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    pass
+
+
+class RunConfig(_Section, frozen=True, kw_only=True):
+    """[run]: where runs go and what they are called (`runs/<name>-<timestamp>`)."""
+
+    output_dir: str = "runs"
+    name: Name = "aqbench"
+
+
+class RestartPolicy(_Section, frozen=True, kw_only=True):
+    """[server.restart]: `never`, or `on-failure` with at most `max_restarts` in `window_s`."""
+
+    policy: Literal["never", "on-failure"] = "on-failure"
+    max_restarts: NonNegInt = 3
+    window_s: PositiveFloat = 600.0
+    backoff_s: NonNegFloat = 1.0
+    backoff_max_s: NonNegFloat = 30.0
+
+
+class ServerConfig(_Section, frozen=True, kw_only=True):
+    """[server]: the server under test. `argv` is a template over PLACEHOLDERS."""
+
+    kind: Literal["reference", "trtmc-server"] = "reference"
+    argv: Annotated[list[str], Meta(min_length=1)] = msgspec.field(default_factory=lambda: [
+        "{python}", "-m", "adapters.reference", "--host", "{host}", "--port", "{port}",
+        "--model-name", "{model}", "--records", "{records}", "--replicas", "{replicas}",
+    ])
+    host: str = "127.0.0.1"
+    # None picks a free loopback port at start; 0 is refused because a port is needed.
+    port: Port | None = None
+    replicas: PositiveInt = 1
+    env: dict[str, str] = {}
+    cwd: str = ""
+    bundle: str = ""
+    startup_timeout_s: PositiveFloat = 300.0
+    health_period_s: PositiveFloat = 1.0
+    health_timeout_s: PositiveFloat = 1.0
+    health_failure_threshold: PositiveInt = 3
+    stop_signal: Literal["SIGINT", "SIGTERM"] = "SIGINT"
+    stop_grace_s: NonNegFloat = 30.0
+    sample_period_s: PositiveFloat = 1.0
+    restart: RestartPolicy = RestartPolicy()
+
+
+class CorrectnessCriteria(_Section, frozen=True, kw_only=True):
+    """[models.correctness]: the family's own gate, applied unchanged.
+
+    `scorer = "dataset"` scores each item by its manifest rule (exact, choice, numeric).
+    """
+
+    scorer: Literal["dataset", "exact", "choice", "numeric"] = "dataset"
+    min_pass_rate: Fraction
+    min_pass_rate_by_kind: dict[str, Fraction] = {}
+    arm: Arm = "audio"
+    deterministic: bool = True
+
+
+class ModelConfig(_Section, frozen=True, kw_only=True):
+    """[[models]]: one checkpoint to qualify, with its identity and its correctness criteria."""
+
+    name: Name
+    family: str
+    checkpoint: str
+    profile: str = ""
+    revision: str = ""
+    precision: str = ""
+    native_task: str = ""
+    bundle: str = ""
+    tokenizer: str = ""
+    # Long-lived native worker speaking the JSON-lines protocol (trtmc.md section 2); empty = none.
+    native_argv: list[str] = []
+    correctness: CorrectnessCriteria
+
+
+class DatasetConfig(_Section, frozen=True, kw_only=True):
+    """[dataset]: a shipped dataset by `name`, or any dataset folder by `path`."""
+
+    name: str = "audioqa-v1"
+    path: str = ""
+    arms: Annotated[list[Arm], Meta(min_length=1)] = msgspec.field(
+        default_factory=lambda: ["audio", "silence", "transcript"]
+    )
+
+
+class WorkloadConfig(_Section, frozen=True, kw_only=True):
+    """[workload]: the AIPerf run. Exactly one of `concurrency` and `request_rate`."""
+
+    warmup_requests: NonNegInt = 4
+    requests: PositiveInt = 40
+    concurrency: PositiveInt | None = 2
+    request_rate: PositiveFloat | None = None
+    arrival_pattern: Literal["constant", "poisson"] = "constant"
+    streaming: bool = False
+    request_timeout_s: PositiveFloat = 60.0
+    max_tokens: PositiveInt | None = None
+    arms: Annotated[list[Arm], Meta(min_length=1)] = msgspec.field(default_factory=lambda: ["audio"])
+    deadline_s: PositiveFloat = 600.0
+    stop_grace_s: NonNegFloat = 10.0
+
+
+class SoakConfig(_Section, frozen=True, kw_only=True):
+    """[soak]: window length, checkpoints and the drift/leak limits."""
+
+    duration_s: PositiveFloat = 8 * 3600.0
+    window_s: PositiveFloat = 300.0
+    warmup_windows: NonNegInt = 1
+    checkpoint_every_s: PositiveFloat = 1800.0
+    rss_limit_mib_per_h: NonNegFloat = 8.0
+    p99_latency_limit_pct_per_h: NonNegFloat = 10.0
+    max_error_rate: Fraction = 0.001
+
+
+class InventoryConfig(_Section, frozen=True, kw_only=True):
+    """[inventory]: checkpoints always audited, by Hugging Face id or profile name."""
+
+    candidates: list[str] = []
+
+
+class Config(_Section, frozen=True, kw_only=True):
+    """The whole resolved bench.toml; `source` and `sha256` identify the file it came from."""
+
+    run: RunConfig = RunConfig()
+    server: ServerConfig = ServerConfig()
+    models: Annotated[list[ModelConfig], Meta(min_length=1)]
+    dataset: DatasetConfig = DatasetConfig()
+    workload: WorkloadConfig = WorkloadConfig()
+    soak: SoakConfig = SoakConfig()
+    inventory: InventoryConfig = InventoryConfig()
+    source: str = ""
+    sha256: str = ""
+
+
+_PATH_RE = re.compile(r"at `\$((?:\.[A-Za-z0-9_-]+|\[\d+\])*)`")
+
+
+def _key_path(message: str) -> tuple[str, str]:
+    """Split msgspec's 'Expected X - at `$.a.b[0]`' into ('a.b[0]', 'Expected X')."""
+    match = _PATH_RE.search(message)
+    if not match:
+        return "", message
+    path = match.group(1).lstrip(".")
+    what = message[: match.start()].rstrip(" -")
+    return path, what
+
+
+def _describe(what: str) -> str:
+    what = what.replace("`", "")
+    if what.startswith("Object contains unknown field"):
+        return what.replace("Object contains unknown field", "unknown key") + " (remove it or fix its spelling)"
+    if what.startswith("Object missing required field"):
+        return what.replace("Object missing required field", "missing required key")
+    return what[0].lower() + what[1:] if what else what
+
+
+def _check_semantics(cfg: Config, where: str) -> None:
+    def fail(key: str, what: str) -> None:
+        raise ConfigError(f"{where}: {key}: {what}")
+
+    w = cfg.workload
+    if (w.concurrency is None) == (w.request_rate is None):
+        fail("workload", "set exactly one of concurrency and request_rate "
+             f"(got concurrency={w.concurrency}, request_rate={w.request_rate})")
+    names = [m.name for m in cfg.models]
+    for i, name in enumerate(names):
+        if name in names[:i]:
+            fail(f"models[{i}].name", f"duplicate model name {name!r}; names must be unique")
+    for i, arg in enumerate(cfg.server.argv):
+        for field in re.findall(r"\{([^{}]*)\}", arg):
+            if field not in PLACEHOLDERS:
+                fail(f"server.argv[{i}]", f"unknown placeholder {{{field}}}; allowed: "
+                     + ", ".join("{" + p + "}" for p in PLACEHOLDERS))
+    if cfg.server.host not in ("127.0.0.1", "localhost", "::1") and not cfg.server.host.startswith("127."):
+        fail("server.host", f"{cfg.server.host!r} is not a loopback address; servers here bind loopback only")
+    r = cfg.server.restart
+    if r.backoff_max_s < r.backoff_s:
+        fail("server.restart.backoff_max_s", f"must be >= backoff_s ({r.backoff_s})")
+    s = cfg.soak
+    if s.window_s > s.duration_s:
+        fail("soak.window_s", f"window ({s.window_s} s) is longer than duration ({s.duration_s} s)")
+    if not cfg.dataset.name and not cfg.dataset.path:
+        fail("dataset", "set name (a shipped dataset) or path (a dataset folder)")
+
+
+def _resolve(cfg: Config, base: Path) -> Config:
+    def rel(p: str) -> str:
+        if not p:
+            return p
+        path = Path(p).expanduser()
+        return str(path if path.is_absolute() else (base / path).resolve())
+
+    models = [
+        msgspec.structs.replace(m, bundle=rel(m.bundle), tokenizer=rel(m.tokenizer)) for m in cfg.models
+    ]
+    return msgspec.structs.replace(
+        cfg,
+        run=msgspec.structs.replace(cfg.run, output_dir=rel(cfg.run.output_dir)),
+        server=msgspec.structs.replace(cfg.server, cwd=rel(cfg.server.cwd), bundle=rel(cfg.server.bundle)),
+        dataset=msgspec.structs.replace(cfg.dataset, path=rel(cfg.dataset.path)),
+        models=models,
+    )
+
+
+def config_from_dict(data: dict[str, Any], *, where: str = "<config>", base: Path | None = None) -> Config:
+    """Validate a parsed TOML document; raise ConfigError naming `where`, the key path and the fix."""
+    try:
+        cfg = msgspec.convert(data, Config, strict=True)
+    except msgspec.ValidationError as exc:
+        key, what = _key_path(str(exc))
+        raise ConfigError(f"{where}: {key or '(top level)'}: {_describe(what)}") from None
+    _check_semantics(cfg, where)
+    return _resolve(cfg, base or Path.cwd())
+
+
+def load_config(path: str | Path) -> Config:
+    """Read and validate bench.toml. Blocks (file read). Raises ConfigError."""
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(f"{p}: no such configuration file; pass --config PATH or create bench.toml") from None
+    except OSError as exc:
+        raise ConfigError(f"{p}: cannot read configuration: {exc.strerror}") from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{p}: not valid TOML: {exc}") from None
+    for reserved in ("source", "sha256"):
+        if reserved in data:
+            raise ConfigError(f"{p}: {reserved}: unknown key (reserved for aqbench's own bookkeeping)")
+    cfg = config_from_dict(data, where=str(p), base=p.resolve().parent)
+    return msgspec.structs.replace(cfg, source=str(p.resolve()), sha256=hashlib.sha256(raw).hexdigest())
+
+
+def config_to_dict(cfg: Config) -> dict[str, Any]:
+    """The resolved configuration as plain data (for `config check` and RunStarted)."""
+    return msgspec.to_builtins(cfg)
+
+
+_DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
+_UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, None: 1.0}
+
+
+def parse_duration(text: str, *, what: str = "duration") -> float:
+    """'8h', '5m', '30s', '250ms' or plain seconds -> seconds. Raises ConfigError naming `what`."""
+    match = _DURATION_RE.match(text)
+    if not match or float(match.group(1)) <= 0:
+        raise ConfigError(f"{what}: {text!r} is not a positive duration; use e.g. 30s, 5m, 8h")
+    return float(match.group(1)) * _UNIT_S[match.group(2)]

@@ -1,0 +1,507 @@
+"""Every event aqbench journals: frozen, tagged msgspec Structs, and the `AnyEvent` union.
+
+The journal format is designed here once. Imports nothing from the project. Schema evolution: add
+fields only at the end of a class, with defaults; never retype or reuse a field or a tag.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Union
+
+import msgspec
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "Event",
+    "AnyEvent",
+    "EVENT_TYPES",
+    # run
+    "RunStarted",
+    "RunFinished",
+    "PhaseStarted",
+    "PhaseFinished",
+    # server lifecycle
+    "ServerSpawned",
+    "ServerStateChanged",
+    "ServerReady",
+    "ServerHealthChanged",
+    "ServerExited",
+    "ServerRestarting",
+    "OrphanKilled",
+    "ResourceSampled",
+    "GpuSampled",
+    "LogLine",
+    # load client
+    "AiperfStarted",
+    "AiperfExited",
+    "ClientRecord",
+    "ServerRecord",
+    "RequestsInFlight",
+    "RequestCorrelated",
+    "RequestUnmatched",
+    "AccountingChecked",
+    # judging
+    "CapabilityProbed",
+    "VerdictReached",
+    "GateEvaluated",
+    "ModelResult",
+    "SoakWindowClosed",
+    "SoakVerdict",
+    # diagnostics
+    "Warned",
+    "Failed",
+    "EventsDropped",
+    "SubscriberFailed",
+]
+
+SCHEMA_VERSION = 1
+
+Json = dict[str, Any]
+
+
+def _snake(name: str) -> str:
+    out = []
+    for i, ch in enumerate(name):
+        if ch.isupper() and i:
+            out.append("_")
+        out.append(ch.lower())
+    return "".join(out)
+
+
+class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind", tag=_snake):
+    """Base of every event. The bus stamps `run_id`, `seq`, `ts_ns` and `mono_ns` on publish.
+
+    `ts_ns` is wall-clock `time.time_ns()` (comparable with AIPerf and server records on one host);
+    `mono_ns` is `time.monotonic_ns()` of this process (for durations within one run).
+    `source` names the producer (`supervisor`, `aiperf`, `correlator`, `ingest:<file>`, ...).
+    """
+
+    run_id: str = ""
+    seq: int = 0
+    ts_ns: int = 0
+    mono_ns: int = 0
+    source: str = ""
+
+
+# --------------------------------------------------------------------------------------------- run
+
+
+class RunStarted(Event, frozen=True, kw_only=True):
+    """First line of every journal: what ran, with which configuration and tools, where."""
+
+    schema_version: int = SCHEMA_VERSION
+    command: str = ""
+    argv: list[str] = []
+    config_path: str = ""
+    config_sha256: str = ""
+    config: Json = {}
+    tool_versions: dict[str, str] = {}
+    host: Json = {}
+    run_dir: str = ""
+
+
+class RunFinished(Event, frozen=True, kw_only=True):
+    """Last line of a journal that was closed in order. Its absence means the run was interrupted."""
+
+    status: Literal["ok", "failed", "interrupted", "error"] = "ok"
+    exit_code: int = 0
+    reason: str = ""
+    counts: dict[str, int] = {}
+
+
+class PhaseStarted(Event, frozen=True, kw_only=True):
+    """A named stage began (e.g. `capability`, `correctness`, `aiperf`, `soak_window`)."""
+
+    phase: str
+    model: str = ""
+    detail: Json = {}
+
+
+class PhaseFinished(Event, frozen=True, kw_only=True):
+    """A named stage ended; `outcome` is the stage's verdict word (`passed`, `failed`, `skipped`, ...)."""
+
+    phase: str
+    model: str = ""
+    outcome: str = ""
+    reason: str = ""
+    detail: Json = {}
+
+
+# ------------------------------------------------------------------------------- server lifecycle
+
+
+ServerState = Literal[
+    "starting", "ready", "degraded", "unhealthy", "restarting", "stopping", "stopped", "failed"
+]
+
+
+class ServerSpawned(Event, frozen=True, kw_only=True):
+    """The server process of one incarnation was started in its own session."""
+
+    incarnation: int
+    pid: int
+    argv: list[str]
+    cwd: str = ""
+    port: int = 0
+    records_path: str = ""
+
+
+class ServerStateChanged(Event, frozen=True, kw_only=True):
+    """Every transition of the supervisor's state machine, with why."""
+
+    incarnation: int
+    state: ServerState
+    previous: str = ""
+    reason: str = ""
+
+
+class ServerReady(Event, frozen=True, kw_only=True):
+    """Readiness and model listing both passed; `models` is what `/v1/models` returned."""
+
+    incarnation: int
+    pid: int
+    startup_ns: int
+    probes: int = 0
+    models: list[Json] = []
+    url: str = ""
+
+
+class ServerHealthChanged(Event, frozen=True, kw_only=True):
+    """The health probe's result changed (only changes are journaled, not every probe)."""
+
+    incarnation: int
+    healthy: bool
+    degraded: bool = False
+    status_code: int = 0
+    consecutive_failures: int = 0
+    detail: str = ""
+
+
+class ServerExited(Event, frozen=True, kw_only=True):
+    """The server process ended. `expected` is true when it died of the supervisor's own stop."""
+
+    incarnation: int
+    pid: int
+    returncode: int | None = None
+    signal: str = ""
+    expected: bool = False
+    during: Literal["startup", "run", "stop"] = "run"
+    output_tail: list[str] = []
+
+
+class ServerRestarting(Event, frozen=True, kw_only=True):
+    """The restart policy chose to start a new incarnation after `backoff_s`."""
+
+    incarnation: int
+    attempt: int
+    backoff_s: float
+    reason: str = ""
+
+
+class OrphanKilled(Event, frozen=True, kw_only=True):
+    """A descendant that escaped the server's process group was found after stop and killed."""
+
+    incarnation: int
+    pid: int
+    cmdline: list[str] = []
+    signal: str = "SIGKILL"
+
+
+class ResourceSampled(Event, frozen=True, kw_only=True):
+    """One sample over the server's whole process tree."""
+
+    incarnation: int
+    pid: int
+    rss_bytes: int
+    uss_bytes: int | None = None
+    cpu_percent: float = 0.0
+    threads: int = 0
+    open_files: int = 0
+    children: int = 0
+    gpu_memory_bytes: int | None = None
+
+
+class GpuSampled(Event, frozen=True, kw_only=True):
+    """Device-wide GPU figures (NVML), sampled beside the process tree when a GPU is present."""
+
+    index: int
+    name: str = ""
+    memory_used_bytes: int = 0
+    memory_total_bytes: int = 0
+    utilization_percent: float = 0.0
+
+
+class LogLine(Event, frozen=True, kw_only=True):
+    """One line printed by a child process or read from a log file; `fields` when it was JSON."""
+
+    stream: str
+    text: str = ""
+    fields: Json | None = None
+    level: str = ""
+    incarnation: int = 0
+
+
+# ---------------------------------------------------------------------------------- load client
+
+
+class AiperfStarted(Event, frozen=True, kw_only=True):
+    """An AIPerf run was launched; `shell` is the copy-paste command line."""
+
+    window: str
+    argv: list[str]
+    shell: str
+    artifact_dir: str
+    pid: int = 0
+    version: str = ""
+    fingerprint: str = ""
+    input_file: str = ""
+
+
+class AiperfExited(Event, frozen=True, kw_only=True):
+    """An AIPerf run ended and was judged by its files (`classification`), not its exit code."""
+
+    window: str
+    returncode: int | None
+    classification: Literal["complete", "partial", "cancelled", "failed"]
+    reason: str = ""
+    aggregate: Json = {}
+    duration_ns: int = 0
+
+
+Phase = Literal["warmup", "profiling", "unknown"]
+
+
+class ClientRecord(Event, frozen=True, kw_only=True):
+    """One request as the client saw it, from the live tap (`via="tap"`) or the export (`"export"`)."""
+
+    request_id: str
+    via: Literal["tap", "export", "ingest", "probe"] = "export"
+    window: str = ""
+    correlation_id: str = ""
+    conversation_id: str = ""
+    phase: Phase = "unknown"
+    session_num: int | None = None
+    worker_id: str = ""
+    credit_issued_ns: int | None = None
+    request_start_ns: int | None = None
+    request_ack_ns: int | None = None
+    request_end_ns: int | None = None
+    status_code: int | None = None
+    error_code: int | None = None
+    error_type: str = ""
+    error_message: str = ""
+    was_cancelled: bool = False
+    request_latency_ms: float | None = None
+    ttft_ms: float | None = None
+    output_tokens: int | None = None
+    answer: str | None = None
+    server_timing_ms: float | None = None
+    echoed_request_id: str = ""
+
+
+class ServerRecord(Event, frozen=True, kw_only=True):
+    """One line of the server's `--records` file (trtmc-server fields plus the reference's audio)."""
+
+    request_id: str
+    route: str = ""
+    model: str = ""
+    replica: str = ""
+    status: int = 0
+    handler_ms: float | None = None
+    admission_ms: float | None = None
+    model_call_ms: float | None = None
+    timing_scope: str = ""
+    worker_roundtrip_ms: float | None = None
+    setup_ms: float | None = None
+    prefill_ms: float | None = None
+    decode_ms: float | None = None
+    completion_tokens: int | None = None
+    streaming: str = ""
+    incarnation: int = 0
+    audio: Json | None = None
+    error_code: str = ""
+    end_unix_ns: int | None = None
+
+
+class RequestsInFlight(Event, frozen=True, kw_only=True):
+    """The correlator's answer to a crash: which request ids were open in that incarnation."""
+
+    incarnation: int
+    request_ids: list[str]
+    reason: str = "server_crash"
+
+
+CauseCode = Literal[
+    "ok",
+    "http_4xx",
+    "http_5xx",
+    "server_busy",
+    "timeout",
+    "connection",
+    "server_crash",
+    "cancelled",
+    "unmatched",
+    "duplicate",
+]
+
+
+class RequestCorrelated(Event, frozen=True, kw_only=True):
+    """One request joined across client and server, mapped to its dataset item and arm."""
+
+    request_id: str
+    window: str = ""
+    phase: Phase = "unknown"
+    conversation_id: str = ""
+    item_id: str = ""
+    arm: str = ""
+    ok: bool = False
+    cause: CauseCode = "ok"
+    http_status: int | None = None
+    error_message: str = ""
+    answer: str | None = None
+    request_start_ns: int | None = None
+    request_end_ns: int | None = None
+    request_latency_ms: float | None = None
+    client_lifecycle_ms: float | None = None
+    handler_ms: float | None = None
+    worker_roundtrip_ms: float | None = None
+    model_call_ms: float | None = None
+    timing_scope: str = ""
+    incarnation: int = 0
+    audio_seconds: float | None = None
+    audio_bytes: int | None = None
+    has_client: bool = True
+    has_server: bool = True
+
+
+class RequestUnmatched(Event, frozen=True, kw_only=True):
+    """A half that never met its other half (or a duplicate id), with the cause."""
+
+    request_id: str
+    half: Literal["client", "server"]
+    cause: Literal["no_server_record", "no_client_record", "duplicate_id", "timeout"]
+    window: str = ""
+    phase: Phase = "unknown"
+    conversation_id: str = ""
+
+
+class AccountingChecked(Event, frozen=True, kw_only=True):
+    """End-of-window invariant: issued = ok + errors by cause + in_flight, in_flight = 0, ids unique."""
+
+    window: str
+    balanced: bool
+    issued: dict[str, int] = {}
+    by_cause: dict[str, dict[str, int]] = {}
+    in_flight: int = 0
+    duplicates: list[str] = []
+    server_without_client: list[str] = []
+    client_without_server: list[str] = []
+    problems: list[str] = []
+
+
+# ----------------------------------------------------------------------------------- judging
+
+
+class CapabilityProbed(Event, frozen=True, kw_only=True):
+    """One capability check of a model: transport, conditioning, text-only or transcription-only."""
+
+    model: str
+    check: Literal["transport", "conditioning", "text_only", "transcription_only"]
+    passed: bool
+    reason: str = ""
+    evidence: Json = {}
+
+
+class VerdictReached(Event, frozen=True, kw_only=True):
+    """One answer scored against its dataset item."""
+
+    model: str
+    item_id: str
+    arm: str
+    path: Literal["http", "native", "aiperf"] = "http"
+    verdict: Literal["correct", "wrong", "unparsed", "error"]
+    answer: str | None = None
+    gold: str = ""
+    item_kind: str = ""
+    scoring: str = ""
+    request_id: str = ""
+    detail: str = ""
+
+
+class GateEvaluated(Event, frozen=True, kw_only=True):
+    """A correctness gate from bench.toml, applied exactly as stated (never rounded or lowered)."""
+
+    model: str
+    gate: str
+    required: float
+    observed: float
+    passed: bool
+    scope: str = ""
+    detail: Json = {}
+
+
+class ModelResult(Event, frozen=True, kw_only=True):
+    """The published result row of one checkpoint (versioned by the journal's schema)."""
+
+    model: str
+    status: str
+    failed_stage: str = ""
+    row: Json = {}
+
+
+class SoakWindowClosed(Event, frozen=True, kw_only=True):
+    """Per-window aggregates of a soak (kept in memory; details stay in the journal)."""
+
+    window: str
+    index: int
+    summary: Json = {}
+
+
+class SoakVerdict(Event, frozen=True, kw_only=True):
+    """One soak verdict with the numbers behind it; `final` false at checkpoints."""
+
+    metric: str
+    passed: bool
+    final: bool = False
+    detail: Json = {}
+
+
+# ---------------------------------------------------------------------------------- diagnostics
+
+
+class Warned(Event, frozen=True, kw_only=True):
+    """Something the user should know that does not stop the run."""
+
+    code: str
+    message: str
+    detail: Json = {}
+
+
+class Failed(Event, frozen=True, kw_only=True):
+    """An error that stops a stage or the run; journaled before anything is torn down."""
+
+    code: str
+    message: str
+    detail: Json = {}
+
+
+class EventsDropped(Event, frozen=True, kw_only=True):
+    """A lossy subscriber dropped its oldest events; `dropped` is the total so far."""
+
+    subscriber: str
+    dropped: int
+
+
+class SubscriberFailed(Event, frozen=True, kw_only=True):
+    """A bus subscriber raised; `best_effort` subscribers fail alone, others cancel the run."""
+
+    subscriber: str
+    error: str
+    best_effort: bool = False
+
+
+# The union is built from the classes above so that adding an event is one edit in one place.
+EVENT_TYPES: tuple[type[Event], ...] = tuple(
+    cls for cls in Event.__subclasses__() if cls.__module__ == __name__
+)
+AnyEvent = Union[EVENT_TYPES]  # type: ignore[valid-type]

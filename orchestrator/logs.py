@@ -1,0 +1,73 @@
+"""structlog configuration, done once: console or JSON on stderr, JSON lines to the run's aqbench.log.
+
+Logs narrate; facts are events. Never compute a result from a log line.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import msgspec
+import structlog
+
+__all__ = ["configure_logging", "attach_run_log", "detach_run_log", "get_logger"]
+
+_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
+_encoder = msgspec.json.Encoder()
+_run_log: BinaryIO | None = None
+_stderr_renderer: Any = None
+_json_renderer = structlog.processors.JSONRenderer(serializer=lambda obj, **_: _encoder.encode(obj).decode())
+
+
+def _tee(logger: Any, method: str, event_dict: dict[str, Any]) -> Any:
+    """Write every entry as a JSON line to the run log (if one is attached), then render for stderr."""
+    if _run_log is not None:
+        _run_log.write(_encoder.encode(event_dict) + b"\n")
+        _run_log.flush()
+    return _stderr_renderer(logger, method, event_dict)
+
+
+def configure_logging(*, fmt: str | None = None, level: str = "info") -> None:
+    """Configure structlog for this process. `fmt` None: console on a terminal, JSON otherwise."""
+    global _stderr_renderer
+    if fmt is None:
+        fmt = "console" if sys.stderr.isatty() else "json"
+    _stderr_renderer = (
+        structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty()) if fmt == "console" else _json_renderer
+    )
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.processors.format_exc_info,
+            _tee,
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(_LEVELS.get(level, logging.INFO)),
+        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+        cache_logger_on_first_use=False,
+    )
+
+
+def attach_run_log(path: Path) -> None:
+    """Also write every log entry as JSON to `path` (the run's aqbench.log) until detached."""
+    global _run_log
+    detach_run_log()
+    if _stderr_renderer is None:
+        configure_logging()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _run_log = path.open("ab")
+
+
+def detach_run_log() -> None:
+    global _run_log
+    if _run_log is not None:
+        _run_log.close()
+        _run_log = None
+
+
+def get_logger(name: str = "aqbench") -> Any:
+    return structlog.get_logger(name)
