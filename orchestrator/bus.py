@@ -1,0 +1,267 @@
+"""In-process publish/subscribe of typed events over anyio memory object streams.
+
+Each subscriber owns one bounded stream. Lossless subscribers (journal, correlator) apply backpressure;
+lossy ones (live views) drop their oldest event and count it. The bus stamps run_id, seq and clocks, and
+delivers every event to every subscriber in one order. It never reads what it carries.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from typing import TypeVar
+
+import anyio
+import msgspec
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from orchestrator.events import AnyEvent, Event, EventsDropped
+
+__all__ = ["Bus", "Subscription", "BusStatistics", "SubscriptionStatistics", "BusClosed"]
+
+E = TypeVar("E", bound=Event)
+_replace = msgspec.structs.replace
+
+
+class BusClosed(RuntimeError):
+    """Publishing to a bus that was closed (a programming error: publish only while the run is open)."""
+
+
+class SubscriptionStatistics(msgspec.Struct, frozen=True):
+    name: str
+    lossy: bool
+    size: int
+    buffered: int
+    delivered: int
+    dropped: int
+
+
+class BusStatistics(msgspec.Struct, frozen=True):
+    published: int
+    subscribers: list[SubscriptionStatistics]
+
+
+class Subscription:
+    """One subscriber's stream. Use as `async with bus.subscribe(...) as sub: async for ev in sub: ...`.
+
+    Leaving the `async with` unsubscribes; for a lossless subscriber that is also the signal that it has
+    drained everything (Bus.aclose waits for it).
+    """
+
+    def __init__(self, bus: Bus, name: str, size: int, lossy: bool) -> None:
+        if size < 1:
+            raise ValueError(f"subscription {name!r}: size must be >= 1, got {size}")
+        self.name = name
+        self.size = size
+        self.lossy = lossy
+        self.delivered = 0
+        self.dropped = 0
+        self._bus = bus
+        self._send: MemoryObjectSendStream[AnyEvent]
+        self._recv: MemoryObjectReceiveStream[AnyEvent]
+        self._send, self._recv = anyio.create_memory_object_stream[AnyEvent](size)
+        self._done = anyio.Event()
+
+    async def __aenter__(self) -> Subscription:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Unsubscribe now; events still buffered are discarded (a lossless consumer drains first)."""
+        if self._done.is_set():
+            return
+        self._bus._remove(self)
+        self._send.close()
+        self._recv.close()
+        self._done.set()
+
+    def __aiter__(self) -> AsyncIterator[AnyEvent]:
+        return self._iterate()
+
+    async def _iterate(self) -> AsyncIterator[AnyEvent]:
+        try:
+            while True:
+                yield await self._recv.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            return
+
+    async def batches(self, max_batch: int = 1024) -> AsyncIterator[list[AnyEvent]]:
+        """Yield lists of events: waits for one, then takes what is already buffered (up to max_batch)."""
+        recv = self._recv
+        while True:
+            try:
+                first = await recv.receive()
+            except (anyio.EndOfStream, anyio.ClosedResourceError):
+                return
+            batch = [first]
+            while len(batch) < max_batch:
+                try:
+                    batch.append(recv.receive_nowait())
+                except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
+                    break
+            yield batch
+
+    def receive_nowait(self) -> AnyEvent:
+        return self._recv.receive_nowait()
+
+    def statistics(self) -> SubscriptionStatistics:
+        return SubscriptionStatistics(
+            name=self.name, lossy=self.lossy, size=self.size,
+            buffered=self._send.statistics().current_buffer_used,
+            delivered=self.delivered, dropped=self.dropped,
+        )
+
+    async def wait_drained(self) -> None:
+        await self._done.wait()
+
+
+class Bus:
+    """Publish/subscribe for one run. Publishing is ordered: `seq` is the delivery order everywhere."""
+
+    def __init__(self, run_id: str, *, source: str = "aqbench") -> None:
+        self.run_id = run_id
+        self.source = source
+        self._subs: list[Subscription] = []
+        self._lossless: list[Subscription] = []
+        self._seq = 0
+        self._closed = False
+        # Held only on the slow path (a lossless subscriber is full), so that order is kept.
+        self._slow = anyio.Lock()
+
+    # -- subscribers -------------------------------------------------------------------------------
+
+    def subscribe(self, name: str, *, size: int = 4096, lossy: bool = False) -> Subscription:
+        """Add a subscriber; it sees every event published from now on. Does not block."""
+        if self._closed:
+            raise BusClosed(f"cannot subscribe {name!r}: the bus of run {self.run_id} is closed")
+        sub = Subscription(self, name, size, lossy)
+        self._subs = [*self._subs, sub]
+        if not lossy:
+            self._lossless = [*self._lossless, sub]
+        return sub
+
+    def _remove(self, sub: Subscription) -> None:
+        self._subs = [s for s in self._subs if s is not sub]
+        self._lossless = [s for s in self._lossless if s is not sub]
+        if sub.lossy and sub.dropped and not self._closed:
+            try:
+                self.publish_nowait(EventsDropped(source="bus", subscriber=sub.name, dropped=sub.dropped))
+            except anyio.WouldBlock:
+                pass
+
+    # -- publishing --------------------------------------------------------------------------------
+
+    def _stamp(self, event: E) -> E:
+        self._seq += 1
+        if event.ts_ns:
+            return _replace(event, run_id=event.run_id or self.run_id, seq=self._seq)
+        return _replace(
+            event,
+            run_id=self.run_id,
+            seq=self._seq,
+            ts_ns=time.time_ns(),
+            mono_ns=time.monotonic_ns(),
+            source=event.source or self.source,
+        )
+
+    def _has_room(self) -> bool:
+        for sub in self._lossless:
+            if sub._send.statistics().current_buffer_used >= sub.size:
+                return False
+        return True
+
+    def _deliver_nowait(self, event: AnyEvent) -> None:
+        for sub in self._subs:
+            try:
+                sub._send.send_nowait(event)
+            except anyio.WouldBlock:
+                # Only a lossy subscriber can be full here: drop its oldest and retry once.
+                try:
+                    sub._recv.receive_nowait()
+                except anyio.WouldBlock:
+                    pass
+                sub.dropped += 1
+                sub._send.send_nowait(event)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                continue
+            sub.delivered += 1
+
+    async def publish(self, event: E) -> E:
+        """Stamp and deliver `event` to every subscriber; waits while a lossless subscriber is full.
+
+        Returns the stamped event. Cancellation while waiting leaves the event undelivered to the
+        subscribers that had no room yet (and to none when it was still queued behind other publishers).
+        """
+        if self._closed:
+            raise BusClosed(f"publish after close on run {self.run_id}: {type(event).__name__}")
+        if not self._slow.locked() and self._has_room():
+            # Fast path: no await between stamping and delivery, so order is global.
+            stamped = self._stamp(event)
+            self._deliver_nowait(stamped)
+            return stamped
+        async with self._slow:
+            stamped = self._stamp(event)
+            for sub in self._subs:
+                if sub.lossy:
+                    self._deliver_one_lossy(sub, stamped)
+                    continue
+                try:
+                    await sub._send.send(stamped)
+                    sub.delivered += 1
+                except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    continue
+            return stamped
+
+    def _deliver_one_lossy(self, sub: Subscription, event: AnyEvent) -> None:
+        try:
+            sub._send.send_nowait(event)
+        except anyio.WouldBlock:
+            try:
+                sub._recv.receive_nowait()
+            except anyio.WouldBlock:
+                pass
+            sub.dropped += 1
+            sub._send.send_nowait(event)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            return
+        sub.delivered += 1
+
+    def publish_nowait(self, event: E) -> E:
+        """Like publish() but never waits; raises anyio.WouldBlock (delivering nothing) when it would."""
+        if self._closed:
+            raise BusClosed(f"publish after close on run {self.run_id}: {type(event).__name__}")
+        if self._slow.locked() or not self._has_room():
+            raise anyio.WouldBlock
+        stamped = self._stamp(event)
+        self._deliver_nowait(stamped)
+        return stamped
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+
+    def statistics(self) -> BusStatistics:
+        return BusStatistics(published=self._seq, subscribers=[s.statistics() for s in self._subs])
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    async def aclose(self, *, timeout_s: float = 60.0) -> None:
+        """Close the bus: subscribers see end-of-stream after what is buffered; waits for lossless
+        subscribers to finish draining (leave their `async with`), at most `timeout_s`."""
+        if self._closed:
+            return
+        for sub in self._subs:
+            if sub.lossy and sub.dropped:
+                try:
+                    self.publish_nowait(EventsDropped(source="bus", subscriber=sub.name, dropped=sub.dropped))
+                except anyio.WouldBlock:
+                    pass
+        self._closed = True
+        lossless = list(self._lossless)
+        for sub in list(self._subs):
+            sub._send.close()
+        with anyio.move_on_after(timeout_s):
+            for sub in lossless:
+                await sub.wait_drained()

@@ -1,0 +1,156 @@
+"""The run journal `events.jsonl`: a lossless bus subscriber that writes it, and a replay reader.
+
+Writes are batched (one write + flush per batch) and fsynced at phase boundaries and at exit. The reader
+yields typed events; a torn last line (a crash mid-write) is reported and skipped, corruption anywhere
+else is a JournalError naming the line.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+import anyio
+import msgspec
+from anyio.abc import TaskStatus
+
+from orchestrator.errors import JournalError
+from orchestrator.events import AnyEvent, PhaseFinished, PhaseStarted, RunFinished, RunStarted
+
+__all__ = ["JournalWriter", "iter_journal", "read_journal", "TornLine", "encode_event", "decode_event"]
+
+_encoder = msgspec.json.Encoder()
+_decoder = msgspec.json.Decoder(AnyEvent)
+_SYNC_KINDS = (RunStarted, PhaseStarted, PhaseFinished, RunFinished)
+
+
+def encode_event(event: AnyEvent) -> bytes:
+    """One journal line (without the newline)."""
+    return _encoder.encode(event)
+
+
+def decode_event(line: bytes | str) -> AnyEvent:
+    """Decode one journal line; raises msgspec.DecodeError / ValidationError."""
+    return _decoder.decode(line)
+
+
+class JournalWriter:
+    """Appends every bus event to `path`. Start with `await tg.start(writer.run, bus)`."""
+
+    def __init__(self, path: Path, *, batch: int = 2048) -> None:
+        self.path = path
+        self.batch = batch
+        self.lines = 0
+
+    async def run(self, bus: object, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Runs until the bus closes (then drains, fsyncs and returns) or until cancelled (then fsyncs)."""
+        from orchestrator.bus import Bus
+
+        assert isinstance(bus, Bus)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fh = self.path.open("ab")
+        sub = bus.subscribe("journal", size=8192)
+        task_status.started()
+        try:
+            buf = bytearray()
+            async for events in sub.batches(self.batch):
+                buf.clear()
+                sync = False
+                for ev in events:
+                    _encoder.encode_into(ev, buf, -1)
+                    buf.extend(b"\n")
+                    if isinstance(ev, _SYNC_KINDS):
+                        sync = True
+                fh.write(buf)
+                fh.flush()
+                self.lines += len(events)
+                if sync:
+                    await anyio.to_thread.run_sync(os.fsync, fh.fileno())
+        finally:
+            with anyio.CancelScope(shield=True):
+                _drain_into(sub, fh)
+                try:
+                    fh.flush()
+                    os.fsync(fh.fileno())
+                finally:
+                    fh.close()
+                    sub.close()
+
+
+def _drain_into(sub: object, fh: BinaryIO) -> None:
+    """On cancellation, write what is still buffered so nothing published is lost."""
+    buf = bytearray()
+    while True:
+        try:
+            ev = sub.receive_nowait()  # type: ignore[attr-defined]
+        except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
+            break
+        _encoder.encode_into(ev, buf, -1)
+        buf.extend(b"\n")
+    if buf:
+        fh.write(buf)
+
+
+class TornLine(msgspec.Struct, frozen=True):
+    """The last line of a journal that could not be decoded (a writer killed mid-line)."""
+
+    path: str
+    line: int
+    text: bytes
+
+
+def iter_journal(
+    path: str | Path, *, on_torn: Callable[[TornLine], None] | None = None
+) -> Iterator[AnyEvent]:
+    """Yield the events of a journal in order. Blocks (file reads); streams, so memory stays flat.
+
+    A last line that does not decode is passed to `on_torn` (or ignored when None) and skipped.
+    Any other undecodable line raises JournalError with the file and line number.
+    """
+    p = Path(path)
+    try:
+        fh = p.open("rb")
+    except OSError as exc:
+        raise JournalError(f"{p}: cannot open journal: {exc.strerror}") from None
+    with fh:
+        pending: tuple[int, bytes] | None = None
+        lineno = 0
+        for raw in fh:
+            lineno += 1
+            if pending is not None:
+                yield _decode_or_raise(p, *pending)
+            pending = (lineno, raw)
+        if pending is None:
+            return
+        last_no, last = pending
+        if not last.endswith(b"\n"):
+            _torn(p, last_no, last, on_torn)
+            return
+        try:
+            yield _decoder.decode(last)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            _torn(p, last_no, last, on_torn)
+
+
+def _torn(p: Path, lineno: int, raw: bytes, on_torn: Callable[[TornLine], None] | None) -> None:
+    if raw.strip() and on_torn is not None:
+        on_torn(TornLine(path=str(p), line=lineno, text=raw[:200]))
+
+
+def _decode_or_raise(p: Path, lineno: int, raw: bytes) -> AnyEvent:
+    try:
+        return _decoder.decode(raw)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise JournalError(
+            f"{p}:{lineno}: corrupt journal line ({exc}); only the last line may be torn. "
+            f"Line starts: {raw[:80]!r}"
+        ) from None
+
+
+def read_journal(path: str | Path) -> tuple[list[AnyEvent], TornLine | None]:
+    """All events of a (small) journal plus its torn last line, if any. For tests and short runs."""
+    torn: list[TornLine] = []
+    events = list(iter_journal(path, on_torn=torn.append))
+    return events, (torn[0] if torn else None)

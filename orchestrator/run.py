@@ -1,0 +1,162 @@
+"""A run's scope: its folder, bus, journal and logs, opened together and closed in order.
+
+`open_run` journals RunStarted first and RunFinished last (status from how the body ended); `run_main`
+runs an async command under SIGINT/SIGTERM handling so that cleanup always runs (exit 130 / 143).
+"""
+
+from __future__ import annotations
+
+import secrets
+import signal
+import sys
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+import structlog
+from anyio.abc import TaskGroup
+
+from orchestrator.bus import Bus
+from orchestrator.config import Config, config_to_dict
+from orchestrator.events import Failed, RunFinished, RunStarted
+from orchestrator.journal import JournalWriter
+from orchestrator.logs import attach_run_log, detach_run_log, get_logger
+from orchestrator.provenance import host_facts, tool_versions
+
+__all__ = ["RunScope", "Interrupt", "open_run", "run_main", "new_run_id"]
+
+log = get_logger("aqbench.run")
+
+
+@dataclass
+class Interrupt:
+    """Which signal (if any) interrupted the command; set by run_main's watcher."""
+
+    signum: int | None = None
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum if self.signum else 0
+
+
+@dataclass
+class RunScope:
+    """What a command gets inside `open_run`: the run's identity, folder, bus and task group."""
+
+    run_id: str
+    run_dir: Path
+    bus: Bus
+    tg: TaskGroup
+    config: Config
+    interrupt: Interrupt
+    status: str = "ok"
+    exit_code: int = 0
+    reason: str = ""
+    counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def journal_path(self) -> Path:
+        return self.run_dir / "events.jsonl"
+
+    def finish(self, *, status: str, exit_code: int, reason: str = "", counts: dict[str, int] | None = None) -> None:
+        """Set what RunFinished will say."""
+        self.status, self.exit_code, self.reason = status, exit_code, reason
+        if counts:
+            self.counts = counts
+
+
+def new_run_id(name: str) -> str:
+    return f"{name}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{secrets.token_hex(2)}"
+
+
+@asynccontextmanager
+async def open_run(
+    config: Config,
+    *,
+    command: str,
+    argv: list[str] | None = None,
+    interrupt: Interrupt | None = None,
+    run_dir: Path | None = None,
+) -> AsyncIterator[RunScope]:
+    """Create `runs/<run_id>/`, start the journal writer and open the bus; on exit journal RunFinished
+    (shielded, even when cancelled), drain the bus and fsync. The body runs inside the run's task group."""
+    run_id = run_dir.name if run_dir else new_run_id(config.run.name)
+    run_dir = run_dir or Path(config.run.output_dir) / run_id
+    run_dir.mkdir(parents=True, exist_ok=True)
+    attach_run_log(run_dir / "aqbench.log")
+    structlog.contextvars.bind_contextvars(run_id=run_id)
+    bus = Bus(run_id)
+    interrupt = interrupt or Interrupt()
+    try:
+        async with anyio.create_task_group() as tg:
+            await tg.start(JournalWriter(run_dir / "events.jsonl").run, bus)
+            scope = RunScope(run_id=run_id, run_dir=run_dir, bus=bus, tg=tg, config=config, interrupt=interrupt)
+            await bus.publish(RunStarted(
+                source="run", command=command, argv=list(argv if argv is not None else sys.argv),
+                config_path=config.source, config_sha256=config.sha256, config=config_to_dict(config),
+                tool_versions=tool_versions(), host=host_facts(), run_dir=str(run_dir.resolve()),
+            ))
+            log.info("run_started", run_dir=str(run_dir), command=command)
+            try:
+                yield scope
+            except anyio.get_cancelled_exc_class():
+                scope.finish(status="interrupted", exit_code=interrupt.exit_code or 130,
+                             reason=f"interrupted by {signal.Signals(interrupt.signum).name}"
+                             if interrupt.signum else "cancelled")
+                raise
+            except Exception as exc:
+                scope.finish(status="error", exit_code=getattr(exc, "exit_code", 3), reason=str(exc))
+                with anyio.CancelScope(shield=True):
+                    await bus.publish(Failed(source="run", code=type(exc).__name__, message=str(exc)))
+                raise
+            finally:
+                with anyio.CancelScope(shield=True), anyio.move_on_after(30):
+                    await bus.publish(RunFinished(source="run", status=scope.status,  # type: ignore[arg-type]
+                                                  exit_code=scope.exit_code, reason=scope.reason,
+                                                  counts=scope.counts))
+                    log.info("run_finished", status=scope.status, exit_code=scope.exit_code)
+                    await bus.aclose()
+    finally:
+        structlog.contextvars.unbind_contextvars("run_id")
+        detach_run_log()
+
+
+def run_main(body: Callable[[Interrupt], Awaitable[int]]) -> int:
+    """Run `body` on asyncio; SIGINT/SIGTERM cancel it (its cleanup still runs). Returns the exit code."""
+
+    async def main() -> int:
+        interrupt = Interrupt()
+        rc = 0
+        async with anyio.create_task_group() as tg:
+
+            async def watch() -> None:
+                with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                    async for signum in signals:
+                        interrupt.signum = int(signum)
+                        log.warning("signal_received", signal=signal.Signals(signum).name)
+                        tg.cancel_scope.cancel()
+                        return
+
+            tg.start_soon(watch)
+            try:
+                rc = await body(interrupt)
+            finally:
+                tg.cancel_scope.cancel()
+        return interrupt.exit_code if interrupt.signum else rc
+
+    try:
+        return anyio.run(main)
+    except BaseExceptionGroup as group:
+        raise _first_error(group) from None
+
+
+def _first_error(group: BaseExceptionGroup) -> BaseException:
+    """Task groups wrap errors; a command reports the first real one (AqbenchError keeps its exit code)."""
+    for exc in group.exceptions:
+        if isinstance(exc, BaseExceptionGroup):
+            return _first_error(exc)
+        return exc
+    return group
