@@ -127,8 +127,10 @@ class Bus:
         self._lossless: list[Subscription] = []
         self._seq = 0
         self._closed = False
-        # Held only on the slow path (a lossless subscriber is full), so that order is kept.
+        # Only the slow path (a lossless subscriber is full) takes this FIFO lock; while anyone is on
+        # it (`_backlog`), later publishers queue behind, so delivery order stays seq order.
         self._slow = anyio.Lock()
+        self._backlog = 0
 
     # -- subscribers -------------------------------------------------------------------------------
 
@@ -172,47 +174,61 @@ class Bus:
                 return False
         return True
 
+    async def publish(self, event: E) -> E:
+        """Stamp and deliver `event` to every subscriber; waits while a lossless subscriber is full.
+
+        Returns the stamped event. Order is global: `seq` is assigned in call order and publishers that
+        arrive while one is waiting queue behind it (FIFO lock). Cancellation while waiting leaves the
+        event undelivered to the subscribers that had no room yet.
+        """
+        if self._closed:
+            raise BusClosed(f"publish after close on run {self.run_id}: {type(event).__name__}")
+        stamped = self._stamp(event)
+        if self._backlog:
+            await self._deliver_slow(stamped, self._subs)
+            return stamped
+        # Fast path: no await from stamping to delivery, so no other publisher can interleave.
+        subs = self._subs
+        for i, sub in enumerate(subs):
+            try:
+                sub._send.send_nowait(stamped)
+            except anyio.WouldBlock:
+                if sub.lossy:
+                    self._deliver_one_lossy(sub, stamped)
+                    continue
+                await self._deliver_slow(stamped, subs[i:])
+                return stamped
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                continue
+            sub.delivered += 1
+        return stamped
+
     def _deliver_nowait(self, event: AnyEvent) -> None:
         for sub in self._subs:
+            if sub.lossy:
+                self._deliver_one_lossy(sub, event)
+                continue
             try:
-                sub._send.send_nowait(event)
-            except anyio.WouldBlock:
-                # Only a lossy subscriber can be full here: drop its oldest and retry once.
-                try:
-                    sub._recv.receive_nowait()
-                except anyio.WouldBlock:
-                    pass
-                sub.dropped += 1
                 sub._send.send_nowait(event)
             except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                 continue
             sub.delivered += 1
 
-    async def publish(self, event: E) -> E:
-        """Stamp and deliver `event` to every subscriber; waits while a lossless subscriber is full.
-
-        Returns the stamped event. Cancellation while waiting leaves the event undelivered to the
-        subscribers that had no room yet (and to none when it was still queued behind other publishers).
-        """
-        if self._closed:
-            raise BusClosed(f"publish after close on run {self.run_id}: {type(event).__name__}")
-        if not self._slow.locked() and self._has_room():
-            # Fast path: no await between stamping and delivery, so order is global.
-            stamped = self._stamp(event)
-            self._deliver_nowait(stamped)
-            return stamped
-        async with self._slow:
-            stamped = self._stamp(event)
-            for sub in self._subs:
-                if sub.lossy:
-                    self._deliver_one_lossy(sub, stamped)
-                    continue
-                try:
-                    await sub._send.send(stamped)
-                    sub.delivered += 1
-                except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                    continue
-            return stamped
+    async def _deliver_slow(self, stamped: AnyEvent, subs: list[Subscription]) -> None:
+        self._backlog += 1
+        try:
+            async with self._slow:
+                for sub in subs:
+                    if sub.lossy:
+                        self._deliver_one_lossy(sub, stamped)
+                        continue
+                    try:
+                        await sub._send.send(stamped)
+                        sub.delivered += 1
+                    except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                        continue
+        finally:
+            self._backlog -= 1
 
     def _deliver_one_lossy(self, sub: Subscription, event: AnyEvent) -> None:
         try:
@@ -232,7 +248,7 @@ class Bus:
         """Like publish() but never waits; raises anyio.WouldBlock (delivering nothing) when it would."""
         if self._closed:
             raise BusClosed(f"publish after close on run {self.run_id}: {type(event).__name__}")
-        if self._slow.locked() or not self._has_room():
+        if self._backlog or not self._has_room():
             raise anyio.WouldBlock
         stamped = self._stamp(event)
         self._deliver_nowait(stamped)

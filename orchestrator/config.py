@@ -9,6 +9,8 @@ from __future__ import annotations
 import hashlib
 import re
 import tomllib
+import types
+import typing
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -205,6 +207,36 @@ def _describe(what: str) -> str:
     return what[0].lower() + what[1:] if what else what
 
 
+def _allowed(key: str) -> list[str]:
+    """The Literal choices of the field at `key` (e.g. 'workload.arms[1]'), for 'expected one of'."""
+    tp: Any = Config
+    for part in re.findall(r"[A-Za-z0-9_-]+|\[\d+\]", key):
+        tp = _unwrap(tp)
+        if part.startswith("["):
+            args = typing.get_args(tp)
+            tp = args[0] if args else Any
+        elif isinstance(tp, type) and issubclass(tp, msgspec.Struct):
+            tp = typing.get_type_hints(tp, include_extras=True).get(part, Any)
+        else:
+            return []
+    tp = _unwrap(tp)
+    return [repr(v) for v in typing.get_args(tp)] if typing.get_origin(tp) is Literal else []
+
+
+def _unwrap(tp: Any) -> Any:
+    while True:
+        origin = typing.get_origin(tp)
+        if origin is Annotated:
+            tp = typing.get_args(tp)[0]
+        elif origin in (typing.Union, types.UnionType):
+            args = [a for a in typing.get_args(tp) if a is not type(None)]
+            tp = args[0] if len(args) == 1 else tp
+            if len(args) != 1:
+                return tp
+        else:
+            return tp
+
+
 def _check_semantics(cfg: Config, where: str) -> None:
     def fail(key: str, what: str) -> None:
         raise ConfigError(f"{where}: {key}: {what}")
@@ -259,7 +291,10 @@ def config_from_dict(data: dict[str, Any], *, where: str = "<config>", base: Pat
         cfg = msgspec.convert(data, Config, strict=True)
     except msgspec.ValidationError as exc:
         key, what = _key_path(str(exc))
-        raise ConfigError(f"{where}: {key or '(top level)'}: {_describe(what)}") from None
+        described = _describe(what)
+        if what.startswith("Invalid enum value") and (choices := _allowed(key)):
+            described = f"{described}; expected one of {', '.join(choices)}"
+        raise ConfigError(f"{where}: {key or '(top level)'}: {described}") from None
     _check_semantics(cfg, where)
     return _resolve(cfg, base or Path.cwd())
 

@@ -1,0 +1,133 @@
+"""The bus: ordered delivery, lossless backpressure, lossy drop-oldest, drain on close."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from orchestrator.bus import Bus, BusClosed
+from orchestrator.events import EventsDropped, LogLine
+
+pytestmark = pytest.mark.anyio
+
+
+def line(i: int) -> LogLine:
+    return LogLine(stream="test", text=str(i))
+
+
+class TestBus:
+    async def test_stamps_and_orders(self) -> None:
+        """Every subscriber sees every event once, in publish order, stamped with run id and seq."""
+        bus = Bus("run-1")
+        got: dict[str, list[LogLine]] = {"a": [], "b": []}
+
+        async def consume(name: str, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+            async with bus.subscribe(name, size=8) as sub:
+                task_status.started()
+                async for ev in sub:
+                    got[name].append(ev)  # type: ignore[arg-type]
+
+        async with anyio.create_task_group() as tg:
+            await tg.start(consume, "a")
+            await tg.start(consume, "b")
+            for i in range(100):
+                await bus.publish(line(i))
+            await bus.aclose()
+        for name in ("a", "b"):
+            assert [e.text for e in got[name]] == [str(i) for i in range(100)]
+            assert [e.seq for e in got[name]] == list(range(1, 101))
+            assert {e.run_id for e in got[name]} == {"run-1"} and all(e.ts_ns > 0 for e in got[name])
+
+    async def test_lossless_subscriber_applies_backpressure(self) -> None:
+        """A full lossless subscriber makes publish wait; nothing is dropped."""
+        bus = Bus("r")
+        sub = bus.subscribe("slow", size=2)
+        await bus.publish(line(0))
+        await bus.publish(line(1))
+        with anyio.move_on_after(0.2) as scope:
+            await bus.publish(line(2))
+        assert scope.cancelled_caught, "publish should have waited for room"
+        with pytest.raises(anyio.WouldBlock):
+            bus.publish_nowait(line(3))
+        assert sub.receive_nowait().text == "0"
+        await bus.publish(line(4))
+        assert [sub.receive_nowait().text for _ in range(2)] == ["1", "4"]
+        sub.close()
+
+    async def test_slow_path_keeps_order_between_publishers(self) -> None:
+        """Publishers queued behind a full subscriber deliver in seq order."""
+        bus = Bus("r")
+        seen: list[int] = []
+
+        async def consume(task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+            async with bus.subscribe("c", size=1) as sub:
+                task_status.started()
+                async for ev in sub:
+                    seen.append(ev.seq)
+                    await anyio.sleep(0)
+
+        async with anyio.create_task_group() as tg:
+            await tg.start(consume)
+            for p in range(5):
+                tg.start_soon(lambda p=p: _publish_many(bus, p))
+            await anyio.sleep(0.5)
+            await bus.aclose()
+        assert seen == sorted(seen) and len(seen) == 5 * 50
+
+    async def test_lossy_subscriber_drops_oldest_and_counts(self) -> None:
+        """A lossy subscriber never slows publishers: it keeps the newest and counts drops as an event."""
+        bus = Bus("r")
+        live = bus.subscribe("live", size=3, lossy=True)
+        journal = bus.subscribe("journal", size=100)
+        for i in range(10):
+            bus.publish_nowait(line(i))
+        assert [live.receive_nowait().text for _ in range(3)] == ["7", "8", "9"]
+        assert live.statistics().dropped == 7
+        live.close()
+        events = []
+        while True:
+            try:
+                events.append(journal.receive_nowait())
+            except anyio.WouldBlock:
+                break
+        assert isinstance(events[-1], EventsDropped) and events[-1].dropped == 7 and events[-1].subscriber == "live"
+        journal.close()
+
+    async def test_close_drains_lossless_and_refuses_publish(self) -> None:
+        """aclose returns only after lossless subscribers consumed everything; later publishes fail."""
+        bus = Bus("r")
+        consumed: list[str] = []
+
+        async def consume(task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+            async with bus.subscribe("c", size=1000) as sub:
+                task_status.started()
+                async for ev in sub:
+                    await anyio.sleep(0.001)
+                    consumed.append(ev.text)  # type: ignore[attr-defined]
+
+        async with anyio.create_task_group() as tg:
+            await tg.start(consume)
+            for i in range(50):
+                bus.publish_nowait(line(i))
+            await bus.aclose()
+            assert len(consumed) == 50
+        with pytest.raises(BusClosed):
+            await bus.publish(line(99))
+
+    async def test_subscribers_come_and_go(self) -> None:
+        """A subscriber added mid-run sees only later events; a removed one stops receiving."""
+        bus = Bus("r")
+        a = bus.subscribe("a", size=10)
+        await bus.publish(line(1))
+        b = bus.subscribe("b", size=10)
+        await bus.publish(line(2))
+        a.close()
+        await bus.publish(line(3))
+        assert b.receive_nowait().text == "2" and b.receive_nowait().text == "3"
+        assert [s.name for s in bus.statistics().subscribers] == ["b"]
+        b.close()
+
+
+async def _publish_many(bus: Bus, p: int) -> None:
+    for i in range(50):
+        await bus.publish(line(p * 1000 + i))
