@@ -1,0 +1,121 @@
+"""Read TRTMC model manifests from a checkout folder or from a git revision; records what was read.
+
+Finds files only (both layouts); what they mean is `inventory`'s job. Blocks (file reads, git).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path, PurePosixPath
+
+from orchestrator.errors import InventoryError
+from orchestrator.inventory import LAYOUTS, ManifestDocument, TreeSource
+
+__all__ = ["MANIFEST_GLOBS", "read_tree"]
+
+# Older and newer layouts (shared/docs/trtmc.md section 3); both may exist in one checkout.
+MANIFEST_GLOBS: dict[str, str] = {
+    "tests/e2e/models": "tests/e2e/models/*/manifests/*.json",
+    "families": "families/*/tests/manifests/*.json",
+}
+_GIT_TIMEOUT_S = 60.0
+
+
+def _classify_path(path: str) -> tuple[str, str] | None:
+    """(layout, family folder) when `path` is a manifest in one of the layouts, else None."""
+    parts = PurePosixPath(path).parts
+    if not path.endswith(".json"):
+        return None
+    if len(parts) == 6 and parts[:3] == ("tests", "e2e", "models") and parts[4] == "manifests":
+        return "tests/e2e/models", parts[3]
+    if len(parts) == 5 and parts[0] == "families" and parts[2:4] == ("tests", "manifests"):
+        return "families", parts[1]
+    return None
+
+
+def _git(root: Path, *args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    try:
+        return subprocess.run(["git", "-C", str(root), *args], input=stdin, capture_output=True,
+                              timeout=_GIT_TIMEOUT_S, check=False)
+    except FileNotFoundError:
+        raise InventoryError("git is not installed; --rev needs git (or audit the folder without --rev)") from None
+    except subprocess.TimeoutExpired:
+        raise InventoryError(f"{root}: git {args[0]} took longer than {_GIT_TIMEOUT_S:.0f} s") from None
+
+
+def _head(root: Path) -> tuple[str, bool | None]:
+    """HEAD commit and whether manifests differ from it, for a folder that is a git checkout."""
+    head = _git(root, "rev-parse", "--verify", "-q", "HEAD^{commit}")
+    if head.returncode != 0:
+        return "", None
+    status = _git(root, "status", "--porcelain", "--", *MANIFEST_GLOBS.values())
+    dirty = None if status.returncode != 0 else bool(status.stdout.strip())
+    return head.stdout.decode().strip(), dirty
+
+
+def _read_folder(root: Path) -> tuple[list[ManifestDocument], TreeSource]:
+    docs: list[ManifestDocument] = []
+    for layout in LAYOUTS:
+        for file in sorted(root.glob(MANIFEST_GLOBS[layout])):
+            rel = file.relative_to(root).as_posix()
+            found = _classify_path(rel)
+            if found is None or not file.is_file():
+                continue
+            try:
+                data = file.read_bytes()
+            except OSError as exc:
+                # An unreadable manifest still becomes an error row: its bytes are not JSON.
+                data = f"<unreadable: {exc.strerror}>".encode()
+            docs.append(ManifestDocument(path=rel, layout=found[0], family_dir=found[1], data=data))  # type: ignore[arg-type]
+    commit, dirty = _head(root)
+    return docs, TreeSource(root=str(root), commit=commit, dirty=dirty, read_via="folder")
+
+
+def _read_rev(root: Path, rev: str) -> tuple[list[ManifestDocument], TreeSource]:
+    resolved = _git(root, "rev-parse", "--verify", "-q", f"{rev}^{{commit}}")
+    if resolved.returncode != 0:
+        inside = _git(root, "rev-parse", "--git-dir").returncode == 0
+        if not inside:
+            raise InventoryError(f"{root}: not a git repository; --rev {rev} needs one (or drop --rev)")
+        raise InventoryError(f"{root}: revision {rev!r} does not name a commit; try a branch, tag or sha")
+    commit = resolved.stdout.decode().strip()
+    listing = _git(root, "ls-tree", "-r", "-z", "--name-only", commit, "--", "tests/e2e/models", "families")
+    if listing.returncode != 0:
+        raise InventoryError(f"{root}: git ls-tree {commit} failed: {listing.stderr.decode().strip()}")
+    wanted = [(p, found) for p in listing.stdout.decode().split("\0") if p and (found := _classify_path(p))]
+    # One `git cat-file --batch` process reads every blob: the same objects as `git show REV:PATH`,
+    # without one process per manifest (a TRTMC checkout has hundreds).
+    request = "".join(f"{commit}:{p}\n" for p, _ in wanted).encode()
+    batch = _git(root, "cat-file", "--batch", stdin=request)
+    if batch.returncode != 0:
+        raise InventoryError(f"{root}: git cat-file at {commit} failed: {batch.stderr.decode().strip()}")
+    out, pos, docs = batch.stdout, 0, []
+    for path, (layout, family) in wanted:
+        end = out.index(b"\n", pos)
+        header = out[pos:end].split()
+        if len(header) != 3:
+            raise InventoryError(f"{root}: git could not read {commit}:{path}: {out[pos:end].decode()}")
+        size = int(header[2])
+        data = out[end + 1:end + 1 + size]
+        pos = end + 1 + size + 1
+        docs.append(ManifestDocument(path=path, layout=layout, family_dir=family, data=data))  # type: ignore[arg-type]
+    return docs, TreeSource(root=str(root), rev=rev, commit=commit, read_via="git")
+
+
+def read_tree(root: str | Path, rev: str = "") -> tuple[list[ManifestDocument], TreeSource]:
+    """Every manifest of a TRTMC checkout in both layouts: from the folder, or at `rev` through git.
+
+    Raises InventoryError when the folder is missing, the revision is unknown, or neither layout holds
+    a manifest (most likely the wrong path). Blocks: file reads or two or three git processes.
+    """
+    path = Path(root).expanduser()
+    if not path.is_dir():
+        raise InventoryError(f"{path}: no such folder; pass --trtmc PATH to a TensorRT-Model-Connect checkout")
+    docs, source = _read_rev(path.resolve(), rev) if rev else _read_folder(path.resolve())
+    if not docs:
+        at = f" at {source.commit[:12]}" if rev else ""
+        raise InventoryError(
+            f"{path}{at}: no model manifests in either layout ({', '.join(MANIFEST_GLOBS.values())}); "
+            "is this a TensorRT-Model-Connect checkout?"
+        )
+    return docs, source

@@ -1,0 +1,525 @@
+"""Tests for `aqbench inventory`: the audit, both manifest layouts, git revisions, probes and the command."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+from orchestrator.commands import inventory as inventory_command
+from orchestrator.errors import InventoryError
+from orchestrator.events import CapabilityProbed, ModelResult, RunFinished, RunStarted
+from orchestrator.inventory import (
+    CAPABILITY_CLASSES,
+    STATUSES,
+    CheckpointRow,
+    ConfiguredModel,
+    Inventory,
+    ManifestDocument,
+    TreeSource,
+    audit,
+)
+from orchestrator.inventory_probes import read_probes
+from orchestrator.inventory_render import to_json, to_markdown
+from orchestrator.journal import encode_event
+from orchestrator.trtmc_tree import read_tree
+
+NEW = "families/{fam}/tests/manifests/{name}.json"
+OLD = "tests/e2e/models/{fam}/manifests/{name}.json"
+
+# Our own manifests, written in the shapes TRTMC uses (never copies of its files).
+WHISPERISH = {
+    "name": "whisperish-tiny-fp16", "hf_id": "acme/whisperish-tiny", "hf_revision": "r1", "family": "whisperish",
+    "runtime_strategy": "whisperish_speech_to_text", "task_strategy": "speech_to_text",
+    "user_contract": "exact_transcript", "test_type": "transcription", "precision": "fp16",
+    "max_cache_length": 64, "prompt": "test", "max_new_tokens": 10, "language": "en",
+    "test_input_audio": "data/clip.wav",
+}
+
+
+def _variant(base: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    out = {k: v for k, v in base.items() if k != "hf_revision" or "hf_revision" not in changes}
+    out.update(changes)
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def manifests() -> dict[str, Any]:
+    """Relative path -> manifest (dict, or str for raw broken text), covering every class and variant kind."""
+    m: dict[str, Any] = {}
+    # transcription (newer layout) with TP, L0, probe and precision variants, plus a sibling checkpoint
+    m[NEW.format(fam="whisperish", name="whisperish-tiny-fp16")] = WHISPERISH
+    m[NEW.format(fam="whisperish", name="whisperish-tiny-fp16-tp2")] = _variant(
+        WHISPERISH, name="whisperish-tiny-fp16-tp2", tensor_parallel_size=2, hf_revision=None)
+    m[NEW.format(fam="whisperish", name="whisperish-tiny-fp16-l0")] = _variant(
+        WHISPERISH, name="whisperish-tiny-fp16-l0")
+    m[NEW.format(fam="whisperish", name="whisperish-tiny-fp32")] = _variant(
+        WHISPERISH, name="whisperish-tiny-fp32", precision="fp32")
+    m[NEW.format(fam="whisperish", name="whisperish-tiny-fp16-asr-probe01")] = _variant(
+        WHISPERISH, name="whisperish-tiny-fp16-asr-probe01", l0_replacement="whisperish-tiny-fp16")
+    m[NEW.format(fam="whisperish", name="whisperish-small-fp16")] = _variant(
+        WHISPERISH, name="whisperish-small-fp16", hf_id="acme/whisperish-small", hf_revision=None)
+    # speech output (older layout, testcases list)
+    m[OLD.format(fam="barkish", name="barkish-small")] = {
+        "name": "barkish-small", "hf_id": "acme/barkish-small", "family": "barkish", "task": "text_to_audio",
+        "precision": "fp32", "testcases": [{"name": "t0", "prompt": "Hello there.", "max_new_tokens": 768,
+                                            "seed": 0, "user_contract": "tts_audio", "test_type": "audio"}],
+    }
+    # spoken dialogue, one in each layout
+    m[NEW.format(fam="personaplexish", name="personaplexish-7b")] = {
+        "name": "personaplexish-7b", "hf_id": "acme/personaplexish-7b", "family": "personaplexish",
+        "task_strategy": "speech_to_speech", "runtime_strategy": "duplex_speech_dialogue", "precision": "bf16",
+        "testcases": [{"name": "t0", "user_contract": "speech_response", "system_prompt": "You are kind.",
+                       "inputs": {"audio": "data/hello.wav"}}],
+    }
+    m[OLD.format(fam="voicechatish", name="voicechatish")] = {
+        "name": "voicechatish", "hf_id": "acme/voicechatish", "family": "voicechatish",
+        "runtime_strategy": "voicechat_pipeline", "precision": "bf16",
+        "testcases": [{"name": "t0", "test_input_audio": "data/q.wav", "user_contract": "speech_response"}],
+    }
+    # text-only omni thinker
+    m[NEW.format(fam="omnish", name="omnish-30b-thinker")] = {
+        "name": "omnish-30b-thinker", "hf_id": "acme/omnish-30b", "hf_revision": "abc", "family": "omnish",
+        "task_strategy": "omni_multimodal", "runtime_strategy": "omnish_thinker", "precision": "bf16",
+        "max_sequence_length": 256, "tensor_parallel_size": 1,
+        "testcases": [{"name": "t0", "prompt": "Say hello.", "max_new_tokens": 16,
+                       "user_contract": "text_continuation", "temperature": 0.0}],
+    }
+    # vision-language with audio not exposed (not in the audio group; a candidate)
+    m[NEW.format(fam="phi4ish", name="phi4ish-multimodal")] = {
+        "name": "phi4ish-multimodal", "hf_id": "acme/Phi4ish-multimodal-instruct", "family": "phi4ish",
+        "task_strategy": "vision_language_generation", "precision": "bf16",
+        "testcases": [{"name": "t0", "prompt": "What is shown?", "test_image": "data/cat.png",
+                       "user_contract": "vl_answer"}],
+    }
+    # genuine audio-QA checkpoints: one configured (planned), one not (blocked)
+    m[NEW.format(fam="aqaish", name="aqaish-1b")] = {
+        "name": "aqaish-1b", "hf_id": "acme/aqaish-1b", "family": "aqaish", "task_strategy": "audio_text_to_text",
+        "runtime_strategy": "aqaish_audio_chat", "precision": "fp16", "max_cache_length": 2048,
+        "testcases": [{"name": "t0", "user_contract": "vl_answer", "prompt": "How many beeps?",
+                       "test_input_audio": "data/beeps.wav", "max_new_tokens": 8, "top_p": 1.0}],
+    }
+    m[OLD.format(fam="gemmaish", name="gemmaish-e4b")] = {
+        "name": "gemmaish-e4b", "hf_id": "acme/gemmaish-e4b", "family": "gemmaish", "task": "omni_multimodal",
+        "runtime_strategy": "edge_llm", "precision": "fp16",
+        "testcases": [{"name": "t0", "user_contract": "audio_answer",
+                       "inputs": {"audio": "data/q.wav", "text": "What animal is it?"}}],
+    }
+    # outside the group: a text model nobody asked for
+    m[NEW.format(fam="bertish", name="bertish-base")] = {
+        "name": "bertish-base", "hf_id": "acme/bertish-base", "family": "bertish", "task": "text_classification",
+    }
+    # unreadable and unidentifiable manifests
+    m[NEW.format(fam="brokenish", name="brokenish")] = '{"name": "brokenish", "hf_id": '
+    m[OLD.format(fam="anonymous", name="anonymous-asr")] = {"name": "anonymous-asr", "task": "speech_to_text"}
+    return m
+
+
+def write_tree(root: Path, files: dict[str, Any]) -> Path:
+    for rel, content in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content if isinstance(content, str) else json.dumps(content, indent=2))
+    return root
+
+
+BENCH_TOML = """
+[[models]]
+name = "aqa"
+family = "aqaish"
+checkpoint = "acme/aqaish-1b"
+profile = "aqaish-1b"
+[models.correctness]
+min_pass_rate = 0.9
+
+[[models]]
+name = "reference-audioqa"
+family = "aqbench-reference"
+checkpoint = "aqbench/reference-cascade"
+[models.correctness]
+min_pass_rate = 0.9
+
+[[models]]
+name = "bert"
+family = "bertish"
+checkpoint = "acme/bertish-base"
+[models.correctness]
+min_pass_rate = 0.9
+
+[inventory]
+candidates = ["acme/phi4ish-multimodal-instruct", "omnish-30b-thinker", "acme/not-in-trtmc"]
+"""
+
+MODELS = [
+    ConfiguredModel(name="aqa", checkpoint="acme/aqaish-1b", profile="aqaish-1b", index=0, config_path="b.toml"),
+    ConfiguredModel(name="reference-audioqa", checkpoint="aqbench/reference-cascade", index=1, config_path="b.toml"),
+    ConfiguredModel(name="bert", checkpoint="acme/bertish-base", index=2, config_path="b.toml"),
+]
+CANDIDATES = ["acme/phi4ish-multimodal-instruct", "omnish-30b-thinker", "acme/not-in-trtmc"]
+
+
+def main(argv: list[str]) -> int:
+    """Run `aqbench inventory` in-process through its own parser.
+
+    (orchestrator.cli is not imported: under pytest `tests/orchestrator` shadows the package's __init__.)
+    """
+    parser = argparse.ArgumentParser(prog="aqbench")
+    inventory_command.register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+def docs_of(files: dict[str, Any]) -> list[ManifestDocument]:
+    out = []
+    for rel, content in files.items():
+        layout = "families" if rel.startswith("families/") else "tests/e2e/models"
+        fam = rel.split("/")[1] if layout == "families" else rel.split("/")[3]
+        data = (content if isinstance(content, str) else json.dumps(content)).encode()
+        out.append(ManifestDocument(path=rel, layout=layout, family_dir=fam, data=data))
+    return out
+
+
+def full_audit(**kw: Any) -> Inventory:
+    return audit(docs_of(manifests()), source=TreeSource(root="/fixture"), candidates=CANDIDATES,
+                 models=MODELS, config_path="b.toml", **kw)
+
+
+def row(inv: Inventory, checkpoint: str) -> CheckpointRow:
+    found = [r for r in inv.rows if r.checkpoint.lower() == checkpoint.lower()]
+    assert len(found) == 1, f"{checkpoint}: {len(found)} rows in {[r.checkpoint for r in inv.rows]}"
+    return found[0]
+
+
+class TestClassesAndStatuses:
+    def test_transcription_checkpoint_is_unsupported_with_its_gap(self) -> None:
+        """A speech_to_text manifest is transcription-only and unsupported: no question input."""
+        r = row(full_audit(), "acme/whisperish-tiny")
+        assert (r.capability_class, r.status) == ("transcription-only", "unsupported")
+        assert r.gap.startswith("transcription only: no question input")
+        assert r.profile == "whisperish-tiny-fp16" and r.full_model_coverage
+        assert (r.task_strategy, r.runtime_strategy, r.precision, r.cache_length) == (
+            "speech_to_text", "whisperish_speech_to_text", "fp16", 64)
+        assert r.user_contracts == ["exact_transcript"] and r.audio_inputs == ["data/clip.wav"]
+
+    def test_speech_output_checkpoint_from_older_layout(self) -> None:
+        """A text_to_audio manifest in tests/e2e/models is speech-output-only."""
+        r = row(full_audit(), "acme/barkish-small")
+        assert (r.capability_class, r.status) == ("speech-output-only", "unsupported")
+        assert r.file.startswith("tests/e2e/models/barkish/")
+        assert "no audio input" in r.gap
+
+    def test_spoken_dialogue_checkpoints_in_both_layouts(self) -> None:
+        """Speech-to-speech manifests are spoken-dialogue: no text question, only a system prompt."""
+        inv = full_audit()
+        for ckpt in ("acme/personaplexish-7b", "acme/voicechatish"):
+            r = row(inv, ckpt)
+            assert (r.capability_class, r.status) == ("spoken-dialogue", "unsupported"), ckpt
+            assert "no text question" in r.gap
+        assert row(inv, "acme/personaplexish-7b").audio_inputs == ["data/hello.wav"]
+
+    def test_omni_thinker_is_text_only(self) -> None:
+        """An omni checkpoint served as a text thinker is in the group and text-only, no audio path."""
+        r = row(full_audit(), "acme/omnish-30b")
+        assert (r.capability_class, r.status, r.revision) == ("text-only", "unsupported", "abc")
+        assert r.in_audio_group and r.candidate == "omnish-30b-thinker"
+        assert r.cache_length == 256 and "no audio input exposed" in r.gap
+
+    def test_vision_language_candidate_states_audio_not_exposed(self) -> None:
+        """A candidate outside the audio group still gets a row saying its audio is not exposed."""
+        r = row(full_audit(), "acme/Phi4ish-multimodal-instruct")
+        assert (r.capability_class, r.status) == ("vision-language", "unsupported")
+        assert not r.in_audio_group and r.candidate == "acme/phi4ish-multimodal-instruct"
+        assert r.gap.startswith("audio not exposed by this TRTMC family")
+
+    def test_audio_qa_not_configured_is_blocked(self) -> None:
+        """An audio_answer contract with audio inputs is audio-qa; with no served route it is blocked."""
+        r = row(full_audit(), "acme/gemmaish-e4b")
+        assert (r.capability_class, r.status) == ("audio-qa", "blocked")
+        assert "no served route reaches it" in r.gap
+        assert any(e.claim == "status:blocked" for e in r.evidence)
+
+    def test_audio_qa_configured_is_planned(self) -> None:
+        """An audio_text_to_text checkpoint configured in bench.toml and never run is planned, without gap."""
+        r = row(full_audit(), "acme/aqaish-1b")
+        assert (r.capability_class, r.status, r.gap) == ("audio-qa", "planned", "")
+        assert r.configured_as == ["aqa"]
+        assert any(e.claim == "status:planned" and e.field == "models[0].checkpoint" for e in r.evidence)
+        assert {(c.kind, c.field) for c in r.controls} == {("max_new_tokens", "max_new_tokens"),
+                                                           ("sampling", "top_p")}
+
+    def test_candidate_absent_from_checkout_has_explicit_gap(self) -> None:
+        """A candidate no manifest names is a row with the gap 'not in this TRTMC checkout'."""
+        r = row(full_audit(), "acme/not-in-trtmc")
+        assert (r.capability_class, r.status, r.file) == ("unknown", "unsupported", "")
+        assert r.gap.startswith("not in this TRTMC checkout") and r.accounted
+
+    def test_every_class_is_reachable(self) -> None:
+        """The fixture covers every class except unknown; an unclassifiable audio manifest is unknown."""
+        seen = {r.capability_class for r in full_audit().rows if r.file}
+        assert seen == set(CAPABILITY_CLASSES) - {"unknown"}
+        odd = {"name": "odd", "hf_id": "acme/odd", "family": "odd", "test_input_audio": "x.wav"}
+        inv = audit(docs_of({NEW.format(fam="odd", name="odd"): odd}), source=TreeSource(root="/x"))
+        assert inv.rows[0].capability_class == "unknown" and not inv.rows[0].accounted and not inv.accounted
+
+    def test_group_excludes_unrelated_models_and_counts_one_row_per_checkpoint(self) -> None:
+        """Non-audio, non-candidate manifests are left out; variants never become rows."""
+        inv = full_audit()
+        names = sorted(r.checkpoint.lower() for r in inv.rows)
+        assert names == sorted([
+            "acme/aqaish-1b", "acme/barkish-small", "acme/gemmaish-e4b", "acme/not-in-trtmc",
+            "acme/omnish-30b", "acme/personaplexish-7b", "acme/phi4ish-multimodal-instruct",
+            "acme/voicechatish", "acme/whisperish-small", "acme/whisperish-tiny",
+        ])
+        assert inv.manifests_scanned == 16
+        assert set(STATUSES) >= {r.status for r in inv.rows}
+
+
+class TestVariantsAndNormalProfile:
+    def test_tp_l0_probe_and_precision_profiles_are_variants(self) -> None:
+        """TP, L0, probe and fp32 profiles of one checkpoint are variants of the fp16 normal profile."""
+        inv = full_audit()
+        kinds = {v.profile: v.kinds for v in inv.variants if v.checkpoint == "acme/whisperish-tiny"}
+        assert kinds == {
+            "whisperish-tiny-fp16-tp2": ["tensor-parallel"],
+            "whisperish-tiny-fp16-l0": ["partial"],
+            "whisperish-tiny-fp16-asr-probe01": ["partial"],
+            "whisperish-tiny-fp32": ["precision"],
+        }
+        assert all(v.normal_profile == "whisperish-tiny-fp16" for v in inv.variants
+                   if v.checkpoint == "acme/whisperish-tiny")
+        # The TP manifest had no hf_revision; it joined the single pinned revision r1.
+        assert row(inv, "acme/whisperish-tiny").revision == "r1"
+
+    def test_family_default_precision_picks_the_normal_profile(self) -> None:
+        """When fp32 is the family's usual precision, the fp32 profile becomes normal and fp16 the variant."""
+        files = {NEW.format(fam="w", name=n): _variant(WHISPERISH, name=n, hf_id=h, precision=p)
+                 for n, h, p in (("a-fp16", "acme/a", "fp16"), ("a-fp32", "acme/a", "fp32"),
+                                 ("b-fp32", "acme/b", "fp32"), ("c-fp32", "acme/c", "fp32"))}
+        inv = audit(docs_of(files), source=TreeSource(root="/x"))
+        assert row(inv, "acme/a").profile == "a-fp32"
+        assert [(v.profile, v.kinds) for v in inv.variants] == [("a-fp16", ["precision"])]
+
+    def test_partial_only_checkpoint_is_not_full_model_coverage(self) -> None:
+        """A checkpoint with only an L0 profile gets a row marked as not full-model coverage."""
+        files = {NEW.format(fam="w", name="z-l0"): _variant(WHISPERISH, name="z-l0", hf_id="acme/z")}
+        r = audit(docs_of(files), source=TreeSource(root="/x")).rows[0]
+        assert r.profile == "z-l0" and not r.full_model_coverage
+        assert any("no full-model profile" in n for n in r.notes)
+
+
+class TestErrorsAndEvidence:
+    def test_broken_and_anonymous_manifests_are_error_rows(self) -> None:
+        """Unparsable JSON and an audio manifest without hf_id become error rows, and exit would be 1."""
+        inv = full_audit()
+        errors = {e.file: e.error for e in inv.errors}
+        assert errors[NEW.format(fam="brokenish", name="brokenish")].startswith("not valid JSON")
+        assert "without hf_id" in errors[OLD.format(fam="anonymous", name="anonymous-asr")]
+        assert not inv.accounted and len(inv.unaccounted) == 2
+
+    def test_wrongly_typed_field_names_the_field(self) -> None:
+        """A manifest whose testcases is not a list is an error row naming that field."""
+        files = {NEW.format(fam="x", name="x"): {"name": "x", "hf_id": "acme/x", "testcases": "oops"}}
+        inv = audit(docs_of(files), source=TreeSource(root="/x"))
+        assert inv.errors[0].error == "field testcases is str, expected a list"
+
+    def test_every_claim_carries_file_and_field(self) -> None:
+        """Each row's task, runtime, contract, precision, cache, audio and class claims cite file and field."""
+        r = row(full_audit(), "acme/aqaish-1b")
+        cites = {(e.claim, e.field) for e in r.evidence}
+        assert {("task_strategy", "task_strategy"), ("runtime_strategy", "runtime_strategy"),
+                ("user_contract", "testcases[0].user_contract"), ("precision", "precision"),
+                ("cache_length", "max_cache_length"), ("audio_input", "testcases[0].test_input_audio"),
+                ("class:audio-qa", "task_strategy")} <= cites
+        assert all(e.file == NEW.format(fam="aqaish", name="aqaish-1b") for e in r.evidence
+                   if not e.claim.startswith("status"))
+
+    def test_reconciliation_lists_both_sides(self) -> None:
+        """Group checkpoints missing from [[models]] and configured models absent from TRTMC are listed."""
+        rec = full_audit().reconciliation
+        assert "acme/whisperish-tiny@r1" in rec.group_missing_from_config
+        assert "acme/aqaish-1b" not in rec.group_missing_from_config
+        assert rec.configured_absent_from_checkout == ["reference-audioqa (aqbench/reference-cascade)"]
+        assert rec.configured_outside_group == ["bert (acme/bertish-base)"]
+
+
+def write_journal(run_dir: Path, events: list[Any]) -> Path:
+    run_dir.mkdir(parents=True)
+    with (run_dir / "events.jsonl").open("wb") as fh:
+        for ev in events:
+            fh.write(encode_event(ev) + b"\n")
+    return run_dir
+
+
+def qualify_run(run_dir: Path, ts_ns: int, results: list[tuple[str, str, str, str]],
+                transport: dict[str, bool]) -> Path:
+    """A qualify journal: (model, checkpoint, status, failed_stage) results and transport checks."""
+    models = [{"name": m, "checkpoint": c, "profile": "", "revision": ""} for m, c, _, _ in results]
+    events: list[Any] = [RunStarted(run_id=run_dir.name, ts_ns=ts_ns, seq=0, command="qualify",
+                                    config={"models": models})]
+    for seq, (model, passed) in enumerate(transport.items(), start=1):
+        evidence = {} if passed else {"status": 400, "body": {"error": {"code": "invalid_request"}}}
+        events.append(CapabilityProbed(seq=seq, model=model, check="transport", passed=passed,
+                                       reason="" if passed else "input_audio answered 400; text-only 200",
+                                       evidence=evidence))
+    for model, ckpt, status, stage in results:
+        events.append(ModelResult(seq=len(events), model=model, status=status, failed_stage=stage,
+                                  row={"checkpoint": ckpt, "profile": "", "revision": ""}))
+    events.append(RunFinished(seq=len(events), status="ok"))
+    return write_journal(run_dir, events)
+
+
+class TestProbes:
+    def test_probe_upgrades_to_aiperf_qualified(self, tmp_path: Path) -> None:
+        """A qualify run that ended aiperf-qualified upgrades the planned row, citing the journal line."""
+        run = qualify_run(tmp_path / "q1", 10, [("aqa", "acme/aqaish-1b", "aiperf-qualified", "")], {"aqa": True})
+        r = row(full_audit(probes=read_probes(run)), "acme/aqaish-1b")
+        assert (r.status, r.gap) == ("aiperf-qualified", "")
+        assert any(e.claim == "probe:result:aiperf-qualified" and e.field == "seq 2 (model_result)"
+                   for e in r.evidence)
+
+    def test_failures_after_capability_keep_earlier_stages(self, tmp_path: Path) -> None:
+        """Failed at correctness means implemented; failed at aiperf means family-validated."""
+        run = qualify_run(tmp_path / "q1", 10, [("aqa", "acme/aqaish-1b", "failed", "correctness"),
+                                                ("g", "acme/gemmaish-e4b", "failed", "aiperf")], {})
+        inv = full_audit(probes=read_probes(run))
+        assert row(inv, "acme/aqaish-1b").status == "implemented"
+        assert row(inv, "acme/gemmaish-e4b").status == "family-validated"
+
+    def test_live_400_outranks_manifest_and_newer_run_wins(self, tmp_path: Path) -> None:
+        """A transport 400 makes an audio-qa row unsupported; a newer qualified run supersedes it."""
+        old = qualify_run(tmp_path / "old", 10, [("g", "acme/gemmaish-e4b", "unsupported", "")], {"g": False})
+        r = row(full_audit(probes=read_probes(old)), "acme/gemmaish-e4b")
+        assert (r.status, r.gap) == ("unsupported", "live probe (old): input_audio answered 400; text-only 200")
+        assert any(e.claim == "probe:transport:failed" and e.value["status"] == 400 for e in r.evidence)
+        new = qualify_run(tmp_path / "new", 20, [("g", "acme/gemmaish-e4b", "family-validated", "")], {"g": True})
+        r = row(full_audit(probes=read_probes(old) + read_probes(new)), "acme/gemmaish-e4b")
+        assert r.status == "family-validated"
+
+    def test_interrupted_run_with_failed_transport_is_evidence(self, tmp_path: Path) -> None:
+        """Without a ModelResult, a failed transport check alone yields unsupported, mapped via the config."""
+        run = write_journal(tmp_path / "cut", [
+            RunStarted(run_id="cut", ts_ns=5, config={"models": [{"name": "g", "checkpoint": "acme/gemmaish-e4b"}]}),
+            CapabilityProbed(seq=1, model="g", check="transport", passed=False, evidence={"status": 400}),
+        ])
+        [outcome] = read_probes(run)
+        assert (outcome.checkpoint, outcome.status, outcome.reason) == (
+            "acme/gemmaish-e4b", "unsupported", "input_audio answered 400")
+
+    def test_probe_for_unknown_checkpoint_is_listed(self, tmp_path: Path) -> None:
+        """A probe of a checkpoint the checkout does not hold is reported, not dropped."""
+        run = qualify_run(tmp_path / "ref", 1, [("reference-audioqa", "aqbench/reference-cascade",
+                                                 "aiperf-qualified", "")], {})
+        rec = full_audit(probes=read_probes(run)).reconciliation
+        assert rec.probes_unmatched == [f"reference-audioqa (aqbench/reference-cascade) in {run}"]
+
+    def test_missing_journal_is_an_inventory_error(self, tmp_path: Path) -> None:
+        """--probe on a folder without events.jsonl says what it expected."""
+        with pytest.raises(InventoryError, match="no journal; --probe takes a qualify run folder"):
+            read_probes(tmp_path)
+
+
+def git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t", *args],
+                          check=True, capture_output=True, text=True).stdout.strip()
+
+
+class TestTree:
+    def test_folder_reads_both_layouts_and_ignores_other_json(self, tmp_path: Path) -> None:
+        """Manifests in both layouts are read; thresholds and deeper files are not manifests."""
+        write_tree(tmp_path, manifests())
+        write_tree(tmp_path, {"families/whisperish/tests/thresholds/x.json": {"hf_id": "nope"},
+                              "families/whisperish/tests/manifests/sub/y.json": {"hf_id": "nope"}})
+        docs, source = read_tree(tmp_path)
+        assert len(docs) == 16 and {d.layout for d in docs} == {"families", "tests/e2e/models"}
+        assert (source.commit, source.dirty, source.read_via) == ("", None, "folder")
+
+    def test_git_revision_is_read_at_that_commit(self, tmp_path: Path) -> None:
+        """Auditing the first of two commits sees only its manifests and records its sha."""
+        files = manifests()
+        first = {k: v for k, v in files.items() if "whisperish" in k or "brokenish" in k}
+        write_tree(tmp_path, first)
+        git(tmp_path, "init", "-q")
+        git(tmp_path, "add", "-A")
+        git(tmp_path, "commit", "-q", "-m", "one")
+        sha1 = git(tmp_path, "rev-parse", "HEAD")
+        write_tree(tmp_path, files)
+        (tmp_path / NEW.format(fam="whisperish", name="whisperish-tiny-fp16")).write_text(
+            json.dumps(_variant(WHISPERISH, task_strategy="audio_text_to_text")))
+        git(tmp_path, "add", "-A")
+        git(tmp_path, "commit", "-q", "-m", "two")
+        docs, source = read_tree(tmp_path, sha1[:10])
+        assert (source.commit, source.rev, source.read_via) == (sha1, sha1[:10], "git")
+        assert sorted(d.path for d in docs) == sorted(first)
+        inv = audit(docs, source=source)
+        assert row(inv, "acme/whisperish-tiny").capability_class == "transcription-only"
+        assert [e.file for e in inv.errors] == [NEW.format(fam="brokenish", name="brokenish")]
+        # The working folder shows the second commit, and a local edit marks it dirty.
+        _, head = read_tree(tmp_path)
+        assert head.commit != sha1 and head.dirty is False
+        (tmp_path / NEW.format(fam="aqaish", name="aqaish-1b")).write_text("{}")
+        assert read_tree(tmp_path)[1].dirty is True
+
+    def test_bad_revision_and_empty_tree_are_errors(self, tmp_path: Path) -> None:
+        """An unknown revision, a non-repository and a tree without manifests raise InventoryError."""
+        with pytest.raises(InventoryError, match="no model manifests in either layout"):
+            read_tree(tmp_path)
+        with pytest.raises(InventoryError, match="not a git repository"):
+            read_tree(tmp_path, "HEAD")
+        write_tree(tmp_path, {NEW.format(fam="w", name="w"): WHISPERISH})
+        git(tmp_path, "init", "-q")
+        with pytest.raises(InventoryError, match="revision 'nope' does not name a commit"):
+            read_tree(tmp_path, "nope")
+        with pytest.raises(InventoryError, match="no such folder"):
+            read_tree(tmp_path / "missing")
+
+
+class TestCommand:
+    def test_markdown_and_json_outputs_exit_1_with_error_rows(self, tmp_path: Path) -> None:
+        """The command writes both outputs; the broken manifest makes it exit 1."""
+        trtmc = write_tree(tmp_path / "trtmc", manifests())
+        (tmp_path / "bench.toml").write_text(BENCH_TOML)
+        code = main(["inventory", "--trtmc", str(trtmc), "--config", str(tmp_path / "bench.toml"),
+                     "--json", str(tmp_path / "inv.json"), "--markdown", str(tmp_path / "inv.md")])
+        assert code == 1
+        data = json.loads((tmp_path / "inv.json").read_text())
+        assert data["schema_version"] == 1 and not data["accounted"]
+        assert {r["checkpoint"] for r in data["rows"]} >= {"acme/aqaish-1b", "acme/not-in-trtmc"}
+        md = (tmp_path / "inv.md").read_text()
+        assert "## Variants (never counted as extra models)" in md
+        assert "| acme/aqaish-1b | - | aqaish | aqaish-1b | audio-qa | planned |" in md
+        assert "- **acme/gemmaish-e4b** (blocked): audio_text_to_text" not in md  # gemmaish declares a contract
+        assert "- **acme/gemmaish-e4b** (blocked): audio_answer declared but no served route" in md
+        assert "(unreadable)" in md and "`reference-audioqa (aqbench/reference-cascade)`" in md
+
+    def test_clean_tree_exits_0_in_a_subprocess(self, tmp_path: Path) -> None:
+        """Without broken manifests every checkpoint is accounted for and the real CLI exits 0."""
+        files = {k: v for k, v in manifests().items() if "brokenish" not in k and "anonymous" not in k}
+        trtmc = write_tree(tmp_path / "trtmc", files)
+        (tmp_path / "bench.toml").write_text(BENCH_TOML)
+        proc = subprocess.run([sys.executable, "-m", "orchestrator", "--log-format", "json", "inventory",
+                               "--trtmc", str(trtmc), "--config", str(tmp_path / "bench.toml"), "--json", "-"],
+                              capture_output=True, timeout=60, cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr.decode()
+        inv = msgspec.json.decode(proc.stdout, type=Inventory)
+        assert inv.accounted and not inv.errors and len(inv.rows) == 10
+
+    def test_default_bench_toml_candidates_are_always_rows(self, tmp_path: Path) -> None:
+        """The repository's bench.toml candidates appear even when the checkout lacks them."""
+        trtmc = write_tree(tmp_path / "trtmc", {NEW.format(fam="w", name="w"): WHISPERISH})
+        out = tmp_path / "inv.json"
+        bench = Path(__file__).resolve().parents[2] / "bench.toml"
+        assert main(["inventory", "--trtmc", str(trtmc), "--config", str(bench), "--json", str(out)]) == 0
+        rows = {r["checkpoint"]: r for r in json.loads(out.read_text())["rows"]}
+        for cand in ("Qwen/Qwen3-Omni-30B-A3B-Instruct", "microsoft/Phi-4-multimodal-instruct",
+                     "nvidia/Nemotron-VoiceChat", "nvidia/personaplex-7b-v1", "google/gemma-4-E4B-it"):
+            assert rows[cand]["status"] == "unsupported" and "not in this TRTMC checkout" in rows[cand]["gap"]
+
+    def test_render_is_deterministic(self) -> None:
+        """Rendering the same audit twice gives identical bytes (reports can be diffed)."""
+        assert to_json(full_audit()) == to_json(full_audit())
+        assert to_markdown(full_audit()) == to_markdown(full_audit())
