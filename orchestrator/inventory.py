@@ -654,8 +654,8 @@ def _manifest_status(
         return "planned", ""
     evidence.append(Evidence(claim="status:blocked", file="shared/docs/trtmc.md", field="section 1 (Audio today)",
                              value="input_audio -> 400"))
-    task = next((str(ev.value) for ev in strongest.capability_evidence), "audio-QA")
-    return "blocked", f"{task} declared but {_NO_ROUTE}"
+    declared = next((f"{ev.value} ({ev.field})" for ev in strongest.capability_evidence), "audio-QA")
+    return "blocked", f"{declared} declared but {_NO_ROUTE}"
 
 
 def _apply_probes(

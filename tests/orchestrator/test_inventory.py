@@ -492,8 +492,8 @@ class TestCommand:
         md = (tmp_path / "inv.md").read_text()
         assert "## Variants (never counted as extra models)" in md
         assert "| acme/aqaish-1b | - | aqaish | aqaish-1b | audio-qa | planned |" in md
-        assert "- **acme/gemmaish-e4b** (blocked): audio_text_to_text" not in md  # gemmaish declares a contract
-        assert "- **acme/gemmaish-e4b** (blocked): audio_answer declared but no served route" in md
+        assert ("- **acme/gemmaish-e4b** (blocked): audio_answer (testcases[0].user_contract) declared but "
+                "no served route reaches it") in md
         assert "(unreadable)" in md and "`reference-audioqa (aqbench/reference-cascade)`" in md
 
     def test_clean_tree_exits_0_in_a_subprocess(self, tmp_path: Path) -> None:
