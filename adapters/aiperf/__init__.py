@@ -1,0 +1,25 @@
+"""AIPerf 0.13.0 as aqbench's load client: install check, offline tokenizer, command, run, records.
+
+The live tap (observer.py) is loaded by AIPerf itself and is not imported from here.
+"""
+
+from adapters.aiperf.command import AiperfCommand, build_command
+from adapters.aiperf.install import REQUIRED_VERSION, AiperfInstall, check_install
+from adapters.aiperf.records import RecordParseError, parse_export_line, parse_tap_line
+from adapters.aiperf.run import AiperfOutcome, classify_artifacts, run_aiperf
+from adapters.aiperf.tokenizer import ensure_tokenizer
+
+__all__ = [
+    "REQUIRED_VERSION",
+    "AiperfInstall",
+    "check_install",
+    "ensure_tokenizer",
+    "AiperfCommand",
+    "build_command",
+    "AiperfOutcome",
+    "run_aiperf",
+    "classify_artifacts",
+    "parse_export_line",
+    "parse_tap_line",
+    "RecordParseError",
+]

@@ -1,0 +1,105 @@
+"""`[workload]` -> the exact AIPerf argv and environment, saved as JSON and as a copy-paste shell line.
+
+Pure: builds and writes the command, never runs it (run.py does).
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+import msgspec
+
+from orchestrator.config import WorkloadConfig
+
+__all__ = ["AiperfCommand", "build_command", "LOW_LAG_ENV"]
+
+# A record reaches profile_export.jsonl ~60 ms after its request ends (defaults: up to 1 s).
+LOW_LAG_ENV = {"AIPERF_RECORD_EXPORT_BATCH_SIZE": "1", "AIPERF_METRICS_EXPORT_FLUSH_INTERVAL": "0.05"}
+
+
+class AiperfCommand(msgspec.Struct, frozen=True, kw_only=True):
+    """argv (argv[0] is the aiperf executable), the extra environment, and both as one shell line."""
+
+    argv: list[str]
+    env: dict[str, str]
+    shell: str
+    artifact_dir: str
+    input_file: str
+
+    def save(self, folder: Path) -> tuple[Path, Path]:
+        """Write `aiperf_command.json` and `aiperf_command.sh` into `folder`. Blocks (two small writes)."""
+        folder.mkdir(parents=True, exist_ok=True)
+        as_json = folder / "aiperf_command.json"
+        as_sh = folder / "aiperf_command.sh"
+        as_json.write_bytes(msgspec.json.format(msgspec.json.encode(self), indent=2) + b"\n")
+        as_sh.write_text("#!/bin/sh\n# Reproduces this AIPerf run (the tap env var is aqbench's own).\n"
+                         + self.shell + "\n")
+        return as_json, as_sh
+
+
+def build_command(
+    workload: WorkloadConfig,
+    *,
+    base_url: str,
+    model: str,
+    input_file: Path,
+    artifact_dir: Path,
+    tokenizer: Path,
+    executable: str = "aiperf",
+    requests: int | None = None,
+    warmup: int | None = None,
+    concurrency: int | None = None,
+    request_rate: float | None = None,
+    tap_dir: Path | None = None,
+    tmp_dir: Path | None = None,
+) -> AiperfCommand:
+    """Build the AIPerf command for one run. Overrides (requests, ...) win over `workload`.
+
+    `concurrency` and `request_rate` are exclusive; passing one drops the workload's other mode.
+    """
+    count = requests if requests is not None else workload.requests
+    warm = warmup if warmup is not None else workload.warmup_requests
+    if concurrency is not None and request_rate is not None:
+        raise ValueError("build_command: pass concurrency or request_rate, not both")
+    if concurrency is None and request_rate is None:
+        concurrency, request_rate = workload.concurrency, workload.request_rate
+    argv = [
+        executable, "profile",
+        "--model", model,
+        "--url", base_url,
+        "--endpoint-type", "chat",
+        "--tokenizer", str(tokenizer),
+        "--input-file", str(Path(input_file).resolve()),
+        "--custom-dataset-type", "single_turn",
+        "--dataset-sampling-strategy", "sequential",
+        "--request-count", str(count),
+        "--extra-inputs", "temperature:0",
+        "--request-timeout-seconds", f"{workload.request_timeout_s:g}",
+        "--random-seed", "0",
+        "--export-level", "raw",
+        "--export-http-trace",
+        "--export-outputs-json",
+        "--ui-type", "none",
+        "--no-server-metrics",
+        "--no-gpu-telemetry",
+        "--artifact-dir", str(Path(artifact_dir).resolve()),
+    ]
+    if warm:
+        argv += ["--warmup-request-count", str(warm)]
+    if request_rate is not None:
+        argv += ["--request-rate", f"{request_rate:g}", "--arrival-pattern", workload.arrival_pattern]
+    else:
+        argv += ["--concurrency", str(concurrency)]
+    if workload.streaming:
+        argv.append("--streaming")
+    if workload.max_tokens is not None:
+        argv += ["--extra-inputs", f"max_tokens:{workload.max_tokens}"]
+    env = dict(LOW_LAG_ENV)
+    if tap_dir is not None:
+        env["AQBENCH_TAP_DIR"] = str(Path(tap_dir).resolve())
+    if tmp_dir is not None:
+        env["TMPDIR"] = str(Path(tmp_dir).resolve())
+    shell = " ".join([*(f"{k}={shlex.quote(v)}" for k, v in env.items()), *map(shlex.quote, argv)])
+    return AiperfCommand(argv=argv, env=env, shell=shell, artifact_dir=str(Path(artifact_dir).resolve()),
+                         input_file=str(Path(input_file).resolve()))

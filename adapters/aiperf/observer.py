@@ -1,0 +1,75 @@
+"""The live tap: an AIPerf `record_observer` plugin writing one JSON line per record to a folder.
+
+Loaded by AIPerf in each record-processor process (entry point group `aiperf.plugins`, manifest
+plugins.yaml). Disabled unless AQBENCH_TAP_DIR names a folder. Imports AIPerf; nothing else may import it.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import msgspec
+from aiperf.common.exceptions import PostProcessorDisabled
+from aiperf.common.mixins import AIPerfLifecycleMixin
+from aiperf.metrics.metric_dicts import MetricRecordDict
+from aiperf.metrics.metric_registry import MetricRegistry
+
+__all__ = ["TAP_ENV", "LiveTapObserver"]
+
+TAP_ENV = "AQBENCH_TAP_DIR"
+_METRICS = {"request_latency": "request_latency_ms", "time_to_first_token": "ttft_ms",
+            "output_sequence_length": "output_tokens"}
+_encoder = msgspec.json.Encoder()
+
+
+class LiveTapObserver(AIPerfLifecycleMixin):
+    """Appends each record as one line to `$AQBENCH_TAP_DIR/tap-<pid>.jsonl`, unbuffered.
+
+    One `os.write` per line on an O_APPEND descriptor, so a reader never sees two records interleaved
+    and sees each one within microseconds of `observe` returning.
+    """
+
+    def __init__(self, service_id: str | None = None, run: Any = None, **kwargs: Any) -> None:
+        folder = os.environ.get(TAP_ENV, "")
+        if not folder or not Path(folder).is_dir():
+            raise PostProcessorDisabled(f"aqbench live tap disabled ({TAP_ENV} does not name a folder)")
+        super().__init__()
+        safe = (service_id or "processor").replace("/", "_").replace(":", "_").replace(" ", "_")
+        self.path = Path(folder) / f"tap-{os.getpid()}-{safe}.jsonl"
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+
+    async def observe(self, ctx: Any) -> None:
+        md = ctx.metadata
+        request = ctx.record.request
+        trace = request.trace_data
+        err = request.error
+        parts = [r.data.get_text() for r in ctx.record.content_responses if r.data]
+        line: dict[str, Any] = {
+            "request_id": md.x_request_id or "",
+            "correlation_id": md.x_correlation_id or "",
+            "conversation_id": md.conversation_id or "",
+            "phase": str(md.benchmark_phase),
+            "session_num": md.session_num,
+            "worker_id": md.worker_id,
+            "credit_issued_ns": md.credit_issued_ns,
+            "request_start_ns": md.request_start_ns,
+            "request_ack_ns": md.request_ack_ns,
+            "request_end_ns": md.request_end_ns,
+            "status": getattr(trace, "response_status_code", None) or request.status,
+            "error": None if err is None else {"code": err.code, "type": err.type,
+                                               "message": err.message, "cause": err.cause},
+            "was_cancelled": bool(md.was_cancelled),
+            "text": "".join(p for p in parts if p) if parts else None,
+            "headers": getattr(trace, "response_headers", None),
+            "observed_ns": time.time_ns(),
+        }
+        if ctx.metrics is not None:
+            display = MetricRecordDict(ctx.metrics.metrics).to_display_dict(MetricRegistry)
+            for tag, key in _METRICS.items():
+                value = display.get(tag)
+                if value is not None:
+                    line[key] = value.value
+        os.write(self._fd, _encoder.encode(line) + b"\n")

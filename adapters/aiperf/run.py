@@ -1,0 +1,226 @@
+"""Run one AIPerf command as a supervised subprocess and stream its records onto the bus.
+
+Own session, deadline, SIGINT then SIGKILL; its log lines become LogLine events; the live tap and
+the profile_export.jsonl tailer become ClientRecord events. Judged by files (artifacts.py).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import msgspec
+from anyio.abc import Process
+
+from adapters.aiperf.artifacts import Classification, judge_artifacts, wait_artifacts_final
+from adapters.aiperf.command import AiperfCommand
+from adapters.aiperf.records import RecordParseError, parse_export_line, parse_tap_line
+from adapters.tail import LineFollower
+from orchestrator.errors import ClientError
+from orchestrator.events import AiperfExited, AiperfStarted, ClientRecord, LogLine, Warned
+
+__all__ = ["AiperfOutcome", "run_aiperf", "classify_artifacts"]
+
+classify_artifacts = judge_artifacts
+_ANSI = re.compile(rb"\x1b\[[0-9;]*[A-Za-z]")
+_LEVEL = re.compile(r"\b(TRACE|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|SUCCESS)\b")
+_FINAL_WAIT_S = 15.0
+
+
+class AiperfOutcome(msgspec.Struct, frozen=True, kw_only=True):
+    """How one AIPerf run ended, judged by its files."""
+
+    window: str
+    classification: Classification
+    reason: str
+    returncode: int | None
+    aggregate: dict[str, Any]
+    artifact_dir: str
+    records: dict[str, int]
+    duration_ns: int
+
+
+class _Counts:
+    def __init__(self) -> None:
+        self.by_via = {"tap": 0, "export": 0}
+        self.bad_lines = 0
+
+
+async def _publish_lines(bus: Any, lines: list[bytes], via: str, window: str, counts: _Counts) -> None:
+    parse = parse_tap_line if via == "tap" else parse_export_line
+    for line in lines:
+        try:
+            rec: ClientRecord = parse(line, window=window)
+        except RecordParseError as exc:
+            counts.bad_lines += 1
+            await bus.publish(Warned(source="aiperf", code="aiperf_bad_record_line", message=str(exc)))
+            continue
+        counts.by_via[via] += 1
+        await bus.publish(rec)
+
+
+async def _tail_export(path: Path, bus: Any, window: str, stop: anyio.Event, counts: _Counts) -> None:
+    follower = LineFollower(path)
+    try:
+        async for batch in follower.follow(stop):
+            await _publish_lines(bus, batch, "export", window, counts)
+    finally:
+        follower.close()
+
+
+async def _tail_taps(folder: Path, bus: Any, window: str, stop: anyio.Event, counts: _Counts) -> None:
+    # One file per record-processor process; new files can appear while AIPerf starts its services.
+    followers: dict[Path, LineFollower] = {}
+    try:
+        while True:
+            final = stop.is_set()
+            for path in sorted(folder.glob("tap-*.jsonl")):
+                if path not in followers:
+                    followers[path] = LineFollower(path)
+            for follower in followers.values():
+                batch = follower.read_available(final=final)
+                if batch:
+                    await _publish_lines(bus, batch, "tap", window, counts)
+            if final:
+                return
+            with anyio.move_on_after(0.005):
+                await stop.wait()
+    finally:
+        for follower in followers.values():
+            follower.close()
+
+
+async def _pump_logs(proc: Process, bus: Any, tail: list[str], scope: anyio.CancelScope) -> None:
+    assert proc.stdout is not None
+    with scope:
+        await _pump(proc, bus, tail)
+
+
+async def _pump(proc: Process, bus: Any, tail: list[str]) -> None:
+    assert proc.stdout is not None
+    buf = b""
+    async for chunk in proc.stdout:
+        buf += chunk
+        *lines, buf = buf.split(b"\n")
+        for raw in lines:
+            text = _ANSI.sub(b"", raw).decode("utf-8", "replace").rstrip()
+            if not text.strip():
+                continue
+            tail.append(text)
+            del tail[:-40]
+            match = _LEVEL.search(text)
+            await bus.publish(LogLine(source="aiperf", stream="aiperf", text=text,
+                                      level=match.group(1).lower() if match else ""))
+
+
+def _signal_group(pid: int, sig: signal.Signals) -> None:
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+async def _stop(proc: Process, grace_s: float) -> None:
+    """SIGINT the group (AIPerf then writes what it has), SIGKILL after `grace_s`, reap."""
+    if proc.returncode is None:
+        _signal_group(proc.pid, signal.SIGINT)
+        with anyio.move_on_after(grace_s):
+            await proc.wait()
+    if proc.returncode is None:
+        _signal_group(proc.pid, signal.SIGKILL)
+        await proc.wait()
+
+
+async def run_aiperf(
+    cmd: AiperfCommand,
+    bus: Any,
+    *,
+    window: str = "aiperf-1",
+    deadline_s: float = 600.0,
+    stop_grace_s: float = 10.0,
+    cwd: Path | None = None,
+    version: str = "",
+    fingerprint: str = "",
+) -> AiperfOutcome:
+    """Run `cmd` to completion (or `deadline_s`), streaming records; returns the judged outcome.
+
+    Blocks for the whole run. Publishes AiperfStarted, LogLine, ClientRecord, AiperfExited. On
+    cancellation the process group gets SIGINT, then SIGKILL after `stop_grace_s`; AiperfExited
+    (cancelled) is still published and the cancellation propagates.
+    Raises ClientError when the executable cannot be started.
+    """
+    artifact_dir = Path(cmd.artifact_dir)
+    artifact_dir.mkdir(parents=True, exist_ok=True)
+    tap_dir = Path(cmd.env["AQBENCH_TAP_DIR"]) if "AQBENCH_TAP_DIR" in cmd.env else None
+    for key in ("AQBENCH_TAP_DIR", "TMPDIR"):
+        if key in cmd.env:
+            Path(cmd.env[key]).mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, **cmd.env}
+    if tap_dir is None:
+        env.pop("AQBENCH_TAP_DIR", None)  # an inherited value would point the tap somewhere else
+    t0 = time.monotonic_ns()
+    try:
+        proc = await anyio.open_process(cmd.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                        stderr=subprocess.STDOUT, env=env, cwd=str(cwd or artifact_dir),
+                                        start_new_session=True)
+    except OSError as exc:
+        raise ClientError(f"cannot start AIPerf ({cmd.argv[0]}): {exc}; run `aqbench doctor`") from exc
+    await bus.publish(AiperfStarted(source="aiperf", window=window, argv=cmd.argv, shell=cmd.shell,
+                                    artifact_dir=str(artifact_dir), pid=proc.pid, version=version,
+                                    fingerprint=fingerprint, input_file=cmd.input_file))
+    counts = _Counts()
+    stop_tailers = anyio.Event()
+    log_tail: list[str] = []
+    stopped_early = False
+    outcome: AiperfOutcome | None = None
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_tail_export, artifact_dir / "profile_export.jsonl", bus, window, stop_tailers, counts)
+            if tap_dir is not None:
+                tg.start_soon(_tail_taps, tap_dir, bus, window, stop_tailers, counts)
+            # A service process that outlives AIPerf keeps the pipe open: the pump is cancelled then.
+            pump_scope = anyio.CancelScope()
+            tg.start_soon(_pump_logs, proc, bus, log_tail, pump_scope)
+            with anyio.move_on_after(deadline_s) as deadline:
+                await proc.wait()
+            if deadline.cancelled_caught:
+                stopped_early = True
+                await bus.publish(Warned(source="aiperf", code="aiperf_deadline",
+                                         message=f"AIPerf window {window} passed its deadline of "
+                                                 f"{deadline_s:g} s; stopping it with SIGINT"))
+                await _stop(proc, stop_grace_s)
+            # Exports are finalised after exit: wait for the marker and stable sizes, then stop tailing.
+            await anyio.to_thread.run_sync(lambda: wait_artifacts_final(artifact_dir, timeout_s=_FINAL_WAIT_S))
+            stop_tailers.set()
+            pump_scope.deadline = anyio.current_time() + 2.0
+        judged = await anyio.to_thread.run_sync(lambda: judge_artifacts(
+            artifact_dir, returncode=proc.returncode, stopped_early=stopped_early,
+            records=counts.by_via["export"] + counts.by_via["tap"]))
+        reason = judged.reason
+        if judged.classification == "failed" and log_tail:
+            reason += "; last output: " + " | ".join(log_tail[-5:])
+        outcome = AiperfOutcome(window=window, classification=judged.classification, reason=reason,
+                                returncode=proc.returncode, aggregate=judged.aggregate,
+                                artifact_dir=str(artifact_dir), duration_ns=time.monotonic_ns() - t0,
+                                records={**counts.by_via, "bad_lines": counts.bad_lines})
+    finally:
+        with anyio.CancelScope(shield=True), anyio.move_on_after(stop_grace_s + 5):
+            await _stop(proc, stop_grace_s)
+            # AIPerf's service processes share its group; sweep any that outlived the main process.
+            _signal_group(proc.pid, signal.SIGKILL)
+            await proc.aclose()
+            if outcome is None:
+                await bus.publish(AiperfExited(source="aiperf", window=window, returncode=proc.returncode,
+                                               classification="cancelled", reason="aqbench was cancelled",
+                                               duration_ns=time.monotonic_ns() - t0))
+    await bus.publish(AiperfExited(source="aiperf", window=window, returncode=outcome.returncode,
+                                   classification=outcome.classification, reason=outcome.reason,
+                                   aggregate={**outcome.aggregate, "records": outcome.records},
+                                   duration_ns=outcome.duration_ns))
+    return outcome
