@@ -18,6 +18,7 @@ __all__ = ["main", "build_parser"]
 
 # Each module in orchestrator/commands/ defines register(subparsers); listing order = help order.
 COMMAND_MODULES = [
+    "orchestrator.commands.qualify",
     "orchestrator.commands.config_check",
     "orchestrator.commands.inventory",
 ]

@@ -1,0 +1,123 @@
+"""One chat completion at a time over HTTP, with an optional `input_audio` part (probes, correctness).
+
+Keeps the whole evidence of each exchange (status, body, echoed request id, Server-Timing). Never retries:
+a retry would hide exactly what a qualification must see.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import anyio
+import msgspec
+
+__all__ = ["ChatClient", "ChatReply", "audio_part"]
+
+_FORMATS = {".wav": "wav", ".mp3": "mp3", ".flac": "flac", ".ogg": "ogg"}
+_TIMING_RE = re.compile(r"(?:^|,)\s*model;dur=([0-9.]+)")
+_EVIDENCE_BYTES = 4096
+
+
+class ChatReply(msgspec.Struct, frozen=True, kw_only=True):
+    """What came back for one request; `text` is None unless the status was 200 with a message."""
+
+    request_id: str
+    status: int  # 0 when no HTTP response arrived (connection refused, timeout)
+    text: str | None
+    body: str
+    echoed_request_id: str = ""
+    server_timing_ms: float | None = None
+    latency_ms: float = 0.0
+    error: str = ""  # transport error, when status == 0
+
+
+async def audio_part(path: str) -> dict[str, Any]:
+    """The `input_audio` content part for a file (base64 data + format from its suffix)."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in _FORMATS:
+        raise ValueError(f"{path}: cannot send audio of type {suffix!r}; expected one of {sorted(_FORMATS)}")
+    data = await anyio.Path(path).read_bytes()
+    return {"type": "input_audio", "input_audio": {"data": base64.b64encode(data).decode(), "format": _FORMATS[suffix]}}
+
+
+class ChatClient:
+    """`async with ChatClient(base_url, model) as c: reply = await c.ask(text, audio_path, request_id=...)`."""
+
+    def __init__(self, base_url: str, model: str, *, timeout_s: float = 60.0, max_tokens: int | None = None) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.timeout_s = timeout_s
+        self.max_tokens = max_tokens
+        self._session: aiohttp.ClientSession | None = None
+
+    async def __aenter__(self) -> ChatClient:
+        self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self.timeout_s))
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._session is not None:
+            with anyio.CancelScope(shield=True):
+                await self._session.close()
+
+    def body(self, text: str, audio: dict[str, Any] | None) -> dict[str, Any]:
+        content: list[dict[str, Any]] = [{"type": "text", "text": text}]
+        if audio is not None:
+            content.append(audio)
+        body: dict[str, Any] = {"model": self.model, "messages": [{"role": "user", "content": content}],
+                                "stream": False, "temperature": 0}
+        if self.max_tokens:
+            body["max_completion_tokens"] = self.max_tokens
+        return body
+
+    async def ask(self, text: str, audio_path: str | None, *, request_id: str) -> ChatReply:
+        """POST one question (with the clip when `audio_path` is given). Never raises for HTTP or transport
+        failures: they are part of the reply. Cancellation aborts the request."""
+        assert self._session is not None, "use ChatClient as an async context manager"
+        audio = await audio_part(audio_path) if audio_path else None
+        payload = self.body(text, audio)
+        t0 = time.perf_counter()
+        try:
+            async with self._session.post(f"{self.base_url}/v1/chat/completions", json=payload,
+                                          headers={"X-Request-ID": request_id}) as resp:
+                raw = await resp.read()
+                latency_ms = (time.perf_counter() - t0) * 1000
+                timing = _TIMING_RE.search(resp.headers.get("server-timing", ""))
+                text_out = _message_text(raw) if resp.status == 200 else None
+                return ChatReply(
+                    request_id=request_id, status=resp.status, text=text_out,
+                    body=raw[:_EVIDENCE_BYTES].decode("utf-8", "replace"),
+                    echoed_request_id=resp.headers.get("x-request-id", ""),
+                    server_timing_ms=float(timing.group(1)) if timing else None, latency_ms=latency_ms,
+                )
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            return ChatReply(request_id=request_id, status=0, text=None, body="",
+                             latency_ms=(time.perf_counter() - t0) * 1000,
+                             error=f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+
+
+class _Message(msgspec.Struct):
+    content: str | None = None
+
+
+class _Choice(msgspec.Struct):
+    message: _Message
+
+
+class _Completion(msgspec.Struct):
+    choices: list[_Choice]
+
+
+_completion = msgspec.json.Decoder(_Completion)
+
+
+def _message_text(raw: bytes) -> str | None:
+    try:
+        done = _completion.decode(raw)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    return done.choices[0].message.content if done.choices else None

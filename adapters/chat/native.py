@@ -1,0 +1,144 @@
+"""The native side of identity checks: a long-lived worker speaking TRTMC's JSON-lines protocol
+(trtmc.md section 2) extended with an `audio` field. One request at a time, in its own session."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+import anyio
+import msgspec
+from anyio.abc import Process
+from anyio.streams.buffered import BufferedByteReceiveStream
+
+from orchestrator.errors import ServerError
+
+__all__ = ["NativeWorker", "NativeReply"]
+
+_MAX_LINE = 16 * 1024 * 1024
+
+
+class NativeReply(msgspec.Struct, frozen=True, kw_only=True):
+    ok: bool
+    text: str | None
+    model_call_ms: float | None = None
+    timing_scope: str = ""
+    error: str = ""
+
+
+class NativeWorker:
+    """`async with NativeWorker(argv, log_path=...) as w: reply = await w.generate(question, audio_path)`.
+
+    Entering waits for the worker's `ready` line (or raises ServerError with what it said); leaving sends
+    `shutdown`, waits `stop_grace_s`, then kills its process group. Cancellation still stops it.
+    """
+
+    def __init__(self, argv: list[str], *, log_path: Path, env: dict[str, str] | None = None,
+                 startup_timeout_s: float = 120.0, request_timeout_s: float = 120.0, stop_grace_s: float = 5.0) -> None:
+        self.argv = argv
+        self.log_path = log_path
+        self.env = env
+        self.startup_timeout_s = startup_timeout_s
+        self.request_timeout_s = request_timeout_s
+        self.stop_grace_s = stop_grace_s
+        self.ready: dict[str, Any] = {}
+        self._proc: Process | None = None
+        self._out: BufferedByteReceiveStream | None = None
+        self._next = 0
+
+    async def __aenter__(self) -> NativeWorker:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log = self.log_path.open("ab")
+        env = {**os.environ, **(self.env or {})}
+        try:
+            self._proc = await anyio.open_process(self.argv, stderr=self._log, env=env, start_new_session=True)
+        except OSError as exc:
+            self._log.close()
+            raise ServerError(f"native worker {self.argv[0]!r} could not start: {exc.strerror}; "
+                              f"check native_argv in bench.toml") from None
+        assert self._proc.stdout is not None
+        self._out = BufferedByteReceiveStream(self._proc.stdout)
+        try:
+            with anyio.fail_after(self.startup_timeout_s):
+                first = await self._read()
+        except TimeoutError:
+            await self._stop()
+            raise ServerError(f"native worker {self.argv} sent no ready line within {self.startup_timeout_s} s; "
+                              f"its stderr is in {self.log_path}") from None
+        except BaseException:
+            await self._stop()
+            raise
+        if first.get("event") != "ready":
+            await self._stop()
+            raise ServerError(f"native worker {self.argv} did not become ready: {first}; stderr in {self.log_path}")
+        self.ready = first
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._stop()
+
+    async def _read(self) -> dict[str, Any]:
+        assert self._out is not None
+        try:
+            line = await self._out.receive_until(b"\n", _MAX_LINE)
+        except (anyio.IncompleteRead, anyio.EndOfStream):
+            code = self._proc.returncode if self._proc else None
+            raise ServerError(f"native worker {self.argv} closed its output (exit code {code}); "
+                              f"stderr in {self.log_path}") from None
+        try:
+            return msgspec.json.decode(line)
+        except msgspec.DecodeError:
+            raise ServerError(f"native worker {self.argv} wrote a line that is not JSON: {line[:200]!r}") from None
+
+    async def _send(self, message: dict[str, Any]) -> None:
+        assert self._proc is not None and self._proc.stdin is not None
+        await self._proc.stdin.send(msgspec.json.encode(message) + b"\n")
+
+    async def generate(self, prompt: str, audio_path: str | None, *, config: dict[str, Any] | None = None) -> NativeReply:
+        """Ask one question; waits up to request_timeout_s. Protocol errors raise ServerError."""
+        self._next += 1
+        rid = f"native-{self._next}"
+        msg: dict[str, Any] = {"id": rid, "op": "generate", "prompt": prompt,
+                               "config": {"temperature": 0.0, **(config or {})}}
+        if audio_path is not None:
+            msg["audio"] = {"path": audio_path}
+        await self._send(msg)
+        try:
+            with anyio.fail_after(self.request_timeout_s):
+                answer = await self._read()
+        except TimeoutError:
+            raise ServerError(f"native worker gave no answer to {rid} within {self.request_timeout_s} s") from None
+        if answer.get("id") != rid:
+            raise ServerError(f"native worker answered {answer.get('id')!r} to request {rid!r}")
+        if not answer.get("ok"):
+            err = answer.get("error") or {}
+            return NativeReply(ok=False, text=None, error=f"{err.get('type', 'error')}: {err.get('message', '')}")
+        result = answer.get("result") or {}
+        return NativeReply(ok=True, text=result.get("text"), model_call_ms=result.get("model_call_ms"),
+                           timing_scope=result.get("timing_scope", ""))
+
+    async def _stop(self) -> None:
+        proc = self._proc
+        if proc is None:
+            return
+        self._proc = None
+        with anyio.CancelScope(shield=True):
+            try:
+                if proc.returncode is None and proc.stdin is not None:
+                    with anyio.move_on_after(1):
+                        await proc.stdin.send(b'{"id":"shutdown","op":"shutdown"}\n')
+                    await proc.stdin.aclose()
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                pass
+            with anyio.move_on_after(self.stop_grace_s):
+                await proc.wait()
+            if proc.returncode is None:
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                await proc.wait()
+            await proc.aclose()
+            self._log.close()

@@ -1,0 +1,32 @@
+"""`aqbench qualify`: qualify every configured model (default: the embedded reference server)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+__all__ = ["register"]
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("qualify", help="qualify every configured model: capability, correctness, identity, AIPerf",
+                       description="Runs each model in bench.toml through server start, capability probe, family "
+                       "correctness, native/HTTP identity and a real AIPerf run; writes runs/<id>/report.{json,md,html}. "
+                       "Exit 0 when every model is aiperf-qualified, 1 otherwise, 2 on configuration errors, 3 when "
+                       "the run itself failed.")
+    p.add_argument("--config", default="bench.toml", help="configuration file (default: bench.toml)")
+    p.add_argument("--model", action="append", default=[], metavar="NAME",
+                   help="qualify only this configured model (repeatable)")
+    p.add_argument("--plan", action="store_true", help="journal every selected model as planned and run nothing")
+    p.add_argument("--skip-aiperf", action="store_true", help="stop after native/HTTP identity (no AIPerf stage)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from orchestrator.config import load_config
+    from orchestrator.qualify import QualifyOptions, qualify
+    from orchestrator.run import run_main
+
+    cfg = load_config(args.config)
+    opts = QualifyOptions(models=args.model, plan_only=args.plan, skip_aiperf=args.skip_aiperf, argv=sys.argv)
+    return run_main(lambda interrupt: qualify(cfg, opts, interrupt))

@@ -1,0 +1,126 @@
+"""Live progress on stderr: one line per stage, a bar refreshed in place on a terminal.
+
+A lossy bus subscriber: it never slows the run, and its numbers are estimates (final numbers come from
+the journal). It prints; it publishes nothing but the bus's own drop count.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import TextIO
+
+import anyio
+from anyio.abc import TaskStatus
+
+from orchestrator.bus import Bus
+from orchestrator.events import (
+    AiperfExited,
+    AiperfStarted,
+    CapabilityProbed,
+    ModelResult,
+    PhaseFinished,
+    PhaseStarted,
+    RequestCorrelated,
+    ServerExited,
+    ServerReady,
+    ServerRestarting,
+    VerdictReached,
+)
+
+__all__ = ["ConsoleView"]
+
+
+class ConsoleView:
+    """`await tg.start(ConsoleView(bus).run)`; ends when the bus closes."""
+
+    def __init__(self, bus: Bus, *, stream: TextIO | None = None, min_interval_s: float = 0.2) -> None:
+        self.bus = bus
+        self.stream = stream or sys.stderr
+        self.tty = self.stream.isatty()
+        self.min_interval_s = min_interval_s
+        self._last = 0.0
+        self._total = 0
+        self._done = 0
+        self._bad = 0
+        self._stage = ""
+
+    def _print(self, text: str) -> None:
+        if self.tty:
+            self.stream.write("\r\x1b[2K" + text + "\n")
+        else:
+            self.stream.write(text + "\n")
+        self.stream.flush()
+
+    def _bar(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if not self.tty and not force:
+            if now - self._last < 5.0:
+                return
+        elif not force and now - self._last < self.min_interval_s:
+            return
+        self._last = now
+        width = 30
+        filled = int(width * self._done / self._total) if self._total else 0
+        text = (f"  {self._stage:<12} [{'#' * filled}{'.' * (width - filled)}] {self._done}/{self._total or '?'}"
+                f"  not ok: {self._bad}")
+        if self.tty:
+            self.stream.write("\r\x1b[2K" + text)
+        else:
+            self.stream.write(text + "\n")
+        self.stream.flush()
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        async with self.bus.subscribe("console", size=1024, lossy=True) as sub:
+            task_status.started()
+            async for ev in sub:
+                self.show(ev)
+
+    def show(self, ev: object) -> None:
+        if isinstance(ev, PhaseStarted):
+            if ev.phase == "model":
+                self._print(f"== {ev.model}: {ev.detail.get('checkpoint', '')} ({ev.detail.get('profile', '')})")
+                return
+            self._stage, self._done, self._bad = ev.phase, 0, 0
+            detail = ev.detail
+            self._total = int(detail.get("requests") or 0) * (2 if detail.get("native") else 1)
+            if ev.phase == "aiperf":
+                self._total = int(detail.get("warmup_requests") or 0) + int(detail.get("requests") or 0)
+            self._print(f"  {ev.phase}: started")
+        elif isinstance(ev, PhaseFinished):
+            if ev.phase in ("model", "dataset"):
+                if ev.phase == "dataset":
+                    self._print(f"dataset {ev.detail.get('name')} ({ev.detail.get('items')} items, "
+                                f"identity {str(ev.detail.get('identity', ''))[:12]})")
+                return
+            if self._total:
+                self._bar(force=True)
+                if self.tty:
+                    self.stream.write("\n")
+            self._total = 0
+            self._print(f"  {ev.phase}: {ev.outcome}{' - ' + ev.reason[:300] if ev.reason else ''}")
+        elif isinstance(ev, VerdictReached) and ev.path != "aiperf":
+            self._done += 1
+            self._bad += ev.verdict != "correct"
+            self._bar()
+        elif isinstance(ev, RequestCorrelated):
+            self._done += 1
+            self._bad += not ev.ok
+            self._bar()
+        elif isinstance(ev, CapabilityProbed):
+            self._print(f"    {ev.check}: {'pass' if ev.passed else 'FAIL'} - {ev.reason[:200]}")
+        elif isinstance(ev, ServerReady):
+            self._print(f"  server ready (incarnation {ev.incarnation}, pid {ev.pid}, "
+                        f"{ev.startup_ns / 1e9:.1f} s) at {ev.url}")
+        elif isinstance(ev, ServerExited) and not ev.expected:
+            self._print(f"  server exited unexpectedly (incarnation {ev.incarnation}, code {ev.returncode}, "
+                        f"{ev.signal or 'no signal'})")
+        elif isinstance(ev, ServerRestarting):
+            self._print(f"  server restarting (attempt {ev.attempt}, in {ev.backoff_s:.1f} s): {ev.reason}")
+        elif isinstance(ev, AiperfStarted):
+            self._print(f"    aiperf: {ev.shell[:160]}{'...' if len(ev.shell) > 160 else ''}")
+        elif isinstance(ev, AiperfExited):
+            self._print(f"    aiperf exited {ev.returncode}: {ev.classification}{' - ' + ev.reason if ev.reason else ''}")
+        elif isinstance(ev, ModelResult):
+            self._print(f"== {ev.model}: {ev.status.upper()}"
+                        f"{' at ' + ev.failed_stage if ev.failed_stage else ''}")

@@ -1,0 +1,489 @@
+"""`aqbench qualify`: every configured model through server, capability, correctness, identity and AIPerf.
+
+Composition root: chooses the adapters. Each stage's outcome is journaled as it happens; a failed stage
+stops that model with its evidence, and the next model starts. Result rows and statistics are folded from
+the journal by orchestrator.reports, never from this module's memory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shlex
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+import msgspec
+
+from orchestrator.capability import (
+    AUDIO_QA_TASKS,
+    CheckResult,
+    ProbeAnswer,
+    judge_conditioning,
+    judge_text_only,
+    judge_transcription_only,
+    judge_transport,
+    select_probe_pairs,
+)
+from orchestrator.config import Config, ModelConfig
+from orchestrator.dataset import ArmRequest, Dataset, load_dataset, prepare_arms, resolve_dataset_path
+from orchestrator.errors import AqbenchError, ServerError
+from orchestrator.events import (
+    CapabilityProbed,
+    GateEvaluated,
+    ModelResult,
+    PhaseFinished,
+    PhaseStarted,
+    RequestCorrelated,
+    VerdictReached,
+)
+from orchestrator.gates import ScoredAnswer, evaluate_gates
+from orchestrator.logs import get_logger
+from orchestrator.run import Interrupt, RunScope, open_run
+from orchestrator.scoring import score
+
+__all__ = ["QualifyOptions", "qualify", "STATUSES"]
+
+log = get_logger("aqbench.qualify")
+
+STATUSES = ("unsupported", "blocked", "planned", "implemented", "family-validated", "aiperf-qualified", "failed")
+_STAGE_ORDER = ("server", "capability", "correctness", "identity", "aiperf")
+
+
+class QualifyOptions(msgspec.Struct, frozen=True, kw_only=True):
+    """What the command line chose beyond bench.toml."""
+
+    models: list[str] = []
+    plan_only: bool = False
+    skip_aiperf: bool = False
+    argv: list[str] = []
+
+
+class _StageFailed(Exception):
+    """Ends one model's qualification at a stage, with the status and reason for its row."""
+
+    def __init__(self, stage: str, status: str, reason: str) -> None:
+        super().__init__(reason)
+        self.stage, self.status, self.reason = stage, status, reason
+
+
+class _ModelRun:
+    """Everything one model's stages share: its run scope, dataset, prepared arm requests and answers."""
+
+    def __init__(self, run: RunScope, model: ModelConfig, dataset: Dataset, requests: list[ArmRequest],
+                 opts: QualifyOptions) -> None:
+        self.run = run
+        self.bus = run.bus
+        self.cfg = run.config
+        self.model = model
+        self.dataset = dataset
+        self.requests = requests
+        self.opts = opts
+        self.http_answers: dict[tuple[str, str], str | None] = {}
+        self.native_answers: dict[tuple[str, str], str | None] = {}
+        self.aiperf_shell = ""
+        self.bundle_sha256 = ""
+        self.status = "implemented"
+        self._rid = 0
+
+    def request_id(self, stage: str) -> str:
+        self._rid += 1
+        return f"aqb-{self.model.name}-{stage}-{self._rid:05d}"[:128]
+
+    async def phase_start(self, phase: str, **detail: Any) -> None:
+        await self.bus.publish(PhaseStarted(source="qualify", phase=phase, model=self.model.name, detail=detail))
+
+    async def phase_end(self, phase: str, outcome: str, reason: str = "", **detail: Any) -> None:
+        await self.bus.publish(PhaseFinished(source="qualify", phase=phase, model=self.model.name, outcome=outcome,
+                                             reason=reason, detail=detail))
+
+
+async def qualify(cfg: Config, opts: QualifyOptions, interrupt: Interrupt) -> int:
+    """Qualify every selected model; returns the exit code (0 all aiperf-qualified, 1 otherwise)."""
+    models = _select_models(cfg, opts.models)
+    dataset = load_dataset(resolve_dataset_path(cfg.dataset))
+    statuses: dict[str, str] = {}
+    async with open_run(cfg, command="qualify", argv=opts.argv or sys.argv, interrupt=interrupt) as run:
+        from orchestrator.console import ConsoleView
+
+        await run.tg.start(ConsoleView(run.bus).run)
+        await run.bus.publish(PhaseFinished(
+            source="qualify", phase="dataset", outcome="passed",
+            detail={"name": dataset.name, "identity": dataset.identity, "path": str(dataset.root),
+                    "items": len(dataset.items), "arms": list(cfg.dataset.arms)}))
+        requests = await anyio.to_thread.run_sync(prepare_arms, dataset, cfg.dataset.arms, run.run_dir / "wire")
+        for model in models:
+            state = _ModelRun(run, model, dataset, requests, opts)
+            statuses[model.name] = await _qualify_model(state)
+        qualified = sum(s == "aiperf-qualified" for s in statuses.values())
+        exit_code = 0 if qualified == len(statuses) else 1
+        run.finish(status="ok" if exit_code == 0 else "failed", exit_code=exit_code,
+                   reason=", ".join(f"{m}: {s}" for m, s in statuses.items()),
+                   counts={s: sum(v == s for v in statuses.values()) for s in set(statuses.values())})
+    from orchestrator.reports import write_reports
+
+    paths = await anyio.to_thread.run_sync(write_reports, run.journal_path, run.run_dir)
+    print(f"\nqualify: {run.run_dir}", file=sys.stderr)
+    for model_name, status in statuses.items():
+        print(f"  {model_name}: {status}", file=sys.stderr)
+    print(f"  reports: {', '.join(str(p) for p in paths)}", file=sys.stderr)
+    return exit_code
+
+
+def _select_models(cfg: Config, names: Sequence[str]) -> list[ModelConfig]:
+    if not names:
+        return list(cfg.models)
+    known = {m.name: m for m in cfg.models}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        from orchestrator.errors import UsageError
+
+        raise UsageError(f"--model {', '.join(unknown)}: not configured in {cfg.source}; "
+                         f"configured models: {', '.join(known)}")
+    return [known[n] for n in names]
+
+
+async def _qualify_model(m: _ModelRun) -> str:
+    model = m.model
+    await m.phase_start("model", checkpoint=model.checkpoint, profile=model.profile, revision=model.revision,
+                        family=model.family, native_task=model.native_task, precision=model.precision,
+                        bundle=model.bundle or m.cfg.server.bundle)
+    status, failed_stage, reason = "planned", "", "configured, not run (--plan)"
+    if not m.opts.plan_only:
+        try:
+            status = await _stages(m)
+            reason = ""
+        except _StageFailed as stop:
+            # The stage where the model stopped, also for unsupported/blocked (always "capability").
+            status, failed_stage, reason = stop.status, stop.stage, stop.reason
+    await m.bus.publish(ModelResult(
+        source="qualify", model=model.name, status=status, failed_stage=failed_stage,
+        row={"checkpoint": model.checkpoint, "profile": model.profile, "revision": model.revision,
+             "family": model.family, "native_task": model.native_task, "precision": model.precision,
+             "bundle_sha256": m.bundle_sha256, "qualify_command": _qualify_command(m.cfg, model),
+             "aiperf_command": m.aiperf_shell, "reason": reason}))
+    await m.phase_end("model", status, reason)
+    return status
+
+
+def _qualify_command(cfg: Config, model: ModelConfig) -> str:
+    return shlex.join(["aqbench", "qualify", "--config", cfg.source or "bench.toml", "--model", model.name])
+
+
+async def _stages(m: _ModelRun) -> str:
+    from orchestrator.supervisor import ServerSpec, supervise
+
+    await m.phase_start("server")
+    bundle = m.model.bundle or m.cfg.server.bundle
+    if bundle:
+        m.bundle_sha256 = await anyio.to_thread.run_sync(_sha256_path, Path(bundle))
+    spec = ServerSpec.from_config(m.cfg, m.model, m.run.run_dir)
+    async with anyio.create_task_group() as tg:
+        try:
+            handle = await tg.start(supervise, spec, m.bus)
+        except ServerError as exc:
+            await m.phase_end("server", "failed", str(exc), argv=list(spec.argv))
+            raise _StageFailed("server", "failed", f"server did not start: {exc}") from None
+        try:
+            models_json = await _models_listing(handle.base_url)
+            await m.phase_end("server", "passed", "", models=models_json, bundle_sha256=m.bundle_sha256,
+                              argv=list(spec.argv), base_url=handle.base_url)
+            await _capability(m, handle.base_url)
+            m.status = "implemented"
+            await _correctness(m, handle.base_url)
+            m.status = "family-validated"
+            await _identity(m)
+            if m.opts.skip_aiperf:
+                await m.phase_start("aiperf")
+                await m.phase_end("aiperf", "skipped", "--skip-aiperf")
+                return m.status
+            await _aiperf(m, handle)
+            return "aiperf-qualified"
+        finally:
+            with anyio.CancelScope(shield=True):
+                await handle.stop()
+            tg.cancel_scope.cancel()
+
+
+def _sha256_path(path: Path) -> str:
+    """sha256 of a bundle file, or of a folder's files (sorted relative paths and contents)."""
+    h = hashlib.sha256()
+    if not path.exists():
+        raise _StageFailed("server", "failed", f"bundle {path} does not exist; fix bundle in bench.toml")
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    for f in files:
+        if path.is_dir():
+            h.update(str(f.relative_to(path)).encode() + b"\0")
+        with f.open("rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+    return h.hexdigest()
+
+
+async def _models_listing(base_url: str) -> Any:
+    import aiohttp
+
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as session:
+        async with session.get(f"{base_url}/v1/models") as resp:
+            return await resp.json(content_type=None)
+
+
+# ---------------------------------------------------------------------------------------- capability
+
+
+async def _capability(m: _ModelRun, base_url: str) -> None:
+    from adapters.chat import ChatClient
+
+    await m.phase_start("capability")
+    ds = m.dataset
+    by_key = {(r.item_id, r.arm): r for r in m.requests}
+    timeout = m.cfg.workload.request_timeout_s
+    async with ChatClient(base_url, m.model.name, timeout_s=timeout) as client:
+        first = next((r for r in m.requests if r.arm == "audio"), None)
+        if first is None:
+            raise _StageFailed("capability", "failed", "the dataset has no audio-arm requests to probe with")
+        ids = (m.request_id("probe"), m.request_id("probe"))
+        with_audio = await client.ask(first.text, first.audio_path, request_id=ids[0])
+        text_only = await client.ask(first.text, None, request_id=ids[1])
+        transport = judge_transport(with_audio.status, with_audio.body or with_audio.error, text_only.status,
+                                    text_only.body or text_only.error, request_ids=ids)
+        await _publish_check(m, transport)
+        if not transport.passed:
+            native = m.model.native_task in AUDIO_QA_TASKS
+            status = "blocked" if native and with_audio.status == 400 and text_only.status == 200 else "unsupported"
+            if status == "blocked":
+                reason = (f"{transport.reason}; the native Task {m.model.native_task} takes audio and a question, "
+                          f"but no served route reaches it")
+            else:
+                reason = transport.reason
+            if with_audio.status not in (200, 400) or text_only.status != 200:
+                status = "failed"
+            await m.phase_end("capability", "failed", reason)
+            raise _StageFailed("capability", status, reason)
+
+        pairs = select_probe_pairs(ds)
+        probe_items = sorted({i for p in pairs for i in (p.first, p.second)},
+                             key=lambda i: [it.id for it in ds.items].index(i))
+        answers: list[ProbeAnswer] = []
+        for item_id in probe_items:
+            for arm in ("audio", "silence"):
+                req = by_key.get((item_id, arm)) or _arm_request(m, item_id, arm)
+                if req is None:
+                    continue
+                rid = m.request_id("probe")
+                reply = await client.ask(req.text, req.audio_path, request_id=rid)
+                answers.append(ProbeAnswer(item_id=item_id, arm=arm, answer=reply.text, status=reply.status,
+                                           request_id=rid))
+    checks = [judge_conditioning(ds, pairs, answers), judge_text_only(answers),
+              judge_transcription_only([ds.item(i) for i in probe_items], answers)]
+    for check in checks:
+        await _publish_check(m, check)
+    failed = [c for c in checks if not c.passed]
+    if failed:
+        reason = "; ".join(c.reason for c in failed)
+        await m.phase_end("capability", "failed", reason)
+        raise _StageFailed("capability", "unsupported", reason)
+    await m.phase_end("capability", "passed", "; ".join(c.reason for c in checks))
+
+
+def _arm_request(m: _ModelRun, item_id: str, arm: str) -> ArmRequest | None:
+    """Probe arms not configured for the dataset stage (e.g. silence) are prepared on demand."""
+    made = prepare_arms(m.dataset, [arm], m.run.run_dir / "wire")
+    for r in made:
+        if r.item_id == item_id:
+            return r
+    return None
+
+
+async def _publish_check(m: _ModelRun, check: CheckResult) -> None:
+    await m.bus.publish(CapabilityProbed(source="qualify", model=m.model.name, check=check.check,  # type: ignore[arg-type]
+                                         passed=check.passed, reason=check.reason, evidence=check.evidence))
+
+
+# --------------------------------------------------------------------------------------- correctness
+
+
+async def _correctness(m: _ModelRun, base_url: str) -> None:
+    from adapters.chat import ChatClient, NativeWorker
+
+    await m.phase_start("correctness", requests=len(m.requests), native=bool(m.model.native_argv))
+    criteria = m.model.correctness
+    scored: list[ScoredAnswer] = []
+    async with ChatClient(base_url, m.model.name, timeout_s=m.cfg.workload.request_timeout_s) as client:
+        for req in m.requests:
+            rid = m.request_id("http")
+            reply = await client.ask(req.text, req.audio_path, request_id=rid)
+            m.http_answers[(req.item_id, req.arm)] = reply.text
+            verdict = await _verdict(m, req, reply.text, "http", rid,
+                                     error="" if reply.status == 200 else f"HTTP {reply.status or reply.error}: {reply.body[:300]}")
+            scored.append(ScoredAnswer(item_id=req.item_id, arm=req.arm, kind=m.dataset.item(req.item_id).kind,
+                                       verdict=verdict))
+    if m.model.native_argv:
+        argv = _render_native(m)
+        async with NativeWorker(argv, log_path=m.run.run_dir / "native" / f"{m.model.name}.log",
+                                request_timeout_s=m.cfg.workload.request_timeout_s) as worker:
+            for req in m.requests:
+                reply = await worker.generate(req.text, req.audio_path)
+                m.native_answers[(req.item_id, req.arm)] = reply.text
+                await _verdict(m, req, reply.text, "native", "", error=reply.error)
+    gates = evaluate_gates(criteria, scored)
+    for g in gates:
+        await m.bus.publish(GateEvaluated(source="qualify", model=m.model.name, gate=g.gate, required=g.required,
+                                          observed=g.observed, passed=g.passed, scope=g.scope,
+                                          detail={"correct": g.correct, "total": g.total,
+                                                  "failing_items": g.failing_items}))
+    failing = [g for g in gates if not g.passed]
+    if failing:
+        reason = "; ".join(f"{g.scope} pass rate {g.correct}/{g.total} = {g.observed:.4f} below the required "
+                           f"{g.required} (failing items: {', '.join(g.failing_items[:12])}"
+                           f"{' ...' if len(g.failing_items) > 12 else ''})" for g in failing)
+        await m.phase_end("correctness", "failed", reason,
+                          failing_items=sorted({i for g in failing for i in g.failing_items}))
+        raise _StageFailed("correctness", "failed", reason)
+    await m.phase_end("correctness", "passed", "; ".join(f"{g.scope} {g.correct}/{g.total}" for g in gates),
+                      failing_items=[])
+
+
+async def _verdict(m: _ModelRun, req: ArmRequest, answer: str | None, path: str, request_id: str,
+                   *, error: str = "") -> str:
+    item = m.dataset.item(req.item_id)
+    criteria = m.model.correctness
+    if criteria.scorer != "dataset":
+        item = msgspec.structs.replace(item, scoring=criteria.scorer)
+    if answer is None:
+        verdict, detail = "error", error or "no answer"
+    else:
+        result = score(answer, item)
+        verdict, detail = result.verdict, result.detail
+    await m.bus.publish(VerdictReached(
+        source="qualify", model=m.model.name, item_id=req.item_id, arm=req.arm, path=path,  # type: ignore[arg-type]
+        verdict=verdict, answer=answer, gold=item.answer, item_kind=item.kind, scoring=item.scoring,  # type: ignore[arg-type]
+        request_id=request_id, detail=detail))
+    return verdict
+
+
+def _render_native(m: _ModelRun) -> list[str]:
+    values = {"python": sys.executable, "model": m.model.name, "bundle": m.model.bundle or m.cfg.server.bundle,
+              "run_dir": str(m.run.run_dir)}
+    try:
+        return [arg.format(**values) for arg in m.model.native_argv]
+    except KeyError as exc:
+        raise _StageFailed("correctness", "failed", f"native_argv of {m.model.name}: unknown placeholder {exc}; "
+                                                    f"allowed: {', '.join('{' + k + '}' for k in values)}") from None
+
+
+# ------------------------------------------------------------------------------------------ identity
+
+
+async def _identity(m: _ModelRun) -> None:
+    await m.phase_start("identity")
+    if not m.model.native_argv:
+        await m.phase_end("identity", "skipped", "no native runner configured", mismatches=[], compared=0)
+        return
+    mismatches = [
+        {"item_id": item_id, "arm": arm, "http": m.http_answers.get((item_id, arm)),
+         "native": m.native_answers.get((item_id, arm))}
+        for (item_id, arm) in m.http_answers
+        if m.http_answers.get((item_id, arm)) != m.native_answers.get((item_id, arm))
+    ]
+    if mismatches:
+        reason = f"{len(mismatches)}/{len(m.http_answers)} answers differ between native and HTTP"
+        await m.phase_end("identity", "failed", reason, mismatches=mismatches, compared=len(m.http_answers))
+        raise _StageFailed("identity", "failed", reason)
+    await m.phase_end("identity", "passed", f"{len(m.http_answers)} answers identical", mismatches=[],
+                      compared=len(m.http_answers))
+
+
+# -------------------------------------------------------------------------------------------- AIPerf
+
+
+async def _aiperf(m: _ModelRun, handle: Any) -> None:
+    from adapters.aiperf import build_command, check_install, ensure_tokenizer, run_aiperf
+    from orchestrator.correlate import Correlator
+    from orchestrator.dataset import parse_session_key, write_aiperf_input
+
+    w = m.cfg.workload
+    window = f"{m.model.name}/aiperf"
+    settings = {"warmup_requests": w.warmup_requests, "requests": w.requests, "concurrency": w.concurrency,
+                "request_rate": w.request_rate, "streaming": w.streaming, "arms": list(w.arms),
+                "request_timeout_s": w.request_timeout_s}
+    await m.phase_start("aiperf", **settings)
+    try:
+        install = await anyio.to_thread.run_sync(check_install)
+        tokenizer = await anyio.to_thread.run_sync(ensure_tokenizer, m.model.tokenizer)
+    except AqbenchError as exc:
+        await m.phase_end("aiperf", "failed", str(exc), settings=settings)
+        raise
+    work = m.run.run_dir / "aiperf" / m.model.name
+    rows = [r for r in m.requests if r.arm in w.arms]
+    input_file = await anyio.to_thread.run_sync(write_aiperf_input, rows, work / "inputs.jsonl")
+    cmd = build_command(w, base_url=handle.base_url, model=m.model.name, input_file=input_file,
+                        artifact_dir=work / "artifacts", tokenizer=tokenizer)
+    m.aiperf_shell = cmd.shell
+    collected: list[RequestCorrelated] = []
+    correlator = Correlator(m.bus, key_parser=parse_session_key)
+    async with anyio.create_task_group() as tg:
+        sub = m.bus.subscribe(f"qualify:{window}", size=65536)
+
+        async def collect(task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+            async with sub:
+                task_status.started()
+                async for ev in sub:
+                    if isinstance(ev, RequestCorrelated) and ev.window == window:
+                        collected.append(ev)
+
+        await tg.start(collect)
+        await tg.start(correlator.run)
+        outcome = await run_aiperf(cmd, m.bus, window=window, deadline_s=w.deadline_s, install=install)
+        accounting = await correlator.close_window(window)
+        # Let the collector see what the correlator published before stopping it.
+        await anyio.sleep(0.05)
+        tg.cancel_scope.cancel()
+    profiling = [c for c in collected if c.phase == "profiling"]
+    problems: list[str] = []
+    if outcome.classification != "complete":
+        problems.append(f"AIPerf run {outcome.classification}: {outcome.reason}")
+    if not accounting.balanced:
+        problems.append("accounting not balanced: " + "; ".join(accounting.problems))
+    failures = [c for c in profiling if not c.ok]
+    if failures:
+        causes: dict[str, int] = {}
+        for c in failures:
+            causes[c.cause] = causes.get(c.cause, 0) + 1
+        problems.append(f"{len(failures)} failed requests ({', '.join(f'{k}: {v}' for k, v in sorted(causes.items()))})")
+    scored: list[ScoredAnswer] = []
+    mismatches = []
+    for c in profiling:
+        if not c.ok:
+            continue
+        req = next((r for r in rows if r.item_id == c.item_id and r.arm == c.arm), None)
+        if req is None:
+            problems.append(f"request {c.request_id}: conversation {c.conversation_id!r} maps to no dataset row")
+            continue
+        verdict = await _verdict(m, req, c.answer, "aiperf", c.request_id)
+        scored.append(ScoredAnswer(item_id=c.item_id, arm=c.arm, kind=m.dataset.item(c.item_id).kind, verdict=verdict))
+        expected = m.http_answers.get((c.item_id, c.arm))
+        if m.model.correctness.deterministic and c.answer != expected:
+            mismatches.append({"request_id": c.request_id, "item_id": c.item_id, "arm": c.arm,
+                               "under_load": c.answer, "correctness_stage": expected})
+    if mismatches:
+        problems.append(f"{len(mismatches)} answers under load differ from the correctness stage")
+    gates = evaluate_gates(m.model.correctness, scored) if scored else []
+    for g in gates:
+        await m.bus.publish(GateEvaluated(source="qualify", model=m.model.name, gate=g.gate, required=g.required,
+                                          observed=g.observed, passed=g.passed, scope=f"aiperf:{g.scope}",
+                                          detail={"correct": g.correct, "total": g.total,
+                                                  "failing_items": g.failing_items}))
+        if not g.passed:
+            problems.append(f"under load, {g.scope} pass rate {g.correct}/{g.total} below {g.required}")
+    if not profiling:
+        problems.append("no profiling request was recorded")
+    if problems:
+        reason = "; ".join(problems)
+        await m.phase_end("aiperf", "failed", reason, identity_mismatches=mismatches, settings=settings)
+        raise _StageFailed("aiperf", "failed", reason)
+    await m.phase_end("aiperf", "passed", f"{len(profiling)} profiling requests, all correlated and answered",
+                      identity_mismatches=[], settings=settings)
+
