@@ -397,6 +397,10 @@ class AccountingChecked(Event, frozen=True, kw_only=True):
     server_without_client: list[str] = []
     client_without_server: list[str] = []
     problems: list[str] = []
+    # Per phase: ok / http_error / transport_error / timeout / cancelled / in_flight (sums to issued).
+    by_category: dict[str, dict[str, int]] = {}
+    # Per phase: what AIPerf itself says it issued (phase_manifest.json), when known.
+    expected: dict[str, int] = {}
 
 
 # ----------------------------------------------------------------------------------- judging
