@@ -104,6 +104,7 @@ async def qualify(cfg: Config, opts: QualifyOptions, interrupt: Interrupt) -> in
     """Qualify every selected model; returns the exit code (0 all aiperf-qualified, 1 otherwise)."""
     models = _select_models(cfg, opts.models)
     dataset = load_dataset(resolve_dataset_path(cfg.dataset))
+    _check_gate_kinds(cfg, models, dataset)
     statuses: dict[str, str] = {}
     async with open_run(cfg, command="qualify", argv=opts.argv or sys.argv, interrupt=interrupt) as run:
         from orchestrator.console import ConsoleView
@@ -130,6 +131,20 @@ async def qualify(cfg: Config, opts: QualifyOptions, interrupt: Interrupt) -> in
         print(f"  {model_name}: {status}", file=sys.stderr)
     print(f"  reports: {', '.join(str(p) for p in paths)}", file=sys.stderr)
     return exit_code
+
+
+def _check_gate_kinds(cfg: Config, models: Sequence[ModelConfig], dataset: Dataset) -> None:
+    """A per-kind gate over a kind the dataset lacks would judge zero items: refuse it up front."""
+    from orchestrator.errors import ConfigError
+
+    kinds = sorted({it.kind for it in dataset.items})
+    for i, model in enumerate(cfg.models):
+        if model not in models:
+            continue
+        for kind in model.correctness.min_pass_rate_by_kind:
+            if kind not in kinds:
+                raise ConfigError(f"{cfg.source}: models[{i}].correctness.min_pass_rate_by_kind.{kind}: dataset "
+                                  f"{dataset.name} has no items of kind {kind!r}; its kinds: {', '.join(kinds)}")
 
 
 def _select_models(cfg: Config, names: Sequence[str]) -> list[ModelConfig]:
