@@ -1,0 +1,435 @@
+"""Audio-QA datasets: the manifest Struct, the verifying loader, the arms and their AIPerf export.
+
+Blocking (file reads, decoding, WAV writes): async callers use `anyio.to_thread.run_sync`.
+Scoring lives in `orchestrator.scoring`; this module never judges answers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Annotated, Literal
+
+import msgspec
+import numpy as np
+import soundfile as sf
+from msgspec import Meta
+
+from orchestrator.config import ARMS, DatasetConfig
+from orchestrator.errors import DatasetError
+from orchestrator.scoring import normalize
+
+__all__ = [
+    "Item",
+    "Dataset",
+    "AudioProps",
+    "ConditioningPair",
+    "ArmRequest",
+    "KINDS",
+    "CONTAINERS",
+    "MANIFEST",
+    "load_dataset",
+    "resolve_dataset_path",
+    "probe_audio",
+    "session_key",
+    "parse_session_key",
+    "prepare_arms",
+    "write_aiperf_input",
+]
+
+MANIFEST = "manifest.jsonl"
+# Item kinds of audio-qa.md; a dataset may use others (they pass through to per-kind reports).
+KINDS = (
+    "content", "reasoning", "count", "pitch", "frequency", "duration", "direction", "loudness",
+    "speech_presence", "silence", "channel", "timing", "order", "speaker_sex", "speaker_count",
+    "speaking_rate", "language",
+)
+CONTAINERS = ("wav", "flac", "ogg", "mp3")
+# AIPerf 0.13 sends only .wav and .mp3 (aiperf.dataset.utils.open_audio); others are decoded to WAV.
+_WIRE_CONTAINERS = ("wav", "mp3")
+_SF_FORMAT = {"WAV": "wav", "FLAC": "flac", "OGG": "ogg", "MP3": "mp3"}
+_CODEC = {("wav", "PCM_16"): "pcm_s16le", ("flac", "PCM_16"): "flac_s16", ("ogg", "VORBIS"): "vorbis",
+          ("ogg", "OPUS"): "opus", ("mp3", "MPEG_LAYER_III"): "mp3"}
+_ID_RE = r"^[a-z0-9][a-z0-9-]*$"
+_KEY_SEP = "."  # item ids never contain it, so the key splits unambiguously
+
+ItemId = Annotated[str, Meta(pattern=_ID_RE, max_length=80)]
+Kind = Annotated[str, Meta(pattern=r"^[a-z][a-z_]*$")]
+Hex64 = Annotated[str, Meta(pattern=r"^[0-9a-f]{64}$")]
+NonEmpty = Annotated[str, Meta(min_length=1)]
+PositiveInt = Annotated[int, Meta(ge=1)]
+
+
+class Item(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """One manifest line: a question about one clip, its gold answer and the clip's properties."""
+
+    id: ItemId
+    audio: NonEmpty  # relative to the dataset folder, '/'-separated, must stay inside it
+    question: NonEmpty
+    answer: NonEmpty
+    variants: list[str] = []
+    choices: list[str] = []
+    # Extra accepted wordings per choice ("rising": ["rises", "goes up"]).
+    choice_aliases: dict[str, list[str]] = {}
+    scoring: Literal["exact", "choice", "numeric"]
+    tolerance: Annotated[float, Meta(ge=0)] = 0.0
+    kind: Kind
+    transcript_answerable: bool
+    transcript: str | None = None
+    recipe: NonEmpty
+    container: Literal["wav", "flac", "ogg", "mp3"]
+    codec: NonEmpty
+    sample_rate_hz: PositiveInt
+    channels: PositiveInt
+    frames: PositiveInt
+    duration_s: Annotated[float, Meta(gt=0)]
+    bytes: PositiveInt
+    sha256: Hex64
+    pcm_sha256: Hex64
+
+
+class AudioProps(msgspec.Struct, frozen=True, kw_only=True):
+    """What a clip file decodes to; `pcm_sha256` hashes interleaved little-endian int16 frames."""
+
+    container: str
+    codec: str
+    sample_rate_hz: int
+    channels: int
+    frames: int
+    duration_s: float
+    bytes: int
+    sha256: str
+    pcm_sha256: str
+
+
+class ConditioningPair(msgspec.Struct, frozen=True, kw_only=True):
+    """Two items whose answers must differ: same clip asked differently, or same question on two clips."""
+
+    relation: Literal["same_clip", "same_question"]
+    first: str
+    second: str
+
+
+class ArmRequest(msgspec.Struct, frozen=True, kw_only=True):
+    """One request to send: an item under one arm, with the audio file that goes on the wire."""
+
+    key: str
+    item_id: str
+    arm: Literal["audio", "silence", "transcript"]
+    text: str
+    audio_path: str | None  # absolute path of the .wav/.mp3 sent; None for the transcript arm
+    source_format: str  # the clip's container ("flac", ...)
+    wire_format: str | None  # "wav" or "mp3"; None when no audio is sent
+    audio_seconds: float
+    audio_bytes: int
+
+
+class Dataset(msgspec.Struct, frozen=True, kw_only=True):
+    """A verified dataset folder: its items in manifest order and its identity hash."""
+
+    root: Path
+    name: str
+    items: tuple[Item, ...]
+    identity: str
+
+    def item(self, item_id: str) -> Item:
+        """The item with this id. Raises DatasetError listing nothing but the count when unknown."""
+        for it in self.items:
+            if it.id == item_id:
+                return it
+        raise DatasetError(f"{self.root}: no item {item_id!r} (the dataset has {len(self.items)} items)")
+
+    def conditioning_pairs(self) -> list[ConditioningPair]:
+        """Same clip with different questions, and same question on different clips, answers differing."""
+        pairs: list[ConditioningPair] = []
+        items = self.items
+        for i, a in enumerate(items):
+            for b in items[i + 1:]:
+                if normalize(a.answer) == normalize(b.answer):
+                    continue
+                if a.audio == b.audio and normalize(a.question) != normalize(b.question):
+                    pairs.append(ConditioningPair(relation="same_clip", first=a.id, second=b.id))
+                elif a.audio != b.audio and normalize(a.question) == normalize(b.question):
+                    pairs.append(ConditioningPair(relation="same_question", first=a.id, second=b.id))
+        return pairs
+
+
+_decoder = msgspec.json.Decoder(Item)
+_encoder = msgspec.json.Encoder()
+_PATH_RE = re.compile(r"at `\$((?:\.[A-Za-z0-9_-]+|\[\d+\])*)`")
+
+
+def probe_audio(path: Path) -> AudioProps:
+    """Decode a clip and describe it. Blocks. Raises DatasetError when soundfile cannot read it."""
+    try:
+        data = path.read_bytes()
+        info = sf.info(str(path))
+        pcm, rate = sf.read(str(path), dtype="int16", always_2d=True)
+    except (OSError, RuntimeError, sf.LibsndfileError) as exc:
+        raise DatasetError(f"{path}: cannot decode audio: {exc}") from None
+    container = _SF_FORMAT.get(info.format, info.format.lower())
+    frames, channels = pcm.shape
+    return AudioProps(
+        container=container,
+        codec=_CODEC.get((container, info.subtype), info.subtype.lower()),
+        sample_rate_hz=int(rate),
+        channels=int(channels),
+        frames=int(frames),
+        duration_s=round(frames / rate, 6),
+        bytes=len(data),
+        sha256=hashlib.sha256(data).hexdigest(),
+        pcm_sha256=hashlib.sha256(np.ascontiguousarray(pcm, dtype="<i2").tobytes()).hexdigest(),
+    )
+
+
+def _field_error(exc: msgspec.ValidationError) -> tuple[str, str]:
+    msg = str(exc)
+    match = _PATH_RE.search(msg)
+    if not match:
+        return "(line)", msg
+    return match.group(1).lstrip(".") or "(line)", msg[: match.start()].rstrip(" -").replace("`", "")
+
+
+def _audio_path(root: Path, item: Item, where: str) -> Path:
+    rel = item.audio
+    parts = rel.split("/")
+    if "\\" in rel or rel.startswith("/") or re.match(r"^[A-Za-z]:", rel) or ".." in parts or "" in parts:
+        raise DatasetError(f"{where}: field audio: {rel!r} must be a relative '/'-separated path inside "
+                           f"the dataset folder, without '..' or empty parts")
+    path = root / rel
+    try:
+        resolved = path.resolve(strict=True)
+    except FileNotFoundError:
+        raise DatasetError(f"{where}: field audio: file {rel!r} does not exist in {root}") from None
+    if not resolved.is_relative_to(root.resolve()):
+        raise DatasetError(f"{where}: field audio: {rel!r} resolves to {resolved}, outside {root} "
+                           f"(a symbolic link escapes the dataset folder)")
+    if not resolved.is_file():
+        raise DatasetError(f"{where}: field audio: {rel!r} is not a regular file")
+    if path.suffix.lower().lstrip(".") != item.container:
+        raise DatasetError(f"{where}: field audio: extension of {rel!r} does not match container "
+                           f"{item.container!r}")
+    return path
+
+
+def _check_answer_rule(item: Item, where: str) -> None:
+    def fail(field: str, what: str) -> None:
+        raise DatasetError(f"{where}: field {field}: {what}")
+
+    if not normalize(item.answer):
+        fail("answer", f"{item.answer!r} is empty after normalisation")
+    if item.scoring == "choice":
+        norms = [normalize(c) for c in item.choices]
+        if len(norms) < 2 or len(set(norms)) != len(norms) or not all(norms):
+            fail("choices", f"choice scoring needs at least two distinct non-empty choices, got {item.choices}")
+        if normalize(item.answer) not in norms:
+            fail("answer", f"{item.answer!r} is not one of the choices {item.choices}")
+        for key in item.choice_aliases:
+            if key not in item.choices:
+                fail("choice_aliases", f"key {key!r} is not one of the choices {item.choices}")
+    elif item.choice_aliases:
+        fail("choice_aliases", "only allowed with scoring 'choice'")
+    if item.scoring == "numeric":
+        try:
+            float(item.answer)
+        except ValueError:
+            fail("answer", f"numeric scoring needs a plain number as the answer, got {item.answer!r}")
+    elif item.tolerance:
+        fail("tolerance", f"only allowed with scoring 'numeric' (got {item.tolerance})")
+    if item.transcript is not None and not item.transcript.strip():
+        fail("transcript", "empty; leave it out (null) for clips without speech")
+    if item.transcript_answerable and item.transcript is None:
+        fail("transcript_answerable", "true, but the item has no transcript")
+
+
+def _check_props(item: Item, props: AudioProps, where: str) -> None:
+    for field in ("container", "codec", "sample_rate_hz", "channels", "frames", "bytes", "sha256",
+                  "pcm_sha256"):
+        want, got = getattr(item, field), getattr(props, field)
+        if want != got:
+            raise DatasetError(f"{where}: field {field}: manifest says {want!r}, but {item.audio} has {got!r}"
+                               f"{'; regenerate the manifest or restore the file' if 'sha' in field else ''}")
+    if abs(item.duration_s - props.duration_s) > 1e-6:
+        raise DatasetError(f"{where}: field duration_s: manifest says {item.duration_s}, but {item.audio} "
+                           f"decodes to {props.duration_s} s ({props.frames} frames at {props.sample_rate_hz} Hz)")
+
+
+def load_dataset(path: str | Path) -> Dataset:
+    """Load and verify a dataset folder (manifest, every file, hashes, decoded properties). Blocks.
+
+    Raises DatasetError naming the manifest line, the item and the field at the first problem.
+    """
+    root = Path(path)
+    manifest = root / MANIFEST
+    try:
+        raw = manifest.read_bytes()
+    except FileNotFoundError:
+        raise DatasetError(f"{root}: no {MANIFEST}; a dataset folder holds {MANIFEST} and its audio") from None
+    except OSError as exc:
+        raise DatasetError(f"{manifest}: cannot read: {exc.strerror}") from None
+    items: list[Item] = []
+    seen: dict[str, int] = {}
+    probes: dict[str, AudioProps] = {}
+    for lineno, line in enumerate(raw.splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"{manifest}:{lineno}"
+        try:
+            item = _decoder.decode(line)
+        except msgspec.ValidationError as exc:
+            field, what = _field_error(exc)
+            item_id = _peek_id(line)
+            raise DatasetError(f"{where}: item {item_id}: field {field}: {what[:1].lower() + what[1:]}") from None
+        except msgspec.DecodeError as exc:
+            raise DatasetError(f"{where}: not a JSON object: {exc}") from None
+        where = f"{where}: item {item.id!r}"
+        if item.id in seen:
+            raise DatasetError(f"{where}: field id: duplicate of line {seen[item.id]}")
+        seen[item.id] = lineno
+        _check_answer_rule(item, where)
+        file = _audio_path(root, item, where)
+        if item.audio not in probes:
+            probes[item.audio] = probe_audio(file)
+        _check_props(item, probes[item.audio], where)
+        items.append(item)
+    if not items:
+        raise DatasetError(f"{manifest}: no items")
+    return Dataset(root=root.resolve(), name=root.resolve().name, items=tuple(items),
+                   identity=_identity(raw, items))
+
+
+def _peek_id(line: bytes) -> str:
+    try:
+        value = msgspec.json.decode(line)
+    except msgspec.DecodeError:
+        return "(unreadable)"
+    item_id = value.get("id") if isinstance(value, dict) else None
+    return repr(item_id) if isinstance(item_id, str) else "(no id)"
+
+
+def _identity(manifest: bytes, items: Sequence[Item]) -> str:
+    # The manifest already names every hash; hashing them again keeps the identity tied to the
+    # verified files even if a future manifest format stops carrying them verbatim.
+    h = hashlib.sha256(b"aqbench-dataset\n")
+    h.update(manifest)
+    for it in items:
+        h.update(f"{it.audio}\0{it.sha256}\0{it.pcm_sha256}\n".encode())
+    return h.hexdigest()
+
+
+def resolve_dataset_path(cfg: DatasetConfig) -> Path:
+    """cfg.path if set, else the shipped dataset cfg.name (installed package data, then the repo folder)."""
+    if cfg.path:
+        return Path(cfg.path)
+    candidates: list[Path] = []
+    try:
+        from importlib.resources import files
+
+        shipped = files("aqbench_datasets") / cfg.name
+        candidates.append(Path(str(shipped)))
+    except (ModuleNotFoundError, TypeError):
+        pass  # not installed as a package: an editable install or a plain checkout
+    candidates.append(Path(__file__).resolve().parent.parent / "datasets" / cfg.name)
+    for candidate in candidates:
+        if (candidate / MANIFEST).is_file():
+            return candidate
+    raise DatasetError(f"dataset {cfg.name!r}: not shipped with this install (looked in "
+                       + ", ".join(str(c) for c in candidates) + "); set [dataset] path to a dataset folder")
+
+
+def session_key(item_id: str, arm: str) -> str:
+    """The AIPerf session_id for an item under an arm ('count-beeps-5.silence')."""
+    if not re.match(_ID_RE, item_id):
+        raise DatasetError(f"item id {item_id!r} does not match {_ID_RE}")
+    if arm not in ARMS:
+        raise DatasetError(f"arm {arm!r} is not one of {', '.join(ARMS)}")
+    return f"{item_id}{_KEY_SEP}{arm}"
+
+
+def parse_session_key(key: str) -> tuple[str, str]:
+    """Split a session key back into (item_id, arm). Raises DatasetError for a foreign key."""
+    item_id, sep, arm = key.rpartition(_KEY_SEP)
+    if not sep or arm not in ARMS or not re.match(_ID_RE, item_id):
+        raise DatasetError(f"session key {key!r} is not '<item id>{_KEY_SEP}<arm>' with arm in {', '.join(ARMS)}")
+    return item_id, arm
+
+
+def _write_wav(path: Path, pcm: np.ndarray, rate: int) -> None:
+    """Write int16 PCM as WAV atomically (a concurrent reader never sees half a file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    sf.write(str(tmp), pcm, rate, format="WAV", subtype="PCM_16")
+    os.replace(tmp, path)
+
+
+def _transcript_text(item: Item) -> str:
+    return f'Transcript of the recording: "{item.transcript}"\n{item.question}'
+
+
+def prepare_arms(dataset: Dataset, arms: Iterable[str], work_dir: str | Path) -> list[ArmRequest]:
+    """One ArmRequest per item and arm, in manifest order; writes wire WAVs under work_dir. Blocks.
+
+    WAV and MP3 clips are sent as they are; FLAC and OGG are decoded to 16-bit WAV. Silence is a
+    zero WAV of the clip's rate, channels and frames. The transcript arm exists only for speech items.
+    """
+    arms = list(arms)
+    for arm in arms:
+        if arm not in ARMS:
+            raise DatasetError(f"arm {arm!r} is not one of {', '.join(ARMS)}")
+    work = Path(work_dir).resolve()
+    out: list[ArmRequest] = []
+    wire_cache: dict[str, Path] = {}  # clip path -> wire file, so shared clips convert once
+    silences: set[Path] = set()
+    for item in dataset.items:
+        for arm in arms:
+            key = session_key(item.id, arm)
+            if arm == "transcript":
+                if item.transcript is None:
+                    continue
+                out.append(ArmRequest(key=key, item_id=item.id, arm="transcript", text=_transcript_text(item),
+                                      audio_path=None, source_format=item.container, wire_format=None,
+                                      audio_seconds=0.0, audio_bytes=0))
+                continue
+            if arm == "audio":
+                wire = wire_cache.get(item.audio)
+                if wire is None:
+                    wire = _wire_audio(dataset.root, item, work)
+                    wire_cache[item.audio] = wire
+            else:
+                wire = work / "silence" / f"silence-{item.sample_rate_hz}hz-{item.channels}ch-{item.frames}.wav"
+                if wire not in silences:
+                    _write_wav(wire, np.zeros((item.frames, item.channels), dtype=np.int16), item.sample_rate_hz)
+                    silences.add(wire)
+            out.append(ArmRequest(key=key, item_id=item.id, arm=arm, text=item.question, audio_path=str(wire),
+                                  source_format=item.container, wire_format=wire.suffix.lstrip("."),
+                                  audio_seconds=item.frames / item.sample_rate_hz,
+                                  audio_bytes=wire.stat().st_size))
+    return out
+
+
+def _wire_audio(root: Path, item: Item, work: Path) -> Path:
+    source = root / item.audio
+    if item.container in _WIRE_CONTAINERS:
+        return source.resolve()
+    pcm, rate = sf.read(str(source), dtype="int16", always_2d=True)
+    wire = work / "wire" / Path(item.audio).with_suffix(".wav")
+    _write_wav(wire, pcm, rate)
+    return wire
+
+
+def write_aiperf_input(requests: Iterable[ArmRequest], path: str | Path) -> Path:
+    """Write an AIPerf `single_turn` JSONL file: session_id, text and (unless transcript) audio. Blocks."""
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    buf = bytearray()
+    for req in requests:
+        line: dict[str, str] = {"session_id": req.key, "text": req.text}
+        if req.audio_path is not None:
+            line["audio"] = req.audio_path
+        _encoder.encode_into(line, buf, len(buf))
+        buf.extend(b"\n")
+    out.write_bytes(bytes(buf))
+    return out
