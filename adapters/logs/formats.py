@@ -1,0 +1,30 @@
+"""What a log format is to ingest: a name, a kind, a per-line decoder and a batch decoder.
+
+Decoders raise msgspec.DecodeError (not JSON), msgspec.ValidationError or ValueError (JSON of the wrong
+shape); they never return a partial result. Batch decoders take `b"[" + lines joined by "," + b"]"`
+(one msgspec call for many lines) and must return exactly one item per line or raise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+__all__ = ["LineFormat", "FormatName", "FORMAT_NAMES"]
+
+FormatName = Literal[
+    "journal", "aiperf_records", "aiperf_raw", "server_records", "structlog", "uvicorn", "json", "text"
+]
+FORMAT_NAMES: tuple[str, ...] = FormatName.__args__  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class LineFormat:
+    """One format. `kind` is "records" (a bad line is an error to count) or "logs" (non-JSON lines of a
+    log file are kept as text lines)."""
+
+    name: FormatName
+    kind: Literal["records", "logs"]
+    decode_line: Callable[[bytes], Any]
+    decode_batch: Callable[[bytes], list[Any]] | None = None

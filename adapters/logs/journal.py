@@ -1,0 +1,24 @@
+"""aqbench journal lines (`events.jsonl`) decoded into the events they are, unchanged.
+
+The decoder is built on the same `AnyEvent` union as orchestrator.journal.decode_event (adapters may
+import only orchestrator.events), so a line decodes here exactly as the journal reader decodes it.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from adapters.logs.formats import LineFormat
+from orchestrator.events import AnyEvent
+
+__all__ = ["JOURNAL", "decode_journal_line"]
+
+_line = msgspec.json.Decoder(AnyEvent)
+_batch = msgspec.json.Decoder(list[AnyEvent])  # type: ignore[valid-type]
+
+
+def decode_journal_line(line: bytes) -> AnyEvent:
+    return _line.decode(line)
+
+
+JOURNAL = LineFormat("journal", "records", _line.decode, _batch.decode)

@@ -1,0 +1,98 @@
+"""`aqbench ingest PATH...`: read logs and records of earlier runs, join them, print what they say."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import time
+from typing import Any
+
+__all__ = ["register", "run", "parse_time"]
+
+_RELATIVE = re.compile(r"^-?(\d+(?:\.\d+)?)(ms|s|m|h|d)$")
+_UNIT_NS = {"ms": 10**6, "s": 10**9, "m": 60 * 10**9, "h": 3600 * 10**9, "d": 86400 * 10**9}
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "ingest",
+        help="ingest journals, AIPerf exports, server records and JSON/text logs; join and summarise",
+        description="Read aqbench journals, AIPerf profile_export(.raw).jsonl, trtmc-server/reference "
+        "records, structlog/uvicorn JSON and plain-text logs (gzip/zstd too), join client and server "
+        "records by request id and print a summary. Folders are walked for known names.",
+    )
+    p.add_argument("paths", nargs="+", metavar="PATH", help="file, glob, folder, or - for standard input")
+    p.add_argument("--follow", action="store_true",
+                   help="keep reading as files grow (like tail -F, across rotation and truncation); "
+                   "Ctrl-C stops and prints the summary")
+    p.add_argument("--out", metavar="EVENTS_JSONL", help="write the normalised events as journal JSONL")
+    p.add_argument("--parquet", metavar="OUT", help="write the correlated requests as a Parquet table")
+    p.add_argument("--strict", action="store_true", help="any bad line is an error (exit 2, names file:line)")
+    p.add_argument("--since", metavar="T", help="keep events at or after T (ISO 8601, unix seconds, or 15m ago as -15m)")
+    p.add_argument("--until", metavar="T", help="keep events before T (same forms as --since)")
+    p.add_argument("--summary-json", action="store_true", help="print the summary as JSON")
+    p.set_defaults(func=run)
+
+
+def parse_time(value: str, *, now_ns: int | None = None) -> int:
+    """Unix ns of an ISO 8601 time, a unix timestamp (s/ms/us/ns by magnitude) or a relative
+    `-15m` / `2h` (that long before now). Raises UsageError naming the value and the forms allowed."""
+    from adapters.logs.timestamps import parse_timestamp
+    from orchestrator.errors import UsageError
+
+    text = value.strip()
+    match = _RELATIVE.match(text)
+    if match:
+        now = now_ns if now_ns is not None else time.time_ns()
+        return now - int(float(match.group(1)) * _UNIT_NS[match.group(2)])
+    try:
+        number: Any = float(text) if any(c in text for c in ".eE") else int(text)
+    except ValueError:
+        number = text
+    ns = parse_timestamp(number)
+    if ns is None:
+        raise UsageError(f"ingest: cannot read time {value!r}; use ISO 8601 (2024-05-01T12:00:00Z), "
+                         "unix seconds (1714564800), or a relative -15m / -2h / -1d")
+    return ns
+
+
+def run(args: argparse.Namespace) -> int:
+    from orchestrator.errors import UsageError
+    from orchestrator.ingest import Ingest, expand_inputs, new_joiner, run_follow, write_parquet
+    from orchestrator.ingest_render import render_summary
+    from orchestrator.run import run_main
+
+    since = parse_time(args.since) if args.since else None
+    until = parse_time(args.until) if args.until else None
+    if since is not None and until is not None and until <= since:
+        raise UsageError(f"ingest: --until {args.until!r} is not after --since {args.since!r}")
+    if args.follow and "-" in args.paths:
+        raise UsageError("ingest: --follow cannot follow standard input; give files, globs or folders")
+    out = open(args.out, "wb") if args.out else None  # noqa: SIM115 - closed in finally
+    ingest = Ingest(new_joiner(), since_ns=since, until_ns=until, strict=args.strict, out=out)
+
+    def report() -> None:
+        summary = ingest.finish()
+        if args.parquet:
+            write_parquet(ingest.correlated, args.parquet)
+        print(render_summary(summary, as_json=args.summary_json))
+
+    try:
+        if args.follow:
+            async def body(interrupt: object) -> int:
+                try:
+                    await run_follow(ingest, args.paths)
+                finally:
+                    report()  # synchronous: runs to the end even while the body is being cancelled
+                return 0
+
+            return run_main(body)
+        for path in expand_inputs(args.paths):
+            ingest.feed_path(path)
+        report()
+        return 0
+    finally:
+        if out is not None:
+            out.close()
+            print(f"events written to {args.out}", file=sys.stderr)
