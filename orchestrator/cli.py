@@ -20,7 +20,10 @@ __all__ = ["main", "build_parser"]
 COMMAND_MODULES = [
     "orchestrator.commands.qualify",
     "orchestrator.commands.config_check",
+    "orchestrator.commands.serve_reference",
+    "orchestrator.commands.reference",
     "orchestrator.commands.inventory",
+    "orchestrator.commands.dataset",
 ]
 
 

@@ -1,0 +1,418 @@
+"""The reference audio-QA engine: route the question, run the analysis it needs, phrase the answer.
+
+Blocking (VAD, ASR, numpy): call `answer` from a worker thread. Answers only from the audio and the
+question; it never sees a dataset, a file name or a hash. Same input -> same answer.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from adapters.media import DecodedAudio, resample, to_mono
+from adapters.reference import dsp, textqa
+from adapters.reference.asr import ASR_RATE_HZ, Recognizer
+from adapters.reference.router import Kind, Route, route
+from adapters.reference.vad import SpeechSegment, load_vad, speech_segments
+
+__all__ = ["ENGINE_NAME", "EngineAnswer", "Engine", "UNSUPPORTED_ANSWER"]
+
+ENGINE_NAME = "aqbench-reference-cascade"
+UNSUPPORTED_ANSWER = (
+    "I cannot answer this question from the audio: this reference engine answers questions about "
+    "what is said, beeps and tones (count, pitch, frequency, duration, direction, loudness), speech "
+    "presence, silence, channel, speech timing, speaker sex and count, speaking rate and language.")
+# Median voice F0 under this is answered "male": measured male voices sit near 90-120 Hz, female
+# ones near 160-220 Hz (flite, espeak-ng); 135 Hz is about their geometric middle.
+_MALE_BELOW_HZ = 135.0
+_ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth")
+_UTTERANCE_GAP_S = 0.35  # VAD segments closer than this are one utterance
+
+
+@dataclass(frozen=True, slots=True)
+class EngineAnswer:
+    """The answer text, its token count (whitespace words) and the wall time of the engine call."""
+
+    text: str
+    completion_tokens: int
+    model_call_ms: float
+    kind: str
+
+
+class _Clip:
+    """Lazily computed views of one decoded clip, so each analysis pays only for what it uses."""
+
+    def __init__(self, audio: DecodedAudio, recognizer: Recognizer) -> None:
+        self.audio = audio
+        self.rate = audio.sample_rate_hz
+        self.mono = to_mono(audio.samples)
+        self._asr = recognizer
+        self._x16k: np.ndarray | None = None
+        self._segments: list[SpeechSegment] | None = None
+        self._events: list[dsp.ToneEvent] | None = None
+
+    @property
+    def x16k(self) -> np.ndarray:
+        if self._x16k is None:
+            self._x16k = resample(self.mono, self.rate, ASR_RATE_HZ)
+        return self._x16k
+
+    @property
+    def speech(self) -> list[SpeechSegment]:
+        if self._segments is None:
+            self._segments = speech_segments(self.x16k)
+        return self._segments
+
+    @property
+    def events(self) -> list[dsp.ToneEvent]:
+        if self._events is None:
+            self._events = dsp.tone_events(self.mono, self.rate)
+        return self._events
+
+    def speech_seconds(self) -> float:
+        """Speech not overlapped by tonal events (Silero sometimes fires on a beep)."""
+        total = 0.0
+        for seg in self.speech:
+            overlap = sum(max(0.0, min(seg.end_s, e.end_s) - max(seg.start_s, e.start_s))
+                          for e in self.events)
+            total += max(0.0, seg.duration_s - overlap)
+        return total
+
+    def has_speech(self) -> bool:
+        return self.speech_seconds() >= 0.25
+
+    def transcribe(self, start_s: float = 0.0, end_s: float | None = None) -> str:
+        lo = int(start_s * ASR_RATE_HZ)
+        hi = len(self.x16k) if end_s is None else int(end_s * ASR_RATE_HZ)
+        return self._asr.transcribe(self.x16k[lo:hi]).text
+
+    def utterances(self) -> list[SpeechSegment]:
+        """VAD segments joined across short pauses."""
+        out: list[SpeechSegment] = []
+        for seg in self.speech:
+            if out and seg.start_s - out[-1].end_s < _UTTERANCE_GAP_S:
+                out[-1] = SpeechSegment(out[-1].start_s, seg.end_s)
+            else:
+                out.append(seg)
+        return out
+
+
+class Engine:
+    """Loads the models once; `answer` is thread-safe for up to `workers` concurrent callers."""
+
+    def __init__(self, workers: int = 1, cpu_threads: int = 0) -> None:
+        load_vad()
+        self.recognizer = Recognizer(workers=workers, cpu_threads=cpu_threads)
+        self.speech_model = Recognizer.name
+
+    def answer(self, audio: DecodedAudio | None, question: str, max_tokens: int | None = None,
+               extra_latency_s: float = 0.0) -> EngineAnswer:
+        """Answer `question` about `audio` (blocking); model_call_ms is the wall time of this call.
+
+        The one entry point of both the HTTP server and the native worker, so the two give
+        byte-identical text. Without audio only what-was-said questions are answered, from the text.
+        """
+        t0 = time.perf_counter()
+        r = route(question)
+        if audio is None:
+            text = _answer_without_audio(question, r)
+        elif r.kind in _HANDLERS:
+            text = _HANDLERS[r.kind](_Clip(audio, self.recognizer), r)
+        else:
+            text = UNSUPPORTED_ANSWER
+        if max_tokens is not None:
+            text = " ".join(text.split()[:max_tokens])
+        if extra_latency_s > 0:
+            time.sleep(extra_latency_s)  # fault injection: a slow model, inside the timed call
+        ms = (time.perf_counter() - t0) * 1000.0
+        return EngineAnswer(text=text, completion_tokens=len(text.split()), model_call_ms=ms,
+                            kind=r.kind.value)
+
+
+def _answer_without_audio(question: str, r: Route) -> str:
+    """Text-only request (the transcript arm): answer what-was-said questions from the text itself."""
+    if r.kind in (Kind.SPOKEN_NUMBER, Kind.SPOKEN_CONTENT):
+        ranked = textqa.answer_comparison(question, question)
+        if ranked is not None:
+            return ranked
+        if r.kind is Kind.SPOKEN_NUMBER and (n := textqa.answer_number(question, question)):
+            return n
+        return textqa.answer_content(question, question, r.choices)
+    return "There is no audio in this request, so I cannot answer a question about how it sounds."
+
+
+def _ordinal(i: int) -> str:
+    return _ORDINALS[i] if i < len(_ORDINALS) else f"number {i + 1}"
+
+
+def _pick(choices: tuple[str, ...], vocab: tuple[str, ...], default: str) -> str:
+    """The offered choice that contains a word of `vocab`, else the default word."""
+    for choice in choices:
+        if set(choice.split()) & set(vocab):
+            return choice
+    return default
+
+
+def _no_tones(clip: _Clip) -> str | None:
+    if dsp.is_silent(clip.audio.samples):
+        return "The audio is silent: there is no tone."
+    if not clip.events:
+        return "I hear no beep or tone in this audio."
+    return None
+
+
+def _count_tones(clip: _Clip, r: Route) -> str:
+    if dsp.is_silent(clip.audio.samples):
+        return "0"
+    return str(len(clip.events))
+
+
+def _pitch_compare(clip: _Clip, r: Route) -> str:
+    if (msg := _no_tones(clip)) is not None:
+        return msg
+    if len(clip.events) < 2:
+        return "I hear only one tone, so there is nothing to compare."
+    freqs = [e.freq_hz for e in clip.events]
+    i = int(np.argmin(freqs) if r.lowest else np.argmax(freqs))
+    return _ordinal(i)
+
+
+def _frequency(clip: _Clip, r: Route) -> str:
+    if (msg := _no_tones(clip)) is not None:
+        return msg
+    longest = max(clip.events, key=lambda e: e.duration_s)
+    return f"{round(longest.freq_hz)} Hz"
+
+
+def _duration(clip: _Clip, r: Route) -> str:
+    ws = set(r.words)
+    if ws & {"longer", "shorter", "longest", "shortest"}:
+        if (msg := _no_tones(clip)) is not None:
+            return msg
+        if len(clip.events) < 2:
+            return "I hear only one tone, so there is nothing to compare."
+        lengths = [e.duration_s for e in clip.events]
+        shortest = bool(ws & {"shorter", "shortest"})
+        return _ordinal(int(np.argmin(lengths) if shortest else np.argmax(lengths)))
+    whole = ws & {"clip", "recording", "audio", "file", "track"} and not ws & {"tone", "beep", "sound",
+                                                                              "speech", "note"}
+    if whole:
+        return f"{clip.audio.seconds:.2f} seconds"
+    if ws & {"speech", "sentence", "speaking", "talking", "utterance"} and clip.speech:
+        return f"{clip.speech[-1].end_s - clip.speech[0].start_s:.2f} seconds"
+    if clip.events:
+        e = max(clip.events, key=lambda ev: ev.duration_s) if len(clip.events) > 1 else clip.events[0]
+        return f"{e.duration_s:.2f} seconds"
+    span = dsp.sounding_span(clip.mono, clip.rate)
+    if span is None:
+        return f"{clip.audio.seconds:.2f} seconds of silence"
+    return f"{span[1] - span[0]:.2f} seconds"
+
+
+_RISING = ("rising", "rise", "rises", "up", "upward", "upwards", "ascending", "increasing", "higher")
+_FALLING = ("falling", "fall", "falls", "down", "downward", "downwards", "descending", "decreasing",
+            "lower")
+
+
+def _sweep(clip: _Clip, r: Route) -> str:
+    if (msg := _no_tones(clip)) is not None:
+        return msg
+    if len(clip.events) == 1:
+        first, last = clip.events[0].start_freq_hz, clip.events[0].end_freq_hz
+    else:
+        first, last = clip.events[0].freq_hz, clip.events[-1].freq_hz
+    rising = last > first
+    return _pick(r.choices, _RISING, "rising") if rising else _pick(r.choices, _FALLING, "falling")
+
+
+def _loudness(clip: _Clip, r: Route) -> str:
+    if (msg := _no_tones(clip)) is not None:
+        return msg
+    if len(clip.events) < 2:
+        return "I hear only one beep, so there is nothing to compare."
+    levels = [e.rms_db for e in clip.events]
+    return _ordinal(int(np.argmin(levels) if r.lowest else np.argmax(levels)))
+
+
+def _speech_presence(clip: _Clip, r: Route) -> str:
+    speech = clip.has_speech()
+    speech_words = {"speech", "speaking", "talking", "voice", "words", "spoken", "someone", "talk"}
+    named = [c for c in r.choices if set(c.split()) & speech_words]
+    if named:  # "is it speech or noise?": answer with the offered word
+        others = [c for c in r.choices if c not in named]
+        return named[0] if speech or not others else others[0]
+    return "yes" if speech else "no"
+
+
+def _silence(clip: _Clip, r: Route) -> str:
+    silent = dsp.is_silent(clip.audio.samples)
+    ws = set(r.words)
+    if "or" in ws and ws & {"silent", "silence"} and ws & {"sound", "noise", "something", "anything"}:
+        return "silent" if silent else next(w for w in ("sound", "noise", "something", "anything")
+                                            if w in ws)
+    asks_silence = ws & {"silent", "silence", "quiet", "empty", "blank"}
+    return ("yes" if silent else "no") if asks_silence else ("no" if silent else "yes")
+
+
+def _channel(clip: _Clip, r: Route) -> str:
+    if clip.audio.channels < 2:
+        return "The audio is mono: both sides carry the same signal."
+    left, right = dsp.channel_levels_db(clip.audio.samples)[:2]
+    if abs(left - right) < 6.0:
+        return "both"
+    return "left" if left > right else "right"
+
+
+def _onset(clip: _Clip, r: Route) -> str:
+    """When the speech (or, if the question names a beep or tone, the first tone) starts."""
+    from adapters.reference.router import TONE_WORDS
+
+    if set(r.words) & TONE_WORDS and not set(r.words) & {"speech", "speaking", "voice", "talking"}:
+        if (msg := _no_tones(clip)) is not None:
+            return msg
+        return f"{clip.events[0].start_s:.2f} seconds"
+    if not clip.has_speech():
+        return "I hear no speech in this audio."
+    start = clip.speech[0].start_s
+    # Silero works in 32 ms windows: refine to the first 10 ms frame above the pre-speech level.
+    rms = dsp.frame_rms(clip.x16k, ASR_RATE_HZ)
+    lo = max(0, int((start - 0.3) / dsp.FRAME_S))
+    hi = min(len(rms), int((start + 0.2) / dsp.FRAME_S))
+    if hi > lo:
+        floor = float(np.median(rms[: max(1, lo)])) if lo > 0 else 0.0
+        peak = float(rms[lo:hi].max())
+        threshold = max(floor * 4.0, peak * 0.1)
+        above = np.flatnonzero(rms[lo:hi] > threshold)
+        if above.size:
+            start = (lo + int(above[0])) * dsp.FRAME_S
+    return f"{start:.2f} seconds"
+
+
+def _clean_word(text: str, last: bool) -> str | None:
+    words = [w.strip(".,!?;:\"'").lower() for w in text.split()]
+    words = [w for w in words if w]
+    if not words:
+        return None
+    return words[-1] if last else words[0]
+
+
+def _word_around_tone(clip: _Clip, r: Route) -> str:
+    if (msg := _no_tones(clip)) is not None:
+        return msg
+    beep = clip.events[0]
+    if r.lowest:  # the word before the beep
+        word = _clean_word(clip.transcribe(0.0, beep.start_s), last=True)
+    else:
+        nxt = clip.events[1].start_s if len(clip.events) > 1 else None
+        word = _clean_word(clip.transcribe(beep.end_s, nxt), last=False)
+    if not word:
+        return "I hear no word there."
+    if r.choices and word not in r.choices:
+        import difflib
+
+        close = difflib.get_close_matches(word, r.choices, n=1, cutoff=0.0)
+        return close[0] if close else word
+    return word
+
+
+def _voice_f0(clip: _Clip, seg: SpeechSegment | None = None) -> float | None:
+    segs = [seg] if seg else clip.speech
+    if not segs:
+        return None
+    x = np.concatenate([clip.x16k[int(s.start_s * ASR_RATE_HZ): int(s.end_s * ASR_RATE_HZ)]
+                        for s in segs])
+    return dsp.voice_f0_hz(x, ASR_RATE_HZ)
+
+
+def _speaker_sex(clip: _Clip, r: Route) -> str:
+    if not clip.has_speech():
+        return "I hear no speech in this audio."
+    f0 = _voice_f0(clip)
+    if f0 is None:
+        return "I cannot measure the voice pitch in this audio."
+    male = f0 < _MALE_BELOW_HZ
+    if male:
+        return _pick(r.choices, ("male", "man", "boy", "men"), "male")
+    return _pick(r.choices, ("female", "woman", "girl", "women"), "female")
+
+
+def _speaker_count(clip: _Clip, r: Route) -> str:
+    """Count voices by clustering utterance F0: a new voice starts where pitch jumps by over 25 %."""
+    if not clip.has_speech():
+        return "0"
+    f0s = sorted(f for u in clip.utterances() if (f := _voice_f0(clip, u)) is not None)
+    if not f0s:
+        return "1"
+    clusters = 1 + sum(1 for a, b in zip(f0s, f0s[1:]) if b / a > 1.25)
+    return str(clusters)
+
+
+def _speaking_rate(clip: _Clip, r: Route) -> str:
+    utts = clip.utterances()
+    if len(utts) < 2:
+        return "I hear only one stretch of speech, so there is nothing to compare."
+    if len(utts) > 2:  # split at the longest pause into two parts
+        gaps = [b.start_s - a.end_s for a, b in zip(utts, utts[1:])]
+        k = int(np.argmax(gaps)) + 1
+        utts = [SpeechSegment(utts[0].start_s, utts[k - 1].end_s),
+                SpeechSegment(utts[k].start_s, utts[-1].end_s)]
+    rates = []
+    for u in utts:
+        n = len(clip.transcribe(max(0.0, u.start_s - 0.05), u.end_s + 0.05).split())
+        rates.append(max(n, 1) / max(u.duration_s, 1e-3))
+    i = int(np.argmin(rates) if r.lowest else np.argmax(rates))
+    return _pick(r.choices, (_ORDINALS[i],), _ORDINALS[i])
+
+
+def _language(clip: _Clip, r: Route) -> str:
+    """English when Whisper tiny.en (English-only) decodes it confidently; otherwise say so honestly."""
+    if not clip.has_speech():
+        return "I hear no speech in this audio."
+    t = clip._asr.transcribe(clip.x16k)
+    if t.text and t.avg_logprob > -0.8 and t.no_speech_prob < 0.3:
+        return "english"
+    # Naming no language on purpose: a guess among the choices would be luck, not listening.
+    return ("I cannot identify the language: my speech model knows one language only, and this "
+            "speech is not in it.")
+
+
+def _spoken_number(clip: _Clip, r: Route) -> str:
+    if not clip.has_speech():
+        return "I hear no speech, so nothing was said to count."
+    text = clip.transcribe()
+    got = textqa.answer_number(text, " ".join(r.words))
+    return got if got is not None else textqa.answer_content(text, " ".join(r.words), r.choices)
+
+
+def _spoken_content(clip: _Clip, r: Route) -> str:
+    if not clip.has_speech():
+        return "I hear no speech in this audio, so I cannot answer a question about what is said."
+    text = clip.transcribe()
+    if not text:
+        return "I cannot make out the words."
+    if (ranked := textqa.answer_comparison(text, " ".join(r.words))) is not None:
+        return ranked
+    return textqa.answer_content(text, " ".join(r.words), r.choices)
+
+
+_HANDLERS = {
+    Kind.COUNT_TONES: _count_tones,
+    Kind.SPEAKER_COUNT: _speaker_count,
+    Kind.PITCH_COMPARE: _pitch_compare,
+    Kind.FREQUENCY: _frequency,
+    Kind.DURATION: _duration,
+    Kind.SWEEP: _sweep,
+    Kind.LOUDNESS: _loudness,
+    Kind.SPEECH_PRESENCE: _speech_presence,
+    Kind.SILENCE: _silence,
+    Kind.CHANNEL: _channel,
+    Kind.ONSET: _onset,
+    Kind.WORD_AROUND_TONE: _word_around_tone,
+    Kind.SPEAKER_SEX: _speaker_sex,
+    Kind.SPEAKING_RATE: _speaking_rate,
+    Kind.LANGUAGE: _language,
+    Kind.SPOKEN_NUMBER: _spoken_number,
+    Kind.SPOKEN_CONTENT: _spoken_content,
+}

@@ -1,0 +1,162 @@
+"""Map a question, by its words, to the analysis that answers it (paraphrase-tolerant keyword rules).
+
+Sees only the question text; knows nothing about audio, clips or any dataset.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from enum import Enum
+
+__all__ = ["Kind", "Route", "LANGUAGES", "TONE_WORDS", "route", "words_of"]
+
+
+class Kind(str, Enum):
+    """The analyses the engine can run; UNSUPPORTED means the engine says it cannot answer."""
+
+    COUNT_TONES = "count_tones"
+    SPEAKER_COUNT = "speaker_count"
+    PITCH_COMPARE = "pitch_compare"
+    FREQUENCY = "frequency"
+    DURATION = "duration"
+    SWEEP = "sweep"
+    LOUDNESS = "loudness"
+    SPEECH_PRESENCE = "speech_presence"
+    SILENCE = "silence"
+    CHANNEL = "channel"
+    ONSET = "onset"  # when speech (or the first tone) starts
+    WORD_AROUND_TONE = "word_around_tone"
+    SPEAKER_SEX = "speaker_sex"
+    SPEAKING_RATE = "speaking_rate"
+    LANGUAGE = "language"
+    SPOKEN_NUMBER = "spoken_number"  # a count or sum taken from what is said (maybe with arithmetic)
+    SPOKEN_CONTENT = "spoken_content"
+    UNSUPPORTED = "unsupported"
+
+
+LANGUAGES = ("english", "german", "spanish", "french", "italian", "portuguese", "dutch", "russian",
+             "chinese", "japanese", "polish", "swedish", "turkish", "hindi", "arabic", "korean")
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """The analysis to run and what the question itself offers (its choices, its polarity)."""
+
+    kind: Kind
+    words: tuple[str, ...]
+    choices: tuple[str, ...] = field(default=())
+    lowest: bool = False  # "which is lower / quieter / slower": pick the minimum instead
+
+
+TONE_WORDS = _TONE = {"beep", "beeps", "tone", "tones", "click", "clicks", "pulse", "pulses", "chirp", "chirps",
+         "ding", "dings", "bleep", "bleeps", "blip", "blips", "ping", "pings", "note", "notes",
+         "signal", "signals", "sound", "sounds"}
+_SPEECH = {"speech", "speak", "speaks", "speaking", "spoken", "speaker", "talk", "talking", "talks",
+           "voice", "voices", "words", "word", "someone", "somebody", "anyone", "anybody", "person",
+           "human", "say", "says", "saying", "said", "sentence", "utterance"}
+_PEOPLE = {"people", "speakers", "voices", "persons", "talkers", "individuals", "different"}
+
+
+def words_of(text: str) -> tuple[str, ...]:
+    """Lower-case word tokens (letters, digits, apostrophes)."""
+    return tuple(re.findall(r"[a-z0-9']+", text.lower()))
+
+
+_ARTICLES = {"the", "a", "an"}
+
+
+def _strip_articles(tokens: list[str]) -> list[str]:
+    return [t for t in tokens if t not in _ARTICLES]
+
+
+def _choices(text: str) -> tuple[str, ...]:
+    """Options offered as "A or B" / "A, B or C" at the end of the question, articles dropped.
+
+    "faster the first time or the second time" gives ("first time", "second time"): the option
+    before "or" is aligned in length with the one after it.
+    """
+    m = re.search(r"^(.*)\bor\b([^,:;]+?)[\s?.!]*$", text.lower())
+    if not m:
+        return ()
+    last = _strip_articles(re.findall(r"[a-z0-9']+", m.group(2)))
+    if not last:
+        return ()
+    segments = [seg for seg in re.split(r"[,:;]", m.group(1)) if seg.strip()]
+    if not segments:
+        return ()
+    before = _strip_articles(re.findall(r"[a-z0-9']+", segments[-1]))[-len(last):]
+    options = [" ".join(before), " ".join(last)]
+    # Earlier short comma-separated segments are more options ("English, German, Spanish or French").
+    for seg in reversed(segments[:-1]):
+        tokens = _strip_articles(re.findall(r"[a-z0-9']+", seg))
+        if not tokens or len(tokens) > len(last) + 1:
+            tokens = tokens[-len(last):] if len(segments) > 2 and tokens else []
+            if tokens:
+                options.insert(0, " ".join(tokens))
+            break
+        options.insert(0, " ".join(tokens))
+    return tuple(dict.fromkeys(o for o in options if o))
+
+
+def route(question: str) -> Route:
+    """Choose the analysis for `question` (pure, fast, deterministic)."""
+    w = words_of(question)
+    ws = set(w)
+    text = " ".join(w)
+    choices = _choices(question)
+
+    def has(*needles: str) -> bool:
+        return any((" " in n and f" {n} " in f" {text} ") or n in ws for n in needles)
+
+    def make(kind: Kind, lowest: bool = False) -> Route:
+        return Route(kind=kind, words=w, choices=choices, lowest=lowest)
+
+    if has("language", "languages") or len(ws & set(LANGUAGES)) >= 2:
+        return make(Kind.LANGUAGE)
+    if has("male", "female", "man", "woman", "gender", "sex", "boy", "girl"):
+        return make(Kind.SPEAKER_SEX)
+    if has("how many") and ws & _PEOPLE and not ws & {"beep", "beeps", "tone", "tones"}:
+        return make(Kind.SPEAKER_COUNT)
+    if has("faster", "slower", "quicker", "speed", "rate", "tempo", "fast", "slowly", "quickly"):
+        return make(Kind.SPEAKING_RATE, lowest=has("slower", "slowly", "slowest"))
+    if ws & _TONE and ws & {"word", "words", "said", "spoken", "say", "says"} and has("after the", "before the", "follows", "following", "precedes", "preceding",
+                          "right after", "just after", "right before", "just before"):
+        return make(Kind.WORD_AROUND_TONE, lowest=has("before", "precedes", "preceding"))
+    # "left" alone is ambiguous ("how many are left?"): ask for a channel word or both sides.
+    if has("channel", "channels", "ear", "ears", "stereo", "side", "sides") \
+            or has("left") and has("right"):
+        return make(Kind.CHANNEL)
+    if has("rising", "falling", "rise", "fall", "sweep", "ascending", "descending", "upward",
+           "downward", "go up", "go down", "goes up", "goes down", "direction", "increase", "decrease"):
+        return make(Kind.SWEEP)
+    if has("louder", "loudest", "quieter", "quietest", "softer", "softest", "volume", "loud"):
+        return make(Kind.LOUDNESS, lowest=has("quieter", "quietest", "softer", "softest"))
+    if has("higher", "lower", "highest", "lowest") and has("pitch", "tone", "tones", "note", "notes",
+                                                            "beep", "beeps", "first", "second", "sound"):
+        return make(Kind.PITCH_COMPARE, lowest=has("lower", "lowest"))
+    if has("frequency", "hz", "hertz", "pitch"):
+        return make(Kind.FREQUENCY)
+    if (ws & _SPEECH or ws & _TONE) and has("start", "starts", "begin", "begins", "onset", "appear",
+                                             "appears", "come in", "comes in") \
+            and has("when", "how many seconds", "how long", "at what time", "after how many",
+                    "how much time", "what time", "seconds"):
+        return make(Kind.ONSET)
+    if has("how many") and ws & _TONE:
+        return make(Kind.COUNT_TONES)
+    if has("how long", "duration", "how many seconds", "how many milliseconds", "length", "last",
+           "lasts", "longer", "shorter", "longest", "shortest"):
+        return make(Kind.DURATION)
+    if has("silent", "silence", "quiet", "empty", "any sound", "anything", "audible", "blank"):
+        return make(Kind.SILENCE)
+    if ws & _SPEECH and (w[:1] and w[0] in {"is", "are", "does", "do", "can", "was", "did", "has"}
+                         or has("or noise", "or music", "or not", "any speech", "contain",
+                                "contains", "present")):
+        if not has("what", "which word", "who"):
+            return make(Kind.SPEECH_PRESENCE)
+    if has("how many", "how much", "what is the total", "what's the total", "sum", "altogether"):
+        return make(Kind.SPOKEN_NUMBER)
+    if has("what", "which", "who", "where", "when", "whom", "whose", "why", "how", "name", "tell",
+           "is", "does", "did", "do", "are"):
+        return make(Kind.SPOKEN_CONTENT)
+    return make(Kind.UNSUPPORTED)

@@ -1,0 +1,136 @@
+"""Run the reference server: flags, engine load before the port opens, graceful drain on SIGINT/SIGTERM.
+
+`python -m adapters.reference` and `aqbench serve-reference` share `add_server_arguments` and `serve`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import ipaddress
+import signal
+import socket
+import sys
+import time
+from pathlib import Path
+
+import anyio.to_thread
+from aiohttp import web
+
+from adapters.reference.app import ServerSettings, ServerState, build_app
+from adapters.reference.engine import Engine
+from adapters.reference.faults import FaultSettings, FaultState
+from adapters.reference.records import RecordWriter
+
+__all__ = ["add_server_arguments", "settings_from_args", "serve", "main"]
+
+
+def add_server_arguments(p: argparse.ArgumentParser) -> None:
+    """The server's flags (same names as trtmc-server where they exist, plus fault injection)."""
+    p.add_argument("--host", default="127.0.0.1", help="loopback address to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8000, help="TCP port (default 8000)")
+    p.add_argument("--model-name", required=True, help="the model id clients must send")
+    p.add_argument("--replicas", type=int, default=1, help="engine workers; busy ones give 429")
+    p.add_argument("--records", type=Path, default=None, help="append one JSON line per chat request")
+    p.add_argument("--max-body-bytes", type=int, default=32 * 1024 * 1024,
+                   help="413 above this request size (default 32 MiB)")
+    p.add_argument("--request-timeout", type=float, default=120.0,
+                   help="504 when the engine takes longer (seconds, default 120)")
+    p.add_argument("--max-audio-seconds", type=float, default=60.0,
+                   help="400 for longer audio (default 60)")
+    p.add_argument("--cpu-threads", type=int, default=0,
+                   help="CTranslate2 threads per replica (0 = its default)")
+    g = p.add_argument_group("fault injection (off by default; for orchestrator tests)")
+    g.add_argument("--fault-crash-after", type=int, default=None, metavar="N",
+                   help="exit(70) when chat request N+1 arrives")
+    g.add_argument("--fault-hang-after", type=int, default=None, metavar="N",
+                   help="after N chat requests stop answering every route, health included")
+    g.add_argument("--fault-latency-ms", type=float, default=0.0, metavar="MS",
+                   help="extra latency inside every engine call")
+    g.add_argument("--fault-error-rate", type=float, default=0.0, metavar="F",
+                   help="answer this share of chat requests with 500 (exact, deterministic pattern)")
+    g.add_argument("--fault-startup-delay-s", type=float, default=0.0, metavar="S",
+                   help="wait S seconds before loading the engine (port closed meanwhile)")
+    g.add_argument("--fault-leak-mib", type=float, default=0.0, metavar="K",
+                   help="keep K MiB of memory per chat request, forever")
+
+
+def settings_from_args(args: argparse.Namespace) -> ServerSettings:
+    """Validate the flags; raises ValueError naming the flag and what is allowed."""
+    try:
+        if not ipaddress.ip_address(args.host).is_loopback:
+            raise ValueError
+    except ValueError:
+        raise ValueError(f"--host {args.host!r} is not a loopback address; use 127.0.0.1 or ::1 "
+                         "(the reference server never listens beyond this machine)") from None
+    if not 0 <= args.port <= 65535:
+        raise ValueError(f"--port {args.port} is out of range 0-65535")
+    if args.replicas < 1:
+        raise ValueError(f"--replicas {args.replicas} must be at least 1")
+    if not 0.0 <= args.fault_error_rate <= 1.0:
+        raise ValueError(f"--fault-error-rate {args.fault_error_rate} must be within 0..1")
+    for flag in ("max_body_bytes", "request_timeout", "max_audio_seconds"):
+        if getattr(args, flag) <= 0:
+            raise ValueError(f"--{flag.replace('_', '-')} must be positive")
+    return ServerSettings(
+        host=args.host, port=args.port, model_name=args.model_name, replicas=args.replicas,
+        records=args.records, max_body_bytes=args.max_body_bytes,
+        request_timeout_s=args.request_timeout, max_audio_s=args.max_audio_seconds,
+        faults=FaultSettings(crash_after=args.fault_crash_after, hang_after=args.fault_hang_after,
+                             latency_ms=args.fault_latency_ms, error_rate=args.fault_error_rate,
+                             startup_delay_s=args.fault_startup_delay_s, leak_mib=args.fault_leak_mib))
+
+
+def _log(event: str, **fields: object) -> None:
+    """One key=value line on stderr (the supervisor keeps the tail as evidence)."""
+    parts = " ".join(f"{k}={v}" for k, v in fields.items())
+    print(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} reference {event} {parts}", file=sys.stderr, flush=True)
+
+
+async def serve(settings: ServerSettings, cpu_threads: int = 0) -> int:
+    """Load the engine, then listen; on SIGINT/SIGTERM stop admitting, finish running requests, 0."""
+    if settings.faults.startup_delay_s:
+        await asyncio.sleep(settings.faults.startup_delay_s)
+    t0 = time.perf_counter()
+    engine = await anyio.to_thread.run_sync(lambda: Engine(workers=settings.replicas,
+                                                           cpu_threads=cpu_threads))
+    state = ServerState(settings=settings, engine=engine, records=RecordWriter(settings.records),
+                        faults=FaultState(settings.faults),
+                        free_replicas=[f"replica-{i}" for i in range(settings.replicas)])
+    runner = web.AppRunner(build_app(state), handle_signals=False, access_log=None)
+    await runner.setup()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    received: list[str] = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, lambda s=sig: (received.append(s.name), stop.set()))
+    family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((settings.host, settings.port))
+    site = web.SockSite(runner, sock)
+    await site.start()
+    _log("ready", host=settings.host, port=sock.getsockname()[1], model=settings.model_name,
+         replicas=settings.replicas, load_s=f"{time.perf_counter() - t0:.2f}",
+         faults=",".join(settings.faults.active) or "none")
+    try:
+        await stop.wait()
+        state.draining = True
+        _log("draining", signal=received[0] if received else "?", active=state.active)
+        await state.idle.wait()
+    finally:
+        await runner.cleanup()
+        state.records.close()
+    _log("stopped")
+    return 0
+
+
+def main(argv: list[str] | None = None, prog: str = "python -m adapters.reference") -> int:
+    p = argparse.ArgumentParser(prog=prog, description="The aqbench reference audio-QA server.")
+    add_server_arguments(p)
+    args = p.parse_args(argv)
+    try:
+        settings = settings_from_args(args)
+    except ValueError as exc:
+        p.error(str(exc))
+    return asyncio.run(serve(settings, cpu_threads=args.cpu_threads))
