@@ -1,0 +1,27 @@
+"""Server-side adapters: processes, resource sampling, and the ServerParts for each `server.kind`."""
+
+from __future__ import annotations
+
+from adapters.server.process import SubprocessLauncher
+from adapters.server.reference_kind import ReferenceServerKind
+from adapters.server.sampler import PsutilSampler
+from orchestrator.errors import ConfigError
+from orchestrator.ports import ServerKind, ServerParts
+
+__all__ = ["server_parts", "KINDS"]
+
+KINDS = ("reference", "trtmc-server")
+
+
+def server_parts(kind: str) -> ServerParts:
+    """The real adapters for one `server.kind`; ConfigError listing the valid kinds otherwise."""
+    impl: ServerKind
+    if kind == "reference":
+        impl = ReferenceServerKind()
+    elif kind == "trtmc-server":
+        from adapters.trtmc_server import TrtmcServerKind
+
+        impl = TrtmcServerKind()
+    else:
+        raise ConfigError(f"server.kind: unknown kind {kind!r}; valid: {', '.join(KINDS)}")
+    return ServerParts(kind=impl, launcher=SubprocessLauncher(), new_sampler=PsutilSampler)

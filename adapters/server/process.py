@@ -1,0 +1,268 @@
+"""Server processes: spawn in a new session, pump output to LogLine events and server.log, stop the
+group (signal, grace, SIGKILL), reap, and sweep descendants that escaped the group.
+
+Knows nothing of HTTP, health or restart policy (the supervisor decides; this module only acts).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import subprocess
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import BinaryIO
+
+import anyio
+import psutil
+from anyio.abc import ByteReceiveStream, Process
+
+from adapters.server.lines import LineSplitter
+from adapters.server.netport import check_port_free, pick_free_port
+from orchestrator.errors import ServerError
+from orchestrator.events import LogLine
+from orchestrator.ports import EventSink, Orphan, ParsedLine, StopResult
+
+__all__ = ["SubprocessLauncher", "ManagedProcess", "MARKER_ENV", "TAIL_LINES"]
+
+# Inherited by every descendant unless it clears its environment: finds orphans never seen by the sampler.
+MARKER_ENV = "AQBENCH_SERVER_TOKEN"
+TAIL_LINES = 40
+_CHUNK = 64 * 1024
+_GROUP_POLL_S = 0.05
+_REAP_TIMEOUT_S = 10.0
+
+
+class ManagedProcess:
+    """One spawned server (session leader, pgid == pid) and what it printed. Made by SubprocessLauncher."""
+
+    def __init__(
+        self,
+        proc: Process,
+        *,
+        token: str,
+        sink: EventSink,
+        incarnation: int,
+        parse_line: Callable[[str], ParsedLine],
+        log_fh: BinaryIO,
+    ) -> None:
+        self.pid = proc.pid
+        self._proc = proc
+        self._token = token
+        self._sink = sink
+        self._incarnation = incarnation
+        self._parse = parse_line
+        self._log = log_fh
+        self._tail: deque[str] = deque(maxlen=TAIL_LINES)
+        self._seen: dict[int, float] = {}
+        self._open_pipes = 2
+        self._closed = anyio.Event()
+        self.lines = 0
+
+    @property
+    def returncode(self) -> int | None:
+        return self._proc.returncode
+
+    async def wait(self) -> int:
+        return await self._proc.wait()
+
+    def output_tail(self) -> list[str]:
+        return list(self._tail)
+
+    async def wait_output_closed(self, timeout_s: float) -> None:
+        with anyio.move_on_after(timeout_s):
+            await self._closed.wait()
+
+    def remember(self, pids: Sequence[tuple[int, float]]) -> None:
+        for pid, created in pids:
+            if pid != self.pid:
+                self._seen[pid] = created
+
+    # -- output ------------------------------------------------------------------------------------
+
+    async def _pump(self, stream: ByteReceiveStream | None, name: str) -> None:
+        """Read one pipe to end-of-file; every line goes to server.log, the tail and a LogLine event."""
+        splitter = LineSplitter()
+        try:
+            if stream is None:
+                return
+            while True:
+                try:
+                    chunk = await stream.receive(_CHUNK)
+                except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    break
+                await self._emit(splitter.feed(chunk), name)
+            await self._emit(splitter.flush(), name)
+        finally:
+            self._open_pipes -= 1
+            if self._open_pipes == 0:
+                self._closed.set()
+
+    async def _emit(self, lines: list[str], name: str) -> None:
+        if not lines:
+            return
+        self._log.write("".join(line + "\n" for line in lines).encode())
+        self._log.flush()
+        for line in lines:
+            self.lines += 1
+            self._tail.append(line)
+            parsed = self._parse(line)
+            await self._sink.publish(LogLine(
+                source="server", stream=name, text=parsed.text, fields=parsed.fields,
+                level=parsed.level, incarnation=self._incarnation,
+            ))
+
+    # -- stopping ----------------------------------------------------------------------------------
+
+    def _signal_group(self, sig: int) -> None:
+        try:
+            os.killpg(self.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def _group_alive(self) -> bool:
+        """Any live (non-zombie) member left in the server's process group."""
+        try:
+            os.killpg(self.pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        for proc in psutil.process_iter():
+            try:
+                if os.getpgid(proc.pid) == self.pid and proc.status() != psutil.STATUS_ZOMBIE:
+                    if proc.pid == self.pid and self.returncode is not None:
+                        continue
+                    return True
+            except (ProcessLookupError, psutil.Error):
+                continue
+        return False
+
+    def _descendants(self) -> list[tuple[int, float]]:
+        try:
+            kids = psutil.Process(self.pid).children(recursive=True)
+        except psutil.Error:
+            return []
+        out = []
+        for kid in kids:
+            try:
+                out.append((kid.pid, kid.create_time()))
+            except psutil.Error:
+                continue
+        return out
+
+    async def stop(self, sig: int, grace_s: float) -> StopResult:
+        """Send `sig` to the group, wait up to `grace_s` for the leader and the group, then SIGKILL the
+        group and reap. Blocks at most grace_s + 10 s. Safe to call again or after the process exited."""
+        started = time.monotonic()
+        if self.returncode is None:
+            self.remember(self._descendants())
+            self._signal_group(sig)
+            with anyio.move_on_after(grace_s):
+                await self.wait()
+                while self._group_alive():
+                    await anyio.sleep(_GROUP_POLL_S)
+        forced = self.returncode is None or self._group_alive()
+        if forced:
+            self._signal_group(signal.SIGKILL)
+            with anyio.move_on_after(_REAP_TIMEOUT_S):
+                await self.wait()
+        return StopResult(returncode=self.returncode, forced=forced, waited_s=time.monotonic() - started)
+
+    async def sweep_orphans(self) -> list[Orphan]:
+        """Kill every still-running descendant seen earlier or carrying this incarnation's marker."""
+        return await anyio.to_thread.run_sync(self._sweep)
+
+    def _sweep(self) -> list[Orphan]:
+        victims: list[psutil.Process] = []
+        for pid, created in list(self._seen.items()):
+            try:
+                proc = psutil.Process(pid)
+                if abs(proc.create_time() - created) < 0.01:
+                    victims.append(proc)
+            except psutil.Error:
+                continue
+        me = os.getpid()
+        known = {p.pid for p in victims}
+        for proc in psutil.process_iter():
+            if proc.pid in known or proc.pid in (me, self.pid):
+                continue
+            try:
+                if proc.environ().get(MARKER_ENV) == self._token:
+                    victims.append(proc)
+            except psutil.Error:
+                continue
+        orphans = []
+        alive = []
+        for proc in victims:
+            try:
+                if proc.status() == psutil.STATUS_ZOMBIE:
+                    continue
+                cmdline = proc.cmdline()
+                proc.kill()
+            except psutil.Error:
+                continue
+            orphans.append(Orphan(pid=proc.pid, cmdline=cmdline))
+            alive.append(proc)
+        psutil.wait_procs(alive, timeout=3)
+        return orphans
+
+
+class SubprocessLauncher:
+    """ProcessLauncher for real subprocesses (anyio.open_process, new session, piped output)."""
+
+    def check_port_free(self, host: str, port: int) -> None:
+        check_port_free(host, port)
+
+    def pick_free_port(self, host: str) -> int:
+        return pick_free_port(host)
+
+    @asynccontextmanager
+    async def open(
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str],
+        cwd: str,
+        log_path: Path,
+        sink: EventSink,
+        incarnation: int,
+        parse_line: Callable[[str], ParsedLine],
+    ) -> AsyncIterator[ManagedProcess]:
+        """Spawn `argv`; on leaving, SIGKILL what is left of the group, drain the pipes and reap."""
+        token = secrets.token_hex(8)
+        full_env = {**os.environ, **env, MARKER_ENV: token}
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        with log_path.open("ab") as log_fh:
+            try:
+                proc = await anyio.open_process(
+                    list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                    cwd=cwd or None, env=full_env, start_new_session=True,
+                )
+            except OSError as exc:
+                raise ServerError(
+                    f"cannot start the server {argv[0]!r} (server.argv[0]): {exc.strerror or exc}"
+                    + (f" in {cwd}" if cwd else "") + "; check the path and that it is executable"
+                ) from exc
+            managed = ManagedProcess(
+                proc, token=token, sink=sink, incarnation=incarnation, parse_line=parse_line, log_fh=log_fh
+            )
+            try:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(managed._pump, proc.stdout, "stdout")
+                    tg.start_soon(managed._pump, proc.stderr, "stderr")
+                    try:
+                        yield managed
+                    finally:
+                        with anyio.CancelScope(shield=True):
+                            await managed.stop(signal.SIGKILL, 0.0)
+                            # A grandchild still holding a pipe would keep it open: don't wait forever.
+                            await managed.wait_output_closed(2.0)
+                            tg.cancel_scope.cancel()
+            finally:
+                with anyio.CancelScope(shield=True), anyio.move_on_after(_REAP_TIMEOUT_S):
+                    await proc.aclose()

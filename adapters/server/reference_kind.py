@@ -1,0 +1,30 @@
+"""The embedded reference server as a ServerKind: trtmc-server's readiness protocol, JSON or text logs."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from adapters.server import openai_health
+from adapters.server.lines import parse_log_line
+from orchestrator.ports import ParsedLine, Readiness
+
+__all__ = ["ReferenceServerKind"]
+
+
+class ReferenceServerKind:
+    """`python -m adapters.reference ...`: same health routes as trtmc-server, so the same parsing."""
+
+    name = "reference"
+
+    def render_argv(self, template: Sequence[str], values: Mapping[str, str]) -> list[str]:
+        return openai_health.render_argv(template, values, kind=self.name)
+
+    def parse_readiness(self, status: int, body: bytes) -> Readiness:
+        return openai_health.parse_readiness(status, body)
+
+    def listed_models(self, body: bytes) -> list[dict[str, Any]]:
+        return openai_health.listed_models(body)
+
+    def parse_log_line(self, text: str) -> ParsedLine:
+        return parse_log_line(text)

@@ -1,0 +1,41 @@
+"""trtmc-server as a ServerKind: argv with its bundle, readiness, and Uvicorn's text log lines.
+
+Facts from docs/trtmc.md section 1. Nothing here starts processes (adapters/server/process.py does).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from adapters.server import openai_health
+from adapters.server.lines import parse_log_line
+from orchestrator.errors import ConfigError
+from orchestrator.ports import ParsedLine, Readiness
+
+__all__ = ["TrtmcServerKind"]
+
+
+class TrtmcServerKind:
+    """`trtmc-server BUNDLE --model-name NAME ...`; readiness 200 `{"status":"ready","degraded":bool}`."""
+
+    name = "trtmc-server"
+
+    def render_argv(self, template: Sequence[str], values: Mapping[str, str]) -> list[str]:
+        argv = openai_health.render_argv(template, values, kind=self.name)
+        # trtmc-server refuses non-loopback hosts itself; say so before spawning, with the key to fix.
+        if "--host" in argv[:-1]:
+            host = argv[argv.index("--host") + 1]
+            if not (host.startswith("127.") or host in ("localhost", "::1")):
+                raise ConfigError(f"server.argv: --host {host!r}: trtmc-server binds loopback addresses only")
+        return argv
+
+    def parse_readiness(self, status: int, body: bytes) -> Readiness:
+        return openai_health.parse_readiness(status, body)
+
+    def listed_models(self, body: bytes) -> list[dict[str, Any]]:
+        return openai_health.listed_models(body)
+
+    def parse_log_line(self, text: str) -> ParsedLine:
+        # Uvicorn prints "INFO:     Application startup complete."; the generic parser reads that level.
+        return parse_log_line(text)

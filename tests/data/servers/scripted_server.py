@@ -1,0 +1,115 @@
+"""A small scripted HTTP server for supervisor tests: trtmc-server's health routes plus fault modes.
+
+Plain asyncio (starts in ~50 ms, no aiohttp import). Routes: GET /health/ready, GET /v1/models.
+Prints a JSON line `{"event": "listening", "mono_ns": ...}` once its socket accepts connections.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+
+def _say(event: str, **fields: object) -> None:
+    print(json.dumps({"event": event, "level": "info", "mono_ns": time.monotonic_ns(), **fields}), flush=True)
+
+
+class Behaviour:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.ready_at = 0.0
+
+    def since_ready(self) -> float:
+        return time.monotonic() - self.ready_at
+
+    async def ready_answer(self) -> tuple[int, dict[str, object]]:
+        a = self.args
+        if a.hang_after is not None and self.since_ready() >= a.hang_after:
+            await asyncio.sleep(3600)  # health stops answering; the loop itself stays alive
+        if a.not_ready_after is not None and self.since_ready() >= a.not_ready_after:
+            return 503, {"status": "not_ready", "degraded": True}
+        degraded = a.degraded_after is not None and self.since_ready() >= a.degraded_after
+        return 200, {"status": "ready", "degraded": degraded}
+
+    def models(self) -> dict[str, object]:
+        name = self.args.listed_model or self.args.model_name
+        return {"object": "list", "data": [{"id": name, "object": "model", "owned_by": "test"}]}
+
+
+async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, b: Behaviour) -> None:
+    try:
+        head = await reader.readuntil(b"\r\n\r\n")
+        path = head.split(b" ", 2)[1].decode()
+        if path == "/health/ready":
+            status, doc = await b.ready_answer()
+        elif path == "/v1/models":
+            status, doc = 200, b.models()
+        elif path == "/health/live":
+            status, doc = 200, {"status": "live"}
+        else:
+            status, doc = 404, {"error": {"message": f"no route {path}", "code": "not_found"}}
+        body = json.dumps(doc).encode()
+        writer.write(f"HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+                     "Connection: close\r\n\r\n".encode() + body)
+        await writer.drain()
+    except (asyncio.IncompleteReadError, ConnectionError):
+        pass
+    finally:
+        writer.close()
+
+
+async def main(args: argparse.Namespace) -> None:
+    _say("starting", pid=os.getpid())
+    print("plain text line on stderr", file=sys.stderr, flush=True)
+    if args.grandchild:
+        child = subprocess.Popen(
+            [sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True,
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        _say("grandchild", grandchild_pid=child.pid)
+    if args.crash_on_start:
+        print("fatal: cannot load bundle (scripted crash)", file=sys.stderr, flush=True)
+        sys.exit(3)
+    await asyncio.sleep(args.startup_delay)
+    b = Behaviour(args)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    stopped_by: list[int] = []
+    if args.ignore_stop:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    else:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, lambda s=sig: (stopped_by.append(s), stop.set()))
+    server = await asyncio.start_server(lambda r, w: _handle(r, w, b), args.host, args.port)
+    b.ready_at = time.monotonic()
+    _say("listening", port=args.port)
+    async with server:
+        await stop.wait()
+    _say("stopped", signal=stopped_by[0])
+    # Uvicorn re-raises the stop signal, so the parent sees death by that signal even on a clean stop.
+    signal.signal(stopped_by[0], signal.SIG_DFL)
+    os.kill(os.getpid(), stopped_by[0])
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser()
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--model-name", default="test-model")
+    p.add_argument("--listed-model", default="")
+    p.add_argument("--records", default="")
+    p.add_argument("--startup-delay", type=float, default=0.0)
+    p.add_argument("--crash-on-start", action="store_true")
+    p.add_argument("--hang-after", type=float, default=None)
+    p.add_argument("--not-ready-after", type=float, default=None)
+    p.add_argument("--degraded-after", type=float, default=None)
+    p.add_argument("--ignore-stop", action="store_true")
+    p.add_argument("--grandchild", action="store_true")
+    asyncio.run(main(p.parse_args()))
