@@ -189,6 +189,10 @@ def _field_error(exc: msgspec.ValidationError) -> tuple[str, str]:
     msg = str(exc)
     match = _PATH_RE.search(msg)
     if not match:
+        named = re.match(r"Object (missing required|contains unknown) field `([^`]+)`", msg)
+        if named:
+            what = "missing (required)" if named.group(1).startswith("missing") else "unknown field (remove it)"
+            return named.group(2), what
         return "(line)", msg
     return match.group(1).lstrip(".") or "(line)", msg[: match.start()].rstrip(" -").replace("`", "")
 
