@@ -24,6 +24,7 @@ COMMAND_MODULES = [
     "orchestrator.commands.reference",
     "orchestrator.commands.inventory",
     "orchestrator.commands.dataset",
+    "orchestrator.commands.dataset",
 ]
 
 
