@@ -24,7 +24,6 @@ COMMAND_MODULES = [
     "orchestrator.commands.reference",
     "orchestrator.commands.inventory",
     "orchestrator.commands.dataset",
-    "orchestrator.commands.dataset",
 ]
 
 
