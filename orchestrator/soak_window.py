@@ -1,0 +1,202 @@
+"""One soak window's aggregates, built from its events in bounded memory and frozen at close.
+
+Pure: no bus, no clock, no I/O. Values are held as compact arrays only until the window closes; a
+closed window is a small `WindowStats` (what SoakWindowClosed.summary carries), so a soak's memory
+grows with its number of windows, never with its number of requests.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+
+from orchestrator.config import CorrectnessCriteria
+from orchestrator.gates import ScoredAnswer, evaluate_gates
+from orchestrator.stats import Summary, summarize
+
+__all__ = ["GateSummary", "MemorySummary", "WindowStats", "WindowAccumulator", "window_name", "total_requests"]
+
+
+def window_name(index: int) -> str:
+    """`soak/w0001` for index 1: windows sort by name in journal and folder listings."""
+    return f"soak/w{index:04d}"
+
+
+class GateSummary(msgspec.Struct, frozen=True, kw_only=True):
+    """One correctness gate over the window's scored profiling answers."""
+
+    gate: str
+    scope: str
+    required: float
+    observed: float
+    correct: int
+    total: int
+    passed: bool
+
+
+class MemorySummary(msgspec.Struct, frozen=True, kw_only=True):
+    """Resource samples taken while the window ran (bytes); None when no sample fell inside it."""
+
+    samples: int = 0
+    start_bytes: int | None = None
+    end_bytes: int | None = None
+    peak_bytes: int | None = None
+    median_bytes: float | None = None
+
+
+class WindowStats(msgspec.Struct, frozen=True, kw_only=True):
+    """The aggregates of one closed window (profiling phase unless named otherwise)."""
+
+    window: str
+    index: int
+    start_unix_ns: int
+    end_unix_ns: int
+    issued: int = 0
+    ok: int = 0
+    errors: int = 0
+    by_cause: dict[str, int] = {}
+    warmup_issued: int = 0
+    error_rate: float | None = None
+    throughput_rps: float | None = None
+    client_latency_ms: Summary = Summary()
+    server_latency_ms: Summary = Summary()
+    model_call_ms: Summary = Summary()
+    correct: int = 0
+    scored: int = 0
+    verdicts: dict[str, int] = {}
+    gates: list[GateSummary] = []
+    correctness_passed: bool | None = None
+    rss: MemorySummary = MemorySummary()
+    gpu_memory: MemorySummary = MemorySummary()
+    restarts: int = 0
+    unexpected_exits: int = 0
+    incarnations: list[int] = []
+    aiperf_classification: str = ""
+    accounting_balanced: bool | None = None
+    gap_before_s: float | None = None
+
+    @property
+    def duration_s(self) -> float:
+        return max(0.0, (self.end_unix_ns - self.start_unix_ns) / 1e9)
+
+    def to_summary(self) -> dict[str, Any]:
+        """The JSON-ready dict journaled as SoakWindowClosed.summary."""
+        return msgspec.to_builtins(self)  # type: ignore[no-any-return]
+
+    @classmethod
+    def from_summary(cls, summary: dict[str, Any]) -> WindowStats:
+        """Back from a journaled summary (reports and checkpoints after a replay)."""
+        return msgspec.convert(summary, cls)
+
+
+def _memory(values: array) -> MemorySummary:
+    if not values:
+        return MemorySummary()
+    ordered = sorted(values)
+    n = len(ordered)
+    median = ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2
+    return MemorySummary(samples=n, start_bytes=int(values[0]), end_bytes=int(values[-1]),
+                         peak_bytes=int(ordered[-1]), median_bytes=float(median))
+
+
+class WindowAccumulator:
+    """Running state of one window. Feed it, then `close()` once; the arrays are dropped on close."""
+
+    def __init__(self, index: int, start_unix_ns: int, *, criteria: CorrectnessCriteria) -> None:
+        self.index = index
+        self.window = window_name(index)
+        self.start_unix_ns = start_unix_ns
+        self.criteria = criteria
+        self._client = array("d")
+        self._server = array("d")
+        self._model_call = array("d")
+        self._rss = array("d")
+        self._gpu = array("d")
+        self._answers: list[ScoredAnswer] = []
+        self.by_cause: Counter[str] = Counter()
+        self.verdicts: Counter[str] = Counter()
+        self.issued = 0
+        self.ok = 0
+        self.warmup_issued = 0
+        self.restarts = 0
+        self.unexpected_exits = 0
+        self.incarnations: set[int] = set()
+        self.first_start_ns: int | None = None
+        self.last_end_ns: int | None = None
+
+    def add_request(self, *, phase: str, ok: bool, cause: str, request_latency_ms: float | None,
+                    handler_ms: float | None, model_call_ms: float | None, request_start_ns: int | None,
+                    request_end_ns: int | None, incarnation: int = 0) -> None:
+        """One correlated request; only the profiling phase counts toward the window's statistics."""
+        if phase != "profiling":
+            self.warmup_issued += phase == "warmup"
+            return
+        self.issued += 1
+        if incarnation:
+            self.incarnations.add(incarnation)
+        if request_start_ns:
+            self.first_start_ns = request_start_ns if self.first_start_ns is None else min(self.first_start_ns,
+                                                                                           request_start_ns)
+        if request_end_ns:
+            self.last_end_ns = request_end_ns if self.last_end_ns is None else max(self.last_end_ns, request_end_ns)
+        if not ok:
+            self.by_cause[cause] += 1
+            return
+        self.ok += 1
+        for target, value in ((self._client, request_latency_ms), (self._server, handler_ms),
+                              (self._model_call, model_call_ms)):
+            if value is not None and value == value:
+                target.append(value)
+
+    def add_verdict(self, answer: ScoredAnswer) -> None:
+        """One scored profiling answer (the dataset's verdict for what the server said under load)."""
+        self._answers.append(answer)
+        self.verdicts[answer.verdict] += 1
+
+    def add_resource(self, rss_bytes: int, gpu_memory_bytes: int | None) -> None:
+        self._rss.append(float(rss_bytes))
+        if gpu_memory_bytes is not None:
+            self._gpu.append(float(gpu_memory_bytes))
+
+    def add_restart(self) -> None:
+        self.restarts += 1
+
+    def add_unexpected_exit(self) -> None:
+        self.unexpected_exits += 1
+
+    def close(self, end_unix_ns: int, *, aiperf_classification: str = "", accounting_balanced: bool | None = None,
+              gap_before_s: float | None = None) -> WindowStats:
+        """Freeze the window: exact percentiles and gates over its values, then free them."""
+        gates = evaluate_gates(self.criteria, self._answers) if self._answers else []
+        judged = [g for g in gates if g.total]
+        errors = self.issued - self.ok
+        span_ns = (self.last_end_ns - self.first_start_ns) if self.first_start_ns and self.last_end_ns else 0
+        stats = WindowStats(
+            window=self.window, index=self.index, start_unix_ns=self.start_unix_ns, end_unix_ns=end_unix_ns,
+            issued=self.issued, ok=self.ok, errors=errors, by_cause=dict(sorted(self.by_cause.items())),
+            warmup_issued=self.warmup_issued, error_rate=errors / self.issued if self.issued else None,
+            throughput_rps=self.ok / (span_ns / 1e9) if span_ns > 0 else None,
+            client_latency_ms=summarize(self._client), server_latency_ms=summarize(self._server),
+            model_call_ms=summarize(self._model_call),
+            correct=self.verdicts["correct"], scored=len(self._answers), verdicts=dict(sorted(self.verdicts.items())),
+            gates=[GateSummary(gate=g.gate, scope=g.scope, required=g.required, observed=g.observed,
+                               correct=g.correct, total=g.total, passed=g.passed) for g in gates],
+            # A gate over zero answers of its scope says nothing about this window (None, not failed).
+            correctness_passed=all(g.passed for g in judged) if judged else None,
+            rss=_memory(self._rss), gpu_memory=_memory(self._gpu), restarts=self.restarts,
+            unexpected_exits=self.unexpected_exits, incarnations=sorted(self.incarnations),
+            aiperf_classification=aiperf_classification, accounting_balanced=accounting_balanced,
+            gap_before_s=gap_before_s,
+        )
+        self._client = self._server = self._model_call = self._rss = self._gpu = array("d")
+        self._answers = []
+        return stats
+
+
+def total_requests(windows: Sequence[WindowStats]) -> tuple[int, int]:
+    """(ok, errors) over all windows."""
+    return sum(w.ok for w in windows), sum(w.errors for w in windows)

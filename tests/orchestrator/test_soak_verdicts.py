@@ -1,0 +1,164 @@
+"""Soak verdict math on synthetic window series: flat, leaking, noisy, spiky, too short."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from orchestrator.config import CorrectnessCriteria
+from orchestrator.gates import ScoredAnswer
+from orchestrator.soak_verdicts import (
+    ProcessCheck,
+    ServerExitFact,
+    SoakLimits,
+    fit_trend,
+    judge_soak,
+)
+from orchestrator.soak_window import MemorySummary, WindowAccumulator, WindowStats
+from orchestrator.stats import Summary
+
+MIB = 2**20
+WINDOW_NS = 300 * 10**9  # five-minute windows
+T0 = 1_700_000_000 * 10**9
+
+
+def _windows(rss_mib: list[float], p99_ms: list[float] | None = None, *, errors: list[int] | None = None,
+             issued: int = 1000) -> list[WindowStats]:
+    out = []
+    for i, rss in enumerate(rss_mib):
+        p99 = (p99_ms or [100.0] * len(rss_mib))[i]
+        err = (errors or [0] * len(rss_mib))[i]
+        out.append(WindowStats(
+            window=f"soak/w{i + 1:04d}", index=i + 1, start_unix_ns=T0 + i * WINDOW_NS,
+            end_unix_ns=T0 + (i + 1) * WINDOW_NS, issued=issued, ok=issued - err, errors=err,
+            by_cause={"http_5xx": err} if err else {}, error_rate=err / issued,
+            server_latency_ms=Summary(count=issued, p50=50.0, p99=p99),
+            rss=MemorySummary(samples=300, median_bytes=rss * MIB, start_bytes=int(rss * MIB),
+                              end_bytes=int(rss * MIB), peak_bytes=int(rss * MIB)),
+            correct=10, scored=10, correctness_passed=True))
+    return out
+
+
+def _verdict(verdicts, metric):
+    return next(v for v in verdicts if v.metric == metric)
+
+
+LIMITS = SoakLimits(rss_limit_mib_per_h=8.0, p99_latency_limit_pct_per_h=10.0, max_error_rate=0.001,
+                    warmup_windows=1)
+
+
+class TestFitTrend:
+    def test_linear_series_slope_and_growth_agree(self) -> None:
+        """On a straight line both the least-squares slope and the median growth equal the line's slope."""
+        t = [i / 12 for i in range(24)]
+        trend = fit_trend(t, [100 + 6 * x for x in t])
+        assert trend.slope_per_h == pytest.approx(6.0)
+        assert trend.growth_per_h == pytest.approx(6.0)
+        assert trend.k == 8
+
+    def test_rejects_single_point(self) -> None:
+        """One point has no slope: the caller must not ask."""
+        with pytest.raises(ValueError, match="two or more"):
+            fit_trend([0.0], [1.0])
+
+
+class TestMemoryVerdict:
+    def test_flat_memory_passes(self) -> None:
+        """A flat 500 MiB series passes with zero slope and growth."""
+        v = _verdict(judge_soak(_windows([500.0] * 12), LIMITS), "server_rss")
+        assert v.passed and v.judged
+        assert v.detail["slope"] == pytest.approx(0.0)
+        assert v.detail["growth"] == pytest.approx(0.0)
+
+    def test_leak_fails_with_slope_shown(self) -> None:
+        """+2 MiB per five-minute window is +24 MiB/h: both measures exceed 8 MiB/h, the verdict shows them."""
+        v = _verdict(judge_soak(_windows([500.0 + 2 * i for i in range(12)]), LIMITS), "server_rss")
+        assert not v.passed and v.judged
+        assert v.detail["slope"] == pytest.approx(24.0)
+        assert v.detail["growth"] == pytest.approx(24.0)
+        assert "slope +24 MiB/h" in v.reason
+
+    def test_warmup_growth_is_discarded(self) -> None:
+        """A big jump in the warmup window only (then flat) does not fail the memory verdict."""
+        v = _verdict(judge_soak(_windows([100.0] + [600.0] * 11), LIMITS), "server_rss")
+        assert v.passed
+        assert v.detail["warmup_windows_discarded"] == 1
+        assert v.detail["windows"][0] == "soak/w0002"
+
+    def test_noisy_but_flat_passes(self) -> None:
+        """Noise of +-20 MiB around a flat line keeps the slope and median growth under the limit."""
+        rng = random.Random(7)
+        series = [500.0 + rng.uniform(-20, 20) for _ in range(48)]
+        v = _verdict(judge_soak(_windows(series), LIMITS), "server_rss")
+        assert v.passed, v.reason
+        assert abs(v.detail["slope"]) < 8.0
+
+    def test_single_spike_passes(self) -> None:
+        """One 300 MiB spike near the end lifts the slope past the limit but not the medians: passes, and says
+        that only one measure exceeds."""
+        series = [500.0] * 12
+        series[-2] = 800.0
+        v = _verdict(judge_soak(_windows(series), LIMITS), "server_rss")
+        assert v.detail["slope"] > 8.0
+        assert v.detail["growth"] == pytest.approx(0.0)
+        assert v.passed
+        assert "only one exceeds" in v.reason
+
+    def test_too_few_windows_is_not_judged(self) -> None:
+        """One window after warmup cannot show a trend: passed but judged false, with the reason."""
+        v = _verdict(judge_soak(_windows([500.0, 900.0]), LIMITS), "server_rss")
+        assert v.passed and not v.judged
+        assert "needs 2" in v.reason
+
+
+class TestLatencyVerdict:
+    def test_relative_drift_fails(self) -> None:
+        """p99 growing 5 % of its start per five-minute window is 60 %/h: fails the 10 %/h limit."""
+        p99 = [100.0 * (1 + 0.05 * i) for i in range(12)]
+        v = _verdict(judge_soak(_windows([500.0] * 12, p99), LIMITS), "server_p99_latency")
+        assert not v.passed
+        assert v.detail["slope"] == pytest.approx(60.0 / 1.05, rel=0.05)
+
+    def test_flat_latency_passes(self) -> None:
+        """A flat p99 passes."""
+        v = _verdict(judge_soak(_windows([500.0] * 6, [120.0] * 6), LIMITS), "server_p99_latency")
+        assert v.passed and v.judged
+        assert "server's handler_ms" in v.detail["source"]
+
+
+class TestOtherVerdicts:
+    def test_error_rate_above_limit_fails_with_causes(self) -> None:
+        """Two errors in 4000 profiling requests (0.05 %) pass; ten (0.25 %) fail and list the cause."""
+        ok = _verdict(judge_soak(_windows([500.0] * 5, errors=[50, 1, 0, 1, 0]), LIMITS), "error_rate")
+        assert ok.passed and ok.detail["errors"] == 2  # the warmup window's 50 are discarded
+        bad = _verdict(judge_soak(_windows([500.0] * 5, errors=[0, 4, 3, 3, 0]), LIMITS), "error_rate")
+        assert not bad.passed
+        assert "http_5xx: 10" in bad.reason
+
+    def test_correctness_below_gate_in_one_window_fails(self) -> None:
+        """A window whose scored answers fall below the model's gate fails the correctness verdict."""
+        criteria = CorrectnessCriteria(min_pass_rate=0.9, arm="audio")
+        acc = WindowAccumulator(3, T0, criteria=criteria)
+        for i in range(10):
+            acc.add_verdict(ScoredAnswer(item_id=f"i{i}", arm="audio", kind="count",
+                                         verdict="correct" if i < 8 else "wrong"))
+        bad = acc.close(T0 + WINDOW_NS)
+        assert bad.correctness_passed is False
+        v = _verdict(judge_soak([*_windows([500.0] * 2), bad], LIMITS), "correctness")
+        assert not v.passed
+        assert "soak/w0003 arm:audio 8/10 < 0.9" in v.reason
+
+    def test_restart_fails_and_names_it(self) -> None:
+        """Any unexpected exit fails the restart verdict with its code and signal."""
+        v = _verdict(judge_soak(_windows([500.0] * 3), LIMITS, exits=[
+            ServerExitFact(incarnation=1, returncode=-9, signal="SIGKILL", restarted=True)]), "restarts")
+        assert not v.passed
+        assert "incarnation 1 exited (code -9, SIGKILL), restarted" in v.reason
+
+    def test_process_check_only_at_the_end(self) -> None:
+        """Checkpoints have no process verdict; at the end a leftover process fails it."""
+        assert all(v.metric != "processes" for v in judge_soak(_windows([1.0] * 3), LIMITS))
+        v = _verdict(judge_soak(_windows([1.0] * 3), LIMITS, processes=ProcessCheck(leftover=["123 aiperf"])),
+                     "processes")
+        assert not v.passed and "123 aiperf" in v.reason
