@@ -76,7 +76,7 @@ def beeps(count: int, rate: int, freq: float = 1000.0, on: float = 0.15, off: fl
 
 
 def tts(engine: str, voice: str, text: str, rate: int, stretch: float | None = None,
-        speed: int | None = None) -> np.ndarray:
+        speed: int | None = None, pitch: int | None = None) -> np.ndarray:
     """Synthesise text, resample to `rate` with sox (no dither) and trim silence at both ends."""
     with tempfile.TemporaryDirectory() as tmp:
         raw, res = Path(tmp) / "raw.wav", Path(tmp) / "res.wav"
@@ -84,10 +84,14 @@ def tts(engine: str, voice: str, text: str, rate: int, stretch: float | None = N
             cmd = ["flite", "-voice", voice, "-t", text, "-o", str(raw)]
             if stretch:
                 cmd[1:1] = ["--setf", f"duration_stretch={stretch}"]
+            if pitch:  # mean F0 target in Hz
+                cmd[1:1] = ["--setf", f"int_f0_target_mean={pitch}"]
         else:
             cmd = ["espeak-ng", "-v", voice, "-w", str(raw), text]
             if speed:
                 cmd[1:1] = ["-s", str(speed)]
+            if pitch:  # espeak-ng pitch 0-99
+                cmd[1:1] = ["-p", str(pitch)]
         subprocess.run(cmd, check=True, capture_output=True)
         subprocess.run(["sox", "-D", str(raw), "-e", "floating-point", "-b", "32", str(res),
                         "rate", "-v", str(rate)], check=True, capture_output=True)
@@ -98,9 +102,9 @@ def tts(engine: str, voice: str, text: str, rate: int, stretch: float | None = N
     return _ramp(0.6 * x / np.max(np.abs(x)), rate, ms=3)
 
 
-def said(engine: str, voice: str, text: str, rate: int) -> np.ndarray:
+def said(engine: str, voice: str, text: str, rate: int, pitch: int | None = None) -> np.ndarray:
     """Speech with 0.3 s of silence around it (recognisers drop a first word that starts at once)."""
-    return cat(gap(0.3, rate), tts(engine, voice, text, rate), gap(0.3, rate))
+    return cat(gap(0.3, rate), tts(engine, voice, text, rate, pitch=pitch), gap(0.3, rate))
 
 
 def cat(*parts: np.ndarray) -> np.ndarray:
@@ -236,11 +240,12 @@ def _clips() -> list[Clip]:
              lambda r: _words(["apple", "banana", None, "cherry"], r), "Apple. Banana. Cherry."),
         Clip("words-beep-2", "wav", 16000, "flite kal16 words apple, beep, banana, cherry",
              lambda r: _words(["apple", None, "banana", "cherry"], r), "Apple. Banana. Cherry."),
-        # Speaker sex (F0: slt ~170 Hz, espeak-ng en+f3 ~200 Hz; rms ~105 Hz, espeak-ng en+m3 ~100 Hz).
-        Clip("female-slt", "wav", 16000, "flite slt (female)", lambda r: said("flite", "slt", morning, r), morning),
+        # Speaker sex (median F0: slt at target 200 ~195 Hz, en+f3 -p 70 ~215 Hz; rms ~100 Hz, en+m3 ~90 Hz).
+        Clip("female-slt", "wav", 16000, "flite slt (female), mean F0 target 200 Hz",
+             lambda r: said("flite", "slt", morning, r, pitch=200), morning),
         Clip("male-rms", "mp3", 22050, "flite rms (male)", lambda r: said("flite", "rms", morning, r), morning),
-        Clip("female-espeak", "ogg", 22050, "espeak-ng en+f3 (female)",
-             lambda r: said("espeak-ng", "en+f3", morning, r), morning),
+        Clip("female-espeak", "ogg", 22050, "espeak-ng en+f3 (female), pitch 70",
+             lambda r: said("espeak-ng", "en+f3", morning, r, pitch=70), morning),
         Clip("male-espeak", "flac", 22050, "espeak-ng en+m3 (male)",
              lambda r: said("espeak-ng", "en+m3", morning, r), morning),
         # Speaker count.
