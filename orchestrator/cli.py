@@ -23,6 +23,7 @@ COMMAND_MODULES = [
     "orchestrator.commands.serve_reference",
     "orchestrator.commands.reference",
     "orchestrator.commands.inventory",
+    "orchestrator.commands.report",
     "orchestrator.commands.dataset",
 ]
 

@@ -1,0 +1,45 @@
+"""`aqbench report RUN_DIR [--out DIR]`: rebuild report.json, report.md and report.html from the journal."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+__all__ = ["register", "run"]
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "report",
+        help="rebuild a run's reports from its events.jsonl",
+        description="Rebuild report.json, report.md and report.html from RUN_DIR/events.jsonl alone. "
+        "The same journal always gives a byte-identical report.json. Exit 0 when the reports were written "
+        "(whatever the run's verdict), 2 when RUN_DIR has no journal, 3 when the journal is corrupt.",
+    )
+    p.add_argument("run_dir", metavar="RUN_DIR", help="a run folder (runs/<id>/) or its events.jsonl")
+    p.add_argument("--out", default=None, metavar="DIR", help="where to write the reports (default: RUN_DIR)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from orchestrator.errors import UsageError
+    from orchestrator.reports import write_reports
+
+    target = Path(args.run_dir)
+    journal = target if target.is_file() else target / "events.jsonl"
+    if not journal.is_file():
+        raise UsageError(f"{journal}: no run journal here; pass a run folder (runs/<id>/) that holds events.jsonl")
+    out = Path(args.out) if args.out else journal.parent
+    paths = write_reports(journal, out)
+    prov = paths.report.provenance
+    if prov.torn_line is not None:
+        print(f"aqbench: warning: {journal}:{prov.torn_line.line}: torn last line skipped", file=sys.stderr)
+    if prov.finished_unix_ns is None:
+        print(f"aqbench: warning: {journal}: no RunFinished, the run was interrupted; report marks it so",
+              file=sys.stderr)
+    for row in paths.report.rows:
+        stage = f" at {row.failed_stage}" if row.failed_stage else ""
+        print(f"{row.model}: {row.status}{stage}")
+    print(f"wrote {paths.json}, {paths.markdown}, {paths.html}")
+    return 0

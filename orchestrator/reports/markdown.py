@@ -1,0 +1,223 @@
+"""report.md from a RunReport: the result table first, failures with their evidence next, then details.
+
+Pure rendering of the report; computes nothing that is not already in it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from orchestrator.reports.schema import ModelRow, PhaseCounts, RunReport, Summary
+from orchestrator.reports.text import dash, mib, ms, num, pct, rate_cell, signed_pct
+
+__all__ = ["render_markdown", "is_failure"]
+
+QUALIFIED = "aiperf-qualified"
+
+
+def is_failure(row: ModelRow) -> bool:
+    """A row that needs explaining: anything short of aiperf-qualified."""
+    return row.status != QUALIFIED
+
+
+def _cell(value: Any) -> str:
+    text = dash if value is None or value == "" else str(value)
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(_cell(v) for v in r) + " |" for r in rows]
+    return out + [""]
+
+
+def _code(value: Any, limit: int = 1500) -> list[str]:
+    text = value if isinstance(value, str) else json.dumps(value, indent=1, sort_keys=True, ensure_ascii=False)
+    if len(text) > limit:
+        text = text[:limit] + "\n… (truncated; see report.json)"
+    return ["```", text.replace("```", "'''"), "```", ""]
+
+
+def _headline(row: ModelRow) -> list[Any]:
+    http = row.correctness.get("http")
+    audio = http.by_arm.get("audio") if http else None
+    lift = http.audio_lift if http else None
+    t = row.timing
+    return [
+        row.model, row.checkpoint, row.family, f"**{row.status}**", row.failed_stage,
+        rate_cell(audio), signed_pct(lift.vs_silence if lift else None),
+        signed_pct(lift.vs_transcript if lift else None),
+        f"{ms(t.request_latency_ms.p50)} / {ms(t.request_latency_ms.p99)}",
+        ms(t.model_call_ms.p50), num(t.requests_per_s),
+    ]
+
+
+def render_markdown(report: RunReport) -> str:
+    """The whole report.md text (ends with a newline)."""
+    p = report.provenance
+    out = [f"# aqbench report: {p.run_id or 'run'}", ""]
+    state = "INTERRUPTED (no RunFinished)" if p.interrupted and p.status == "interrupted" else p.status
+    dataset = f"{p.dataset.name} ({p.dataset.identity[:12]})" if p.dataset else dash
+    out += [f"`{p.command or '?'}` · run status **{state}** · started {p.started_at or dash} · "
+            f"{num(p.duration_s, 1)} s · dataset {dataset}", ""]
+    if p.torn_line:
+        out += [f"> The journal's last line ({p.torn_line.line}) was torn and skipped.", ""]
+
+    out += ["## Results", ""]
+    out += _table(["Model", "Checkpoint", "Family", "Status", "Failed stage", "Audio pass (http)",
+                   "Lift vs silence", "Lift vs transcript", "Client p50 / p99 ms", "Model call p50 ms",
+                   "Req/s"], [_headline(r) for r in report.rows])
+
+    failures = [r for r in report.rows if is_failure(r)]
+    out += ["## Failures", ""]
+    if not failures and not report.notices:
+        out += ["None: every model is aiperf-qualified.", ""]
+    for row in failures:
+        out += _failure(row)
+    if report.notices:
+        out += ["### Run notices", ""]
+        out += _table(["Kind", "Code", "Model", "Message"],
+                      [[n.kind, n.code, n.model, n.message] for n in report.notices])
+
+    out += ["## Details", "", "### Provenance", ""]
+    out += _table(["Field", "Value"], [
+        ["aqbench", f"{p.aqbench_version} ({p.aqbench_commit or 'no git commit'})"],
+        ["AIPerf", f"{p.aiperf_version} (fingerprint {p.aiperf_fingerprint or dash})"],
+        ["Python", p.python], ["OS", p.os], ["CPU", f"{p.cpu} ×{p.cpus}"],
+        ["GPU", ", ".join(p.gpus) or "none seen"], ["Host", p.hostname],
+        ["Dataset", f"{p.dataset.name} · identity {p.dataset.identity} · {p.dataset.items} items · "
+                    f"arms {', '.join(p.dataset.arms)}" if p.dataset else dash],
+        ["bench.toml", f"{p.config_path} (sha256 {p.config_sha256})"],
+        ["Started", p.started_at], ["Finished", p.finished_at or "never (interrupted)"],
+        ["Exit", f"{p.status} (code {p.exit_code if p.exit_code is not None else dash}) {p.reason}"],
+        ["Command", " ".join(p.argv)], ["Journal events", p.events],
+    ])
+    for row in report.rows:
+        out += _details(row)
+    if report.windows:
+        out += ["### AIPerf windows", ""]
+        out += _table(["Window", "Model", "Profiling ok/issued", "Errors", "Client p50 / p99 ms",
+                       "Handler p50 ms", "Req/s", "Audio s/s", "Balanced", "AIPerf"],
+                      [[w.window, w.model, f"{w.counts.profiling.ok}/{w.counts.profiling.issued}",
+                        _causes(w.counts.profiling), f"{ms(w.timing.request_latency_ms.p50)} / "
+                        f"{ms(w.timing.request_latency_ms.p99)}", ms(w.timing.handler_ms.p50),
+                        num(w.timing.requests_per_s), num(w.timing.audio_seconds_per_s),
+                        w.counts.accounting_balanced, w.aiperf.classification if w.aiperf else dash]
+                       for w in report.windows])
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _causes(c: PhaseCounts) -> str:
+    return ", ".join(f"{k} {v}" for k, v in c.by_cause.items()) or "0"
+
+
+def _failure(row: ModelRow) -> list[str]:
+    where = f" at {row.failed_stage}" if row.failed_stage else ""
+    out = [f"### {row.model}: {row.status}{where}", "", f"Reason: {row.reason or dash}", ""]
+    failed_checks = [c for c in row.capability if not c.passed]
+    for c in failed_checks:
+        out += [f"Capability `{c.check}` failed: {c.reason}", ""]
+        if c.evidence:
+            out += _code(c.evidence)
+    failed_gates = [g for g in row.gates if not g.passed]
+    if failed_gates:
+        out += _table(["Gate", "Scope", "Required", "Observed"],
+                      [[g.gate, g.scope, g.required, g.observed] for g in failed_gates])
+    if row.failing_items:
+        out += ["Failing items:", ""]
+        out += _table(["Item", "Arm", "Kind", "Verdict", "Answer", "Gold"],
+                      [[f.item_id, f.arm, f.kind, f.verdict, f.answer, f.gold] for f in row.failing_items])
+    for e in row.server.unexpected_exits:
+        how = f"signal {e.signal}" if e.signal else f"code {e.returncode}"
+        out += [f"Server incarnation {e.incarnation} (pid {e.pid}) exited during {e.during} with {how}.", ""]
+        if e.output_tail:
+            out += _code("\n".join(e.output_tail))
+    c = row.counts
+    if c.profiling.errors or c.warmup.errors:
+        out += _table(["Phase", "Issued", "OK", "Errors", "By cause"],
+                      [[name, pc.issued, pc.ok, pc.errors, _causes(pc)]
+                       for name, pc in (("warmup", c.warmup), ("profiling", c.profiling)) if pc.issued])
+    if c.accounting_problems:
+        out += ["Accounting problems: " + "; ".join(c.accounting_problems), ""]
+    for label, mismatches in (("Native/HTTP", row.identity.mismatches), ("Under load", row.load_identity_mismatches)):
+        if mismatches:
+            out += [f"{label} identity mismatches:", ""]
+            out += _table(["Item", "Arm", "Answers"],
+                          [[m.item_id, m.arm, "; ".join(f"{k}: {v!r}" for k, v in m.answers.items())]
+                           for m in mismatches])
+    if row.aiperf and row.aiperf.classification not in ("", "complete"):
+        out += [f"AIPerf run {row.aiperf.classification}: {row.aiperf.reason or dash}", ""]
+    return out
+
+
+def _summary_row(name: str, s: Summary) -> list[Any]:
+    return [name, s.count, ms(s.p50), ms(s.p90), ms(s.p99), ms(s.mean)]
+
+
+def _details(row: ModelRow) -> list[str]:
+    out = [f"### {row.model}", ""]
+    out += _table(["Checkpoint", "Profile", "Revision", "Family", "Native Task", "Precision", "Bundle sha256",
+                   "Dataset"],
+                  [[row.checkpoint, row.profile, row.revision, row.family, row.native_task, row.precision,
+                    row.bundle_sha256, f"{row.dataset_name} {row.dataset_identity[:12]}"]])
+    stages = [s for s in row.stages if s.phase != "model"]
+    if stages:
+        out += _table(["Stage", "Outcome", "Seconds", "Reason"],
+                      [[s.phase, s.outcome or "(unfinished)", num(s.duration_s), s.reason] for s in stages])
+    if row.capability:
+        out += _table(["Capability check", "Passed", "Reason"],
+                      [[c.check, c.passed, c.reason] for c in row.capability])
+    for path, pc in row.correctness.items():
+        arms = list(pc.by_arm)
+        out += [f"Correctness via {path}:", ""]
+        out += _table(["Kind", *arms], [["all arms", *(rate_cell(pc.by_arm[a]) for a in arms)]]
+                      + [[k, *(rate_cell(v.get(a)) for a in arms)] for k, v in pc.by_kind.items()])
+        lift = pc.audio_lift
+        if path != "aiperf":
+            out += [f"Audio lift: {signed_pct(lift.vs_silence)} vs silence (audio {pct(lift.audio_rate)}, "
+                    f"silence {pct(lift.silence_rate)}); {signed_pct(lift.vs_transcript)} vs transcript over "
+                    f"{lift.speech_items} speech items (audio {pct(lift.audio_rate_speech)}, transcript "
+                    f"{pct(lift.transcript_rate)}).", ""]
+    if row.gates:
+        out += _table(["Gate", "Scope", "Required", "Observed", "Passed"],
+                      [[g.gate, g.scope, g.required, g.observed, g.passed] for g in row.gates])
+    if row.identity.outcome:
+        out += [f"Native/HTTP identity: {row.identity.outcome}, {row.identity.compared} compared, "
+                f"{len(row.identity.mismatches)} mismatches; under load: "
+                f"{len(row.load_identity_mismatches)} mismatches.", ""]
+    if row.aiperf or row.aiperf_settings:
+        if row.aiperf:
+            out += [f"AIPerf {row.aiperf.version} ({row.aiperf.classification or 'not finished'}, "
+                    f"exit {row.aiperf.returncode}), window `{row.aiperf.window}`:", ""]
+        if row.aiperf_settings:
+            out += _table(["Setting", "Value"], [[k, v] for k, v in sorted(row.aiperf_settings.items())])
+    c = row.counts
+    if c.profiling.issued or c.warmup.issued:
+        out += _table(["Phase", "Issued", "OK", "Errors", "By cause"],
+                      [[n, pc.issued, pc.ok, pc.errors, _causes(pc)]
+                       for n, pc in (("warmup", c.warmup), ("profiling", c.profiling), ("other", c.other))
+                       if pc.issued])
+        if c.unmatched:
+            out += ["Unmatched halves: " + ", ".join(f"{k} {v}" for k, v in c.unmatched.items()), ""]
+        t = row.timing
+        scope = f" ({t.timing_scope})" if t.timing_scope else ""
+        out += _table(["Timing (profiling, ok)", "n", "p50 ms", "p90 ms", "p99 ms", "mean ms"], [
+            _summary_row("client request_latency", t.request_latency_ms),
+            _summary_row("client lifecycle", t.client_lifecycle_ms),
+            _summary_row("server handler_ms", t.handler_ms),
+            _summary_row(f"server model_call_ms{scope}", t.model_call_ms),
+        ])
+        out += [f"Throughput: {num(t.requests_per_s)} requests/s and {num(t.audio_seconds_per_s)} audio s/s "
+                f"over {num(t.span_s)} s.", ""]
+    s = row.server
+    out += [f"Server: {s.incarnations} incarnation(s), {s.restarts} restart(s), {len(s.unexpected_exits)} "
+            f"unexpected exit(s), {s.orphans_killed} orphan(s) killed; peak RSS {mib(s.peak_rss_bytes)}"
+            + (f", peak GPU memory {mib(s.peak_gpu_memory_bytes)}" if s.peak_gpu_memory_bytes is not None else "")
+            + (f", device memory used {mib(s.peak_device_memory_used_bytes)}"
+               if s.peak_device_memory_used_bytes is not None else "")
+            + (f"; ready after {num(s.startup_s)} s." if s.startup_s is not None else "."), ""]
+    if row.commands.qualify or row.commands.aiperf:
+        out += ["Reproduce:", ""]
+        out += _code("\n".join(x for x in (row.commands.qualify, row.commands.aiperf) if x))
+    return out

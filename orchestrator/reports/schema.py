@@ -1,0 +1,403 @@
+"""The versioned RunReport: what report.json holds, as msgspec Structs. Data only, no logic.
+
+Evolution follows the journal's rule: add fields at the end with defaults, bump REPORT_VERSION when a
+field changes meaning. Times are unix ns (`_unix_ns`) plus ISO strings for people; units are in names.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from orchestrator.stats import Summary
+
+__all__ = [
+    "REPORT_VERSION",
+    "RunReport",
+    "Provenance",
+    "DatasetIdentity",
+    "TornInfo",
+    "ModelRow",
+    "StageOutcome",
+    "CapabilityCheck",
+    "PassRate",
+    "AudioLift",
+    "PathCorrectness",
+    "GateRow",
+    "FailingItem",
+    "Mismatch",
+    "IdentityResult",
+    "AiperfRun",
+    "PhaseCounts",
+    "Counts",
+    "Timing",
+    "ServerExit",
+    "ServerFacts",
+    "Commands",
+    "WindowSummary",
+    "LatencyPoint",
+    "MemoryPoint",
+    "Histogram",
+    "GridCell",
+    "GridRow",
+    "VerdictGrid",
+    "ModelCharts",
+    "Notice",
+    "Summary",
+]
+
+REPORT_VERSION = 1
+
+
+class _S(msgspec.Struct, frozen=True, kw_only=True):
+    pass
+
+
+class DatasetIdentity(_S, frozen=True, kw_only=True):
+    """The dataset a run used: its name, content hash (`identity`), folder, size and arms."""
+
+    name: str = ""
+    identity: str = ""
+    path: str = ""
+    items: int = 0
+    arms: list[str] = []
+
+
+class TornInfo(_S, frozen=True, kw_only=True):
+    """The journal's last line did not decode (a writer killed mid-line); the report still built."""
+
+    line: int
+    text: str
+
+
+class Provenance(_S, frozen=True, kw_only=True):
+    """Where, when and with what the run ran, and how it ended (`interrupted` when RunFinished is missing)."""
+
+    run_id: str = ""
+    command: str = ""
+    argv: list[str] = []
+    journal_schema_version: int = 0
+    aqbench_version: str = ""
+    aqbench_commit: str = ""
+    aiperf_version: str = ""
+    aiperf_fingerprint: str = ""
+    python: str = ""
+    os: str = ""
+    cpu: str = ""
+    cpus: int = 0
+    gpus: list[str] = []
+    hostname: str = ""
+    dataset: DatasetIdentity | None = None
+    config_path: str = ""
+    config_sha256: str = ""
+    started_unix_ns: int | None = None
+    finished_unix_ns: int | None = None
+    started_at: str = ""
+    finished_at: str = ""
+    duration_s: float | None = None
+    status: str = ""
+    exit_code: int | None = None
+    reason: str = ""
+    interrupted: bool = False
+    torn_line: TornInfo | None = None
+    events: int = 0
+
+
+class StageOutcome(_S, frozen=True, kw_only=True):
+    """One stage of one model as journaled (PhaseStarted/PhaseFinished); `outcome` "" = never finished."""
+
+    phase: str
+    outcome: str = ""
+    reason: str = ""
+    duration_s: float | None = None
+
+
+class CapabilityCheck(_S, frozen=True, kw_only=True):
+    """One capability probe with the server's evidence (e.g. the 400 body)."""
+
+    check: str
+    passed: bool
+    reason: str = ""
+    evidence: dict[str, Any] = {}
+
+
+class PassRate(_S, frozen=True, kw_only=True):
+    """Verdict counts of one slice; `rate` = correct / total (None when total is 0)."""
+
+    total: int = 0
+    correct: int = 0
+    wrong: int = 0
+    unparsed: int = 0
+    error: int = 0
+    rate: float | None = None
+
+
+class AudioLift(_S, frozen=True, kw_only=True):
+    """How much the audio helps: audio-arm rate minus silence-arm rate (all items), and minus the
+    transcript-arm rate over speech items (the items that have a transcript-arm verdict)."""
+
+    audio_rate: float | None = None
+    silence_rate: float | None = None
+    vs_silence: float | None = None
+    speech_items: int = 0
+    audio_rate_speech: float | None = None
+    transcript_rate: float | None = None
+    vs_transcript: float | None = None
+
+
+class PathCorrectness(_S, frozen=True, kw_only=True):
+    """Correctness of one path (`http`, `native`, or `aiperf` = under load) by arm and by kind x arm."""
+
+    path: str
+    by_arm: dict[str, PassRate] = {}
+    by_kind: dict[str, dict[str, PassRate]] = {}
+    audio_lift: AudioLift = AudioLift()
+
+
+class GateRow(_S, frozen=True, kw_only=True):
+    """A gate from bench.toml with what was required and what was observed (never rounded)."""
+
+    gate: str
+    scope: str = ""
+    required: float
+    observed: float
+    passed: bool
+
+
+class FailingItem(_S, frozen=True, kw_only=True):
+    """An item that failed its gate arm, with the answer given and the gold answer."""
+
+    item_id: str
+    arm: str = ""
+    kind: str = ""
+    path: str = ""
+    verdict: str = ""
+    answer: str | None = None
+    gold: str = ""
+
+
+class Mismatch(_S, frozen=True, kw_only=True):
+    """Two answers to the same item and arm that should have been identical; `answers` by path."""
+
+    item_id: str = ""
+    arm: str = ""
+    answers: dict[str, str | None] = {}
+
+
+class IdentityResult(_S, frozen=True, kw_only=True):
+    """Native/HTTP identity: outcome (`passed`, `failed`, `skipped`, "" = not reached) and differences."""
+
+    outcome: str = ""
+    compared: int = 0
+    mismatches: list[Mismatch] = []
+
+
+class AiperfRun(_S, frozen=True, kw_only=True):
+    """One AIPerf run: the exact command, tool identity and how it was judged by its files."""
+
+    window: str
+    command: str = ""
+    version: str = ""
+    fingerprint: str = ""
+    artifact_dir: str = ""
+    classification: str = ""
+    returncode: int | None = None
+    reason: str = ""
+    duration_s: float | None = None
+
+
+class PhaseCounts(_S, frozen=True, kw_only=True):
+    """Requests of one AIPerf phase: issued = ok + errors; errors split by cause."""
+
+    issued: int = 0
+    ok: int = 0
+    errors: int = 0
+    by_cause: dict[str, int] = {}
+
+
+class Counts(_S, frozen=True, kw_only=True):
+    """Warmup and profiling apart; unmatched halves by cause; the accounting invariant's verdict."""
+
+    warmup: PhaseCounts = PhaseCounts()
+    profiling: PhaseCounts = PhaseCounts()
+    other: PhaseCounts = PhaseCounts()
+    unmatched: dict[str, int] = {}
+    accounting_balanced: bool | None = None
+    accounting_problems: list[str] = []
+    late_events: int = 0
+
+
+class Timing(_S, frozen=True, kw_only=True):
+    """Profiling-phase timing of successful requests, client and server kept apart (exact type-7
+    percentiles, see orchestrator/stats.py); rates over the span first start -> last end."""
+
+    request_latency_ms: Summary = Summary()
+    client_lifecycle_ms: Summary = Summary()
+    handler_ms: Summary = Summary()
+    model_call_ms: Summary = Summary()
+    worker_roundtrip_ms: Summary = Summary()
+    timing_scope: str = ""
+    span_s: float | None = None
+    requests_per_s: float | None = None
+    audio_seconds: float = 0.0
+    audio_seconds_per_s: float | None = None
+
+
+class ServerExit(_S, frozen=True, kw_only=True):
+    """A server incarnation that ended when it should not have, with the evidence."""
+
+    incarnation: int
+    pid: int
+    returncode: int | None = None
+    signal: str = ""
+    during: str = ""
+    output_tail: list[str] = []
+
+
+class ServerFacts(_S, frozen=True, kw_only=True):
+    """The supervisor's facts for one model's server."""
+
+    argv: list[str] = []
+    incarnations: int = 0
+    restarts: int = 0
+    unexpected_exits: list[ServerExit] = []
+    orphans_killed: int = 0
+    startup_s: float | None = None
+    peak_rss_bytes: int | None = None
+    peak_gpu_memory_bytes: int | None = None
+    peak_device_memory_used_bytes: int | None = None
+    served_models: list[Any] = []
+
+
+class Commands(_S, frozen=True, kw_only=True):
+    """The commands that reproduce this row."""
+
+    qualify: str = ""
+    aiperf: str = ""
+
+
+class WindowSummary(_S, frozen=True, kw_only=True):
+    """One AIPerf window (qualify's `<model>/aiperf`, soak's `soak/w0001`, ...): counts and timing."""
+
+    window: str
+    model: str = ""
+    aiperf: AiperfRun | None = None
+    counts: Counts = Counts()
+    timing: Timing = Timing()
+    load_correctness: PassRate = PassRate()
+    first_start_unix_ns: int | None = None
+    last_end_unix_ns: int | None = None
+    soak: dict[str, Any] = {}
+
+
+class ModelRow(_S, frozen=True, kw_only=True):
+    """The result row of one checkpoint; status as ModelResult said, or `interrupted` without one."""
+
+    model: str
+    checkpoint: str = ""
+    profile: str = ""
+    revision: str = ""
+    family: str = ""
+    native_task: str = ""
+    precision: str = ""
+    bundle_sha256: str = ""
+    dataset_name: str = ""
+    dataset_identity: str = ""
+    status: str = ""
+    failed_stage: str = ""
+    reason: str = ""
+    stages: list[StageOutcome] = []
+    capability: list[CapabilityCheck] = []
+    correctness: dict[str, PathCorrectness] = {}
+    gates: list[GateRow] = []
+    failing_items: list[FailingItem] = []
+    identity: IdentityResult = IdentityResult()
+    load_identity_mismatches: list[Mismatch] = []
+    aiperf: AiperfRun | None = None
+    aiperf_settings: dict[str, Any] = {}
+    counts: Counts = Counts()
+    timing: Timing = Timing()
+    server: ServerFacts = ServerFacts()
+    commands: Commands = Commands()
+    windows: list[str] = []
+
+
+class LatencyPoint(_S, frozen=True, kw_only=True):
+    """One request on the latency-over-time picture (seconds since the run started)."""
+
+    t_s: float
+    client_ms: float | None = None
+    handler_ms: float | None = None
+    model_call_ms: float | None = None
+
+
+class MemoryPoint(_S, frozen=True, kw_only=True):
+    """One resource sample on the memory-over-time picture."""
+
+    t_s: float
+    rss_bytes: int
+    gpu_memory_bytes: int | None = None
+
+
+class Histogram(_S, frozen=True, kw_only=True):
+    """Latency distributions on shared linear bins: `edges_ms` has one more entry than each count list."""
+
+    edges_ms: list[float] = []
+    counts: dict[str, list[int]] = {}
+
+
+class GridCell(_S, frozen=True, kw_only=True):
+    """The verdict of one item in one arm (answer kept short)."""
+
+    verdict: str
+    answer: str | None = None
+    gold: str = ""
+
+
+class GridRow(_S, frozen=True, kw_only=True):
+    """One dataset item across arms."""
+
+    item_id: str
+    kind: str = ""
+    cells: dict[str, GridCell] = {}
+
+
+class VerdictGrid(_S, frozen=True, kw_only=True):
+    """Items by arm for one path; `truncated` counts items beyond the grid's bound."""
+
+    path: str
+    arms: list[str] = []
+    rows: list[GridRow] = []
+    truncated: int = 0
+
+
+class ModelCharts(_S, frozen=True, kw_only=True):
+    """What the pictures need, downsampled to a bounded number of points per series."""
+
+    latency: list[LatencyPoint] = []
+    latency_stride: int = 1
+    histogram: Histogram = Histogram()
+    memory: list[MemoryPoint] = []
+    memory_stride: int = 1
+    grids: list[VerdictGrid] = []
+
+
+class Notice(_S, frozen=True, kw_only=True):
+    """Something the run journaled for people: a warning, a failure, dropped events, a torn line."""
+
+    kind: str
+    code: str = ""
+    message: str = ""
+    model: str = ""
+
+
+class RunReport(_S, frozen=True, kw_only=True):
+    """report.json: provenance, one row per model, per-window summaries, notices and chart data."""
+
+    report_version: int = REPORT_VERSION
+    provenance: Provenance = Provenance()
+    rows: list[ModelRow] = []
+    windows: list[WindowSummary] = []
+    notices: list[Notice] = []
+    charts: dict[str, ModelCharts] = {}
