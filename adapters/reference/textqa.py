@@ -74,12 +74,24 @@ def _has(text: str, cues: tuple[str, ...]) -> bool:
     return any(f" {c} " in padded for c in cues)
 
 
+def _focus(transcript: str, question: str) -> str:
+    """In a passage, the sentence with numbers that shares most content words with the question."""
+    sentences = [x for x in re.split(r"(?<=[.!?])\s+", transcript.strip()) if parse_numbers(x)]
+    if len(sentences) < 2:
+        return transcript
+    q = set(_tokens(question)) - _STOP
+    return max(sentences, key=lambda x: len(set(_tokens(x)) & q))
+
+
 def answer_number(transcript: str, question: str) -> str | None:
     """A number the question asks for: one said outright, or one arithmetic step over the said numbers.
+
+    In a passage only the sentence closest to the question is used.
 
     Rule order: several numbers with "each/times/per" multiply; with a taking-away verb the later ones
     are subtracted from the first; "more than / difference" subtracts; otherwise they add up.
     """
+    transcript = _focus(transcript, question)
     nums = parse_numbers(transcript)
     if not nums:
         return None
