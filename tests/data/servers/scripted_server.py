@@ -73,6 +73,11 @@ async def main(args: argparse.Namespace) -> None:
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         _say("grandchild", grandchild_pid=child.pid)
+    if args.gpu_mib:
+        import torch  # only the GPU test asks for this; it holds the tensor for the server's life
+
+        args.gpu_tensor = torch.empty(args.gpu_mib * 2**20, dtype=torch.uint8, device="cuda")
+        _say("gpu_allocated", mib=args.gpu_mib)
     if args.crash_on_start:
         print("fatal: cannot load bundle (scripted crash)", file=sys.stderr, flush=True)
         sys.exit(3)
@@ -112,4 +117,5 @@ if __name__ == "__main__":
     p.add_argument("--degraded-after", type=float, default=None)
     p.add_argument("--ignore-stop", action="store_true")
     p.add_argument("--grandchild", action="store_true")
+    p.add_argument("--gpu-mib", type=int, default=0)
     asyncio.run(main(p.parse_args()))
