@@ -322,7 +322,8 @@ def _questions() -> list[Q]:
     people_q = "How many different people speak in this recording?"
     rate_q = "The same sentence is spoken twice. Is it spoken faster the first time or the second time?"
     lang_q = "Which language is spoken: English, German, Spanish, French or Italian?"
-    yes_no = {"yes": ["it does", "contains speech"], "no": ["does not", "doesn't", "no speech"]}
+    yes_no = {"yes": ["contains speech", "there is speech"],
+              "no": ["does not", "doesn't", "no speech", "no human speech"]}
     return [
         Q("content-meeting-day", "meeting", "content", "On which day of the week is the meeting?",
           "thursday", "exact", True),

@@ -156,12 +156,28 @@ def _score_exact(norm: str, item: Item) -> ScoreResult:
     return ScoreResult(verdict="wrong", parsed=norm, detail=f"neither equals nor contains {golds[0]!r}")
 
 
-def _score_choice(norm: str, item: Item) -> ScoreResult:
+def _named_choices(norm: str, item: Item) -> list[str]:
+    """Choices named in the answer; longer forms claim their words first, so 'no sound' is not 'sound'."""
+    words = norm.split()
+    forms = sorted(
+        ((tuple(normalize(f).split()), choice) for choice in item.choices
+         for f in (choice, *item.choice_aliases.get(choice, []))),
+        key=lambda fc: -len(fc[0]),
+    )
+    claimed = [False] * len(words)
     named: list[str] = []
-    for choice in item.choices:
-        forms = [normalize(choice), *(normalize(a) for a in item.choice_aliases.get(choice, []))]
-        if any(_contains(norm, f) for f in forms if f):
-            named.append(choice)
+    for form, choice in forms:
+        n = len(form)
+        for i in range(len(words) - n + 1) if n else ():
+            if tuple(words[i:i + n]) == form and not any(claimed[i:i + n]):
+                claimed[i:i + n] = [True] * n
+                if choice not in named:
+                    named.append(choice)
+    return [c for c in item.choices if c in named]
+
+
+def _score_choice(norm: str, item: Item) -> ScoreResult:
+    named = _named_choices(norm, item)
     if not named:
         return ScoreResult(verdict="unparsed", parsed=None,
                            detail="names none of the choices " + ", ".join(item.choices))

@@ -108,6 +108,18 @@ class TestChoice:
         assert score("a man", SEX).verdict == "wrong"
         assert score("a woman, not a man", SEX).verdict == "wrong"
 
+    def test_longer_alias_claims_its_words(self) -> None:
+        """'no sound' names 'silent' only, and 'does not' names 'no' without 'yes' matching inside it."""
+        silent = _item(answer="silent", scoring="choice", choices=["silent", "sound"],
+                       choice_aliases={"silent": ["no sound"], "sound": ["a sound"]})
+        assert score("It is silent, there is no sound.", silent).verdict == "correct"
+        assert score("I hear a sound", silent).verdict == "wrong"
+        speech = _item(answer="no", scoring="choice", choices=["yes", "no"],
+                       choice_aliases={"yes": ["contains speech"], "no": ["does not", "no speech"]})
+        assert score("No, it does not contain speech.", speech).verdict == "correct"
+        assert score("Yes, it contains speech.", speech).verdict == "wrong"
+        assert score("No speech, yes.", speech).verdict == "wrong"
+
 
 class TestNumeric:
     @pytest.mark.parametrize(("answer", "verdict"), [
