@@ -25,6 +25,7 @@ COMMAND_MODULES = [
     "orchestrator.commands.inventory",
     "orchestrator.commands.report",
     "orchestrator.commands.dataset",
+    "orchestrator.commands.ingest",
 ]
 
 

@@ -7,11 +7,13 @@ that fails is it retried line by line to find, classify and count the bad lines.
 
 from __future__ import annotations
 
+import gc
 import glob
 import gzip
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
@@ -100,17 +102,14 @@ class IngestSummary(msgspec.Struct, kw_only=True):
     filtered: int = 0
 
 
-def latency_statistics(correlated: Iterable[RequestCorrelated]) -> dict[str, Summary]:
-    """Client vs server latency over successful requests outside warmup (the live report's population).
+TIMING_FIELDS = ("request_latency_ms", "client_lifecycle_ms", "handler_ms", "model_call_ms", "worker_roundtrip_ms")
 
-    Kept here until the report fold exists; then that fold is the one implementation.
-    """
-    rows = [c for c in correlated if c.ok and c.phase != "warmup"]
-    return {
-        "request_latency_ms": summarize(c.request_latency_ms for c in rows),
-        "handler_ms": summarize(c.handler_ms for c in rows),
-        "model_call_ms": summarize(c.model_call_ms for c in rows),
-    }
+
+def latency_statistics(correlated: Iterable[RequestCorrelated]) -> dict[str, Summary]:
+    """Client vs server latency over successful profiling requests: the population and fields of the
+    live report's window timing (orchestrator.reports.fold), through the same `summarize`."""
+    rows = [c for c in correlated if c.ok and c.phase == "profiling"]
+    return {name: summarize(getattr(c, name) for c in rows) for name in TIMING_FIELDS}
 
 
 # ----------------------------------------------------------------------------------------- inputs
@@ -174,6 +173,28 @@ def read_chunks(path: str, size: int = _CHUNK) -> Iterator[bytes]:
 
 
 # ------------------------------------------------------------------------------------------- core
+
+
+def _is_json(line: bytes) -> bool:
+    try:
+        msgspec.json.decode(line)
+    except msgspec.DecodeError:
+        return False
+    return True
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """No cyclic GC while a chunk is decoded: ingest keeps every half until it is joined, and each
+    collection would walk all of them (3x slower in bench/ingest.py). Decoding creates no cycles."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
 
 
 class _File:
@@ -275,27 +296,30 @@ class Ingest:
 
     def _lines(self, f: _File, blob: bytes) -> None:
         """Complete lines, `blob` ending with a newline."""
-        n = blob.count(b"\n")
+        lines = blob.split(b"\n")
+        lines.pop()
+        n = len(lines)
         f.summary.lines += n
         if f.format is None:
             self._detect(f, blob)
         fmt = f.format
         assert fmt is not None
-        if fmt.decode_batch is not None:
-            # One decode for the whole run of lines; any blank or bad line makes it fail, and
-            # then the per-line path below finds, classifies and counts it.
-            try:
-                items = fmt.decode_batch(b"[" + blob[:-1].replace(b"\n", b",") + b"]")
-            except _DECODE_ERRORS:
-                items = None
-            if items is not None and len(items) == n:
-                f.lineno += n
-                self._emit(f, fmt.name, items)
-                return
         start = f.lineno
         f.lineno += n
-        for i, line in enumerate(blob[:-1].split(b"\n"), start + 1):
-            self._one(f, fmt, line, i, torn=False)
+        with _gc_paused():
+            if fmt.kind == "records":
+                # Fast path: every line decodes; the first that does not (a blank or bad line) sends
+                # the whole run through the per-line path, which finds, classifies and counts it.
+                decode = fmt.decode_line
+                try:
+                    items = [decode(line) for line in lines]
+                except _DECODE_ERRORS:
+                    pass
+                else:
+                    self._emit(f, fmt.name, items)
+                    return
+            for i, line in enumerate(lines, start + 1):
+                self._one(f, fmt, line, i, torn=False)
 
     def _tail(self, f: _File, line: bytes) -> None:
         f.summary.lines += 1
@@ -338,10 +362,8 @@ class Ingest:
                 return
         if torn:
             cause: BadCause = "torn_last_line"
-        elif other is None or isinstance(first_error, msgspec.DecodeError):
-            cause = "invalid_json"
         else:
-            cause = "wrong_types"
+            cause = "wrong_types" if _is_json(line) else "invalid_json"
         self._bad_line(f, lineno, cause, str(first_error or "not JSON"), line)
 
     def _bad_line(self, f: _File, lineno: int, cause: BadCause, error: str, line: bytes) -> None:
@@ -351,7 +373,7 @@ class Ingest:
                       text=line[:200].decode("utf-8", "replace"))
         if self.strict:
             raise BadLineError(
-                f"{f.path}:{lineno}: {cause.replace('_', ' ')} in a {f.summary.format} file ({error}); "
+                f"{f.path}:{lineno}: {cause.replace('_', ' ')} (file format {f.summary.format}) ({error}); "
                 f"line starts {bad.text[:80]!r}. Fix or remove the line, or run without --strict to "
                 f"count and list bad lines and go on."
             )
@@ -375,6 +397,12 @@ class Ingest:
                 self._last = ts
 
     def _emit(self, f: _File, fmt: str, items: list[Any]) -> None:
+        if fmt == "server_records" and len(items) > 1:
+            self._emit_servers(f, items)
+            return
+        if fmt in ("aiperf_records", "aiperf_raw") and len(items) > 1:
+            self._emit_clients(f, items)
+            return
         events = f.summary.events
         by_format = self._by_format
         for item in items:
@@ -409,6 +437,71 @@ class Ingest:
             kind = item.__struct_config__.tag if item is not LogLine else "log_line"
             events[kind] = events.get(kind, 0) + 1
             by_format[name] = by_format.get(name, 0) + 1
+
+    def _windowed(self, f: _File, items: list[Any], ts_of: Callable[[Any], int | None]) -> list[Any]:
+        if self.since_ns is None and self.until_ns is None:
+            return items
+        kept = [r for r in items if self._in_window(ts_of(r))]
+        f.summary.filtered += len(items) - len(kept)
+        return kept
+
+    def _count(self, f: _File, fmt: str, kind: str, n: int) -> None:
+        f.summary.events[kind] = f.summary.events.get(kind, 0) + n
+        self._by_format[fmt] = self._by_format.get(fmt, 0) + n
+
+    def _emit_servers(self, f: _File, items: list[ServerRecord]) -> None:
+        """A run of one records file's lines: the same steps as `_server`, a list at a time."""
+        items = self._windowed(f, items, lambda r: r.end_unix_ns or r.ts_ns)
+        if f.incarnation:
+            inc = f.incarnation
+            items = [r if r.incarnation else _replace(r, incarnation=inc) for r in items]
+        keys = [(r.request_id, r.incarnation, r.end_unix_ns, r.handler_ms) for r in items]
+        if len(set(keys)) != len(keys) or not self._server_keys.isdisjoint(keys):
+            for r in items:
+                self._server(r, r.end_unix_ns or r.ts_ns, f.source)
+            self._count(f, "server_records", "server_record", len(items))
+            return
+        self._server_keys.update(keys)
+        self._servers += len(items)
+        ends = [r.end_unix_ns for r in items if r.end_unix_ns]
+        if ends:
+            self._span(min(ends))
+            self._span(max(ends))
+        if self.out is not None:
+            for r in items:
+                self._write(_replace(r, source=f.source, ts_ns=r.end_unix_ns or 0) if not r.source else r)
+        add = self.joiner.add_server
+        for produced in [add(r) for r in items]:
+            if produced:
+                self._derived(produced)
+        self._count(f, "server_records", "server_record", len(items))
+
+    def _emit_clients(self, f: _File, items: list[ClientRecord]) -> None:
+        """A run of one AIPerf export's lines: the same steps as `_client`, a list at a time."""
+        fmt = f.summary.format
+        items = self._windowed(f, items, lambda r: r.request_start_ns or r.ts_ns)
+        keys = [(r.request_id, r.request_start_ns) for r in items]
+        if len(set(keys)) != len(keys) or not self._client_keys.isdisjoint(keys):
+            for r in items:
+                self._client(r, r.request_start_ns or r.ts_ns, f.source)
+            self._count(f, fmt, "client_record", len(items))
+            return
+        self._client_keys.update(keys)
+        self._clients += len(items)
+        starts = [r.request_start_ns for r in items if r.request_start_ns]
+        ends = [r.request_end_ns for r in items if r.request_end_ns]
+        for times in (starts, ends):
+            if times:
+                self._span(min(times))
+                self._span(max(times))
+        if self.out is not None:
+            for r in items:
+                self._write(_replace(r, source=f.source) if not r.source else r)
+        add = self.joiner.add_client
+        for produced in [add(r) for r in items]:
+            if produced:
+                self._derived(produced)
+        self._count(f, fmt, "client_record", len(items))
 
     def _server(self, rec: ServerRecord, ts: int | None, source: str) -> None:
         key = (rec.request_id, rec.incarnation, rec.end_unix_ns, rec.handler_ms)
@@ -609,10 +702,11 @@ def _read(ingest: Ingest, path: str, fol: Any, *, final: bool) -> None:
 
 
 def new_joiner() -> Any:
-    """The correlator's pure join core, as the live run uses it (one implementation of the join)."""
+    """The correlator's pure join core, keyed like the live run (one implementation of the join)."""
     from orchestrator.correlate import Joiner
+    from orchestrator.dataset import parse_session_key
 
-    return Joiner()
+    return Joiner(key_parser=parse_session_key, source="ingest")
 
 
 def write_parquet(correlated: list[RequestCorrelated], path: str) -> None:

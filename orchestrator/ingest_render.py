@@ -47,7 +47,7 @@ def render_summary(s: IngestSummary, *, as_json: bool = False) -> str:
     if s.journal_correlated:
         out.append(f"journal's own joins: {s.journal_correlated}, agreeing with this join: "
                    f"{s.journal_correlated_agreeing}")
-    out.append("latency (ms, ok requests outside warmup)   count     mean      p50      p90      p99")
+    out.append("latency (ms, ok profiling requests)        count     mean      p50      p90      p99")
     for name, st in s.latency_ms.items():
         out.append(f"  {name:<40} {st.count:>5} {_num(st.mean):>8} {_num(st.p50):>8} {_num(st.p90):>8} "
                    f"{_num(st.p99):>8}")

@@ -121,7 +121,6 @@ def _client(raw: _Raw) -> ClientRecord:
 
 
 _line = msgspec.json.Decoder(_Raw)
-_batch = msgspec.json.Decoder(list[_Raw])
 
 
 def decode_aiperf_raw(line: bytes) -> ClientRecord:
@@ -129,5 +128,4 @@ def decode_aiperf_raw(line: bytes) -> ClientRecord:
     return _client(_line.decode(line))
 
 
-AIPERF_RAW = LineFormat("aiperf_raw", "records", decode_aiperf_raw,
-                        lambda blob: [_client(r) for r in _batch.decode(blob)])
+AIPERF_RAW = LineFormat("aiperf_raw", "records", decode_aiperf_raw)

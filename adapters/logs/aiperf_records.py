@@ -124,9 +124,29 @@ def _client(rec: _Record) -> ClientRecord:
         raise ValueError("AIPerf record without metadata.x_request_id: it cannot be joined")
     err = rec.error
     trace = rec.trace_data
+    metrics = rec.metrics
+    ttft = metrics.time_to_first_token
+    out = metrics.output_sequence_length
+    if err is None and trace is None and ttft is None and md.request_ack_ns is None and not md.was_cancelled:
+        # The common record: passing only the fields that differ from their defaults makes the
+        # Struct build 3-5x cheaper (msgspec's keyword matching grows with the keywords given).
+        return ClientRecord(
+            ts_ns=md.request_end_ns or md.request_start_ns or 0,
+            request_id=md.x_request_id,
+            via="ingest",
+            correlation_id=md.x_correlation_id or "",
+            conversation_id=md.conversation_id or "",
+            phase=_PHASES.get(md.benchmark_phase, "unknown"),  # type: ignore[arg-type]
+            session_num=md.session_num,
+            worker_id=md.worker_id,
+            credit_issued_ns=md.credit_issued_ns,
+            request_start_ns=md.request_start_ns,
+            request_end_ns=md.request_end_ns,
+            request_latency_ms=_ms(metrics.request_latency),
+            output_tokens=int(out.value) if out is not None and out.value is not None else None,
+        )
     headers = trace.response_headers if trace is not None else None
     timing = header(headers, "server-timing") if headers else ""
-    out = rec.metrics.output_sequence_length
     return ClientRecord(
         ts_ns=md.request_end_ns or md.request_start_ns or 0,
         request_id=md.x_request_id,
@@ -145,8 +165,8 @@ def _client(rec: _Record) -> ClientRecord:
         error_type=(err.type or "") if err is not None else "",
         error_message=err.text() if err is not None else "",
         was_cancelled=md.was_cancelled,
-        request_latency_ms=_ms(rec.metrics.request_latency),
-        ttft_ms=_ms(rec.metrics.time_to_first_token),
+        request_latency_ms=_ms(metrics.request_latency),
+        ttft_ms=_ms(ttft),
         output_tokens=int(out.value) if out is not None and out.value is not None else None,
         server_timing_ms=server_timing_ms(timing) if timing else None,
         echoed_request_id=header(headers, "x-request-id") if headers else "",
@@ -154,7 +174,6 @@ def _client(rec: _Record) -> ClientRecord:
 
 
 _line = msgspec.json.Decoder(_Record)
-_batch = msgspec.json.Decoder(list[_Record])
 
 
 def decode_aiperf_record(line: bytes) -> ClientRecord:
@@ -162,8 +181,4 @@ def decode_aiperf_record(line: bytes) -> ClientRecord:
     return _client(_line.decode(line))
 
 
-def _decode_batch(blob: bytes) -> list[ClientRecord]:
-    return [_client(r) for r in _batch.decode(blob)]
-
-
-AIPERF_RECORDS = LineFormat("aiperf_records", "records", decode_aiperf_record, _decode_batch)
+AIPERF_RECORDS = LineFormat("aiperf_records", "records", decode_aiperf_record)

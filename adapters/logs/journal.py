@@ -14,11 +14,10 @@ from orchestrator.events import AnyEvent
 __all__ = ["JOURNAL", "decode_journal_line"]
 
 _line = msgspec.json.Decoder(AnyEvent)
-_batch = msgspec.json.Decoder(list[AnyEvent])  # type: ignore[valid-type]
 
 
 def decode_journal_line(line: bytes) -> AnyEvent:
     return _line.decode(line)
 
 
-JOURNAL = LineFormat("journal", "records", _line.decode, _batch.decode)
+JOURNAL = LineFormat("journal", "records", _line.decode)

@@ -1,30 +1,25 @@
-"""trtmc-server / reference-server `--records` lines -> ServerRecord.
+"""trtmc-server / reference-server `--records` lines -> ServerRecord, through the live tailer's own
+parser (adapters.server_records.parse_server_record), so a line means the same in a run and in ingest.
 
-The records' field names are ServerRecord's own (trtmc-server fields plus the reference server's
-`audio`, `error_code`, `end_unix_ns`), so lines decode straight into the event in one msgspec call;
-fields the event does not carry (`start_unix_ns`, `input_tokens`, ...) are skipped. `ts_ns` and
-`incarnation` are not in a line: ingest sets them (from `end_unix_ns` and the file name).
+`ts_ns` and `incarnation` are not in a line: ingest sets them (from `end_unix_ns` and the file name).
 """
 
 from __future__ import annotations
 
 import re
 
-import msgspec
-
 from adapters.logs.formats import LineFormat
+from adapters.server_records import parse_server_record
 from orchestrator.events import ServerRecord
 
 __all__ = ["SERVER_RECORDS", "decode_server_record", "incarnation_from_name"]
 
-_line = msgspec.json.Decoder(ServerRecord)
-_batch = msgspec.json.Decoder(list[ServerRecord])
 _INCARNATION = re.compile(r"records-(\d+)\.jsonl")
 
 
 def decode_server_record(line: bytes) -> ServerRecord:
-    """One records line; raises msgspec errors on a bad line (a missing `request_id` included)."""
-    return _line.decode(line)
+    """One records line; raises ValueError / msgspec errors on a bad line (no `request_id` included)."""
+    return parse_server_record(line, source="")
 
 
 def incarnation_from_name(name: str) -> int:
@@ -33,4 +28,4 @@ def incarnation_from_name(name: str) -> int:
     return int(match.group(1)) if match else 0
 
 
-SERVER_RECORDS = LineFormat("server_records", "records", _line.decode, _batch.decode)
+SERVER_RECORDS = LineFormat("server_records", "records", decode_server_record)

@@ -20,7 +20,6 @@ from adapters.logs.timestamps import parse_timestamp
 __all__ = ["STRUCTLOG", "UVICORN", "GENERIC_JSON", "decode_object", "to_otel"]
 
 _object = msgspec.json.Decoder(dict[str, Any])
-_objects = msgspec.json.Decoder(list[dict[str, Any]])
 _TIME_KEYS = ("timestamp", "time", "asctime", "ts", "@timestamp", "created")
 _LEVEL_KEYS = ("level", "levelname", "severity", "log.level", "lvl")
 _BODY_KEYS = ("event", "message", "msg")
@@ -99,17 +98,7 @@ def _format(fmt: str) -> LineFormat:
             raise NotALogLine(f"a {name} line, not a log line")
         return to_otel(fields, name)
 
-    def batch(blob: bytes) -> list[OtelLog]:
-        now = time.time_ns()
-        out = []
-        for fields in _objects.decode(blob):
-            name = sniff_fields(fields)
-            if name not in LOG_FORMATS:
-                raise NotALogLine(f"a {name} line, not a log line")
-            out.append(to_otel(fields, name, now))
-        return out
-
-    return LineFormat(fmt, "logs", line, batch)  # type: ignore[arg-type]
+    return LineFormat(fmt, "logs", line)  # type: ignore[arg-type]
 
 
 STRUCTLOG = _format("structlog")

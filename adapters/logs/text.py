@@ -35,4 +35,4 @@ def decode_text(line: bytes, observed_ns: int | None = None) -> OtelLog:
     )
 
 
-TEXT = LineFormat("text", "logs", decode_text, None)
+TEXT = LineFormat("text", "logs", decode_text)
