@@ -136,7 +136,7 @@ class Dataset(msgspec.Struct, frozen=True, kw_only=True):
     identity: str
 
     def item(self, item_id: str) -> Item:
-        """The item with this id. Raises DatasetError listing nothing but the count when unknown."""
+        """The item with this id. Raises DatasetError naming the id when there is none."""
         for it in self.items:
             if it.id == item_id:
                 return it
