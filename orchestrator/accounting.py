@@ -1,0 +1,125 @@
+"""Cause codes and outcome categories of one request, and the end-of-window accounting tally.
+
+Pure functions and one tally class; no bus, no clock. The correlator and ingest both use them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from orchestrator.events import AccountingChecked, ClientRecord, ServerRecord
+
+__all__ = ["CATEGORIES", "category_of", "cause_of", "WindowTally"]
+
+# Every issued request lands in exactly one category; together they sum to `issued`.
+CATEGORIES = ("ok", "http_error", "transport_error", "timeout", "cancelled", "in_flight")
+_LISTED = 50  # ids listed per problem kind in an AccountingChecked; counts are always complete
+
+
+def _is_timeout(client: ClientRecord) -> bool:
+    text = f"{client.error_type} {client.error_message}".lower()
+    return "timeout" in text or "timed out" in text
+
+
+def category_of(client: ClientRecord) -> str:
+    """The client-side outcome: ok, http_error, transport_error, timeout or cancelled."""
+    if client.was_cancelled:
+        return "cancelled"
+    status = client.status_code
+    if status is not None and status >= 400:
+        return "http_error"
+    if client.error_code is None and not client.error_message and not client.error_type:
+        return "ok"
+    return "timeout" if _is_timeout(client) else "transport_error"
+
+
+def cause_of(client: ClientRecord | None, server: ServerRecord | None, *, crashed: bool) -> str:
+    """Stable cause code. `crashed`: the request's client span covers an unexpected server exit."""
+    if client is None:
+        return "unmatched"
+    category = category_of(client)
+    if category == "cancelled":
+        return "cancelled"
+    server_ok = server is not None and 200 <= server.status < 300
+    if crashed and not server_ok and category != "ok":
+        return "server_crash"
+    if category == "ok":
+        return "ok" if server is not None else "unmatched"
+    if category == "http_error":
+        status = client.status_code or 0
+        busy = status == 429 or (server is not None and server.error_code == "server_busy")
+        if busy:
+            return "server_busy"
+        return "http_4xx" if status < 500 else "http_5xx"
+    return "timeout" if category == "timeout" else "connection"
+
+
+class WindowTally:
+    """Counts of one AIPerf window, per phase; `check()` turns them into AccountingChecked."""
+
+    def __init__(self, window: str) -> None:
+        self.window = window
+        self.issued: dict[str, int] = {}
+        self.by_cause: dict[str, dict[str, int]] = {}
+        self.by_category: dict[str, dict[str, int]] = {}
+        self.duplicates: list[str] = []
+        self.server_without_client: list[str] = []
+        self.client_without_server: list[str] = []
+        self.problems: list[str] = []
+        self._counts = {"duplicates": 0, "server_without_client": 0, "client_ok_without_server": 0}
+
+    def count(self, phase: str, category: str, cause: str) -> None:
+        self.issued[phase] = self.issued.get(phase, 0) + 1
+        cats = self.by_category.setdefault(phase, dict.fromkeys(CATEGORIES, 0))
+        cats[category] += 1
+        causes = self.by_cause.setdefault(phase, {})
+        causes[cause] = causes.get(cause, 0) + 1
+
+    def _list(self, target: list[str], key: str, request_id: str) -> None:
+        self._counts[key] += 1
+        if len(target) < _LISTED:
+            target.append(request_id)
+
+    def duplicate(self, request_id: str) -> None:
+        self._list(self.duplicates, "duplicates", request_id)
+
+    def server_only(self, request_id: str) -> None:
+        self._list(self.server_without_client, "server_without_client", request_id)
+
+    def client_only(self, request_id: str, *, ok: bool) -> None:
+        # Transport failures never reach the server: listed, but only an answered request is a breach.
+        if len(self.client_without_server) < _LISTED:
+            self.client_without_server.append(request_id)
+        if ok:
+            self._counts["client_ok_without_server"] += 1
+
+    def check(self, *, expected: dict[str, int] | None = None, in_flight_ids: Iterable[str] = ()) -> AccountingChecked:
+        """The invariant: per phase issued = sum of categories, in_flight = 0, no duplicate ids, no
+        server record without its client record, no answered request without its server record, and
+        issued = what AIPerf says it issued (when `expected` is given)."""
+        problems = list(self.problems)
+        in_flight = sum(c.get("in_flight", 0) for c in self.by_category.values())
+        for phase, cats in sorted(self.by_category.items()):
+            total = sum(cats.values())
+            if total != self.issued.get(phase, 0):
+                problems.append(f"{phase}: categories sum to {total}, issued {self.issued.get(phase, 0)}")
+        if in_flight:
+            ids = list(in_flight_ids)[:_LISTED]
+            problems.append(f"{in_flight} requests still in flight at window end: {', '.join(ids)}")
+        if self._counts["duplicates"]:
+            problems.append(f"{self._counts['duplicates']} duplicate request ids")
+        if self._counts["server_without_client"]:
+            problems.append(f"{self._counts['server_without_client']} server records without a client record")
+        if self._counts["client_ok_without_server"]:
+            problems.append(f"{self._counts['client_ok_without_server']} answered requests without a server record")
+        for phase, want in sorted((expected or {}).items()):
+            got = self.issued.get(phase, 0)
+            if got != want:
+                problems.append(f"{phase}: AIPerf issued {want} requests, {got} were seen and accounted")
+        return AccountingChecked(
+            source="correlator", window=self.window, balanced=not problems, issued=dict(self.issued),
+            by_cause={k: dict(v) for k, v in self.by_cause.items()}, in_flight=in_flight,
+            duplicates=list(self.duplicates), server_without_client=list(self.server_without_client),
+            client_without_server=list(self.client_without_server), problems=problems,
+            by_category={k: dict(v) for k, v in self.by_category.items()}, expected=dict(expected or {}),
+        )

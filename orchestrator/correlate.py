@@ -1,0 +1,428 @@
+"""Join each request's client record(s) and server record by X-Request-ID, and account every window.
+
+`Joiner` is the pure core (no bus, no clock: callers pass monotonic `now_ns`), reused by ingest and
+benchmarks. `Correlator` runs it as a lossless bus subscriber. Neither reads files nor starts processes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import anyio
+import msgspec
+from anyio.abc import TaskStatus
+
+from orchestrator.accounting import WindowTally, category_of, cause_of
+from orchestrator.events import (
+    AccountingChecked,
+    AiperfStarted,
+    ClientRecord,
+    Event,
+    RequestCorrelated,
+    RequestsInFlight,
+    RequestUnmatched,
+    ServerExited,
+    ServerRecord,
+)
+
+__all__ = ["KeyParser", "Joiner", "JoinerStatistics", "Correlator"]
+
+KeyParser = Callable[[str], tuple[str, str]]
+_fields = ClientRecord.__struct_fields__
+_EMPTY = (None, "")
+
+
+class JoinerStatistics(msgspec.Struct, frozen=True):
+    open_clients: int
+    open_servers: int
+    settled: int
+    correlated: int
+    unmatched: int
+    duplicates: int
+
+
+class _Open:
+    __slots__ = ("client", "vias", "seen_ns")
+
+    def __init__(self, client: ClientRecord, via: str, seen_ns: int) -> None:
+        self.client, self.vias, self.seen_ns = client, {via}, seen_ns
+
+
+class _Settled:
+    __slots__ = ("window", "vias", "has_server")
+
+    def __init__(self, window: str, vias: set[str], has_server: bool) -> None:
+        self.window, self.vias, self.has_server = window, vias, has_server
+
+
+class _Crash:
+    __slots__ = ("incarnation", "ns", "publish_at", "ids", "published", "announced")
+
+    def __init__(self, incarnation: int, ns: int, publish_at: int) -> None:
+        self.incarnation, self.ns, self.publish_at = incarnation, ns, publish_at
+        self.ids: list[str] = []
+        self.published = 0
+        self.announced = False
+
+
+def _merge(first: ClientRecord, other: ClientRecord) -> ClientRecord:
+    """Fill `first`'s empty fields from `other` (the tap has the answer, the export has all metrics)."""
+    fill = {}
+    for name in _fields:
+        if getattr(first, name) in _EMPTY:
+            value = getattr(other, name)
+            if value not in _EMPTY:
+                fill[name] = value
+    return msgspec.structs.replace(first, **fill) if fill else first
+
+
+def _audio(server: ServerRecord | None) -> tuple[float | None, int | None]:
+    audio = server.audio if server is not None else None
+    if not audio:
+        return None, None
+    seconds, size = audio.get("seconds"), audio.get("bytes")
+    return (float(seconds) if isinstance(seconds, (int, float)) else None,
+            int(size) if isinstance(size, int) else None)
+
+
+class Joiner:
+    """The join and the accounting, as plain method calls that return the events to publish.
+
+    Open halves wait `match_timeout_s` for their other half (checked by `expire(now_ns)`); settled
+    ids are kept until their window closes (duplicates and late halves are recognised), at most
+    `max_settled` of them. Not thread-safe; no awaits anywhere.
+    """
+
+    def __init__(self, *, key_parser: KeyParser | None = None, match_timeout_s: float = 5.0,
+                 crash_slack_s: float = 1.0, max_settled: int = 1_000_000, source: str = "correlator") -> None:
+        self.key_parser = key_parser
+        self.match_timeout_ns = int(match_timeout_s * 1e9)
+        self.crash_slack_ns = int(crash_slack_s * 1e9)
+        self.max_settled = max_settled
+        self.source = source
+        self.window = ""
+        self._clients: dict[str, _Open] = {}
+        self._servers: dict[str, tuple[ServerRecord, int]] = {}
+        self._settled: dict[str, _Settled] = {}
+        self._tallies: dict[str, WindowTally] = {}
+        self._crashes: list[_Crash] = []
+        self._keys: dict[str, tuple[str, str]] = {}
+        self.correlated = self.unmatched = self.duplicates = 0
+
+    # ------------------------------------------------------------------ inputs
+
+    def start_window(self, window: str) -> None:
+        """Server records without a client record are accounted to the window started last."""
+        self.window = window
+        self._tally(window)
+
+    def add_client(self, rec: ClientRecord, now_ns: int = 0) -> list[Event]:
+        rid = rec.request_id
+        settled = self._settled.get(rid)
+        if settled is not None:
+            if rec.via in settled.vias:
+                return [self._duplicate(rid, "client", settled.window, rec)]
+            settled.vias.add(rec.via)  # the other source describing the same request: merged, not counted
+            return []
+        pending = self._clients.get(rid)
+        if pending is not None:
+            if rec.via in pending.vias:
+                return [self._duplicate(rid, "client", rec.window or self.window, rec)]
+            pending.client = _merge(pending.client, rec)
+            pending.vias.add(rec.via)
+            return []
+        server = self._servers.pop(rid, None)
+        if server is not None:
+            return [self._settle(rec, {rec.via}, server[0])]
+        self._clients[rid] = _Open(rec, rec.via, now_ns)
+        return []
+
+    def add_server(self, rec: ServerRecord, now_ns: int = 0) -> list[Event]:
+        rid = rec.request_id
+        settled = self._settled.get(rid)
+        if settled is not None:
+            if settled.has_server:
+                return [self._duplicate(rid, "server", settled.window, None)]
+            tally = self._tally(settled.window)
+            if len(tally.problems) < 50:
+                tally.problems.append(f"server record of {rid} arrived after the request was settled "
+                                      "without it (raise match_timeout_s)")
+            return []
+        if rid in self._servers:
+            return [self._duplicate(rid, "server", self.window, None)]
+        pending = self._clients.pop(rid, None)
+        if pending is not None:
+            return [self._settle(pending.client, pending.vias, rec)]
+        self._servers[rid] = (rec, now_ns)
+        return []
+
+    def server_exited(self, incarnation: int, crash_unix_ns: int, now_ns: int = 0) -> list[Event]:
+        """An unexpected exit: requests whose client span covers `crash_unix_ns` become server_crash.
+        Their ids are published as RequestsInFlight once their client records had time to arrive."""
+        self._crashes.append(_Crash(incarnation, crash_unix_ns, now_ns + 2 * self.match_timeout_ns))
+        return []
+
+    # ------------------------------------------------------------------ time and ends
+
+    def expire(self, now_ns: int) -> list[Event]:
+        """Settle halves that waited longer than the match timeout; publish due crash lists."""
+        out: list[Event] = []
+        limit = now_ns - self.match_timeout_ns
+        while self._clients:
+            rid, pending = next(iter(self._clients.items()))
+            if pending.seen_ns > limit:
+                break  # insertion order is arrival order: the rest are younger
+            del self._clients[rid]
+            out.append(self._unmatched(rid, "client", "no_server_record", pending.client))
+            out.append(self._settle(pending.client, pending.vias, None))
+        while self._servers:
+            rid, (server, seen) = next(iter(self._servers.items()))
+            if seen > limit:
+                break
+            del self._servers[rid]
+            out.extend(self._server_only(rid))
+        for crash in self._crashes:
+            if crash.publish_at <= now_ns:
+                out.extend(self._crash_list(crash))
+        return out
+
+    def open_clients(self, window: str | None = None) -> int:
+        if window is None:
+            return len(self._clients)
+        return sum(1 for p in self._clients.values() if (p.client.window or self.window) == window)
+
+    def flush(self) -> list[Event]:
+        """Settle every open half as unmatched and publish every crash list (end of input)."""
+        out = self.expire(1 << 62)
+        for crash in self._crashes:
+            out.extend(self._crash_list(crash))
+        return out
+
+    def close_window(self, window: str, *, expected: dict[str, int] | None = None) -> list[Event]:
+        """End `window`: its still-open client halves count as in flight (a breach), open server
+        halves as server-without-client; returns those events, crash lists and AccountingChecked last.
+        Forgets the window's settled ids."""
+        out: list[Event] = []
+        in_flight = [rid for rid, p in self._clients.items() if (p.client.window or self.window) == window]
+        for rid in in_flight:
+            pending = self._clients.pop(rid)
+            out.append(self._unmatched(rid, "client", "timeout", pending.client))
+            out.append(self._settle(pending.client, pending.vias, None, in_flight=True))
+        if window == self.window:
+            for rid in list(self._servers):
+                del self._servers[rid]
+                out.extend(self._server_only(rid))
+        for crash in self._crashes:
+            out.extend(self._crash_list(crash))
+        tally = self._tallies.pop(window, None) or WindowTally(window)
+        out.append(tally.check(expected=expected, in_flight_ids=in_flight))
+        self._settled = {k: v for k, v in self._settled.items() if v.window != window}
+        return out
+
+    def statistics(self) -> JoinerStatistics:
+        return JoinerStatistics(open_clients=len(self._clients), open_servers=len(self._servers),
+                                settled=len(self._settled), correlated=self.correlated,
+                                unmatched=self.unmatched, duplicates=self.duplicates)
+
+    # ------------------------------------------------------------------ internals
+
+    def _tally(self, window: str) -> WindowTally:
+        tally = self._tallies.get(window)
+        if tally is None:
+            tally = self._tallies[window] = WindowTally(window)
+        return tally
+
+    def _remember(self, rid: str, settled: _Settled) -> None:
+        self._settled[rid] = settled
+        if len(self._settled) > self.max_settled:
+            del self._settled[next(iter(self._settled))]  # oldest first: bounded memory over long soaks
+
+    def _key(self, conversation_id: str) -> tuple[str, str]:
+        if not conversation_id or self.key_parser is None:
+            return "", ""
+        known = self._keys.get(conversation_id)
+        if known is None:
+            try:
+                known = self.key_parser(conversation_id)
+            except Exception:  # a foreign session id maps to no item; the event keeps conversation_id
+                known = ("", "")
+            if len(self._keys) < 100_000:
+                self._keys[conversation_id] = known
+        return known
+
+    def _crash_covering(self, client: ClientRecord, server: ServerRecord | None) -> _Crash | None:
+        start = client.request_start_ns
+        if start is None:
+            return None
+        end = client.request_end_ns if client.request_end_ns and client.request_end_ns > start else None
+        for crash in self._crashes:
+            if server is not None:
+                if server.incarnation != crash.incarnation:
+                    continue
+                if server.end_unix_ns and server.end_unix_ns < crash.ns - self.crash_slack_ns:
+                    continue
+            # An error record's end may equal its start (AIPerf): then only the start is known.
+            if start <= crash.ns + self.crash_slack_ns and (end is None or end >= crash.ns - self.crash_slack_ns):
+                return crash
+        return None
+
+    def _settle(self, client: ClientRecord, vias: set[str], server: ServerRecord | None, *,
+                in_flight: bool = False) -> RequestCorrelated:
+        rid = client.request_id
+        window = client.window or self.window
+        crash = self._crash_covering(client, server) if self._crashes else None
+        cause = cause_of(client, server, crashed=crash is not None)
+        category = "in_flight" if in_flight else category_of(client)
+        tally = self._tally(window)
+        tally.count(client.phase, category, cause)
+        if server is None:
+            tally.client_only(rid, ok=category == "ok")
+        if crash is not None:
+            crash.ids.append(rid)
+        self._remember(rid, _Settled(window, vias, server is not None))
+        self.correlated += 1
+        item_id, arm = self._key(client.conversation_id)
+        start, end = client.request_start_ns, client.request_end_ns
+        seconds, size = _audio(server)
+        return RequestCorrelated(
+            source=self.source, request_id=rid, window=window, phase=client.phase,
+            conversation_id=client.conversation_id, item_id=item_id, arm=arm, ok=cause == "ok", cause=cause,  # type: ignore[arg-type]
+            http_status=client.status_code if client.status_code is not None else (server.status if server else None),
+            error_message=client.error_message, answer=client.answer, request_start_ns=start, request_end_ns=end,
+            request_latency_ms=client.request_latency_ms,
+            client_lifecycle_ms=(end - start) / 1e6 if start is not None and end is not None else None,
+            handler_ms=server.handler_ms if server else None,
+            worker_roundtrip_ms=server.worker_roundtrip_ms if server else None,
+            model_call_ms=server.model_call_ms if server else None,
+            timing_scope=server.timing_scope if server else "",
+            incarnation=server.incarnation if server else (crash.incarnation if crash else 0),
+            audio_seconds=seconds, audio_bytes=size, has_client=True, has_server=server is not None,
+        )
+
+    def _server_only(self, rid: str) -> list[Event]:
+        self._tally(self.window).server_only(rid)
+        self._remember(rid, _Settled(self.window, set(), True))
+        return [self._unmatched(rid, "server", "no_client_record", None)]
+
+    def _unmatched(self, rid: str, half: str, cause: str, client: ClientRecord | None) -> RequestUnmatched:
+        self.unmatched += 1
+        return RequestUnmatched(source=self.source, request_id=rid, half=half, cause=cause,  # type: ignore[arg-type]
+                                window=(client.window if client else "") or self.window,
+                                phase=client.phase if client else "unknown",
+                                conversation_id=client.conversation_id if client else "")
+
+    def _duplicate(self, rid: str, half: str, window: str, client: ClientRecord | None) -> RequestUnmatched:
+        self.duplicates += 1
+        self._tally(window).duplicate(rid)
+        return self._unmatched(rid, half, "duplicate_id", client)
+
+    def _crash_list(self, crash: _Crash) -> list[Event]:
+        new = crash.ids[crash.published:]
+        if crash.announced and not new:
+            return []
+        crash.announced, crash.published = True, len(crash.ids)
+        # Announced once even when empty (the crash had nothing in flight); later ids follow.
+        return [RequestsInFlight(source=self.source, incarnation=crash.incarnation, request_ids=list(new))]
+
+
+class Correlator:
+    """Runs a Joiner as a lossless bus subscriber and publishes what it derives.
+
+    `await tg.start(correlator.run)`; `await correlator.close_window(window)` at the end of each
+    AIPerf run. Publishing never waits on its own full queue: it drains that queue into a local
+    backlog first (bounded by its own queue size), so the bus cannot deadlock on this subscriber.
+    """
+
+    def __init__(self, bus: Any, *, key_parser: KeyParser | None = None, match_timeout_s: float = 5.0,
+                 tick_s: float = 0.05, name: str = "correlator", size: int = 8192) -> None:
+        self._bus = bus
+        self.joiner = Joiner(key_parser=key_parser, match_timeout_s=match_timeout_s)
+        self.match_timeout_s = match_timeout_s
+        self._tick_s = tick_s
+        self._name = name
+        self._size = size
+        self._sub: Any = None
+        self._backlog: deque[Any] = deque()
+        self._lock = anyio.Lock()
+        self._last_seq = 0
+        self._started = anyio.Event()
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Consume the bus until it closes or this task is cancelled. Ready once subscribed."""
+        async with self._bus.subscribe(self._name, size=self._size) as sub:
+            self._sub = sub
+            self._started.set()
+            task_status.started()
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._tick)
+                async for batch in sub.batches():
+                    async with self._lock:
+                        self._backlog.extend(batch)
+                        await self._process_backlog()
+                tg.cancel_scope.cancel()
+
+    async def _tick(self) -> None:
+        while True:
+            await anyio.sleep(self._tick_s)
+            async with self._lock:
+                for ev in self.joiner.expire(time.monotonic_ns()):
+                    await self._publish(ev)
+                await self._process_backlog()
+
+    async def _process_backlog(self) -> None:
+        while self._backlog:
+            ev = self._backlog.popleft()
+            self._last_seq = max(self._last_seq, ev.seq)
+            for out in self._handle(ev):
+                await self._publish(out)
+
+    def _handle(self, ev: Event) -> Iterable[Event]:
+        now = time.monotonic_ns()
+        if isinstance(ev, ClientRecord):
+            return self.joiner.add_client(ev, now)
+        if isinstance(ev, ServerRecord):
+            return self.joiner.add_server(ev, now)
+        if isinstance(ev, ServerExited) and not ev.expected:
+            return self.joiner.server_exited(ev.incarnation, ev.ts_ns, now)
+        if isinstance(ev, AiperfStarted):
+            self.joiner.start_window(ev.window)
+        return ()
+
+    async def _publish(self, ev: Event) -> Event:
+        while True:
+            try:
+                return self._bus.publish_nowait(ev)
+            except anyio.WouldBlock:
+                self._drain_own()
+                await anyio.sleep(0.001)
+
+    def _drain_own(self) -> None:
+        while True:
+            try:
+                self._backlog.append(self._sub.receive_nowait())
+            except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
+                return
+
+    async def close_window(self, window: str, *, expected: dict[str, int] | None = None,
+                           timeout_s: float | None = None) -> AccountingChecked:
+        """Wait until everything published so far is processed and the window's client halves have
+        settled (at most match timeout + 1 s), then publish the window's accounting and return it.
+        Blocks; cancellation leaves the window open."""
+        await self._started.wait()
+        target = self._bus.statistics().published
+        limit = timeout_s if timeout_s is not None else self.match_timeout_s + 1.0
+        with anyio.move_on_after(limit):
+            while self._last_seq < target or self.joiner.open_clients(window):
+                await anyio.sleep(0.01)
+        async with self._lock:
+            await self._process_backlog()
+            checked: Event | None = None
+            for ev in self.joiner.close_window(window, expected=expected):
+                stamped = await self._publish(ev)
+                if isinstance(stamped, AccountingChecked):
+                    checked = stamped
+        assert isinstance(checked, AccountingChecked)
+        return checked

@@ -1,0 +1,283 @@
+"""Unit tests of the pure join core and the bus correlator on synthetic record streams."""
+
+from __future__ import annotations
+
+import time
+
+import anyio
+import pytest
+
+from orchestrator.bus import Bus
+from orchestrator.correlate import Correlator, Joiner
+from orchestrator.events import (
+    AccountingChecked,
+    ClientRecord,
+    RequestCorrelated,
+    RequestsInFlight,
+    RequestUnmatched,
+    ServerExited,
+    ServerRecord,
+)
+
+S = 1_000_000_000
+T0 = 1_800_000_000 * S
+
+
+def parse_key(key: str) -> tuple[str, str]:
+    item, _, arm = key.rpartition(".")
+    if not item:
+        raise ValueError(key)
+    return item, arm
+
+
+def client(rid: str, *, via: str = "export", phase: str = "profiling", conv: str = "count-3.audio",
+           status: int | None = 200, start: int = T0, end: int | None = None, error: str = "",
+           error_type: str = "", session: int = 0, answer: str | None = None, window: str = "w1") -> ClientRecord:
+    return ClientRecord(request_id=rid, via=via, window=window, phase=phase, conversation_id=conv,  # type: ignore[arg-type]
+                        session_num=session, status_code=status, request_start_ns=start,
+                        request_end_ns=end if end is not None else start + S // 10,
+                        error_code=status if status and status >= 400 else None, error_message=error,
+                        error_type=error_type, request_latency_ms=100.0, answer=answer)
+
+
+def server(rid: str, *, status: int = 200, incarnation: int = 1, end: int = T0 + S // 10,
+           error_code: str = "") -> ServerRecord:
+    return ServerRecord(request_id=rid, status=status, handler_ms=50.0, worker_roundtrip_ms=40.0,
+                        model_call_ms=30.0, timing_scope="public_task_call_wall", incarnation=incarnation,
+                        end_unix_ns=end, error_code=error_code, audio={"seconds": 2.5, "bytes": 80044})
+
+
+def only(events: list, kind: type) -> list:
+    return [e for e in events if isinstance(e, kind)]
+
+
+class TestJoiner:
+    def test_client_first_then_server_correlates_once(self) -> None:
+        """A client half waits for its server half; the pair yields one event with both timings."""
+        j = Joiner(key_parser=parse_key)
+        assert j.add_client(client("a")) == []
+        [ev] = j.add_server(server("a"))
+        assert isinstance(ev, RequestCorrelated)
+        assert (ev.ok, ev.cause, ev.item_id, ev.arm, ev.model_call_ms) == (True, "ok", "count-3", "audio", 30.0)
+        assert ev.client_lifecycle_ms == pytest.approx(100.0) and ev.audio_seconds == 2.5
+
+    def test_server_first_then_client(self) -> None:
+        """A server half arriving first is held until its client half comes."""
+        j = Joiner(key_parser=parse_key)
+        assert j.add_server(server("a")) == []
+        [ev] = j.add_client(client("a"))
+        assert ev.has_server and ev.handler_ms == 50.0
+
+    def test_tap_and_export_merge_without_double_count(self) -> None:
+        """The tap and the export describe one request: merged (answer kept), counted once."""
+        j = Joiner(key_parser=parse_key)
+        j.add_client(client("a", via="tap", answer="3"))
+        j.add_client(client("a", via="export"))
+        [ev] = j.add_server(server("a"))
+        assert ev.answer == "3"
+        assert j.add_client(client("b", via="tap")) == []
+        j.add_server(server("b"))
+        assert j.add_client(client("b", via="export")) == []  # late second source after settling
+        [acc] = only(j.close_window("w1"), AccountingChecked)
+        assert acc.balanced and acc.issued == {"profiling": 2}, acc.problems
+
+    def test_out_of_order_many(self) -> None:
+        """Interleaved halves in arbitrary order all join; accounting balances."""
+        j = Joiner(key_parser=parse_key)
+        out = []
+        ids = [f"r{i}" for i in range(50)]
+        for rid in ids[::2]:
+            out += j.add_server(server(rid))
+        for rid in reversed(ids):
+            out += j.add_client(client(rid))
+        for rid in ids[1::2]:
+            out += j.add_server(server(rid))
+        assert sorted(e.request_id for e in only(out, RequestCorrelated)) == sorted(ids)
+        [acc] = only(j.close_window("w1", expected={"profiling": 50}), AccountingChecked)
+        assert acc.balanced and acc.by_category["profiling"]["ok"] == 50
+
+    def test_duplicates_are_flagged_and_break_balance(self) -> None:
+        """The same id twice from one source, or two server records, is a duplicate and a breach."""
+        j = Joiner()
+        j.add_client(client("a"))
+        j.add_server(server("a"))
+        [dup] = j.add_client(client("a"))
+        assert isinstance(dup, RequestUnmatched) and dup.cause == "duplicate_id"
+        [dup2] = j.add_server(server("a"))
+        assert dup2.half == "server"
+        [acc] = only(j.close_window("w1"), AccountingChecked)
+        assert not acc.balanced and acc.duplicates == ["a", "a"]
+        assert "2 duplicate request ids" in acc.problems
+
+    def test_missing_halves_time_out_with_causes(self) -> None:
+        """Unpaired halves wait the match timeout, then become unmatched with the right half and cause."""
+        j = Joiner(match_timeout_s=1.0)
+        j.start_window("w1")
+        j.add_client(client("c", status=None, error="Cannot connect to host", error_type="ClientConnectorError"), 0)
+        j.add_server(server("s"), 0)
+        assert j.expire(S // 2) == []
+        out = j.expire(2 * S)
+        unmatched = {(e.request_id, e.half, e.cause) for e in only(out, RequestUnmatched)}
+        assert unmatched == {("c", "client", "no_server_record"), ("s", "server", "no_client_record")}
+        [ev] = only(out, RequestCorrelated)
+        assert (ev.cause, ev.has_server, ev.ok) == ("connection", False, False)
+        [acc] = only(j.close_window("w1"), AccountingChecked)
+        assert acc.server_without_client == ["s"] and acc.client_without_server == ["c"]
+        assert acc.problems == ["1 server records without a client record"]
+
+    def test_answered_request_without_server_record_is_a_breach(self) -> None:
+        """An answered request whose server record never came is listed and unbalances the window."""
+        j = Joiner(match_timeout_s=1.0)
+        j.add_client(client("a"), 0)
+        [ev] = only(j.expire(2 * S), RequestCorrelated)
+        assert ev.cause == "unmatched" and not ev.ok
+        [acc] = only(j.close_window("w1"), AccountingChecked)
+        assert not acc.balanced and "1 answered requests without a server record" in acc.problems
+
+    def test_warmup_then_profiling_with_restarted_session_num(self) -> None:
+        """session_num restarts after warmup; mapping uses conversation_id and phases are counted apart."""
+        j = Joiner(key_parser=parse_key)
+        out = []
+        for i, conv in enumerate(["a-1.audio", "b-2.silence"]):
+            out += j.add_client(client(f"w{i}", phase="warmup", conv=conv, session=i))
+            out += j.add_server(server(f"w{i}"))
+        for i, conv in enumerate(["b-2.silence", "a-1.audio", "c-3.transcript"]):
+            out += j.add_client(client(f"p{i}", phase="profiling", conv=conv, session=i))
+            out += j.add_server(server(f"p{i}"))
+        got = {(e.request_id, e.phase, e.item_id, e.arm) for e in only(out, RequestCorrelated)}
+        assert ("p0", "profiling", "b-2", "silence") in got and ("w0", "warmup", "a-1", "audio") in got
+        [acc] = only(j.close_window("w1", expected={"warmup": 2, "profiling": 3}), AccountingChecked)
+        assert acc.balanced and acc.issued == {"warmup": 2, "profiling": 3}
+
+    def test_expected_count_mismatch_is_a_breach(self) -> None:
+        """If AIPerf issued more requests than were seen, the accounting says so."""
+        j = Joiner()
+        j.add_client(client("a"))
+        j.add_server(server("a"))
+        [acc] = only(j.close_window("w1", expected={"profiling": 2}), AccountingChecked)
+        assert acc.problems == ["profiling: AIPerf issued 2 requests, 1 were seen and accounted"]
+
+    def test_http_causes(self) -> None:
+        """4xx, 5xx and 429 map to http_4xx, http_5xx and server_busy; timeouts and cancels too."""
+        j = Joiner(match_timeout_s=1.0)
+        cases = {"a": (400, "http_4xx"), "b": (500, "http_5xx"), "c": (429, "server_busy"), "d": (503, "http_5xx")}
+        causes = {}
+        for rid, (status, _) in cases.items():
+            j.add_client(client(rid, status=status, error="boom"))
+            [ev] = j.add_server(server(rid, status=status))
+            causes[rid] = ev.cause
+        assert causes == {rid: want for rid, (_, want) in cases.items()}
+        j.add_client(client("t", status=None, error="Request timed out", error_type="TimeoutError"), 0)
+        j.add_client(ClientRecord(request_id="x", window="w1", phase="profiling", was_cancelled=True), 0)
+        out = only(j.expire(5 * S), RequestCorrelated)
+        assert {e.request_id: e.cause for e in out} == {"t": "timeout", "x": "cancelled"}
+        [acc] = only(j.close_window("w1"), AccountingChecked)
+        cats = acc.by_category["profiling"]
+        assert (cats["http_error"], cats["timeout"], cats["cancelled"]) == (4, 1, 1)
+        assert sum(cats.values()) == acc.issued["profiling"] == 6
+
+    def test_crash_with_requests_in_flight(self) -> None:
+        """Requests spanning an unexpected exit become server_crash and are listed in RequestsInFlight."""
+        j = Joiner(match_timeout_s=1.0)
+        j.start_window("w1")
+        crash = T0 + 5 * S
+        # Finished well before the crash: ok. Spanning the crash with a connection error: server_crash.
+        j.add_client(client("before", start=T0, end=T0 + S), 0)
+        j.add_server(server("before", end=T0 + S), 0)
+        j.add_client(client("inflight1", status=None, error="Server disconnected", start=crash - 2 * S,
+                            end=crash + S // 100), 0)
+        j.add_client(client("inflight2", status=None, error="Connection reset", start=crash - S // 2,
+                            end=crash - S // 2), 0)  # error records may carry end == start
+        j.add_client(client("after", status=None, error="Cannot connect", start=crash + 3 * S,
+                            end=crash + 3 * S), 0)
+        assert j.server_exited(1, crash, 0) == []
+        out = j.expire(S + S // 2)
+        causes = {e.request_id: e.cause for e in only(out, RequestCorrelated)}
+        assert causes == {"inflight1": "server_crash", "inflight2": "server_crash", "after": "connection"}
+        assert [e.incarnation for e in only(out, RequestCorrelated) if e.cause == "server_crash"] == [1, 1]
+        assert only(out, RequestsInFlight) == []  # announced after twice the match timeout
+        [inflight] = only(j.expire(3 * S), RequestsInFlight)
+        assert sorted(inflight.request_ids) == ["inflight1", "inflight2"] and inflight.incarnation == 1
+        [acc] = only(j.close_window("w1"), AccountingChecked)
+        assert acc.balanced, acc.problems
+        assert acc.by_cause["profiling"] == {"ok": 1, "server_crash": 2, "connection": 1}
+        assert acc.by_category["profiling"]["transport_error"] == 3
+
+    def test_open_client_at_close_is_in_flight(self) -> None:
+        """A client half still open when the window closes counts as in flight: a breach."""
+        j = Joiner(match_timeout_s=60)
+        j.add_client(client("a"), 0)
+        out = j.close_window("w1")
+        [acc] = only(out, AccountingChecked)
+        assert acc.in_flight == 1 and not acc.balanced
+        assert acc.problems[0].startswith("1 requests still in flight at window end: a")
+
+    def test_bad_session_key_keeps_conversation(self) -> None:
+        """A conversation id the key parser rejects maps to no item but is kept on the event."""
+        j = Joiner(key_parser=parse_key)
+        j.add_client(client("a", conv="nodot"))
+        [ev] = j.add_server(server("a"))
+        assert (ev.item_id, ev.arm, ev.conversation_id) == ("", "", "nodot")
+
+    def test_settled_ids_are_bounded(self) -> None:
+        """Settled ids beyond max_settled are forgotten oldest first (bounded memory)."""
+        j = Joiner(max_settled=10)
+        for i in range(100):
+            j.add_client(client(f"r{i}"))
+            j.add_server(server(f"r{i}"))
+        assert j.statistics().settled == 10
+
+
+class TestCorrelator:
+    @pytest.mark.anyio
+    async def test_bus_round_trip_with_crash_and_close(self) -> None:
+        """Over a real bus: joins, answers a crash with RequestsInFlight and publishes the accounting."""
+        bus = Bus("t")
+        seen: list = []
+        corr = Correlator(bus, key_parser=parse_key, match_timeout_s=0.2, tick_s=0.02)
+        async with anyio.create_task_group() as tg:
+            sub = bus.subscribe("probe", size=10_000)
+
+            async def collect() -> None:
+                async with sub:
+                    async for ev in sub:
+                        seen.append(ev)
+
+            tg.start_soon(collect)
+            await tg.start(corr.run)
+            now = time.time_ns()
+            await bus.publish(client("ok1", start=now - S, end=now - S // 2))
+            await bus.publish(server("ok1", end=now - S // 2))
+            await bus.publish(client("lost", status=None, error="Server disconnected", start=now - S // 10,
+                                     end=now + S // 100))
+            await bus.publish(ServerExited(incarnation=1, pid=1, returncode=-9, expected=False))
+            acc = await corr.close_window("w1", expected={"profiling": 2})
+            await bus.aclose()
+        assert acc.balanced, acc.problems
+        assert acc.by_cause == {"profiling": {"ok": 1, "server_crash": 1}}
+        assert [e.request_ids for e in seen if isinstance(e, RequestsInFlight)] == [["lost"]]
+        assert sum(isinstance(e, AccountingChecked) for e in seen) == 1
+
+    @pytest.mark.anyio
+    async def test_publishing_never_deadlocks_on_its_own_full_queue(self) -> None:
+        """With a tiny queue and a burst of records, the correlator still emits one event per request."""
+        bus = Bus("t")
+        corr = Correlator(bus, size=2, tick_s=0.01)
+        got = 0
+        async with anyio.create_task_group() as tg:
+            sub = bus.subscribe("probe", size=100_000, lossy=True)
+            await tg.start(corr.run)
+            with anyio.fail_after(10):
+                for i in range(300):
+                    await bus.publish(client(f"r{i}"))
+                    await bus.publish(server(f"r{i}"))
+                acc = await corr.close_window("w1")
+            await bus.aclose()
+            while True:
+                try:
+                    ev = sub.receive_nowait()
+                except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
+                    break
+                got += isinstance(ev, RequestCorrelated)
+            sub.close()
+        assert got == 300 and acc.balanced
