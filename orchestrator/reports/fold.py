@@ -16,6 +16,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from orchestrator.events import (
     AccountingChecked,
     AiperfExited,
@@ -89,24 +91,28 @@ _ANSWER_CHARS = 160
 _VERDICTS = ("correct", "wrong", "unparsed", "error")
 _RUN_PHASES = frozenset({"dataset"})  # phases that belong to the run, not to a model
 _TIMING_FIELDS = ("request_latency_ms", "client_lifecycle_ms", "handler_ms", "model_call_ms",
-                  "worker_roundtrip_ms")
+                  "worker_roundtrip_ms")  # the RequestCorrelated fields kept per window, in ms
 
 
 class _Thinned:
     """Keeps every `stride`-th point; doubles the stride (dropping every other kept point) when the
-    cap is passed. Deterministic, order-preserving, at most `cap` points for any number of adds."""
+    cap is passed. Deterministic, order-preserving, at most `cap` points for any number of adds.
+    Callers ask `due()` first so that points that would be dropped are never built."""
 
     def __init__(self, cap: int = MAX_POINTS) -> None:
         self.cap, self.stride, self.seen = cap, 1, 0
         self.points: list[Any] = []
 
-    def add(self, point: Any) -> None:
-        if self.seen % self.stride == 0:
-            self.points.append(point)
-            if len(self.points) > self.cap:
-                self.points = self.points[::2]
-                self.stride *= 2
+    def due(self) -> bool:
+        """Count one point; True when it is to be kept (then pass it to `keep`)."""
         self.seen += 1
+        return (self.seen - 1) % self.stride == 0
+
+    def keep(self, point: Any) -> None:
+        self.points.append(point)
+        if len(self.points) > self.cap:
+            self.points = self.points[::2]
+            self.stride *= 2
 
 
 def _iso(ns: int | None) -> str:
@@ -167,9 +173,12 @@ class _Window:
     histogram: Histogram = field(default_factory=Histogram)
 
     def add(self, ev: RequestCorrelated) -> None:
-        tally = self.phases.setdefault(ev.phase if ev.phase in ("warmup", "profiling") else "other", _PhaseTally())
+        key = ev.phase if ev.phase in ("warmup", "profiling") else "other"
+        tally = self.phases.get(key)
+        if tally is None:
+            tally = self.phases[key] = _PhaseTally()
         tally.issued += 1
-        tally.by_cause[ev.cause if not ev.ok else "ok"] += 1
+        tally.by_cause["ok" if ev.ok else ev.cause] += 1
         if ev.ok:
             tally.ok += 1
         if self.timing is not None:
@@ -177,16 +186,25 @@ class _Window:
             return
         if ev.phase != "profiling":
             return
-        if ev.request_start_ns is not None:
-            self.first_start = min(self.first_start or ev.request_start_ns, ev.request_start_ns)
-        if ev.request_end_ns is not None:
-            self.last_end = max(self.last_end or ev.request_end_ns, ev.request_end_ns)
+        start, end = ev.request_start_ns, ev.request_end_ns
+        if start is not None and (self.first_start is None or start < self.first_start):
+            self.first_start = start
+        if end is not None and (self.last_end is None or end > self.last_end):
+            self.last_end = end
         if not ev.ok:
             return
-        for name in _TIMING_FIELDS:
-            value = getattr(ev, name)
-            if value is not None and value == value:
-                self.values[name].append(value)
+        v = self.values
+        # Unrolled over _TIMING_FIELDS: this is the per-request hot path. NaN != NaN, so NaN is skipped.
+        if (x := ev.request_latency_ms) is not None and x == x:
+            v["request_latency_ms"].append(x)
+        if (x := ev.client_lifecycle_ms) is not None and x == x:
+            v["client_lifecycle_ms"].append(x)
+        if (x := ev.handler_ms) is not None and x == x:
+            v["handler_ms"].append(x)
+        if (x := ev.model_call_ms) is not None and x == x:
+            v["model_call_ms"].append(x)
+        if (x := ev.worker_roundtrip_ms) is not None and x == x:
+            v["worker_roundtrip_ms"].append(x)
         if ev.model_call_ms is not None and ev.timing_scope:
             self.scopes[ev.timing_scope] += 1
         if ev.audio_seconds:
@@ -239,29 +257,20 @@ class _Window:
 
 def _histogram(series: dict[str, array]) -> Histogram:
     """Shared bins over every series: log-spaced when the range spans more than 4x, else linear."""
-    present = {k: v for k, v in series.items() if len(v)}
+    present = {k: np.frombuffer(v, dtype=np.float64) for k, v in series.items() if len(v)}
     if not present:
         return Histogram()
-    lo = min(min(v) for v in present.values())
-    hi = max(max(v) for v in present.values())
+    lo = float(min(v.min() for v in present.values()))
+    hi = float(max(v.max() for v in present.values()))
     if hi <= lo:
         hi = lo + 1.0
     if lo > 0 and hi / lo > 4:
-        step = (math.log(hi) - math.log(lo)) / HISTOGRAM_BINS
-        edges = [math.exp(math.log(lo) + i * step) for i in range(HISTOGRAM_BINS + 1)]
-        index = lambda x: int((math.log(x) - math.log(lo)) / step) if x > 0 else 0  # noqa: E731
+        edges = np.geomspace(lo, hi, HISTOGRAM_BINS + 1)
     else:
-        step = (hi - lo) / HISTOGRAM_BINS
-        edges = [lo + i * step for i in range(HISTOGRAM_BINS + 1)]
-        index = lambda x: int((x - lo) / step)  # noqa: E731
-    edges[-1] = hi
-    counts: dict[str, list[int]] = {}
-    for name, values in present.items():
-        bins = [0] * HISTOGRAM_BINS
-        for x in values:
-            bins[min(max(index(x), 0), HISTOGRAM_BINS - 1)] += 1
-        counts[name] = bins
-    return Histogram(edges_ms=edges, counts=counts)
+        edges = np.linspace(lo, hi, HISTOGRAM_BINS + 1)
+    edges[0], edges[-1] = lo, hi  # exact ends, so the outermost values fall inside
+    counts = {name: [int(c) for c in np.histogram(values, bins=edges)[0]] for name, values in present.items()}
+    return Histogram(edges_ms=[float(e) for e in edges], counts=counts)
 
 
 def _aiperf_run(window: str, started: AiperfStarted | None, exited: AiperfExited | None) -> AiperfRun | None:
@@ -436,7 +445,9 @@ class ReportFold:
         m.peak_rss = max(m.peak_rss or 0, ev.rss_bytes)
         if ev.gpu_memory_bytes is not None:
             m.peak_gpu = max(m.peak_gpu or 0, ev.gpu_memory_bytes)
-        m.memory.add(MemoryPoint(t_s=self._t(ev.ts_ns), rss_bytes=ev.rss_bytes, gpu_memory_bytes=ev.gpu_memory_bytes))
+        if m.memory.due():
+            m.memory.keep(MemoryPoint(t_s=self._t(ev.ts_ns), rss_bytes=ev.rss_bytes,
+                                      gpu_memory_bytes=ev.gpu_memory_bytes))
 
     def _on_gpu(self, ev: GpuSampled) -> None:
         if ev.name:
@@ -485,8 +496,8 @@ class ReportFold:
         w = self._window(ev.window)
         w.add(ev)
         m = self._model(w.model)
-        if m is not None and ev.phase == "profiling" and ev.ok:
-            m.latency.add(LatencyPoint(t_s=self._t(ev.request_end_ns or ev.request_start_ns or ev.ts_ns),
+        if m is not None and ev.phase == "profiling" and ev.ok and m.latency.due():
+            m.latency.keep(LatencyPoint(t_s=self._t(ev.request_end_ns or ev.request_start_ns or ev.ts_ns),
                                        client_ms=ev.request_latency_ms, handler_ms=ev.handler_ms,
                                        model_call_ms=ev.model_call_ms))
 
@@ -649,7 +660,8 @@ class ReportFold:
 
     def _status(self, m: _Model) -> tuple[str, str, str]:
         if m.result is not None:
-            return m.result.status, m.result.failed_stage, str(m.result.row.get("reason") or "") or self._stage_reason(m, m.result.failed_stage)
+            reason = str(m.result.row.get("reason") or "") or self._stage_reason(m, m.result.failed_stage)
+            return m.result.status, m.result.failed_stage, reason
         if not m.stages:
             return "not-run", "", "the run ended before this model was reached"
         open_stage = next((p for p, s in reversed(m.stages.items()) if s.finished_ns is None and p != "model"), "")

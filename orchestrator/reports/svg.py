@@ -27,12 +27,12 @@ def _nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
     return [round(first + i * step, 10) for i in range(int((hi - first) / step + 1e-9) + 1)]
 
 
-def _fmt(v: float) -> str:
-    if v == 0:
-        return "0"
-    if abs(v) >= 1000:
-        return f"{v:.0f}"
-    return f"{v:.3g}"
+def _fmt(v: float, step: float) -> str:
+    """A tick label with as many decimals as the tick step needs (so close ticks never read alike)."""
+    decimals = max(0, -math.floor(math.log10(step) + 1e-9)) if step > 0 else 0
+    if step > 0 and abs(round(step * 10**decimals) - step * 10**decimals) > 1e-6:
+        decimals += 1  # steps like 2.5 x 10^k need one more digit
+    return f"{v:.{decimals}f}"
 
 
 class _Frame:
@@ -57,10 +57,11 @@ class _Frame:
     def axes(self, x_label: str, y_label: str) -> list[str]:
         out = [f'<line x1="{_L}" y1="{_H - _B}" x2="{_W - _R}" y2="{_H - _B}" stroke="#333"/>',
                f'<line x1="{_L}" y1="{_T}" x2="{_L}" y2="{_H - _B}" stroke="#333"/>']
-        for t in _nice_ticks(self.y0, self.y1):
+        yt = _nice_ticks(self.y0, self.y1)
+        for t in yt:
             y = self.y(t)
             out.append(f'<line x1="{_L}" y1="{y:.1f}" x2="{_W - _R}" y2="{y:.1f}" stroke="#e5e5e5"/>')
-            out.append(f'<text x="{_L - 6}" y="{y + 4:.1f}" text-anchor="end">{_fmt(t)}</text>')
+            out.append(f'<text x="{_L - 6}" y="{y + 4:.1f}" text-anchor="end">{_fmt(t, _step(yt))}</text>')
         if self.log_x:
             ticks = [10 ** e for e in range(math.floor(self.x0), math.ceil(self.x1) + 1)]
             ticks += [m * t for t in ticks for m in (2, 5)]
@@ -70,11 +71,16 @@ class _Frame:
         for t in ticks:
             x = self.x(t)
             out.append(f'<line x1="{x:.1f}" y1="{_H - _B}" x2="{x:.1f}" y2="{_H - _B + 4}" stroke="#333"/>')
-            out.append(f'<text x="{x:.1f}" y="{_H - _B + 16}" text-anchor="middle">{_fmt(t)}</text>')
+            label = _fmt(t, t if self.log_x else _step(ticks))
+            out.append(f'<text x="{x:.1f}" y="{_H - _B + 16}" text-anchor="middle">{label}</text>')
         out.append(f'<text x="{(_L + _W - _R) / 2}" y="{_H - 6}" text-anchor="middle">{escape(x_label)}</text>')
         out.append(f'<text x="14" y="{(_T + _H - _B) / 2}" text-anchor="middle" '
                    f'transform="rotate(-90 14 {(_T + _H - _B) / 2})">{escape(y_label)}</text>')
         return out
+
+
+def _step(ticks: Sequence[float]) -> float:
+    return ticks[1] - ticks[0] if len(ticks) > 1 else 1.0
 
 
 def _legend(names: Sequence[tuple[str, str]]) -> list[str]:
@@ -94,8 +100,9 @@ def _svg(chart: str, title: str, body: list[str], height: int = _H) -> str:
 
 
 def _empty(chart: str, title: str, why: str) -> str:
-    return _svg(chart, title, [f'<text x="{_W / 2}" y="{_H / 2}" text-anchor="middle" fill="#888">'
-                               f'{escape(why)}</text>'])
+    # A short strip, not a blank frame: an empty picture should not take a picture's room.
+    return _svg(chart, title, [f'<text x="8" y="18" fill="#888">{escape(title)}: {escape(why)}</text>'],
+                height=28).replace('class="chart"', 'class="chart empty"', 1)
 
 
 def scatter_chart(chart: str, title: str, series: Sequence[tuple[str, Sequence[tuple[float, float]]]],

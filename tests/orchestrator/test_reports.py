@@ -393,7 +393,8 @@ class TestWrite:
         assert "http://" not in bare and "https://" not in bare and "url(" not in bare and "@import" not in bare
         for chart in ("latency-over-time", "latency-distribution", "verdict-grid-http", "memory-over-time"):
             assert html.count(f'data-chart="{chart}"') >= 1, chart
-        assert html.count('data-chart="latency-over-time"') == 4
+        assert html.count('data-chart="latency-over-time"') == 4  # one per model, empty ones as a strip
+        assert html.count('class="chart empty" data-chart="latency-over-time"') == 2  # no-audio, weak
         ok = html[html.index('id="model-ref-ok"'):html.index('id="model-no-audio"')]
         assert ok.count('class="cell"') == 12  # 4 items x 3 arms
         assert ok.count('fill="#2ca02c"><title>') == 5  # the five correct http verdicts
