@@ -65,10 +65,16 @@ class LineFollower:
         except FileNotFoundError:
             return  # removed: keep reading the old inode until a new file appears
         if self._fd is None or st.st_ino != self._ino:
+            carry = b""
             if self._fd is not None:
                 self._drain_fd()  # what the old file still held belongs before the new file's lines
+                carry = self._pending
+                if carry and not carry.endswith(b"\n"):
+                    carry += b"\n"  # the old file's torn last line must not merge with the new first line
+                    self.torn += 1
                 self.truncations += 1
-            self._reopen()
+            if self._reopen():
+                self._pending = carry
         elif st.st_size < self._offset:
             # Truncated in place (AIPerf does this at run start): everything buffered is stale.
             self.truncations += 1

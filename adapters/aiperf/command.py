@@ -6,6 +6,7 @@ Pure: builds and writes the command, never runs it (run.py does).
 from __future__ import annotations
 
 import shlex
+import sys
 from pathlib import Path
 
 import msgspec
@@ -13,6 +14,12 @@ import msgspec
 from orchestrator.config import WorkloadConfig
 
 __all__ = ["AiperfCommand", "build_command", "LOW_LAG_ENV"]
+
+
+def _default_executable() -> str:
+    # The console script beside this interpreter is the AIPerf that check_install fingerprinted.
+    beside = Path(sys.executable).parent / "aiperf"
+    return str(beside) if beside.is_file() else "aiperf"
 
 # A record reaches profile_export.jsonl ~60 ms after its request ends (defaults: up to 1 s).
 LOW_LAG_ENV = {"AIPERF_RECORD_EXPORT_BATCH_SIZE": "1", "AIPERF_METRICS_EXPORT_FLUSH_INTERVAL": "0.05"}
@@ -46,18 +53,26 @@ def build_command(
     input_file: Path,
     artifact_dir: Path,
     tokenizer: Path,
-    executable: str = "aiperf",
+    executable: str = "",
     requests: int | None = None,
     warmup: int | None = None,
     concurrency: int | None = None,
     request_rate: float | None = None,
     tap_dir: Path | None = None,
     tmp_dir: Path | None = None,
+    live_tap: bool = True,
 ) -> AiperfCommand:
     """Build the AIPerf command for one run. Overrides (requests, ...) win over `workload`.
 
     `concurrency` and `request_rate` are exclusive; passing one drops the workload's other mode.
+    The live tap folder and TMPDIR default to `tap/` and `tmp/` beside `artifact_dir`.
     """
+    artifact_dir = Path(artifact_dir).resolve()
+    executable = executable or _default_executable()
+    if live_tap and tap_dir is None:
+        tap_dir = artifact_dir.parent / "tap"
+    if tmp_dir is None:
+        tmp_dir = artifact_dir.parent / "tmp"
     count = requests if requests is not None else workload.requests
     warm = warmup if warmup is not None else workload.warmup_requests
     if concurrency is not None and request_rate is not None:
@@ -96,7 +111,7 @@ def build_command(
     if workload.max_tokens is not None:
         argv += ["--extra-inputs", f"max_tokens:{workload.max_tokens}"]
     env = dict(LOW_LAG_ENV)
-    if tap_dir is not None:
+    if live_tap and tap_dir is not None:
         env["AQBENCH_TAP_DIR"] = str(Path(tap_dir).resolve())
     if tmp_dir is not None:
         env["TMPDIR"] = str(Path(tmp_dir).resolve())

@@ -20,6 +20,7 @@ from anyio.abc import Process
 
 from adapters.aiperf.artifacts import Classification, judge_artifacts, wait_artifacts_final
 from adapters.aiperf.command import AiperfCommand
+from adapters.aiperf.install import AiperfInstall
 from adapters.aiperf.records import RecordParseError, parse_export_line, parse_tap_line
 from adapters.tail import LineFollower
 from orchestrator.errors import ClientError
@@ -145,8 +146,7 @@ async def run_aiperf(
     deadline_s: float = 600.0,
     stop_grace_s: float = 10.0,
     cwd: Path | None = None,
-    version: str = "",
-    fingerprint: str = "",
+    install: AiperfInstall | None = None,
 ) -> AiperfOutcome:
     """Run `cmd` to completion (or `deadline_s`), streaming records; returns the judged outcome.
 
@@ -172,8 +172,10 @@ async def run_aiperf(
     except OSError as exc:
         raise ClientError(f"cannot start AIPerf ({cmd.argv[0]}): {exc}; run `aqbench doctor`") from exc
     await bus.publish(AiperfStarted(source="aiperf", window=window, argv=cmd.argv, shell=cmd.shell,
-                                    artifact_dir=str(artifact_dir), pid=proc.pid, version=version,
-                                    fingerprint=fingerprint, input_file=cmd.input_file))
+                                    artifact_dir=str(artifact_dir), pid=proc.pid,
+                                    version=install.version if install else "",
+                                    fingerprint=install.fingerprint if install else "",
+                                    input_file=cmd.input_file))
     counts = _Counts()
     stop_tailers = anyio.Event()
     log_tail: list[str] = []

@@ -1,0 +1,87 @@
+"""Building the AIPerf command from [workload], judging artifacts, and the install check."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+import pytest
+
+from adapters.aiperf.artifacts import judge_artifacts
+from adapters.aiperf.command import build_command
+from adapters.aiperf.install import check_install
+from orchestrator.config import WorkloadConfig
+
+DATA = Path(__file__).parent.parent / "data" / "aiperf"
+
+
+def _flag(argv: list[str], name: str) -> str:
+    return argv[argv.index(name) + 1]
+
+
+class TestBuildCommand:
+    def test_workload_to_argv(self, tmp_path: Path) -> None:
+        """Every workload key lands in its flag, with the fixed offline and export flags."""
+        wl = WorkloadConfig(warmup_requests=3, requests=17, concurrency=4, streaming=True,
+                            request_timeout_s=12.5, max_tokens=32)
+        cmd = build_command(wl, base_url="http://127.0.0.1:9", model="m", input_file=tmp_path / "in.jsonl",
+                            artifact_dir=tmp_path / "art", tokenizer=tmp_path / "tok", executable="aiperf")
+        a = cmd.argv
+        assert a[:2] == ["aiperf", "profile"]
+        assert (_flag(a, "--request-count"), _flag(a, "--warmup-request-count"), _flag(a, "--concurrency")) == ("17", "3", "4")
+        assert _flag(a, "--request-timeout-seconds") == "12.5" and "--streaming" in a
+        assert _flag(a, "--tokenizer") == str(tmp_path / "tok") and _flag(a, "--random-seed") == "0"
+        for flag in ("--export-http-trace", "--export-outputs-json", "--no-server-metrics", "--no-gpu-telemetry"):
+            assert flag in a
+        assert _flag(a, "--export-level") == "raw" and _flag(a, "--ui-type") == "none"
+        assert "temperature:0" in a and "max_tokens:32" in a and "--request-rate" not in a
+        assert cmd.env["AQBENCH_TAP_DIR"] == str(tmp_path / "tap") and cmd.env["TMPDIR"] == str(tmp_path / "tmp")
+        assert cmd.env["AIPERF_RECORD_EXPORT_BATCH_SIZE"] == "1"
+
+    def test_rate_override_and_shell_round_trip(self, tmp_path: Path) -> None:
+        """A request-rate override replaces concurrency; the shell line splits back into env + argv."""
+        cmd = build_command(WorkloadConfig(), base_url="http://h", model="m b", input_file=tmp_path / "i",
+                            artifact_dir=tmp_path / "a", tokenizer=tmp_path / "t", request_rate=2.5,
+                            requests=5, warmup=0, live_tap=False)
+        assert _flag(cmd.argv, "--request-rate") == "2.5" and "--concurrency" not in cmd.argv
+        assert "--warmup-request-count" not in cmd.argv and "AQBENCH_TAP_DIR" not in cmd.env
+        words = shlex.split(cmd.shell)
+        assert words[len(cmd.env):] == cmd.argv
+        json_path, sh_path = cmd.save(tmp_path / "saved")
+        assert json.loads(json_path.read_text())["argv"] == cmd.argv and cmd.shell in sh_path.read_text()
+
+
+class TestJudgeArtifacts:
+    def _folder(self, tmp_path: Path, *, marker: dict | None, agg: dict | None) -> Path:
+        if marker is not None:
+            (tmp_path / ".aiperf_results_ready.json").write_text(json.dumps(marker))
+        if agg is not None:
+            (tmp_path / "profile_export_aiperf.json").write_text(json.dumps(agg))
+        (tmp_path / "phase_manifest.json").write_bytes((DATA / "phase_manifest.json").read_bytes())
+        return tmp_path
+
+    def test_classifications(self, tmp_path: Path) -> None:
+        """Complete, partial (errors or no marker), cancelled and failed follow the files, not the exit code."""
+        agg = {"request_count": {"avg": 8.0}, "error_request_count": {"avg": 0.0}, "was_cancelled": False}
+        ok = self._folder(tmp_path / "ok", marker={"ready": True, "was_cancelled": False, "partial": False}, agg=agg) \
+            if (tmp_path / "ok").mkdir() is None else None
+        assert judge_artifacts(ok, returncode=0, stopped_early=False, records=8).classification == "complete"
+        assert judge_artifacts(ok, returncode=0, stopped_early=True, records=8).classification == "cancelled"
+        (tmp_path / "err").mkdir()
+        err = self._folder(tmp_path / "err", marker={"ready": True, "was_cancelled": False, "partial": False},
+                           agg={**agg, "error_request_count": {"avg": 2.0}})
+        j = judge_artifacts(err, returncode=0, stopped_early=False, records=10)
+        assert (j.classification, j.reason) == ("partial", "2 of 10 profiling requests failed")
+        assert j.aggregate["phases"]["profiling"]["total"] == 8
+        (tmp_path / "term").mkdir()
+        term = self._folder(tmp_path / "term", marker=None, agg=None)
+        assert judge_artifacts(term, returncode=143, stopped_early=False, records=5).classification == "partial"
+        assert judge_artifacts(term, returncode=1, stopped_early=False, records=0).classification == "failed"
+
+
+class TestInstall:
+    def test_installed_version_and_fingerprint(self) -> None:
+        """The installed AIPerf is 0.13.0 and has a sha256 fingerprint of its RECORD."""
+        inst = check_install()
+        assert inst.version == "0.13.0" and len(inst.fingerprint) == 64 and Path(inst.executable).is_file()

@@ -1,0 +1,83 @@
+"""Tests of the shared line follower: whole lines only, truncation, replacement, torn tails."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import anyio
+import pytest
+
+from adapters.tail import LineFollower
+
+
+class TestLineFollower:
+    def test_missing_file_then_whole_lines_only(self, tmp_path: Path) -> None:
+        """A missing file reads as empty; a half-written line waits for its newline."""
+        path = tmp_path / "f.jsonl"
+        f = LineFollower(path)
+        assert f.read_available() == []
+        path.write_bytes(b'{"a":1}\n{"b":')
+        assert f.read_available() == [b'{"a":1}']
+        with path.open("ab") as fh:
+            fh.write(b'2}\n')
+        assert f.read_available() == [b'{"b":2}']
+        f.close()
+
+    def test_truncation_restarts_from_zero(self, tmp_path: Path) -> None:
+        """A file truncated in place (AIPerf at run start) is read again from its first byte."""
+        path = tmp_path / "f.jsonl"
+        path.write_bytes(b"old-1\nold-2\n")
+        f = LineFollower(path)
+        assert f.read_available() == [b"old-1", b"old-2"]
+        path.write_bytes(b"new\n")
+        assert f.read_available() == [b"new"]
+        assert f.truncations == 1
+        f.close()
+
+    def test_replaced_file_drains_old_then_reads_new(self, tmp_path: Path) -> None:
+        """A rotated file (new inode) yields the old file's rest first, then the new file."""
+        path = tmp_path / "f.jsonl"
+        path.write_bytes(b"1\n")
+        f = LineFollower(path)
+        assert f.read_available() == [b"1"]
+        with path.open("ab") as fh:
+            fh.write(b"2\n")
+        os.rename(path, tmp_path / "f.jsonl.1")
+        path.write_bytes(b"3\n")
+        assert f.read_available() == [b"2", b"3"]
+        f.close()
+
+    def test_final_read_hands_out_torn_tail(self, tmp_path: Path) -> None:
+        """At the end, an unterminated last line is returned and counted as torn."""
+        path = tmp_path / "f.jsonl"
+        path.write_bytes(b"1\n2")
+        f = LineFollower(path)
+        assert f.read_available() == [b"1"]
+        assert f.read_available(final=True) == [b"2"] and f.torn == 1
+        f.close()
+
+    @pytest.mark.anyio
+    async def test_follow_yields_until_stopped(self, tmp_path: Path) -> None:
+        """follow() streams appended lines and returns after the stop event with a final read."""
+        path = tmp_path / "f.jsonl"
+        f = LineFollower(path, poll_s=0.005)
+        stop = anyio.Event()
+        got: list[bytes] = []
+
+        async def writer() -> None:
+            for i in range(5):
+                with path.open("ab") as fh:
+                    fh.write(f"{i}\n".encode())
+                await anyio.sleep(0.01)
+            with path.open("ab") as fh:
+                fh.write(b"last")
+            stop.set()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(writer)
+            with anyio.fail_after(5):
+                async for batch in f.follow(stop):
+                    got += batch
+        f.close()
+        assert got == [b"0", b"1", b"2", b"3", b"4", b"last"]
