@@ -1,0 +1,64 @@
+"""The supervisor with the real reference server (`python -m adapters.reference`) from bench.toml."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import aiohttp
+import anyio
+import msgspec
+import pytest
+from supervisor_support import drain, kinds, new_bus
+
+from orchestrator.config import load_config
+from orchestrator.supervisor import ServerSpec, supervised
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _spec(tmp_path: Path, *extra: str) -> ServerSpec:
+    cfg = load_config(REPO / "bench.toml")
+    server = msgspec.structs.replace(
+        cfg.server, argv=[*cfg.server.argv, *extra], replicas=1, cwd=str(REPO), health_period_s=0.2,
+        health_timeout_s=1.0, health_failure_threshold=2, stop_grace_s=10.0, sample_period_s=0.5,
+        restart=msgspec.structs.replace(cfg.server.restart, backoff_s=0.1),
+    )
+    cfg = msgspec.structs.replace(cfg, server=server)
+    return ServerSpec.from_config(cfg, cfg.models[0], tmp_path)
+
+
+async def test_reference_server_ready_crash_restart_and_clean_stop(tmp_path):
+    """Ready with its model listed; a crash fault mid-run restarts it on the same port; stop is clean."""
+    bus, sub = new_bus()
+    spec = _spec(tmp_path, "--fault-crash-after", "0")
+    async with supervised(spec, bus) as handle:
+        assert handle.state == "ready"
+        first_pid = handle.pid
+        body = {"model": handle.model, "messages": [{"role": "user", "content": "What is two plus two?"}]}
+        async with aiohttp.ClientSession() as http:
+            try:
+                async with http.post(f"{handle.base_url}/v1/chat/completions", json=body,
+                                     timeout=aiohttp.ClientTimeout(total=10)) as resp:
+                    await resp.read()
+            except aiohttp.ClientError:
+                pass  # the fault exits the server while answering: the connection may just drop
+        with anyio.fail_after(90):
+            while handle.incarnation < 2 or handle.state != "ready":
+                await anyio.sleep(0.05)
+        assert handle.pid != first_pid
+    events = drain(sub)
+    ready = kinds(events, "ServerReady")
+    assert [r.incarnation for r in ready] == [1, 2]
+    assert ready[0].models[0]["id"] == "reference-audioqa"
+    exited = kinds(events, "ServerExited")
+    crash, stop = exited[0], exited[-1]
+    assert (crash.expected, crash.during, crash.returncode) == (False, "run", 70)
+    assert (stop.expected, stop.during) == (True, "stop")
+    spawned = kinds(events, "ServerSpawned")
+    assert spawned[0].records_path == str(tmp_path / "server" / "records-1.jsonl")
+    assert spawned[1].port == spawned[0].port == spec.port
+    assert any(line.text.startswith(time.strftime("%Y")) and " reference ready " in line.text
+               for line in kinds(events, "LogLine"))
+    assert (tmp_path / "server.log").stat().st_size > 0
