@@ -1,0 +1,122 @@
+"""Server processes on real subprocesses: output pumping, group stop with grace, orphan sweep, ports."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sys
+from pathlib import Path
+
+import anyio
+import psutil
+import pytest
+
+from adapters.server.lines import parse_log_line
+from adapters.server.netport import check_port_free, pick_free_port
+from adapters.server.process import SubprocessLauncher
+from orchestrator.errors import ServerError
+from orchestrator.events import LogLine
+
+pytestmark = pytest.mark.anyio
+
+
+class Sink:
+    def __init__(self) -> None:
+        self.events: list[LogLine] = []
+
+    async def publish(self, event):
+        self.events.append(event)
+        return event
+
+
+def _open(tmp_path: Path, code: str, sink: Sink):
+    return SubprocessLauncher().open([sys.executable, "-c", code], env={"EXTRA": "x"}, cwd="",
+                                     log_path=tmp_path / "server.log", sink=sink, incarnation=3,
+                                     parse_line=parse_log_line)
+
+
+class TestOutput:
+    async def test_lines_from_both_pipes_reach_events_log_and_tail(self, tmp_path):
+        """stdout JSON, stderr text and a last line without newline all become LogLine events."""
+        code = ("import sys, os; print('{\"event\": \"hello\", \"level\": \"info\"}'); "
+                "print('ERROR: it broke', file=sys.stderr); sys.stdout.write(os.environ['EXTRA'] + '-tail')")
+        sink = Sink()
+        async with _open(tmp_path, code, sink) as proc:
+            assert await proc.wait() == 0
+            await proc.wait_output_closed(2)
+        by_text = {e.text: e for e in sink.events}
+        assert by_text["hello"].fields == {"event": "hello", "level": "info"} and by_text["hello"].stream == "stdout"
+        assert by_text["ERROR: it broke"].level == "error" and by_text["ERROR: it broke"].stream == "stderr"
+        assert by_text["x-tail"].incarnation == 3
+        assert sorted(proc.output_tail()) == sorted(['{"event": "hello", "level": "info"}', "ERROR: it broke",
+                                                     "x-tail"])
+        assert "x-tail\n" in (tmp_path / "server.log").read_text()
+
+    async def test_cannot_exec_names_the_program(self, tmp_path):
+        """A missing executable is a ServerError naming server.argv[0]."""
+        with pytest.raises(ServerError, match=r"cannot start the server '/nonexistent/srv' \(server.argv\[0\]\): "
+                                              r"No such file or directory"):
+            async with SubprocessLauncher().open(["/nonexistent/srv"], env={}, cwd="", log_path=tmp_path / "l",
+                                                 sink=Sink(), incarnation=1, parse_line=parse_log_line):
+                pass
+
+
+class TestStop:
+    async def test_stop_signal_reaches_the_group_and_counts_as_clean(self, tmp_path):
+        """The stop signal goes to the whole group: a child in the group dies with the leader."""
+        code = ("import subprocess, sys, time; c = subprocess.Popen([sys.executable, '-c', 'import time; "
+                "time.sleep(60)']); print(c.pid, flush=True); time.sleep(60)")
+        sink = Sink()
+        async with _open(tmp_path, code, sink) as proc:
+            with anyio.fail_after(10):
+                while not sink.events:
+                    await anyio.sleep(0.02)
+            child = int(sink.events[0].text)
+            result = await proc.stop(signal.SIGTERM, 5.0)
+        assert result.returncode == -signal.SIGTERM and not result.forced
+        assert not psutil.pid_exists(child) or psutil.Process(child).status() == psutil.STATUS_ZOMBIE
+
+    async def test_group_member_ignoring_the_signal_is_killed_after_grace(self, tmp_path):
+        """When the leader exits but a group member ignores SIGINT, the group is SIGKILLed after grace."""
+        child_code = "import signal, time; signal.signal(signal.SIGINT, signal.SIG_IGN); print('armed', flush=True); time.sleep(60)"
+        code = (f"import subprocess, sys, time; c = subprocess.Popen([sys.executable, '-c', {child_code!r}]); "
+                "print(c.pid, flush=True); time.sleep(60)")
+        sink = Sink()
+        async with _open(tmp_path, code, sink) as proc:
+            with anyio.fail_after(10):
+                while len(sink.events) < 2:
+                    await anyio.sleep(0.02)
+            child = int(next(e.text for e in sink.events if e.text.isdigit()))
+            result = await proc.stop(signal.SIGINT, 0.5)
+        assert result.forced and result.returncode is not None and 0.5 <= result.waited_s < 5
+        assert not psutil.pid_exists(child) or psutil.Process(child).status() == psutil.STATUS_ZOMBIE
+
+    async def test_sweep_kills_own_session_grandchild_seen_or_marked(self, tmp_path):
+        """A grandchild in its own session survives the group kill and is then swept as an orphan."""
+        code = ("import subprocess, sys, time; c = subprocess.Popen([sys.executable, '-c', 'import time; "
+                "time.sleep(60)'], start_new_session=True, stdout=subprocess.DEVNULL); "
+                "print(c.pid, flush=True); time.sleep(60)")
+        sink = Sink()
+        async with _open(tmp_path, code, sink) as proc:
+            with anyio.fail_after(10):
+                while not sink.events:
+                    await anyio.sleep(0.02)
+            grandchild = int(sink.events[0].text)
+            await proc.stop(signal.SIGINT, 2.0)
+            assert psutil.pid_exists(grandchild)  # the group kill cannot reach another session
+            orphans = await proc.sweep_orphans()
+        assert [o.pid for o in orphans] == [grandchild]
+        assert psutil.Process(grandchild).status() == psutil.STATUS_ZOMBIE if psutil.pid_exists(grandchild) else True
+
+
+class TestPorts:
+    def test_free_port_passes_and_bound_port_names_holder(self):
+        """A picked port is free; a listening socket is refused naming this pid."""
+        port = pick_free_port("127.0.0.1")
+        check_port_free("127.0.0.1", port)
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", port))
+            sock.listen()
+            with pytest.raises(ServerError, match=rf"port {port} on 127.0.0.1 is already in use by pid {os.getpid()}"):
+                check_port_free("127.0.0.1", port)
