@@ -26,6 +26,9 @@ COMMAND_MODULES = [
     "orchestrator.commands.report",
     "orchestrator.commands.dataset",
     "orchestrator.commands.ingest",
+    "orchestrator.commands.soak",
+    "orchestrator.commands.run_aiperf",
+    "orchestrator.commands.doctor",
 ]
 
 

