@@ -350,9 +350,10 @@ class Ingest:
                 self._emit(f, fmt.name, [item])
                 return
         # Per-line detection: a line of another format in this file (a traceback in a JSON log, a
-        # server record in a log). A records file takes only lines of another specific format.
+        # server record in a log). Non-JSON lines are kept as text anywhere; a records file takes no
+        # generic JSON objects (those are records of the wrong shape: bad lines).
         other = sniff(line)
-        if other is not None and other != fmt.name and (fmt.kind == "logs" or other not in ("text", "json")):
+        if other is not None and other != fmt.name and (fmt.kind == "logs" or other != "json"):
             try:
                 item = FORMATS[other].decode_line(line)
             except _DECODE_ERRORS as exc:

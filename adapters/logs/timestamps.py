@@ -22,9 +22,12 @@ def parse_timestamp(value: object) -> int | None:
         if v <= 0:
             return None
         # Magnitude picks the unit: seconds ~1.7e9, ms ~1.7e12, us ~1.7e15, ns ~1.7e18.
-        for limit, scale in ((1e11, 1e9), (1e14, 1e6), (1e17, 1e3)):
+        # A float carries ~16 digits: keep microseconds, the finest a float seconds value can hold.
+        for limit, scale in ((1e11, 10**9), (1e14, 10**6), (1e17, 10**3)):
             if v < limit:
-                return int(round(v * scale)) if isinstance(value, float) else int(value) * int(scale)
+                if isinstance(value, float):
+                    return int(round(v * scale / 1000)) * 1000 if scale > 1000 else int(round(v * scale))
+                return value * scale
         return int(value)
     if not isinstance(value, str) or len(value) < 10:
         return None
