@@ -7,6 +7,7 @@ and orchestrator.stats, never live state.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import msgspec
@@ -38,6 +39,10 @@ class ReportPaths(msgspec.Struct, frozen=True, kw_only=True):
     markdown: Path
     html: Path
     report: RunReport
+
+    def __iter__(self) -> Iterator[Path]:
+        """The three file paths (json, markdown, html), so callers can list what was written."""
+        return iter((self.json, self.markdown, self.html))
 
 
 def encode_report(report: RunReport) -> bytes:

@@ -496,7 +496,8 @@ class ReportFold:
         w = self._window(ev.window)
         w.add(ev)
         m = self._model(w.model)
-        if m is not None and ev.phase == "profiling" and ev.ok and m.latency.due():
+        # Pictures show load (AIPerf windows), not the one-at-a-time probe windows of earlier stages.
+        if m is not None and w.started is not None and ev.phase == "profiling" and ev.ok and m.latency.due():
             m.latency.keep(LatencyPoint(t_s=self._t(ev.request_end_ns or ev.request_start_ns or ev.ts_ns),
                                        client_ms=ev.request_latency_ms, handler_ms=ev.handler_ms,
                                        model_call_ms=ev.model_call_ms))
@@ -608,8 +609,7 @@ class ReportFold:
 
         status, failed_stage, reason = self._status(m)
         gate_arm = str((conf.get("correctness") or {}).get("arm") or "audio")
-        qualify_window = f"{m.name}/aiperf"
-        window = self._windows.get(qualify_window) or (self._windows[m.windows[-1]] if m.windows else None)
+        window = self._row_window(m)
         summary = window.summary() if window else None
         aiperf_detail = m.stages["aiperf"].detail if "aiperf" in m.stages else {}
         identity_detail = m.stages["identity"].detail if "identity" in m.stages else {}
@@ -658,6 +658,14 @@ class ReportFold:
             windows=list(m.windows),
         )
 
+    def _row_window(self, m: _Model) -> _Window | None:
+        """The AIPerf window a row's counts and timing come from: qualify's `<model>/aiperf`, else the
+        model's last window that ran AIPerf (probe windows such as `<model>/correctness` never count)."""
+        if (w := self._windows.get(f"{m.name}/aiperf")) is not None:
+            return w
+        ran = [self._windows[n] for n in m.windows if self._windows[n].started is not None]
+        return ran[-1] if ran else None
+
     def _status(self, m: _Model) -> tuple[str, str, str]:
         if m.result is not None:
             reason = str(m.result.row.get("reason") or "") or self._stage_reason(m, m.result.failed_stage)
@@ -665,7 +673,10 @@ class ReportFold:
         if not m.stages:
             return "not-run", "", "the run ended before this model was reached"
         open_stage = next((p for p, s in reversed(m.stages.items()) if s.finished_ns is None and p != "model"), "")
-        return "interrupted", open_stage, "no ModelResult was journaled for this model"
+        f = self._finished
+        if f is None or f.status == "interrupted":
+            return "interrupted", open_stage, f"the run was interrupted before this model's result{_why(f)}"
+        return "error", open_stage, f"the run ended before this model's result{_why(f)}"
 
     @staticmethod
     def _stage_reason(m: _Model, stage: str) -> str:
@@ -719,7 +730,7 @@ class ReportFold:
         return out
 
     def _charts(self, m: _Model) -> ModelCharts:
-        window = self._windows.get(f"{m.name}/aiperf") or (self._windows[m.windows[-1]] if m.windows else None)
+        window = self._row_window(m)
         if window is not None:
             window.close()
         grids = []
@@ -743,6 +754,10 @@ class ReportFold:
         return ModelCharts(latency=list(m.latency.points), latency_stride=m.latency.stride,
                            histogram=window.histogram if window else Histogram(),
                            memory=list(m.memory.points), memory_stride=m.memory.stride, grids=grids)
+
+
+def _why(f: RunFinished | None) -> str:
+    return f": {f.reason}" if f is not None and f.reason else ""
 
 
 def _arm_order(arm: str) -> tuple[int, str]:
@@ -780,9 +795,10 @@ def _mismatches(raw: Any) -> list[Mismatch]:
         if not isinstance(entry, dict):
             out.append(Mismatch(item_id=str(entry)))
             continue
-        answers = {str(k): (None if v is None else str(v)) for k, v in entry.items() if k not in ("item_id", "arm")}
+        answers = {str(k): (None if v is None else str(v)) for k, v in entry.items()
+                   if k not in ("item_id", "arm", "request_id")}
         out.append(Mismatch(item_id=str(entry.get("item_id", "")), arm=str(entry.get("arm", "")),
-                            answers=dict(sorted(answers.items()))))
+                            answers=dict(sorted(answers.items())), request_id=str(entry.get("request_id") or "")))
     return out
 
 

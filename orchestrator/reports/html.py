@@ -24,7 +24,7 @@ table{border-collapse:collapse;margin:8px 0 16px;font-size:13px}
 th,td{border:1px solid #d0d0d0;padding:3px 8px;text-align:left;vertical-align:top}
 th{background:#f3f3f3}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .status{font-weight:bold;padding:1px 6px;border-radius:3px}
-.st-aiperf-qualified{background:#d8f0d8}.st-failed,.st-interrupted{background:#f8d0d0}
+.st-aiperf-qualified{background:#d8f0d8}.st-failed,.st-interrupted,.st-error{background:#f8d0d0}
 .st-unsupported,.st-blocked,.st-not-run{background:#f0e0c0}.st-family-validated,.st-implemented{background:#e0e8f8}
 pre{background:#f7f7f7;border:1px solid #e0e0e0;padding:8px;overflow-x:auto;font-size:12px;max-height:300px}
 .figs svg{display:block;margin:8px 0;border:1px solid #eee;max-width:100%;height:auto}
@@ -109,7 +109,7 @@ def render_html(report: RunReport) -> str:
     for r in report.rows:
         parts.append(_model(r, report.charts.get(r.model)))
     if report.windows:
-        parts.append("<h3>AIPerf windows</h3>" + _table(
+        parts.append("<h3>Request windows</h3>" + _table(
             ["Window", "Model", "Profiling ok/issued", "Errors", "Client p50/p99 ms", "Handler p50 ms", "Req/s",
              "Audio s/s", "Balanced", "AIPerf"],
             [[w.window, w.model, f"{w.counts.profiling.ok}/{w.counts.profiling.issued}", _causes(w.counts.profiling),

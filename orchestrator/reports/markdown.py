@@ -96,7 +96,7 @@ def render_markdown(report: RunReport) -> str:
     for row in report.rows:
         out += _details(row)
     if report.windows:
-        out += ["### AIPerf windows", ""]
+        out += ["### Request windows", ""]
         out += _table(["Window", "Model", "Profiling ok/issued", "Errors", "Client p50 / p99 ms",
                        "Handler p50 ms", "Req/s", "Audio s/s", "Balanced", "AIPerf"],
                       [[w.window, w.model, f"{w.counts.profiling.ok}/{w.counts.profiling.issued}",

@@ -183,6 +183,7 @@ class Mismatch(_S, frozen=True, kw_only=True):
     item_id: str = ""
     arm: str = ""
     answers: dict[str, str | None] = {}
+    request_id: str = ""
 
 
 class IdentityResult(_S, frozen=True, kw_only=True):

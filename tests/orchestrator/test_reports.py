@@ -127,6 +127,8 @@ def qualify_journal(*, finished: bool = True) -> _Journal:
     _server(j, m, 100)
     _capability(j, m)
     j.add(PhaseStarted(phase="correctness", model=m))
+    for i in range(2):  # the correctness stage's probes are accounted in their own window
+        _request(j, f"{m}/correctness", f"probe{i}", phase="profiling", start_s=1 + i, latency=1000.0)
     _verdicts(j, m, {("i1", "audio"): "correct", ("i2", "audio"): "correct", ("i3", "audio"): "correct",
                      ("i4", "audio"): "wrong", ("i1", "silence"): "wrong", ("i2", "silence"): "wrong",
                      ("i3", "silence"): "correct", ("i4", "silence"): "wrong", ("i1", "transcript"): "correct",
@@ -260,6 +262,11 @@ class TestFold:
         assert row.aiperf_settings == {"concurrency": 2, "requests": 5}
         assert row.server.peak_rss_bytes == 150 * 2**20 and row.server.startup_s == 1.5
         assert [g.observed for g in row.gates] == [0.75]
+        assert row.windows == ["ref-ok/correctness", "ref-ok/aiperf"]
+        report = build_report(journal)
+        assert [p.client_ms for p in report.charts["ref-ok"].latency] == [10.0, 20.0, 30.0, 40.0, 100.0]
+        probes = next(w for w in report.windows if w.window == "ref-ok/correctness")
+        assert probes.counts.profiling.issued == 2 and probes.timing.request_latency_ms.p50 == 1000.0
 
     def test_unsupported_row_keeps_the_400_evidence(self, journal: Path) -> None:
         """A model rejected at capability carries the probe's reason and the server's 400 body."""
@@ -329,6 +336,7 @@ class TestFold:
         j = _Journal()
         j.add(RunStarted(command="soak"), at=T0)
         j.add(PhaseStarted(phase="model", model="m"))
+        j.add(AiperfStarted(window="m/aiperf", argv=[], shell="aiperf", artifact_dir=""))
         n = 5 * MAX_POINTS + 7
         for i in range(n):
             _request(j, "m/aiperf", str(i), phase="profiling", start_s=i / 100, latency=float(i % 1000))
@@ -357,6 +365,17 @@ class TestJournalEnds:
         assert [n.kind for n in report.notices][-2:] == ["torn_line", "interrupted"]
         assert (report.rows[3].status, report.rows[3].failed_stage) == ("interrupted", "aiperf")
         assert report.rows[0].status == "aiperf-qualified"
+
+
+    def test_run_error_before_a_result_reads_error_with_the_run_reason(self) -> None:
+        """A run that ended in error before a model's ModelResult marks that row `error` at its open stage."""
+        j = qualify_journal(finished=False)
+        cut = next(i for i, e in enumerate(j.events) if isinstance(e, AiperfStarted) and e.window == "crashy/aiperf")
+        j.events = j.events[: cut + 1]
+        j.add(RunFinished(status="error", exit_code=3, reason="AIPerf is not installed"))
+        row = fold(j.events).rows[3]
+        assert (row.status, row.failed_stage) == ("error", "aiperf")
+        assert row.reason == "the run ended before this model's result: AIPerf is not installed"
 
 
 class TestWrite:
