@@ -171,7 +171,8 @@ def _figures(r: ModelRow, ch: ModelCharts) -> str:
     figs = []
     lat = ch.latency
     figs.append(scatter_chart(
-        "latency-over-time", f"{r.model}: latency over time (every {ch.latency_stride}. request)", [
+        "latency-over-time", f"{r.model}: latency over time"
+        + (f" (1 in {ch.latency_stride} requests shown)" if ch.latency_stride > 1 else ""), [
             ("client request_latency", [(p.t_s, p.client_ms) for p in lat if p.client_ms is not None]),
             ("server handler_ms", [(p.t_s, p.handler_ms) for p in lat if p.handler_ms is not None]),
             ("server model_call_ms", [(p.t_s, p.model_call_ms) for p in lat if p.model_call_ms is not None]),

@@ -92,17 +92,20 @@ def _legend(names: Sequence[tuple[str, str]]) -> list[str]:
     return out
 
 
-def _svg(chart: str, title: str, body: list[str], height: int = _H) -> str:
+def _svg(chart: str, title: str, body: list[str], height: int = _H, width: int = _W, caption: bool = True) -> str:
+    # The caption is drawn top right (the legend is top left); <title> also gives it to screen readers.
+    shown = (f'<text x="{width - _R}" y="17" text-anchor="end" font-weight="bold">{escape(title)}</text>'
+             if caption else "")
     return (f'<svg class="chart" data-chart="{chart}" xmlns="http://www.w3.org/2000/svg" '
-            f'viewBox="0 0 {_W} {height}" width="{_W}" height="{height}" role="img" '
-            f'font-family="sans-serif" font-size="11"><title>{escape(title)}</title>'
+            f'viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
+            f'font-family="sans-serif" font-size="11"><title>{escape(title)}</title>{shown}'
             + "".join(body) + "</svg>")
 
 
 def _empty(chart: str, title: str, why: str) -> str:
     # A short strip, not a blank frame: an empty picture should not take a picture's room.
     return _svg(chart, title, [f'<text x="8" y="18" fill="#888">{escape(title)}: {escape(why)}</text>'],
-                height=28).replace('class="chart"', 'class="chart empty"', 1)
+                height=28, caption=False).replace('class="chart"', 'class="chart empty"', 1)
 
 
 def scatter_chart(chart: str, title: str, series: Sequence[tuple[str, Sequence[tuple[float, float]]]],
@@ -186,6 +189,4 @@ def grid_chart(chart: str, title: str, arms: Sequence[str],
                     f'<text x="{x + 14}" y="17">{verdict}</text>')
         x += 30 + 7 * len(verdict)
     width = max(_W, label_w + cell_w * len(arms) + 20)
-    return (f'<svg class="chart" data-chart="{chart}" xmlns="http://www.w3.org/2000/svg" '
-            f'viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
-            f'font-family="sans-serif" font-size="11"><title>{escape(title)}</title>' + "".join(body) + "</svg>")
+    return _svg(chart, title, body, height=height, width=width)

@@ -34,6 +34,7 @@ from orchestrator.events import (
     VerdictReached,
     Warned,
 )
+from orchestrator.errors import JournalError
 from orchestrator.journal import encode_event
 from orchestrator.reports import build_report, encode_report, fold, load_report, write_reports
 from orchestrator.reports.fold import MAX_POINTS
@@ -376,6 +377,16 @@ class TestJournalEnds:
         row = fold(j.events).rows[3]
         assert (row.status, row.failed_stage) == ("error", "aiperf")
         assert row.reason == "the run ended before this model's result: AIPerf is not installed"
+
+
+    def test_corruption_before_the_last_line_is_an_error_naming_the_line(self, journal: Path, tmp_path: Path) -> None:
+        """Only the last line may be torn: a bad line earlier stops the report with the file and line."""
+        lines = journal.read_bytes().splitlines(keepends=True)
+        lines[5] = b'{"kind":"phase_started", broken\n'
+        journal.write_bytes(b"".join(lines))
+        with pytest.raises(JournalError, match=rf"{journal}:6: corrupt journal line"):
+            write_reports(journal, tmp_path / "out")
+        assert not (tmp_path / "out" / "report.json").exists()
 
 
 class TestWrite:
