@@ -258,6 +258,7 @@ class _Supervisor:
         self.gpu_warned = False
         self.http: aiohttp.ClientSession | None = None
         self.first_ready = anyio.Event()
+        self.announced = False
 
     # -- events and state ------------------------------------------------------------------------
 
@@ -265,9 +266,11 @@ class _Supervisor:
         await self.sink.publish(msgspec.structs.replace(event, source="supervisor"))
 
     async def set_state(self, state: ServerState, reason: str = "") -> None:
-        previous = self.handle.state
-        if previous == state and state != "starting":
+        previous: str = self.handle.state
+        if previous == state and self.announced:
             return
+        if not self.announced:
+            previous, self.announced = "", True  # the very first transition comes from nowhere
         self.handle._set(state)
         log.info("server_state", state=state, previous=previous, reason=reason,
                  incarnation=self.handle.incarnation)
