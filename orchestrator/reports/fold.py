@@ -672,7 +672,9 @@ class ReportFold:
             return m.result.status, m.result.failed_stage, reason
         if not m.stages:
             return "not-run", "", "the run ended before this model was reached"
-        open_stage = next((p for p, s in reversed(m.stages.items()) if s.finished_ns is None and p != "model"), "")
+        # The stage it stopped in: one left open, else the last one that failed.
+        open_stage = next((p for p, s in reversed(m.stages.items()) if s.finished_ns is None and p != "model"), "") \
+            or next((p for p, s in reversed(m.stages.items()) if s.outcome == "failed" and p != "model"), "")
         f = self._finished
         if f is None or f.status == "interrupted":
             return "interrupted", open_stage, f"the run was interrupted before this model's result{_why(f)}"

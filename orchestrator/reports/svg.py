@@ -120,8 +120,10 @@ def scatter_chart(chart: str, title: str, series: Sequence[tuple[str, Sequence[t
         color = COLORS[i % len(COLORS)]
         # One path of zero-length round-capped segments draws every dot with one element.
         d = "".join(f"M{f.x(x):.1f} {f.y(y):.1f}h0" for x, y in s)
-        body.append(f'<path class="series" d="{d}" stroke="{color}" stroke-width="4" '
-                    f'stroke-linecap="round" stroke-opacity="0.7" fill="none"/>')
+        # Later series draw smaller dots on top, so equal values (client ~ server) stay visible.
+        width = max(6.0 - 1.8 * i, 2.0)
+        body.append(f'<path class="series" d="{d}" stroke="{color}" stroke-width="{width:.1f}" '
+                    f'stroke-linecap="round" fill="none"/>')
     body += _legend([(n, COLORS[i % len(COLORS)]) for i, (n, _s) in enumerate(series)])
     return _svg(chart, title, body)
 
