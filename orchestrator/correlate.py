@@ -45,10 +45,19 @@ class JoinerStatistics(msgspec.Struct, frozen=True):
 
 
 class _Open:
-    __slots__ = ("client", "vias", "seen_ns")
+    __slots__ = ("client", "vias", "seen_ns", "server")
 
-    def __init__(self, client: ClientRecord, via: str, seen_ns: int) -> None:
+    def __init__(self, client: ClientRecord, via: str, seen_ns: int, server: ServerRecord | None = None) -> None:
         self.client, self.vias, self.seen_ns = client, {via}, seen_ns
+        # Set when the server half is here but the client half still lacks the answer text.
+        self.server = server
+
+
+def _lacks_answer(client: ClientRecord) -> bool:
+    """A successful request known only from the export (which carries no response text): the tap's
+    record with the answer is due within milliseconds, so settling now would publish no answer."""
+    return client.answer is None and client.via == "export" and not client.error_type \
+        and not client.was_cancelled and client.status_code in (None, 200)
 
 
 class _Settled:
@@ -97,12 +106,16 @@ class Joiner:
     """
 
     def __init__(self, *, key_parser: KeyParser | None = None, match_timeout_s: float = 5.0,
-                 crash_slack_s: float = 1.0, max_settled: int = 1_000_000, source: str = "correlator") -> None:
+                 crash_slack_s: float = 1.0, max_settled: int = 1_000_000, source: str = "correlator",
+                 answer_grace_s: float = 0.0) -> None:
         self.key_parser = key_parser
         self.match_timeout_ns = int(match_timeout_s * 1e9)
         self.crash_slack_ns = int(crash_slack_s * 1e9)
         self.max_settled = max_settled
         self.source = source
+        # > 0 when the live tap runs: an ok export half waits this long for the tap half with the answer.
+        self.answer_grace_ns = int(answer_grace_s * 1e9)
+        self._awaiting: dict[str, int] = {}
         self.window = ""
         self._clients: dict[str, _Open] = {}
         self._servers: dict[str, tuple[ServerRecord, int]] = {}
@@ -113,6 +126,9 @@ class Joiner:
         self.correlated = self.unmatched = self.duplicates = 0
 
     # ------------------------------------------------------------------ inputs
+
+    def _awaits_answer(self, client: ClientRecord) -> bool:
+        return self.answer_grace_ns > 0 and _lacks_answer(client)
 
     def start_window(self, window: str) -> None:
         """Server records without a client record are accounted to the window started last."""
@@ -133,11 +149,17 @@ class Joiner:
                 return [self._duplicate(rid, "client", rec.window or self.window, rec)]
             pending.client = _merge(pending.client, rec)
             pending.vias.add(rec.via)
+            if pending.server is not None and not self._awaits_answer(pending.client):
+                del self._clients[rid]
+                self._awaiting.pop(rid, None)
+                return [self._settle(pending.client, pending.vias, pending.server)]
             return []
         server = self._servers.pop(rid, None)
-        if server is not None:
+        if server is not None and not self._awaits_answer(rec):
             return [self._settle(rec, {rec.via}, server[0])]
-        self._clients[rid] = _Open(rec, rec.via, now_ns)
+        self._clients[rid] = _Open(rec, rec.via, now_ns, server[0] if server is not None else None)
+        if server is not None:
+            self._awaiting[rid] = now_ns + self.answer_grace_ns
         return []
 
     def add_server(self, rec: ServerRecord, now_ns: int = 0) -> list[Event]:
@@ -153,8 +175,15 @@ class Joiner:
             return []
         if rid in self._servers:
             return [self._duplicate(rid, "server", self.window, None)]
-        pending = self._clients.pop(rid, None)
+        pending = self._clients.get(rid)
         if pending is not None:
+            if pending.server is not None:
+                return [self._duplicate(rid, "server", self.window, None)]
+            if self._awaits_answer(pending.client):
+                pending.server = rec
+                self._awaiting[rid] = now_ns + self.answer_grace_ns
+                return []
+            del self._clients[rid]
             return [self._settle(pending.client, pending.vias, rec)]
         self._servers[rid] = (rec, now_ns)
         return []
@@ -170,12 +199,24 @@ class Joiner:
     def expire(self, now_ns: int) -> list[Event]:
         """Settle halves that waited longer than the match timeout; publish due crash lists."""
         out: list[Event] = []
+        while self._awaiting:  # complete but for the answer, past the grace: settle without it
+            rid, due = next(iter(self._awaiting.items()))
+            if due > now_ns:
+                break
+            del self._awaiting[rid]
+            pending = self._clients.pop(rid, None)
+            if pending is not None and pending.server is not None:
+                out.append(self._settle(pending.client, pending.vias, pending.server))
         limit = now_ns - self.match_timeout_ns
         while self._clients:
             rid, pending = next(iter(self._clients.items()))
             if pending.seen_ns > limit:
                 break  # insertion order is arrival order: the rest are younger
             del self._clients[rid]
+            if pending.server is not None:  # the answer never came: settle without it
+                self._awaiting.pop(rid, None)
+                out.append(self._settle(pending.client, pending.vias, pending.server))
+                continue
             out.append(self._unmatched(rid, "client", "no_server_record", pending.client))
             out.append(self._settle(pending.client, pending.vias, None))
         while self._servers:
@@ -207,8 +248,13 @@ class Joiner:
         Forgets the window's settled ids."""
         out: list[Event] = []
         in_flight = [rid for rid, p in self._clients.items() if (p.client.window or self.window) == window]
-        for rid in in_flight:
+        for rid in list(in_flight):
             pending = self._clients.pop(rid)
+            if pending.server is not None:  # complete but for the answer text: not in flight
+                self._awaiting.pop(rid, None)
+                in_flight.remove(rid)
+                out.append(self._settle(pending.client, pending.vias, pending.server))
+                continue
             out.append(self._unmatched(rid, "client", "timeout", pending.client))
             out.append(self._settle(pending.client, pending.vias, None, in_flight=True))
         if window == self.window:
@@ -337,9 +383,11 @@ class Correlator:
     """
 
     def __init__(self, bus: Any, *, key_parser: KeyParser | None = None, match_timeout_s: float = 5.0,
-                 tick_s: float = 0.05, name: str = "correlator", size: int = 8192) -> None:
+                 tick_s: float = 0.05, name: str = "correlator", size: int = 8192,
+                 answer_grace_s: float = 0.0) -> None:
         self._bus = bus
-        self.joiner = Joiner(key_parser=key_parser, match_timeout_s=match_timeout_s)
+        self.joiner = Joiner(key_parser=key_parser, match_timeout_s=match_timeout_s,
+                             answer_grace_s=answer_grace_s)
         self.match_timeout_s = match_timeout_s
         self._tick_s = tick_s
         self._name = name

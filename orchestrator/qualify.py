@@ -28,10 +28,19 @@ from orchestrator.capability import (
     select_probe_pairs,
 )
 from orchestrator.config import Config, ModelConfig
-from orchestrator.dataset import ArmRequest, Dataset, load_dataset, prepare_arms, resolve_dataset_path
+from orchestrator.dataset import (
+    ArmRequest,
+    Dataset,
+    load_dataset,
+    parse_session_key,
+    prepare_arms,
+    resolve_dataset_path,
+    session_key,
+)
 from orchestrator.errors import AqbenchError, ServerError
 from orchestrator.events import (
     CapabilityProbed,
+    ClientRecord,
     GateEvaluated,
     ModelResult,
     PhaseFinished,
@@ -86,11 +95,31 @@ class _ModelRun:
         self.aiperf_shell = ""
         self.bundle_sha256 = ""
         self.status = "implemented"
+        self.correlator: Any = None
         self._rid = 0
 
     def request_id(self, stage: str) -> str:
         self._rid += 1
         return f"aqb-{self.model.name}-{stage}-{self._rid:05d}"[:128]
+
+    async def ask(self, client: Any, req: ArmRequest, stage: str) -> Any:
+        """Ask over HTTP and journal the exchange as a ClientRecord, so the correlator joins it with the
+        server's record and accounts it in the window `<model>/<stage>` like any AIPerf request."""
+        rid = self.request_id(stage)
+        reply = await client.ask(req.text, req.audio_path, request_id=rid)
+        timeout = reply.status == 0 and "Timeout" in reply.error
+        await self.bus.publish(ClientRecord(
+            source="qualify", request_id=rid, via="probe", window=f"{self.model.name}/{stage}",
+            conversation_id=session_key(req.item_id, req.arm), phase="profiling",
+            request_start_ns=reply.start_unix_ns, request_end_ns=reply.end_unix_ns,
+            status_code=reply.status or None, error_type="timeout" if timeout else ("connection" if reply.status == 0 else ""),
+            error_message=reply.error or ("" if reply.status == 200 else reply.body[:500]),
+            request_latency_ms=reply.latency_ms, answer=reply.text, server_timing_ms=reply.server_timing_ms,
+            echoed_request_id=reply.echoed_request_id))
+        return reply
+
+    async def close_window(self, stage: str) -> None:
+        await self.correlator.close_window(f"{self.model.name}/{stage}")
 
     async def phase_start(self, phase: str, **detail: Any) -> None:
         await self.bus.publish(PhaseStarted(source="qualify", phase=phase, model=self.model.name, detail=detail))
@@ -188,6 +217,8 @@ def _qualify_command(cfg: Config, model: ModelConfig) -> str:
 
 
 async def _stages(m: _ModelRun) -> str:
+    from adapters.server_records import ServerRecordsTailer
+    from orchestrator.correlate import Correlator
     from orchestrator.supervisor import ServerSpec, supervise
 
     await m.phase_start("server")
@@ -195,31 +226,51 @@ async def _stages(m: _ModelRun) -> str:
     if bundle:
         m.bundle_sha256 = await anyio.to_thread.run_sync(_sha256_path, Path(bundle))
     spec = ServerSpec.from_config(m.cfg, m.model, m.run.run_dir)
+    # Stage failures are caught inside the task group and re-raised outside it, so that they reach
+    # the caller as themselves rather than wrapped in an exception group.
+    stopped: _StageFailed | None = None
+    status = ""
     async with anyio.create_task_group() as tg:
+        # Records tailer and correlator first: they must see the first ServerSpawned and every record.
+        await tg.start(ServerRecordsTailer(m.bus).run)
+        # The live tap carries the answers: give it a moment after the export half and the server record.
+        m.correlator = Correlator(m.bus, key_parser=parse_session_key, answer_grace_s=2.0)
+        await tg.start(m.correlator.run)
         try:
             handle = await tg.start(supervise, spec, m.bus)
         except ServerError as exc:
-            await m.phase_end("server", "failed", str(exc), argv=list(spec.argv))
-            raise _StageFailed("server", "failed", f"server did not start: {exc}") from None
-        try:
-            models_json = await _models_listing(handle.base_url)
-            await m.phase_end("server", "passed", "", models=models_json, bundle_sha256=m.bundle_sha256,
-                              argv=list(spec.argv), base_url=handle.base_url)
-            await _capability(m, handle.base_url)
-            m.status = "implemented"
-            await _correctness(m, handle.base_url)
-            m.status = "family-validated"
-            await _identity(m)
-            if m.opts.skip_aiperf:
-                await m.phase_start("aiperf")
-                await m.phase_end("aiperf", "skipped", "--skip-aiperf")
-                return m.status
-            await _aiperf(m, handle)
-            return "aiperf-qualified"
-        finally:
-            with anyio.CancelScope(shield=True):
-                await handle.stop()
+            await m.phase_end("server", "failed", str(exc), argv=spec.argv(1))
+            stopped = _StageFailed("server", "failed", f"server did not start: {exc}")
             tg.cancel_scope.cancel()
+        else:
+            try:
+                status = await _run_stages(m, handle, spec)
+            except _StageFailed as exc:
+                stopped = exc
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await handle.stop()
+                tg.cancel_scope.cancel()
+    if stopped is not None:
+        raise stopped
+    return status
+
+
+async def _run_stages(m: _ModelRun, handle: Any, spec: Any) -> str:
+    models_json = await _models_listing(handle.base_url)
+    await m.phase_end("server", "passed", "", models=models_json, bundle_sha256=m.bundle_sha256,
+                      argv=spec.argv(1), base_url=handle.base_url)
+    await _capability(m, handle.base_url)
+    m.status = "implemented"
+    await _correctness(m, handle.base_url)
+    m.status = "family-validated"
+    await _identity(m)
+    if m.opts.skip_aiperf:
+        await m.phase_start("aiperf")
+        await m.phase_end("aiperf", "skipped", "--skip-aiperf")
+        return m.status
+    await _aiperf(m, handle)
+    return "aiperf-qualified"
 
 
 def _sha256_path(path: Path) -> str:
@@ -259,13 +310,14 @@ async def _capability(m: _ModelRun, base_url: str) -> None:
         first = next((r for r in m.requests if r.arm == "audio"), None)
         if first is None:
             raise _StageFailed("capability", "failed", "the dataset has no audio-arm requests to probe with")
-        ids = (m.request_id("probe"), m.request_id("probe"))
-        with_audio = await client.ask(first.text, first.audio_path, request_id=ids[0])
-        text_only = await client.ask(first.text, None, request_id=ids[1])
+        with_audio = await m.ask(client, first, "capability")
+        text_only = await m.ask(client, msgspec.structs.replace(first, audio_path=None), "capability")
+        ids = (with_audio.request_id, text_only.request_id)
         transport = judge_transport(with_audio.status, with_audio.body or with_audio.error, text_only.status,
                                     text_only.body or text_only.error, request_ids=ids)
         await _publish_check(m, transport)
         if not transport.passed:
+            await m.close_window("capability")
             native = m.model.native_task in AUDIO_QA_TASKS
             status = "blocked" if native and with_audio.status == 400 and text_only.status == 200 else "unsupported"
             if status == "blocked":
@@ -287,10 +339,10 @@ async def _capability(m: _ModelRun, base_url: str) -> None:
                 req = by_key.get((item_id, arm)) or _arm_request(m, item_id, arm)
                 if req is None:
                     continue
-                rid = m.request_id("probe")
-                reply = await client.ask(req.text, req.audio_path, request_id=rid)
+                reply = await m.ask(client, req, "capability")
                 answers.append(ProbeAnswer(item_id=item_id, arm=arm, answer=reply.text, status=reply.status,
-                                           request_id=rid))
+                                           request_id=reply.request_id))
+    await m.close_window("capability")
     checks = [judge_conditioning(ds, pairs, answers), judge_text_only(answers),
               judge_transcription_only([ds.item(i) for i in probe_items], answers)]
     for check in checks:
@@ -328,13 +380,13 @@ async def _correctness(m: _ModelRun, base_url: str) -> None:
     scored: list[ScoredAnswer] = []
     async with ChatClient(base_url, m.model.name, timeout_s=m.cfg.workload.request_timeout_s) as client:
         for req in m.requests:
-            rid = m.request_id("http")
-            reply = await client.ask(req.text, req.audio_path, request_id=rid)
+            reply = await m.ask(client, req, "correctness")
             m.http_answers[(req.item_id, req.arm)] = reply.text
-            verdict = await _verdict(m, req, reply.text, "http", rid,
+            verdict = await _verdict(m, req, reply.text, "http", reply.request_id,
                                      error="" if reply.status == 200 else f"HTTP {reply.status or reply.error}: {reply.body[:300]}")
             scored.append(ScoredAnswer(item_id=req.item_id, arm=req.arm, kind=m.dataset.item(req.item_id).kind,
                                        verdict=verdict))
+    await m.close_window("correctness")
     if m.model.native_argv:
         argv = _render_native(m)
         async with NativeWorker(argv, log_path=m.run.run_dir / "native" / f"{m.model.name}.log",
@@ -416,8 +468,7 @@ async def _identity(m: _ModelRun) -> None:
 
 async def _aiperf(m: _ModelRun, handle: Any) -> None:
     from adapters.aiperf import build_command, check_install, ensure_tokenizer, run_aiperf
-    from orchestrator.correlate import Correlator
-    from orchestrator.dataset import parse_session_key, write_aiperf_input
+    from orchestrator.dataset import write_aiperf_input
 
     w = m.cfg.workload
     window = f"{m.model.name}/aiperf"
@@ -435,10 +486,10 @@ async def _aiperf(m: _ModelRun, handle: Any) -> None:
     rows = [r for r in m.requests if r.arm in w.arms]
     input_file = await anyio.to_thread.run_sync(write_aiperf_input, rows, work / "inputs.jsonl")
     cmd = build_command(w, base_url=handle.base_url, model=m.model.name, input_file=input_file,
-                        artifact_dir=work / "artifacts", tokenizer=tokenizer)
+                        artifact_dir=work / "artifacts", tokenizer=tokenizer,
+                        executable=install.executable)
     m.aiperf_shell = cmd.shell
     collected: list[RequestCorrelated] = []
-    correlator = Correlator(m.bus, key_parser=parse_session_key)
     async with anyio.create_task_group() as tg:
         sub = m.bus.subscribe(f"qualify:{window}", size=65536)
 
@@ -450,9 +501,9 @@ async def _aiperf(m: _ModelRun, handle: Any) -> None:
                         collected.append(ev)
 
         await tg.start(collect)
-        await tg.start(correlator.run)
-        outcome = await run_aiperf(cmd, m.bus, window=window, deadline_s=w.deadline_s, install=install)
-        accounting = await correlator.close_window(window)
+        outcome = await run_aiperf(cmd, m.bus, window=window, deadline_s=w.deadline_s, stop_grace_s=w.stop_grace_s,
+                                   install=install)
+        accounting = await m.correlator.close_window(window)
         # Let the collector see what the correlator published before stopping it.
         await anyio.sleep(0.05)
         tg.cancel_scope.cancel()

@@ -34,6 +34,8 @@ class ChatReply(msgspec.Struct, frozen=True, kw_only=True):
     server_timing_ms: float | None = None
     latency_ms: float = 0.0
     error: str = ""  # transport error, when status == 0
+    start_unix_ns: int = 0
+    end_unix_ns: int = 0
 
 
 async def audio_part(path: str) -> dict[str, Any]:
@@ -80,6 +82,7 @@ class ChatClient:
         assert self._session is not None, "use ChatClient as an async context manager"
         audio = await audio_part(audio_path) if audio_path else None
         payload = self.body(text, audio)
+        start_ns = time.time_ns()
         t0 = time.perf_counter()
         try:
             async with self._session.post(f"{self.base_url}/v1/chat/completions", json=payload,
@@ -93,11 +96,13 @@ class ChatClient:
                     body=raw[:_EVIDENCE_BYTES].decode("utf-8", "replace"),
                     echoed_request_id=resp.headers.get("x-request-id", ""),
                     server_timing_ms=float(timing.group(1)) if timing else None, latency_ms=latency_ms,
+                    start_unix_ns=start_ns, end_unix_ns=time.time_ns(),
                 )
         except (aiohttp.ClientError, TimeoutError) as exc:
             return ChatReply(request_id=request_id, status=0, text=None, body="",
                              latency_ms=(time.perf_counter() - t0) * 1000,
-                             error=f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+                             error=f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__,
+                             start_unix_ns=start_ns, end_unix_ns=time.time_ns())
 
 
 class _Message(msgspec.Struct):

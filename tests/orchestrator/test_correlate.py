@@ -281,3 +281,25 @@ class TestCorrelator:
                 got += isinstance(ev, RequestCorrelated)
             sub.close()
         assert got == 300 and acc.balanced
+
+
+class TestAnswerGrace:
+    def test_export_and_server_wait_for_the_tap_answer(self) -> None:
+        """With a tap running, an ok export half plus the server half waits for the tap half's answer."""
+        j = Joiner(key_parser=parse_key, answer_grace_s=2.0)
+        assert j.add_client(client("a", via="export"), now_ns=0) == []
+        assert j.add_server(server("a"), now_ns=1) == []
+        (done,) = j.add_client(client("a", via="tap", answer="three"), now_ns=2)
+        assert isinstance(done, RequestCorrelated) and done.answer == "three" and done.ok
+        assert done.model_call_ms == 30.0 and done.request_latency_ms == 100.0
+
+    def test_grace_expiry_settles_without_answer_and_not_in_flight(self) -> None:
+        """If the tap half never comes, the request settles ok (no answer) after the grace, not as in flight."""
+        j = Joiner(key_parser=parse_key, answer_grace_s=0.5)
+        j.add_server(server("b"), now_ns=0)
+        assert j.add_client(client("b", via="export"), now_ns=S // 10) == []
+        assert j.expire(S // 2) == []
+        (done,) = j.expire(S)
+        assert isinstance(done, RequestCorrelated) and done.ok and done.answer is None
+        acc = j.close_window("w1")[-1]
+        assert acc.balanced and acc.in_flight == 0
