@@ -158,9 +158,13 @@ def _error_rate(windows: Sequence[WindowStats], limit: float, skipped: int) -> M
               "warmup_windows_discarded": skipped, "rate": errors / issued if issued else None,
               "worst_window": worst.window if worst else "", "worst_rate": worst.error_rate if worst else None,
               "series": [w.error_rate for w in windows]}
-    if not issued:
+    if not windows:
         return MetricVerdict(metric="error_rate", passed=True, judged=False, detail=detail,
-                             reason=f"not judged: no profiling request after discarding {skipped} warmup window(s)")
+                             reason=f"not judged: no window after discarding {skipped} warmup window(s)")
+    if not issued:
+        # Windows ran but nothing was sent: the load never reached the server, which is no pass.
+        return MetricVerdict(metric="error_rate", passed=False, judged=True, detail=detail,
+                             reason=f"no profiling request was recorded in {len(windows)} window(s) after warmup")
     rate = errors / issued
     causes = ", ".join(f"{k}: {v}" for k, v in sorted(by_cause.items()))
     text = f"{errors}/{issued} = {rate:.4%} (limit {limit:.4%})" + (f"; by cause: {causes}" if causes else "")

@@ -32,7 +32,7 @@ def _windows(rss_mib: list[float], p99_ms: list[float] | None = None, *, errors:
         out.append(WindowStats(
             window=f"soak/w{i + 1:04d}", index=i + 1, start_unix_ns=T0 + i * WINDOW_NS,
             end_unix_ns=T0 + (i + 1) * WINDOW_NS, issued=issued, ok=issued - err, errors=err,
-            by_cause={"http_5xx": err} if err else {}, error_rate=err / issued,
+            by_cause={"http_5xx": err} if err else {}, error_rate=err / issued if issued else None,
             server_latency_ms=Summary(count=issued, p50=50.0, p99=p99),
             rss=MemorySummary(samples=300, median_bytes=rss * MIB, start_bytes=int(rss * MIB),
                               end_bytes=int(rss * MIB), peak_bytes=int(rss * MIB)),
@@ -162,3 +162,9 @@ class TestOtherVerdicts:
         v = _verdict(judge_soak(_windows([1.0] * 3), LIMITS, processes=ProcessCheck(leftover=["123 aiperf"])),
                      "processes")
         assert not v.passed and "123 aiperf" in v.reason
+
+    def test_windows_without_requests_fail_the_error_rate(self) -> None:
+        """Windows that recorded no profiling request at all (AIPerf never reached the server) fail."""
+        v = _verdict(judge_soak(_windows([500.0] * 3, issued=0), LIMITS), "error_rate")
+        assert not v.passed and v.judged
+        assert "no profiling request was recorded in 2 window(s)" in v.reason

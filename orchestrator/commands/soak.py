@@ -1,0 +1,43 @@
+"""`aqbench soak`: keep one supervised server under consecutive AIPerf windows and judge leaks and drift."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+__all__ = ["register"]
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("soak", help="long-running load with drift, leak, error-rate and restart verdicts",
+                       description="Runs one supervised server under consecutive AIPerf windows (each its own folder "
+                       "under runs/<id>/windows/), journals per-window aggregates and verdicts at every checkpoint, "
+                       "and writes runs/<id>/report.{json,md,html} and soak.{json,md,html}. SIGINT ends the current "
+                       "window gracefully and still writes the report. Exit 0 when every verdict passes, 1 when one "
+                       "fails, 2 on configuration errors, 3 when the run itself failed, 130/143 when interrupted.")
+    p.add_argument("--config", default="bench.toml", help="configuration file (default: bench.toml)")
+    p.add_argument("--duration", metavar="DURATION", help="total soak time, e.g. 8h, 90m (default: [soak] duration_s)")
+    p.add_argument("--window", metavar="DURATION", help="length of one AIPerf window, e.g. 5m (default: [soak] window_s)")
+    load = p.add_mutually_exclusive_group()
+    load.add_argument("--rate", type=float, metavar="R", help="open-loop request rate per second")
+    load.add_argument("--concurrency", type=int, metavar="C", help="closed-loop concurrent requests")
+    p.add_argument("--model", default="", metavar="NAME", help="configured model to soak (default: the first)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from orchestrator.config import load_config, parse_duration
+    from orchestrator.errors import UsageError
+    from orchestrator.run import run_main
+    from orchestrator.soak import SoakOptions, soak
+
+    cfg = load_config(args.config)
+    if args.rate is not None and args.rate <= 0:
+        raise UsageError(f"--rate {args.rate:g}: must be a positive number of requests per second")
+    if args.concurrency is not None and args.concurrency <= 0:
+        raise UsageError(f"--concurrency {args.concurrency}: must be a positive number of concurrent requests")
+    opts = SoakOptions(
+        duration_s=parse_duration(args.duration, what="--duration") if args.duration else None,
+        window_s=parse_duration(args.window, what="--window") if args.window else None,
+        request_rate=args.rate, concurrency=args.concurrency, model=args.model, argv=sys.argv)
+    return run_main(lambda interrupt: soak(cfg, opts, interrupt))

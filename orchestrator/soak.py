@@ -1,0 +1,533 @@
+"""`aqbench soak`: one supervised server under consecutive AIPerf windows, judged for leaks and drift.
+
+Composition root: chooses the adapters. Each window is a complete, judged AIPerf run in its own folder
+(runs/<id>/windows/wNNNN); per-window aggregates stay in memory (one small struct per window), details
+go to the journal. Verdicts are journaled and reports written at every checkpoint and at the end.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from collections import deque
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import msgspec
+import psutil
+from anyio.abc import TaskStatus
+
+from orchestrator.config import Config, ModelConfig
+from orchestrator.dataset import Dataset, load_dataset, parse_session_key, prepare_arms, resolve_dataset_path
+from orchestrator.errors import AqbenchError, DatasetError, ServerError, UsageError
+from orchestrator.events import (
+    AccountingChecked,
+    AiperfExited,
+    AiperfStarted,
+    Event,
+    OrphanKilled,
+    PhaseFinished,
+    PhaseStarted,
+    RequestCorrelated,
+    ResourceSampled,
+    ServerExited,
+    ServerRestarting,
+    SoakVerdict,
+    SoakWindowClosed,
+    VerdictReached,
+    Warned,
+)
+from orchestrator.gates import ScoredAnswer
+from orchestrator.logs import get_logger
+from orchestrator.run import Interrupt, RunScope, open_run
+from orchestrator.scoring import score
+from orchestrator.soak_verdicts import MetricVerdict, ProcessCheck, ServerExitFact, SoakLimits, judge_soak
+from orchestrator.soak_window import WindowAccumulator, WindowStats, window_name
+
+__all__ = ["SoakOptions", "soak", "SoakTracker", "check_processes"]
+
+log = get_logger("aqbench.soak")
+
+# Requests per AIPerf window: the window ends by --benchmark-duration, never by this count.
+_WINDOW_REQUEST_CAP = 10_000_000
+# After a stop request: how long the current window may take to end (SIGINT, files, accounting).
+_STOP_BUDGET_S = 60.0
+
+
+class SoakOptions(msgspec.Struct, frozen=True, kw_only=True):
+    """What the command line chose beyond bench.toml (None: take bench.toml's value)."""
+
+    duration_s: float | None = None
+    window_s: float | None = None
+    request_rate: float | None = None
+    concurrency: int | None = None
+    model: str = ""
+    argv: list[str] = []
+
+
+class SoakTracker:
+    """Lossless bus subscriber: folds the open window's events into its WindowAccumulator, scores each
+    profiling answer against its dataset item (publishing VerdictReached), and remembers unexpected
+    exits. Publishing never waits on its own full queue (it drains that queue into a local backlog)."""
+
+    def __init__(self, bus: Any, dataset: Dataset, model: ModelConfig, *, size: int = 8192) -> None:
+        self._bus = bus
+        self._dataset = dataset
+        self._model = model
+        self._size = size
+        self._sub: Any = None
+        self._backlog: deque[Any] = deque()
+        self._current: WindowAccumulator | None = None
+        self._seen = anyio.Event()
+        self.last_seq = 0
+        self.accounting: dict[str, AccountingChecked] = {}
+        self.aiperf_pids: dict[str, int] = {}
+        self.exits: list[ServerExitFact] = []
+        self.orphans_killed = 0
+        self.restarts = 0
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        async with self._bus.subscribe("soak", size=self._size) as sub:
+            self._sub = sub
+            task_status.started()
+            async for batch in sub.batches():
+                self._backlog.extend(batch)
+                while self._backlog:
+                    ev = self._backlog.popleft()
+                    for out in self._handle(ev):
+                        await self._publish(out)
+                    self.last_seq = max(self.last_seq, ev.seq)
+                    self._seen.set()
+                    self._seen = anyio.Event()
+
+    async def _publish(self, ev: Event) -> None:
+        while True:
+            try:
+                self._bus.publish_nowait(ev)
+                return
+            except anyio.WouldBlock:
+                while True:
+                    try:
+                        self._backlog.append(self._sub.receive_nowait())
+                    except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
+                        break
+                await anyio.sleep(0.001)
+
+    async def wait_seen(self, seq: int, timeout_s: float = 30.0) -> None:
+        """Block until every event up to `seq` has been handled (and its verdicts published)."""
+        with anyio.move_on_after(timeout_s):
+            while self.last_seq < seq:
+                await self._seen.wait()
+
+    @property
+    def current(self) -> WindowAccumulator | None:
+        """The open window's accumulator (None between windows)."""
+        return self._current
+
+    def open_window(self, index: int, start_unix_ns: int) -> WindowAccumulator:
+        self._current = WindowAccumulator(index, start_unix_ns, criteria=self._model.correctness)
+        return self._current
+
+    def close_window(self, end_unix_ns: int, **facts: Any) -> WindowStats:
+        assert self._current is not None, "close_window without an open window"
+        stats = self._current.close(end_unix_ns, **facts)
+        self._current = None
+        return stats
+
+    def _handle(self, ev: Any) -> Iterable[Event]:
+        acc = self._current
+        if isinstance(ev, RequestCorrelated):
+            if acc is None or ev.window != acc.window:
+                return ()
+            acc.add_request(phase=ev.phase, ok=ev.ok, cause=ev.cause, request_latency_ms=ev.request_latency_ms,
+                            handler_ms=ev.handler_ms, model_call_ms=ev.model_call_ms,
+                            request_start_ns=ev.request_start_ns, request_end_ns=ev.request_end_ns,
+                            incarnation=ev.incarnation)
+            if ev.phase == "profiling" and ev.ok:
+                return (self._verdict(acc, ev),)
+        elif isinstance(ev, ResourceSampled):
+            if acc is not None:
+                acc.add_resource(ev.rss_bytes, ev.gpu_memory_bytes)
+        elif isinstance(ev, ServerExited) and not ev.expected:
+            self.exits.append(ServerExitFact(incarnation=ev.incarnation, returncode=ev.returncode, signal=ev.signal,
+                                             unix_ns=ev.ts_ns, output_tail=list(ev.output_tail[-5:])))
+            if acc is not None:
+                acc.add_unexpected_exit()
+        elif isinstance(ev, ServerRestarting):
+            self.restarts += 1
+            if self.exits:
+                self.exits[-1] = msgspec.structs.replace(self.exits[-1], restarted=True)
+            if acc is not None:
+                acc.add_restart()
+        elif isinstance(ev, AccountingChecked):
+            self.accounting[ev.window] = ev
+        elif isinstance(ev, AiperfStarted):
+            self.aiperf_pids[ev.window] = ev.pid
+        elif isinstance(ev, OrphanKilled):
+            self.orphans_killed += 1
+        return ()
+
+    def _verdict(self, acc: WindowAccumulator, ev: RequestCorrelated) -> VerdictReached:
+        model = self._model
+        try:
+            item = self._dataset.item(ev.item_id)
+        except (KeyError, DatasetError):
+            acc.add_verdict(ScoredAnswer(item_id=ev.item_id, arm=ev.arm, kind="", verdict="error"))
+            return VerdictReached(source="soak", model=model.name, item_id=ev.item_id, arm=ev.arm, path="aiperf",
+                                  verdict="error", answer=ev.answer, request_id=ev.request_id,
+                                  detail=f"conversation {ev.conversation_id!r} maps to no dataset item")
+        if model.correctness.scorer != "dataset":
+            item = msgspec.structs.replace(item, scoring=model.correctness.scorer)
+        result = score(ev.answer, item)
+        acc.add_verdict(ScoredAnswer(item_id=item.id, arm=ev.arm, kind=item.kind, verdict=result.verdict))
+        return VerdictReached(source="soak", model=model.name, item_id=item.id, arm=ev.arm, path="aiperf",
+                              verdict=result.verdict, answer=ev.answer, gold=item.answer, item_kind=item.kind,
+                              scoring=item.scoring, request_id=ev.request_id, detail=result.detail)
+
+
+def check_processes(run_dir: Path, *, orphans_killed: int, wait_s: float = 5.0) -> ProcessCheck:
+    """Children of this process still alive or zombie after `wait_s`, and any process anywhere whose
+    command line names the run folder (a server or AIPerf that escaped its group). Blocks."""
+    me = psutil.Process(os.getpid())
+    deadline = time.monotonic() + wait_s
+    leftover: list[str] = []
+    zombies: list[str] = []
+    for child in me.children(recursive=True):
+        try:
+            child.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except psutil.TimeoutExpired:
+            pass
+        except psutil.NoSuchProcess:
+            continue
+        try:
+            desc = f"pid {child.pid}: {' '.join(child.cmdline())[:160]}"
+            if child.status() == psutil.STATUS_ZOMBIE:
+                zombies.append(desc)
+            elif child.is_running():
+                leftover.append(desc)
+        except psutil.NoSuchProcess:
+            continue
+    marker = str(run_dir.resolve())
+    own = {me.pid} | {int(x.split()[1].rstrip(":")) for x in leftover + zombies}
+    for proc in psutil.process_iter(["pid", "cmdline", "status"]):
+        try:
+            cmd = " ".join(proc.info["cmdline"] or [])
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+        if marker in cmd and proc.info["pid"] not in own:
+            desc = f"pid {proc.info['pid']}: {cmd[:160]}"
+            (zombies if proc.info["status"] == psutil.STATUS_ZOMBIE else leftover).append(desc)
+    return ProcessCheck(orphans_killed=orphans_killed, leftover=leftover, zombies=zombies)
+
+
+def _select_model(cfg: Config, name: str) -> ModelConfig:
+    if not cfg.models:
+        raise UsageError(f"{cfg.source}: no [[models]] configured; a soak needs one")
+    if not name:
+        return cfg.models[0]
+    for m in cfg.models:
+        if m.name == name:
+            return m
+    raise UsageError(f"--model {name}: not configured in {cfg.source}; configured models: "
+                     f"{', '.join(m.name for m in cfg.models)}")
+
+
+class _Settings(msgspec.Struct, frozen=True, kw_only=True):
+    duration_s: float
+    window_s: float
+    checkpoint_every_s: float
+    request_rate: float | None
+    concurrency: int | None
+    warmup_requests: int
+    arms: list[str]
+    limits: SoakLimits
+
+
+def _settings(cfg: Config, opts: SoakOptions) -> _Settings:
+    from orchestrator.errors import ConfigError
+
+    s, w = cfg.soak, cfg.workload
+    duration = opts.duration_s or s.duration_s
+    window = opts.window_s or s.window_s
+    if window > duration:
+        raise ConfigError(f"--window {window:g} s is longer than --duration {duration:g} s")
+    if opts.request_rate is not None and opts.concurrency is not None:
+        raise UsageError("pass --rate or --concurrency, not both")
+    rate, conc = opts.request_rate, opts.concurrency
+    if rate is None and conc is None:
+        rate, conc = w.request_rate, w.concurrency
+    return _Settings(duration_s=duration, window_s=window, checkpoint_every_s=s.checkpoint_every_s,
+                     request_rate=rate, concurrency=None if rate is not None else conc,
+                     warmup_requests=w.warmup_requests, arms=list(w.arms), limits=SoakLimits.from_config(s))
+
+
+async def soak(cfg: Config, opts: SoakOptions, interrupt: Interrupt) -> int:
+    """Run the soak; returns the exit code (0 every verdict passed, 1 a verdict failed, 130/143 interrupted).
+
+    The whole run sits in a shielded scope: a signal (run_main cancels) only sets a stop flag, so the
+    current window ends gracefully (AIPerf gets SIGINT, its partial results are judged), the journal
+    gets its verdicts and RunFinished, and the reports are written.
+    """
+    model = _select_model(cfg, opts.model)
+    settings = _settings(cfg, opts)
+    dataset = await anyio.to_thread.run_sync(load_dataset, resolve_dataset_path(cfg.dataset))
+    stop = anyio.Event()
+    rc = 0
+    async with anyio.create_task_group() as outer:
+
+        async def sentinel() -> None:
+            try:
+                await anyio.sleep_forever()
+            finally:
+                stop.set()
+
+        outer.start_soon(sentinel)
+        with anyio.CancelScope(shield=True):
+            rc = await _soak(cfg, opts, settings, model, dataset, interrupt, stop)
+        outer.cancel_scope.cancel()
+    return rc
+
+
+async def _soak(cfg: Config, opts: SoakOptions, settings: _Settings, model: ModelConfig, dataset: Dataset,
+                interrupt: Interrupt, stop: anyio.Event) -> int:
+    from orchestrator.soak_view import SoakView
+
+    verdicts: list[MetricVerdict] = []
+    async with open_run(cfg, command="soak", argv=opts.argv or sys.argv, interrupt=interrupt) as run:
+        await run.tg.start(SoakView(run.bus, duration_s=settings.duration_s).run)
+        await run.bus.publish(PhaseFinished(
+            source="soak", phase="dataset", outcome="passed",
+            detail={"name": dataset.name, "identity": dataset.identity, "path": str(dataset.root),
+                    "items": len(dataset.items), "arms": settings.arms}))
+        state = _Soak(run, model, dataset, settings, stop)
+        try:
+            verdicts = await state.run()
+        except AqbenchError as exc:
+            log.error("soak_failed", error=str(exc))
+            raise
+        failed = [v for v in verdicts if not v.passed]
+        if interrupt.signum:
+            reason = f"interrupted by {signal.Signals(interrupt.signum).name} after {state.done} window(s)"
+            run.finish(status="interrupted", exit_code=interrupt.exit_code, reason=reason,
+                       counts={"windows": state.done})
+        else:
+            run.finish(status="failed" if failed else "ok", exit_code=1 if failed else 0,
+                       reason="; ".join(f"{v.metric}: {v.reason}" for v in failed),
+                       counts={"windows": state.done})
+    paths = await anyio.to_thread.run_sync(_write_reports, run.journal_path, run.run_dir)
+    _print_summary(run.run_dir, verdicts, paths)
+    return interrupt.exit_code if interrupt.signum else (1 if any(not v.passed for v in verdicts) else 0)
+
+
+def _write_reports(journal: Path, run_dir: Path) -> list[Path]:
+    """The qualify-shaped report plus the soak report (pictures per window, verdict table). Blocks."""
+    from orchestrator.reports import write_reports
+    from orchestrator.reports.soak import write_soak_report
+
+    out: list[Path] = []
+    try:
+        p = write_reports(journal, run_dir)
+        out += [p.json, p.markdown, p.html]
+    except Exception as exc:  # the soak report must still be written when the shared one cannot be
+        log.error("report_failed", error=str(exc))
+    out += list(write_soak_report(journal, run_dir))
+    return out
+
+
+def _print_summary(run_dir: Path, verdicts: list[MetricVerdict], paths: list[Path]) -> None:
+    print(f"\nsoak: {run_dir}", file=sys.stderr)
+    for v in verdicts:
+        word = "PASS" if v.passed else "FAIL"
+        word = word if v.judged else "n/a "
+        print(f"  {word} {v.metric}: {v.reason[:300]}", file=sys.stderr)
+    print(f"  reports: {', '.join(str(p) for p in paths)}", file=sys.stderr)
+
+
+class _Soak:
+    """One soak's loop: server, collectors, windows, checkpoints, final verdicts."""
+
+    def __init__(self, run: RunScope, model: ModelConfig, dataset: Dataset, settings: _Settings,
+                 stop: anyio.Event) -> None:
+        self.run_scope = run
+        self.bus = run.bus
+        self.cfg = run.config
+        self.model = model
+        self.dataset = dataset
+        self.settings = settings
+        self.stop = stop
+        self.windows: list[WindowStats] = []
+        self.done = 0
+        self.tracker = SoakTracker(run.bus, dataset, model)
+        # AIPerf's ZeroMQ sockets live under TMPDIR and their paths must fit in 107 bytes: a short
+        # folder per soak (not the run folder), removed at the end with AIPerf's leftovers.
+        self.tmp_dir = Path(tempfile.mkdtemp(prefix="aqb-soak-"))
+
+    async def phase(self, phase: str, outcome: str | None = None, reason: str = "", **detail: Any) -> None:
+        if outcome is None:
+            await self.bus.publish(PhaseStarted(source="soak", phase=phase, model=self.model.name, detail=detail))
+        else:
+            await self.bus.publish(PhaseFinished(source="soak", phase=phase, model=self.model.name, outcome=outcome,
+                                                 reason=reason, detail=detail))
+
+    async def run(self) -> list[MetricVerdict]:
+        from adapters.aiperf import check_install, ensure_tokenizer
+        from adapters.server_records import ServerRecordsTailer
+        from orchestrator.correlate import Correlator
+        from orchestrator.dataset import write_aiperf_input
+        from orchestrator.supervisor import ServerSpec, supervise
+
+        run, m, s = self.run_scope, self.model, self.settings
+        await self.phase("model", checkpoint=m.checkpoint, profile=m.profile, revision=m.revision, family=m.family,
+                         native_task=m.native_task, precision=m.precision, bundle=m.bundle or self.cfg.server.bundle)
+        install = await anyio.to_thread.run_sync(check_install)
+        tokenizer = await anyio.to_thread.run_sync(ensure_tokenizer, m.tokenizer)
+        rows = await anyio.to_thread.run_sync(prepare_arms, self.dataset, s.arms, run.run_dir / "wire")
+        input_file = await anyio.to_thread.run_sync(write_aiperf_input, rows, run.run_dir / "windows" / "inputs.jsonl")
+        await run.tg.start(ServerRecordsTailer(self.bus).run)
+        correlator = Correlator(self.bus, key_parser=parse_session_key, answer_grace_s=2.0)
+        await run.tg.start(correlator.run)
+        await run.tg.start(self.tracker.run)
+
+        await self.phase("server")
+        spec = ServerSpec.from_config(self.cfg, m, run.run_dir)
+        verdicts: list[MetricVerdict] = []
+        started = False
+        server_failure = ""
+        try:
+            async with anyio.create_task_group() as tg:
+                try:
+                    handle = await tg.start(supervise, spec, self.bus)
+                except ServerError as exc:
+                    await self.phase("server", "failed", str(exc), argv=list(spec.argv(1)))
+                    raise
+                started = True
+                try:
+                    await self.phase("server", "passed", argv=list(spec.argv(1)), base_url=handle.base_url)
+                    await self.phase("soak", **msgspec.to_builtins(s))
+                    await self._windows(handle, correlator, install, tokenizer, input_file)
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        await handle.stop()
+                    tg.cancel_scope.cancel()
+        except* ServerError as group:
+            if not started:
+                raise
+            # The restart policy gave up: the windows so far are still judged and reported.
+            server_failure = "; ".join(str(e) for e in group.exceptions)
+            await self.bus.publish(Warned(source="soak", code="soak_server_failed", message=server_failure,
+                                          detail={"model": self.model.name}))
+        await anyio.to_thread.run_sync(lambda: shutil.rmtree(self.tmp_dir, ignore_errors=True))
+        check = await anyio.to_thread.run_sync(
+            lambda: check_processes(run.run_dir, orphans_killed=self.tracker.orphans_killed))
+        verdicts = await self._verdicts(final=True, processes=check)
+        failed = [v for v in verdicts if not v.passed]
+        await self.phase("soak", "failed" if failed else "passed", "; ".join(f"{v.metric}: {v.reason}" for v in failed),
+                         windows=self.done)
+        await self.phase("model", "soak-failed" if failed else "soak-passed")
+        return verdicts
+
+    async def _windows(self, handle: Any, correlator: Any, install: Any, tokenizer: Path, input_file: Path) -> None:
+        from adapters.aiperf import build_command, run_aiperf
+
+        s, w = self.settings, self.cfg.workload
+        count = max(1, math.ceil(s.duration_s / s.window_s - 1e-9))
+        started = time.monotonic()
+        next_checkpoint = started + s.checkpoint_every_s
+        last_end_ns: int | None = None
+        for index in range(1, count + 1):
+            if self.stop.is_set():
+                break
+            remaining = s.duration_s - (time.monotonic() - started)
+            length = min(s.window_s, max(1.0, remaining))
+            name = window_name(index)
+            folder = self.run_scope.run_dir / "windows" / f"w{index:04d}"
+            cmd = build_command(w, base_url=handle.base_url, model=self.model.name, input_file=input_file,
+                                artifact_dir=folder / "artifacts", tokenizer=tokenizer, executable=install.executable,
+                                requests=_WINDOW_REQUEST_CAP, warmup=s.warmup_requests if index == 1 else 0,
+                                concurrency=s.concurrency, request_rate=s.request_rate, tap_dir=folder / "tap",
+                                tmp_dir=self.tmp_dir)
+            grace = w.request_timeout_s
+            extra = ["--benchmark-duration", f"{length:g}", "--benchmark-grace-period", f"{grace:g}"]
+            cmd = msgspec.structs.replace(cmd, argv=[*cmd.argv, *extra], shell=f"{cmd.shell} {' '.join(extra)}")
+            await anyio.to_thread.run_sync(cmd.save, folder)
+            await handle.wait_ready(self.cfg.server.startup_timeout_s)
+            acc_start = time.time_ns()
+            self.tracker.open_window(index, acc_start)
+            outcome = await self._run_window(run_aiperf, cmd, name, deadline_s=length + grace + w.deadline_s,
+                                             install=install)
+            accounting = await correlator.close_window(name)
+            await self.tracker.wait_seen(accounting.seq)
+            end_ns = time.time_ns()
+            acc = self.tracker.current
+            first = acc.first_start_ns if acc else None
+            gap = (first - last_end_ns) / 1e9 if first and last_end_ns else None
+            last_end_ns = (acc.last_end_ns if acc else None) or last_end_ns
+            stats = self.tracker.close_window(end_ns, aiperf_classification=outcome.classification,
+                                              accounting_balanced=accounting.balanced, gap_before_s=gap)
+            self.windows.append(stats)
+            self.done = index
+            await self.bus.publish(SoakWindowClosed(source="soak", window=name, index=index,
+                                                    summary=stats.to_summary()))
+            if outcome.classification == "failed":
+                await self.bus.publish(Warned(source="soak", code="soak_window_failed",
+                                              message=f"window {name}: AIPerf run failed: {outcome.reason}",
+                                              detail={"model": self.model.name}))
+            if time.monotonic() >= next_checkpoint and not self.stop.is_set() and index < count:
+                next_checkpoint += s.checkpoint_every_s
+                await self._checkpoint()
+
+    async def _run_window(self, run_aiperf: Any, cmd: Any, name: str, *, deadline_s: float, install: Any) -> Any:
+        """Run one AIPerf window; a stop request sends its process group SIGINT (then SIGKILL after the
+        grace) so that AIPerf writes and the adapter judges what it has."""
+        result: list[Any] = []
+        async with anyio.create_task_group() as tg:
+
+            async def stopper() -> None:
+                await self.stop.wait()
+                # AiperfStarted (with the pid) may still be on its way through the bus.
+                while not (pid := self.tracker.aiperf_pids.get(name)):
+                    await anyio.sleep(0.05)
+                log.info("soak_window_stopping", window=name, pid=pid)
+                _killpg(pid, signal.SIGINT)
+                await anyio.sleep(self.cfg.workload.stop_grace_s)
+                _killpg(pid, signal.SIGKILL)
+
+            tg.start_soon(stopper)
+            with anyio.move_on_after(deadline_s + _STOP_BUDGET_S):
+                result.append(await run_aiperf(cmd, self.bus, window=name, deadline_s=deadline_s,
+                                               stop_grace_s=self.cfg.workload.stop_grace_s, install=install))
+            tg.cancel_scope.cancel()
+        if not result:
+            raise AqbenchError(f"AIPerf window {name} did not end within {deadline_s + _STOP_BUDGET_S:g} s")
+        return result[0]
+
+    async def _checkpoint(self) -> None:
+        """Checkpoint verdicts, then the reports from the journal so far (an interrupted soak keeps them)."""
+        await self._verdicts(final=False)
+        try:
+            await anyio.to_thread.run_sync(_write_reports, self.run_scope.journal_path, self.run_scope.run_dir)
+        except Exception as exc:  # a report bug must not end an eight-hour soak; it is journaled instead
+            await self.bus.publish(Warned(source="soak", code="soak_checkpoint_report_failed",
+                                          message=f"checkpoint report after window {self.done} failed: {exc!r}"))
+
+    async def _verdicts(self, *, final: bool, processes: ProcessCheck | None = None) -> list[MetricVerdict]:
+        verdicts = judge_soak(self.windows, self.settings.limits, exits=self.tracker.exits, processes=processes)
+        for v in verdicts:
+            await self.bus.publish(SoakVerdict(source="soak", metric=v.metric, passed=v.passed, final=final,
+                                               detail={"judged": v.judged, "reason": v.reason,
+                                                       "windows_closed": self.done, **v.detail}))
+        return verdicts
+
+
+def _killpg(pid: int, sig: signal.Signals) -> None:
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass

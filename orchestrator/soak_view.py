@@ -1,0 +1,126 @@
+"""Live soak status on stderr: one line refreshed in place on a terminal, plain periodic lines otherwise.
+
+A lossy bus subscriber: it never slows the soak and its counts are estimates (drops are counted by the
+bus and journaled); window latencies come from SoakWindowClosed, final numbers from the journal.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import TextIO
+
+import anyio
+from anyio.abc import TaskStatus
+
+from orchestrator.events import (
+    AiperfStarted,
+    RequestCorrelated,
+    ResourceSampled,
+    ServerExited,
+    ServerRestarting,
+    SoakVerdict,
+    SoakWindowClosed,
+)
+
+__all__ = ["SoakView", "format_status"]
+
+
+def _ms(v: object) -> str:
+    return f"{v:.0f}" if isinstance(v, (int, float)) else "-"
+
+
+def _hms(seconds: float) -> str:
+    s = int(seconds)
+    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
+
+
+def format_status(*, elapsed_s: float, duration_s: float, windows: int, window: str, ok: int, errors: int,
+                  last: dict[str, object] | None, rss_bytes: int | None, restarts: int) -> str:
+    """The one status line (pure, for tests and both output modes)."""
+    lat = "last window: -"
+    if last:
+        c = last.get("client_latency_ms") or {}
+        srv = last.get("server_latency_ms") or {}
+        assert isinstance(c, dict) and isinstance(srv, dict)
+        lat = (f"last window p50/p99 client {_ms(c.get('p50'))}/{_ms(c.get('p99'))} ms "
+               f"server {_ms(srv.get('p50'))}/{_ms(srv.get('p99'))} ms")
+    mem = f"{rss_bytes / 2**20:.0f} MiB" if rss_bytes is not None else "-"
+    return (f"soak {_hms(elapsed_s)}/{_hms(duration_s)}  windows {windows}{' (in ' + window + ')' if window else ''}"
+            f"  ok {ok} err {errors}  {lat}  server rss {mem}  restarts {restarts}")
+
+
+class SoakView:
+    """`await tg.start(SoakView(bus, duration_s=...).run)`; ends when the bus closes."""
+
+    def __init__(self, bus: object, *, duration_s: float, stream: TextIO | None = None,
+                 tty_interval_s: float = 0.5, plain_interval_s: float = 30.0) -> None:
+        self.bus = bus
+        self.duration_s = duration_s
+        self.stream = stream or sys.stderr
+        self.tty = self.stream.isatty()
+        self.interval_s = tty_interval_s if self.tty else plain_interval_s
+        self.started = time.monotonic()
+        self._last_print = 0.0
+        self.windows = 0
+        self.window = ""
+        self.ok = 0
+        self.errors = 0
+        self.last: dict[str, object] | None = None
+        self.rss_bytes: int | None = None
+        self.restarts = 0
+
+    def line(self) -> str:
+        return format_status(elapsed_s=time.monotonic() - self.started, duration_s=self.duration_s,
+                             windows=self.windows, window=self.window, ok=self.ok, errors=self.errors,
+                             last=self.last, rss_bytes=self.rss_bytes, restarts=self.restarts)
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        async with self.bus.subscribe("soak-view", size=1024, lossy=True) as sub:  # type: ignore[attr-defined]
+            task_status.started()
+            async for ev in sub:
+                self.show(ev)
+        if self.tty:
+            self.stream.write("\n")
+            self.stream.flush()
+
+    def show(self, ev: object) -> None:
+        """Update the counts from one event; print when the line is due (or something notable happened)."""
+        notable = ""
+        if isinstance(ev, RequestCorrelated):
+            if ev.phase == "profiling":
+                if ev.ok:
+                    self.ok += 1
+                else:
+                    self.errors += 1
+        elif isinstance(ev, ResourceSampled):
+            self.rss_bytes = ev.rss_bytes
+        elif isinstance(ev, AiperfStarted) and ev.window.startswith("soak/"):
+            self.window = ev.window
+        elif isinstance(ev, SoakWindowClosed):
+            self.windows = max(self.windows, ev.index)
+            self.window = ""
+            self.last = dict(ev.summary)
+            notable = "window"
+        elif isinstance(ev, ServerRestarting):
+            self.restarts += 1
+            notable = f"server restarting (attempt {ev.attempt}): {ev.reason[:160]}"
+        elif isinstance(ev, ServerExited) and not ev.expected:
+            notable = f"server exited unexpectedly (incarnation {ev.incarnation}, code {ev.returncode} {ev.signal})"
+        elif isinstance(ev, SoakVerdict):
+            word = "PASS" if ev.passed else "FAIL"
+            notable = f"{'final' if ev.final else 'checkpoint'} verdict {ev.metric}: {word} {str(ev.detail.get('reason', ''))[:200]}"
+        if notable and notable != "window":
+            self._emit(notable, status=False)
+        now = time.monotonic()
+        if notable or now - self._last_print >= self.interval_s:
+            self._last_print = now
+            self._emit(self.line(), status=True)
+
+    def _emit(self, text: str, *, status: bool) -> None:
+        if self.tty:
+            # The status line is rewritten in place; other messages scroll above it.
+            self.stream.write("\r\x1b[2K" + text + ("" if status else "\n"))
+        else:
+            self.stream.write(text + "\n")
+        self.stream.flush()
