@@ -170,7 +170,7 @@ class TestCrashAndRestart:
         crash = next(e for e in events if isinstance(e, ServerExited) and e.pid == first_pid)
         assert (crash.expected, crash.during, crash.signal, crash.returncode) == (False, "run", "SIGKILL", -9)
         assert (crash.mono_ns - killed_ns) / 1e6 < 200
-        assert crash.output_tail and "listening" in crash.output_tail[-1]
+        assert any("listening" in line for line in crash.output_tail)  # pipes interleave freely
         restarting = kinds(events, "ServerRestarting")
         assert [(r.incarnation, r.attempt) for r in restarting] == [(2, 1)]
         spawned = kinds(events, "ServerSpawned")
