@@ -310,8 +310,9 @@ class Joiner:
                     continue
                 if server.end_unix_ns and server.end_unix_ns < crash.ns - self.crash_slack_ns:
                     continue
-            # An error record's end may equal its start (AIPerf): then only the start is known.
-            if start <= crash.ns + self.crash_slack_ns and (end is None or end >= crash.ns - self.crash_slack_ns):
+            # crash.ns is when the exit was noticed (after the death): a request started later was
+            # refused, not in flight. An error record's end may equal its start (AIPerf): end unknown.
+            if start <= crash.ns and (end is None or end >= crash.ns - self.crash_slack_ns):
                 return crash
         return None
 

@@ -5,6 +5,7 @@ Pure: builds and writes the command, never runs it (run.py does).
 
 from __future__ import annotations
 
+import hashlib
 import shlex
 import sys
 from pathlib import Path
@@ -13,7 +14,20 @@ import msgspec
 
 from orchestrator.config import WorkloadConfig
 
-__all__ = ["AiperfCommand", "build_command", "LOW_LAG_ENV"]
+__all__ = ["AiperfCommand", "build_command", "LOW_LAG_ENV", "SHORT_TMP_PREFIX"]
+
+SHORT_TMP_MAX = 48
+SHORT_TMP_PREFIX = "aqbench-tmp-"
+
+
+def _short_tmp(requested: Path) -> Path:
+    """AIPerf puts its ZMQ IPC sockets under TMPDIR/tmpXXXXXXXX/aiperf/; a Unix socket path must stay
+    under 108 bytes, so a deep run folder is replaced by a short, deterministic /tmp/aqbench-<hash>."""
+    requested = requested.resolve()
+    if len(str(requested)) <= SHORT_TMP_MAX:
+        return requested
+    digest = hashlib.sha256(str(requested).encode()).hexdigest()[:12]
+    return Path("/tmp") / f"{SHORT_TMP_PREFIX}{digest}"
 
 
 def _default_executable() -> str:
@@ -71,8 +85,7 @@ def build_command(
     executable = executable or _default_executable()
     if live_tap and tap_dir is None:
         tap_dir = artifact_dir.parent / "tap"
-    if tmp_dir is None:
-        tmp_dir = artifact_dir.parent / "tmp"
+    tmp_dir = _short_tmp(Path(tmp_dir) if tmp_dir is not None else artifact_dir.parent / "tmp")
     count = requests if requests is not None else workload.requests
     warm = warmup if warmup is not None else workload.warmup_requests
     if concurrency is not None and request_rate is not None:

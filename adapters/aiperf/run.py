@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 import time
@@ -19,7 +20,7 @@ import msgspec
 from anyio.abc import Process
 
 from adapters.aiperf.artifacts import Classification, judge_artifacts, wait_artifacts_final
-from adapters.aiperf.command import AiperfCommand
+from adapters.aiperf.command import SHORT_TMP_PREFIX, AiperfCommand
 from adapters.aiperf.install import AiperfInstall
 from adapters.aiperf.records import RecordParseError, parse_export_line, parse_tap_line
 from adapters.tail import LineFollower
@@ -217,6 +218,9 @@ async def run_aiperf(
             # AIPerf's service processes share its group; sweep any that outlived the main process.
             _signal_group(proc.pid, signal.SIGKILL)
             await proc.aclose()
+            tmp = cmd.env.get("TMPDIR", "")
+            if Path(tmp).name.startswith(SHORT_TMP_PREFIX):
+                shutil.rmtree(tmp, ignore_errors=True)  # ours, outside the run folder: leave nothing behind
             if outcome is None:
                 await bus.publish(AiperfExited(source="aiperf", window=window, returncode=proc.returncode,
                                                classification="cancelled", reason="aqbench was cancelled",

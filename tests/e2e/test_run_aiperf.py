@@ -1,0 +1,129 @@
+"""End to end: `aqbench run-aiperf` with real AIPerf 0.13.0 against the reference server, judged
+from the run's journal (clean run, injected 500s and delays, server killed mid-run)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from orchestrator.events import AccountingChecked, AiperfExited, RequestCorrelated, RequestsInFlight, ServerExited
+from orchestrator.journal import read_journal
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = [pytest.mark.aiperf, pytest.mark.slow]
+
+_CONFIG = """
+[run]
+output_dir = "{out}"
+name = "e2e"
+
+[server]
+kind = "reference"
+argv = {argv}
+replicas = 2
+startup_timeout_s = 120.0
+stop_grace_s = 10.0
+
+[server.restart]
+policy = "on-failure"
+max_restarts = 5
+backoff_s = 0.2
+
+[[models]]
+name = "reference-audioqa"
+family = "aqbench-reference"
+checkpoint = "aqbench/reference-cascade"
+
+[models.correctness]
+min_pass_rate = 0.0
+
+[dataset]
+path = "{dataset}"
+
+[workload]
+warmup_requests = 2
+requests = {requests}
+concurrency = 2
+request_timeout_s = 60.0
+arms = [{arms}]
+deadline_s = 300.0
+"""
+
+
+def _run(tmp_path: Path, *, requests: int, arms: str, faults: list[str]) -> tuple[int, list, str]:
+    argv = ["{python}", "-m", "adapters.reference", "--host", "{host}", "--port", "{port}", "--model-name",
+            "{model}", "--records", "{records}", "--replicas", "{replicas}", *faults]
+    config = tmp_path / "bench.toml"
+    config.write_text(_CONFIG.format(out=tmp_path / "runs", argv=json.dumps(argv), requests=requests,
+                                     dataset=ROOT / "datasets" / "audioqa-v1", arms=arms))
+    proc = subprocess.run([sys.executable, "-m", "orchestrator", "--log-level", "warning", "run-aiperf",
+                           "--config", str(config)], cwd=ROOT, capture_output=True, text=True, timeout=400)
+    [run_dir] = list((tmp_path / "runs").iterdir())
+    events, torn = read_journal(run_dir / "events.jsonl")
+    assert not torn
+    return proc.returncode, events, proc.stderr
+
+
+def _of(events: list, kind: type) -> list:
+    return [e for e in events if isinstance(e, kind)]
+
+
+def _server_statuses(events: list) -> list[int]:
+    from orchestrator.events import ServerRecord
+
+    return [e.status for e in _of(events, ServerRecord)]
+
+
+def test_clean_run_every_request_correlated(tmp_path: Path) -> None:
+    """Every request is joined, server model_call_ms < client latency, the accounting balances."""
+    rc, events, stderr = _run(tmp_path, requests=6, arms='"audio"', faults=[])
+    assert rc == 0, stderr[-3000:]
+    [exited] = _of(events, AiperfExited)
+    assert exited.classification == "complete"
+    [acc] = _of(events, AccountingChecked)
+    assert acc.balanced and acc.issued == {"warmup": 2, "profiling": 6} and acc.expected == acc.issued
+    corr = _of(events, RequestCorrelated)
+    assert len(corr) == 8 and len({c.request_id for c in corr}) == 8
+    for c in corr:
+        assert c.ok and c.has_server and c.item_id and c.arm == "audio", c
+        assert c.model_call_ms is not None and c.model_call_ms < c.request_latency_ms
+        assert c.timing_scope == "public_task_call_wall" and c.answer
+    assert "accounting: balanced" in stderr
+
+
+def test_injected_errors_and_delays_counted_by_cause(tmp_path: Path) -> None:
+    """With a 25% injected 500 rate and added latency, http_5xx equals the server's 500s exactly."""
+    rc, events, stderr = _run(tmp_path, requests=12, arms='"transcript"',
+                              faults=["--fault-error-rate", "0.25", "--fault-latency-ms", "150"])
+    [acc] = _of(events, AccountingChecked)
+    assert acc.balanced, acc.problems
+    statuses = _server_statuses(events)
+    assert statuses.count(500) == 14 // 4 and len(statuses) == 14
+    total = {k: acc.by_cause["warmup"].get(k, 0) + acc.by_cause["profiling"].get(k, 0) for k in ("ok", "http_5xx")}
+    assert total == {"ok": 14 - statuses.count(500), "http_5xx": statuses.count(500)}
+    assert all(c.model_call_ms >= 150 for c in _of(events, RequestCorrelated) if c.ok)
+    [exited] = _of(events, AiperfExited)
+    assert exited.classification == "partial" and rc == 1
+
+
+def test_server_killed_mid_run_accounts_in_flight_as_crash(tmp_path: Path) -> None:
+    """A server dying mid-run: its in-flight requests are server_crash, AIPerf is partial, nothing lost."""
+    rc, events, stderr = _run(tmp_path, requests=12, arms='"transcript"', faults=["--fault-crash-after", "5"])
+    crashes = [e for e in _of(events, ServerExited) if not e.expected]
+    assert crashes, stderr[-3000:]
+    [acc] = _of(events, AccountingChecked)
+    assert acc.balanced, acc.problems
+    crashed = [e for e in _of(events, RequestCorrelated) if e.cause == "server_crash"]
+    listed = {rid for e in _of(events, RequestsInFlight) for rid in e.request_ids}
+    assert crashed and {e.request_id for e in crashed} == listed
+    # In flight = started before the exit was noticed; later requests were refused (connection).
+    assert all(e.request_start_ns <= crashes[0].ts_ns and e.incarnation == crashes[0].incarnation for e in crashed)
+    refused = [e for e in _of(events, RequestCorrelated) if e.request_start_ns > crashes[0].ts_ns and not e.ok]
+    assert all(e.cause == "connection" for e in refused)
+    assert sum(acc.issued.values()) == 14
+    [exited] = _of(events, AiperfExited)
+    assert exited.classification == "partial" and rc == 1
