@@ -93,3 +93,38 @@ def test_signal_cleanup_is_journaled(tmp_path, mode):
     states = [e.state for e in events if type(e).__name__ == "ServerStateChanged"]
     assert states[-2:] == ["stopping", "stopped"]
     assert names.index("ServerExited") < names.index("RunFinished")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_real_aqbench_command_stops_server_on_signal(tmp_path, signum, code):
+    """`aqbench run-aiperf` signalled once its server is ready: exit 128+n, server and orphan gone."""
+    (tmp_path / "bench.toml").write_text(CONFIG.replace("[run]\n", f'[run]\noutput_dir = "{tmp_path}/runs"\n'))
+    aqbench = Path(sys.executable).with_name("aqbench")
+    proc = subprocess.Popen([str(aqbench), "--log-format", "json", "run-aiperf", "--config",
+                             str(tmp_path / "bench.toml")], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True, cwd=tmp_path)
+    seen: list[str] = []
+    try:
+        for line in proc.stderr:
+            seen.append(line)
+            if '"event":"server_state"' in line and '"state":"ready"' in line:
+                break
+        else:
+            pytest.fail(f"aqbench ended before its server was ready: {''.join(seen)[-2000:]}")
+        proc.send_signal(signum)
+        rest = proc.stderr.read()
+        rc = proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stderr.close()
+    stderr = "".join(seen) + rest
+    assert rc == code, stderr[-2000:]
+    run_dir = next((tmp_path / "runs").iterdir())
+    log = (run_dir / "server.log").read_text()
+    server_pid = int(re.search(r'"event": "starting".*"pid": (\d+)', log).group(1))
+    grandchild = int(re.search(r'"grandchild_pid": (\d+)', log).group(1))
+    assert _gone(server_pid) and _gone(grandchild)
+    assert '"event":"orphan_killed"' in stderr
