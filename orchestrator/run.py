@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
+import anyio.abc
 import structlog
 from anyio.abc import TaskGroup
 
@@ -90,29 +91,36 @@ async def open_run(
     structlog.contextvars.bind_contextvars(run_id=run_id)
     bus = Bus(run_id)
     interrupt = interrupt or Interrupt()
+    scope = RunScope(run_id=run_id, run_dir=run_dir, bus=bus, tg=None, config=config,  # type: ignore[arg-type]
+                     interrupt=interrupt)
     try:
-        async with anyio.create_task_group() as tg:
-            await tg.start(JournalWriter(run_dir / "events.jsonl").run, bus)
-            scope = RunScope(run_id=run_id, run_dir=run_dir, bus=bus, tg=tg, config=config, interrupt=interrupt)
-            await bus.publish(RunStarted(
-                source="run", command=command, argv=list(argv if argv is not None else sys.argv),
-                config_path=config.source, config_sha256=config.sha256, config=config_to_dict(config),
-                tool_versions=tool_versions(), host=host_facts(), run_dir=str(run_dir.resolve()),
-            ))
-            log.info("run_started", run_dir=str(run_dir), command=command)
+        async with anyio.create_task_group() as outer:
+            # The writer is shielded: cancelling the run must not stop it before the cleanup's own
+            # events (server exits, orphans, RunFinished) are written. It ends when the bus closes.
+            await outer.start(_write_journal, JournalWriter(run_dir / "events.jsonl"), bus)
             try:
-                yield scope
-            except anyio.get_cancelled_exc_class():
-                scope.finish(status="interrupted", exit_code=interrupt.exit_code or 130,
-                             reason=f"interrupted by {signal.Signals(interrupt.signum).name}"
-                             if interrupt.signum else "cancelled")
-                raise
-            except Exception as exc:
-                scope.finish(status="error", exit_code=getattr(exc, "exit_code", 3), reason=str(exc))
-                with anyio.CancelScope(shield=True):
-                    await bus.publish(Failed(source="run", code=type(exc).__name__, message=str(exc)))
+                async with anyio.create_task_group() as tg:
+                    scope.tg = tg
+                    await bus.publish(RunStarted(
+                        source="run", command=command, argv=list(argv if argv is not None else sys.argv),
+                        config_path=config.source, config_sha256=config.sha256, config=config_to_dict(config),
+                        tool_versions=tool_versions(), host=host_facts(), run_dir=str(run_dir.resolve()),
+                    ))
+                    log.info("run_started", run_dir=str(run_dir), command=command)
+                    yield scope
+            except BaseException as exc:
+                if _is_cancellation(exc):
+                    scope.finish(status="interrupted", exit_code=interrupt.exit_code or 130,
+                                 reason=f"interrupted by {signal.Signals(interrupt.signum).name}"
+                                 if interrupt.signum else "cancelled")
+                else:
+                    real = _first_error(exc) if isinstance(exc, BaseExceptionGroup) else exc
+                    scope.finish(status="error", exit_code=getattr(real, "exit_code", 3), reason=str(real))
+                    with anyio.CancelScope(shield=True):
+                        await bus.publish(Failed(source="run", code=type(real).__name__, message=str(real)))
                 raise
             finally:
+                # After the run's task group: every task's cleanup has published what it had to say.
                 with anyio.CancelScope(shield=True), anyio.move_on_after(30):
                     await bus.publish(RunFinished(source="run", status=scope.status,  # type: ignore[arg-type]
                                                   exit_code=scope.exit_code, reason=scope.reason,
@@ -122,6 +130,19 @@ async def open_run(
     finally:
         structlog.contextvars.unbind_contextvars("run_id")
         detach_run_log()
+
+
+async def _write_journal(writer: JournalWriter, bus: Bus,
+                         *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+    with anyio.CancelScope(shield=True):
+        await writer.run(bus, task_status=task_status)
+
+
+def _is_cancellation(exc: BaseException) -> bool:
+    cancelled = anyio.get_cancelled_exc_class()
+    if isinstance(exc, BaseExceptionGroup):
+        return all(_is_cancellation(e) for e in exc.exceptions)
+    return isinstance(exc, cancelled)
 
 
 def run_main(body: Callable[[Interrupt], Awaitable[int]]) -> int:

@@ -74,9 +74,6 @@ def test_signal_stops_server_and_orphans(tmp_path, mode, signum, code):
     assert "orphan_killed" in stderr
 
 
-@pytest.mark.xfail(strict=True, reason="orchestrator/run.py cancels the journal writer together with the run, "
-                   "so events published by shielded cleanup (ServerExited, even RunFinished) are lost; "
-                   "reported to the lead")
 @pytest.mark.parametrize("mode", ["tg", "cm"])
 def test_signal_cleanup_is_journaled(tmp_path, mode):
     """After SIGINT the journal ends with RunFinished(interrupted) and holds the clean ServerExited."""
