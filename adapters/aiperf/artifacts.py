@@ -102,17 +102,26 @@ def _sizes(folder: Path) -> tuple[int, ...]:
     return tuple(out)
 
 
-def wait_artifacts_final(folder: Path, *, timeout_s: float, poll_s: float = 0.1) -> bool:
+def wait_artifacts_final(folder: Path, *, timeout_s: float, quiet_s: float | None = None,
+                         poll_s: float = 0.1) -> bool:
     """Wait (blocking; call through a worker thread) until the ready marker exists and the export
-    sizes are unchanged over two polls. Returns False when `timeout_s` passed first."""
-    deadline = time.monotonic() + timeout_s
+    sizes are unchanged over two polls. With `quiet_s`, also give up once nothing changed for that
+    long without a marker (a killed AIPerf never writes one). Returns whether the marker was seen."""
+    start = time.monotonic()
+    deadline = start + timeout_s
     last: tuple[int, ...] | None = None
     stable = 0
+    changed_at = start
     while time.monotonic() < deadline:
         sizes = _sizes(folder)
-        stable = stable + 1 if sizes == last else 0
+        if sizes == last:
+            stable += 1
+        else:
+            stable, changed_at = 0, time.monotonic()
         if sizes[0] >= 0 and stable >= 2:
             return True
+        if quiet_s is not None and time.monotonic() - changed_at >= quiet_s:
+            return False
         last = sizes
         time.sleep(poll_s)
     return False

@@ -33,6 +33,7 @@ classify_artifacts = judge_artifacts
 _ANSI = re.compile(rb"\x1b\[[0-9;]*[A-Za-z]")
 _LEVEL = re.compile(r"\b(TRACE|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|SUCCESS)\b")
 _FINAL_WAIT_S = 15.0
+_QUIET_S = 2.0
 
 
 class AiperfOutcome(msgspec.Struct, frozen=True, kw_only=True):
@@ -199,7 +200,10 @@ async def run_aiperf(
                                                  f"{deadline_s:g} s; stopping it with SIGINT"))
                 await _stop(proc, stop_grace_s)
             # Exports are finalised after exit: wait for the marker and stable sizes, then stop tailing.
-            await anyio.to_thread.run_sync(lambda: wait_artifacts_final(artifact_dir, timeout_s=_FINAL_WAIT_S))
+            # Exit 0 means AIPerf finishes its files; a failed or signalled AIPerf may never write a marker.
+            quiet = None if proc.returncode == 0 else _QUIET_S
+            await anyio.to_thread.run_sync(lambda: wait_artifacts_final(artifact_dir, timeout_s=_FINAL_WAIT_S,
+                                                                        quiet_s=quiet))
             stop_tailers.set()
             pump_scope.deadline = anyio.current_time() + 2.0
         judged = await anyio.to_thread.run_sync(lambda: judge_artifacts(

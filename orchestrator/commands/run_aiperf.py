@@ -131,7 +131,9 @@ async def _body(cfg: Any, args: argparse.Namespace, interrupt: Any) -> int:
         await run.tg.start(live.run)
         tailer = ServerRecordsTailer(run.bus)
         await run.tg.start(tailer.run)
-        correlator = Correlator(run.bus, key_parser=parse_session_key, match_timeout_s=args.match_timeout_s)
+        # The live tap carries the answer text; an export half that wins the race waits briefly for it.
+        correlator = Correlator(run.bus, key_parser=parse_session_key, match_timeout_s=args.match_timeout_s,
+                                answer_grace_s=1.0)
         await run.tg.start(correlator.run)
         spec = ServerSpec.from_config(cfg, model, run.run_dir)
         handle = await run.tg.start(supervise, spec, run.bus)

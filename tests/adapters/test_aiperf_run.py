@@ -1,0 +1,103 @@
+"""run_aiperf's process handling against a scripted stand-in executable: records streamed from both
+sources, exit judged by files, deadline -> SIGINT, SIGKILL after the grace, nonzero exit, torn tail."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import anyio
+import msgspec
+import pytest
+
+from adapters.aiperf.command import AiperfCommand
+from adapters.aiperf.run import run_aiperf
+from orchestrator.bus import Bus
+from orchestrator.events import AiperfExited, AiperfStarted, ClientRecord, LogLine, Warned
+
+FAKE = Path(__file__).resolve().parents[1] / "data" / "fake_aiperf.py"
+
+
+def _cmd(tmp_path: Path, mode: str, *, tap: bool = True) -> AiperfCommand:
+    art = tmp_path / "art"
+    argv = [sys.executable, str(FAKE), "profile", "--artifact-dir", str(art)]
+    env = {"FAKE_MODE": mode, "TMPDIR": str(tmp_path / "tmp")}
+    if tap:
+        env["AQBENCH_TAP_DIR"] = str(tmp_path / "tap")
+    return AiperfCommand(argv=argv, env=env, shell="fake", artifact_dir=str(art), input_file="")
+
+
+async def _run(cmd: AiperfCommand, **kw) -> tuple[object, list]:
+    bus = Bus("t")
+    async with anyio.create_task_group() as tg:
+        sub = bus.subscribe("probe", size=100_000, lossy=True)
+        outcome = await run_aiperf(cmd, bus, window="w", **kw)
+        events = []
+        while True:
+            try:
+                events.append(sub.receive_nowait())
+            except anyio.WouldBlock:
+                break
+        sub.close()
+        tg.cancel_scope.cancel()
+    return outcome, events
+
+
+class TestRunAiperf:
+    @pytest.mark.anyio
+    async def test_complete_run_streams_both_sources(self, tmp_path: Path) -> None:
+        """Five records arrive once through the tap and once through the export; the run is complete."""
+        outcome, events = await _run(_cmd(tmp_path, "ok"))
+        recs = [e for e in events if isinstance(e, ClientRecord)]
+        assert sorted(r.via for r in recs) == ["export"] * 5 + ["tap"] * 5
+        assert {r.request_id for r in recs if r.via == "tap"} == {r.request_id for r in recs if r.via == "export"}
+        assert outcome.classification == "complete" and outcome.returncode == 0
+        assert any(isinstance(e, LogLine) and e.level == "info" for e in events)
+        assert isinstance(events[0], AiperfStarted) and isinstance(events[-1], AiperfExited)
+
+    @pytest.mark.anyio
+    async def test_nonzero_exit_without_files_is_failed(self, tmp_path: Path) -> None:
+        """AIPerf exiting 1 before any request is 'failed' and the reason quotes its last output."""
+        outcome, _ = await _run(_cmd(tmp_path, "fail"))
+        assert outcome.classification == "failed" and outcome.returncode == 1
+        assert "bad flag --nope" in outcome.reason
+
+    @pytest.mark.anyio
+    async def test_deadline_sends_sigint_and_run_is_cancelled(self, tmp_path: Path) -> None:
+        """Past the deadline the group gets SIGINT; the stand-in writes its files; classified cancelled."""
+        outcome, events = await _run(_cmd(tmp_path, "slow_sigint"), deadline_s=0.6, stop_grace_s=5)
+        assert outcome.classification == "cancelled" and outcome.returncode == 0
+        assert any(isinstance(e, Warned) and e.code == "aiperf_deadline" for e in events)
+        assert outcome.records["export"] >= 5
+
+    @pytest.mark.anyio
+    async def test_sigkill_after_grace(self, tmp_path: Path) -> None:
+        """A process ignoring SIGINT is killed after the grace period, and the run still ends."""
+        with anyio.fail_after(20):
+            outcome, _ = await _run(_cmd(tmp_path, "ignore_sigint"), deadline_s=0.5, stop_grace_s=0.5)
+        assert outcome.returncode == -9 and outcome.classification == "cancelled"
+
+    @pytest.mark.anyio
+    async def test_torn_last_line_is_warned_not_lost_silently(self, tmp_path: Path) -> None:
+        """A half-written last line and no ready marker: partial, and the bad line is a warning event."""
+        outcome, events = await _run(_cmd(tmp_path, "torn", tap=False))
+        assert outcome.classification == "partial" and outcome.records["bad_lines"] == 1
+        assert [e.code for e in events if isinstance(e, Warned)] == ["aiperf_bad_record_line"]
+
+    @pytest.mark.anyio
+    async def test_cancellation_stops_the_process_and_journals_exit(self, tmp_path: Path) -> None:
+        """Cancelling the caller SIGINTs the group, reaps it and still publishes AiperfExited(cancelled)."""
+        bus = Bus("t")
+        sub = bus.subscribe("probe", size=100_000, lossy=True)
+        with anyio.move_on_after(0.8):
+            await run_aiperf(_cmd(tmp_path, "slow_sigint"), bus, window="w", stop_grace_s=5)
+        events = []
+        while True:
+            try:
+                events.append(sub.receive_nowait())
+            except anyio.WouldBlock:
+                break
+        sub.close()
+        [exited] = [e for e in events if isinstance(e, AiperfExited)]
+        assert exited.classification == "cancelled" and exited.returncode == 0
+        assert msgspec.json.decode(msgspec.json.encode(exited), type=AiperfExited) == exited

@@ -1,0 +1,79 @@
+"""A scripted stand-in for the `aiperf` executable, to test run_aiperf's process handling cheaply.
+
+Reads --artifact-dir from argv; FAKE_MODE picks the behaviour: ok, slow_sigint (stops cleanly on
+SIGINT), ignore_sigint (must be killed), fail (exit 1, no files), torn (half a line, no marker, exit 143).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+import uuid
+from pathlib import Path
+
+
+def _line(i: int, phase: str) -> dict:
+    now = time.time_ns()
+    return {"metadata": {"x_request_id": str(uuid.uuid4()), "conversation_id": f"item-{i}.audio",
+                         "session_num": i, "benchmark_phase": phase, "request_start_ns": now - 10_000_000,
+                         "request_end_ns": now},
+            "metrics": {"request_latency": {"value": 10.0, "unit": "ms"}},
+            "trace_data": {"response_status_code": 200, "response_headers": {"Server-Timing": "model;dur=5"}}}
+
+
+def _finish(art: Path, n: int, cancelled: bool) -> None:
+    (art / "phase_manifest.json").write_text(json.dumps({"phases": [
+        {"phase_name": "profiling", "total_request_count": n, "successful_request_count": n,
+         "error_request_count": 0, "was_cancelled": cancelled}]}))
+    (art / "profile_export_aiperf.json").write_text(json.dumps({
+        "request_count": {"avg": n}, "error_request_count": {"avg": 0}, "was_cancelled": cancelled,
+        "is_complete": not cancelled}))
+    (art / ".aiperf_results_ready.json").write_text(json.dumps({"ready": True, "was_cancelled": cancelled,
+                                                                "partial": False}))
+
+
+def main() -> int:
+    art = Path(sys.argv[sys.argv.index("--artifact-dir") + 1])
+    art.mkdir(parents=True, exist_ok=True)
+    mode = os.environ.get("FAKE_MODE", "ok")
+    print("12:00:00.000 INFO     Starting fake AIPerf", flush=True)
+    if mode == "fail":
+        print("12:00:00.001 ERROR    bad flag --nope", flush=True)
+        return 1
+    export = open(art / "profile_export.jsonl", "w")  # noqa: SIM115
+    tap_dir = os.environ.get("AQBENCH_TAP_DIR")
+    tap = open(Path(tap_dir) / f"tap-{os.getpid()}-rp.jsonl", "a") if tap_dir else None  # noqa: SIM115
+    stop = {"flag": False}
+    if mode == "slow_sigint":
+        signal.signal(signal.SIGINT, lambda *_: stop.update(flag=True))
+    elif mode == "ignore_sigint":
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    n = 0
+    total = 5 if mode in ("ok", "torn") else 10_000
+    for i in range(total):
+        if stop["flag"]:
+            break
+        rec = _line(i, "profiling")
+        export.write(json.dumps(rec) + "\n")
+        export.flush()
+        if tap:
+            md = rec["metadata"]
+            tap.write(json.dumps({"request_id": md["x_request_id"], "conversation_id": md["conversation_id"],
+                                  "phase": "profiling", "request_start_ns": md["request_start_ns"],
+                                  "request_end_ns": md["request_end_ns"], "status": 200, "text": "four"}) + "\n")
+            tap.flush()
+        n += 1
+        time.sleep(0.02)
+    if mode == "torn":
+        export.write('{"metadata": {"x_request_id": "half')
+        export.flush()
+        return 143  # as AIPerf on SIGTERM: records cut short, no aggregates, no marker
+    _finish(art, n, cancelled=stop["flag"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
