@@ -41,7 +41,8 @@ __all__ = [
 ]
 
 BadCause = Literal["invalid_json", "wrong_types", "torn_last_line"]
-_CHUNK = 1 << 20
+# 256 KiB reads keep a chunk and its lines in cache while they are decoded (1 MiB was slower).
+_CHUNK = 1 << 18
 _DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, ValueError, TypeError)
 # Events the correlator derives: ingest derives them again from the halves, so copies read from a
 # journal are counted (and compared), not re-emitted.
@@ -269,16 +270,18 @@ class Ingest:
     def feed(self, path: str, chunk: bytes) -> None:
         """Bytes appended to `path`; complete lines are processed, the rest waits for more."""
         f = self._file(path)
-        data = f.pending + chunk if f.pending else chunk
-        cut = data.rfind(b"\n") + 1
-        f.pending = data[cut:]
-        if cut:
-            self._lines(f, data[:cut] if cut < len(data) else data)
+        # Split the chunk itself (no copy of the whole chunk): only the carried-over tail is joined.
+        lines = chunk.split(b"\n")
+        if f.pending:
+            lines[0] = f.pending + lines[0]
+        f.pending = lines.pop()
+        if lines:
+            self._lines(f, lines)
 
     def feed_lines(self, path: str, lines: list[bytes]) -> None:
         """Whole lines (without newlines) from a follower."""
         if lines:
-            self._lines(self._file(path), b"\n".join(lines) + b"\n")
+            self._lines(self._file(path), lines)
 
     def end(self, path: str) -> None:
         """End of input for `path`: an unterminated last line is processed, and if it does not decode
@@ -294,14 +297,12 @@ class Ingest:
         f.lineno = 0
         f.pending = b""
 
-    def _lines(self, f: _File, blob: bytes) -> None:
-        """Complete lines, `blob` ending with a newline."""
-        lines = blob.split(b"\n")
-        lines.pop()
+    def _lines(self, f: _File, lines: list[bytes]) -> None:
+        """Complete lines, without their newlines."""
         n = len(lines)
         f.summary.lines += n
         if f.format is None:
-            self._detect(f, blob)
+            self._detect(f, lines)
         fmt = f.format
         assert fmt is not None
         start = f.lineno
@@ -324,13 +325,13 @@ class Ingest:
     def _tail(self, f: _File, line: bytes) -> None:
         f.summary.lines += 1
         if f.format is None:
-            self._detect(f, line + b"\n")
+            self._detect(f, [line])
         f.lineno += 1
         assert f.format is not None
         self._one(f, f.format, line, f.lineno, torn=True)
 
-    def _detect(self, f: _File, blob: bytes) -> None:
-        first = next((ln for ln in blob.split(b"\n") if ln.strip()), None)
+    def _detect(self, f: _File, lines: list[bytes]) -> None:
+        first = next((ln for ln in lines if ln.strip()), None)
         name = file_format(f.name, first)
         f.format = FORMATS[name]
         f.summary.format = name

@@ -8,18 +8,28 @@ from __future__ import annotations
 
 import re
 
+import msgspec
+
 from adapters.logs.formats import LineFormat
 from adapters.server_records import parse_server_record
 from orchestrator.events import ServerRecord
 
 __all__ = ["SERVER_RECORDS", "decode_server_record", "incarnation_from_name"]
 
+_direct = msgspec.json.Decoder(ServerRecord)
 _INCARNATION = re.compile(r"records-(\d+)\.jsonl")
 
 
 def decode_server_record(line: bytes) -> ServerRecord:
-    """One records line; raises ValueError / msgspec errors on a bad line (no `request_id` included)."""
-    return parse_server_record(line, source="")
+    """One records line; raises ValueError / msgspec errors on a bad line (no `request_id` included).
+
+    Fast path: a line whose fields are all present or absent (no nulls) decodes straight into the
+    event, which gives what parse_server_record gives (tests check both on real files) at a third
+    of the cost; any line that does not (nulls, bad lines) goes through parse_server_record."""
+    try:
+        return _direct.decode(line)
+    except msgspec.DecodeError:  # ValidationError included
+        return parse_server_record(line, source="")
 
 
 def incarnation_from_name(name: str) -> int:

@@ -95,6 +95,14 @@ class TestServerRecords:
         assert recs[2].status == 400 and recs[2].error_code == "invalid_request" and recs[2].model == ""
         assert recs[0].audio and recs[0].audio["seconds"] > 3 and recs[0].model_call_ms > 0
 
+    @pytest.mark.parametrize("path", [REFERENCE, DATA / "aiperf" / "server_records.jsonl"])
+    def test_same_event_as_the_live_tailer_parser(self, path: Path) -> None:
+        """With nulls (reference) or without (trtmc-shaped), a line gives parse_server_record's event."""
+        from adapters.server_records import parse_server_record
+
+        for line in path.read_bytes().splitlines():
+            assert decode_server_record(line) == parse_server_record(line, source="")
+
     def test_wrong_type_is_an_error(self) -> None:
         """A status that is not a number is rejected with the path of the field."""
         with pytest.raises(ValueError, match=r"got `str` - at `\$.status`"):
