@@ -219,7 +219,7 @@ def _qualify_command(cfg: Config, model: ModelConfig) -> str:
 async def _stages(m: _ModelRun) -> str:
     from adapters.server_records import ServerRecordsTailer
     from orchestrator.correlate import Correlator
-    from orchestrator.supervisor import ServerSpec, supervise
+    from orchestrator.supervisor import ServerSpec
 
     await m.phase_start("server")
     bundle = m.model.bundle or m.cfg.server.bundle
@@ -237,7 +237,7 @@ async def _stages(m: _ModelRun) -> str:
         m.correlator = Correlator(m.bus, key_parser=parse_session_key, answer_grace_s=2.0)
         await tg.start(m.correlator.run)
         try:
-            handle = await tg.start(supervise, spec, m.bus)
+            handle = await tg.start(_supervise_to_the_end, spec, m.bus)
         except ServerError as exc:
             await m.phase_end("server", "failed", str(exc), argv=spec.argv(1))
             stopped = _StageFailed("server", "failed", f"server did not start: {exc}")
@@ -254,6 +254,32 @@ async def _stages(m: _ModelRun) -> str:
     if stopped is not None:
         raise stopped
     return status
+
+
+class _StartedProxy:
+    """Remembers whether the task reported readiness, so later failures can be told apart."""
+
+    def __init__(self, task_status: Any) -> None:
+        self._task_status = task_status
+        self.done = False
+
+    def started(self, value: Any = None) -> None:
+        self.done = True
+        self._task_status.started(value)
+
+
+async def _supervise_to_the_end(spec: Any, bus: Any, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
+    """supervise(), except that a server which fails for good after it was ready does not cancel the
+    stage in progress: the supervisor journals the failure and sets handle.failure; the stage's own
+    requests then fail and are accounted, and the stage is judged with that evidence."""
+    from orchestrator.supervisor import supervise
+
+    proxy = _StartedProxy(task_status)
+    try:
+        await supervise(spec, bus, task_status=proxy)  # type: ignore[arg-type]
+    except ServerError:
+        if not proxy.done:
+            raise
 
 
 async def _run_stages(m: _ModelRun, handle: Any, spec: Any) -> str:
@@ -509,6 +535,8 @@ async def _aiperf(m: _ModelRun, handle: Any) -> None:
         tg.cancel_scope.cancel()
     profiling = [c for c in collected if c.phase == "profiling"]
     problems: list[str] = []
+    if handle.failure:
+        problems.append(f"server failed during the AIPerf stage: {handle.failure}")
     if outcome.classification != "complete":
         problems.append(f"AIPerf run {outcome.classification}: {outcome.reason}")
     if not accounting.balanced:

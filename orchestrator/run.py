@@ -108,6 +108,9 @@ async def open_run(
                     ))
                     log.info("run_started", run_dir=str(run_dir), command=command)
                     yield scope
+                    # The body is done: background tasks it started (live views, samplers) stop now;
+                    # their shielded cleanups still run before RunFinished is journaled.
+                    tg.cancel_scope.cancel()
             except BaseException as exc:
                 if _is_cancellation(exc):
                     scope.finish(status="interrupted", exit_code=interrupt.exit_code or 130,

@@ -1,0 +1,217 @@
+"""`aqbench qualify` end to end with real subprocesses: the reference server, scripted flawed servers,
+a gate set too high, and a server killed during the AIPerf stage. Reports rebuilt from the journal."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from orchestrator.events import (
+    AccountingChecked,
+    CapabilityProbed,
+    ModelResult,
+    PhaseFinished,
+    RequestCorrelated,
+    ServerSpawned,
+)
+from orchestrator.journal import read_journal
+
+ROOT = Path(__file__).resolve().parents[2]
+DATASET = ROOT / "datasets" / "audioqa-v1"
+STUB = ROOT / "tests" / "data" / "servers" / "chat_stub.py"
+DEFAULT = (ROOT / "bench.toml").read_text()
+
+# Signal-only conditioning pairs (fast to answer) plus one spoken pair and one language item.
+MINI_ITEMS = ["count-beeps-5", "count-beeps-3", "pitch-higher-up", "pitch-lower-up", "frequency-1k",
+              "duration-0s8", "content-meeting-day", "content-meeting-hour"]
+
+
+def mini_dataset(tmp_path: Path, items: list[str]) -> Path:
+    """A real dataset folder holding a subset of audioqa-v1 (same files, same hashes)."""
+    out = tmp_path / "mini"
+    lines = [ln for ln in (DATASET / "manifest.jsonl").read_text().splitlines()
+             if json.loads(ln)["id"] in items]
+    assert len(lines) == len(items)
+    for ln in lines:
+        rel = json.loads(ln)["audio"]
+        (out / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(DATASET / rel, out / rel)
+    (out / "manifest.jsonl").write_text("\n".join(lines) + "\n")
+    return out
+
+
+def config(tmp_path: Path, *, server_argv: str | None = None, kind: str = "reference", dataset: Path | None = None,
+           extra_models: str = "", replace: dict[str, str] | None = None) -> Path:
+    text = DEFAULT.replace('output_dir = "runs"', f'output_dir = "{tmp_path / "runs"}"')
+    if server_argv is not None:
+        start = text.index("argv = [")
+        end = text.index("]", start) + 1
+        text = text[:start] + f"argv = {server_argv}" + text[end:]
+        text = text.replace('kind = "reference"', f'kind = "{kind}"')
+    if dataset is not None:
+        text = text.replace('name = "audioqa-v1"', f'name = "audioqa-v1"\npath = "{dataset}"')
+        text = text.replace("[models.correctness.min_pass_rate_by_kind]\ncount = 1.0\n", "")
+    for old, new in (replace or {}).items():
+        assert old in text, old
+        text = text.replace(old, new)
+    text = text.replace("[dataset]", extra_models + "\n[dataset]", 1)
+    path = tmp_path / "bench.toml"
+    path.write_text(text)
+    return path
+
+
+def qualify(cfg: Path, *args: str, timeout: int = 400) -> tuple[int, str, Path]:
+    out = subprocess.run([sys.executable, "-m", "orchestrator", "--log-level", "warning", "qualify",
+                          "--config", str(cfg), *args], capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+    runs = sorted((cfg.parent / "runs").iterdir())
+    return out.returncode, out.stderr, runs[-1]
+
+
+def results(run_dir: Path) -> dict[str, ModelResult]:
+    events, torn = read_journal(run_dir / "events.jsonl")
+    assert torn is None
+    return {e.model: e for e in events if isinstance(e, ModelResult)}
+
+
+def stub_argv(mode: str) -> str:
+    return json.dumps(["{python}", str(STUB), "--mode", mode, "--host", "{host}", "--port", "{port}",
+                       "--model-name", "{model}", "--records", "{records}"])
+
+
+@pytest.mark.aiperf
+@pytest.mark.slow
+def test_default_qualify_reaches_aiperf_qualified_and_report_rebuilds(tmp_path: Path) -> None:
+    """The default configuration qualifies the reference server through every stage, and `aqbench report`
+    rebuilds a byte-identical report.json from the journal alone."""
+    rc, stderr, run_dir = qualify(config(tmp_path), timeout=600)
+    assert rc == 0, stderr[-4000:]
+    res = results(run_dir)["reference-audioqa"]
+    assert res.status == "aiperf-qualified" and res.failed_stage == ""
+    assert res.row["aiperf_command"].count("aiperf profile") == 1
+    events, _ = read_journal(run_dir / "events.jsonl")
+    acc = [e for e in events if isinstance(e, AccountingChecked) and e.window == "reference-audioqa/aiperf"]
+    assert len(acc) == 1 and acc[0].balanced and acc[0].in_flight == 0
+    profiling = [e for e in events if isinstance(e, RequestCorrelated)
+                 and e.window == "reference-audioqa/aiperf" and e.phase == "profiling"]
+    assert len(profiling) == 48 and all(e.ok and e.answer for e in profiling)
+    assert all(e.model_call_ms < e.request_latency_ms for e in profiling)
+    first = (run_dir / "report.json").read_bytes()
+    report = json.loads(first)
+    assert "reference-audioqa" in json.dumps(report)
+    for name in ("report.json", "report.md", "report.html"):
+        (run_dir / name).unlink()
+    rebuilt = subprocess.run([sys.executable, "-m", "orchestrator", "report", str(run_dir)], capture_output=True,
+                             text=True, timeout=120)
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    assert (run_dir / "report.json").read_bytes() == first
+    md = (run_dir / "report.md").read_text()
+    assert "aiperf-qualified" in md
+    assert (run_dir / "report.html").read_text().count("<svg") >= 3
+
+
+def test_trtmc_like_server_rejecting_audio_is_blocked_or_unsupported(tmp_path: Path) -> None:
+    """A server that 400s input_audio (as trtmc-server does) makes an audio_text_to_text checkpoint
+    `blocked` and any other checkpoint `unsupported`, with the 400 body kept as evidence."""
+    other = ('\n[[models]]\nname = "whisper-like"\nfamily = "whisper"\ncheckpoint = "openai/whisper-tiny"\n'
+             'native_task = "speech_transcription"\n[models.correctness]\nmin_pass_rate = 0.9\n')
+    cfg = config(tmp_path, server_argv=stub_argv("reject-audio"), kind="trtmc-server",
+                 dataset=mini_dataset(tmp_path, MINI_ITEMS), extra_models=other)
+    rc, stderr, run_dir = qualify(cfg)
+    assert rc == 1, stderr[-3000:]
+    res = results(run_dir)
+    assert res["reference-audioqa"].status == "blocked"
+    assert "no served route reaches it" in res["reference-audioqa"].row["reason"]
+    assert res["whisper-like"].status == "unsupported"
+    assert res["whisper-like"].row["reason"].startswith("server rejects input_audio in chat")
+    events, _ = read_journal(run_dir / "events.jsonl")
+    transport = [e for e in events if isinstance(e, CapabilityProbed) and e.check == "transport"]
+    assert len(transport) == 2 and not any(t.passed for t in transport)
+    assert '"code":"invalid_request"' in transport[0].evidence["with_audio"]["body"].replace(" ", "")
+    assert transport[0].evidence["without_audio"]["status"] == 200
+
+
+@pytest.mark.parametrize(("mode", "reason"), [("text-only", "text-only:"), ("transcribe", "transcription-only:")])
+def test_flawed_servers_are_unsupported_with_reason(tmp_path: Path, mode: str, reason: str) -> None:
+    """A server that ignores the audio, or one that only transcribes, ends `unsupported` at capability
+    with the reason named."""
+    cfg = config(tmp_path, server_argv=stub_argv(mode), dataset=mini_dataset(tmp_path, MINI_ITEMS))
+    rc, stderr, run_dir = qualify(cfg)
+    assert rc == 1, stderr[-3000:]
+    res = results(run_dir)["reference-audioqa"]
+    assert res.status == "unsupported" and res.failed_stage == "capability"
+    assert reason in res.row["reason"], res.row["reason"]
+    assert "answers do not follow the audio" in res.row["reason"]
+
+
+@pytest.mark.slow
+def test_gate_above_achievable_fails_at_correctness_listing_items(tmp_path: Path) -> None:
+    """A gate of 100 % on a set including an item the reference cannot answer (French) fails at
+    correctness, naming the failing item; the gate is applied as written."""
+    cfg = config(tmp_path, dataset=mini_dataset(tmp_path, [*MINI_ITEMS, "language-fr"]),
+                 replace={"min_pass_rate = 0.9": "min_pass_rate = 1.0"})
+    rc, stderr, run_dir = qualify(cfg)
+    assert rc == 1, stderr[-3000:]
+    res = results(run_dir)["reference-audioqa"]
+    assert res.status == "failed" and res.failed_stage == "correctness"
+    assert "language-fr" in res.row["reason"] and "below the required 1.0" in res.row["reason"]
+    events, _ = read_journal(run_dir / "events.jsonl")
+    end = [e for e in events if isinstance(e, PhaseFinished) and e.phase == "correctness"][0]
+    assert end.detail["failing_items"] == ["language-fr"]
+
+
+@pytest.mark.aiperf
+@pytest.mark.slow
+def test_server_killed_during_aiperf_fails_with_every_request_accounted(tmp_path: Path) -> None:
+    """Killing the server mid-AIPerf ends the model `failed` at aiperf; accounting still balances and the
+    requests caught by the crash carry cause server_crash."""
+    argv = json.loads(DEFAULT[DEFAULT.index("argv = [") + 7: DEFAULT.index("]", DEFAULT.index("argv = [")) + 1]
+                      .replace("\n", " "))
+    cfg = config(tmp_path, server_argv=json.dumps([*argv, "--fault-latency-ms", "150"]),
+                 dataset=mini_dataset(tmp_path, MINI_ITEMS),
+                 replace={'policy = "on-failure"': 'policy = "never"', "requests = 48": "requests = 60",
+                          'native_argv = ["{python}", "-m", "adapters.reference", "worker"]\n': ""})
+    proc = subprocess.Popen([sys.executable, "-m", "orchestrator", "--log-level", "warning", "qualify",
+                             "--config", str(cfg)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            cwd=ROOT)
+    killed = False
+    deadline = time.monotonic() + 400
+    try:
+        while not killed and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.2)
+            runs = list((tmp_path / "runs").glob("*/events.jsonl"))
+            if not runs:
+                continue
+            lines = runs[0].read_text().splitlines()
+            profiling = sum('"kind":"request_correlated"' in ln and '"phase":"profiling"' in ln
+                            and "/aiperf" in ln for ln in lines)
+            if profiling >= 8:
+                spawned = [json.loads(ln) for ln in lines if '"kind":"server_spawned"' in ln]
+                os.kill(spawned[-1]["pid"], signal.SIGKILL)
+                killed = True
+        _, stderr = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert killed, "the AIPerf stage never started"
+    assert proc.returncode == 1, stderr[-3000:]
+    run_dir = next((tmp_path / "runs").iterdir())
+    res = results(run_dir)["reference-audioqa"]
+    assert res.status == "failed" and res.failed_stage == "aiperf"
+    events, _ = read_journal(run_dir / "events.jsonl")
+    assert any(isinstance(e, ServerSpawned) for e in events)
+    acc = [e for e in events if isinstance(e, AccountingChecked) and e.window == "reference-audioqa/aiperf"][0]
+    assert acc.in_flight == 0 and not acc.duplicates, acc
+    correlated = [e for e in events if isinstance(e, RequestCorrelated) and e.window == "reference-audioqa/aiperf"]
+    issued = sum(sum(v.values()) if isinstance(v, dict) else v for v in acc.issued.values())
+    assert issued == len(correlated), (acc.issued, len(correlated))
+    causes = {e.cause for e in correlated if not e.ok}
+    assert "server_crash" in causes, causes
