@@ -14,7 +14,8 @@ from orchestrator.events import AccountingChecked, AiperfExited, RequestCorrelat
 from orchestrator.journal import read_journal
 
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = [pytest.mark.aiperf, pytest.mark.slow]
+# Each test is one real AIPerf run plus a reference server: minutes on a busy 2-core box.
+pytestmark = [pytest.mark.aiperf, pytest.mark.slow, pytest.mark.timeout(480)]
 
 _CONFIG = """
 [run]
@@ -61,7 +62,7 @@ def _run(tmp_path: Path, *, requests: int, arms: str, faults: list[str]) -> tupl
     config.write_text(_CONFIG.format(out=tmp_path / "runs", argv=json.dumps(argv), requests=requests,
                                      dataset=ROOT / "datasets" / "audioqa-v1", arms=arms))
     proc = subprocess.run([sys.executable, "-m", "orchestrator", "--log-level", "warning", "run-aiperf",
-                           "--config", str(config)], cwd=ROOT, capture_output=True, text=True, timeout=400)
+                           "--config", str(config)], cwd=ROOT, capture_output=True, text=True, timeout=450)
     [run_dir] = list((tmp_path / "runs").iterdir())
     events, torn = read_journal(run_dir / "events.jsonl")
     assert not torn
@@ -80,14 +81,14 @@ def _server_statuses(events: list) -> list[int]:
 
 def test_clean_run_every_request_correlated(tmp_path: Path) -> None:
     """Every request is joined, server model_call_ms < client latency, the accounting balances."""
-    rc, events, stderr = _run(tmp_path, requests=6, arms='"audio"', faults=[])
+    rc, events, stderr = _run(tmp_path, requests=4, arms='"audio"', faults=[])
     assert rc == 0, stderr[-3000:]
     [exited] = _of(events, AiperfExited)
     assert exited.classification == "complete"
     [acc] = _of(events, AccountingChecked)
-    assert acc.balanced and acc.issued == {"warmup": 2, "profiling": 6} and acc.expected == acc.issued
+    assert acc.balanced and acc.issued == {"warmup": 2, "profiling": 4} and acc.expected == acc.issued
     corr = _of(events, RequestCorrelated)
-    assert len(corr) == 8 and len({c.request_id for c in corr}) == 8
+    assert len(corr) == 6 and len({c.request_id for c in corr}) == 6
     for c in corr:
         assert c.ok and c.has_server and c.item_id and c.arm == "audio", c
         assert c.model_call_ms is not None and c.model_call_ms < c.request_latency_ms
