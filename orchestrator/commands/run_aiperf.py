@@ -147,8 +147,15 @@ async def _body(cfg: Any, args: argparse.Namespace, interrupt: Any) -> int:
         await anyio.to_thread.run_sync(cmd.save, work)
         await run.bus.publish(PhaseStarted(source="run-aiperf", phase="aiperf", model=model.name,
                                            detail={"arms": arms, "rows": len(rows), "window": window}))
-        outcome = await run_aiperf(cmd, run.bus, window=window, deadline_s=cfg.workload.deadline_s,
-                                   stop_grace_s=cfg.workload.stop_grace_s, install=install)
+        try:
+            outcome = await run_aiperf(cmd, run.bus, window=window, deadline_s=cfg.workload.deadline_s,
+                                       stop_grace_s=cfg.workload.stop_grace_s, install=install)
+        except anyio.get_cancelled_exc_class():
+            # Interrupted: still journal what the window accounted so far (its open requests as in flight).
+            with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                for ev in correlator.joiner.close_window(window):
+                    await run.bus.publish(ev)
+            raise
         acc = await correlator.close_window(window, expected=_expected(outcome.aggregate))
         await handle.stop()
         ok = acc.balanced and outcome.classification == "complete"
