@@ -46,7 +46,7 @@ from orchestrator.events import (
 )
 from orchestrator.gates import ScoredAnswer
 from orchestrator.logs import get_logger
-from orchestrator.run import Interrupt, RunScope, open_run
+from orchestrator.run import Interrupt, RunScope, new_run_id, open_run
 from orchestrator.scoring import score
 from orchestrator.soak_verdicts import MetricVerdict, ProcessCheck, ServerExitFact, SoakLimits, judge_soak
 from orchestrator.soak_window import WindowAccumulator, WindowStats, window_name
@@ -300,7 +300,11 @@ async def _soak(cfg: Config, opts: SoakOptions, settings: _Settings, model: Mode
     from orchestrator.soak_view import SoakView
 
     verdicts: list[MetricVerdict] = []
-    async with open_run(cfg, command="soak", argv=opts.argv or sys.argv, interrupt=interrupt) as run:
+    # Soak runs are named apart from qualify runs of the same config: runs/<name>-soak-<timestamp>.
+    name = cfg.run.name if "soak" in cfg.run.name else f"{cfg.run.name}-soak"
+    run_dir = Path(cfg.run.output_dir) / new_run_id(name)
+    async with open_run(cfg, command="soak", argv=opts.argv or sys.argv, interrupt=interrupt,
+                        run_dir=run_dir) as run:
         await run.tg.start(SoakView(run.bus, duration_s=settings.duration_s).run)
         await run.bus.publish(PhaseFinished(
             source="soak", phase="dataset", outcome="passed",
@@ -380,7 +384,6 @@ class _Soak:
         from adapters.aiperf import check_install, ensure_tokenizer
         from adapters.server_records import ServerRecordsTailer
         from orchestrator.correlate import Correlator
-        from orchestrator.dataset import write_aiperf_input
         from orchestrator.supervisor import ServerSpec, supervise
 
         run, m, s = self.run_scope, self.model, self.settings
@@ -389,7 +392,6 @@ class _Soak:
         install = await anyio.to_thread.run_sync(check_install)
         tokenizer = await anyio.to_thread.run_sync(ensure_tokenizer, m.tokenizer)
         rows = await anyio.to_thread.run_sync(prepare_arms, self.dataset, s.arms, run.run_dir / "wire")
-        input_file = await anyio.to_thread.run_sync(write_aiperf_input, rows, run.run_dir / "windows" / "inputs.jsonl")
         await run.tg.start(ServerRecordsTailer(self.bus).run)
         correlator = Correlator(self.bus, key_parser=parse_session_key, answer_grace_s=2.0)
         await run.tg.start(correlator.run)
@@ -411,7 +413,7 @@ class _Soak:
                 try:
                     await self.phase("server", "passed", argv=list(spec.argv(1)), base_url=handle.base_url)
                     await self.phase("soak", **msgspec.to_builtins(s))
-                    await self._windows(handle, correlator, install, tokenizer, input_file)
+                    await self._windows(handle, correlator, install, tokenizer, rows)
                 finally:
                     with anyio.CancelScope(shield=True):
                         await handle.stop()
@@ -433,14 +435,16 @@ class _Soak:
         await self.phase("model", "soak-failed" if failed else "soak-passed")
         return verdicts
 
-    async def _windows(self, handle: Any, correlator: Any, install: Any, tokenizer: Path, input_file: Path) -> None:
+    async def _windows(self, handle: Any, correlator: Any, install: Any, tokenizer: Path, rows: list[Any]) -> None:
         from adapters.aiperf import build_command, run_aiperf
+        from orchestrator.dataset import write_aiperf_input
 
         s, w = self.settings, self.cfg.workload
         count = max(1, math.ceil(s.duration_s / s.window_s - 1e-9))
         started = time.monotonic()
         next_checkpoint = started + s.checkpoint_every_s
         last_end_ns: int | None = None
+        sent = 0
         for index in range(1, count + 1):
             if self.stop.is_set():
                 break
@@ -448,6 +452,11 @@ class _Soak:
             length = min(s.window_s, max(1.0, remaining))
             name = window_name(index)
             folder = self.run_scope.run_dir / "windows" / f"w{index:04d}"
+            # AIPerf replays its input from the first row: each window starts where the last one stopped,
+            # so that over a soak every item is judged, not only the first few of the file.
+            shift = sent % len(rows) if rows else 0
+            input_file = await anyio.to_thread.run_sync(write_aiperf_input, rows[shift:] + rows[:shift],
+                                                        folder / "inputs.jsonl")
             cmd = build_command(w, base_url=handle.base_url, model=self.model.name, input_file=input_file,
                                 artifact_dir=folder / "artifacts", tokenizer=tokenizer, executable=install.executable,
                                 requests=_WINDOW_REQUEST_CAP, warmup=s.warmup_requests if index == 1 else 0,
@@ -463,6 +472,7 @@ class _Soak:
             outcome = await self._run_window(run_aiperf, cmd, name, deadline_s=length + grace + w.deadline_s,
                                              install=install)
             accounting = await correlator.close_window(name)
+            sent += sum(accounting.issued.values())
             await self.tracker.wait_seen(accounting.seq)
             end_ns = time.time_ns()
             acc = self.tracker.current

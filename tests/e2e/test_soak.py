@@ -1,0 +1,190 @@
+"""Short real soaks: `aqbench soak` as a subprocess against the reference server with real AIPerf windows."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+pytestmark = [pytest.mark.aiperf, pytest.mark.slow, pytest.mark.timeout(480)]
+
+# Short soaks on a shared 2-core machine: minutes, not hours, so a few MiB or a few percent between
+# 15-second windows extrapolate to large hourly rates (a clean server's first pass over new items grew
+# ~15 MiB between two windows: ~3,300 MiB/h). The limits below are scaled to that, the injected leak
+# (16 MiB per request, ~100 MiB per window) far above it; the rule itself is unit-tested on synthetic series.
+_SOAK = """[soak]
+duration_s = {duration}
+window_s = 15.0
+warmup_windows = 1
+checkpoint_every_s = 20.0
+rss_limit_mib_per_h = 6000.0
+p99_latency_limit_pct_per_h = 1000000.0
+max_error_rate = {max_error_rate}
+
+"""
+
+
+def _config(tmp_path: Path, *, duration: float = 45.0, server_extra: list[str] | None = None,
+            max_error_rate: float = 0.001) -> Path:
+    text = (REPO / "bench.toml").read_text()
+    text = text.replace('output_dir = "runs"', f'output_dir = "{tmp_path / "runs"}"')
+    text = re.sub(r"\[soak\][^\[]*", _SOAK.format(duration=duration, max_error_rate=max_error_rate), text)
+    # One request at a time keeps the load inside what two shared cores can serve.
+    text = text.replace("concurrency = 2\n", "concurrency = 1\n")
+    # Few items per window: a lower gate than qualify's, so one hard item does not fail a short window.
+    text = text.replace("min_pass_rate = 0.9", "min_pass_rate = 0.5").replace("count = 1.0", "count = 0.5")
+    if server_extra:
+        text = text.replace('"--replicas", "{replicas}"]',
+                            '"--replicas", "{replicas}", ' + ", ".join(f'"{a}"' for a in server_extra) + "]")
+    path = tmp_path / "bench.toml"
+    path.write_text(text)
+    return path
+
+
+def _start(config: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "orchestrator", "--log-level", "warning", "soak",
+                             "--config", str(config)], cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+
+
+def _run_dir(tmp_path: Path) -> Path:
+    dirs = sorted((tmp_path / "runs").glob("*soak-*"))
+    assert len(dirs) == 1, dirs
+    return dirs[0]
+
+
+def _events(run_dir: Path) -> list[dict[str, Any]]:
+    out = []
+    for line in (run_dir / "events.jsonl").read_text().splitlines():
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            pass  # a line being written right now
+    return out
+
+
+def _wait_for(tmp_path: Path, pred: Any, timeout_s: float) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        runs = sorted((tmp_path / "runs").glob("*soak-*/events.jsonl"))
+        if runs:
+            for ev in _events(runs[0].parent):
+                if pred(ev):
+                    return ev
+        time.sleep(0.2)
+    raise AssertionError(f"no matching event within {timeout_s} s")
+
+
+def _final_verdicts(events: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {e["metric"]: e for e in events if e["kind"] == "soak_verdict" and e["final"]}
+
+
+def _accounting_balanced(events: list[dict[str, Any]]) -> None:
+    checks = [e for e in events if e["kind"] == "accounting_checked" and e["window"].startswith("soak/")]
+    assert checks and all(c["balanced"] for c in checks), [c["problems"] for c in checks]
+
+
+class TestSoak:
+    def test_clean_soak_passes(self, tmp_path: Path) -> None:
+        """Three 15 s windows against a healthy server: every final verdict passes, reports are written."""
+        proc = _start(_config(tmp_path))
+        out, _ = proc.communicate(timeout=420)
+        run_dir = _run_dir(tmp_path)
+        events = _events(run_dir)
+        verdicts = _final_verdicts(events)
+        assert proc.returncode == 0, out[-3000:]
+        assert set(verdicts) == {"server_rss", "server_p99_latency", "error_rate", "correctness", "restarts",
+                                 "processes"}
+        assert all(v["passed"] for v in verdicts.values()), {m: v["detail"]["reason"] for m, v in verdicts.items()}
+        closed = [e for e in events if e["kind"] == "soak_window_closed"]
+        assert [e["window"] for e in closed] == ["soak/w0001", "soak/w0002", "soak/w0003"]
+        assert all(e["summary"]["ok"] > 0 for e in closed)
+        assert all((run_dir / "windows" / f"w000{i}" / "artifacts" / "profile_export.jsonl").is_file() for i in (1, 2, 3))
+        _accounting_balanced(events)
+        assert events[-1]["kind"] == "run_finished" and events[-1]["status"] == "ok"
+        soak_md = (run_dir / "soak.md").read_text()
+        assert "Soak PASSED" in soak_md and "| server_rss | PASS | final |" in soak_md
+        assert soak_md.count("soak/w000") >= 3
+        html = (run_dir / "soak.html").read_text()
+        assert all(f'"soak-{c}"' in html or f"soak-{c}" in html for c in ("latency", "memory", "errors", "correctness"))
+        assert (run_dir / "report.json").is_file()
+
+    def test_injected_leak_fails_the_memory_verdict(self, tmp_path: Path) -> None:
+        """The reference server keeping 16 MiB per request fails server_rss, with slope and growth shown."""
+        proc = _start(_config(tmp_path, server_extra=["--fault-leak-mib", "16"]))
+        out, _ = proc.communicate(timeout=420)
+        run_dir = _run_dir(tmp_path)
+        verdicts = _final_verdicts(_events(run_dir))
+        assert proc.returncode == 1, out[-3000:]
+        rss = verdicts["server_rss"]
+        assert not rss["passed"], rss["detail"]
+        assert rss["detail"]["slope"] > 6000.0 and rss["detail"]["growth"] > 6000.0
+        assert re.search(r"drifts: slope \+[\d.e+]+ MiB/h", rss["detail"]["reason"])
+        assert "| server_rss | FAIL | final |" in (run_dir / "soak.md").read_text()
+        assert "FAIL server_rss" in out
+
+    def test_killed_server_is_restarted_and_its_requests_accounted(self, tmp_path: Path) -> None:
+        """SIGKILL to the server in window 2: it restarts, in-flight requests become server_crash, the
+        restart verdict fails naming the exit, and every window still balances."""
+        proc = _start(_config(tmp_path, max_error_rate=1.0))
+        try:
+            _wait_for(tmp_path, lambda e: e["kind"] == "aiperf_started" and e["window"] == "soak/w0002", 240)
+            run_dir = _run_dir(tmp_path)
+            # Kill while a request is in flight: wait for the window's first answers.
+            _wait_for(tmp_path, lambda e: e["kind"] == "request_correlated" and e["window"] == "soak/w0002", 60)
+            spawned = [e for e in _events(run_dir) if e["kind"] == "server_spawned"]
+            os.kill(spawned[-1]["pid"], signal.SIGKILL)
+            out, _ = proc.communicate(timeout=420)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+        events = _events(run_dir)
+        assert proc.returncode == 1, out[-3000:]
+        assert any(e["kind"] == "server_restarting" for e in events)
+        crashed = [e for e in events if e["kind"] == "request_correlated" and e["cause"] == "server_crash"]
+        assert crashed and all(e["window"] == "soak/w0002" for e in crashed)
+        restarts = _final_verdicts(events)["restarts"]
+        assert not restarts["passed"]
+        assert "incarnation 1 exited (code -9, SIGKILL), restarted" in restarts["detail"]["reason"]
+        _accounting_balanced(events)
+        w2 = next(e for e in events if e["kind"] == "soak_window_closed" and e["index"] == 2)
+        assert w2["summary"]["by_cause"].get("server_crash", 0) == len(crashed)
+        assert w2["summary"]["restarts"] == 1
+        assert "Restarts: 1" in (run_dir / "soak.md").read_text()
+
+    def test_sigint_mid_window_writes_the_final_report(self, tmp_path: Path) -> None:
+        """SIGINT during window 2 ends that window gracefully (its partial results judged), journals final
+        verdicts and RunFinished(interrupted), writes soak.md, and exits 130."""
+        proc = _start(_config(tmp_path, duration=120.0))
+        try:
+            _wait_for(tmp_path, lambda e: e["kind"] == "request_correlated" and e["window"] == "soak/w0002", 300)
+            proc.send_signal(signal.SIGINT)
+            out, _ = proc.communicate(timeout=180)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+        run_dir = _run_dir(tmp_path)
+        events = _events(run_dir)
+        assert proc.returncode == 130, out[-3000:]
+        closed = [e for e in events if e["kind"] == "soak_window_closed"]
+        assert [e["index"] for e in closed] == [1, 2]
+        assert closed[1]["summary"]["ok"] >= 1
+        exited = next(e for e in events if e["kind"] == "aiperf_exited" and e["window"] == "soak/w0002")
+        assert exited["classification"] in ("partial", "complete", "cancelled")
+        assert not any(e["kind"] == "aiperf_started" and e["window"] == "soak/w0003" for e in events)
+        assert set(_final_verdicts(events)) >= {"server_rss", "error_rate", "processes"}
+        assert _final_verdicts(events)["processes"]["passed"]
+        assert events[-1]["kind"] == "run_finished" and events[-1]["status"] == "interrupted"
+        assert "run status: interrupted" in (run_dir / "soak.md").read_text()

@@ -1,0 +1,77 @@
+"""The soak report fold and renderers, and the live status line, on small synthetic event streams."""
+
+from __future__ import annotations
+
+import io
+
+from orchestrator.events import RunFinished, RunStarted, ServerExited, ServerRestarting, SoakVerdict, SoakWindowClosed
+from orchestrator.reports.soak import fold_soak, render_soak_html, render_soak_markdown
+from orchestrator.soak_view import SoakView, format_status
+
+T0 = 1_800_000_000 * 10**9
+
+
+def _window(i: int, rss_mib: float) -> SoakWindowClosed:
+    return SoakWindowClosed(window=f"soak/w{i:04d}", index=i, summary={
+        "start_unix_ns": T0 + (i - 1) * 15 * 10**9, "end_unix_ns": T0 + i * 15 * 10**9, "issued": 10, "ok": 9,
+        "errors": 1, "by_cause": {"server_crash": 1}, "error_rate": 0.1, "correct": 8, "scored": 9,
+        "client_latency_ms": {"p50": 100.0, "p99": 180.0}, "server_latency_ms": {"p50": 90.0, "p99": 170.0},
+        "rss": {"median_bytes": rss_mib * 2**20, "peak_bytes": int(rss_mib * 2**20), "start_bytes": 1, "end_bytes": 2},
+        "gpu_memory": {}, "restarts": 0, "correctness_passed": True, "aiperf_classification": "complete"})
+
+
+class TestSoakReport:
+    def test_final_verdict_wins_over_checkpoint_and_tables_show_numbers(self) -> None:
+        """A final verdict replaces the checkpoint's; the markdown verdict table carries slope and limit."""
+        events = [
+            RunStarted(command="soak", config={"soak": {"window_s": 15.0}}),
+            _window(1, 300), _window(2, 310),
+            SoakVerdict(metric="server_rss", passed=True, final=False,
+                        detail={"judged": False, "reason": "not judged", "windows_closed": 2}),
+            _window(3, 400),
+            SoakVerdict(metric="server_rss", passed=False, final=True,
+                        detail={"judged": True, "reason": "drifts: slope +9e+03 MiB/h", "slope": 9000.0,
+                                "growth": 8000.0, "limit": 8.0, "unit": "MiB/h", "windows_closed": 3}),
+            SoakVerdict(metric="server_rss", passed=True, final=False, detail={"reason": "late checkpoint"}),
+            ServerExited(incarnation=1, pid=9, returncode=-9, signal="SIGKILL", expected=False),
+            ServerRestarting(incarnation=2, attempt=1, backoff_s=1.0),
+            RunFinished(status="failed"),
+        ]
+        report = fold_soak(events)
+        assert [w["window"] for w in report.windows] == ["soak/w0001", "soak/w0002", "soak/w0003"]
+        assert report.verdicts_final and report.restarts == 1 and report.status == "failed"
+        md = render_soak_markdown(report)
+        assert "Soak FAILED (server_rss)" in md
+        assert "| server_rss | FAIL | final | 9e+03 | 8e+03 | 8 | MiB/h | drifts: slope +9e+03 MiB/h |" in md
+        assert "| soak/w0002 | 10 | 9 | 1 (server_crash 1) |" in md
+        html = render_soak_html(report)
+        for chart in ("soak-latency", "soak-memory", "soak-errors", "soak-correctness"):
+            assert chart in html
+
+    def test_journal_without_run_finished_reads_interrupted(self) -> None:
+        """No RunFinished: the report says the run was interrupted and the verdicts are checkpoint ones."""
+        report = fold_soak([RunStarted(command="soak"), _window(1, 300),
+                            SoakVerdict(metric="restarts", passed=True, detail={"reason": "ok", "windows_closed": 1})])
+        assert report.status == "interrupted" and not report.verdicts_final
+        assert "verdicts: checkpoint; run status: interrupted" in render_soak_markdown(report)
+
+
+class TestSoakView:
+    def test_status_line_names_every_figure(self) -> None:
+        """The line shows elapsed/duration, windows, ok/errors, last-window p50/p99 client and server, rss, restarts."""
+        line = format_status(elapsed_s=3725, duration_s=8 * 3600, windows=12, window="soak/w0013", ok=1000, errors=2,
+                             last={"client_latency_ms": {"p50": 101.2, "p99": 250.0},
+                                   "server_latency_ms": {"p50": 90.0, "p99": 200.4}},
+                             rss_bytes=512 * 2**20, restarts=1)
+        assert line == ("soak 1:02:05/8:00:00  windows 12 (in soak/w0013)  ok 1000 err 2  last window p50/p99 client "
+                        "101/250 ms server 90/200 ms  server rss 512 MiB  restarts 1")
+
+    def test_plain_output_prints_notable_events_as_lines(self) -> None:
+        """Off a terminal, a closed window and a restart each print a plain line (no carriage returns)."""
+        out = io.StringIO()
+        view = SoakView(object(), duration_s=60, stream=out)
+        view.show(_window(1, 300))
+        view.show(ServerRestarting(incarnation=2, attempt=1, backoff_s=1.0, reason="exited -9"))
+        text = out.getvalue()
+        assert "\r" not in text
+        assert "windows 1 " in text and "server restarting (attempt 1): exited -9" in text and "restarts 1" in text
