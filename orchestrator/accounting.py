@@ -33,11 +33,14 @@ def category_of(client: ClientRecord) -> str:
     return "timeout" if _is_timeout(client) else "transport_error"
 
 
-def cause_of(client: ClientRecord | None, server: ServerRecord | None, *, crashed: bool) -> str:
-    """Stable cause code. `crashed`: the request's client span covers an unexpected server exit."""
+def cause_of(client: ClientRecord | None, server: ServerRecord | None, *, crashed: bool,
+             category: str | None = None) -> str:
+    """Stable cause code. `crashed`: the request's client span covers an unexpected server exit.
+    `category`: `category_of(client)` when the caller has it already (the join computes it once)."""
     if client is None:
         return "unmatched"
-    category = category_of(client)
+    if category is None:
+        category = category_of(client)
     if category == "cancelled":
         return "cancelled"
     server_ok = server is not None and 200 <= server.status < 300
@@ -55,13 +58,15 @@ def cause_of(client: ClientRecord | None, server: ServerRecord | None, *, crashe
 
 
 class WindowTally:
-    """Counts of one AIPerf window, per phase; `check()` turns them into AccountingChecked."""
+    """Counts of one AIPerf window, per phase; `check()` turns them into AccountingChecked.
+
+    One counter keyed by (phase, category, cause) takes every request (one dict update each, the
+    join's per-request cost); the per-phase views are derived from it when asked for.
+    """
 
     def __init__(self, window: str) -> None:
         self.window = window
-        self.issued: dict[str, int] = {}
-        self.by_cause: dict[str, dict[str, int]] = {}
-        self.by_category: dict[str, dict[str, int]] = {}
+        self.counts: dict[tuple[str, str, str], int] = {}
         self.duplicates: list[str] = []
         self.server_without_client: list[str] = []
         self.client_without_server: list[str] = []
@@ -69,11 +74,37 @@ class WindowTally:
         self._counts = {"duplicates": 0, "server_without_client": 0, "client_ok_without_server": 0}
 
     def count(self, phase: str, category: str, cause: str) -> None:
-        self.issued[phase] = self.issued.get(phase, 0) + 1
-        cats = self.by_category.setdefault(phase, dict.fromkeys(CATEGORIES, 0))
-        cats[category] += 1
-        causes = self.by_cause.setdefault(phase, {})
-        causes[cause] = causes.get(cause, 0) + 1
+        key = (phase, category, cause)
+        counts = self.counts
+        counts[key] = counts.get(key, 0) + 1
+
+    @property
+    def issued(self) -> dict[str, int]:
+        """Requests per phase, phases in first-seen order."""
+        out: dict[str, int] = {}
+        for (phase, _category, _cause), n in self.counts.items():
+            out[phase] = out.get(phase, 0) + n
+        return out
+
+    @property
+    def by_category(self) -> dict[str, dict[str, int]]:
+        """Per phase, every category of CATEGORIES (zeros included)."""
+        out: dict[str, dict[str, int]] = {}
+        for (phase, category, _cause), n in self.counts.items():
+            cats = out.get(phase)
+            if cats is None:
+                cats = out[phase] = dict.fromkeys(CATEGORIES, 0)
+            cats[category] += n
+        return out
+
+    @property
+    def by_cause(self) -> dict[str, dict[str, int]]:
+        """Per phase, the causes seen, in first-seen order."""
+        out: dict[str, dict[str, int]] = {}
+        for (phase, _category, cause), n in self.counts.items():
+            causes = out.setdefault(phase, {})
+            causes[cause] = causes.get(cause, 0) + n
+        return out
 
     def _list(self, target: list[str], key: str, request_id: str) -> None:
         self._counts[key] += 1
@@ -98,11 +129,12 @@ class WindowTally:
         server record without its client record, no answered request without its server record, and
         issued = what AIPerf says it issued (when `expected` is given)."""
         problems = list(self.problems)
-        in_flight = sum(c.get("in_flight", 0) for c in self.by_category.values())
-        for phase, cats in sorted(self.by_category.items()):
+        issued, by_category, by_cause = self.issued, self.by_category, self.by_cause
+        in_flight = sum(c.get("in_flight", 0) for c in by_category.values())
+        for phase, cats in sorted(by_category.items()):
             total = sum(cats.values())
-            if total != self.issued.get(phase, 0):
-                problems.append(f"{phase}: categories sum to {total}, issued {self.issued.get(phase, 0)}")
+            if total != issued.get(phase, 0):
+                problems.append(f"{phase}: categories sum to {total}, issued {issued.get(phase, 0)}")
         if in_flight:
             ids = list(in_flight_ids)[:_LISTED]
             problems.append(f"{in_flight} requests still in flight at window end: {', '.join(ids)}")
@@ -113,13 +145,13 @@ class WindowTally:
         if self._counts["client_ok_without_server"]:
             problems.append(f"{self._counts['client_ok_without_server']} answered requests without a server record")
         for phase, want in sorted((expected or {}).items()):
-            got = self.issued.get(phase, 0)
+            got = issued.get(phase, 0)
             if got != want:
                 problems.append(f"{phase}: AIPerf issued {want} requests, {got} were seen and accounted")
         return AccountingChecked(
-            source="correlator", window=self.window, balanced=not problems, issued=dict(self.issued),
-            by_cause={k: dict(v) for k, v in self.by_cause.items()}, in_flight=in_flight,
+            source="correlator", window=self.window, balanced=not problems, issued=issued,
+            by_cause=by_cause, in_flight=in_flight,
             duplicates=list(self.duplicates), server_without_client=list(self.server_without_client),
             client_without_server=list(self.client_without_server), problems=problems,
-            by_category={k: dict(v) for k, v in self.by_category.items()}, expected=dict(expected or {}),
+            by_category=by_category, expected=dict(expected or {}),
         )

@@ -33,6 +33,7 @@ __all__ = ["KeyParser", "Joiner", "JoinerStatistics", "Correlator"]
 KeyParser = Callable[[str], tuple[str, str]]
 _fields = ClientRecord.__struct_fields__
 _EMPTY = (None, "")
+_NO_AUDIO = (None, None)
 
 
 class JoinerStatistics(msgspec.Struct, frozen=True):
@@ -60,11 +61,9 @@ def _lacks_answer(client: ClientRecord) -> bool:
         and not client.was_cancelled and client.status_code in (None, 200)
 
 
-class _Settled:
-    __slots__ = ("window", "vias", "has_server")
-
-    def __init__(self, window: str, vias: set[str], has_server: bool) -> None:
-        self.window, self.vias, self.has_server = window, vias, has_server
+# A settled id's entry: (window, vias, has_server). A tuple of strings and a bool, not an object with a
+# set: the cyclic GC stops tracking it, so a million settled ids cost no collection time.
+_Settled = tuple[str, tuple[str, ...], bool]
 
 
 class _Crash:
@@ -88,10 +87,8 @@ def _merge(first: ClientRecord, other: ClientRecord) -> ClientRecord:
     return msgspec.structs.replace(first, **fill) if fill else first
 
 
-def _audio(server: ServerRecord | None) -> tuple[float | None, int | None]:
-    audio = server.audio if server is not None else None
-    if not audio:
-        return None, None
+def _audio(audio: Any) -> tuple[float | None, int | None]:
+    """Seconds and bytes of a server record's (non-empty) `audio` object, where well typed."""
     seconds, size = audio.get("seconds"), audio.get("bytes")
     return (float(seconds) if isinstance(seconds, (int, float)) else None,
             int(size) if isinstance(size, int) else None)
@@ -139,9 +136,11 @@ class Joiner:
         rid = rec.request_id
         settled = self._settled.get(rid)
         if settled is not None:
-            if rec.via in settled.vias:
-                return [self._duplicate(rid, "client", settled.window, rec)]
-            settled.vias.add(rec.via)  # the other source describing the same request: merged, not counted
+            window, vias, has_server = settled
+            if rec.via in vias:
+                return [self._duplicate(rid, "client", window, rec)]
+            # The other source describing the same request: merged, not counted.
+            self._settled[rid] = (window, (*vias, rec.via), has_server)
             return []
         pending = self._clients.get(rid)
         if pending is not None:
@@ -152,11 +151,11 @@ class Joiner:
             if pending.server is not None and not self._awaits_answer(pending.client):
                 del self._clients[rid]
                 self._awaiting.pop(rid, None)
-                return [self._settle(pending.client, pending.vias, pending.server)]
+                return [self._settle(pending.client, tuple(pending.vias), pending.server)]
             return []
         server = self._servers.pop(rid, None)
         if server is not None and not self._awaits_answer(rec):
-            return [self._settle(rec, {rec.via}, server[0])]
+            return [self._settle(rec, (rec.via,), server[0])]
         self._clients[rid] = _Open(rec, rec.via, now_ns, server[0] if server is not None else None)
         if server is not None:
             self._awaiting[rid] = now_ns + self.answer_grace_ns
@@ -166,9 +165,9 @@ class Joiner:
         rid = rec.request_id
         settled = self._settled.get(rid)
         if settled is not None:
-            if settled.has_server:
-                return [self._duplicate(rid, "server", settled.window, None)]
-            tally = self._tally(settled.window)
+            if settled[2]:
+                return [self._duplicate(rid, "server", settled[0], None)]
+            tally = self._tally(settled[0])
             if len(tally.problems) < 50:
                 tally.problems.append(f"server record of {rid} arrived after the request was settled "
                                       "without it (raise match_timeout_s)")
@@ -184,9 +183,41 @@ class Joiner:
                 self._awaiting[rid] = now_ns + self.answer_grace_ns
                 return []
             del self._clients[rid]
-            return [self._settle(pending.client, pending.vias, rec)]
+            return [self._settle(pending.client, tuple(pending.vias), rec)]
         self._servers[rid] = (rec, now_ns)
         return []
+
+    def add_clients(self, recs: Iterable[ClientRecord], now_ns: int = 0) -> list[Event]:
+        """`add_client` for each record, in order; the events of all of them (ingest's bulk path).
+
+        The common case (a first client half whose server half is waiting, or none is) is handled
+        here without the per-record call; everything else goes through `add_client`."""
+        out: list[Event] = []
+        clients, settled, servers_pop, settle = self._clients, self._settled, self._servers.pop, self._settle
+        grace = self.answer_grace_ns > 0
+        for rec in recs:
+            rid = rec.request_id
+            if rid in clients or rid in settled or (grace and _lacks_answer(rec)):
+                out += self.add_client(rec, now_ns)
+                continue
+            server = servers_pop(rid, None)
+            if server is None:
+                clients[rid] = _Open(rec, rec.via, now_ns)
+            else:
+                out.append(settle(rec, (rec.via,), server[0]))
+        return out
+
+    def add_servers(self, recs: Iterable[ServerRecord], now_ns: int = 0) -> list[Event]:
+        """`add_server` for each record, in order; the events of all of them (ingest's bulk path)."""
+        out: list[Event] = []
+        clients, settled, servers = self._clients, self._settled, self._servers
+        for rec in recs:
+            rid = rec.request_id
+            if rid in clients or rid in settled or rid in servers:
+                out += self.add_server(rec, now_ns)
+            else:
+                servers[rid] = (rec, now_ns)
+        return out
 
     def server_exited(self, incarnation: int, crash_unix_ns: int, now_ns: int = 0) -> list[Event]:
         """An unexpected exit: requests whose client span covers `crash_unix_ns` become server_crash.
@@ -206,7 +237,7 @@ class Joiner:
             del self._awaiting[rid]
             pending = self._clients.pop(rid, None)
             if pending is not None and pending.server is not None:
-                out.append(self._settle(pending.client, pending.vias, pending.server))
+                out.append(self._settle(pending.client, tuple(pending.vias), pending.server))
         limit = now_ns - self.match_timeout_ns
         while self._clients:
             rid, pending = next(iter(self._clients.items()))
@@ -215,10 +246,10 @@ class Joiner:
             del self._clients[rid]
             if pending.server is not None:  # the answer never came: settle without it
                 self._awaiting.pop(rid, None)
-                out.append(self._settle(pending.client, pending.vias, pending.server))
+                out.append(self._settle(pending.client, tuple(pending.vias), pending.server))
                 continue
             out.append(self._unmatched(rid, "client", "no_server_record", pending.client))
-            out.append(self._settle(pending.client, pending.vias, None))
+            out.append(self._settle(pending.client, tuple(pending.vias), None))
         while self._servers:
             rid, (server, seen) = next(iter(self._servers.items()))
             if seen > limit:
@@ -253,10 +284,10 @@ class Joiner:
             if pending.server is not None:  # complete but for the answer text: not in flight
                 self._awaiting.pop(rid, None)
                 in_flight.remove(rid)
-                out.append(self._settle(pending.client, pending.vias, pending.server))
+                out.append(self._settle(pending.client, tuple(pending.vias), pending.server))
                 continue
             out.append(self._unmatched(rid, "client", "timeout", pending.client))
-            out.append(self._settle(pending.client, pending.vias, None, in_flight=True))
+            out.append(self._settle(pending.client, tuple(pending.vias), None, in_flight=True))
         if window == self.window:
             for rid in list(self._servers):
                 del self._servers[rid]
@@ -265,7 +296,7 @@ class Joiner:
             out.extend(self._crash_list(crash))
         tally = self._tallies.pop(window, None) or WindowTally(window)
         out.append(tally.check(expected=expected, in_flight_ids=in_flight))
-        self._settled = {k: v for k, v in self._settled.items() if v.window != window}
+        self._settled = {k: v for k, v in self._settled.items() if v[0] != window}
         return out
 
     def statistics(self) -> JoinerStatistics:
@@ -281,7 +312,7 @@ class Joiner:
             tally = self._tallies[window] = WindowTally(window)
         return tally
 
-    def _remember(self, rid: str, settled: _Settled) -> None:
+    def _remember(self, rid: str, settled: _Settled) -> None:  # _settle inlines this
         self._settled[rid] = settled
         if len(self._settled) > self.max_settled:
             del self._settled[next(iter(self._settled))]  # oldest first: bounded memory over long soaks
@@ -316,42 +347,60 @@ class Joiner:
                 return crash
         return None
 
-    def _settle(self, client: ClientRecord, vias: set[str], server: ServerRecord | None, *,
+    def _settle(self, client: ClientRecord, vias: tuple[str, ...], server: ServerRecord | None, *,
                 in_flight: bool = False) -> RequestCorrelated:
+        # The per-request hot path of ingest (a million calls): lookups are local and the event is
+        # built with the keywords that can differ from their defaults only (msgspec's cost grows
+        # with the keywords given).
         rid = client.request_id
         window = client.window or self.window
         crash = self._crash_covering(client, server) if self._crashes else None
-        cause = cause_of(client, server, crashed=crash is not None)
-        category = "in_flight" if in_flight else category_of(client)
-        tally = self._tally(window)
+        category = category_of(client)
+        cause = cause_of(client, server, crashed=crash is not None, category=category)
+        if in_flight:
+            category = "in_flight"
+        tally = self._tallies.get(window) or self._tally(window)
         tally.count(client.phase, category, cause)
         if server is None:
             tally.client_only(rid, ok=category == "ok")
         if crash is not None:
             crash.ids.append(rid)
-        self._remember(rid, _Settled(window, vias, server is not None))
+        settled = self._settled
+        settled[rid] = (window, vias, server is not None)
+        if len(settled) > self.max_settled:
+            del settled[next(iter(settled))]  # oldest first: bounded memory over long soaks
         self.correlated += 1
-        item_id, arm = self._key(client.conversation_id)
+        conversation_id = client.conversation_id
+        key = self._keys.get(conversation_id) if conversation_id else None
+        item_id, arm = key if key is not None else self._key(conversation_id)
         start, end = client.request_start_ns, client.request_end_ns
-        seconds, size = _audio(server)
+        lifecycle = (end - start) / 1e6 if start is not None and end is not None else None
+        status = client.status_code
+        if server is None:
+            return RequestCorrelated(
+                source=self.source, request_id=rid, window=window, phase=client.phase,
+                conversation_id=conversation_id, item_id=item_id, arm=arm, ok=cause == "ok", cause=cause,  # type: ignore[arg-type]
+                http_status=status, error_message=client.error_message, answer=client.answer,
+                request_start_ns=start, request_end_ns=end, request_latency_ms=client.request_latency_ms,
+                client_lifecycle_ms=lifecycle, incarnation=crash.incarnation if crash is not None else 0,
+                has_server=False,
+            )
+        audio = server.audio
+        seconds, size = _audio(audio) if audio else _NO_AUDIO
         return RequestCorrelated(
             source=self.source, request_id=rid, window=window, phase=client.phase,
-            conversation_id=client.conversation_id, item_id=item_id, arm=arm, ok=cause == "ok", cause=cause,  # type: ignore[arg-type]
-            http_status=client.status_code if client.status_code is not None else (server.status if server else None),
-            error_message=client.error_message, answer=client.answer, request_start_ns=start, request_end_ns=end,
-            request_latency_ms=client.request_latency_ms,
-            client_lifecycle_ms=(end - start) / 1e6 if start is not None and end is not None else None,
-            handler_ms=server.handler_ms if server else None,
-            worker_roundtrip_ms=server.worker_roundtrip_ms if server else None,
-            model_call_ms=server.model_call_ms if server else None,
-            timing_scope=server.timing_scope if server else "",
-            incarnation=server.incarnation if server else (crash.incarnation if crash else 0),
-            audio_seconds=seconds, audio_bytes=size, has_client=True, has_server=server is not None,
+            conversation_id=conversation_id, item_id=item_id, arm=arm, ok=cause == "ok", cause=cause,  # type: ignore[arg-type]
+            http_status=status if status is not None else server.status, error_message=client.error_message,
+            answer=client.answer, request_start_ns=start, request_end_ns=end,
+            request_latency_ms=client.request_latency_ms, client_lifecycle_ms=lifecycle,
+            handler_ms=server.handler_ms, worker_roundtrip_ms=server.worker_roundtrip_ms,
+            model_call_ms=server.model_call_ms, timing_scope=server.timing_scope,
+            incarnation=server.incarnation, audio_seconds=seconds, audio_bytes=size,
         )
 
     def _server_only(self, rid: str) -> list[Event]:
         self._tally(self.window).server_only(rid)
-        self._remember(rid, _Settled(self.window, set(), True))
+        self._remember(rid, (self.window, (), True))
         return [self._unmatched(rid, "server", "no_client_record", None)]
 
     def _unmatched(self, rid: str, half: str, cause: str, client: ClientRecord | None) -> RequestUnmatched:
