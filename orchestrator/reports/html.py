@@ -85,15 +85,22 @@ def render_html(report: RunReport) -> str:
 
     parts.append("<h2>Failures</h2>")
     failures = [r for r in report.rows if is_failure(r)]
-    if not failures and not report.notices:
+    # Errors belong with the failures; warnings (e.g. no GPU to sample) are notices in the details.
+    errors = [n for n in report.notices if n.kind != "warned"]
+    warnings = [n for n in report.notices if n.kind == "warned"]
+    if not failures and not errors:
         parts.append("<p>None: every model is aiperf-qualified.</p>")
     for r in failures:
         parts.append(_failure(r))
-    if report.notices:
-        parts.append("<h3>Run notices</h3>" + _table(["Kind", "Code", "Model", "Message"],
-                                                      [[n.kind, n.code, n.model, n.message] for n in report.notices]))
+    if errors:
+        parts.append("<h3>Run errors</h3>" + _table(["Kind", "Code", "Model", "Message"],
+                                                     [[n.kind, n.code, n.model, n.message] for n in errors]))
 
-    parts.append("<h2>Details</h2><h3>Provenance</h3>")
+    parts.append("<h2>Details</h2>")
+    if warnings:
+        parts.append("<h3>Notices</h3>" + _table(["Kind", "Code", "Model", "Message"],
+                                                 [[n.kind, n.code, n.model, n.message] for n in warnings]))
+    parts.append("<h3>Provenance</h3>")
     parts.append(_table(["Field", "Value"], [
         ["aqbench", f"{p.aqbench_version} ({p.aqbench_commit or 'no git commit'})"],
         ["AIPerf", f"{p.aiperf_version} (fingerprint {p.aiperf_fingerprint or dash})"],

@@ -70,17 +70,23 @@ def render_markdown(report: RunReport) -> str:
                    "Req/s"], [_headline(r) for r in report.rows])
 
     failures = [r for r in report.rows if is_failure(r)]
+    # Errors belong with the failures; warnings (e.g. no GPU to sample) are notices in the details.
+    errors = [n for n in report.notices if n.kind != "warned"]
+    warnings = [n for n in report.notices if n.kind == "warned"]
     out += ["## Failures", ""]
-    if not failures and not report.notices:
+    if not failures and not errors:
         out += ["None: every model is aiperf-qualified.", ""]
     for row in failures:
         out += _failure(row)
-    if report.notices:
-        out += ["### Run notices", ""]
-        out += _table(["Kind", "Code", "Model", "Message"],
-                      [[n.kind, n.code, n.model, n.message] for n in report.notices])
+    if errors:
+        out += ["### Run errors", ""]
+        out += _table(["Kind", "Code", "Model", "Message"], [[n.kind, n.code, n.model, n.message] for n in errors])
 
-    out += ["## Details", "", "### Provenance", ""]
+    out += ["## Details", ""]
+    if warnings:
+        out += ["### Notices", ""]
+        out += _table(["Kind", "Code", "Model", "Message"], [[n.kind, n.code, n.model, n.message] for n in warnings])
+    out += ["### Provenance", ""]
     out += _table(["Field", "Value"], [
         ["aqbench", f"{p.aqbench_version} ({p.aqbench_commit or 'no git commit'})"],
         ["AIPerf", f"{p.aiperf_version} (fingerprint {p.aiperf_fingerprint or dash})"],
