@@ -355,12 +355,18 @@ class Joiner:
         rid = client.request_id
         window = client.window or self.window
         crash = self._crash_covering(client, server) if self._crashes else None
-        category = category_of(client)
-        cause = cause_of(client, server, crashed=crash is not None, category=category)
+        status = client.status_code
+        if (server is not None and (status is None or status < 400) and client.error_code is None
+                and not client.error_message and not client.error_type and not client.was_cancelled):
+            category = cause = "ok"  # what category_of and cause_of say for an answered request
+        else:
+            category = category_of(client)
+            cause = cause_of(client, server, crashed=crash is not None, category=category)
         if in_flight:
             category = "in_flight"
         tally = self._tallies.get(window) or self._tally(window)
-        tally.count(client.phase, category, cause)
+        counts, key = tally.counts, (client.phase, category, cause)
+        counts[key] = counts.get(key, 0) + 1  # WindowTally.count, inlined
         if server is None:
             tally.client_only(rid, ok=category == "ok")
         if crash is not None:
@@ -375,7 +381,6 @@ class Joiner:
         item_id, arm = key if key is not None else self._key(conversation_id)
         start, end = client.request_start_ns, client.request_end_ns
         lifecycle = (end - start) / 1e6 if start is not None and end is not None else None
-        status = client.status_code
         if server is None:
             return RequestCorrelated(
                 source=self.source, request_id=rid, window=window, phase=client.phase,
@@ -386,7 +391,12 @@ class Joiner:
                 has_server=False,
             )
         audio = server.audio
-        seconds, size = _audio(audio) if audio else _NO_AUDIO
+        if audio:
+            seconds, size = audio.get("seconds"), audio.get("bytes")
+            if type(seconds) is not float or type(size) is not int:  # else what _audio gives
+                seconds, size = _audio(audio)
+        else:
+            seconds, size = _NO_AUDIO
         return RequestCorrelated(
             source=self.source, request_id=rid, window=window, phase=client.phase,
             conversation_id=conversation_id, item_id=item_id, arm=arm, ok=cause == "ok", cause=cause,  # type: ignore[arg-type]
