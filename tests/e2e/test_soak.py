@@ -136,12 +136,14 @@ class TestSoak:
     def test_killed_server_is_restarted_and_its_requests_accounted(self, tmp_path: Path) -> None:
         """SIGKILL to the server in window 2: it restarts, in-flight requests become server_crash, the
         restart verdict fails naming the exit, and every window still balances."""
-        proc = _start(_config(tmp_path, max_error_rate=1.0))
+        # 1.5 s of injected latency per request keeps one in flight at almost any moment.
+        proc = _start(_config(tmp_path, max_error_rate=1.0, server_extra=["--fault-latency-ms", "1500"]))
         try:
             _wait_for(tmp_path, lambda e: e["kind"] == "aiperf_started" and e["window"] == "soak/w0002", 240)
             run_dir = _run_dir(tmp_path)
-            # Kill while a request is in flight: wait for the window's first answers.
+            # Kill while a request is in flight: just after the window's first answer, the next one is running.
             _wait_for(tmp_path, lambda e: e["kind"] == "request_correlated" and e["window"] == "soak/w0002", 60)
+            time.sleep(0.5)
             spawned = [e for e in _events(run_dir) if e["kind"] == "server_spawned"]
             os.kill(spawned[-1]["pid"], signal.SIGKILL)
             out, _ = proc.communicate(timeout=420)
