@@ -131,6 +131,8 @@ class Bus:
         # it (`_backlog`), later publishers queue behind, so delivery order stays seq order.
         self._slow = anyio.Lock()
         self._backlog = 0
+        # Names of lossless subscribers that had to be force-closed by aclose (a bug to report).
+        self.stuck: list[str] = []
 
     # -- subscribers -------------------------------------------------------------------------------
 
@@ -281,3 +283,10 @@ class Bus:
         with anyio.move_on_after(timeout_s):
             for sub in lossless:
                 await sub.wait_drained()
+        stuck = [sub for sub in lossless if not sub._done.is_set()]
+        for sub in stuck:
+            # A subscriber that never drains (its consumer is gone) would hold publishers and the run's
+            # end forever: closing its receive side wakes any publisher blocked on it.
+            self.stuck.append(sub.name)
+            sub._recv.close()
+            sub._done.set()

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import anyio
 import anyio.abc
+import msgspec
 import structlog
 from anyio.abc import TaskGroup
 
@@ -81,6 +82,7 @@ async def open_run(
     argv: list[str] | None = None,
     interrupt: Interrupt | None = None,
     run_dir: Path | None = None,
+    close_timeout_s: float = 30.0,
 ) -> AsyncIterator[RunScope]:
     """Create `runs/<run_id>/`, start the journal writer and open the bus; on exit journal RunFinished
     (shielded, even when cancelled), drain the bus and fsync. The body runs inside the run's task group."""
@@ -124,12 +126,20 @@ async def open_run(
                 raise
             finally:
                 # After the run's task group: every task's cleanup has published what it had to say.
-                with anyio.CancelScope(shield=True), anyio.move_on_after(30):
-                    await bus.publish(RunFinished(source="run", status=scope.status,  # type: ignore[arg-type]
-                                                  exit_code=scope.exit_code, reason=scope.reason,
-                                                  counts=scope.counts))
+                with anyio.CancelScope(shield=True):
+                    with anyio.move_on_after(close_timeout_s) as publishing:
+                        await bus.publish(RunFinished(source="run", status=scope.status,  # type: ignore[arg-type]
+                                                      exit_code=scope.exit_code, reason=scope.reason,
+                                                      counts=scope.counts))
+                    if publishing.cancelled_caught:
+                        log.error("run_finished_not_journaled", waited_s=close_timeout_s,
+                                  subscribers=[msgspec.to_builtins(s) for s in bus.statistics().subscribers])
+                    # Always close, even when RunFinished could not be published: the shielded journal
+                    # writer ends only when the bus closes.
+                    await bus.aclose(timeout_s=close_timeout_s)
+                    if bus.stuck:
+                        log.error("subscribers_force_closed", subscribers=bus.stuck)
                     log.info("run_finished", status=scope.status, exit_code=scope.exit_code)
-                    await bus.aclose()
     finally:
         structlog.contextvars.unbind_contextvars("run_id")
         detach_run_log()

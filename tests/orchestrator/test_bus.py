@@ -131,3 +131,30 @@ class TestBus:
 async def _publish_many(bus: Bus, p: int) -> None:
     for i in range(50):
         await bus.publish(line(p * 1000 + i))
+
+
+class TestRunEndWithLeakedSubscriber:
+    async def test_run_ends_and_journal_closes_despite_a_subscriber_that_never_drains(self, tmp_path) -> None:
+        """A lossless subscription whose consumer is gone cannot hang the run's end: the journal is closed
+        and replayable, the stuck subscriber is named, and nothing journaled before is lost."""
+        import msgspec
+
+        from orchestrator.config import load_config
+        from orchestrator.journal import read_journal
+        from orchestrator.run import open_run
+        from pathlib import Path
+
+        root = Path(__file__).resolve().parents[2]
+        cfg = load_config(root / "bench.toml")
+        cfg = msgspec.structs.replace(cfg, run=msgspec.structs.replace(cfg.run, output_dir=str(tmp_path)))
+        with anyio.fail_after(20):
+            async with open_run(cfg, command="test", argv=[], close_timeout_s=0.5) as run:
+                leaked = run.bus.subscribe("leaked", size=2)
+                for i in range(5):
+                    with anyio.move_on_after(0.05):
+                        await run.bus.publish(line(i))
+                journal = run.journal_path
+        assert run.bus.stuck == ["leaked"] and leaked.statistics().delivered == 2
+        events, torn = read_journal(journal)
+        assert torn is None and type(events[0]).__name__ == "RunStarted"
+        assert [e.text for e in events if isinstance(e, LogLine)][:2] == ["0", "1"]
