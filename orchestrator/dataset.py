@@ -330,12 +330,15 @@ def resolve_dataset_path(cfg: DatasetConfig) -> Path:
         return Path(cfg.path)
     candidates: list[Path] = []
     try:
-        from importlib.resources import files
-
-        shipped = files("aqbench_datasets") / cfg.name
-        candidates.append(Path(str(shipped)))
-    except (ModuleNotFoundError, TypeError):
-        pass  # not installed as a package: an editable install or a plain checkout
+        import aqbench_datasets  # a namespace package: the wheel's folder, or the checkout's via the editable finder
+    except ModuleNotFoundError:
+        pass  # not installed as a package: a plain checkout
+    else:
+        # Not importlib.resources.files(): setuptools' editable finder puts a non-directory path hook
+        # entry into __path__, which files() rejects (NotADirectoryError). Real folders only.
+        for entry in getattr(aqbench_datasets, "__path__", []):
+            if Path(entry).is_dir():
+                candidates.append(Path(entry) / cfg.name)
     candidates.append(Path(__file__).resolve().parent.parent / "datasets" / cfg.name)
     for candidate in candidates:
         if (candidate / MANIFEST).is_file():
