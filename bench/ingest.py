@@ -16,7 +16,7 @@ import time
 
 import msgspec
 
-from adapters.logs.aiperf_records import _Record as AiperfView
+from adapters.aiperf.records import _ExportLine as AiperfView
 from orchestrator.events import ServerRecord
 from orchestrator.ingest import Ingest, new_joiner
 

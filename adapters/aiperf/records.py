@@ -5,37 +5,61 @@ The view Structs below mirror only the fields aqbench reads; they never leave th
 
 from __future__ import annotations
 
-import re
-from typing import Any
-
 import msgspec
 
 from orchestrator.events import ClientRecord
 
-__all__ = ["parse_export_line", "parse_tap_line", "server_timing_ms", "RecordParseError"]
+__all__ = [
+    "parse_export_line", "decode_export_record", "parse_tap_line", "server_timing_ms", "timing_header_ms",
+    "header", "status_of", "ExportMetadata", "ExportError", "RecordParseError",
+]
 
 
 class RecordParseError(ValueError):
     """A line that is not a valid AIPerf record (names the source and what is wrong)."""
 
 
-class _Metadata(msgspec.Struct):
+_UNIT_TO_MS = {"ms": 1.0, "ns": 1e-6, "us": 1e-3, "s": 1e3, "sec": 1e3}
+_PHASES = {"warmup": "warmup", "profiling": "profiling"}
+
+
+class _Metric(msgspec.Struct):
+    value: float | None = None
+    unit: str = "ms"
+
+
+class _Metrics(msgspec.Struct):
+    request_latency: _Metric | None = None
+    time_to_first_token: _Metric | None = None
+    output_sequence_length: _Metric | None = None
+
+
+class ExportMetadata(msgspec.Struct):
+    """`metadata` of an AIPerf record (shared with ingest's raw-export view)."""
+
+    request_start_ns: int | None = None
+    request_end_ns: int | None = None
     x_request_id: str | None = None
     x_correlation_id: str | None = None
     conversation_id: str | None = None
     session_num: int | None = None
-    benchmark_phase: str | None = None
-    worker_id: str = ""
+    benchmark_phase: str | None = "unknown"
     credit_issued_ns: int | None = None
-    request_start_ns: int | None = None
     request_ack_ns: int | None = None
-    request_end_ns: int | None = None
+    worker_id: str = ""
     was_cancelled: bool = False
 
 
-class _Metric(msgspec.Struct):
-    value: Any = None
-    unit: str = ""
+class ExportError(msgspec.Struct):
+    """`error` of an AIPerf record: for HTTP errors `code` is the status and `message` the body."""
+
+    message: str = ""
+    code: int | None = None
+    type: str | None = None
+    cause: str | None = None
+
+    def text(self) -> str:
+        return f"{self.message} (cause: {self.cause})" if self.cause else self.message
 
 
 class _Trace(msgspec.Struct):
@@ -43,18 +67,11 @@ class _Trace(msgspec.Struct):
     response_headers: dict[str, str] | None = None
 
 
-class _Error(msgspec.Struct):
-    code: int | None = None
-    type: str | None = None
-    message: str = ""
-    cause: str | None = None
-
-
 class _ExportLine(msgspec.Struct):
-    metadata: _Metadata
-    metrics: dict[str, _Metric] = {}
+    metadata: ExportMetadata
+    metrics: _Metrics = msgspec.field(default_factory=_Metrics)
     trace_data: _Trace | None = None
-    error: _Error | None = None
+    error: ExportError | None = None
 
 
 class _TapLine(msgspec.Struct):
@@ -71,7 +88,7 @@ class _TapLine(msgspec.Struct):
     request_ack_ns: int | None = None
     request_end_ns: int | None = None
     status: int | None = None
-    error: _Error | None = None
+    error: ExportError | None = None
     was_cancelled: bool = False
     request_latency_ms: float | None = None
     ttft_ms: float | None = None
@@ -83,71 +100,117 @@ class _TapLine(msgspec.Struct):
 
 _export_decoder = msgspec.json.Decoder(_ExportLine)
 _tap_decoder = msgspec.json.Decoder(_TapLine)
-_DUR = re.compile(r"(?:^|[,\s])model\s*;[^,]*?\bdur=([0-9.]+)")
 
 
-def server_timing_ms(headers: dict[str, str] | None) -> float | None:
-    """`Server-Timing: model;dur=12.5` -> 12.5 (header name matched case-insensitively)."""
-    value = _header(headers, "server-timing")
-    if not value:
-        return None
-    match = _DUR.search(value)
-    return float(match.group(1)) if match else None
-
-
-def _header(headers: dict[str, str] | None, name: str) -> str:
+def header(headers: dict[str, str] | None, name: str) -> str:
+    """A response header by lower-case name, whatever case the client stored it in."""
     if not headers:
         return ""
+    value = headers.get(name)
+    if value is not None:
+        return value
     for key, value in headers.items():
         if key.lower() == name:
             return value
     return ""
 
 
-def _phase(value: str | None) -> str:
-    return value if value in ("warmup", "profiling") else "unknown"
+def timing_header_ms(value: str) -> float | None:
+    """The `dur` of the `model` entry of a Server-Timing value (else of its first entry with a dur)."""
+    first: float | None = None
+    for entry in value.split(","):
+        name, _, params = entry.strip().partition(";")
+        for param in params.split(";"):
+            key, _, dur = param.strip().partition("=")
+            if key == "dur":
+                try:
+                    ms = float(dur)
+                except ValueError:
+                    break
+                if name.strip() == "model":
+                    return ms
+                if first is None:
+                    first = ms
+    return first
 
 
-def _number(metrics: dict[str, _Metric], tag: str) -> float | None:
-    metric = metrics.get(tag)
-    if metric is None or not isinstance(metric.value, (int, float)):
+def server_timing_ms(headers: dict[str, str] | None) -> float | None:
+    """The server's model time from a response's Server-Timing header, if it sent one."""
+    value = header(headers, "server-timing")
+    return timing_header_ms(value) if value else None
+
+
+def status_of(trace_status: int | None, error: ExportError | None) -> int | None:
+    """The HTTP status: the traced one, else the error's code."""
+    if trace_status is not None:
+        return trace_status
+    return error.code if error is not None else None
+
+
+def _ms(metric: _Metric | None) -> float | None:
+    if metric is None or metric.value is None:
         return None
-    return float(metric.value)
+    return metric.value * _UNIT_TO_MS.get(metric.unit, 1.0)
+
+
+def _phase(value: str | None) -> str:
+    return _PHASES.get(value or "", "unknown")
+
+
+def _export_client(rec: _ExportLine, via: str, window: str, source: str, event_time: bool) -> ClientRecord:
+    md = rec.metadata
+    if not md.x_request_id:
+        raise RecordParseError("profile_export.jsonl: record without metadata.x_request_id: it cannot be joined")
+    err, trace, metrics = rec.error, rec.trace_data, rec.metrics
+    ttft, out = metrics.time_to_first_token, metrics.output_sequence_length
+    # Ingest keeps the record's own time as the event time; live records are stamped by the bus.
+    ts_ns = (md.request_end_ns or md.request_start_ns or 0) if event_time else 0
+    if err is None and trace is None and ttft is None and md.request_ack_ns is None and not md.was_cancelled:
+        # The common record without an HTTP trace: passing only fields that differ from their defaults
+        # makes the Struct build 3-5x cheaper (msgspec's keyword matching grows with the keywords).
+        return ClientRecord(
+            ts_ns=ts_ns, source=source, request_id=md.x_request_id, via=via, window=window,  # type: ignore[arg-type]
+            correlation_id=md.x_correlation_id or "", conversation_id=md.conversation_id or "",
+            phase=_phase(md.benchmark_phase), session_num=md.session_num, worker_id=md.worker_id,  # type: ignore[arg-type]
+            credit_issued_ns=md.credit_issued_ns, request_start_ns=md.request_start_ns,
+            request_end_ns=md.request_end_ns, request_latency_ms=_ms(metrics.request_latency),
+            output_tokens=int(out.value) if out is not None and out.value is not None else None,
+        )
+    headers = trace.response_headers if trace is not None else None
+    return ClientRecord(
+        ts_ns=ts_ns, source=source, request_id=md.x_request_id, via=via, window=window,  # type: ignore[arg-type]
+        correlation_id=md.x_correlation_id or "", conversation_id=md.conversation_id or "",
+        phase=_phase(md.benchmark_phase), session_num=md.session_num, worker_id=md.worker_id,  # type: ignore[arg-type]
+        credit_issued_ns=md.credit_issued_ns, request_start_ns=md.request_start_ns,
+        request_ack_ns=md.request_ack_ns, request_end_ns=md.request_end_ns,
+        status_code=status_of(trace.response_status_code if trace is not None else None, err),
+        error_code=err.code if err is not None else None, error_type=(err.type or "") if err is not None else "",
+        error_message=err.text() if err is not None else "", was_cancelled=md.was_cancelled,
+        request_latency_ms=_ms(metrics.request_latency), ttft_ms=_ms(ttft),
+        output_tokens=int(out.value) if out is not None and out.value is not None else None,
+        server_timing_ms=server_timing_ms(headers) if headers else None,
+        echoed_request_id=header(headers, "x-request-id") if headers else "",
+    )
+
+
+def decode_export_record(line: bytes, *, via: str = "export", window: str = "", source: str = "aiperf:export",
+                         event_time: bool = False) -> ClientRecord:
+    """One profile_export.jsonl line -> ClientRecord: the one decoder of AIPerf's per-request export,
+    used live (via="export") and by ingest (via="ingest", event_time=True). Raises msgspec errors for a
+    malformed line and RecordParseError for a record that cannot be joined."""
+    return _export_client(_export_decoder.decode(line), via, window, source, event_time)
 
 
 def parse_export_line(line: bytes, *, window: str = "") -> ClientRecord:
     """One profile_export.jsonl line -> ClientRecord(via="export"). Raises RecordParseError."""
     try:
-        rec = _export_decoder.decode(line)
-    except msgspec.DecodeError as exc:
+        return _export_client(_export_decoder.decode(line), "export", window, "aiperf:export", False)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise RecordParseError(f"profile_export.jsonl: {exc}: {line[:120]!r}") from None
-    md = rec.metadata
-    if not md.x_request_id:
-        raise RecordParseError(f"profile_export.jsonl: record without metadata.x_request_id: {line[:120]!r}")
-    headers = rec.trace_data.response_headers if rec.trace_data else None
-    status = rec.trace_data.response_status_code if rec.trace_data else None
-    err = rec.error
-    osl = _number(rec.metrics, "output_sequence_length")
-    return ClientRecord(
-        source="aiperf:export", request_id=md.x_request_id, via="export", window=window,
-        correlation_id=md.x_correlation_id or "", conversation_id=md.conversation_id or "",
-        phase=_phase(md.benchmark_phase), session_num=md.session_num, worker_id=md.worker_id,  # type: ignore[arg-type]
-        credit_issued_ns=md.credit_issued_ns, request_start_ns=md.request_start_ns,
-        request_ack_ns=md.request_ack_ns, request_end_ns=md.request_end_ns,
-        status_code=status if status is not None else (err.code if err else None),
-        error_code=err.code if err else None, error_type=(err.type or "") if err else "",
-        error_message=_error_text(err), was_cancelled=md.was_cancelled,
-        request_latency_ms=_number(rec.metrics, "request_latency"),
-        ttft_ms=_number(rec.metrics, "time_to_first_token"),
-        output_tokens=int(osl) if osl is not None else None,
-        server_timing_ms=server_timing_ms(headers), echoed_request_id=_header(headers, "x-request-id"),
-    )
 
 
-def _error_text(err: _Error | None) -> str:
-    if err is None:
-        return ""
-    return f"{err.message} (cause: {err.cause})" if err.cause else err.message
+def _error_text(err: ExportError | None) -> str:
+    return err.text() if err is not None else ""
 
 
 def parse_tap_line(line: bytes, *, window: str = "") -> ClientRecord:
@@ -168,5 +231,5 @@ def parse_tap_line(line: bytes, *, window: str = "") -> ClientRecord:
         error_message=_error_text(err), was_cancelled=rec.was_cancelled,
         request_latency_ms=rec.request_latency_ms, ttft_ms=rec.ttft_ms, output_tokens=rec.output_tokens,
         answer=rec.text, server_timing_ms=server_timing_ms(rec.headers),
-        echoed_request_id=_header(rec.headers, "x-request-id"),
+        echoed_request_id=header(rec.headers, "x-request-id"),
     )
