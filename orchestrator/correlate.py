@@ -34,6 +34,9 @@ KeyParser = Callable[[str], tuple[str, str]]
 _fields = ClientRecord.__struct_fields__
 _EMPTY = (None, "")
 _NO_AUDIO = (None, None)
+# Launch times and closed names remembered for server-half attribution: a straggler is never older
+# than a few windows, and the memory stays bounded over any soak length.
+_WINDOWS_KEPT = 64
 
 
 class JoinerStatistics(msgspec.Struct, frozen=True):
@@ -120,6 +123,8 @@ class Joiner:
         self._tallies: dict[str, WindowTally] = {}
         self._crashes: list[_Crash] = []
         self._keys: dict[str, tuple[str, str]] = {}
+        self._starts: deque[tuple[int, str]] = deque(maxlen=_WINDOWS_KEPT)
+        self._closed: deque[str] = deque(maxlen=_WINDOWS_KEPT)
         self.correlated = self.unmatched = self.duplicates = 0
 
     # ------------------------------------------------------------------ inputs
@@ -127,10 +132,28 @@ class Joiner:
     def _awaits_answer(self, client: ClientRecord) -> bool:
         return self.answer_grace_ns > 0 and _lacks_answer(client)
 
-    def start_window(self, window: str) -> None:
-        """Server records without a client record are accounted to the window started last."""
+    def start_window(self, window: str, start_unix_ns: int | None = None) -> None:
+        """Server records without a client record are accounted to the window started last before the
+        server began them when `start_unix_ns` (the load client's launch) is given, else to the window
+        started last. With launch times, a straggler of window N that reaches the server's records after
+        N+1 was launched still counts in N, so windows may overlap in their finalisation."""
         self.window = window
+        if window in self._closed:  # a name reused after its close (qualify's runs): a new window
+            self._closed.remove(window)
         self._tally(window)
+        if start_unix_ns is not None:
+            self._starts.append((start_unix_ns, window))
+
+    def server_window(self, rec: ServerRecord) -> str:
+        """The window a server record belongs to when no client record names it (see start_window)."""
+        if not self._starts or rec.end_unix_ns is None:
+            return self.window
+        # When the server began the request; without handler_ms its end (a straggler then may land late).
+        begun = rec.end_unix_ns - int(rec.handler_ms * 1e6) if rec.handler_ms else rec.end_unix_ns
+        for start, window in reversed(self._starts):
+            if start <= begun:
+                return window
+        return self._starts[0][1]
 
     def add_client(self, rec: ClientRecord, now_ns: int = 0) -> list[Event]:
         rid = rec.request_id
@@ -173,11 +196,11 @@ class Joiner:
                                       "without it (raise match_timeout_s)")
             return []
         if rid in self._servers:
-            return [self._duplicate(rid, "server", self.window, None)]
+            return [self._duplicate(rid, "server", self.server_window(rec), None)]
         pending = self._clients.get(rid)
         if pending is not None:
             if pending.server is not None:
-                return [self._duplicate(rid, "server", self.window, None)]
+                return [self._duplicate(rid, "server", pending.client.window or self.server_window(rec), None)]
             if self._awaits_answer(pending.client):
                 pending.server = rec
                 self._awaiting[rid] = now_ns + self.answer_grace_ns
@@ -255,7 +278,7 @@ class Joiner:
             if seen > limit:
                 break
             del self._servers[rid]
-            out.extend(self._server_only(rid))
+            out.extend(self._server_only(rid, self.server_window(server)))
         for crash in self._crashes:
             if crash.publish_at <= now_ns:
                 out.extend(self._crash_list(crash))
@@ -288,15 +311,16 @@ class Joiner:
                 continue
             out.append(self._unmatched(rid, "client", "timeout", pending.client))
             out.append(self._settle(pending.client, tuple(pending.vias), None, in_flight=True))
-        if window == self.window:
-            for rid in list(self._servers):
+        for rid, (server, _) in list(self._servers.items()):
+            if self.server_window(server) == window:
                 del self._servers[rid]
-                out.extend(self._server_only(rid))
+                out.extend(self._server_only(rid, window))
         for crash in self._crashes:
             out.extend(self._crash_list(crash))
         tally = self._tallies.pop(window, None) or WindowTally(window)
         out.append(tally.check(expected=expected, in_flight_ids=in_flight))
         self._settled = {k: v for k, v in self._settled.items() if v[0] != window}
+        self._closed.append(window)
         return out
 
     def statistics(self) -> JoinerStatistics:
@@ -408,22 +432,27 @@ class Joiner:
             incarnation=server.incarnation, audio_seconds=seconds, audio_bytes=size,
         )
 
-    def _server_only(self, rid: str) -> list[Event]:
-        self._tally(self.window).server_only(rid)
-        self._remember(rid, (self.window, (), True))
-        return [self._unmatched(rid, "server", "no_client_record", None)]
+    def _server_only(self, rid: str, window: str) -> list[Event]:
+        # A straggler of a window already closed is journaled under it but tallied nowhere: its
+        # accounting is published, and a tally recreated for it would never be checked or freed.
+        if window not in self._closed:
+            self._tally(window).server_only(rid)
+            self._remember(rid, (window, (), True))
+        return [self._unmatched(rid, "server", "no_client_record", None, window)]
 
-    def _unmatched(self, rid: str, half: str, cause: str, client: ClientRecord | None) -> RequestUnmatched:
+    def _unmatched(self, rid: str, half: str, cause: str, client: ClientRecord | None,
+                   window: str = "") -> RequestUnmatched:
         self.unmatched += 1
         return RequestUnmatched(source=self.source, request_id=rid, half=half, cause=cause,  # type: ignore[arg-type]
-                                window=(client.window if client else "") or self.window,
+                                window=(client.window if client else "") or window or self.window,
                                 phase=client.phase if client else "unknown",
                                 conversation_id=client.conversation_id if client else "")
 
     def _duplicate(self, rid: str, half: str, window: str, client: ClientRecord | None) -> RequestUnmatched:
         self.duplicates += 1
-        self._tally(window).duplicate(rid)
-        return self._unmatched(rid, half, "duplicate_id", client)
+        if window not in self._closed:
+            self._tally(window).duplicate(rid)
+        return self._unmatched(rid, half, "duplicate_id", client, window)
 
     def _crash_list(self, crash: _Crash) -> list[Event]:
         new = crash.ids[crash.published:]
@@ -496,7 +525,7 @@ class Correlator:
         if isinstance(ev, ServerExited) and not ev.expected:
             return self.joiner.server_exited(ev.incarnation, ev.ts_ns, now)
         if isinstance(ev, AiperfStarted):
-            self.joiner.start_window(ev.window)
+            self.joiner.start_window(ev.window, ev.ts_ns)
         return ()
 
     async def _publish(self, ev: Event) -> Event:

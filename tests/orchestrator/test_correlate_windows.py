@@ -1,0 +1,74 @@
+"""Server-only records of consecutive, overlapping-in-finalisation windows are attributed by launch time."""
+
+from __future__ import annotations
+
+from orchestrator.correlate import Joiner
+from orchestrator.events import AccountingChecked, ClientRecord, RequestUnmatched, ServerRecord
+
+S = 1_000_000_000
+T0 = 1_800_000_000 * S
+
+
+def _client(rid: str, window: str, start: int) -> ClientRecord:
+    return ClientRecord(request_id=rid, window=window, phase="profiling", status_code=200, request_start_ns=start,
+                        request_end_ns=start + S // 10, request_latency_ms=100.0, answer="x")
+
+
+def _server(rid: str, *, end: int, handler_ms: float | None = 100.0) -> ServerRecord:
+    return ServerRecord(request_id=rid, status=200, handler_ms=handler_ms, incarnation=1, end_unix_ns=end)
+
+
+def _accounting(events: list) -> AccountingChecked:
+    [acc] = [e for e in events if isinstance(e, AccountingChecked)]
+    return acc
+
+
+class TestWindowAttribution:
+    def test_straggler_of_previous_window_counts_in_it_not_in_the_next(self) -> None:
+        """A server record begun before window 2's launch but seen after it belongs to window 1."""
+        j = Joiner(match_timeout_s=1.0)
+        j.start_window("w1", T0)
+        j.add_client(_client("a", "w1", T0 + S), 0)
+        j.add_server(_server("a", end=T0 + S + S // 10), 0)
+        j.start_window("w2", T0 + 20 * S)
+        # Begun at T0+18 s (before w2's launch), ended after it: window 1's straggler.
+        j.add_server(_server("late", end=T0 + 21 * S, handler_ms=3000.0), 0)
+        # Begun after w2's launch: window 2's.
+        j.add_server(_server("new", end=T0 + 25 * S), 0)
+        acc1 = _accounting(j.close_window("w1"))
+        assert acc1.server_without_client == ["late"] and acc1.issued == {"profiling": 1}
+        assert j.statistics().open_servers == 1  # window 2's half stays open
+        acc2 = _accounting(j.close_window("w2"))
+        assert acc2.server_without_client == ["new"]
+
+    def test_straggler_after_its_window_closed_is_journaled_under_it_and_tallied_nowhere(self) -> None:
+        """A window-1 server record that expires after window 1 closed does not unbalance window 2."""
+        j = Joiner(match_timeout_s=1.0)
+        j.start_window("w1", T0)
+        j.start_window("w2", T0 + 20 * S)
+        j.close_window("w1")
+        j.add_client(_client("b", "w2", T0 + 21 * S), 0)
+        j.add_server(_server("b", end=T0 + 21 * S + S // 10), 0)
+        j.add_server(_server("old", end=T0 + 22 * S, handler_ms=5000.0), 0)
+        [unmatched] = [e for e in j.expire(2 * S) if isinstance(e, RequestUnmatched)]
+        assert (unmatched.request_id, unmatched.window, unmatched.cause) == ("old", "w1", "no_client_record")
+        acc2 = _accounting(j.close_window("w2"))
+        assert acc2.balanced and acc2.server_without_client == [] and acc2.issued == {"profiling": 1}
+
+    def test_without_launch_times_the_window_started_last_takes_server_only_records(self) -> None:
+        """Callers that give no launch time keep the old rule (ingest, single-run qualify)."""
+        j = Joiner(match_timeout_s=1.0)
+        j.start_window("w1")
+        j.start_window("w2")
+        j.add_server(_server("s", end=T0), 0)
+        assert _accounting(j.close_window("w1")).server_without_client == []
+        assert _accounting(j.close_window("w2")).server_without_client == ["s"]
+
+    def test_a_reused_window_name_is_open_again(self) -> None:
+        """Starting a window under a closed window's name accounts its server-only records again."""
+        j = Joiner(match_timeout_s=1.0)
+        j.start_window("run", T0)
+        j.close_window("run")
+        j.start_window("run", T0 + 10 * S)
+        j.add_server(_server("s", end=T0 + 11 * S), 0)
+        assert _accounting(j.close_window("run")).server_without_client == ["s"]
