@@ -331,9 +331,13 @@ async def _capability(m: _ModelRun, base_url: str) -> None:
     await m.phase_start("capability")
     ds = m.dataset
     by_key = {(r.item_id, r.arm): r for r in m.requests}
+    missing = [arm for arm in ("audio", "silence") if not any(r.arm == arm for r in m.requests)]
+    if missing:  # the probe needs both arms even when the correctness stage runs fewer
+        extra = await anyio.to_thread.run_sync(prepare_arms, ds, missing, m.run.run_dir / "wire")
+        by_key.update({(r.item_id, r.arm): r for r in extra})
     timeout = m.cfg.workload.request_timeout_s
     async with ChatClient(base_url, m.model.name, timeout_s=timeout) as client:
-        first = next((r for r in m.requests if r.arm == "audio"), None)
+        first = next((r for (_, arm), r in by_key.items() if arm == "audio"), None)
         if first is None:
             raise _StageFailed("capability", "failed", "the dataset has no audio-arm requests to probe with")
         with_audio = await m.ask(client, first, "capability")
@@ -362,7 +366,7 @@ async def _capability(m: _ModelRun, base_url: str) -> None:
         answers: list[ProbeAnswer] = []
         for item_id in probe_items:
             for arm in ("audio", "silence"):
-                req = by_key.get((item_id, arm)) or _arm_request(m, item_id, arm)
+                req = by_key.get((item_id, arm))
                 if req is None:
                     continue
                 reply = await m.ask(client, req, "capability")
@@ -379,15 +383,6 @@ async def _capability(m: _ModelRun, base_url: str) -> None:
         await m.phase_end("capability", "failed", reason)
         raise _StageFailed("capability", "unsupported", reason)
     await m.phase_end("capability", "passed", "; ".join(c.reason for c in checks))
-
-
-def _arm_request(m: _ModelRun, item_id: str, arm: str) -> ArmRequest | None:
-    """Probe arms not configured for the dataset stage (e.g. silence) are prepared on demand."""
-    made = prepare_arms(m.dataset, [arm], m.run.run_dir / "wire")
-    for r in made:
-        if r.item_id == item_id:
-            return r
-    return None
 
 
 async def _publish_check(m: _ModelRun, check: CheckResult) -> None:

@@ -156,7 +156,9 @@ def test_gate_above_achievable_fails_at_correctness_listing_items(tmp_path: Path
     """A gate of 100 % on a set including an item the reference cannot answer (French) fails at
     correctness, naming the failing item; the gate is applied as written."""
     cfg = config(tmp_path, dataset=mini_dataset(tmp_path, [*MINI_ITEMS, "language-fr"]),
-                 replace={"min_pass_rate = 0.9": "min_pass_rate = 1.0"})
+                 replace={"min_pass_rate = 0.9": "min_pass_rate = 1.0",
+                          # Audio arm only: the capability probe must prepare its silence arm itself.
+                          'arms = ["audio", "silence", "transcript"]': 'arms = ["audio"]'})
     rc, stderr, run_dir = qualify(cfg)
     assert rc == 1, stderr[-3000:]
     res = results(run_dir)["reference-audioqa"]
