@@ -59,6 +59,8 @@ log = get_logger("aqbench.soak")
 _WINDOW_REQUEST_CAP = 10_000_000
 # After a stop request: how long the current window may take to end (SIGINT, files, accounting).
 _STOP_BUDGET_S = 60.0
+# How often a running window's AIPerf process is checked for its exit (the next window's launch cue).
+_EXIT_POLL_S = 0.02
 
 
 class SoakOptions(msgspec.Struct, frozen=True, kw_only=True):
@@ -73,9 +75,11 @@ class SoakOptions(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class SoakTracker:
-    """Lossless bus subscriber: folds the open window's events into its WindowAccumulator, scores each
+    """Lossless bus subscriber: folds each open window's events into its WindowAccumulator, scores each
     profiling answer against its dataset item (publishing VerdictReached), and remembers unexpected
-    exits. Publishing never waits on its own full queue (it drains that queue into a local backlog)."""
+    exits. Two windows are open while one finalises and the next runs: requests go to the window they
+    name, resource samples and restarts to the window opened last (the one whose AIPerf runs).
+    Publishing never waits on its own full queue (it drains that queue into a local backlog)."""
 
     def __init__(self, bus: Any, dataset: Dataset, model: ModelConfig, *, size: int = 8192) -> None:
         self._bus = bus
@@ -84,11 +88,14 @@ class SoakTracker:
         self._size = size
         self._sub: Any = None
         self._backlog: deque[Any] = deque()
+        self._open: dict[str, WindowAccumulator] = {}
         self._current: WindowAccumulator | None = None
         self._seen = anyio.Event()
         self.last_seq = 0
         self.accounting: dict[str, AccountingChecked] = {}
+        # Per open window: AIPerf's pid and its launch (AiperfStarted's wall clock); dropped at close.
         self.aiperf_pids: dict[str, int] = {}
+        self.aiperf_launch_ns: dict[str, int] = {}
         self.exits: list[ServerExitFact] = []
         self.orphans_killed = 0
         self.restarts = 0
@@ -128,23 +135,32 @@ class SoakTracker:
 
     @property
     def current(self) -> WindowAccumulator | None:
-        """The open window's accumulator (None between windows)."""
+        """The accumulator of the window opened last, while open (None when every window is closed)."""
         return self._current
+
+    def window(self, window: str) -> WindowAccumulator | None:
+        """An open window's accumulator by name."""
+        return self._open.get(window)
 
     def open_window(self, index: int, start_unix_ns: int) -> WindowAccumulator:
-        self._current = WindowAccumulator(index, start_unix_ns, criteria=self._model.correctness)
-        return self._current
+        acc = WindowAccumulator(index, start_unix_ns, criteria=self._model.correctness)
+        self._open[acc.window] = self._current = acc
+        return acc
 
-    def close_window(self, end_unix_ns: int, **facts: Any) -> WindowStats:
-        assert self._current is not None, "close_window without an open window"
-        stats = self._current.close(end_unix_ns, **facts)
-        self._current = None
-        return stats
+    def close_window(self, window: str, end_unix_ns: int, **facts: Any) -> WindowStats:
+        acc = self._open.pop(window)
+        if acc is self._current:
+            self._current = None
+        self.aiperf_pids.pop(window, None)
+        self.aiperf_launch_ns.pop(window, None)
+        self.accounting.pop(window, None)
+        return acc.close(end_unix_ns, **facts)
 
     def _handle(self, ev: Any) -> Iterable[Event]:
         acc = self._current
         if isinstance(ev, RequestCorrelated):
-            if acc is None or ev.window != acc.window:
+            acc = self._open.get(ev.window)
+            if acc is None:
                 return ()
             acc.add_request(phase=ev.phase, ok=ev.ok, cause=ev.cause, request_latency_ms=ev.request_latency_ms,
                             handler_ms=ev.handler_ms, model_call_ms=ev.model_call_ms,
@@ -169,7 +185,9 @@ class SoakTracker:
         elif isinstance(ev, AccountingChecked):
             self.accounting[ev.window] = ev
         elif isinstance(ev, AiperfStarted):
-            self.aiperf_pids[ev.window] = ev.pid
+            if ev.window in self._open:
+                self.aiperf_pids[ev.window] = ev.pid
+                self.aiperf_launch_ns[ev.window] = ev.ts_ns
         elif isinstance(ev, OrphanKilled):
             self.orphans_killed += 1
         return ()
@@ -368,6 +386,8 @@ class _Soak:
         self.stop = stop
         self.windows: list[WindowStats] = []
         self.done = 0
+        self._next_checkpoint = 0.0
+        self._last_end_ns: int | None = None  # the last answer of the windows finalised so far
         self.tracker = SoakTracker(run.bus, dataset, model)
         # AIPerf's ZeroMQ sockets live under TMPDIR and their paths must fit in 107 bytes: a short
         # folder per soak (not the run folder), removed at the end with AIPerf's leftovers.
@@ -436,79 +456,131 @@ class _Soak:
         return verdicts
 
     async def _windows(self, handle: Any, correlator: Any, install: Any, tokenizer: Path, rows: list[Any]) -> None:
+        """Consecutive windows with no gap but AIPerf's own exit and start-up: window N+1's AIPerf is
+        launched as soon as window N's AIPerf process has exited, while N is finalised (artifacts,
+        accounting, aggregation, checkpoint) in its own task. Finalisations run one at a time, in order."""
         from adapters.aiperf import build_command, run_aiperf
         from orchestrator.dataset import write_aiperf_input
 
         s, w = self.settings, self.cfg.workload
         count = max(1, math.ceil(s.duration_s / s.window_s - 1e-9))
         started = time.monotonic()
-        next_checkpoint = started + s.checkpoint_every_s
-        last_end_ns: int | None = None
+        self._next_checkpoint = started + s.checkpoint_every_s
+        finalised: anyio.Event | None = None
         sent = 0
-        for index in range(1, count + 1):
-            if self.stop.is_set():
-                break
-            remaining = s.duration_s - (time.monotonic() - started)
-            length = min(s.window_s, max(1.0, remaining))
-            name = window_name(index)
-            folder = self.run_scope.run_dir / "windows" / f"w{index:04d}"
-            # AIPerf replays its input from the first row: each window starts where the last one stopped,
-            # so that over a soak every item is judged, not only the first few of the file.
-            shift = sent % len(rows) if rows else 0
-            input_file = await anyio.to_thread.run_sync(write_aiperf_input, rows[shift:] + rows[:shift],
-                                                        folder / "inputs.jsonl")
-            cmd = build_command(w, base_url=handle.base_url, model=self.model.name, input_file=input_file,
-                                artifact_dir=folder / "artifacts", tokenizer=tokenizer, executable=install.executable,
-                                requests=_WINDOW_REQUEST_CAP, warmup=s.warmup_requests if index == 1 else 0,
-                                concurrency=s.concurrency, request_rate=s.request_rate, tap_dir=folder / "tap",
-                                tmp_dir=self.tmp_dir)
-            grace = w.request_timeout_s
-            extra = ["--benchmark-duration", f"{length:g}", "--benchmark-grace-period", f"{grace:g}"]
-            cmd = msgspec.structs.replace(cmd, argv=[*cmd.argv, *extra], shell=f"{cmd.shell} {' '.join(extra)}")
-            await anyio.to_thread.run_sync(cmd.save, folder)
-            await handle.wait_ready(self.cfg.server.startup_timeout_s)
-            acc_start = time.time_ns()
-            self.tracker.open_window(index, acc_start)
-            outcome = await self._run_window(run_aiperf, cmd, name, deadline_s=length + grace + w.deadline_s,
-                                             install=install)
-            accounting = await correlator.close_window(name)
-            sent += sum(accounting.issued.values())
-            await self.tracker.wait_seen(accounting.seq)
-            end_ns = time.time_ns()
-            acc = self.tracker.current
-            first = acc.first_start_ns if acc else None
-            gap = (first - last_end_ns) / 1e9 if first and last_end_ns else None
-            last_end_ns = (acc.last_end_ns if acc else None) or last_end_ns
-            stats = self.tracker.close_window(end_ns, aiperf_classification=outcome.classification,
-                                              accounting_balanced=accounting.balanced, gap_before_s=gap)
-            self.windows.append(stats)
-            self.done = index
-            await self.bus.publish(SoakWindowClosed(source="soak", window=name, index=index,
-                                                    summary=stats.to_summary()))
-            if outcome.classification == "failed":
-                await self.bus.publish(Warned(source="soak", code="soak_window_failed",
-                                              message=f"window {name}: AIPerf run failed: {outcome.reason}",
-                                              detail={"model": self.model.name}))
-            if time.monotonic() >= next_checkpoint and not self.stop.is_set() and index < count:
-                next_checkpoint += s.checkpoint_every_s
-                await self._checkpoint()
+        loaded_s = 0.0
+        async with anyio.create_task_group() as tg:
+            for index in range(1, count + 1):
+                if self.stop.is_set():
+                    break
+                # The duration is time under load: AIPerf's start-ups add to the wall time, so the last
+                # window is the remainder of the duration (not a stub cut short by the start-ups before it).
+                length = min(s.window_s, max(1.0, s.duration_s - loaded_s))
+                loaded_s += length
+                name = window_name(index)
+                folder = self.run_scope.run_dir / "windows" / f"w{index:04d}"
+                # AIPerf replays its input from the first row: each window starts where the last one
+                # stopped, so that over a soak every item is judged, not only the first few of the file.
+                shift = sent % len(rows) if rows else 0
+                input_file = await anyio.to_thread.run_sync(write_aiperf_input, rows[shift:] + rows[:shift],
+                                                            folder / "inputs.jsonl")
+                cmd = build_command(w, base_url=handle.base_url, model=self.model.name, input_file=input_file,
+                                    artifact_dir=folder / "artifacts", tokenizer=tokenizer,
+                                    executable=install.executable, requests=_WINDOW_REQUEST_CAP,
+                                    warmup=s.warmup_requests if index == 1 else 0, concurrency=s.concurrency,
+                                    request_rate=s.request_rate, tap_dir=folder / "tap", tmp_dir=self.tmp_dir)
+                grace = w.request_timeout_s
+                extra = ["--benchmark-duration", f"{length:g}", "--benchmark-grace-period", f"{grace:g}"]
+                cmd = msgspec.structs.replace(cmd, argv=[*cmd.argv, *extra], shell=f"{cmd.shell} {' '.join(extra)}")
+                await anyio.to_thread.run_sync(cmd.save, folder)
+                await handle.wait_ready(self.cfg.server.startup_timeout_s)
+                self.tracker.open_window(index, time.time_ns())
+                exited, done = _Exit(), anyio.Event()
+                tg.start_soon(self._window, run_aiperf, cmd, index, name, length + grace + w.deadline_s, install,
+                              correlator, exited, finalised, done, count)
+                await exited.wait()
+                finalised = done
+                # Rows this window consumed, as joined so far: its last answers may still be in the join,
+                # which shifts the next window's start by a row or two, never skips the rotation.
+                acc = self.tracker.window(name)
+                sent += (acc.issued + acc.warmup_issued) if acc else 0
 
-    async def _run_window(self, run_aiperf: Any, cmd: Any, name: str, *, deadline_s: float, install: Any) -> Any:
-        """Run one AIPerf window; a stop request sends its process group SIGINT (then SIGKILL after the
+    async def _window(self, run_aiperf: Any, cmd: Any, index: int, name: str, deadline_s: float, install: Any,
+                      correlator: Any, exited: _Exit, previous: anyio.Event | None, done: anyio.Event,
+                      count: int) -> None:
+        """Run window `index`'s AIPerf (setting `exited` when its process ends), then finalise the
+        window once the previous window's finalisation is `done`."""
+        try:
+            try:
+                outcome = await self._run_window(run_aiperf, cmd, name, deadline_s=deadline_s, install=install,
+                                                 exited=exited)
+            finally:
+                exited.set()  # also on failure: the launch loop must not wait for an exit forever
+            if previous is not None:
+                await previous.wait()
+            await self._finalise(index, name, outcome, correlator, exited, count)
+        finally:
+            done.set()
+
+    async def _finalise(self, index: int, name: str, outcome: Any, correlator: Any, exited: _Exit,
+                        count: int) -> None:
+        """Close the window's accounting and aggregates, journal them, and checkpoint when due."""
+        accounting = await correlator.close_window(name)
+        await self.tracker.wait_seen(accounting.seq)
+        acc = self.tracker.window(name)
+        first = acc.first_request_ns if acc else None
+        gap = (first - self._last_end_ns) / 1e9 if first and self._last_end_ns else None
+        stats = self.tracker.close_window(name, time.time_ns(), aiperf_classification=outcome.classification,
+                                          accounting_balanced=accounting.balanced, gap_before_s=gap,
+                                          aiperf_launch_unix_ns=self.tracker.aiperf_launch_ns.get(name),
+                                          aiperf_exit_unix_ns=exited.unix_ns)
+        self._last_end_ns = stats.last_request_unix_ns or self._last_end_ns
+        self.windows.append(stats)
+        self.done = index
+        await self.bus.publish(SoakWindowClosed(source="soak", window=name, index=index,
+                                                summary=stats.to_summary()))
+        if outcome.classification == "failed":
+            await self.bus.publish(Warned(source="soak", code="soak_window_failed",
+                                          message=f"window {name}: AIPerf run failed: {outcome.reason}",
+                                          detail={"model": self.model.name}))
+        if time.monotonic() >= self._next_checkpoint and not self.stop.is_set() and index < count:
+            self._next_checkpoint += self.settings.checkpoint_every_s
+            await self._checkpoint()
+
+    async def _run_window(self, run_aiperf: Any, cmd: Any, name: str, *, deadline_s: float, install: Any,
+                          exited: _Exit) -> Any:
+        """Run one AIPerf window; returns once its files are judged, having set `exited` as soon as its
+        process ended. A stop request sends the running process's group SIGINT (then SIGKILL after the
         grace) so that AIPerf writes and the adapter judges what it has."""
         result: list[Any] = []
+
+        async def pid() -> int:
+            # AiperfStarted (with the pid) may still be on its way through the bus.
+            while not (found := self.tracker.aiperf_pids.get(name)):
+                await anyio.sleep(0.02)
+            return found
+
         async with anyio.create_task_group() as tg:
+
+            async def watch_exit() -> None:
+                proc = await pid()
+                while not _process_ended(proc):
+                    await anyio.sleep(_EXIT_POLL_S)
+                exited.set()
 
             async def stopper() -> None:
                 await self.stop.wait()
-                # AiperfStarted (with the pid) may still be on its way through the bus.
-                while not (pid := self.tracker.aiperf_pids.get(name)):
-                    await anyio.sleep(0.05)
-                log.info("soak_window_stopping", window=name, pid=pid)
-                _killpg(pid, signal.SIGINT)
-                await anyio.sleep(self.cfg.workload.stop_grace_s)
-                _killpg(pid, signal.SIGKILL)
+                found = await pid()
+                if exited.is_set():
+                    return  # ended already: its pid may be another process's by now
+                log.info("soak_window_stopping", window=name, pid=found)
+                _killpg(found, signal.SIGINT)
+                with anyio.move_on_after(self.cfg.workload.stop_grace_s):
+                    await exited.wait()
+                if not exited.is_set():
+                    _killpg(found, signal.SIGKILL)
 
+            tg.start_soon(watch_exit)
             tg.start_soon(stopper)
             with anyio.move_on_after(deadline_s + _STOP_BUDGET_S):
                 result.append(await run_aiperf(cmd, self.bus, window=name, deadline_s=deadline_s,
@@ -534,6 +606,33 @@ class _Soak:
                                                detail={"judged": v.judged, "reason": v.reason,
                                                        "windows_closed": self.done, **v.detail}))
         return verdicts
+
+
+class _Exit:
+    """When one window's AIPerf process ended (wall clock): the cue to launch the next window."""
+
+    def __init__(self) -> None:
+        self._event = anyio.Event()
+        self.unix_ns: int | None = None
+
+    def set(self) -> None:
+        if not self._event.is_set():
+            self.unix_ns = time.time_ns()
+            self._event.set()
+
+    def is_set(self) -> bool:
+        return self._event.is_set()
+
+    async def wait(self) -> None:
+        await self._event.wait()
+
+
+def _process_ended(pid: int) -> bool:
+    """True once `pid` is gone or a zombie (exited, not yet reaped by its runner)."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
 
 
 def _killpg(pid: int, sig: signal.Signals) -> None:

@@ -19,6 +19,7 @@ from orchestrator.soak_window import WindowStats
 
 __all__ = [
     "MIN_TREND_WINDOWS",
+    "GAP_SLACK_S",
     "SoakLimits",
     "Trend",
     "MetricVerdict",
@@ -29,6 +30,8 @@ __all__ = [
 ]
 
 MIN_TREND_WINDOWS = 2
+# Seconds a gap between windows may exceed AIPerf's own exit and start-up (the soak's own share).
+GAP_SLACK_S = 2.0
 _MIB = 2.0**20
 _NS_PER_H = 3600e9
 
@@ -221,6 +224,37 @@ def _processes(check: ProcessCheck) -> MetricVerdict:
                          reason="no orphaned, leftover or zombie process")
 
 
+def _window_gaps(windows: Sequence[WindowStats], slack_s: float) -> MetricVerdict:
+    """Each gap against what AIPerf itself needs: the previous window's exit plus this one's start-up."""
+    rows: list[dict[str, Any]] = []
+    over: list[str] = []
+    for prev, w in zip(windows, windows[1:]):
+        startup, exit_s = w.startup_s, prev.exit_s
+        if w.gap_before_s is None or startup is None or exit_s is None:
+            continue
+        launch_after_exit = (w.aiperf_launch_unix_ns - prev.aiperf_exit_unix_ns) / 1e9 \
+            if w.aiperf_launch_unix_ns is not None and prev.aiperf_exit_unix_ns is not None else None
+        allowed = exit_s + startup + slack_s
+        rows.append({"window": w.window, "gap_s": round(w.gap_before_s, 3), "startup_s": round(startup, 3),
+                     "previous_exit_s": round(exit_s, 3), "allowed_s": round(allowed, 3),
+                     "launch_after_exit_s": None if launch_after_exit is None else round(launch_after_exit, 3)})
+        if w.gap_before_s > allowed:
+            over.append(f"{w.window} {w.gap_before_s:.1f} s > {allowed:.1f} s")
+    detail: dict[str, Any] = {"limit": slack_s, "unit": "s beyond AIPerf's exit + start-up", "windows": rows}
+    if not rows:
+        return MetricVerdict(metric="window_gap", passed=True, judged=False, detail=detail,
+                             reason="not judged: fewer than two windows with a measured AIPerf timeline")
+    worst = max(rows, key=lambda r: r["gap_s"])
+    how = (f"largest gap {worst['gap_s']:.1f} s before {worst['window']} = previous AIPerf exit "
+           f"{worst['previous_exit_s']:.1f} s + start-up {worst['startup_s']:.1f} s + "
+           f"{worst['gap_s'] - worst['previous_exit_s'] - worst['startup_s']:.1f} s of the soak's own; "
+           f"limit: exit + start-up + {slack_s:g} s")
+    if over:
+        return MetricVerdict(metric="window_gap", passed=False, judged=True, detail=detail,
+                             reason=f"windows not consecutive ({'; '.join(over)}): {how}")
+    return MetricVerdict(metric="window_gap", passed=True, judged=True, detail=detail, reason=how)
+
+
 def judge_soak(windows: Sequence[WindowStats], limits: SoakLimits, *, exits: Sequence[ServerExitFact] = (),
                processes: ProcessCheck | None = None) -> list[MetricVerdict]:
     """Every verdict over the closed windows so far (in index order). `processes` is given only at the
@@ -245,6 +279,7 @@ def judge_soak(windows: Sequence[WindowStats], limits: SoakLimits, *, exits: Seq
         _error_rate(judged, limits.max_error_rate, skipped),
         _correctness(ordered),
         _restarts(exits),
+        _window_gaps(ordered, GAP_SLACK_S),
     ]
     if processes is not None:
         verdicts.append(_processes(processes))

@@ -77,7 +77,23 @@ class WindowStats(msgspec.Struct, frozen=True, kw_only=True):
     incarnations: list[int] = []
     aiperf_classification: str = ""
     accounting_balanced: bool | None = None
+    # Seconds without load between the previous window's last answer and this window's first request.
     gap_before_s: float | None = None
+    # AIPerf's own timeline (wall-clock ns): process launch, first and last request of any phase, exit.
+    aiperf_launch_unix_ns: int | None = None
+    first_request_unix_ns: int | None = None
+    last_request_unix_ns: int | None = None
+    aiperf_exit_unix_ns: int | None = None
+
+    @property
+    def startup_s(self) -> float | None:
+        """AIPerf's start-up: its launch to its first request."""
+        return _span_s(self.aiperf_launch_unix_ns, self.first_request_unix_ns)
+
+    @property
+    def exit_s(self) -> float | None:
+        """AIPerf's exit: its last answer to its process's end (it writes its exports in between)."""
+        return _span_s(self.last_request_unix_ns, self.aiperf_exit_unix_ns)
 
     @property
     def duration_s(self) -> float:
@@ -91,6 +107,10 @@ class WindowStats(msgspec.Struct, frozen=True, kw_only=True):
     def from_summary(cls, summary: dict[str, Any]) -> WindowStats:
         """Back from a journaled summary (reports and checkpoints after a replay)."""
         return msgspec.convert(summary, cls)
+
+
+def _span_s(start_ns: int | None, end_ns: int | None) -> float | None:
+    return (end_ns - start_ns) / 1e9 if start_ns is not None and end_ns is not None else None
 
 
 def _memory(values: array) -> MemorySummary:
@@ -127,11 +147,18 @@ class WindowAccumulator:
         self.incarnations: set[int] = set()
         self.first_start_ns: int | None = None
         self.last_end_ns: int | None = None
+        # Any phase (warmup included): AIPerf's start-up ends at its first request of whatever phase.
+        self.first_request_ns: int | None = None
+        self.last_request_ns: int | None = None
 
     def add_request(self, *, phase: str, ok: bool, cause: str, request_latency_ms: float | None,
                     handler_ms: float | None, model_call_ms: float | None, request_start_ns: int | None,
                     request_end_ns: int | None, incarnation: int = 0) -> None:
         """One correlated request; only the profiling phase counts toward the window's statistics."""
+        if request_start_ns and (self.first_request_ns is None or request_start_ns < self.first_request_ns):
+            self.first_request_ns = request_start_ns
+        if request_end_ns and (self.last_request_ns is None or request_end_ns > self.last_request_ns):
+            self.last_request_ns = request_end_ns
         if phase != "profiling":
             self.warmup_issued += phase == "warmup"
             return
@@ -169,7 +196,8 @@ class WindowAccumulator:
         self.unexpected_exits += 1
 
     def close(self, end_unix_ns: int, *, aiperf_classification: str = "", accounting_balanced: bool | None = None,
-              gap_before_s: float | None = None) -> WindowStats:
+              gap_before_s: float | None = None, aiperf_launch_unix_ns: int | None = None,
+              aiperf_exit_unix_ns: int | None = None) -> WindowStats:
         """Freeze the window: exact percentiles and gates over its values, then free them."""
         gates = evaluate_gates(self.criteria, self._answers) if self._answers else []
         judged = [g for g in gates if g.total]
@@ -190,7 +218,9 @@ class WindowAccumulator:
             rss=_memory(self._rss), gpu_memory=_memory(self._gpu), restarts=self.restarts,
             unexpected_exits=self.unexpected_exits, incarnations=sorted(self.incarnations),
             aiperf_classification=aiperf_classification, accounting_balanced=accounting_balanced,
-            gap_before_s=gap_before_s,
+            gap_before_s=gap_before_s, aiperf_launch_unix_ns=aiperf_launch_unix_ns,
+            first_request_unix_ns=self.first_request_ns, last_request_unix_ns=self.last_request_ns,
+            aiperf_exit_unix_ns=aiperf_exit_unix_ns,
         )
         self._client = self._server = self._model_call = self._rss = self._gpu = array("d")
         self._answers = []

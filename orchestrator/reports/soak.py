@@ -163,6 +163,11 @@ def _charts(report: SoakReport) -> list[str]:
         line_chart("soak-correctness", "Correctness under load per window", [
             ("correct %", _correct_pct(report)),
         ], x_label=x, y_label="% of scored answers"),
+        line_chart("soak-gaps", "Gap before each window vs AIPerf's own start-up", [
+            ("gap before", _series(report, "gap_before_s")),
+            ("AIPerf start-up", [(_t_min(report, w), v) for w in report.windows
+                                 if (v := _span_s(w, "aiperf_launch_unix_ns", "first_request_unix_ns")) is not None]),
+        ], x_label=x, y_label="s"),
     ]
 
 
@@ -186,11 +191,16 @@ def _verdict_rows(report: SoakReport) -> list[list[str]]:
 
 _VERDICT_HEAD = ["metric", "result", "when", "slope", "median growth", "limit", "unit", "numbers"]
 _WINDOW_HEAD = ["window", "issued", "ok", "errors (by cause)", "req/s", "client p50/p99 ms", "server p50/p99 ms",
-                "correct", "RSS start/end/peak MiB", "restarts", "gap before s", "AIPerf"]
+                "correct", "RSS start/end/peak MiB", "restarts", "gap before s", "AIPerf start-up/exit s", "AIPerf"]
 
 
 def _mib(v: Any) -> str:
     return f"{v / _MIB:.0f}" if isinstance(v, (int, float)) else dash
+
+
+def _span_s(w: dict[str, Any], start: str, end: str) -> float | None:
+    a, b = w.get(start), w.get(end)
+    return (b - a) / 1e9 if isinstance(a, int) and isinstance(b, int) else None
 
 
 def _window_rows(report: SoakReport) -> list[list[str]]:
@@ -205,7 +215,10 @@ def _window_rows(report: SoakReport) -> list[list[str]]:
             f"{w.get('correct', 0)}/{w.get('scored', 0)}"
             + ("" if w.get("correctness_passed") is not False else " below gate"),
             f"{_mib(rss.get('start_bytes'))}/{_mib(rss.get('end_bytes'))}/{_mib(rss.get('peak_bytes'))}",
-            str(w.get("restarts", 0)), _num(w.get("gap_before_s")), str(w.get("aiperf_classification") or dash),
+            str(w.get("restarts", 0)), _num(w.get("gap_before_s")),
+            f"{_num(_span_s(w, 'aiperf_launch_unix_ns', 'first_request_unix_ns'))}"
+            f"/{_num(_span_s(w, 'last_request_unix_ns', 'aiperf_exit_unix_ns'))}",
+            str(w.get("aiperf_classification") or dash),
         ])
     return rows
 

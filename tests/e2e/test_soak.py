@@ -89,6 +89,33 @@ def _final_verdicts(events: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {e["metric"]: e for e in events if e["kind"] == "soak_verdict" and e["final"]}
 
 
+# The soak's own share of a gap between windows, beyond the next AIPerf's start-up (the previous AIPerf's
+# exit, about a second, falls inside it).
+_GAP_SLACK_S = 2.0
+
+
+def _windows_consecutive(events: list[dict[str, Any]]) -> list[tuple[str, float, float]]:
+    """From the journal's raw events: each window's gap (previous window's last answer to its first request)
+    is at most its AIPerf start-up (launch to first request) plus the slack. Returns (window, gap, start-up)."""
+    launch = {e["window"]: e["ts_ns"] for e in events if e["kind"] == "aiperf_started"}
+    first: dict[str, int] = {}
+    last: dict[str, int] = {}
+    for e in events:
+        if e["kind"] == "request_correlated" and e["window"].startswith("soak/") and e["request_start_ns"]:
+            w = e["window"]
+            first[w] = min(first.get(w, e["request_start_ns"]), e["request_start_ns"])
+            last[w] = max(last.get(w, 0), e["request_end_ns"] or 0)
+    names = sorted(first)
+    rows = [(w, (first[w] - last[prev]) / 1e9, (first[w] - launch[w]) / 1e9) for prev, w in zip(names, names[1:])]
+    assert rows, names
+    assert all(gap <= startup + _GAP_SLACK_S for _, gap, startup in rows), rows
+    # The same figures reach the soak report: the gap per window and the window_gap verdict.
+    closed = {e["window"]: e["summary"] for e in events if e["kind"] == "soak_window_closed"}
+    for w, gap, _ in rows:
+        assert closed[w]["gap_before_s"] == pytest.approx(gap, abs=1e-6), w
+    return rows
+
+
 def _accounting_balanced(events: list[dict[str, Any]]) -> None:
     checks = [e for e in events if e["kind"] == "accounting_checked" and e["window"].startswith("soak/")]
     assert checks and all(c["balanced"] for c in checks), [c["problems"] for c in checks]
@@ -104,13 +131,15 @@ class TestSoak:
         verdicts = _final_verdicts(events)
         assert proc.returncode == 0, out[-3000:]
         assert set(verdicts) == {"server_rss", "server_p99_latency", "error_rate", "correctness", "restarts",
-                                 "processes"}
+                                 "window_gap", "processes"}
         assert all(v["passed"] for v in verdicts.values()), {m: v["detail"]["reason"] for m, v in verdicts.items()}
         closed = [e for e in events if e["kind"] == "soak_window_closed"]
         assert [e["window"] for e in closed] == ["soak/w0001", "soak/w0002", "soak/w0003"]
         assert all(e["summary"]["ok"] > 0 for e in closed)
         assert all((run_dir / "windows" / f"w000{i}" / "artifacts" / "profile_export.jsonl").is_file() for i in (1, 2, 3))
         _accounting_balanced(events)
+        assert len(_windows_consecutive(events)) == 2
+        assert verdicts["window_gap"]["detail"]["judged"]
         assert events[-1]["kind"] == "run_finished" and events[-1]["status"] == "ok"
         soak_md = (run_dir / "soak.md").read_text()
         assert "Soak PASSED" in soak_md and "| server_rss | PASS | final |" in soak_md
@@ -132,6 +161,7 @@ class TestSoak:
         assert re.search(r"drifts: slope \+[\d.e+]+ MiB/h", rss["detail"]["reason"])
         assert "| server_rss | FAIL | final |" in (run_dir / "soak.md").read_text()
         assert "FAIL server_rss" in out
+        _windows_consecutive(_events(run_dir))
 
     def test_killed_server_is_restarted_and_its_requests_accounted(self, tmp_path: Path) -> None:
         """SIGKILL to the server in window 2: it restarts, in-flight requests become server_crash, the
@@ -164,6 +194,7 @@ class TestSoak:
         assert w2["summary"]["by_cause"].get("server_crash", 0) == len(crashed)
         assert w2["summary"]["restarts"] == 1
         assert "Restarts: 1" in (run_dir / "soak.md").read_text()
+        _windows_consecutive(events)
 
     def test_sigint_mid_window_writes_the_final_report(self, tmp_path: Path) -> None:
         """SIGINT during window 2 ends that window gracefully (its partial results judged), journals final
@@ -190,3 +221,4 @@ class TestSoak:
         assert _final_verdicts(events)["processes"]["passed"]
         assert events[-1]["kind"] == "run_finished" and events[-1]["status"] == "interrupted"
         assert "run status: interrupted" in (run_dir / "soak.md").read_text()
+        _windows_consecutive(events)

@@ -48,6 +48,19 @@ class TestSoakReport:
         for chart in ("soak-latency", "soak-memory", "soak-errors", "soak-correctness"):
             assert chart in html
 
+    def test_window_table_and_chart_show_gap_and_aiperf_startup(self) -> None:
+        """Each window row shows the gap before it and AIPerf's start-up and exit; the gap chart is drawn."""
+        w2 = _window(2, 300)
+        w2 = SoakWindowClosed(window=w2.window, index=2, summary={
+            **w2.summary, "gap_before_s": 9.3, "aiperf_launch_unix_ns": T0, "first_request_unix_ns": T0 + 8_250_000_000,
+            "last_request_unix_ns": T0 + 24 * 10**9, "aiperf_exit_unix_ns": T0 + 25 * 10**9})
+        report = fold_soak([RunStarted(command="soak"), _window(1, 300), w2])
+        md = render_soak_markdown(report)
+        assert "| gap before s | AIPerf start-up/exit s |" in md
+        assert "| 9.3 | 8.25/1 | complete |" in md
+        assert "| 0 | – | –/– | complete |" in md  # window 1: no gap before it, no timeline journaled
+        assert "soak-gaps" in render_soak_html(report)
+
     def test_journal_without_run_finished_reads_interrupted(self) -> None:
         """No RunFinished: the report says the run was interrupted and the verdicts are checkpoint ones."""
         report = fold_soak([RunStarted(command="soak"), _window(1, 300),

@@ -168,3 +168,53 @@ class TestOtherVerdicts:
         v = _verdict(judge_soak(_windows([500.0] * 3, issued=0), LIMITS), "error_rate")
         assert not v.passed and v.judged
         assert "no profiling request was recorded in 2 window(s)" in v.reason
+
+
+def _timed(gaps: list[float | None], *, startup_s: float = 10.0, exit_s: float = 1.0) -> list[WindowStats]:
+    """Windows whose AIPerf timeline has the given start-up and exit, and the given gap before each."""
+    out = []
+    for i, gap in enumerate(gaps):
+        launch = T0 + i * WINDOW_NS
+        first = launch + int(startup_s * 1e9)
+        last = launch + WINDOW_NS - int(2 * exit_s * 1e9)
+        out.append(WindowStats(window=f"soak/w{i + 1:04d}", index=i + 1, start_unix_ns=launch,
+                               end_unix_ns=launch + WINDOW_NS, gap_before_s=gap, aiperf_launch_unix_ns=launch,
+                               first_request_unix_ns=first, last_request_unix_ns=last,
+                               aiperf_exit_unix_ns=last + int(exit_s * 1e9)))
+    return out
+
+
+class TestWindowGapVerdict:
+    def test_gaps_within_aiperf_exit_and_startup_pass_with_the_numbers(self) -> None:
+        """Gaps of AIPerf's exit + start-up + 0.5 s pass; the detail lists each window's gap and start-up."""
+        v = _verdict(judge_soak(_timed([None, 11.5, 11.2]), LIMITS), "window_gap")
+        assert v.passed and v.judged
+        assert [r["window"] for r in v.detail["windows"]] == ["soak/w0002", "soak/w0003"]
+        assert v.detail["windows"][0] == {"window": "soak/w0002", "gap_s": 11.5, "startup_s": 10.0,
+                                          "previous_exit_s": 1.0, "allowed_s": 13.0, "launch_after_exit_s": 1.0}
+        assert v.reason.startswith("largest gap 11.5 s before soak/w0002 = previous AIPerf exit 1.0 s + "
+                                   "start-up 10.0 s + 0.5 s of the soak's own")
+
+    def test_a_gap_past_startup_exit_and_slack_fails_naming_the_window(self) -> None:
+        """A 25 s gap where AIPerf needs 11 s (the old finalise-then-launch loop) fails the verdict."""
+        v = _verdict(judge_soak(_timed([None, 11.0, 25.0]), LIMITS), "window_gap")
+        assert not v.passed
+        assert "windows not consecutive (soak/w0003 25.0 s > 13.0 s)" in v.reason
+
+    def test_no_timeline_is_not_judged(self) -> None:
+        """Windows without AIPerf launch or exit times (an old journal) leave the verdict unjudged."""
+        v = _verdict(judge_soak(_windows([500.0] * 3), LIMITS), "window_gap")
+        assert v.passed and not v.judged
+
+
+class TestWindowAccumulatorTimeline:
+    def test_first_and_last_request_span_every_phase(self) -> None:
+        """Start-up ends at the first request of any phase (warmup included); exit starts at the last answer."""
+        acc = WindowAccumulator(1, T0, criteria=CorrectnessCriteria(min_pass_rate=0.5))
+        acc.add_request(phase="warmup", ok=True, cause="ok", request_latency_ms=5.0, handler_ms=None,
+                        model_call_ms=None, request_start_ns=T0 + 8 * 10**9, request_end_ns=T0 + 9 * 10**9)
+        acc.add_request(phase="profiling", ok=True, cause="ok", request_latency_ms=5.0, handler_ms=None,
+                        model_call_ms=None, request_start_ns=T0 + 9 * 10**9, request_end_ns=T0 + 20 * 10**9)
+        stats = acc.close(T0 + 30 * 10**9, aiperf_launch_unix_ns=T0, aiperf_exit_unix_ns=T0 + 21 * 10**9)
+        assert stats.startup_s == pytest.approx(8.0) and stats.exit_s == pytest.approx(1.0)
+        assert WindowStats.from_summary(stats.to_summary()).first_request_unix_ns == T0 + 8 * 10**9
