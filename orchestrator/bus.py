@@ -8,7 +8,7 @@ delivers every event to every subscriber in one order. It never reads what it ca
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import TypeVar
 
 import anyio
@@ -105,6 +105,23 @@ class Subscription:
 
     def receive_nowait(self) -> AnyEvent:
         return self._recv.receive_nowait()
+
+    async def publish(self, event: E, *, spill: Callable[[AnyEvent], None]) -> E:
+        """Publish from inside this (lossless) subscriber's own consumer without deadlocking on itself.
+
+        While the bus would block, this subscription's own buffered events are handed to `spill` (the
+        consumer's backlog, to process next, in order) so that its queue has room, then it retries.
+        """
+        while True:
+            try:
+                return self._bus.publish_nowait(event)
+            except anyio.WouldBlock:
+                while True:
+                    try:
+                        spill(self._recv.receive_nowait())
+                    except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
+                        break
+                await anyio.sleep(0.001)
 
     def statistics(self) -> SubscriptionStatistics:
         return SubscriptionStatistics(

@@ -467,8 +467,8 @@ class Correlator:
     """Runs a Joiner as a lossless bus subscriber and publishes what it derives.
 
     `await tg.start(correlator.run)`; `await correlator.close_window(window)` at the end of each
-    AIPerf run. Publishing never waits on its own full queue: it drains that queue into a local
-    backlog first (bounded by its own queue size), so the bus cannot deadlock on this subscriber.
+    AIPerf run. Publishing goes through Subscription.publish, which spills this subscriber's own queue
+    into its backlog while the bus is full, so the bus cannot deadlock on this subscriber.
     """
 
     def __init__(self, bus: Any, *, key_parser: KeyParser | None = None, match_timeout_s: float = 5.0,
@@ -529,19 +529,7 @@ class Correlator:
         return ()
 
     async def _publish(self, ev: Event) -> Event:
-        while True:
-            try:
-                return self._bus.publish_nowait(ev)
-            except anyio.WouldBlock:
-                self._drain_own()
-                await anyio.sleep(0.001)
-
-    def _drain_own(self) -> None:
-        while True:
-            try:
-                self._backlog.append(self._sub.receive_nowait())
-            except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
-                return
+        return await self._sub.publish(ev, spill=self._backlog.append)
 
     async def close_window(self, window: str, *, expected: dict[str, int] | None = None,
                            timeout_s: float | None = None) -> AccountingChecked:

@@ -115,17 +115,7 @@ class SoakTracker:
                     self._seen = anyio.Event()
 
     async def _publish(self, ev: Event) -> None:
-        while True:
-            try:
-                self._bus.publish_nowait(ev)
-                return
-            except anyio.WouldBlock:
-                while True:
-                    try:
-                        self._backlog.append(self._sub.receive_nowait())
-                    except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
-                        break
-                await anyio.sleep(0.001)
+        await self._sub.publish(ev, spill=self._backlog.append)
 
     async def wait_seen(self, seq: int, timeout_s: float = 30.0) -> None:
         """Block until every event up to `seq` has been handled (and its verdicts published)."""

@@ -158,3 +158,22 @@ class TestRunEndWithLeakedSubscriber:
         events, torn = read_journal(journal)
         assert torn is None and type(events[0]).__name__ == "RunStarted"
         assert [e.text for e in events if isinstance(e, LogLine)][:2] == ["0", "1"]
+
+
+class TestPublishFromSubscriber:
+    async def test_publishing_with_own_queue_full_spills_instead_of_deadlocking(self) -> None:
+        """A lossless subscriber that publishes while its own queue is full hands its buffered events to
+        its backlog, in order, and its event is delivered."""
+        bus = Bus("r")
+        sub = bus.subscribe("self", size=2)
+        other = bus.subscribe("other", size=10)
+        bus.publish_nowait(line(0))
+        bus.publish_nowait(line(1))
+        backlog: list = []
+        with anyio.fail_after(2):
+            out = await sub.publish(line(2), spill=backlog.append)
+        assert [e.text for e in backlog] == ["0", "1"] and out.seq == 3
+        assert sub.receive_nowait().text == "2"
+        assert [other.receive_nowait().text for _ in range(3)] == ["0", "1", "2"]
+        sub.close()
+        other.close()
