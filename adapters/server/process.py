@@ -157,7 +157,8 @@ class ManagedProcess:
 
     async def stop(self, sig: int, grace_s: float) -> StopResult:
         """Send `sig` to the group, wait up to `grace_s` for the leader and the group, then SIGKILL the
-        group and reap. Blocks at most grace_s + 10 s. Safe to call again or after the process exited."""
+        group, reap the leader and wait for every member to be gone. Blocks at most grace_s + 10 s.
+        Safe to call again or after the process exited."""
         started = time.monotonic()
         if self.returncode is None:
             self.remember(self._descendants())
@@ -169,8 +170,12 @@ class ManagedProcess:
         forced = self.returncode is None or self._group_alive()
         if forced:
             self._signal_group(signal.SIGKILL)
+            # SIGKILL lands asynchronously: members that are not our children (re-parented to init) may
+            # still show as running for a moment, so "stopped" means the whole group is gone, not only the leader.
             with anyio.move_on_after(_REAP_TIMEOUT_S):
                 await self.wait()
+                while self._group_alive():
+                    await anyio.sleep(_GROUP_POLL_S)
         return StopResult(returncode=self.returncode, forced=forced, waited_s=time.monotonic() - started)
 
     async def sweep_orphans(self) -> list[Orphan]:
