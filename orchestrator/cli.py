@@ -42,7 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--log-format", choices=["console", "json"], default=None,
                         help="stderr log format (default: console on a terminal, json otherwise)")
     parser.add_argument("--log-level", default="info",
-                        choices=["debug", "info", "warning", "error"], help="log level (default: info)")
+                        choices=["debug", "info", "warning", "error"], help="what stderr shows (default: info); the run's aqbench.log keeps info and above")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(sub)

@@ -19,20 +19,28 @@ _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARN
 _encoder = msgspec.json.Encoder()
 _run_log: BinaryIO | None = None
 _stderr_renderer: Any = None
+_stderr_level = logging.INFO
 _json_renderer = structlog.processors.JSONRenderer(serializer=lambda obj, **_: _encoder.encode(obj).decode())
 
 
 def _tee(logger: Any, method: str, event_dict: dict[str, Any]) -> Any:
-    """Write every entry as a JSON line to the run log (if one is attached), then render for stderr."""
+    """Write every entry as a JSON line to the run log (if one is attached), then render for stderr
+    when it is at or above the stderr level."""
     if _run_log is not None:
         _run_log.write(_encoder.encode(event_dict) + b"\n")
         _run_log.flush()
+    if _LEVELS.get(event_dict.get("level", "info"), logging.INFO) < _stderr_level:
+        raise structlog.DropEvent
     return _stderr_renderer(logger, method, event_dict)
 
 
 def configure_logging(*, fmt: str | None = None, level: str = "info") -> None:
-    """Configure structlog for this process. `fmt` None: console on a terminal, JSON otherwise."""
-    global _stderr_renderer
+    """Configure structlog for this process. `fmt` None: console on a terminal, JSON otherwise.
+
+    `level` is what stderr shows; the run's aqbench.log keeps info and above whatever it is, so a
+    quiet console (`--log-level warning`) never thins the log that `aqbench ingest` reads later."""
+    global _stderr_renderer, _stderr_level
+    _stderr_level = _LEVELS.get(level, logging.INFO)
     if fmt is None:
         fmt = "console" if sys.stderr.isatty() else "json"
     _stderr_renderer = (
@@ -46,7 +54,7 @@ def configure_logging(*, fmt: str | None = None, level: str = "info") -> None:
             structlog.processors.format_exc_info,
             _tee,
         ],
-        wrapper_class=structlog.make_filtering_bound_logger(_LEVELS.get(level, logging.INFO)),
+        wrapper_class=structlog.make_filtering_bound_logger(min(_stderr_level, logging.INFO)),
         logger_factory=structlog.PrintLoggerFactory(sys.stderr),
         cache_logger_on_first_use=False,
     )
