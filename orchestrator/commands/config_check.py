@@ -11,7 +11,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("config", help="inspect the configuration")
     csub = p.add_subparsers(dest="config_command", metavar="ACTION", required=True)
     check = csub.add_parser("check", help="validate bench.toml and print it resolved (paths absolute)")
-    check.add_argument("path", nargs="?", default="bench.toml", help="configuration file (default: bench.toml)")
+    check.add_argument("path", nargs="?", default=None, help="configuration file (default: bench.toml)")
+    # --config as in qualify, soak and run-aiperf, so the same command line habit works here.
+    check.add_argument("--config", dest="config_path", default=None, help="the same as PATH")
     check.add_argument("--json", action="store_true", help="print JSON instead of TOML-like text")
     check.set_defaults(func=run)
 
@@ -21,7 +23,11 @@ def run(args: argparse.Namespace) -> int:
 
     from orchestrator.config import config_to_dict, load_config
 
-    cfg = load_config(args.path)
+    from orchestrator.errors import UsageError
+
+    if args.path and args.config_path and args.path != args.config_path:
+        raise UsageError(f"config check: two files given ({args.path!r} and --config {args.config_path!r}); give one")
+    cfg = load_config(args.path or args.config_path or "bench.toml")
     data = config_to_dict(cfg)
     if args.json:
         print(msgspec.json.format(msgspec.json.encode(data).decode(), indent=2))

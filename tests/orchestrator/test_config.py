@@ -90,3 +90,13 @@ class TestConfigCheckCommand:
                              capture_output=True, text=True, timeout=60)
         assert out.returncode == 2
         assert "server.replicas: expected int >= 1" in out.stderr
+
+    def test_config_flag_as_in_the_other_commands(self, tmp_path: Path) -> None:
+        """`--config PATH` works as PATH does; two different files are a usage error."""
+        path = write(tmp_path, DEFAULT.replace("replicas = 2", "replicas = 0"))
+        out = subprocess.run([sys.executable, "-m", "orchestrator", "config", "check", "--config", str(path)],
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == 2 and f"{path}: server.replicas: expected int >= 1" in out.stderr
+        out = subprocess.run([sys.executable, "-m", "orchestrator", "config", "check", str(ROOT / "bench.toml"),
+                              "--config", str(path)], capture_output=True, text=True, timeout=60)
+        assert out.returncode == 2 and "two files given" in out.stderr
