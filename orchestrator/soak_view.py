@@ -14,6 +14,7 @@ import anyio
 from anyio.abc import TaskStatus
 
 from orchestrator.events import (
+    AiperfExited,
     AiperfStarted,
     RequestCorrelated,
     ResourceSampled,
@@ -36,8 +37,10 @@ def _hms(seconds: float) -> str:
 
 
 def format_status(*, elapsed_s: float, duration_s: float, windows: int, window: str, ok: int, errors: int,
-                  last: dict[str, object] | None, rss_bytes: int | None, restarts: int) -> str:
-    """The one status line (pure, for tests and both output modes)."""
+                  last: dict[str, object] | None, rss_bytes: int | None, restarts: int,
+                  loaded_s: float | None = None) -> str:
+    """The one status line (pure, for tests and both output modes). The soak's duration is time under
+    load (`loaded_s`); AIPerf's start-ups make the wall time (`elapsed_s`) longer, so both are shown."""
     lat = "last window: -"
     if last:
         c = last.get("client_latency_ms") or {}
@@ -46,7 +49,9 @@ def format_status(*, elapsed_s: float, duration_s: float, windows: int, window: 
         lat = (f"last window p50/p99 client {_ms(c.get('p50'))}/{_ms(c.get('p99'))} ms "
                f"server {_ms(srv.get('p50'))}/{_ms(srv.get('p99'))} ms")
     mem = f"{rss_bytes / 2**20:.0f} MiB" if rss_bytes is not None else "-"
-    return (f"soak {_hms(elapsed_s)}/{_hms(duration_s)}  windows {windows}{' (in ' + window + ')' if window else ''}"
+    clock = (f"soak {_hms(elapsed_s)}/{_hms(duration_s)}" if loaded_s is None else
+             f"soak {_hms(loaded_s)}/{_hms(duration_s)} under load (wall {_hms(elapsed_s)})")
+    return (f"{clock}  windows {windows}{' (in ' + window + ')' if window else ''}"
             f"  ok {ok} err {errors}  {lat}  server rss {mem}  restarts {restarts}")
 
 
@@ -69,11 +74,25 @@ class SoakView:
         self.last: dict[str, object] | None = None
         self.rss_bytes: int | None = None
         self.restarts = 0
+        # Time under load: closed windows' request spans, plus [first start, last end] of each window
+        # still open (the running one counts up to now). One entry per open window: bounded.
+        self._loaded_closed_s = 0.0
+        self._spans: dict[str, list[int]] = {}
+        self._running = ""
+
+    def loaded_s(self, now_ns: int | None = None) -> float:
+        """Seconds under load so far (an estimate: the view is a lossy subscriber)."""
+        now_ns = time.time_ns() if now_ns is None else now_ns
+        total = self._loaded_closed_s
+        for window, (first, last) in self._spans.items():
+            total += max(0, (now_ns if window == self._running else last) - first) / 1e9
+        return total
 
     def line(self) -> str:
         return format_status(elapsed_s=time.monotonic() - self.started, duration_s=self.duration_s,
                              windows=self.windows, window=self.window, ok=self.ok, errors=self.errors,
-                             last=self.last, rss_bytes=self.rss_bytes, restarts=self.restarts)
+                             last=self.last, rss_bytes=self.rss_bytes, restarts=self.restarts,
+                             loaded_s=self.loaded_s())
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         async with self.bus.subscribe("soak-view", size=1024, lossy=True) as sub:  # type: ignore[attr-defined]
@@ -93,14 +112,30 @@ class SoakView:
                     self.ok += 1
                 else:
                     self.errors += 1
+            if ev.window.startswith("soak/") and ev.request_start_ns:
+                span = self._spans.get(ev.window)
+                end = ev.request_end_ns or ev.request_start_ns
+                if span is None:
+                    self._spans[ev.window] = [ev.request_start_ns, end]
+                else:
+                    span[0], span[1] = min(span[0], ev.request_start_ns), max(span[1], end)
         elif isinstance(ev, ResourceSampled):
             self.rss_bytes = ev.rss_bytes
         elif isinstance(ev, AiperfStarted) and ev.window.startswith("soak/"):
-            self.window = ev.window
+            self.window = self._running = ev.window
+        elif isinstance(ev, AiperfExited) and ev.window == self._running:
+            self._running = ""
         elif isinstance(ev, SoakWindowClosed):
             self.windows = max(self.windows, ev.index)
-            self.window = ""
+            if self.window == ev.window:
+                self.window = ""  # windows overlap: N closes after N+1 started
             self.last = dict(ev.summary)
+            span = self._spans.pop(ev.window, None)
+            first, last = ev.summary.get("first_request_unix_ns"), ev.summary.get("last_request_unix_ns")
+            if isinstance(first, int) and isinstance(last, int):
+                self._loaded_closed_s += max(0, last - first) / 1e9
+            elif span is not None:
+                self._loaded_closed_s += max(0, span[1] - span[0]) / 1e9
             notable = "window"
         elif isinstance(ev, ServerRestarting):
             self.restarts += 1

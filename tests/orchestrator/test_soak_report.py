@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import io
 
-from orchestrator.events import RunFinished, RunStarted, ServerExited, ServerRestarting, SoakVerdict, SoakWindowClosed
+from orchestrator.events import (
+    AiperfExited,
+    AiperfStarted,
+    RequestCorrelated,
+    RunFinished,
+    RunStarted,
+    ServerExited,
+    ServerRestarting,
+    SoakVerdict,
+    SoakWindowClosed,
+)
 from orchestrator.reports.soak import fold_soak, render_soak_html, render_soak_markdown
 from orchestrator.soak_view import SoakView, format_status
 
@@ -88,3 +98,30 @@ class TestSoakView:
         text = out.getvalue()
         assert "\r" not in text
         assert "windows 1 " in text and "server restarting (attempt 1): exited -9" in text and "restarts 1" in text
+
+    def test_clock_counts_time_under_load_not_aiperf_start_ups(self) -> None:
+        """Closed windows count their request span, the running one up to now, a finalising one up to its
+        last answer; AIPerf start-up gaps do not count. A window closing late keeps the running one named."""
+        s = 10**9
+        view = SoakView(object(), duration_s=60, stream=io.StringIO())
+
+        def req(window: str, start_s: float, end_s: float) -> RequestCorrelated:
+            return RequestCorrelated(request_id=f"{window}-{start_s}", window=window, phase="profiling", ok=True,
+                                     request_start_ns=T0 + int(start_s * s), request_end_ns=T0 + int(end_s * s))
+
+        view.show(AiperfStarted(window="soak/w0001", argv=[], shell="", artifact_dir=""))
+        view.show(req("soak/w0001", 8, 9))  # 8 s of AIPerf start-up before the first request
+        view.show(req("soak/w0001", 27, 28))
+        assert view.loaded_s(now_ns=T0 + 28 * s) == 20.0
+        view.show(AiperfExited(window="soak/w0001", returncode=0, classification="complete"))
+        view.show(AiperfStarted(window="soak/w0002", argv=[], shell="", artifact_dir=""))
+        assert view.loaded_s(now_ns=T0 + 40 * s) == 20.0  # w0001 finalising, w0002 starting up
+        view.show(req("soak/w0002", 38, 39))
+        view.show(SoakWindowClosed(window="soak/w0001", index=1, summary={
+            "first_request_unix_ns": T0 + 8 * s, "last_request_unix_ns": T0 + 28 * s}))
+        assert view.loaded_s(now_ns=T0 + 43 * s) == 25.0
+        assert view.window == "soak/w0002"
+        line = format_status(elapsed_s=50, duration_s=60, windows=1, window="soak/w0002", ok=3, errors=0, last=None,
+                             rss_bytes=None, restarts=0, loaded_s=view.loaded_s(now_ns=T0 + 43 * s))
+        assert line.startswith("soak 0:00:25/0:01:00 under load (wall 0:00:50)  windows 1 (in soak/w0002)")
+
