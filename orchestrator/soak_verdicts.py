@@ -170,7 +170,8 @@ def _error_rate(windows: Sequence[WindowStats], limit: float, skipped: int) -> M
                              reason=f"no profiling request was recorded in {len(windows)} window(s) after warmup")
     rate = errors / issued
     causes = ", ".join(f"{k}: {v}" for k, v in sorted(by_cause.items()))
-    text = f"{errors}/{issued} = {rate:.4%} (limit {limit:.4%})" + (f"; by cause: {causes}" if causes else "")
+    text = (f"{errors}/{issued} = {rate:.4%} (limit {limit:.4%}) over {len(windows)} window(s)"
+            + (f" after {skipped} warmup window(s)" if skipped else "") + (f"; by cause: {causes}" if causes else ""))
     if rate > limit:
         return MetricVerdict(metric="error_rate", passed=False, judged=True, detail=detail, reason=f"too high: {text}")
     return MetricVerdict(metric="error_rate", passed=True, judged=True, detail=detail, reason=text)
