@@ -5,8 +5,9 @@ Reads nothing from disk or git (that is `trtmc_tree`) and renders nothing (that 
 Normal-profile rule (one row per checkpoint = `hf_id` + `hf_revision`; every other profile is a variant):
 1. A profile is *tensor-parallel* when `tensor_parallel_size` (or `tp_size`) > 1 or its name has a
    `-tpN` part; it is *partial* when its name has an `l0`, `partial`, `random`, `regression`, `smoke`,
-   `dummy` or `probeNN` part, or the manifest carries `l0_replacement`, `partial: true` or
-   `random_weights: true`. Neither kind ever counts as full-model coverage.
+   `dummy` or `probeNN` part, or the manifest carries `partial: true` or `random_weights: true`.
+   Neither kind ever counts as full-model coverage. (`l0_replacement` names the L0 stand-in that PR CI
+   runs instead of the profile carrying it, so it marks that profile as full, not partial.)
 2. The family's default precision is the most frequent precision among the family's full-model profiles
    (neither tensor-parallel nor partial) across the whole checkout; ties go to bf16, fp16, fp32, fp8,
    nvfp4, int8, int4, then alphabetical order.
@@ -27,7 +28,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Literal
 
 import msgspec
@@ -229,7 +230,7 @@ class Inventory(msgspec.Struct, frozen=True, kw_only=True):
 _AUDIO_QA_IDS = {"audio_text_to_text", "image_audio_text_to_text", "audio_video_text_to_text"}
 _AUDIO_QA_PARTS = ("audio_text_to_text", "audio_qa", "audio_question", "audio_answer")
 _DIALOGUE_PARTS = ("speech_to_speech", "dialogue", "duplex", "voicechat", "voice_chat", "speech_response",
-                   "spoken")
+                   "spoken", "speech_session")
 _TRANSCRIBE_PARTS = ("transcri", "speech_to_text", "speech_translation", "language_identification")
 _TRANSCRIBE_TOKENS = {"asr", "stt"}
 _SPEECH_OUT_PARTS = ("text_to_speech", "text_to_audio", "audio_generation", "speech_generation", "talker",
@@ -244,6 +245,9 @@ _AUDIO_INPUT_KEYS = {"test_input_audio", "input_audio", "audio_input", "test_aud
                      "test_input_audios"}
 _IMAGE_INPUT_KEYS = {"test_image", "test_input_image", "input_image", "test_images", "input_images",
                      "test_video", "input_video"}
+# Media under `inputs` that is what the answer is compared with, not what the model is fed.
+_OUTPUT_MEDIA_PARTS = ("reference", "expected", "golden", "gold", "target", "output")
+_AUDIO_EXTENSIONS = (".wav", ".flac", ".mp3", ".ogg", ".opus", ".m4a")
 _PROMPT_KEYS = ("prompt", "question", "user_prompt", "text", "prompts", "questions")
 _SAMPLING_KEYS = ("temperature", "top_k", "top_p", "seed", "do_sample", "sampling", "num_beams",
                   "repetition_penalty")
@@ -252,6 +256,8 @@ _LANGUAGE_KEYS = ("language", "lang", "source_lang", "target_lang", "source_lang
 _TASK_FIELDS = ("task_strategy", "task")
 _CACHE_FIELDS = ("max_cache_length", "max_sequence_length", "max_seq_len")
 _TP_FIELDS = ("tensor_parallel_size", "tp_size")
+_LENGTH_KEYS = ("max_new_tokens", "max_tokens", "max_output_tokens")
+_NESTED_DEPTH = 3  # runtime_config.audio_magpie.temperature, build_args.parallel.tp_size
 _PRECISION_RANK = ("bf16", "fp16", "fp32", "fp8", "nvfp4", "int8", "int4")
 _PARTIAL_TOKENS = {"l0", "partial", "random", "regression", "smoke", "dummy"}
 _TP_TOKEN = re.compile(r"^tp(\d+)$")
@@ -285,6 +291,7 @@ class _Profile(msgspec.Struct, kw_only=True):
     cache_length: int | None = None
     tensor_parallel: int = 1
     partial_reasons: list[str] = []
+    skips: list[str] = []
     contracts: list[str] = []
     test_types: list[str] = []
     audio_inputs: list[str] = []
@@ -342,6 +349,28 @@ def _media(value: Any) -> list[str]:
     return []
 
 
+def _is_audio_input(key: str, value: Any, nested: bool) -> bool:
+    """An audio file the model is fed: a known input key, or under `inputs` a key naming audio (or
+    speech, when its value is an audio file), but never the reference output it is compared with."""
+    if key in _AUDIO_INPUT_KEYS:
+        return True
+    if not nested or any(part in key for part in _OUTPUT_MEDIA_PARTS):
+        return False
+    if "audio" in key:
+        return True
+    return "speech" in key and any(v.lower().endswith(_AUDIO_EXTENSIONS) for v in _media(value))
+
+
+def _nested(value: Any, field: str, depth: int) -> Iterator[tuple[str, str, Any]]:
+    """(field path, key, value) of every key inside nested objects, `depth` levels down at most."""
+    if depth <= 0 or not isinstance(value, dict):
+        return
+    for key, inner in value.items():
+        path = f"{field}.{key}"
+        yield path, key, inner
+        yield from _nested(inner, path, depth - 1)
+
+
 def _collect_case(p: _Profile, prefix: str, case: dict[str, Any]) -> None:
     for key in ("user_contract", "contract"):
         value = case.get(key)
@@ -354,17 +383,24 @@ def _collect_case(p: _Profile, prefix: str, case: dict[str, Any]) -> None:
         p.note("test_type", prefix + "test_type", value)
         if value not in p.test_types:
             p.test_types.append(value)
+    skip = case.get("skip")
+    if skip:
+        p.note("skip", prefix + "skip", skip)
+        p.skips.append(str(skip) if isinstance(skip, str) else f"{prefix}skip={skip!r}")
     media: list[tuple[str, Any]] = [(prefix + k, v) for k, v in case.items()]
     inputs = case.get("inputs")
     if isinstance(inputs, dict):
         media += [(f"{prefix}inputs.{k}", v) for k, v in inputs.items()]
     for field, value in media:
-        key = field.rsplit(".", 1)[-1]
+        key = field.rsplit(".", 1)[-1].lower()
         nested = ".inputs." in f".{field}"
-        if key in _AUDIO_INPUT_KEYS or (nested and "audio" in key):
+        if _is_audio_input(key, value, nested):
             for item in _media(value):
                 p.note("audio_input", field, item)
                 p.audio_inputs.append(item)
+        elif nested and "audio" in key:  # a reference output: evidence, not an input
+            for item in _media(value):
+                p.note("reference_audio", field, item)
         elif key in _IMAGE_INPUT_KEYS or (nested and ("image" in key or "video" in key)):
             for item in _media(value):
                 p.note("image_input", field, item)
@@ -372,19 +408,25 @@ def _collect_case(p: _Profile, prefix: str, case: dict[str, Any]) -> None:
         elif key in _PROMPT_KEYS and _media(value):
             p.note("text_prompt", field, value)
             p.has_prompt = True
-    for key in ("max_new_tokens", "max_tokens"):
-        if key in case:
-            _control(p, "max_new_tokens", prefix, key, case[key])
-    for key in _SAMPLING_KEYS:
-        if key in case:
-            _control(p, "sampling", prefix, key, case[key])
-    for key in _LANGUAGE_KEYS:
-        if key in case:
-            _control(p, "language", prefix, key, case[key])
+    # Controls at the testcase's top level and inside its nested settings (runtime_config.<engine>.seed).
+    settings: list[tuple[str, str, Any]] = [(prefix + k, k, v) for k, v in case.items()]
+    for k, v in case.items():
+        if k != "inputs":
+            settings += list(_nested(v, prefix + k, _NESTED_DEPTH))
+    for field, key, value in settings:
+        if isinstance(value, (dict, list)):
+            continue
+        if key in _LENGTH_KEYS or key.endswith("max_frames"):
+            _control(p, "max_new_tokens", field, value)
+        elif key in _SAMPLING_KEYS:
+            _control(p, "sampling", field, value)
+        elif key in _LANGUAGE_KEYS:
+            _control(p, "language", field, value)
 
 
-def _control(p: _Profile, kind: str, prefix: str, key: str, value: Any) -> None:
-    ev = Evidence(claim=f"control:{kind}", file=p.doc.path, field=prefix + key, value=value)
+def _control(p: _Profile, kind: str, field: str, value: Any) -> None:
+    key = field.rsplit(".", 1)[-1]
+    ev = Evidence(claim=f"control:{kind}", file=p.doc.path, field=field, value=value)
     for i, c in enumerate(p.controls):
         if c.field == key:
             values = c.values if value in c.values else [*c.values, value]
@@ -429,11 +471,11 @@ def _parse(doc: ManifestDocument) -> _Profile:
             p.cache_length = value
             p.note("cache_length", key, value)
             break
-    for key in _TP_FIELDS:
-        value = data.get(key)
-        if isinstance(value, int) and not isinstance(value, bool) and value > 1:
+    for field, key, value in [(k, k, v) for k, v in data.items()] + list(_nested(data.get("build_args"),
+                                                                               "build_args", _NESTED_DEPTH)):
+        if key in _TP_FIELDS and isinstance(value, int) and not isinstance(value, bool) and value > 1:
             p.tensor_parallel = value
-            p.note("tensor_parallel", key, value)
+            p.note("tensor_parallel", field, value)
             break
     tokens = _tokens(name)
     for token in tokens:
@@ -443,10 +485,13 @@ def _parse(doc: ManifestDocument) -> _Profile:
         if token in _PARTIAL_TOKENS or _PROBE_TOKEN.match(token):
             p.partial_reasons.append(f"name part {token!r}")
             p.note("partial", "name", name)
-    for key in ("l0_replacement", "partial", "random_weights"):
+    for key in ("partial", "random_weights"):
         if data.get(key):
             p.partial_reasons.append(f"{key}={data[key]!r}")
             p.note("partial", key, data[key])
+    if data.get("l0_replacement"):
+        # Names the small stand-in that runs in PR CI instead of this (full) profile: not a partial mark.
+        p.note("l0_stand_in", "l0_replacement", data["l0_replacement"])
     for prefix, case in _cases(data):
         _collect_case(p, prefix, case)
     _select(p)
@@ -616,6 +661,12 @@ def _row(
     others = {p.capability for p in members} - {cls}
     gap_classes = f" (other profiles: {', '.join(sorted(others))})" if others else ""
     status, gap = _manifest_status(cls, strongest, configured, evidence, gap_classes)
+    if strongest.skips:
+        reason = "; ".join(dict.fromkeys(strongest.skips))
+        evidence += strongest.evidence.get("skip", [])
+        notes.append(f"profile {strongest.name} is skipped by its own manifest: {reason}")
+        if gap:
+            gap = f"{gap}; and the manifest skips it: {reason}"
     status, gap, probe_notes = _apply_probes(status, gap, key, probes, evidence)
     notes += probe_notes
     row = CheckpointRow(
@@ -682,11 +733,33 @@ def _apply_probes(
     return status, gap, notes
 
 
+_GENERIC_TOKENS = {"instruct", "thinking", "chat", "base", "model", "nvidia", "google", "openai"}
+
+
+def _near(candidate: str, groups: dict[tuple[str, str], list[_Profile]], most: int = 3) -> list[str]:
+    """Checkpoints whose id or profile names share the most distinctive name parts with an absent
+    candidate (a likely misspelling in bench.toml), best first; none when nothing is shared."""
+    wanted = {t for t in _tokens(candidate.rsplit("/", 1)[-1]) if len(t) >= 4 and t not in _GENERIC_TOKENS}
+    scored = []
+    for (hf_id, _rev), members in groups.items():
+        text = " ".join([hf_id.rsplit("/", 1)[-1], *(p.name.lower() for p in members)])
+        score = sum(1 for t in wanted if t in text)
+        if score:
+            scored.append((-score, members[0].hf_id))
+    if not scored:
+        return []
+    best = min(scored)[0]
+    return sorted({hf for score, hf in scored if score == best})[:most]
+
+
 def _candidate_row(candidate: str, configured: list[ConfiguredModel], probes: list[ProbeOutcome],
-                   source: TreeSource) -> CheckpointRow:
+                   source: TreeSource, near: Sequence[str] = ()) -> CheckpointRow:
     where = f"commit {source.commit[:12]}" if source.commit else source.root
     evidence = [Evidence(claim="candidate", file="bench.toml", field="inventory.candidates", value=candidate)]
     gap = f"not in this TRTMC checkout ({where}): no manifest names {candidate} as hf_id or profile"
+    if near:
+        gap += (f"; nearest checkpoints here: {', '.join(near)} (another id is another checkpoint: "
+                f"correct [inventory] candidates if one of them is meant)")
     status = "unsupported"
     if configured:
         m = configured[0]
@@ -779,7 +852,7 @@ def audit(
         used_models.update(m.name for m in configured)
         matched = [pr for pr in probes if _match(pr.checkpoint, cand, ()) or pr.profile.lower() == cand.lower()]
         used_probes.update(id(pr) for pr in matched)
-        rows.append(_candidate_row(cand, configured, matched, source))
+        rows.append(_candidate_row(cand, configured, matched, source, _near(cand, groups)))
     reconciliation = Reconciliation(
         config_path=config_path,
         group_missing_from_config=[f"{r.checkpoint}@{r.revision}" if r.revision else r.checkpoint

@@ -312,6 +312,79 @@ class TestVariantsAndNormalProfile:
         assert any("no full-model profile" in n for n in r.notes)
 
 
+class TestShapesSeenInTrtmcMain:
+    """Shapes found when the audit was run over TRTMC main's manifests (our own manifests in those shapes)."""
+
+    SESSION = {
+        "name": "voicey-11b", "hf_id": "acme/Voicey-11B", "hf_revision": "r9", "family": "voicey",
+        "task": "speech_session", "precision": "fp32", "tensor_parallel_size": 1,
+        "testcases": [{"name": "t0", "max_new_tokens": 256,
+                       "inputs": {"reference_audio": "assets/answer_reference.flac",
+                                  "speech_source_relative_path": "samples/question.wav",
+                                  "runtime_timeout_s": 1800}}],
+    }
+
+    def test_speech_session_is_spoken_dialogue_and_reference_audio_is_not_an_input(self) -> None:
+        """`task: speech_session` is a spoken dialogue; the reference output it is compared with is
+        evidence, not an audio input, while the speech source is one."""
+        r = audit(docs_of({NEW.format(fam="voicey", name="voicey-11b"): self.SESSION}),
+                  source=TreeSource(root="/x")).rows[0]
+        assert (r.capability_class, r.status) == ("spoken-dialogue", "unsupported") and r.accounted
+        assert r.audio_inputs == ["samples/question.wav"]
+        assert any(e.claim == "class:spoken-dialogue" and e.field == "task" for e in r.evidence)
+
+    def test_l0_replacement_marks_the_full_profile_not_a_partial_one(self) -> None:
+        """`l0_replacement` names the PR-CI stand-in: the profile carrying it is the full normal profile."""
+        full = {"name": "plexy-7b", "hf_id": "acme/plexy-7b", "family": "plexy", "task_strategy": "speech_to_speech",
+                "precision": "bf16", "ci_tier": "nightly_only", "l0_replacement": "plexy-7b-l0",
+                "user_contract": "speech_response", "inputs": {"audio": "a.wav"}}
+        files = {OLD.format(fam="plexy", name="plexy-7b"): full,
+                 OLD.format(fam="plexy", name="plexy-7b-l0"): _variant(full, name="plexy-7b-l0", l0_replacement=None)}
+        inv = audit(docs_of(files), source=TreeSource(root="/x"))
+        r = inv.rows[0]
+        assert (r.profile, r.full_model_coverage, r.variants) == ("plexy-7b", True, ["plexy-7b-l0"])
+        assert inv.variants[0].kinds == ["partial"]
+
+    def test_nested_runtime_settings_are_controls_and_nested_tp_is_tensor_parallel(self) -> None:
+        """Sampling under `runtime_config.<engine>` is read with its full field path; `build_args.parallel.tp_size`
+        makes a tensor-parallel variant even without -tpN in the name."""
+        base = {"name": "maggy-357m", "hf_id": "acme/maggy", "family": "maggy", "task_strategy": "text_to_audio",
+                "precision": "fp32",
+                "testcases": [{"name": "t0", "prompt": "Hello.", "user_contract": "tts_audio", "max_new_tokens": 500,
+                               "runtime_config": {"audio_maggy": {"temperature": 0.6, "seed": 42}}}]}
+        files = {NEW.format(fam="maggy", name="maggy-357m"): base,
+                 NEW.format(fam="maggy", name="maggy-357m-wide"): _variant(
+                     base, name="maggy-357m-wide", build_args={"parallel": {"tp_size": 2}})}
+        inv = audit(docs_of(files), source=TreeSource(root="/x"))
+        r = inv.rows[0]
+        fields = {c.field: (c.kind, c.values, c.evidence[0].field) for c in r.controls}
+        assert fields["temperature"] == ("sampling", [0.6], "testcases[0].runtime_config.audio_maggy.temperature")
+        assert fields["seed"] == ("sampling", [42], "testcases[0].runtime_config.audio_maggy.seed")
+        assert fields["max_new_tokens"][:2] == ("max_new_tokens", [500])
+        assert r.profile == "maggy-357m" and inv.variants[0].kinds == ["tensor-parallel"]
+        assert inv.variants[0].tensor_parallel == 2
+
+    def test_a_skipped_profile_says_so_in_its_gap(self) -> None:
+        """A manifest's `skip` reason is evidence and is spelled out in the row's gap and notes."""
+        omni = {"name": "omnish", "hf_id": "acme/omnish", "family": "omnish", "task_strategy": "omni_multimodal",
+                "user_contract": "tts_audio", "prompt": "Say hi.",
+                "skip": "Native talker is not implemented; audio generation fails closed."}
+        r = audit(docs_of({OLD.format(fam="omnish", name="omnish"): omni}), source=TreeSource(root="/x")).rows[0]
+        assert r.capability_class == "speech-output-only"
+        assert r.gap.endswith("and the manifest skips it: Native talker is not implemented; audio generation fails "
+                              "closed.")
+        assert any(e.claim == "skip" and e.field == "skip" for e in r.evidence)
+
+    def test_absent_candidate_names_the_nearest_checkpoints(self) -> None:
+        """A candidate spelled unlike any hf_id stays absent (ids are identities) but the gap names the
+        checkpoint it most likely means."""
+        inv = audit(docs_of({NEW.format(fam="voicey", name="voicey-11b"): self.SESSION}),
+                    source=TreeSource(root="/x"), candidates=["acme/Voicey", "acme/nothing-alike"])
+        near = row(inv, "acme/Voicey")
+        assert near.status == "unsupported" and "nearest checkpoints here: acme/Voicey-11B" in near.gap
+        assert "nearest" not in row(inv, "acme/nothing-alike").gap
+
+
 class TestErrorsAndEvidence:
     def test_broken_and_anonymous_manifests_are_error_rows(self) -> None:
         """Unparsable JSON and an audio manifest without hf_id become error rows, and exit would be 1."""
@@ -516,7 +589,7 @@ class TestCommand:
         assert main(["inventory", "--trtmc", str(trtmc), "--config", str(bench), "--json", str(out)]) == 0
         rows = {r["checkpoint"]: r for r in json.loads(out.read_text())["rows"]}
         for cand in ("Qwen/Qwen3-Omni-30B-A3B-Instruct", "microsoft/Phi-4-multimodal-instruct",
-                     "nvidia/Nemotron-VoiceChat", "nvidia/personaplex-7b-v1", "google/gemma-4-E4B-it"):
+                     "nvidia/NVIDIA-NemotronLabs-VoiceChat-11B", "nvidia/personaplex-7b-v1", "google/gemma-4-E4B-it"):
             assert rows[cand]["status"] == "unsupported" and "not in this TRTMC checkout" in rows[cand]["gap"]
 
     def test_render_is_deterministic(self) -> None:
