@@ -756,7 +756,10 @@ def _candidate_row(candidate: str, configured: list[ConfiguredModel], probes: li
                    source: TreeSource, near: Sequence[str] = ()) -> CheckpointRow:
     where = f"commit {source.commit[:12]}" if source.commit else source.root
     evidence = [Evidence(claim="candidate", file="bench.toml", field="inventory.candidates", value=candidate)]
-    gap = f"not in this TRTMC checkout ({where}): no manifest names {candidate} as hf_id or profile"
+    # "No manifest", not "not in the checkout": a README or the Task SDK may still mention it (Gemma 4),
+    # but only a manifest, a runtime Task and a served route together establish a capability.
+    gap = (f"no manifest in this TRTMC checkout ({where}) names {candidate} as hf_id or profile, so nothing "
+           f"there establishes what TRTMC serves for it")
     if near:
         gap += (f"; nearest checkpoints here: {', '.join(near)} (another id is another checkpoint: "
                 f"correct [inventory] candidates if one of them is meant)")

@@ -253,10 +253,10 @@ class TestClassesAndStatuses:
                                                            ("sampling", "top_p")}
 
     def test_candidate_absent_from_checkout_has_explicit_gap(self) -> None:
-        """A candidate no manifest names is a row with the gap 'not in this TRTMC checkout'."""
+        """A candidate no manifest names is a row whose gap says no manifest in the checkout names it."""
         r = row(full_audit(), "acme/not-in-trtmc")
         assert (r.capability_class, r.status, r.file) == ("unknown", "unsupported", "")
-        assert r.gap.startswith("not in this TRTMC checkout") and r.accounted
+        assert r.gap.startswith("no manifest in this TRTMC checkout (/fixture) names acme/not-in-trtmc") and r.accounted
 
     def test_every_class_is_reachable(self) -> None:
         """The fixture covers every class except unknown; an unclassifiable audio manifest is unknown."""
@@ -590,7 +590,7 @@ class TestCommand:
         rows = {r["checkpoint"]: r for r in json.loads(out.read_text())["rows"]}
         for cand in ("Qwen/Qwen3-Omni-30B-A3B-Instruct", "microsoft/Phi-4-multimodal-instruct",
                      "nvidia/NVIDIA-NemotronLabs-VoiceChat-11B", "nvidia/personaplex-7b-v1", "google/gemma-4-E4B-it"):
-            assert rows[cand]["status"] == "unsupported" and "not in this TRTMC checkout" in rows[cand]["gap"]
+            assert rows[cand]["status"] == "unsupported" and "no manifest in this TRTMC checkout" in rows[cand]["gap"]
 
     def test_render_is_deterministic(self) -> None:
         """Rendering the same audit twice gives identical bytes (reports can be diffed)."""
