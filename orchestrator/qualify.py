@@ -411,6 +411,7 @@ async def _correctness(m: _ModelRun, base_url: str) -> None:
     if m.model.native_argv:
         argv = _render_native(m)
         async with NativeWorker(argv, log_path=m.run.run_dir / "native" / f"{m.model.name}.log",
+                                startup_timeout_s=m.cfg.server.startup_timeout_s,
                                 request_timeout_s=m.cfg.workload.request_timeout_s) as worker:
             for req in m.requests:
                 reply = await worker.generate(req.text, req.audio_path)

@@ -18,6 +18,10 @@ from orchestrator.errors import ServerError
 __all__ = ["NativeWorker", "NativeReply"]
 
 _MAX_LINE = 16 * 1024 * 1024
+# Native Task ids that take audio and a text question (trtmc.md section 3). A worker that advertises
+# capabilities but none of these (TRTMC's text worker: ["text_generation"]) would drop the audio field
+# silently and answer from the text alone.
+AUDIO_QA_CAPABILITIES = frozenset({"audio_text_to_text", "image_audio_text_to_text", "audio_video_text_to_text"})
 
 
 class NativeReply(msgspec.Struct, frozen=True, kw_only=True):
@@ -93,16 +97,36 @@ class NativeWorker:
             raise ServerError(f"native worker {self.argv} wrote a line that is not JSON: {line[:200]!r}") from None
 
     async def _send(self, message: dict[str, Any]) -> None:
-        assert self._proc is not None and self._proc.stdin is not None
-        await self._proc.stdin.send(msgspec.json.encode(message) + b"\n")
+        if self._proc is None or self._proc.stdin is None:
+            raise ServerError(f"native worker {self.argv} is stopped")
+        try:
+            await self._proc.stdin.send(msgspec.json.encode(message) + b"\n")
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            # TRTMC's worker exits after a fatal runtime_error reply: say so, not a traceback.
+            code = self._proc.returncode
+            raise ServerError(f"native worker {self.argv} no longer reads requests (exit code {code}); "
+                              f"stderr in {self.log_path}") from None
+
+    def check_takes_audio(self) -> None:
+        """Raise ServerError when the ready line advertises capabilities and none takes audio."""
+        caps = self.ready.get("capabilities")
+        if isinstance(caps, list) and not AUDIO_QA_CAPABILITIES.intersection(map(str, caps)):
+            raise ServerError(
+                f"native worker {self.argv} advertises capabilities {caps}, none of which takes audio and a "
+                f"question ({', '.join(sorted(AUDIO_QA_CAPABILITIES))}); it would ignore the audio and answer "
+                f"from the text, so its answers cannot stand for the native path of this workload")
 
     async def generate(self, prompt: str, audio_path: str | None, *, config: dict[str, Any] | None = None) -> NativeReply:
-        """Ask one question; waits up to request_timeout_s. Protocol errors raise ServerError."""
+        """Ask one question; waits up to request_timeout_s. Protocol errors raise ServerError.
+
+        The config mirrors what trtmc-server's chat route gives its worker (temperature 0 as the HTTP
+        client sends, and the chat template), so both paths prompt the model the same way."""
         self._next += 1
         rid = f"native-{self._next}"
         msg: dict[str, Any] = {"id": rid, "op": "generate", "prompt": prompt,
-                               "config": {"temperature": 0.0, **(config or {})}}
+                               "config": {"temperature": 0.0, "use_chat_template": True, **(config or {})}}
         if audio_path is not None:
+            self.check_takes_audio()
             msg["audio"] = {"path": audio_path}
         await self._send(msg)
         try:

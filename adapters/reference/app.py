@@ -278,7 +278,7 @@ async def _chat_inner(request: web.Request, state: ServerState, request_id: str,
     ta = time.perf_counter()
     if not state.free_replicas:
         raise ApiError(429, "server_busy", f"all {s.replicas} replicas are busy; retry later "
-                       "(this server has no queue)", error_type="server_error")
+                       "(this server has no queue)", error_type="rate_limit_error")  # trtmc-server's type
     replica = state.free_replicas.pop(0)
     out.replica = replica
     out.admission_ms = round((time.perf_counter() - ta) * 1000.0, 3)

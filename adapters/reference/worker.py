@@ -32,7 +32,7 @@ def _audio(spec: Any) -> DecodedAudio | None:
     if spec is None:
         return None
     if not isinstance(spec, dict):
-        raise _RequestError("invalid_request", "audio must be {'path': ABS_PATH} or "
+        raise _RequestError("invalid_request_error", "audio must be {'path': ABS_PATH} or "
                             "{'data': BASE64, 'format': wav|mp3|flac|ogg}")
     if "path" in spec:
         path = Path(spec["path"])
@@ -40,13 +40,13 @@ def _audio(spec: Any) -> DecodedAudio | None:
         try:
             data = path.read_bytes()
         except OSError as exc:
-            raise _RequestError("invalid_request", f"audio.path {str(path)!r}: {exc.strerror}") from None
+            raise _RequestError("invalid_request_error", f"audio.path {str(path)!r}: {exc.strerror}") from None
     else:
         fmt = spec.get("format", "")
         try:
             data = base64.b64decode(spec.get("data", ""), validate=True)
         except (binascii.Error, ValueError) as exc:
-            raise _RequestError("invalid_request", f"audio.data is not valid base64: {exc}") from None
+            raise _RequestError("invalid_request_error", f"audio.data is not valid base64: {exc}") from None
     try:
         return decode_audio(data, fmt)
     except AudioDecodeError as exc:
@@ -59,11 +59,11 @@ def handle(engine: Engine, msg: dict[str, Any]) -> dict[str, Any]:
     try:
         prompt = msg.get("prompt")
         if not isinstance(prompt, str) or not prompt.strip():
-            raise _RequestError("invalid_request", "prompt must be a non-empty string")
+            raise _RequestError("invalid_request_error", "prompt must be a non-empty string")
         config = msg.get("config") or {}
         max_tokens = config.get("max_new_tokens")
         if max_tokens is not None and (not isinstance(max_tokens, int) or max_tokens < 1):
-            raise _RequestError("invalid_request", f"config.max_new_tokens must be a positive "
+            raise _RequestError("invalid_request_error", f"config.max_new_tokens must be a positive "
                                 f"integer, got {max_tokens!r}")
         ans = engine.answer(_audio(msg.get("audio")), prompt.strip(), max_tokens)
     except _RequestError as exc:
@@ -105,7 +105,7 @@ def run_worker(stdin: IO[str], stdout: IO[str]) -> int:
             continue
         op = msg.get("op")
         if op == "shutdown":
-            send({"id": msg.get("id"), "ok": True, "result": {"shutdown": True}})
+            send({"id": msg.get("id"), "ok": True, "result": {"status": "shutting_down"}})  # as TRTMC's worker
             return 0
         if op != "generate":
             send({"id": msg.get("id"), "ok": False, "error": {

@@ -59,7 +59,7 @@ class TestNativeWorker:
                 native[name] = out["result"]["text"]
             bad = call({"id": "x", "op": "generate", "prompt": "q", "audio": {"path": "/nonexistent.wav"}})
             assert bad == {"id": "x", "ok": False, "error": {
-                "type": "invalid_request", "message": "audio.path '/nonexistent.wav': No such file or directory"}}
+                "type": "invalid_request_error", "message": "audio.path '/nonexistent.wav': No such file or directory"}}
             assert call({"id": 99, "op": "shutdown"})["ok"]
             assert proc.wait(timeout=20) == 0
         finally:
