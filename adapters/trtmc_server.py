@@ -5,6 +5,7 @@ Facts from docs/trtmc.md section 1. Nothing here starts processes (adapters/serv
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -23,11 +24,17 @@ class TrtmcServerKind:
 
     def render_argv(self, template: Sequence[str], values: Mapping[str, str]) -> list[str]:
         argv = openai_health.render_argv(template, values, kind=self.name)
-        # trtmc-server refuses non-loopback hosts itself; say so before spawning, with the key to fix.
+        # trtmc-server requires a loopback IP literal (ipaddress.ip_address(host).is_loopback): "localhost"
+        # makes it exit 2 at spawn. Say so before spawning, with the key to fix.
         if "--host" in argv[:-1]:
             host = argv[argv.index("--host") + 1]
-            if not (host.startswith("127.") or host in ("localhost", "::1")):
-                raise ConfigError(f"server.argv: --host {host!r}: trtmc-server binds loopback addresses only")
+            try:
+                loopback = ipaddress.ip_address(host).is_loopback
+            except ValueError:
+                loopback = False
+            if not loopback:
+                raise ConfigError(f"server.argv: --host {host!r}: trtmc-server takes a loopback IP address only "
+                                  f"(127.0.0.1 or ::1, not a host name)")
         return argv
 
     def parse_readiness(self, status: int, body: bytes) -> Readiness:

@@ -61,6 +61,13 @@ def judge_transport(with_audio_status: int, with_audio_body: str, text_status: i
         return CheckResult(check="transport", passed=False,
                            reason="server rejects input_audio in chat: 400 with the audio part, 200 for the "
                                   "same request without it", evidence=evidence)
+    if with_audio_status == 413 and text_status == 200:
+        # trtmc-server's --max-body-bytes (1 MiB by default) counts the base64 audio: a setup limit, which
+        # says nothing about whether the server takes audio.
+        return CheckResult(check="transport", passed=False,
+                           reason="server refused the request with audio as too large (413) and answered the same "
+                                  "request without it: raise its body limit (trtmc-server --max-body-bytes) and "
+                                  "run again", evidence=evidence)
     return CheckResult(check="transport", passed=False,
                        reason=f"request with audio got {with_audio_status or 'no response'}, without audio "
                               f"{text_status or 'no response'}: the server does not answer chat requests",

@@ -146,10 +146,13 @@ class Joiner:
 
     def server_window(self, rec: ServerRecord) -> str:
         """The window a server record belongs to when no client record names it (see start_window)."""
-        if not self._starts or rec.end_unix_ns is None:
+        # trtmc-server's records carry no end time: the bus stamp (the record was read within ms of being
+        # written, after the response body ended) stands in for it.
+        end = rec.end_unix_ns or rec.ts_ns
+        if not self._starts or not end:
             return self.window
         # When the server began the request; without handler_ms its end (a straggler then may land late).
-        begun = rec.end_unix_ns - int(rec.handler_ms * 1e6) if rec.handler_ms else rec.end_unix_ns
+        begun = end - int(rec.handler_ms * 1e6) if rec.handler_ms else end
         for start, window in reversed(self._starts):
             if start <= begun:
                 return window

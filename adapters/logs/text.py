@@ -14,7 +14,9 @@ __all__ = ["TEXT", "decode_text"]
 
 _LEVEL = re.compile(
     r"\b(TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|CRITICAL|FATAL|PANIC)\b", re.IGNORECASE)
-_REQUEST_ID = re.compile(r"\b(?:request[_-]?id|x-request-id)[=: ]+\"?([A-Za-z0-9][A-Za-z0-9._:/-]{0,127})",
+# key=value, key: value, and a JSON object's "request_id": "..." (trtmc-server logs its records as
+# 'INFO:     {"event":"http_request","request_id":...}').
+_REQUEST_ID = re.compile(r"\b(?:request[_-]?id|x-request-id)\"?[=: ]+\"?([A-Za-z0-9][A-Za-z0-9._:/-]{0,127})",
                          re.IGNORECASE)
 
 

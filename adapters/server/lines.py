@@ -26,18 +26,31 @@ _LEVEL_KEYS = ("level", "levelname", "severity", "lvl")
 _TEXT_KEYS = ("event", "message", "msg")
 
 
+# Uvicorn's logger before a JSON object: trtmc-server logs its per-request records this way
+# ('INFO:     {"event":"http_request","request_id":...}').
+_PREFIXED_JSON_RE = re.compile(r"^(DEBUG|INFO|WARNING|ERROR|CRITICAL):\s+(\{.*\})$")
+
+
+def _json_line(stripped: str, prefix_level: str = "") -> ParsedLine | None:
+    try:
+        fields = _json.decode(stripped)
+    except msgspec.DecodeError:
+        return None
+    level = next((str(fields[k]).lower() for k in _LEVEL_KEYS if k in fields), prefix_level)
+    message = next((str(fields[k]) for k in _TEXT_KEYS if k in fields), "")
+    return ParsedLine(text=message, fields=fields, level=level)
+
+
 def parse_log_line(text: str) -> ParsedLine:
-    """JSON object lines keep their fields (text = their message); others are raw text with a level."""
+    """JSON object lines keep their fields (text = their message), also behind Uvicorn's level prefix;
+    others are raw text with a level."""
     stripped = text.strip()
     if stripped.startswith("{") and stripped.endswith("}"):
-        try:
-            fields = _json.decode(stripped)
-        except msgspec.DecodeError:
-            fields = None
-        if fields is not None:
-            level = next((str(fields[k]).lower() for k in _LEVEL_KEYS if k in fields), "")
-            message = next((str(fields[k]) for k in _TEXT_KEYS if k in fields), "")
-            return ParsedLine(text=message, fields=fields, level=level)
+        if (parsed := _json_line(stripped)) is not None:
+            return parsed
+    elif (prefixed := _PREFIXED_JSON_RE.match(stripped)) is not None:
+        if (parsed := _json_line(prefixed.group(2), prefixed.group(1).lower())) is not None:
+            return parsed
     match = _LEVEL_RE.match(stripped)
     level = match.group(1).lower() if match else ""
     return ParsedLine(text=text, level="warning" if level == "warn" else level)

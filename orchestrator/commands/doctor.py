@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import re
 import shutil
 import socket
 import sys
@@ -132,6 +133,8 @@ def _server(cfg) -> list[Check]:
         path = shutil.which(argv0) or (argv0 if Path(argv0).is_file() else "")
         out.append(Check(name="server", ok=bool(path), detail=f"{argv0} -> {path or 'not found'}",
                          fix="" if path else "put the server on PATH or give its absolute path in [server] argv"))
+        if path:
+            out.append(_server_flags(path, cfg.server.argv))
     uses_bundle = any("{bundle}" in a for a in cfg.server.argv)
     for model in cfg.models:
         bundle = model.bundle or cfg.server.bundle
@@ -141,6 +144,27 @@ def _server(cfg) -> list[Check]:
         out.append(Check(name=f"bundle ({model.name})", ok=ok, detail=bundle or "no bundle configured",
                          fix="" if ok else "build the bundle or fix models.bundle / server.bundle in bench.toml"))
     return out
+
+
+def _server_flags(path: str, argv: list[str]) -> Check:
+    """Every --flag of [server] argv must appear in the server's own --help: TRTMC has shipped servers
+    without --records (older trtmc-server) and with other flags altogether (`trtmc serve`)."""
+    import subprocess
+
+    flags = sorted({a.split("=", 1)[0] for a in argv[1:] if a.startswith("--")})
+    try:
+        done = subprocess.run([path, "--help"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return Check(name="server flags", ok=False, required=False, detail=f"{path} --help failed: {exc}",
+                     fix="run it by hand to see why")
+    text = done.stdout + done.stderr
+    missing = [f for f in flags if not re.search(rf"(?<![\w-]){re.escape(f)}(?![\w-])", text)]
+    if missing:
+        return Check(name="server flags", ok=False,
+                     detail=f"{path} --help does not list {', '.join(missing)} (used in [server] argv)",
+                     fix="install the trtmc-server that writes --records (TRTMC apps/server), or drop the flags "
+                         "from [server] argv")
+    return Check(name="server flags", ok=True, detail=f"{path} --help lists {', '.join(flags) or 'no flags used'}")
 
 
 def _gpu(_cfg) -> list[Check]:

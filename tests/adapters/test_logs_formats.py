@@ -147,6 +147,9 @@ class TestLogs:
         assert rec.body == "2024-05-01 12:00:01,5 ERROR worker died request_id=req-9"
         assert (rec.severity_number, rec.request_id, rec.timestamp_unix_ns) == (17, "req-9", 1714564801500000000)
         assert decode_text(b"\xff\xfe odd bytes").body.endswith("odd bytes")
+        # trtmc-server's request log record: JSON behind Uvicorn's level prefix.
+        rec = decode_text(b'INFO:     {"event":"http_request","request_id":"aqb-7","status":200}')
+        assert (rec.severity_text, rec.request_id) == ("INFO", "aqb-7")
 
     @pytest.mark.parametrize(("text", "number"), [("TRACE", 1), ("debug", 5), ("Info", 9), ("WARN", 13),
                                                    ("error", 17), ("critical", 21), ("fatal", 21), ("bogus", 0)])

@@ -47,10 +47,15 @@ class TestArgv:
                                               r"kind 'trtmc-server' \(set server.bundle or models\[\].bundle\)"):
             TrtmcServerKind().render_argv(["trtmc-server", "{bundle}"], {"bundle": ""})
 
-    def test_trtmc_refuses_non_loopback_host(self):
-        """trtmc-server binds loopback only: a public --host is refused before spawning."""
-        with pytest.raises(ConfigError, match="binds loopback addresses only"):
-            TrtmcServerKind().render_argv(["trtmc-server", "--host", "0.0.0.0"], {})
+    @pytest.mark.parametrize("host", ["0.0.0.0", "localhost", "example.org"])
+    def test_trtmc_refuses_what_it_would_exit_on(self, host):
+        """trtmc-server takes a loopback IP literal only (it exits 2 on a name): refused before spawning."""
+        with pytest.raises(ConfigError, match=rf"--host '{host}': trtmc-server takes a loopback IP address only"):
+            TrtmcServerKind().render_argv(["trtmc-server", "--host", host], {})
+
+    @pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2", "::1"])
+    def test_trtmc_accepts_loopback_ip_literals(self, host):
+        assert TrtmcServerKind().render_argv(["trtmc-server", "--host", host], {})[-1] == host
 
     def test_unknown_kind_lists_valid(self):
         """server_parts names the valid kinds for an unknown one."""
@@ -67,6 +72,10 @@ class TestLines:
         assert parse_log_line("WARNING:  slow").level == "warning"
         assert parse_log_line("{not json").fields is None
         assert parse_log_line("hello world").level == ""
+        # trtmc-server's per-request log record, behind Uvicorn's prefix: fields kept, level from the prefix.
+        rec = parse_log_line('INFO:     {"event": "http_request", "request_id": "aqb-1", "status": 200}')
+        assert (rec.text, rec.level, rec.fields["request_id"]) == ("http_request", "info", "aqb-1")
+        assert parse_log_line("INFO:     {not json}").fields is None
 
     def test_splitter_keeps_partial_lines_and_cuts_runaways(self):
         """Chunks split mid-line join correctly; a line beyond the limit is cut and says so."""

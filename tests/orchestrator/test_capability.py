@@ -49,6 +49,14 @@ class TestTransport:
         assert not r.passed and "no response" in r.reason
 
 
+    def test_413_with_audio_names_the_body_limit_not_audio_support(self) -> None:
+        """trtmc-server's 1 MiB body limit answers a large clip 413: the reason says which limit to raise."""
+        body = '{"error":{"message":"request body exceeds 1048576 bytes","code":"content_too_large"}}'
+        r = judge_transport(413, body, 200, '{"choices":[]}')
+        assert not r.passed and "too large (413)" in r.reason and "--max-body-bytes" in r.reason
+        assert "rejects input_audio" not in r.reason
+
+
 class TestConditioning:
     def test_probe_pairs_cover_both_relations(self, dataset: Dataset) -> None:
         """The dataset yields at least 4 same-clip and 4 same-question pairs with different answers."""

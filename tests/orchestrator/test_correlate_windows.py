@@ -41,6 +41,15 @@ class TestWindowAttribution:
         acc2 = _accounting(j.close_window("w2"))
         assert acc2.server_without_client == ["new"]
 
+    def test_record_without_end_time_uses_its_bus_stamp(self) -> None:
+        """trtmc-server's records carry no end_unix_ns: the time the record was read stands in for it."""
+        j = Joiner(match_timeout_s=1.0)
+        j.start_window("w1", T0)
+        j.start_window("w2", T0 + 20 * S)
+        late = ServerRecord(request_id="late", status=200, handler_ms=3000.0, incarnation=1, ts_ns=T0 + 21 * S)
+        new = ServerRecord(request_id="new", status=200, handler_ms=100.0, incarnation=1, ts_ns=T0 + 25 * S)
+        assert (j.server_window(late), j.server_window(new)) == ("w1", "w2")
+
     def test_straggler_after_its_window_closed_is_journaled_under_it_and_tallied_nowhere(self) -> None:
         """A window-1 server record that expires after window 1 closed does not unbalance window 2."""
         j = Joiner(match_timeout_s=1.0)

@@ -32,3 +32,17 @@ class TestDoctor:
         assert not checks["server"].ok and "PATH" in checks["server"].fix
         bundle = next(c for name, c in checks.items() if name.startswith("bundle"))
         assert not bundle.ok and "build the bundle" in bundle.fix
+
+    def test_server_flags_are_checked_against_its_help(self, tmp_path: Path) -> None:
+        """Each --flag of [server] argv must appear in the binary's --help; a missing one is named."""
+        fake = tmp_path / "trtmc-server"
+        fake.write_text("#!/bin/sh\necho 'usage: trtmc-server BUNDLE [--model-name M] [--host H] [--port P] "
+                        "[--replicas N] [--startup-timeout S]'\n")
+        fake.chmod(0o755)
+        text = (ROOT / "bench.toml").read_text().replace('kind = "reference"', 'kind = "trtmc-server"')
+        text = text.replace('argv = ["{python}", "-m", "adapters.reference",', f'argv = ["{fake}", "{{bundle}}",')
+        cfg_path = tmp_path / "bench.toml"
+        cfg_path.write_text(text)
+        check = next(c for c in run_checks(load_config(cfg_path)) if c.name == "server flags")
+        assert not check.ok and check.required
+        assert check.detail.endswith("--help does not list --records (used in [server] argv)")
