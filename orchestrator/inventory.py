@@ -39,6 +39,7 @@ __all__ = [
     "STATUSES",
     "LAYOUTS",
     "ManifestDocument",
+    "SourceDocument",
     "TreeSource",
     "Evidence",
     "Control",
@@ -83,6 +84,14 @@ class ManifestDocument(msgspec.Struct, frozen=True, kw_only=True):
 
     path: str
     layout: Layout
+    family_dir: str
+    data: bytes
+
+
+class SourceDocument(msgspec.Struct, frozen=True, kw_only=True):
+    """A family's Task-declaration source (support.py, runtime C++, README) as read from the tree."""
+
+    path: str
     family_dir: str
     data: bytes
 
@@ -554,6 +563,86 @@ def _classify(p: _Profile) -> None:
     return done("unknown", named[:2], "no task, contract or input this audit recognises")
 
 
+# ------------------------------------------------------------- Task declarations in family sources
+
+# A family declares an audio-QA Task in its support.py (`tasks.append("audio_text_to_text")`) and binds it
+# in its runtime (`api::bind<api::IAudioTextToText>(...)`); both are needed, as test fixtures bind
+# everything. Its README tables name the checkpoints (Gemma 4 through Edge-LLM has no manifest).
+_DECLARED_TASK = re.compile(r"""["'](audio_text_to_text|image_audio_text_to_text|audio_video_text_to_text)["']""")
+_BOUND_TASK = re.compile(r"\bbind<\s*(?:[\w:]+::)?I(AudioTextToText|ImageAudioTextToText|AudioVideoTextToText)\s*>")
+_HF_ID = re.compile(r"(?<![\w./-])([A-Za-z0-9][\w-]*/[A-Za-z0-9][\w.-]*[A-Za-z0-9])(?![\w/-])")
+
+
+class _Declared(msgspec.Struct, kw_only=True):
+    family: str
+    declared: list[Evidence] = []
+    bound: list[Evidence] = []
+    named: dict[str, Evidence] = {}  # Hugging Face id (as written) -> the README line naming it
+
+
+def _line_hits(doc: SourceDocument, pattern: re.Pattern[str], claim: str, *,
+               where: Any = None) -> list[Evidence]:
+    text = doc.data.decode("utf-8", "replace")
+    return [Evidence(claim=claim, file=doc.path, field=f"line {n}", value=line.strip()[:200])
+            for n, line in enumerate(text.splitlines(), 1)
+            if (where is None or where(line)) and pattern.search(line)]
+
+
+def _declarations(sources: Iterable[SourceDocument]) -> dict[str, _Declared]:
+    """Families whose sources both declare and bind an audio-QA Task, with the checkpoints their
+    READMEs name on table rows that speak of audio."""
+    found: dict[str, _Declared] = {}
+    for doc in sorted(sources, key=lambda d: d.path):
+        fam = found.setdefault(doc.family_dir, _Declared(family=doc.family_dir))
+        name = doc.path.rsplit("/", 1)[-1]
+        if name == "support.py":
+            fam.declared += _line_hits(doc, _DECLARED_TASK, "task_declared")
+        elif name == "README.md":
+            rows = _line_hits(doc, _HF_ID, "named_in_readme",
+                              where=lambda ln: ln.lstrip().startswith("|") and "audio" in ln.lower())
+            for ev in rows:
+                # The checkpoint column is the first: "text/audio" in a later cell is not an id.
+                first_cell = str(ev.value).strip().strip("|").split("|", 1)[0]
+                for hf_id in _HF_ID.findall(first_cell):
+                    fam.named.setdefault(hf_id, ev)
+        else:
+            fam.bound += _line_hits(doc, _BOUND_TASK, "task_bound")
+    return {k: v for k, v in found.items() if v.declared and v.bound and v.named}
+
+
+def _declared_row(hf_id: str, fam: _Declared, *, candidate: str, configured: list[ConfiguredModel],
+                  probes: list[ProbeOutcome]) -> CheckpointRow:
+    """A checkpoint known only from its family's sources: audio-QA declared, no manifest, no route."""
+    task = _DECLARED_TASK.search(str(fam.declared[0].value))
+    task_id = task.group(1) if task else "audio_text_to_text"
+    decl, bind, named = fam.declared[0], fam.bound[0], fam.named[hf_id]
+    evidence = [Evidence(claim="checkpoint", file=named.file, field=named.field, value=named.value),
+                Evidence(claim="class:audio-qa", file=decl.file, field=decl.field, value=decl.value),
+                Evidence(claim="class:audio-qa", file=bind.file, field=bind.field, value=bind.value)]
+    if candidate:
+        evidence.append(Evidence(claim="candidate", file="bench.toml", field="inventory.candidates", value=candidate))
+    status, gap = "blocked", (f"{task_id} declared in {decl.file} ({decl.field}) and bound in {bind.file} "
+                              f"({bind.field}), but no manifest builds or tests {hf_id}, and {_NO_ROUTE}")
+    if configured:
+        m = configured[0]
+        status, gap = "planned", ""
+        evidence.append(Evidence(claim="status:planned", file=m.config_path, field=f"models[{m.index}].checkpoint",
+                                 value=m.checkpoint))
+    else:
+        evidence.append(Evidence(claim="status:blocked", file="shared/docs/trtmc.md",
+                                 field="section 1 (Audio today)", value="input_audio -> 400"))
+    status, gap, notes = _apply_probes(status, gap, (hf_id.lower(), ""), probes, evidence)
+    notes.insert(0, "known from the family's sources only (no manifest): whether a build of this checkpoint "
+                    "carries the Task depends on its own config, which only a build shows")
+    return CheckpointRow(
+        checkpoint=hf_id, revision="", family=fam.family, profile="", file=named.file, full_model_coverage=False,
+        task_strategy=task_id, runtime_strategy="", user_contracts=[], precision="", cache_length=None,
+        audio_inputs=[], capability_class="audio-qa", classes_seen={}, status=status, gap=gap, controls=[],
+        evidence=evidence, variants=[], candidate=candidate, in_audio_group=True,
+        configured_as=[m.name for m in configured], probes=probes, accounted=True, notes=notes,
+    )
+
+
 # ---------------------------------------------------------------------------- checkpoints and rows
 
 
@@ -787,6 +876,7 @@ def audit(
     models: Sequence[ConfiguredModel] = (),
     probes: Sequence[ProbeOutcome] = (),
     config_path: str = "",
+    task_sources: Iterable[SourceDocument] = (),
 ) -> Inventory:
     """Audit manifest documents into one row per checkpoint of the audio group. Pure; never raises on data.
 
@@ -795,6 +885,8 @@ def audit(
         candidates: bench.toml `[inventory] candidates` (Hugging Face ids or profile names), always included.
         models: bench.toml `[[models]]`, for `planned` and the reconciliation.
         probes: outcomes of `qualify` runs (inventory_probes.read_probes).
+        task_sources: the families' support.py, runtime and README files (trtmc_tree.read_task_sources):
+            a checkpoint no manifest names but whose family declares and binds an audio-QA Task gets a row.
     """
     docs = sorted(documents, key=lambda d: d.path)
     errors: list[ErrorRow] = []
@@ -848,6 +940,19 @@ def audit(
                           configured=configured, probes=matched)
         rows.append(row)
         variants += vrows
+    manifest_ids = {key[0] for key in groups}
+    for fam in _declarations(task_sources).values():
+        for hf_id in sorted(fam.named):
+            if hf_id.lower() in manifest_ids:
+                continue  # its manifests already make its row
+            cand = next((c for c in candidates if c not in candidate_hits and _match(c, hf_id, ())), "")
+            if cand:
+                candidate_hits[cand] = (hf_id.lower(), "")
+            configured = configured_for(hf_id, ())
+            used_models.update(m.name for m in configured)
+            matched = probes_for(hf_id, ())
+            used_probes.update(id(pr) for pr in matched)
+            rows.append(_declared_row(hf_id, fam, candidate=cand, configured=configured, probes=matched))
     for cand in candidates:
         if cand in candidate_hits:
             continue

@@ -39,6 +39,12 @@ def _controls(row: CheckpointRow) -> str:
     return ", ".join(f"{c.field}={'/'.join(str(v) for v in c.values[:3])}" for c in row.controls) or "-"
 
 
+def _profile_cell(r: CheckpointRow) -> str:
+    if r.profile:
+        return r.profile + ("" if r.full_model_coverage else " (partial only)")
+    return "(no manifest)" if r.file else ""  # known from family sources only, or a bare candidate
+
+
 def to_markdown(inv: Inventory) -> str:
     """The inventory for people: one row per checkpoint first, then errors, variants, gaps and evidence."""
     src = inv.source
@@ -59,7 +65,7 @@ def to_markdown(inv: Inventory) -> str:
         "",
     ]
     rows = [
-        [r.checkpoint, r.revision, r.family, r.profile + ("" if r.full_model_coverage or not r.file else " (partial only)"),
+        [r.checkpoint, r.revision, r.family, _profile_cell(r),
          r.capability_class, r.status, r.gap, r.task_strategy, r.runtime_strategy, r.user_contracts, r.precision,
          r.cache_length, len(r.audio_inputs) or "-", _controls(r), r.configured_as, len(r.variants) or "-"]
         for r in inv.rows

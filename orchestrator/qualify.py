@@ -99,8 +99,11 @@ class _ModelRun:
         self._rid = 0
 
     def request_id(self, stage: str) -> str:
+        """A fresh X-Request-ID within trtmc-server's 128 characters (the model name is already within
+        its character set, config.Name): a long name is cut, never the counter that keeps ids unique."""
         self._rid += 1
-        return f"aqb-{self.model.name}-{stage}-{self._rid:05d}"[:128]
+        tail = f"-{stage}-{self._rid:05d}"
+        return f"aqb-{self.model.name[:128 - 4 - len(tail)]}{tail}"
 
     async def ask(self, client: Any, req: ArmRequest, stage: str) -> Any:
         """Ask over HTTP and journal the exchange as a ClientRecord, so the correlator joins it with the

@@ -9,9 +9,9 @@ import subprocess
 from pathlib import Path, PurePosixPath
 
 from orchestrator.errors import InventoryError
-from orchestrator.inventory import LAYOUTS, ManifestDocument, TreeSource
+from orchestrator.inventory import LAYOUTS, ManifestDocument, SourceDocument, TreeSource
 
-__all__ = ["MANIFEST_GLOBS", "read_tree"]
+__all__ = ["MANIFEST_GLOBS", "read_tree", "read_task_sources"]
 
 # Older and newer layouts (shared/docs/trtmc.md section 3); both may exist in one checkout.
 MANIFEST_GLOBS: dict[str, str] = {
@@ -19,6 +19,23 @@ MANIFEST_GLOBS: dict[str, str] = {
     "families": "families/*/tests/manifests/*.json",
 }
 _GIT_TIMEOUT_S = 60.0
+# Where a family declares and binds its native Tasks when no manifest shows them (Gemma 4's Edge-LLM
+# audio_text_to_text): its support.py, its runtime sources, and its READMEs naming checkpoints.
+_RUNTIME_SUFFIXES = (".cpp", ".cc", ".h", ".hpp")
+_MAX_SOURCE_BYTES = 2 << 20
+
+
+def _task_source_family(path: str) -> str | None:
+    """The family folder when `path` is a Task-declaration source (tests excluded), else None."""
+    parts = PurePosixPath(path).parts
+    if len(parts) < 3 or parts[0] != "families" or "tests" in parts[2:]:
+        return None
+    name = parts[-1]
+    if (len(parts) == 3 and name == "support.py") or name == "README.md":
+        return parts[1]
+    if parts[2] == "runtime" and name.endswith(_RUNTIME_SUFFIXES):
+        return parts[1]
+    return None
 
 
 def _classify_path(path: str) -> tuple[str, str] | None:
@@ -85,21 +102,63 @@ def _read_rev(root: Path, rev: str) -> tuple[list[ManifestDocument], TreeSource]
     wanted = [(p, found) for p in listing.stdout.decode().split("\0") if p and (found := _classify_path(p))]
     # One `git cat-file --batch` process reads every blob: the same objects as `git show REV:PATH`,
     # without one process per manifest (a TRTMC checkout has hundreds).
-    request = "".join(f"{commit}:{p}\n" for p, _ in wanted).encode()
+    blobs = _cat_files(root, commit, [p for p, _ in wanted])
+    docs = [ManifestDocument(path=path, layout=layout, family_dir=family, data=data)  # type: ignore[arg-type]
+            for (path, (layout, family)), data in zip(wanted, blobs)]
+    return docs, TreeSource(root=str(root), rev=rev, commit=commit, read_via="git")
+
+
+def _cat_files(root: Path, commit: str, paths: list[str]) -> list[bytes]:
+    """The blobs of `paths` at `commit`, through one `git cat-file --batch` process."""
+    if not paths:
+        return []
+    request = "".join(f"{commit}:{p}\n" for p in paths).encode()
     batch = _git(root, "cat-file", "--batch", stdin=request)
     if batch.returncode != 0:
         raise InventoryError(f"{root}: git cat-file at {commit} failed: {batch.stderr.decode().strip()}")
-    out, pos, docs = batch.stdout, 0, []
-    for path, (layout, family) in wanted:
+    out, pos, blobs = batch.stdout, 0, []
+    for path in paths:
         end = out.index(b"\n", pos)
         header = out[pos:end].split()
         if len(header) != 3:
             raise InventoryError(f"{root}: git could not read {commit}:{path}: {out[pos:end].decode()}")
         size = int(header[2])
-        data = out[end + 1:end + 1 + size]
+        blobs.append(out[end + 1:end + 1 + size])
         pos = end + 1 + size + 1
-        docs.append(ManifestDocument(path=path, layout=layout, family_dir=family, data=data))  # type: ignore[arg-type]
-    return docs, TreeSource(root=str(root), rev=rev, commit=commit, read_via="git")
+    return blobs
+
+
+def read_task_sources(source: TreeSource) -> list[SourceDocument]:
+    """The families' Task-declaration sources (support.py, runtime C++, READMEs; tests excluded) from the
+    same place and revision `read_tree` read the manifests. Files over 2 MiB are skipped. Blocks."""
+    root = Path(source.root)
+    if source.read_via == "git":
+        listing = _git(root, "ls-tree", "-r", "-z", "-l", source.commit, "--", "families")
+        if listing.returncode != 0:
+            raise InventoryError(f"{root}: git ls-tree {source.commit} failed: {listing.stderr.decode().strip()}")
+        wanted: list[tuple[str, str]] = []
+        for entry in listing.stdout.decode().split("\0"):
+            meta, _, path = entry.partition("\t")
+            size = meta.split()[-1] if meta else "-"
+            family = _task_source_family(path) if path else None
+            if family and size.isdigit() and int(size) <= _MAX_SOURCE_BYTES:
+                wanted.append((path, family))
+        blobs = _cat_files(root, source.commit, [p for p, _ in wanted])
+        return [SourceDocument(path=p, family_dir=f, data=d) for (p, f), d in zip(wanted, blobs)]
+    out: list[SourceDocument] = []
+    families = root / "families"
+    for file in sorted(families.rglob("*")) if families.is_dir() else []:
+        rel = file.relative_to(root).as_posix()
+        family = _task_source_family(rel)
+        if family is None or not file.is_file():
+            continue
+        try:
+            if file.stat().st_size > _MAX_SOURCE_BYTES:
+                continue
+            out.append(SourceDocument(path=rel, family_dir=family, data=file.read_bytes()))
+        except OSError:
+            continue  # an unreadable source only costs evidence; manifests stay the inventory's basis
+    return out
 
 
 def read_tree(root: str | Path, rev: str = "") -> tuple[list[ManifestDocument], TreeSource]:

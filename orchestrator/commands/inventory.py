@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     from orchestrator.inventory_probes import read_probes
     from orchestrator.inventory_render import to_json, to_markdown
     from orchestrator.logs import get_logger
-    from orchestrator.trtmc_tree import read_tree
+    from orchestrator.trtmc_tree import read_task_sources, read_tree
 
     log = get_logger("inventory")
     config_path = args.config
@@ -68,7 +68,8 @@ def run(args: argparse.Namespace) -> int:
                     "no candidates and no reconciliation")
     docs, source = read_tree(args.trtmc, args.rev)
     probes = [outcome for run_dir in args.probe for outcome in read_probes(run_dir)]
-    inv = audit(docs, source=source, candidates=candidates, models=models, probes=probes, config_path=source_path)
+    inv = audit(docs, source=source, candidates=candidates, models=models, probes=probes, config_path=source_path,
+                task_sources=read_task_sources(source))
     if args.json:
         _write(args.json, to_json(inv))
     if args.markdown or not args.json:

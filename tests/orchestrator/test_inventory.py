@@ -28,7 +28,7 @@ from orchestrator.inventory import (
 from orchestrator.inventory_probes import read_probes
 from orchestrator.inventory_render import to_json, to_markdown
 from orchestrator.journal import encode_event
-from orchestrator.trtmc_tree import read_tree
+from orchestrator.trtmc_tree import read_task_sources, read_tree
 
 NEW = "families/{fam}/tests/manifests/{name}.json"
 OLD = "tests/e2e/models/{fam}/manifests/{name}.json"
@@ -383,6 +383,63 @@ class TestShapesSeenInTrtmcMain:
         near = row(inv, "acme/Voicey")
         assert near.status == "unsupported" and "nearest checkpoints here: acme/Voicey-11B" in near.gap
         assert "nearest" not in row(inv, "acme/nothing-alike").gap
+
+
+# A family whose sources declare and bind audio_text_to_text, with no manifest for the checkpoints its
+# README names (how TRTMC main carries Gemma 4 through Edge-LLM); our own files in that shape.
+EDGY_SOURCES = {
+    "families/edgy/support.py": ('def describe(metadata):\n    tasks = ["text_generation"]\n'
+                                 '    if metadata.config.get("audio_config"):\n'
+                                 '        tasks.append("audio_text_to_text")\n    return tasks\n'),
+    "families/edgy/runtime/edge/adapter.cpp": ("    if (audio_)\n"
+                                               "        out.push_back(api::bind<api::IAudioTextToText>(*this, f));\n"),
+    "families/edgy/edge/README.md": ("| Checkpoint | Works | Fails |\n| --- | --- | --- |\n"
+                                     "| acme/edgy-4-e2b-it | text and audio | image |\n"
+                                     "| acme/edgy-4-e4b-it | image | text/audio |\n"
+                                     "| acme/edgy-4-vision | image | text |\n"),
+    # Test fixtures bind everything: never a declaration.
+    "families/edgy/tests/fixture.cpp": "api::bind<api::IAudioVideoTextToText>(*this, f);\n",
+    # Declared but never bound: not a declaration either.
+    "families/halfy/support.py": 'tasks = ("audio_text_to_text",)\n',
+    "families/halfy/README.md": "| acme/halfy-1b | audio |\n",
+}
+
+
+class TestTaskDeclarations:
+    def _inventory(self, tmp_path: Path, *, rev: str = "", candidates: list[str] = ()) -> Inventory:
+        root = write_tree(tmp_path / "trtmc", {**manifests(), **EDGY_SOURCES})
+        if rev:
+            git(root, "init", "-q")
+            git(root, "add", "-A")
+            git(root, "-c", "user.email=a@b", "-c", "user.name=a", "commit", "-qm", "snapshot")
+        docs, source = read_tree(root, rev)
+        return audit(docs, source=source, candidates=candidates, task_sources=read_task_sources(source))
+
+    @pytest.mark.parametrize("rev", ["", "HEAD"])
+    def test_declared_and_bound_task_without_manifest_is_blocked(self, tmp_path: Path, rev: str) -> None:
+        """Checkpoints named on the README's audio rows of a family that declares and binds
+        audio_text_to_text get blocked audio-qa rows with file:line evidence, from the folder and at a revision."""
+        inv = self._inventory(tmp_path, rev=rev, candidates=["acme/edgy-4-e4b-it"])
+        declared = {r.checkpoint: r for r in inv.rows if r.family in ("edgy", "halfy")}
+        assert sorted(declared) == ["acme/edgy-4-e2b-it", "acme/edgy-4-e4b-it"]  # not the image-only row
+        r = declared["acme/edgy-4-e4b-it"]
+        assert (r.capability_class, r.status, r.candidate, r.profile) == ("audio-qa", "blocked", "acme/edgy-4-e4b-it", "")
+        assert r.gap.startswith("audio_text_to_text declared in families/edgy/support.py (line 4) and bound in "
+                                "families/edgy/runtime/edge/adapter.cpp (line 2), but no manifest builds or tests")
+        assert [(e.claim, e.file, e.field) for e in r.evidence[:3]] == [
+            ("checkpoint", "families/edgy/edge/README.md", "line 4"),
+            ("class:audio-qa", "families/edgy/support.py", "line 4"),
+            ("class:audio-qa", "families/edgy/runtime/edge/adapter.cpp", "line 2")]
+        assert not any(r.checkpoint == "acme/edgy-4-e4b-it" and not r.file for r in inv.rows)  # no bare candidate row
+        assert "| acme/edgy-4-e4b-it | - | edgy | (no manifest) | audio-qa | blocked |" in to_markdown(inv)
+
+    def test_configured_declared_checkpoint_is_planned(self, tmp_path: Path) -> None:
+        root = write_tree(tmp_path / "trtmc", {**manifests(), **EDGY_SOURCES})
+        docs, source = read_tree(root)
+        inv = audit(docs, source=source, task_sources=read_task_sources(source),
+                    models=[ConfiguredModel(name="e", checkpoint="acme/edgy-4-e2b-it", config_path="b.toml")])
+        assert row(inv, "acme/edgy-4-e2b-it").status == "planned"
+        assert not inv.reconciliation.configured_absent_from_checkout
 
 
 class TestErrorsAndEvidence:
