@@ -54,6 +54,7 @@ class ServerState:
     faults: FaultState
     free_replicas: list[str]
     draining: bool = False
+    dead_replicas: int = 0  # --fault-worker-crash-after: replicas that "exited" and never come back
     active: int = 0
     requests: Counter = field(default_factory=Counter)  # (route, status) -> count
     durations_ms: deque = field(default_factory=lambda: deque(maxlen=_DURATIONS_KEPT))
@@ -111,10 +112,15 @@ async def _health_live(request: web.Request) -> web.Response:
 
 
 async def _health_ready(request: web.Request) -> web.Response:
-    if request.app[_STATE].draining:
+    state = request.app[_STATE]
+    if state.draining:
         return web.json_response({"status": "not_ready", "degraded": False, "reason": "draining"},
                                  status=503)
-    return web.json_response({"status": "ready", "degraded": False})
+    # As trtmc-server: a dead worker leaves the server up, degraded while another replica lives.
+    if state.dead_replicas >= state.settings.replicas:
+        return web.json_response({"status": "not_ready", "degraded": False, "reason": "every replica exited"},
+                                 status=503)
+    return web.json_response({"status": "ready", "degraded": state.dead_replicas > 0})
 
 
 async def _models(request: web.Request) -> web.Response:
@@ -276,11 +282,19 @@ async def _chat_inner(request: web.Request, state: ServerState, request_id: str,
             raise ApiError(400, "audio_too_long", f"{part.where}: audio is {audio.seconds:.2f} s long; "
                            f"the limit is {s.max_audio_s:g} s", part.where)
     ta = time.perf_counter()
+    if state.dead_replicas >= s.replicas:
+        raise ApiError(503, "worker_unavailable", f"every one of the {s.replicas} replicas exited; this server "
+                       "answers no chat request until it is restarted", error_type="server_error")
     if not state.free_replicas:
-        raise ApiError(429, "server_busy", f"all {s.replicas} replicas are busy; retry later "
+        raise ApiError(429, "server_busy", f"all {s.replicas - state.dead_replicas} replicas are busy; retry later "
                        "(this server has no queue)", error_type="rate_limit_error")  # trtmc-server's type
     replica = state.free_replicas.pop(0)
     out.replica = replica
+    if fault == "worker_crash":
+        state.dead_replicas += 1  # the replica is not returned to the pool: it is gone
+        raise ApiError(503, "worker_crashed", f"{replica} exited while handling this request (injected fault: "
+                       "--fault-worker-crash-after); the server keeps serving with the replicas left",
+                       error_type="server_error")
     out.admission_ms = round((time.perf_counter() - ta) * 1000.0, 3)
     ans = await _call_engine(state, replica, audio, req, out)
     headers = {"x-request-id": request_id, "Server-Timing": f"model;dur={ans.model_call_ms:.3f}"}

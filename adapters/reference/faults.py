@@ -1,4 +1,5 @@
-"""Fault injection for orchestrator tests: crash, hang, latency, error rate, slow start, memory leak.
+"""Fault injection for orchestrator tests: crash, worker crash, hang, latency, error rate, slow start,
+memory leak.
 
 All off by default. The state is touched only from the event loop thread (no locking needed).
 """
@@ -16,6 +17,9 @@ class FaultSettings:
     """What to inject; zero / None means off."""
 
     crash_after: int | None = None  # the chat request after the Nth makes the process exit(70)
+    # Each chat request after the Nth kills the replica it lands on, as a TRTMC worker dies: the server
+    # keeps running, readiness turns degraded (some replicas left) or 503 not_ready (none left).
+    worker_crash_after: int | None = None
     hang_after: int | None = None  # after N chat requests every route (health too) stops answering
     latency_ms: float = 0.0  # added inside every engine call (so it counts in model_call_ms)
     error_rate: float = 0.0  # share of chat requests answered 500, on an exact deterministic pattern
@@ -25,7 +29,7 @@ class FaultSettings:
     @property
     def active(self) -> list[str]:
         names = []
-        for name in ("crash_after", "hang_after"):
+        for name in ("crash_after", "worker_crash_after", "hang_after"):
             if getattr(self, name) is not None:
                 names.append(name)
         for name in ("latency_ms", "error_rate", "startup_delay_s", "leak_mib"):
@@ -44,11 +48,13 @@ class FaultState:
     _leaked: list[bytearray] = field(default_factory=list)
 
     def admit(self) -> str | None:
-        """Count one chat request; returns "crash", "hang", "error" or None (no fault)."""
+        """Count one chat request; returns "crash", "worker_crash", "hang", "error" or None (no fault)."""
         self.seen += 1
         s = self.settings
         if s.crash_after is not None and self.seen > s.crash_after:
             return "crash"
+        if s.worker_crash_after is not None and self.seen > s.worker_crash_after:
+            return "worker_crash"
         if s.hang_after is not None and self.seen > s.hang_after:
             self.hanging = True
             return "hang"

@@ -43,6 +43,9 @@ def add_server_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("fault injection (off by default; for orchestrator tests)")
     g.add_argument("--fault-crash-after", type=int, default=None, metavar="N",
                    help="exit(70) when chat request N+1 arrives")
+    g.add_argument("--fault-worker-crash-after", type=int, default=None, metavar="N",
+                   help="each chat request after N kills its replica (503 worker_crashed); the server keeps "
+                        "running, readiness degraded, then 503 not_ready when none is left (as trtmc-server)")
     g.add_argument("--fault-hang-after", type=int, default=None, metavar="N",
                    help="after N chat requests stop answering every route, health included")
     g.add_argument("--fault-latency-ms", type=float, default=0.0, metavar="MS",
@@ -76,7 +79,8 @@ def settings_from_args(args: argparse.Namespace) -> ServerSettings:
         host=args.host, port=args.port, model_name=args.model_name, replicas=args.replicas,
         records=args.records, max_body_bytes=args.max_body_bytes,
         request_timeout_s=args.request_timeout, max_audio_s=args.max_audio_seconds,
-        faults=FaultSettings(crash_after=args.fault_crash_after, hang_after=args.fault_hang_after,
+        faults=FaultSettings(crash_after=args.fault_crash_after, worker_crash_after=args.fault_worker_crash_after,
+                             hang_after=args.fault_hang_after,
                              latency_ms=args.fault_latency_ms, error_rate=args.fault_error_rate,
                              startup_delay_s=args.fault_startup_delay_s, leak_mib=args.fault_leak_mib))
 

@@ -258,6 +258,27 @@ class TestFaults:
                 _post(s.url, _chat_body(audio=None))
             assert s.proc.wait(timeout=10) == 70
 
+    def test_worker_crash_keeps_the_server_up_degraded_then_not_ready(self, tmp_path):
+        """--fault-worker-crash-after 1 with two replicas: as trtmc-server when a worker dies, the server
+        stays up: 503 worker_crashed, readiness degraded, then 503 not_ready once no replica is left."""
+        with reference_server(tmp_path, "--replicas", "2", "--fault-worker-crash-after", "1") as s:
+            body = _chat_body(audio=None, question="What is said?")
+            assert _post(s.url, body, {"X-Request-ID": "ok-1"})[0] == 200
+            status, _, out = _post(s.url, body, {"X-Request-ID": "crash-1"})
+            assert status == 503 and json.loads(out)["error"]["code"] == "worker_crashed"
+            ready = _get(s.url + "/health/ready")
+            assert ready[0] == 200 and json.loads(ready[2]) == {"status": "ready", "degraded": True}
+            assert _post(s.url, body, {"X-Request-ID": "crash-2"})[0] == 503
+            ready = _get(s.url + "/health/ready")
+            assert ready[0] == 503 and json.loads(ready[2])["reason"] == "every replica exited"
+            status, _, out = _post(s.url, body, {"X-Request-ID": "after-1"})
+            assert status == 503 and json.loads(out)["error"]["code"] == "worker_unavailable"
+            assert s.proc.poll() is None  # the process is still up
+            assert [(_record(s, r)["status"], _record(s, r)["error_code"]) for r in ("crash-1", "after-1")] == [
+                (503, "worker_crashed"), (503, "worker_unavailable")]
+            s.proc.send_signal(signal.SIGINT)
+            assert s.proc.wait(timeout=20) == 0
+
     def test_startup_delay_keeps_port_closed(self, tmp_path):
         """With --fault-startup-delay-s the port refuses connections until the engine is loaded."""
         with reference_server(tmp_path, "--fault-startup-delay-s", "2", wait=False) as s:

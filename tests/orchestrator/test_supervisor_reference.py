@@ -62,3 +62,29 @@ async def test_reference_server_ready_crash_restart_and_clean_stop(tmp_path):
     assert any(line.text.startswith(time.strftime("%Y")) and " reference ready " in line.text
                for line in kinds(events, "LogLine"))
     assert (tmp_path / "server.log").stat().st_size > 0
+
+
+async def test_dead_worker_in_a_live_server_is_restarted_by_health(tmp_path):
+    """trtmc-server's way of failing: its only worker dies, the process lives on and readiness turns 503.
+    Only the health probes can tell; after the failure threshold the supervisor restarts it."""
+    bus, sub = new_bus()
+    spec = _spec(tmp_path, "--fault-worker-crash-after", "0")
+    async with supervised(spec, bus) as handle:
+        first_pid = handle.pid
+        body = {"model": handle.model, "messages": [{"role": "user", "content": "What is two plus two?"}]}
+        async with aiohttp.ClientSession() as http:
+            async with http.post(f"{handle.base_url}/v1/chat/completions", json=body,
+                                 timeout=aiohttp.ClientTimeout(total=30)) as resp:
+                assert resp.status == 503 and (await resp.json())["error"]["code"] == "worker_crashed"
+        with anyio.fail_after(90):
+            while handle.incarnation < 2 or handle.state != "ready":
+                await anyio.sleep(0.05)
+        assert handle.pid != first_pid
+    events = drain(sub)
+    unhealthy = [c for c in kinds(events, "ServerHealthChanged") if not c.healthy]
+    assert unhealthy and unhealthy[0].incarnation == 1 and unhealthy[0].status_code == 503
+    exited = kinds(events, "ServerExited")
+    # Stopped cleanly by the supervisor because it was unhealthy (the process never crashed), then the final stop.
+    assert [(e.incarnation, e.during, e.expected) for e in exited] == [(1, "stop", True), (2, "stop", True)]
+    assert [r.incarnation for r in kinds(events, "ServerRestarting")] == [2]
+    assert [r.incarnation for r in kinds(events, "ServerReady")] == [1, 2]
