@@ -396,7 +396,9 @@ class Joiner:
         counts[key] = counts.get(key, 0) + 1  # WindowTally.count, inlined
         if server is None:
             tally.client_only(rid, ok=category == "ok")
-        if crash is not None:
+        if crash is not None and cause == "server_crash":
+            # Only what the crash lost: a request answered just before the exit (inside the slack) covers
+            # the crash time too, but it is ok, not in flight.
             crash.ids.append(rid)
         settled = self._settled
         settled[rid] = (window, vias, server is not None)

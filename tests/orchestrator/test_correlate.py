@@ -190,7 +190,11 @@ class TestJoiner:
                             end=crash - S // 2), 0)  # error records may carry end == start
         j.add_client(client("after", status=None, error="Cannot connect", start=crash + 3 * S,
                             end=crash + 3 * S), 0)
+        # Answered a moment before the exit (inside the crash slack), its server record read after it:
+        # its span covers the crash time, but it was answered, so it is ok and not in flight.
+        j.add_client(client("justbefore", start=crash - S // 2, end=crash - S // 4), 0)
         assert j.server_exited(1, crash, 0) == []
+        assert only(j.add_server(server("justbefore", end=crash - S // 4), 0), RequestCorrelated)[0].cause == "ok"
         out = j.expire(S + S // 2)
         causes = {e.request_id: e.cause for e in only(out, RequestCorrelated)}
         assert causes == {"inflight1": "server_crash", "inflight2": "server_crash", "after": "connection"}
@@ -200,7 +204,7 @@ class TestJoiner:
         assert sorted(inflight.request_ids) == ["inflight1", "inflight2"] and inflight.incarnation == 1
         [acc] = only(j.close_window("w1"), AccountingChecked)
         assert acc.balanced, acc.problems
-        assert acc.by_cause["profiling"] == {"ok": 1, "server_crash": 2, "connection": 1}
+        assert acc.by_cause["profiling"] == {"ok": 2, "server_crash": 2, "connection": 1}
         assert acc.by_category["profiling"]["transport_error"] == 3
 
     def test_open_client_at_close_is_in_flight(self) -> None:
