@@ -59,8 +59,6 @@ log = get_logger("aqbench.soak")
 _WINDOW_REQUEST_CAP = 10_000_000
 # After a stop request: how long the current window may take to end (SIGINT, files, accounting).
 _STOP_BUDGET_S = 60.0
-# How often a running window's AIPerf process is checked for its exit (the next window's launch cue).
-_EXIT_POLL_S = 0.02
 
 
 class SoakOptions(msgspec.Struct, frozen=True, kw_only=True):
@@ -552,12 +550,6 @@ class _Soak:
 
         async with anyio.create_task_group() as tg:
 
-            async def watch_exit() -> None:
-                proc = await pid()
-                while not _process_ended(proc):
-                    await anyio.sleep(_EXIT_POLL_S)
-                exited.set()
-
             async def stopper() -> None:
                 await self.stop.wait()
                 found = await pid()
@@ -570,11 +562,11 @@ class _Soak:
                 if not exited.is_set():
                     _killpg(found, signal.SIGKILL)
 
-            tg.start_soon(watch_exit)
             tg.start_soon(stopper)
             with anyio.move_on_after(deadline_s + _STOP_BUDGET_S):
                 result.append(await run_aiperf(cmd, self.bus, window=name, deadline_s=deadline_s,
-                                               stop_grace_s=self.cfg.workload.stop_grace_s, install=install))
+                                               stop_grace_s=self.cfg.workload.stop_grace_s, install=install,
+                                               on_exit=exited.set))
             tg.cancel_scope.cancel()
         if not result:
             raise AqbenchError(f"AIPerf window {name} did not end within {deadline_s + _STOP_BUDGET_S:g} s")
@@ -615,14 +607,6 @@ class _Exit:
 
     async def wait(self) -> None:
         await self._event.wait()
-
-
-def _process_ended(pid: int) -> bool:
-    """True once `pid` is gone or a zombie (exited, not yet reaped by its runner)."""
-    try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
 
 
 def _killpg(pid: int, sig: signal.Signals) -> None:

@@ -12,6 +12,7 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -149,13 +150,15 @@ async def run_aiperf(
     stop_grace_s: float = 10.0,
     cwd: Path | None = None,
     install: AiperfInstall | None = None,
+    on_exit: Callable[[], None] | None = None,
 ) -> AiperfOutcome:
     """Run `cmd` to completion (or `deadline_s`), streaming records; returns the judged outcome.
 
     Blocks for the whole run. Publishes AiperfStarted, LogLine, ClientRecord, AiperfExited. On
     cancellation the process group gets SIGINT, then SIGKILL after `stop_grace_s`; AiperfExited
     (cancelled) is still published and the cancellation propagates.
-    Raises ClientError when the executable cannot be started.
+    `on_exit` is called the moment the AIPerf process has ended, before its files are awaited and judged
+    (a soak launches its next window then). Raises ClientError when the executable cannot be started.
     """
     artifact_dir = Path(cmd.artifact_dir)
     artifact_dir.mkdir(parents=True, exist_ok=True)
@@ -199,6 +202,8 @@ async def run_aiperf(
                                          message=f"AIPerf window {window} passed its deadline of "
                                                  f"{deadline_s:g} s; stopping it with SIGINT"))
                 await _stop(proc, stop_grace_s)
+            if on_exit is not None:
+                on_exit()
             # Exports are finalised after exit: wait for the marker and stable sizes, then stop tailing.
             # Exit 0 means AIPerf finishes its files; a failed or signalled AIPerf may never write a marker.
             quiet = None if proc.returncode == 0 else _QUIET_S

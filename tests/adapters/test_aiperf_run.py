@@ -56,6 +56,16 @@ class TestRunAiperf:
         assert isinstance(events[0], AiperfStarted) and isinstance(events[-1], AiperfExited)
 
     @pytest.mark.anyio
+    async def test_on_exit_fires_once_when_the_process_ends_before_judging(self, tmp_path: Path) -> None:
+        """`on_exit` is the next soak window's cue: called once per run, the process having ended (its
+        files then still to be judged); also when the deadline stopped the process."""
+        for mode, kw in (("ok", {}), ("slow_sigint", {"deadline_s": 0.6, "stop_grace_s": 5})):
+            calls: list[int] = []
+            outcome, _ = await _run(_cmd(tmp_path / mode, mode), on_exit=lambda: calls.append(1), **kw)
+            assert calls == [1], mode
+            assert outcome.returncode is not None
+
+    @pytest.mark.anyio
     async def test_nonzero_exit_without_files_is_failed(self, tmp_path: Path) -> None:
         """AIPerf exiting 1 before any request is 'failed' and the reason quotes its last output."""
         outcome, _ = await _run(_cmd(tmp_path, "fail"))
