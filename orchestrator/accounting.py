@@ -60,8 +60,8 @@ def cause_of(client: ClientRecord | None, server: ServerRecord | None, *, crashe
 class WindowTally:
     """Counts of one AIPerf window, per phase; `check()` turns them into AccountingChecked.
 
-    One counter keyed by (phase, category, cause) takes every request (one dict update each, the
-    join's per-request cost); the per-phase views are derived from it when asked for.
+    One counter keyed by (phase, category, cause) takes every request (one dict update each, made in
+    the join's hot path, Joiner._settle); the per-phase views are derived from it when asked for.
     """
 
     def __init__(self, window: str) -> None:
@@ -72,11 +72,6 @@ class WindowTally:
         self.client_without_server: list[str] = []
         self.problems: list[str] = []
         self._counts = {"duplicates": 0, "server_without_client": 0, "client_ok_without_server": 0}
-
-    def count(self, phase: str, category: str, cause: str) -> None:
-        key = (phase, category, cause)
-        counts = self.counts
-        counts[key] = counts.get(key, 0) + 1
 
     @property
     def issued(self) -> dict[str, int]:

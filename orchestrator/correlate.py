@@ -393,7 +393,7 @@ class Joiner:
             category = "in_flight"
         tally = self._tallies.get(window) or self._tally(window)
         counts, key = tally.counts, (client.phase, category, cause)
-        counts[key] = counts.get(key, 0) + 1  # WindowTally.count, inlined
+        counts[key] = counts.get(key, 0) + 1
         if server is None:
             tally.client_only(rid, ok=category == "ok")
         if crash is not None and cause == "server_crash":

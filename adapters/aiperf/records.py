@@ -204,7 +204,7 @@ def decode_export_record(line: bytes, *, via: str = "export", window: str = "", 
 def parse_export_line(line: bytes, *, window: str = "") -> ClientRecord:
     """One profile_export.jsonl line -> ClientRecord(via="export"). Raises RecordParseError."""
     try:
-        return _export_client(_export_decoder.decode(line), "export", window, "aiperf:export", False)
+        return decode_export_record(line, window=window)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise RecordParseError(f"profile_export.jsonl: {exc}: {line[:120]!r}") from None
 

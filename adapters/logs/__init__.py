@@ -2,7 +2,7 @@
 detection and the OpenTelemetry log model. Views of foreign formats never leave their module."""
 
 from adapters.logs.aiperf_raw import AIPERF_RAW, decode_aiperf_raw
-from adapters.logs.aiperf_records import AIPERF_RECORDS, decode_aiperf_record, server_timing_ms
+from adapters.logs.aiperf_records import AIPERF_RECORDS, decode_aiperf_record
 from adapters.logs.detect import FORMATS, file_format, hint_from_name, is_known_name, sniff, sniff_fields
 from adapters.logs.formats import FORMAT_NAMES, FormatName, LineFormat
 from adapters.logs.journal import JOURNAL, decode_journal_line
@@ -17,6 +17,6 @@ __all__ = [
     "sniff", "sniff_fields",
     "JOURNAL", "AIPERF_RECORDS", "AIPERF_RAW", "SERVER_RECORDS", "STRUCTLOG", "UVICORN", "GENERIC_JSON", "TEXT",
     "decode_journal_line", "decode_aiperf_record", "decode_aiperf_raw", "decode_server_record", "decode_text",
-    "incarnation_from_name", "server_timing_ms",
+    "incarnation_from_name",
     "OtelLog", "severity_number", "to_log_line", "from_log_line", "parse_timestamp", "leading_timestamp",
 ]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import msgspec
 
-from adapters.logs.aiperf_records import ErrorView, Metadata, header, server_timing_ms, status_of
+from adapters.aiperf.records import ExportError, ExportMetadata, header, status_of, timing_header_ms
 from adapters.logs.formats import LineFormat
 from orchestrator.events import ClientRecord
 
@@ -30,12 +30,12 @@ class _Response(msgspec.Struct):
 
 
 class _Raw(msgspec.Struct):
-    metadata: Metadata
+    metadata: ExportMetadata
     start_perf_ns: int | None = None
     status: int | None = None
     response_headers: dict[str, str] | None = None
     responses: list[_Response] = []
-    error: ErrorView | None = None
+    error: ExportError | None = None
 
 
 class _Message(msgspec.Struct):
@@ -115,7 +115,7 @@ def _client(raw: _Raw) -> ClientRecord:
         was_cancelled=md.was_cancelled,
         request_latency_ms=latency,
         answer=answer_of(raw.responses),
-        server_timing_ms=server_timing_ms(timing) if timing else None,
+        server_timing_ms=timing_header_ms(timing) if timing else None,
         echoed_request_id=header(headers, "x-request-id") if headers else "",
     )
 

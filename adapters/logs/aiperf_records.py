@@ -3,20 +3,11 @@ own decoder (adapters.aiperf.records), so live runs and ingest read AIPerf's exp
 
 from __future__ import annotations
 
-from adapters.aiperf.records import (
-    ExportError as ErrorView,
-    ExportMetadata as Metadata,
-    decode_export_record,
-    header,
-    status_of,
-    timing_header_ms as server_timing_ms,
-)
+from adapters.aiperf.records import decode_export_record
 from adapters.logs.formats import LineFormat
 from orchestrator.events import ClientRecord
 
-__all__ = [
-    "AIPERF_RECORDS", "decode_aiperf_record", "server_timing_ms", "header", "status_of", "Metadata", "ErrorView",
-]
+__all__ = ["AIPERF_RECORDS", "decode_aiperf_record"]
 
 
 def decode_aiperf_record(line: bytes) -> ClientRecord:
