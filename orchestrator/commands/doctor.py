@@ -11,6 +11,7 @@ import importlib.util
 import re
 import shutil
 import socket
+import subprocess
 import sys
 from collections.abc import Callable
 from importlib import metadata
@@ -149,8 +150,6 @@ def _server(cfg) -> list[Check]:
 def _server_flags(path: str, argv: list[str]) -> Check:
     """Every --flag of [server] argv must appear in the server's own --help: TRTMC has shipped servers
     without --records (older trtmc-server) and with other flags altogether (`trtmc serve`)."""
-    import subprocess
-
     flags = sorted({a.split("=", 1)[0] for a in argv[1:] if a.startswith("--")})
     try:
         done = subprocess.run([path, "--help"], capture_output=True, text=True, timeout=60)

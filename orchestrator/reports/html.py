@@ -10,7 +10,7 @@ import json
 from html import escape
 from typing import Any
 
-from orchestrator.reports.markdown import is_failure
+from orchestrator.reports.markdown import NOTICE_HEAD, is_failure, split_notices
 from orchestrator.reports.schema import ModelCharts, ModelRow, PhaseCounts, RunReport, Summary
 from orchestrator.reports.svg import grid_chart, histogram_chart, line_chart, scatter_chart
 from orchestrator.reports.text import dash, mib, ms, num, pct, rate_cell, signed_pct
@@ -85,21 +85,17 @@ def render_html(report: RunReport) -> str:
 
     parts.append("<h2>Failures</h2>")
     failures = [r for r in report.rows if is_failure(r)]
-    # Errors belong with the failures; warnings (e.g. no GPU to sample) are notices in the details.
-    errors = [n for n in report.notices if n.kind != "warned"]
-    warnings = [n for n in report.notices if n.kind == "warned"]
+    errors, warnings = split_notices(report)
     if not failures and not errors:
         parts.append("<p>None: every model is aiperf-qualified.</p>")
     for r in failures:
         parts.append(_failure(r))
     if errors:
-        parts.append("<h3>Run errors</h3>" + _table(["Kind", "Code", "Model", "Message"],
-                                                     [[n.kind, n.code, n.model, n.message] for n in errors]))
+        parts.append("<h3>Run errors</h3>" + _table(NOTICE_HEAD, errors))
 
     parts.append("<h2>Details</h2>")
     if warnings:
-        parts.append("<h3>Notices</h3>" + _table(["Kind", "Code", "Model", "Message"],
-                                                 [[n.kind, n.code, n.model, n.message] for n in warnings]))
+        parts.append("<h3>Notices</h3>" + _table(NOTICE_HEAD, warnings))
     parts.append("<h3>Provenance</h3>")
     parts.append(_table(["Field", "Value"], [
         ["aqbench", f"{p.aqbench_version} ({p.aqbench_commit or 'no git commit'})"],

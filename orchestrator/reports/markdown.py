@@ -21,6 +21,19 @@ def is_failure(row: ModelRow) -> bool:
     return row.status != QUALIFIED
 
 
+NOTICE_HEAD = ["Kind", "Code", "Model", "Message"]
+
+
+def split_notices(report: RunReport) -> tuple[list[list[str]], list[list[str]]]:
+    """Table rows of the run's errors (shown with the failures) and of its warnings (e.g. no GPU to
+    sample: notices in the details), as both renderers show them."""
+    errors: list[list[str]] = []
+    warnings: list[list[str]] = []
+    for n in report.notices:
+        (warnings if n.kind == "warned" else errors).append([n.kind, n.code, n.model, n.message])
+    return errors, warnings
+
+
 def _cell(value: Any) -> str:
     text = dash if value is None or value == "" else str(value)
     return text.replace("|", "\\|").replace("\n", " ")
@@ -70,9 +83,7 @@ def render_markdown(report: RunReport) -> str:
                    "Req/s"], [_headline(r) for r in report.rows])
 
     failures = [r for r in report.rows if is_failure(r)]
-    # Errors belong with the failures; warnings (e.g. no GPU to sample) are notices in the details.
-    errors = [n for n in report.notices if n.kind != "warned"]
-    warnings = [n for n in report.notices if n.kind == "warned"]
+    errors, warnings = split_notices(report)
     out += ["## Failures", ""]
     if not failures and not errors:
         out += ["None: every model is aiperf-qualified.", ""]
@@ -80,12 +91,12 @@ def render_markdown(report: RunReport) -> str:
         out += _failure(row)
     if errors:
         out += ["### Run errors", ""]
-        out += _table(["Kind", "Code", "Model", "Message"], [[n.kind, n.code, n.model, n.message] for n in errors])
+        out += _table(NOTICE_HEAD, errors)
 
     out += ["## Details", ""]
     if warnings:
         out += ["### Notices", ""]
-        out += _table(["Kind", "Code", "Model", "Message"], [[n.kind, n.code, n.model, n.message] for n in warnings])
+        out += _table(NOTICE_HEAD, warnings)
     out += ["### Provenance", ""]
     out += _table(["Field", "Value"], [
         ["aqbench", f"{p.aqbench_version} ({p.aqbench_commit or 'no git commit'})"],
