@@ -1,0 +1,1 @@
+"""Verdict rules shared by qualify, soak and compare: outcomes, trends, paired decisions, gates."""
