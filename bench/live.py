@@ -20,12 +20,12 @@ from pathlib import Path
 import anyio
 
 from adapters.aiperf import build_command, check_install, ensure_tokenizer, run_aiperf
-from adapters.server_records import ServerRecordsTailer
+from adapters.trtmc.records_tail import ServerRecordsTailer
 from orchestrator.bus import Bus
 from orchestrator.config import WorkloadConfig
 from orchestrator.correlate import Correlator, Joiner
 from orchestrator.events import ClientRecord, RequestCorrelated, ServerRecord
-from orchestrator.stats import summarize
+from orchestrator.judge.stats import summarize
 
 ROOT = Path(__file__).resolve().parents[1]
 

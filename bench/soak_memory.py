@@ -26,10 +26,10 @@ from orchestrator.correlate import Joiner  # noqa: E402
 from orchestrator.dataset import load_dataset, parse_session_key, resolve_dataset_path, session_key  # noqa: E402
 from orchestrator.config import DatasetConfig  # noqa: E402
 from orchestrator.events import ClientRecord, RequestCorrelated, ServerRecord  # noqa: E402
-from orchestrator.gates import ScoredAnswer  # noqa: E402
-from orchestrator.scoring import score  # noqa: E402
-from orchestrator.soak_verdicts import SoakLimits, fit_trend, judge_soak  # noqa: E402
-from orchestrator.soak_window import WindowAccumulator, WindowStats, window_name  # noqa: E402
+from orchestrator.judge.gates import ScoredAnswer  # noqa: E402
+from orchestrator.judge.scoring import score  # noqa: E402
+from orchestrator.soak.verdicts import SoakLimits, fit_trend, judge_soak  # noqa: E402
+from orchestrator.soak.window import WindowAccumulator, WindowStats, window_name  # noqa: E402
 
 GOAL_MIB_PER_100K = 1.0
 NOMINAL_RPS = 20.0  # a busy soak: 72,000 requests per hour

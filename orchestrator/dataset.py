@@ -1,7 +1,7 @@
 """Audio-QA datasets: the manifest Struct, the verifying loader, the arms and their AIPerf export.
 
 Blocking (file reads, decoding, WAV writes): async callers use `anyio.to_thread.run_sync`.
-Scoring lives in `orchestrator.scoring`; this module never judges answers.
+Scoring lives in `orchestrator.judge.scoring`; this module never judges answers.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from msgspec import Meta
 
 from orchestrator.config import ARMS, DatasetConfig
 from orchestrator.errors import DatasetError
-from orchestrator.scoring import normalize
+from orchestrator.judge.scoring import normalize
 
 __all__ = [
     "Item",

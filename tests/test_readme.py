@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from adapters.trtmc_server import TrtmcServerKind
+from adapters.trtmc.server_kind import TrtmcServerKind
 from orchestrator.config import load_config
 
 README = Path(__file__).resolve().parents[1] / "README.md"

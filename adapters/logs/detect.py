@@ -15,12 +15,14 @@ from adapters.logs.aiperf_raw import AIPERF_RAW
 from adapters.logs.aiperf_records import AIPERF_RECORDS
 from adapters.logs.formats import FormatName, LineFormat
 from adapters.logs.journal import JOURNAL
-from adapters.logs.server_records import SERVER_RECORDS
+from adapters.trtmc.records import decode_server_record
 from adapters.logs.structured import GENERIC_JSON, STRUCTLOG, UVICORN
 from adapters.logs.text import TEXT
 from adapters.logs.sniff import sniff_fields
 
-__all__ = ["FORMATS", "KNOWN_NAMES", "hint_from_name", "sniff", "sniff_fields", "file_format", "is_known_name"]
+__all__ = ["SERVER_RECORDS", "FORMATS", "KNOWN_NAMES", "hint_from_name", "sniff", "sniff_fields", "file_format", "is_known_name"]
+
+SERVER_RECORDS = LineFormat("server_records", "records", decode_server_record)
 
 FORMATS: dict[str, LineFormat] = {
     f.name: f for f in (JOURNAL, AIPERF_RECORDS, AIPERF_RAW, SERVER_RECORDS, STRUCTLOG, UVICORN, GENERIC_JSON, TEXT)

@@ -23,7 +23,7 @@ from adapters.media import AudioDecodeError, DecodedAudio, decode_audio
 from adapters.reference.chat import REQUEST_ID_RE, ApiError, ChatRequest, parse_chat
 from adapters.reference.engine import ENGINE_NAME, Engine, EngineAnswer
 from adapters.reference.faults import FaultSettings, FaultState
-from adapters.reference.records import AudioInfo, RecordWriter, ServerRecord
+from adapters.trtmc.records import AudioInfo, RecordLine, RecordWriter
 
 __all__ = ["ServerSettings", "ServerState", "build_app"]
 
@@ -95,7 +95,7 @@ async def _request_id_middleware(request: web.Request, handler) -> web.StreamRes
         what = "repeated" if len(values) > 1 else f"{values[0]!r} does not match {REQUEST_ID_RE.pattern}"
         err = ApiError(400, "invalid_request", f"invalid X-Request-ID header: {what}", "X-Request-ID")
         if request.path == CHAT_ROUTE:
-            state.records.write(ServerRecord(
+            state.records.write(RecordLine(
                 request_id=generated, route=CHAT_ROUTE, model=None, replica=None, status=400,
                 handler_ms=0.0, admission_ms=None, model_call_ms=None, error_code=err.code,
                 start_unix_ns=time.time_ns(), end_unix_ns=time.time_ns()))
@@ -228,7 +228,7 @@ async def _chat(request: web.Request) -> web.StreamResponse:
         state.requests[(CHAT_ROUTE, status)] += 1
         state.durations_ms.append(handler_ms)
         state.duration_sum_ms += handler_ms
-        state.records.write(ServerRecord(
+        state.records.write(RecordLine(
             request_id=request_id, route=CHAT_ROUTE, model=out.model, replica=out.replica,
             status=status, handler_ms=round(handler_ms, 3), admission_ms=out.admission_ms,
             model_call_ms=out.model_call_ms, worker_roundtrip_ms=out.roundtrip_ms,

@@ -20,7 +20,7 @@ from aiohttp import web
 from adapters.reference.app import ServerSettings, ServerState, build_app
 from adapters.reference.engine import Engine
 from adapters.reference.faults import FaultSettings, FaultState
-from adapters.reference.records import RecordWriter
+from adapters.trtmc.records import RecordWriter
 
 __all__ = ["add_server_arguments", "settings_from_args", "serve", "main"]
 

@@ -19,7 +19,7 @@ def server_parts(kind: str) -> ServerParts:
     if kind == "reference":
         impl = ReferenceServerKind()
     elif kind == "trtmc-server":
-        from adapters.trtmc_server import TrtmcServerKind
+        from adapters.trtmc.server_kind import TrtmcServerKind
 
         impl = TrtmcServerKind()
     else:

@@ -60,7 +60,7 @@ def parse_time(value: str, *, now_ns: int | None = None) -> int:
 def run(args: argparse.Namespace) -> int:
     from orchestrator.errors import UsageError
     from orchestrator.ingest import Ingest, expand_inputs, new_joiner, run_follow, write_parquet
-    from orchestrator.ingest_render import render_summary
+    from orchestrator.ingest.render import render_summary
     from orchestrator.run import run_main
 
     since = parse_time(args.since) if args.since else None

@@ -36,7 +36,7 @@ class LiveLine:
     """A lossy subscriber printing done / errors / p50 latencies about once a second (estimates)."""
 
     def __init__(self, bus: Any, *, stream: TextIO | None = None, every_s: float = 1.0) -> None:
-        from orchestrator.stats import StreamingQuantiles
+        from orchestrator.judge.stats import StreamingQuantiles
 
         self.bus, self.stream, self.every_s = bus, stream or sys.stderr, every_s
         self.done = self.errors = self.warmup = 0
@@ -108,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
 
 async def _body(cfg: Any, args: argparse.Namespace, interrupt: Any) -> int:
     from adapters.aiperf import build_command, check_install, ensure_tokenizer, run_aiperf
-    from adapters.server_records import ServerRecordsTailer
+    from adapters.trtmc.records_tail import ServerRecordsTailer
     from orchestrator.correlate import Correlator
     from orchestrator.dataset import load_dataset, parse_session_key, prepare_arms, resolve_dataset_path, write_aiperf_input
     from orchestrator.errors import UsageError

@@ -1,7 +1,7 @@
 """Run reports rebuilt from the journal alone: report.json (versioned RunReport), report.md, report.html.
 
 `write_reports(journal, out_dir)` is the one entry point; reports import only events, the journal reader
-and orchestrator.stats, never live state.
+and orchestrator.judge.stats, never live state.
 """
 
 from __future__ import annotations

@@ -7,16 +7,12 @@ a fixed number of points. Never reads anything but the events it is given.
 
 from __future__ import annotations
 
-import math
-from array import array
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from orchestrator.events import (
     AccountingChecked,
@@ -47,72 +43,48 @@ from orchestrator.events import (
     Warned,
 )
 from orchestrator.journal import TornLine, iter_journal
+from orchestrator.reports.correctness import (
+    MAX_GRID_ITEMS,
+    mismatches,
+    path_correctness,
+    verdict_grids,
+)
 from orchestrator.reports.schema import (
-    AiperfRun,
-    AudioLift,
     CapabilityCheck,
     Commands,
     Counts,
     DatasetIdentity,
     FailingItem,
     GateRow,
-    GridCell,
-    GridRow,
     Histogram,
     IdentityResult,
     LatencyPoint,
     MemoryPoint,
-    Mismatch,
     ModelCharts,
     ModelRow,
     Notice,
-    PassRate,
     PathCorrectness,
-    PhaseCounts,
     Provenance,
     RunReport,
     ServerExit,
     ServerFacts,
     StageOutcome,
-    Summary,
     Timing,
     TornInfo,
-    VerdictGrid,
-    WindowSummary,
 )
-from orchestrator.stats import summarize
+from orchestrator.reports.windows import (
+    HISTOGRAM_BINS,
+    MAX_POINTS,
+    Thinned,
+    WindowTally,
+)
 
 __all__ = ["ReportFold", "fold", "build_report", "MAX_POINTS", "MAX_GRID_ITEMS", "HISTOGRAM_BINS"]
 
-MAX_POINTS = 1500  # per picture series; enough for a 1000 px wide chart
-MAX_GRID_ITEMS = 400  # rows of the verdict grid per path; the pass rates still count every item
-HISTOGRAM_BINS = 40
 _ANSWER_CHARS = 160
-_VERDICTS = ("correct", "wrong", "unparsed", "error")
 _RUN_PHASES = frozenset({"dataset"})  # phases that belong to the run, not to a model
-_TIMING_FIELDS = ("request_latency_ms", "client_lifecycle_ms", "handler_ms", "model_call_ms",
-                  "worker_roundtrip_ms")  # the RequestCorrelated fields kept per window, in ms
 
 
-class _Thinned:
-    """Keeps every `stride`-th point; doubles the stride (dropping every other kept point) when the
-    cap is passed. Deterministic, order-preserving, at most `cap` points for any number of adds.
-    Callers ask `due()` first so that points that would be dropped are never built."""
-
-    def __init__(self, cap: int = MAX_POINTS) -> None:
-        self.cap, self.stride, self.seen = cap, 1, 0
-        self.points: list[Any] = []
-
-    def due(self) -> bool:
-        """Count one point; True when it is to be kept (then pass it to `keep`)."""
-        self.seen += 1
-        return (self.seen - 1) % self.stride == 0
-
-    def keep(self, point: Any) -> None:
-        self.points.append(point)
-        if len(self.points) > self.cap:
-            self.points = self.points[::2]
-            self.stride *= 2
 
 
 def _iso(ns: int | None) -> str:
@@ -127,166 +99,18 @@ def _short(text: str | None) -> str | None:
     return text[: _ANSWER_CHARS - 1] + "…"
 
 
-def _rate(c: Counter[str]) -> PassRate:
-    total = sum(c[v] for v in _VERDICTS)
-    return PassRate(total=total, correct=c["correct"], wrong=c["wrong"], unparsed=c["unparsed"],
-                    error=c["error"], rate=c["correct"] / total if total else None)
 
 
 def _diff(a: float | None, b: float | None) -> float | None:
     return a - b if a is not None and b is not None else None
 
 
-@dataclass
-class _PhaseTally:
-    issued: int = 0
-    ok: int = 0
-    by_cause: Counter[str] = field(default_factory=Counter)
-
-    def frozen(self) -> PhaseCounts:
-        errors = self.issued - self.ok
-        return PhaseCounts(issued=self.issued, ok=self.ok, errors=errors,
-                           by_cause={k: v for k, v in sorted(self.by_cause.items()) if k != "ok"})
 
 
-@dataclass
-class _Window:
-    """Running state of one AIPerf window; the value arrays are freed when it closes."""
-
-    name: str
-    model: str
-    phases: dict[str, _PhaseTally] = field(default_factory=dict)
-    values: dict[str, array] = field(default_factory=lambda: {f: array("d") for f in _TIMING_FIELDS})
-    scopes: Counter[str] = field(default_factory=Counter)
-    first_start: int | None = None
-    last_end: int | None = None
-    audio_seconds: float = 0.0
-    unmatched: Counter[str] = field(default_factory=Counter)
-    balanced: bool | None = None
-    problems: list[str] = field(default_factory=list)
-    started: AiperfStarted | None = None
-    exited: AiperfExited | None = None
-    load: Counter[str] = field(default_factory=Counter)
-    soak: dict[str, Any] = field(default_factory=dict)
-    late: int = 0
-    timing: Timing | None = None
-    histogram: Histogram = field(default_factory=Histogram)
-
-    def add(self, ev: RequestCorrelated) -> None:
-        key = ev.phase if ev.phase in ("warmup", "profiling") else "other"
-        tally = self.phases.get(key)
-        if tally is None:
-            tally = self.phases[key] = _PhaseTally()
-        tally.issued += 1
-        tally.by_cause["ok" if ev.ok else ev.cause] += 1
-        if ev.ok:
-            tally.ok += 1
-        if self.timing is not None:
-            self.late += 1  # counted, but the window's percentiles are already final
-            return
-        if ev.phase != "profiling":
-            return
-        start, end = ev.request_start_ns, ev.request_end_ns
-        if start is not None and (self.first_start is None or start < self.first_start):
-            self.first_start = start
-        if end is not None and (self.last_end is None or end > self.last_end):
-            self.last_end = end
-        if not ev.ok:
-            return
-        v = self.values
-        # Unrolled over _TIMING_FIELDS: this is the per-request hot path. NaN != NaN, so NaN is skipped.
-        if (x := ev.request_latency_ms) is not None and x == x:
-            v["request_latency_ms"].append(x)
-        if (x := ev.client_lifecycle_ms) is not None and x == x:
-            v["client_lifecycle_ms"].append(x)
-        if (x := ev.handler_ms) is not None and x == x:
-            v["handler_ms"].append(x)
-        if (x := ev.model_call_ms) is not None and x == x:
-            v["model_call_ms"].append(x)
-        if (x := ev.worker_roundtrip_ms) is not None and x == x:
-            v["worker_roundtrip_ms"].append(x)
-        if ev.model_call_ms is not None and ev.timing_scope:
-            self.scopes[ev.timing_scope] += 1
-        if ev.audio_seconds:
-            self.audio_seconds += ev.audio_seconds
-
-    def close(self) -> None:
-        """Freeze the timing and the histogram, then drop the values (idempotent)."""
-        if self.timing is not None:
-            return
-        summaries = {name: summarize(self.values[name]) for name in _TIMING_FIELDS}
-        prof = self.phases.get("profiling", _PhaseTally())
-        span = (self.last_end - self.first_start) / 1e9 if self.first_start and self.last_end else None
-        span = span if span and span > 0 else None
-        self.timing = Timing(
-            **summaries,
-            timing_scope=self.scopes.most_common(1)[0][0] if self.scopes else "",
-            span_s=span,
-            requests_per_s=prof.ok / span if span else None,
-            audio_seconds=self.audio_seconds,
-            audio_seconds_per_s=self.audio_seconds / span if span else None,
-        )
-        self.histogram = _histogram({
-            "client request_latency": self.values["request_latency_ms"],
-            "server handler": self.values["handler_ms"],
-            "server model_call": self.values["model_call_ms"],
-        })
-        self.values = {}
-
-    def summary(self) -> WindowSummary:
-        self.close()
-        assert self.timing is not None
-        return WindowSummary(
-            window=self.name, model=self.model, aiperf=_aiperf_run(self.name, self.started, self.exited),
-            counts=self.counts(), timing=self.timing, load_correctness=_rate(self.load),
-            first_start_unix_ns=self.first_start, last_end_unix_ns=self.last_end, soak=self.soak,
-        )
-
-    def counts(self) -> Counts:
-        empty = _PhaseTally()
-        return Counts(
-            warmup=self.phases.get("warmup", empty).frozen(),
-            profiling=self.phases.get("profiling", empty).frozen(),
-            other=self.phases.get("other", empty).frozen(),
-            unmatched=dict(sorted(self.unmatched.items())),
-            accounting_balanced=self.balanced,
-            accounting_problems=list(self.problems),
-            late_events=self.late,
-        )
 
 
-def _histogram(series: dict[str, array]) -> Histogram:
-    """Shared bins over every series: log-spaced when the range spans more than 4x, else linear."""
-    present = {k: np.frombuffer(v, dtype=np.float64) for k, v in series.items() if len(v)}
-    if not present:
-        return Histogram()
-    lo = float(min(v.min() for v in present.values()))
-    hi = float(max(v.max() for v in present.values()))
-    if hi <= lo:
-        hi = lo + 1.0
-    if lo > 0 and hi / lo > 4:
-        edges = np.geomspace(lo, hi, HISTOGRAM_BINS + 1)
-    else:
-        edges = np.linspace(lo, hi, HISTOGRAM_BINS + 1)
-    edges[0], edges[-1] = lo, hi  # exact ends, so the outermost values fall inside
-    counts = {name: [int(c) for c in np.histogram(values, bins=edges)[0]] for name, values in present.items()}
-    return Histogram(edges_ms=[float(e) for e in edges], counts=counts)
 
 
-def _aiperf_run(window: str, started: AiperfStarted | None, exited: AiperfExited | None) -> AiperfRun | None:
-    if started is None and exited is None:
-        return None
-    return AiperfRun(
-        window=window,
-        command=started.shell if started else "",
-        version=started.version if started else "",
-        fingerprint=started.fingerprint if started else "",
-        artifact_dir=started.artifact_dir if started else "",
-        classification=exited.classification if exited else "",
-        returncode=exited.returncode if exited else None,
-        reason=exited.reason if exited else "",
-        duration_s=exited.duration_ns / 1e9 if exited and exited.duration_ns else None,
-    )
 
 
 @dataclass
@@ -323,8 +147,8 @@ class _Model:
     peak_gpu: int | None = None
     peak_device: int | None = None
     served: list[Any] = field(default_factory=list)
-    latency: _Thinned = field(default_factory=_Thinned)
-    memory: _Thinned = field(default_factory=_Thinned)
+    latency: Thinned = field(default_factory=Thinned)
+    memory: Thinned = field(default_factory=Thinned)
 
 
 class ReportFold:
@@ -339,7 +163,7 @@ class ReportFold:
         self._dataset: DatasetIdentity | None = None
         self._models: dict[str, _Model] = {}
         self._current = ""
-        self._windows: dict[str, _Window] = {}
+        self._windows: dict[str, WindowTally] = {}
         self._notices: list[Notice] = []
         self._dropped: dict[str, int] = {}
         self._gpus: dict[int, str] = {}
@@ -365,9 +189,9 @@ class ReportFold:
             self._models[name] = _Model(name=name)
         return self._models[name]
 
-    def _window(self, name: str, model: str = "") -> _Window:
+    def _window(self, name: str, model: str = "") -> WindowTally:
         if name not in self._windows:
-            self._windows[name] = _Window(name=name, model=model or self._current)
+            self._windows[name] = WindowTally(name=name, model=model or self._current)
             m = self._model(model)
             if m is not None:
                 m.windows.append(name)
@@ -638,9 +462,9 @@ class ReportFold:
             identity=IdentityResult(
                 outcome=m.stages["identity"].outcome if "identity" in m.stages else "",
                 compared=int(identity_detail.get("compared") or 0),
-                mismatches=_mismatches(identity_detail.get("mismatches")),
+                mismatches=mismatches(identity_detail.get("mismatches")),
             ),
-            load_identity_mismatches=_mismatches(aiperf_detail.get("identity_mismatches")),
+            load_identity_mismatches=mismatches(aiperf_detail.get("identity_mismatches")),
             aiperf=summary.aiperf if summary else None,
             aiperf_settings=dict(aiperf_detail.get("settings") or {}),
             counts=summary.counts if summary else Counts(),
@@ -658,7 +482,7 @@ class ReportFold:
             windows=list(m.windows),
         )
 
-    def _row_window(self, m: _Model) -> _Window | None:
+    def _row_window(self, m: _Model) -> WindowTally | None:
         """The AIPerf window a row's counts and timing come from: qualify's `<model>/aiperf`, else the
         model's last window that ran AIPerf (probe windows such as `<model>/correctness` never count)."""
         if (w := self._windows.get(f"{m.name}/aiperf")) is not None:
@@ -685,31 +509,7 @@ class ReportFold:
         return m.stages[stage].reason if stage in m.stages else ""
 
     def _correctness(self, m: _Model) -> dict[str, PathCorrectness]:
-        out: dict[str, PathCorrectness] = {}
-        for path, cells in m.cells.items():
-            by_arm: dict[str, Counter[str]] = {}
-            by_kind: dict[str, dict[str, Counter[str]]] = {}
-            for (_item, arm), (verdict, _a, _g, kind) in cells.items():
-                by_arm.setdefault(arm, Counter())[verdict] += 1
-                by_kind.setdefault(kind, {}).setdefault(arm, Counter())[verdict] += 1
-            out[path] = PathCorrectness(
-                path=path,
-                by_arm={a: _rate(c) for a, c in sorted(by_arm.items())},
-                by_kind={k: {a: _rate(c) for a, c in sorted(arms.items())} for k, arms in sorted(by_kind.items())},
-                audio_lift=_lift(cells),
-            )
-        if m.load:
-            by_arm = {}
-            by_kind = {}
-            for (kind, arm), c in m.load.items():
-                by_arm.setdefault(arm, Counter()).update(c)
-                by_kind.setdefault(kind, {}).setdefault(arm, Counter()).update(c)
-            out["aiperf"] = PathCorrectness(
-                path="aiperf",
-                by_arm={a: _rate(c) for a, c in sorted(by_arm.items())},
-                by_kind={k: {a: _rate(c) for a, c in sorted(arms.items())} for k, arms in sorted(by_kind.items())},
-            )
-        return out
+        return path_correctness(m.cells, m.load)
 
     def _failing(self, m: _Model, gate_arm: str) -> list[FailingItem]:
         """Failing items as the correctness stage listed them, with their answers from the verdicts."""
@@ -735,24 +535,7 @@ class ReportFold:
         window = self._row_window(m)
         if window is not None:
             window.close()
-        grids = []
-        for path, cells in m.cells.items():
-            arms: list[str] = []
-            rows: dict[str, dict[str, GridCell]] = {}
-            kinds: dict[str, str] = {}
-            for (item, arm), (verdict, answer, gold, kind) in cells.items():
-                if arm not in arms:
-                    arms.append(arm)
-                if item not in rows and len(rows) >= MAX_GRID_ITEMS:
-                    continue
-                rows.setdefault(item, {})[arm] = GridCell(verdict=verdict, answer=answer, gold=gold)
-                kinds.setdefault(item, kind)
-            total_items = len({item for item, _arm in cells})
-            grids.append(VerdictGrid(
-                path=path, arms=sorted(arms, key=_arm_order),
-                rows=[GridRow(item_id=i, kind=kinds[i], cells=c) for i, c in rows.items()],
-                truncated=total_items - len(rows),
-            ))
+        grids = verdict_grids(m.cells)
         return ModelCharts(latency=list(m.latency.points), latency_stride=m.latency.stride,
                            histogram=window.histogram if window else Histogram(),
                            memory=list(m.memory.points), memory_stride=m.memory.stride, grids=grids)
@@ -760,48 +543,6 @@ class ReportFold:
 
 def _why(f: RunFinished | None) -> str:
     return f": {f.reason}" if f is not None and f.reason else ""
-
-
-def _arm_order(arm: str) -> tuple[int, str]:
-    order = {"audio": 0, "silence": 1, "transcript": 2}
-    return order.get(arm, 9), arm
-
-
-def _lift(cells: dict[tuple[str, str], tuple[str, str | None, str, str]]) -> AudioLift:
-    audio: dict[str, bool] = {}
-    silence: list[bool] = []
-    transcript: dict[str, bool] = {}
-    for (item, arm), (verdict, _a, _g, _k) in cells.items():
-        ok = verdict == "correct"
-        if arm == "audio":
-            audio[item] = ok
-        elif arm == "silence":
-            silence.append(ok)
-        elif arm == "transcript":
-            transcript[item] = ok
-    audio_rate = sum(audio.values()) / len(audio) if audio else None
-    silence_rate = sum(silence) / len(silence) if silence else None
-    # Speech items are those with a transcript arm; compare on the items both arms answered.
-    speech = [i for i in transcript if i in audio]
-    audio_speech = sum(audio[i] for i in speech) / len(speech) if speech else None
-    transcript_rate = sum(transcript[i] for i in speech) / len(speech) if speech else None
-    return AudioLift(audio_rate=audio_rate, silence_rate=silence_rate, vs_silence=_diff(audio_rate, silence_rate),
-                     speech_items=len(speech), audio_rate_speech=audio_speech, transcript_rate=transcript_rate,
-                     vs_transcript=_diff(audio_speech, transcript_rate))
-
-
-def _mismatches(raw: Any) -> list[Mismatch]:
-    """Mismatch entries as qualify journals them: item_id, arm, and one answer per path."""
-    out = []
-    for entry in raw or []:
-        if not isinstance(entry, dict):
-            out.append(Mismatch(item_id=str(entry)))
-            continue
-        answers = {str(k): (None if v is None else str(v)) for k, v in entry.items()
-                   if k not in ("item_id", "arm", "request_id")}
-        out.append(Mismatch(item_id=str(entry.get("item_id", "")), arm=str(entry.get("arm", "")),
-                            answers=dict(sorted(answers.items())), request_id=str(entry.get("request_id") or "")))
-    return out
 
 
 _HANDLERS: dict[type, Any] = {

@@ -11,8 +11,19 @@ from html import escape
 from typing import Any
 
 from orchestrator.reports.markdown import NOTICE_HEAD, is_failure, split_notices
-from orchestrator.reports.schema import ModelCharts, ModelRow, PhaseCounts, RunReport, Summary
-from orchestrator.reports.svg import grid_chart, histogram_chart, line_chart, scatter_chart
+from orchestrator.reports.schema import (
+    ModelCharts,
+    ModelRow,
+    PhaseCounts,
+    RunReport,
+    Summary,
+)
+from orchestrator.reports.svg import (
+    grid_chart,
+    histogram_chart,
+    line_chart,
+    scatter_chart,
+)
 from orchestrator.reports.text import dash, mib, ms, num, pct, rate_cell, signed_pct
 
 __all__ = ["render_html"]

@@ -10,7 +10,7 @@ from typing import Any
 
 import msgspec
 
-from orchestrator.stats import Summary
+from orchestrator.judge.stats import Summary
 
 __all__ = [
     "REPORT_VERSION",

@@ -233,7 +233,7 @@ def _md_table(head: list[str], rows: list[list[str]]) -> list[str]:
 
 def _headline(report: SoakReport) -> str:
     failed = [v.metric for v in report.verdicts if not v.passed]
-    state = "final" if report.verdicts_final else (f"checkpoint" if report.verdicts else "no verdict yet")
+    state = "final" if report.verdicts_final else ("checkpoint" if report.verdicts else "no verdict yet")
     verdict = f"FAILED ({', '.join(failed)})" if failed else ("PASSED" if report.verdicts else "not judged")
     return f"Soak {verdict}; verdicts: {state}; run status: {report.status}; windows closed: {len(report.windows)}"
 
@@ -250,7 +250,7 @@ def render_soak_markdown(report: SoakReport) -> str:
         lines += ["## Unexpected server exits", ""]
         for e in report.exits:
             lines.append(f"- incarnation {e['incarnation']}: code {e['returncode']} {e['signal']} during {e['during']}")
-        lines += [f"", f"Restarts: {report.restarts}", ""]
+        lines += ["", f"Restarts: {report.restarts}", ""]
     lines += ["Pictures (latency, memory, error rate, correctness per window) are in soak.html.", ""]
     return "\n".join(lines)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from adapters.aiperf.records import RecordParseError, parse_export_line, parse_tap_line, server_timing_ms
-from adapters.server_records import ServerRecordParseError, parse_server_record
+from adapters.trtmc.records import ServerRecordParseError, parse_server_record
 
 DATA = Path(__file__).parent.parent / "data" / "aiperf"
 

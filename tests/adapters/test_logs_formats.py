@@ -13,7 +13,6 @@ from adapters.logs import (
     decode_aiperf_raw,
     decode_aiperf_record,
     decode_journal_line,
-    decode_server_record,
     decode_text,
     file_format,
     from_log_line,
@@ -24,6 +23,7 @@ from adapters.logs import (
     sniff,
     to_log_line,
 )
+from adapters.trtmc.records import decode_server_record
 from orchestrator.events import ClientRecord, LogLine, RequestCorrelated, ServerRecord
 from orchestrator.journal import decode_event, encode_event
 
@@ -98,7 +98,7 @@ class TestServerRecords:
     @pytest.mark.parametrize("path", [REFERENCE, DATA / "aiperf" / "server_records.jsonl"])
     def test_same_event_as_the_live_tailer_parser(self, path: Path) -> None:
         """With nulls (reference) or without (trtmc-shaped), a line gives parse_server_record's event."""
-        from adapters.server_records import parse_server_record
+        from adapters.trtmc.records import parse_server_record
 
         for line in path.read_bytes().splitlines():
             assert decode_server_record(line) == parse_server_record(line, source="")

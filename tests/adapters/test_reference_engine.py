@@ -43,7 +43,7 @@ class TestDatasetAccuracy:
     def test_audio_arm_at_least_90_percent(self, engine):
         """At least 90 % of audioqa-v1 is answered correctly from the audio (manifest used only here)."""
         from orchestrator.dataset import load_dataset
-        from orchestrator.scoring import score
+        from orchestrator.judge.scoring import score
 
         ds = load_dataset(DATASET)
         by_kind: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0])

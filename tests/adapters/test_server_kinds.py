@@ -7,7 +7,7 @@ import pytest
 from adapters.server import server_parts
 from adapters.server.lines import MAX_LINE_BYTES, LineSplitter, parse_log_line
 from adapters.server.reference_kind import ReferenceServerKind
-from adapters.trtmc_server import TrtmcServerKind
+from adapters.trtmc.server_kind import TrtmcServerKind
 from orchestrator.errors import ConfigError
 
 KINDS = [ReferenceServerKind(), TrtmcServerKind()]

@@ -7,7 +7,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from adapters.server_records import ServerRecordsTailer
+from adapters.trtmc.records_tail import ServerRecordsTailer
 from orchestrator.bus import Bus
 from orchestrator.events import ServerRecord, ServerSpawned, Warned
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator.capability import (
+from orchestrator.qualify.capability import (
     ProbeAnswer,
     judge_conditioning,
     judge_text_only,
@@ -14,7 +14,7 @@ from orchestrator.capability import (
 )
 from orchestrator.config import CorrectnessCriteria, DatasetConfig
 from orchestrator.dataset import Dataset, load_dataset, resolve_dataset_path
-from orchestrator.gates import ScoredAnswer, evaluate_gates
+from orchestrator.judge.gates import ScoredAnswer, evaluate_gates
 
 
 @pytest.fixture(scope="module")

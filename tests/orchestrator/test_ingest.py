@@ -14,7 +14,7 @@ import pytest
 import zstandard
 
 from adapters.aiperf.records import parse_export_line
-from adapters.server_records import parse_server_record
+from adapters.trtmc.records import parse_server_record
 from orchestrator.bus import Bus
 from orchestrator.commands.ingest import register
 from orchestrator.errors import AqbenchError

@@ -1,4 +1,4 @@
-"""orchestrator.stats: type-7 percentiles as numpy computes them, and the bounded streaming estimate."""
+"""orchestrator.judge.stats: type-7 percentiles as numpy computes them, and the bounded streaming estimate."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import random
 import numpy as np
 import pytest
 
-from orchestrator.stats import StreamingQuantiles, Summary, percentile, summarize
+from orchestrator.judge.stats import StreamingQuantiles, Summary, percentile, summarize
 
 
 class TestSummarize:

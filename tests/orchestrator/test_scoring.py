@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from orchestrator.dataset import Item
-from orchestrator.scoring import first_number, normalize, score
+from orchestrator.judge.scoring import first_number, normalize, score
 
 
 def _item(**over: Any) -> Item:

@@ -16,7 +16,7 @@ from orchestrator.events import (
     SoakWindowClosed,
 )
 from orchestrator.reports.soak import fold_soak, render_soak_html, render_soak_markdown
-from orchestrator.soak_view import SoakView, format_status
+from orchestrator.view.soak import SoakView, format_status
 
 T0 = 1_800_000_000 * 10**9
 

@@ -7,16 +7,16 @@ import random
 import pytest
 
 from orchestrator.config import CorrectnessCriteria
-from orchestrator.gates import ScoredAnswer
-from orchestrator.soak_verdicts import (
+from orchestrator.judge.gates import ScoredAnswer
+from orchestrator.soak.verdicts import (
     ProcessCheck,
     ServerExitFact,
     SoakLimits,
     fit_trend,
     judge_soak,
 )
-from orchestrator.soak_window import MemorySummary, WindowAccumulator, WindowStats
-from orchestrator.stats import Summary
+from orchestrator.soak.window import MemorySummary, WindowAccumulator, WindowStats
+from orchestrator.judge.stats import Summary
 
 MIB = 2**20
 WINDOW_NS = 300 * 10**9  # five-minute windows

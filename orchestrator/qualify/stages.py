@@ -17,7 +17,7 @@ from typing import Any
 import anyio
 import msgspec
 
-from orchestrator.capability import (
+from orchestrator.qualify.capability import (
     AUDIO_QA_TASKS,
     CheckResult,
     ProbeAnswer,
@@ -48,10 +48,10 @@ from orchestrator.events import (
     RequestCorrelated,
     VerdictReached,
 )
-from orchestrator.gates import ScoredAnswer, evaluate_gates
+from orchestrator.judge.gates import ScoredAnswer, evaluate_gates
 from orchestrator.logs import get_logger
 from orchestrator.run import Interrupt, RunScope, open_run
-from orchestrator.scoring import score
+from orchestrator.judge.scoring import score
 
 __all__ = ["QualifyOptions", "qualify", "STATUSES"]
 
@@ -139,7 +139,7 @@ async def qualify(cfg: Config, opts: QualifyOptions, interrupt: Interrupt) -> in
     _check_gate_kinds(cfg, models, dataset)
     statuses: dict[str, str] = {}
     async with open_run(cfg, command="qualify", argv=opts.argv or sys.argv, interrupt=interrupt) as run:
-        from orchestrator.console import ConsoleView
+        from orchestrator.view.console import ConsoleView
 
         await run.tg.start(ConsoleView(run.bus).run)
         await run.bus.publish(PhaseFinished(
@@ -220,7 +220,7 @@ def _qualify_command(cfg: Config, model: ModelConfig) -> str:
 
 
 async def _stages(m: _ModelRun) -> str:
-    from adapters.server_records import ServerRecordsTailer
+    from adapters.trtmc.records_tail import ServerRecordsTailer
     from orchestrator.correlate import Correlator
     from orchestrator.supervisor import ServerSpec
 

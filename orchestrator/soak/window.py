@@ -15,8 +15,8 @@ from typing import Any
 import msgspec
 
 from orchestrator.config import CorrectnessCriteria
-from orchestrator.gates import ScoredAnswer, evaluate_gates
-from orchestrator.stats import Summary, summarize
+from orchestrator.judge.gates import ScoredAnswer, evaluate_gates
+from orchestrator.judge.stats import Summary, summarize
 
 __all__ = ["GateSummary", "MemorySummary", "WindowStats", "WindowAccumulator", "window_name", "total_requests"]
 

@@ -26,7 +26,7 @@ from orchestrator.config import Config, config_to_dict
 from orchestrator.events import Failed, RunFinished, RunStarted
 from orchestrator.journal import JournalWriter
 from orchestrator.logs import attach_run_log, detach_run_log, get_logger
-from orchestrator.provenance import host_facts, tool_versions
+from orchestrator.run.provenance import host_facts, tool_versions
 
 __all__ = ["RunScope", "Interrupt", "open_run", "run_main", "new_run_id"]
 

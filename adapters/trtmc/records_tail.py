@@ -1,6 +1,5 @@
-"""The server's `--records` files -> ServerRecord events, one file per incarnation, followed live.
+"""Follows the server's `--records` files live -> ServerRecord events, one file per incarnation.
 
-`parse_server_record` decodes one line through a tolerant view (nulls allowed) and is reused by ingest.
 The tailer learns each incarnation's file from ServerSpawned.records_path; it never reads other events.
 """
 
@@ -10,58 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import msgspec
 from anyio.abc import TaskGroup, TaskStatus
 
 from adapters.tail import LineFollower
-from orchestrator.events import ServerRecord, ServerSpawned, Warned
+from adapters.trtmc.records import ServerRecordParseError, parse_server_record
+from orchestrator.events import ServerSpawned, Warned
 
-__all__ = ["parse_server_record", "ServerRecordParseError", "ServerRecordsTailer"]
-
-
-class ServerRecordParseError(ValueError):
-    """A records line that is not one JSON object with a request_id."""
-
-
-class _View(msgspec.Struct):
-    request_id: str
-    route: str | None = None
-    model: str | None = None
-    replica: str | None = None
-    status: int | None = None
-    handler_ms: float | None = None
-    admission_ms: float | None = None
-    model_call_ms: float | None = None
-    timing_scope: str | None = None
-    worker_roundtrip_ms: float | None = None
-    setup_ms: float | None = None
-    prefill_ms: float | None = None
-    decode_ms: float | None = None
-    completion_tokens: int | None = None
-    streaming: str | None = None
-    audio: dict[str, Any] | None = None
-    error_code: str | None = None
-    end_unix_ns: int | None = None
-
-
-_decoder = msgspec.json.Decoder(_View)
-
-
-def parse_server_record(line: bytes, *, incarnation: int = 0, source: str = "server-records") -> ServerRecord:
-    """One `--records` line -> ServerRecord (ts_ns left 0 for the bus to stamp). Raises
-    ServerRecordParseError naming what is wrong."""
-    try:
-        v = _decoder.decode(line)
-    except msgspec.DecodeError as exc:
-        raise ServerRecordParseError(f"server records line: {exc}: {line[:120]!r}") from None
-    return ServerRecord(
-        source=source, request_id=v.request_id, route=v.route or "", model=v.model or "",
-        replica=v.replica or "", status=v.status or 0, handler_ms=v.handler_ms, admission_ms=v.admission_ms,
-        model_call_ms=v.model_call_ms, timing_scope=v.timing_scope or "",
-        worker_roundtrip_ms=v.worker_roundtrip_ms, setup_ms=v.setup_ms, prefill_ms=v.prefill_ms,
-        decode_ms=v.decode_ms, completion_tokens=v.completion_tokens, streaming=v.streaming or "",
-        incarnation=incarnation, audio=v.audio, error_code=v.error_code or "", end_unix_ns=v.end_unix_ns,
-    )
+__all__ = ["ServerRecordsTailer"]
 
 
 class ServerRecordsTailer:

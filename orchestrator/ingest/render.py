@@ -6,7 +6,7 @@ import time
 
 import msgspec
 
-from orchestrator.ingest import IngestSummary
+from orchestrator.ingest.summary import IngestSummary
 
 __all__ = ["render_summary"]
 

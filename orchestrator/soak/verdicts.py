@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 
 from orchestrator.config import SoakConfig
-from orchestrator.soak_window import WindowStats
+from orchestrator.soak.window import WindowStats
 
 __all__ = [
     "MIN_TREND_WINDOWS",

@@ -8,23 +8,25 @@ that fails is it retried line by line to find, classify and count the bad lines.
 from __future__ import annotations
 
 import gc
-import glob
-import gzip
 import os
-import sys
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from operator import attrgetter
-from pathlib import Path
-from typing import Any, BinaryIO, Literal
+from typing import Any, BinaryIO
 
-import anyio
 import msgspec
 
-from adapters.logs import FORMATS, LineFormat, OtelLog, file_format, from_log_line, is_known_name, sniff, to_log_line
-from adapters.logs.server_records import incarnation_from_name
-from orchestrator.errors import AqbenchError, UsageError
+from adapters.logs import (
+    FORMATS,
+    LineFormat,
+    OtelLog,
+    file_format,
+    from_log_line,
+    sniff,
+    to_log_line,
+)
+from adapters.trtmc.records import incarnation_from_name
 from orchestrator.events import (
     AccountingChecked,
     ClientRecord,
@@ -35,16 +37,21 @@ from orchestrator.events import (
     RequestUnmatched,
     ServerRecord,
 )
-from orchestrator.stats import Summary, summarize
+from orchestrator.ingest.inputs import read_chunks
+from orchestrator.ingest.summary import (
+    BadCause,
+    BadLine,
+    BadLineError,
+    IngestSummary,
+    SourceSummary,
+    latency_statistics,
+)
 
-__all__ = [
-    "BadLine", "BadLineError", "SourceSummary", "IngestSummary", "Ingest", "expand_inputs", "read_chunks",
-    "latency_statistics", "new_joiner", "run_follow", "write_parquet",
-]
+__all__ = ["Ingest", "new_joiner"]
 
-BadCause = Literal["invalid_json", "wrong_types", "torn_last_line"]
-# 256 KiB reads keep a chunk and its lines in cache while they are decoded (1 MiB was slower).
+# Output is flushed in 256 KiB batches, the size of an input chunk.
 _CHUNK = 1 << 18
+
 _DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, ValueError, TypeError)
 # Events the correlator derives: ingest derives them again from the halves, so copies read from a
 # journal are counted (and compared), not re-emitted.
@@ -52,128 +59,25 @@ _DERIVED = (RequestCorrelated, RequestUnmatched, AccountingChecked, RequestsInFl
 _replace = msgspec.structs.replace
 
 
-class BadLineError(AqbenchError):
-    """`--strict` and a line that did not decode in its file's format (exit 2, names file:line)."""
-
-    exit_code = 2
 
 
-class BadLine(msgspec.Struct, frozen=True):
-    """A line that could not be read as its file's format (nor as any other), kept for the listing."""
-
-    path: str
-    line: int
-    cause: BadCause
-    error: str
-    text: str
 
 
-class SourceSummary(msgspec.Struct, kw_only=True):
-    """What one input gave: lines read, events per format, bad and blank lines, lines filtered out."""
-
-    path: str
-    format: str = ""
-    lines: int = 0
-    blank: int = 0
-    bad: int = 0
-    filtered: int = 0
-    events: dict[str, int] = {}
 
 
-class IngestSummary(msgspec.Struct, kw_only=True):
-    """The answer of an ingest (printed as text, or as JSON with `--summary-json`)."""
-
-    sources: list[SourceSummary]
-    lines: int
-    events: int
-    bad_lines: int
-    bad: list[BadLine]
-    by_format: dict[str, int]
-    severities: dict[str, int]
-    client_records: int
-    server_records: int
-    duplicate_copies: int
-    joined: int
-    joined_ok: int
-    causes: dict[str, int]
-    unmatched: dict[str, dict[str, int]]
-    latency_ms: dict[str, Summary]
-    first_unix_ns: int | None
-    last_unix_ns: int | None
-    journal_correlated: int = 0
-    journal_correlated_agreeing: int = 0
-    filtered: int = 0
 
 
-TIMING_FIELDS = ("request_latency_ms", "client_lifecycle_ms", "handler_ms", "model_call_ms", "worker_roundtrip_ms")
 
 
-def latency_statistics(correlated: Iterable[RequestCorrelated]) -> dict[str, Summary]:
-    """Client vs server latency over successful profiling requests: the population and fields of the
-    live report's window timing (orchestrator.reports.fold), through the same `summarize`."""
-    rows = [c for c in correlated if c.ok and c.phase == "profiling"]
-    # map + attrgetter and a list without the Nones: C loops over up to a million rows.
-    return {name: summarize([v for v in map(attrgetter(name), rows) if v is not None]) for name in TIMING_FIELDS}
 
 
 # ----------------------------------------------------------------------------------------- inputs
 
 
-def expand_inputs(specs: Iterable[str], *, allow_missing: bool = False) -> list[str]:
-    """Files for the given paths, globs and folders (walked recursively for known names), in order;
-    `-` stays `-` (standard input). Raises UsageError naming a spec that matched nothing, except with
-    `allow_missing` (follow mode), where such a spec just gives nothing yet (a plain path is kept)."""
-    out: list[str] = []
-    seen: set[str] = set()
-    for spec in specs:
-        if spec == "-":
-            found = ["-"]
-        elif os.path.isdir(spec):
-            found = sorted(
-                os.path.join(root, name)
-                for root, _dirs, names in os.walk(spec)
-                for name in names
-                if is_known_name(name)
-            )
-        elif os.path.exists(spec):
-            found = [spec]
-        else:
-            found = sorted(p for p in glob.glob(spec, recursive=True) if os.path.isfile(p))
-            if not found and allow_missing:
-                found = [] if glob.has_magic(spec) else [spec]
-            elif not found:
-                raise UsageError(f"ingest: {spec!r} is not a file, a folder or a glob that matches files")
-        for path in found:
-            if path not in seen:
-                seen.add(path)
-                out.append(path)
-    return out
 
 
-def _open(path: str) -> BinaryIO:
-    if path == "-":
-        return sys.stdin.buffer
-    fh = open(path, "rb")  # noqa: SIM115 - returned to the caller, who closes it
-    magic = fh.read(4)
-    fh.seek(0)
-    if magic[:2] == b"\x1f\x8b":
-        return gzip.GzipFile(fileobj=fh)  # type: ignore[return-value]
-    if magic == b"\x28\xb5\x2f\xfd":
-        import zstandard
-
-        return zstandard.ZstdDecompressor().stream_reader(fh, closefd=True)  # type: ignore[return-value]
-    return fh
 
 
-def read_chunks(path: str, size: int = _CHUNK) -> Iterator[bytes]:
-    """The decompressed bytes of a file (or stdin for `-`) in chunks. Blocks on reads."""
-    fh = _open(path)
-    try:
-        while chunk := fh.read(size):
-            yield chunk
-    finally:
-        if fh is not sys.stdin.buffer:
-            fh.close()
 
 
 # ------------------------------------------------------------------------------------------- core
@@ -655,65 +559,10 @@ class Ingest:
 # ------------------------------------------------------------------------------------ follow, out
 
 
-def _compressed(path: str) -> bool:
-    return path.endswith((".gz", ".zst", ".zstd"))
 
 
-async def run_follow(
-    ingest: Ingest, specs: list[str], *, poll_s: float = 0.05, rescan_s: float = 1.0,
-    stop: anyio.Event | None = None,
-) -> None:
-    """Follow every input like `tail -F` until `stop` is set or the caller's scope is cancelled.
-
-    Specs are expanded again every `rescan_s` so new files (a rotated-in name, a new run folder) join.
-    Compressed files cannot grow and are read once. Line numbers restart at 1 after a truncation or
-    a replacement (for a rotation, lines drained from the old file still count in the old numbering).
-    On the way out (cancellation included) each file's final, possibly unterminated line is read.
-    """
-    from adapters.tail import LineFollower
-
-    followers: dict[str, LineFollower] = {}
-    stop = stop or anyio.Event()
-    next_scan = 0.0
-    try:
-        while not stop.is_set():
-            now = anyio.current_time()
-            if now >= next_scan:
-                next_scan = now + rescan_s
-                for path in expand_inputs(specs, allow_missing=True):
-                    if path in followers:
-                        continue
-                    if _compressed(path):
-                        followers[path] = None  # type: ignore[assignment]
-                        ingest.feed_path(path)
-                    else:
-                        followers[path] = LineFollower(path, poll_s=poll_s)
-            for path, fol in followers.items():
-                if fol is not None:
-                    _read(ingest, path, fol, final=False)
-            ingest.flush_out()
-            with anyio.move_on_after(poll_s):
-                await stop.wait()
-    finally:
-        for path, fol in followers.items():
-            if fol is not None:
-                _read(ingest, path, fol, final=True)
-                fol.close()
-        ingest.flush_out()
 
 
-def _read(ingest: Ingest, path: str, fol: Any, *, final: bool) -> None:
-    before, torn = fol.truncations, fol.torn
-    lines = fol.read_available(final=final)
-    if fol.truncations != before:
-        ingest.restart(path)
-    if fol.torn != torn and lines:
-        # The follower handed out an unterminated last line: it goes through the torn-line path.
-        ingest.feed_lines(path, lines[:-1])
-        ingest.feed(path, lines[-1])
-        ingest.end(path)
-    else:
-        ingest.feed_lines(path, lines)
 
 
 def new_joiner() -> Any:
@@ -724,12 +573,3 @@ def new_joiner() -> Any:
     return Joiner(key_parser=parse_session_key, source="ingest")
 
 
-def write_parquet(correlated: list[RequestCorrelated], path: str) -> None:
-    """One row per correlated request, columns = RequestCorrelated's fields. Blocks (file write)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    fields = [f for f in RequestCorrelated.__struct_fields__ if f not in ("run_id", "seq", "mono_ns")]
-    columns = {f: [getattr(c, f) for c in correlated] for f in fields}
-    table = pa.table(columns) if correlated else pa.table({f: pa.array([], pa.null()) for f in fields})
-    pq.write_table(table, path)

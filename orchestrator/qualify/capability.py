@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import msgspec
 
 from orchestrator.dataset import ConditioningPair, Dataset, Item
-from orchestrator.scoring import normalize, score
+from orchestrator.judge.scoring import normalize, score
 
 __all__ = [
     "ProbeAnswer",

@@ -1,0 +1,19 @@
+"""`aqbench ingest`: structured logs and records read back into the run's events (reader, inputs), followed
+live (follow), summarised (summary, render) and written to Parquet (parquet)."""
+
+from orchestrator.ingest.follow import run_follow
+from orchestrator.ingest.inputs import expand_inputs, read_chunks
+from orchestrator.ingest.parquet import write_parquet
+from orchestrator.ingest.reader import Ingest, new_joiner
+from orchestrator.ingest.summary import (
+    BadLine,
+    BadLineError,
+    IngestSummary,
+    SourceSummary,
+    latency_statistics,
+)
+
+__all__ = [
+    "BadLine", "BadLineError", "SourceSummary", "IngestSummary", "Ingest", "expand_inputs", "read_chunks",
+    "latency_statistics", "new_joiner", "run_follow", "write_parquet",
+]

@@ -1,0 +1,124 @@
+"""Correctness figures of a report, from the verdict cells: pass rates by path, arm and kind, the audio
+lift, verdict grids and identity mismatches. Pure; fed by reports/fold.py."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from orchestrator.reports.schema import (
+    AudioLift,
+    GridCell,
+    GridRow,
+    Mismatch,
+    PathCorrectness,
+    VerdictGrid,
+)
+from orchestrator.reports.windows import (
+    pass_rate,
+)
+
+__all__ = ["Cells", "MAX_GRID_ITEMS", "path_correctness", "verdict_grids", "arm_order", "audio_lift", "mismatches"]
+
+MAX_GRID_ITEMS = 400  # rows of the verdict grid per path; the pass rates still count every item
+
+# (item_id, arm) -> (verdict, answer, gold, kind)
+Cells = dict[tuple[str, str], tuple[str, str | None, str, str]]
+
+
+def _diff(a: float | None, b: float | None) -> float | None:
+    return a - b if a is not None and b is not None else None
+
+
+def path_correctness(cells: dict[str, Cells], load: dict[tuple[str, str], Counter[str]]) -> dict[str, PathCorrectness]:
+    """Pass rates per path by arm and by kind, with the audio lift; `load` is the AIPerf path's tally."""
+    out: dict[str, PathCorrectness] = {}
+    for path, cells in cells.items():
+        by_arm: dict[str, Counter[str]] = {}
+        by_kind: dict[str, dict[str, Counter[str]]] = {}
+        for (_item, arm), (verdict, _a, _g, kind) in cells.items():
+            by_arm.setdefault(arm, Counter())[verdict] += 1
+            by_kind.setdefault(kind, {}).setdefault(arm, Counter())[verdict] += 1
+        out[path] = PathCorrectness(
+            path=path,
+            by_arm={a: pass_rate(c) for a, c in sorted(by_arm.items())},
+            by_kind={k: {a: pass_rate(c) for a, c in sorted(arms.items())} for k, arms in sorted(by_kind.items())},
+            audio_lift=audio_lift(cells),
+        )
+    if load:
+        by_arm = {}
+        by_kind = {}
+        for (kind, arm), c in load.items():
+            by_arm.setdefault(arm, Counter()).update(c)
+            by_kind.setdefault(kind, {}).setdefault(arm, Counter()).update(c)
+        out["aiperf"] = PathCorrectness(
+            path="aiperf",
+            by_arm={a: pass_rate(c) for a, c in sorted(by_arm.items())},
+            by_kind={k: {a: pass_rate(c) for a, c in sorted(arms.items())} for k, arms in sorted(by_kind.items())},
+        )
+    return out
+
+
+def verdict_grids(cells_by_path: dict[str, Cells]) -> list[VerdictGrid]:
+    """One grid of verdicts per path: items by arm, at most MAX_GRID_ITEMS rows each."""
+    grids = []
+    for path, cells in cells_by_path.items():
+        arms: list[str] = []
+        rows: dict[str, dict[str, GridCell]] = {}
+        kinds: dict[str, str] = {}
+        for (item, arm), (verdict, answer, gold, kind) in cells.items():
+            if arm not in arms:
+                arms.append(arm)
+            if item not in rows and len(rows) >= MAX_GRID_ITEMS:
+                continue
+            rows.setdefault(item, {})[arm] = GridCell(verdict=verdict, answer=answer, gold=gold)
+            kinds.setdefault(item, kind)
+        total_items = len({item for item, _arm in cells})
+        grids.append(VerdictGrid(
+            path=path, arms=sorted(arms, key=arm_order),
+            rows=[GridRow(item_id=i, kind=kinds[i], cells=c) for i, c in rows.items()],
+            truncated=total_items - len(rows),
+        ))
+    return grids
+
+
+def arm_order(arm: str) -> tuple[int, str]:
+    order = {"audio": 0, "silence": 1, "transcript": 2}
+    return order.get(arm, 9), arm
+
+
+def audio_lift(cells: dict[tuple[str, str], tuple[str, str | None, str, str]]) -> AudioLift:
+    audio: dict[str, bool] = {}
+    silence: list[bool] = []
+    transcript: dict[str, bool] = {}
+    for (item, arm), (verdict, _a, _g, _k) in cells.items():
+        ok = verdict == "correct"
+        if arm == "audio":
+            audio[item] = ok
+        elif arm == "silence":
+            silence.append(ok)
+        elif arm == "transcript":
+            transcript[item] = ok
+    audio_rate = sum(audio.values()) / len(audio) if audio else None
+    silence_rate = sum(silence) / len(silence) if silence else None
+    # Speech items are those with a transcript arm; compare on the items both arms answered.
+    speech = [i for i in transcript if i in audio]
+    audio_speech = sum(audio[i] for i in speech) / len(speech) if speech else None
+    transcript_rate = sum(transcript[i] for i in speech) / len(speech) if speech else None
+    return AudioLift(audio_rate=audio_rate, silence_rate=silence_rate, vs_silence=_diff(audio_rate, silence_rate),
+                     speech_items=len(speech), audio_rate_speech=audio_speech, transcript_rate=transcript_rate,
+                     vs_transcript=_diff(audio_speech, transcript_rate))
+
+
+def mismatches(raw: Any) -> list[Mismatch]:
+    """Mismatch entries as qualify journals them: item_id, arm, and one answer per path."""
+    out = []
+    for entry in raw or []:
+        if not isinstance(entry, dict):
+            out.append(Mismatch(item_id=str(entry)))
+            continue
+        answers = {str(k): (None if v is None else str(v)) for k, v in entry.items()
+                   if k not in ("item_id", "arm", "request_id")}
+        out.append(Mismatch(item_id=str(entry.get("item_id", "")), arm=str(entry.get("arm", "")),
+                            answers=dict(sorted(answers.items())), request_id=str(entry.get("request_id") or "")))
+    return out

@@ -1,0 +1,162 @@
+"""The soak's answer tracker: scores each correlated answer and counts it into its window."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+from typing import Any
+
+import anyio
+import msgspec
+from anyio.abc import TaskStatus
+
+from orchestrator.config import ModelConfig
+from orchestrator.dataset import (
+    Dataset,
+)
+from orchestrator.errors import DatasetError
+from orchestrator.events import (
+    AccountingChecked,
+    AiperfStarted,
+    Event,
+    OrphanKilled,
+    RequestCorrelated,
+    ResourceSampled,
+    ServerExited,
+    ServerRestarting,
+    VerdictReached,
+)
+from orchestrator.judge.gates import ScoredAnswer
+from orchestrator.judge.scoring import score
+from orchestrator.soak.verdicts import (
+    ServerExitFact,
+)
+from orchestrator.soak.window import WindowAccumulator, WindowStats
+
+__all__ = ["SoakTracker"]
+
+
+class SoakTracker:
+    """Lossless bus subscriber: folds each open window's events into its WindowAccumulator, scores each
+    profiling answer against its dataset item (publishing VerdictReached), and remembers unexpected
+    exits. Two windows are open while one finalises and the next runs: requests go to the window they
+    name, resource samples and restarts to the window opened last (the one whose AIPerf runs).
+    Publishing never waits on its own full queue (it drains that queue into a local backlog)."""
+
+    def __init__(self, bus: Any, dataset: Dataset, model: ModelConfig, *, size: int = 8192) -> None:
+        self._bus = bus
+        self._dataset = dataset
+        self._model = model
+        self._size = size
+        self._sub: Any = None
+        self._backlog: deque[Any] = deque()
+        self._open: dict[str, WindowAccumulator] = {}
+        self._current: WindowAccumulator | None = None
+        self._seen = anyio.Event()
+        self.last_seq = 0
+        self.accounting: dict[str, AccountingChecked] = {}
+        # Per open window: AIPerf's pid and its launch (AiperfStarted's wall clock); dropped at close.
+        self.aiperf_pids: dict[str, int] = {}
+        self.aiperf_launch_ns: dict[str, int] = {}
+        self.exits: list[ServerExitFact] = []
+        self.orphans_killed = 0
+        self.restarts = 0
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        async with self._bus.subscribe("soak", size=self._size) as sub:
+            self._sub = sub
+            task_status.started()
+            async for batch in sub.batches():
+                self._backlog.extend(batch)
+                while self._backlog:
+                    ev = self._backlog.popleft()
+                    for out in self._handle(ev):
+                        await self._publish(out)
+                    self.last_seq = max(self.last_seq, ev.seq)
+                    self._seen.set()
+                    self._seen = anyio.Event()
+
+    async def _publish(self, ev: Event) -> None:
+        await self._sub.publish(ev, spill=self._backlog.append)
+
+    async def wait_seen(self, seq: int, timeout_s: float = 30.0) -> None:
+        """Block until every event up to `seq` has been handled (and its verdicts published)."""
+        with anyio.move_on_after(timeout_s):
+            while self.last_seq < seq:
+                await self._seen.wait()
+
+    @property
+    def current(self) -> WindowAccumulator | None:
+        """The accumulator of the window opened last, while open (None when every window is closed)."""
+        return self._current
+
+    def window(self, window: str) -> WindowAccumulator | None:
+        """An open window's accumulator by name."""
+        return self._open.get(window)
+
+    def open_window(self, index: int, start_unix_ns: int) -> WindowAccumulator:
+        acc = WindowAccumulator(index, start_unix_ns, criteria=self._model.correctness)
+        self._open[acc.window] = self._current = acc
+        return acc
+
+    def close_window(self, window: str, end_unix_ns: int, **facts: Any) -> WindowStats:
+        acc = self._open.pop(window)
+        if acc is self._current:
+            self._current = None
+        self.aiperf_pids.pop(window, None)
+        self.aiperf_launch_ns.pop(window, None)
+        self.accounting.pop(window, None)
+        return acc.close(end_unix_ns, **facts)
+
+    def _handle(self, ev: Any) -> Iterable[Event]:
+        acc = self._current
+        if isinstance(ev, RequestCorrelated):
+            acc = self._open.get(ev.window)
+            if acc is None:
+                return ()
+            acc.add_request(phase=ev.phase, ok=ev.ok, cause=ev.cause, request_latency_ms=ev.request_latency_ms,
+                            handler_ms=ev.handler_ms, model_call_ms=ev.model_call_ms,
+                            request_start_ns=ev.request_start_ns, request_end_ns=ev.request_end_ns,
+                            incarnation=ev.incarnation)
+            if ev.phase == "profiling" and ev.ok:
+                return (self._verdict(acc, ev),)
+        elif isinstance(ev, ResourceSampled):
+            if acc is not None:
+                acc.add_resource(ev.rss_bytes, ev.gpu_memory_bytes)
+        elif isinstance(ev, ServerExited) and not ev.expected:
+            self.exits.append(ServerExitFact(incarnation=ev.incarnation, returncode=ev.returncode, signal=ev.signal,
+                                             unix_ns=ev.ts_ns, output_tail=list(ev.output_tail[-5:])))
+            if acc is not None:
+                acc.add_unexpected_exit()
+        elif isinstance(ev, ServerRestarting):
+            self.restarts += 1
+            if self.exits:
+                self.exits[-1] = msgspec.structs.replace(self.exits[-1], restarted=True)
+            if acc is not None:
+                acc.add_restart()
+        elif isinstance(ev, AccountingChecked):
+            self.accounting[ev.window] = ev
+        elif isinstance(ev, AiperfStarted):
+            if ev.window in self._open:
+                self.aiperf_pids[ev.window] = ev.pid
+                self.aiperf_launch_ns[ev.window] = ev.ts_ns
+        elif isinstance(ev, OrphanKilled):
+            self.orphans_killed += 1
+        return ()
+
+    def _verdict(self, acc: WindowAccumulator, ev: RequestCorrelated) -> VerdictReached:
+        model = self._model
+        try:
+            item = self._dataset.item(ev.item_id)
+        except (KeyError, DatasetError):
+            acc.add_verdict(ScoredAnswer(item_id=ev.item_id, arm=ev.arm, kind="", verdict="error"))
+            return VerdictReached(source="soak", model=model.name, item_id=ev.item_id, arm=ev.arm, path="aiperf",
+                                  verdict="error", answer=ev.answer, request_id=ev.request_id,
+                                  detail=f"conversation {ev.conversation_id!r} maps to no dataset item")
+        if model.correctness.scorer != "dataset":
+            item = msgspec.structs.replace(item, scoring=model.correctness.scorer)
+        result = score(ev.answer, item)
+        acc.add_verdict(ScoredAnswer(item_id=item.id, arm=ev.arm, kind=item.kind, verdict=result.verdict))
+        return VerdictReached(source="soak", model=model.name, item_id=item.id, arm=ev.arm, path="aiperf",
+                              verdict=result.verdict, answer=ev.answer, gold=item.answer, item_kind=item.kind,
+                              scoring=item.scoring, request_id=ev.request_id, detail=result.detail)
