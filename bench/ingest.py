@@ -17,6 +17,7 @@ import time
 import msgspec
 
 from adapters.aiperf.records import _ExportLine as AiperfView
+from orchestrator.commands.wiring import log_codecs
 from orchestrator.events import ServerRecord
 from orchestrator.ingest import Ingest, new_joiner
 
@@ -145,13 +146,13 @@ def main() -> None:
         summaries = []
 
         def ingest() -> None:
-            ing = Ingest(new_joiner())
+            ing = Ingest(new_joiner(), log_codecs())
             ing.feed_path(rec_path)
             ing.feed_path(exp_path)
             summaries.append(ing.finish())
 
         def ingest_no_join() -> None:
-            ing = Ingest(_NoJoin())
+            ing = Ingest(_NoJoin(), log_codecs())
             ing.feed_path(rec_path)
             ing.feed_path(exp_path)
             ing.finish()

@@ -21,10 +21,12 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from orchestrator.config import CorrectnessCriteria  # noqa: E402
+from orchestrator.config import (
+    CorrectnessCriteria,  # noqa: E402
+    DatasetConfig,  # noqa: E402
+)
 from orchestrator.correlate import Joiner  # noqa: E402
 from orchestrator.dataset import load_dataset, parse_session_key, resolve_dataset_path, session_key  # noqa: E402
-from orchestrator.config import DatasetConfig  # noqa: E402
 from orchestrator.events import ClientRecord, RequestCorrelated, ServerRecord  # noqa: E402
 from orchestrator.judge.gates import ScoredAnswer  # noqa: E402
 from orchestrator.judge.scoring import score  # noqa: E402

@@ -25,6 +25,7 @@ from pathlib import Path
 import anyio
 import psutil
 
+from adapters.server import server_parts
 from adapters.server.sampler import PsutilSampler
 from orchestrator.bus import Bus
 from orchestrator.config import config_from_dict
@@ -44,7 +45,7 @@ def _spec(run_dir: Path, restarts: int) -> ServerSpec:
                    "restart": {"max_restarts": restarts, "window_s": 3600.0, "backoff_s": 0.0, "backoff_max_s": 0.0}},
         "models": [{"name": "bench-model", "family": "b", "checkpoint": "b/c", "correctness": {"min_pass_rate": 1.0}}],
     }, where="bench", base=run_dir)
-    return ServerSpec.from_config(cfg, cfg.models[0], run_dir)
+    return ServerSpec.from_config(cfg, cfg.models[0], run_dir, parts=server_parts(cfg.server.kind))
 
 
 async def readiness_and_crash(rounds: int) -> tuple[list[float], list[float], float]:

@@ -7,28 +7,41 @@ Composition root: subcommand modules may import adapters. Exit codes: 0 ok, 1 a 
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 from collections.abc import Sequence
 
 from orchestrator import __version__
+from orchestrator.commands import (
+    config_check,
+    dataset,
+    doctor,
+    ingest,
+    inventory,
+    qualify,
+    reference,
+    report,
+    run_aiperf,
+    serve_reference,
+    soak,
+)
 from orchestrator.errors import AqbenchError
 
 __all__ = ["main", "build_parser"]
 
-# Each module in orchestrator/commands/ defines register(subparsers); listing order = help order.
+# Each command module defines register(subparsers); listing order = help order. The modules are light:
+# each imports what its command needs (adapters included) inside its run().
 COMMAND_MODULES = [
-    "orchestrator.commands.qualify",
-    "orchestrator.commands.config_check",
-    "orchestrator.commands.serve_reference",
-    "orchestrator.commands.reference",
-    "orchestrator.commands.inventory",
-    "orchestrator.commands.report",
-    "orchestrator.commands.dataset",
-    "orchestrator.commands.ingest",
-    "orchestrator.commands.soak",
-    "orchestrator.commands.run_aiperf",
-    "orchestrator.commands.doctor",
+    qualify,
+    config_check,
+    serve_reference,
+    reference,
+    inventory,
+    report,
+    dataset,
+    ingest,
+    soak,
+    run_aiperf,
+    doctor,
 ]
 
 
@@ -44,8 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--log-level", default="info",
                         choices=["debug", "info", "warning", "error"], help="what stderr shows (default: info); the run's aqbench.log keeps info and above")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
-        importlib.import_module(name).register(sub)
+    for module in COMMAND_MODULES:
+        module.register(sub)
     return parser
 
 

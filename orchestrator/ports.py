@@ -10,9 +10,11 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
+from types import TracebackType
 from typing import Any, Protocol, TypeVar
 
 import msgspec
+from anyio.abc import TaskStatus
 
 from orchestrator.events import Event
 
@@ -29,6 +31,20 @@ __all__ = [
     "TreeSample",
     "ResourceSampler",
     "ServerParts",
+    "EventBus",
+    "RecordsTailer",
+    "ChatAnswer",
+    "ChatSession",
+    "NativeAnswer",
+    "NativeSession",
+    "AiperfFacts",
+    "AiperfInvocation",
+    "AiperfResult",
+    "AiperfTools",
+    "Toolkit",
+    "LineDecoder",
+    "LineFollowing",
+    "LogCodecs",
 ]
 
 E = TypeVar("E", bound=Event)
@@ -202,3 +218,165 @@ class ServerParts:
     kind: ServerKind
     launcher: ProcessLauncher
     new_sampler: Callable[[], ResourceSampler]
+
+
+class EventBus(EventSink, Protocol):
+    """What an adapter that both reads and writes the run's events needs of the bus."""
+
+    def subscribe(self, name: str, *, size: int = 4096, lossy: bool = False) -> Any: ...
+
+
+class RecordsTailer(Protocol):
+    """Follows the server's `--records` files and publishes ServerRecord events until cancelled."""
+
+    async def run(self, *, task_status: TaskStatus[None] = ...) -> None: ...
+
+
+class ChatAnswer(Protocol):
+    """One HTTP chat exchange as the core reads it (status 0: no HTTP response arrived)."""
+
+    @property
+    def request_id(self) -> str: ...
+    @property
+    def status(self) -> int: ...
+    @property
+    def text(self) -> str | None: ...
+    @property
+    def body(self) -> str: ...
+    @property
+    def echoed_request_id(self) -> str: ...
+    @property
+    def server_timing_ms(self) -> float | None: ...
+    @property
+    def latency_ms(self) -> float: ...
+    @property
+    def error(self) -> str: ...
+    @property
+    def start_unix_ns(self) -> int: ...
+    @property
+    def end_unix_ns(self) -> int: ...
+
+
+class ChatSession(Protocol):
+    """An open HTTP chat client for one model (an async context manager)."""
+
+    async def __aenter__(self) -> ChatSession: ...
+    async def __aexit__(self, et: type[BaseException] | None, e: BaseException | None,
+                        tb: TracebackType | None) -> None: ...
+    async def ask(self, text: str, audio_path: str | None, *, request_id: str) -> ChatAnswer: ...
+
+
+class NativeAnswer(Protocol):
+    """One answer of the native worker (the unserved side of the identity check)."""
+
+    @property
+    def ok(self) -> bool: ...
+    @property
+    def text(self) -> str | None: ...
+    @property
+    def error(self) -> str: ...
+
+
+class NativeSession(Protocol):
+    """A running native worker (an async context manager)."""
+
+    async def __aenter__(self) -> NativeSession: ...
+    async def __aexit__(self, et: type[BaseException] | None, e: BaseException | None,
+                        tb: TracebackType | None) -> None: ...
+    async def generate(self, prompt: str, audio_path: str | None, *,
+                       config: dict[str, Any] | None = None) -> NativeAnswer: ...
+
+
+class AiperfFacts(Protocol):
+    """The installed AIPerf: version, fingerprint and console script."""
+
+    @property
+    def version(self) -> str: ...
+    @property
+    def fingerprint(self) -> str: ...
+    @property
+    def executable(self) -> str: ...
+
+
+class AiperfInvocation(Protocol):
+    """One rendered `aiperf profile` command."""
+
+    @property
+    def argv(self) -> list[str]: ...
+    @property
+    def shell(self) -> str: ...
+    def save(self, folder: Path) -> tuple[Path, Path]: ...
+
+
+class AiperfResult(Protocol):
+    """How one AIPerf run ended, judged by its files."""
+
+    @property
+    def classification(self) -> str: ...
+    @property
+    def reason(self) -> str: ...
+    @property
+    def returncode(self) -> int | None: ...
+
+
+class AiperfTools(Protocol):
+    """AIPerf as the core drives it: install check, tokenizer, command, run (the process's one owner)."""
+
+    def check_install(self) -> AiperfFacts: ...
+    def ensure_tokenizer(self, configured: str = "") -> Path: ...
+    def build_command(self, workload: Any, *, base_url: str, model: str, input_file: Path, artifact_dir: Path,
+                      tokenizer: Path, executable: str = "", **overrides: Any) -> AiperfInvocation: ...
+    def extend_command(self, cmd: AiperfInvocation, extra: Sequence[str]) -> AiperfInvocation: ...
+    async def run_aiperf(self, cmd: AiperfInvocation, bus: EventBus, *, window: str, deadline_s: float,
+                         stop_grace_s: float, install: AiperfFacts | None = None,
+                         on_exit: Callable[[], None] | None = None) -> AiperfResult: ...
+
+
+@dataclass(frozen=True)
+class Toolkit:
+    """Every adapter the uses need, chosen by a composition root (orchestrator/commands/wiring.py) and
+    passed in, so that the core never imports adapters."""
+
+    server_parts: Callable[[str], ServerParts]
+    records_tailer: Callable[[EventBus], RecordsTailer]
+    chat_client: Callable[..., ChatSession]
+    native_worker: Callable[..., NativeSession]
+    aiperf: AiperfTools
+
+
+class LineDecoder(Protocol):
+    """One foreign line format: its name, kind ("records": a bad line is an error; "logs": non-JSON lines
+    are text) and its line decoder."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def decode_line(self) -> Callable[[bytes], Any]: ...
+
+
+class LineFollowing(Protocol):
+    """A file read as it grows (and rotates): whole lines, truncations and a torn last line counted."""
+
+    truncations: int
+    torn: int
+
+    def read_available(self, *, final: bool = False) -> list[bytes]: ...
+    def close(self) -> None: ...
+
+
+class LogCodecs(Protocol):
+    """The foreign log and record formats `aqbench ingest` reads, as the ingest core uses them."""
+
+    @property
+    def formats(self) -> Mapping[str, LineDecoder]: ...
+    def file_format(self, name: str, first_line: bytes | None) -> str: ...
+    def sniff(self, line: bytes) -> str | None: ...
+    def is_known_name(self, name: str) -> bool: ...
+    def incarnation_from_name(self, name: str) -> int: ...
+    def is_log(self, item: object) -> bool: ...
+    def severity(self, item: Any) -> str: ...
+    def to_log_line(self, item: Any, *, stream: str, source: str) -> Event: ...
+    def severity_of_line(self, line: Any) -> str: ...
+    def follow(self, path: str, *, poll_s: float) -> LineFollowing: ...

@@ -6,12 +6,11 @@ Kind-agnostic: argv, readiness parsing and processes come from adapters through 
 
 from __future__ import annotations
 
-import importlib
 import signal
 import sys
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -83,15 +82,13 @@ class ServerSpec:
 
     @classmethod
     def from_config(
-        cls, cfg: Config, model: ModelConfig, run_dir: Path, *, parts: ServerParts | None = None
+        cls, cfg: Config, model: ModelConfig, run_dir: Path, *, parts: ServerParts
     ) -> ServerSpec:
         """Render the `[server]` section for `model`. Picks a free loopback port when none is set.
 
-        `parts` None chooses the real adapters for `server.kind` (looked up by name, so that the core
-        does not import adapters). Raises ConfigError when argv cannot be rendered.
+        `parts` are the adapters for `server.kind`, chosen by the composition root. Raises ConfigError
+        when argv cannot be rendered.
         """
-        if parts is None:
-            parts = importlib.import_module("adapters.server").server_parts(cfg.server.kind)
         srv = cfg.server
         port = srv.port or parts.launcher.pick_free_port(srv.host)
         values = {

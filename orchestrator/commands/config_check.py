@@ -22,7 +22,6 @@ def run(args: argparse.Namespace) -> int:
     import msgspec
 
     from orchestrator.config import config_to_dict, load_config
-
     from orchestrator.errors import UsageError
 
     if args.path and args.config_path and args.path != args.config_path:

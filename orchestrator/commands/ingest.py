@@ -58,6 +58,7 @@ def parse_time(value: str, *, now_ns: int | None = None) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    from orchestrator.commands.wiring import log_codecs
     from orchestrator.errors import UsageError
     from orchestrator.ingest import Ingest, expand_inputs, new_joiner, run_follow, write_parquet
     from orchestrator.ingest.render import render_summary
@@ -70,7 +71,8 @@ def run(args: argparse.Namespace) -> int:
     if args.follow and "-" in args.paths:
         raise UsageError("ingest: --follow cannot follow standard input; give files, globs or folders")
     out = open(args.out, "wb") if args.out else None  # noqa: SIM115 - closed in finally
-    ingest = Ingest(new_joiner(), since_ns=since, until_ns=until, strict=args.strict, out=out)
+    codecs = log_codecs()
+    ingest = Ingest(new_joiner(), codecs, since_ns=since, until_ns=until, strict=args.strict, out=out)
 
     def report() -> None:
         summary = ingest.finish()
@@ -88,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
                 return 0
 
             return run_main(body)
-        for path in expand_inputs(args.paths):
+        for path in expand_inputs(args.paths, known_name=codecs.is_known_name):
             ingest.feed_path(path)
         report()
         return 0

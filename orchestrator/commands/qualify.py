@@ -29,4 +29,7 @@ def run(args: argparse.Namespace) -> int:
 
     cfg = load_config(args.config)
     opts = QualifyOptions(models=args.model, plan_only=args.plan, skip_aiperf=args.skip_aiperf, argv=sys.argv)
-    return run_main(lambda interrupt: qualify(cfg, opts, interrupt))
+    from orchestrator.commands.wiring import real_toolkit
+
+    toolkit = real_toolkit()
+    return run_main(lambda interrupt: qualify(cfg, opts, interrupt, toolkit))

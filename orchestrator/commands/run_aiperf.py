@@ -108,9 +108,16 @@ def run(args: argparse.Namespace) -> int:
 
 async def _body(cfg: Any, args: argparse.Namespace, interrupt: Any) -> int:
     from adapters.aiperf import build_command, check_install, ensure_tokenizer, run_aiperf
+    from adapters.server import server_parts
     from adapters.trtmc.records_tail import ServerRecordsTailer
     from orchestrator.correlate import Correlator
-    from orchestrator.dataset import load_dataset, parse_session_key, prepare_arms, resolve_dataset_path, write_aiperf_input
+    from orchestrator.dataset import (
+        load_dataset,
+        parse_session_key,
+        prepare_arms,
+        resolve_dataset_path,
+        write_aiperf_input,
+    )
     from orchestrator.errors import UsageError
     from orchestrator.events import PhaseFinished, PhaseStarted
     from orchestrator.run import open_run
@@ -135,7 +142,7 @@ async def _body(cfg: Any, args: argparse.Namespace, interrupt: Any) -> int:
         correlator = Correlator(run.bus, key_parser=parse_session_key, match_timeout_s=args.match_timeout_s,
                                 answer_grace_s=1.0)
         await run.tg.start(correlator.run)
-        spec = ServerSpec.from_config(cfg, model, run.run_dir)
+        spec = ServerSpec.from_config(cfg, model, run.run_dir, parts=server_parts(cfg.server.kind))
         handle = await run.tg.start(supervise, spec, run.bus)
         work = run.run_dir / "aiperf"
         rows = await anyio.to_thread.run_sync(prepare_arms, dataset, arms, work / "wire")

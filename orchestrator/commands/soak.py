@@ -40,4 +40,7 @@ def run(args: argparse.Namespace) -> int:
         duration_s=parse_duration(args.duration, what="--duration") if args.duration else None,
         window_s=parse_duration(args.window, what="--window") if args.window else None,
         request_rate=args.rate, concurrency=args.concurrency, model=args.model, argv=sys.argv)
-    return run_main(lambda interrupt: soak(cfg, opts, interrupt))
+    from orchestrator.commands.wiring import real_toolkit
+
+    toolkit = real_toolkit()
+    return run_main(lambda interrupt: soak(cfg, opts, interrupt, toolkit))

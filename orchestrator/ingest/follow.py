@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import anyio
 
 from orchestrator.ingest.inputs import expand_inputs, is_compressed
 from orchestrator.ingest.reader import Ingest
+from orchestrator.ports import LineFollowing
 
 __all__ = ["run_follow"]
 
@@ -23,9 +22,7 @@ async def run_follow(
     a replacement (for a rotation, lines drained from the old file still count in the old numbering).
     On the way out (cancellation included) each file's final, possibly unterminated line is read.
     """
-    from adapters.tail import LineFollower
-
-    followers: dict[str, LineFollower] = {}
+    followers: dict[str, LineFollowing | None] = {}
     stop = stop or anyio.Event()
     next_scan = 0.0
     try:
@@ -33,14 +30,14 @@ async def run_follow(
             now = anyio.current_time()
             if now >= next_scan:
                 next_scan = now + rescan_s
-                for path in expand_inputs(specs, allow_missing=True):
+                for path in expand_inputs(specs, known_name=ingest.codecs.is_known_name, allow_missing=True):
                     if path in followers:
                         continue
                     if is_compressed(path):
-                        followers[path] = None  # type: ignore[assignment]
+                        followers[path] = None
                         ingest.feed_path(path)
                     else:
-                        followers[path] = LineFollower(path, poll_s=poll_s)
+                        followers[path] = ingest.codecs.follow(path, poll_s=poll_s)
             for path, fol in followers.items():
                 if fol is not None:
                     _read(ingest, path, fol, final=False)
@@ -55,7 +52,7 @@ async def run_follow(
         ingest.flush_out()
 
 
-def _read(ingest: Ingest, path: str, fol: Any, *, final: bool) -> None:
+def _read(ingest: Ingest, path: str, fol: LineFollowing, *, final: bool) -> None:
     before, torn = fol.truncations, fol.torn
     lines = fol.read_available(final=final)
     if fol.truncations != before:

@@ -6,12 +6,9 @@ import glob
 import gzip
 import os
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import BinaryIO
 
-from adapters.logs import (
-    is_known_name,
-)
 from orchestrator.errors import UsageError
 
 __all__ = ["expand_inputs", "read_chunks", "is_compressed"]
@@ -20,7 +17,7 @@ __all__ = ["expand_inputs", "read_chunks", "is_compressed"]
 _CHUNK = 1 << 18
 
 
-def expand_inputs(specs: Iterable[str], *, allow_missing: bool = False) -> list[str]:
+def expand_inputs(specs: Iterable[str], *, known_name: Callable[[str], bool], allow_missing: bool = False) -> list[str]:
     """Files for the given paths, globs and folders (walked recursively for known names), in order;
     `-` stays `-` (standard input). Raises UsageError naming a spec that matched nothing, except with
     `allow_missing` (follow mode), where such a spec just gives nothing yet (a plain path is kept)."""
@@ -34,7 +31,7 @@ def expand_inputs(specs: Iterable[str], *, allow_missing: bool = False) -> list[
                 os.path.join(root, name)
                 for root, _dirs, names in os.walk(spec)
                 for name in names
-                if is_known_name(name)
+                if known_name(name)
             )
         elif os.path.exists(spec):
             found = [spec]

@@ -17,16 +17,6 @@ from typing import Any, BinaryIO
 
 import msgspec
 
-from adapters.logs import (
-    FORMATS,
-    LineFormat,
-    OtelLog,
-    file_format,
-    from_log_line,
-    sniff,
-    to_log_line,
-)
-from adapters.trtmc.records import incarnation_from_name
 from orchestrator.events import (
     AccountingChecked,
     ClientRecord,
@@ -46,6 +36,7 @@ from orchestrator.ingest.summary import (
     SourceSummary,
     latency_statistics,
 )
+from orchestrator.ports import LineDecoder, LogCodecs
 
 __all__ = ["Ingest", "new_joiner"]
 
@@ -108,15 +99,15 @@ def _gc_paused() -> Iterator[None]:
 class _File:
     """Per-input reading state: its format, line counter and the unterminated tail of the last chunk."""
 
-    def __init__(self, path: str, summary: SourceSummary) -> None:
+    def __init__(self, path: str, summary: SourceSummary, incarnation: int) -> None:
         self.path = path
         self.name = os.path.basename(path)
         self.summary = summary
-        self.format: LineFormat | None = None
+        self.format: LineDecoder | None = None
         self.lineno = 0
         self.pending = b""
         self.source = f"ingest:{path}"
-        self.incarnation = incarnation_from_name(self.name)
+        self.incarnation = incarnation
 
 
 class Ingest:
@@ -128,6 +119,7 @@ class Ingest:
     def __init__(
         self,
         joiner: Any,
+        codecs: LogCodecs,
         *,
         since_ns: int | None = None,
         until_ns: int | None = None,
@@ -136,6 +128,7 @@ class Ingest:
         max_listed: int = 100,
     ) -> None:
         self.joiner = joiner
+        self.codecs = codecs
         self.since_ns = since_ns
         self.until_ns = until_ns
         self.strict = strict
@@ -164,7 +157,8 @@ class Ingest:
     def _file(self, path: str) -> _File:
         f = self._files.get(path)
         if f is None:
-            f = self._files[path] = _File(path, SourceSummary(path=path))
+            f = self._files[path] = _File(path, SourceSummary(path=path),
+                                          self.codecs.incarnation_from_name(os.path.basename(path)))
         return f
 
     def feed_path(self, path: str) -> None:
@@ -243,11 +237,11 @@ class Ingest:
 
     def _detect(self, f: _File, lines: list[bytes]) -> None:
         first = next((ln for ln in lines if ln.strip()), None)
-        name = file_format(f.name, first)
-        f.format = FORMATS[name]
+        name = self.codecs.file_format(f.name, first)
+        f.format = self.codecs.formats[name]
         f.summary.format = name
 
-    def _one(self, f: _File, fmt: LineFormat, line: bytes, lineno: int, *, torn: bool) -> None:
+    def _one(self, f: _File, fmt: LineDecoder, line: bytes, lineno: int, *, torn: bool) -> None:
         if not line.strip():
             f.summary.blank += 1
             return
@@ -264,10 +258,10 @@ class Ingest:
         # Per-line detection: a line of another format in this file (a traceback in a JSON log, a
         # server record in a log). Non-JSON lines are kept as text anywhere; a records file takes no
         # generic JSON objects (those are records of the wrong shape: bad lines).
-        other = sniff(line)
+        other = self.codecs.sniff(line)
         if other is not None and other != fmt.name and (fmt.kind == "logs" or other != "json"):
             try:
-                item = FORMATS[other].decode_line(line)
+                item = self.codecs.formats[other].decode_line(line)
             except _DECODE_ERRORS as exc:
                 first_error = first_error or exc
             else:
@@ -334,7 +328,7 @@ class Ingest:
                     f.summary.filtered += 1
                     continue
                 self._client(item, ts, f.source)
-            elif isinstance(item, OtelLog):
+            elif self.codecs.is_log(item):
                 ts = item.timestamp_unix_ns
                 if not self._in_window(ts):
                     f.summary.filtered += 1
@@ -442,13 +436,13 @@ class Ingest:
             self._write(rec if rec.source else _replace(rec, source=source))
         self._derived(self.joiner.add_client(rec))
 
-    def _log(self, rec: OtelLog, f: _File, ts: int | None) -> None:
-        level = rec.severity_text.lower() or "unspecified"
+    def _log(self, rec: Any, f: _File, ts: int | None) -> None:
+        level = self.codecs.severity(rec).lower() or "unspecified"
         self._severities[level] = self._severities.get(level, 0) + 1
         if ts:
             self._span(ts)
         if self.out is not None:
-            self._write(to_log_line(rec, stream=f.name, source=f.source))
+            self._write(self.codecs.to_log_line(rec, stream=f.name, source=f.source))
 
     def _journal_event(self, ev: Event) -> None:
         if isinstance(ev, ClientRecord):
@@ -459,8 +453,7 @@ class Ingest:
             return
         self._span(ev.ts_ns)
         if isinstance(ev, LogLine):
-            otel = from_log_line(ev)
-            level = otel.severity_text.lower() or "unspecified"
+            level = self.codecs.severity_of_line(ev).lower() or "unspecified"
             self._severities[level] = self._severities.get(level, 0) + 1
         if isinstance(ev, _DERIVED):
             if isinstance(ev, RequestCorrelated):

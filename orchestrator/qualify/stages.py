@@ -17,16 +17,6 @@ from typing import Any
 import anyio
 import msgspec
 
-from orchestrator.qualify.capability import (
-    AUDIO_QA_TASKS,
-    CheckResult,
-    ProbeAnswer,
-    judge_conditioning,
-    judge_text_only,
-    judge_transcription_only,
-    judge_transport,
-    select_probe_pairs,
-)
 from orchestrator.config import Config, ModelConfig
 from orchestrator.dataset import (
     ArmRequest,
@@ -49,9 +39,20 @@ from orchestrator.events import (
     VerdictReached,
 )
 from orchestrator.judge.gates import ScoredAnswer, evaluate_gates
-from orchestrator.logs import get_logger
-from orchestrator.run import Interrupt, RunScope, open_run
 from orchestrator.judge.scoring import score
+from orchestrator.logs import get_logger
+from orchestrator.ports import Toolkit
+from orchestrator.qualify.capability import (
+    AUDIO_QA_TASKS,
+    CheckResult,
+    ProbeAnswer,
+    judge_conditioning,
+    judge_text_only,
+    judge_transcription_only,
+    judge_transport,
+    select_probe_pairs,
+)
+from orchestrator.run import Interrupt, RunScope, open_run
 
 __all__ = ["QualifyOptions", "qualify", "STATUSES"]
 
@@ -82,8 +83,9 @@ class _ModelRun:
     """Everything one model's stages share: its run scope, dataset, prepared arm requests and answers."""
 
     def __init__(self, run: RunScope, model: ModelConfig, dataset: Dataset, requests: list[ArmRequest],
-                 opts: QualifyOptions) -> None:
+                 opts: QualifyOptions, toolkit: Toolkit) -> None:
         self.run = run
+        self.toolkit = toolkit
         self.bus = run.bus
         self.cfg = run.config
         self.model = model
@@ -132,7 +134,7 @@ class _ModelRun:
                                              reason=reason, detail=detail))
 
 
-async def qualify(cfg: Config, opts: QualifyOptions, interrupt: Interrupt) -> int:
+async def qualify(cfg: Config, opts: QualifyOptions, interrupt: Interrupt, toolkit: Toolkit) -> int:
     """Qualify every selected model; returns the exit code (0 all aiperf-qualified, 1 otherwise)."""
     models = _select_models(cfg, opts.models)
     dataset = load_dataset(resolve_dataset_path(cfg.dataset))
@@ -148,7 +150,7 @@ async def qualify(cfg: Config, opts: QualifyOptions, interrupt: Interrupt) -> in
                     "items": len(dataset.items), "arms": list(cfg.dataset.arms)}))
         requests = await anyio.to_thread.run_sync(prepare_arms, dataset, cfg.dataset.arms, run.run_dir / "wire")
         for model in models:
-            state = _ModelRun(run, model, dataset, requests, opts)
+            state = _ModelRun(run, model, dataset, requests, opts, toolkit)
             statuses[model.name] = await _qualify_model(state)
         qualified = sum(s == "aiperf-qualified" for s in statuses.values())
         exit_code = 0 if qualified == len(statuses) else 1
@@ -220,7 +222,6 @@ def _qualify_command(cfg: Config, model: ModelConfig) -> str:
 
 
 async def _stages(m: _ModelRun) -> str:
-    from adapters.trtmc.records_tail import ServerRecordsTailer
     from orchestrator.correlate import Correlator
     from orchestrator.supervisor import ServerSpec
 
@@ -228,14 +229,14 @@ async def _stages(m: _ModelRun) -> str:
     bundle = m.model.bundle or m.cfg.server.bundle
     if bundle:
         m.bundle_sha256 = await anyio.to_thread.run_sync(_sha256_path, Path(bundle))
-    spec = ServerSpec.from_config(m.cfg, m.model, m.run.run_dir)
+    spec = ServerSpec.from_config(m.cfg, m.model, m.run.run_dir, parts=m.toolkit.server_parts(m.cfg.server.kind))
     # Stage failures are caught inside the task group and re-raised outside it, so that they reach
     # the caller as themselves rather than wrapped in an exception group.
     stopped: _StageFailed | None = None
     status = ""
     async with anyio.create_task_group() as tg:
         # Records tailer and correlator first: they must see the first ServerSpawned and every record.
-        await tg.start(ServerRecordsTailer(m.bus).run)
+        await tg.start(m.toolkit.records_tailer(m.bus).run)
         # The live tap carries the answers: give it a moment after the export half and the server record.
         m.correlator = Correlator(m.bus, key_parser=parse_session_key, answer_grace_s=2.0)
         await tg.start(m.correlator.run)
@@ -329,8 +330,6 @@ async def _models_listing(base_url: str) -> Any:
 
 
 async def _capability(m: _ModelRun, base_url: str) -> None:
-    from adapters.chat import ChatClient
-
     await m.phase_start("capability")
     ds = m.dataset
     by_key = {(r.item_id, r.arm): r for r in m.requests}
@@ -339,7 +338,7 @@ async def _capability(m: _ModelRun, base_url: str) -> None:
         extra = await anyio.to_thread.run_sync(prepare_arms, ds, missing, m.run.run_dir / "wire")
         by_key.update({(r.item_id, r.arm): r for r in extra})
     timeout = m.cfg.workload.request_timeout_s
-    async with ChatClient(base_url, m.model.name, timeout_s=timeout) as client:
+    async with m.toolkit.chat_client(base_url, m.model.name, timeout_s=timeout) as client:
         first = next((r for (_, arm), r in by_key.items() if arm == "audio"), None)
         if first is None:
             raise _StageFailed("capability", "failed", "the dataset has no audio-arm requests to probe with")
@@ -397,12 +396,10 @@ async def _publish_check(m: _ModelRun, check: CheckResult) -> None:
 
 
 async def _correctness(m: _ModelRun, base_url: str) -> None:
-    from adapters.chat import ChatClient, NativeWorker
-
     await m.phase_start("correctness", requests=len(m.requests), native=bool(m.model.native_argv))
     criteria = m.model.correctness
     scored: list[ScoredAnswer] = []
-    async with ChatClient(base_url, m.model.name, timeout_s=m.cfg.workload.request_timeout_s) as client:
+    async with m.toolkit.chat_client(base_url, m.model.name, timeout_s=m.cfg.workload.request_timeout_s) as client:
         for req in m.requests:
             reply = await m.ask(client, req, "correctness")
             m.http_answers[(req.item_id, req.arm)] = reply.text
@@ -413,7 +410,7 @@ async def _correctness(m: _ModelRun, base_url: str) -> None:
     await m.close_window("correctness")
     if m.model.native_argv:
         argv = _render_native(m)
-        async with NativeWorker(argv, log_path=m.run.run_dir / "native" / f"{m.model.name}.log",
+        async with m.toolkit.native_worker(argv, log_path=m.run.run_dir / "native" / f"{m.model.name}.log",
                                 startup_timeout_s=m.cfg.server.startup_timeout_s,
                                 request_timeout_s=m.cfg.workload.request_timeout_s) as worker:
             for req in m.requests:
@@ -492,7 +489,6 @@ async def _identity(m: _ModelRun) -> None:
 
 
 async def _aiperf(m: _ModelRun, handle: Any) -> None:
-    from adapters.aiperf import build_command, check_install, ensure_tokenizer, run_aiperf
     from orchestrator.dataset import write_aiperf_input
 
     w = m.cfg.workload
@@ -502,15 +498,16 @@ async def _aiperf(m: _ModelRun, handle: Any) -> None:
                 "request_timeout_s": w.request_timeout_s}
     await m.phase_start("aiperf", **settings)
     try:
-        install = await anyio.to_thread.run_sync(check_install)
-        tokenizer = await anyio.to_thread.run_sync(ensure_tokenizer, m.model.tokenizer)
+        aiperf = m.toolkit.aiperf
+        install = await anyio.to_thread.run_sync(aiperf.check_install)
+        tokenizer = await anyio.to_thread.run_sync(aiperf.ensure_tokenizer, m.model.tokenizer)
     except AqbenchError as exc:
         await m.phase_end("aiperf", "failed", str(exc), settings=settings)
         raise
     work = m.run.run_dir / "aiperf" / m.model.name
     rows = [r for r in m.requests if r.arm in w.arms]
     input_file = await anyio.to_thread.run_sync(write_aiperf_input, rows, work / "inputs.jsonl")
-    cmd = build_command(w, base_url=handle.base_url, model=m.model.name, input_file=input_file,
+    cmd = m.toolkit.aiperf.build_command(w, base_url=handle.base_url, model=m.model.name, input_file=input_file,
                         artifact_dir=work / "artifacts", tokenizer=tokenizer,
                         executable=install.executable)
     m.aiperf_shell = cmd.shell
@@ -526,7 +523,7 @@ async def _aiperf(m: _ModelRun, handle: Any) -> None:
                         collected.append(ev)
 
         await tg.start(collect)
-        outcome = await run_aiperf(cmd, m.bus, window=window, deadline_s=w.deadline_s, stop_grace_s=w.stop_grace_s,
+        outcome = await m.toolkit.aiperf.run_aiperf(cmd, m.bus, window=window, deadline_s=w.deadline_s, stop_grace_s=w.stop_grace_s,
                                    install=install)
         accounting = await m.correlator.close_window(window)
         # Let the collector see what the correlator published before stopping it.

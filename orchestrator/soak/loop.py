@@ -37,6 +37,7 @@ from orchestrator.events import (
     Warned,
 )
 from orchestrator.logs import get_logger
+from orchestrator.ports import Toolkit
 from orchestrator.run import Interrupt, RunScope, new_run_id, open_run
 from orchestrator.soak.leftovers import check_processes
 from orchestrator.soak.tracker import SoakTracker
@@ -114,7 +115,7 @@ def _settings(cfg: Config, opts: SoakOptions) -> _Settings:
                      warmup_requests=w.warmup_requests, arms=list(w.arms), limits=SoakLimits.from_config(s))
 
 
-async def soak(cfg: Config, opts: SoakOptions, interrupt: Interrupt) -> int:
+async def soak(cfg: Config, opts: SoakOptions, interrupt: Interrupt, toolkit: Toolkit) -> int:
     """Run the soak; returns the exit code (0 every verdict passed, 1 a verdict failed, 130/143 interrupted).
 
     The whole run sits in a shielded scope: a signal (run_main cancels) only sets a stop flag, so the
@@ -136,13 +137,13 @@ async def soak(cfg: Config, opts: SoakOptions, interrupt: Interrupt) -> int:
 
         outer.start_soon(sentinel)
         with anyio.CancelScope(shield=True):
-            rc = await _soak(cfg, opts, settings, model, dataset, interrupt, stop)
+            rc = await _soak(cfg, opts, settings, model, dataset, interrupt, stop, toolkit)
         outer.cancel_scope.cancel()
     return rc
 
 
 async def _soak(cfg: Config, opts: SoakOptions, settings: _Settings, model: ModelConfig, dataset: Dataset,
-                interrupt: Interrupt, stop: anyio.Event) -> int:
+                interrupt: Interrupt, stop: anyio.Event, toolkit: Toolkit) -> int:
     from orchestrator.view.soak import SoakView
 
     verdicts: list[MetricVerdict] = []
@@ -156,7 +157,7 @@ async def _soak(cfg: Config, opts: SoakOptions, settings: _Settings, model: Mode
             source="soak", phase="dataset", outcome="passed",
             detail={"name": dataset.name, "identity": dataset.identity, "path": str(dataset.root),
                     "items": len(dataset.items), "arms": settings.arms}))
-        state = _Soak(run, model, dataset, settings, stop)
+        state = _Soak(run, model, dataset, settings, stop, toolkit)
         try:
             verdicts = await state.run()
         except AqbenchError as exc:
@@ -204,8 +205,9 @@ class _Soak:
     """One soak's loop: server, collectors, windows, checkpoints, final verdicts."""
 
     def __init__(self, run: RunScope, model: ModelConfig, dataset: Dataset, settings: _Settings,
-                 stop: anyio.Event) -> None:
+                 stop: anyio.Event, toolkit: Toolkit) -> None:
         self.run_scope = run
+        self.toolkit = toolkit
         self.bus = run.bus
         self.cfg = run.config
         self.model = model
@@ -229,24 +231,22 @@ class _Soak:
                                                  reason=reason, detail=detail))
 
     async def run(self) -> list[MetricVerdict]:
-        from adapters.aiperf import check_install, ensure_tokenizer
-        from adapters.trtmc.records_tail import ServerRecordsTailer
         from orchestrator.correlate import Correlator
         from orchestrator.supervisor import ServerSpec, supervise
 
         run, m, s = self.run_scope, self.model, self.settings
         await self.phase("model", checkpoint=m.checkpoint, profile=m.profile, revision=m.revision, family=m.family,
                          native_task=m.native_task, precision=m.precision, bundle=m.bundle or self.cfg.server.bundle)
-        install = await anyio.to_thread.run_sync(check_install)
-        tokenizer = await anyio.to_thread.run_sync(ensure_tokenizer, m.tokenizer)
+        install = await anyio.to_thread.run_sync(self.toolkit.aiperf.check_install)
+        tokenizer = await anyio.to_thread.run_sync(self.toolkit.aiperf.ensure_tokenizer, m.tokenizer)
         rows = await anyio.to_thread.run_sync(prepare_arms, self.dataset, s.arms, run.run_dir / "wire")
-        await run.tg.start(ServerRecordsTailer(self.bus).run)
+        await run.tg.start(self.toolkit.records_tailer(self.bus).run)
         correlator = Correlator(self.bus, key_parser=parse_session_key, answer_grace_s=2.0)
         await run.tg.start(correlator.run)
         await run.tg.start(self.tracker.run)
 
         await self.phase("server")
-        spec = ServerSpec.from_config(self.cfg, m, run.run_dir)
+        spec = ServerSpec.from_config(self.cfg, m, run.run_dir, parts=self.toolkit.server_parts(self.cfg.server.kind))
         verdicts: list[MetricVerdict] = []
         started = False
         server_failure = ""
@@ -287,7 +287,7 @@ class _Soak:
         """Consecutive windows with no gap but AIPerf's own exit and start-up: window N+1's AIPerf is
         launched as soon as window N's AIPerf process has exited, while N is finalised (artifacts,
         accounting, aggregation, checkpoint) in its own task. Finalisations run one at a time, in order."""
-        from adapters.aiperf import build_command, run_aiperf
+        aiperf = self.toolkit.aiperf
         from orchestrator.dataset import write_aiperf_input
 
         s, w = self.settings, self.cfg.workload
@@ -312,19 +312,19 @@ class _Soak:
                 shift = sent % len(rows) if rows else 0
                 input_file = await anyio.to_thread.run_sync(write_aiperf_input, rows[shift:] + rows[:shift],
                                                             folder / "inputs.jsonl")
-                cmd = build_command(w, base_url=handle.base_url, model=self.model.name, input_file=input_file,
+                cmd = aiperf.build_command(w, base_url=handle.base_url, model=self.model.name, input_file=input_file,
                                     artifact_dir=folder / "artifacts", tokenizer=tokenizer,
                                     executable=install.executable, requests=_WINDOW_REQUEST_CAP,
                                     warmup=s.warmup_requests if index == 1 else 0, concurrency=s.concurrency,
                                     request_rate=s.request_rate, tap_dir=folder / "tap", tmp_dir=self.tmp_dir)
                 grace = w.request_timeout_s
                 extra = ["--benchmark-duration", f"{length:g}", "--benchmark-grace-period", f"{grace:g}"]
-                cmd = msgspec.structs.replace(cmd, argv=[*cmd.argv, *extra], shell=f"{cmd.shell} {' '.join(extra)}")
+                cmd = aiperf.extend_command(cmd, extra)
                 await anyio.to_thread.run_sync(cmd.save, folder)
                 await handle.wait_ready(self.cfg.server.startup_timeout_s)
                 self.tracker.open_window(index, time.time_ns())
                 exited, done = _Exit(), anyio.Event()
-                tg.start_soon(self._window, run_aiperf, cmd, index, name, length + grace + w.deadline_s, install,
+                tg.start_soon(self._window, aiperf.run_aiperf, cmd, index, name, length + grace + w.deadline_s, install,
                               correlator, exited, finalised, done, count)
                 await exited.wait()
                 finalised = done

@@ -6,8 +6,6 @@ import json
 import shlex
 from pathlib import Path
 
-import pytest
-
 from adapters.aiperf.artifacts import judge_artifacts
 from adapters.aiperf.command import build_command
 from adapters.aiperf.install import check_install

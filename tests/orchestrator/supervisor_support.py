@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from adapters.server import server_parts
 from orchestrator.bus import Bus, Subscription
 from orchestrator.config import Config, config_from_dict
 from orchestrator.supervisor import ServerSpec
@@ -41,7 +42,7 @@ def make_config(tmp_path: Path, *server_args: str, **server: Any) -> Config:
 
 def make_spec(tmp_path: Path, *server_args: str, **server: Any) -> ServerSpec:
     cfg = make_config(tmp_path, *server_args, **server)
-    return ServerSpec.from_config(cfg, cfg.models[0], tmp_path)
+    return ServerSpec.from_config(cfg, cfg.models[0], tmp_path, parts=server_parts(cfg.server.kind))
 
 
 def drain(sub: Subscription) -> list[Any]:

@@ -137,12 +137,13 @@ class TestRunEndWithLeakedSubscriber:
     async def test_run_ends_and_journal_closes_despite_a_subscriber_that_never_drains(self, tmp_path) -> None:
         """A lossless subscription whose consumer is gone cannot hang the run's end: the journal is closed
         and replayable, the stuck subscriber is named, and nothing journaled before is lost."""
+        from pathlib import Path
+
         import msgspec
 
         from orchestrator.config import load_config
         from orchestrator.journal import read_journal
         from orchestrator.run import open_run
-        from pathlib import Path
 
         root = Path(__file__).resolve().parents[2]
         cfg = load_config(root / "bench.toml")

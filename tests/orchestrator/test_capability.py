@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from orchestrator.config import CorrectnessCriteria, DatasetConfig
+from orchestrator.dataset import Dataset, load_dataset, resolve_dataset_path
+from orchestrator.judge.gates import ScoredAnswer, evaluate_gates
 from orchestrator.qualify.capability import (
     ProbeAnswer,
     judge_conditioning,
@@ -12,9 +15,6 @@ from orchestrator.qualify.capability import (
     judge_transport,
     select_probe_pairs,
 )
-from orchestrator.config import CorrectnessCriteria, DatasetConfig
-from orchestrator.dataset import Dataset, load_dataset, resolve_dataset_path
-from orchestrator.judge.gates import ScoredAnswer, evaluate_gates
 
 
 @pytest.fixture(scope="module")

@@ -17,8 +17,9 @@ from adapters.aiperf.records import parse_export_line
 from adapters.trtmc.records import parse_server_record
 from orchestrator.bus import Bus
 from orchestrator.commands.ingest import register
-from orchestrator.errors import AqbenchError
+from orchestrator.commands.wiring import log_codecs
 from orchestrator.correlate import Correlator
+from orchestrator.errors import AqbenchError
 from orchestrator.events import AiperfExited, AiperfStarted, ClientRecord, RequestCorrelated, ServerRecord
 from orchestrator.ingest import Ingest, expand_inputs, new_joiner
 from orchestrator.journal import JournalWriter, read_journal
@@ -58,8 +59,8 @@ def main(argv: list[str]) -> int:
 
 
 def _ingest(*paths: str | Path, **kw: object) -> Ingest:
-    ing = Ingest(new_joiner(), **kw)  # type: ignore[arg-type]
-    for p in expand_inputs([str(p) for p in paths]):
+    ing = Ingest(new_joiner(), log_codecs(), **kw)  # type: ignore[arg-type]
+    for p in expand_inputs([str(p) for p in paths], known_name=log_codecs().is_known_name):
         ing.feed_path(p)
     return ing
 
@@ -125,7 +126,7 @@ class TestInputs:
         assert summary.sources[1].events == {"server_record": 5}  # incarnation from the name below
         assert _ingest(str(run / "*" / "*.zst")).finish().client_records == 5
         with pytest.raises(Exception, match="is not a file, a folder or a glob"):
-            expand_inputs([str(tmp_path / "nothing*.jsonl")])
+            expand_inputs([str(tmp_path / "nothing*.jsonl")], known_name=log_codecs().is_known_name)
 
     def test_stdin_and_output_files(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                     capsys: pytest.CaptureFixture[str]) -> None:

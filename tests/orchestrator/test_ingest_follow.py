@@ -13,6 +13,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from orchestrator.commands.wiring import log_codecs
 from orchestrator.ingest import Ingest, new_joiner, run_follow
 
 REPO = Path(__file__).resolve().parents[2]
@@ -33,7 +34,7 @@ class TestFollow:
     async def test_append_rotate_truncate_while_reading(self, tmp_path: Path) -> None:
         """A writer appends, rotates (rename + new file) and truncates; every line is read exactly once."""
         path = tmp_path / "records-1.jsonl"
-        ing = Ingest(new_joiner())
+        ing = Ingest(new_joiner(), log_codecs())
         stop = anyio.Event()
         servers = lambda: ing.summary().server_records  # noqa: E731
         async with anyio.create_task_group() as tg:

@@ -7,7 +7,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,7 @@ import msgspec
 import pytest
 
 from orchestrator.errors import JournalError
-from orchestrator.events import EVENT_TYPES, AnyEvent, LogLine, RunStarted
+from orchestrator.events import EVENT_TYPES, LogLine, RunStarted
 from orchestrator.journal import decode_event, encode_event, read_journal
 
 

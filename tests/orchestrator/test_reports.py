@@ -10,6 +10,7 @@ from typing import Any
 import msgspec
 import pytest
 
+from orchestrator.errors import JournalError
 from orchestrator.events import (
     AccountingChecked,
     AiperfExited,
@@ -34,7 +35,6 @@ from orchestrator.events import (
     VerdictReached,
     Warned,
 )
-from orchestrator.errors import JournalError
 from orchestrator.journal import encode_event
 from orchestrator.reports import build_report, encode_report, fold, load_report, write_reports
 from orchestrator.reports.fold import MAX_POINTS

@@ -7,10 +7,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from test_reports import qualify_journal
 
 from orchestrator.reports import write_reports
-
-from test_reports import qualify_journal
 
 _CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
 

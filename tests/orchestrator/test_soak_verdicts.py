@@ -8,6 +8,7 @@ import pytest
 
 from orchestrator.config import CorrectnessCriteria
 from orchestrator.judge.gates import ScoredAnswer
+from orchestrator.judge.stats import Summary
 from orchestrator.soak.verdicts import (
     ProcessCheck,
     ServerExitFact,
@@ -16,7 +17,6 @@ from orchestrator.soak.verdicts import (
     judge_soak,
 )
 from orchestrator.soak.window import MemorySummary, WindowAccumulator, WindowStats
-from orchestrator.judge.stats import Summary
 
 MIB = 2**20
 WINDOW_NS = 300 * 10**9  # five-minute windows

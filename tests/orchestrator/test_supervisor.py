@@ -10,11 +10,11 @@ import time
 import anyio
 import psutil
 import pytest
+from supervisor_support import MODEL, drain, kinds, make_spec, new_bus
 
 from orchestrator.errors import ServerError
 from orchestrator.events import ServerExited, ServerReady, ServerSpawned
 from orchestrator.supervisor import supervise, supervised
-from supervisor_support import MODEL, drain, kinds, make_spec, new_bus
 
 pytestmark = pytest.mark.anyio
 

@@ -11,6 +11,7 @@ import msgspec
 import pytest
 from supervisor_support import drain, kinds, new_bus
 
+from adapters.server import server_parts
 from orchestrator.config import load_config
 from orchestrator.supervisor import ServerSpec, supervised
 
@@ -26,7 +27,7 @@ def _spec(tmp_path: Path, *extra: str) -> ServerSpec:
         restart=msgspec.structs.replace(cfg.server.restart, backoff_s=0.1),
     )
     cfg = msgspec.structs.replace(cfg, server=server)
-    return ServerSpec.from_config(cfg, cfg.models[0], tmp_path)
+    return ServerSpec.from_config(cfg, cfg.models[0], tmp_path, parts=server_parts(cfg.server.kind))
 
 
 async def test_reference_server_ready_crash_restart_and_clean_stop(tmp_path):

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import anyio
 
+from adapters.server import server_parts
 from orchestrator.config import load_config
 from orchestrator.run import Interrupt, open_run, run_main
 from orchestrator.supervisor import ServerSpec, supervise, supervised
@@ -21,7 +22,7 @@ async def body(interrupt: Interrupt) -> int:
     mode = sys.argv[3]
     async with open_run(cfg, command="supervise-test", argv=sys.argv, interrupt=interrupt,
                         run_dir=Path(sys.argv[2])) as run:
-        spec = ServerSpec.from_config(cfg, cfg.models[0], run.run_dir)
+        spec = ServerSpec.from_config(cfg, cfg.models[0], run.run_dir, parts=server_parts(cfg.server.kind))
         if mode == "tg":
             handle = await run.tg.start(supervise, spec, run.bus)
             print(f"READY {handle.pid}", flush=True)

@@ -1,0 +1,107 @@
+"""The composition root's one job: the real adapters, bundled as the Toolkit the core is given.
+
+Commands import this module inside their `run` (not at their top), so that `aqbench --help` and the
+light commands do not load AIPerf's and the server's adapters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from adapters import aiperf as _aiperf
+from adapters import logs as _logs
+from adapters.chat import ChatClient, NativeWorker
+from adapters.server import server_parts
+from adapters.tail import LineFollower
+from adapters.trtmc.records import incarnation_from_name
+from adapters.trtmc.records_tail import ServerRecordsTailer
+from orchestrator.events import Event, LogLine
+from orchestrator.ports import (
+    AiperfFacts,
+    AiperfInvocation,
+    AiperfResult,
+    EventBus,
+    LineDecoder,
+    LineFollowing,
+    LogCodecs,
+    Toolkit,
+)
+
+__all__ = ["real_toolkit", "log_codecs"]
+
+
+class _Aiperf:
+    """adapters.aiperf behind the AiperfTools port."""
+
+    def check_install(self) -> AiperfFacts:
+        return _aiperf.check_install()
+
+    def ensure_tokenizer(self, configured: str = "") -> Path:
+        return _aiperf.ensure_tokenizer(configured)
+
+    def build_command(self, workload: Any, *, base_url: str, model: str, input_file: Path, artifact_dir: Path,
+                      tokenizer: Path, executable: str = "", **overrides: Any) -> AiperfInvocation:
+        return _aiperf.build_command(workload, base_url=base_url, model=model, input_file=input_file,
+                                     artifact_dir=artifact_dir, tokenizer=tokenizer, executable=executable,
+                                     **overrides)
+
+    def extend_command(self, cmd: AiperfInvocation, extra: Sequence[str]) -> AiperfInvocation:
+        assert isinstance(cmd, _aiperf.AiperfCommand)
+        return msgspec.structs.replace(cmd, argv=[*cmd.argv, *extra], shell=f"{cmd.shell} {' '.join(extra)}")
+
+    async def run_aiperf(self, cmd: AiperfInvocation, bus: EventBus, *, window: str, deadline_s: float,
+                         stop_grace_s: float, install: AiperfFacts | None = None,
+                         on_exit: Callable[[], None] | None = None) -> AiperfResult:
+        assert isinstance(cmd, _aiperf.AiperfCommand)
+        assert install is None or isinstance(install, _aiperf.AiperfInstall)
+        return await _aiperf.run_aiperf(cmd, bus, window=window, deadline_s=deadline_s, stop_grace_s=stop_grace_s,
+                                        install=install, on_exit=on_exit)
+
+
+def real_toolkit() -> Toolkit:
+    """The adapters a real run uses."""
+    return Toolkit(server_parts=server_parts, records_tailer=ServerRecordsTailer, chat_client=ChatClient,
+                   native_worker=NativeWorker, aiperf=_Aiperf())
+
+
+class _LogCodecs:
+    """adapters.logs (and the records' file naming) behind the LogCodecs port."""
+
+    formats: dict[str, LineDecoder] = dict(_logs.FORMATS)
+
+    def file_format(self, name: str, first_line: bytes | None) -> str:
+        return _logs.file_format(name, first_line)
+
+    def sniff(self, line: bytes) -> str | None:
+        return _logs.sniff(line)
+
+    def is_known_name(self, name: str) -> bool:
+        return _logs.is_known_name(name)
+
+    def incarnation_from_name(self, name: str) -> int:
+        return incarnation_from_name(name)
+
+    def is_log(self, item: object) -> bool:
+        return isinstance(item, _logs.OtelLog)
+
+    def severity(self, item: Any) -> str:
+        return str(item.severity_text)
+
+    def to_log_line(self, item: Any, *, stream: str, source: str) -> Event:
+        return _logs.to_log_line(item, stream=stream, source=source)
+
+    def severity_of_line(self, line: Any) -> str:
+        assert isinstance(line, LogLine)
+        return _logs.from_log_line(line).severity_text
+
+    def follow(self, path: str, *, poll_s: float) -> LineFollowing:
+        return LineFollower(path, poll_s=poll_s)
+
+
+def log_codecs() -> LogCodecs:
+    """The formats a real ingest reads."""
+    return _LogCodecs()
