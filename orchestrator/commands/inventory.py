@@ -6,6 +6,18 @@ import argparse
 import sys
 from pathlib import Path
 
+from orchestrator.config import load_config
+from orchestrator.inventory import (
+    ConfiguredModel,
+    audit,
+    read_probes,
+    read_task_sources,
+    read_tree,
+    to_json,
+    to_markdown,
+)
+from orchestrator.logs import get_logger
+
 __all__ = ["register", "run"]
 
 _DEFAULT_CONFIG = "bench.toml"
@@ -43,13 +55,6 @@ def _write(target: str, data: bytes) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from orchestrator.config import load_config
-    from orchestrator.inventory import ConfiguredModel, audit
-    from orchestrator.inventory_probes import read_probes
-    from orchestrator.inventory_render import to_json, to_markdown
-    from orchestrator.logs import get_logger
-    from orchestrator.trtmc_tree import read_task_sources, read_tree
-
     log = get_logger("inventory")
     config_path = args.config
     if config_path is None and Path(_DEFAULT_CONFIG).is_file():

@@ -25,10 +25,10 @@ from orchestrator.inventory import (
     TreeSource,
     audit,
 )
-from orchestrator.inventory_probes import read_probes
-from orchestrator.inventory_render import to_json, to_markdown
+from orchestrator.inventory import read_probes
+from orchestrator.inventory import to_json, to_markdown
 from orchestrator.journal import encode_event
-from orchestrator.trtmc_tree import read_task_sources, read_tree
+from orchestrator.inventory import read_task_sources, read_tree
 
 NEW = "families/{fam}/tests/manifests/{name}.json"
 OLD = "tests/e2e/models/{fam}/manifests/{name}.json"

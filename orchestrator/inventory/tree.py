@@ -1,6 +1,6 @@
 """Read TRTMC model manifests from a checkout folder or from a git revision; records what was read.
 
-Finds files only (both layouts); what they mean is `inventory`'s job. Blocks (file reads, git).
+Finds files only (both layouts); what they mean is the job of `manifests` and `audit`. Blocks (file reads, git).
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path, PurePosixPath
 
 from orchestrator.errors import InventoryError
-from orchestrator.inventory import LAYOUTS, ManifestDocument, SourceDocument, TreeSource
+from orchestrator.inventory.records import LAYOUTS, ManifestDocument, SourceDocument, TreeSource
 
 __all__ = ["MANIFEST_GLOBS", "read_tree", "read_task_sources"]
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import msgspec
 
-from orchestrator.inventory import CheckpointRow, Inventory
+from orchestrator.inventory.records import CheckpointRow, Inventory
 
 __all__ = ["to_markdown", "to_json"]
 
