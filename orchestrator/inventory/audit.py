@@ -7,12 +7,21 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+import msgspec
+
+from orchestrator.inventory.considered import considered
+from orchestrator.inventory.findings import code_gaps
+
 from orchestrator.inventory.manifests import ManifestError, parse_manifest
+from orchestrator.inventory.matrix import read_support_matrix
+from orchestrator.inventory.precision import precision_default
 from orchestrator.inventory.profile import Profile
 from orchestrator.inventory.records import (
     CheckpointRow,
+    CodeSources,
     ConfiguredModel,
     ErrorRow,
+    Evidence,
     Inventory,
     ManifestDocument,
     ProbeOutcome,
@@ -44,6 +53,7 @@ def audit(
     probes: Sequence[ProbeOutcome] = (),
     config_path: str = "",
     task_sources: Iterable[SourceDocument] = (),
+    code: CodeSources = CodeSources(),
 ) -> Inventory:
     """Audit manifest documents into one row per checkpoint of the audio group. Pure; never raises on data.
 
@@ -54,6 +64,8 @@ def audit(
         probes: outcomes of `qualify` runs (probes.read_probes).
         task_sources: the families' support.py, runtime and README files (tree.read_task_sources):
             a checkpoint no manifest names but whose family declares and binds an audio-QA Task gets a row.
+        code: precision-default files, family build/runtime code and the support matrix
+            (tree.read_code_sources): effective precision, gaps with citations, the owners' status.
     """
     docs = sorted(documents, key=lambda d: d.path)
     errors: list[ErrorRow] = []
@@ -70,6 +82,11 @@ def audit(
                                        error="audio-conditioned manifest without hf_id: cannot name its checkpoint"))
             continue
         profiles.append(p)
+    default, default_evidence = precision_default(code.precision_defaults)
+    for p in profiles:
+        _resolve_precision(p, default, default_evidence)
+    findings = code_gaps(code.family_code)
+    owner = read_support_matrix(code.support_matrix)
     defaults = family_defaults(profiles)
     groups = checkpoints(profiles)
     candidate_hits: dict[str, tuple[str, str]] = {}
@@ -103,8 +120,9 @@ def audit(
             continue
         matched = probes_for(key[0], names)
         used_probes.update(id(pr) for pr in matched)
+        family = findings.get(members[0].family) or findings.get(members[0].doc.family_dir, [])
         row, vrows = checkpoint_row(key, members, defaults, candidate=by_key_candidate.get(key, ""),
-                          configured=configured, probes=matched)
+                                    configured=configured, probes=matched, findings=family)
         rows.append(row)
         variants += vrows
     manifest_ids = {key[0] for key in groups}
@@ -137,10 +155,25 @@ def audit(
         probes_unmatched=[f"{pr.model} ({pr.checkpoint}) in {pr.run_dir}" for pr in probes
                           if id(pr) not in used_probes],
     )
+    rows = [msgspec.structs.replace(r, owner_status=owner.get(r.checkpoint.lower(), [])) for r in rows]
+    left_out = considered(profiles, {r.checkpoint.lower() for r in rows})
     unaccounted = [f"{e.file}: {e.error}" for e in errors]
     unaccounted += [f"{r.checkpoint}: {r.gap}" for r in rows if not r.accounted]
     return Inventory(
         source=source, layouts_found=sorted({d.layout for d in docs}), manifests_scanned=len(docs),
         manifests_in_group=sum(1 for p in profiles if p.in_group), rows=rows, variants=variants, errors=errors,
-        reconciliation=reconciliation, accounted=not unaccounted, unaccounted=unaccounted,
+        reconciliation=reconciliation, accounted=not unaccounted, unaccounted=unaccounted, considered=left_out,
+        precision_default=default_evidence[0] if default else None,
     )
+
+
+def _resolve_precision(p: Profile, default: str, evidence: list[Evidence]) -> None:
+    """The profile's effective precision: declared, else TRTMC's default for an omitted one (cited)."""
+    if p.precision:
+        p.precision_source = p.evidence["precision"][0]
+    elif default:
+        p.precision = default
+        cite = evidence[0]
+        p.precision_source = Evidence(claim="precision_default", file=cite.file, field=cite.field,
+                                      value=f"{default} (manifest names no precision)")
+        p.evidence.setdefault("precision", []).append(p.precision_source)

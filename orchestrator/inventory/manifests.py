@@ -31,9 +31,11 @@ _LANGUAGE_KEYS = ("language", "lang", "source_lang", "target_lang", "source_lang
 _TASK_FIELDS = ("task_strategy", "task")
 _CACHE_FIELDS = ("max_cache_length", "max_sequence_length", "max_seq_len")
 _TP_FIELDS = ("tensor_parallel_size", "tp_size")
+_CP_FIELDS = ("context_parallel_size", "cp_size")
+_CP_TOKEN = re.compile(r"^cp(\d+)$")
 _LENGTH_KEYS = ("max_new_tokens", "max_tokens", "max_output_tokens")
 _NESTED_DEPTH = 3  # runtime_config.audio_magpie.temperature, build_args.parallel.tp_size
-_PARTIAL_TOKENS = {"l0", "partial", "random", "regression", "smoke", "dummy"}
+_PARTIAL_TOKENS = {"partial", "random", "regression", "smoke", "dummy"}
 _TP_TOKEN = re.compile(r"^tp(\d+)$")
 _PROBE_TOKEN = re.compile(r"^probe\d*$")
 
@@ -110,6 +112,9 @@ def _collect_case(p: Profile, prefix: str, case: dict[str, Any]) -> None:
         p.note("test_type", prefix + "test_type", value)
         if value not in p.test_types:
             p.test_types.append(value)
+    tier = case.get("ci_tier")
+    if isinstance(tier, str) and tier:
+        p.note("ci_tier", prefix + "ci_tier", tier)
     skip = case.get("skip")
     if skip:
         p.note("skip", prefix + "skip", skip)
@@ -149,6 +154,30 @@ def _collect_case(p: Profile, prefix: str, case: dict[str, Any]) -> None:
             _control(p, "sampling", field, value)
         elif key in _LANGUAGE_KEYS:
             _control(p, "language", field, value)
+
+
+def _stem(path: str) -> str:
+    return path.rsplit("/", 1)[-1].rsplit(".", 1)[0].lower()
+
+
+def _same_clip(p: Profile) -> None:
+    """Count one clip once: a `*source*` path (where a packaged clip came from, e.g. an external checkout's
+    `speech_source_relative_path`) is provenance, not a second input, when another audio input's file
+    name starts with its name (`sample_general.wav` -> `assets/sample_general_input.flac`)."""
+    inputs = p.evidence.get("audio_input", [])
+    kept: list[Evidence] = []
+    for ev in inputs:
+        key = ev.field.rsplit(".", 1)[-1].lower()
+        stem = _stem(str(ev.value))
+        twin = next((o for o in inputs if o is not ev and "source" not in o.field.rsplit(".", 1)[-1].lower()
+                     and _stem(str(o.value)).startswith(stem)), None) if "source" in key and stem else None
+        if twin is None:
+            kept.append(ev)
+            continue
+        p.same_clip.append(Evidence(claim="same_clip", file=ev.file, field=ev.field,
+                                    value=f"{ev.value} is the source of {twin.value} ({twin.field})"))
+    p.evidence["audio_input"] = kept
+    p.audio_inputs = [str(ev.value) for ev in kept]
 
 
 def _control(p: Profile, kind: str, field: str, value: Any) -> None:
@@ -198,17 +227,29 @@ def parse_manifest(doc: ManifestDocument) -> Profile:
             p.cache_length = value
             p.note("cache_length", key, value)
             break
-    for field, key, value in [(k, k, v) for k, v in data.items()] + list(_nested(data.get("build_args"),
-                                                                               "build_args", _NESTED_DEPTH)):
-        if key in _TP_FIELDS and isinstance(value, int) and not isinstance(value, bool) and value > 1:
+    parallel = [(k, k, v) for k, v in data.items()] + list(_nested(data.get("build_args"), "build_args",
+                                                                     _NESTED_DEPTH))
+    for field, key, value in parallel:
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 1:
+            continue
+        if key in _TP_FIELDS and p.tensor_parallel == 1:
             p.tensor_parallel = value
             p.note("tensor_parallel", field, value)
-            break
+        elif key in _CP_FIELDS and p.context_parallel == 1:
+            p.context_parallel = value
+            p.note("context_parallel", field, value)
     name_tokens = words(name)
     for token in name_tokens:
         if (m := _TP_TOKEN.match(token)) and p.tensor_parallel == 1 and int(m.group(1)) > 1:
             p.tensor_parallel = int(m.group(1))
             p.note("tensor_parallel", "name", name)
+        if (m := _CP_TOKEN.match(token)) and p.context_parallel == 1 and int(m.group(1)) > 1:
+            p.context_parallel = int(m.group(1))
+            p.note("context_parallel", "name", name)
+        if token == "l0":
+            # TRTMC's PR-CI tier: same checkpoint and runtime with a shorter budget, not a reduced model.
+            p.l0_tier = "name part 'l0'"
+            p.note("l0_tier", "name", name)
         if token in _PARTIAL_TOKENS or _PROBE_TOKEN.match(token):
             p.partial_reasons.append(f"name part {token!r}")
             p.note("partial", "name", name)
@@ -221,6 +262,10 @@ def parse_manifest(doc: ManifestDocument) -> Profile:
         p.note("l0_stand_in", "l0_replacement", data["l0_replacement"])
     for prefix, case in _cases(data):
         _collect_case(p, prefix, case)
+    tiers = p.evidence.get("ci_tier", [])
+    if tiers and all("l0" in words(str(ev.value)) for ev in tiers):
+        p.l0_tier = f"ci_tier {tiers[0].value}"
+    _same_clip(p)
     select_group(p)
     classify_profile(p)
     return p

@@ -24,6 +24,11 @@ class Profile(msgspec.Struct, kw_only=True):
     precision: str = ""
     cache_length: int | None = None
     tensor_parallel: int = 1
+    context_parallel: int = 1
+    # Why this profile is a PR-CI (L0) tier of its checkpoint ("ci_tier l0_only", "name part 'l0'"); "" if not.
+    l0_tier: str = ""
+    precision_source: Evidence | None = None
+    same_clip: list[Evidence] = []
     partial_reasons: list[str] = []
     skips: list[str] = []
     contracts: list[str] = []

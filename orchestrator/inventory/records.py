@@ -25,9 +25,14 @@ __all__ = [
     "ErrorRow",
     "Reconciliation",
     "Inventory",
+    "Gap",
+    "OwnerStatus",
+    "Considered",
+    "CodeSources",
 ]
 
-INVENTORY_SCHEMA_VERSION = 1
+# 2: effective precision with its source, variant axes, gaps with citations, owner status, considered list.
+INVENTORY_SCHEMA_VERSION = 2
 
 CapabilityClass = Literal[
     "audio-qa", "spoken-dialogue", "transcription-only", "speech-output-only", "vision-language",
@@ -74,6 +79,8 @@ class TreeSource(msgspec.Struct, frozen=True, kw_only=True):
     # True/False for a working folder inside git (uncommitted manifest changes); None when unknown.
     dirty: bool | None = None
     read_via: Literal["folder", "git"] = "folder"
+    # A bare repository given without --rev: read through git at its HEAD.
+    bare: bool = False
 
 
 class ConfiguredModel(msgspec.Struct, frozen=True, kw_only=True):
@@ -113,6 +120,16 @@ class ProbeOutcome(msgspec.Struct, frozen=True, kw_only=True):
     evidence: list[Evidence] = []
 
 
+class CodeSources(msgspec.Struct, frozen=True, kw_only=True):
+    """Checkout files beyond the manifests that the audit cites: where an omitted `precision` is defaulted
+    (harness, build CLI), each family's build plugin and runtime (plan sections built and loaded, public
+    entry points), and the owners' published support matrix (None when the checkout has none)."""
+
+    precision_defaults: list[SourceDocument] = []
+    family_code: list[SourceDocument] = []
+    support_matrix: SourceDocument | None = None
+
+
 # ----------------------------------------------------------------------------------------- outputs
 
 
@@ -137,6 +154,45 @@ class VariantRow(msgspec.Struct, frozen=True, kw_only=True):
     tensor_parallel: int = 1
     capability_class: str = "unknown"
     normal_profile: str = ""
+    # What differs from the normal profile, one phrase per axis ("TP 4 (normal 1)", "precision fp16 (normal
+    # fp32)", "L0 CI tier (ci_tier l0_only)"); `kinds` names the same axes as words.
+    differs: list[str] = []
+    context_parallel: int = 1
+    ci_tier: str = ""
+    precision_source: Evidence | None = None
+
+
+class Gap(msgspec.Struct, frozen=True, kw_only=True):
+    """One thing that stands in the way of audio QA, in a sentence, with where the checkout shows it."""
+
+    text: str
+    # Its first clause, for a one-line table cell.
+    summary: str = ""
+    evidence: list[Evidence] = []
+
+
+class OwnerStatus(msgspec.Struct, frozen=True, kw_only=True):
+    """One row of TRTMC's own published support matrix, cited by file and line."""
+
+    file: str
+    line: int
+    hf_id: str
+    profile: str
+    precision: str = ""
+    provider: str = ""
+    # Platform column -> the owners' word for it ("Green", "Red", "Yellow").
+    platforms: dict[str, str] = {}
+
+
+class Considered(msgspec.Struct, frozen=True, kw_only=True):
+    """A checkpoint with audio in its outputs or assets that the audit left out of the group, and why."""
+
+    checkpoint: str
+    profile: str
+    file: str
+    capability_class: str
+    reason: str
+    evidence: list[Evidence] = []
 
 
 class CheckpointRow(msgspec.Struct, frozen=True, kw_only=True):
@@ -167,6 +223,15 @@ class CheckpointRow(msgspec.Struct, frozen=True, kw_only=True):
     probes: list[ProbeOutcome] = []
     accounted: bool = True
     notes: list[str] = []
+    # Where the normal profile's precision comes from: its manifest, or TRTMC's default for an omitted one.
+    precision_source: Evidence | None = None
+    # Findings with citations; `gap` above is their one-sentence summary (or the class's reason).
+    gaps: list[Gap] = []
+    owner_status: list[OwnerStatus] = []
+    # Profiles that are PR-CI (L0) tiers of the normal profile: same checkpoint, shorter budget; never coverage.
+    l0_tier_profiles: list[str] = []
+    # Audio inputs that are the same clip as one in `audio_inputs` (its provenance), counted once.
+    same_clip: list[Evidence] = []
 
 
 class ErrorRow(msgspec.Struct, frozen=True, kw_only=True):
@@ -201,3 +266,6 @@ class Inventory(msgspec.Struct, frozen=True, kw_only=True):
     reconciliation: Reconciliation
     accounted: bool
     unaccounted: list[str]
+    considered: list[Considered] = []
+    # Where TRTMC defaults an omitted manifest precision (None when the checkout does not show it).
+    precision_default: Evidence | None = None

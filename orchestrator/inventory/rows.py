@@ -3,20 +3,24 @@
 Pure. Reads nothing from disk or git (that is `tree`) and renders nothing (that is `render`).
 
 Normal-profile rule (one row per checkpoint = `hf_id` + `hf_revision`; every other profile is a variant):
+0. A profile's precision is its manifest's `precision`, or TRTMC's own default for an omitted one (the
+   e2e harness and build CLI build it at fp32; see `precision`), cited either way.
 1. A profile is *tensor-parallel* when `tensor_parallel_size` (or `tp_size`) > 1 or its name has a
-   `-tpN` part; it is *partial* when its name has an `l0`, `partial`, `random`, `regression`, `smoke`,
+   `-tpN` part, *context-parallel* likewise with `cp_size`/`-cpN`; it is an *L0 CI tier* when its name
+   has an `l0` part or every `ci_tier` it sets says l0 (`"l0_only"`: same checkpoint and runtime, a
+   shorter budget); it is *partial* when its name has a `partial`, `random`, `regression`, `smoke`,
    `dummy` or `probeNN` part, or the manifest carries `partial: true` or `random_weights: true`.
-   Neither kind ever counts as full-model coverage. (`l0_replacement` names the L0 stand-in that PR CI
-   runs instead of the profile carrying it, so it marks that profile as full, not partial.)
+   None of these counts as full-model coverage. (`l0_replacement` names the L0 stand-in that PR CI
+   runs instead of the profile carrying it, so it marks that profile as full, not as a tier.)
 2. The family's default precision is the most frequent precision among the family's full-model profiles
-   (neither tensor-parallel nor partial) across the whole checkout; ties go to bf16, fp16, fp32, fp8,
-   nvfp4, int8, int4, then alphabetical order.
+   across the whole checkout; ties go to bf16, fp16, fp32, fp8, nvfp4, int8, int4, then alphabetical.
 3. The normal profile is the full-model profile of the checkpoint at the family's default precision;
    failing that, at the best-ranked precision; ties go to the shorter, then alphabetically first name.
    A checkpoint with no full-model profile keeps its best partial/TP profile as representative and is
    marked `full_model_coverage = false`.
-4. Every other profile of the checkpoint is a variant with its kinds: `tensor-parallel`, `partial`,
-   `precision` (another precision than the normal profile) or `alternate` (another full profile).
+4. Every other profile of the checkpoint is a variant labelled by what differs from the normal profile:
+   kinds `tensor-parallel`, `context-parallel`, `l0-ci-tier`, `partial`, `precision` (another effective
+   precision), or `alternate` when none of these differ; `differs` spells each out with both values.
 A profile whose `hf_revision` is missing joins the checkpoint's single pinned revision when there is one.
 
 Status precedence for a row: `--probe` evidence (newest run first) > manifest class other than audio-qa
@@ -26,17 +30,18 @@ with no served route (`blocked`) > a candidate absent from the checkout (`unsupp
 
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from orchestrator.inventory.classify import words
 from orchestrator.inventory.profile import Profile
 from orchestrator.inventory.records import (
     CAPABILITY_CLASSES,
     CheckpointRow,
     ConfiguredModel,
     Evidence,
+    Gap,
     ProbeOutcome,
     TreeSource,
     VariantRow,
@@ -56,25 +61,40 @@ def _precision_rank(precision: str) -> tuple[int, str]:
     return rank, precision
 
 
+def _full(p: Profile) -> bool:
+    return p.tensor_parallel == 1 and p.context_parallel == 1 and not p.partial_reasons and not p.l0_tier
+
+
 def family_defaults(profiles: Sequence[Profile]) -> dict[str, str]:
     counts: dict[str, Counter[str]] = defaultdict(Counter)
     for p in profiles:
-        if p.tensor_parallel == 1 and not p.partial_reasons:
+        if _full(p):
             counts[p.family][p.precision] += 1
     return {
         fam: min(c, key=lambda prec: (-c[prec], *_precision_rank(prec))) for fam, c in counts.items()
     }
 
 
-def _variant_kinds(p: Profile, normal: Profile) -> list[str]:
-    kinds = []
-    if p.tensor_parallel > 1:
+def _differences(p: Profile, normal: Profile) -> tuple[list[str], list[str]]:
+    """(kinds, phrases): each axis on which the variant differs from the normal profile."""
+    kinds: list[str] = []
+    phrases: list[str] = []
+    if p.tensor_parallel != normal.tensor_parallel:
         kinds.append("tensor-parallel")
-    if p.partial_reasons:
+        phrases.append(f"TP {p.tensor_parallel} (normal {normal.tensor_parallel})")
+    if p.context_parallel != normal.context_parallel:
+        kinds.append("context-parallel")
+        phrases.append(f"CP {p.context_parallel} (normal {normal.context_parallel})")
+    if p.l0_tier and not normal.l0_tier:
+        kinds.append("l0-ci-tier")
+        phrases.append(f"L0 CI tier ({p.l0_tier})")
+    if p.partial_reasons and not normal.partial_reasons:
         kinds.append("partial")
+        phrases.append(f"partial ({', '.join(p.partial_reasons)})")
     if p.precision != normal.precision:
         kinds.append("precision")
-    return kinds or ["alternate"]
+        phrases.append(f"precision {p.precision or '?'} (normal {normal.precision or '?'})")
+    return kinds or ["alternate"], phrases or ["another full profile: same TP, CP, tier and precision"]
 
 
 def checkpoints(profiles: Sequence[Profile]) -> dict[tuple[str, str], list[Profile]]:
@@ -94,11 +114,12 @@ def checkpoints(profiles: Sequence[Profile]) -> dict[tuple[str, str], list[Profi
 
 
 def _normal(members: list[Profile], default_precision: str) -> tuple[Profile, bool]:
-    full = [p for p in members if p.tensor_parallel == 1 and not p.partial_reasons]
+    full = [p for p in members if _full(p)]
     pool = full or members
 
     def key(p: Profile) -> tuple[Any, ...]:
-        return (bool(p.partial_reasons), p.tensor_parallel, p.precision != default_precision,
+        return (bool(p.partial_reasons), bool(p.l0_tier), p.tensor_parallel, p.context_parallel,
+                p.precision != default_precision,
                 _precision_rank(p.precision), len(p.name), p.name)
 
     return min(pool, key=key), bool(full)
@@ -129,7 +150,9 @@ def checkpoint_row(
     candidate: str,
     configured: list[ConfiguredModel],
     probes: list[ProbeOutcome],
+    findings: Sequence[Gap] = (),
 ) -> tuple[CheckpointRow, list[VariantRow]]:
+    """The row of one checkpoint from its profiles; `findings` are gaps its family's code shows."""
     family = members[0].family
     normal, full = _normal(members, defaults.get(family, ""))
     ordered = sorted(members, key=lambda p: (CAPABILITY_CLASSES.index(p.capability), p is not normal))
@@ -147,7 +170,7 @@ def checkpoint_row(
                  for ev in strongest.capability_evidence]
     notes: list[str] = []
     if not full:
-        notes.append("no full-model profile: only partial/L0 or tensor-parallel profiles; "
+        notes.append("no full-model profile: only partial, L0 CI tier or parallel profiles; "
                      "this row does not count as full-model coverage")
     if strongest is not normal:
         notes.append(f"class {cls} comes from profile {strongest.name} ({strongest.doc.path}); "
@@ -161,8 +184,15 @@ def checkpoint_row(
         notes.append(f"profile {strongest.name} is skipped by its own manifest: {reason}")
         if gap:
             gap = f"{gap}; and the manifest skips it: {reason}"
+    class_gap = Gap(text=gap, summary=_summary(gap), evidence=list(strongest.capability_evidence)) if gap else None
+    if findings and gap:
+        # What the family's code shows outranks the class's template: it says what stands in the way.
+        gap = f"{findings[0].text} (class {cls}: {gap})"
     status, gap, probe_notes = _apply_probes(status, gap, key, probes, evidence)
     notes += probe_notes
+    gaps = ([*findings, *([class_gap] if class_gap else [])] if gap else [])
+    if gap and not gaps:
+        gaps = [Gap(text=gap, summary=_summary(gap))]
     row = CheckpointRow(
         checkpoint=normal.hf_id, revision=key[1], family=family, profile=normal.name, file=normal.doc.path,
         full_model_coverage=full, task_strategy=normal.task, runtime_strategy=normal.runtime,
@@ -174,14 +204,27 @@ def checkpoint_row(
         variants=sorted(p.name for p in members if p is not normal), candidate=candidate,
         in_audio_group=any(p.in_group for p in members), configured_as=[m.name for m in configured],
         probes=probes, accounted=cls != "unknown" or status != "unsupported", notes=notes,
+        precision_source=normal.precision_source, gaps=gaps,
+        l0_tier_profiles=sorted(p.name for p in members if p.l0_tier and p is not normal),
+        same_clip=list(normal.same_clip),
     )
-    variants = [
-        VariantRow(checkpoint=normal.hf_id, revision=key[1], profile=p.name, file=p.doc.path,
-                   kinds=_variant_kinds(p, normal), precision=p.precision, tensor_parallel=p.tensor_parallel,
-                   capability_class=p.capability, normal_profile=normal.name)
-        for p in sorted(members, key=lambda p: p.name) if p is not normal
-    ]
+    variants = []
+    for p in sorted(members, key=lambda p: p.name):
+        if p is normal:
+            continue
+        kinds, differs = _differences(p, normal)
+        variants.append(VariantRow(
+            checkpoint=normal.hf_id, revision=key[1], profile=p.name, file=p.doc.path, kinds=kinds,
+            precision=p.precision, tensor_parallel=p.tensor_parallel, capability_class=p.capability,
+            normal_profile=normal.name, differs=differs, context_parallel=p.context_parallel,
+            ci_tier=p.l0_tier, precision_source=p.precision_source))
     return row, variants
+
+
+def _summary(text: str) -> str:
+    """The first clause of a gap: up to its first ':' or ';' (citations and detail follow those)."""
+    cut = min((i for i in (text.find(": "), text.find("; ")) if i > 0), default=len(text))
+    return text[:cut]
 
 
 def _manifest_status(
@@ -227,23 +270,34 @@ def _apply_probes(
     return status, gap, notes
 
 
-_GENERIC_TOKENS = {"instruct", "thinking", "chat", "base", "model", "nvidia", "google", "openai"}
+_GENERIC_TOKENS = {"instruct", "thinking", "chat", "base", "model", "it", "hf", "v1", "v2"}
+# A size part: 2b, 0.6b, 357m, e4b (Gemma's effective size), 30b.
+_SIZE = re.compile(r"^[a-z]?\d+(?:\.\d+)?[bm]$")
+_NAME_SPLIT = re.compile(r"[-_\s]+")
+
+
+def _family_and_size(name: str) -> tuple[tuple[str, ...], str]:
+    """A model name's family parts (everything before its first size part, generic words dropped) and size."""
+    parts = [t for t in _NAME_SPLIT.split(name.rsplit("/", 1)[-1].lower()) if t]
+    at = next((i for i, t in enumerate(parts) if _SIZE.match(t)), len(parts))
+    return tuple(t for t in parts[:at] if t not in _GENERIC_TOKENS), parts[at] if at < len(parts) else ""
 
 
 def near(candidate: str, groups: dict[tuple[str, str], list[Profile]], most: int = 3) -> list[str]:
-    """Checkpoints whose id or profile names share the most distinctive name parts with an absent
-    candidate (a likely misspelling in bench.toml), best first; none when nothing is shared."""
-    wanted = {t for t in words(candidate.rsplit("/", 1)[-1]) if len(t) >= 4 and t not in _GENERIC_TOKENS}
-    scored = []
-    for (hf_id, _rev), members in groups.items():
-        text = " ".join([hf_id.rsplit("/", 1)[-1], *(p.name.lower() for p in members)])
-        score = sum(1 for t in wanted if t in text)
-        if score:
-            scored.append((-score, members[0].hf_id))
-    if not scored:
+    """Checkpoints that are plausibly the same model as an absent candidate: the same family parts (the
+    name before its size, e.g. `gemma-4`, `qwen3-omni`) and the same size when both names give one
+    (`gemma-4-E4B-it` matches neither `gemma-2-2b-it` nor `gemma-4-E2B-it`). None otherwise: another
+    family or size is another model, and a suggestion would be noise."""
+    family, size = _family_and_size(candidate)
+    if not family:
         return []
-    best = min(scored)[0]
-    return sorted({hf for score, hf in scored if score == best})[:most]
+    found = set()
+    for (hf_id, _rev), members in groups.items():
+        for name in (hf_id, *(p.name for p in members)):
+            fam, sz = _family_and_size(name)
+            if fam == family and (not size or not sz or sz == size) and hf_id != candidate.lower():
+                found.add(members[0].hf_id)
+    return sorted(found)[:most]
 
 
 def candidate_row(candidate: str, configured: list[ConfiguredModel], probes: list[ProbeOutcome],
