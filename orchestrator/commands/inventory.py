@@ -11,15 +11,17 @@ from orchestrator.config import load_config
 from orchestrator.inventory import (
     ConfiguredModel,
     audit,
+    diff_inventories,
+    diff_markdown,
+    load_inventory,
+    read_code_sources,
     read_probes,
     read_task_sources,
     read_tree,
+    to_html,
     to_json,
     to_markdown,
 )
-from orchestrator.inventory.html import to_html
-from orchestrator.inventory.reconcile import diff_inventories, diff_markdown, load_inventory
-from orchestrator.inventory.tree import read_code_sources
 from orchestrator.logs import get_logger
 
 __all__ = ["register", "run"]

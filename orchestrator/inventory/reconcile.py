@@ -76,8 +76,8 @@ def diff_inventories(old: Inventory, new: Inventory, old_file: str = "") -> Revi
     """Compare rows by checkpoint id (case-insensitive). Pure."""
     before = {r.checkpoint.lower(): r for r in old.rows}
     after = {r.checkpoint.lower(): r for r in new.rows}
-    group = {k for k, r in (before | after).items() if r.in_audio_group or r.candidate}
-    group |= {k for k, r in before.items() if r.in_audio_group or r.candidate}
+    # In the group on either side: a checkpoint that leaves the group is a change of the group too.
+    group = {k for k, r in [*before.items(), *after.items()] if r.in_audio_group or r.candidate}
     added = sorted(after[k].checkpoint for k in after.keys() - before.keys())
     removed = sorted(before[k].checkpoint for k in before.keys() - after.keys())
     changed: list[RowChange] = []

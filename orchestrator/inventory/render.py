@@ -95,6 +95,13 @@ def _variant_line(v: VariantRow) -> str:
     return f"- variant `{v.profile}`: {'; '.join(v.differs or v.kinds)} (`{v.file}`)"
 
 
+def _tier(inv: Inventory, r: CheckpointRow, profile: str) -> str:
+    """An L0 tier profile with whatever else differs from the normal profile (TP, precision)."""
+    other = [d for v in inv.variants if v.checkpoint == r.checkpoint and v.profile == profile
+             for d in v.differs if not d.startswith("L0 CI tier")]
+    return f"`{profile}`" + (f" ({'; '.join(other)})" if other else "")
+
+
 def _details(inv: Inventory, r: CheckpointRow) -> list[str]:
     out = [f"### {r.checkpoint}" + (f"@{r.revision}" if r.revision else ""), ""]
     facts = [f"class **{r.capability_class}**, status **{r.status}**",
@@ -124,7 +131,8 @@ def _details(inv: Inventory, r: CheckpointRow) -> list[str]:
     out += [_variant_line(v) for v in inv.variants if v.checkpoint == r.checkpoint and v.profile
             not in r.l0_tier_profiles]
     if r.l0_tier_profiles:
-        out.append(f"- L0 CI tier (does not establish coverage): {', '.join(f'`{p}`' for p in r.l0_tier_profiles)}")
+        tiers = ", ".join(_tier(inv, r, p) for p in r.l0_tier_profiles)
+        out.append(f"- L0 CI tier (does not establish coverage): {tiers}")
     for g in r.gaps:
         cites = "; ".join(_cite(e) for e in g.evidence[:6])
         out.append(f"- gap: {g.text}" + (f" — see {cites}" if cites else ""))

@@ -184,15 +184,20 @@ def checkpoint_row(
         notes.append(f"profile {strongest.name} is skipped by its own manifest: {reason}")
         if gap:
             gap = f"{gap}; and the manifest skips it: {reason}"
-    class_gap = Gap(text=gap, summary=_summary(gap), evidence=list(strongest.capability_evidence)) if gap else None
+    class_gaps = [Gap(text=gap, summary=_summary(gap), evidence=list(strongest.capability_evidence))] if gap else []
     if findings and gap:
         # What the family's code shows outranks the class's template: it says what stands in the way.
         gap = f"{findings[0].text} (class {cls}: {gap})"
+    manifest_gap = gap
     status, gap, probe_notes = _apply_probes(status, gap, key, probes, evidence)
     notes += probe_notes
-    gaps = ([*findings, *([class_gap] if class_gap else [])] if gap else [])
-    if gap and not gaps:
-        gaps = [Gap(text=gap, summary=_summary(gap))]
+    if not gap:
+        gaps: list[Gap] = []
+    elif gap == manifest_gap:
+        gaps = [*findings, *class_gaps]
+    else:  # a live probe's reason leads; the checkout's findings still explain it
+        gaps = [Gap(text=gap, summary=_summary(gap), evidence=[e for e in evidence if e.claim.startswith("probe:")]),
+                *findings]
     row = CheckpointRow(
         checkpoint=normal.hf_id, revision=key[1], family=family, profile=normal.name, file=normal.doc.path,
         full_model_coverage=full, task_strategy=normal.task, runtime_strategy=normal.runtime,
@@ -324,6 +329,7 @@ def candidate_row(candidate: str, configured: list[ConfiguredModel], probes: lis
         audio_inputs=[], capability_class="unknown", classes_seen={}, status=status, gap=gap, controls=[],
         evidence=evidence, variants=[], candidate=candidate, in_audio_group=False,
         configured_as=[m.name for m in configured], probes=probes, accounted=True, notes=notes,
+        gaps=[Gap(text=gap, summary="no manifest names it in this checkout", evidence=evidence[:1])] if gap else [],
     )
 
 
@@ -357,4 +363,6 @@ def declared_row(hf_id: str, fam: Declared, *, candidate: str, configured: list[
         audio_inputs=[], capability_class="audio-qa", classes_seen={}, status=status, gap=gap, controls=[],
         evidence=evidence, variants=[], candidate=candidate, in_audio_group=True,
         configured_as=[m.name for m in configured], probes=probes, accounted=True, notes=notes,
+        gaps=[Gap(text=gap, summary=f"{task_id} declared and bound, but no manifest and no served route",
+                  evidence=[decl, bind, named])] if gap else [],
     )

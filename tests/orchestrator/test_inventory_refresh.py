@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from orchestrator.commands import inventory as inventory_command
+from orchestrator.errors import InventoryError
 from orchestrator.inventory import CheckpointRow, Inventory, audit, read_task_sources, read_tree, to_markdown
 from orchestrator.inventory.html import to_html
 from orchestrator.inventory.tree import read_code_sources
@@ -215,7 +216,8 @@ class TestReadability:
         """Another size or generation is another model: no suggestion; the same family and size is one."""
         inv = inventory_of(checkout, candidates=["acme/Qwenish-Omni-30B-Thinking", "acme/Qwenish-Omni-7B",
                                                  "acme/plexy-2-7b"])
-        assert "nearest checkpoints here: acme/Qwenish-Omni-30B-Instruct" in row(inv, "acme/Qwenish-Omni-30B-Thinking").gap
+        thinking = row(inv, "acme/Qwenish-Omni-30B-Thinking")
+        assert "nearest checkpoints here: acme/Qwenish-Omni-30B-Instruct" in thinking.gap
         assert "nearest checkpoints" not in row(inv, "acme/Qwenish-Omni-7B").gap
         assert "nearest checkpoints" not in row(inv, "acme/plexy-2-7b").gap
 
@@ -266,6 +268,39 @@ class TestBareAndReconcile:
         assert "- reclassified (class or status): acme/plexy-7b" in text
         assert "| acme/plexy-7b | yes | class | spoken-dialogue | audio-qa |" in text
         assert "| acme/plexy-7b | yes | native Task | speech_to_speech | audio_text_to_text |" in text
+
+    def test_a_schema_1_inventory_is_a_valid_old_side(self, checkout: Path, tmp_path: Path) -> None:
+        """An inventory written before schema 2 (no gaps, owner status, considered) still reconciles, and the
+        command writes the HTML page beside it."""
+        git(checkout, "init", "-q")
+        first = commit_all(checkout, "one")
+        new = tmp_path / "new.json"
+        assert main(["inventory", "--trtmc", str(checkout), "--rev", first, "--json", str(new)]) == 0
+        data = json.loads(new.read_text())
+        data["schema_version"] = 1
+        for key in ("considered", "precision_default"):
+            del data[key]
+        for r in data["rows"]:
+            for key in ("precision_source", "gaps", "owner_status", "l0_tier_profiles", "same_clip"):
+                del r[key]
+        for v in data["variants"]:
+            for key in ("differs", "context_parallel", "ci_tier", "precision_source"):
+                del v[key]
+        old = tmp_path / "old.json"
+        old.write_text(json.dumps(data))
+        md, page = tmp_path / "diff.md", tmp_path / "inv.html"
+        assert main(["inventory", "--trtmc", str(checkout), "--rev", first, "--against", str(old),
+                     "--markdown", str(md), "--html", str(page)]) == 0
+        text = md.read_text()
+        assert "- reclassified (class or status): none" in text
+        assert "| acme/whispy-large | yes | variants | whispy-large-tp4 [tensor-parallel] | whispy-large-tp4 [TP 4" \
+            in text
+        assert "<h1>Audio-QA inventory of a TRTMC checkout</h1>" in page.read_text()
+
+    def test_an_unreadable_old_inventory_is_a_usage_error(self, checkout: Path, tmp_path: Path) -> None:
+        (tmp_path / "old.json").write_text('{"rows": 3}')
+        with pytest.raises(InventoryError, match="not an inventory JSON"):
+            main(["inventory", "--trtmc", str(checkout), "--against", str(tmp_path / "old.json")])
 
     def test_help_documents_exit_codes(self, capsys: pytest.CaptureFixture[str]) -> None:
         with pytest.raises(SystemExit):
