@@ -36,10 +36,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="One row per checkpoint of the audio-conditioned group (plus bench.toml candidates) with "
         "its native capability class, status for the audio-QA workload, explicit gaps and evidence.",
-        epilog="exit codes: 0 = every checkpoint accounted for (and, with --against, no checkpoint of the "
-        "group added, removed, or changed in class or status); 1 = an unreadable or unclassified manifest, "
-        "or (with --against) the group changed; 2 = usage error, or the checkout/revision/old JSON cannot "
-        "be read.",
+        epilog="exit codes:\n"
+        "  0  every checkpoint accounted for; with --against, no checkpoint of the audio group (or candidate)\n"
+        "     was added, removed, or changed in class or status\n"
+        "  1  an unreadable or unclassified manifest; or, with --against, the group changed as above\n"
+        "  2  usage error, or the checkout, revision or old JSON cannot be read\n",
     )
     p.add_argument("--trtmc", required=True, metavar="PATH",
                    help="TensorRT-Model-Connect checkout folder (a bare repository is read at its HEAD)")

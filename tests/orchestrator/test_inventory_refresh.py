@@ -306,4 +306,4 @@ class TestBareAndReconcile:
         with pytest.raises(SystemExit):
             main(["inventory", "--help"])
         out = capsys.readouterr().out
-        assert "exit codes: 0 =" in out and "1 =" in out and "--against OLD.json" in out
+        assert "exit codes:\n  0  every checkpoint accounted for" in out and "\n  1  " in out and "--against OLD.json" in out
