@@ -19,9 +19,9 @@ from orchestrator.inventory.tree import read_code_sources
 
 M = "tests/e2e/models/{fam}/manifests/{name}.json"
 
-HARNESS = ("def build(case, cmd):\n"
-           "    precision = case.metadata.get(\"precision\", \"fp32\")\n"
-           "    if precision != \"fp32\":\n        cmd += ['--precision', precision]\n")
+HARNESS = ("def engine_args(spec, argv):\n"
+           "    chosen = spec.metadata.get(\"precision\", \"fp32\")\n"
+           "    return argv if chosen == \"fp32\" else [*argv, '--precision', chosen]\n")
 WHISPY = {"name": "whispy-large", "hf_id": "acme/whispy-large", "family": "whispy", "task_strategy": "speech_to_text",
           "testcases": [{"name": "t", "user_contract": "exact_transcript", "test_input_audio": "data/a.wav"}]}
 PLEXY = {"name": "plexy-7b", "hf_id": "acme/plexy-7b", "family": "plexy", "task_strategy": "speech_to_speech",
@@ -40,10 +40,9 @@ MEDIA = {"name": "mediamax-768p", "hf_id": "acme/MediaMax", "family": "mediamax"
          "testcases": [{"name": "t", "user_contract": "diffusion_video", "test_type": "diffusion",
                         "description": "text-to-video-and-audio parity", "prompt_file": "prompts/t2va-1.json"}]}
 MATRIX = ("<!-- source data -->\n\n"
-          "| Hugging Face model ID (`hf_id`, CLI input) | TRTMC profile | Build precision | Quantization | "
-          "Platform specialization runtime provider | GB300 |\n| --- | --- | --- | --- | --- | --- |\n"
-          "| `acme/whispy-large` | `whispy-large` | `FP32` | None | TensorRT Edge-LLM<br />Qualified TRTMC dispatch "
-          "target: Coming soon | 🟢 Green |\n"
+          "| Model (`hf_id`) | Profile | Precision | Quant | Provider | GB300 |\n"
+          "| --- | --- | --- | --- | --- | --- |\n"
+          "| `acme/whispy-large` | `whispy-large` | `FP32` | None | Edgy runtime<br />Dispatch: Coming soon | 🟢 Green |\n"
           "| `acme/Qwenish-Omni-30B-Instruct` | `qwenish-omni-30b-instruct` | `BF16` | None | — | 🔴 Red |\n")
 OMNI_CODE = {
     "python/pkgish/families/omnish/plugin.py": (
@@ -189,7 +188,7 @@ class TestFindings:
         [omni] = row(inv, "acme/Qwenish-Omni-30B-Instruct").owner_status
         assert (omni.file, omni.line, omni.platforms) == ("website/data/model-support-matrix.md", 6, {"GB300": "Red"})
         [whispy] = row(inv, "acme/whispy-large").owner_status
-        assert whispy.provider == "TensorRT Edge-LLM; Qualified TRTMC dispatch target: Coming soon"
+        assert whispy.provider == "Edgy runtime; Dispatch: Coming soon"
         assert "GB300 Red (`website/data/model-support-matrix.md` line 6)" in to_markdown(inv)
 
     def test_model_with_audio_only_in_its_output_is_listed_as_considered(self, checkout: Path) -> None:
