@@ -1,10 +1,28 @@
-"""`aqbench inventory`: audit a TRTMC checkout for the audio-QA workload; exit 0 when all is accounted for."""
+"""`aqbench inventory`: audit a TRTMC checkout for the audio-QA workload, optionally against an older
+inventory; exit 0 when all is accounted for and the group did not change."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from pathlib import Path
+
+from orchestrator.config import load_config
+from orchestrator.inventory import (
+    ConfiguredModel,
+    audit,
+    diff_inventories,
+    diff_markdown,
+    load_inventory,
+    read_code_sources,
+    read_probes,
+    read_task_sources,
+    read_tree,
+    to_html,
+    to_json,
+    to_markdown,
+)
+from orchestrator.logs import get_logger
 
 __all__ = ["register", "run"]
 
@@ -15,20 +33,30 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "inventory",
         help="audit every audio-conditioned checkpoint of a TRTMC checkout",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         description="One row per checkpoint of the audio-conditioned group (plus bench.toml candidates) with "
-        "its native capability class, status for the audio-QA workload, explicit gaps and evidence. "
-        "Exit 0 when every checkpoint is accounted for, 1 otherwise.",
+        "its native capability class, status for the audio-QA workload, explicit gaps and evidence.",
+        epilog="exit codes:\n"
+        "  0  every checkpoint accounted for; with --against, no checkpoint of the audio group (or candidate)\n"
+        "     was added, removed, or changed in class or status\n"
+        "  1  an unreadable or unclassified manifest; or, with --against, the group changed as above\n"
+        "  2  usage error, or the checkout, revision or old JSON cannot be read\n",
     )
-    p.add_argument("--trtmc", required=True, metavar="PATH", help="TensorRT-Model-Connect checkout folder")
+    p.add_argument("--trtmc", required=True, metavar="PATH",
+                   help="TensorRT-Model-Connect checkout folder (a bare repository is read at its HEAD)")
     p.add_argument("--rev", default="", metavar="REV",
                    help="audit this git revision (via git ls-tree / cat-file) instead of the working tree")
+    p.add_argument("--against", default="", metavar="OLD.json",
+                   help="reconcile with an older inventory JSON: list checkpoints added, removed, reclassified "
+                   "and changed; exit 1 when a group checkpoint changed class or status")
     p.add_argument("--config", default=None, metavar="PATH",
                    help=f"bench.toml for candidates and reconciliation (default: ./{_DEFAULT_CONFIG} if present)")
     p.add_argument("--probe", action="append", default=[], metavar="RUN_DIR",
                    help="merge the outcomes of a qualify run (its events.jsonl); repeatable")
     p.add_argument("--json", default="", metavar="OUT", help="write the inventory as JSON ('-' = stdout)")
     p.add_argument("--markdown", default="", metavar="OUT",
-                   help="write the Markdown report ('-' = stdout; the default when neither output is given)")
+                   help="write the Markdown report ('-' = stdout; the default when no output is given)")
+    p.add_argument("--html", default="", metavar="OUT", help="write the report as one HTML page")
     p.set_defaults(func=run)
 
 
@@ -43,13 +71,6 @@ def _write(target: str, data: bytes) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from orchestrator.config import load_config
-    from orchestrator.inventory import ConfiguredModel, audit
-    from orchestrator.inventory_probes import read_probes
-    from orchestrator.inventory_render import to_json, to_markdown
-    from orchestrator.logs import get_logger
-    from orchestrator.trtmc_tree import read_task_sources, read_tree
-
     log = get_logger("inventory")
     config_path = args.config
     if config_path is None and Path(_DEFAULT_CONFIG).is_file():
@@ -66,14 +87,23 @@ def run(args: argparse.Namespace) -> int:
     else:
         log.warning("inventory_without_config", reason=f"no --config and no ./{_DEFAULT_CONFIG}: "
                     "no candidates and no reconciliation")
+    old = load_inventory(args.against) if args.against else None
     docs, source = read_tree(args.trtmc, args.rev)
+    if source.bare:
+        log.info("inventory_bare_repository", root=source.root, commit=source.commit,
+                 reason="a bare repository has no working tree: read at its HEAD (pass --rev for another)")
     probes = [outcome for run_dir in args.probe for outcome in read_probes(run_dir)]
     inv = audit(docs, source=source, candidates=candidates, models=models, probes=probes, config_path=source_path,
-                task_sources=read_task_sources(source))
+                task_sources=read_task_sources(source), code=read_code_sources(source))
+    diff = diff_inventories(old, inv, args.against) if old is not None else None
+    markdown = to_markdown(inv) + ("\n" + diff_markdown(diff) if diff is not None else "")
     if args.json:
         _write(args.json, to_json(inv))
-    if args.markdown or not args.json:
-        _write(args.markdown or "-", to_markdown(inv).encode())
+    if args.html:
+        _write(args.html, to_html(inv).encode())
+    if args.markdown or not (args.json or args.html):
+        _write(args.markdown or "-", markdown.encode())
     log.info("inventory_done", commit=source.commit, checkpoints=len(inv.rows), variants=len(inv.variants),
-             errors=len(inv.errors), accounted=inv.accounted)
-    return 0 if inv.accounted else 1
+             errors=len(inv.errors), accounted=inv.accounted,
+             group_changed=None if diff is None else diff.group_changed)
+    return 0 if inv.accounted and not (diff is not None and diff.group_changed) else 1

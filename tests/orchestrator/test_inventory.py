@@ -25,10 +25,10 @@ from orchestrator.inventory import (
     TreeSource,
     audit,
 )
-from orchestrator.inventory_probes import read_probes
-from orchestrator.inventory_render import to_json, to_markdown
+from orchestrator.inventory import read_probes
+from orchestrator.inventory import to_json, to_markdown
 from orchestrator.journal import encode_event
-from orchestrator.trtmc_tree import read_task_sources, read_tree
+from orchestrator.inventory import read_task_sources, read_tree
 
 NEW = "families/{fam}/tests/manifests/{name}.json"
 OLD = "tests/e2e/models/{fam}/manifests/{name}.json"
@@ -286,7 +286,7 @@ class TestVariantsAndNormalProfile:
         kinds = {v.profile: v.kinds for v in inv.variants if v.checkpoint == "acme/whisperish-tiny"}
         assert kinds == {
             "whisperish-tiny-fp16-tp2": ["tensor-parallel"],
-            "whisperish-tiny-fp16-l0": ["partial"],
+            "whisperish-tiny-fp16-l0": ["l0-ci-tier"],
             "whisperish-tiny-fp16-asr-probe01": ["partial"],
             "whisperish-tiny-fp32": ["precision"],
         }
@@ -343,7 +343,7 @@ class TestShapesSeenInTrtmcMain:
         inv = audit(docs_of(files), source=TreeSource(root="/x"))
         r = inv.rows[0]
         assert (r.profile, r.full_model_coverage, r.variants) == ("plexy-7b", True, ["plexy-7b-l0"])
-        assert inv.variants[0].kinds == ["partial"]
+        assert inv.variants[0].kinds == ["l0-ci-tier"]
 
     def test_nested_runtime_settings_are_controls_and_nested_tp_is_tensor_parallel(self) -> None:
         """Sampling under `runtime_config.<engine>` is read with its full field path; `build_args.parallel.tp_size`
@@ -382,7 +382,7 @@ class TestShapesSeenInTrtmcMain:
                     source=TreeSource(root="/x"), candidates=["acme/Voicey", "acme/nothing-alike"])
         near = row(inv, "acme/Voicey")
         assert near.status == "unsupported" and "nearest checkpoints here: acme/Voicey-11B" in near.gap
-        assert "nearest" not in row(inv, "acme/nothing-alike").gap
+        assert "nearest checkpoints" not in row(inv, "acme/nothing-alike").gap
 
 
 # A family whose sources declare and bind audio_text_to_text, with no manifest for the checkpoints its
@@ -431,7 +431,7 @@ class TestTaskDeclarations:
             ("class:audio-qa", "families/edgy/support.py", "line 4"),
             ("class:audio-qa", "families/edgy/runtime/edge/adapter.cpp", "line 2")]
         assert not any(r.checkpoint == "acme/edgy-4-e4b-it" and not r.file for r in inv.rows)  # no bare candidate row
-        assert "| acme/edgy-4-e4b-it | - | edgy | (no manifest) | audio-qa | blocked |" in to_markdown(inv)
+        assert "| acme/edgy-4-e4b-it (candidate) | audio-qa | blocked | (no manifest) | audio_text_to_text |" in to_markdown(inv)
 
     def test_configured_declared_checkpoint_is_planned(self, tmp_path: Path) -> None:
         root = write_tree(tmp_path / "trtmc", {**manifests(), **EDGY_SOURCES})
@@ -617,12 +617,11 @@ class TestCommand:
                      "--json", str(tmp_path / "inv.json"), "--markdown", str(tmp_path / "inv.md")])
         assert code == 1
         data = json.loads((tmp_path / "inv.json").read_text())
-        assert data["schema_version"] == 1 and not data["accounted"]
+        assert data["schema_version"] == 2 and not data["accounted"]
         assert {r["checkpoint"] for r in data["rows"]} >= {"acme/aqaish-1b", "acme/not-in-trtmc"}
         md = (tmp_path / "inv.md").read_text()
-        assert "## Variants (never counted as extra models)" in md
-        assert "| acme/aqaish-1b | - | aqaish | aqaish-1b | audio-qa | planned |" in md
-        assert ("- **acme/gemmaish-e4b** (blocked): audio_answer (testcases[0].user_contract) declared but "
+        assert "| acme/aqaish-1b | audio-qa | planned | aqaish-1b | audio_text_to_text | - |" in md
+        assert ("- gap: audio_answer (testcases[0].user_contract) declared but "
                 "no served route reaches it") in md
         assert "(unreadable)" in md and "`reference-audioqa (aqbench/reference-cascade)`" in md
 

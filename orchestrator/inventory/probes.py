@@ -10,7 +10,7 @@ from typing import Any
 
 from orchestrator.errors import InventoryError
 from orchestrator.events import CapabilityProbed, ModelResult, RunStarted
-from orchestrator.inventory import Evidence, ProbeOutcome
+from orchestrator.inventory.records import Evidence, ProbeOutcome
 from orchestrator.journal import iter_journal
 
 __all__ = ["read_probes"]

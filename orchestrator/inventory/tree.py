@@ -1,6 +1,6 @@
 """Read TRTMC model manifests from a checkout folder or from a git revision; records what was read.
 
-Finds files only (both layouts); what they mean is `inventory`'s job. Blocks (file reads, git).
+Finds files only (both layouts); what they mean is the job of `manifests` and `audit`. Blocks (file reads, git).
 """
 
 from __future__ import annotations
@@ -8,10 +8,12 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path, PurePosixPath
 
-from orchestrator.errors import InventoryError
-from orchestrator.inventory import LAYOUTS, ManifestDocument, SourceDocument, TreeSource
+import msgspec
 
-__all__ = ["MANIFEST_GLOBS", "read_tree", "read_task_sources"]
+from orchestrator.errors import InventoryError
+from orchestrator.inventory.records import LAYOUTS, CodeSources, ManifestDocument, SourceDocument, TreeSource
+
+__all__ = ["MANIFEST_GLOBS", "SUPPORT_MATRIX", "read_tree", "read_task_sources", "read_code_sources"]
 
 # Older and newer layouts (shared/docs/trtmc.md section 3); both may exist in one checkout.
 MANIFEST_GLOBS: dict[str, str] = {
@@ -23,6 +25,11 @@ _GIT_TIMEOUT_S = 60.0
 # audio_text_to_text): its support.py, its runtime sources, and its READMEs naming checkpoints.
 _RUNTIME_SUFFIXES = (".cpp", ".cc", ".h", ".hpp")
 _MAX_SOURCE_BYTES = 2 << 20
+# The owners' published status table (website source data).
+SUPPORT_MATRIX = "website/data/model-support-matrix.md"
+# Where an omitted manifest `precision` gets its value: the e2e harness and the build CLI.
+_PRECISION_DEFAULT_FILES = ("tests/e2e_harness/orchestrator.py",)
+_RUNTIME_CODE_NAMES = ("plugin.cpp", "pipeline.h")
 
 
 def _task_source_family(path: str) -> str | None:
@@ -35,6 +42,25 @@ def _task_source_family(path: str) -> str | None:
         return parts[1]
     if parts[2] == "runtime" and name.endswith(_RUNTIME_SUFFIXES):
         return parts[1]
+    return None
+
+
+def _code_kind(path: str) -> tuple[str, str] | None:
+    """("precision" | "family" | "matrix", family folder or "") for a file `read_code_sources` wants."""
+    parts = PurePosixPath(path).parts
+    name = parts[-1] if parts else ""
+    if path == SUPPORT_MATRIX:
+        return "matrix", ""
+    if path in _PRECISION_DEFAULT_FILES or (len(parts) == 3 and parts[0] == "python" and name == "build_cli.py"):
+        return "precision", ""
+    # A family's build plugin: python/<package>/families/<fam>/plugin.py (or families/<fam>/plugin.py).
+    if name == "plugin.py" and len(parts) >= 3 and parts[-3] == "families" and (
+            len(parts) == 3 or (len(parts) == 5 and parts[0] == "python")):
+        return "family", parts[-2]
+    # Its C++ runtime: src/runtime/models/<fam>/{plugin.cpp, pipeline.h, *_plan.h}.
+    if len(parts) == 5 and parts[:3] == ("src", "runtime", "models") and (
+            name in _RUNTIME_CODE_NAMES or name.endswith("_plan.h")):
+        return "family", parts[3]
     return None
 
 
@@ -161,8 +187,54 @@ def read_task_sources(source: TreeSource) -> list[SourceDocument]:
     return out
 
 
+def read_code_sources(source: TreeSource) -> CodeSources:
+    """The precision-default files, families' build plugins and runtimes, and the support matrix, from the
+    same place and revision `read_tree` read the manifests. Files over 2 MiB are skipped. Blocks."""
+    root = Path(source.root)
+    found: list[tuple[str, str, str]] = []  # (path, kind, family)
+    if source.read_via == "git":
+        listing = _git(root, "ls-tree", "-r", "-z", "-l", source.commit)
+        if listing.returncode != 0:
+            raise InventoryError(f"{root}: git ls-tree {source.commit} failed: {listing.stderr.decode().strip()}")
+        for entry in listing.stdout.decode().split("\0"):
+            meta, _, path = entry.partition("\t")
+            size = meta.split()[-1] if meta else "-"
+            kind = _code_kind(path) if path else None
+            if kind and size.isdigit() and int(size) <= _MAX_SOURCE_BYTES:
+                found.append((path, *kind))
+        blobs = _cat_files(root, source.commit, [p for p, _, _ in found])
+    else:
+        globs = (SUPPORT_MATRIX, *_PRECISION_DEFAULT_FILES, "python/*/build_cli.py", "families/*/plugin.py",
+                 "python/*/families/*/plugin.py", "src/runtime/models/*/*")
+        files = sorted({f for g in globs for f in root.glob(g) if f.is_file()})
+        blobs = []
+        for file in files:
+            rel = file.relative_to(root).as_posix()
+            kind = _code_kind(rel)
+            try:
+                if kind is None or file.stat().st_size > _MAX_SOURCE_BYTES:
+                    continue
+                blobs.append(file.read_bytes())
+            except OSError:
+                continue  # an unreadable source only costs a citation
+            found.append((rel, *kind))
+    docs = [(kind, SourceDocument(path=p, family_dir=fam, data=d)) for (p, kind, fam), d in zip(found, blobs)]
+    matrix = next((d for kind, d in docs if kind == "matrix"), None)
+    return CodeSources(precision_defaults=[d for kind, d in docs if kind == "precision"],
+                       family_code=[d for kind, d in docs if kind == "family"], support_matrix=matrix)
+
+
+def _is_bare(root: Path) -> bool:
+    try:
+        probe = _git(root, "rev-parse", "--is-bare-repository")
+    except InventoryError:
+        return False  # without git a bare repository cannot be read anyway; the caller says "no manifests"
+    return probe.returncode == 0 and probe.stdout.decode().strip() == "true"
+
+
 def read_tree(root: str | Path, rev: str = "") -> tuple[list[ManifestDocument], TreeSource]:
     """Every manifest of a TRTMC checkout in both layouts: from the folder, or at `rev` through git.
+    A bare repository (no working tree) given without `rev` is read at its HEAD, and the source says so.
 
     Raises InventoryError when the folder is missing, the revision is unknown, or neither layout holds
     a manifest (most likely the wrong path). Blocks: file reads or two or three git processes.
@@ -171,8 +243,12 @@ def read_tree(root: str | Path, rev: str = "") -> tuple[list[ManifestDocument], 
     if not path.is_dir():
         raise InventoryError(f"{path}: no such folder; pass --trtmc PATH to a TensorRT-Model-Connect checkout")
     docs, source = _read_rev(path.resolve(), rev) if rev else _read_folder(path.resolve())
+    if not docs and not rev and _is_bare(path.resolve()):
+        # A bare repository has no working tree to read: its HEAD is what it holds.
+        docs, source = _read_rev(path.resolve(), "HEAD")
+        source = msgspec.structs.replace(source, bare=True)
     if not docs:
-        at = f" at {source.commit[:12]}" if rev else ""
+        at = f" at {source.commit[:12]}" if source.read_via == "git" else ""
         raise InventoryError(
             f"{path}{at}: no model manifests in either layout ({', '.join(MANIFEST_GLOBS.values())}); "
             "is this a TensorRT-Model-Connect checkout?"

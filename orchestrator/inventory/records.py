@@ -1,0 +1,271 @@
+"""The inventory's records: what the audit reads (manifests, sources, bench.toml, probes) and what it
+produces (rows, variants, errors, the Inventory). Plain frozen Structs; no logic.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+__all__ = [
+    "INVENTORY_SCHEMA_VERSION",
+    "CAPABILITY_CLASSES",
+    "STATUSES",
+    "LAYOUTS",
+    "ManifestDocument",
+    "SourceDocument",
+    "TreeSource",
+    "Evidence",
+    "Control",
+    "ConfiguredModel",
+    "ProbeOutcome",
+    "CheckpointRow",
+    "VariantRow",
+    "ErrorRow",
+    "Reconciliation",
+    "Inventory",
+    "Gap",
+    "OwnerStatus",
+    "Considered",
+    "CodeSources",
+]
+
+# 2: effective precision with its source, variant axes, gaps with citations, owner status, considered list.
+INVENTORY_SCHEMA_VERSION = 2
+
+CapabilityClass = Literal[
+    "audio-qa", "spoken-dialogue", "transcription-only", "speech-output-only", "vision-language",
+    "text-only", "unknown",
+]
+# Order = strength for this workload: a checkpoint's class is the strongest over its profiles.
+CAPABILITY_CLASSES: tuple[str, ...] = (
+    "audio-qa", "spoken-dialogue", "transcription-only", "speech-output-only", "vision-language",
+    "text-only", "unknown",
+)
+Status = Literal["unsupported", "blocked", "planned", "implemented", "family-validated", "aiperf-qualified"]
+STATUSES: tuple[str, ...] = (
+    "unsupported", "blocked", "planned", "implemented", "family-validated", "aiperf-qualified",
+)
+Layout = Literal["tests/e2e/models", "families"]
+LAYOUTS: tuple[str, ...] = ("tests/e2e/models", "families")
+
+# ------------------------------------------------------------------------------------------ inputs
+
+
+class ManifestDocument(msgspec.Struct, frozen=True, kw_only=True):
+    """One manifest file as read from the tree: repository-relative `path`, its `layout`, raw bytes."""
+
+    path: str
+    layout: Layout
+    family_dir: str
+    data: bytes
+
+
+class SourceDocument(msgspec.Struct, frozen=True, kw_only=True):
+    """A family's Task-declaration source (support.py, runtime C++, README) as read from the tree."""
+
+    path: str
+    family_dir: str
+    data: bytes
+
+
+class TreeSource(msgspec.Struct, frozen=True, kw_only=True):
+    """What was audited: the checkout, the revision asked for and the commit it resolved to."""
+
+    root: str
+    rev: str = ""
+    commit: str = ""
+    # True/False for a working folder inside git (uncommitted manifest changes); None when unknown.
+    dirty: bool | None = None
+    read_via: Literal["folder", "git"] = "folder"
+    # A bare repository given without --rev: read through git at its HEAD.
+    bare: bool = False
+
+
+class ConfiguredModel(msgspec.Struct, frozen=True, kw_only=True):
+    """One bench.toml [[models]] entry as the audit needs it; `index` locates it in the file."""
+
+    name: str
+    checkpoint: str
+    profile: str = ""
+    revision: str = ""
+    index: int = 0
+    config_path: str = ""
+
+
+class Evidence(msgspec.Struct, frozen=True, kw_only=True):
+    """One claim and where it was read: `file` plus `field` (a JSON key path, or a journal line)."""
+
+    claim: str
+    file: str
+    field: str
+    value: Any = None
+
+
+class ProbeOutcome(msgspec.Struct, frozen=True, kw_only=True):
+    """What one `qualify` run established about one checkpoint (see `probes`)."""
+
+    run_dir: str
+    run_id: str
+    started_ns: int
+    model: str
+    checkpoint: str
+    profile: str = ""
+    revision: str = ""
+    # A status word from STATUSES, or "failed" (then `failed_stage` names the stage).
+    status: str
+    failed_stage: str = ""
+    reason: str = ""
+    evidence: list[Evidence] = []
+
+
+class CodeSources(msgspec.Struct, frozen=True, kw_only=True):
+    """Checkout files beyond the manifests that the audit cites: where an omitted `precision` is defaulted
+    (harness, build CLI), each family's build plugin and runtime (plan sections built and loaded, public
+    entry points), and the owners' published support matrix (None when the checkout has none)."""
+
+    precision_defaults: list[SourceDocument] = []
+    family_code: list[SourceDocument] = []
+    support_matrix: SourceDocument | None = None
+
+
+# ----------------------------------------------------------------------------------------- outputs
+
+
+class Control(msgspec.Struct, frozen=True, kw_only=True):
+    """A request control the manifests exercise (max new tokens, sampling, language) with values seen."""
+
+    kind: Literal["max_new_tokens", "sampling", "language"]
+    field: str
+    values: list[Any]
+    evidence: list[Evidence]
+
+
+class VariantRow(msgspec.Struct, frozen=True, kw_only=True):
+    """A profile that is not its checkpoint's normal profile; never counted as another model."""
+
+    checkpoint: str
+    revision: str
+    profile: str
+    file: str
+    kinds: list[str]
+    precision: str = ""
+    tensor_parallel: int = 1
+    capability_class: str = "unknown"
+    normal_profile: str = ""
+    # What differs from the normal profile, one phrase per axis ("TP 4 (normal 1)", "precision fp16 (normal
+    # fp32)", "L0 CI tier (ci_tier l0_only)"); `kinds` names the same axes as words.
+    differs: list[str] = []
+    context_parallel: int = 1
+    ci_tier: str = ""
+    precision_source: Evidence | None = None
+
+
+class Gap(msgspec.Struct, frozen=True, kw_only=True):
+    """One thing that stands in the way of audio QA, in a sentence, with where the checkout shows it."""
+
+    text: str
+    # Its first clause, for a one-line table cell.
+    summary: str = ""
+    evidence: list[Evidence] = []
+
+
+class OwnerStatus(msgspec.Struct, frozen=True, kw_only=True):
+    """One row of TRTMC's own published support matrix, cited by file and line."""
+
+    file: str
+    line: int
+    hf_id: str
+    profile: str
+    precision: str = ""
+    provider: str = ""
+    # Platform column -> the owners' word for it ("Green", "Red", "Yellow").
+    platforms: dict[str, str] = {}
+
+
+class Considered(msgspec.Struct, frozen=True, kw_only=True):
+    """A checkpoint with audio in its outputs or assets that the audit left out of the group, and why."""
+
+    checkpoint: str
+    profile: str
+    file: str
+    capability_class: str
+    reason: str
+    evidence: list[Evidence] = []
+
+
+class CheckpointRow(msgspec.Struct, frozen=True, kw_only=True):
+    """One checkpoint of the audio-conditioned group (or a bench.toml candidate), with its evidence."""
+
+    checkpoint: str
+    revision: str
+    family: str
+    profile: str
+    file: str
+    full_model_coverage: bool
+    task_strategy: str
+    runtime_strategy: str
+    user_contracts: list[str]
+    precision: str
+    cache_length: int | None
+    audio_inputs: list[str]
+    capability_class: str
+    classes_seen: dict[str, str]
+    status: str
+    gap: str
+    controls: list[Control]
+    evidence: list[Evidence]
+    variants: list[str]
+    candidate: str = ""
+    in_audio_group: bool = True
+    configured_as: list[str] = []
+    probes: list[ProbeOutcome] = []
+    accounted: bool = True
+    notes: list[str] = []
+    # Where the normal profile's precision comes from: its manifest, or TRTMC's default for an omitted one.
+    precision_source: Evidence | None = None
+    # Findings with citations; `gap` above is their one-sentence summary (or the class's reason).
+    gaps: list[Gap] = []
+    owner_status: list[OwnerStatus] = []
+    # Profiles that are PR-CI (L0) tiers of the normal profile: same checkpoint, shorter budget; never coverage.
+    l0_tier_profiles: list[str] = []
+    # Audio inputs that are the same clip as one in `audio_inputs` (its provenance), counted once.
+    same_clip: list[Evidence] = []
+
+
+class ErrorRow(msgspec.Struct, frozen=True, kw_only=True):
+    """A manifest that could not be audited: the file and what is wrong with it."""
+
+    file: str
+    layout: str
+    error: str
+
+
+class Reconciliation(msgspec.Struct, frozen=True, kw_only=True):
+    """The inventory against bench.toml: what is missing on either side, and unmatched probe results."""
+
+    config_path: str = ""
+    group_missing_from_config: list[str] = []
+    configured_absent_from_checkout: list[str] = []
+    configured_outside_group: list[str] = []
+    probes_unmatched: list[str] = []
+
+
+class Inventory(msgspec.Struct, frozen=True, kw_only=True):
+    """The whole audit; `accounted` is true when every checkpoint has a status and, if needed, a gap."""
+
+    schema_version: int = INVENTORY_SCHEMA_VERSION
+    source: TreeSource
+    layouts_found: list[str]
+    manifests_scanned: int
+    manifests_in_group: int
+    rows: list[CheckpointRow]
+    variants: list[VariantRow]
+    errors: list[ErrorRow]
+    reconciliation: Reconciliation
+    accounted: bool
+    unaccounted: list[str]
+    considered: list[Considered] = []
+    # Where TRTMC defaults an omitted manifest precision (None when the checkout does not show it).
+    precision_default: Evidence | None = None

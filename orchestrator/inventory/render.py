@@ -1,0 +1,198 @@
+"""Render an Inventory as Markdown (for people) or JSON (for the ledger and `--against`).
+
+Pure: reads only the Inventory it is given.
+
+JSON shape (`to_json`; schema_version 2, fields only ever appended):
+- `schema_version`, `source` {root, rev, commit, dirty, read_via, bare}, `layouts_found`,
+  `manifests_scanned`, `manifests_in_group`, `accounted`, `unaccounted` [str],
+  `precision_default` {claim, file, field, value} | null: where TRTMC defaults an omitted precision.
+- `rows` [one per checkpoint]: `checkpoint`, `revision`, `family`, `capability_class`, `status`,
+  `in_audio_group`, `candidate` (the bench.toml name, "" if none), `profile` (the normal profile),
+  `full_model_coverage`, `task_strategy` (native Task), `runtime_strategy`, `precision` (effective) with
+  `precision_source` (an Evidence), `gap` (one sentence) and `gaps` [{text, summary, evidence [..]}],
+  `owner_status` [{file, line, hf_id, profile, precision, provider, platforms {column: word}}],
+  `variants` [profile names], `l0_tier_profiles`, `audio_inputs`, `same_clip` [Evidence], `controls`,
+  `configured_as`, `probes`, `notes`, `evidence` [{claim, file, field, value}].
+- `variants` [one per non-normal profile]: `checkpoint`, `profile`, `normal_profile`, `kinds` (axes as
+  words), `differs` (each axis with both values), `precision`, `precision_source`, `tensor_parallel`,
+  `context_parallel`, `ci_tier`, `capability_class`, `file`.
+- `considered` [{checkpoint, profile, file, capability_class, reason, evidence}]: left out, and why.
+- `errors` [{file, layout, error}], `reconciliation` {bench.toml lists}.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import msgspec
+
+from orchestrator.inventory.records import CheckpointRow, Evidence, Inventory, VariantRow
+
+__all__ = ["to_markdown", "to_json", "source_line", "gap_sentence", "checkpoint_label"]
+
+_encoder = msgspec.json.Encoder(order="deterministic")
+_GAP_CELL = 110  # characters: the main table must fit a screen
+
+
+def to_json(inv: Inventory) -> bytes:
+    """The inventory as indented JSON (stable key order), newline-terminated."""
+    return msgspec.json.format(_encoder.encode(inv), indent=2) + b"\n"
+
+
+def _cell(value: Any) -> str:
+    if value is None or value == "" or value == []:
+        return "-"
+    if isinstance(value, list):
+        value = ", ".join(str(v) for v in value)
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in rows]
+    return lines
+
+
+def _value(value: Any) -> str:
+    text = msgspec.json.encode(value).decode() if isinstance(value, (dict, list)) else str(value)
+    return text if len(text) <= 100 else text[:97] + "..."
+
+
+def source_line(inv: Inventory) -> str:
+    """Where the audit read from, in one line (a bare repository says so)."""
+    src = inv.source
+    how = "a bare git repository, read at its HEAD" if src.bare else f"the {src.read_via}"
+    at = f" at `{src.rev}`" if src.rev and not src.bare else ""
+    dirty = " (working tree differs from it)" if src.dirty else ""
+    return f"`{src.root}` read from {how}{at}; commit `{src.commit or 'not a git checkout'}`{dirty}"
+
+
+def gap_sentence(r: CheckpointRow) -> str:
+    """The row's gap in one short sentence for the main table."""
+    text = r.gaps[0].summary if r.gaps and r.gaps[0].summary else r.gap.split("; ", 1)[0].split(", so ", 1)[0]
+    return text if len(text) <= _GAP_CELL else text[:_GAP_CELL - 3] + "..."
+
+
+def checkpoint_label(r: CheckpointRow) -> str:
+    """The checkpoint, marked when only bench.toml's candidates put it in the table."""
+    if r.candidate and not r.in_audio_group:
+        return f"{r.checkpoint} (candidate, outside the group)"
+    return f"{r.checkpoint} (candidate)" if r.candidate else r.checkpoint
+
+
+def _profile(r: CheckpointRow) -> str:
+    if r.profile:
+        return r.profile + ("" if r.full_model_coverage else " (no full profile)")
+    return "(no manifest)"
+
+
+def _cite(e: Evidence) -> str:
+    return f"`{e.file}` {e.field}"
+
+
+def _variant_line(v: VariantRow) -> str:
+    return f"- variant `{v.profile}`: {'; '.join(v.differs or v.kinds)} (`{v.file}`)"
+
+
+def _tier(inv: Inventory, r: CheckpointRow, profile: str) -> str:
+    """An L0 tier profile with whatever else differs from the normal profile (TP, precision)."""
+    other = [d for v in inv.variants if v.checkpoint == r.checkpoint and v.profile == profile
+             for d in v.differs if not d.startswith("L0 CI tier")]
+    return f"`{profile}`" + (f" ({'; '.join(other)})" if other else "")
+
+
+def _details(inv: Inventory, r: CheckpointRow) -> list[str]:
+    out = [f"### {r.checkpoint}" + (f"@{r.revision}" if r.revision else ""), ""]
+    facts = [f"class **{r.capability_class}**, status **{r.status}**",
+             f"family `{r.family or '-'}`"]
+    if r.candidate:
+        facts.append(f"bench.toml candidate `{r.candidate}`" + ("" if r.in_audio_group else
+                                                                  " (outside the audio group)"))
+    out.append("- " + "; ".join(facts))
+    if r.profile:
+        prec = r.precision or "-"
+        if r.precision_source is not None:
+            prec += f" ({'TRTMC default, ' if r.precision_source.claim == 'precision_default' else ''}" \
+                    f"{_cite(r.precision_source)})"
+        out.append(f"- normal profile `{r.profile}` (`{r.file}`): Task `{r.task_strategy or '-'}`, runtime "
+                   f"`{r.runtime_strategy or '-'}`, precision {prec}, cache {r.cache_length or '-'}")
+    if r.user_contracts or r.controls:
+        ctl = ", ".join(f"{c.field}={'/'.join(str(v) for v in c.values[:3])}" for c in r.controls) or "-"
+        out.append(f"- contracts: {_cell(r.user_contracts)}; controls: {ctl}")
+    if r.audio_inputs:
+        out.append(f"- audio inputs ({len(r.audio_inputs)}): {', '.join(f'`{a}`' for a in r.audio_inputs)}")
+    out += [f"- same clip, counted once: {e.value} ({_cite(e)})" for e in r.same_clip]
+    for o in r.owner_status:
+        words = ", ".join(f"{k} {v}" for k, v in o.platforms.items()) or "-"
+        provider = f"; provider: {o.provider}" if o.provider else ""
+        out.append(f"- owners' status: profile `{o.profile}` {o.precision}: {words}{provider} "
+                   f"(`{o.file}` line {o.line})")
+    out += [_variant_line(v) for v in inv.variants if v.checkpoint == r.checkpoint and v.profile
+            not in r.l0_tier_profiles]
+    if r.l0_tier_profiles:
+        tiers = ", ".join(_tier(inv, r, p) for p in r.l0_tier_profiles)
+        out.append(f"- L0 CI tier (does not establish coverage): {tiers}")
+    for g in r.gaps:
+        cites = "; ".join(_cite(e) for e in g.evidence[:6])
+        out.append(f"- gap: {g.text}" + (f" — see {cites}" if cites else ""))
+    out += [f"- note: {n}" for n in r.notes]
+    if r.configured_as:
+        out.append(f"- configured in bench.toml as: {', '.join(r.configured_as)}")
+    out.append("")
+    return out
+
+
+def _evidence(r: CheckpointRow) -> list[str]:
+    by_file: dict[str, list[str]] = defaultdict(list)
+    for e in r.evidence:
+        by_file[e.file].append(f"{e.claim} ({e.field}) = {_value(e.value)}")
+    for c in r.controls:
+        for e in c.evidence[:2]:
+            by_file[e.file].append(f"control {c.kind} ({e.field}) = {_value(e.value)}")
+    lines = [f"- **{r.checkpoint}**"]
+    for file, items in by_file.items():
+        lines.append(f"  - `{file}`: " + "; ".join(dict.fromkeys(items)))
+    return lines
+
+
+def to_markdown(inv: Inventory) -> str:
+    """A table that fits a screen, then details per checkpoint, left-out checkpoints, and grouped evidence."""
+    out = [
+        "# Audio-QA inventory of a TRTMC checkout",
+        "",
+        f"- checkout: {source_line(inv)}",
+        f"- manifests scanned: {inv.manifests_scanned} ({', '.join(inv.layouts_found) or 'no layout'}); in the "
+        f"audio-conditioned group: {inv.manifests_in_group}; checkpoints: {len(inv.rows)}; variants: "
+        f"{len(inv.variants)}; unreadable manifests: {len(inv.errors)}",
+        f"- every checkpoint accounted for: {'yes' if inv.accounted else 'NO'}",
+    ]
+    if inv.precision_default is not None:
+        d = inv.precision_default
+        out.append(f"- a manifest without `precision` builds at {d.value} (TRTMC's default: {_cite(d)})")
+    out += ["", "## Checkpoints", ""]
+    rows = [[checkpoint_label(r), r.capability_class, r.status, _profile(r), r.task_strategy, gap_sentence(r)]
+            for r in inv.rows]
+    rows += [[f"(unreadable) {e.file}", "unknown", "error", "-", "-", e.error] for e in inv.errors]
+    out += _table(["checkpoint", "class", "status", "normal profile", "native Task", "gap"], rows)
+    out += ["", "## Considered, not in the group", ""]
+    out += [f"- **{c.checkpoint}** (`{c.profile}`, {c.capability_class}): {c.reason} — "
+            + "; ".join(_cite(e) for e in c.evidence) for c in inv.considered] or ["None."]
+    out += ["", "## Details", ""]
+    for r in inv.rows:
+        out += _details(inv, r)
+    rec = inv.reconciliation
+    out += ["## Reconciliation with " + (f"`{rec.config_path}`" if rec.config_path else "bench.toml (none read)"), ""]
+    for title, items in (
+        ("Group checkpoints missing from [[models]]", rec.group_missing_from_config),
+        ("Configured models absent from the checkout", rec.configured_absent_from_checkout),
+        ("Configured models outside the audio group", rec.configured_outside_group),
+        ("Probe results matching no checkpoint", rec.probes_unmatched),
+    ):
+        out.append(f"- {title}: " + (", ".join(f"`{i}`" for i in items) if items else "none"))
+    if inv.unaccounted:
+        out += ["", "## Not accounted for", ""] + [f"- {u}" for u in inv.unaccounted]
+    out += ["", "## Evidence (by checkpoint, then file)", ""]
+    for r in inv.rows:
+        out += _evidence(r)
+    return "\n".join(out).rstrip() + "\n"

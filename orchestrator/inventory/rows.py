@@ -1,0 +1,368 @@
+"""Build one CheckpointRow (and its VariantRows) per checkpoint: normal profile, class, status and gap.
+
+Pure. Reads nothing from disk or git (that is `tree`) and renders nothing (that is `render`).
+
+Normal-profile rule (one row per checkpoint = `hf_id` + `hf_revision`; every other profile is a variant):
+0. A profile's precision is its manifest's `precision`, or TRTMC's own default for an omitted one (the
+   e2e harness and build CLI build it at fp32; see `precision`), cited either way.
+1. A profile is *tensor-parallel* when `tensor_parallel_size` (or `tp_size`) > 1 or its name has a
+   `-tpN` part, *context-parallel* likewise with `cp_size`/`-cpN`; it is an *L0 CI tier* when its name
+   has an `l0` part or every `ci_tier` it sets says l0 (`"l0_only"`: same checkpoint and runtime, a
+   shorter budget); it is *partial* when its name has a `partial`, `random`, `regression`, `smoke`,
+   `dummy` or `probeNN` part, or the manifest carries `partial: true` or `random_weights: true`.
+   None of these counts as full-model coverage. (`l0_replacement` names the L0 stand-in that PR CI
+   runs instead of the profile carrying it, so it marks that profile as full, not as a tier.)
+2. The family's default precision is the most frequent precision among the family's full-model profiles
+   across the whole checkout; ties go to bf16, fp16, fp32, fp8, nvfp4, int8, int4, then alphabetical.
+3. The normal profile is the full-model profile of the checkpoint at the family's default precision;
+   failing that, at the best-ranked precision; ties go to the shorter, then alphabetically first name.
+   A checkpoint with no full-model profile keeps its best partial/TP profile as representative and is
+   marked `full_model_coverage = false`.
+4. Every other profile of the checkpoint is a variant labelled by what differs from the normal profile:
+   kinds `tensor-parallel`, `context-parallel`, `l0-ci-tier`, `partial`, `precision` (another effective
+   precision), or `alternate` when none of these differ; `differs` spells each out with both values.
+A profile whose `hf_revision` is missing joins the checkpoint's single pinned revision when there is one.
+
+Status precedence for a row: `--probe` evidence (newest run first) > manifest class other than audio-qa
+(`unsupported`, with the gap) > configured in bench.toml and not yet run (`planned`) > audio-qa declared
+with no served route (`blocked`) > a candidate absent from the checkout (`unsupported`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from orchestrator.inventory.profile import Profile
+from orchestrator.inventory.records import (
+    CAPABILITY_CLASSES,
+    CheckpointRow,
+    ConfiguredModel,
+    Evidence,
+    Gap,
+    ProbeOutcome,
+    TreeSource,
+    VariantRow,
+)
+from orchestrator.inventory.tasks import DECLARED_TASK, Declared
+
+__all__ = ["family_defaults", "checkpoints", "match", "checkpoint_row", "candidate_row", "declared_row", "near"]
+
+_PRECISION_RANK = ("bf16", "fp16", "fp32", "fp8", "nvfp4", "int8", "int4")
+# Why trtmc-server cannot reach an audio-QA Task today (shared/docs/trtmc.md section 1).
+_NO_ROUTE = ("no served route reaches it: trtmc-server dispatches text Tasks only and answers every "
+             "input_audio content part with 400; trtmc-perf-serve has no chat route for audio questions")
+
+
+def _precision_rank(precision: str) -> tuple[int, str]:
+    rank = _PRECISION_RANK.index(precision) if precision in _PRECISION_RANK else len(_PRECISION_RANK)
+    return rank, precision
+
+
+def _full(p: Profile) -> bool:
+    return p.tensor_parallel == 1 and p.context_parallel == 1 and not p.partial_reasons and not p.l0_tier
+
+
+def family_defaults(profiles: Sequence[Profile]) -> dict[str, str]:
+    counts: dict[str, Counter[str]] = defaultdict(Counter)
+    for p in profiles:
+        if _full(p):
+            counts[p.family][p.precision] += 1
+    return {
+        fam: min(c, key=lambda prec: (-c[prec], *_precision_rank(prec))) for fam, c in counts.items()
+    }
+
+
+def _differences(p: Profile, normal: Profile) -> tuple[list[str], list[str]]:
+    """(kinds, phrases): each axis on which the variant differs from the normal profile."""
+    kinds: list[str] = []
+    phrases: list[str] = []
+    if p.tensor_parallel != normal.tensor_parallel:
+        kinds.append("tensor-parallel")
+        phrases.append(f"TP {p.tensor_parallel} (normal {normal.tensor_parallel})")
+    if p.context_parallel != normal.context_parallel:
+        kinds.append("context-parallel")
+        phrases.append(f"CP {p.context_parallel} (normal {normal.context_parallel})")
+    if p.l0_tier and not normal.l0_tier:
+        kinds.append("l0-ci-tier")
+        phrases.append(f"L0 CI tier ({p.l0_tier})")
+    if p.partial_reasons and not normal.partial_reasons:
+        kinds.append("partial")
+        phrases.append(f"partial ({', '.join(p.partial_reasons)})")
+    if p.precision != normal.precision:
+        kinds.append("precision")
+        phrases.append(f"precision {p.precision or '?'} (normal {normal.precision or '?'})")
+    return kinds or ["alternate"], phrases or ["another full profile: same TP, CP, tier and precision"]
+
+
+def checkpoints(profiles: Sequence[Profile]) -> dict[tuple[str, str], list[Profile]]:
+    """Group by (hf_id, hf_revision); an unpinned profile joins the checkpoint's one pinned revision."""
+    pinned: dict[str, set[str]] = defaultdict(set)
+    for p in profiles:
+        if p.revision:
+            pinned[p.hf_id.lower()].add(p.revision)
+    groups: dict[tuple[str, str], list[Profile]] = defaultdict(list)
+    for p in profiles:
+        revision = p.revision
+        revisions = pinned.get(p.hf_id.lower(), set())
+        if not revision and len(revisions) == 1:
+            revision = next(iter(revisions))
+        groups[(p.hf_id.lower(), revision)].append(p)
+    return groups
+
+
+def _normal(members: list[Profile], default_precision: str) -> tuple[Profile, bool]:
+    full = [p for p in members if _full(p)]
+    pool = full or members
+
+    def key(p: Profile) -> tuple[Any, ...]:
+        return (bool(p.partial_reasons), bool(p.l0_tier), p.tensor_parallel, p.context_parallel,
+                p.precision != default_precision,
+                _precision_rank(p.precision), len(p.name), p.name)
+
+    return min(pool, key=key), bool(full)
+
+
+def match(text: str, hf_id: str, names: Iterable[str]) -> bool:
+    low = text.lower()
+    return bool(low) and (low == hf_id.lower() or low in {n.lower() for n in names})
+
+
+def _probe_status(probe: ProbeOutcome) -> str:
+    """A probe's status word; a failure after the capability stage keeps what earlier stages proved."""
+    if probe.status != "failed":
+        return probe.status
+    stage = probe.failed_stage.lower()
+    if stage in ("correctness", "family_correctness"):
+        return "implemented"
+    if stage in ("identity", "aiperf", "load"):
+        return "family-validated"
+    return ""
+
+
+def checkpoint_row(
+    key: tuple[str, str],
+    members: list[Profile],
+    defaults: dict[str, str],
+    *,
+    candidate: str,
+    configured: list[ConfiguredModel],
+    probes: list[ProbeOutcome],
+    findings: Sequence[Gap] = (),
+) -> tuple[CheckpointRow, list[VariantRow]]:
+    """The row of one checkpoint from its profiles; `findings` are gaps its family's code shows."""
+    family = members[0].family
+    normal, full = _normal(members, defaults.get(family, ""))
+    ordered = sorted(members, key=lambda p: (CAPABILITY_CLASSES.index(p.capability), p is not normal))
+    strongest = ordered[0]
+    cls = strongest.capability
+    classes_seen = {p.name: p.capability for p in sorted(members, key=lambda p: p.name)}
+    evidence: list[Evidence] = []
+    for claim in ("checkpoint", "revision", "profile", "family", "task_strategy", "runtime_strategy",
+                  "user_contract", "precision", "cache_length", "audio_input"):
+        evidence += normal.evidence.get(claim, [])
+    if normal.group_reason is not None:
+        evidence.append(Evidence(claim="audio_group", file=normal.doc.path, field=normal.group_reason.field,
+                                 value=normal.group_reason.value))
+    evidence += [Evidence(claim=f"class:{cls}", file=ev.file, field=ev.field, value=ev.value)
+                 for ev in strongest.capability_evidence]
+    notes: list[str] = []
+    if not full:
+        notes.append("no full-model profile: only partial, L0 CI tier or parallel profiles; "
+                     "this row does not count as full-model coverage")
+    if strongest is not normal:
+        notes.append(f"class {cls} comes from profile {strongest.name} ({strongest.doc.path}); "
+                     f"the normal profile {normal.name} is {normal.capability}")
+    others = {p.capability for p in members} - {cls}
+    gap_classes = f" (other profiles: {', '.join(sorted(others))})" if others else ""
+    status, gap = _manifest_status(cls, strongest, configured, evidence, gap_classes)
+    if strongest.skips:
+        reason = "; ".join(dict.fromkeys(strongest.skips))
+        evidence += strongest.evidence.get("skip", [])
+        notes.append(f"profile {strongest.name} is skipped by its own manifest: {reason}")
+        if gap:
+            gap = f"{gap}; and the manifest skips it: {reason}"
+    class_gaps = [Gap(text=gap, summary=_summary(gap), evidence=list(strongest.capability_evidence))] if gap else []
+    if findings and gap:
+        # What the family's code shows outranks the class's template: it says what stands in the way.
+        gap = f"{findings[0].text} (class {cls}: {gap})"
+    manifest_gap = gap
+    status, gap, probe_notes = _apply_probes(status, gap, key, probes, evidence)
+    notes += probe_notes
+    if not gap:
+        gaps: list[Gap] = []
+    elif gap == manifest_gap:
+        gaps = [*findings, *class_gaps]
+    else:  # a live probe's reason leads; the checkout's findings still explain it
+        gaps = [Gap(text=gap, summary=_summary(gap), evidence=[e for e in evidence if e.claim.startswith("probe:")]),
+                *findings]
+    row = CheckpointRow(
+        checkpoint=normal.hf_id, revision=key[1], family=family, profile=normal.name, file=normal.doc.path,
+        full_model_coverage=full, task_strategy=normal.task, runtime_strategy=normal.runtime,
+        user_contracts=sorted({c for p in members for c in p.contracts}) if not normal.contracts
+        else list(normal.contracts),
+        precision=normal.precision, cache_length=normal.cache_length,
+        audio_inputs=sorted(set(normal.audio_inputs)), capability_class=cls, classes_seen=classes_seen,
+        status=status, gap=gap, controls=list(normal.controls), evidence=evidence,
+        variants=sorted(p.name for p in members if p is not normal), candidate=candidate,
+        in_audio_group=any(p.in_group for p in members), configured_as=[m.name for m in configured],
+        probes=probes, accounted=cls != "unknown" or status != "unsupported", notes=notes,
+        precision_source=normal.precision_source, gaps=gaps,
+        l0_tier_profiles=sorted(p.name for p in members if p.l0_tier and p is not normal),
+        same_clip=list(normal.same_clip),
+    )
+    variants = []
+    for p in sorted(members, key=lambda p: p.name):
+        if p is normal:
+            continue
+        kinds, differs = _differences(p, normal)
+        variants.append(VariantRow(
+            checkpoint=normal.hf_id, revision=key[1], profile=p.name, file=p.doc.path, kinds=kinds,
+            precision=p.precision, tensor_parallel=p.tensor_parallel, capability_class=p.capability,
+            normal_profile=normal.name, differs=differs, context_parallel=p.context_parallel,
+            ci_tier=p.l0_tier, precision_source=p.precision_source))
+    return row, variants
+
+
+def _summary(text: str) -> str:
+    """The first clause of a gap: up to its first ':' or ';' (citations and detail follow those)."""
+    cut = min((i for i in (text.find(": "), text.find("; ")) if i > 0), default=len(text))
+    return text[:cut]
+
+
+def _manifest_status(
+    cls: str, strongest: Profile, configured: list[ConfiguredModel], evidence: list[Evidence], extra: str
+) -> tuple[str, str]:
+    if cls != "audio-qa":
+        gap = f"{strongest.capability_why}{extra}"
+        if cls == "unknown":
+            gap = f"capability unknown: {gap}; classify it by hand or add a rule"
+        return "unsupported", gap
+    if configured:
+        m = configured[0]
+        evidence.append(Evidence(claim="status:planned", file=m.config_path, field=f"models[{m.index}].checkpoint",
+                                 value=m.checkpoint))
+        return "planned", ""
+    evidence.append(Evidence(claim="status:blocked", file="shared/docs/trtmc.md", field="section 1 (Audio today)",
+                             value="input_audio -> 400"))
+    declared = next((f"{ev.value} ({ev.field})" for ev in strongest.capability_evidence), "audio-QA")
+    return "blocked", f"{declared} declared but {_NO_ROUTE}"
+
+
+def _apply_probes(
+    status: str, gap: str, key: tuple[str, str], probes: list[ProbeOutcome], evidence: list[Evidence]
+) -> tuple[str, str, list[str]]:
+    """Newest run first: live evidence outranks any manifest reading; a pinned-revision mismatch is ignored."""
+    notes: list[str] = []
+    for probe in sorted(probes, key=lambda pr: -pr.started_ns):
+        if key[1] and probe.revision and probe.revision != key[1]:
+            notes.append(f"probe run {probe.run_id} tested revision {probe.revision}, not {key[1]}: ignored")
+            continue
+        word = _probe_status(probe)
+        if not word:
+            notes.append(f"probe run {probe.run_id}: {probe.model} failed at stage {probe.failed_stage or '?'}"
+                         f" ({probe.reason}); no capability established")
+            continue
+        evidence.extend(probe.evidence)
+        if probe.status == "failed":
+            notes.append(f"probe run {probe.run_id}: failed at stage {probe.failed_stage}; "
+                         f"earlier stages establish {word}")
+        if word in ("unsupported", "blocked"):
+            return word, f"live probe ({probe.run_id}): {probe.reason or 'no audio route'}", notes
+        return word, "", notes
+    return status, gap, notes
+
+
+_GENERIC_TOKENS = {"instruct", "thinking", "chat", "base", "model", "it", "hf", "v1", "v2"}
+# A size part: 2b, 0.6b, 357m, e4b (Gemma's effective size), 30b.
+_SIZE = re.compile(r"^[a-z]?\d+(?:\.\d+)?[bm]$")
+_NAME_SPLIT = re.compile(r"[-_\s]+")
+
+
+def _family_and_size(name: str) -> tuple[tuple[str, ...], str]:
+    """A model name's family parts (everything before its first size part, generic words dropped) and size."""
+    parts = [t for t in _NAME_SPLIT.split(name.rsplit("/", 1)[-1].lower()) if t]
+    at = next((i for i, t in enumerate(parts) if _SIZE.match(t)), len(parts))
+    return tuple(t for t in parts[:at] if t not in _GENERIC_TOKENS), parts[at] if at < len(parts) else ""
+
+
+def near(candidate: str, groups: dict[tuple[str, str], list[Profile]], most: int = 3) -> list[str]:
+    """Checkpoints that are plausibly the same model as an absent candidate: the same family parts (the
+    name before its size, e.g. `gemma-4`, `qwen3-omni`) and the same size when both names give one
+    (`gemma-4-E4B-it` matches neither `gemma-2-2b-it` nor `gemma-4-E2B-it`). None otherwise: another
+    family or size is another model, and a suggestion would be noise."""
+    family, size = _family_and_size(candidate)
+    if not family:
+        return []
+    found = set()
+    for (hf_id, _rev), members in groups.items():
+        for name in (hf_id, *(p.name for p in members)):
+            fam, sz = _family_and_size(name)
+            if fam == family and (not size or not sz or sz == size) and hf_id != candidate.lower():
+                found.add(members[0].hf_id)
+    return sorted(found)[:most]
+
+
+def candidate_row(candidate: str, configured: list[ConfiguredModel], probes: list[ProbeOutcome],
+                   source: TreeSource, near: Sequence[str] = ()) -> CheckpointRow:
+    where = f"commit {source.commit[:12]}" if source.commit else source.root
+    evidence = [Evidence(claim="candidate", file="bench.toml", field="inventory.candidates", value=candidate)]
+    # "No manifest", not "not in the checkout": a README or the Task SDK may still mention it (Gemma 4),
+    # but only a manifest, a runtime Task and a served route together establish a capability.
+    gap = (f"no manifest in this TRTMC checkout ({where}) names {candidate} as hf_id or profile, so nothing "
+           f"there establishes what TRTMC serves for it")
+    if near:
+        gap += (f"; nearest checkpoints here: {', '.join(near)} (another id is another checkpoint: "
+                f"correct [inventory] candidates if one of them is meant)")
+    status = "unsupported"
+    if configured:
+        m = configured[0]
+        status, gap = "planned", ""
+        evidence.append(Evidence(claim="status:planned", file=m.config_path,
+                                 field=f"models[{m.index}].checkpoint", value=m.checkpoint))
+    status, gap, notes = _apply_probes(status, gap, (candidate.lower(), ""), probes, evidence)
+    return CheckpointRow(
+        checkpoint=candidate, revision="", family="", profile="", file="", full_model_coverage=False,
+        task_strategy="", runtime_strategy="", user_contracts=[], precision="", cache_length=None,
+        audio_inputs=[], capability_class="unknown", classes_seen={}, status=status, gap=gap, controls=[],
+        evidence=evidence, variants=[], candidate=candidate, in_audio_group=False,
+        configured_as=[m.name for m in configured], probes=probes, accounted=True, notes=notes,
+        gaps=[Gap(text=gap, summary="no manifest names it in this checkout", evidence=evidence[:1])] if gap else [],
+    )
+
+
+def declared_row(hf_id: str, fam: Declared, *, candidate: str, configured: list[ConfiguredModel],
+                  probes: list[ProbeOutcome]) -> CheckpointRow:
+    """A checkpoint known only from its family's sources: audio-QA declared, no manifest, no route."""
+    task = DECLARED_TASK.search(str(fam.declared[0].value))
+    task_id = task.group(1) if task else "audio_text_to_text"
+    decl, bind, named = fam.declared[0], fam.bound[0], fam.named[hf_id]
+    evidence = [Evidence(claim="checkpoint", file=named.file, field=named.field, value=named.value),
+                Evidence(claim="class:audio-qa", file=decl.file, field=decl.field, value=decl.value),
+                Evidence(claim="class:audio-qa", file=bind.file, field=bind.field, value=bind.value)]
+    if candidate:
+        evidence.append(Evidence(claim="candidate", file="bench.toml", field="inventory.candidates", value=candidate))
+    status, gap = "blocked", (f"{task_id} declared in {decl.file} ({decl.field}) and bound in {bind.file} "
+                              f"({bind.field}), but no manifest builds or tests {hf_id}, and {_NO_ROUTE}")
+    if configured:
+        m = configured[0]
+        status, gap = "planned", ""
+        evidence.append(Evidence(claim="status:planned", file=m.config_path, field=f"models[{m.index}].checkpoint",
+                                 value=m.checkpoint))
+    else:
+        evidence.append(Evidence(claim="status:blocked", file="shared/docs/trtmc.md",
+                                 field="section 1 (Audio today)", value="input_audio -> 400"))
+    status, gap, notes = _apply_probes(status, gap, (hf_id.lower(), ""), probes, evidence)
+    notes.insert(0, "known from the family's sources only (no manifest): whether a build of this checkpoint "
+                    "carries the Task depends on its own config, which only a build shows")
+    return CheckpointRow(
+        checkpoint=hf_id, revision="", family=fam.family, profile="", file=named.file, full_model_coverage=False,
+        task_strategy=task_id, runtime_strategy="", user_contracts=[], precision="", cache_length=None,
+        audio_inputs=[], capability_class="audio-qa", classes_seen={}, status=status, gap=gap, controls=[],
+        evidence=evidence, variants=[], candidate=candidate, in_audio_group=True,
+        configured_as=[m.name for m in configured], probes=probes, accounted=True, notes=notes,
+        gaps=[Gap(text=gap, summary=f"{task_id} declared and bound, but no manifest and no served route",
+                  evidence=[decl, bind, named])] if gap else [],
+    )
