@@ -1,7 +1,10 @@
 """Every event aqbench journals: frozen, tagged msgspec Structs, and the `AnyEvent` union.
 
-The journal format is designed here once. Imports nothing from the project. Schema evolution: add
-fields only at the end of a class, with defaults; never retype or reuse a field or a tag.
+The journal format is designed here once. Imports nothing from the project but the configuration,
+whose resolved snapshot RunStarted carries. Schema evolution: add fields only at the end of a class,
+with defaults; never retype or reuse a field or a tag without a new SCHEMA_VERSION, whose upgrade of
+older journals lives in orchestrator/journal.py. Payloads are Structs; dicts remain only for foreign
+data (log fields, AIPerf's aggregate, HTTP bodies kept as evidence).
 """
 
 from __future__ import annotations
@@ -10,9 +13,20 @@ from typing import Any, Literal, Union
 
 import msgspec
 
+from orchestrator.config import Config
+
 __all__ = [
     "SCHEMA_VERSION",
     "Event",
+    # payloads
+    "HostFacts",
+    "ItemRef",
+    "AnswerMismatch",
+    "PhaseDetail",
+    "ResultRow",
+    "AiperfSettings",
+    "GateCounts",
+    "NoticeContext",
     "AnyEvent",
     "EVENT_TYPES",
     # run
@@ -54,9 +68,11 @@ __all__ = [
     "SubscriberFailed",
 ]
 
-SCHEMA_VERSION = 1
+# 2: typed payloads (RunStarted.config/host, Phase*.detail, ModelResult.row, GateEvaluated.detail,
+#    Warned/Failed.detail); journals of version 1 are upgraded on read.
+SCHEMA_VERSION = 2
 
-Json = dict[str, Any]
+Json = dict[str, Any]  # foreign data only
 
 
 def _snake(name: str) -> str:
@@ -83,6 +99,130 @@ class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind", tag=_sn
     source: str = ""
 
 
+# ---------------------------------------------------------------------------------------- payloads
+
+
+class HostFacts(msgspec.Struct, frozen=True, kw_only=True):
+    """Where a run ran."""
+
+    hostname: str = ""
+    os: str = ""
+    machine: str = ""
+    cpu: str = ""
+    cpus: int = 0
+    python: str = ""
+
+
+class ItemRef(msgspec.Struct, frozen=True, kw_only=True):
+    """A dataset item on one arm."""
+
+    item_id: str
+    arm: str = ""
+
+
+class AnswerMismatch(msgspec.Struct, frozen=True, kw_only=True):
+    """One item whose answers differ between paths; `answers` maps a path (`http`, `native`,
+    `under_load`, `correctness_stage`) to its answer."""
+
+    item_id: str
+    arm: str = ""
+    request_id: str = ""
+    answers: dict[str, str | None] = {}
+
+
+class AiperfSettings(msgspec.Struct, frozen=True, kw_only=True):
+    """The workload of qualify's AIPerf stage."""
+
+    warmup_requests: int | None = None
+    requests: int | None = None
+    concurrency: int | None = None
+    request_rate: float | None = None
+    streaming: bool | None = None
+    arms: list[str] = []
+    request_timeout_s: float | None = None
+
+
+class PhaseDetail(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """What a phase reports beside its outcome. Each phase fills its own fields (named in the comments);
+    unset fields stay at their defaults and are not written."""
+
+    # model: the checkpoint's identity as bench.toml states it
+    checkpoint: str = ""
+    profile: str = ""
+    revision: str = ""
+    family: str = ""
+    native_task: str = ""
+    precision: str = ""
+    bundle: str = ""
+    # server
+    argv: list[str] = []
+    base_url: str = ""
+    bundle_sha256: str = ""
+    models: Any = None  # the server's own /v1/models answer (foreign)
+    # dataset
+    name: str = ""
+    identity: str = ""
+    path: str = ""
+    items: int | None = None
+    arms: list[str] = []
+    # correctness
+    requests: int | None = None
+    native: bool | None = None
+    failing_items: list[str | ItemRef] = []
+    # identity and aiperf
+    compared: int | None = None
+    mismatches: list[AnswerMismatch] = []
+    identity_mismatches: list[AnswerMismatch] = []
+    # aiperf workload (qualify; run-aiperf adds rows, window, classification, balanced)
+    warmup_requests: int | None = None
+    concurrency: int | None = None
+    request_rate: float | None = None
+    streaming: bool | None = None
+    request_timeout_s: float | None = None
+    settings: AiperfSettings | None = None
+    rows: int | None = None
+    window: str = ""
+    classification: str = ""
+    balanced: bool | None = None
+    # soak
+    duration_s: float | None = None
+    window_s: float | None = None
+    checkpoint_every_s: float | None = None
+    limits: dict[str, float | int] = {}
+    windows: int | None = None
+
+
+class ResultRow(msgspec.Struct, frozen=True, kw_only=True):
+    """The published result row of one checkpoint, beside its status."""
+
+    checkpoint: str = ""
+    profile: str = ""
+    revision: str = ""
+    family: str = ""
+    native_task: str = ""
+    precision: str = ""
+    bundle_sha256: str = ""
+    qualify_command: str = ""
+    aiperf_command: str = ""
+    reason: str = ""
+
+
+class GateCounts(msgspec.Struct, frozen=True, kw_only=True):
+    """The counts behind a gate's observed rate."""
+
+    correct: int = 0
+    total: int = 0
+    failing_items: list[str] = []
+
+
+class NoticeContext(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """Where a warning or failure belongs."""
+
+    model: str = ""
+    pid: int | None = None
+    incarnation: int | None = None
+
+
 # --------------------------------------------------------------------------------------------- run
 
 
@@ -94,9 +234,9 @@ class RunStarted(Event, frozen=True, kw_only=True):
     argv: list[str] = []
     config_path: str = ""
     config_sha256: str = ""
-    config: Json = {}
+    config: Config | None = None
     tool_versions: dict[str, str] = {}
-    host: Json = {}
+    host: HostFacts = HostFacts()
     run_dir: str = ""
 
 
@@ -114,7 +254,7 @@ class PhaseStarted(Event, frozen=True, kw_only=True):
 
     phase: str
     model: str = ""
-    detail: Json = {}
+    detail: PhaseDetail = PhaseDetail()
 
 
 class PhaseFinished(Event, frozen=True, kw_only=True):
@@ -124,7 +264,7 @@ class PhaseFinished(Event, frozen=True, kw_only=True):
     model: str = ""
     outcome: str = ""
     reason: str = ""
-    detail: Json = {}
+    detail: PhaseDetail = PhaseDetail()
 
 
 # ------------------------------------------------------------------------------- server lifecycle
@@ -441,7 +581,7 @@ class GateEvaluated(Event, frozen=True, kw_only=True):
     observed: float
     passed: bool
     scope: str = ""
-    detail: Json = {}
+    detail: GateCounts = GateCounts()
 
 
 class ModelResult(Event, frozen=True, kw_only=True):
@@ -450,7 +590,7 @@ class ModelResult(Event, frozen=True, kw_only=True):
     model: str
     status: str
     failed_stage: str = ""
-    row: Json = {}
+    row: ResultRow = ResultRow()
 
 
 class SoakWindowClosed(Event, frozen=True, kw_only=True):
@@ -478,7 +618,7 @@ class Warned(Event, frozen=True, kw_only=True):
 
     code: str
     message: str
-    detail: Json = {}
+    detail: NoticeContext = NoticeContext()
 
 
 class Failed(Event, frozen=True, kw_only=True):
@@ -486,7 +626,7 @@ class Failed(Event, frozen=True, kw_only=True):
 
     code: str
     message: str
-    detail: Json = {}
+    detail: NoticeContext = NoticeContext()
 
 
 class EventsDropped(Event, frozen=True, kw_only=True):

@@ -10,19 +10,20 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import anyio
 import msgspec
 from anyio.abc import TaskStatus
 
 from orchestrator.errors import JournalError
-from orchestrator.events import AnyEvent, PhaseFinished, PhaseStarted, RunFinished, RunStarted
+from orchestrator.events import SCHEMA_VERSION, AnyEvent, PhaseFinished, PhaseStarted, RunFinished, RunStarted
 
 __all__ = ["JournalWriter", "iter_journal", "read_journal", "TornLine", "encode_event", "decode_event"]
 
 _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder(AnyEvent)
+_generic = msgspec.json.Decoder()
 _SYNC_KINDS = (RunStarted, PhaseStarted, PhaseFinished, RunFinished)
 
 
@@ -106,7 +107,8 @@ def iter_journal(
 ) -> Iterator[AnyEvent]:
     """Yield the events of a journal in order. Blocks (file reads); streams, so memory stays flat.
 
-    A last line that does not decode is passed to `on_torn` (or ignored when None) and skipped.
+    A journal of an older SCHEMA_VERSION (its RunStarted says which) is upgraded line by line as it is
+    read. A last line that does not decode is passed to `on_torn` (or ignored when None) and skipped.
     Any other undecodable line raises JournalError with the file and line number.
     """
     p = Path(path)
@@ -115,12 +117,17 @@ def iter_journal(
     except OSError as exc:
         raise JournalError(f"{p}: cannot open journal: {exc.strerror}") from None
     with fh:
+        decode = _decoder.decode
         pending: tuple[int, bytes] | None = None
         lineno = 0
         for raw in fh:
             lineno += 1
             if pending is not None:
-                yield _decode_or_raise(p, *pending)
+                ev = _decode_or_raise(p, *pending, decode)
+                if isinstance(ev, RunStarted) and ev.schema_version < SCHEMA_VERSION:
+                    decode = _upgrader(p, ev.schema_version)
+                    ev = _decode_or_raise(p, *pending, decode)
+                yield ev
             pending = (lineno, raw)
         if pending is None:
             return
@@ -129,9 +136,37 @@ def iter_journal(
             _torn(p, last_no, last, on_torn)
             return
         try:
-            yield _decoder.decode(last)
+            yield decode(last)
         except (msgspec.DecodeError, msgspec.ValidationError):
             _torn(p, last_no, last, on_torn)
+
+
+def _upgrader(p: Path, version: int) -> Callable[[bytes], AnyEvent]:
+    """A line decoder that brings a journal of `version` to the current schema."""
+    if version != 1:
+        raise JournalError(f"{p}: journal schema version {version} is not one this aqbench reads "
+                           f"(it reads 1 to {SCHEMA_VERSION}); use the aqbench release that wrote it")
+
+    def decode_v1(line: bytes) -> AnyEvent:
+        obj = _generic.decode(line)
+        if isinstance(obj, dict) and obj.get("kind") in ("phase_started", "phase_finished"):
+            detail = obj.get("detail")
+            if isinstance(detail, dict):
+                for key in ("mismatches", "identity_mismatches"):
+                    if isinstance(detail.get(key), list):
+                        detail[key] = [_v1_mismatch(e) for e in detail[key]]
+        return msgspec.convert(obj, AnyEvent)  # type: ignore[arg-type]
+
+    return decode_v1
+
+
+def _v1_mismatch(entry: Any) -> dict[str, Any]:
+    """v1 kept a mismatch's answers beside its ids: {item_id, arm, request_id?, <path>: answer, ...}."""
+    if not isinstance(entry, dict):
+        return {"item_id": str(entry)}
+    ids = ("item_id", "arm", "request_id")
+    return {**{k: entry[k] for k in ids if k in entry},
+            "answers": {k: v for k, v in entry.items() if k not in ids}}
 
 
 def _torn(p: Path, lineno: int, raw: bytes, on_torn: Callable[[TornLine], None] | None) -> None:
@@ -139,9 +174,10 @@ def _torn(p: Path, lineno: int, raw: bytes, on_torn: Callable[[TornLine], None] 
         on_torn(TornLine(path=str(p), line=lineno, text=raw[:200]))
 
 
-def _decode_or_raise(p: Path, lineno: int, raw: bytes) -> AnyEvent:
+def _decode_or_raise(p: Path, lineno: int, raw: bytes,
+                     decode: Callable[[bytes], AnyEvent] = _decoder.decode) -> AnyEvent:
     try:
-        return _decoder.decode(raw)
+        return decode(raw)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise JournalError(
             f"{p}:{lineno}: corrupt journal line ({exc}); only the last line may be torn. "

@@ -26,6 +26,7 @@ from orchestrator.errors import ServerError
 from orchestrator.events import (
     Event,
     GpuSampled,
+    NoticeContext,
     OrphanKilled,
     ResourceSampled,
     ServerExited,
@@ -490,7 +491,7 @@ class _Supervisor:
                 await self.publish(Warned(code="server_stop_forced", message=(
                     f"server pid {proc.pid} did not stop within {cfg.stop_grace_s:g} s of {cfg.stop_signal} "
                     "(server.stop_grace_s); its process group was killed with SIGKILL"),
-                    detail={"pid": proc.pid, "incarnation": inc}))
+                    detail=NoticeContext(pid=proc.pid, incarnation=inc)))
         else:
             await proc.stop(signal.SIGKILL, 0.0)  # the leader died: kill what is left of its group
         for orphan in await proc.sweep_orphans():

@@ -119,7 +119,7 @@ async def _body(cfg: Any, args: argparse.Namespace, interrupt: Any) -> int:
         write_aiperf_input,
     )
     from orchestrator.errors import UsageError
-    from orchestrator.events import PhaseFinished, PhaseStarted
+    from orchestrator.events import PhaseDetail, PhaseFinished, PhaseStarted
     from orchestrator.run import open_run
     from orchestrator.supervisor import ServerSpec, supervise
 
@@ -153,7 +153,7 @@ async def _body(cfg: Any, args: argparse.Namespace, interrupt: Any) -> int:
                             request_rate=args.request_rate)
         await anyio.to_thread.run_sync(cmd.save, work)
         await run.bus.publish(PhaseStarted(source="run-aiperf", phase="aiperf", model=model.name,
-                                           detail={"arms": arms, "rows": len(rows), "window": window}))
+                                           detail=PhaseDetail(arms=arms, rows=len(rows), window=window)))
         try:
             outcome = await run_aiperf(cmd, run.bus, window=window, deadline_s=cfg.workload.deadline_s,
                                        stop_grace_s=cfg.workload.stop_grace_s, install=install)
@@ -169,8 +169,8 @@ async def _body(cfg: Any, args: argparse.Namespace, interrupt: Any) -> int:
         reason = outcome.reason if acc.balanced else "accounting: " + "; ".join(acc.problems)
         await run.bus.publish(PhaseFinished(source="run-aiperf", phase="aiperf", model=model.name,
                                             outcome="passed" if ok else "failed", reason=reason,
-                                            detail={"classification": outcome.classification,
-                                                    "balanced": acc.balanced}))
+                                            detail=PhaseDetail(classification=outcome.classification,
+                                                               balanced=acc.balanced)))
         print(_summary(outcome, acc, live), file=sys.stderr, flush=True)
         if not acc.balanced:
             run.finish(status="error", exit_code=3, reason="accounting breach: " + "; ".join(acc.problems))

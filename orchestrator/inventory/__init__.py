@@ -12,6 +12,7 @@ reads `qualify` journals; `render` writes Markdown and JSON (its docstring docum
 from orchestrator.inventory.audit import audit
 from orchestrator.inventory.html import to_html
 from orchestrator.inventory.probes import read_probes
+from orchestrator.inventory.reconcile import RevisionDiff, RowChange, diff_inventories, diff_markdown, load_inventory
 from orchestrator.inventory.records import (
     CAPABILITY_CLASSES,
     INVENTORY_SCHEMA_VERSION,
@@ -34,7 +35,6 @@ from orchestrator.inventory.records import (
     TreeSource,
     VariantRow,
 )
-from orchestrator.inventory.reconcile import RevisionDiff, RowChange, diff_inventories, diff_markdown, load_inventory
 from orchestrator.inventory.render import to_json, to_markdown
 from orchestrator.inventory.tree import MANIFEST_GLOBS, read_code_sources, read_task_sources, read_tree
 

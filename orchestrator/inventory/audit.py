@@ -11,7 +11,6 @@ import msgspec
 
 from orchestrator.inventory.considered import considered
 from orchestrator.inventory.findings import code_gaps
-
 from orchestrator.inventory.manifests import ManifestError, parse_manifest
 from orchestrator.inventory.matrix import read_support_matrix
 from orchestrator.inventory.precision import precision_default

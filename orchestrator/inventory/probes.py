@@ -8,8 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from orchestrator.config import ModelConfig
 from orchestrator.errors import InventoryError
-from orchestrator.events import CapabilityProbed, ModelResult, RunStarted
+from orchestrator.events import CapabilityProbed, ModelResult, ResultRow, RunStarted
 from orchestrator.inventory.records import Evidence, ProbeOutcome
 from orchestrator.journal import iter_journal
 
@@ -25,11 +26,11 @@ def _journal_path(run: str | Path) -> Path:
     return p
 
 
-def _identity(configured: dict[str, dict[str, Any]], name: str, row: dict[str, Any]) -> dict[str, str]:
+def _identity(configured: dict[str, ModelConfig], name: str, row: ResultRow) -> dict[str, str]:
     """checkpoint/profile/revision of a model: the ModelResult row first, then the run's config snapshot."""
-    cfg = configured.get(name, {})
+    cfg = configured.get(name)
     return {
-        key: str(row.get(key) or cfg.get(key) or "")
+        key: str(getattr(row, key) or (getattr(cfg, key) if cfg is not None else "") or "")
         for key in ("checkpoint", "profile", "revision")
     }
 
@@ -48,15 +49,14 @@ def read_probes(run: str | Path) -> list[ProbeOutcome]:
     journal = _journal_path(run)
     run_dir = str(journal.parent)
     run_id, started_ns = journal.parent.name, 0
-    configured: dict[str, dict[str, Any]] = {}
+    configured: dict[str, ModelConfig] = {}
     transport: dict[str, CapabilityProbed] = {}
     results: dict[str, ModelResult] = {}
     for event in iter_journal(journal):
         if isinstance(event, RunStarted):
             run_id, started_ns = event.run_id or run_id, event.ts_ns
-            for model in event.config.get("models", []) or []:
-                if isinstance(model, dict) and model.get("name"):
-                    configured[str(model["name"])] = model
+            for model in event.config.models if event.config is not None else []:
+                configured[model.name] = model
         elif isinstance(event, CapabilityProbed) and event.check == "transport":
             transport[event.model] = event
         elif isinstance(event, ModelResult):
@@ -65,7 +65,7 @@ def read_probes(run: str | Path) -> list[ProbeOutcome]:
     for name in sorted(set(results) | {m for m, ev in transport.items() if not ev.passed}):
         result = results.get(name)
         probe = transport.get(name)
-        ident = _identity(configured, name, result.row if result else {})
+        ident = _identity(configured, name, result.row if result else ResultRow())
         evidence: list[Evidence] = []
         reason = ""
         if probe is not None:
@@ -77,7 +77,7 @@ def read_probes(run: str | Path) -> list[ProbeOutcome]:
             status, stage = result.status, result.failed_stage
             evidence.append(Evidence(claim=f"probe:result:{status}", file=str(journal),
                                      field=_where(result), value=status))
-            reason = str(result.row.get("reason") or "") or reason
+            reason = result.row.reason or reason
         else:
             # An interrupted run: the transport check alone already proves the route is missing.
             status, stage = "unsupported", ""

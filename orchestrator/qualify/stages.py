@@ -29,13 +29,18 @@ from orchestrator.dataset import (
 )
 from orchestrator.errors import AqbenchError, ServerError
 from orchestrator.events import (
+    AiperfSettings,
+    AnswerMismatch,
     CapabilityProbed,
     ClientRecord,
+    GateCounts,
     GateEvaluated,
     ModelResult,
+    PhaseDetail,
     PhaseFinished,
     PhaseStarted,
     RequestCorrelated,
+    ResultRow,
     VerdictReached,
 )
 from orchestrator.judge.gates import ScoredAnswer, evaluate_gates
@@ -127,11 +132,12 @@ class _ModelRun:
         await self.correlator.close_window(f"{self.model.name}/{stage}")
 
     async def phase_start(self, phase: str, **detail: Any) -> None:
-        await self.bus.publish(PhaseStarted(source="qualify", phase=phase, model=self.model.name, detail=detail))
+        await self.bus.publish(PhaseStarted(source="qualify", phase=phase, model=self.model.name,
+                                            detail=PhaseDetail(**detail)))
 
     async def phase_end(self, phase: str, outcome: str, reason: str = "", **detail: Any) -> None:
         await self.bus.publish(PhaseFinished(source="qualify", phase=phase, model=self.model.name, outcome=outcome,
-                                             reason=reason, detail=detail))
+                                             reason=reason, detail=PhaseDetail(**detail)))
 
 
 async def qualify(cfg: Config, opts: QualifyOptions, interrupt: Interrupt, toolkit: Toolkit) -> int:
@@ -146,8 +152,8 @@ async def qualify(cfg: Config, opts: QualifyOptions, interrupt: Interrupt, toolk
         await run.tg.start(ConsoleView(run.bus).run)
         await run.bus.publish(PhaseFinished(
             source="qualify", phase="dataset", outcome="passed",
-            detail={"name": dataset.name, "identity": dataset.identity, "path": str(dataset.root),
-                    "items": len(dataset.items), "arms": list(cfg.dataset.arms)}))
+            detail=PhaseDetail(name=dataset.name, identity=dataset.identity, path=str(dataset.root),
+                               items=len(dataset.items), arms=list(cfg.dataset.arms))))
         requests = await anyio.to_thread.run_sync(prepare_arms, dataset, cfg.dataset.arms, run.run_dir / "wire")
         for model in models:
             state = _ModelRun(run, model, dataset, requests, opts, toolkit)
@@ -209,10 +215,10 @@ async def _qualify_model(m: _ModelRun) -> str:
             status, failed_stage, reason = stop.status, stop.stage, stop.reason
     await m.bus.publish(ModelResult(
         source="qualify", model=model.name, status=status, failed_stage=failed_stage,
-        row={"checkpoint": model.checkpoint, "profile": model.profile, "revision": model.revision,
-             "family": model.family, "native_task": model.native_task, "precision": model.precision,
-             "bundle_sha256": m.bundle_sha256, "qualify_command": _qualify_command(m.cfg, model),
-             "aiperf_command": m.aiperf_shell, "reason": reason}))
+        row=ResultRow(checkpoint=model.checkpoint, profile=model.profile, revision=model.revision,
+                      family=model.family, native_task=model.native_task, precision=model.precision,
+                      bundle_sha256=m.bundle_sha256, qualify_command=_qualify_command(m.cfg, model),
+                      aiperf_command=m.aiperf_shell, reason=reason)))
     await m.phase_end("model", status, reason)
     return status
 
@@ -421,8 +427,8 @@ async def _correctness(m: _ModelRun, base_url: str) -> None:
     for g in gates:
         await m.bus.publish(GateEvaluated(source="qualify", model=m.model.name, gate=g.gate, required=g.required,
                                           observed=g.observed, passed=g.passed, scope=g.scope,
-                                          detail={"correct": g.correct, "total": g.total,
-                                                  "failing_items": g.failing_items}))
+                                          detail=GateCounts(correct=g.correct, total=g.total,
+                                                            failing_items=g.failing_items)))
     failing = [g for g in gates if not g.passed]
     if failing:
         reason = "; ".join(f"{g.scope} pass rate {g.correct}/{g.total} = {g.observed:.4f} below the required "
@@ -472,8 +478,8 @@ async def _identity(m: _ModelRun) -> None:
         await m.phase_end("identity", "skipped", "no native runner configured", mismatches=[], compared=0)
         return
     mismatches = [
-        {"item_id": item_id, "arm": arm, "http": m.http_answers.get((item_id, arm)),
-         "native": m.native_answers.get((item_id, arm))}
+        AnswerMismatch(item_id=item_id, arm=arm, answers={"http": m.http_answers.get((item_id, arm)),
+                                                          "native": m.native_answers.get((item_id, arm))})
         for (item_id, arm) in m.http_answers
         if m.http_answers.get((item_id, arm)) != m.native_answers.get((item_id, arm))
     ]
@@ -493,10 +499,10 @@ async def _aiperf(m: _ModelRun, handle: Any) -> None:
 
     w = m.cfg.workload
     window = f"{m.model.name}/aiperf"
-    settings = {"warmup_requests": w.warmup_requests, "requests": w.requests, "concurrency": w.concurrency,
-                "request_rate": w.request_rate, "streaming": w.streaming, "arms": list(w.arms),
-                "request_timeout_s": w.request_timeout_s}
-    await m.phase_start("aiperf", **settings)
+    settings = AiperfSettings(warmup_requests=w.warmup_requests, requests=w.requests, concurrency=w.concurrency,
+                              request_rate=w.request_rate, streaming=w.streaming, arms=list(w.arms),
+                              request_timeout_s=w.request_timeout_s)
+    await m.phase_start("aiperf", **msgspec.structs.asdict(settings))
     try:
         aiperf = m.toolkit.aiperf
         install = await anyio.to_thread.run_sync(aiperf.check_install)
@@ -556,16 +562,16 @@ async def _aiperf(m: _ModelRun, handle: Any) -> None:
         scored.append(ScoredAnswer(item_id=c.item_id, arm=c.arm, kind=m.dataset.item(c.item_id).kind, verdict=verdict))
         expected = m.http_answers.get((c.item_id, c.arm))
         if m.model.correctness.deterministic and c.answer != expected:
-            mismatches.append({"request_id": c.request_id, "item_id": c.item_id, "arm": c.arm,
-                               "under_load": c.answer, "correctness_stage": expected})
+            mismatches.append(AnswerMismatch(request_id=c.request_id, item_id=c.item_id, arm=c.arm,
+                                             answers={"under_load": c.answer, "correctness_stage": expected}))
     if mismatches:
         problems.append(f"{len(mismatches)} answers under load differ from the correctness stage")
     gates = evaluate_gates(m.model.correctness, scored) if scored else []
     for g in gates:
         await m.bus.publish(GateEvaluated(source="qualify", model=m.model.name, gate=g.gate, required=g.required,
                                           observed=g.observed, passed=g.passed, scope=f"aiperf:{g.scope}",
-                                          detail={"correct": g.correct, "total": g.total,
-                                                  "failing_items": g.failing_items}))
+                                          detail=GateCounts(correct=g.correct, total=g.total,
+                                                            failing_items=g.failing_items)))
         if not g.passed:
             problems.append(f"under load, {g.scope} pass rate {g.correct}/{g.total} below {g.required}")
     if not profiling:

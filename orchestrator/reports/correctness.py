@@ -4,8 +4,9 @@ lift, verdict grids and identity mismatches. Pure; fed by reports/fold.py."""
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from collections.abc import Iterable
 
+from orchestrator.events import AnswerMismatch
 from orchestrator.reports.schema import (
     AudioLift,
     GridCell,
@@ -110,15 +111,7 @@ def audio_lift(cells: dict[tuple[str, str], tuple[str, str | None, str, str]]) -
                      vs_transcript=_diff(audio_speech, transcript_rate))
 
 
-def mismatches(raw: Any) -> list[Mismatch]:
+def mismatches(entries: Iterable[AnswerMismatch]) -> list[Mismatch]:
     """Mismatch entries as qualify journals them: item_id, arm, and one answer per path."""
-    out = []
-    for entry in raw or []:
-        if not isinstance(entry, dict):
-            out.append(Mismatch(item_id=str(entry)))
-            continue
-        answers = {str(k): (None if v is None else str(v)) for k, v in entry.items()
-                   if k not in ("item_id", "arm", "request_id")}
-        out.append(Mismatch(item_id=str(entry.get("item_id", "")), arm=str(entry.get("arm", "")),
-                            answers=dict(sorted(answers.items())), request_id=str(entry.get("request_id") or "")))
-    return out
+    return [Mismatch(item_id=e.item_id, arm=e.arm, answers=dict(sorted(e.answers.items())), request_id=e.request_id)
+            for e in entries]

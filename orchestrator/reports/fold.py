@@ -14,6 +14,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
+from orchestrator.config import ModelConfig
 from orchestrator.events import (
     AccountingChecked,
     AiperfExited,
@@ -24,13 +27,17 @@ from orchestrator.events import (
     Failed,
     GateEvaluated,
     GpuSampled,
+    HostFacts,
+    ItemRef,
     ModelResult,
     OrphanKilled,
+    PhaseDetail,
     PhaseFinished,
     PhaseStarted,
     RequestCorrelated,
     RequestUnmatched,
     ResourceSampled,
+    ResultRow,
     RunFinished,
     RunStarted,
     ServerExited,
@@ -119,7 +126,7 @@ class _Stage:
     finished_ns: int | None = None
     outcome: str = ""
     reason: str = ""
-    detail: dict[str, Any] = field(default_factory=dict)
+    detail: PhaseDetail = field(default_factory=PhaseDetail)
 
 
 @dataclass
@@ -127,7 +134,7 @@ class _Model:
     """Running state of one model's qualification."""
 
     name: str
-    detail: dict[str, Any] = field(default_factory=dict)
+    detail: PhaseDetail = field(default_factory=PhaseDetail)
     stages: dict[str, _Stage] = field(default_factory=dict)
     capability: list[CapabilityCheck] = field(default_factory=list)
     # (path, item_id, arm) -> (verdict, answer, gold, kind); bounded by dataset size x arms x paths.
@@ -210,7 +217,7 @@ class ReportFold:
     def _on_phase_started(self, ev: PhaseStarted) -> None:
         if ev.phase == "model" and ev.model:
             self._current = ev.model
-            self._model(ev.model).detail = dict(ev.detail)  # type: ignore[union-attr]
+            self._model(ev.model).detail = ev.detail  # type: ignore[union-attr]
         if ev.phase in _RUN_PHASES:
             return
         m = self._model(ev.model)
@@ -220,9 +227,8 @@ class ReportFold:
     def _on_phase_finished(self, ev: PhaseFinished) -> None:
         if ev.phase == "dataset":
             d = ev.detail
-            self._dataset = DatasetIdentity(name=str(d.get("name", "")), identity=str(d.get("identity", "")),
-                                            path=str(d.get("path", "")), items=int(d.get("items") or 0),
-                                            arms=[str(a) for a in d.get("arms") or []])
+            self._dataset = DatasetIdentity(name=d.name, identity=d.identity, path=d.path, items=d.items or 0,
+                                            arms=list(d.arms))
             return
         if ev.phase in _RUN_PHASES:
             return
@@ -230,10 +236,10 @@ class ReportFold:
         if m is None:
             return
         stage = m.stages.setdefault(ev.phase, _Stage(started_ns=ev.ts_ns))
-        stage.finished_ns, stage.outcome, stage.reason, stage.detail = ev.ts_ns, ev.outcome, ev.reason, dict(ev.detail)
+        stage.finished_ns, stage.outcome, stage.reason, stage.detail = ev.ts_ns, ev.outcome, ev.reason, ev.detail
         if ev.phase == "server":
-            m.served = list(ev.detail.get("models") or m.served)
-            m.argv = [str(a) for a in ev.detail.get("argv") or m.argv]
+            m.served = list(ev.detail.models or m.served)
+            m.argv = list(ev.detail.argv or m.argv)
         if ev.phase in ("aiperf", "model"):
             for name in m.windows:
                 self._windows[name].close()
@@ -341,11 +347,11 @@ class ReportFold:
 
     def _on_warned(self, ev: Warned) -> None:
         self._notices.append(Notice(kind="warned", code=ev.code, message=ev.message,
-                                    model=str(ev.detail.get("model", "")) or self._current))
+                                    model=ev.detail.model or self._current))
 
     def _on_failed(self, ev: Failed) -> None:
         self._notices.append(Notice(kind="failed", code=ev.code, message=ev.message,
-                                    model=str(ev.detail.get("model", "")) or self._current))
+                                    model=ev.detail.model or self._current))
 
     def _on_dropped(self, ev: EventsDropped) -> None:
         self._dropped[ev.subscriber] = max(self._dropped.get(ev.subscriber, 0), ev.dropped)
@@ -373,21 +379,21 @@ class ReportFold:
         return RunReport(provenance=self._provenance(torn), rows=rows, windows=windows, notices=notices,
                          charts=charts)
 
-    def _config_models(self) -> list[dict[str, Any]]:
-        models = (self._started.config.get("models") if self._started else None) or []
-        return [m for m in models if isinstance(m, dict) and m.get("name")]
+    def _config_models(self) -> list[ModelConfig]:
+        config = self._started.config if self._started else None
+        return list(config.models) if config is not None else []
 
     def _row_order(self) -> list[str]:
-        names = [str(m["name"]) for m in self._config_models()]
+        names = [m.name for m in self._config_models()]
         return names + [n for n in self._models if n not in names]
 
     def _provenance(self, torn: TornLine | None) -> Provenance:
         s, f = self._started, self._finished
         tools = s.tool_versions if s else {}
-        host = s.host if s else {}
+        host = s.host if s else HostFacts()
         start = s.ts_ns if s and s.ts_ns else self._first_ts
         end = f.ts_ns if f and f.ts_ns else None
-        gpus = [self._gpus[i] for i in sorted(self._gpus)] or [str(g) for g in host.get("gpus") or []]
+        gpus = [self._gpus[i] for i in sorted(self._gpus)]
         return Provenance(
             run_id=(s.run_id if s else "") or (f.run_id if f else ""),
             command=s.command if s else "",
@@ -397,12 +403,12 @@ class ReportFold:
             aqbench_commit=tools.get("aqbench_commit", ""),
             aiperf_version=self._aiperf_version or tools.get("aiperf", ""),
             aiperf_fingerprint=self._aiperf_fingerprint or tools.get("aiperf_fingerprint", ""),
-            python=tools.get("python", "") or str(host.get("python", "")),
-            os=str(host.get("os", "")),
-            cpu=str(host.get("cpu", "")),
-            cpus=int(host.get("cpus") or 0),
+            python=tools.get("python", "") or host.python,
+            os=host.os,
+            cpu=host.cpu,
+            cpus=host.cpus,
             gpus=gpus,
-            hostname=str(host.get("hostname", "")),
+            hostname=host.hostname,
             dataset=self._dataset,
             config_path=s.config_path if s else "",
             config_sha256=s.config_sha256 if s else "",
@@ -420,23 +426,23 @@ class ReportFold:
         )
 
     def _row(self, m: _Model) -> ModelRow:
-        conf = next((c for c in self._config_models() if c.get("name") == m.name), {})
-        res_row = m.result.row if m.result else {}
-        server_detail = m.stages["server"].detail if "server" in m.stages else {}
+        conf = next((c for c in self._config_models() if c.name == m.name), None)
+        res_row = m.result.row if m.result else ResultRow()
+        server_detail = m.stages["server"].detail if "server" in m.stages else PhaseDetail()
 
-        def ident(key: str, *alts: str) -> str:
+        def ident(key: str) -> str:
             for source in (res_row, m.detail, conf):
-                for k in (key, *alts):
-                    if source.get(k):
-                        return str(source[k])
+                value = getattr(source, key, "") if source is not None else ""
+                if value:
+                    return str(value)
             return ""
 
         status, failed_stage, reason = self._status(m)
-        gate_arm = str((conf.get("correctness") or {}).get("arm") or "audio")
+        gate_arm = (conf.correctness.arm if conf is not None else "") or "audio"
         window = self._row_window(m)
         summary = window.summary() if window else None
-        aiperf_detail = m.stages["aiperf"].detail if "aiperf" in m.stages else {}
-        identity_detail = m.stages["identity"].detail if "identity" in m.stages else {}
+        aiperf_detail = m.stages["aiperf"].detail if "aiperf" in m.stages else PhaseDetail()
+        identity_detail = m.stages["identity"].detail if "identity" in m.stages else PhaseDetail()
         return ModelRow(
             model=m.name,
             checkpoint=ident("checkpoint"),
@@ -445,7 +451,7 @@ class ReportFold:
             family=ident("family"),
             native_task=ident("native_task"),
             precision=ident("precision"),
-            bundle_sha256=str(res_row.get("bundle_sha256") or server_detail.get("bundle_sha256") or ""),
+            bundle_sha256=res_row.bundle_sha256 or server_detail.bundle_sha256,
             dataset_name=self._dataset.name if self._dataset else "",
             dataset_identity=self._dataset.identity if self._dataset else "",
             status=status,
@@ -461,12 +467,12 @@ class ReportFold:
             failing_items=self._failing(m, gate_arm),
             identity=IdentityResult(
                 outcome=m.stages["identity"].outcome if "identity" in m.stages else "",
-                compared=int(identity_detail.get("compared") or 0),
-                mismatches=mismatches(identity_detail.get("mismatches")),
+                compared=identity_detail.compared or 0,
+                mismatches=mismatches(identity_detail.mismatches),
             ),
-            load_identity_mismatches=mismatches(aiperf_detail.get("identity_mismatches")),
+            load_identity_mismatches=mismatches(aiperf_detail.identity_mismatches),
             aiperf=summary.aiperf if summary else None,
-            aiperf_settings=dict(aiperf_detail.get("settings") or {}),
+            aiperf_settings=msgspec.to_builtins(aiperf_detail.settings) if aiperf_detail.settings else {},
             counts=summary.counts if summary else Counts(),
             timing=summary.timing if summary else Timing(),
             server=ServerFacts(
@@ -476,8 +482,8 @@ class ReportFold:
                 peak_rss_bytes=m.peak_rss, peak_gpu_memory_bytes=m.peak_gpu,
                 peak_device_memory_used_bytes=m.peak_device, served_models=list(m.served),
             ),
-            commands=Commands(qualify=str(res_row.get("qualify_command") or ""),
-                              aiperf=str(res_row.get("aiperf_command") or "")
+            commands=Commands(qualify=res_row.qualify_command,
+                              aiperf=res_row.aiperf_command
                               or (summary.aiperf.command if summary and summary.aiperf else "")),
             windows=list(m.windows),
         )
@@ -492,7 +498,7 @@ class ReportFold:
 
     def _status(self, m: _Model) -> tuple[str, str, str]:
         if m.result is not None:
-            reason = str(m.result.row.get("reason") or "") or self._stage_reason(m, m.result.failed_stage)
+            reason = m.result.row.reason or self._stage_reason(m, m.result.failed_stage)
             return m.result.status, m.result.failed_stage, reason
         if not m.stages:
             return "not-run", "", "the run ended before this model was reached"
@@ -514,14 +520,14 @@ class ReportFold:
     def _failing(self, m: _Model, gate_arm: str) -> list[FailingItem]:
         """Failing items as the correctness stage listed them, with their answers from the verdicts."""
         cells = m.cells.get("http", {})
-        listed = (m.stages["correctness"].detail.get("failing_items") if "correctness" in m.stages else None)
+        listed = m.stages["correctness"].detail.failing_items if "correctness" in m.stages else None
         keys: list[tuple[str, str]] = []
         if listed:
             for entry in listed:
-                if isinstance(entry, dict):
-                    keys.append((str(entry.get("item_id", "")), str(entry.get("arm") or gate_arm)))
+                if isinstance(entry, ItemRef):
+                    keys.append((entry.item_id, entry.arm or gate_arm))
                 else:
-                    keys.append((str(entry), gate_arm))
+                    keys.append((entry, gate_arm))
         elif "correctness" in m.stages and m.stages["correctness"].outcome == "failed":
             keys = [k for k, cell in cells.items() if k[1] == gate_arm and cell[0] != "correct"]
         out = []

@@ -77,7 +77,7 @@ def fold_soak(events: Iterable[AnyEvent], torn: TornLine | None = None) -> SoakR
     for ev in events:
         if isinstance(ev, RunStarted):
             started = ev
-            settings = dict(ev.config.get("soak") or {})
+            settings = msgspec.to_builtins(ev.config.soak) if ev.config is not None else {}
         elif isinstance(ev, RunFinished):
             finished = ev
         elif isinstance(ev, SoakWindowClosed):

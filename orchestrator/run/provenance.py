@@ -9,9 +9,9 @@ import subprocess
 from functools import cache
 from importlib import metadata
 from pathlib import Path
-from typing import Any
 
 from orchestrator import __version__
+from orchestrator.events import HostFacts
 
 __all__ = ["tool_versions", "host_facts", "git_commit"]
 
@@ -46,7 +46,7 @@ def tool_versions() -> dict[str, str]:
 
 
 @cache
-def host_facts() -> dict[str, Any]:
+def host_facts() -> HostFacts:
     cpu = ""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -55,11 +55,6 @@ def host_facts() -> dict[str, Any]:
                 break
     except OSError:
         pass
-    return {
-        "hostname": socket.gethostname(),
-        "os": f"{platform.system()} {platform.release()}",
-        "machine": platform.machine(),
-        "cpu": cpu,
-        "cpus": os.cpu_count() or 0,
-        "python": platform.python_version(),
-    }
+    return HostFacts(hostname=socket.gethostname(), os=f"{platform.system()} {platform.release()}",
+                     machine=platform.machine(), cpu=cpu, cpus=os.cpu_count() or 0,
+                     python=platform.python_version())

@@ -22,7 +22,7 @@ import structlog
 from anyio.abc import TaskGroup
 
 from orchestrator.bus import Bus
-from orchestrator.config import Config, config_to_dict
+from orchestrator.config import Config
 from orchestrator.events import Failed, RunFinished, RunStarted
 from orchestrator.journal import JournalWriter
 from orchestrator.logs import attach_run_log, detach_run_log, get_logger
@@ -105,7 +105,7 @@ async def open_run(
                     scope.tg = tg
                     await bus.publish(RunStarted(
                         source="run", command=command, argv=list(argv if argv is not None else sys.argv),
-                        config_path=config.source, config_sha256=config.sha256, config=config_to_dict(config),
+                        config_path=config.source, config_sha256=config.sha256, config=config,
                         tool_versions=tool_versions(), host=host_facts(), run_dir=str(run_dir.resolve()),
                     ))
                     log.info("run_started", run_dir=str(run_dir), command=command)

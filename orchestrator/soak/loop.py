@@ -30,6 +30,8 @@ from orchestrator.dataset import (
 )
 from orchestrator.errors import AqbenchError, ServerError, UsageError
 from orchestrator.events import (
+    NoticeContext,
+    PhaseDetail,
     PhaseFinished,
     PhaseStarted,
     SoakVerdict,
@@ -155,8 +157,8 @@ async def _soak(cfg: Config, opts: SoakOptions, settings: _Settings, model: Mode
         await run.tg.start(SoakView(run.bus, duration_s=settings.duration_s).run)
         await run.bus.publish(PhaseFinished(
             source="soak", phase="dataset", outcome="passed",
-            detail={"name": dataset.name, "identity": dataset.identity, "path": str(dataset.root),
-                    "items": len(dataset.items), "arms": settings.arms}))
+            detail=PhaseDetail(name=dataset.name, identity=dataset.identity, path=str(dataset.root),
+                               items=len(dataset.items), arms=settings.arms)))
         state = _Soak(run, model, dataset, settings, stop, toolkit)
         try:
             verdicts = await state.run()
@@ -225,10 +227,11 @@ class _Soak:
 
     async def phase(self, phase: str, outcome: str | None = None, reason: str = "", **detail: Any) -> None:
         if outcome is None:
-            await self.bus.publish(PhaseStarted(source="soak", phase=phase, model=self.model.name, detail=detail))
+            await self.bus.publish(PhaseStarted(source="soak", phase=phase, model=self.model.name,
+                                                detail=PhaseDetail(**detail)))
         else:
             await self.bus.publish(PhaseFinished(source="soak", phase=phase, model=self.model.name, outcome=outcome,
-                                                 reason=reason, detail=detail))
+                                                 reason=reason, detail=PhaseDetail(**detail)))
 
     async def run(self) -> list[MetricVerdict]:
         from orchestrator.correlate import Correlator
@@ -272,7 +275,7 @@ class _Soak:
             # The restart policy gave up: the windows so far are still judged and reported.
             server_failure = "; ".join(str(e) for e in group.exceptions)
             await self.bus.publish(Warned(source="soak", code="soak_server_failed", message=server_failure,
-                                          detail={"model": self.model.name}))
+                                          detail=NoticeContext(model=self.model.name)))
         await anyio.to_thread.run_sync(lambda: shutil.rmtree(self.tmp_dir, ignore_errors=True))
         check = await anyio.to_thread.run_sync(
             lambda: check_processes(run.run_dir, orphans_killed=self.tracker.orphans_killed))
@@ -370,7 +373,7 @@ class _Soak:
         if outcome.classification == "failed":
             await self.bus.publish(Warned(source="soak", code="soak_window_failed",
                                           message=f"window {name}: AIPerf run failed: {outcome.reason}",
-                                          detail={"model": self.model.name}))
+                                          detail=NoticeContext(model=self.model.name)))
         if time.monotonic() >= self._next_checkpoint and not self.stop.is_set() and index < count:
             self._next_checkpoint += self.settings.checkpoint_every_s
             await self._checkpoint()

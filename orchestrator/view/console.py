@@ -79,19 +79,19 @@ class ConsoleView:
     def show(self, ev: object) -> None:
         if isinstance(ev, PhaseStarted):
             if ev.phase == "model":
-                self._print(f"== {ev.model}: {ev.detail.get('checkpoint', '')} ({ev.detail.get('profile', '')})")
+                self._print(f"== {ev.model}: {ev.detail.checkpoint} ({ev.detail.profile})")
                 return
             self._stage, self._done, self._bad = ev.phase, 0, 0
             detail = ev.detail
-            self._total = int(detail.get("requests") or 0) * (2 if detail.get("native") else 1)
+            self._total = (detail.requests or 0) * (2 if detail.native else 1)
             if ev.phase == "aiperf":
-                self._total = int(detail.get("warmup_requests") or 0) + int(detail.get("requests") or 0)
+                self._total = (detail.warmup_requests or 0) + (detail.requests or 0)
             self._print(f"  {ev.phase}: started")
         elif isinstance(ev, PhaseFinished):
             if ev.phase in ("model", "dataset"):
                 if ev.phase == "dataset":
-                    self._print(f"dataset {ev.detail.get('name')} ({ev.detail.get('items')} items, "
-                                f"identity {str(ev.detail.get('identity', ''))[:12]})")
+                    self._print(f"dataset {ev.detail.name} ({ev.detail.items} items, "
+                                f"identity {ev.detail.identity[:12]})")
                 return
             if self._total:
                 self._bar(force=True)

@@ -95,7 +95,7 @@ def test_default_qualify_reaches_aiperf_qualified_and_report_rebuilds(tmp_path: 
     assert rc == 0, stderr[-4000:]
     res = results(run_dir)["reference-audioqa"]
     assert res.status == "aiperf-qualified" and res.failed_stage == ""
-    assert res.row["aiperf_command"].count("aiperf profile") == 1
+    assert res.row.aiperf_command.count("aiperf profile") == 1
     events, _ = read_journal(run_dir / "events.jsonl")
     acc = [e for e in events if isinstance(e, AccountingChecked) and e.window == "reference-audioqa/aiperf"]
     assert len(acc) == 1 and acc[0].balanced and acc[0].in_flight == 0
@@ -128,9 +128,9 @@ def test_trtmc_like_server_rejecting_audio_is_blocked_or_unsupported(tmp_path: P
     assert rc == 1, stderr[-3000:]
     res = results(run_dir)
     assert res["reference-audioqa"].status == "blocked"
-    assert "no served route reaches it" in res["reference-audioqa"].row["reason"]
+    assert "no served route reaches it" in res["reference-audioqa"].row.reason
     assert res["whisper-like"].status == "unsupported"
-    assert res["whisper-like"].row["reason"].startswith("server rejects input_audio in chat")
+    assert res["whisper-like"].row.reason.startswith("server rejects input_audio in chat")
     events, _ = read_journal(run_dir / "events.jsonl")
     transport = [e for e in events if isinstance(e, CapabilityProbed) and e.check == "transport"]
     assert len(transport) == 2 and not any(t.passed for t in transport)
@@ -147,8 +147,8 @@ def test_flawed_servers_are_unsupported_with_reason(tmp_path: Path, mode: str, r
     assert rc == 1, stderr[-3000:]
     res = results(run_dir)["reference-audioqa"]
     assert res.status == "unsupported" and res.failed_stage == "capability"
-    assert reason in res.row["reason"], res.row["reason"]
-    assert "answers do not follow the audio" in res.row["reason"]
+    assert reason in res.row.reason, res.row.reason
+    assert "answers do not follow the audio" in res.row.reason
 
 
 @pytest.mark.slow
@@ -163,10 +163,10 @@ def test_gate_above_achievable_fails_at_correctness_listing_items(tmp_path: Path
     assert rc == 1, stderr[-3000:]
     res = results(run_dir)["reference-audioqa"]
     assert res.status == "failed" and res.failed_stage == "correctness"
-    assert "language-fr" in res.row["reason"] and "below the required 1.0" in res.row["reason"]
+    assert "language-fr" in res.row.reason and "below the required 1.0" in res.row.reason
     events, _ = read_journal(run_dir / "events.jsonl")
     end = [e for e in events if isinstance(e, PhaseFinished) and e.phase == "correctness"][0]
-    assert end.detail["failing_items"] == ["language-fr"]
+    assert end.detail.failing_items == ["language-fr"]
 
 
 @pytest.mark.aiperf

@@ -11,6 +11,7 @@ from typing import Any
 
 import msgspec
 import pytest
+from config_support import make_config
 
 from orchestrator.commands import inventory as inventory_command
 from orchestrator.errors import InventoryError
@@ -24,11 +25,13 @@ from orchestrator.inventory import (
     ManifestDocument,
     TreeSource,
     audit,
+    read_probes,
+    read_task_sources,
+    read_tree,
+    to_json,
+    to_markdown,
 )
-from orchestrator.inventory import read_probes
-from orchestrator.inventory import to_json, to_markdown
 from orchestrator.journal import encode_event
-from orchestrator.inventory import read_task_sources, read_tree
 
 NEW = "families/{fam}/tests/manifests/{name}.json"
 OLD = "tests/e2e/models/{fam}/manifests/{name}.json"
@@ -490,7 +493,7 @@ def qualify_run(run_dir: Path, ts_ns: int, results: list[tuple[str, str, str, st
     """A qualify journal: (model, checkpoint, status, failed_stage) results and transport checks."""
     models = [{"name": m, "checkpoint": c, "profile": "", "revision": ""} for m, c, _, _ in results]
     events: list[Any] = [RunStarted(run_id=run_dir.name, ts_ns=ts_ns, seq=0, command="qualify",
-                                    config={"models": models})]
+                                    config=make_config(models=models))]
     for seq, (model, passed) in enumerate(transport.items(), start=1):
         evidence = {} if passed else {"status": 400, "body": {"error": {"code": "invalid_request"}}}
         events.append(CapabilityProbed(seq=seq, model=model, check="transport", passed=passed,
@@ -533,7 +536,7 @@ class TestProbes:
     def test_interrupted_run_with_failed_transport_is_evidence(self, tmp_path: Path) -> None:
         """Without a ModelResult, a failed transport check alone yields unsupported, mapped via the config."""
         run = write_journal(tmp_path / "cut", [
-            RunStarted(run_id="cut", ts_ns=5, config={"models": [{"name": "g", "checkpoint": "acme/gemmaish-e4b"}]}),
+            RunStarted(run_id="cut", ts_ns=5, config=make_config(models=[{"name": "g", "checkpoint": "acme/gemmaish-e4b"}])),
             CapabilityProbed(seq=1, model="g", check="transport", passed=False, evidence={"status": 400}),
         ])
         [outcome] = read_probes(run)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import os
 import signal
 import subprocess
@@ -14,7 +15,7 @@ import msgspec
 import pytest
 
 from orchestrator.errors import JournalError
-from orchestrator.events import EVENT_TYPES, LogLine, RunStarted
+from orchestrator.events import EVENT_TYPES, SCHEMA_VERSION, AnswerMismatch, LogLine, PhaseDetail, RunStarted
 from orchestrator.journal import decode_event, encode_event, read_journal
 
 
@@ -106,3 +107,43 @@ def test_complete_last_line_is_not_torn(tmp_path: Path) -> None:
     path.write_bytes(encode_event(LogLine(stream="s", text="a")) + b"\n")
     events, torn = read_journal(path)
     assert torn is None and isinstance(events[0], LogLine)
+
+
+class TestSchemaVersions:
+    FIXTURE = Path(__file__).resolve().parents[1] / "data" / "journals" / "qualify-v1"
+
+    def test_a_version_1_journal_replays_to_the_reports_it_had(self, tmp_path: Path) -> None:
+        """A real qualify journal written by the release before typed payloads (schema 1) folds into the
+        very reports that release wrote, byte for byte, through `aqbench report`."""
+        journal = tmp_path / "events.jsonl"
+        journal.write_bytes(gzip.decompress((self.FIXTURE / "events.jsonl.gz").read_bytes()))
+        first = decode_event(journal.read_bytes().split(b"\n", 1)[0])
+        assert isinstance(first, RunStarted) and first.schema_version == 1 and SCHEMA_VERSION > 1
+        done = subprocess.run([sys.executable, "-m", "orchestrator", "report", str(journal)],
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert (tmp_path / "report.md").read_text() == (self.FIXTURE / "report.md").read_text()
+        for name in ("report.json", "report.html"):
+            assert (tmp_path / name).read_bytes() == gzip.decompress((self.FIXTURE / f"{name}.gz").read_bytes()), name
+
+    def test_version_1_mismatches_keep_their_answers(self, tmp_path: Path) -> None:
+        """Schema 1 kept a mismatch's answers beside its ids; reading upgrades them into `answers`."""
+        lines = [
+            {"kind": "run_started", "seq": 1, "schema_version": 1, "command": "qualify"},
+            {"kind": "phase_finished", "seq": 2, "phase": "identity", "model": "m", "outcome": "failed",
+             "detail": {"compared": 2, "mismatches": [{"item_id": "i1", "arm": "audio", "http": "a", "native": "b"}]}},
+        ]
+        journal = tmp_path / "events.jsonl"
+        journal.write_bytes(b"".join(msgspec.json.encode(x) + b"\n" for x in lines))
+        events, _ = read_journal(journal)
+        detail = events[1].detail  # type: ignore[union-attr]
+        assert isinstance(detail, PhaseDetail) and detail.compared == 2
+        assert detail.mismatches == [AnswerMismatch(item_id="i1", arm="audio", answers={"http": "a", "native": "b"})]
+
+    def test_a_journal_of_an_unknown_version_is_refused_by_name(self, tmp_path: Path) -> None:
+        """A journal older than any version this release reads says so, naming the file."""
+        journal = tmp_path / "events.jsonl"
+        journal.write_bytes(msgspec.json.encode({"kind": "run_started", "seq": 1, "schema_version": 0}) + b"\n"
+                            + msgspec.json.encode({"kind": "run_finished", "seq": 2}) + b"\n")
+        with pytest.raises(JournalError, match=r"events.jsonl: journal schema version 0 is not one this aqbench reads"):
+            read_journal(journal)

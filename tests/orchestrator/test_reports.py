@@ -9,6 +9,7 @@ from typing import Any
 
 import msgspec
 import pytest
+from config_support import make_config
 
 from orchestrator.errors import JournalError
 from orchestrator.events import (
@@ -19,6 +20,7 @@ from orchestrator.events import (
     CapabilityProbed,
     GateEvaluated,
     GpuSampled,
+    HostFacts,
     ModelResult,
     PhaseFinished,
     PhaseStarted,
@@ -35,7 +37,7 @@ from orchestrator.events import (
     VerdictReached,
     Warned,
 )
-from orchestrator.journal import encode_event
+from orchestrator.journal import decode_event, encode_event
 from orchestrator.reports import build_report, encode_report, fold, load_report, write_reports
 from orchestrator.reports.fold import MAX_POINTS
 
@@ -54,8 +56,10 @@ class _Journal:
 
     def add(self, ev: Any, *, at: int | None = None) -> None:
         self.t = at if at is not None else self.t + S // 100
-        self.events.append(msgspec.structs.replace(ev, run_id="run-fixture", seq=len(self.events) + 1,
-                                                   ts_ns=self.t, mono_ns=self.t - T0))
+        stamped = msgspec.structs.replace(ev, run_id="run-fixture", seq=len(self.events) + 1,
+                                          ts_ns=self.t, mono_ns=self.t - T0)
+        # Through the journal's own encoding, as a real run's events are: payload dicts become Structs.
+        self.events.append(decode_event(encode_event(stamped)))
 
     def write(self, path: Path) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -114,10 +118,10 @@ def qualify_journal(*, finished: bool = True) -> _Journal:
     j = _Journal()
     j.add(RunStarted(command="qualify", argv=["aqbench", "qualify"], config_path="/w/bench.toml",
                      config_sha256="f" * 64,
-                     config={"models": [{"name": m, "correctness": {"arm": "audio"}} for m in MODELS]},
+                     config=make_config(models=[{"name": m, "correctness": {"arm": "audio"}} for m in MODELS]),
                      tool_versions={"aqbench": "0.1.0", "aqbench_commit": "abc123", "python": "3.11.2",
                                     "aiperf": "0.13.0"},
-                     host={"os": "Linux 6.1", "cpu": "Test CPU", "cpus": 2, "hostname": "box"}), at=T0)
+                     host=HostFacts(os="Linux 6.1", cpu="Test CPU", cpus=2, hostname="box")), at=T0)
     j.add(PhaseFinished(phase="dataset", outcome="passed", detail={
         "name": "audioqa-v1", "identity": "d" * 64, "path": "/w/datasets/audioqa-v1", "items": 4,
         "arms": ["audio", "silence", "transcript"]}))
@@ -207,8 +211,8 @@ def qualify_journal(*, finished: bool = True) -> _Journal:
     j.add(AccountingChecked(window=w, balanced=True, issued={"warmup": 1, "profiling": 6}))
     j.add(AiperfExited(window=w, returncode=1, classification="partial", reason="3 requests failed"))
     j.add(PhaseFinished(phase="aiperf", model=m, outcome="failed", reason="3 of 6 requests failed",
-                        detail={"identity_mismatches": [{"item_id": "i1", "arm": "audio", "http": "thursday",
-                                                         "aiperf": "friday"}],
+                        detail={"identity_mismatches": [{"item_id": "i1", "arm": "audio",
+                                                         "answers": {"http": "thursday", "aiperf": "friday"}}],
                                 "settings": {"concurrency": 2}}))
     _result(j, m, "failed", "aiperf", "3 of 6 requests failed")
     j.add(Warned(code="slow_start", message="crashy took 1.5 s to start"))
@@ -260,7 +264,7 @@ class TestFold:
                 row.counts.profiling.errors) == (2, 2, 5, 0)
         assert row.counts.accounting_balanced is True
         assert row.aiperf is not None and (row.aiperf.classification, row.aiperf.fingerprint) == ("complete", "fp-1")
-        assert row.aiperf_settings == {"concurrency": 2, "requests": 5}
+        assert (row.aiperf_settings["concurrency"], row.aiperf_settings["requests"]) == (2, 5)
         assert row.server.peak_rss_bytes == 150 * 2**20 and row.server.startup_s == 1.5
         assert [g.observed for g in row.gates] == [0.75]
         assert row.windows == ["ref-ok/correctness", "ref-ok/aiperf"]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 
+from config_support import make_config
+
 from orchestrator.events import (
     AiperfExited,
     AiperfStarted,
@@ -34,7 +36,7 @@ class TestSoakReport:
     def test_final_verdict_wins_over_checkpoint_and_tables_show_numbers(self) -> None:
         """A final verdict replaces the checkpoint's; the markdown verdict table carries slope and limit."""
         events = [
-            RunStarted(command="soak", config={"soak": {"window_s": 15.0}}),
+            RunStarted(command="soak", config=make_config(soak={"window_s": 15.0})),
             _window(1, 300), _window(2, 310),
             SoakVerdict(metric="server_rss", passed=True, final=False,
                         detail={"judged": False, "reason": "not judged", "windows_closed": 2}),
