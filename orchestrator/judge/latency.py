@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from statistics import median
 
 import msgspec
 import numpy as np
@@ -82,13 +83,13 @@ def item_ratios(windows: Sequence[Sequence[tuple[str, float]]], *,
         for item_id, latency_ms in window:
             pooled.setdefault(item_id, []).append(latency_ms)
     # An item whose baseline is 0 ms cannot scale anything; it is left out like an unseen item.
-    baseline = {item: b for item, samples in pooled.items() if (b := float(np.median(samples))) > 0}
+    baseline = {item: b for item, samples in pooled.items() if (b := float(median(samples))) > 0}
     medians: list[float | None] = []
     counted: list[int] = []
     unmatched: list[int] = []
     for window in windows:
         ratios = [latency_ms / b for item_id, latency_ms in window if (b := baseline.get(item_id, 0.0)) > 0]
-        medians.append(float(np.median(ratios)) if ratios else None)
+        medians.append(float(median(ratios)) if ratios else None)
         counted.append(len(ratios))
         unmatched.append(len(window) - len(ratios))
     return ItemRatios(medians=medians, counted=counted, unmatched=unmatched,

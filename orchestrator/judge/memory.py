@@ -10,6 +10,7 @@ window moves it little. Pure: no I/O, no clock.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from statistics import median
 
 import msgspec
 import numpy as np
@@ -51,7 +52,7 @@ def _growth(times_h: Sequence[float], medians: Sequence[float]) -> float | None:
         return None
     ordered = [v for _, v in sorted(zip(times_h, medians, strict=True))]
     k = max(1, len(ordered) // 3)
-    return float(np.median(ordered[-k:]) - np.median(ordered[:k]))
+    return float(median(ordered[-k:]) - median(ordered[:k]))
 
 
 def judge_memory_medians(times_h: Sequence[float], medians_mib: Sequence[float],

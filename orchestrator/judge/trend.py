@@ -89,9 +89,18 @@ class TrendVerdict(msgspec.Struct, frozen=True, kw_only=True):
 
 def _tie_term(values: np.ndarray) -> float:
     """Sum of t(t-1)(2t+5) over groups of equal values (Kendall's variance tie correction)."""
-    _, counts = np.unique(values, return_counts=True)
+    ordered = np.sort(values)
+    if np.all(ordered[1:] != ordered[:-1]):
+        return 0.0
+    _, counts = np.unique(ordered, return_counts=True)
     counts = counts[counts > 1].astype(float)
     return float(np.sum(counts * (counts - 1) * (2 * counts + 5)))
+
+
+@functools.lru_cache(maxsize=64)
+def _pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
+    i, j = np.triu_indices(n, k=1)
+    return i, j
 
 
 @functools.lru_cache(maxsize=256)
@@ -120,14 +129,15 @@ def theil_sen(times_h: Sequence[float], values: Sequence[float], confidence: flo
         raise ValueError(f"theil_sen needs equally long 1-d times and values, got {t.shape} and {y.shape}")
     if not (np.all(np.isfinite(t)) and np.all(np.isfinite(y))):
         raise ValueError("theil_sen needs finite times and values")
-    i, j = np.triu_indices(t.size, k=1)
+    i, j = _pairs(t.size)
     dt = t[j] - t[i]
     keep = dt != 0
     slopes = np.sort((y[j] - y[i])[keep] / dt[keep])
     n_pairs = int(slopes.size)
     if n_pairs == 0:
         raise ValueError("theil_sen needs at least two distinct times")
-    slope = float(np.median(slopes))
+    half = n_pairs // 2  # slopes are sorted: the median is the middle one (or the mean of the middle two)
+    slope = float(slopes[half]) if n_pairs % 2 else float((slopes[half - 1] + slopes[half]) / 2)
     ties = _tie_term(t) + _tie_term(y)
     n = t.size
     if ties == 0 and n <= _EXACT_MAX_N:
