@@ -44,7 +44,8 @@ class TrendRule(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
 
     `min_windows` counts judged windows (after warmup). `min_span_s` is the time between the first and
     last judged windows' mid-points: 600 s by default, because a per-hour slope from a shorter span
-    multiplies each window's noise by more than 6 when extrapolated to an hour.
+    multiplies each window's noise by more than 6 when extrapolated to an hour. `confidence` 0.95: at
+    0.90 the first six windows of issue #23's clean hour (RSS rising, then back at window 7) would fail.
     """
 
     min_windows: int = 6
