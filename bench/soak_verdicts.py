@@ -1,6 +1,6 @@
 """Soak drift verdicts, old rule beside new, on seeded synthetic windows: false fails and detection power.
 
-Old: `orchestrator.soak_verdicts.judge_soak` (least-squares slope and first-vs-last median growth both over
+Old: `orchestrator.soak.verdicts.judge_soak` (least-squares slope and first-vs-last median growth both over
 the limit, from 2 windows; latency from each window's raw p99). New: `orchestrator.judge` (Theil-Sen slope
 with Sen's Kendall-tau interval, at least 6 windows over 10 minutes; latency as the per-window median of
 each request over its own item's baseline; memory with a growth cap). Both see the same windows (no
@@ -24,9 +24,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from orchestrator.judge.latency import item_ratios
 from orchestrator.judge.memory import MemoryRule, judge_memory_medians
 from orchestrator.judge.trend import judge_trend
-from orchestrator.soak_verdicts import SoakLimits, judge_soak
-from orchestrator.soak_window import MemorySummary, WindowStats
-from orchestrator.stats import Summary
+from orchestrator.soak.verdicts import SoakLimits, judge_soak
+from orchestrator.soak.window import MemorySummary, WindowStats
+from orchestrator.judge.stats import Summary
 
 WINDOW_S = 300
 RSS_LIMIT = 8.0  # MiB/h, [soak] default
