@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
-from orchestrator.events import (
-    RequestCorrelated,
-)
+from orchestrator.errors import UsageError
+from orchestrator.events import RequestCorrelated
 
 __all__ = ["write_parquet"]
 
 
 def write_parquet(correlated: list[RequestCorrelated], path: str) -> None:
     """One row per correlated request, columns = RequestCorrelated's fields. Blocks (file write)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise UsageError(f"--parquet {path}: writing Parquet needs pyarrow, which is not installed; "
+                         "install the extra: pip install 'aqbench[parquet]'") from None
 
     fields = [f for f in RequestCorrelated.__struct_fields__ if f not in ("run_id", "seq", "mono_ns")]
     columns = {f: [getattr(c, f) for c in correlated] for f in fields}

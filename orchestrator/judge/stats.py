@@ -1,9 +1,8 @@
 """Latency statistics shared by reports and ingest: p50/p90/p99/mean over a sample, and a bounded
 streaming estimator for live views. Pure functions over numbers; imports nothing from the project.
 
-Percentile method: linear interpolation between closest ranks (Hyndman & Fan type 7, the default of
-`numpy.percentile` and what AIPerf's aggregates use): for sorted values x[0..n-1] and q in [0, 100],
-h = (n - 1) * q / 100, p = x[floor(h)] + (h - floor(h)) * (x[floor(h) + 1] - x[floor(h)]).
+Percentile method: numpy's `linear` (Hyndman & Fan type 7, what AIPerf's aggregates use): for sorted
+values x[0..n-1] and q in [0, 100], h = (n - 1) * q / 100, p = x[floor(h)] + (h - floor(h)) * (x[ceil(h)] - x[floor(h)]).
 """
 
 from __future__ import annotations
@@ -12,6 +11,7 @@ import math
 from collections.abc import Iterable, Sequence
 
 import msgspec
+import numpy as np
 
 __all__ = ["Summary", "percentile", "summarize", "StreamingQuantiles"]
 
@@ -34,26 +34,17 @@ def percentile(sorted_values: Sequence[float], q: float) -> float:
         raise ValueError("percentile of an empty sample")
     if not 0.0 <= q <= 100.0:
         raise ValueError(f"percentile q must be within [0, 100], got {q}")
-    h = (len(sorted_values) - 1) * q / 100.0
-    lo = math.floor(h)
-    hi = min(lo + 1, len(sorted_values) - 1)
-    return sorted_values[lo] + (h - lo) * (sorted_values[hi] - sorted_values[lo])
+    return float(np.percentile(np.asarray(sorted_values, dtype=np.float64), q, method="linear"))
 
 
 def summarize(values: Iterable[float | None]) -> Summary:
     """Count, mean, p50/p90/p99, min and max of the non-None values (NaN is ignored like None)."""
-    xs = sorted(v for v in values if v is not None and v == v)
-    if not xs:
+    xs = np.fromiter((v for v in values if v is not None and v == v), dtype=np.float64)
+    if not xs.size:
         return Summary()
-    return Summary(
-        count=len(xs),
-        mean=math.fsum(xs) / len(xs),
-        p50=percentile(xs, 50),
-        p90=percentile(xs, 90),
-        p99=percentile(xs, 99),
-        min=xs[0],
-        max=xs[-1],
-    )
+    p50, p90, p99 = (float(v) for v in np.percentile(xs, (50, 90, 99), method="linear"))
+    return Summary(count=int(xs.size), mean=math.fsum(xs.tolist()) / xs.size, p50=p50, p90=p90, p99=p99,
+                   min=float(xs.min()), max=float(xs.max()))
 
 
 class StreamingQuantiles:

@@ -231,3 +231,15 @@ class TestFinishedRun:
         assert with_journal.duplicate_copies == 20  # the files repeat what the journal holds
         assert with_journal.journal_correlated == with_journal.journal_correlated_agreeing == 10
         assert msgspec.to_builtins(with_journal.latency_ms) == msgspec.to_builtins(summary.latency_ms)
+
+
+class TestParquetExtra:
+    def test_missing_pyarrow_names_the_extra(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Without pyarrow, --parquet is a usage error that names the file and the extra to install."""
+        monkeypatch.setitem(sys.modules, "pyarrow", None)
+        monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
+        from orchestrator.errors import UsageError
+        from orchestrator.ingest import write_parquet
+
+        with pytest.raises(UsageError, match=r"--parquet .*x\.parquet: .*pip install 'aqbench\[parquet\]'"):
+            write_parquet([], str(tmp_path / "x.parquet"))
