@@ -68,9 +68,9 @@ class TestBus:
 
         async with anyio.create_task_group() as tg:
             await tg.start(consume)
-            for p in range(5):
-                tg.start_soon(lambda p=p: _publish_many(bus, p))
-            await anyio.sleep(0.5)
+            async with anyio.create_task_group() as publishers:
+                for p in range(5):
+                    publishers.start_soon(lambda p=p: _publish_many(bus, p))
             await bus.aclose()
         assert seen == sorted(seen) and len(seen) == 5 * 50
 

@@ -29,6 +29,16 @@ async def _wait_for(pred, timeout_s: float = 10.0) -> None:
             await anyio.sleep(0.01)
 
 
+def _wait_written(out: Path, needle: bytes, timeout_s: float = 60.0) -> None:
+    """Until `out` (the ingest's --out journal, written as lines are read) contains `needle`."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if out.exists() and needle in out.read_bytes():
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"{out} did not receive {needle!r} within {timeout_s} s")
+
+
 class TestFollow:
     @pytest.mark.anyio
     async def test_append_rotate_truncate_while_reading(self, tmp_path: Path) -> None:
@@ -70,16 +80,17 @@ class TestFollow:
 
     def test_sigint_stops_cleanly_with_the_summary(self, tmp_path: Path) -> None:
         """SIGINT ends `aqbench ingest --follow` with the summary of what was read (exit 130)."""
-        path = tmp_path / "records-1.jsonl"
+        path, out_path = tmp_path / "records-1.jsonl", tmp_path / "out.jsonl"
         path.write_text(_server(0))
         proc = subprocess.Popen(
-            [sys.executable, "-m", "orchestrator", "ingest", "--follow", str(path), "--summary-json"],
+            [sys.executable, "-m", "orchestrator", "ingest", "--follow", str(path), "--summary-json",
+             "--out", str(out_path)],
             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
-            time.sleep(3.0)  # start-up (imports) on a busy machine
+            _wait_written(out_path, b'"r0"')  # started, and read what is there
             with path.open("a") as fh:
                 fh.write(_server(1) + _server(2))
-            time.sleep(1.0)
+            _wait_written(out_path, b'"r2"')
             proc.send_signal(signal.SIGINT)
             out, err = proc.communicate(timeout=30)
         finally:

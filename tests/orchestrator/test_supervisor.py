@@ -13,7 +13,7 @@ import pytest
 from supervisor_support import MODEL, drain, kinds, make_spec, new_bus
 
 from orchestrator.errors import ServerError
-from orchestrator.events import ServerExited, ServerReady, ServerSpawned
+from orchestrator.events import ServerExited
 from orchestrator.supervisor import supervise, supervised
 
 pytestmark = pytest.mark.anyio
@@ -248,9 +248,11 @@ class TestCancellation:
             handle = await tg.start(supervise, make_spec(tmp_path), bus)
             tg.cancel_scope.cancel()
         events = drain(sub)
-        assert isinstance(events[-1], type(events[-1]))
         exited = kinds(events, "ServerExited")
         assert exited and exited[0].expected and exited[0].signal == "SIGINT"
         assert handle.state == "stopped"
-        assert isinstance(kinds(events, "ServerSpawned")[0], ServerSpawned)
-        assert isinstance(kinds(events, "ServerReady")[0], ServerReady)
+        assert states(events) == ["starting", "ready", "stopping", "stopped"]
+        # The stop is journaled after the spawn and readiness it ends, even though the scope was cancelled.
+        order = [type(e).__name__ for e in events if type(e).__name__ in ("ServerSpawned", "ServerReady", "ServerExited")]
+        assert order == ["ServerSpawned", "ServerReady", "ServerExited"]
+        assert not psutil.pid_exists(handle.pid) or psutil.Process(handle.pid).status() == "zombie"
