@@ -26,7 +26,12 @@ from numpy.typing import NDArray
 from scipy.stats import t as student_t  # type: ignore[import-untyped]
 
 from orchestrator.judge.outcome import FAIL, INCONCLUSIVE, PASS
-from orchestrator.judge.tango import exact_cutoff, score_bounds, score_statistic
+from orchestrator.judge.tango import (
+    CUTOFFS,
+    exact_cutoff,
+    score_bounds,
+    score_statistic,
+)
 
 __all__ = [
     "ALPHA",
@@ -35,12 +40,13 @@ __all__ = [
     "Margin",
     "PairedCounts",
     "Verdict",
+    "ZeroDiscordanceSizes",
     "decide_binary",
     "decide_corpus",
     "decide_sampled",
-    "min_items_zero_discordance",
     "pair_counts",
     "resolve_margin",
+    "zero_discordance_sizes",
 ]
 
 ALPHA = 0.05  # one-sided, per bound
@@ -48,9 +54,10 @@ Verdict = Literal["pass", "fail", "inconclusive", "not-comparable"]
 NOT_COMPARABLE: Verdict = "not-comparable"
 # items_needed beyond this many items is reported as None ("not within reach").
 ITEMS_NEEDED_CAP = 10_000_000
-# Exact cutoffs cost about a second per 10,000 items; above this n the cutoff at this n stands in
-# (cutoffs settle near 1.70-1.73 there) when estimating items_needed.
-_EXACT_ITEMS_LIMIT = 20_000
+# items_needed uses exact cutoffs up to this many items and the cutoff at this size beyond (exact
+# cutoffs cost ~0.1 s here and seconds at 10,000; they differ by < 0.1 between 1,000 and 10,000 items,
+# so N is then an estimate within about 10%).
+_EXACT_ITEMS_LIMIT = 1_000
 
 
 class Margin(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -137,19 +144,19 @@ def _not_comparable(method: str, estimate: float, reference: float, candidate: f
 def _binary_items_needed(b: int, c: int, n: int, delta: float, cutoff: float) -> int | None:
     """Total items deciding at the observed discordance rates: Z scales as sqrt(N) at fixed rates, so
     iterate N = (k(N) / z1)^2 from the current cutoff until the cutoff at N is met."""
-    z1 = score_statistic(b / n, c / n, 1, delta) if n else 0.0
+    z1 = score_statistic(b / n, c / n, 1, delta)
     if z1 == 0.0:
         return None
-    k = cutoff if math.isfinite(cutoff) else 1.645
+    k = cutoff if math.isfinite(cutoff) else CUTOFFS[0]
     needed = n
-    for _ in range(8):
+    for _ in range(6):
         needed = max(n + 1, math.floor((k / abs(z1)) ** 2) + 1)
         if needed > ITEMS_NEEDED_CAP:
             return None
         k_needed = exact_cutoff(min(needed, _EXACT_ITEMS_LIMIT), delta)
         if math.sqrt(needed) * abs(z1) > k_needed:
             return needed
-        k = k_needed
+        k = k_needed if math.isfinite(k_needed) else CUTOFFS[-1]
     return needed
 
 
@@ -174,8 +181,8 @@ def decide_binary(counts: PairedCounts, margin: Margin) -> Decision:
         return Decision(outcome=INCONCLUSIVE, method=method, estimate=0.0, lower=-100.0, upper=100.0,
                         margin=points, reference_score=0.0, candidate_score=0.0, n=0, b=0, c=0,
                         reason="no pairs were judged")
-    delta = points / 100.0
-    cutoff = exact_cutoff(n, round(delta, 9))
+    delta = round(points / 100.0, 9)  # one cache key per margin, whatever float noise it carries
+    cutoff = exact_cutoff(n, delta)
     z = score_statistic(b, c, n, delta)
     outcome = PASS if z < -cutoff else FAIL if z > cutoff else INCONCLUSIVE
     lower, upper = score_bounds(b, c, n, cutoff)
@@ -189,16 +196,33 @@ def decide_binary(counts: PairedCounts, margin: Margin) -> Decision:
                     cutoff=cutoff if math.isfinite(cutoff) else None, items_needed=needed, reason=reason)
 
 
-def min_items_zero_discordance(margin_points: float, limit: int = 100_000) -> int | None:
-    """The smallest n at which a candidate that agrees with its reference on every item passes."""
-    delta = margin_points / 100.0
-    # With b = c = 0, Z = -sqrt(n delta / (1 - delta)); cutoffs are >= 1.645.
-    n = max(1, math.floor(1.645 ** 2 * (1.0 - delta) / delta))
-    while n <= limit:
-        if math.sqrt(n * delta / (1.0 - delta)) > exact_cutoff(n, round(delta, 9)):
-            return n
-        n += 1
-    return None
+class ZeroDiscordanceSizes(msgspec.Struct, frozen=True, kw_only=True):
+    """Dataset sizes at which a candidate agreeing with its reference on every item passes.
+
+    Exact cutoffs jump with n, so passing is not monotone at first: ``first_pass`` is the smallest n
+    that passes, ``passes_from`` the smallest n from which every larger n passes (size datasets by it).
+    """
+
+    margin: float
+    first_pass: int
+    passes_from: int
+
+
+def zero_discordance_sizes(margin_points: float) -> ZeroDiscordanceSizes:
+    """Sizes for b = c = 0, where Z = -sqrt(n delta / (1 - delta)); cutoffs lie in [1.645, 2.24] (or
+    none controls, which never passes), so n beyond (2.24 / ...)^2 always passes and the scan stops there."""
+    if not 0.0 < margin_points < 100.0:
+        raise ValueError(f"a right/wrong margin must lie between 0 and 100 points, got {margin_points}")
+    delta = round(margin_points / 100.0, 9)
+
+    def passes(n: int) -> bool:
+        return math.sqrt(n * delta / (1.0 - delta)) > exact_cutoff(n, delta)
+
+    low = max(1, math.floor(CUTOFFS[0] ** 2 * (1.0 - delta) / delta))
+    high = math.ceil(CUTOFFS[-1] ** 2 * (1.0 - delta) / delta) + 1
+    first = next(n for n in range(low, high + 1) if passes(n))
+    passes_from = next((n + 1 for n in range(high, first - 1, -1) if not passes(n)), first)
+    return ZeroDiscordanceSizes(margin=margin_points, first_pass=first, passes_from=passes_from)
 
 
 def decide_sampled(reference: Sequence[Sequence[float]], candidate: Sequence[Sequence[float]], margin: Margin,
@@ -278,6 +302,7 @@ def decide_corpus(statistic: CorpusStatistic, clusters: Sequence[Hashable], marg
 
     def regression(units: NDArray[np.int64]) -> tuple[float, float, float]:
         cand, ref = statistic(units)
+        cand, ref = float(cand), float(ref)  # plain floats journal as JSON whatever the caller returns
         return (ref - cand if higher_is_better else cand - ref), ref, cand
 
     every = np.arange(len(clusters), dtype=np.int64)
@@ -308,7 +333,7 @@ def decide_corpus(statistic: CorpusStatistic, clusters: Sequence[Hashable], marg
         regressions[draw] = r
         excesses[draw] = r - max(margin.margin, margin.relative_margin * abs(ref))
     low_rank, high_rank = int(ALPHA * resamples), int((1.0 - ALPHA) * resamples) - 1
-    excess_low, excess_high = np.sort(excesses)[[low_rank, high_rank]]
+    excess_low, excess_high = (float(x) for x in np.sort(excesses)[[low_rank, high_rank]])
     r_sorted = np.sort(regressions)
     lower, upper = float(r_sorted[low_rank]), float(r_sorted[high_rank])
     outcome = PASS if excess_high < 0.0 else FAIL if excess_low > 0.0 else INCONCLUSIVE
@@ -318,7 +343,7 @@ def decide_corpus(statistic: CorpusStatistic, clusters: Sequence[Hashable], marg
         # Interval half-widths shrink as 1/sqrt(clusters): scale the side that must clear 0.
         half = excess_high - observed_excess if observed_excess < 0.0 else observed_excess - excess_low
         needed = None if observed_excess == 0.0 else max(
-            len(groups) + 1, math.ceil(len(groups) * (float(half) / abs(observed_excess)) ** 2))
+            len(groups) + 1, math.ceil(len(groups) * (half / abs(observed_excess)) ** 2))
         if needed is not None and needed > ITEMS_NEEDED_CAP:
             needed = None
     reason = "" if outcome != INCONCLUSIVE else (

@@ -37,8 +37,8 @@ GRID_ALPHA = 0.049
 # Discordance q = P(b) + P(c) covered: from the margin (no c cell) up to margin + 0.4 (the owners'
 # admissible range; conversions with more disagreement than that are not "numerical noise").
 DISCORDANCE_SPAN = 0.4
-# Probability mass of (b, c) outside this many standard deviations is below 1e-20: not enumerated.
-_BAND_SD = 10.0
+# Probability mass of (b, c) beyond this many standard deviations (plus 5) is below 1e-14: not enumerated.
+_BAND_SD = 8.0
 
 
 def _restricted_t(b: NDArray[np.float64], c: NDArray[np.float64], n: int, delta: float) -> NDArray[np.float64]:
@@ -110,6 +110,11 @@ def _thresholds(n: int, delta: float, cutoffs: NDArray[np.float64]) -> tuple[NDA
     return first_pass, last_fail
 
 
+@functools.lru_cache(maxsize=8)
+def _log_factorials(n: int) -> NDArray[np.float64]:
+    return np.asarray(gammaln(np.arange(n + 1, dtype=np.float64) + 1.0))
+
+
 def _band(n: int, p: float) -> tuple[int, int]:
     """Counts of a Binomial(n, p) marginal that hold all but a negligible mass."""
     mean, sd = n * p, math.sqrt(n * p * (1.0 - p))
@@ -124,16 +129,20 @@ def exact_sizes(n: int, delta: float, cutoffs: tuple[float, ...], p_b: float, p_
     return _sizes_from_thresholds(n, first_pass, last_fail, p_b, p_c)
 
 
-def _sizes_from_thresholds(n: int, first_pass: NDArray[np.int64], last_fail: NDArray[np.int64], p_b: float, p_c: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+def _sizes_from_thresholds(n: int, first_pass: NDArray[np.int64], last_fail: NDArray[np.int64], p_b: float,
+                           p_c: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     b_lo, b_hi = _band(n, p_b)
     c_lo, c_hi = _band(n, p_c)
-    b = np.arange(b_lo, b_hi + 1)[:, None]
-    c = np.arange(c_lo, c_hi + 1)[None, :]
-    rest = n - b - c
+    log_factorial = _log_factorials(n)
+    b = np.arange(b_lo, b_hi + 1)
+    c = np.arange(c_lo, c_hi + 1)
+    rest = n - b[:, None] - c[None, :]
     valid = rest >= 0
     rest = np.where(valid, rest, 0)
-    log_p = (gammaln(n + 1.0) - gammaln(b + 1.0) - gammaln(c + 1.0) - gammaln(rest + 1.0)
-             + xlogy(b, p_b) + xlogy(c, p_c) + xlogy(rest, max(1.0 - p_b - p_c, 0.0)))
+    p_rest = max(1.0 - p_b - p_c, 0.0)
+    row = log_factorial[n] - log_factorial[b] + xlogy(b, p_b)
+    column = -log_factorial[c] + xlogy(c, p_c)
+    log_p = row[:, None] + column[None, :] - log_factorial[rest] + xlogy(rest, p_rest)
     probability = np.where(valid, np.exp(log_p), 0.0)
     # Column 0 = nothing summed, so index j + 1 holds P(c <= c_lo + j) for each b row.
     cumulative = np.concatenate([np.zeros((probability.shape[0], 1)), np.cumsum(probability, axis=1)], axis=1)
