@@ -6,7 +6,8 @@ Methods:
   ``x[ceil(n U) - 1]`` with ``U ~ Beta(r, n - r + 1)`` (Hutson 1999; the bootstrap law of an order
   statistic, Efron 1982 ch. 5);
 - quantile paired by dataset item: per-item medians on each side, items resampled jointly (cluster
-  bootstrap, Davison & Hinkley 1997 2.4), the difference of the per-item-median quantiles;
+  bootstrap, Davison & Hinkley 1997 2.4), the difference of the per-item-median quantiles; and the
+  quantile (median) of per-item candidate / baseline ratios, items as the bootstrap units;
 - a pass rate: Wilson (1927) score interval; two independent rates: Newcombe (1998) hybrid score
   interval (method 10); the same items on both sides: Tango's (1998) paired score interval;
 - ``classify_change``: the interval against a tolerance band (improved / regressed / unchanged /
@@ -34,7 +35,9 @@ __all__ = [
     "QuantileChange",
     "RateChange",
     "RateInterval",
+    "RatioChange",
     "classify_change",
+    "item_ratio_change",
     "paired_quantile_change",
     "paired_rate_change",
     "quantile_change",
@@ -211,6 +214,52 @@ def paired_quantile_change(baseline: Mapping[Hashable, Sequence[float]], candida
     cand = float(cand_medians[cand_order[r - 1]])
     return _summarise(quantile, base, cand, base_draws, cand_draws, tail, resamples, m, m,
                       _enough(quantile, m), "paired-item-bootstrap", confidence)
+
+
+class RatioChange(msgspec.Struct, frozen=True, kw_only=True):
+    """A quantile of per-item candidate / baseline ratios (the median: the typical item's slowdown)
+    with its bootstrap interval; ``relative*`` are the ratio minus 1."""
+
+    quantile: float
+    ratio: float
+    lower: float
+    upper: float
+    relative: float
+    relative_lower: float
+    relative_upper: float
+    confidence: float
+    resamples: int
+    items: int
+    enough_samples: bool
+    method: str = "item-ratio-bootstrap"
+
+
+def item_ratio_change(baseline: Mapping[Hashable, Sequence[float]], candidate: Mapping[Hashable, Sequence[float]],
+                      *, quantile: float = 0.5, confidence: float = 0.90, resamples: int = 4000,
+                      seed: int = 0) -> RatioChange:
+    """How much slower each item got: the quantile over shared items of (candidate median / baseline
+    median), items resampled with replacement (exact order-statistic draws, O(resamples)).
+
+    Each item is its own control, so the spread of item costs (the workload mix) leaves the interval;
+    this is the most sensitive paired latency figure. Values must be positive.
+    """
+    tail = _check_confidence(confidence)
+    if not 0.0 < quantile < 1.0:
+        raise ValueError(f"quantile must lie in (0, 1), got {quantile}")
+    shared = [item for item in baseline if item in candidate and len(baseline[item]) and len(candidate[item])]
+    if not shared:
+        raise ValueError("no dataset item has answers on both sides: a paired comparison needs shared items")
+    base = np.array([np.median(np.asarray(baseline[item], dtype=np.float64)) for item in shared])
+    cand = np.array([np.median(np.asarray(candidate[item], dtype=np.float64)) for item in shared])
+    if np.any(base <= 0.0) or np.any(cand <= 0.0) or not np.all(np.isfinite(base)) or not np.all(np.isfinite(cand)):
+        raise ValueError("per-item ratios need positive, finite values on both sides")
+    ratios = np.sort(cand / base)
+    draws = _bootstrap_order_statistic(ratios, quantile, resamples, np.random.default_rng(seed))
+    ratio = float(ratios[_rank(quantile, ratios.size) - 1])
+    lower, upper = (float(x) for x in np.quantile(draws, [tail, 1.0 - tail]))
+    return RatioChange(quantile=quantile, ratio=ratio, lower=lower, upper=upper, relative=ratio - 1.0,
+                       relative_lower=lower - 1.0, relative_upper=upper - 1.0, confidence=confidence,
+                       resamples=resamples, items=ratios.size, enough_samples=_enough(quantile, ratios.size))
 
 
 def _wilson(successes: int, n: int, z: float) -> tuple[float, float]:
