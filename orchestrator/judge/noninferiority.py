@@ -28,6 +28,7 @@ from scipy.stats import t as student_t  # type: ignore[import-untyped]
 from orchestrator.judge.outcome import FAIL, INCONCLUSIVE, PASS
 from orchestrator.judge.tango import (
     CUTOFFS,
+    GRID_ALPHA,
     exact_cutoff,
     score_bounds,
     score_statistic,
@@ -91,9 +92,10 @@ class Decision(msgspec.Struct, frozen=True, kw_only=True):
     """One benchmark's non-inferiority decision; scores, R, bounds and margin in the metric's points.
 
     ``lower``/``upper`` are one-sided 95% bounds of R (None where undefined: fewer than 2 problems).
-    ``n`` counts pairs (binary), problems (sampled) or units (corpus); ``items_needed`` is the total
-    count (clusters for the corpus method) that would decide at the observed rates, ``n`` when already
-    decided, None when never (R equals the margin) or beyond ITEMS_NEEDED_CAP.
+    ``n`` counts pairs (binary), problems (sampled) or units (corpus); ``items_needed`` estimates the
+    total count (clusters for the corpus method) that would decide at the observed rates (it may exceed
+    the smallest such count by a few percent), ``n`` when already decided, None when never (R equals
+    the margin) or beyond ITEMS_NEEDED_CAP.
     """
 
     outcome: Verdict
@@ -187,13 +189,18 @@ def decide_binary(counts: PairedCounts, margin: Margin) -> Decision:
     outcome = PASS if z < -cutoff else FAIL if z > cutoff else INCONCLUSIVE
     lower, upper = score_bounds(b, c, n, cutoff)
     needed = n if outcome != INCONCLUSIVE else _binary_items_needed(b, c, n, delta, cutoff)
+    if math.isinf(cutoff):
+        return Decision(outcome=INCONCLUSIVE, method=method, estimate=estimate, lower=-100.0, upper=100.0,
+                        margin=points, reference_score=reference, candidate_score=candidate, n=n, b=b, c=c,
+                        items_needed=needed, reason=f"no cutoff keeps both error rates at or below "
+                        f"{GRID_ALPHA} for n = {n} at a {points}-point margin")
     reason = "" if outcome != INCONCLUSIVE else (
         f"Z = {z:.3f} lies within +/-{cutoff} at n = {n}; "
         + ("R equals the margin: more items cannot decide" if needed is None
            else f"about {needed} items would decide at the observed discordance"))
     return Decision(outcome=outcome, method=method, estimate=estimate, lower=100.0 * lower, upper=100.0 * upper,
                     margin=points, reference_score=reference, candidate_score=candidate, n=n, b=b, c=c,
-                    cutoff=cutoff if math.isfinite(cutoff) else None, items_needed=needed, reason=reason)
+                    cutoff=cutoff, items_needed=needed, reason=reason)
 
 
 class ZeroDiscordanceSizes(msgspec.Struct, frozen=True, kw_only=True):
