@@ -498,8 +498,9 @@ class _Supervisor:
             await proc.stop(signal.SIGKILL, 0.0)  # the leader died: kill what is left of its group
         for orphan in await proc.sweep_orphans():
             self.handle._stats["orphans_killed"] += 1
-            log.warning("orphan_killed", pid=orphan.pid, cmdline=orphan.cmdline)
-            await self.publish(OrphanKilled(incarnation=inc, pid=orphan.pid, cmdline=orphan.cmdline))
+            log.warning("orphan_killed", pid=orphan.pid, cmdline=orphan.cmdline, found_by=orphan.found_by)
+            await self.publish(OrphanKilled(incarnation=inc, pid=orphan.pid, cmdline=orphan.cmdline,
+                                            found_by=orphan.found_by))
 
     # -- the whole life ----------------------------------------------------------------------------
 
