@@ -361,6 +361,7 @@ class _Supervisor:
 
             async def exit_watch() -> None:
                 rc = await proc.wait()
+                exited_unix_ns = time.time_ns()
                 if self.handle._stop_requested.is_set():
                     return  # the stop path reports this exit
                 during: Literal["startup", "run"] = "run" if ready.is_set() else "startup"
@@ -369,7 +370,7 @@ class _Supervisor:
                 self.handle._stats["crashes"] += 1
                 await self.publish(ServerExited(incarnation=self.handle.incarnation, pid=proc.pid,
                                                 returncode=rc, signal=signal_name(rc), expected=False,
-                                                during=during, output_tail=tail))
+                                                during=during, output_tail=tail, exited_unix_ns=exited_unix_ns))
                 how = f"killed by {signal_name(rc)}" if rc < 0 else f"exit code {rc}"
                 last = "\n  ".join(tail[-10:]) or "(nothing printed)"
                 finish(_Outcome("exited", f"server pid {proc.pid} exited during {during} ({how}); "
