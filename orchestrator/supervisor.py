@@ -259,6 +259,7 @@ class _Supervisor:
         self.http: aiohttp.ClientSession | None = None
         self.first_ready = anyio.Event()
         self.announced = False
+        self.ready_now = False  # this incarnation passed its start-up gate
 
     # -- events and state ------------------------------------------------------------------------
 
@@ -325,6 +326,7 @@ class _Supervisor:
         spec, handle = self.spec, self.handle
         handle.incarnation += 1
         inc = handle.incarnation
+        self.ready_now = False
         spec.parts.launcher.check_port_free(spec.host, spec.port)
         argv = spec.argv(inc)
         records = spec.records_path(inc)
@@ -382,6 +384,9 @@ class _Supervisor:
                     finish(outcome, tg)
                     return
                 ready.set()
+                self.ready_now = True
+                # A server that lives less than one sample period still gets a figure taken while ready.
+                tg.start_soon(self._sample_once, proc, "ready")
                 self.first_ready.set()
                 finish(await self._health_loop(), tg)
 
@@ -449,38 +454,50 @@ class _Supervisor:
         """Sample the tree every sample_period_s from spawn on; remember descendants for the sweep."""
         period = self.cfg.sample_period_s
         next_at = time.monotonic()
-        stats = self.handle._stats
         while True:
-            sample = await anyio.to_thread.run_sync(self.sampler.sample, proc.pid, limiter=self.limiter)
-            if sample is None:
+            if not await self._sample_once(proc, "period"):
                 return
-            proc.remember(sample.pids)
-            stats["samples"] += 1
-            stats["last_rss_bytes"] = sample.rss_bytes
+            next_at += period
+            await anyio.sleep(max(0.0, next_at - time.monotonic()))
+
+    async def _sample_once(self, proc: ServerProcess, trigger: str) -> bool:
+        """One sample, published; False when the tree is gone. Samples before readiness are flagged and
+        never count toward the peak (start-up memory is not what the server needs to serve)."""
+        sample = await anyio.to_thread.run_sync(self.sampler.sample, proc.pid, limiter=self.limiter)
+        if sample is None:
+            return False
+        proc.remember(sample.pids)
+        stats = self.handle._stats
+        pre_ready = not self.ready_now
+        stats["samples"] += 1
+        stats["last_rss_bytes"] = sample.rss_bytes
+        if not pre_ready:
             stats["peak_rss_bytes"] = max(stats["peak_rss_bytes"], sample.rss_bytes)
             if sample.gpu_memory_bytes is not None:
                 stats["peak_gpu_memory_bytes"] = max(stats["peak_gpu_memory_bytes"] or 0, sample.gpu_memory_bytes)
-            await self.publish(ResourceSampled(
-                incarnation=self.handle.incarnation, pid=sample.pid, rss_bytes=sample.rss_bytes,
-                uss_bytes=sample.uss_bytes, cpu_percent=sample.cpu_percent, threads=sample.threads,
-                open_files=sample.open_files, children=sample.children, gpu_memory_bytes=sample.gpu_memory_bytes,
-            ))
-            for gpu in sample.gpus:
-                await self.publish(GpuSampled(index=gpu.index, name=gpu.name,
-                                              memory_used_bytes=gpu.memory_used_bytes,
-                                              memory_total_bytes=gpu.memory_total_bytes,
-                                              utilization_percent=gpu.utilization_percent))
-            if self.sampler.gpu_unavailable and not self.gpu_warned:
-                self.gpu_warned = True
-                await self.publish(Warned(code="gpu_sampling_unavailable", message=self.sampler.gpu_unavailable))
-            next_at += period
-            await anyio.sleep(max(0.0, next_at - time.monotonic()))
+        await self.publish(ResourceSampled(
+            incarnation=self.handle.incarnation, pid=sample.pid, rss_bytes=sample.rss_bytes,
+            uss_bytes=sample.uss_bytes, cpu_percent=sample.cpu_percent, threads=sample.threads,
+            open_files=sample.open_files, children=sample.children, gpu_memory_bytes=sample.gpu_memory_bytes,
+            pre_ready=pre_ready, trigger=trigger,
+        ))
+        for gpu in sample.gpus:
+            await self.publish(GpuSampled(index=gpu.index, name=gpu.name,
+                                          memory_used_bytes=gpu.memory_used_bytes,
+                                          memory_total_bytes=gpu.memory_total_bytes,
+                                          utilization_percent=gpu.utilization_percent))
+        if self.sampler.gpu_unavailable and not self.gpu_warned:
+            self.gpu_warned = True
+            await self.publish(Warned(code="gpu_sampling_unavailable", message=self.sampler.gpu_unavailable))
+        return True
 
     async def _finish(self, proc: ServerProcess, outcome: _Outcome | None) -> None:
         """Stop what is left of this incarnation (shielded by the caller) and sweep its orphans."""
         cfg, inc = self.cfg, self.handle.incarnation
         if proc.returncode is None:
             reason = outcome.message if outcome else "supervisor cancelled"
+            if self.ready_now:  # the last figure of a live server, however short its life
+                await self._sample_once(proc, "stop")
             await self.set_state("stopping", reason)
             sig = signal.Signals[cfg.stop_signal]
             result = await proc.stop(sig, cfg.stop_grace_s)

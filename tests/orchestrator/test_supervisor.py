@@ -12,7 +12,8 @@ import psutil
 import pytest
 
 from orchestrator.errors import ServerError
-from orchestrator.events import ServerExited, ServerReady, ServerSpawned
+from orchestrator.events import PhaseStarted, ResourceSampled, ServerExited, ServerReady, ServerSpawned
+from orchestrator.reports.fold import fold
 from orchestrator.supervisor import supervise, supervised
 from supervisor_support import MODEL, drain, kinds, make_spec, new_bus
 
@@ -77,6 +78,27 @@ class TestStartAndStop:
         warned = kinds(events, "Warned")
         assert any(w.code == "server_stop_forced" and "0.5 s of SIGINT" in w.message for w in warned)
         assert time.monotonic() - started < 10
+
+    async def test_short_lived_server_peak_is_sampled_ready_never_pre_ready(self, tmp_path):
+        """A server that lives under one sample period: its peak comes from the samples taken at readiness
+        and just before stop; the sample taken at spawn (before readiness) is flagged and never the peak."""
+        bus, sub = new_bus()
+        async with supervised(make_spec(tmp_path, "--hold-mib", "64", "--startup-delay", "0.3",
+                                        sample_period_s=3600.0), bus) as handle:
+            pass
+        events = drain(sub)
+        samples = kinds(events, "ResourceSampled")
+        assert [(s.trigger, s.pre_ready) for s in samples] == [("period", True), ("ready", False), ("stop", False)]
+        assert samples[0].rss_bytes < 64 * 2**20 <= min(s.rss_bytes for s in samples[1:])
+        assert handle.statistics().peak_rss_bytes == max(s.rss_bytes for s in samples[1:])
+        report = fold([PhaseStarted(phase="model", model=MODEL), *events])
+        assert report.rows[0].server.peak_rss_bytes == max(s.rss_bytes for s in samples[1:])
+
+    async def test_pre_ready_sample_alone_is_no_peak(self, tmp_path):
+        """A report over a journal whose only sample predates readiness shows no peak rather than that one."""
+        sampled = ResourceSampled(incarnation=1, pid=1, rss_bytes=7 * 2**20, pre_ready=True, trigger="period")
+        report = fold([PhaseStarted(phase="model", model=MODEL), sampled])
+        assert report.rows[0].server.peak_rss_bytes is None
 
     async def test_grandchild_in_own_session_is_killed_as_orphan(self, tmp_path):
         """A grandchild that left the process group is found after stop, killed and reported."""

@@ -100,13 +100,13 @@ async def main(args: argparse.Namespace) -> None:
 
         args.gpu_tensor = torch.empty(args.gpu_mib * 2**20, dtype=torch.uint8, device="cuda")
         _say("gpu_allocated", mib=args.gpu_mib)
-    if args.hold_mib:
-        args.held = bytearray(b"\x01") * (args.hold_mib * 2**20)  # written, so resident
-        _say("memory_held", mib=args.hold_mib)
     if args.crash_on_start:
         print("fatal: cannot load bundle (scripted crash)", file=sys.stderr, flush=True)
         sys.exit(3)
     await asyncio.sleep(args.startup_delay)
+    if args.hold_mib:  # after the start-up delay: the sample taken at spawn sees none of it
+        args.held = bytearray(b"\x01") * (args.hold_mib * 2**20)  # written, so resident
+        _say("memory_held", mib=args.hold_mib)
     b = Behaviour(args)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
