@@ -7,6 +7,7 @@ Kind-agnostic: argv, readiness parsing and processes come from adapters through 
 from __future__ import annotations
 
 import importlib
+import re
 import signal
 import sys
 import time
@@ -64,6 +65,12 @@ def signal_name(returncode: int | None) -> str:
 # ------------------------------------------------------------------------------------------- spec
 
 
+def _path_part(name: str) -> str:
+    """`name` as one path component: characters other than letters, digits, `.`, `_`, `-` become `_`."""
+    safe = re.sub(r"[^A-Za-z0-9._-]", "_", name).lstrip(".")
+    return safe or "model"
+
+
 @dataclass(frozen=True)
 class ServerSpec:
     """Everything needed to start, probe and stop the server of one model; the port is fixed once."""
@@ -116,10 +123,11 @@ class ServerSpec:
         return f"http://{host}:{self.port}"
 
     def records_path(self, incarnation: int) -> Path | None:
-        """`run_dir/server/records-<incarnation>.jsonl` when argv asks for `{records}`, else None."""
+        """`run_dir/server/<model>/records-<incarnation>.jsonl` when argv asks for `{records}`, else None.
+        One file per model and incarnation: a run of several models never gives two servers one file."""
         if not any("{records}" in arg for arg in self.argv_template):
             return None
-        return self.run_dir / "server" / f"records-{incarnation}.jsonl"
+        return self.run_dir / "server" / _path_part(self.model) / f"records-{incarnation}.jsonl"
 
     def argv(self, incarnation: int) -> list[str]:
         records = self.records_path(incarnation)

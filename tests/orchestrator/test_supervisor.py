@@ -37,7 +37,7 @@ class TestStartAndStop:
             stats = handle.statistics()
         events = drain(sub)
         spawned = kinds(events, "ServerSpawned")[0]
-        assert spawned.records_path == str(tmp_path / "server" / "records-1.jsonl")
+        assert spawned.records_path == str(tmp_path / "server" / MODEL / "records-1.jsonl")
         assert spawned.port == spec.port
         ready = kinds(events, "ServerReady")[0]
         assert [m["id"] for m in ready.models] == [MODEL]
@@ -201,7 +201,7 @@ class TestCrashAndRestart:
         spawned = kinds(events, "ServerSpawned")
         assert [s.incarnation for s in spawned] == [1, 2]
         assert spawned[1].port == spawned[0].port
-        assert spawned[1].records_path.endswith("records-2.jsonl")
+        assert spawned[1].records_path.endswith(f"/{MODEL}/records-2.jsonl")
         assert [r.incarnation for r in kinds(events, "ServerReady")] == [1, 2]
         assert handle.statistics().restarts == 1
 
