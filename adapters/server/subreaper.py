@@ -19,7 +19,7 @@ __all__ = ["OWNER_ENV", "PR_SET_CHILD_SUBREAPER", "become_subreaper", "is_subrea
 OWNER_ENV = "AQBENCH_OWNER_PID"
 PR_SET_CHILD_SUBREAPER = 36
 PR_GET_CHILD_SUBREAPER = 37
-_state: dict[str, bool] = {}
+_state: dict[str, int] = {"pid": 0, "on": 0}  # which process asked, and what the kernel said
 
 
 def _prctl(option: int, arg: int | ctypes.c_int) -> int:
@@ -32,8 +32,8 @@ def _prctl(option: int, arg: int | ctypes.c_int) -> int:
 def become_subreaper() -> bool:
     """Make this process a child subreaper (once) and mark the environment our children inherit.
     True when it is one; False off Linux or when the kernel refused (then the marker sweep remains)."""
-    if _state.get("pid") == os.getpid():  # a forked copy of us is a different process: ask again
-        return _state["on"]
+    if _state["pid"] == os.getpid():  # a forked copy of us is a different process: ask again
+        return bool(_state["on"])
     on = False
     if sys.platform.startswith("linux"):
         try:
@@ -41,7 +41,7 @@ def become_subreaper() -> bool:
         except (OSError, AttributeError):  # no libc prctl symbol: not a Linux we can drive
             on = False
     os.environ[OWNER_ENV] = str(os.getpid())
-    _state.update(pid=os.getpid(), on=on)  # type: ignore[arg-type]
+    _state.update(pid=os.getpid(), on=int(on))
     return on
 
 
