@@ -6,16 +6,12 @@ Kind-agnostic: argv, readiness parsing and processes come from adapters through 
 
 from __future__ import annotations
 
-import importlib
-import re
 import signal
-import sys
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import aiohttp
@@ -23,7 +19,7 @@ import anyio
 import msgspec
 from anyio.abc import TaskGroup, TaskStatus
 
-from orchestrator.config import Config, ModelConfig, ServerConfig
+from orchestrator.config import ServerConfig
 from orchestrator.errors import ServerError
 from orchestrator.events import (
     Event,
@@ -40,7 +36,8 @@ from orchestrator.events import (
     Warned,
 )
 from orchestrator.logs import get_logger
-from orchestrator.ports import EventSink, Readiness, ResourceSampler, ServerParts, ServerProcess
+from orchestrator.ports import EventSink, Readiness, ResourceSampler, ServerProcess
+from orchestrator.server_spec import ServerSpec
 
 __all__ = ["ServerSpec", "ServerHandle", "SupervisorStatistics", "supervise", "supervised", "signal_name"]
 
@@ -50,6 +47,7 @@ _LIVE_STATES = ("ready", "degraded", "unhealthy")
 # Output lines get a moment to arrive after an exit so the crash event carries the last words.
 _TAIL_WAIT_S = 0.1
 _STOP_MARGIN_S = 15.0
+_WARN_TIMEOUT_S = 2.0
 
 
 def signal_name(returncode: int | None) -> str:
@@ -60,79 +58,6 @@ def signal_name(returncode: int | None) -> str:
         return signal.Signals(-returncode).name
     except ValueError:
         return f"signal {-returncode}"
-
-
-# ------------------------------------------------------------------------------------------- spec
-
-
-def _path_part(name: str) -> str:
-    """`name` as one path component: characters other than letters, digits, `.`, `_`, `-` become `_`."""
-    safe = re.sub(r"[^A-Za-z0-9._-]", "_", name).lstrip(".")
-    return safe or "model"
-
-
-@dataclass(frozen=True)
-class ServerSpec:
-    """Everything needed to start, probe and stop the server of one model; the port is fixed once."""
-
-    parts: ServerParts
-    server: ServerConfig
-    argv_template: tuple[str, ...]
-    values: dict[str, str]
-    model: str
-    host: str
-    port: int
-    run_dir: Path
-    env: dict[str, str] = field(default_factory=dict)
-    cwd: str = ""
-    # Start-up probes come faster than health probes so readiness is noticed soon after it happens.
-    startup_probe_period_s: float = 0.1
-
-    @classmethod
-    def from_config(
-        cls, cfg: Config, model: ModelConfig, run_dir: Path, *, parts: ServerParts | None = None
-    ) -> ServerSpec:
-        """Render the `[server]` section for `model`. Picks a free loopback port when none is set.
-
-        `parts` None chooses the real adapters for `server.kind` (looked up by name, so that the core
-        does not import adapters). Raises ConfigError when argv cannot be rendered.
-        """
-        if parts is None:
-            parts = importlib.import_module("adapters.server").server_parts(cfg.server.kind)
-        srv = cfg.server
-        port = srv.port or parts.launcher.pick_free_port(srv.host)
-        values = {
-            "python": sys.executable,
-            "host": srv.host,
-            "port": str(port),
-            "bundle": model.bundle or srv.bundle,
-            "model": model.name,
-            "replicas": str(srv.replicas),
-            "run_dir": str(run_dir),
-        }
-        spec = cls(
-            parts=parts, server=srv, argv_template=tuple(srv.argv), values=values, model=model.name,
-            host=srv.host, port=port, run_dir=run_dir, env=dict(srv.env), cwd=srv.cwd,
-        )
-        spec.argv(1)  # render once now so a bad template fails before anything starts
-        return spec
-
-    @property
-    def base_url(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}"
-
-    def records_path(self, incarnation: int) -> Path | None:
-        """`run_dir/server/<model>/records-<incarnation>.jsonl` when argv asks for `{records}`, else None.
-        One file per model and incarnation: a run of several models never gives two servers one file."""
-        if not any("{records}" in arg for arg in self.argv_template):
-            return None
-        return self.run_dir / "server" / _path_part(self.model) / f"records-{incarnation}.jsonl"
-
-    def argv(self, incarnation: int) -> list[str]:
-        records = self.records_path(incarnation)
-        values = {**self.values, "records": str(records) if records else ""}
-        return self.parts.kind.render_argv(self.argv_template, values)
 
 
 # ---------------------------------------------------------------------------------------- handle
@@ -167,6 +92,7 @@ class ServerHandle:
         self.state: ServerState = "starting"
         self.failure = ""
         self._changed = anyio.Event()
+        self._sink: EventSink | None = None  # set by the supervisor: where a timed-out stop is said
         self._stop_requested = anyio.Event()
         self._done = anyio.Event()
         self._stats: dict[str, Any] = dict(
@@ -193,11 +119,20 @@ class ServerHandle:
         raise ServerError(f"server at {self.base_url} not ready within {timeout_s:g} s (state {self.state}, "
                           f"incarnation {self.incarnation})")
 
-    async def stop(self) -> None:
+    async def stop(self) -> bool:
         """Stop the server cleanly (stop signal, grace, SIGKILL, orphan sweep) and wait until done.
-        Blocks at most about stop_grace_s + 15 s; safe to call twice or after a failure."""
+        Blocks at most stop_grace_s + 2 x 15 s: past that a Warned event says the stop did not finish and
+        False is returned. Safe to call twice or after a failure; callers shield it while cancelled."""
         self._stop_requested.set()
-        await self._done.wait()
+        budget_s = self.spec.server.stop_grace_s + 2 * _STOP_MARGIN_S
+        with anyio.move_on_after(budget_s):
+            await self._done.wait()
+            return True
+        await _warn_timed_out(self._sink, "server_stop_timed_out", (
+            f"the server of model {self.model!r} (pid {self.pid}, incarnation {self.incarnation}) did not finish "
+            f"stopping within {budget_s:g} s (server.stop_grace_s + {2 * _STOP_MARGIN_S:g} s); its group was "
+            "signalled, what is left may still be running"), {"pid": self.pid, "waited_s": budget_s})
+        return False
 
     def statistics(self) -> SupervisorStatistics:
         return SupervisorStatistics(state=self.state, incarnation=self.incarnation, pid=self.pid,
@@ -205,6 +140,16 @@ class ServerHandle:
 
 
 # ------------------------------------------------------------------------------------ supervisor
+
+
+async def _warn_timed_out(sink: EventSink | None, code: str, message: str, detail: dict[str, Any]) -> None:
+    """Say that a bounded wait in a cleanup ran out: a Warned event (itself bounded: the bus may be what is
+    stuck), and the log in any case."""
+    log.error(code, message=message, **detail)
+    if sink is None:
+        return
+    with anyio.CancelScope(shield=True), anyio.move_on_after(_WARN_TIMEOUT_S):
+        await sink.publish(Warned(source="supervisor", code=code, message=message, detail=detail))
 
 
 class _SafeSink:
@@ -260,6 +205,7 @@ class _Supervisor:
         self.cfg = spec.server
         self.sink = _SafeSink(bus)
         self.handle = ServerHandle(spec)
+        self.handle._sink = self.sink
         self.budget = _RestartBudget(self.cfg)
         self.sampler: ResourceSampler = spec.parts.new_sampler()
         self.limiter = anyio.CapacityLimiter(1)
@@ -353,8 +299,14 @@ class _Supervisor:
             try:
                 outcome = await self._watch(proc, spawned_ns)
             finally:
-                with anyio.CancelScope(shield=True), anyio.move_on_after(self.cfg.stop_grace_s + _STOP_MARGIN_S):
-                    await self._finish(proc, outcome)
+                with anyio.CancelScope(shield=True):
+                    with anyio.move_on_after(self.cfg.stop_grace_s + _STOP_MARGIN_S) as finishing:
+                        await self._finish(proc, outcome)
+                    if finishing.cancelled_caught:
+                        await _warn_timed_out(self.sink, "server_finish_timed_out", (
+                            f"stopping incarnation {inc} (pid {proc.pid}) took over "
+                            f"{self.cfg.stop_grace_s + _STOP_MARGIN_S:g} s (server.stop_grace_s + {_STOP_MARGIN_S:g} s);"
+                            " the orphan sweep may not have run"), {"pid": proc.pid, "incarnation": inc})
         return outcome
 
     async def _watch(self, proc: ServerProcess, spawned_ns: int) -> _Outcome:
@@ -586,12 +538,19 @@ class _Supervisor:
                 if handle._stop_requested.is_set():
                     return
         finally:
-            with anyio.CancelScope(shield=True):
-                await self.http.close()
-                await anyio.to_thread.run_sync(self.sampler.close)
-                if not failed:
-                    await self.set_state("stopped", "stop requested" if handle._stop_requested.is_set()
-                                         else "supervisor cancelled")
+            try:
+                with anyio.CancelScope(shield=True), anyio.move_on_after(_STOP_MARGIN_S) as closing:
+                    await self.http.close()
+                    await anyio.to_thread.run_sync(self.sampler.close, abandon_on_cancel=True)
+                    if not failed:
+                        await self.set_state("stopped", "stop requested" if handle._stop_requested.is_set()
+                                             else "supervisor cancelled")
+                if closing.cancelled_caught:
+                    await _warn_timed_out(self.sink, "server_cleanup_timed_out", (
+                        f"closing the supervisor of model {self.spec.model!r} took over {_STOP_MARGIN_S:g} s "
+                        "(HTTP session, sampler, final state); it was left unfinished"),
+                        {"waited_s": _STOP_MARGIN_S})
+            finally:
                 handle._done.set()
 
 
@@ -617,7 +576,7 @@ async def supervised(spec: ServerSpec, bus: EventSink) -> AsyncIterator[ServerHa
                 yield handle
             finally:
                 with anyio.CancelScope(shield=True):
-                    await handle.stop()
+                    await handle.stop()  # bounded inside; a timed-out stop is a Warned event
     except BaseExceptionGroup as group:
         errors = [e for e in group.exceptions if not isinstance(e, anyio.get_cancelled_exc_class())]
         if len(errors) == 1:
