@@ -18,7 +18,9 @@ from orchestrator.events import (
     RequestUnmatched,
     ServerExited,
     ServerRecord,
+    Warned,
 )
+from orchestrator.qualify.collect import WindowCollector
 
 S = 1_000_000_000
 T0 = 1_800_000_000 * S
@@ -338,6 +340,57 @@ class TestCorrelator:
         [inflight] = [e for e in seen if isinstance(e, RequestsInFlight)]
         assert (inflight.request_ids, inflight.limit) == (["open"], 2)
         assert acc.balanced, acc.problems
+
+    @pytest.mark.anyio
+    async def test_stage_collector_waits_for_the_windows_accounting(self) -> None:
+        """qualify's collector returns once it has seen the window's AccountingChecked (then it holds every
+        request of the window), not after a pause: however long it waits, it waits for the accounting."""
+        bus = Bus("t")
+        corr = Correlator(bus, match_timeout_s=0.2, tick_s=0.02)
+        collector = WindowCollector(bus, "w1")
+        result: list[bool] = []
+        done = anyio.Event()
+        async with anyio.create_task_group() as tg:
+            await tg.start(corr.run)
+            await tg.start(collector.run)
+            await bus.publish(AiperfStarted(window="w1", argv=[], shell="", artifact_dir=""))
+            for i in range(3):
+                await bus.publish(client(f"early{i}"))
+                await bus.publish(server(f"early{i}"))
+
+            async def wait() -> None:
+                result.append(await collector.wait_accounted(30.0))
+                done.set()
+
+            tg.start_soon(wait)
+            with anyio.move_on_after(0.3):
+                await done.wait()
+            assert not done.is_set(), "the collector stopped waiting before the window was accounted"
+            for i in range(2):
+                await bus.publish(client(f"late{i}"))
+                await bus.publish(server(f"late{i}"))
+            acc = await corr.close_window("w1")
+            with anyio.fail_after(10):
+                await done.wait()
+            tg.cancel_scope.cancel()
+        assert result == [True]
+        assert sorted(e.request_id for e in collector.events) == ["early0", "early1", "early2", "late0", "late1"]
+        assert acc.issued == {"profiling": 5}
+
+    @pytest.mark.anyio
+    async def test_stage_collector_timeout_is_a_warning(self) -> None:
+        """No accounting within the deadline: False, and a Warned event says how many were collected."""
+        bus = Bus("t")
+        probe = bus.subscribe("probe", size=100)
+        collector = WindowCollector(bus, "w1")
+        async with anyio.create_task_group() as tg:
+            await tg.start(collector.run)
+            assert await collector.wait_accounted(0.05) is False
+            tg.cancel_scope.cancel()
+        warned = [e for e in iter(lambda: probe.receive_nowait() if probe.statistics().buffered else None, None)
+                  if isinstance(e, Warned)]
+        assert [w.code for w in warned] == ["window_collection_timed_out"]
+        assert warned[0].detail == {"window": "w1", "collected": 0, "waited_s": 0.05}
 
     @pytest.mark.anyio
     async def test_publishing_never_deadlocks_on_its_own_full_queue(self) -> None:
