@@ -14,7 +14,7 @@ import pytest
 from orchestrator.errors import ServerError
 from orchestrator.events import PhaseStarted, ResourceSampled, ServerExited, ServerReady, ServerSpawned
 from orchestrator.reports.fold import fold
-from orchestrator.supervisor import supervise, supervised
+from orchestrator.supervisor import ServerHandle, supervise, supervised
 from supervisor_support import MODEL, drain, kinds, make_spec, new_bus
 
 pytestmark = pytest.mark.anyio
@@ -99,6 +99,19 @@ class TestStartAndStop:
         sampled = ResourceSampled(incarnation=1, pid=1, rss_bytes=7 * 2**20, pre_ready=True, trigger="period")
         report = fold([PhaseStarted(phase="model", model=MODEL), sampled])
         assert report.rows[0].server.peak_rss_bytes is None
+
+    async def test_stop_that_never_finishes_is_bounded_and_warned(self, tmp_path, monkeypatch):
+        """A stop whose supervisor never finishes returns after its deadline, and a Warned event says so."""
+        import orchestrator.supervisor as supervisor_module
+
+        monkeypatch.setattr(supervisor_module, "_STOP_MARGIN_S", 0.05)
+        bus, sub = new_bus()
+        handle = ServerHandle(make_spec(tmp_path, stop_grace_s=0.1))
+        handle._sink = bus  # what the supervisor sets; nothing will ever mark this handle done
+        with anyio.fail_after(5):
+            assert await handle.stop() is False
+        [warned] = kinds(drain(sub), "Warned")
+        assert warned.code == "server_stop_timed_out" and "within 0.2 s" in warned.message
 
     async def test_grandchild_in_own_session_is_killed_as_orphan(self, tmp_path):
         """A grandchild that left the process group is found after stop, killed and reported."""
