@@ -9,11 +9,29 @@ from collections.abc import Iterable
 
 from orchestrator.events import AccountingChecked, ClientRecord, ServerRecord
 
-__all__ = ["CATEGORIES", "category_of", "cause_of", "WindowTally"]
+__all__ = ["CATEGORIES", "category_of", "cause_of", "never_connected", "WindowTally"]
 
 # Every issued request lands in exactly one category; together they sum to `issued`.
 CATEGORIES = ("ok", "http_error", "transport_error", "timeout", "cancelled", "in_flight")
 _LISTED = 50  # ids listed per problem kind in an AccountingChecked; counts are always complete
+
+
+# aiohttp's connector errors (AIPerf records the exception's class as `error.type`): no connection was
+# ever made, so the request never reached the server, whatever the server was doing at the time.
+_CONNECTOR_ERRORS = frozenset({
+    "ClientConnectorError", "ClientConnectorDNSError", "ClientConnectorSSLError",
+    "ClientConnectorCertificateError", "ConnectionRefusedError",
+})
+_REFUSED_TEXT = ("connectionrefusederror", "connection refused", "connect call failed", "cannot connect to host")
+
+
+def never_connected(client: ClientRecord) -> bool:
+    """The client could not open a connection (refused, unreachable): the request never reached the server.
+    A reset, an early end of stream or a missing answer all happen on a connection that was open."""
+    if client.error_type in _CONNECTOR_ERRORS:
+        return True
+    text = client.error_message.lower()
+    return any(t in text for t in _REFUSED_TEXT)
 
 
 def _is_timeout(client: ClientRecord) -> bool:
@@ -35,7 +53,8 @@ def category_of(client: ClientRecord) -> str:
 
 def cause_of(client: ClientRecord | None, server: ServerRecord | None, *, crashed: bool,
              category: str | None = None) -> str:
-    """Stable cause code. `crashed`: the request's client span covers an unexpected server exit.
+    """Stable cause code. `crashed`: the request was sent before an unexpected server exit on a connection
+    that was open when the server died (the caller decides; a refused connection is never crashed).
     `category`: `category_of(client)` when the caller has it already (the join computes it once)."""
     if client is None:
         return "unmatched"

@@ -15,12 +15,20 @@ import anyio
 import msgspec
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from orchestrator.events import AnyEvent, Event, EventsDropped
+from orchestrator.events import AnyEvent, Event, EventsDropped, SubscriberFailed
 
 __all__ = ["Bus", "Subscription", "BusStatistics", "SubscriptionStatistics", "BusClosed"]
 
 E = TypeVar("E", bound=Event)
 _replace = msgspec.structs.replace
+_FAILURE_PUBLISH_S = 5.0
+
+
+def _is_failure(exc: BaseException) -> bool:
+    """An error, not a stop: cancellation (alone or grouped) and interpreter exits are not failures."""
+    if isinstance(exc, BaseExceptionGroup):
+        return any(_is_failure(e) for e in exc.exceptions)
+    return isinstance(exc, Exception) and not isinstance(exc, anyio.get_cancelled_exc_class())
 
 
 class BusClosed(RuntimeError):
@@ -65,8 +73,15 @@ class Subscription:
     async def __aenter__(self) -> Subscription:
         return self
 
-    async def __aexit__(self, *exc: object) -> None:
+    async def __aexit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
         self.close()
+        if exc is not None and _is_failure(exc) and not self._bus.closed:
+            # A subscriber that dies says so in the journal before its error unwinds the run. Bounded and
+            # shielded: the run may be cancelling, and a full bus must not hold the failure back forever.
+            with anyio.CancelScope(shield=True), anyio.move_on_after(_FAILURE_PUBLISH_S):
+                await self._bus.publish(SubscriberFailed(
+                    source="bus", subscriber=self.name, error=f"{type(exc).__name__}: {exc}", best_effort=self.lossy,
+                ))
 
     def close(self) -> None:
         """Unsubscribe now; events still buffered are discarded (a lossless consumer drains first)."""

@@ -15,7 +15,7 @@ import anyio
 import msgspec
 from anyio.abc import TaskStatus
 
-from orchestrator.accounting import WindowTally, category_of, cause_of
+from orchestrator.accounting import WindowTally, category_of, cause_of, never_connected
 from orchestrator.events import (
     AccountingChecked,
     AiperfStarted,
@@ -69,14 +69,20 @@ def _lacks_answer(client: ClientRecord) -> bool:
 _Settled = tuple[str, tuple[str, ...], bool]
 
 
-class _Crash:
-    __slots__ = ("incarnation", "ns", "publish_at", "ids", "published", "announced")
+_IN_FLIGHT_RULE = ("sent before the server exited, on a connection that then broke or got no answer; "
+                   "a refused connection is `connection`, whatever the timing")
 
-    def __init__(self, incarnation: int, ns: int, publish_at: int) -> None:
+
+class _Crash:
+    __slots__ = ("incarnation", "ns", "publish_at", "ids", "published", "announced", "limit", "breach")
+
+    def __init__(self, incarnation: int, ns: int, publish_at: int, limit: int = 0) -> None:
         self.incarnation, self.ns, self.publish_at = incarnation, ns, publish_at
         self.ids: list[str] = []
         self.published = 0
         self.announced = False
+        self.limit = limit  # the client's concurrency (0: unknown or rate mode)
+        self.breach = False
 
 
 def _merge(first: ClientRecord, other: ClientRecord) -> ClientRecord:
@@ -124,6 +130,7 @@ class Joiner:
         self._crashes: list[_Crash] = []
         self._keys: dict[str, tuple[str, str]] = {}
         self._starts: deque[tuple[int, str]] = deque(maxlen=_WINDOWS_KEPT)
+        self._limits: dict[str, int] = {}
         self._closed: deque[str] = deque(maxlen=_WINDOWS_KEPT)
         self.correlated = self.unmatched = self.duplicates = 0
 
@@ -132,12 +139,16 @@ class Joiner:
     def _awaits_answer(self, client: ClientRecord) -> bool:
         return self.answer_grace_ns > 0 and _lacks_answer(client)
 
-    def start_window(self, window: str, start_unix_ns: int | None = None) -> None:
+    def start_window(self, window: str, start_unix_ns: int | None = None, *, concurrency: int = 0) -> None:
         """Server records without a client record are accounted to the window started last before the
         server began them when `start_unix_ns` (the load client's launch) is given, else to the window
         started last. With launch times, a straggler of window N that reaches the server's records after
-        N+1 was launched still counts in N, so windows may overlap in their finalisation."""
+        N+1 was launched still counts in N, so windows may overlap in their finalisation.
+        `concurrency` (0: unknown or rate mode) bounds how many requests a crash can have in flight."""
         self.window = window
+        self._limits[window] = concurrency
+        if len(self._limits) > _WINDOWS_KEPT:
+            del self._limits[next(iter(self._limits))]
         if window in self._closed:  # a name reused after its close (qualify's runs): a new window
             self._closed.remove(window)
         self._tally(window)
@@ -246,9 +257,11 @@ class Joiner:
         return out
 
     def server_exited(self, incarnation: int, crash_unix_ns: int, now_ns: int = 0) -> list[Event]:
-        """An unexpected exit: requests whose client span covers `crash_unix_ns` become server_crash.
-        Their ids are published as RequestsInFlight once their client records had time to arrive."""
-        self._crashes.append(_Crash(incarnation, crash_unix_ns, now_ns + 2 * self.match_timeout_ns))
+        """An unexpected exit at `crash_unix_ns` (when the process was seen dead): a failed request sent
+        before it on a connection that broke or got no answer becomes server_crash; a refused one stays
+        `connection`. The ids are published as RequestsInFlight once their client records had time to arrive."""
+        self._crashes.append(_Crash(incarnation, crash_unix_ns, now_ns + 2 * self.match_timeout_ns,
+                                    self._limits.get(self.window, 0)))
         return []
 
     # ------------------------------------------------------------------ time and ends
@@ -357,22 +370,30 @@ class Joiner:
                 self._keys[conversation_id] = known
         return known
 
-    def _crash_covering(self, client: ClientRecord, server: ServerRecord | None) -> _Crash | None:
+    def _crash_rule(self, client: ClientRecord, server: ServerRecord | None,
+                    category: str) -> tuple[_Crash | None, str]:
+        """The crash that had this failed request in flight (or None) and the rule that decided it:
+        "open_at_exit", "refused" or "sent_after_exit"; "" when no exit is involved."""
         start = client.request_start_ns
-        if start is None:
-            return None
+        if start is None or category not in ("transport_error", "timeout"):
+            return None, ""  # answered (even with an HTTP error) or cancelled: never lost to a crash
+        refused = never_connected(client)
         end = client.request_end_ns if client.request_end_ns and client.request_end_ns > start else None
+        after: _Crash | None = None
         for crash in self._crashes:
             if server is not None:
                 if server.incarnation != crash.incarnation:
                     continue
                 if server.end_unix_ns and server.end_unix_ns < crash.ns - self.crash_slack_ns:
                     continue
-            # crash.ns is when the exit was noticed (after the death): a request started later was
-            # refused, not in flight. An error record's end may equal its start (AIPerf): end unknown.
+            # An error record's end may equal its start (AIPerf): then the end is unknown.
             if start <= crash.ns and (end is None or end >= crash.ns - self.crash_slack_ns):
-                return crash
-        return None
+                return (None, "refused") if refused else (crash, "open_at_exit")
+            if start > crash.ns:
+                after = crash
+        if after is not None:
+            return None, "refused" if refused else "sent_after_exit"
+        return None, ""
 
     def _settle(self, client: ClientRecord, vias: tuple[str, ...], server: ServerRecord | None, *,
                 in_flight: bool = False) -> RequestCorrelated:
@@ -381,13 +402,16 @@ class Joiner:
         # with the keywords given).
         rid = client.request_id
         window = client.window or self.window
-        crash = self._crash_covering(client, server) if self._crashes else None
         status = client.status_code
+        crash: _Crash | None = None
+        rule = ""
         if (server is not None and (status is None or status < 400) and client.error_code is None
                 and not client.error_message and not client.error_type and not client.was_cancelled):
             category = cause = "ok"  # what category_of and cause_of say for an answered request
         else:
             category = category_of(client)
+            if self._crashes:
+                crash, rule = self._crash_rule(client, server, category)
             cause = cause_of(client, server, crashed=crash is not None, category=category)
         if in_flight:
             category = "in_flight"
@@ -397,9 +421,13 @@ class Joiner:
         if server is None:
             tally.client_only(rid, ok=category == "ok")
         if crash is not None and cause == "server_crash":
-            # Only what the crash lost: a request answered just before the exit (inside the slack) covers
-            # the crash time too, but it is ok, not in flight.
             crash.ids.append(rid)
+            if crash.limit and len(crash.ids) > crash.limit and not crash.breach:
+                # At most `concurrency` requests can be open at one instant: more means the rule is wrong.
+                crash.breach = True
+                tally.problems.append(
+                    f"more requests in flight at the exit of incarnation {crash.incarnation} than the client's "
+                    f"concurrency {crash.limit} ({len(crash.ids)} so far, e.g. {rid}): the crash accounting is wrong")
         settled = self._settled
         settled[rid] = (window, vias, server is not None)
         if len(settled) > self.max_settled:
@@ -417,7 +445,7 @@ class Joiner:
                 http_status=status, error_message=client.error_message, answer=client.answer,
                 request_start_ns=start, request_end_ns=end, request_latency_ms=client.request_latency_ms,
                 client_lifecycle_ms=lifecycle, incarnation=crash.incarnation if crash is not None else 0,
-                has_server=False,
+                has_server=False, cause_rule=rule,
             )
         audio = server.audio
         if audio:
@@ -434,7 +462,7 @@ class Joiner:
             request_latency_ms=client.request_latency_ms, client_lifecycle_ms=lifecycle,
             handler_ms=server.handler_ms, worker_roundtrip_ms=server.worker_roundtrip_ms,
             model_call_ms=server.model_call_ms, timing_scope=server.timing_scope,
-            incarnation=server.incarnation, audio_seconds=seconds, audio_bytes=size,
+            incarnation=server.incarnation, audio_seconds=seconds, audio_bytes=size, cause_rule=rule,
         )
 
     def _server_only(self, rid: str, window: str) -> list[Event]:
@@ -465,7 +493,21 @@ class Joiner:
             return []
         crash.announced, crash.published = True, len(crash.ids)
         # Announced once even when empty (the crash had nothing in flight); later ids follow.
-        return [RequestsInFlight(source=self.source, incarnation=crash.incarnation, request_ids=list(new))]
+        return [RequestsInFlight(source=self.source, incarnation=crash.incarnation, request_ids=list(new),
+                                 limit=crash.limit, rule=_IN_FLIGHT_RULE)]
+
+
+def _concurrency(argv: list[str]) -> int:
+    """AIPerf's `--concurrency N` (either spelling); 0 when absent or not a number."""
+    for i, arg in enumerate(argv):
+        value = arg.partition("=")[2] if arg.startswith("--concurrency=") else (
+            argv[i + 1] if arg == "--concurrency" and i + 1 < len(argv) else None)
+        if value is not None:
+            try:
+                return max(0, int(value))
+            except ValueError:
+                return 0
+    return 0
 
 
 class Correlator:
@@ -528,9 +570,9 @@ class Correlator:
         if isinstance(ev, ServerRecord):
             return self.joiner.add_server(ev, now)
         if isinstance(ev, ServerExited) and not ev.expected:
-            return self.joiner.server_exited(ev.incarnation, ev.ts_ns, now)
+            return self.joiner.server_exited(ev.incarnation, ev.exited_unix_ns or ev.ts_ns, now)
         if isinstance(ev, AiperfStarted):
-            self.joiner.start_window(ev.window, ev.ts_ns)
+            self.joiner.start_window(ev.window, ev.ts_ns, concurrency=_concurrency(ev.argv))
         return ()
 
     async def _publish(self, ev: Event) -> Event:

@@ -327,6 +327,9 @@ class ServerExited(Event, frozen=True, kw_only=True):
     expected: bool = False
     during: Literal["startup", "run", "stop"] = "run"
     output_tail: list[str] = []
+    # Wall clock when the exit was seen (the wait returned), before the output tail was collected; 0 in
+    # journals written before this field (then ts_ns, a little later, stands in for it).
+    exited_unix_ns: int = 0
 
 
 class ServerRestarting(Event, frozen=True, kw_only=True):
@@ -345,6 +348,9 @@ class OrphanKilled(Event, frozen=True, kw_only=True):
     pid: int
     cmdline: list[str] = []
     signal: str = "SIGKILL"
+    # "subreaper" (re-parented to aqbench), "sample" (seen in a resource sample), "marker" (environment
+    # token); "" in journals written before this field.
+    found_by: str = ""
 
 
 class ResourceSampled(Event, frozen=True, kw_only=True):
@@ -359,6 +365,10 @@ class ResourceSampled(Event, frozen=True, kw_only=True):
     open_files: int = 0
     children: int = 0
     gpu_memory_bytes: int | None = None
+    # Taken before the incarnation was ready (start-up memory, never its peak); `trigger` is "period",
+    # "ready" (at readiness) or "stop" (just before the stop signal); "" in older journals.
+    pre_ready: bool = False
+    trigger: str = ""
 
 
 class GpuSampled(Event, frozen=True, kw_only=True):
@@ -469,6 +479,9 @@ class RequestsInFlight(Event, frozen=True, kw_only=True):
     incarnation: int
     request_ids: list[str]
     reason: str = "server_crash"
+    # The client's concurrency when known (0: rate mode or unknown): more in flight than that is a breach.
+    limit: int = 0
+    rule: str = ""
 
 
 CauseCode = Literal[
@@ -512,6 +525,10 @@ class RequestCorrelated(Event, frozen=True, kw_only=True):
     audio_bytes: int | None = None
     has_client: bool = True
     has_server: bool = True
+    # Which rule gave `cause` when a server exit was near: "open_at_exit" (sent before the exit on a
+    # connection that then broke or got no answer), "refused" (never connected: `connection` whatever
+    # the timing), "sent_after_exit"; "" when no exit was involved.
+    cause_rule: str = ""
 
 
 class RequestUnmatched(Event, frozen=True, kw_only=True):

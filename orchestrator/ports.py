@@ -107,6 +107,8 @@ class Orphan(msgspec.Struct, frozen=True):
 
     pid: int
     cmdline: list[str]
+    # How it was found: "subreaper" (re-parented to us), "sample" (seen in a resource sample) or "marker".
+    found_by: str = ""
 
 
 class ServerProcess(Protocol):

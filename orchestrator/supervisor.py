@@ -7,13 +7,11 @@ Kind-agnostic: argv, readiness parsing and processes come from adapters through 
 from __future__ import annotations
 
 import signal
-import sys
 import time
 from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import aiohttp
@@ -21,7 +19,7 @@ import anyio
 import msgspec
 from anyio.abc import TaskGroup, TaskStatus
 
-from orchestrator.config import Config, ModelConfig, ServerConfig
+from orchestrator.config import ServerConfig
 from orchestrator.errors import ServerError
 from orchestrator.events import (
     Event,
@@ -39,7 +37,8 @@ from orchestrator.events import (
     Warned,
 )
 from orchestrator.logs import get_logger
-from orchestrator.ports import EventSink, Readiness, ResourceSampler, ServerParts, ServerProcess
+from orchestrator.ports import EventSink, Readiness, ResourceSampler, ServerProcess
+from orchestrator.server_spec import ServerSpec
 
 __all__ = ["ServerSpec", "ServerHandle", "SupervisorStatistics", "supervise", "supervised", "signal_name"]
 
@@ -49,6 +48,7 @@ _LIVE_STATES = ("ready", "degraded", "unhealthy")
 # Output lines get a moment to arrive after an exit so the crash event carries the last words.
 _TAIL_WAIT_S = 0.1
 _STOP_MARGIN_S = 15.0
+_WARN_TIMEOUT_S = 2.0
 
 
 def signal_name(returncode: int | None) -> str:
@@ -59,70 +59,6 @@ def signal_name(returncode: int | None) -> str:
         return signal.Signals(-returncode).name
     except ValueError:
         return f"signal {-returncode}"
-
-
-# ------------------------------------------------------------------------------------------- spec
-
-
-@dataclass(frozen=True)
-class ServerSpec:
-    """Everything needed to start, probe and stop the server of one model; the port is fixed once."""
-
-    parts: ServerParts
-    server: ServerConfig
-    argv_template: tuple[str, ...]
-    values: dict[str, str]
-    model: str
-    host: str
-    port: int
-    run_dir: Path
-    env: dict[str, str] = field(default_factory=dict)
-    cwd: str = ""
-    # Start-up probes come faster than health probes so readiness is noticed soon after it happens.
-    startup_probe_period_s: float = 0.1
-
-    @classmethod
-    def from_config(
-        cls, cfg: Config, model: ModelConfig, run_dir: Path, *, parts: ServerParts
-    ) -> ServerSpec:
-        """Render the `[server]` section for `model`. Picks a free loopback port when none is set.
-
-        `parts` are the adapters for `server.kind`, chosen by the composition root. Raises ConfigError
-        when argv cannot be rendered.
-        """
-        srv = cfg.server
-        port = srv.port or parts.launcher.pick_free_port(srv.host)
-        values = {
-            "python": sys.executable,
-            "host": srv.host,
-            "port": str(port),
-            "bundle": model.bundle or srv.bundle,
-            "model": model.name,
-            "replicas": str(srv.replicas),
-            "run_dir": str(run_dir),
-        }
-        spec = cls(
-            parts=parts, server=srv, argv_template=tuple(srv.argv), values=values, model=model.name,
-            host=srv.host, port=port, run_dir=run_dir, env=dict(srv.env), cwd=srv.cwd,
-        )
-        spec.argv(1)  # render once now so a bad template fails before anything starts
-        return spec
-
-    @property
-    def base_url(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}"
-
-    def records_path(self, incarnation: int) -> Path | None:
-        """`run_dir/server/records-<incarnation>.jsonl` when argv asks for `{records}`, else None."""
-        if not any("{records}" in arg for arg in self.argv_template):
-            return None
-        return self.run_dir / "server" / f"records-{incarnation}.jsonl"
-
-    def argv(self, incarnation: int) -> list[str]:
-        records = self.records_path(incarnation)
-        values = {**self.values, "records": str(records) if records else ""}
-        return self.parts.kind.render_argv(self.argv_template, values)
 
 
 # ---------------------------------------------------------------------------------------- handle
@@ -157,6 +93,7 @@ class ServerHandle:
         self.state: ServerState = "starting"
         self.failure = ""
         self._changed = anyio.Event()
+        self._sink: EventSink | None = None  # set by the supervisor: where a timed-out stop is said
         self._stop_requested = anyio.Event()
         self._done = anyio.Event()
         self._stats: dict[str, Any] = dict(
@@ -183,11 +120,20 @@ class ServerHandle:
         raise ServerError(f"server at {self.base_url} not ready within {timeout_s:g} s (state {self.state}, "
                           f"incarnation {self.incarnation})")
 
-    async def stop(self) -> None:
+    async def stop(self) -> bool:
         """Stop the server cleanly (stop signal, grace, SIGKILL, orphan sweep) and wait until done.
-        Blocks at most about stop_grace_s + 15 s; safe to call twice or after a failure."""
+        Blocks at most stop_grace_s + 2 x 15 s: past that a Warned event says the stop did not finish and
+        False is returned. Safe to call twice or after a failure; callers shield it while cancelled."""
         self._stop_requested.set()
-        await self._done.wait()
+        budget_s = self.spec.server.stop_grace_s + 2 * _STOP_MARGIN_S
+        with anyio.move_on_after(budget_s):
+            await self._done.wait()
+            return True
+        await _warn_timed_out(self._sink, "server_stop_timed_out", (
+            f"the server of model {self.model!r} (pid {self.pid}, incarnation {self.incarnation}) did not finish "
+            f"stopping within {budget_s:g} s (server.stop_grace_s + {2 * _STOP_MARGIN_S:g} s); its group was "
+            "signalled, what is left may still be running"), {"pid": self.pid, "waited_s": budget_s})
+        return False
 
     def statistics(self) -> SupervisorStatistics:
         return SupervisorStatistics(state=self.state, incarnation=self.incarnation, pid=self.pid,
@@ -195,6 +141,16 @@ class ServerHandle:
 
 
 # ------------------------------------------------------------------------------------ supervisor
+
+
+async def _warn_timed_out(sink: EventSink | None, code: str, message: str, detail: dict[str, Any]) -> None:
+    """Say that a bounded wait in a cleanup ran out: a Warned event (itself bounded: the bus may be what is
+    stuck), and the log in any case."""
+    log.error(code, message=message, **detail)
+    if sink is None:
+        return
+    with anyio.CancelScope(shield=True), anyio.move_on_after(_WARN_TIMEOUT_S):
+        await sink.publish(Warned(source="supervisor", code=code, message=message, detail=detail))
 
 
 class _SafeSink:
@@ -250,6 +206,7 @@ class _Supervisor:
         self.cfg = spec.server
         self.sink = _SafeSink(bus)
         self.handle = ServerHandle(spec)
+        self.handle._sink = self.sink
         self.budget = _RestartBudget(self.cfg)
         self.sampler: ResourceSampler = spec.parts.new_sampler()
         self.limiter = anyio.CapacityLimiter(1)
@@ -257,6 +214,7 @@ class _Supervisor:
         self.http: aiohttp.ClientSession | None = None
         self.first_ready = anyio.Event()
         self.announced = False
+        self.ready_now = False  # this incarnation passed its start-up gate
 
     # -- events and state ------------------------------------------------------------------------
 
@@ -323,6 +281,7 @@ class _Supervisor:
         spec, handle = self.spec, self.handle
         handle.incarnation += 1
         inc = handle.incarnation
+        self.ready_now = False
         spec.parts.launcher.check_port_free(spec.host, spec.port)
         argv = spec.argv(inc)
         records = spec.records_path(inc)
@@ -341,8 +300,14 @@ class _Supervisor:
             try:
                 outcome = await self._watch(proc, spawned_ns)
             finally:
-                with anyio.CancelScope(shield=True), anyio.move_on_after(self.cfg.stop_grace_s + _STOP_MARGIN_S):
-                    await self._finish(proc, outcome)
+                with anyio.CancelScope(shield=True):
+                    with anyio.move_on_after(self.cfg.stop_grace_s + _STOP_MARGIN_S) as finishing:
+                        await self._finish(proc, outcome)
+                    if finishing.cancelled_caught:
+                        await _warn_timed_out(self.sink, "server_finish_timed_out", (
+                            f"stopping incarnation {inc} (pid {proc.pid}) took over "
+                            f"{self.cfg.stop_grace_s + _STOP_MARGIN_S:g} s (server.stop_grace_s + {_STOP_MARGIN_S:g} s);"
+                            " the orphan sweep may not have run"), {"pid": proc.pid, "incarnation": inc})
         return outcome
 
     async def _watch(self, proc: ServerProcess, spawned_ns: int) -> _Outcome:
@@ -359,6 +324,7 @@ class _Supervisor:
 
             async def exit_watch() -> None:
                 rc = await proc.wait()
+                exited_unix_ns = time.time_ns()
                 if self.handle._stop_requested.is_set():
                     return  # the stop path reports this exit
                 during: Literal["startup", "run"] = "run" if ready.is_set() else "startup"
@@ -367,7 +333,7 @@ class _Supervisor:
                 self.handle._stats["crashes"] += 1
                 await self.publish(ServerExited(incarnation=self.handle.incarnation, pid=proc.pid,
                                                 returncode=rc, signal=signal_name(rc), expected=False,
-                                                during=during, output_tail=tail))
+                                                during=during, output_tail=tail, exited_unix_ns=exited_unix_ns))
                 how = f"killed by {signal_name(rc)}" if rc < 0 else f"exit code {rc}"
                 last = "\n  ".join(tail[-10:]) or "(nothing printed)"
                 finish(_Outcome("exited", f"server pid {proc.pid} exited during {during} ({how}); "
@@ -379,6 +345,9 @@ class _Supervisor:
                     finish(outcome, tg)
                     return
                 ready.set()
+                self.ready_now = True
+                # A server that lives less than one sample period still gets a figure taken while ready.
+                tg.start_soon(self._sample_once, proc, "ready")
                 self.first_ready.set()
                 finish(await self._health_loop(), tg)
 
@@ -446,38 +415,50 @@ class _Supervisor:
         """Sample the tree every sample_period_s from spawn on; remember descendants for the sweep."""
         period = self.cfg.sample_period_s
         next_at = time.monotonic()
-        stats = self.handle._stats
         while True:
-            sample = await anyio.to_thread.run_sync(self.sampler.sample, proc.pid, limiter=self.limiter)
-            if sample is None:
+            if not await self._sample_once(proc, "period"):
                 return
-            proc.remember(sample.pids)
-            stats["samples"] += 1
-            stats["last_rss_bytes"] = sample.rss_bytes
+            next_at += period
+            await anyio.sleep(max(0.0, next_at - time.monotonic()))
+
+    async def _sample_once(self, proc: ServerProcess, trigger: str) -> bool:
+        """One sample, published; False when the tree is gone. Samples before readiness are flagged and
+        never count toward the peak (start-up memory is not what the server needs to serve)."""
+        sample = await anyio.to_thread.run_sync(self.sampler.sample, proc.pid, limiter=self.limiter)
+        if sample is None:
+            return False
+        proc.remember(sample.pids)
+        stats = self.handle._stats
+        pre_ready = not self.ready_now
+        stats["samples"] += 1
+        stats["last_rss_bytes"] = sample.rss_bytes
+        if not pre_ready:
             stats["peak_rss_bytes"] = max(stats["peak_rss_bytes"], sample.rss_bytes)
             if sample.gpu_memory_bytes is not None:
                 stats["peak_gpu_memory_bytes"] = max(stats["peak_gpu_memory_bytes"] or 0, sample.gpu_memory_bytes)
-            await self.publish(ResourceSampled(
-                incarnation=self.handle.incarnation, pid=sample.pid, rss_bytes=sample.rss_bytes,
-                uss_bytes=sample.uss_bytes, cpu_percent=sample.cpu_percent, threads=sample.threads,
-                open_files=sample.open_files, children=sample.children, gpu_memory_bytes=sample.gpu_memory_bytes,
-            ))
-            for gpu in sample.gpus:
-                await self.publish(GpuSampled(index=gpu.index, name=gpu.name,
-                                              memory_used_bytes=gpu.memory_used_bytes,
-                                              memory_total_bytes=gpu.memory_total_bytes,
-                                              utilization_percent=gpu.utilization_percent))
-            if self.sampler.gpu_unavailable and not self.gpu_warned:
-                self.gpu_warned = True
-                await self.publish(Warned(code="gpu_sampling_unavailable", message=self.sampler.gpu_unavailable))
-            next_at += period
-            await anyio.sleep(max(0.0, next_at - time.monotonic()))
+        await self.publish(ResourceSampled(
+            incarnation=self.handle.incarnation, pid=sample.pid, rss_bytes=sample.rss_bytes,
+            uss_bytes=sample.uss_bytes, cpu_percent=sample.cpu_percent, threads=sample.threads,
+            open_files=sample.open_files, children=sample.children, gpu_memory_bytes=sample.gpu_memory_bytes,
+            pre_ready=pre_ready, trigger=trigger,
+        ))
+        for gpu in sample.gpus:
+            await self.publish(GpuSampled(index=gpu.index, name=gpu.name,
+                                          memory_used_bytes=gpu.memory_used_bytes,
+                                          memory_total_bytes=gpu.memory_total_bytes,
+                                          utilization_percent=gpu.utilization_percent))
+        if self.sampler.gpu_unavailable and not self.gpu_warned:
+            self.gpu_warned = True
+            await self.publish(Warned(code="gpu_sampling_unavailable", message=self.sampler.gpu_unavailable))
+        return True
 
     async def _finish(self, proc: ServerProcess, outcome: _Outcome | None) -> None:
         """Stop what is left of this incarnation (shielded by the caller) and sweep its orphans."""
         cfg, inc = self.cfg, self.handle.incarnation
         if proc.returncode is None:
             reason = outcome.message if outcome else "supervisor cancelled"
+            if self.ready_now:  # the last figure of a live server, however short its life
+                await self._sample_once(proc, "stop")
             await self.set_state("stopping", reason)
             sig = signal.Signals[cfg.stop_signal]
             result = await proc.stop(sig, cfg.stop_grace_s)
@@ -496,8 +477,9 @@ class _Supervisor:
             await proc.stop(signal.SIGKILL, 0.0)  # the leader died: kill what is left of its group
         for orphan in await proc.sweep_orphans():
             self.handle._stats["orphans_killed"] += 1
-            log.warning("orphan_killed", pid=orphan.pid, cmdline=orphan.cmdline)
-            await self.publish(OrphanKilled(incarnation=inc, pid=orphan.pid, cmdline=orphan.cmdline))
+            log.warning("orphan_killed", pid=orphan.pid, cmdline=orphan.cmdline, found_by=orphan.found_by)
+            await self.publish(OrphanKilled(incarnation=inc, pid=orphan.pid, cmdline=orphan.cmdline,
+                                            found_by=orphan.found_by))
 
     # -- the whole life ----------------------------------------------------------------------------
 
@@ -557,12 +539,19 @@ class _Supervisor:
                 if handle._stop_requested.is_set():
                     return
         finally:
-            with anyio.CancelScope(shield=True):
-                await self.http.close()
-                await anyio.to_thread.run_sync(self.sampler.close)
-                if not failed:
-                    await self.set_state("stopped", "stop requested" if handle._stop_requested.is_set()
-                                         else "supervisor cancelled")
+            try:
+                with anyio.CancelScope(shield=True), anyio.move_on_after(_STOP_MARGIN_S) as closing:
+                    await self.http.close()
+                    await anyio.to_thread.run_sync(self.sampler.close, abandon_on_cancel=True)
+                    if not failed:
+                        await self.set_state("stopped", "stop requested" if handle._stop_requested.is_set()
+                                             else "supervisor cancelled")
+                if closing.cancelled_caught:
+                    await _warn_timed_out(self.sink, "server_cleanup_timed_out", (
+                        f"closing the supervisor of model {self.spec.model!r} took over {_STOP_MARGIN_S:g} s "
+                        "(HTTP session, sampler, final state); it was left unfinished"),
+                        {"waited_s": _STOP_MARGIN_S})
+            finally:
                 handle._done.set()
 
 
@@ -588,7 +577,7 @@ async def supervised(spec: ServerSpec, bus: EventSink) -> AsyncIterator[ServerHa
                 yield handle
             finally:
                 with anyio.CancelScope(shield=True):
-                    await handle.stop()
+                    await handle.stop()  # bounded inside; a timed-out stop is a Warned event
     except BaseExceptionGroup as group:
         errors = [e for e in group.exceptions if not isinstance(e, anyio.get_cancelled_exc_class())]
         if len(errors) == 1:

@@ -1,6 +1,9 @@
 """Server processes: spawn in a new session, pump output to LogLine events and server.log, stop the
 group (signal, grace, SIGKILL), reap, and sweep descendants that escaped the group.
 
+Descendants that escaped are found three ways: re-parented to us (we are a child subreaper on Linux),
+seen in a resource sample, or carrying this incarnation's environment marker.
+
 Knows nothing of HTTP, health or restart policy (the supervisor decides; this module only acts).
 """
 
@@ -23,6 +26,7 @@ from anyio.abc import ByteReceiveStream, Process
 
 from adapters.server.lines import LineSplitter
 from adapters.server.netport import check_port_free, pick_free_port
+from adapters.server.subreaper import adopted, become_subreaper, reap
 from orchestrator.errors import ServerError
 from orchestrator.events import LogLine
 from orchestrator.ports import EventSink, Orphan, ParsedLine, StopResult
@@ -59,6 +63,10 @@ class ManagedProcess:
         self._log = log_fh
         self._tail: deque[str] = deque(maxlen=TAIL_LINES)
         self._seen: dict[int, float] = {}
+        try:
+            self._born = psutil.Process(proc.pid).create_time()
+        except psutil.Error:  # already gone: anything re-parented to us since spawn is a candidate
+            self._born = time.time() - 1.0
         self._open_pipes = 2
         self._closed = anyio.Event()
         self.lines = 0
@@ -183,27 +191,33 @@ class ManagedProcess:
         return await anyio.to_thread.run_sync(self._sweep)
 
     def _sweep(self) -> list[Orphan]:
-        victims: list[psutil.Process] = []
+        # First net: children re-parented to us (subreaper) since this incarnation was born; then what a
+        # sample saw; then the marker. Each orphan is reported under the first net that caught it.
+        me = os.getpid()
+        found: dict[int, tuple[psutil.Process, str]] = {}
+        for proc in adopted(born_after=self._born - 0.01, token_env=MARKER_ENV, token=self._token,
+                            exclude={self.pid}):
+            found[proc.pid] = (proc, "subreaper")
         for pid, created in list(self._seen.items()):
+            if pid in found:
+                continue
             try:
                 proc = psutil.Process(pid)
                 if abs(proc.create_time() - created) < 0.01:
-                    victims.append(proc)
+                    found[pid] = (proc, "sample")
             except psutil.Error:
                 continue
-        me = os.getpid()
-        known = {p.pid for p in victims}
         for proc in psutil.process_iter():
-            if proc.pid in known or proc.pid in (me, self.pid):
+            if proc.pid in found or proc.pid in (me, self.pid):
                 continue
             try:
                 if proc.environ().get(MARKER_ENV) == self._token:
-                    victims.append(proc)
+                    found[proc.pid] = (proc, "marker")
             except psutil.Error:
                 continue
         orphans = []
         alive = []
-        for proc in victims:
+        for proc, how in found.values():
             try:
                 if proc.status() == psutil.STATUS_ZOMBIE:
                     continue
@@ -211,10 +225,28 @@ class ManagedProcess:
                 proc.kill()
             except psutil.Error:
                 continue
-            orphans.append(Orphan(pid=proc.pid, cmdline=cmdline))
+            orphans.append(Orphan(pid=proc.pid, cmdline=cmdline, found_by=how))
             alive.append(proc)
+        # psutil waits on a child of ours with waitpid: the orphans re-parented to us are reaped here.
         psutil.wait_procs(alive, timeout=3)
+        self._reap_group_zombies()
         return orphans
+
+    def _reap_group_zombies(self) -> None:
+        """Members of the server's group that were re-parented to us and died with it are our zombies now:
+        collect them by pid (never the leader, whose status anyio waits for, nor any other child)."""
+        try:
+            children = psutil.Process(os.getpid()).children()
+        except psutil.Error:
+            return
+        for child in children:
+            if child.pid == self.pid:
+                continue
+            try:
+                if child.status() == psutil.STATUS_ZOMBIE and os.getpgid(child.pid) == self.pid:
+                    reap(child.pid)
+            except (psutil.Error, ProcessLookupError):
+                continue
 
 
 class SubprocessLauncher:
@@ -239,6 +271,7 @@ class SubprocessLauncher:
         parse_line: Callable[[str], ParsedLine],
     ) -> AsyncIterator[ManagedProcess]:
         """Spawn `argv`; on leaving, SIGKILL what is left of the group, drain the pipes and reap."""
+        become_subreaper()  # before the spawn, so the server inherits our owner mark
         token = secrets.token_hex(8)
         full_env = {**os.environ, **env, MARKER_ENV: token}
         log_path.parent.mkdir(parents=True, exist_ok=True)

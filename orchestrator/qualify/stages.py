@@ -39,7 +39,6 @@ from orchestrator.events import (
     PhaseDetail,
     PhaseFinished,
     PhaseStarted,
-    RequestCorrelated,
     ResultRow,
     VerdictReached,
 )
@@ -57,6 +56,7 @@ from orchestrator.qualify.capability import (
     judge_transport,
     select_probe_pairs,
 )
+from orchestrator.qualify.collect import WindowCollector
 from orchestrator.run import Interrupt, RunScope, open_run
 
 __all__ = ["QualifyOptions", "qualify", "STATUSES"]
@@ -65,6 +65,9 @@ log = get_logger("aqbench.qualify")
 
 STATUSES = ("unsupported", "blocked", "planned", "implemented", "family-validated", "aiperf-qualified", "failed")
 _STAGE_ORDER = ("server", "capability", "correctness", "identity", "aiperf")
+# The correlator's accounting of a window follows its close within milliseconds; this only bounds a
+# stuck bus, which is then said in a warning and makes the stage fail.
+_COLLECT_TIMEOUT_S = 30.0
 
 
 class QualifyOptions(msgspec.Struct, frozen=True, kw_only=True):
@@ -517,26 +520,19 @@ async def _aiperf(m: _ModelRun, handle: Any) -> None:
                         artifact_dir=work / "artifacts", tokenizer=tokenizer,
                         executable=install.executable)
     m.aiperf_shell = cmd.shell
-    collected: list[RequestCorrelated] = []
+    collector = WindowCollector(m.bus, window)
     async with anyio.create_task_group() as tg:
-        sub = m.bus.subscribe(f"qualify:{window}", size=65536)
-
-        async def collect(task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-            async with sub:
-                task_status.started()
-                async for ev in sub:
-                    if isinstance(ev, RequestCorrelated) and ev.window == window:
-                        collected.append(ev)
-
-        await tg.start(collect)
+        await tg.start(collector.run)
         outcome = await m.toolkit.aiperf.run_aiperf(cmd, m.bus, window=window, deadline_s=w.deadline_s, stop_grace_s=w.stop_grace_s,
                                    install=install)
         accounting = await m.correlator.close_window(window)
-        # Let the collector see what the correlator published before stopping it.
-        await anyio.sleep(0.05)
+        # The collector has every request of the window once it has seen the window's accounting.
+        collected_all = await collector.wait_accounted(_COLLECT_TIMEOUT_S)
         tg.cancel_scope.cancel()
-    profiling = [c for c in collected if c.phase == "profiling"]
+    profiling = [c for c in collector.events if c.phase == "profiling"]
     problems: list[str] = []
+    if not collected_all:
+        problems.append(f"the window's accounting did not reach the stage within {_COLLECT_TIMEOUT_S:g} s")
     if handle.failure:
         problems.append(f"server failed during the AIPerf stage: {handle.failure}")
     if outcome.classification != "complete":

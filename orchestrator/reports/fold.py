@@ -272,9 +272,10 @@ class ReportFold:
     def _on_resource(self, ev: ResourceSampled) -> None:
         if (m := self._model("")) is None:
             return
-        m.peak_rss = max(m.peak_rss or 0, ev.rss_bytes)
-        if ev.gpu_memory_bytes is not None:
-            m.peak_gpu = max(m.peak_gpu or 0, ev.gpu_memory_bytes)
+        if not ev.pre_ready:  # start-up memory is never presented as the peak
+            m.peak_rss = max(m.peak_rss or 0, ev.rss_bytes)
+            if ev.gpu_memory_bytes is not None:
+                m.peak_gpu = max(m.peak_gpu or 0, ev.gpu_memory_bytes)
         if m.memory.due():
             m.memory.keep(MemoryPoint(t_s=self._t(ev.ts_ns), rss_bytes=ev.rss_bytes,
                                       gpu_memory_bytes=ev.gpu_memory_bytes))

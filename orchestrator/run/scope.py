@@ -121,8 +121,11 @@ async def open_run(
                 else:
                     real = _first_error(exc) if isinstance(exc, BaseExceptionGroup) else exc
                     scope.finish(status="error", exit_code=getattr(real, "exit_code", 3), reason=str(real))
-                    with anyio.CancelScope(shield=True):
+                    with anyio.CancelScope(shield=True), anyio.move_on_after(close_timeout_s) as failing:
                         await bus.publish(Failed(source="run", code=type(real).__name__, message=str(real)))
+                    if failing.cancelled_caught:  # the bus is stuck: the log says it, and RunFinished's reason
+                        log.error("run_failure_not_journaled", waited_s=close_timeout_s, error=str(real),
+                                  subscribers=[msgspec.to_builtins(s) for s in bus.statistics().subscribers])
                 raise
             finally:
                 # After the run's task group: every task's cleanup has published what it had to say.

@@ -20,6 +20,7 @@ from orchestrator.events import (
     ModelResult,
     PhaseFinished,
     RequestCorrelated,
+    ServerRecord,
     ServerSpawned,
 )
 from orchestrator.journal import read_journal
@@ -136,6 +137,25 @@ def test_trtmc_like_server_rejecting_audio_is_blocked_or_unsupported(tmp_path: P
     assert len(transport) == 2 and not any(t.passed for t in transport)
     assert '"code":"invalid_request"' in transport[0].evidence["with_audio"]["body"].replace(" ", "")
     assert transport[0].evidence["without_audio"]["status"] == 200
+
+
+def test_two_models_get_their_own_records_files_and_no_record_is_journaled_twice(tmp_path: Path) -> None:
+    """Each model's server writes its own records file (per model and incarnation), so the second model's
+    tailer never re-reads the first one's lines: every server record is journaled exactly once."""
+    other = ('\n[[models]]\nname = "second-model"\nfamily = "whisper"\ncheckpoint = "openai/whisper-tiny"\n'
+             'native_task = "speech_transcription"\n[models.correctness]\nmin_pass_rate = 0.9\n')
+    cfg = config(tmp_path, server_argv=stub_argv("reject-audio"), kind="trtmc-server",
+                 dataset=mini_dataset(tmp_path, MINI_ITEMS), extra_models=other)
+    rc, stderr, run_dir = qualify(cfg)
+    assert rc == 1, stderr[-3000:]
+    events, _ = read_journal(run_dir / "events.jsonl")
+    paths = [e.records_path for e in events if isinstance(e, ServerSpawned)]
+    assert len(paths) == 2 and len(set(paths)) == 2, paths
+    assert [Path(p).parent.name for p in paths] == ["reference-audioqa", "second-model"]
+    records = [e.request_id for e in events if isinstance(e, ServerRecord)]
+    assert records and len(records) == len(set(records)), sorted(records)
+    written = sum(len(Path(p).read_text().splitlines()) for p in paths)
+    assert len(records) == written
 
 
 @pytest.mark.parametrize(("mode", "reason"), [("text-only", "text-only:"), ("transcribe", "transcription-only:")])

@@ -6,7 +6,7 @@ import anyio
 import pytest
 
 from orchestrator.bus import Bus, BusClosed
-from orchestrator.events import EventsDropped, LogLine
+from orchestrator.events import EventsDropped, LogLine, SubscriberFailed
 
 pytestmark = pytest.mark.anyio
 
@@ -159,6 +159,56 @@ class TestRunEndWithLeakedSubscriber:
         events, torn = read_journal(journal)
         assert torn is None and type(events[0]).__name__ == "RunStarted"
         assert [e.text for e in events if isinstance(e, LogLine)][:2] == ["0", "1"]
+
+
+    async def test_run_failure_publish_is_bounded_when_the_bus_is_stuck(self, tmp_path) -> None:
+        """A body that fails while a subscriber is stuck: the shielded publish of the failure gives up after
+        close_timeout_s (and says so in the log) instead of holding the run open forever."""
+        from pathlib import Path
+
+        import msgspec
+
+        from orchestrator.config import load_config
+        from orchestrator.run import open_run
+
+        root = Path(__file__).resolve().parents[2]
+        cfg = load_config(root / "bench.toml")
+        cfg = msgspec.structs.replace(cfg, run=msgspec.structs.replace(cfg.run, output_dir=str(tmp_path)))
+        with anyio.fail_after(20), pytest.raises(ExceptionGroup) as raised:
+            async with open_run(cfg, command="test", argv=[], close_timeout_s=0.5) as run:
+                run.bus.subscribe("stuck", size=1)
+                await run.bus.publish(line(0))  # fills the stuck subscriber: the next publish must wait
+                raise RuntimeError("body failed")
+        assert raised.group_contains(RuntimeError, match="body failed")
+        assert "run_failure_not_journaled" in (run.run_dir / "aqbench.log").read_text()
+
+
+class TestSubscriberFailure:
+    async def test_dying_subscriber_is_journaled(self) -> None:
+        """A subscriber whose consumer raises publishes SubscriberFailed (name, error) as it unwinds."""
+        bus = Bus("run-1")
+        probe = bus.subscribe("probe", size=16)
+        sub = bus.subscribe("dies", size=16)
+        await bus.publish(line(1))
+        with pytest.raises(ValueError, match="boom"):
+            async with sub:
+                async for ev in sub:
+                    raise ValueError(f"boom on {ev.text}")  # type: ignore[union-attr]
+        got = [probe.receive_nowait() for _ in range(2)]
+        failed = got[1]
+        assert isinstance(failed, SubscriberFailed)
+        assert (failed.subscriber, failed.error, failed.best_effort) == ("dies", "ValueError: boom on 1", False)
+
+    async def test_cancelled_subscriber_is_not_a_failure(self) -> None:
+        """Leaving by cancellation (the run stopping) publishes nothing."""
+        bus = Bus("run-1")
+        probe = bus.subscribe("probe", size=16)
+        with anyio.move_on_after(0.05):
+            async with bus.subscribe("stops", size=16) as sub:
+                async for _ in sub:
+                    pass
+        with pytest.raises(anyio.WouldBlock):
+            probe.receive_nowait()
 
 
 class TestPublishFromSubscriber:

@@ -11,13 +11,16 @@ from orchestrator.bus import Bus
 from orchestrator.correlate import Correlator, Joiner
 from orchestrator.events import (
     AccountingChecked,
+    AiperfStarted,
     ClientRecord,
     RequestCorrelated,
     RequestsInFlight,
     RequestUnmatched,
     ServerExited,
     ServerRecord,
+    Warned,
 )
+from orchestrator.qualify.collect import WindowCollector
 
 S = 1_000_000_000
 T0 = 1_800_000_000 * S
@@ -207,6 +210,48 @@ class TestJoiner:
         assert acc.by_cause["profiling"] == {"ok": 2, "server_crash": 2, "connection": 1}
         assert acc.by_category["profiling"]["transport_error"] == 3
 
+    def test_refused_is_connection_whatever_the_timing(self) -> None:
+        """Only a request sent before the exit on a connection that then broke is server_crash; a refused
+        connection is `connection` even when its span covers the exit; each says which rule decided."""
+        j = Joiner(match_timeout_s=1.0)
+        j.start_window("w1")
+        crash = T0 + 5 * S
+        refused = ("ClientConnectorError(ConnectionKey(host='127.0.0.1', port=9), ConnectionRefusedError(111, "
+                   "\"Connect call failed ('127.0.0.1', 9)\"))")
+        j.add_client(client("refused", status=None, error_type="ClientConnectorError", error=refused,
+                            start=crash - S // 10, end=crash + S // 10), 0)
+        j.add_client(client("reset", status=None, error_type="ClientOSError",
+                            error="[Errno 104] Connection reset by peer", start=crash - S, end=crash), 0)
+        j.add_client(client("eof", status=None, error_type="ServerDisconnectedError", error="Server disconnected",
+                            start=crash - S // 2, end=crash + S // 100), 0)
+        j.add_client(client("late", status=None, error_type="ServerDisconnectedError", error="Server disconnected",
+                            start=crash + S // 5, end=crash + S // 4), 0)
+        j.add_client(client("late_refused", status=None, error_type="ClientConnectorError", error=refused,
+                            start=crash + S, end=crash + S), 0)
+        j.server_exited(1, crash, 0)
+        out = j.expire(3 * S)
+        got = {e.request_id: (e.cause, e.cause_rule) for e in only(out, RequestCorrelated)}
+        assert got == {"refused": ("connection", "refused"), "reset": ("server_crash", "open_at_exit"),
+                       "eof": ("server_crash", "open_at_exit"), "late": ("connection", "sent_after_exit"),
+                       "late_refused": ("connection", "refused")}
+        [inflight] = only(out, RequestsInFlight)
+        assert sorted(inflight.request_ids) == ["eof", "reset"] and "refused" in inflight.rule
+
+    def test_more_in_flight_than_concurrency_is_a_breach(self) -> None:
+        """With concurrency 2, three requests lost to one crash cannot be right: the window is unbalanced."""
+        j = Joiner(match_timeout_s=1.0)
+        j.start_window("w1", T0, concurrency=2)
+        crash = T0 + 5 * S
+        for i in range(3):
+            j.add_client(client(f"r{i}", status=None, error_type="ServerDisconnectedError",
+                                error="Server disconnected", start=crash - S // 2, end=crash), 0)
+        j.server_exited(1, crash, 0)
+        [inflight] = only(j.expire(3 * S), RequestsInFlight)
+        assert inflight.limit == 2 and len(inflight.request_ids) == 3
+        [acc] = only(j.close_window("w1"), AccountingChecked)
+        assert not acc.balanced
+        assert any("than the client's concurrency 2" in p for p in acc.problems), acc.problems
+
     def test_open_client_at_close_is_in_flight(self) -> None:
         """A client half still open when the window closes counts as in flight: a breach."""
         j = Joiner(match_timeout_s=60)
@@ -261,6 +306,91 @@ class TestCorrelator:
         assert acc.by_cause == {"profiling": {"ok": 1, "server_crash": 1}}
         assert [e.request_ids for e in seen if isinstance(e, RequestsInFlight)] == [["lost"]]
         assert sum(isinstance(e, AccountingChecked) for e in seen) == 1
+
+    @pytest.mark.anyio
+    async def test_exit_time_is_when_the_process_died_not_when_it_was_journaled(self) -> None:
+        """A request sent after the process died but before ServerExited was published was not in flight;
+        the window's AIPerf concurrency bounds the crash list."""
+        bus = Bus("t")
+        seen: list = []
+        corr = Correlator(bus, key_parser=parse_key, match_timeout_s=0.2, tick_s=0.02)
+        async with anyio.create_task_group() as tg:
+            sub = bus.subscribe("probe", size=10_000)
+
+            async def collect() -> None:
+                async with sub:
+                    async for ev in sub:
+                        seen.append(ev)
+
+            tg.start_soon(collect)
+            await tg.start(corr.run)
+            await bus.publish(AiperfStarted(window="w1", argv=["aiperf", "profile", "--concurrency", "2"],
+                                            shell="", artifact_dir=""))
+            died = time.time_ns() - S // 2
+            await bus.publish(client("open", status=None, error_type="ServerDisconnectedError",
+                                     error="Server disconnected", start=died - S // 10, end=died + S // 100))
+            await bus.publish(client("pooled", status=None, error_type="ServerDisconnectedError",
+                                     error="Server disconnected", start=died + S // 10, end=died + S // 10))
+            await bus.publish(ServerExited(incarnation=1, pid=1, returncode=-9, expected=False,
+                                           exited_unix_ns=died))
+            acc = await corr.close_window("w1")
+            await bus.aclose()
+        got = {e.request_id: (e.cause, e.cause_rule) for e in seen if isinstance(e, RequestCorrelated)}
+        assert got == {"open": ("server_crash", "open_at_exit"), "pooled": ("connection", "sent_after_exit")}
+        [inflight] = [e for e in seen if isinstance(e, RequestsInFlight)]
+        assert (inflight.request_ids, inflight.limit) == (["open"], 2)
+        assert acc.balanced, acc.problems
+
+    @pytest.mark.anyio
+    async def test_stage_collector_waits_for_the_windows_accounting(self) -> None:
+        """qualify's collector returns once it has seen the window's AccountingChecked (then it holds every
+        request of the window), not after a pause: however long it waits, it waits for the accounting."""
+        bus = Bus("t")
+        corr = Correlator(bus, match_timeout_s=0.2, tick_s=0.02)
+        collector = WindowCollector(bus, "w1")
+        result: list[bool] = []
+        done = anyio.Event()
+        async with anyio.create_task_group() as tg:
+            await tg.start(corr.run)
+            await tg.start(collector.run)
+            await bus.publish(AiperfStarted(window="w1", argv=[], shell="", artifact_dir=""))
+            for i in range(3):
+                await bus.publish(client(f"early{i}"))
+                await bus.publish(server(f"early{i}"))
+
+            async def wait() -> None:
+                result.append(await collector.wait_accounted(30.0))
+                done.set()
+
+            tg.start_soon(wait)
+            with anyio.move_on_after(0.3):
+                await done.wait()
+            assert not done.is_set(), "the collector stopped waiting before the window was accounted"
+            for i in range(2):
+                await bus.publish(client(f"late{i}"))
+                await bus.publish(server(f"late{i}"))
+            acc = await corr.close_window("w1")
+            with anyio.fail_after(10):
+                await done.wait()
+            tg.cancel_scope.cancel()
+        assert result == [True]
+        assert sorted(e.request_id for e in collector.events) == ["early0", "early1", "early2", "late0", "late1"]
+        assert acc.issued == {"profiling": 5}
+
+    @pytest.mark.anyio
+    async def test_stage_collector_timeout_is_a_warning(self) -> None:
+        """No accounting within the deadline: False, and a Warned event says how many were collected."""
+        bus = Bus("t")
+        probe = bus.subscribe("probe", size=100)
+        collector = WindowCollector(bus, "w1")
+        async with anyio.create_task_group() as tg:
+            await tg.start(collector.run)
+            assert await collector.wait_accounted(0.05) is False
+            tg.cancel_scope.cancel()
+        warned = [e for e in iter(lambda: probe.receive_nowait() if probe.statistics().buffered else None, None)
+                  if isinstance(e, Warned)]
+        assert [w.code for w in warned] == ["window_collection_timed_out"]
+        assert warned[0].detail == {"window": "w1", "collected": 0, "waited_s": 0.05}
 
     @pytest.mark.anyio
     async def test_publishing_never_deadlocks_on_its_own_full_queue(self) -> None:

@@ -13,8 +13,9 @@ import pytest
 from supervisor_support import MODEL, drain, kinds, make_spec, new_bus
 
 from orchestrator.errors import ServerError
-from orchestrator.events import ServerExited
-from orchestrator.supervisor import supervise, supervised
+from orchestrator.events import PhaseStarted, ResourceSampled, ServerExited
+from orchestrator.reports.fold import fold
+from orchestrator.supervisor import ServerHandle, supervise, supervised
 
 pytestmark = pytest.mark.anyio
 
@@ -36,7 +37,7 @@ class TestStartAndStop:
             stats = handle.statistics()
         events = drain(sub)
         spawned = kinds(events, "ServerSpawned")[0]
-        assert spawned.records_path == str(tmp_path / "server" / "records-1.jsonl")
+        assert spawned.records_path == str(tmp_path / "server" / MODEL / "records-1.jsonl")
         assert spawned.port == spec.port
         ready = kinds(events, "ServerReady")[0]
         assert [m["id"] for m in ready.models] == [MODEL]
@@ -77,6 +78,40 @@ class TestStartAndStop:
         warned = kinds(events, "Warned")
         assert any(w.code == "server_stop_forced" and "0.5 s of SIGINT" in w.message for w in warned)
         assert time.monotonic() - started < 10
+
+    async def test_short_lived_server_peak_is_sampled_ready_never_pre_ready(self, tmp_path):
+        """A server that lives under one sample period: its peak comes from the samples taken at readiness
+        and just before stop; the sample taken at spawn (before readiness) is flagged and never the peak."""
+        bus, sub = new_bus()
+        async with supervised(make_spec(tmp_path, "--hold-mib", "64", "--startup-delay", "0.3",
+                                        sample_period_s=3600.0), bus) as handle:
+            pass
+        events = drain(sub)
+        samples = kinds(events, "ResourceSampled")
+        assert [(s.trigger, s.pre_ready) for s in samples] == [("period", True), ("ready", False), ("stop", False)]
+        assert samples[0].rss_bytes < 64 * 2**20 <= min(s.rss_bytes for s in samples[1:])
+        assert handle.statistics().peak_rss_bytes == max(s.rss_bytes for s in samples[1:])
+        report = fold([PhaseStarted(phase="model", model=MODEL), *events])
+        assert report.rows[0].server.peak_rss_bytes == max(s.rss_bytes for s in samples[1:])
+
+    async def test_pre_ready_sample_alone_is_no_peak(self, tmp_path):
+        """A report over a journal whose only sample predates readiness shows no peak rather than that one."""
+        sampled = ResourceSampled(incarnation=1, pid=1, rss_bytes=7 * 2**20, pre_ready=True, trigger="period")
+        report = fold([PhaseStarted(phase="model", model=MODEL), sampled])
+        assert report.rows[0].server.peak_rss_bytes is None
+
+    async def test_stop_that_never_finishes_is_bounded_and_warned(self, tmp_path, monkeypatch):
+        """A stop whose supervisor never finishes returns after its deadline, and a Warned event says so."""
+        import orchestrator.supervisor as supervisor_module
+
+        monkeypatch.setattr(supervisor_module, "_STOP_MARGIN_S", 0.05)
+        bus, sub = new_bus()
+        handle = ServerHandle(make_spec(tmp_path, stop_grace_s=0.1))
+        handle._sink = bus  # what the supervisor sets; nothing will ever mark this handle done
+        with anyio.fail_after(5):
+            assert await handle.stop() is False
+        [warned] = kinds(drain(sub), "Warned")
+        assert warned.code == "server_stop_timed_out" and "within 0.2 s" in warned.message
 
     async def test_grandchild_in_own_session_is_killed_as_orphan(self, tmp_path):
         """A grandchild that left the process group is found after stop, killed and reported."""
@@ -179,7 +214,7 @@ class TestCrashAndRestart:
         spawned = kinds(events, "ServerSpawned")
         assert [s.incarnation for s in spawned] == [1, 2]
         assert spawned[1].port == spawned[0].port
-        assert spawned[1].records_path.endswith("records-2.jsonl")
+        assert spawned[1].records_path.endswith(f"/{MODEL}/records-2.jsonl")
         assert [r.incarnation for r in kinds(events, "ServerReady")] == [1, 2]
         assert handle.statistics().restarts == 1
 

@@ -58,7 +58,7 @@ async def test_reference_server_ready_crash_restart_and_clean_stop(tmp_path):
     assert (crash.expected, crash.during, crash.returncode) == (False, "run", 70)
     assert (stop.expected, stop.during) == (True, "stop")
     spawned = kinds(events, "ServerSpawned")
-    assert spawned[0].records_path == str(tmp_path / "server" / "records-1.jsonl")
+    assert spawned[0].records_path == str(tmp_path / "server" / spec.model / "records-1.jsonl")
     assert spawned[1].port == spawned[0].port == spec.port
     assert any(line.text.startswith(time.strftime("%Y")) and " reference ready " in line.text
                for line in kinds(events, "LogLine"))

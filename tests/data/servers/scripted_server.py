@@ -20,6 +20,28 @@ def _say(event: str, **fields: object) -> None:
     print(json.dumps({"event": event, "level": "info", "mono_ns": time.monotonic_ns(), **fields}), flush=True)
 
 
+def _daemonize() -> int:
+    """Double-fork a sleeper into its own session with an empty environment (as a worker launcher with an
+    allow-listed environment does): no marker, outside our group, born after any sample. Its pid."""
+    read_end, write_end = os.pipe()
+    first = os.fork()
+    if first == 0:
+        os.setsid()
+        second = os.fork()
+        if second == 0:
+            devnull = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(devnull, fd)
+            os.execve(sys.executable, [sys.executable, "-c", "import time; time.sleep(600)"], {})
+        os.write(write_end, str(second).encode())
+        os._exit(0)
+    os.close(write_end)
+    pid = int(os.read(read_end, 32))
+    os.close(read_end)
+    os.waitpid(first, 0)  # the middle process is reaped here: only the sleeper is left, orphaned
+    return pid
+
+
 class Behaviour:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
@@ -82,6 +104,9 @@ async def main(args: argparse.Namespace) -> None:
         print("fatal: cannot load bundle (scripted crash)", file=sys.stderr, flush=True)
         sys.exit(3)
     await asyncio.sleep(args.startup_delay)
+    if args.hold_mib:  # after the start-up delay: the sample taken at spawn sees none of it
+        args.held = bytearray(b"\x01") * (args.hold_mib * 2**20)  # written, so resident
+        _say("memory_held", mib=args.hold_mib)
     b = Behaviour(args)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -98,6 +123,8 @@ async def main(args: argparse.Namespace) -> None:
     async with server:
         await stop.wait()
     _say("stopped", signal=stopped_by[0])
+    if args.daemon_at_stop:
+        _say("daemonized", daemon_pid=_daemonize())
     # Uvicorn re-raises the stop signal, so the parent sees death by that signal even on a clean stop.
     signal.signal(stopped_by[0], signal.SIG_DFL)
     os.kill(os.getpid(), stopped_by[0])
@@ -118,4 +145,6 @@ if __name__ == "__main__":
     p.add_argument("--ignore-stop", action="store_true")
     p.add_argument("--grandchild", action="store_true")
     p.add_argument("--gpu-mib", type=int, default=0)
+    p.add_argument("--hold-mib", type=int, default=0)
+    p.add_argument("--daemon-at-stop", action="store_true")
     asyncio.run(main(p.parse_args()))

@@ -1,0 +1,91 @@
+"""Child subreaper (Linux): orphaned descendants of our servers are re-parented to this process, not to
+init, so the orphan sweep finds them among our own children even when they carry no marker.
+
+`become_subreaper` is idempotent; elsewhere it is a no-op. Children we spawn ourselves inherit
+`OWNER_ENV`; a re-parented descendant that dropped its environment lacks it, which is how it is told
+apart from a subprocess of ours (AIPerf, a native worker) that asyncio is waiting on.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+
+import psutil
+
+__all__ = ["OWNER_ENV", "PR_SET_CHILD_SUBREAPER", "become_subreaper", "is_subreaper", "adopted", "reap"]
+
+OWNER_ENV = "AQBENCH_OWNER_PID"
+PR_SET_CHILD_SUBREAPER = 36
+PR_GET_CHILD_SUBREAPER = 37
+_state: dict[str, int] = {"pid": 0, "on": 0}  # which process asked, and what the kernel said
+
+
+def _prctl(option: int, arg: int | ctypes.c_int) -> int:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if isinstance(arg, ctypes.c_int):
+        return int(libc.prctl(option, ctypes.byref(arg), 0, 0, 0))
+    return int(libc.prctl(option, ctypes.c_ulong(arg), 0, 0, 0))
+
+
+def become_subreaper() -> bool:
+    """Make this process a child subreaper (once) and mark the environment our children inherit.
+    True when it is one; False off Linux or when the kernel refused (then the marker sweep remains)."""
+    if _state["pid"] == os.getpid():  # a forked copy of us is a different process: ask again
+        return bool(_state["on"])
+    on = False
+    if sys.platform.startswith("linux"):
+        try:
+            on = _prctl(PR_SET_CHILD_SUBREAPER, 1) == 0
+        except (OSError, AttributeError):  # no libc prctl symbol: not a Linux we can drive
+            on = False
+    os.environ[OWNER_ENV] = str(os.getpid())
+    _state.update(pid=os.getpid(), on=int(on))
+    return on
+
+
+def is_subreaper() -> bool:
+    """What the kernel says (PR_GET_CHILD_SUBREAPER); False off Linux."""
+    if not sys.platform.startswith("linux"):
+        return False
+    flag = ctypes.c_int(0)
+    try:
+        return _prctl(PR_GET_CHILD_SUBREAPER, flag) == 0 and flag.value != 0
+    except (OSError, AttributeError):
+        return False
+
+
+def adopted(*, born_after: float, token_env: str, token: str, exclude: set[int]) -> list[psutil.Process]:
+    """Live children of this process, created at or after `born_after`, that we did not spawn: they lack
+    our `OWNER_ENV` mark or carry the server's `token`. `exclude` holds pids we know we spawned."""
+    me = os.getpid()
+    mine = str(me)
+    try:
+        children = psutil.Process(me).children()
+    except psutil.Error:
+        return []
+    out = []
+    for proc in children:
+        if proc.pid in exclude:
+            continue
+        try:
+            if proc.create_time() < born_after or proc.status() == psutil.STATUS_ZOMBIE:
+                continue
+            try:
+                env = proc.environ()
+            except psutil.AccessDenied:  # changed its credentials: not a subprocess of ours
+                env = {}
+        except psutil.Error:
+            continue
+        if env.get(token_env) == token or env.get(OWNER_ENV) != mine:
+            out.append(proc)
+    return out
+
+
+def reap(pid: int) -> bool:
+    """Collect the exit status of `pid` if it is our child and has ended (never blocks)."""
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG) is not None
+    except ChildProcessError:
+        return False
