@@ -52,6 +52,8 @@ __all__ = [
     "Failed",
     "EventsDropped",
     "SubscriberFailed",
+    # completeness
+    "AnswerIncomplete",
 ]
 
 SCHEMA_VERSION = 1
@@ -372,6 +374,8 @@ class RequestCorrelated(Event, frozen=True, kw_only=True):
     audio_bytes: int | None = None
     has_client: bool = True
     has_server: bool = True
+    # The server record's count (None without one): the load path's only sign of truncation.
+    completion_tokens: int | None = None
 
 
 class RequestUnmatched(Event, frozen=True, kw_only=True):
@@ -423,7 +427,8 @@ class VerdictReached(Event, frozen=True, kw_only=True):
     item_id: str
     arm: str
     path: Literal["http", "native", "aiperf"] = "http"
-    verdict: Literal["correct", "wrong", "unparsed", "error"]
+    # `incomplete`: the answer has a completeness defect (AnswerIncomplete); never counted right.
+    verdict: Literal["correct", "wrong", "unparsed", "error", "incomplete"]
     answer: str | None = None
     gold: str = ""
     item_kind: str = ""
@@ -502,6 +507,30 @@ class SubscriberFailed(Event, frozen=True, kw_only=True):
     subscriber: str
     error: str
     best_effort: bool = False
+
+
+# -------------------------------------------------------------------------------- completeness
+
+
+class AnswerIncomplete(Event, frozen=True, kw_only=True):
+    """An answer that is not whole (judge/completeness.py): its defects, the first one primary.
+
+    One per defective answer on every path: `capability` (the probe), `http` and `native` (correctness
+    arms), `aiperf` (under load, qualify or soak). `max_tokens` is the request's limit (None: none
+    asked); `finish_reason` and `completion_tokens` are what the server said (None: not said).
+    """
+
+    model: str
+    path: Literal["capability", "http", "native", "aiperf"]
+    defects: list[str]
+    details: list[str] = []
+    item_id: str = ""
+    arm: str = ""
+    request_id: str = ""
+    answer: str | None = None
+    finish_reason: str | None = None
+    completion_tokens: int | None = None
+    max_tokens: int | None = None
 
 
 # The union is built from the classes above so that adding an event is one edit in one place.

@@ -61,7 +61,7 @@ CHAR_RUN = 8
 CHAR_RUN_MIN_CHARS = 16
 
 _WORD = re.compile(r"\w+")
-_CHAR_RUN = re.compile(r"(.{1,8}?)\1{%d,}" % (CHAR_RUN - 1), re.DOTALL)
+_CHAR_RUN = re.compile(r"(.{1,8}?)\1{" + str(CHAR_RUN - 1) + ",}", re.DOTALL)
 _ALLOWED_CONTROLS = frozenset("\n\t")
 
 
@@ -173,7 +173,8 @@ def _repetition(words: list[str], text: str) -> str | None:
 
 def _longest_run(words: list[str], n: int) -> tuple[int, tuple[str, ...]]:
     """The most back-to-back repeats of one n-gram, and that n-gram."""
-    best, best_gram = 0, ()
+    best = 0
+    best_gram: tuple[str, ...] = ()
     for start in range(n):
         run, prev = 0, None
         for i in range(start, len(words) - n + 1, n):
