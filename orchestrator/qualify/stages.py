@@ -357,8 +357,9 @@ async def _capability(m: _ModelRun, base_url: str) -> None:
             raise _StageFailed("capability", "failed", "the dataset has no audio-arm requests to probe with")
         with_audio = await m.ask(client, first, "capability")
         text_only = await m.ask(client, msgspec.structs.replace(first, audio_path=None), "capability")
-        for reply in (with_audio, text_only):
-            await m.answers.probe(first, answered_http(reply))
+        # The text-only request withholds the clip on purpose: its answer is evidence of the route, not an
+        # answer to judge (the reference echoes the question from text alone), so only the other is checked.
+        await m.answers.probe(first, answered_http(with_audio))
         ids = (with_audio.request_id, text_only.request_id)
         transport = judge_transport(with_audio.status, with_audio.body or with_audio.error, text_only.status,
                                     text_only.body or text_only.error, request_ids=ids)
