@@ -117,6 +117,13 @@ def test_default_qualify_reaches_aiperf_qualified_and_report_rebuilds(tmp_path: 
     md = (run_dir / "report.md").read_text()
     assert "aiperf-qualified" in md
     assert (run_dir / "report.html").read_text().count("<svg") >= 3
+    # The reference's answers are whole on every path: none journaled as incomplete, every line complete.
+    assert not [e for e in events if isinstance(e, AnswerIncomplete)]
+    lines = {c["path"]: c for c in report["rows"][0]["completeness"]}
+    assert list(lines) == ["capability", "http", "native", "aiperf"]
+    assert all(c["checked"] > 0 and c["complete"] == c["checked"] and not c["defects"] for c in lines.values())
+    assert lines["aiperf"]["checked"] == 48
+    assert "| aiperf | 48 | 48 | complete |" in md
 
 
 def test_trtmc_like_server_rejecting_audio_is_blocked_or_unsupported(tmp_path: Path) -> None:
@@ -285,3 +292,32 @@ def test_incomplete_answers_are_named_journaled_reported_and_stop_family_validat
     md = (run_dir / "report.md").read_text()
     assert f"| {path} | " in md and f"{defect} 1" in md and rid in md
     assert rid in (run_dir / "report.html").read_text()
+
+
+@pytest.mark.aiperf
+@pytest.mark.slow
+def test_answers_cut_only_under_load_fail_the_aiperf_stage_as_a_changed_completeness(tmp_path: Path) -> None:
+    """A server that answers whole in the correctness stage but, under AIPerf, cuts one question's answer
+    at the request's limit with a null finish_reason (trtmc-server's way): the load path tells it from the
+    server record's count against the max_tokens AIPerf sent, journals each one, reports the change from
+    the correctness stage, and the model stops at aiperf."""
+    model = "stub--truncate-count"
+    cfg = _defect_config(tmp_path, {model: ""}, "--under-load-only")
+    rc, stderr, run_dir = qualify(cfg, "--model", model, timeout=600)
+    assert rc == 1, stderr[-3000:]
+    res = results(run_dir)[model]
+    assert res.status == "failed" and res.failed_stage == "aiperf", res.row["reason"]
+    assert "changed completeness from the correctness stage" in res.row["reason"]
+    events, _ = read_journal(run_dir / "events.jsonl")
+    found = [e for e in events if isinstance(e, AnswerIncomplete)]
+    assert found and {(e.path, e.item_id, tuple(e.defects)) for e in found} == {("aiperf", "frequency-1k", ("length_limit",))}
+    assert all(e.completion_tokens == 40 and e.max_tokens == 40 and e.finish_reason is None for e in found)
+    load = {e.request_id for e in events if isinstance(e, RequestCorrelated) and e.window == f"{model}/aiperf"
+            and e.phase == "profiling" and e.item_id == "frequency-1k"}
+    assert {e.request_id for e in found} == load
+    end = [e for e in events if isinstance(e, PhaseFinished) and e.phase == "aiperf"][0]
+    assert len(end.detail["completeness_changes"]) == len(found)
+    assert end.detail["completeness_changes"][0]["correctness_stage"] == []
+    assert end.detail["completeness_changes"][0]["under_load"] == ["length_limit"]
+    md = (run_dir / "report.md").read_text()
+    assert "| aiperf | " in md and f"length_limit {len(found)}" in md
