@@ -463,6 +463,7 @@ class Joiner:
             handler_ms=server.handler_ms, worker_roundtrip_ms=server.worker_roundtrip_ms,
             model_call_ms=server.model_call_ms, timing_scope=server.timing_scope,
             incarnation=server.incarnation, audio_seconds=seconds, audio_bytes=size, cause_rule=rule,
+            completion_tokens=server.completion_tokens,
         )
 
     def _server_only(self, rid: str, window: str) -> list[Event]:

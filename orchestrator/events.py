@@ -26,6 +26,8 @@ __all__ = [
     "ResultRow",
     "AiperfSettings",
     "GateCounts",
+    "IncompleteAnswer",
+    "CompletenessChange",
     "NoticeContext",
     "AnyEvent",
     "EVENT_TYPES",
@@ -66,6 +68,8 @@ __all__ = [
     "Failed",
     "EventsDropped",
     "SubscriberFailed",
+    # completeness
+    "AnswerIncomplete",
 ]
 
 # 2: typed payloads (RunStarted.config/host, Phase*.detail, ModelResult.row, GateEvaluated.detail,
@@ -142,6 +146,27 @@ class AiperfSettings(msgspec.Struct, frozen=True, kw_only=True):
     request_timeout_s: float | None = None
 
 
+class IncompleteAnswer(msgspec.Struct, frozen=True, kw_only=True):
+    """One incomplete answer as a stage lists it, beside its verdict."""
+
+    item_id: str
+    arm: str = ""
+    path: str = ""
+    request_id: str = ""
+    verdict: str = ""
+    defects: list[str] = []
+
+
+class CompletenessChange(msgspec.Struct, frozen=True, kw_only=True):
+    """An answer under load whole differently from the same item's answer in the correctness stage."""
+
+    item_id: str
+    arm: str = ""
+    request_id: str = ""
+    under_load: list[str] = []
+    correctness_stage: list[str] = []
+
+
 class PhaseDetail(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """What a phase reports beside its outcome. Each phase fills its own fields (named in the comments);
     unset fields stay at their defaults and are not written."""
@@ -190,6 +215,10 @@ class PhaseDetail(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True)
     checkpoint_every_s: float | None = None
     limits: dict[str, float | int] = {}
     windows: int | None = None
+    # completeness (capability, correctness, aiperf)
+    answers_checked: int | None = None
+    incomplete: list[IncompleteAnswer] = []
+    completeness_changes: list[CompletenessChange] = []
 
 
 class ResultRow(msgspec.Struct, frozen=True, kw_only=True):
@@ -529,6 +558,8 @@ class RequestCorrelated(Event, frozen=True, kw_only=True):
     # connection that then broke or got no answer), "refused" (never connected: `connection` whatever
     # the timing), "sent_after_exit"; "" when no exit was involved.
     cause_rule: str = ""
+    # The server record's count (None without one): the load path's only sign of truncation.
+    completion_tokens: int | None = None
 
 
 class RequestUnmatched(Event, frozen=True, kw_only=True):
@@ -580,7 +611,8 @@ class VerdictReached(Event, frozen=True, kw_only=True):
     item_id: str
     arm: str
     path: Literal["http", "native", "aiperf"] = "http"
-    verdict: Literal["correct", "wrong", "unparsed", "error"]
+    # `incomplete`: the answer has a completeness defect (AnswerIncomplete); never counted right.
+    verdict: Literal["correct", "wrong", "unparsed", "error", "incomplete"]
     answer: str | None = None
     gold: str = ""
     item_kind: str = ""
@@ -659,6 +691,30 @@ class SubscriberFailed(Event, frozen=True, kw_only=True):
     subscriber: str
     error: str
     best_effort: bool = False
+
+
+# -------------------------------------------------------------------------------- completeness
+
+
+class AnswerIncomplete(Event, frozen=True, kw_only=True):
+    """An answer that is not whole (judge/completeness.py): its defects, the first one primary.
+
+    One per defective answer on every path: `capability` (the probe), `http` and `native` (correctness
+    arms), `aiperf` (under load, qualify or soak). `max_tokens` is the request's limit (None: none
+    asked); `finish_reason` and `completion_tokens` are what the server said (None: not said).
+    """
+
+    model: str
+    path: Literal["capability", "http", "native", "aiperf"]
+    defects: list[str]
+    details: list[str] = []
+    item_id: str = ""
+    arm: str = ""
+    request_id: str = ""
+    answer: str | None = None
+    finish_reason: str | None = None
+    completion_tokens: int | None = None
+    max_tokens: int | None = None
 
 
 # The union is built from the classes above so that adding an event is one edit in one place.

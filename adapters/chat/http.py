@@ -36,6 +36,9 @@ class ChatReply(msgspec.Struct, frozen=True, kw_only=True):
     error: str = ""  # transport error, when status == 0
     start_unix_ns: int = 0
     end_unix_ns: int = 0
+    # What the reply said about its own end: None where the server left it null or out (trtmc-server).
+    finish_reason: str | None = None
+    completion_tokens: int | None = None
 
 
 async def audio_part(path: str) -> dict[str, Any]:
@@ -90,13 +93,15 @@ class ChatClient:
                 raw = await resp.read()
                 latency_ms = (time.perf_counter() - t0) * 1000
                 timing = _TIMING_RE.search(resp.headers.get("server-timing", ""))
-                text_out = _message_text(raw) if resp.status == 200 else None
+                done = _completion_of(raw) if resp.status == 200 else None
                 return ChatReply(
-                    request_id=request_id, status=resp.status, text=text_out,
+                    request_id=request_id, status=resp.status, text=done.text if done else None,
                     body=raw[:_EVIDENCE_BYTES].decode("utf-8", "replace"),
                     echoed_request_id=resp.headers.get("x-request-id", ""),
                     server_timing_ms=float(timing.group(1)) if timing else None, latency_ms=latency_ms,
                     start_unix_ns=start_ns, end_unix_ns=time.time_ns(),
+                    finish_reason=done.finish_reason if done else None,
+                    completion_tokens=done.completion_tokens if done else None,
                 )
         except (aiohttp.ClientError, TimeoutError) as exc:
             return ChatReply(request_id=request_id, status=0, text=None, body="",
@@ -111,18 +116,36 @@ class _Message(msgspec.Struct):
 
 class _Choice(msgspec.Struct):
     message: _Message
+    finish_reason: str | None = None
+
+
+class _Usage(msgspec.Struct):
+    completion_tokens: int | None = None
 
 
 class _Completion(msgspec.Struct):
     choices: list[_Choice]
+    usage: _Usage | None = None
+
+
+class _Done(msgspec.Struct, frozen=True):
+    text: str | None
+    finish_reason: str | None
+    completion_tokens: int | None
 
 
 _completion = msgspec.json.Decoder(_Completion)
 
 
-def _message_text(raw: bytes) -> str | None:
+def _completion_of(raw: bytes) -> _Done | None:
+    """The first choice's text and finish_reason and the usage's completion_tokens; None when the body
+    is not a chat completion."""
     try:
         done = _completion.decode(raw)
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None
-    return done.choices[0].message.content if done.choices else None
+    tokens = done.usage.completion_tokens if done.usage else None
+    if not done.choices:
+        return _Done(text=None, finish_reason=None, completion_tokens=tokens)
+    first = done.choices[0]
+    return _Done(text=first.message.content, finish_reason=first.finish_reason, completion_tokens=tokens)

@@ -30,6 +30,9 @@ class NativeReply(msgspec.Struct, frozen=True, kw_only=True):
     model_call_ms: float | None = None
     timing_scope: str = ""
     error: str = ""
+    # The worker's own count of the answer's tokens, and the id this client gave the request.
+    completion_tokens: int | None = None
+    request_id: str = ""
 
 
 class NativeWorker:
@@ -116,13 +119,15 @@ class NativeWorker:
                 f"question ({', '.join(sorted(AUDIO_QA_CAPABILITIES))}); it would ignore the audio and answer "
                 f"from the text, so its answers cannot stand for the native path of this workload")
 
-    async def generate(self, prompt: str, audio_path: str | None, *, config: dict[str, Any] | None = None) -> NativeReply:
-        """Ask one question; waits up to request_timeout_s. Protocol errors raise ServerError.
+    async def generate(self, prompt: str, audio_path: str | None, *, config: dict[str, Any] | None = None,
+                       request_id: str = "") -> NativeReply:
+        """Ask one question (as `request_id`, else `native-<n>`); waits up to request_timeout_s. Protocol
+        errors raise ServerError.
 
         The config mirrors what trtmc-server's chat route gives its worker (temperature 0 as the HTTP
         client sends, and the chat template), so both paths prompt the model the same way."""
         self._next += 1
-        rid = f"native-{self._next}"
+        rid = request_id or f"native-{self._next}"
         msg: dict[str, Any] = {"id": rid, "op": "generate", "prompt": prompt,
                                "config": {"temperature": 0.0, "use_chat_template": True, **(config or {})}}
         if audio_path is not None:
@@ -138,10 +143,14 @@ class NativeWorker:
             raise ServerError(f"native worker answered {answer.get('id')!r} to request {rid!r}")
         if not answer.get("ok"):
             err = answer.get("error") or {}
-            return NativeReply(ok=False, text=None, error=f"{err.get('type', 'error')}: {err.get('message', '')}")
+            return NativeReply(ok=False, text=None, error=f"{err.get('type', 'error')}: {err.get('message', '')}",
+                               request_id=rid)
         result = answer.get("result") or {}
+        tokens = result.get("completion_tokens")
         return NativeReply(ok=True, text=result.get("text"), model_call_ms=result.get("model_call_ms"),
-                           timing_scope=result.get("timing_scope", ""))
+                           timing_scope=result.get("timing_scope", ""),
+                           completion_tokens=tokens if isinstance(tokens, int) and not isinstance(tokens, bool) else None,
+                           request_id=rid)
 
     async def _stop(self) -> None:
         proc = self._proc

@@ -6,6 +6,7 @@ question; it never sees a dataset, a file name or a hash. Same input -> same ans
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 
@@ -139,7 +140,13 @@ def _answer_without_audio(question: str, r: Route) -> str:
             return ranked
         if r.kind is Kind.SPOKEN_NUMBER and (n := textqa.answer_number(question, question)):
             return n
-        return textqa.answer_content(question, question, r.choices)
+        # The transcript arm sends `Transcript of the recording: "..."` and the question on the last line:
+        # answer from the quoted text, not from the whole prompt, whose best sentence is the question
+        # itself (an echo, found by aqbench's completeness check).
+        context, _, asked = question.strip().rpartition("\n")
+        quoted = re.fullmatch(r'[^"]*"(.*)"\s*', context, re.DOTALL)
+        return textqa.answer_content(quoted.group(1) if quoted else context or question, asked if context else question,
+                                     r.choices)
     return "There is no audio in this request, so I cannot answer a question about how it sounds."
 
 

@@ -1,6 +1,6 @@
 """`aqbench qualify`: every configured model through server, capability, correctness, identity and AIPerf.
 
-Composition root: chooses the adapters. Each stage's outcome is journaled as it happens; a failed stage
+The adapters come in through a Toolkit from the composition root. Each stage's outcome is journaled as it happens; a failed stage
 stops that model with its evidence, and the next model starts. Result rows and statistics are folded from
 the journal by orchestrator.reports, never from this module's memory.
 """
@@ -33,19 +33,27 @@ from orchestrator.events import (
     AnswerMismatch,
     CapabilityProbed,
     ClientRecord,
+    CompletenessChange,
     GateCounts,
     GateEvaluated,
+    IncompleteAnswer,
     ModelResult,
     PhaseDetail,
     PhaseFinished,
     PhaseStarted,
     ResultRow,
-    VerdictReached,
 )
 from orchestrator.judge.gates import ScoredAnswer, evaluate_gates
-from orchestrator.judge.scoring import score
 from orchestrator.logs import get_logger
-from orchestrator.ports import Toolkit
+from orchestrator.ports import ChatSession, Toolkit
+from orchestrator.qualify.answers import (
+    AnswerBook,
+    Answered,
+    answered_http,
+    answered_load,
+    incomplete_entry,
+    incomplete_reason,
+)
 from orchestrator.qualify.capability import (
     AUDIO_QA_TASKS,
     CheckResult,
@@ -107,6 +115,9 @@ class _ModelRun:
         self.status = "implemented"
         self.correlator: Any = None
         self._rid = 0
+        # One limit on every path (probe, correctness, native, AIPerf), so their answers compare.
+        self.max_tokens = run.config.workload.max_tokens
+        self.answers = AnswerBook(run.bus, model, dataset, self.max_tokens)
 
     def request_id(self, stage: str) -> str:
         """A fresh X-Request-ID within trtmc-server's 128 characters (the model name is already within
@@ -130,6 +141,10 @@ class _ModelRun:
             request_latency_ms=reply.latency_ms, answer=reply.text, server_timing_ms=reply.server_timing_ms,
             echoed_request_id=reply.echoed_request_id))
         return reply
+
+    def client(self, base_url: str) -> ChatSession:
+        return self.toolkit.chat_client(base_url, self.model.name, timeout_s=self.cfg.workload.request_timeout_s,
+                                        max_tokens=self.max_tokens)
 
     async def close_window(self, stage: str) -> None:
         await self.correlator.close_window(f"{self.model.name}/{stage}")
@@ -346,13 +361,15 @@ async def _capability(m: _ModelRun, base_url: str) -> None:
     if missing:  # the probe needs both arms even when the correctness stage runs fewer
         extra = await anyio.to_thread.run_sync(prepare_arms, ds, missing, m.run.run_dir / "wire")
         by_key.update({(r.item_id, r.arm): r for r in extra})
-    timeout = m.cfg.workload.request_timeout_s
-    async with m.toolkit.chat_client(base_url, m.model.name, timeout_s=timeout) as client:
+    async with m.client(base_url) as client:
         first = next((r for (_, arm), r in by_key.items() if arm == "audio"), None)
         if first is None:
             raise _StageFailed("capability", "failed", "the dataset has no audio-arm requests to probe with")
         with_audio = await m.ask(client, first, "capability")
         text_only = await m.ask(client, msgspec.structs.replace(first, audio_path=None), "capability")
+        # The text-only request withholds the clip on purpose: its answer is evidence of the route, not an
+        # answer to judge (the reference echoes the question from text alone), so only the other is checked.
+        await m.answers.probe(first, answered_http(with_audio))
         ids = (with_audio.request_id, text_only.request_id)
         transport = judge_transport(with_audio.status, with_audio.body or with_audio.error, text_only.status,
                                     text_only.body or text_only.error, request_ids=ids)
@@ -368,7 +385,7 @@ async def _capability(m: _ModelRun, base_url: str) -> None:
                 reason = transport.reason
             if with_audio.status not in (200, 400) or text_only.status != 200:
                 status = "failed"
-            await m.phase_end("capability", "failed", reason)
+            await m.phase_end("capability", "failed", reason, answers_checked=m.answers.checked["capability"])
             raise _StageFailed("capability", status, reason)
 
         pairs = select_probe_pairs(ds)
@@ -381,6 +398,7 @@ async def _capability(m: _ModelRun, base_url: str) -> None:
                 if req is None:
                     continue
                 reply = await m.ask(client, req, "capability")
+                await m.answers.probe(req, answered_http(reply))
                 answers.append(ProbeAnswer(item_id=item_id, arm=arm, answer=reply.text, status=reply.status,
                                            request_id=reply.request_id))
     await m.close_window("capability")
@@ -391,9 +409,9 @@ async def _capability(m: _ModelRun, base_url: str) -> None:
     failed = [c for c in checks if not c.passed]
     if failed:
         reason = "; ".join(c.reason for c in failed)
-        await m.phase_end("capability", "failed", reason)
+        await m.phase_end("capability", "failed", reason, answers_checked=m.answers.checked["capability"])
         raise _StageFailed("capability", "unsupported", reason)
-    await m.phase_end("capability", "passed", "; ".join(c.reason for c in checks))
+    await m.phase_end("capability", "passed", "; ".join(c.reason for c in checks), answers_checked=m.answers.checked["capability"])
 
 
 async def _publish_check(m: _ModelRun, check: CheckResult) -> None:
@@ -408,24 +426,32 @@ async def _correctness(m: _ModelRun, base_url: str) -> None:
     await m.phase_start("correctness", requests=len(m.requests), native=bool(m.model.native_argv))
     criteria = m.model.correctness
     scored: list[ScoredAnswer] = []
-    async with m.toolkit.chat_client(base_url, m.model.name, timeout_s=m.cfg.workload.request_timeout_s) as client:
+    incomplete: list[IncompleteAnswer] = []
+    async with m.client(base_url) as client:
         for req in m.requests:
             reply = await m.ask(client, req, "correctness")
             m.http_answers[(req.item_id, req.arm)] = reply.text
-            verdict = await _verdict(m, req, reply.text, "http", reply.request_id,
-                                     error="" if reply.status == 200 else f"HTTP {reply.status or reply.error}: {reply.body[:300]}")
+            verdict, completeness = await m.answers.verdict(req, answered_http(reply), "http")
+            if completeness is not None and not completeness.complete:
+                incomplete.append(incomplete_entry(req, "http", reply.request_id, verdict, completeness))
             scored.append(ScoredAnswer(item_id=req.item_id, arm=req.arm, kind=m.dataset.item(req.item_id).kind,
                                        verdict=verdict))
     await m.close_window("correctness")
     if m.model.native_argv:
         argv = _render_native(m)
+        config = {"max_new_tokens": m.max_tokens} if m.max_tokens else None
         async with m.toolkit.native_worker(argv, log_path=m.run.run_dir / "native" / f"{m.model.name}.log",
                                 startup_timeout_s=m.cfg.server.startup_timeout_s,
                                 request_timeout_s=m.cfg.workload.request_timeout_s) as worker:
             for req in m.requests:
-                reply = await worker.generate(req.text, req.audio_path)
-                m.native_answers[(req.item_id, req.arm)] = reply.text
-                await _verdict(m, req, reply.text, "native", "", error=reply.error)
+                native = await worker.generate(req.text, req.audio_path, config=config,
+                                               request_id=m.request_id("native"))
+                m.native_answers[(req.item_id, req.arm)] = native.text
+                got = Answered(request_id=native.request_id, answered=native.ok, text=native.text,
+                               completion_tokens=native.completion_tokens, error=native.error)
+                verdict, completeness = await m.answers.verdict(req, got, "native")
+                if completeness is not None and not completeness.complete:
+                    incomplete.append(incomplete_entry(req, "native", native.request_id, verdict, completeness))
     gates = evaluate_gates(criteria, scored)
     for g in gates:
         await m.bus.publish(GateEvaluated(source="qualify", model=m.model.name, gate=g.gate, required=g.required,
@@ -433,33 +459,17 @@ async def _correctness(m: _ModelRun, base_url: str) -> None:
                                           detail=GateCounts(correct=g.correct, total=g.total,
                                                             failing_items=g.failing_items)))
     failing = [g for g in gates if not g.passed]
-    if failing:
-        reason = "; ".join(f"{g.scope} pass rate {g.correct}/{g.total} = {g.observed:.4f} below the required "
-                           f"{g.required} (failing items: {', '.join(g.failing_items[:12])}"
-                           f"{' ...' if len(g.failing_items) > 12 else ''})" for g in failing)
-        await m.phase_end("correctness", "failed", reason,
-                          failing_items=sorted({i for g in failing for i in g.failing_items}))
-        raise _StageFailed("correctness", "failed", reason)
+    reasons = [f"{g.scope} pass rate {g.correct}/{g.total} = {g.observed:.4f} below the required "
+               f"{g.required} (failing items: {', '.join(g.failing_items[:12])}"
+               f"{' ...' if len(g.failing_items) > 12 else ''})" for g in failing]
+    if incomplete:  # family-validated needs every scored answer whole, on both paths
+        reasons.append(incomplete_reason(incomplete))
+    if reasons:
+        await m.phase_end("correctness", "failed", "; ".join(reasons),
+                          failing_items=sorted({i for g in failing for i in g.failing_items}), incomplete=incomplete)
+        raise _StageFailed("correctness", "failed", "; ".join(reasons))
     await m.phase_end("correctness", "passed", "; ".join(f"{g.scope} {g.correct}/{g.total}" for g in gates),
-                      failing_items=[])
-
-
-async def _verdict(m: _ModelRun, req: ArmRequest, answer: str | None, path: str, request_id: str,
-                   *, error: str = "") -> str:
-    item = m.dataset.item(req.item_id)
-    criteria = m.model.correctness
-    if criteria.scorer != "dataset":
-        item = msgspec.structs.replace(item, scoring=criteria.scorer)
-    if answer is None:
-        verdict, detail = "error", error or "no answer"
-    else:
-        result = score(answer, item)
-        verdict, detail = result.verdict, result.detail
-    await m.bus.publish(VerdictReached(
-        source="qualify", model=m.model.name, item_id=req.item_id, arm=req.arm, path=path,  # type: ignore[arg-type]
-        verdict=verdict, answer=answer, gold=item.answer, item_kind=item.kind, scoring=item.scoring,  # type: ignore[arg-type]
-        request_id=request_id, detail=detail))
-    return verdict
+                      failing_items=[], incomplete=[])
 
 
 def _render_native(m: _ModelRun) -> list[str]:
@@ -547,6 +557,8 @@ async def _aiperf(m: _ModelRun, handle: Any) -> None:
         problems.append(f"{len(failures)} failed requests ({', '.join(f'{k}: {v}' for k, v in sorted(causes.items()))})")
     scored: list[ScoredAnswer] = []
     mismatches = []
+    incomplete: list[IncompleteAnswer] = []
+    changed: list[CompletenessChange] = []
     for c in profiling:
         if not c.ok:
             continue
@@ -554,7 +566,10 @@ async def _aiperf(m: _ModelRun, handle: Any) -> None:
         if req is None:
             problems.append(f"request {c.request_id}: conversation {c.conversation_id!r} maps to no dataset row")
             continue
-        verdict = await _verdict(m, req, c.answer, "aiperf", c.request_id)
+        verdict, completeness = await m.answers.verdict(req, answered_load(c), "aiperf")
+        if completeness is not None and not completeness.complete:
+            incomplete.append(incomplete_entry(req, "aiperf", c.request_id, verdict, completeness))
+        changed.extend(x for x in [m.answers.change("http", req, c.request_id, completeness)] if x)
         scored.append(ScoredAnswer(item_id=c.item_id, arm=c.arm, kind=m.dataset.item(c.item_id).kind, verdict=verdict))
         expected = m.http_answers.get((c.item_id, c.arm))
         if m.model.correctness.deterministic and c.answer != expected:
@@ -562,6 +577,8 @@ async def _aiperf(m: _ModelRun, handle: Any) -> None:
                                              answers={"under_load": c.answer, "correctness_stage": expected}))
     if mismatches:
         problems.append(f"{len(mismatches)} answers under load differ from the correctness stage")
+    problems += [f"under load, {incomplete_reason(incomplete)}"] if incomplete else []
+    problems += [f"{len(changed)} answers under load changed completeness from the correctness stage"] if changed else []
     gates = evaluate_gates(m.model.correctness, scored) if scored else []
     for g in gates:
         await m.bus.publish(GateEvaluated(source="qualify", model=m.model.name, gate=g.gate, required=g.required,
@@ -574,8 +591,9 @@ async def _aiperf(m: _ModelRun, handle: Any) -> None:
         problems.append("no profiling request was recorded")
     if problems:
         reason = "; ".join(problems)
-        await m.phase_end("aiperf", "failed", reason, identity_mismatches=mismatches, settings=settings)
+        await m.phase_end("aiperf", "failed", reason, identity_mismatches=mismatches, settings=settings,
+                          incomplete=incomplete, completeness_changes=changed)
         raise _StageFailed("aiperf", "failed", reason)
     await m.phase_end("aiperf", "passed", f"{len(profiling)} profiling requests, all correlated and answered",
-                      identity_mismatches=[], settings=settings)
+                      identity_mismatches=[], settings=settings, incomplete=[], completeness_changes=[])
 

@@ -21,6 +21,7 @@ from orchestrator.events import (
     AccountingChecked,
     AiperfExited,
     AiperfStarted,
+    AnswerIncomplete,
     AnyEvent,
     CapabilityProbed,
     EventsDropped,
@@ -50,6 +51,7 @@ from orchestrator.events import (
     Warned,
 )
 from orchestrator.journal import TornLine, iter_journal
+from orchestrator.reports.completeness import CompletenessTally
 from orchestrator.reports.correctness import (
     MAX_GRID_ITEMS,
     mismatches,
@@ -92,8 +94,6 @@ _ANSWER_CHARS = 160
 _RUN_PHASES = frozenset({"dataset"})  # phases that belong to the run, not to a model
 
 
-
-
 def _iso(ns: int | None) -> str:
     if ns is None:
         return ""
@@ -106,18 +106,8 @@ def _short(text: str | None) -> str | None:
     return text[: _ANSWER_CHARS - 1] + "…"
 
 
-
-
 def _diff(a: float | None, b: float | None) -> float | None:
     return a - b if a is not None and b is not None else None
-
-
-
-
-
-
-
-
 
 
 @dataclass
@@ -156,6 +146,7 @@ class _Model:
     served: list[Any] = field(default_factory=list)
     latency: Thinned = field(default_factory=Thinned)
     memory: Thinned = field(default_factory=Thinned)
+    completeness: CompletenessTally = field(default_factory=CompletenessTally)
 
 
 class ReportFold:
@@ -237,6 +228,8 @@ class ReportFold:
             return
         stage = m.stages.setdefault(ev.phase, _Stage(started_ns=ev.ts_ns))
         stage.finished_ns, stage.outcome, stage.reason, stage.detail = ev.ts_ns, ev.outcome, ev.reason, ev.detail
+        if ev.phase == "capability":
+            m.completeness.probes_checked(ev.detail.answers_checked or 0)
         if ev.phase == "server":
             m.served = list(ev.detail.models or m.served)
             m.argv = list(ev.detail.argv or m.argv)
@@ -295,6 +288,7 @@ class ReportFold:
         m = self._model(ev.model)
         if m is None:
             return
+        m.completeness.add_verdict(ev)
         if ev.path == "aiperf":
             m.load.setdefault((ev.item_kind, ev.arm), Counter())[ev.verdict] += 1
             if m.current_window:
@@ -302,6 +296,10 @@ class ReportFold:
             return
         # A repeated item/arm on one path (a retry) replaces the earlier verdict.
         m.cells.setdefault(ev.path, {})[(ev.item_id, ev.arm)] = (ev.verdict, _short(ev.answer), ev.gold, ev.item_kind)
+
+    def _on_incomplete(self, ev: AnswerIncomplete) -> None:
+        if (m := self._model(ev.model)) is not None:
+            m.completeness.add_incomplete(ev)
 
     def _on_gate(self, ev: GateEvaluated) -> None:
         if (m := self._model(ev.model)) is not None:
@@ -487,6 +485,7 @@ class ReportFold:
                               aiperf=res_row.aiperf_command
                               or (summary.aiperf.command if summary and summary.aiperf else "")),
             windows=list(m.windows),
+            completeness=m.completeness.lines(),
         )
 
     def _row_window(self, m: _Model) -> WindowTally | None:
@@ -578,6 +577,7 @@ _HANDLERS: dict[type, Any] = {
     Failed: ReportFold._on_failed,
     EventsDropped: ReportFold._on_dropped,
     SubscriberFailed: ReportFold._on_subscriber_failed,
+    AnswerIncomplete: ReportFold._on_incomplete,
 }
 
 

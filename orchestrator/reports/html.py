@@ -24,7 +24,19 @@ from orchestrator.reports.svg import (
     line_chart,
     scatter_chart,
 )
-from orchestrator.reports.text import dash, mib, ms, num, pct, rate_cell, signed_pct
+from orchestrator.reports.text import (
+    COMPLETENESS_HEAD,
+    INCOMPLETE_HEAD,
+    completeness_rows,
+    dash,
+    incomplete_rows,
+    mib,
+    ms,
+    num,
+    pct,
+    rate_cell,
+    signed_pct,
+)
 
 __all__ = ["render_html"]
 
@@ -233,6 +245,10 @@ def _model(r: ModelRow, ch: ModelCharts | None) -> str:
                        f"silence {pct(lift.silence_rate)}); {signed_pct(lift.vs_transcript)} vs transcript over "
                        f"{lift.speech_items} speech items (audio {pct(lift.audio_rate_speech)}, transcript "
                        f"{pct(lift.transcript_rate)}).</p>")
+    if r.completeness:
+        out.append(_table(COMPLETENESS_HEAD, completeness_rows(r.completeness), {1, 2}))
+        if rows := incomplete_rows(r.completeness):
+            out.append("<p>Incomplete answers:</p>" + _table(INCOMPLETE_HEAD, rows))
     if r.gates:
         out.append(_table(["Gate", "Scope", "Required", "Observed", "Passed"],
                           [[g.gate, g.scope, g.required, g.observed, g.passed] for g in r.gates], {2, 3}))

@@ -9,7 +9,19 @@ import json
 from typing import Any
 
 from orchestrator.reports.schema import ModelRow, PhaseCounts, RunReport, Summary
-from orchestrator.reports.text import dash, mib, ms, num, pct, rate_cell, signed_pct
+from orchestrator.reports.text import (
+    COMPLETENESS_HEAD,
+    INCOMPLETE_HEAD,
+    completeness_rows,
+    dash,
+    incomplete_rows,
+    mib,
+    ms,
+    num,
+    pct,
+    rate_cell,
+    signed_pct,
+)
 
 __all__ = ["render_markdown", "is_failure"]
 
@@ -196,6 +208,11 @@ def _details(row: ModelRow) -> list[str]:
                     f"silence {pct(lift.silence_rate)}); {signed_pct(lift.vs_transcript)} vs transcript over "
                     f"{lift.speech_items} speech items (audio {pct(lift.audio_rate_speech)}, transcript "
                     f"{pct(lift.transcript_rate)}).", ""]
+    if row.completeness:
+        out += _table(COMPLETENESS_HEAD, completeness_rows(row.completeness))
+        if rows := incomplete_rows(row.completeness):
+            out += ["Incomplete answers:", ""]
+            out += _table(INCOMPLETE_HEAD, rows)
     if row.gates:
         out += _table(["Gate", "Scope", "Required", "Observed", "Passed"],
                       [[g.gate, g.scope, g.required, g.observed, g.passed] for g in row.gates])

@@ -27,6 +27,8 @@ __all__ = [
     "GateRow",
     "FailingItem",
     "Mismatch",
+    "IncompleteAnswer",
+    "CompletenessLine",
     "IdentityResult",
     "AiperfRun",
     "PhaseCounts",
@@ -131,6 +133,7 @@ class PassRate(_S, frozen=True, kw_only=True):
     unparsed: int = 0
     error: int = 0
     rate: float | None = None
+    incomplete: int = 0  # answers with a completeness defect (never counted correct)
 
 
 class AudioLift(_S, frozen=True, kw_only=True):
@@ -175,6 +178,30 @@ class FailingItem(_S, frozen=True, kw_only=True):
     verdict: str = ""
     answer: str | None = None
     gold: str = ""
+
+
+class IncompleteAnswer(_S, frozen=True, kw_only=True):
+    """One answer that was not whole, beside its verdict (`""` on the capability path, which scores none)."""
+
+    item_id: str = ""
+    arm: str = ""
+    request_id: str = ""
+    defects: list[str] = []
+    details: list[str] = []
+    verdict: str = ""
+    answer: str | None = None
+
+
+class CompletenessLine(_S, frozen=True, kw_only=True):
+    """Completeness of one model's answers on one path (`capability`, `http`, `native`, `aiperf`):
+    answers checked, how many were whole, each defect (primary or not) with its count, and the items."""
+
+    path: str
+    checked: int = 0
+    complete: int = 0
+    defects: dict[str, int] = {}
+    items: list[IncompleteAnswer] = []
+    items_left_out: int = 0
 
 
 class Mismatch(_S, frozen=True, kw_only=True):
@@ -322,6 +349,7 @@ class ModelRow(_S, frozen=True, kw_only=True):
     server: ServerFacts = ServerFacts()
     commands: Commands = Commands()
     windows: list[str] = []
+    completeness: list[CompletenessLine] = []
 
 
 class LatencyPoint(_S, frozen=True, kw_only=True):

@@ -12,7 +12,8 @@ from html import escape
 __all__ = ["scatter_chart", "line_chart", "histogram_chart", "grid_chart", "COLORS", "VERDICT_COLORS"]
 
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b")
-VERDICT_COLORS = {"correct": "#2ca02c", "wrong": "#d62728", "unparsed": "#ffbf00", "error": "#7f7f7f"}
+VERDICT_COLORS = {"correct": "#2ca02c", "wrong": "#d62728", "unparsed": "#ffbf00", "error": "#7f7f7f",
+                  "incomplete": "#9467bd"}
 _W, _H = 760, 280
 _L, _R, _T, _B = 64, 16, 28, 40  # margins: room for tick labels and the legend
 

@@ -5,9 +5,13 @@ Pure formatting; never computes a result.
 
 from __future__ import annotations
 
-from orchestrator.reports.schema import PassRate
+from orchestrator.reports.schema import CompletenessLine, PassRate
 
-__all__ = ["ms", "pct", "signed_pct", "mib", "num", "rate_cell", "dash"]
+__all__ = ["ms", "pct", "signed_pct", "mib", "num", "rate_cell", "dash", "COMPLETENESS_HEAD", "INCOMPLETE_HEAD",
+           "completeness_rows", "incomplete_rows"]
+
+COMPLETENESS_HEAD = ["Completeness via", "Checked", "Complete", "Defects"]
+INCOMPLETE_HEAD = ["Path", "Item", "Arm", "Request id", "Defects", "Verdict", "Answer"]
 
 dash = "–"
 
@@ -39,3 +43,22 @@ def rate_cell(r: PassRate | None) -> str:
     if r is None or not r.total:
         return dash
     return f"{pct(r.rate)} ({r.correct}/{r.total})"
+
+
+def completeness_rows(lines: list[CompletenessLine]) -> list[list[str]]:
+    """`http | 24 | 22 | echo 1, length_limit 1` per path; `complete` when no defect was found."""
+    return [[c.path, str(c.checked), str(c.complete),
+             ", ".join(f"{d} {n}" for d, n in c.defects.items()) or "complete"] for c in lines]
+
+
+def incomplete_rows(lines: list[CompletenessLine]) -> list[list[str]]:
+    """Each incomplete answer beside its verdict (capability answers are not scored: a dash)."""
+    rows = []
+    for c in lines:
+        for i in c.items:
+            rows.append([c.path, i.item_id, i.arm, i.request_id,
+                         "; ".join(f"{d} ({why})" for d, why in zip(i.defects, i.details, strict=False)) or ", ".join(i.defects),
+                         i.verdict or dash, repr(i.answer)])
+        if c.items_left_out:
+            rows.append([c.path, f"... {c.items_left_out} more in the journal", "", "", "", "", ""])
+    return rows

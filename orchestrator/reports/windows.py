@@ -28,7 +28,7 @@ from orchestrator.reports.schema import (
 
 __all__ = ["MAX_POINTS", "HISTOGRAM_BINS", "TIMING_FIELDS", "VERDICTS", "Thinned", "PhaseTally", "WindowTally", "pass_rate", "histogram", "aiperf_run"]
 
-VERDICTS = ("correct", "wrong", "unparsed", "error")
+VERDICTS = ("correct", "wrong", "unparsed", "error", "incomplete")
 
 
 MAX_POINTS = 1500  # per picture series; enough for a 1000 px wide chart
@@ -65,7 +65,7 @@ class Thinned:
 def pass_rate(c: Counter[str]) -> PassRate:
     total = sum(c[v] for v in VERDICTS)
     return PassRate(total=total, correct=c["correct"], wrong=c["wrong"], unparsed=c["unparsed"],
-                    error=c["error"], rate=c["correct"] / total if total else None)
+                    error=c["error"], rate=c["correct"] / total if total else None, incomplete=c["incomplete"])
 
 
 @dataclass

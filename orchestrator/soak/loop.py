@@ -220,7 +220,7 @@ class _Soak:
         self.done = 0
         self._next_checkpoint = 0.0
         self._last_end_ns: int | None = None  # the last answer of the windows finalised so far
-        self.tracker = SoakTracker(run.bus, dataset, model)
+        self.tracker = SoakTracker(run.bus, dataset, model, max_tokens=run.config.workload.max_tokens)
         # AIPerf's ZeroMQ sockets live under TMPDIR and their paths must fit in 107 bytes: a short
         # folder per soak (not the run folder), removed at the end with AIPerf's leftovers.
         self.tmp_dir = Path(tempfile.mkdtemp(prefix="aqb-soak-"))

@@ -18,6 +18,7 @@ from orchestrator.errors import DatasetError
 from orchestrator.events import (
     AccountingChecked,
     AiperfStarted,
+    AnswerIncomplete,
     Event,
     OrphanKilled,
     RequestCorrelated,
@@ -26,8 +27,8 @@ from orchestrator.events import (
     ServerRestarting,
     VerdictReached,
 )
+from orchestrator.judge.answers import judge_answer
 from orchestrator.judge.gates import ScoredAnswer
-from orchestrator.judge.scoring import score
 from orchestrator.soak.verdicts import (
     ServerExitFact,
 )
@@ -43,8 +44,10 @@ class SoakTracker:
     name, resource samples and restarts to the window opened last (the one whose AIPerf runs).
     Publishing never waits on its own full queue (it drains that queue into a local backlog)."""
 
-    def __init__(self, bus: Any, dataset: Dataset, model: ModelConfig, *, size: int = 8192) -> None:
+    def __init__(self, bus: Any, dataset: Dataset, model: ModelConfig, *, size: int = 8192,
+                 max_tokens: int | None = None) -> None:
         self._bus = bus
+        self._max_tokens = max_tokens  # the limit AIPerf sends (workload.max_tokens), for length_limit
         self._dataset = dataset
         self._model = model
         self._size = size
@@ -119,7 +122,7 @@ class SoakTracker:
                             request_start_ns=ev.request_start_ns, request_end_ns=ev.request_end_ns,
                             incarnation=ev.incarnation)
             if ev.phase == "profiling" and ev.ok:
-                return (self._verdict(acc, ev),)
+                return self._verdict(acc, ev)
         elif isinstance(ev, ResourceSampled):
             if acc is not None:
                 acc.add_resource(ev.rss_bytes, ev.gpu_memory_bytes)
@@ -144,19 +147,35 @@ class SoakTracker:
             self.orphans_killed += 1
         return ()
 
-    def _verdict(self, acc: WindowAccumulator, ev: RequestCorrelated) -> VerdictReached:
+    def _verdict(self, acc: WindowAccumulator, ev: RequestCorrelated) -> tuple[Event, ...]:
+        """The answer's VerdictReached, after its AnswerIncomplete when it is not whole. A missing text
+        with a count of 0 is an empty answer; a missing text otherwise was not observed (an error)."""
         model = self._model
         try:
             item = self._dataset.item(ev.item_id)
         except (KeyError, DatasetError):
             acc.add_verdict(ScoredAnswer(item_id=ev.item_id, arm=ev.arm, kind="", verdict="error"))
-            return VerdictReached(source="soak", model=model.name, item_id=ev.item_id, arm=ev.arm, path="aiperf",
-                                  verdict="error", answer=ev.answer, request_id=ev.request_id,
-                                  detail=f"conversation {ev.conversation_id!r} maps to no dataset item")
+            return (VerdictReached(source="soak", model=model.name, item_id=ev.item_id, arm=ev.arm, path="aiperf",
+                                   verdict="error", answer=ev.answer, request_id=ev.request_id,
+                                   detail=f"conversation {ev.conversation_id!r} maps to no dataset item"),)
         if model.correctness.scorer != "dataset":
             item = msgspec.structs.replace(item, scoring=model.correctness.scorer)
-        result = score(ev.answer, item)
-        acc.add_verdict(ScoredAnswer(item_id=item.id, arm=ev.arm, kind=item.kind, verdict=result.verdict))
-        return VerdictReached(source="soak", model=model.name, item_id=item.id, arm=ev.arm, path="aiperf",
-                              verdict=result.verdict, answer=ev.answer, gold=item.answer, item_kind=item.kind,
-                              scoring=item.scoring, request_id=ev.request_id, detail=result.detail)
+        text = ev.answer if ev.answer is not None or ev.completion_tokens != 0 else ""
+        out: list[Event] = []
+        if text is None:
+            verdict, detail = "error", "the answer text was not observed (live tap)"
+        else:
+            judged = judge_answer(text, item, question=item.question, completion_tokens=ev.completion_tokens,
+                                  max_tokens=self._max_tokens)
+            verdict, detail = judged.verdict, judged.detail
+            c = judged.completeness
+            if not c.complete:
+                out.append(AnswerIncomplete(
+                    source="soak", model=model.name, path="aiperf", defects=list(c.defects), details=list(c.details),
+                    item_id=item.id, arm=ev.arm, request_id=ev.request_id, answer=text[:500],
+                    completion_tokens=ev.completion_tokens, max_tokens=self._max_tokens))
+        acc.add_verdict(ScoredAnswer(item_id=item.id, arm=ev.arm, kind=item.kind, verdict=verdict))
+        out.append(VerdictReached(source="soak", model=model.name, item_id=item.id, arm=ev.arm, path="aiperf",
+                                  verdict=verdict, answer=ev.answer, gold=item.answer, item_kind=item.kind,  # type: ignore[arg-type]
+                                  scoring=item.scoring, request_id=ev.request_id, detail=detail))
+        return tuple(out)

@@ -61,6 +61,27 @@ class TestDatasetAccuracy:
         assert all(c == n for k, (c, n) in by_kind.items() if k != "language"), table
 
 
+class TestWholeAnswers:
+    def test_transcript_arm_answers_are_whole_and_counted_in_words(self, engine, tmp_path):
+        """On the transcript arm the engine answers from the quoted transcript, never by echoing the prompt
+        (aqbench's completeness check found it repeating the whole question); completion_tokens is the
+        answer's whitespace word count (the engine has no tokenizer) and reaches max_tokens only when cut."""
+        from orchestrator.dataset import load_dataset, prepare_arms
+        from orchestrator.judge.completeness import check_completeness
+
+        ds = load_dataset(DATASET)
+        speech = [it for it in ds.items if it.transcript]
+        prompts = {r.item_id: r.text for r in prepare_arms(ds, ["transcript"], tmp_path)}
+        for item in speech:
+            ans = engine.answer(None, prompts[item.id])
+            assert check_completeness(ans.text, item.question).complete, (item.id, ans.text)
+            assert ans.completion_tokens == len(ans.text.split())
+        long = engine.answer(None, "What is the pitch of the tone?")
+        assert long.completion_tokens > 4
+        cut = engine.answer(None, "What is the pitch of the tone?", max_tokens=4)
+        assert cut.completion_tokens == 4 and cut.text == " ".join(long.text.split()[:4])
+
+
 class TestFreshSignalClips:
     @pytest.mark.parametrize("count", [1, 4, 6, 9])
     def test_counts_beeps(self, engine, count):

@@ -16,12 +16,14 @@ import pytest
 
 from orchestrator.events import (
     AccountingChecked,
+    AnswerIncomplete,
     CapabilityProbed,
     ModelResult,
     PhaseFinished,
     RequestCorrelated,
     ServerRecord,
     ServerSpawned,
+    VerdictReached,
 )
 from orchestrator.journal import read_journal
 
@@ -116,6 +118,13 @@ def test_default_qualify_reaches_aiperf_qualified_and_report_rebuilds(tmp_path: 
     md = (run_dir / "report.md").read_text()
     assert "aiperf-qualified" in md
     assert (run_dir / "report.html").read_text().count("<svg") >= 3
+    # The reference's answers are whole on every path: none journaled as incomplete, every line complete.
+    assert not [e for e in events if isinstance(e, AnswerIncomplete)]
+    lines = {c["path"]: c for c in report["rows"][0]["completeness"]}
+    assert list(lines) == ["capability", "http", "native", "aiperf"]
+    assert all(c["checked"] > 0 and c["complete"] == c["checked"] and not c["defects"] for c in lines.values())
+    assert lines["aiperf"]["checked"] == 48
+    assert "| aiperf | 48 | 48 | complete |" in md
 
 
 def test_trtmc_like_server_rejecting_audio_is_blocked_or_unsupported(tmp_path: Path) -> None:
@@ -237,3 +246,98 @@ def test_server_killed_during_aiperf_fails_with_every_request_accounted(tmp_path
     assert issued == len(correlated), (acc.issued, len(correlated))
     causes = {e.cause for e in correlated if not e.ok}
     assert "server_crash" in causes, causes
+
+
+DEFECT_STUB = ROOT / "tests" / "data" / "servers" / "defect_stub.py"
+TARGET = "frequency of the tone"  # frequency-1k: not among the capability probe's items
+COMPLETENESS_ITEMS = ["count-beeps-5", "count-beeps-3", "pitch-higher-up", "pitch-lower-up", "frequency-1k",
+                      "content-meeting-day", "content-meeting-hour"]
+
+
+def _defect_models(names: dict[str, str]) -> str:
+    """[[models]] blocks; the value is a native defect (a native_argv on the defect stub) or ""."""
+    out = []
+    for name, native in names.items():
+        block = f'\n[[models]]\nname = "{name}"\nfamily = "stub"\ncheckpoint = "stub/{name}"\n'
+        if native:
+            block += "native_argv = " + json.dumps(["{python}", str(DEFECT_STUB), "worker", "--defect", native,
+                                                    "--target", TARGET, "--model-name", "{model}"]) + "\n"
+        out.append(block + "[models.correctness]\nmin_pass_rate = 0.5\n")
+    return "".join(out)
+
+
+def _defect_config(tmp_path: Path, models: dict[str, str], *extra: str) -> Path:
+    argv = json.dumps(["{python}", str(DEFECT_STUB), "--defect", "from-model", "--target", TARGET, *extra,
+                       "--host", "{host}", "--port", "{port}", "--model-name", "{model}", "--records", "{records}"])
+    return config(tmp_path, server_argv=argv, dataset=mini_dataset(tmp_path, COMPLETENESS_ITEMS),
+                  extra_models=_defect_models(models),
+                  replace={'arms = ["audio", "silence", "transcript"]': 'arms = ["audio"]',
+                           "request_timeout_s = 60.0": "request_timeout_s = 60.0\nmax_tokens = 40"})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("model", "native", "path", "defect"), [
+    ("stub--empty", "", "http", "empty"),
+    ("stub--truncate-finish", "", "http", "length_limit"),
+    ("stub--truncate-count", "", "http", "length_limit"),
+    ("stub--echo", "", "http", "echo"),
+    ("stub--repeat", "", "http", "repetition"),
+    ("native--clean", "truncate-count", "native", "length_limit"),
+])
+def test_incomplete_answers_are_named_journaled_reported_and_stop_family_validated(
+        tmp_path: Path, model: str, native: str, path: str, defect: str) -> None:
+    """A server (or native worker) whose answer to one question is empty, cut at the limit (told by
+    finish_reason, or by the count where finish_reason is null), an echo of the question or a repetition:
+    the defect is named and journaled with the request id, the verdict is `incomplete`, the model stops
+    at correctness (never family-validated) and the report lists the answer beside its verdict."""
+    cfg = _defect_config(tmp_path, {model: native})
+    rc, stderr, run_dir = qualify(cfg, "--model", model, "--skip-aiperf")
+    assert rc == 1, stderr[-3000:]
+    res = results(run_dir)[model]
+    assert res.status == "failed" and res.failed_stage == "correctness", res.row["reason"]
+    assert "1 incomplete answers" in res.row["reason"] and f"frequency-1k|audio via {path}" in res.row["reason"]
+    events, _ = read_journal(run_dir / "events.jsonl")
+    found = [e for e in events if isinstance(e, AnswerIncomplete)]
+    assert [(e.path, e.item_id, e.defects[0]) for e in found] == [(path, "frequency-1k", defect)], found
+    rid = found[0].request_id
+    assert rid.startswith(f"aqb-{model}-")
+    verdict = [e for e in events if isinstance(e, VerdictReached) and e.request_id == rid]
+    assert [v.verdict for v in verdict] == ["incomplete"]
+    # Every other answer, probes included, was whole.
+    checked = [e for e in events if isinstance(e, PhaseFinished) and e.phase == "capability"][0]
+    assert checked.detail.answers_checked >= 8
+    end = [e for e in events if isinstance(e, PhaseFinished) and e.phase == "correctness"][0]
+    assert [(i.item_id, i.verdict, i.defects[0]) for i in end.detail.incomplete] == \
+        [("frequency-1k", "incomplete", defect)]
+    md = (run_dir / "report.md").read_text()
+    assert f"| {path} | " in md and f"{defect} 1" in md and rid in md
+    assert rid in (run_dir / "report.html").read_text()
+
+
+@pytest.mark.aiperf
+@pytest.mark.slow
+def test_answers_cut_only_under_load_fail_the_aiperf_stage_as_a_changed_completeness(tmp_path: Path) -> None:
+    """A server that answers whole in the correctness stage but, under AIPerf, cuts one question's answer
+    at the request's limit with a null finish_reason (trtmc-server's way): the load path tells it from the
+    server record's count against the max_tokens AIPerf sent, journals each one, reports the change from
+    the correctness stage, and the model stops at aiperf."""
+    model = "stub--truncate-count"
+    cfg = _defect_config(tmp_path, {model: ""}, "--under-load-only")
+    rc, stderr, run_dir = qualify(cfg, "--model", model, timeout=600)
+    assert rc == 1, stderr[-3000:]
+    res = results(run_dir)[model]
+    assert res.status == "failed" and res.failed_stage == "aiperf", res.row["reason"]
+    assert "changed completeness from the correctness stage" in res.row["reason"]
+    events, _ = read_journal(run_dir / "events.jsonl")
+    found = [e for e in events if isinstance(e, AnswerIncomplete)]
+    assert found and {(e.path, e.item_id, tuple(e.defects)) for e in found} == {("aiperf", "frequency-1k", ("length_limit",))}
+    assert all(e.completion_tokens == 40 and e.max_tokens == 40 and e.finish_reason is None for e in found)
+    load = {e.request_id for e in events if isinstance(e, RequestCorrelated) and e.window == f"{model}/aiperf"
+            and e.phase == "profiling" and e.item_id == "frequency-1k"}
+    assert {e.request_id for e in found} == load
+    end = [e for e in events if isinstance(e, PhaseFinished) and e.phase == "aiperf"][0]
+    assert len(end.detail.completeness_changes) == len(found)
+    assert end.detail.completeness_changes[0].correctness_stage == []
+    assert end.detail.completeness_changes[0].under_load == ["length_limit"]
+    md = (run_dir / "report.md").read_text()
+    assert "| aiperf | " in md and f"length_limit {len(found)}" in md
