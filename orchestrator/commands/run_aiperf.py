@@ -19,7 +19,12 @@ __all__ = ["register", "run"]
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("run-aiperf", help="run one AIPerf phase against the configured server, with accounting")
+    p = sub.add_parser("run-aiperf", help="run one AIPerf phase against the configured server, with accounting",
+                       description="Start the configured server, run one AIPerf phase over the dataset's arms with "
+                       "live correlation and accounting, and write runs/<id>/report.{json,md,html}. Exit 0 when "
+                       "AIPerf answered every request and the accounting balances, 1 when AIPerf's run was "
+                       "partial, cancelled or failed, 2 on configuration or usage errors, 3 when the run itself "
+                       "failed (an accounting breach included), 130/143 when interrupted by SIGINT/SIGTERM.")
     p.add_argument("--config", default="bench.toml", help="configuration file (default: bench.toml)")
     p.add_argument("--model", default="", help="[[models]] name to serve (default: the first)")
     p.add_argument("--requests", type=int, default=None, help="override workload.requests")
