@@ -107,7 +107,9 @@ def iter_journal(
     """Yield the events of a journal in order. Blocks (file reads); streams, so memory stays flat.
 
     A last line that does not decode is passed to `on_torn` (or ignored when None) and skipped.
-    Any other undecodable line raises JournalError with the file and line number.
+    Any other undecodable line raises JournalError with the file and line number, and so does a `seq`
+    that does not grow: the bus numbers every event once, so a repeated or earlier seq means a line
+    was duplicated or moved, and counting it would falsify every total.
     """
     p = Path(path)
     try:
@@ -115,12 +117,13 @@ def iter_journal(
     except OSError as exc:
         raise JournalError(f"{p}: cannot open journal: {exc.strerror}") from None
     with fh:
+        order = _SeqOrder(p)
         pending: tuple[int, bytes] | None = None
         lineno = 0
         for raw in fh:
             lineno += 1
             if pending is not None:
-                yield _decode_or_raise(p, *pending)
+                yield order.check(_decode_or_raise(p, *pending), *pending)
             pending = (lineno, raw)
         if pending is None:
             return
@@ -129,9 +132,31 @@ def iter_journal(
             _torn(p, last_no, last, on_torn)
             return
         try:
-            yield _decoder.decode(last)
+            event = _decoder.decode(last)
         except (msgspec.DecodeError, msgspec.ValidationError):
             _torn(p, last_no, last, on_torn)
+            return
+        yield order.check(event, last_no, last)
+
+
+class _SeqOrder:
+    """Checks that the bus's `seq` grows line by line (events never stamped by a bus carry seq 0)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.last_seq = 0
+        self.last_line = 0
+
+    def check(self, event: AnyEvent, lineno: int, raw: bytes) -> AnyEvent:
+        if event.seq:
+            if event.seq <= self.last_seq:
+                what = "repeats" if event.seq == self.last_seq else "goes back to"
+                raise JournalError(
+                    f"{self.path}:{lineno}: corrupt journal: seq {event.seq} {what} an earlier event's (line "
+                    f"{self.last_line} has seq {self.last_seq}); a line was duplicated or moved, so counts "
+                    f"from this journal would be wrong. Line starts: {raw[:80]!r}")
+            self.last_seq, self.last_line = event.seq, lineno
+        return event
 
 
 def _torn(p: Path, lineno: int, raw: bytes, on_torn: Callable[[TornLine], None] | None) -> None:
