@@ -42,3 +42,71 @@ class TestJournalReplay:
         assert proc.returncode == 2, proc.stdout
         assert f"{tmp_path / 'events.jsonl'}: the journal is empty" in proc.stderr
         assert not (tmp_path / "report.json").exists()
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class TestPlan:
+    def test_plan_exits_0_planned_and_says_what_would_run(self, tmp_path: Path) -> None:
+        """`qualify --plan` is no failure: exit 0, run status planned, and the report lists the server
+        command, the stages and the request counts instead of a Failures entry."""
+        from orchestrator.journal import read_journal
+
+        config = tmp_path / "bench.toml"
+        config.write_text((ROOT / "bench.toml").read_text())
+        proc = subprocess.run([sys.executable, "-m", "orchestrator", "--log-level", "warning", "qualify", "--plan",
+                               "--config", str(config)], capture_output=True, text=True, timeout=120, cwd=ROOT)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        [run_dir] = list((tmp_path / "runs").iterdir())
+        events, _ = read_journal(run_dir / "events.jsonl")
+        assert isinstance(events[-1], RunFinished) and (events[-1].status, events[-1].exit_code) == ("planned", 0)
+        md = (run_dir / "report.md").read_text()
+        assert "run status **planned**" in md
+        plan = md[md.index("## Plan"):md.index("## Failures")]
+        assert "would start `" in plan and "-m adapters.reference" in plan
+        assert "capability (" in plan and "correctness (" in plan and "HTTP" in plan
+        assert "aiperf (4 warmup + 48 profiling requests at concurrency 2" in plan
+        failures = md[md.index("## Failures"):md.index("## Details")]
+        assert "planned" not in failures and "None." in failures
+        assert "would start" in proc.stderr  # the console says it too
+
+
+def _markdown(events: list) -> str:
+    from orchestrator.reports import fold, render_markdown
+
+    return render_markdown(fold(events))
+
+
+class TestHeaderAndRows:
+    def test_interrupted_header_says_no_run_finished_only_without_one(self) -> None:
+        j = qualify_journal(finished=False)
+        assert "run status **INTERRUPTED (no RunFinished)**" in _markdown(j.events)
+        j.add(RunFinished(status="interrupted", exit_code=130, reason="interrupted by SIGINT"))
+        md = _markdown(j.events)
+        assert "run status **interrupted**" in md and "no RunFinished" not in md
+
+    def test_a_kind_at_zero_behind_a_passing_overall_gate_is_shown_and_flagged(self) -> None:
+        """The overall audio gate passes at 2/4 while kind `pitch` is 0/2: the kind gets its own line under
+        the gate and a flag under the results."""
+        from test_reports import _Journal, _result, _verdicts
+
+        from orchestrator.events import GateEvaluated, PhaseStarted, RunStarted
+
+        j = _Journal()
+        j.add(RunStarted(command="qualify", config={"models": [{"name": "m"}]}))
+        j.add(PhaseStarted(phase="model", model="m"))
+        _verdicts(j, "m", {("i1", "audio"): "correct", ("i2", "audio"): "correct", ("i3", "audio"): "wrong",
+                           ("i4", "audio"): "wrong"})
+        j.add(GateEvaluated(model="m", gate="min_pass_rate", scope="arm:audio", required=0.5, observed=0.5,
+                            passed=True))
+        _result(j, "m", "aiperf-qualified")
+        j.add(RunFinished(status="ok"))
+        md = _markdown(j.events)
+        assert "- m: kind `pitch` 0/2 correct on the audio arm (no gate of its own; the overall gate passed)" in md
+        assert "| ↳ kind pitch | kind:pitch | – | 0.0% (0/2) | not gated; NONE CORRECT |" in md
+        assert "| ↳ kind content | kind:content | – | 100.0% (2/2) | not gated |" in md
+
+    def test_no_client_lifecycle_row_that_only_repeats_request_latency(self) -> None:
+        md = _markdown(qualify_journal().events)
+        assert "client request_latency" in md and "client lifecycle" not in md
