@@ -49,6 +49,7 @@ Fraction = Annotated[float, Meta(ge=0, le=1)]
 Port = Annotated[int, Meta(ge=1, le=65535)]
 Arm = Literal["audio", "silence", "transcript"]
 Name = Annotated[str, Meta(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:/-]*$")]
+RunName = Annotated[str, Meta(pattern=r"^([A-Za-z0-9][A-Za-z0-9._:/-]*)?$")]  # "" = the command's name
 
 
 class _Section(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -56,10 +57,11 @@ class _Section(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
 
 
 class RunConfig(_Section, frozen=True, kw_only=True):
-    """[run]: where runs go and what they are called (`runs/<name>-<timestamp>`)."""
+    """[run]: where runs go and what they are called (`runs/<name>-<timestamp>`; unset: the command's
+    name, so `qualify-*`, `run-aiperf-*`, `soak-*`)."""
 
     output_dir: str = "runs"
-    name: Name = "aqbench"
+    name: RunName = ""
 
 
 class RestartPolicy(_Section, frozen=True, kw_only=True):

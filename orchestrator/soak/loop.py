@@ -146,8 +146,9 @@ async def _soak(cfg: Config, opts: SoakOptions, settings: _Settings, model: Mode
     from orchestrator.view.soak import SoakView
 
     verdicts: list[MetricVerdict] = []
-    # Soak runs are named apart from qualify runs of the same config: runs/<name>-soak-<timestamp>.
-    name = cfg.run.name if "soak" in cfg.run.name else f"{cfg.run.name}-soak"
+    # Soak runs are named apart from qualify runs of the same config: runs/soak-<timestamp>, or
+    # runs/<name>-soak-<timestamp> when [run] name is set.
+    name = cfg.run.name if "soak" in cfg.run.name else f"{cfg.run.name}-soak" if cfg.run.name else "soak"
     run_dir = Path(cfg.run.output_dir) / new_run_id(name)
     async with open_run(cfg, command="soak", argv=opts.argv or sys.argv, interrupt=interrupt,
                         run_dir=run_dir) as run:
