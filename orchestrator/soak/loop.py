@@ -214,6 +214,7 @@ class _Soak:
         self.settings = settings
         self.stop = stop
         self.windows: list[WindowStats] = []
+        self.cut_short: set[str] = set()  # windows the stop signalled while their AIPerf ran
         self.done = 0
         self._next_checkpoint = 0.0
         self._last_end_ns: int | None = None  # the last answer of the windows finalised so far
@@ -397,6 +398,7 @@ class _Soak:
                 if exited.is_set():
                     return  # ended already: its pid may be another process's by now
                 log.info("soak_window_stopping", window=name, pid=found)
+                self.cut_short.add(name)
                 _killpg(found, signal.SIGINT)
                 with anyio.move_on_after(self.cfg.workload.stop_grace_s):
                     await exited.wait()
@@ -423,7 +425,8 @@ class _Soak:
                                           message=f"checkpoint report after window {self.done} failed: {exc!r}"))
 
     async def _verdicts(self, *, final: bool, processes: ProcessCheck | None = None) -> list[MetricVerdict]:
-        verdicts = judge_soak(self.windows, self.settings.limits, exits=self.tracker.exits, processes=processes)
+        verdicts = judge_soak(self.windows, self.settings.limits, exits=self.tracker.exits, processes=processes,
+                              cut_short=self.cut_short)
         for v in verdicts:
             await self.bus.publish(SoakVerdict(source="soak", metric=v.metric, passed=v.passed, final=final,
                                                detail={"judged": v.judged, "reason": v.reason,
