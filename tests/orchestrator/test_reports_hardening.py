@@ -110,3 +110,38 @@ class TestHeaderAndRows:
     def test_no_client_lifecycle_row_that_only_repeats_request_latency(self) -> None:
         md = _markdown(qualify_journal().events)
         assert "client request_latency" in md and "client lifecycle" not in md
+
+
+class TestRunAiperfRows:
+    def test_a_one_model_command_lists_only_its_model_with_incarnations_and_restarts(self) -> None:
+        """A run-aiperf journal of a config with two models: one row (the served model), its two
+        incarnations and one restart, the status AIPerf's run came to; no "never reached" row."""
+        from test_reports import _Journal
+
+        from orchestrator.events import (
+            ModelResult,
+            PhaseFinished,
+            PhaseStarted,
+            RunStarted,
+            ServerExited,
+            ServerRestarting,
+            ServerSpawned,
+        )
+        from orchestrator.reports import fold
+
+        j = _Journal()
+        j.add(RunStarted(command="run-aiperf", config={"models": [{"name": "a"}, {"name": "b"}]}))
+        j.add(PhaseStarted(phase="model", model="a", detail={"checkpoint": "org/a"}))
+        j.add(ServerSpawned(incarnation=1, pid=10, argv=["srv"]))
+        j.add(PhaseStarted(phase="aiperf", model="a"))
+        j.add(ServerExited(incarnation=1, pid=10, returncode=-9, signal="SIGKILL", during="run"))
+        j.add(ServerRestarting(incarnation=2, attempt=1, backoff_s=0.2))
+        j.add(ServerSpawned(incarnation=2, pid=11, argv=["srv"]))
+        j.add(PhaseFinished(phase="aiperf", model="a", outcome="failed", reason="3 of 12 failed"))
+        j.add(ModelResult(model="a", status="aiperf-partial", failed_stage="aiperf",
+                          row={"checkpoint": "org/a", "reason": "3 of 12 failed"}))
+        j.add(PhaseFinished(phase="model", model="a", outcome="aiperf-partial"))
+        j.add(RunFinished(status="failed", exit_code=1))
+        [row] = fold(j.events).rows
+        assert (row.model, row.status, row.failed_stage, row.checkpoint) == ("a", "aiperf-partial", "aiperf", "org/a")
+        assert (row.server.incarnations, row.server.restarts, len(row.server.unexpected_exits)) == (2, 1, 1)
