@@ -140,22 +140,23 @@ def iter_journal(
 
 
 class _SeqOrder:
-    """Checks that the bus's `seq` grows line by line (events never stamped by a bus carry seq 0)."""
+    """Checks that the bus's `seq` grows line by line within each run (events never stamped by a bus
+    carry seq 0; a file that `aqbench ingest --out` merged from several runs keeps each run's order)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.last_seq = 0
-        self.last_line = 0
+        self.last: dict[str, tuple[int, int]] = {}  # run_id -> (seq, line) of its latest event
 
     def check(self, event: AnyEvent, lineno: int, raw: bytes) -> AnyEvent:
         if event.seq:
-            if event.seq <= self.last_seq:
-                what = "repeats" if event.seq == self.last_seq else "goes back to"
+            last_seq, last_line = self.last.get(event.run_id, (0, 0))
+            if event.seq <= last_seq:
+                what = (f"repeats line {last_line}'s" if event.seq == last_seq
+                        else f"comes after seq {last_seq} (line {last_line})")
                 raise JournalError(
-                    f"{self.path}:{lineno}: corrupt journal: seq {event.seq} {what} an earlier event's (line "
-                    f"{self.last_line} has seq {self.last_seq}); a line was duplicated or moved, so counts "
-                    f"from this journal would be wrong. Line starts: {raw[:80]!r}")
-            self.last_seq, self.last_line = event.seq, lineno
+                    f"{self.path}:{lineno}: corrupt journal: seq {event.seq} {what}; a line was duplicated or "
+                    f"moved, so counts from this journal would be wrong. Line starts: {raw[:80]!r}")
+            self.last[event.run_id] = (event.seq, lineno)
         return event
 
 

@@ -26,7 +26,7 @@ class TestJournalReplay:
         journal.write_bytes(b"".join(lines))
         proc = _report(str(journal.parent), "--out", str(tmp_path / "out"))
         assert proc.returncode == 3, proc.stdout
-        assert f"{journal}:42: corrupt journal: seq 41 repeats an earlier event's (line 41 has seq 41)" in proc.stderr
+        assert f"{journal}:42: corrupt journal: seq 41 repeats line 41's; a line was duplicated" in proc.stderr
         assert not (tmp_path / "out" / "report.json").exists()
 
     def test_a_duplicated_last_line_is_caught_too(self, tmp_path: Path) -> None:
@@ -35,6 +35,19 @@ class TestJournalReplay:
         journal.write_bytes(b"".join([*lines, lines[-1]]))
         proc = _report(str(journal))
         assert proc.returncode == 3 and f"{journal}:{len(lines) + 1}: corrupt journal: seq" in proc.stderr
+
+    def test_runs_merged_by_ingest_keep_their_own_order(self, tmp_path: Path) -> None:
+        """Two runs' events in one file (`aqbench ingest --out`) each keep their own seq: no corruption."""
+        import msgspec
+
+        from orchestrator.journal import encode_event, read_journal
+
+        a = qualify_journal().events[:20]
+        b = [msgspec.structs.replace(e, run_id="other-run") for e in a]
+        path = tmp_path / "events.jsonl"
+        path.write_bytes(b"".join(encode_event(e) + b"\n" for pair in zip(a, b) for e in pair))
+        events, _ = read_journal(path)
+        assert len(events) == 40
 
     def test_an_empty_journal_exits_2(self, tmp_path: Path) -> None:
         (tmp_path / "events.jsonl").write_bytes(b"")
