@@ -126,16 +126,16 @@ async def _body(cfg: Any, args: argparse.Namespace, interrupt: Any) -> int:
     tokenizer = await anyio.to_thread.run_sync(ensure_tokenizer, model.tokenizer)
     dataset = await anyio.to_thread.run_sync(load_dataset, resolve_dataset_path(cfg.dataset))
 
-    run_dirs: list[Any] = []
+    opened: list[Any] = []  # the run scope, once open_run made it
     try:
         async with open_run(cfg, command="run-aiperf", interrupt=interrupt) as run:
-            run_dirs.append(run)
+            opened.append(run)
             return await _phase(run, cfg, args, model, arms, install, tokenizer, dataset)
     finally:
         # Every run writes its reports, an interrupted or failed one too (they say so).
-        if run_dirs:
+        if opened:
             with anyio.CancelScope(shield=True), anyio.move_on_after(120):
-                await _write_reports(run_dirs[0])
+                await _write_reports(opened[0])
 
 
 async def _write_reports(run: Any) -> None:
