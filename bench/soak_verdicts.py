@@ -23,10 +23,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from orchestrator.judge.latency import item_ratios
 from orchestrator.judge.memory import MemoryRule, judge_memory_medians
+from orchestrator.judge.stats import Summary
 from orchestrator.judge.trend import judge_trend
 from orchestrator.soak.verdicts import SoakLimits, judge_soak
 from orchestrator.soak.window import MemorySummary, WindowStats
-from orchestrator.judge.stats import Summary
 
 WINDOW_S = 300
 RSS_LIMIT = 8.0  # MiB/h, [soak] default

@@ -49,6 +49,7 @@ Fraction = Annotated[float, Meta(ge=0, le=1)]
 Port = Annotated[int, Meta(ge=1, le=65535)]
 Arm = Literal["audio", "silence", "transcript"]
 Name = Annotated[str, Meta(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:/-]*$")]
+RunName = Annotated[str, Meta(pattern=r"^([A-Za-z0-9][A-Za-z0-9._:/-]*)?$")]  # "" = the command's name
 
 
 class _Section(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -56,10 +57,11 @@ class _Section(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
 
 
 class RunConfig(_Section, frozen=True, kw_only=True):
-    """[run]: where runs go and what they are called (`runs/<name>-<timestamp>`)."""
+    """[run]: where runs go and what they are called (`runs/<name>-<timestamp>`; unset: the command's
+    name, so `qualify-*`, `run-aiperf-*`, `soak-*`)."""
 
     output_dir: str = "runs"
-    name: Name = "aqbench"
+    name: RunName = ""
 
 
 class RestartPolicy(_Section, frozen=True, kw_only=True):
@@ -316,7 +318,18 @@ def load_config(path: str | Path) -> Config:
         if reserved in data:
             raise ConfigError(f"{p}: {reserved}: unknown key (reserved for aqbench's own bookkeeping)")
     cfg = config_from_dict(data, where=str(p), base=p.resolve().parent)
+    _check_paths(cfg, where=str(p), given=data)
     return msgspec.structs.replace(cfg, source=str(p.resolve()), sha256=hashlib.sha256(raw).hexdigest())
+
+
+def _check_paths(cfg: Config, *, where: str, given: dict[str, Any]) -> None:
+    """Paths a run reads must exist: refused here, naming the key and the file, rather than later."""
+    path = cfg.dataset.path
+    if path and not Path(path).is_dir():
+        written = (given.get("dataset") or {}).get("path", path)
+        what = "is a file, not a dataset folder" if Path(path).exists() else "does not exist"
+        raise ConfigError(f"{where}: dataset.path: {written!r} ({path}) {what}; set it to a dataset folder "
+                          "(one with manifest.jsonl), relative to this file, or remove it to use [dataset] name")
 
 
 def config_to_dict(cfg: Config) -> dict[str, Any]:

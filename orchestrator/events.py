@@ -272,7 +272,7 @@ class RunStarted(Event, frozen=True, kw_only=True):
 class RunFinished(Event, frozen=True, kw_only=True):
     """Last line of a journal that was closed in order. Its absence means the run was interrupted."""
 
-    status: Literal["ok", "failed", "interrupted", "error"] = "ok"
+    status: Literal["ok", "failed", "interrupted", "error", "planned"] = "ok"
     exit_code: int = 0
     reason: str = ""
     counts: dict[str, int] = {}

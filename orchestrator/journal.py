@@ -109,7 +109,9 @@ def iter_journal(
 
     A journal of an older SCHEMA_VERSION (its RunStarted says which) is upgraded line by line as it is
     read. A last line that does not decode is passed to `on_torn` (or ignored when None) and skipped.
-    Any other undecodable line raises JournalError with the file and line number.
+    Any other undecodable line raises JournalError with the file and line number, and so does a `seq`
+    that does not grow: the bus numbers every event once, so a repeated or earlier seq means a line
+    was duplicated or moved, and counting it would falsify every total.
     """
     p = Path(path)
     try:
@@ -118,6 +120,7 @@ def iter_journal(
         raise JournalError(f"{p}: cannot open journal: {exc.strerror}") from None
     with fh:
         decode = _decoder.decode
+        order = _SeqOrder(p)
         pending: tuple[int, bytes] | None = None
         lineno = 0
         for raw in fh:
@@ -127,7 +130,7 @@ def iter_journal(
                 if isinstance(ev, RunStarted) and ev.schema_version < SCHEMA_VERSION:
                     decode = _upgrader(p, ev.schema_version)
                     ev = _decode_or_raise(p, *pending, decode)
-                yield ev
+                yield order.check(ev, *pending)
             pending = (lineno, raw)
         if pending is None:
             return
@@ -136,9 +139,32 @@ def iter_journal(
             _torn(p, last_no, last, on_torn)
             return
         try:
-            yield decode(last)
+            event = decode(last)
         except (msgspec.DecodeError, msgspec.ValidationError):
             _torn(p, last_no, last, on_torn)
+            return
+        yield order.check(event, last_no, last)
+
+
+class _SeqOrder:
+    """Checks that the bus's `seq` grows line by line within each run (events never stamped by a bus
+    carry seq 0; a file that `aqbench ingest --out` merged from several runs keeps each run's order)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.last: dict[str, tuple[int, int]] = {}  # run_id -> (seq, line) of its latest event
+
+    def check(self, event: AnyEvent, lineno: int, raw: bytes) -> AnyEvent:
+        if event.seq:
+            last_seq, last_line = self.last.get(event.run_id, (0, 0))
+            if event.seq <= last_seq:
+                what = (f"repeats line {last_line}'s" if event.seq == last_seq
+                        else f"comes after seq {last_seq} (line {last_line})")
+                raise JournalError(
+                    f"{self.path}:{lineno}: corrupt journal: seq {event.seq} {what}; a line was duplicated or "
+                    f"moved, so counts from this journal would be wrong. Line starts: {raw[:80]!r}")
+            self.last[event.run_id] = (event.seq, lineno)
+        return event
 
 
 def _upgrader(p: Path, version: int) -> Callable[[bytes], AnyEvent]:

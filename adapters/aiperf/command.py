@@ -40,7 +40,8 @@ LOW_LAG_ENV = {"AIPERF_RECORD_EXPORT_BATCH_SIZE": "1", "AIPERF_METRICS_EXPORT_FL
 
 
 class AiperfCommand(msgspec.Struct, frozen=True, kw_only=True):
-    """argv (argv[0] is the aiperf executable), the extra environment, and both as one shell line."""
+    """argv (argv[0] is the aiperf executable), the extra environment, and both as one shell line
+    (without TMPDIR, which points at a temporary folder of the run)."""
 
     argv: list[str]
     env: dict[str, str]
@@ -128,6 +129,9 @@ def build_command(
         env["AQBENCH_TAP_DIR"] = str(Path(tap_dir).resolve())
     if tmp_dir is not None:
         env["TMPDIR"] = str(Path(tmp_dir).resolve())
-    shell = " ".join([*(f"{k}={shlex.quote(v)}" for k, v in env.items()), *map(shlex.quote, argv)])
+    # TMPDIR is a short folder of this run's own (often removed when AIPerf ends): a copied command line
+    # needs none, so the reproduce line leaves it out.
+    shown = {k: v for k, v in env.items() if k != "TMPDIR"}
+    shell = " ".join([*(f"{k}={shlex.quote(v)}" for k, v in shown.items()), *map(shlex.quote, argv)])
     return AiperfCommand(argv=argv, env=env, shell=shell, artifact_dir=str(Path(artifact_dir).resolve()),
                          input_file=str(Path(input_file).resolve()))

@@ -123,6 +123,19 @@ async def _pump(proc: Process, bus: Any, tail: list[str]) -> None:
                                       level=match.group(1).lower() if match else ""))
 
 
+def _own_reason(tail: list[str]) -> str:
+    """What AIPerf itself said went wrong: its last ERROR/CRITICAL lines (level and clock stripped),
+    else nothing. Its shutdown chatter follows the error, so the last lines alone would miss it."""
+    said: list[str] = []
+    for text in tail:
+        match = _LEVEL.search(text)
+        if match and match.group(1) in ("ERROR", "CRITICAL"):
+            message = text[match.end():].strip()
+            if message and message not in said:
+                said.append(message)
+    return " | ".join(said[-3:])
+
+
 def _signal_group(pid: int, sig: signal.Signals) -> None:
     try:
         os.killpg(pid, sig)
@@ -215,7 +228,10 @@ async def run_aiperf(
             artifact_dir, returncode=proc.returncode, stopped_early=stopped_early,
             records=counts.by_via["export"] + counts.by_via["tap"]))
         reason = judged.reason
-        if judged.classification == "failed" and log_tail:
+        said = _own_reason(log_tail)
+        if said and proc.returncode not in (0, None) and judged.classification != "complete":
+            reason += f"; AIPerf exited {proc.returncode}: {said}"
+        elif judged.classification == "failed" and log_tail:
             reason += "; last output: " + " | ".join(log_tail[-5:])
         outcome = AiperfOutcome(window=window, classification=judged.classification, reason=reason,
                                 returncode=proc.returncode, aggregate=judged.aggregate,

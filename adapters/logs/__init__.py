@@ -3,7 +3,15 @@ detection and the OpenTelemetry log model. Views of foreign formats never leave 
 
 from adapters.logs.aiperf_raw import AIPERF_RAW, decode_aiperf_raw
 from adapters.logs.aiperf_records import AIPERF_RECORDS, decode_aiperf_record
-from adapters.logs.detect import SERVER_RECORDS, FORMATS, file_format, hint_from_name, is_known_name, sniff, sniff_fields
+from adapters.logs.detect import (
+    FORMATS,
+    SERVER_RECORDS,
+    file_format,
+    hint_from_name,
+    is_known_name,
+    sniff,
+    sniff_fields,
+)
 from adapters.logs.formats import FORMAT_NAMES, FormatName, LineFormat
 from adapters.logs.journal import JOURNAL, decode_journal_line
 from adapters.logs.otel import OtelLog, from_log_line, severity_number, to_log_line

@@ -15,10 +15,10 @@ from adapters.logs.aiperf_raw import AIPERF_RAW
 from adapters.logs.aiperf_records import AIPERF_RECORDS
 from adapters.logs.formats import FormatName, LineFormat
 from adapters.logs.journal import JOURNAL
-from adapters.trtmc.records import decode_server_record
+from adapters.logs.sniff import sniff_fields
 from adapters.logs.structured import GENERIC_JSON, STRUCTLOG, UVICORN
 from adapters.logs.text import TEXT
-from adapters.logs.sniff import sniff_fields
+from adapters.trtmc.records import decode_server_record
 
 __all__ = ["SERVER_RECORDS", "FORMATS", "KNOWN_NAMES", "hint_from_name", "sniff", "sniff_fields", "file_format", "is_known_name"]
 

@@ -6,6 +6,8 @@ Blocking (CPU and libsndfile): call it from a worker thread. Knows nothing about
 from __future__ import annotations
 
 import io
+import re
+import struct
 from dataclasses import dataclass
 from math import gcd
 
@@ -64,6 +66,8 @@ def decode_audio(data: bytes, fmt: str) -> DecodedAudio:
             f"unsupported audio format {fmt!r}; supported: {', '.join(SUPPORTED_FORMATS)}")
     if not data:
         raise AudioDecodeError("audio is empty (0 bytes)")
+    if fmt == "wav":
+        _check_wav_complete(data)
     try:
         with sf.SoundFile(io.BytesIO(data)) as f:
             found = f.format
@@ -71,7 +75,7 @@ def decode_audio(data: bytes, fmt: str) -> DecodedAudio:
             samples = f.read(dtype="float32", always_2d=True)
     except (sf.LibsndfileError, RuntimeError, TypeError) as exc:
         raise AudioDecodeError(f"audio declared as {fmt} ({len(data)} bytes) could not be decoded: "
-                               f"{exc}") from exc
+                               f"{_why(exc)}") from exc
     if found != SUPPORTED_FORMATS[fmt]:
         raise AudioDecodeError(f"audio declared as {fmt} is a {found.lower()} container; "
                                f"declare format {found.lower()!r} or send {fmt} bytes")
@@ -80,6 +84,40 @@ def decode_audio(data: bytes, fmt: str) -> DecodedAudio:
     if not np.all(np.isfinite(samples)):
         raise AudioDecodeError(f"audio ({fmt}) contains non-finite samples")
     return DecodedAudio(samples=samples, sample_rate_hz=rate, format=fmt, bytes=len(data))
+
+
+# libsndfile names the file it opened: for bytes in memory that is a Python repr, which means nothing
+# to a client. Its own reason (`error_string`) is what the message keeps.
+_REPR = re.compile(r"<[\w.]+ object at 0x[0-9a-fA-F]+>")
+# A WAV written while streaming may leave its sizes unset (0 or 0xFFFFFFFF): then nothing is checked.
+_UNKNOWN_SIZES = (0, 0xFFFFFFFF)
+
+
+def _why(exc: Exception) -> str:
+    reason = getattr(exc, "error_string", "") or str(exc)
+    return _REPR.sub("the audio", reason).strip()
+
+
+def _check_wav_complete(data: bytes) -> None:
+    """libsndfile reads a cut WAV without complaint (fewer frames): compare its data chunk's declared
+    size with the bytes present and refuse a truncated file."""
+    if len(data) < 12 or data[:4] != b"RIFF" or data[8:12] != b"WAVE":
+        return  # not a RIFF/WAVE header: libsndfile reports what it is
+    pos = 12
+    while pos + 8 <= len(data):
+        chunk, size = data[pos:pos + 4], struct.unpack_from("<I", data, pos + 4)[0]
+        if chunk == b"data":
+            present = len(data) - pos - 8
+            if size not in _UNKNOWN_SIZES and present < size:
+                raise AudioDecodeError(
+                    f"audio declared as wav is truncated: its data chunk declares {size} bytes but only "
+                    f"{present} are present ({len(data)} bytes in all); send the whole file")
+            return
+        pos += 8 + size + (size & 1)
+    declared = struct.unpack_from("<I", data, 4)[0] + 8
+    if declared not in (8, 0xFFFFFFFF + 8) and len(data) < declared:
+        raise AudioDecodeError(f"audio declared as wav is truncated: its header declares {declared} bytes but "
+                               f"only {len(data)} are present, and no data chunk was found; send the whole file")
 
 
 def to_mono(samples: np.ndarray) -> np.ndarray:

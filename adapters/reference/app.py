@@ -42,6 +42,9 @@ class ServerSettings:
     request_timeout_s: float = 120.0
     max_audio_s: float = 60.0
     faults: FaultSettings = field(default_factory=FaultSettings)
+    # trtmc-server answers finish_reason null and ends a stream without a finish chunk; this keeps that
+    # by default and, when set, answers as OpenAI does ("stop"/"length" and a final chunk).
+    openai_finish_reason: bool = False
 
 
 @dataclass(slots=True)
@@ -169,12 +172,18 @@ async def _metrics(request: web.Request) -> web.Response:
     return web.Response(text="\n".join(lines) + "\n", content_type="text/plain")
 
 
-def _answer_body(req: ChatRequest, ans: EngineAnswer, request_id: str, model: str) -> dict:
+def _finish_reason(ans: EngineAnswer, openai: bool) -> str | None:
+    if not openai:
+        return None  # as trtmc-server
+    return "length" if ans.truncated else "stop"
+
+
+def _answer_body(req: ChatRequest, ans: EngineAnswer, request_id: str, model: str, openai: bool) -> dict:
     return {
         "id": f"chatcmpl-{request_id}", "object": "chat.completion", "created": int(time.time()),
         "model": model,
         "choices": [{"index": 0, "message": {"role": "assistant", "content": ans.text},
-                     "finish_reason": None}],
+                     "finish_reason": _finish_reason(ans, openai)}],
         "usage": {"prompt_tokens": 0, "completion_tokens": ans.completion_tokens,
                   "total_tokens": ans.completion_tokens},
     }
@@ -253,6 +262,7 @@ async def _chat_inner(request: web.Request, state: ServerState, request_id: str,
     if request.content_length is not None and request.content_length > s.max_body_bytes:
         raise ApiError(413, "content_too_large", f"request body of {request.content_length} bytes "
                        f"exceeds --max-body-bytes {s.max_body_bytes}")
+    _check_content_type(request)
     raw = bytearray()
     async for chunk in request.content.iter_chunked(1 << 16):
         raw.extend(chunk)
@@ -299,7 +309,8 @@ async def _chat_inner(request: web.Request, state: ServerState, request_id: str,
     ans = await _call_engine(state, replica, audio, req, out)
     headers = {"x-request-id": request_id, "Server-Timing": f"model;dur={ans.model_call_ms:.3f}"}
     if not req.stream:
-        resp = web.json_response(_answer_body(req, ans, request_id, s.model_name), headers=headers)
+        resp = web.json_response(_answer_body(req, ans, request_id, s.model_name, s.openai_finish_reason),
+                                 headers=headers)
         await resp.prepare(request)
         await resp.write_eof()
         return resp
@@ -312,6 +323,9 @@ async def _chat_inner(request: web.Request, state: ServerState, request_id: str,
     await resp.write(_sse({**base, "choices": [{"index": 0, "delta": {"role": "assistant",
                                                                       "content": ans.text},
                                                 "finish_reason": None}]}))
+    if s.openai_finish_reason:
+        await resp.write(_sse({**base, "choices": [{"index": 0, "delta": {},
+                                                    "finish_reason": _finish_reason(ans, True)}]}))
     if req.include_usage:
         await resp.write(_sse({**base, "choices": [], "usage": {
             "prompt_tokens": 0, "completion_tokens": ans.completion_tokens,
@@ -319,6 +333,16 @@ async def _chat_inner(request: web.Request, state: ServerState, request_id: str,
     await resp.write(b"data: [DONE]\n\n")
     await resp.write_eof()
     return resp
+
+
+def _check_content_type(request: web.Request) -> None:
+    """A JSON body only, as trtmc-server's FastAPI route (a body sent without the header is read as JSON)."""
+    if "Content-Type" not in request.headers:
+        return
+    ctype = request.content_type
+    if ctype != "application/json" and not ctype.endswith("+json"):
+        raise ApiError(415, "unsupported_media_type", f"Content-Type {ctype!r} is not accepted; send the "
+                       "chat request as JSON with Content-Type: application/json", "Content-Type")
 
 
 async def _call_engine(state: ServerState, replica: str, audio: DecodedAudio | None,

@@ -34,12 +34,14 @@ _UTTERANCE_GAP_S = 0.35  # VAD segments closer than this are one utterance
 
 @dataclass(frozen=True, slots=True)
 class EngineAnswer:
-    """The answer text, its token count (whitespace words) and the wall time of the engine call."""
+    """The answer text, its token count (whitespace words) and the wall time of the engine call.
+    `truncated`: max_tokens cut the answer short (OpenAI's finish_reason "length")."""
 
     text: str
     completion_tokens: int
     model_call_ms: float
     kind: str
+    truncated: bool = False
 
 
 class _Clip:
@@ -123,13 +125,14 @@ class Engine:
             text = _HANDLERS[r.kind](_Clip(audio, self.recognizer), r)
         else:
             text = UNSUPPORTED_ANSWER
+        truncated = max_tokens is not None and len(text.split()) > max_tokens
         if max_tokens is not None:
             text = " ".join(text.split()[:max_tokens])
         if extra_latency_s > 0:
             time.sleep(extra_latency_s)  # fault injection: a slow model, inside the timed call
         ms = (time.perf_counter() - t0) * 1000.0
         return EngineAnswer(text=text, completion_tokens=len(text.split()), model_call_ms=ms,
-                            kind=r.kind.value)
+                            kind=r.kind.value, truncated=truncated)
 
 
 def _answer_without_audio(question: str, r: Route) -> str:

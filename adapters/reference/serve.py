@@ -40,6 +40,9 @@ def add_server_arguments(p: argparse.ArgumentParser) -> None:
                    help="400 for longer audio (default 60)")
     p.add_argument("--cpu-threads", type=int, default=0,
                    help="CTranslate2 threads per replica (0 = its default)")
+    p.add_argument("--openai-finish-reason", action="store_true",
+                   help="answer finish_reason stop/length and end a stream with a finish chunk, as OpenAI "
+                        "does (default: finish_reason null and no finish chunk, as trtmc-server)")
     g = p.add_argument_group("fault injection (off by default; for orchestrator tests)")
     g.add_argument("--fault-crash-after", type=int, default=None, metavar="N",
                    help="exit(70) when chat request N+1 arrives")
@@ -79,6 +82,7 @@ def settings_from_args(args: argparse.Namespace) -> ServerSettings:
         host=args.host, port=args.port, model_name=args.model_name, replicas=args.replicas,
         records=args.records, max_body_bytes=args.max_body_bytes,
         request_timeout_s=args.request_timeout, max_audio_s=args.max_audio_seconds,
+        openai_finish_reason=args.openai_finish_reason,
         faults=FaultSettings(crash_after=args.fault_crash_after, worker_crash_after=args.fault_worker_crash_after,
                              hang_after=args.fault_hang_after,
                              latency_ms=args.fault_latency_ms, error_rate=args.fault_error_rate,

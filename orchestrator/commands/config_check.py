@@ -26,8 +26,12 @@ def run(args: argparse.Namespace) -> int:
 
     if args.path and args.config_path and args.path != args.config_path:
         raise UsageError(f"config check: two files given ({args.path!r} and --config {args.config_path!r}); give one")
+    from orchestrator.dataset import resolve_dataset_path
+
     cfg = load_config(args.path or args.config_path or "bench.toml")
     data = config_to_dict(cfg)
+    # The folder a run will read, also when only [dataset] name is set (a shipped dataset).
+    data["dataset"]["path"] = str(resolve_dataset_path(cfg.dataset).resolve())
     if args.json:
         print(msgspec.json.format(msgspec.json.encode(data).decode(), indent=2))
     else:

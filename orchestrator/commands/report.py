@@ -15,11 +15,18 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="rebuild a run's reports from its events.jsonl",
         description="Rebuild report.json, report.md and report.html from RUN_DIR/events.jsonl alone. "
         "The same journal always gives a byte-identical report.json. Exit 0 when the reports were written "
-        "(whatever the run's verdict), 2 when RUN_DIR has no journal, 3 when the journal is corrupt.",
+        "(whatever the run's verdict), 2 when RUN_DIR has no journal or an empty one, 3 when the journal is corrupt "
+        "(a bad line before the last, or a duplicated or moved line: its seq does not grow).",
     )
     p.add_argument("run_dir", metavar="RUN_DIR", help="a run folder (runs/<id>/) or its events.jsonl")
     p.add_argument("--out", default=None, metavar="DIR", help="where to write the reports (default: RUN_DIR)")
     p.set_defaults(func=run)
+
+
+def _is_empty(journal: Path) -> bool:
+    """No event at all: a 0-byte file, or blank lines only."""
+    with journal.open("rb") as fh:
+        return not any(line.strip() for line in fh)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -30,6 +37,9 @@ def run(args: argparse.Namespace) -> int:
     journal = target if target.is_file() else target / "events.jsonl"
     if not journal.is_file():
         raise UsageError(f"{journal}: no run journal here; pass a run folder (runs/<id>/) that holds events.jsonl")
+    if _is_empty(journal):
+        raise UsageError(f"{journal}: the journal is empty: the run never wrote an event; there is nothing "
+                         "to report (a run's journal starts with run_started)")
     out = Path(args.out) if args.out else journal.parent
     paths = write_reports(journal, out)
     prov = paths.report.provenance

@@ -12,7 +12,7 @@ from typing import Any
 import anyio
 from anyio.abc import TaskStatus
 
-from orchestrator.events import AccountingChecked, RequestCorrelated, Warned
+from orchestrator.events import AccountingChecked, NoticeContext, RequestCorrelated, Warned
 
 __all__ = ["WindowCollector"]
 
@@ -51,5 +51,5 @@ class WindowCollector:
         await self._bus.publish(Warned(source="qualify", code="window_collection_timed_out", message=(
             f"window {self.window}: the correlator's accounting did not reach the stage within {timeout_s:g} s; "
             f"judging the {len(self.events)} requests collected so far"),
-            detail={"window": self.window, "collected": len(self.events), "waited_s": timeout_s}))
+            detail=NoticeContext(model=self.window.split("/", 1)[0])))
         return False

@@ -65,6 +65,7 @@ from orchestrator.qualify.capability import (
     select_probe_pairs,
 )
 from orchestrator.qualify.collect import WindowCollector
+from orchestrator.qualify.plan import describe_plan
 from orchestrator.run import Interrupt, RunScope, open_run
 
 __all__ = ["QualifyOptions", "qualify", "STATUSES"]
@@ -111,6 +112,7 @@ class _ModelRun:
         self.http_answers: dict[tuple[str, str], str | None] = {}
         self.native_answers: dict[tuple[str, str], str | None] = {}
         self.aiperf_shell = ""
+        self.plan = ""  # --plan: what a run would do
         self.bundle_sha256 = ""
         self.status = "implemented"
         self.correlator: Any = None
@@ -173,12 +175,15 @@ async def qualify(cfg: Config, opts: QualifyOptions, interrupt: Interrupt, toolk
             detail=PhaseDetail(name=dataset.name, identity=dataset.identity, path=str(dataset.root),
                                items=len(dataset.items), arms=list(cfg.dataset.arms))))
         requests = await anyio.to_thread.run_sync(prepare_arms, dataset, cfg.dataset.arms, run.run_dir / "wire")
+        plans: dict[str, str] = {}
         for model in models:
             state = _ModelRun(run, model, dataset, requests, opts, toolkit)
             statuses[model.name] = await _qualify_model(state)
+            plans[model.name] = state.plan
         qualified = sum(s == "aiperf-qualified" for s in statuses.values())
-        exit_code = 0 if qualified == len(statuses) else 1
-        run.finish(status="ok" if exit_code == 0 else "failed", exit_code=exit_code,
+        exit_code = 0 if qualified == len(statuses) or opts.plan_only else 1
+        status = "planned" if opts.plan_only else "ok" if exit_code == 0 else "failed"
+        run.finish(status=status, exit_code=exit_code,
                    reason=", ".join(f"{m}: {s}" for m, s in statuses.items()),
                    counts={s: sum(v == s for v in statuses.values()) for s in set(statuses.values())})
     from orchestrator.reports import write_reports
@@ -186,7 +191,8 @@ async def qualify(cfg: Config, opts: QualifyOptions, interrupt: Interrupt, toolk
     paths = await anyio.to_thread.run_sync(write_reports, run.journal_path, run.run_dir)
     print(f"\nqualify: {run.run_dir}", file=sys.stderr)
     for model_name, status in statuses.items():
-        print(f"  {model_name}: {status}", file=sys.stderr)
+        print(f"  {model_name}: {status}" + (f": {plans[model_name]}" if plans.get(model_name) else ""),
+              file=sys.stderr)
     print(f"  reports: {', '.join(str(p) for p in paths)}", file=sys.stderr)
     return exit_code
 
@@ -223,8 +229,14 @@ async def _qualify_model(m: _ModelRun) -> str:
     await m.phase_start("model", checkpoint=model.checkpoint, profile=model.profile, revision=model.revision,
                         family=model.family, native_task=model.native_task, precision=model.precision,
                         bundle=model.bundle or m.cfg.server.bundle)
-    status, failed_stage, reason = "planned", "", "configured, not run (--plan)"
-    if not m.opts.plan_only:
+    status, failed_stage, reason = "planned", "", ""
+    if m.opts.plan_only:
+        from orchestrator.supervisor import ServerSpec
+
+        spec = ServerSpec.from_config(m.cfg, model, m.run.run_dir)
+        reason = m.plan = describe_plan(m.cfg, model, m.dataset, m.requests, spec.argv(1),
+                                        skip_aiperf=m.opts.skip_aiperf)
+    else:
         try:
             status = await _stages(m)
             reason = ""

@@ -383,6 +383,10 @@ class ReportFold:
         return list(config.models) if config is not None else []
 
     def _row_order(self) -> list[str]:
+        """qualify: every configured model (one it never reached reads not-run); a command that serves
+        one model (run-aiperf, soak): the models the journal names, never the rest of bench.toml."""
+        if self._started is not None and self._started.command not in ("", "qualify"):
+            return list(self._models)
         names = [m.name for m in self._config_models()]
         return names + [n for n in self._models if n not in names]
 

@@ -10,7 +10,7 @@ import json
 from html import escape
 from typing import Any
 
-from orchestrator.reports.markdown import NOTICE_HEAD, is_failure, split_notices
+from orchestrator.reports.markdown import NOTICE_HEAD, gate_rows, is_failure, kind_flags, run_state, split_notices
 from orchestrator.reports.schema import (
     ModelCharts,
     ModelRow,
@@ -47,7 +47,7 @@ table{border-collapse:collapse;margin:8px 0 16px;font-size:13px}
 th,td{border:1px solid #d0d0d0;padding:3px 8px;text-align:left;vertical-align:top}
 th{background:#f3f3f3}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .status{font-weight:bold;padding:1px 6px;border-radius:3px}
-.st-aiperf-qualified{background:#d8f0d8}.st-failed,.st-interrupted,.st-error{background:#f8d0d0}
+.st-aiperf-qualified,.st-aiperf-complete,.st-ok{background:#d8f0d8}.st-planned{background:#e0e8f8}.st-failed,.st-interrupted,.st-error{background:#f8d0d0}
 .st-unsupported,.st-blocked,.st-not-run{background:#f0e0c0}.st-family-validated,.st-implemented{background:#e0e8f8}
 pre{background:#f7f7f7;border:1px solid #e0e0e0;padding:8px;overflow-x:auto;font-size:12px;max-height:300px}
 .figs svg{display:block;margin:8px 0;border:1px solid #eee;max-width:100%;height:auto}
@@ -66,8 +66,8 @@ def _table(header: list[str], rows: list[list[Any]], numeric: set[int] = frozens
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def _status(status: str) -> str:
-    return f'<span class="status st-{escape(status)}">{escape(status)}</span>'
+def _status(status: str, text: str = "") -> str:
+    return f'<span class="status st-{escape(status)}">{escape(text or status)}</span>'
 
 
 def _pre(value: Any, limit: int = 3000) -> str:
@@ -82,7 +82,7 @@ def render_html(report: RunReport) -> str:
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
         f"<title>aqbench report {escape(p.run_id)}</title>", f"<style>{_CSS}</style></head><body>",
         f"<h1>aqbench report: {escape(p.run_id or 'run')}</h1>",
-        f'<p><code>{_e(p.command)}</code> · run status {_status(p.status)} · started {_e(p.started_at)} · '
+        f'<p><code>{_e(p.command)}</code> · run status {_status(p.status, run_state(report))} · started {_e(p.started_at)} · '
         f"{num(p.duration_s, 1)} s · dataset {_e(p.dataset.name if p.dataset else None)}</p>",
     ]
     if p.torn_line:
@@ -105,12 +105,19 @@ def render_html(report: RunReport) -> str:
             "Lift vs transcript", "Client p50 / p99 ms", "Model call p50 ms", "Req/s"]
     parts.append("<table><thead><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr></thead><tbody>"
                  + "".join(rows) + "</tbody></table>")
+    flags = [f for r in report.rows for f in kind_flags(r)]
+    if flags:
+        parts.append('<p class="note">Flagged:</p><ul>' + "".join(f"<li>{_e(f)}</li>" for f in flags) + "</ul>")
+    planned = [r for r in report.rows if r.status == "planned"]
+    if planned:
+        parts.append("<h2>Plan</h2><p>Nothing was run (<code>--plan</code>). What a run would do:</p><ul>"
+                     + "".join(f"<li><b>{_e(r.model)}</b>: {_e(r.reason)}</li>" for r in planned) + "</ul>")
 
     parts.append("<h2>Failures</h2>")
     failures = [r for r in report.rows if is_failure(r)]
     errors, warnings = split_notices(report)
     if not failures and not errors:
-        parts.append("<p>None: every model is aiperf-qualified.</p>")
+        parts.append("<p>None.</p>" if planned else "<p>None: every model is aiperf-qualified.</p>")
     for r in failures:
         parts.append(_failure(r))
     if errors:
@@ -250,8 +257,7 @@ def _model(r: ModelRow, ch: ModelCharts | None) -> str:
         if rows := incomplete_rows(r.completeness):
             out.append("<p>Incomplete answers:</p>" + _table(INCOMPLETE_HEAD, rows))
     if r.gates:
-        out.append(_table(["Gate", "Scope", "Required", "Observed", "Passed"],
-                          [[g.gate, g.scope, g.required, g.observed, g.passed] for g in r.gates], {2, 3}))
+        out.append(_table(["Gate", "Scope", "Required", "Observed", "Passed"], gate_rows(r), {2, 3}))
     if r.identity.outcome:
         out.append(f"<p>Native/HTTP identity: {_e(r.identity.outcome)}, {r.identity.compared} compared, "
                    f"{len(r.identity.mismatches)} mismatches; under load: {len(r.load_identity_mismatches)} "
@@ -266,7 +272,7 @@ def _model(r: ModelRow, ch: ModelCharts | None) -> str:
                            if pc.issued], {1, 2, 3}))
         scope = f" ({t.timing_scope})" if t.timing_scope else ""
         out.append(_table(["Timing (profiling, ok)", "n", "p50 ms", "p90 ms", "p99 ms", "mean ms"], [
-            _srow("client request_latency", t.request_latency_ms), _srow("client lifecycle", t.client_lifecycle_ms),
+            _srow("client request_latency", t.request_latency_ms),
             _srow("server handler_ms", t.handler_ms), _srow(f"server model_call_ms{scope}", t.model_call_ms),
         ], {1, 2, 3, 4, 5}))
         out.append(f"<p>Throughput: {num(t.requests_per_s)} requests/s and {num(t.audio_seconds_per_s)} audio s/s "

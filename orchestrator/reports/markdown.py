@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from orchestrator.reports.schema import ModelRow, PhaseCounts, RunReport, Summary
+from orchestrator.reports.schema import ModelRow, PassRate, PhaseCounts, RunReport, Summary
 from orchestrator.reports.text import (
     COMPLETENESS_HEAD,
     INCOMPLETE_HEAD,
@@ -23,14 +23,58 @@ from orchestrator.reports.text import (
     signed_pct,
 )
 
-__all__ = ["render_markdown", "is_failure"]
+__all__ = ["render_markdown", "is_failure", "run_state", "gate_rows", "kind_flags"]
 
 QUALIFIED = "aiperf-qualified"
+# Rows that need no explaining: a qualified model, a --plan row, a run-aiperf run AIPerf fully answered.
+_FINE = frozenset({QUALIFIED, "planned", "aiperf-complete"})
 
 
 def is_failure(row: ModelRow) -> bool:
-    """A row that needs explaining: anything short of aiperf-qualified."""
-    return row.status != QUALIFIED
+    """A row that needs explaining: anything short of aiperf-qualified (a plan, or a run-aiperf run that
+    AIPerf completed, needs none)."""
+    return row.status not in _FINE
+
+
+def run_state(report: RunReport) -> str:
+    """The header's run status: interrupted "no RunFinished" only when the journal has none."""
+    p = report.provenance
+    return "INTERRUPTED (no RunFinished)" if p.finished_unix_ns is None else p.status
+
+
+def _ungated_kinds(row: ModelRow, arm: str) -> list[tuple[str, PassRate]]:
+    """Kinds on an overall gate's arm that no per-kind gate of their own judges."""
+    http = row.correctness.get("http")
+    gated = {g.scope.removeprefix("kind:") for g in row.gates if g.scope.startswith("kind:")}
+    if http is None:
+        return []
+    return [(kind, arms[arm]) for kind, arms in http.by_kind.items()
+            if kind not in gated and arm in arms and arms[arm].total]
+
+
+def gate_rows(row: ModelRow) -> list[list[Any]]:
+    """Gate, Scope, Required, Observed, Passed rows: each gate, and under an overall gate every kind it
+    averages over without a gate of its own, so a kind at 0 % cannot hide behind a passing average."""
+    out: list[list[Any]] = []
+    for g in row.gates:
+        out.append([g.gate, g.scope, g.required, g.observed, g.passed])
+        if g.scope.startswith("arm:"):
+            for kind, rate in _ungated_kinds(row, g.scope.removeprefix("arm:")):
+                flag = "not gated; NONE CORRECT" if not rate.correct else "not gated"
+                out.append([f"↳ kind {kind}", f"kind:{kind}", dash, rate_cell(rate), flag])
+    return out
+
+
+def kind_flags(row: ModelRow) -> list[str]:
+    """Kinds with no correct answer on a gate arm that only an overall gate covers."""
+    out = []
+    for g in row.gates:
+        if g.scope.startswith("arm:"):
+            arm = g.scope.removeprefix("arm:")
+            out += [f"{row.model}: kind `{kind}` {rate.correct}/{rate.total} correct on the {arm} arm "
+                    f"(no gate of its own; the overall gate {'passed' if g.passed else 'failed'})"
+                    for kind, rate in _ungated_kinds(row, arm) if not rate.correct]
+    return out
 
 
 NOTICE_HEAD = ["Kind", "Code", "Model", "Message"]
@@ -82,7 +126,7 @@ def render_markdown(report: RunReport) -> str:
     """The whole report.md text (ends with a newline)."""
     p = report.provenance
     out = [f"# aqbench report: {p.run_id or 'run'}", ""]
-    state = "INTERRUPTED (no RunFinished)" if p.interrupted and p.status == "interrupted" else p.status
+    state = run_state(report)
     dataset = f"{p.dataset.name} ({p.dataset.identity[:12]})" if p.dataset else dash
     out += [f"`{p.command or '?'}` · run status **{state}** · started {p.started_at or dash} · "
             f"{num(p.duration_s, 1)} s · dataset {dataset}", ""]
@@ -93,12 +137,19 @@ def render_markdown(report: RunReport) -> str:
     out += _table(["Model", "Checkpoint", "Family", "Status", "Failed stage", "Audio pass (http)",
                    "Lift vs silence", "Lift vs transcript", "Client p50 / p99 ms", "Model call p50 ms",
                    "Req/s"], [_headline(r) for r in report.rows])
+    flags = [f for r in report.rows for f in kind_flags(r)]
+    if flags:
+        out += ["Flagged:", "", *(f"- {f}" for f in flags), ""]
+    planned = [r for r in report.rows if r.status == "planned"]
+    if planned:
+        out += ["## Plan", "", "Nothing was run (`--plan`). What a run would do:", ""]
+        out += [f"- **{r.model}**: {r.reason}" for r in planned] + [""]
 
     failures = [r for r in report.rows if is_failure(r)]
     errors, warnings = split_notices(report)
     out += ["## Failures", ""]
     if not failures and not errors:
-        out += ["None: every model is aiperf-qualified.", ""]
+        out += ["None." if planned else "None: every model is aiperf-qualified.", ""]
     for row in failures:
         out += _failure(row)
     if errors:
@@ -214,8 +265,7 @@ def _details(row: ModelRow) -> list[str]:
             out += ["Incomplete answers:", ""]
             out += _table(INCOMPLETE_HEAD, rows)
     if row.gates:
-        out += _table(["Gate", "Scope", "Required", "Observed", "Passed"],
-                      [[g.gate, g.scope, g.required, g.observed, g.passed] for g in row.gates])
+        out += _table(["Gate", "Scope", "Required", "Observed", "Passed"], gate_rows(row))
     if row.identity.outcome:
         out += [f"Native/HTTP identity: {row.identity.outcome}, {row.identity.compared} compared, "
                 f"{len(row.identity.mismatches)} mismatches; under load: "
@@ -238,7 +288,6 @@ def _details(row: ModelRow) -> list[str]:
         scope = f" ({t.timing_scope})" if t.timing_scope else ""
         out += _table(["Timing (profiling, ok)", "n", "p50 ms", "p90 ms", "p99 ms", "mean ms"], [
             _summary_row("client request_latency", t.request_latency_ms),
-            _summary_row("client lifecycle", t.client_lifecycle_ms),
             _summary_row("server handler_ms", t.handler_ms),
             _summary_row(f"server model_call_ms{scope}", t.model_call_ms),
         ])

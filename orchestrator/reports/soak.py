@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from decimal import Decimal
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -175,7 +176,10 @@ def _charts(report: SoakReport) -> list[str]:
 
 
 def _num(v: Any, digits: int = 3) -> str:
-    return f"{v:.{digits}g}" if isinstance(v, (int, float)) and not isinstance(v, bool) else dash
+    """`digits` significant digits, written out plainly: 3150 and 0.00012, never 3.15e+03."""
+    if not isinstance(v, (int, float)) or isinstance(v, bool) or v != v:
+        return dash
+    return format(Decimal(f"{v:.{digits}g}"), "f")
 
 
 def _verdict_rows(report: SoakReport) -> list[list[str]]:

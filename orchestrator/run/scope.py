@@ -86,7 +86,7 @@ async def open_run(
 ) -> AsyncIterator[RunScope]:
     """Create `runs/<run_id>/`, start the journal writer and open the bus; on exit journal RunFinished
     (shielded, even when cancelled), drain the bus and fsync. The body runs inside the run's task group."""
-    run_id = run_dir.name if run_dir else new_run_id(config.run.name)
+    run_id = run_dir.name if run_dir else new_run_id(config.run.name or command)
     run_dir = run_dir or Path(config.run.output_dir) / run_id
     run_dir.mkdir(parents=True, exist_ok=True)
     attach_run_log(run_dir / "aqbench.log")

@@ -149,8 +149,9 @@ async def _soak(cfg: Config, opts: SoakOptions, settings: _Settings, model: Mode
     from orchestrator.view.soak import SoakView
 
     verdicts: list[MetricVerdict] = []
-    # Soak runs are named apart from qualify runs of the same config: runs/<name>-soak-<timestamp>.
-    name = cfg.run.name if "soak" in cfg.run.name else f"{cfg.run.name}-soak"
+    # Soak runs are named apart from qualify runs of the same config: runs/soak-<timestamp>, or
+    # runs/<name>-soak-<timestamp> when [run] name is set.
+    name = cfg.run.name if "soak" in cfg.run.name else f"{cfg.run.name}-soak" if cfg.run.name else "soak"
     run_dir = Path(cfg.run.output_dir) / new_run_id(name)
     async with open_run(cfg, command="soak", argv=opts.argv or sys.argv, interrupt=interrupt,
                         run_dir=run_dir) as run:
@@ -217,6 +218,7 @@ class _Soak:
         self.settings = settings
         self.stop = stop
         self.windows: list[WindowStats] = []
+        self.cut_short: set[str] = set()  # windows the stop signalled while their AIPerf ran
         self.done = 0
         self._next_checkpoint = 0.0
         self._last_end_ns: int | None = None  # the last answer of the windows finalised so far
@@ -399,6 +401,7 @@ class _Soak:
                 if exited.is_set():
                     return  # ended already: its pid may be another process's by now
                 log.info("soak_window_stopping", window=name, pid=found)
+                self.cut_short.add(name)
                 _killpg(found, signal.SIGINT)
                 with anyio.move_on_after(self.cfg.workload.stop_grace_s):
                     await exited.wait()
@@ -425,7 +428,8 @@ class _Soak:
                                           message=f"checkpoint report after window {self.done} failed: {exc!r}"))
 
     async def _verdicts(self, *, final: bool, processes: ProcessCheck | None = None) -> list[MetricVerdict]:
-        verdicts = judge_soak(self.windows, self.settings.limits, exits=self.tracker.exits, processes=processes)
+        verdicts = judge_soak(self.windows, self.settings.limits, exits=self.tracker.exits, processes=processes,
+                              cut_short=self.cut_short)
         for v in verdicts:
             await self.bus.publish(SoakVerdict(source="soak", metric=v.metric, passed=v.passed, final=final,
                                                detail={"judged": v.judged, "reason": v.reason,

@@ -8,7 +8,7 @@ BOTH its first-versus-last median growth and its least-squares slope exceed the 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from statistics import median
 from typing import Any
 
@@ -149,7 +149,12 @@ def _drift(metric: str, windows: Sequence[WindowStats], values: Sequence[float |
     return MetricVerdict(metric=metric, passed=True, judged=True, detail=detail, reason=f"flat ({which}): {how}")
 
 
-def _error_rate(windows: Sequence[WindowStats], limit: float, skipped: int) -> MetricVerdict:
+def _error_rate(windows: Sequence[WindowStats], limit: float, skipped: int,
+                cut_short: Collection[str] = ()) -> MetricVerdict:
+    # A window the user's stop cut short is reported as such and never judged: the signal may have
+    # ended it before its first request, or mid-request.
+    cut = [w.window for w in windows if w.window in cut_short]
+    windows = [w for w in windows if w.window not in cut_short]
     issued = sum(w.issued for w in windows)
     errors = sum(w.errors for w in windows)
     by_cause: dict[str, int] = {}
@@ -160,10 +165,12 @@ def _error_rate(windows: Sequence[WindowStats], limit: float, skipped: int) -> M
     detail = {"limit": limit, "issued": issued, "errors": errors, "by_cause": dict(sorted(by_cause.items())),
               "warmup_windows_discarded": skipped, "rate": errors / issued if issued else None,
               "worst_window": worst.window if worst else "", "worst_rate": worst.error_rate if worst else None,
-              "series": [w.error_rate for w in windows]}
+              "series": [w.error_rate for w in windows], "cut_short": cut}
+    cut_text = f"; cut short by the stop, not judged: {', '.join(cut)}" if cut else ""
     if not windows:
         return MetricVerdict(metric="error_rate", passed=True, judged=False, detail=detail,
-                             reason=f"not judged: no window after discarding {skipped} warmup window(s)")
+                             reason=f"not judged: no window after discarding {skipped} warmup window(s)"
+                                    + cut_text)
     if not issued:
         # Windows ran but nothing was sent: the load never reached the server, which is no pass.
         return MetricVerdict(metric="error_rate", passed=False, judged=True, detail=detail,
@@ -171,7 +178,8 @@ def _error_rate(windows: Sequence[WindowStats], limit: float, skipped: int) -> M
     rate = errors / issued
     causes = ", ".join(f"{k}: {v}" for k, v in sorted(by_cause.items()))
     text = (f"{errors}/{issued} = {rate:.4%} (limit {limit:.4%}) over {len(windows)} window(s)"
-            + (f" after {skipped} warmup window(s)" if skipped else "") + (f"; by cause: {causes}" if causes else ""))
+            + (f" after {skipped} warmup window(s)" if skipped else "") + (f"; by cause: {causes}" if causes else "")
+            + cut_text)
     if rate > limit:
         return MetricVerdict(metric="error_rate", passed=False, judged=True, detail=detail, reason=f"too high: {text}")
     return MetricVerdict(metric="error_rate", passed=True, judged=True, detail=detail, reason=text)
@@ -257,9 +265,10 @@ def _window_gaps(windows: Sequence[WindowStats], slack_s: float) -> MetricVerdic
 
 
 def judge_soak(windows: Sequence[WindowStats], limits: SoakLimits, *, exits: Sequence[ServerExitFact] = (),
-               processes: ProcessCheck | None = None) -> list[MetricVerdict]:
+               processes: ProcessCheck | None = None, cut_short: Collection[str] = ()) -> list[MetricVerdict]:
     """Every verdict over the closed windows so far (in index order). `processes` is given only at the
-    end (the process check is a final verdict); checkpoints leave it None."""
+    end (the process check is a final verdict); checkpoints leave it None. `cut_short` names the windows
+    a stop (SIGINT/SIGTERM) cut short: the error rate reports them and does not judge them."""
     ordered = sorted(windows, key=lambda w: w.index)
     skipped = min(limits.warmup_windows, len(ordered))
     judged = ordered[skipped:]
@@ -277,7 +286,7 @@ def judge_soak(windows: Sequence[WindowStats], limits: SoakLimits, *, exits: Seq
                source="median resident memory of the server's process tree per window (MiB)"),
         _drift("server_p99_latency", judged, p99, limits.p99_latency_limit_pct_per_h, "%/h", relative=True,
                skipped=skipped, source=p99_source),
-        _error_rate(judged, limits.max_error_rate, skipped),
+        _error_rate(judged, limits.max_error_rate, skipped, cut_short),
         _correctness(ordered),
         _restarts(exits),
         _window_gaps(ordered, GAP_SLACK_S),

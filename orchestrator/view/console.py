@@ -43,6 +43,7 @@ class ConsoleView:
         self._total = 0
         self._done = 0
         self._bad = 0
+        self._misses: dict[str, int] = {}  # audio-arm misses per path (http, native): one answer, one miss
         self._stage = ""
 
     def _print(self, text: str) -> None:
@@ -62,8 +63,12 @@ class ConsoleView:
         self._last = now
         width = 30
         filled = int(width * self._done / self._total) if self._total else 0
+        if self._stage == "aiperf":
+            tally = f"failed: {self._bad}"
+        else:
+            tally = "audio-arm misses: " + (", ".join(f"{p} {n}" for p, n in self._misses.items()) or "0")
         text = (f"  {self._stage:<12} [{'#' * filled}{'.' * (width - filled)}] {self._done}/{self._total or '?'}"
-                f"  {'failed' if self._stage == 'aiperf' else 'audio-arm misses'}: {self._bad}")
+                f"  {tally}")
         if self.tty:
             self.stream.write("\r\x1b[2K" + text)
         else:
@@ -81,7 +86,7 @@ class ConsoleView:
             if ev.phase == "model":
                 self._print(f"== {ev.model}: {ev.detail.checkpoint} ({ev.detail.profile})")
                 return
-            self._stage, self._done, self._bad = ev.phase, 0, 0
+            self._stage, self._done, self._bad, self._misses = ev.phase, 0, 0, {}
             detail = ev.detail
             self._total = (detail.requests or 0) * (2 if detail.native else 1)
             if ev.phase == "aiperf":
@@ -102,7 +107,8 @@ class ConsoleView:
         elif isinstance(ev, VerdictReached) and ev.path != "aiperf":
             self._done += 1
             # Silence and transcript arms are expected to miss; only audio-arm misses are news.
-            self._bad += ev.verdict != "correct" and ev.arm == "audio"
+            self._misses.setdefault(ev.path, 0)
+            self._misses[ev.path] += ev.verdict != "correct" and ev.arm == "audio"
             self._bar()
         elif isinstance(ev, RequestCorrelated) and self._stage == "aiperf":
             self._done += 1

@@ -49,9 +49,20 @@ class TestBuildCommand:
         assert _flag(cmd.argv, "--request-rate") == "2.5" and "--concurrency" not in cmd.argv
         assert "--warmup-request-count" not in cmd.argv and "AQBENCH_TAP_DIR" not in cmd.env
         words = shlex.split(cmd.shell)
-        assert words[len(cmd.env):] == cmd.argv
+        assert words[len(cmd.env) - 1:] == cmd.argv  # every variable but TMPDIR, then argv
         json_path, sh_path = cmd.save(tmp_path / "saved")
         assert json.loads(json_path.read_text())["argv"] == cmd.argv and cmd.shell in sh_path.read_text()
+
+
+    def test_reproduce_line_carries_no_temporary_tmpdir(self, tmp_path: Path) -> None:
+        """A deep run folder gets a short /tmp/aqbench-tmp-* TMPDIR that is removed after the run: the
+        shell line (report's reproduce command, aiperf_command.sh) must not name it."""
+        deep = tmp_path / ("d" * 60) / "aiperf" / "artifacts"
+        cmd = build_command(WorkloadConfig(), base_url="http://h", model="m", input_file=tmp_path / "i",
+                            artifact_dir=deep, tokenizer=tmp_path / "t")
+        assert cmd.env["TMPDIR"].startswith("/tmp/aqbench-tmp-")
+        assert "TMPDIR" not in cmd.shell and cmd.env["TMPDIR"] not in cmd.shell
+        assert f"AQBENCH_TAP_DIR={deep.parent / 'tap'}" in cmd.shell
 
 
 class TestJudgeArtifacts:

@@ -45,6 +45,16 @@ async def _run(cmd: AiperfCommand, **kw) -> tuple[object, list]:
 
 class TestRunAiperf:
     @pytest.mark.anyio
+    async def test_aiperfs_own_reason_when_every_request_failed(self, tmp_path: Path) -> None:
+        """AIPerf exits 1 saying "All 5 inference request(s) failed": the outcome says so, not only that
+        no ready marker was written (its error line is quoted even when later lines follow it)."""
+        outcome, events = await _run(_cmd(tmp_path, "all_failed"))
+        assert outcome.returncode == 1 and outcome.classification == "partial"
+        assert "AIPerf exited 1: All 5 inference request(s) failed; no successful responses were collected." \
+            in outcome.reason
+        assert isinstance(events[-1], AiperfExited) and "All 5 inference request(s) failed" in events[-1].reason
+
+    @pytest.mark.anyio
     async def test_complete_run_streams_both_sources(self, tmp_path: Path) -> None:
         """Five records arrive once through the tap and once through the export; the run is complete."""
         outcome, events = await _run(_cmd(tmp_path, "ok"))

@@ -1,7 +1,8 @@
 """A scripted stand-in for the `aiperf` executable, to test run_aiperf's process handling cheaply.
 
 Reads --artifact-dir from argv; FAKE_MODE picks the behaviour: ok, slow_sigint (stops cleanly on
-SIGINT), ignore_sigint (must be killed), fail (exit 1, no files), torn (half a line, no marker, exit 143).
+SIGINT), ignore_sigint (must be killed), fail (exit 1, no files), torn (half a line, no marker, exit 143),
+all_failed (every request answered 500, AIPerf's own "All N inference request(s) failed", exit 1, no marker).
 """
 
 from __future__ import annotations
@@ -15,13 +16,13 @@ import uuid
 from pathlib import Path
 
 
-def _line(i: int, phase: str) -> dict:
+def _line(i: int, phase: str, status: int = 200) -> dict:
     now = time.time_ns()
     return {"metadata": {"x_request_id": str(uuid.uuid4()), "conversation_id": f"item-{i}.audio",
                          "session_num": i, "benchmark_phase": phase, "request_start_ns": now - 10_000_000,
                          "request_end_ns": now},
             "metrics": {"request_latency": {"value": 10.0, "unit": "ms"}},
-            "trace_data": {"response_status_code": 200, "response_headers": {"Server-Timing": "model;dur=5"}}}
+            "trace_data": {"response_status_code": status, "response_headers": {"Server-Timing": "model;dur=5"}}}
 
 
 def _finish(art: Path, n: int, cancelled: bool) -> None:
@@ -52,11 +53,11 @@ def main() -> int:
     elif mode == "ignore_sigint":
         signal.signal(signal.SIGINT, signal.SIG_IGN)
     n = 0
-    total = 5 if mode in ("ok", "torn") else 10_000
+    total = 5 if mode in ("ok", "torn", "all_failed") else 10_000
     for i in range(total):
         if stop["flag"]:
             break
-        rec = _line(i, "profiling")
+        rec = _line(i, "profiling", 500 if mode == "all_failed" else 200)
         export.write(json.dumps(rec) + "\n")
         export.flush()
         if tap:
@@ -67,6 +68,16 @@ def main() -> int:
             tap.flush()
         n += 1
         time.sleep(0.02)
+    if mode == "all_failed":
+        # As AIPerf 0.13.0's system controller: its error, then the shutdown chatter, exit 1, no marker.
+        print(f"12:00:01.000 ERROR    All {n} inference request(s) failed; no successful responses were "
+              "collected.", flush=True)
+        print("12:00:01.010 INFO     Stopping services", flush=True)
+        print("12:00:01.020 INFO     Services stopped", flush=True)
+        print("12:00:01.030 INFO     Shutting down", flush=True)
+        print("12:00:01.040 INFO     Goodbye", flush=True)
+        print("12:00:01.050 INFO     Exit", flush=True)
+        return 1
     if mode == "torn":
         export.write('{"metadata": {"x_request_id": "half')
         export.flush()

@@ -128,3 +128,14 @@ def test_server_killed_mid_run_accounts_in_flight_as_crash(tmp_path: Path) -> No
     assert sum(acc.issued.values()) == 14
     [exited] = _of(events, AiperfExited)
     assert exited.classification == "partial" and rc == 1
+    # run-aiperf writes report.* like every run; its one row has the journal's incarnations and restarts.
+    from orchestrator.reports import load_report
+
+    [run_dir] = list((tmp_path / "runs").iterdir())
+    assert run_dir.name.startswith("e2e-")  # [run] name is set here
+    report = load_report(run_dir / "report.json")
+    [row] = report.rows
+    assert (row.model, row.status, row.failed_stage) == ("reference-audioqa", "aiperf-partial", "aiperf")
+    assert row.server.incarnations >= 2 and row.server.restarts >= 1
+    assert (run_dir / "report.md").is_file() and (run_dir / "report.html").is_file()
+    assert "the run ended before this model was reached" not in (run_dir / "report.md").read_text()

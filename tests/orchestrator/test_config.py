@@ -100,3 +100,22 @@ class TestConfigCheckCommand:
         out = subprocess.run([sys.executable, "-m", "orchestrator", "config", "check", str(ROOT / "bench.toml"),
                               "--config", str(path)], capture_output=True, text=True, timeout=60)
         assert out.returncode == 2 and "two files given" in out.stderr
+
+    def test_missing_dataset_path_is_refused_naming_key_and_file(self, tmp_path: Path) -> None:
+        """A `[dataset] path` that does not exist exits 2 naming the key and the folder, before any run."""
+        path = write(tmp_path, DEFAULT.replace("[dataset]\n", '[dataset]\npath = "no-such-dataset"\n', 1))
+        out = subprocess.run([sys.executable, "-m", "orchestrator", "config", "check", str(path)],
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == 2, out.stdout
+        assert f"{path}: dataset.path: 'no-such-dataset' ({tmp_path / 'no-such-dataset'}) does not exist" in out.stderr
+
+    def test_prints_the_resolved_dataset_folder(self) -> None:
+        """With only `[dataset] name` set, config check prints the folder a run will read, not `path = ""`."""
+        out = subprocess.run([sys.executable, "-m", "orchestrator", "config", "check", str(ROOT / "bench.toml")],
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        from orchestrator.dataset import resolve_dataset_path
+
+        folder = resolve_dataset_path(load_config(ROOT / "bench.toml").dataset).resolve()
+        assert 'path = ""' not in out.stdout and (folder / "manifest.jsonl").is_file()
+        assert f'path = "{folder}"' in out.stdout

@@ -44,5 +44,42 @@ class TestDoctor:
         cfg_path = tmp_path / "bench.toml"
         cfg_path.write_text(text)
         check = next(c for c in run_checks(load_config(cfg_path)) if c.name == "server flags")
-        assert not check.ok and check.required
-        assert check.detail.endswith("--help does not list --records (used in [server] argv)")
+        assert not check.ok and not check.required and check.warning
+        assert f"`{fake} --help`" in check.detail and "it does not list --records;" in check.detail
+
+    def test_module_launcher_runs_the_modules_help_and_a_hidden_flag_is_a_warning(
+            self, tmp_path: Path, monkeypatch, capsys) -> None:
+        """`python -P -m trtmc_server ...`: doctor runs `python -P -m trtmc_server --help` (not python's
+        own), and a flag that help hides (trtmc-server's --worker-binary) is a warning naming it; doctor
+        still exits 0."""
+        import sys
+
+        from orchestrator.cli import main
+
+        pkg = tmp_path / "lib" / "fake_trtmc_server"
+        pkg.mkdir(parents=True)
+        (pkg / "__init__.py").write_text("")
+        (pkg / "__main__.py").write_text(
+            "import argparse\n"
+            "p = argparse.ArgumentParser(prog='trtmc-server')\n"
+            "for f in ('--model-name', '--host', '--port', '--replicas', '--records'):\n"
+            "    p.add_argument(f)\n"
+            "p.add_argument('--worker-binary', help=argparse.SUPPRESS)\n"
+            "p.add_argument('bundle')\n"
+            "p.parse_args()\n")
+        monkeypatch.setenv("PYTHONPATH", f"{tmp_path / 'lib'}:{ROOT}")
+        text = (ROOT / "bench.toml").read_text().replace('kind = "reference"', 'kind = "trtmc-server"')
+        text = text.replace('argv = ["{python}", "-m", "adapters.reference",',
+                            f'argv = ["{sys.executable}", "-P", "-m", "fake_trtmc_server", "{{bundle}}", '
+                            '"--worker-binary", "/opt/worker",')
+        text = text.replace('[server]\n', f'[server]\nbundle = "{tmp_path}"\n', 1)
+        cfg_path = tmp_path / "bench.toml"
+        cfg_path.write_text(text)
+        check = next(c for c in run_checks(load_config(cfg_path)) if c.name == "server flags")
+        assert f"`{sys.executable} -P -m fake_trtmc_server --help`" in check.detail
+        assert check.warning and not check.required and "it does not list --worker-binary;" in check.detail
+        assert "--records" not in check.detail.split("it does not list")[1]
+        capsys.readouterr()
+        main(["doctor", "--config", str(cfg_path)])
+        out = capsys.readouterr().out
+        assert "warn server flags:" in out and "--worker-binary" in out and "FAIL server flags" not in out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 
+import msgspec
 import pytest
 
 from orchestrator.config import CorrectnessCriteria
@@ -169,6 +170,23 @@ class TestOtherVerdicts:
         v = _verdict(judge_soak(_windows([500.0] * 3, issued=0), LIMITS), "error_rate")
         assert not v.passed and v.judged
         assert "no profiling request was recorded in 2 window(s)" in v.reason
+
+
+class TestCutShortWindows:
+    def test_a_window_the_stop_cut_before_its_first_request_is_reported_not_judged(self) -> None:
+        """SIGINT ended window 3 before its first request: the error rate judges windows 2 only and
+        names window 3 as cut short, instead of failing on "no profiling request was recorded"."""
+        windows = _windows([500.0] * 2) + [msgspec.structs.replace(_windows([500.0] * 3, issued=0)[2],
+                                                                   aiperf_classification="cancelled")]
+        v = _verdict(judge_soak(windows, LIMITS, cut_short={"soak/w0003"}), "error_rate")
+        assert v.passed and v.judged and v.detail["cut_short"] == ["soak/w0003"]
+        assert v.reason.endswith("; cut short by the stop, not judged: soak/w0003")
+        assert v.detail["issued"] == 1000
+
+    def test_only_cut_windows_after_warmup_is_not_judged(self) -> None:
+        windows = _windows([500.0]) + _windows([500.0] * 2, issued=0)[1:]
+        v = _verdict(judge_soak(windows, LIMITS, cut_short={"soak/w0002"}), "error_rate")
+        assert v.passed and not v.judged and "cut short by the stop, not judged: soak/w0002" in v.reason
 
 
 def _timed(gaps: list[float | None], *, startup_s: float = 10.0, exit_s: float = 1.0) -> list[WindowStats]:

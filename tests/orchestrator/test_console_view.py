@@ -1,0 +1,26 @@
+"""The live console: the correctness progress line counts HTTP and native misses apart."""
+
+from __future__ import annotations
+
+import io
+
+from orchestrator.bus import Bus
+from orchestrator.events import PhaseFinished, PhaseStarted, VerdictReached
+from orchestrator.view.console import ConsoleView
+
+
+def test_http_and_native_misses_are_counted_apart() -> None:
+    """Three wrong answers asked both ways are 3 HTTP and 3 native misses, not "6 misses"."""
+    out = io.StringIO()
+    view = ConsoleView(Bus("run-test"), stream=out)
+    view.show(PhaseStarted(phase="correctness", model="m", detail={"requests": 5, "native": True}))
+    for path in ("http", "native"):
+        for i, verdict in enumerate(["wrong", "wrong", "wrong", "correct"]):
+            view.show(VerdictReached(model="m", path=path, item_id=f"i{i}", arm="audio",  # type: ignore[arg-type]
+                                     verdict=verdict, item_kind="content"))  # type: ignore[arg-type]
+        view.show(VerdictReached(model="m", path=path, item_id="i0", arm="silence", verdict="wrong",  # type: ignore[arg-type]
+                                 item_kind="content"))
+    view.show(PhaseFinished(phase="correctness", model="m", outcome="passed"))
+    lines = out.getvalue().splitlines()
+    bar = next(line for line in reversed(lines) if "audio-arm misses" in line)
+    assert bar.endswith("10/10  audio-arm misses: http 3, native 3"), bar
