@@ -233,7 +233,7 @@ async def _qualify_model(m: _ModelRun) -> str:
     if m.opts.plan_only:
         from orchestrator.supervisor import ServerSpec
 
-        spec = ServerSpec.from_config(m.cfg, model, m.run.run_dir)
+        spec = ServerSpec.from_config(m.cfg, model, m.run.run_dir, parts=m.toolkit.server_parts(m.cfg.server.kind))
         reason = m.plan = describe_plan(m.cfg, model, m.dataset, m.requests, spec.argv(1),
                                         skip_aiperf=m.opts.skip_aiperf)
     else:

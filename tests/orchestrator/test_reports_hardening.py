@@ -7,9 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from config_support import make_config
 from test_reports import qualify_journal
 
-from orchestrator.events import RunFinished
+from orchestrator.events import PhaseDetail, RunFinished
 
 
 def _report(*args: str) -> subprocess.CompletedProcess:
@@ -107,7 +108,7 @@ class TestHeaderAndRows:
         from orchestrator.events import GateEvaluated, PhaseStarted, RunStarted
 
         j = _Journal()
-        j.add(RunStarted(command="qualify", config={"models": [{"name": "m"}]}))
+        j.add(RunStarted(command="qualify", config=make_config(models=[{"name": "m"}])))
         j.add(PhaseStarted(phase="model", model="m"))
         _verdicts(j, "m", {("i1", "audio"): "correct", ("i2", "audio"): "correct", ("i3", "audio"): "wrong",
                            ("i4", "audio"): "wrong"})
@@ -143,8 +144,8 @@ class TestRunAiperfRows:
         from orchestrator.reports import fold
 
         j = _Journal()
-        j.add(RunStarted(command="run-aiperf", config={"models": [{"name": "a"}, {"name": "b"}]}))
-        j.add(PhaseStarted(phase="model", model="a", detail={"checkpoint": "org/a"}))
+        j.add(RunStarted(command="run-aiperf", config=make_config(models=[{"name": "a"}, {"name": "b"}])))
+        j.add(PhaseStarted(phase="model", model="a", detail=PhaseDetail(checkpoint="org/a")))
         j.add(ServerSpawned(incarnation=1, pid=10, argv=["srv"]))
         j.add(PhaseStarted(phase="aiperf", model="a"))
         j.add(ServerExited(incarnation=1, pid=10, returncode=-9, signal="SIGKILL", during="run"))
