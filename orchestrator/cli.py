@@ -29,6 +29,8 @@ COMMAND_MODULES = [
     "orchestrator.commands.soak",
     "orchestrator.commands.run_aiperf",
     "orchestrator.commands.doctor",
+    "orchestrator.commands.ledger",
+    "orchestrator.commands.publish",
 ]
 
 

@@ -43,6 +43,7 @@ from orchestrator.events import (
     Warned,
 )
 from orchestrator.journal import TornLine, iter_journal
+from orchestrator.publish.secrets import Redactor
 from orchestrator.reports.correctness import (
     MAX_GRID_ITEMS,
     mismatches,
@@ -83,6 +84,9 @@ __all__ = ["ReportFold", "fold", "build_report", "MAX_POINTS", "MAX_GRID_ITEMS",
 
 _ANSWER_CHARS = 160
 _RUN_PHASES = frozenset({"dataset"})  # phases that belong to the run, not to a model
+# Patterns only (no environment values): the fold stays pure, and a journal written before the journal
+# writer redacted credentials still gives reports without them.
+_REDACTOR = Redactor()
 
 
 
@@ -179,7 +183,7 @@ class ReportFold:
             self._last_ts = ev.ts_ns
         handler = _HANDLERS.get(type(ev))
         if handler is not None:
-            handler(self, ev)
+            handler(self, _REDACTOR.event(ev))
 
     def _model(self, name: str) -> _Model | None:
         name = name or self._current
