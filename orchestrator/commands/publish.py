@@ -21,7 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Write into --out: comment.md (a Markdown comment ready to paste into the tracking issue), "
         "rows.json (the result rows, folded from each run's events.jsonl), commands.md (the reproducible "
         "commands) and, with --ledger, ledger.md and ledger.json. Paths become placeholders relative to named "
-        "roots (<run-dir>, <venv>, <checkout>, <bundle-dir>, <dataset>, <home>, and [publish] roots); host and "
+        "roots (<run-dir>, <venv>, <checkout>, <bundle-dir>, <dataset>, <trtmc>, <home>, and [publish] roots); host and "
         "user names become <host>/<user>; ports and temporary folders go; environment values outside "
         "[publish] allowed_env become <env>; credentials become <redacted>. A final scan of every file written "
         "refuses to finish if an absolute path, host name, user name, non-loopback IP or secret value remains. "
@@ -52,8 +52,9 @@ def run(args: argparse.Namespace) -> int:
         config_path = _DEFAULT_CONFIG
     publish_cfg = load_config(config_path).publish if config_path else None
     runs = [read_run(r) for r in args.runs]
-    ledger = build_ledger(load_inventory(args.ledger), runs) if args.ledger else None
-    facts = gather_facts(runs, publish_cfg)
+    inventory = load_inventory(args.ledger) if args.ledger else None
+    ledger = build_ledger(inventory, runs) if inventory is not None else None
+    facts = gather_facts(runs, publish_cfg, inventory)
     result = write_publication(render_publication(runs, ledger), args.out, facts)
     log = get_logger("publish")
     if result.findings:

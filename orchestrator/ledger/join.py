@@ -143,7 +143,10 @@ def _from_run(line: LedgerLine, run: RunEvidence, rr: ModelRow, row: RowView) ->
     elif not final:
         blockers.append(f"run {run.run_id} ended it `{rr.status}`"
                         + (f" ({rr.reason})" if rr.reason else "") + ", not a final status")
-    if rr.status == "aiperf-qualified" and (not row.full_model_coverage or row.tier.upper() == "L0"):
+    # A row whose representative profile is partial (no full-model profile exists) or an L0 tier: a bare
+    # candidate has no profile at all, and its coverage flag says nothing about what the run qualified.
+    partial = (row.profile and not row.full_model_coverage) or row.tier.upper() == "L0"
+    if rr.status == "aiperf-qualified" and partial:
         final = False
         blockers.append(f"qualified on an L0/partial profile ({row.profile or rr.profile}) in run {run.run_id}")
     return msgspec.structs.replace(line, status=rr.status, final=final, source=f"run {run.run_id}", run=ref,

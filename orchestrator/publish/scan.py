@@ -66,7 +66,8 @@ def scan_text(text: str, facts: PrivateFacts, *, file: str = "<text>") -> list[F
         if any(v in line for v in secrets):
             kinds.setdefault("secret value", "")
         for m in _ASSIGN.finditer(line):
-            if is_secret_name(m["name"]) and m["val"] != REDACTED and not m["val"].startswith("<"):
+            if (is_secret_name(m["name"]) and m["val"] != REDACTED and not m["val"].startswith("<")
+                    and not m["name"].lower().endswith("authorization")):
                 kinds.setdefault("secret value", f"{m['name']}=...")
         if (m3 := _AUTH.search(line)) and m3["val"] != REDACTED:
             kinds.setdefault("secret value", "Authorization header")

@@ -94,7 +94,9 @@ class Redactor:
 
     @staticmethod
     def _assignment(m: re.Match[str]) -> str:
-        if not is_secret_name(m["name"]) or m["val"] == REDACTED or m["val"].startswith("-"):
+        # Authorization headers (with their scheme word) are _AUTH_RE's job.
+        if (not is_secret_name(m["name"]) or m["val"] == REDACTED or m["val"].startswith("-")
+                or m["name"].lower().endswith("authorization")):
             return m[0]
         return m["name"] + m["sep"] + REDACTED
 

@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 
 from orchestrator.config import PUBLISH_ALLOWED_ENV, PublishConfig
-from orchestrator.ledger import Ledger, RunEvidence, ledger_markdown
+from orchestrator.ledger import InventoryView, Ledger, RunEvidence, ledger_markdown
 from orchestrator.publish.comment import commands_markdown, comment_markdown, rows_json
 from orchestrator.publish.private import PrivateFacts, Scrubber
 from orchestrator.publish.scan import Finding, scan_files
@@ -45,9 +45,11 @@ def _venv_of(executable: str) -> str:
     return str(p.parent.parent) if p.is_absolute() and p.parent.name in ("bin", "Scripts") else ""
 
 
-def gather_facts(runs: list[RunEvidence], config: PublishConfig | None = None) -> PrivateFacts:
-    """What is private here: this machine's names and folders, and each run's own (run folder, venv,
-    checkout, bundle, dataset, host name, configured secrets), plus `[publish]`'s roots and names."""
+def gather_facts(runs: list[RunEvidence], config: PublishConfig | None = None,
+                 inventory: InventoryView | None = None) -> PrivateFacts:
+    """What is private here: this machine's names and folders, each run's own (run folder, venv,
+    checkout, bundle, dataset, host name, configured secrets), the inventory's TRTMC checkout and folder,
+    plus `[publish]`'s roots and names."""
     cfg = config or PublishConfig(allowed_env=list(PUBLISH_ALLOWED_ENV))
     roots: dict[str, set[str]] = {"venv": {*_both(sys.prefix)}, "checkout": {*_both(_CHECKOUT)},
                                   "home": {*_both(Path.home())}}
@@ -75,6 +77,11 @@ def gather_facts(runs: list[RunEvidence], config: PublishConfig | None = None) -
                 roots["venv"].update(_both(venv))
         env = server.get("env") or {}
         secrets.update(v for k, v in env.items() if isinstance(v, str) and is_secret_name(str(k)))
+    if inventory is not None:
+        if inventory.source.root:
+            roots.setdefault("trtmc", set()).update(_both(inventory.source.root))
+        if inventory.path:
+            roots.setdefault("inventory-dir", set()).update(_both(Path(inventory.path).parent))
     for name, path in cfg.roots.items():
         roots.setdefault(name, set()).update(_both(path))
     tmp = {tempfile.gettempdir(), "/tmp", "/var/tmp", "/dev/shm", os.environ.get("TMPDIR", "")}
