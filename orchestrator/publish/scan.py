@@ -50,7 +50,7 @@ def scan_text(text: str, facts: PrivateFacts, *, file: str = "<text>") -> list[F
     tops = _fs_tops(facts)
     checks = [("host name", word_re(facts.hosts)), ("user name", word_re(facts.users)),
               ("private name", word_re(facts.names))]
-    secrets = [v for v in facts.secret_values if v]
+    secrets = [v for v in facts.secret_values if v and v != REDACTED]
     found: list[Finding] = []
     for lineno, line in enumerate(text.splitlines(), 1):
         kinds: dict[str, str] = {}

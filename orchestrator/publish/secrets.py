@@ -57,7 +57,12 @@ def is_secret_name(name: str) -> bool:
 
 def secret_values(env: Mapping[str, str]) -> frozenset[str]:
     """The values of the secret-looking variables of `env` long enough to be credentials."""
-    return frozenset(v for k, v in env.items() if is_secret_name(k) and len(v) >= _MIN_VALUE_LEN)
+    return frozenset(v for k, v in env.items() if is_secret_name(k) and _is_value(v))
+
+
+def _is_value(value: str) -> bool:
+    # A journal written by this module already holds REDACTED where the value was: not a value to hide.
+    return len(value) >= _MIN_VALUE_LEN and value != REDACTED
 
 
 class Redactor:
@@ -65,7 +70,7 @@ class Redactor:
     `values` are known secret values (from the environment) replaced wherever they appear."""
 
     def __init__(self, values: Iterable[str] = ()) -> None:
-        self.values = frozenset(v for v in values if len(v) >= _MIN_VALUE_LEN)
+        self.values = frozenset(v for v in values if _is_value(v))
         # Longest first: a value that contains another is replaced whole.
         self._ordered = sorted(self.values, key=len, reverse=True)
 
@@ -76,7 +81,7 @@ class Redactor:
 
     def learning(self, values: Iterable[str]) -> Redactor:
         """This redactor plus more known secret values (e.g. `[server] env` of a run's configuration)."""
-        more = frozenset(v for v in values if len(v) >= _MIN_VALUE_LEN)
+        more = frozenset(v for v in values if _is_value(v))
         return self if more <= self.values else Redactor(self.values | more)
 
     def text(self, text: str) -> str:

@@ -19,7 +19,7 @@ from orchestrator.ledger import InventoryView, Ledger, RunEvidence, ledger_markd
 from orchestrator.publish.comment import commands_markdown, comment_markdown, rows_json
 from orchestrator.publish.private import PrivateFacts, Scrubber
 from orchestrator.publish.scan import Finding, scan_files
-from orchestrator.publish.secrets import is_secret_name, secret_values
+from orchestrator.publish.secrets import secret_values
 
 __all__ = ["Publication", "gather_facts", "render_publication", "write_publication"]
 
@@ -76,7 +76,7 @@ def gather_facts(runs: list[RunEvidence], config: PublishConfig | None = None,
             if argv and (venv := _venv_of(argv[0])):
                 roots["venv"].update(_both(venv))
         env = server.get("env") or {}
-        secrets.update(v for k, v in env.items() if isinstance(v, str) and is_secret_name(str(k)))
+        secrets.update(secret_values({str(k): v for k, v in env.items() if isinstance(v, str)}))
     if inventory is not None:
         if inventory.source.root:
             roots.setdefault("trtmc", set()).update(_both(inventory.source.root))
@@ -90,7 +90,7 @@ def gather_facts(runs: list[RunEvidence], config: PublishConfig | None = None,
         tmp=sorted({p for t in tmp if t for p in _both(t)}),
         hosts=sorted(h for h in hosts if h and h not in ("localhost", "localhost.localdomain")),
         users=sorted(u for u in users if len(u) >= 2),
-        names=sorted(cfg.names), secret_values=sorted(s for s in secrets if len(s) >= 6),
+        names=sorted(cfg.names), secret_values=sorted(secrets),
         allowed_env=list(cfg.allowed_env),
     )
 

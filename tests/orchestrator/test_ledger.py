@@ -171,7 +171,7 @@ class TestNamedRuns:
         commit = json.loads(inv.read_text())["source"]["commit"]
         other = qualify_journal(tmp_path / "runs" / "old", 100, [ref_row()],
                                 tool_versions={"trtmc_commit": "0123456789abcdef"}, server_kind="trtmc-server")
-        code, led, md = ledger(tmp_path, inv, other)
+        code, led, _ = ledger(tmp_path, inv, other)
         assert code == 1
         [run] = led.runs
         assert run.named == [f"made against TRTMC revision 0123456789ab, not the inventory's {commit[:12]}"]
@@ -193,7 +193,7 @@ class TestNamedRuns:
         """A run-aiperf run measures load: its row is listed under rows not counted."""
         inv = inventory(tmp_path, configure_aqa=False)
         run = qualify_journal(tmp_path / "runs" / "load", 100, [ref_row()], command="run-aiperf")
-        code, led, md = ledger(tmp_path, inv, run)
+        code, _, md = ledger(tmp_path, inv, run)
         assert code == 1 and "not counted: `run-aiperf` measures load, it does not qualify" in md
 
     def test_rows_matching_no_checkpoint_are_listed(self, tmp_path: Path) -> None:
@@ -201,7 +201,7 @@ class TestNamedRuns:
         inv = inventory(tmp_path, configure_aqa=False)
         run = qualify_journal(tmp_path / "runs" / "q", 100, [ref_row(), {"model": "x", "checkpoint": "acme/x",
                                                                         "status": "aiperf-qualified"}])
-        _, led, _ = ledger(tmp_path, inv, run)
+        led = ledger(tmp_path, inv, run)[1]
         assert [(r.model, r.note) for r in led.outside] == [("x", "matches no checkpoint of the inventory")]
 
 
@@ -244,7 +244,7 @@ class TestInput:
         inv = inventory(tmp_path, configure_aqa=True)
         def cli(*args: str) -> subprocess.CompletedProcess[str]:
             return subprocess.run([sys.executable, "-m", "orchestrator", "--log-format", "json", *args],
-                                  capture_output=True, text=True, timeout=60, cwd=ROOT)
+                                  capture_output=True, text=True, timeout=60, cwd=ROOT, check=False)
         proc = cli("ledger", "--inventory", str(inv))
         assert proc.returncode == 1 and "## What blocks closing" in proc.stdout
         assert cli("ledger", "--inventory", str(tmp_path / "nope.json")).returncode == 2

@@ -11,7 +11,14 @@ import pytest
 import structlog
 
 from orchestrator.config import config_from_dict
-from orchestrator.events import AiperfStarted, LogLine, ModelResult, PhaseStarted, RunStarted, ServerSpawned
+from orchestrator.events import (
+    AiperfStarted,
+    LogLine,
+    ModelResult,
+    PhaseStarted,
+    RunStarted,
+    ServerSpawned,
+)
 from orchestrator.journal import encode_event, read_journal
 from orchestrator.logs import configure_logging, detach_run_log, get_logger
 from orchestrator.publish.secrets import REDACTED, Redactor, is_secret_name
