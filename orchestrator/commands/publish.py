@@ -14,7 +14,7 @@ __all__ = ["register", "run"]
 _DEFAULT_CONFIG = "bench.toml"
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "publish",
         help="write the result rows, ledger, commands and a paste-ready comment, with private details replaced",

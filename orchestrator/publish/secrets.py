@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Mapping
+from functools import lru_cache
 from typing import Any
 
 import msgspec
@@ -42,6 +43,11 @@ _ASSIGN_RE = re.compile(r"""(?P<name>[A-Za-z_][A-Za-z0-9_.-]*)(?P<sep>["']?\s*[=
 _FLAG_RE = re.compile(r"""(?P<name>--?[A-Za-z][A-Za-z0-9_-]*)(?P<sep>\s+['"]?)(?P<val>[^\s'"]+)""")
 _AUTH_RE = re.compile(r"""(?i)(?P<head>authorization["']?\s*[:=]\s*["']?)(?:(?P<scheme>bearer|basic|token)\s+)?"""
                       r"""(?P<val>[^\s"',}]+)""")
+# Every rule below needs one of these words: text without them (and without a known value) is skipped.
+# Substring tests on the lowered text: a case-insensitive regex alternation is ~30x slower here.
+_HINTS = ("token", "key", "secret", "passw", "credential", "authoriz", "bearer")
+_HINTS_BYTES = tuple(h.encode() for h in _HINTS)
+_encoder = msgspec.json.Encoder()
 _BEARER_RE = re.compile(r"(?i)\b(?P<head>bearer\s+)(?P<val>[A-Za-z0-9._~+/=-]{8,})")
 
 
@@ -50,6 +56,7 @@ def _parts(name: str) -> list[str]:
     return [p for p in re.split(r"[_.\-\s]+", spaced.lower()) if p]
 
 
+@lru_cache(maxsize=4096)
 def is_secret_name(name: str) -> bool:
     """True when a variable, key or flag name looks like it holds a credential."""
     return any(p in _SECRET_PARTS for p in _parts(name))
@@ -73,6 +80,7 @@ class Redactor:
         self.values = frozenset(v for v in values if _is_value(v))
         # Longest first: a value that contains another is replaced whole.
         self._ordered = sorted(self.values, key=len, reverse=True)
+        self._ordered_bytes = [v.encode() for v in self._ordered]
 
     @classmethod
     def from_environ(cls, env: Mapping[str, str] | None = None) -> Redactor:
@@ -90,7 +98,8 @@ class Redactor:
         for value in self._ordered:
             if value in text:
                 text = text.replace(value, REDACTED)
-        if not any(c in text for c in "=:-") and "earer" not in text:
+        low = text.lower()
+        if not any(h in low for h in _HINTS):
             return text
         text = _AUTH_RE.sub(lambda m: m["head"] + (m["scheme"] + " " if m["scheme"] else "") + REDACTED, text)
         text = _BEARER_RE.sub(lambda m: m["head"] + REDACTED, text)
@@ -142,6 +151,11 @@ class Redactor:
         """The event with credentials redacted (the same object when it holds none). Per-request data
         events are passed through untouched: they never carry argv, env or headers."""
         if isinstance(event, _DATA_EVENTS):
+            return event
+        # One encode and one scan decide for nearly every event (a log line, a phase) that nothing matches.
+        encoded = _encoder.encode(event)
+        low = encoded.lower()
+        if not any(h in low for h in _HINTS_BYTES) and not any(v in encoded for v in self._ordered_bytes):
             return event
         raw = msgspec.to_builtins(event)
         clean = self.data(raw)
