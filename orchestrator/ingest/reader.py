@@ -38,6 +38,7 @@ from orchestrator.events import (
     ServerRecord,
 )
 from orchestrator.ingest.inputs import read_chunks
+from orchestrator.publish.secrets import Redactor
 from orchestrator.ingest.summary import (
     BadCause,
     BadLine,
@@ -158,6 +159,8 @@ class Ingest:
         self._journal_correlated: dict[str, RequestCorrelated] = {}
         self._outbuf = bytearray()
         self._encoder = msgspec.json.Encoder()
+        # The events.jsonl written here is a journal like a run's: credentials never reach it.
+        self._redactor = Redactor.from_environ()
 
     # ---------------------------------------------------------------- feeding
 
@@ -494,7 +497,7 @@ class Ingest:
 
     def _write(self, ev: Event) -> None:
         buf = self._outbuf
-        self._encoder.encode_into(ev, buf, -1)
+        self._encoder.encode_into(self._redactor.event(ev), buf, -1)
         buf.extend(b"\n")
         if len(buf) >= _CHUNK:
             self.flush_out()

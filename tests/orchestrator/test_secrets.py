@@ -114,3 +114,21 @@ def test_reports_redact_a_journal_written_before_redaction(tmp_path: Path) -> No
     report = build_report(tmp_path / "events.jsonl")
     assert report.rows[0].server.argv == ["srv", "--api-key", REDACTED]
     assert FLAG_SECRET not in msgspec.json.encode(report).decode()
+
+
+def test_ingest_journal_never_holds_a_logged_secret(tmp_path: Path) -> None:
+    """`aqbench ingest --out` re-journals log lines: a secret header and assignment in a log are redacted."""
+    import argparse
+
+    from orchestrator.commands.ingest import register
+
+    log = tmp_path / "server.log"
+    log.write_text('{"event":"started","timestamp":"2024-05-01T12:00:00Z","level":"info",'
+                   f'"headers":{{"Authorization":"Bearer {BEARER}"}},"api_key":"{FLAG_SECRET}"}}\n'
+                   f"plain text line HF_TOKEN={CONFIG_SECRET}\n")
+    parser = argparse.ArgumentParser(prog="aqbench")
+    register(parser.add_subparsers())
+    args = parser.parse_args(["ingest", str(log), "--out", str(tmp_path / "events.jsonl")])
+    assert args.func(args) == 0
+    text = (tmp_path / "events.jsonl").read_text()
+    assert all(s not in text for s in (BEARER, FLAG_SECRET, CONFIG_SECRET)) and text.count(REDACTED) == 3
