@@ -120,4 +120,19 @@ def load_inventory(path: str | Path) -> InventoryView:
         raise UsageError(f"{p}: the inventory has no checkpoint rows; expected the output of `aqbench inventory --json`")
     if any(not r.checkpoint for r in inv.rows):
         raise UsageError(f"{p}: a row has no checkpoint; expected the output of `aqbench inventory --json`")
-    return msgspec.structs.replace(inv, path=str(p))
+    variants = inv.variants or _row_variants(inv.rows)
+    return msgspec.structs.replace(inv, path=str(p), variants=variants)
+
+
+def _row_variants(rows: list[RowView]) -> list[VariantView]:
+    """Variants carried inside rows (`variants`/`profiles` as objects) where no top-level list exists."""
+    out: list[VariantView] = []
+    for row in rows:
+        for entry in [*row.variants, *row.profiles]:
+            if isinstance(entry, dict) and entry.get("profile", entry.get("name")) not in (None, row.profile):
+                entry = {"checkpoint": row.checkpoint, "profile": entry.get("profile", entry.get("name")), **entry}
+                try:
+                    out.append(msgspec.convert(entry, VariantView))
+                except msgspec.ValidationError:
+                    continue
+    return out

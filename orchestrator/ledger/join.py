@@ -82,6 +82,7 @@ class VariantLine(msgspec.Struct, frozen=True, kw_only=True):
     precision: str = ""
     normal_profile: str = ""
     runs: list[RunRowRef] = []
+    differing_axis: str = ""
 
 
 class Ledger(msgspec.Struct, frozen=True, kw_only=True):
@@ -163,8 +164,12 @@ def _from_inventory(line: LedgerLine, row: RowView) -> LedgerLine:
                                                      + ("evidence" if not evidence else "a stated gap")])
         return msgspec.structs.replace(line, status=row.status, final=True, source="inventory", evidence=evidence,
                                        reason=row.gap_text)
-    what = "configured but never run" if row.status == "planned" else \
-        f"inventory status `{row.status or 'none'}` and no run"
+    if row.status == "planned":
+        what = "configured but never run"
+    elif row.status in ("implemented", "family-validated", "aiperf-qualified"):
+        what = f"the inventory says `{row.status}` from a probe; pass that run folder to the ledger"
+    else:
+        what = f"inventory status `{row.status or 'none'}` and no run"
     return msgspec.structs.replace(line, source="inventory", evidence=evidence, blockers=[f"unrun: {what}"])
 
 
@@ -218,7 +223,8 @@ def build_ledger(inv: InventoryView, runs: list[RunEvidence], *, dataset_identit
                                                            f"profile {partial_only[0].profile}")])
         lines.append(msgspec.structs.replace(line, other_runs=others))
     variants = [VariantLine(checkpoint=v.checkpoint, profile=v.profile, kinds=list(v.kinds), precision=v.precision,
-                            normal_profile=v.normal_profile, runs=variant_runs.get(v.profile, []))
+                            normal_profile=v.normal_profile, runs=variant_runs.get(v.profile, []),
+                            differing_axis=v.differing_axis)
                 for v in inv.variants]
     outside = [_ref(run, rr, note="matches no checkpoint of the inventory")
                for run in runs for rr in run.report.rows if (run.run_id, rr.model) not in used]

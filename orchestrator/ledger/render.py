@@ -61,8 +61,9 @@ def ledger_markdown(ledger: Ledger) -> str:
                     ln.capability_class, ln.status or "none", "yes" if ln.final else "no", ln.source, ln.reason,
                     ln.blockers] for ln in ledger.lines])
     out += ["", "## Variants (never counted as models)", ""]
-    out += _table(["checkpoint", "profile", "kinds", "precision", "normal profile", "runs"],
-                  [[v.checkpoint, v.profile, v.kinds, v.precision, v.normal_profile, [_ref(r) for r in v.runs]]
+    out += _table(["checkpoint", "profile", "kinds", "differs by", "precision", "normal profile", "runs"],
+                  [[v.checkpoint, v.profile, v.kinds, v.differing_axis, v.precision, v.normal_profile,
+                    [_ref(r) for r in v.runs]]
                    for v in ledger.variants]) if ledger.variants else ["None."]
     out += ["", "## Runs", ""]
     out += _table(["run", "command", "started", "status", "server", "TRTMC revision", "dataset", "named"],

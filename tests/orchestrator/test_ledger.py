@@ -227,6 +227,34 @@ class TestVariants:
 
 
 class TestInput:
+    def test_a_restructured_inventory_reads_defensively(self, tmp_path: Path) -> None:
+        """`class` instead of capability_class, variants inside rows with a differing axis and an L0 tier,
+        and unknown fields: the ledger still classes, lists variants apart and blocks on the L0-only run."""
+        inv = inventory(tmp_path, configure_aqa=False)
+        data = json.loads(inv.read_text())
+        by_ckpt: dict[str, list[dict[str, Any]]] = {}
+        for v in data.pop("variants"):
+            by_ckpt.setdefault(v["checkpoint"], []).append(
+                {"profile": v["profile"], "kinds": v["kinds"], "differing_axis": "tier" if "l0" in v["profile"]
+                 else v["kinds"][0], "tier": "L0" if v["profile"].endswith("-l0") else ""})
+        for r in data["rows"]:
+            r["class"] = r.pop("capability_class")
+            r["variants"] = by_ckpt.get(r["checkpoint"], [])
+            r["owner_status"] = "open"
+        data["rows"] = [{**r, "status": "planned"} if r["checkpoint"] == "acme/whisperish-tiny" else r
+                        for r in data["rows"]]
+        inv.write_text(json.dumps(data))
+        run = qualify_journal(tmp_path / "runs" / "l0", 100, [ref_row(), {
+            "model": "w", "checkpoint": "acme/whisperish-tiny", "profile": "whisperish-tiny-fp16-l0",
+            "status": "aiperf-qualified"}])
+        code, led, md = ledger(tmp_path, inv, run)
+        assert code == 1 and line(led, "acme/whisperish-tiny").capability_class == "transcription-only"
+        [l0] = [v for v in led.variants if v.profile == "whisperish-tiny-fp16-l0"]
+        assert l0.differing_axis == "tier" and [r.run_id for r in l0.runs] == ["l0"]
+        assert line(led, "acme/whisperish-tiny").blockers == [
+            "unrun: configured but never run", "qualified only on the L0/partial profile whisperish-tiny-fp16-l0"]
+        assert "| acme/whisperish-tiny | whisperish-tiny-fp16-l0 | partial | tier |" in md
+
     def test_bad_inputs_are_usage_errors(self, tmp_path: Path) -> None:
         """A missing inventory, a file that is not one, and a folder without a journal are exit-2 errors."""
         with pytest.raises(UsageError, match="cannot read the inventory"):

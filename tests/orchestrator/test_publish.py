@@ -115,3 +115,12 @@ class TestCommand:
         with pytest.raises(UsageError, match="no run journal here; pass a run folder") as info:
             main(["publish", str(tmp_path), "--out", str(tmp_path / "pub")])
         assert info.value.exit_code == 2
+
+    def test_help_states_the_exit_codes(self) -> None:
+        """`aqbench publish --help` names what 0, 1 and 2 mean."""
+        parser = argparse.ArgumentParser(prog="aqbench")
+        sub = parser.add_subparsers(dest="command")
+        publish_command.register(sub)
+        text = " ".join(sub.choices["publish"].format_help().split())
+        assert ("Exit codes: 0 written and clean, 1 the scan found private data (each file:line listed; do not "
+                "post), 2 bad input") in text
