@@ -157,6 +157,9 @@ def _from_run(line: LedgerLine, run: RunEvidence, rr: ModelRow, row: RowView) ->
 
 def _from_inventory(line: LedgerLine, row: RowView) -> LedgerLine:
     evidence = [f"{e.file} {e.field}".strip() for e in row.evidence if e.file or e.field]
+    if not row.accounted:
+        return msgspec.structs.replace(line, status=row.status, source="inventory", evidence=evidence,
+                                       blockers=[f"the inventory does not account for it: {row.gap_text}"])
     if row.status in ("unsupported", "blocked"):
         if not evidence or not row.gap_text:
             return msgspec.structs.replace(line, status=row.status, source="inventory", evidence=evidence,
@@ -231,8 +234,8 @@ def build_ledger(inv: InventoryView, runs: list[RunEvidence], *, dataset_identit
     blockers = [f"{ln.checkpoint}: {b}" for ln in lines if ln.in_scope for b in ln.blockers]
     blockers += [f"{ln.checkpoint}: no final status" for ln in lines if ln.in_scope and not ln.final
                  and not ln.blockers]
-    blockers += [f"inventory: {u}" for u in inv.unaccounted] or [
-        f"inventory: unreadable manifest {e.get('file', e) if isinstance(e, dict) else e}" for e in inv.errors]
+    blockers += [f"inventory: unreadable manifest {e.get('file', '?')}: {e.get('error', '')}"
+                 if isinstance(e, dict) else f"inventory: unreadable manifest {e}" for e in inv.errors]
     ledger_runs = [LedgerRun(run_id=r.run_id, run_dir=r.run_dir, command=r.command, started_at=r.started_at,
                              status=r.report.provenance.status, server_kind=r.server_kind,
                              trtmc_revision=r.trtmc_revision, dataset_identity=r.dataset_identity,

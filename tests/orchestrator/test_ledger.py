@@ -59,9 +59,10 @@ def main(argv: list[str]) -> int:
 
 
 def inventory(tmp_path: Path, *, configure_aqa: bool, extra_files: dict[str, Any] | None = None,
-              git_commit: bool = False) -> Path:
-    """Run the real `aqbench inventory` over a fixture checkout (no broken manifests) and return its JSON."""
-    files = {k: v for k, v in manifests().items() if "brokenish" not in k and "anonymous" not in k}
+              git_commit: bool = False, broken: bool = False, accounted: bool = True) -> Path:
+    """Run the real `aqbench inventory` over a fixture checkout (without its broken manifests unless
+    `broken`) and return its JSON; it exits 0 only when `accounted`."""
+    files = {k: v for k, v in manifests().items() if broken or ("brokenish" not in k and "anonymous" not in k)}
     trtmc = write_tree(tmp_path / "trtmc", {**files, **(extra_files or {})})
     if git_commit:
         for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "fixture"]):
@@ -70,7 +71,8 @@ def inventory(tmp_path: Path, *, configure_aqa: bool, extra_files: dict[str, Any
     bench = tmp_path / "bench.toml"
     bench.write_text(BENCH.format(extra=AQA if configure_aqa else ""))
     out = tmp_path / "inv.json"
-    assert main(["inventory", "--trtmc", str(trtmc), "--config", str(bench), "--json", str(out)]) == 0
+    code = main(["inventory", "--trtmc", str(trtmc), "--config", str(bench), "--json", str(out)])
+    assert code == (0 if accounted else 1)
     return out
 
 
@@ -162,6 +164,21 @@ class TestClosing:
         assert code == 0 and line(led, REF).run.run_id == "ok"
         assert [(r.run_id, r.note) for r in line(led, REF).other_runs] == [
             ("fv", "newer, without a final status; run ok counts")]
+
+
+    def test_unreadable_manifests_and_unclassified_rows_block(self, tmp_path: Path) -> None:
+        """An inventory that does not account for everything cannot close: each error and each
+        unclassified row is listed."""
+        odd = {"name": "odd", "hf_id": "acme/odd", "family": "odd", "test_input_audio": "x.wav"}
+        inv = inventory(tmp_path, configure_aqa=False, broken=True, accounted=False,
+                        extra_files={NEW.format(fam="odd", name="odd"): odd})
+        run = qualify_journal(tmp_path / "runs" / "q1", 100, [ref_row()])
+        code, led, _ = ledger(tmp_path, inv, run)
+        assert code == 1
+        assert [b.split(":")[0] for b in led.blockers] == ["acme/odd", "inventory", "inventory"]
+        assert led.blockers[0].startswith("acme/odd: the inventory does not account for it: capability unknown")
+        assert any(b.startswith("inventory: unreadable manifest families/brokenish/tests/manifests/brokenish.json: "
+                                "not valid JSON") for b in led.blockers)
 
 
 class TestNamedRuns:
