@@ -43,12 +43,12 @@ _ASSIGN_RE = re.compile(r"""(?P<name>[A-Za-z_][A-Za-z0-9_.-]*)(?P<sep>["']?\s*[=
 _FLAG_RE = re.compile(r"""(?P<name>--?[A-Za-z][A-Za-z0-9_-]*)(?P<sep>\s+['"]?)(?P<val>[^\s'"]+)""")
 _AUTH_RE = re.compile(r"""(?i)(?P<head>authorization["']?\s*[:=]\s*["']?)(?:(?P<scheme>bearer|basic|token)\s+)?"""
                       r"""(?P<val>[^\s"',}]+)""")
-# Every rule below needs one of these words: text without them (and without a known value) is skipped.
+_BEARER_RE = re.compile(r"(?i)\b(?P<head>bearer\s+)(?P<val>[A-Za-z0-9._~+/=-]{8,})")
+# Every rule above needs one of these words: text without them (and without a known value) is skipped.
 # Substring tests on the lowered text: a case-insensitive regex alternation is ~30x slower here.
 _HINTS = ("token", "key", "secret", "passw", "credential", "authoriz", "bearer")
 _HINTS_BYTES = tuple(h.encode() for h in _HINTS)
 _encoder = msgspec.json.Encoder()
-_BEARER_RE = re.compile(r"(?i)\b(?P<head>bearer\s+)(?P<val>[A-Za-z0-9._~+/=-]{8,})")
 
 
 def _parts(name: str) -> list[str]:
@@ -138,8 +138,8 @@ class Redactor:
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, dict):
-            out = {k: (REDACTED if isinstance(k, str) and is_secret_name(k) and isinstance(v, (str, int, float))
-                       and not isinstance(v, bool) and v != "" else self.data(v)) for k, v in value.items()}
+            out = {k: (REDACTED if isinstance(k, str) and isinstance(v, str) and v and is_secret_name(k)
+                       else self.data(v)) for k, v in value.items()}
             return value if out == value else out
         if isinstance(value, list):
             items = self.argv(value) if value and all(isinstance(v, str) for v in value) else \
