@@ -131,7 +131,8 @@ def _matches(row: RowView, run_row: ModelRow) -> bool:
 def _variant_of(row: RowView, run_row: ModelRow, variants: list[VariantView]) -> VariantView | None:
     if not run_row.profile or run_row.profile.lower() == row.profile.lower():
         return None
-    return next((v for v in variants if v.profile.lower() == run_row.profile.lower()), None)
+    return next((v for v in variants if v.profile.lower() == run_row.profile.lower()
+                 and v.checkpoint.lower() in ("", row.checkpoint.lower())), None)
 
 
 def _from_run(line: LedgerLine, run: RunEvidence, rr: ModelRow, row: RowView) -> LedgerLine:
