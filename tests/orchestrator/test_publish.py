@@ -1,5 +1,5 @@
 """Tests for `aqbench publish` without AIPerf: the placeholder rules, the final scan, and the command's
-exit codes over small qualify journals (the real runs are in tests/e2e/test_publish.py)."""
+exit codes over small qualify journals (the real runs are in tests/e2e/test_publish_runs.py)."""
 
 from __future__ import annotations
 
