@@ -17,6 +17,8 @@ from orchestrator.commands import (
     doctor,
     ingest,
     inventory,
+    ledger,
+    publish,
     qualify,
     reference,
     report,
@@ -42,6 +44,8 @@ COMMAND_MODULES = [
     soak,
     run_aiperf,
     doctor,
+    ledger,
+    publish,
 ]
 
 

@@ -30,6 +30,8 @@ __all__ = [
     "WorkloadConfig",
     "SoakConfig",
     "InventoryConfig",
+    "PublishConfig",
+    "PUBLISH_ALLOWED_ENV",
     "load_config",
     "config_from_dict",
     "config_to_dict",
@@ -173,6 +175,24 @@ class InventoryConfig(_Section, frozen=True, kw_only=True):
     candidates: list[str] = []
 
 
+# Variables whose values `aqbench publish` keeps: aqbench's own AIPerf settings, which reproduce a run.
+PUBLISH_ALLOWED_ENV = ("AIPERF_RECORD_EXPORT_BATCH_SIZE", "AIPERF_METRICS_EXPORT_FLUSH_INTERVAL")
+PlaceholderName = Annotated[str, Meta(pattern=r"^[a-z][a-z0-9-]*$")]
+
+
+class PublishConfig(_Section, frozen=True, kw_only=True):
+    """[publish]: what `aqbench publish` replaces beyond its built-in roots, and which variables it keeps.
+
+    `roots` maps a placeholder name to a folder (`models = "/models"` writes `<models>/...`); `names` are
+    further host, user or project names to hide as `<name>`; `allowed_env` are the environment variables
+    whose values may be published (every other value becomes `<env>`).
+    """
+
+    roots: dict[PlaceholderName, str] = {}
+    names: list[Annotated[str, Meta(min_length=2)]] = []
+    allowed_env: list[str] = msgspec.field(default_factory=lambda: list(PUBLISH_ALLOWED_ENV))
+
+
 class Config(_Section, frozen=True, kw_only=True):
     """The whole resolved bench.toml; `source` and `sha256` identify the file it came from."""
 
@@ -183,6 +203,7 @@ class Config(_Section, frozen=True, kw_only=True):
     workload: WorkloadConfig = WorkloadConfig()
     soak: SoakConfig = SoakConfig()
     inventory: InventoryConfig = InventoryConfig()
+    publish: PublishConfig = PublishConfig()
     source: str = ""
     sha256: str = ""
 
@@ -283,6 +304,7 @@ def _resolve(cfg: Config, base: Path) -> Config:
         run=msgspec.structs.replace(cfg.run, output_dir=rel(cfg.run.output_dir)),
         server=msgspec.structs.replace(cfg.server, cwd=rel(cfg.server.cwd), bundle=rel(cfg.server.bundle)),
         dataset=msgspec.structs.replace(cfg.dataset, path=rel(cfg.dataset.path)),
+        publish=msgspec.structs.replace(cfg.publish, roots={k: rel(v) for k, v in cfg.publish.roots.items()}),
         models=models,
     )
 

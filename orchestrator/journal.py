@@ -18,6 +18,7 @@ from anyio.abc import TaskStatus
 
 from orchestrator.errors import JournalError
 from orchestrator.events import SCHEMA_VERSION, AnyEvent, PhaseFinished, PhaseStarted, RunFinished, RunStarted
+from orchestrator.publish.secrets import Redactor, is_secret_name
 
 __all__ = ["JournalWriter", "iter_journal", "read_journal", "TornLine", "encode_event", "decode_event"]
 
@@ -38,12 +39,24 @@ def decode_event(line: bytes | str) -> AnyEvent:
 
 
 class JournalWriter:
-    """Appends every bus event to `path`. Start with `await tg.start(writer.run, bus)`."""
+    """Appends every bus event to `path`, credentials redacted. Start with `await tg.start(writer.run, bus)`.
 
-    def __init__(self, path: Path, *, batch: int = 2048) -> None:
+    The redactor knows this process's secret-looking environment values, and learns those of the run's
+    `[server] env` from RunStarted before writing it.
+    """
+
+    def __init__(self, path: Path, *, batch: int = 2048, redactor: Redactor | None = None) -> None:
         self.path = path
         self.batch = batch
         self.lines = 0
+        self.redactor = redactor or Redactor.from_environ()
+
+    def _clean(self, ev: AnyEvent) -> AnyEvent:
+        if isinstance(ev, RunStarted):
+            env = ev.config.server.env if ev.config is not None else {}
+            self.redactor = self.redactor.learning(
+                v for k, v in env.items() if isinstance(v, str) and is_secret_name(str(k)))
+        return self.redactor.event(ev)
 
     async def run(self, bus: object, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Runs until the bus closes (then drains, fsyncs and returns) or until cancelled (then fsyncs)."""
@@ -60,7 +73,7 @@ class JournalWriter:
                 buf.clear()
                 sync = False
                 for ev in events:
-                    _encoder.encode_into(ev, buf, -1)
+                    _encoder.encode_into(self._clean(ev), buf, -1)
                     buf.extend(b"\n")
                     if isinstance(ev, _SYNC_KINDS):
                         sync = True
@@ -71,7 +84,7 @@ class JournalWriter:
                     await anyio.to_thread.run_sync(os.fsync, fh.fileno())
         finally:
             with anyio.CancelScope(shield=True):
-                _drain_into(sub, fh)
+                _drain_into(sub, fh, self._clean)
                 try:
                     fh.flush()
                     os.fsync(fh.fileno())
@@ -80,7 +93,7 @@ class JournalWriter:
                     sub.close()
 
 
-def _drain_into(sub: object, fh: BinaryIO) -> None:
+def _drain_into(sub: object, fh: BinaryIO, clean: Callable[[AnyEvent], AnyEvent]) -> None:
     """On cancellation, write what is still buffered so nothing published is lost."""
     buf = bytearray()
     while True:
@@ -88,7 +101,7 @@ def _drain_into(sub: object, fh: BinaryIO) -> None:
             ev = sub.receive_nowait()  # type: ignore[attr-defined]
         except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
             break
-        _encoder.encode_into(ev, buf, -1)
+        _encoder.encode_into(clean(ev), buf, -1)
         buf.extend(b"\n")
     if buf:
         fh.write(buf)

@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Mapping, MutableMapping
 from pathlib import Path
 from typing import Any, BinaryIO
 
 import msgspec
 import structlog
+
+from orchestrator.publish.secrets import Redactor
 
 __all__ = ["configure_logging", "attach_run_log", "detach_run_log", "get_logger"]
 
@@ -20,7 +23,15 @@ _encoder = msgspec.json.Encoder()
 _run_log: BinaryIO | None = None
 _stderr_renderer: Any = None
 _stderr_level = logging.INFO
+_redactor = Redactor.from_environ()
 _json_renderer = structlog.processors.JSONRenderer(serializer=lambda obj, **_: _encoder.encode(obj).decode())
+
+
+def _redact(logger: Any, method: str, event_dict: MutableMapping[str, Any]) -> Mapping[str, Any]:
+    """Credentials never reach stderr or aqbench.log: secret-named keys, secret flags in argv lists,
+    Authorization headers and this process's secret environment values are redacted."""
+    clean = _redactor.data(event_dict)
+    return clean if isinstance(clean, dict) else event_dict
 
 
 def _tee(logger: Any, method: str, event_dict: dict[str, Any]) -> Any:
@@ -39,7 +50,8 @@ def configure_logging(*, fmt: str | None = None, level: str = "info") -> None:
 
     `level` is what stderr shows; the run's aqbench.log keeps info and above whatever it is, so a
     quiet console (`--log-level warning`) never thins the log that `aqbench ingest` reads later."""
-    global _stderr_renderer, _stderr_level
+    global _stderr_renderer, _stderr_level, _redactor
+    _redactor = Redactor.from_environ()
     _stderr_level = _LEVELS.get(level, logging.INFO)
     if fmt is None:
         fmt = "console" if sys.stderr.isatty() else "json"
@@ -52,6 +64,7 @@ def configure_logging(*, fmt: str | None = None, level: str = "info") -> None:
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             structlog.processors.format_exc_info,
+            _redact,
             _tee,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(min(_stderr_level, logging.INFO)),

@@ -37,6 +37,7 @@ from orchestrator.ingest.summary import (
     latency_statistics,
 )
 from orchestrator.ports import LineDecoder, LogCodecs
+from orchestrator.publish.secrets import Redactor
 
 __all__ = ["Ingest", "new_joiner"]
 
@@ -151,6 +152,8 @@ class Ingest:
         self._journal_correlated: dict[str, RequestCorrelated] = {}
         self._outbuf = bytearray()
         self._encoder = msgspec.json.Encoder()
+        # The events.jsonl written here is a journal like a run's: credentials never reach it.
+        self._redactor = Redactor.from_environ()
 
     # ---------------------------------------------------------------- feeding
 
@@ -487,7 +490,7 @@ class Ingest:
 
     def _write(self, ev: Event) -> None:
         buf = self._outbuf
-        self._encoder.encode_into(ev, buf, -1)
+        self._encoder.encode_into(self._redactor.event(ev), buf, -1)
         buf.extend(b"\n")
         if len(buf) >= _CHUNK:
             self.flush_out()

@@ -51,6 +51,7 @@ from orchestrator.events import (
     Warned,
 )
 from orchestrator.journal import TornLine, iter_journal
+from orchestrator.publish.secrets import Redactor
 from orchestrator.reports.completeness import CompletenessTally
 from orchestrator.reports.correctness import (
     MAX_GRID_ITEMS,
@@ -92,6 +93,9 @@ __all__ = ["ReportFold", "fold", "build_report", "MAX_POINTS", "MAX_GRID_ITEMS",
 
 _ANSWER_CHARS = 160
 _RUN_PHASES = frozenset({"dataset"})  # phases that belong to the run, not to a model
+# Patterns only (no environment values): the fold stays pure, and a journal written before the journal
+# writer redacted credentials still gives reports without them.
+_REDACTOR = Redactor()
 
 
 def _iso(ns: int | None) -> str:
@@ -177,7 +181,7 @@ class ReportFold:
             self._last_ts = ev.ts_ns
         handler = _HANDLERS.get(type(ev))
         if handler is not None:
-            handler(self, ev)
+            handler(self, _REDACTOR.event(ev))
 
     def _model(self, name: str) -> _Model | None:
         name = name or self._current

@@ -115,7 +115,8 @@ class TestSchemaVersions:
     def test_a_version_1_journal_replays_to_the_reports_it_had(self, tmp_path: Path) -> None:
         """A real qualify journal written by the release before typed payloads (schema 1) folds, through
         `aqbench report`, into the reports kept beside it: the ones that release wrote, plus only what later
-        reports added (the completeness table), byte for byte."""
+        reports added since (the completeness table, every kind under its gate, no client-lifecycle row),
+        byte for byte."""
         journal = tmp_path / "events.jsonl"
         journal.write_bytes(gzip.decompress((self.FIXTURE / "events.jsonl.gz").read_bytes()))
         first = decode_event(journal.read_bytes().split(b"\n", 1)[0])

@@ -1,0 +1,61 @@
+"""`aqbench ledger --inventory INV.json RUN_DIR...`: can the audio group close? Exit 0 yes, 1 no, 2 bad input."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+__all__ = ["register", "run"]
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "ledger",
+        help="join the inventory with run results: can the group close?",
+        description="One line per checkpoint of the inventory with its final status and where it comes from "
+        "(a run's row with its run id, or the inventory's own unsupported/blocked verdict with its evidence); "
+        "variants listed apart, never counted as models. Result rows are folded from each run's events.jsonl. "
+        "A run made against another TRTMC revision than the inventory's, or with another dataset identity, is "
+        "named and not counted. Exit codes: 0 the group can close, 1 it cannot (the blockers are listed), "
+        "2 bad input (no inventory, not an inventory, a folder without events.jsonl).",
+    )
+    p.add_argument("--inventory", required=True, metavar="INV.json", help="written by `aqbench inventory --json`")
+    p.add_argument("runs", nargs="*", metavar="RUN_DIR", help="run folders (qualify, run-aiperf, campaign)")
+    p.add_argument("--dataset-identity", default="", metavar="ID",
+                   help="the dataset identity runs must have (default: the one most result rows used)")
+    p.add_argument("--json", default="", metavar="OUT", help="write the ledger as JSON ('-' = stdout)")
+    p.add_argument("--markdown", default="", metavar="OUT",
+                   help="write the Markdown ledger ('-' = stdout; the default when neither output is given)")
+    p.set_defaults(func=run)
+
+
+def _write(target: str, data: bytes) -> None:
+    if target == "-":
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+        return
+    path = Path(target)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+
+
+def run(args: argparse.Namespace) -> int:
+    from orchestrator.ledger import (
+        build_ledger,
+        ledger_json,
+        ledger_markdown,
+        load_inventory,
+        read_run,
+    )
+    from orchestrator.logs import get_logger
+
+    inv = load_inventory(args.inventory)
+    ledger = build_ledger(inv, [read_run(r) for r in args.runs], dataset_identity=args.dataset_identity)
+    if args.json:
+        _write(args.json, ledger_json(ledger))
+    if args.markdown or not args.json:
+        _write(args.markdown or "-", ledger_markdown(ledger).encode())
+    get_logger("ledger").info("ledger_done", checkpoints=len(ledger.lines), variants=len(ledger.variants),
+                              runs=len(ledger.runs), can_close=ledger.can_close, blockers=len(ledger.blockers))
+    return 0 if ledger.can_close else 1

@@ -1,0 +1,73 @@
+"""`aqbench publish RUN_DIR... --out DIR`: what may be posted, private details replaced and scanned.
+
+Exit 0 written and clean, 1 the final scan found private data (file and line listed), 2 bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+__all__ = ["register", "run"]
+
+_DEFAULT_CONFIG = "bench.toml"
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "publish",
+        help="write the result rows, ledger, commands and a paste-ready comment, with private details replaced",
+        description="Write into --out: comment.md (a Markdown comment ready to paste into the tracking issue), "
+        "rows.json (the result rows, folded from each run's events.jsonl), commands.md (the reproducible "
+        "commands) and, with --ledger, ledger.md and ledger.json. Paths become placeholders relative to named "
+        "roots (<run-dir>, <venv>, <checkout>, <bundle-dir>, <dataset>, <trtmc>, <home>, and [publish] roots); host and "
+        "user names become <host>/<user>; ports and temporary folders go; environment values outside "
+        "[publish] allowed_env become <env>; credentials become <redacted>. A final scan of every file written "
+        "refuses to finish if an absolute path, host name, user name, non-loopback IP or secret value remains. "
+        "Exit codes: 0 written and clean, 1 the scan found private data (each file:line listed; do not post), "
+        "2 bad input (no journal, unreadable inventory or bench.toml).",
+    )
+    p.add_argument("runs", nargs="+", metavar="RUN_DIR", help="run folders (qualify, run-aiperf, campaign)")
+    p.add_argument("--out", required=True, metavar="DIR", help="where to write what may be posted")
+    p.add_argument("--ledger", default="", metavar="INV.json",
+                   help="also write the group ledger of these runs against this inventory (aqbench inventory --json)")
+    p.add_argument("--config", default=None, metavar="PATH",
+                   help=f"bench.toml for [publish] roots, names and allowed_env (default: ./{_DEFAULT_CONFIG} if present)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from orchestrator.config import load_config
+    from orchestrator.ledger import build_ledger, load_inventory, read_run
+    from orchestrator.logs import get_logger
+    from orchestrator.publish.write import (
+        gather_facts,
+        render_publication,
+        write_publication,
+    )
+
+    config_path = args.config
+    if config_path is None and Path(_DEFAULT_CONFIG).is_file():
+        config_path = _DEFAULT_CONFIG
+    publish_cfg = load_config(config_path).publish if config_path else None
+    runs = [read_run(r) for r in args.runs]
+    inventory = load_inventory(args.ledger) if args.ledger else None
+    ledger = build_ledger(inventory, runs) if inventory is not None else None
+    facts = gather_facts(runs, publish_cfg, inventory)
+    result = write_publication(render_publication(runs, ledger), args.out, facts)
+    log = get_logger("publish")
+    if result.findings:
+        for finding in result.findings:
+            print(f"aqbench: private: {Path(args.out) / finding.file}:{finding.line}: {finding.kind}"
+                  + (f" ({finding.excerpt})" if finding.excerpt and finding.kind != "secret value" else ""),
+                  file=sys.stderr)
+        print(f"aqbench: error: {len(result.findings)} private details remain in {args.out}; do not post it. "
+              "Add the folders to [publish] roots or the names to [publish] names in bench.toml and run again.",
+              file=sys.stderr)
+        log.warning("publish_refused", findings=len(result.findings))
+        return 1
+    for path in result.files:
+        print(f"wrote {path}")
+    log.info("publish_done", files=len(result.files), runs=len(runs))
+    return 0

@@ -1,0 +1,126 @@
+"""Tests for `aqbench publish` without AIPerf: the placeholder rules, the final scan, and the command's
+exit codes over small qualify journals (the real runs are in tests/e2e/test_publish_runs.py)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+from test_ledger import inventory, qualify_journal, ref_row
+
+from orchestrator.commands import publish as publish_command
+from orchestrator.errors import UsageError
+from orchestrator.publish.private import PrivateFacts, Scrubber
+from orchestrator.publish.scan import scan_text
+from orchestrator.publish.secrets import REDACTED
+
+FACTS = PrivateFacts(
+    roots={"run-dir": ["/work/runs/q-1"], "venv": ["/work/venv"], "checkout": ["/work"], "home": ["/home/alice"]},
+    tmp=["/tmp"], hosts=["gpu-node-7"], users=["alice"], names=["project-x"], secret_values=["s3cr3t-value"],
+    allowed_env=["AIPERF_RECORD_EXPORT_BATCH_SIZE"],
+)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="aqbench")
+    publish_command.register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(argv)
+    return int(args.func(args))
+
+
+class TestScrubber:
+    def test_paths_go_to_the_most_specific_named_root(self) -> None:
+        """A path under the run folder inside the checkout is `<run-dir>`; the venv wins over the checkout."""
+        s = Scrubber(FACTS)
+        assert s.text("/work/runs/q-1/aiperf/x.json and /work/venv/bin/aiperf and /work/bench.toml") == \
+            "<run-dir>/aiperf/x.json and <venv>/bin/aiperf and <checkout>/bench.toml"
+        assert s.text("/work2/other") == "/work2/other", "a root matches whole path parts only"
+        assert s.text("tokenizer at /home/alice/.cache/tok") == "tokenizer at <home>/.cache/tok"
+
+    def test_temporary_folders_keep_only_their_last_part(self) -> None:
+        """`/tmp/pytest-of-alice/p0/mini` says nothing about the run but `mini`."""
+        assert Scrubber(FACTS).text("dataset /tmp/pytest-of-alice/p0/mini,") == "dataset <tmp>/mini,"
+
+    def test_names_addresses_ports_and_environment(self) -> None:
+        """Host, user and listed names, non-loopback IPs, loopback ports and non-allowed env values go."""
+        s = Scrubber(FACTS)
+        assert s.text("gpu-node-7 alice project-x 10.1.2.3 127.0.0.1:8123 http://localhost:9000/v1 --port 41265") \
+            == "<host> <user> <name> <ip> 127.0.0.1:<port> http://localhost:<port>/v1 --port <port>"
+        assert s.text("AIPERF_RECORD_EXPORT_BATCH_SIZE=1 TMPDIR=/tmp/aq-1 CUDA_VISIBLE_DEVICES=0 aiperf") == \
+            "AIPERF_RECORD_EXPORT_BATCH_SIZE=1 TMPDIR=<env> CUDA_VISIBLE_DEVICES=<env> aiperf"
+        assert s.text("version 1.2.3 and 0.13.0") == "version 1.2.3 and 0.13.0"
+
+    def test_data_scrubs_env_maps_ports_and_secret_keys(self) -> None:
+        """In JSON data an `env` mapping keeps allowed values only and `port` numbers go."""
+        s = Scrubber(FACTS)
+        data = {"env": {"AIPERF_RECORD_EXPORT_BATCH_SIZE": "1", "HOME": "/home/alice"}, "port": 8000,
+                "api_key": "abc123456", "argv": ["srv", "--token", "t0k3n-value", "/work/venv/bin/python"]}
+        assert s.data(data) == {"env": {"AIPERF_RECORD_EXPORT_BATCH_SIZE": "1", "HOME": "<env>"}, "port": "<port>",
+                                "api_key": REDACTED, "argv": ["srv", "--token", REDACTED, "<venv>/bin/python"]}
+
+
+class TestScan:
+    def test_each_kind_is_found_by_line(self) -> None:
+        """Absolute paths, host, user and listed names, private IPs and secrets are found; routes are not."""
+        text = "\n".join(["ok /v1/chat/completions <run-dir>/x", "/srv/share/a.wav", "on gpu-node-7", "by alice",
+                          "for project-x", "at 192.168.0.9 (127.0.0.1 is fine)", "s3cr3t-value",
+                          "HF_TOKEN=abcdef123", f"HF_TOKEN={REDACTED}", "Authorization: Basic dXNlcjpwYXNz"])
+        found = [(f.line, f.kind) for f in scan_text(text, FACTS, file="c.md")]
+        assert found == [(2, "absolute path"), (3, "host name"), (4, "user name"), (5, "private name"),
+                         (6, "IP address"), (7, "secret value"), (8, "secret value"), (10, "secret value")]
+
+    def test_scrubbed_text_scans_clean(self) -> None:
+        """What the Scrubber writes, the scan accepts."""
+        text = "/work/runs/q-1/x gpu-node-7 alice 10.0.0.1 s3cr3t-value HF_TOKEN=abcdef123 /tmp/a/b"
+        assert scan_text(Scrubber(FACTS).text(text), FACTS) == []
+
+
+class TestCommand:
+    def test_clean_runs_publish_and_exit_0(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """Two small qualify journals with the ledger: every file written, and the comment carries the rows."""
+        inv = inventory(tmp_path, configure_aqa=False)
+        runs = [qualify_journal(tmp_path / "runs" / "q1", 100, [ref_row(reason="")])]
+        assert main(["publish", *map(str, runs), "--ledger", str(inv), "--out", str(tmp_path / "pub")]) == 0
+        comment = (tmp_path / "pub" / "comment.md").read_text()
+        assert "| reference-audioqa | reference-cascade-cpu-int8 | aqbench/reference-cascade |" in comment
+        assert "**Group ledger: can close** (11 of 11 checkpoints final; 4 variants apart)." in comment
+        assert f"wrote {tmp_path / 'pub' / 'comment.md'}" in capsys.readouterr().out
+
+    def test_private_path_left_in_the_inventory_refuses_with_exit_1(self, tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+        """A folder outside every named root makes the scan refuse, naming the file and line; naming the
+        folder in [publish] roots makes it a placeholder."""
+        inv = inventory(tmp_path, configure_aqa=False)
+        data = json.loads(inv.read_text())
+        data["rows"][0]["gap"] += "; notes in /srv/team-share/notes.txt"
+        inv.write_text(json.dumps(data))
+        run = qualify_journal(tmp_path / "runs" / "q1", 100, [ref_row()])
+        assert main(["publish", str(run), "--ledger", str(inv), "--out", str(tmp_path / "pub")]) == 1
+        err = capsys.readouterr().err
+        md_line = next(i for i, ln in enumerate((tmp_path / "pub" / "ledger.md").read_text().splitlines(), 1)
+                       if "/srv/team-share" in ln)
+        assert f"ledger.md:{md_line}: absolute path (/srv/team-share/notes.txt)" in err
+        assert "do not post it. Add the folders to [publish] roots" in err
+        bench = tmp_path / "publish.toml"
+        bench.write_text('[[models]]\nname = "m"\nfamily = "f"\ncheckpoint = "c"\n[models.correctness]\n'
+                         'min_pass_rate = 1.0\n[publish]\nroots = {share = "/srv/team-share"}\n')
+        assert main(["publish", str(run), "--ledger", str(inv), "--config", str(bench),
+                     "--out", str(tmp_path / "pub2")]) == 0
+        assert "notes in <share>/notes.txt" in (tmp_path / "pub2" / "ledger.md").read_text()
+
+    def test_a_folder_without_a_journal_is_a_usage_error(self, tmp_path: Path) -> None:
+        """publish on a folder that is not a run exits 2 with what it expected."""
+        with pytest.raises(UsageError, match="no run journal here; pass a run folder") as info:
+            main(["publish", str(tmp_path), "--out", str(tmp_path / "pub")])
+        assert info.value.exit_code == 2
+
+    def test_help_states_the_exit_codes(self) -> None:
+        """`aqbench publish --help` names what 0, 1 and 2 mean."""
+        parser = argparse.ArgumentParser(prog="aqbench")
+        sub = parser.add_subparsers(dest="command")
+        publish_command.register(sub)
+        text = " ".join(sub.choices["publish"].format_help().split())
+        assert ("Exit codes: 0 written and clean, 1 the scan found private data (each file:line listed; do not "
+                "post), 2 bad input") in text
