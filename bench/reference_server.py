@@ -98,7 +98,7 @@ def main() -> int:
             for conc in (1, 4):
                 prefix = f"{set_name}-c{conc}-"
 
-                def one(i: int) -> None:
+                def one(i: int, bodies: list[bytes] = bodies, prefix: str = prefix) -> None:
                     req = urllib.request.Request(url, data=bodies[i % len(bodies)], headers={
                         "Content-Type": "application/json", "X-Request-ID": f"{prefix}{i}"})
                     while True:

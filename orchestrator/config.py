@@ -356,7 +356,8 @@ def _check_paths(cfg: Config, *, where: str, given: dict[str, Any]) -> None:
 
 def config_to_dict(cfg: Config) -> dict[str, Any]:
     """The resolved configuration as plain data (for `config check` and RunStarted)."""
-    return msgspec.to_builtins(cfg)
+    out: dict[str, Any] = msgspec.to_builtins(cfg)
+    return out
 
 
 _DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")

@@ -410,7 +410,7 @@ def prepare_arms(dataset: Dataset, arms: Iterable[str], work_dir: str | Path) ->
                 if wire not in silences:
                     _write_wav(wire, np.zeros((item.frames, item.channels), dtype=np.int16), item.sample_rate_hz)
                     silences.add(wire)
-            out.append(ArmRequest(key=key, item_id=item.id, arm=arm, text=item.question, audio_path=str(wire),
+            out.append(ArmRequest(key=key, item_id=item.id, arm="audio" if arm == "audio" else "silence", text=item.question, audio_path=str(wire),
                                   source_format=item.container, wire_format=wire.suffix.lstrip("."),
                                   audio_seconds=item.frames / item.sample_rate_hz,
                                   audio_bytes=wire.stat().st_size))

@@ -23,7 +23,8 @@ from orchestrator.publish.secrets import Redactor, is_secret_name
 __all__ = ["JournalWriter", "iter_journal", "read_journal", "TornLine", "encode_event", "decode_event"]
 
 _encoder = msgspec.json.Encoder()
-_decoder = msgspec.json.Decoder(AnyEvent)
+_ANY_EVENT: Any = AnyEvent  # the runtime tagged union (the type checker sees the Event base)
+_decoder = msgspec.json.Decoder(_ANY_EVENT)
 _generic = msgspec.json.Decoder()
 _SYNC_KINDS = (RunStarted, PhaseStarted, PhaseFinished, RunFinished)
 
@@ -35,7 +36,8 @@ def encode_event(event: AnyEvent) -> bytes:
 
 def decode_event(line: bytes | str) -> AnyEvent:
     """Decode one journal line; raises msgspec.DecodeError / ValidationError."""
-    return _decoder.decode(line)
+    event: AnyEvent = _decoder.decode(line)
+    return event
 
 
 class JournalWriter:
@@ -83,14 +85,14 @@ class JournalWriter:
                 if sync:
                     await anyio.to_thread.run_sync(os.fsync, fh.fileno())
         finally:
-            with anyio.CancelScope(shield=True):
-                _drain_into(sub, fh, self._clean)
-                try:
-                    fh.flush()
-                    os.fsync(fh.fileno())
-                finally:
-                    fh.close()
-                    sub.close()
+            # Synchronous on purpose: nothing here awaits, so a cancellation cannot cut the drain short.
+            _drain_into(sub, fh, self._clean)
+            try:
+                fh.flush()
+                os.fsync(fh.fileno())
+            finally:
+                fh.close()
+                sub.close()
 
 
 def _drain_into(sub: object, fh: BinaryIO, clean: Callable[[AnyEvent], AnyEvent]) -> None:
@@ -132,7 +134,7 @@ def iter_journal(
     except OSError as exc:
         raise JournalError(f"{p}: cannot open journal: {exc.strerror}") from None
     with fh:
-        decode = _decoder.decode
+        decode: Callable[[bytes], AnyEvent] = _decoder.decode
         order = _SeqOrder(p)
         pending: tuple[int, bytes] | None = None
         lineno = 0
@@ -194,7 +196,8 @@ def _upgrader(p: Path, version: int) -> Callable[[bytes], AnyEvent]:
                 for key in ("mismatches", "identity_mismatches"):
                     if isinstance(detail.get(key), list):
                         detail[key] = [_v1_mismatch(e) for e in detail[key]]
-        return msgspec.convert(obj, AnyEvent)  # type: ignore[arg-type]
+        event: AnyEvent = msgspec.convert(obj, _ANY_EVENT)
+        return event
 
     return decode_v1
 

@@ -34,7 +34,7 @@ def _redact(logger: Any, method: str, event_dict: MutableMapping[str, Any]) -> M
     return clean if isinstance(clean, dict) else event_dict
 
 
-def _tee(logger: Any, method: str, event_dict: dict[str, Any]) -> Any:
+def _tee(logger: Any, method: str, event_dict: MutableMapping[str, Any]) -> Any:
     """Write every entry as a JSON line to the run log (if one is attached), then render for stderr
     when it is at or above the stderr level."""
     if _run_log is not None:

@@ -150,7 +150,8 @@ async def _warn_timed_out(sink: EventSink | None, code: str, message: str, detai
     if sink is None:
         return
     with anyio.CancelScope(shield=True), anyio.move_on_after(_WARN_TIMEOUT_S):
-        await sink.publish(Warned(source="supervisor", code=code, message=message, detail=detail))
+        await sink.publish(Warned(source="supervisor", code=code, message=message,
+                                  detail=NoticeContext(pid=detail.get("pid"), incarnation=detail.get("incarnation"))))
 
 
 class _SafeSink:
@@ -191,7 +192,7 @@ class _RestartBudget:
         if len(self._times) >= r.max_restarts:
             return None
         self._times.append(now)
-        return min(r.backoff_max_s, r.backoff_s * 2 ** (len(self._times) - 1))
+        return float(min(r.backoff_max_s, r.backoff_s * 2 ** (len(self._times) - 1)))
 
     def describe(self) -> str:
         r = self._cfg

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 __all__ = ["parse_timestamp", "leading_timestamp"]
 
@@ -43,7 +43,7 @@ def parse_timestamp(value: object) -> int | None:
     except ValueError:
         return None
     if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
+        dt = dt.replace(tzinfo=UTC)
     return int(dt.timestamp()) * 1_000_000_000 + nanos
 
 

@@ -173,7 +173,7 @@ class ManagedProcess:
             self._signal_group(sig)
             with anyio.move_on_after(grace_s):
                 await self.wait()
-                while self._group_alive():
+                while self._group_alive():  # noqa: ASYNC110 - the group's members are other processes: no event to wait on
                     await anyio.sleep(_GROUP_POLL_S)
         forced = self.returncode is None or self._group_alive()
         if forced:
@@ -182,7 +182,7 @@ class ManagedProcess:
             # still show as running for a moment, so "stopped" means the whole group is gone, not only the leader.
             with anyio.move_on_after(_REAP_TIMEOUT_S):
                 await self.wait()
-                while self._group_alive():
+                while self._group_alive():  # noqa: ASYNC110 - the group's members are other processes: no event to wait on
                     await anyio.sleep(_GROUP_POLL_S)
         return StopResult(returncode=self.returncode, forced=forced, waited_s=time.monotonic() - started)
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 __all__ = ["register"]
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("config", help="inspect the configuration")
     csub = p.add_subparsers(dest="config_command", metavar="ACTION", required=True)
     check = csub.add_parser("check", help="validate bench.toml and print it resolved (paths absolute)")
@@ -40,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_toml(data: dict, prefix: str = "") -> None:
+def _print_toml(data: dict[str, Any], prefix: str = "") -> None:
     import json
 
     scalars = {k: v for k, v in data.items() if not isinstance(v, dict | list) or

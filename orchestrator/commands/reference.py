@@ -10,7 +10,7 @@ from pathlib import Path
 __all__ = ["register", "run_answer", "run_worker"]
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("reference", help="call the reference engine in-process (no HTTP)")
     rsub = p.add_subparsers(dest="reference_command", metavar="ACTION", required=True)
     a = rsub.add_parser("answer", help="answer one question about one audio file; prints JSON")

@@ -9,7 +9,7 @@ from pathlib import Path
 __all__ = ["register", "run"]
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "report",
         help="rebuild a run's reports from its events.jsonl",

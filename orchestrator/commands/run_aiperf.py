@@ -18,7 +18,7 @@ from anyio.abc import TaskStatus
 __all__ = ["register", "run"]
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("run-aiperf", help="run one AIPerf phase against the configured server, with accounting",
                        description="Start the configured server, run one AIPerf phase over the dataset's arms with "
                        "live correlation and accounting, and write runs/<id>/report.{json,md,html}. Exit 0 when "

@@ -7,7 +7,7 @@ import argparse
 __all__ = ["register", "run"]
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from adapters.reference.serve import add_server_arguments
 
     p = sub.add_parser("serve-reference", help="run the embedded reference audio-QA server",

@@ -8,7 +8,7 @@ import sys
 __all__ = ["register"]
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("soak", help="long-running load with drift, leak, error-rate and restart verdicts",
                        description="Runs one supervised server under consecutive AIPerf windows (each its own folder "
                        "under runs/<id>/windows/), journals per-window aggregates and verdicts at every checkpoint, "

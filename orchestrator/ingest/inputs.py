@@ -51,7 +51,7 @@ def expand_inputs(specs: Iterable[str], *, known_name: Callable[[str], bool], al
 def _open(path: str) -> BinaryIO:
     if path == "-":
         return sys.stdin.buffer
-    fh = open(path, "rb")  # noqa: SIM115 - returned to the caller, who closes it
+    fh = open(path, "rb")
     magic = fh.read(4)
     fh.seek(0)
     if magic[:2] == b"\x1f\x8b":
@@ -59,7 +59,7 @@ def _open(path: str) -> BinaryIO:
     if magic == b"\x28\xb5\x2f\xfd":
         import zstandard
 
-        return zstandard.ZstdDecompressor().stream_reader(fh, closefd=True)  # type: ignore[return-value]
+        return zstandard.ZstdDecompressor().stream_reader(fh, closefd=True)
     return fh
 
 

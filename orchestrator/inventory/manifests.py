@@ -222,10 +222,10 @@ def parse_manifest(doc: ManifestDocument) -> Profile:
         p.precision = value.lower()
         p.note("precision", "precision", value)
     for key in _CACHE_FIELDS:
-        value = data.get(key)
-        if isinstance(value, int) and not isinstance(value, bool):
-            p.cache_length = value
-            p.note("cache_length", key, value)
+        cache = data.get(key)
+        if isinstance(cache, int) and not isinstance(cache, bool):
+            p.cache_length = cache
+            p.note("cache_length", key, cache)
             break
     parallel = [(k, k, v) for k, v in data.items()] + list(_nested(data.get("build_args"), "build_args",
                                                                      _NESTED_DEPTH))

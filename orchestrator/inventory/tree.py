@@ -130,7 +130,7 @@ def _read_rev(root: Path, rev: str) -> tuple[list[ManifestDocument], TreeSource]
     # without one process per manifest (a TRTMC checkout has hundreds).
     blobs = _cat_files(root, commit, [p for p, _ in wanted])
     docs = [ManifestDocument(path=path, layout=layout, family_dir=family, data=data)  # type: ignore[arg-type]
-            for (path, (layout, family)), data in zip(wanted, blobs)]
+            for (path, (layout, family)), data in zip(wanted, blobs, strict=True)]
     return docs, TreeSource(root=str(root), rev=rev, commit=commit, read_via="git")
 
 
@@ -170,7 +170,7 @@ def read_task_sources(source: TreeSource) -> list[SourceDocument]:
             if family and size.isdigit() and int(size) <= _MAX_SOURCE_BYTES:
                 wanted.append((path, family))
         blobs = _cat_files(root, source.commit, [p for p, _ in wanted])
-        return [SourceDocument(path=p, family_dir=f, data=d) for (p, f), d in zip(wanted, blobs)]
+        return [SourceDocument(path=p, family_dir=f, data=d) for (p, f), d in zip(wanted, blobs, strict=True)]
     out: list[SourceDocument] = []
     families = root / "families"
     for file in sorted(families.rglob("*")) if families.is_dir() else []:
@@ -218,7 +218,7 @@ def read_code_sources(source: TreeSource) -> CodeSources:
             except OSError:
                 continue  # an unreadable source only costs a citation
             found.append((rel, *kind))
-    docs = [(kind, SourceDocument(path=p, family_dir=fam, data=d)) for (p, kind, fam), d in zip(found, blobs)]
+    docs = [(kind, SourceDocument(path=p, family_dir=fam, data=d)) for (p, kind, fam), d in zip(found, blobs, strict=True)]
     matrix = next((d for kind, d in docs if kind == "matrix"), None)
     return CodeSources(precision_defaults=[d for kind, d in docs if kind == "precision"],
                        family_code=[d for kind, d in docs if kind == "family"], support_matrix=matrix)

@@ -23,7 +23,7 @@ from typing import Literal
 import msgspec
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.stats import norm  # type: ignore[import-untyped]
+from scipy.stats import norm
 
 from orchestrator.judge.noninferiority import PairedCounts
 from orchestrator.judge.tango import score_bounds

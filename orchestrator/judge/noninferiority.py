@@ -23,7 +23,7 @@ from typing import Literal
 import msgspec
 import numpy as np
 from numpy.typing import NDArray
-from scipy.stats import t as student_t  # type: ignore[import-untyped]
+from scipy.stats import t as student_t
 
 from orchestrator.judge.outcome import FAIL, INCONCLUSIVE, PASS
 from orchestrator.judge.tango import (

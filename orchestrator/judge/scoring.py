@@ -90,7 +90,7 @@ def _read_number(words: list[str], i: int) -> tuple[int, int]:
         w = words[j]
         if w in ("a", "an") and last == "" and j + 1 < len(words) and words[j + 1] in ("hundred", "thousand"):
             current, last = 1, "unit"  # "a hundred" is 100
-        elif w in _UNITS and (last in ("", "hundred", "thousand", "and") or last == "tens" and 0 < _UNITS[w] < 10):
+        elif w in _UNITS and (last in ("", "hundred", "thousand", "and") or (last == "tens" and 0 < _UNITS[w] < 10)):
             current += _UNITS[w]
             last = "unit"
         elif w in _TENS and last in ("", "hundred", "thousand", "and"):

@@ -18,8 +18,8 @@ from collections.abc import Callable
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.optimize import brentq  # type: ignore[import-untyped]
-from scipy.special import gammaln, xlogy  # type: ignore[import-untyped]
+from scipy.optimize import brentq
+from scipy.special import gammaln, xlogy
 
 __all__ = [
     "CUTOFFS",

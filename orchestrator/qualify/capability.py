@@ -7,6 +7,7 @@ CapabilityProbed-shaped verdict with the evidence that decided it.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import msgspec
 
@@ -45,7 +46,7 @@ class CheckResult(msgspec.Struct, frozen=True, kw_only=True):
     check: str
     passed: bool
     reason: str
-    evidence: dict = {}
+    evidence: dict[str, Any] = {}
 
 
 def judge_transport(with_audio_status: int, with_audio_body: str, text_status: int, text_body: str,

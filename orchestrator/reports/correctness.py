@@ -31,10 +31,10 @@ def _diff(a: float | None, b: float | None) -> float | None:
     return a - b if a is not None and b is not None else None
 
 
-def path_correctness(cells: dict[str, Cells], load: dict[tuple[str, str], Counter[str]]) -> dict[str, PathCorrectness]:
+def path_correctness(by_path: dict[str, Cells], load: dict[tuple[str, str], Counter[str]]) -> dict[str, PathCorrectness]:
     """Pass rates per path by arm and by kind, with the audio lift; `load` is the AIPerf path's tally."""
     out: dict[str, PathCorrectness] = {}
-    for path, cells in cells.items():
+    for path, cells in by_path.items():
         by_arm: dict[str, Counter[str]] = {}
         by_kind: dict[str, dict[str, Counter[str]]] = {}
         for (_item, arm), (verdict, _a, _g, kind) in cells.items():
@@ -47,15 +47,15 @@ def path_correctness(cells: dict[str, Cells], load: dict[tuple[str, str], Counte
             audio_lift=audio_lift(cells),
         )
     if load:
-        by_arm = {}
-        by_kind = {}
+        load_by_arm: dict[str, Counter[str]] = {}
+        load_by_kind: dict[str, dict[str, Counter[str]]] = {}
         for (kind, arm), c in load.items():
-            by_arm.setdefault(arm, Counter()).update(c)
-            by_kind.setdefault(kind, {}).setdefault(arm, Counter()).update(c)
+            load_by_arm.setdefault(arm, Counter()).update(c)
+            load_by_kind.setdefault(kind, {}).setdefault(arm, Counter()).update(c)
         out["aiperf"] = PathCorrectness(
             path="aiperf",
-            by_arm={a: pass_rate(c) for a, c in sorted(by_arm.items())},
-            by_kind={k: {a: pass_rate(c) for a, c in sorted(arms.items())} for k, arms in sorted(by_kind.items())},
+            by_arm={a: pass_rate(c) for a, c in sorted(load_by_arm.items())},
+            by_kind={k: {a: pass_rate(c) for a, c in sorted(arms.items())} for k, arms in sorted(load_by_kind.items())},
         )
     return out
 

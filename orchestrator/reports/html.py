@@ -179,13 +179,13 @@ def _failure(r: ModelRow) -> str:
                    f"with {_e(how)}.</p>")
         if e.output_tail:
             out.append(_pre("\n".join(e.output_tail)))
-    c = r.counts
-    if c.profiling.errors or c.warmup.errors:
+    counts = r.counts
+    if counts.profiling.errors or counts.warmup.errors:
         out.append(_table(["Phase", "Issued", "OK", "Errors", "By cause"],
                           [[n, pc.issued, pc.ok, pc.errors, _causes(pc)]
-                           for n, pc in (("warmup", c.warmup), ("profiling", c.profiling)) if pc.issued], {1, 2, 3}))
-    if c.accounting_problems:
-        out.append(f"<p>Accounting problems: {_e('; '.join(c.accounting_problems))}</p>")
+                           for n, pc in (("warmup", counts.warmup), ("profiling", counts.profiling)) if pc.issued], {1, 2, 3}))
+    if counts.accounting_problems:
+        out.append(f"<p>Accounting problems: {_e('; '.join(counts.accounting_problems))}</p>")
     for label, mm in (("Native/HTTP", r.identity.mismatches), ("Under load", r.load_identity_mismatches)):
         if mm:
             out.append(f"<p>{label} identity mismatches:</p>" + _table(

@@ -213,13 +213,13 @@ def _failure(row: ModelRow) -> list[str]:
         out += [f"Server incarnation {e.incarnation} (pid {e.pid}) exited during {e.during} with {how}.", ""]
         if e.output_tail:
             out += _code("\n".join(e.output_tail))
-    c = row.counts
-    if c.profiling.errors or c.warmup.errors:
+    counts = row.counts
+    if counts.profiling.errors or counts.warmup.errors:
         out += _table(["Phase", "Issued", "OK", "Errors", "By cause"],
                       [[name, pc.issued, pc.ok, pc.errors, _causes(pc)]
-                       for name, pc in (("warmup", c.warmup), ("profiling", c.profiling)) if pc.issued])
-    if c.accounting_problems:
-        out += ["Accounting problems: " + "; ".join(c.accounting_problems), ""]
+                       for name, pc in (("warmup", counts.warmup), ("profiling", counts.profiling)) if pc.issued])
+    if counts.accounting_problems:
+        out += ["Accounting problems: " + "; ".join(counts.accounting_problems), ""]
     for label, mismatches in (("Native/HTTP", row.identity.mismatches), ("Under load", row.load_identity_mismatches)):
         if mismatches:
             out += [f"{label} identity mismatches:", ""]

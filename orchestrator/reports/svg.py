@@ -6,7 +6,7 @@ Each function returns one `<svg>` element as text, tagged with `data-chart` so t
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from html import escape
 
 __all__ = ["scatter_chart", "line_chart", "histogram_chart", "grid_chart", "COLORS", "VERDICT_COLORS"]
@@ -145,7 +145,7 @@ def line_chart(chart: str, title: str, series: Sequence[tuple[str, Sequence[tupl
     return _svg(chart, title, body)
 
 
-def histogram_chart(chart: str, title: str, edges: Sequence[float], counts: dict[str, Sequence[int]],
+def histogram_chart(chart: str, title: str, edges: Sequence[float], counts: Mapping[str, Sequence[int]],
                     *, x_label: str) -> str:
     """Step outlines of each series' bin counts over shared bins (log x when the bins are log-spaced)."""
     if not edges or not counts:

@@ -87,7 +87,7 @@ class WindowTally:
     name: str
     model: str
     phases: dict[str, PhaseTally] = field(default_factory=dict)
-    values: dict[str, array] = field(default_factory=lambda: {f: array("d") for f in TIMING_FIELDS})
+    values: dict[str, array[float]] = field(default_factory=lambda: {f: array("d") for f in TIMING_FIELDS})
     scopes: Counter[str] = field(default_factory=Counter)
     first_start: int | None = None
     last_end: int | None = None
@@ -186,7 +186,7 @@ class WindowTally:
         )
 
 
-def histogram(series: dict[str, array]) -> Histogram:
+def histogram(series: dict[str, array[float]]) -> Histogram:
     """Shared bins over every series: log-spaced when the range spans more than 4x, else linear."""
     present = {k: np.frombuffer(v, dtype=np.float64) for k, v in series.items() if len(v)}
     if not present:

@@ -9,9 +9,9 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 REPO = Path(__file__).resolve().parents[2]
 DATASET = REPO / "datasets" / "audioqa-v1"

@@ -71,7 +71,7 @@ class TestRunAiperf:
         files then still to be judged); also when the deadline stopped the process."""
         for mode, kw in (("ok", {}), ("slow_sigint", {"deadline_s": 0.6, "stop_grace_s": 5})):
             calls: list[int] = []
-            outcome, _ = await _run(_cmd(tmp_path / mode, mode), on_exit=lambda: calls.append(1), **kw)
+            outcome, _ = await _run(_cmd(tmp_path / mode, mode), on_exit=lambda calls=calls: calls.append(1), **kw)
             assert calls == [1], mode
             assert outcome.returncode is not None
 

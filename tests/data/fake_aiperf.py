@@ -44,9 +44,9 @@ def main() -> int:
     if mode == "fail":
         print("12:00:00.001 ERROR    bad flag --nope", flush=True)
         return 1
-    export = open(art / "profile_export.jsonl", "w")  # noqa: SIM115
+    export = open(art / "profile_export.jsonl", "w")
     tap_dir = os.environ.get("AQBENCH_TAP_DIR")
-    tap = open(Path(tap_dir) / f"tap-{os.getpid()}-rp.jsonl", "a") if tap_dir else None  # noqa: SIM115
+    tap = open(Path(tap_dir) / f"tap-{os.getpid()}-rp.jsonl", "a") if tap_dir else None
     stop = {"flag": False}
     if mode == "slow_sigint":
         signal.signal(signal.SIGINT, lambda *_: stop.update(flag=True))

@@ -46,7 +46,7 @@ class TestJournalReplay:
         a = qualify_journal().events[:20]
         b = [msgspec.structs.replace(e, run_id="other-run") for e in a]
         path = tmp_path / "events.jsonl"
-        path.write_bytes(b"".join(encode_event(e) + b"\n" for pair in zip(a, b) for e in pair))
+        path.write_bytes(b"".join(encode_event(e) + b"\n" for pair in zip(a, b, strict=True) for e in pair))
         events, _ = read_journal(path)
         assert len(events) == 40
 

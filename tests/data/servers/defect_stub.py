@@ -72,7 +72,7 @@ def serve(args: argparse.Namespace) -> None:
 
     engine = Engine(workers=1)
     defect = _defect(args.defect, args.model_name)
-    records = open(args.records, "a") if args.records else None  # noqa: SIM115 - open for the server's life
+    records = open(args.records, "a") if args.records else None
 
     def record(rid: str, status: int, t0: float, start_ns: int, tokens: int) -> None:
         if records is None:
