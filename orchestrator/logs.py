@@ -1,4 +1,5 @@
-"""structlog configuration, done once: console or JSON on stderr, JSON lines to the run's aqbench.log.
+"""structlog configuration, done once, through the standard library's logging: console or JSON on stderr,
+JSON lines to the run's aqbench.log (a logging.FileHandler attached for the run's duration).
 
 Logs narrate; facts are events. Never compute a result from a log line.
 """
@@ -9,7 +10,7 @@ import logging
 import sys
 from collections.abc import Mapping, MutableMapping
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import msgspec
 import structlog
@@ -19,12 +20,11 @@ from orchestrator.publish.secrets import Redactor
 __all__ = ["configure_logging", "attach_run_log", "detach_run_log", "get_logger"]
 
 _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
+_ROOT = "aqbench"  # every logger of ours is a child of this one; the handlers hang here
 _encoder = msgspec.json.Encoder()
-_run_log: BinaryIO | None = None
-_stderr_renderer: Any = None
-_stderr_level = logging.INFO
 _redactor = Redactor.from_environ()
-_json_renderer = structlog.processors.JSONRenderer(serializer=lambda obj, **_: _encoder.encode(obj).decode())
+_run_handler: logging.Handler | None = None
+_stderr_handler: logging.Handler | None = None
 
 
 def _redact(logger: Any, method: str, event_dict: MutableMapping[str, Any]) -> Mapping[str, Any]:
@@ -34,61 +34,91 @@ def _redact(logger: Any, method: str, event_dict: MutableMapping[str, Any]) -> M
     return clean if isinstance(clean, dict) else event_dict
 
 
-def _tee(logger: Any, method: str, event_dict: MutableMapping[str, Any]) -> Any:
-    """Write every entry as a JSON line to the run log (if one is attached), then render for stderr
-    when it is at or above the stderr level."""
-    if _run_log is not None:
-        _run_log.write(_encoder.encode(event_dict) + b"\n")
-        _run_log.flush()
-    if _LEVELS.get(event_dict.get("level", "info"), logging.INFO) < _stderr_level:
-        raise structlog.DropEvent
-    return _stderr_renderer(logger, method, event_dict)
+def _json(**_: Any) -> structlog.processors.JSONRenderer:
+    return structlog.processors.JSONRenderer(serializer=lambda obj, **__: _encoder.encode(obj).decode())
+
+
+def _formatter(renderer: Any) -> structlog.stdlib.ProcessorFormatter:
+    # Records from plain logging (libraries) get the same level and time stamp as ours.
+    foreign: list[Any] = [structlog.stdlib.add_log_level, structlog.processors.TimeStamper(fmt="iso", utc=True)]
+    return structlog.stdlib.ProcessorFormatter(
+        foreign_pre_chain=foreign,
+        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
+    )
 
 
 def configure_logging(*, fmt: str | None = None, level: str = "info") -> None:
-    """Configure structlog for this process. `fmt` None: console on a terminal, JSON otherwise.
+    """Configure logging for this process. `fmt` None: console on a terminal, JSON otherwise.
 
     `level` is what stderr shows; the run's aqbench.log keeps info and above whatever it is, so a
     quiet console (`--log-level warning`) never thins the log that `aqbench ingest` reads later."""
-    global _stderr_renderer, _stderr_level, _redactor
+    global _redactor, _stderr_handler
     _redactor = Redactor.from_environ()
-    _stderr_level = _LEVELS.get(level, logging.INFO)
     if fmt is None:
         fmt = "console" if sys.stderr.isatty() else "json"
-    _stderr_renderer = (
-        structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty()) if fmt == "console" else _json_renderer
-    )
+    renderer = structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty()) if fmt == "console" else _json()
+    root = logging.getLogger(_ROOT)
+    if _stderr_handler is not None:
+        root.removeHandler(_stderr_handler)
+    # The stream is looked up at each write, so a test's or caller's replaced sys.stderr is honoured.
+    _stderr_handler = _StderrHandler()
+    _stderr_handler.setLevel(_LEVELS.get(level, logging.INFO))
+    _stderr_handler.setFormatter(_formatter(renderer))
+    root.addHandler(_stderr_handler)
+    root.setLevel(min(_stderr_handler.level, logging.INFO))
+    root.propagate = False
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
-            structlog.processors.add_log_level,
+            structlog.stdlib.filter_by_level,
+            structlog.stdlib.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             structlog.processors.format_exc_info,
             _redact,
-            _tee,
+            structlog.stdlib.ProcessorFormatter.wrap_for_formatter,
         ],
-        wrapper_class=structlog.make_filtering_bound_logger(min(_stderr_level, logging.INFO)),
-        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+        logger_factory=structlog.stdlib.LoggerFactory(),
+        wrapper_class=structlog.stdlib.BoundLogger,
         cache_logger_on_first_use=False,
     )
 
 
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """A StreamHandler on whatever sys.stderr is at the time of the write."""
+
+    @property
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: Any) -> None:
+        pass
+
+
 def attach_run_log(path: Path) -> None:
-    """Also write every log entry as JSON to `path` (the run's aqbench.log) until detached."""
-    global _run_log
+    """Also write every log entry (info and above, or debug too at --log-level debug) as JSON to `path`,
+    the run's aqbench.log, until detached."""
+    global _run_handler
     detach_run_log()
-    if _stderr_renderer is None:
+    if _stderr_handler is None:
         configure_logging()
     path.parent.mkdir(parents=True, exist_ok=True)
-    _run_log = path.open("ab")
+    handler = logging.FileHandler(path, mode="a", encoding="utf-8")
+    # Info and above always; debug too when stderr shows debug.
+    handler.setLevel(min(_stderr_handler.level if _stderr_handler is not None else logging.INFO, logging.INFO))
+    handler.setFormatter(_formatter(_json()))
+    logging.getLogger(_ROOT).addHandler(handler)
+    _run_handler = handler
 
 
 def detach_run_log() -> None:
-    global _run_log
-    if _run_log is not None:
-        _run_log.close()
-        _run_log = None
+    global _run_handler
+    if _run_handler is not None:
+        logging.getLogger(_ROOT).removeHandler(_run_handler)
+        _run_handler.close()
+        _run_handler = None
 
 
-def get_logger(name: str = "aqbench") -> Any:
-    return structlog.get_logger(name)
+def get_logger(name: str = _ROOT) -> Any:
+    """A structlog logger under the `aqbench` logging hierarchy (`aqbench.qualify`, ...)."""
+    return structlog.get_logger(name if name == _ROOT or name.startswith(_ROOT + ".") else f"{_ROOT}.{name}")

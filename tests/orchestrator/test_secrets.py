@@ -99,7 +99,7 @@ async def test_planted_secrets_never_reach_journal_log_or_reports(tmp_path: Path
             assert secret not in text, f"{secret} in {name}"
     events, _ = read_journal(journal)
     started = next(e for e in events if isinstance(e, RunStarted))
-    assert started.config["server"]["env"] == {"HF_TOKEN": REDACTED}
+    assert started.config is not None and started.config.server.env == {"HF_TOKEN": REDACTED}
     spawned = next(e for e in events if isinstance(e, ServerSpawned))
     assert spawned.argv == ["python", "-m", "srv", "--api-key", REDACTED, "--header", f"Authorization: Bearer {REDACTED}"]
     assert build_report(journal).rows[0].server.argv == spawned.argv
