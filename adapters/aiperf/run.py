@@ -24,6 +24,7 @@ from adapters.aiperf.artifacts import Classification, judge_artifacts, wait_arti
 from adapters.aiperf.command import SHORT_TMP_PREFIX, AiperfCommand
 from adapters.aiperf.install import AiperfInstall
 from adapters.aiperf.records import RecordParseError, parse_export_line, parse_tap_line
+from adapters.server.group import signal_group, stop_group
 from adapters.tail import LineFollower
 from orchestrator.errors import ClientError
 from orchestrator.events import AiperfExited, AiperfStarted, ClientRecord, LogLine, Warned
@@ -136,22 +137,9 @@ def _own_reason(tail: list[str]) -> str:
     return " | ".join(said[-3:])
 
 
-def _signal_group(pid: int, sig: signal.Signals) -> None:
-    try:
-        os.killpg(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
 async def _stop(proc: Process, grace_s: float) -> None:
     """SIGINT the group (AIPerf then writes what it has), SIGKILL after `grace_s`, reap."""
-    if proc.returncode is None:
-        _signal_group(proc.pid, signal.SIGINT)
-        with anyio.move_on_after(grace_s):
-            await proc.wait()
-    if proc.returncode is None:
-        _signal_group(proc.pid, signal.SIGKILL)
-        await proc.wait()
+    await stop_group(proc, signal.SIGINT, grace_s, whole_group=False)
 
 
 async def run_aiperf(
@@ -241,7 +229,7 @@ async def run_aiperf(
         with anyio.CancelScope(shield=True), anyio.move_on_after(stop_grace_s + 5):
             await _stop(proc, stop_grace_s)
             # AIPerf's service processes share its group; sweep any that outlived the main process.
-            _signal_group(proc.pid, signal.SIGKILL)
+            signal_group(proc.pid, signal.SIGKILL)
             await proc.aclose()
             tmp = cmd.env.get("TMPDIR", "")
             if Path(tmp).name.startswith(SHORT_TMP_PREFIX):

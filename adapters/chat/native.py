@@ -13,6 +13,7 @@ import msgspec
 from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 
+from adapters.server.group import stop_group
 from orchestrator.errors import ServerError
 
 __all__ = ["NativeWorker", "NativeReply"]
@@ -167,11 +168,6 @@ class NativeWorker:
                 pass
             with anyio.move_on_after(self.stop_grace_s):
                 await proc.wait()
-            if proc.returncode is None:
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                await proc.wait()
+            await stop_group(proc, signal.SIGKILL, 0.0)
             await proc.aclose()
             self._log.close()

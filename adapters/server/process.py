@@ -24,6 +24,7 @@ import anyio
 import psutil
 from anyio.abc import ByteReceiveStream, Process
 
+from adapters.server.group import group_alive, stop_group
 from adapters.server.lines import LineSplitter
 from adapters.server.netport import check_port_free, pick_free_port
 from adapters.server.subreaper import adopted, become_subreaper, reap
@@ -126,29 +127,9 @@ class ManagedProcess:
 
     # -- stopping ----------------------------------------------------------------------------------
 
-    def _signal_group(self, sig: int) -> None:
-        try:
-            os.killpg(self.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
-
     def _group_alive(self) -> bool:
         """Any live (non-zombie) member left in the server's process group."""
-        try:
-            os.killpg(self.pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        for proc in psutil.process_iter():
-            try:
-                if os.getpgid(proc.pid) == self.pid and proc.status() != psutil.STATUS_ZOMBIE:
-                    if proc.pid == self.pid and self.returncode is not None:
-                        continue
-                    return True
-            except (ProcessLookupError, psutil.Error):
-                continue
-        return False
+        return group_alive(self.pid, leader_exited=self.returncode is not None)
 
     def _descendants(self) -> list[tuple[int, float]]:
         try:
@@ -167,24 +148,10 @@ class ManagedProcess:
         """Send `sig` to the group, wait up to `grace_s` for the leader and the group, then SIGKILL the
         group, reap the leader and wait for every member to be gone. Blocks at most grace_s + 10 s.
         Safe to call again or after the process exited."""
-        started = time.monotonic()
         if self.returncode is None:
             self.remember(self._descendants())
-            self._signal_group(sig)
-            with anyio.move_on_after(grace_s):
-                await self.wait()
-                while self._group_alive():  # noqa: ASYNC110 - the group's members are other processes: no event to wait on
-                    await anyio.sleep(_GROUP_POLL_S)
-        forced = self.returncode is None or self._group_alive()
-        if forced:
-            self._signal_group(signal.SIGKILL)
-            # SIGKILL lands asynchronously: members that are not our children (re-parented to init) may
-            # still show as running for a moment, so "stopped" means the whole group is gone, not only the leader.
-            with anyio.move_on_after(_REAP_TIMEOUT_S):
-                await self.wait()
-                while self._group_alive():  # noqa: ASYNC110 - the group's members are other processes: no event to wait on
-                    await anyio.sleep(_GROUP_POLL_S)
-        return StopResult(returncode=self.returncode, forced=forced, waited_s=time.monotonic() - started)
+        forced, waited_s = await stop_group(self, sig, grace_s)
+        return StopResult(returncode=self.returncode, forced=forced, waited_s=waited_s)
 
     async def sweep_orphans(self) -> list[Orphan]:
         """Kill every still-running descendant seen earlier or carrying this incarnation's marker."""
