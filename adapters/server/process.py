@@ -38,7 +38,6 @@ __all__ = ["SubprocessLauncher", "ManagedProcess", "MARKER_ENV", "TAIL_LINES"]
 MARKER_ENV = "AQBENCH_SERVER_TOKEN"
 TAIL_LINES = 40
 _CHUNK = 64 * 1024
-_GROUP_POLL_S = 0.05
 _REAP_TIMEOUT_S = 10.0
 
 
