@@ -1,4 +1,4 @@
-"""Live progress on stderr: one line per stage, a bar refreshed in place on a terminal.
+"""Live progress of qualify on stderr: one line per stage, a progress bar on a terminal (view/live.py).
 
 A lossy bus subscriber: it never slows the run, and its numbers are estimates (final numbers come from
 the journal). It prints; it publishes nothing but the bus's own drop count.
@@ -7,7 +7,6 @@ the journal). It prints; it publishes nothing but the bus's own drop count.
 from __future__ import annotations
 
 import sys
-import time
 from typing import TextIO
 
 import anyio
@@ -27,6 +26,7 @@ from orchestrator.events import (
     ServerRestarting,
     VerdictReached,
 )
+from orchestrator.view.live import LiveOutput
 
 __all__ = ["ConsoleView"]
 
@@ -34,12 +34,9 @@ __all__ = ["ConsoleView"]
 class ConsoleView:
     """`await tg.start(ConsoleView(bus).run)`; ends when the bus closes."""
 
-    def __init__(self, bus: Bus, *, stream: TextIO | None = None, min_interval_s: float = 0.2) -> None:
+    def __init__(self, bus: Bus, *, stream: TextIO | None = None) -> None:
         self.bus = bus
-        self.stream = stream or sys.stderr
-        self.tty = self.stream.isatty()
-        self.min_interval_s = min_interval_s
-        self._last = 0.0
+        self.out = LiveOutput(stream or sys.stderr)
         self._total = 0
         self._done = 0
         self._bad = 0
@@ -47,33 +44,14 @@ class ConsoleView:
         self._stage = ""
 
     def _print(self, text: str) -> None:
-        if self.tty:
-            self.stream.write("\r\x1b[2K" + text + "\n")
-        else:
-            self.stream.write(text + "\n")
-        self.stream.flush()
+        self.out.line(text)
 
     def _bar(self, force: bool = False) -> None:
-        now = time.monotonic()
-        if not self.tty and not force:
-            if now - self._last < 5.0:
-                return
-        elif not force and now - self._last < self.min_interval_s:
-            return
-        self._last = now
-        width = 30
-        filled = int(width * self._done / self._total) if self._total else 0
         if self._stage == "aiperf":
             tally = f"failed: {self._bad}"
         else:
             tally = "audio-arm misses: " + (", ".join(f"{p} {n}" for p, n in self._misses.items()) or "0")
-        text = (f"  {self._stage:<12} [{'#' * filled}{'.' * (width - filled)}] {self._done}/{self._total or '?'}"
-                f"  {tally}")
-        if self.tty:
-            self.stream.write("\r\x1b[2K" + text)
-        else:
-            self.stream.write(text + "\n")
-        self.stream.flush()
+        self.out.bar(self._stage, self._done, self._total, tally, force=force)
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         async with self.bus.subscribe("console", size=1024, lossy=True) as sub:
@@ -100,8 +78,7 @@ class ConsoleView:
                 return
             if self._total:
                 self._bar(force=True)
-                if self.tty:
-                    self.stream.write("\n")
+                self.out.end_bar()
             self._total = 0
             self._print(f"  {ev.phase}: {ev.outcome}{' - ' + ev.reason[:300] if ev.reason else ''}")
         elif isinstance(ev, VerdictReached) and ev.path != "aiperf":

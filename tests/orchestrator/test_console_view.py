@@ -24,3 +24,23 @@ def test_http_and_native_misses_are_counted_apart() -> None:
     lines = out.getvalue().splitlines()
     bar = next(line for line in reversed(lines) if "audio-arm misses" in line)
     assert bar.endswith("10/10  audio-arm misses: http 3, native 3"), bar
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_terminal_gets_a_progress_bar_and_the_same_lines() -> None:
+    """On a terminal the stage's progress is a rich bar (count and note), with the stage lines above it."""
+    out = _Terminal()
+    view = ConsoleView(Bus("run-test"), stream=out)
+    view.show(PhaseStarted(phase="correctness", model="m", detail=PhaseDetail(requests=2, native=False)))
+    for i in range(2):
+        view.show(VerdictReached(model="m", path="http", item_id=f"i{i}", arm="audio", verdict="correct",
+                                 item_kind="content"))
+    view.show(PhaseFinished(phase="correctness", model="m", outcome="passed"))
+    text = out.getvalue()
+    assert "correctness: started" in text and "correctness: passed" in text
+    assert "2/2" in text and "audio-arm misses: http 0" in text
+    assert "\x1b[" in text  # drawn in place with terminal control sequences, not as plain lines
