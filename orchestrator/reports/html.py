@@ -14,7 +14,6 @@ from orchestrator.reports.markdown import NOTICE_HEAD, gate_rows, is_failure, ki
 from orchestrator.reports.schema import (
     ModelCharts,
     ModelRow,
-    PhaseCounts,
     RunReport,
     Summary,
 )
@@ -27,6 +26,7 @@ from orchestrator.reports.svg import (
 from orchestrator.reports.text import (
     COMPLETENESS_HEAD,
     INCOMPLETE_HEAD,
+    causes_text,
     completeness_rows,
     dash,
     incomplete_rows,
@@ -145,16 +145,12 @@ def render_html(report: RunReport) -> str:
         parts.append("<h3>Request windows</h3>" + _table(
             ["Window", "Model", "Profiling ok/issued", "Errors", "Client p50/p99 ms", "Handler p50 ms", "Req/s",
              "Audio s/s", "Balanced", "AIPerf"],
-            [[w.window, w.model, f"{w.counts.profiling.ok}/{w.counts.profiling.issued}", _causes(w.counts.profiling),
+            [[w.window, w.model, f"{w.counts.profiling.ok}/{w.counts.profiling.issued}", causes_text(w.counts.profiling),
               f"{ms(w.timing.request_latency_ms.p50)} / {ms(w.timing.request_latency_ms.p99)}",
               ms(w.timing.handler_ms.p50), num(w.timing.requests_per_s), num(w.timing.audio_seconds_per_s),
               w.counts.accounting_balanced, w.aiperf.classification if w.aiperf else None] for w in report.windows]))
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
-
-
-def _causes(c: PhaseCounts) -> str:
-    return ", ".join(f"{k} {v}" for k, v in c.by_cause.items()) or "0"
 
 
 def _failure(r: ModelRow) -> str:
@@ -182,7 +178,7 @@ def _failure(r: ModelRow) -> str:
     counts = r.counts
     if counts.profiling.errors or counts.warmup.errors:
         out.append(_table(["Phase", "Issued", "OK", "Errors", "By cause"],
-                          [[n, pc.issued, pc.ok, pc.errors, _causes(pc)]
+                          [[n, pc.issued, pc.ok, pc.errors, causes_text(pc)]
                            for n, pc in (("warmup", counts.warmup), ("profiling", counts.profiling)) if pc.issued], {1, 2, 3}))
     if counts.accounting_problems:
         out.append(f"<p>Accounting problems: {_e('; '.join(counts.accounting_problems))}</p>")
@@ -267,7 +263,7 @@ def _model(r: ModelRow, ch: ModelCharts | None) -> str:
     c, t = r.counts, r.timing
     if c.profiling.issued or c.warmup.issued:
         out.append(_table(["Phase", "Issued", "OK", "Errors", "By cause"],
-                          [[n, pc.issued, pc.ok, pc.errors, _causes(pc)]
+                          [[n, pc.issued, pc.ok, pc.errors, causes_text(pc)]
                            for n, pc in (("warmup", c.warmup), ("profiling", c.profiling), ("other", c.other))
                            if pc.issued], {1, 2, 3}))
         scope = f" ({t.timing_scope})" if t.timing_scope else ""

@@ -8,10 +8,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from orchestrator.reports.schema import ModelRow, PassRate, PhaseCounts, RunReport, Summary
+from orchestrator.reports.schema import ModelRow, PassRate, RunReport, Summary
 from orchestrator.reports.text import (
     COMPLETENESS_HEAD,
     INCOMPLETE_HEAD,
+    causes_text,
     completeness_rows,
     dash,
     incomplete_rows,
@@ -180,16 +181,12 @@ def render_markdown(report: RunReport) -> str:
         out += _table(["Window", "Model", "Profiling ok/issued", "Errors", "Client p50 / p99 ms",
                        "Handler p50 ms", "Req/s", "Audio s/s", "Balanced", "AIPerf"],
                       [[w.window, w.model, f"{w.counts.profiling.ok}/{w.counts.profiling.issued}",
-                        _causes(w.counts.profiling), f"{ms(w.timing.request_latency_ms.p50)} / "
+                        causes_text(w.counts.profiling), f"{ms(w.timing.request_latency_ms.p50)} / "
                         f"{ms(w.timing.request_latency_ms.p99)}", ms(w.timing.handler_ms.p50),
                         num(w.timing.requests_per_s), num(w.timing.audio_seconds_per_s),
                         w.counts.accounting_balanced, w.aiperf.classification if w.aiperf else dash]
                        for w in report.windows])
     return "\n".join(out).rstrip("\n") + "\n"
-
-
-def _causes(c: PhaseCounts) -> str:
-    return ", ".join(f"{k} {v}" for k, v in c.by_cause.items()) or "0"
 
 
 def _failure(row: ModelRow) -> list[str]:
@@ -216,7 +213,7 @@ def _failure(row: ModelRow) -> list[str]:
     counts = row.counts
     if counts.profiling.errors or counts.warmup.errors:
         out += _table(["Phase", "Issued", "OK", "Errors", "By cause"],
-                      [[name, pc.issued, pc.ok, pc.errors, _causes(pc)]
+                      [[name, pc.issued, pc.ok, pc.errors, causes_text(pc)]
                        for name, pc in (("warmup", counts.warmup), ("profiling", counts.profiling)) if pc.issued])
     if counts.accounting_problems:
         out += ["Accounting problems: " + "; ".join(counts.accounting_problems), ""]
@@ -279,7 +276,7 @@ def _details(row: ModelRow) -> list[str]:
     c = row.counts
     if c.profiling.issued or c.warmup.issued:
         out += _table(["Phase", "Issued", "OK", "Errors", "By cause"],
-                      [[n, pc.issued, pc.ok, pc.errors, _causes(pc)]
+                      [[n, pc.issued, pc.ok, pc.errors, causes_text(pc)]
                        for n, pc in (("warmup", c.warmup), ("profiling", c.profiling), ("other", c.other))
                        if pc.issued])
         if c.unmatched:

@@ -242,6 +242,8 @@ class PhaseCounts(_S, frozen=True, kw_only=True):
     ok: int = 0
     errors: int = 0
     by_cause: dict[str, int] = {}
+    # Errors near a server exit by the rule that classified them ("server_crash/open_at_exit", ...).
+    by_rule: dict[str, int] = {}
 
 
 class Counts(_S, frozen=True, kw_only=True):

@@ -5,9 +5,9 @@ Pure formatting; never computes a result.
 
 from __future__ import annotations
 
-from orchestrator.reports.schema import CompletenessLine, PassRate
+from orchestrator.reports.schema import CompletenessLine, PassRate, PhaseCounts
 
-__all__ = ["ms", "pct", "signed_pct", "mib", "num", "rate_cell", "dash", "COMPLETENESS_HEAD", "INCOMPLETE_HEAD",
+__all__ = ["ms", "pct", "signed_pct", "mib", "num", "rate_cell", "dash", "causes_text", "COMPLETENESS_HEAD", "INCOMPLETE_HEAD",
            "completeness_rows", "incomplete_rows"]
 
 COMPLETENESS_HEAD = ["Completeness via", "Checked", "Complete", "Defects"]
@@ -62,3 +62,14 @@ def incomplete_rows(lines: list[CompletenessLine]) -> list[list[str]]:
         if c.items_left_out:
             rows.append([c.path, f"... {c.items_left_out} more in the journal", "", "", "", "", ""])
     return rows
+
+
+def causes_text(c: PhaseCounts) -> str:
+    """Errors by cause, each with the crash rule that decided it where one did:
+    `connection 8 (refused 8), server_crash 2 (open_at_exit 2)`."""
+    parts = []
+    for cause, n in c.by_cause.items():
+        rules = {k.split("/", 1)[1]: v for k, v in c.by_rule.items() if k.split("/", 1)[0] == cause}
+        note = f" ({', '.join(f'{r} {m}' for r, m in rules.items())})" if rules else ""
+        parts.append(f"{cause} {n}{note}")
+    return ", ".join(parts) or "0"

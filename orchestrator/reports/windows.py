@@ -73,11 +73,13 @@ class PhaseTally:
     issued: int = 0
     ok: int = 0
     by_cause: Counter[str] = field(default_factory=Counter)
+    by_rule: Counter[str] = field(default_factory=Counter)  # "<cause>/<rule>" where a crash rule decided
 
     def frozen(self) -> PhaseCounts:
         errors = self.issued - self.ok
         return PhaseCounts(issued=self.issued, ok=self.ok, errors=errors,
-                           by_cause={k: v for k, v in sorted(self.by_cause.items()) if k != "ok"})
+                           by_cause={k: v for k, v in sorted(self.by_cause.items()) if k != "ok"},
+                           by_rule=dict(sorted(self.by_rule.items())))
 
 
 @dataclass
@@ -110,6 +112,8 @@ class WindowTally:
             tally = self.phases[key] = PhaseTally()
         tally.issued += 1
         tally.by_cause["ok" if ev.ok else ev.cause] += 1
+        if not ev.ok and ev.cause_rule:
+            tally.by_rule[f"{ev.cause}/{ev.cause_rule}"] += 1
         if ev.ok:
             tally.ok += 1
         if self.timing is not None:

@@ -93,7 +93,7 @@ def _verdicts(j: _Journal, m: str, table: dict[tuple[str, str], str]) -> None:
 
 def _request(j: _Journal, window: str, rid: str, *, phase: str, start_s: float, latency: float | None,
              ok: bool = True, cause: str = "ok", handler: float | None = None, model_call: float | None = None,
-             lifecycle: float | None = None) -> None:
+             lifecycle: float | None = None, rule: str = "") -> None:
     start = T0 + int(start_s * S)
     end = start + int((latency or 1.0) * 1_000_000)
     j.add(RequestCorrelated(request_id=rid, window=window, phase=phase, item_id="i1", arm="audio", ok=ok,  # type: ignore[arg-type]
@@ -101,7 +101,7 @@ def _request(j: _Journal, window: str, rid: str, *, phase: str, start_s: float, 
                             request_end_ns=end, request_latency_ms=latency, client_lifecycle_ms=lifecycle,
                             handler_ms=handler, model_call_ms=model_call,
                             timing_scope="public_task_call_wall" if model_call is not None else "",
-                            audio_seconds=2.0 if ok else None, incarnation=1), at=max(end, j.t + 1))
+                            audio_seconds=2.0 if ok else None, incarnation=1, cause_rule=rule), at=max(end, j.t + 1))
 
 
 def _result(j: _Journal, m: str, status: str, stage: str = "", reason: str = "") -> None:
@@ -202,8 +202,9 @@ def qualify_journal(*, finished: bool = True) -> _Journal:
         _request(j, w, f"c{i}", phase="profiling", start_s=101 + i, latency=lat, handler=lat - 1)
     j.add(ServerExited(incarnation=1, pid=400, returncode=-9, signal="SIGKILL", during="run",
                        output_tail=["loading", "Killed"]))
-    for i, cause in enumerate(["server_crash", "server_crash", "connection"]):
-        _request(j, w, f"x{i}", phase="profiling", start_s=104, latency=None, ok=False, cause=cause)
+    for i, (cause, rule) in enumerate([("server_crash", "open_at_exit"), ("server_crash", "open_at_exit"),
+                                       ("connection", "refused")]):
+        _request(j, w, f"x{i}", phase="profiling", start_s=104, latency=None, ok=False, cause=cause, rule=rule)
     j.add(RequestUnmatched(request_id="x2", half="client", cause="no_server_record", window=w, phase="profiling"))
     j.add(ServerRestarting(incarnation=2, attempt=1, backoff_s=1.0, reason="crashed"))
     j.add(ServerSpawned(incarnation=2, pid=401, argv=["srv"]))
@@ -298,6 +299,8 @@ class TestFold:
         row = build_report(journal).rows[3]
         prof = row.counts.profiling
         assert (prof.issued, prof.ok, prof.errors, prof.by_cause) == (6, 3, 3, {"connection": 1, "server_crash": 2})
+        # The report says which rule classified each request near the crash (issue 14 item 1).
+        assert prof.by_rule == {"connection/refused": 1, "server_crash/open_at_exit": 2}
         assert row.counts.unmatched == {"no_server_record": 1}
         assert row.timing.request_latency_ms.count == 3 and row.timing.request_latency_ms.p50 == 60.0
         assert row.timing.model_call_ms.count == 0 and row.timing.timing_scope == ""
@@ -416,7 +419,7 @@ class TestWrite:
         assert "### no-audio: unsupported at capability" in failures
         assert "unsupported content part: input_audio" in failures
         assert "| i2 | audio | content | wrong | friday | thursday |" in failures
-        assert "| profiling | 6 | 3 | 3 | connection 1, server_crash 2 |" in failures
+        assert "| profiling | 6 | 3 | 3 | connection 1 (refused 1), server_crash 2 (open_at_exit 2) |" in failures
         assert "ref-ok: aiperf-qualified" not in failures
 
     def test_html_is_self_contained_with_every_picture(self, journal: Path, tmp_path: Path) -> None:
