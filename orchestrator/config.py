@@ -30,6 +30,7 @@ __all__ = [
     "WorkloadConfig",
     "SoakConfig",
     "InventoryConfig",
+    "CompareConfig",
     "load_config",
     "config_from_dict",
     "config_to_dict",
@@ -171,6 +172,21 @@ class InventoryConfig(_Section, frozen=True, kw_only=True):
     candidates: list[str] = []
 
 
+class CompareConfig(_Section, frozen=True, kw_only=True):
+    """[compare]: when `aqbench compare` calls a change real. Latency and throughput tolerances are
+    relative (0.05 = 5 %), rates absolute fractions of requests or items."""
+
+    confidence: Annotated[float, Meta(ge=0.5, lt=1.0)] = 0.90
+    latency_tolerance: NonNegFloat = 0.05
+    throughput_tolerance: NonNegFloat = 0.05
+    error_rate_tolerance: Fraction = 0.01
+    # Models that sample (correctness.deterministic = false) only; a deterministic model regresses on
+    # any newly wrong item, and on any item whose completeness changed.
+    correctness_tolerance: Fraction = 0.02
+    resamples: Annotated[int, Meta(ge=200)] = 2000
+    seed: NonNegInt = 0
+
+
 class Config(_Section, frozen=True, kw_only=True):
     """The whole resolved bench.toml; `source` and `sha256` identify the file it came from."""
 
@@ -181,6 +197,7 @@ class Config(_Section, frozen=True, kw_only=True):
     workload: WorkloadConfig = WorkloadConfig()
     soak: SoakConfig = SoakConfig()
     inventory: InventoryConfig = InventoryConfig()
+    compare: CompareConfig = CompareConfig()
     source: str = ""
     sha256: str = ""
 
