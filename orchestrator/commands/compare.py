@@ -9,7 +9,7 @@ from pathlib import Path
 __all__ = ["register", "run"]
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser(
         "compare",
         help="compare two finished runs figure by figure, with intervals (exit 1 on a regression)",
@@ -56,7 +56,8 @@ def run(args: argparse.Namespace) -> int:
                 print(f"  regressed: {f.name}{named}")
         if m.changed_answers:
             print(f"  {len(m.changed_answers)} answer(s) changed: "
-                  + ", ".join(f"{a.item_id}/{a.arm}" for a in m.changed_answers[:5]))
+                  + ", ".join(f"{a.path} {a.item_id}/{a.arm}" for a in m.changed_answers[:5])
+                  + (" ..." if len(m.changed_answers) > 5 else ""))
     print(f"{comparison.outcome}: {comparison.reason}")
     print(f"wrote {paths[0]}, {paths[1]}, {paths[2]}")
     return comparison.exit_code

@@ -63,11 +63,16 @@ def compare_runs(baseline: Path, candidate: Path, cfg: CompareConfig, *, model: 
         raise UsageError(f"no model ran in both runs (baseline: {', '.join(base.models) or 'none'}; candidate: "
                          f"{', '.join(cand.models) or 'none'}); compare runs of the same model")
     rows, refusals = provenance_diff(base, cand, shared)
-    common = {"baseline": _ref(base), "candidate": _ref(cand), "provenance": rows, "strict": strict,
-              "only_in_baseline": [n for n in base.models if n not in cand.models],
-              "only_in_candidate": [n for n in cand.models if n not in base.models]}
+
+    def result(outcome: str, exit_code: int, reason: str, *, refusals: list[str] | None = None,
+               models: list[ModelComparison] | None = None) -> Comparison:
+        return Comparison(outcome=outcome, exit_code=exit_code, reason=reason, baseline=_ref(base),  # type: ignore[arg-type]
+                          candidate=_ref(cand), provenance=rows, refusals=refusals or [], models=models or [],
+                          only_in_baseline=[n for n in base.models if n not in cand.models],
+                          only_in_candidate=[n for n in cand.models if n not in base.models], strict=strict)
+
     if refusals:
-        return Comparison(outcome="refused", exit_code=2, reason="; ".join(refusals), refusals=refusals, **common)
+        return result("refused", 2, "; ".join(refusals), refusals=refusals)
     models: list[ModelComparison] = [
         compare_model(base.models[name], cand.models[name], cfg=cfg,
                       deterministic=base.deterministic(name) and cand.deterministic(name))
@@ -76,11 +81,8 @@ def compare_runs(baseline: Path, candidate: Path, cfg: CompareConfig, *, model: 
     regressed = [f"{name}: {f.name}" for name, f in changes if f.change == "regressed"]
     inconclusive = [f"{name}: {f.name}" for name, f in changes if f.change == "inconclusive"]
     if regressed:
-        return Comparison(outcome="regressed", exit_code=1, reason="regressed: " + "; ".join(regressed),
-                          models=models, **common)
+        return result("regressed", 1, "regressed: " + "; ".join(regressed), models=models)
     if inconclusive:
-        return Comparison(outcome="inconclusive", exit_code=1 if strict else 0,
-                          reason=f"no regression; {len(inconclusive)} figure(s) inconclusive"
-                          + (" (--strict: exit 1)" if strict else ""), models=models, **common)
-    return Comparison(outcome="no-regression", exit_code=0, reason="no regression; every figure unchanged or improved",
-                      models=models, **common)
+        return result("inconclusive", 1 if strict else 0, f"no regression; {len(inconclusive)} figure(s) inconclusive"
+                      + (" (--strict: exit 1)" if strict else ""), models=models)
+    return result("no-regression", 0, "no regression; every figure unchanged or improved", models=models)

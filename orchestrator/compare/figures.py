@@ -23,17 +23,19 @@ the tolerance, `regressed`/`improved` when wholly beyond it, else `inconclusive`
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Literal
+from array import array
+from collections.abc import Hashable, Mapping, Sequence
+from typing import Literal, cast
 
 import msgspec
 import numpy as np
 from numpy.typing import NDArray
 
-from orchestrator.compare.load import AnswerSeen, ItemKey, ModelSamples
+from orchestrator.compare.load import ModelSamples
 from orchestrator.compare.schema import ChangedAnswer, Figure, ModelComparison
 from orchestrator.config import CompareConfig
 from orchestrator.judge.intervals import (
+    Change,
     RateChange,
     classify_change,
     item_ratio_change,
@@ -51,13 +53,13 @@ CDF_POINTS = 200
 _SERIES = (("client", "client latency", "client_ms"), ("handler", "server handler", "handler_ms"),
            ("model_call", "server model call", "model_call_ms"))
 Series = Literal["client_ms", "handler_ms", "model_call_ms"]
+PerItem = Mapping[Hashable, Sequence[float]]  # numpy arrays serve: intervals.py reads them with np.asarray
 
 
 def compare_model(base: ModelSamples, cand: ModelSamples, *, deterministic: bool,
                   cfg: CompareConfig) -> ModelComparison:
     """Every figure of one model present in both runs. CPU-bound: ~0.1 s for 100,000 requests a side."""
-    base_sent = {base.item_names()[i] for i in base.sent}
-    cand_sent = {cand.item_names()[i] for i in cand.sent}
+    base_sent, cand_sent = set(base.items), set(cand.items)
     paired = bool(base_sent) and base_sent == cand_sent and all(item for item, _arm in base_sent)
     figures: list[Figure] = []
     cdfs: dict[str, list[tuple[float, float]]] = {}
@@ -80,8 +82,8 @@ def compare_model(base: ModelSamples, cand: ModelSamples, *, deterministic: bool
                            answers_compared=compared, cdfs=cdfs)
 
 
-def _finite(values: object) -> NDArray[np.float64]:
-    array = np.frombuffer(values, dtype=np.float64) if len(values) else np.empty(0)  # type: ignore[arg-type]
+def _finite(values: array[float]) -> NDArray[np.float64]:
+    array = np.frombuffer(values, dtype=np.float64) if len(values) else np.empty(0)
     return array[np.isfinite(array)]
 
 
@@ -93,8 +95,8 @@ def _cdf(values: NDArray[np.float64]) -> list[tuple[float, float]]:
 
 
 def _missing(key: str, name: str, unit: str, why: str, **known: float | int | None) -> Figure:
-    return Figure(key=key, name=name, unit=unit, baseline=known.get("baseline"),  # type: ignore[arg-type]
-                  candidate=known.get("candidate"), change="inconclusive", note=why,  # type: ignore[arg-type]
+    return Figure(key=key, name=name, unit=unit, baseline=known.get("baseline"),
+                  candidate=known.get("candidate"), change="inconclusive", note=why,
                   n_baseline=int(known.get("n_baseline") or 0), n_candidate=int(known.get("n_candidate") or 0))
 
 
@@ -106,6 +108,7 @@ def _quantile_figure(key: str, name: str, b: NDArray[np.float64], c: NDArray[np.
         return _missing(key, name, unit, "no samples on " + ("either side" if b.size == c.size else
                         "the baseline" if b.size == 0 else "the candidate"), n_baseline=b.size, n_candidate=c.size)
     qc = quantile_change(b, c, q, confidence=cfg.confidence, resamples=cfg.resamples, seed=cfg.seed)
+    change: Change
     if qc.relative_lower is None or qc.relative_upper is None:
         change, note = "inconclusive", "the baseline value is not positive: no relative change"
     else:
@@ -137,7 +140,7 @@ def _ratio_figure(short: str, label: str, base: ModelSamples, cand: ModelSamples
     key, name = f"latency.{short}.item_ratio", f"{label}, per item (paired)"
     b, c = _by_item(base, attr), _by_item(cand, attr)
     try:
-        rc = item_ratio_change(b, c, confidence=cfg.confidence, resamples=cfg.resamples, seed=cfg.seed)
+        rc = item_ratio_change(cast(PerItem, b), cast(PerItem, c), confidence=cfg.confidence, resamples=cfg.resamples, seed=cfg.seed)
     except ValueError as exc:
         return _missing(key, name, "ratio", str(exc), n_baseline=len(b), n_candidate=len(c))
     change = classify_change(rc.relative_lower, rc.relative_upper, cfg.latency_tolerance,
@@ -159,8 +162,13 @@ def _slice_rates(m: ModelSamples) -> NDArray[np.float64]:
 
 
 def _throughput_figure(base: ModelSamples, cand: ModelSamples, cfg: CompareConfig) -> Figure:
-    return _quantile_figure("throughput", f"throughput (median of {THROUGHPUT_SLICES} slices)", _slice_rates(base),
-                            _slice_rates(cand), 0.5, cfg, unit="req/s", higher_is_worse=False,
+    key, name = "throughput", f"throughput (median of {THROUGHPUT_SLICES} slices)"
+    b, c = _slice_rates(base), _slice_rates(cand)
+    if b.size and c.size and (np.median(b) == 0.0 or np.median(c) == 0.0):
+        # Fewer completions than slices: most slices are empty and the median says nothing.
+        return _missing(key, name, "req/s", f"too few completions for {THROUGHPUT_SLICES} slices",
+                        n_baseline=base.ok, n_candidate=cand.ok)
+    return _quantile_figure(key, name, b, c, 0.5, cfg, unit="req/s", higher_is_worse=False,
                             tolerance=cfg.throughput_tolerance)
 
 
@@ -187,9 +195,12 @@ def _error_figures(base: ModelSamples, cand: ModelSamples, cfg: CompareConfig) -
     return out
 
 
-def _scored(m: ModelSamples, path: str, keep: Callable[[ItemKey, AnswerSeen], bool]) -> dict[tuple[str, str], bool]:
+def _scored(m: ModelSamples, path: str, arm: str, *, kind: str = "",
+            items: set[str] | None = None) -> dict[tuple[str, str], bool]:
+    """Right or wrong per scored item of one path and arm (of one kind, among `items`, when given)."""
     return {(k[1], k[2]): right for k, seen in m.answers.items()
-            if k[0] == path and keep(k, seen) and (right := seen.right) is not None}
+            if k[0] == path and k[2] == arm and (not kind or seen.kind == kind)
+            and (items is None or k[1] in items) and (right := seen.right) is not None}
 
 
 def _compare_rates(b: dict[tuple[str, str], bool], c: dict[tuple[str, str], bool], cfg: CompareConfig
@@ -207,7 +218,7 @@ def _compare_rates(b: dict[tuple[str, str], bool], c: dict[tuple[str, str], bool
 
 
 def _deterministic_class(newly_wrong: list[str], newly_right: list[str],
-                         b: dict[tuple[str, str], bool], c: dict[tuple[str, str], bool]) -> str:
+                         b: dict[tuple[str, str], bool], c: dict[tuple[str, str], bool]) -> Change:
     if newly_wrong:
         return "regressed"
     if set(b) != set(c):
@@ -225,10 +236,7 @@ def _correctness_figures(base: ModelSamples, cand: ModelSamples, deterministic: 
                 groups.add((path, arm, ""))
                 groups.add((path, arm, seen.kind))
     for path, arm, kind in sorted(groups):
-        keep: Callable[[ItemKey, AnswerSeen], bool] = (
-            (lambda k, s, arm=arm: k[2] == arm) if not kind else
-            (lambda k, s, arm=arm, kind=kind: k[2] == arm and s.kind == kind))
-        b, c = _scored(base, path, keep), _scored(cand, path, keep)
+        b, c = _scored(base, path, arm, kind=kind), _scored(cand, path, arm, kind=kind)
         key = f"correctness.{path}.{arm}" + (f".{kind}" if kind else "")
         name = f"pass rate, {path}, {arm}" + (f", {kind}" if kind else "")
         if not b or not c:
@@ -251,13 +259,10 @@ def _lift_figures(base: ModelSamples, cand: ModelSamples, deterministic: bool, c
     paths = sorted({k[0] for m in (base, cand) for k, s in m.answers.items() if s.verdicts})
     for path in paths:
         for other, label in (("silence", "vs silence"), ("transcript", "vs transcript (speech items)")):
-            def arm_of(m: ModelSamples, arm: str, speech: set[str] | None = None) -> dict[tuple[str, str], bool]:
-                return _scored(m, path, lambda k, s: k[2] == arm and (speech is None or k[1] in speech))
-
             speech = None
             if other == "transcript":
-                speech = {i for i, _a in arm_of(base, "transcript")} & {i for i, _a in arm_of(cand, "transcript")}
-            sides = [arm_of(m, arm, speech) for m in (base, cand) for arm in ("audio", other)]
+                speech = {i for i, _a in _scored(base, path, "transcript")} & {i for i, _a in _scored(cand, path, "transcript")}
+            sides = [_scored(m, path, arm, items=speech) for m in (base, cand) for arm in ("audio", other)]
             if not all(sides):
                 continue
             b_audio, b_other, c_audio, c_other = sides
@@ -311,7 +316,7 @@ def _completeness_figures(base: ModelSamples, cand: ModelSamples, deterministic:
         shared = sorted(set(b) & set(c))
         changed = [f"{i}/{a}: {','.join(b[(i, a)]) or 'complete'} -> {','.join(c[(i, a)]) or 'complete'}"
                    for i, a in shared if b[(i, a)] != c[(i, a)]]
-        change = "regressed" if changed else ("unchanged" if shared else "inconclusive")
+        change: Change = "regressed" if changed else ("unchanged" if shared else "inconclusive")
         out.append(Figure(key=key, name=name, unit="fraction", baseline=rc.baseline, candidate=rc.candidate,
                           change=change, lower=rc.lower, upper=rc.upper, tolerance=0.0, confidence=cfg.confidence,
                           n_baseline=len(b), n_candidate=len(c), items=changed,

@@ -11,8 +11,10 @@ import json
 import math
 from array import array
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from orchestrator.config import Config
 from orchestrator.events import (
@@ -81,8 +83,8 @@ class ModelSamples:
     model_call_ms: array[float] = field(default_factory=lambda: array("d"))
     end_ns: array[int] = field(default_factory=lambda: array("q"))
     item: array[int] = field(default_factory=lambda: array("l"))
-    items: dict[tuple[str, str], int] = field(default_factory=dict)  # (item_id, arm) -> index
-    sent: set[int] = field(default_factory=set)  # item indexes sent in profiling, ok or not
+    # (item_id, arm) -> index, for every item sent in profiling (answered or not)
+    items: dict[tuple[str, str], int] = field(default_factory=dict)
     answers: dict[ItemKey, AnswerSeen] = field(default_factory=dict)
     workload: dict[str, str] = field(default_factory=dict)
     arms: list[str] = field(default_factory=list)
@@ -132,7 +134,7 @@ class _Loader:
     def __init__(self, journal: Path) -> None:
         self.run = RunSamples(journal=journal)
         self.window_model: dict[str, str] = {}
-        self.handlers = {
+        self.handlers: dict[type, Callable[[Any], None]] = {
             RunStarted: self._run_started, RunFinished: self._run_finished, PhaseStarted: self._phase_started,
             PhaseFinished: self._phase_finished, AiperfStarted: self._aiperf_started, GpuSampled: self._gpu,
             ServerReady: self._server_ready, RequestCorrelated: self._correlated, VerdictReached: self._verdict,
@@ -142,7 +144,7 @@ class _Loader:
     def add(self, ev: AnyEvent) -> None:
         handler = self.handlers.get(type(ev))
         if handler is not None:
-            handler(ev)  # type: ignore[operator]
+            handler(ev)
 
     def model(self, name: str) -> ModelSamples:
         if (m := self.run.models.get(name)) is None:
@@ -189,6 +191,7 @@ class _Loader:
             self.run.server_models = ", ".join(ids) or json.dumps(ev.models, sort_keys=True)[:200]
 
     def _correlated(self, ev: RequestCorrelated) -> None:
+        # The hot path (one call per request): no helper calls unless an answer is new or differs.
         name = self.window_model.get(ev.window)
         if name is None or ev.phase != "profiling":
             return  # probe windows (capability, correctness) and warmup are not the load's figures
@@ -196,18 +199,20 @@ class _Loader:
         item_key = (ev.item_id or ev.conversation_id, ev.arm)
         index = m.items.setdefault(item_key, len(m.items))
         m.issued += 1
-        m.sent.add(index)
         m.causes[ev.cause] += 1
         if not ev.ok:
             return
         m.ok += 1
-        m.client_ms.append(_NAN if ev.request_latency_ms is None else ev.request_latency_ms)
-        m.handler_ms.append(_NAN if ev.handler_ms is None else ev.handler_ms)
-        m.model_call_ms.append(_NAN if ev.model_call_ms is None else ev.model_call_ms)
+        latency, handler, call = ev.request_latency_ms, ev.handler_ms, ev.model_call_ms
+        m.client_ms.append(_NAN if latency is None else latency)
+        m.handler_ms.append(_NAN if handler is None else handler)
+        m.model_call_ms.append(_NAN if call is None else call)
         m.end_ns.append(ev.request_end_ns or 0)
         m.item.append(index)
-        if item_key[0]:
-            self._answer(m, (LOAD_PATH, *item_key), ev.answer)
+        if ev.item_id:
+            seen = m.answers.get((LOAD_PATH, ev.item_id, ev.arm))
+            if seen is None or (ev.answer is not None and ev.answer != seen.first):
+                self._answer(m, (LOAD_PATH, ev.item_id, ev.arm), ev.answer)
 
     def _answer(self, m: ModelSamples, key: ItemKey, text: str | None) -> AnswerSeen:
         seen = m.answers.get(key)

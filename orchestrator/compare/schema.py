@@ -9,6 +9,8 @@ from typing import Literal
 
 import msgspec
 
+from orchestrator.judge.intervals import Change
+
 __all__ = [
     "COMPARE_SCHEMA_VERSION",
     "ChangedAnswer",
@@ -20,7 +22,6 @@ __all__ = [
 ]
 
 COMPARE_SCHEMA_VERSION = 1
-Change = Literal["improved", "regressed", "unchanged", "inconclusive"]
 
 
 class _S(msgspec.Struct, frozen=True, kw_only=True):

@@ -47,7 +47,7 @@ class RunSpec:
     concurrency: int = 2
     model_call_extra_ms: float = 0.0
     noise: float = 0.25
-    error_every: int = 0  # every n-th request fails with http_5xx (0: none)
+    error_rate: float = 0.0  # each request fails with http_5xx with this probability
     deterministic: bool = True
     verdicts: bool = True
     answers: Mapping[str, str] = field(default_factory=dict)
@@ -93,6 +93,7 @@ def write_run(folder: Path, spec: RunSpec) -> Path:
         model_call = costs[np.arange(spec.requests) % len(keys)] * rng.lognormal(0.0, spec.noise, spec.requests) \
             + spec.model_call_extra_ms
         overhead = rng.exponential(3.0, spec.requests)
+        fails = rng.random(spec.requests) < spec.error_rate
         clock = T0 + 10**9
         for i in range(spec.requests):
             item_id, arm = keys[i % len(keys)]
@@ -100,7 +101,7 @@ def write_run(folder: Path, spec: RunSpec) -> Path:
             call = float(model_call[i])
             handler, client = call + 1.5, call + 1.5 + float(overhead[i])
             clock += int(client * 1e6 / spec.concurrency)
-            failed = bool(spec.error_every) and i % spec.error_every == spec.error_every - 1
+            failed = bool(fails[i])
             put(RequestCorrelated(
                 request_id=f"req-{i:07d}", window=window, phase="profiling", conversation_id=f"{name}#0",
                 item_id=item_id, arm=arm, ok=not failed, cause="http_5xx" if failed else "ok",
