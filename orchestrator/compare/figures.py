@@ -164,7 +164,7 @@ def _slice_rates(m: ModelSamples) -> NDArray[np.float64]:
 def _throughput_figure(base: ModelSamples, cand: ModelSamples, cfg: CompareConfig) -> Figure:
     key, name = "throughput", f"throughput (median of {THROUGHPUT_SLICES} slices)"
     b, c = _slice_rates(base), _slice_rates(cand)
-    if b.size and c.size and (np.median(b) == 0.0 or np.median(c) == 0.0):
+    if b.size and c.size and min(np.quantile(b, 0.5, method="inverted_cdf"), np.quantile(c, 0.5, method="inverted_cdf")) == 0.0:
         # Fewer completions than slices: most slices are empty and the median says nothing.
         return _missing(key, name, "req/s", f"too few completions for {THROUGHPUT_SLICES} slices",
                         n_baseline=base.ok, n_candidate=cand.ok)

@@ -4,10 +4,12 @@ refusals and errors of incomparable or unfinished runs, strictness, and what the
 from __future__ import annotations
 
 import dataclasses
+import gzip
 import json
 from collections import Counter
 from pathlib import Path
 
+import msgspec
 import numpy as np
 import pytest
 from compare_support import RunSpec, write_run
@@ -17,8 +19,17 @@ from orchestrator.cli import main
 from orchestrator.compare import compare_runs
 from orchestrator.config import CompareConfig, config_from_dict, config_to_dict, load_config
 from orchestrator.errors import ConfigError
+from orchestrator.events import SCHEMA_VERSION, RunStarted, VerdictReached
+from orchestrator.journal import encode_event, read_journal
 
 ROOT = Path(__file__).resolve().parents[2]
+QUALIFY_V1 = ROOT / "tests" / "data" / "journals" / "qualify-v1" / "events.jsonl.gz"
+
+
+def _unzipped(tmp_path: Path) -> Path:
+    path = tmp_path / "qualify-v1.jsonl"
+    path.write_bytes(gzip.decompress(QUALIFY_V1.read_bytes()))
+    return path
 
 
 def _cli(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> tuple[int, str, str]:
@@ -92,6 +103,46 @@ class TestRegressions:
         result = compare_runs(base / "events.jsonl", cand / "events.jsonl", CompareConfig())
         changes = {f.key: f.change for f in result.models[0].figures}
         assert changes["errors.all"] == changes["errors.http_5xx"] == "regressed"
+
+
+class TestRecordedQualifyJournal:
+    @staticmethod
+    def _journal(tmp_path: Path, name: str, change_item: str = "") -> Path:
+        """The recorded schema-1 qualify journal (tests/data), with one http audio verdict turned wrong."""
+        events, _torn = read_journal(_unzipped(tmp_path))
+        # Read means upgraded: written back, the journal is of the current schema.
+        events = [msgspec.structs.replace(e, schema_version=SCHEMA_VERSION) if isinstance(e, RunStarted) else e
+                  for e in events]
+        if change_item:
+            events = [msgspec.structs.replace(e, verdict="wrong", answer="a different answer")
+                      if isinstance(e, VerdictReached) and e.path == "http" and e.arm == "audio"
+                      and e.item_id == change_item else e for e in events]
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "events.jsonl").write_bytes(b"".join(encode_event(e) + b"\n" for e in events))
+        return folder
+
+    def test_same_journal_compares_unchanged(self, tmp_path: Path) -> None:
+        """A real qualify journal (schema 1, upgraded on read) against itself: nothing regresses, no answer changed."""
+        journal = self._journal(tmp_path, "a")
+        result = compare_runs(journal / "events.jsonl", journal / "events.jsonl", CompareConfig())
+        [model] = result.models
+        assert result.exit_code == 0 and model.paired and model.changed_answers == []
+        changes = {f.key: f.change for f in model.figures}
+        assert changes["correctness.native.audio"] == changes["completeness.http"] == "unchanged"
+        assert changes["audio_lift.http.silence"] == "unchanged"
+        assert model.answers_compared > 100
+
+    def test_one_wrong_item_in_a_real_journal_is_named(self, tmp_path: Path) -> None:
+        """The same journal with one http audio item now wrong: that item is named and the pass rate regresses."""
+        base = self._journal(tmp_path, "a")
+        cand = self._journal(tmp_path, "b", change_item="content-meeting-day")
+        result = compare_runs(base / "events.jsonl", cand / "events.jsonl", CompareConfig())
+        [model] = result.models
+        regressed = {f.key: f.items for f in model.figures if f.change == "regressed"}
+        assert regressed["correctness.http.audio"] == ["content-meeting-day/audio"]
+        assert [(a.path, a.item_id, a.candidate, a.candidate_verdict) for a in model.changed_answers] == [
+            ("http", "content-meeting-day", "a different answer", "wrong")]
 
 
 class TestCalibration:
