@@ -89,6 +89,7 @@ class ModelSamples:
     workload: dict[str, str] = field(default_factory=dict)
     arms: list[str] = field(default_factory=list)
     windows: set[str] = field(default_factory=set)
+    timing_scopes: set[str] = field(default_factory=set)  # what model_call_ms measured (server records)
 
     def item_names(self) -> list[tuple[str, str]]:
         """(item_id, arm) by index."""
@@ -209,6 +210,8 @@ class _Loader:
         m.model_call_ms.append(_NAN if call is None else call)
         m.end_ns.append(ev.request_end_ns or 0)
         m.item.append(index)
+        if ev.timing_scope and ev.timing_scope not in m.timing_scopes:
+            m.timing_scopes.add(ev.timing_scope)
         if ev.item_id:
             seen = m.answers.get((LOAD_PATH, ev.item_id, ev.arm))
             if seen is None or (ev.answer is not None and ev.answer != seen.first):

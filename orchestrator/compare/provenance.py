@@ -64,6 +64,10 @@ def provenance_diff(base: RunSamples, cand: RunSamples, models: list[str]) -> tu
     ]
     for model in models:
         mb, mc = base.models[model], cand.models[model]
+        # model_call_ms of different scopes (e.g. a public task call against a worker round trip) differ
+        # by definition: the server-side figures are then not comparable.
+        rows.append(_row(f"{model}: model_call_ms scope", ",".join(sorted(mb.timing_scopes)),
+                         ",".join(sorted(mc.timing_scopes)), blocks=bool(mb.timing_scopes and mc.timing_scopes)))
         arms_b, arms_c = ",".join(mb.arms), ",".join(mc.arms)
         rows.append(_row(f"{model}: arms under load", arms_b, arms_c, blocks=bool(arms_b and arms_c)))
         for flag in sorted(set(mb.workload) | set(mc.workload)):

@@ -56,6 +56,7 @@ class RunSpec:
     finished: bool = True
     command: str = "run-aiperf"
     aiperf_version: str = "0.13.0"
+    timing_scope: str = "public_task_call_wall"
 
 
 def item_costs(spec: RunSpec) -> np.ndarray:
@@ -107,7 +108,7 @@ def write_run(folder: Path, spec: RunSpec) -> Path:
                 item_id=item_id, arm=arm, ok=not failed, cause="http_5xx" if failed else "ok",
                 http_status=500 if failed else 200, answer=None if failed else spec.answers.get(name, f"answer {item_id}"),
                 request_start_ns=clock - int(client * 1e6), request_end_ns=clock, request_latency_ms=client,
-                handler_ms=handler, model_call_ms=call, timing_scope="public_task_call_wall"), clock)
+                handler_ms=handler, model_call_ms=call, timing_scope=spec.timing_scope), clock)
         if spec.verdicts:
             for item_id, arm in keys:
                 name = f"{item_id}/{arm}"

@@ -218,6 +218,14 @@ class TestRefusals:
         assert result.exit_code != 2
         assert [(r.name, r.blocks) for r in result.provenance if r.differs] == [("m: AIPerf --request-count", False)]
 
+    def test_different_model_call_scope_is_refused(self, tmp_path: Path) -> None:
+        """model_call_ms measured over a different scope is not the same figure: refused, exit 2."""
+        base = write_run(tmp_path / "base", RunSpec(seed=1))
+        cand = write_run(tmp_path / "cand", RunSpec(seed=2, timing_scope="worker_roundtrip"))
+        result = compare_runs(base / "events.jsonl", cand / "events.jsonl", CompareConfig())
+        assert result.exit_code == 2 and result.refusals == [
+            "different workload settings for m: model_call_ms scope public_task_call_wall vs worker_roundtrip"]
+
     def test_model_in_one_run_only(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         """--model naming a model of one run only: exit 2 saying where it is and which models are shared."""
         base = write_run(tmp_path / "base", RunSpec(seed=1))
