@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from orchestrator import __version__
 from orchestrator.commands import (
+    compare,
     config_check,
     dataset,
     doctor,
@@ -39,6 +40,7 @@ COMMAND_MODULES = [
     reference,
     inventory,
     report,
+    compare,
     dataset,
     ingest,
     soak,

@@ -32,6 +32,7 @@ __all__ = [
     "InventoryConfig",
     "PublishConfig",
     "PUBLISH_ALLOWED_ENV",
+    "CompareConfig",
     "load_config",
     "config_from_dict",
     "config_to_dict",
@@ -191,6 +192,19 @@ class PublishConfig(_Section, frozen=True, kw_only=True):
     roots: dict[PlaceholderName, str] = {}
     names: list[Annotated[str, Meta(min_length=2)]] = []
     allowed_env: list[str] = msgspec.field(default_factory=lambda: list(PUBLISH_ALLOWED_ENV))
+class CompareConfig(_Section, frozen=True, kw_only=True):
+    """[compare]: when `aqbench compare` calls a change real. Latency and throughput tolerances are
+    relative (0.05 = 5 %), rates absolute fractions of requests or items."""
+
+    confidence: Annotated[float, Meta(ge=0.5, lt=1.0)] = 0.90
+    latency_tolerance: NonNegFloat = 0.05
+    throughput_tolerance: NonNegFloat = 0.05
+    error_rate_tolerance: Fraction = 0.01
+    # Models that sample (correctness.deterministic = false) only; a deterministic model regresses on
+    # any newly wrong item, and on any item whose completeness changed.
+    correctness_tolerance: Fraction = 0.02
+    resamples: Annotated[int, Meta(ge=200)] = 2000
+    seed: NonNegInt = 0
 
 
 class Config(_Section, frozen=True, kw_only=True):
@@ -204,6 +218,7 @@ class Config(_Section, frozen=True, kw_only=True):
     soak: SoakConfig = SoakConfig()
     inventory: InventoryConfig = InventoryConfig()
     publish: PublishConfig = PublishConfig()
+    compare: CompareConfig = CompareConfig()
     source: str = ""
     sha256: str = ""
 

@@ -1,0 +1,63 @@
+"""`aqbench compare BASELINE_RUN CANDIDATE_RUN`: did the candidate regress? Exit 0 no, 1 yes, 2 cannot say."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+__all__ = ["register", "run"]
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "compare",
+        help="compare two finished runs figure by figure, with intervals (exit 1 on a regression)",
+        description="Compare two runs (folders from `qualify` or `run-aiperf`) from their events.jsonl alone: "
+        "latency quantiles, throughput, errors by cause, correctness, audio lift, completeness and answers item "
+        "by item, each classified improved / regressed / unchanged / inconclusive against the [compare] "
+        "tolerances. Writes compare.json, compare.md and compare.html. Exit 0: no regression; 1: a figure "
+        "regressed (or, with --strict, is inconclusive); 2: usage error, a missing journal, a run without "
+        "RunFinished, or runs that cannot be compared (different datasets or workload settings).",
+    )
+    p.add_argument("baseline", metavar="BASELINE_RUN", help="the reference run folder (or its events.jsonl)")
+    p.add_argument("candidate", metavar="CANDIDATE_RUN", help="the run under judgement (folder or events.jsonl)")
+    p.add_argument("--model", default="", metavar="NAME", help="compare only this model (default: every model in both)")
+    p.add_argument("--out", default=None, metavar="DIR",
+                   help="where to write the comparison (default: CANDIDATE_RUN/compare)")
+    p.add_argument("--strict", action="store_true", help="exit 1 when any figure is inconclusive")
+    p.add_argument("--config", default=None, metavar="PATH",
+                   help="bench.toml whose [compare] tolerances apply (default: ./bench.toml if present, "
+                   "else the built-in defaults)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from orchestrator.compare import compare_runs, journal_of, write_comparison
+    from orchestrator.config import CompareConfig, load_config
+
+    baseline, candidate = journal_of(args.baseline, "baseline"), journal_of(args.candidate, "candidate")
+    config = args.config or ("bench.toml" if Path("bench.toml").is_file() else None)
+    tolerances = load_config(config).compare if config else CompareConfig()
+    comparison = compare_runs(baseline, candidate, tolerances, model=args.model, strict=args.strict)
+    out = Path(args.out) if args.out else candidate.parent / "compare"
+    paths = write_comparison(comparison, out)
+    for side in (comparison.baseline, comparison.candidate):
+        if side.torn_line is not None:
+            print(f"aqbench: warning: {side.journal}:{side.torn_line}: torn last line skipped", file=sys.stderr)
+    for reason in comparison.refusals:
+        print(f"aqbench: error: not comparable: {reason}", file=sys.stderr)
+    for m in comparison.models:
+        counts = {k: sum(f.change == k for f in m.figures) for k in ("regressed", "improved", "unchanged", "inconclusive")}
+        print(f"{m.model}: " + ", ".join(f"{n} {k}" for k, n in counts.items()))
+        for f in m.figures:
+            if f.change == "regressed":
+                named = f" ({', '.join(f.items[:5])}{' ...' if len(f.items) > 5 else ''})" if f.items else ""
+                print(f"  regressed: {f.name}{named}")
+        if m.changed_answers:
+            print(f"  {len(m.changed_answers)} answer(s) changed: "
+                  + ", ".join(f"{a.path} {a.item_id}/{a.arm}" for a in m.changed_answers[:5])
+                  + (" ..." if len(m.changed_answers) > 5 else ""))
+    print(f"{comparison.outcome}: {comparison.reason}")
+    print(f"wrote {paths[0]}, {paths[1]}, {paths[2]}")
+    return comparison.exit_code
