@@ -162,6 +162,11 @@ async def _phase(run: Any, cfg: Any, args: argparse.Namespace, model: Any, arms:
     from orchestrator.supervisor import ServerSpec, supervise
 
     window = f"{model.name}/aiperf-1"
+    # The dataset's identity, as qualify journals it, so compare and the ledger can tell datasets apart.
+    await run.bus.publish(PhaseFinished(source="run-aiperf", phase="dataset", outcome="passed",
+                                        detail=PhaseDetail(name=dataset.name, identity=dataset.identity,
+                                                           path=str(dataset.root), items=len(dataset.items),
+                                                           arms=arms)))
     facts = {"checkpoint": model.checkpoint, "profile": model.profile, "revision": model.revision,
              "family": model.family, "native_task": model.native_task, "precision": model.precision}
     # The model phase frames everything this run journals (server lifecycle, samples) as this model's.
