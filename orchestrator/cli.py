@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from orchestrator import __version__
 from orchestrator.commands import (
+    campaign,
     config_check,
     dataset,
     doctor,
@@ -32,6 +33,7 @@ __all__ = ["main", "build_parser"]
 # each imports what its command needs (adapters included) inside its run().
 COMMAND_MODULES = [
     qualify,
+    campaign,
     config_check,
     serve_reference,
     reference,
