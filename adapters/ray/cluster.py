@@ -14,7 +14,6 @@ from typing import Any
 import msgspec
 import ray
 import ray.exceptions
-from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from adapters.ray.task import run_attempt
 from orchestrator.campaign.events import AnyTaskMessage, NodeFacts, TaskDone, TaskPlaced
@@ -22,6 +21,7 @@ from orchestrator.campaign.ports import AttemptSpec, Delivery, ModelRunner
 
 __all__ = ["RayCluster"]
 
+_HEAD = "node:__internal_head__"
 _decode = msgspec.msgpack.Decoder(AnyTaskMessage).decode
 
 # Errors that mean the attempt's node or worker went away (a fault, worth a retry elsewhere), as opposed
@@ -76,10 +76,9 @@ class RayCluster:
             ray.init(address=address, log_to_driver=False, configure_logging=False)
         self.address = address or ray.get_runtime_context().gcs_address
         self._runner = runner
-        # The stop flag lives on the driver's node so that losing a worker node never loses it.
-        here = ray.get_runtime_context().get_node_id()
-        self._stop = _StopFlag.options(  # type: ignore[attr-defined]
-            scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=here, soft=True)).remote()
+        # The stop flag lives on the head node (Ray's own head marker resource): losing a worker node
+        # never loses it, and a campaign without a head has no cluster anyway.
+        self._stop = _StopFlag.options(resources={_HEAD: 0.001}).remote()  # type: ignore[attr-defined]
         self._attempts: dict[Any, _Attempt] = {}
 
     def nodes(self) -> list[NodeFacts]:

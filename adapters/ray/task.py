@@ -82,6 +82,7 @@ def run_attempt(spec_bytes: bytes, runner: ModelRunner, stop_flag: Any) -> Itera
     Blocks. Raises what the runner raised (after streaming every line it wrote).
     """
     import ray
+    import ray.exceptions
 
     spec = msgspec.msgpack.decode(spec_bytes, type=AttemptSpec)
     encoder = msgspec.msgpack.Encoder()
@@ -123,7 +124,11 @@ def run_attempt(spec_bytes: bytes, runner: ModelRunner, stop_flag: Any) -> Itera
                 break
             if not stopping and scopes and ray.wait([stop_ref], timeout=0)[0]:
                 stopping = True
-                notice.set(int(ray.get(stop_ref)))
+                try:
+                    signum = int(ray.get(stop_ref))
+                except ray.exceptions.RayError:
+                    continue  # the stop flag itself is gone (its node died): no stop can come; run on
+                notice.set(signum)
                 portal.call(scopes[0].cancel)
         try:
             rc = future.result()
