@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import io
-import os
 import socket
 import tarfile
 import time

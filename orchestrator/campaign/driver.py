@@ -21,11 +21,13 @@ import msgspec
 
 from orchestrator.campaign.events import (
     MODEL_STATUSES_FINAL,
+    AttemptEnd,
     AttemptEnded,
     AttemptPlaced,
     CampaignFinished,
     CampaignStarted,
     JournalChunk,
+    KeptFile,
     ModelFinished,
     ModelSubmitted,
     NodeLost,
@@ -37,7 +39,7 @@ from orchestrator.campaign.ports import AttemptSpec, Cluster, Delivery
 from orchestrator.campaign.progress import Progress
 from orchestrator.config import Config, ModelConfig
 from orchestrator.errors import UsageError
-from orchestrator.events import ModelResult, PhaseStarted, RunFinished
+from orchestrator.events import Event, ModelResult, PhaseStarted, RunFinished
 from orchestrator.journal import decode_event
 from orchestrator.logs import get_logger
 
@@ -187,7 +189,7 @@ class _Driver:
         live.fh.flush()
         now = time.time_ns()
         for line in lines.splitlines():
-            ev = decode_event(line)
+            ev: Event = decode_event(line)
             live.lags_ns.append(now - ev.ts_ns)
             if isinstance(ev, PhaseStarted) and ev.model:
                 self.progress.update(live.model, stage=ev.phase)
@@ -208,7 +210,10 @@ class _Driver:
         lags = sorted(live.lags_ns)
         if not lags:
             return {}
-        pick = lambda q: lags[min(len(lags) - 1, int(q * len(lags)))] / 1e6  # noqa: E731
+
+        def pick(q: float) -> float:
+            return lags[min(len(lags) - 1, int(q * len(lags)))] / 1e6
+
         return {"lines": float(len(lags)), "lag_p50_ms": pick(0.5), "lag_p99_ms": pick(0.99),
                 "lag_max_ms": lags[-1] / 1e6}
 
@@ -219,7 +224,7 @@ class _Driver:
             tar.extractall(mdir / "run", filter="data")
         reason = self._write_reports(live.model)
         r = live.result
-        ended = "interrupted" if msg.interrupted else "finished"
+        ended: AttemptEnd = "interrupted" if msg.interrupted else "finished"
         status = r.status if r is not None and not msg.interrupted else ("interrupted" if msg.interrupted else "error")
         why = (r.row.reason if r is not None else "") or reason
         if msg.interrupted:
@@ -261,7 +266,7 @@ class _Driver:
         return False
 
     def _finish(self, model: str, status: str, *, reason: str, attempts: int, result: ModelResult | None = None,
-                kept: list | None = None, node_id: str = "") -> None:
+                kept: list[KeptFile] | None = None, node_id: str = "") -> None:
         mdir = self.folder / "models" / model
         journal = mdir / "events.jsonl"
         self.journal.write(ModelFinished(

@@ -5,7 +5,7 @@ Imports only the configuration. Schema evolution as in orchestrator/events.py: a
 
 from __future__ import annotations
 
-from typing import Literal, Union
+from typing import Literal
 
 import msgspec
 
@@ -156,7 +156,8 @@ class CampaignFinished(CampaignEvent, frozen=True, kw_only=True):
 
 CAMPAIGN_EVENT_TYPES = (CampaignStarted, ModelSubmitted, AttemptPlaced, AttemptEnded, NodeLost, ModelFinished,
                         CampaignFinished)
-AnyCampaignEvent = Union[CAMPAIGN_EVENT_TYPES]  # type: ignore[valid-type]
+AnyCampaignEvent = (CampaignStarted | ModelSubmitted | AttemptPlaced | AttemptEnded | NodeLost | ModelFinished
+                    | CampaignFinished)
 
 
 # ------------------------------------------------------------------------------ task -> driver messages
@@ -193,4 +194,4 @@ class TaskDone(_TaskMessage, frozen=True, kw_only=True):
     kept_on_node: list[KeptFile] = []
 
 
-AnyTaskMessage = Union[TaskPlaced, JournalChunk, TaskDone]
+AnyTaskMessage = TaskPlaced | JournalChunk | TaskDone

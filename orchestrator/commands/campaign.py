@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
+from pathlib import Path
 from types import FrameType
 
 from orchestrator.campaign.ports import StopNotice
@@ -41,13 +42,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 async def qualify_one(cfg: Config, model: str, stop: StopNotice) -> int:
     """Qualify one model in this process (on a cluster node); on cancellation, reports are still written."""
-    from pathlib import Path
-
     import anyio
 
     from orchestrator.commands.wiring import real_toolkit
     from orchestrator.qualify import QualifyOptions, qualify
-    from orchestrator.reports import write_reports
     from orchestrator.run import Interrupt
 
     interrupt = Interrupt()
@@ -57,9 +55,16 @@ async def qualify_one(cfg: Config, model: str, stop: StopNotice) -> int:
         return await qualify(cfg, opts, interrupt, real_toolkit())
     except anyio.get_cancelled_exc_class():
         with anyio.CancelScope(shield=True):
-            for journal in Path(cfg.run.output_dir).glob("*/events.jsonl"):
-                await anyio.to_thread.run_sync(write_reports, journal, journal.parent)
+            await anyio.to_thread.run_sync(_write_interrupted_reports, Path(cfg.run.output_dir))
         raise
+
+
+def _write_interrupted_reports(output_dir: Path) -> None:
+    """qualify writes its reports only when it ends on its own; a stopped run gets them here."""
+    from orchestrator.reports import write_reports
+
+    for journal in output_dir.glob("*/events.jsonl"):
+        write_reports(journal, journal.parent)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -7,7 +7,6 @@ qualification ends early (capability) in seconds: rows, live streaming, a lost n
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -24,12 +23,13 @@ pin_to_loopback()  # before Ray is imported: the simulated nodes listen on 127.0
 
 ray_cluster_utils = pytest.importorskip("ray.cluster_utils")
 
+from test_qualify import MINI_ITEMS, ROOT, config, mini_dataset, stub_argv  # noqa: E402
+
 from orchestrator.campaign import fold_campaign  # noqa: E402
 from orchestrator.campaign.events import AttemptEnded, AttemptPlaced, CampaignStarted, ModelFinished  # noqa: E402
 from orchestrator.campaign.journal import read_campaign  # noqa: E402
 from orchestrator.events import ModelResult, RunFinished, RunStarted, ServerSpawned  # noqa: E402
 from orchestrator.journal import read_journal  # noqa: E402
-from test_qualify import MINI_ITEMS, ROOT, config, mini_dataset, stub_argv  # noqa: E402
 
 SCRIPTED = ROOT / "tests" / "data" / "servers" / "scripted_server.py"
 OTHER = ('\n[[models]]\nname = "whisper-like"\nfamily = "whisper"\ncheckpoint = "openai/whisper-tiny"\n'
@@ -109,7 +109,7 @@ def test_two_models_on_two_nodes_end_with_final_rows_and_reports(cluster: object
     streamed to the driver is byte for byte the node's (reports fold from it); the GPU model gets Ray's GPU."""
     cfg = campaign_config(tmp_path, stub_argv("reject-audio"), gpu_model=True)
     proc = start_driver(cfg, cluster.address)  # type: ignore[attr-defined]
-    out, err = proc.communicate(timeout=240)
+    _, err = proc.communicate(timeout=240)
     assert proc.returncode == 1, err[-3000:]
     folder = campaign_dir(cfg)
     final = rows(folder)
@@ -162,7 +162,7 @@ def test_events_stream_live_and_a_lost_node_is_retried_elsewhere(cluster: object
         assert not [e for e in read_campaign(folder / "campaign.jsonl")
                     if isinstance(e, AttemptEnded) and e.model == lost_model]  # streamed while it runs
         cluster.remove_node(worker)  # type: ignore[attr-defined]
-        out, err = proc.communicate(timeout=240)
+        _, err = proc.communicate(timeout=240)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -202,7 +202,7 @@ def test_sigint_stops_every_task_cleanly_and_writes_reports(cluster: object, tmp
         wait_until("both servers spawned", lambda: spawned(folder, "reference-audioqa") and
                    spawned(folder, "whisper-like"), proc)
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=120)
+        _, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
