@@ -58,9 +58,8 @@ def scripted_argv(delay_s: float) -> str:
 
 
 def campaign_config(tmp_path: Path, server_argv: str, *, gpu_model: bool = False) -> Path:
-    gpu = "\n[models.resources]\ngpus = 1\n" if gpu_model else ""
     return config(tmp_path, server_argv=server_argv, kind="trtmc-server", dataset=mini_dataset(tmp_path, MINI_ITEMS),
-                  extra_models=OTHER, replace={"[models.correctness]\n": gpu + "[models.correctness]\n"})
+                  extra_models=OTHER, replace={"gpus = 0": "gpus = 1"} if gpu_model else None)
 
 
 def start_driver(cfg: Path, address: str, *args: str) -> subprocess.Popen[str]:

@@ -132,12 +132,12 @@ class TestCampaignConfig:
         """[models.resources] and [campaign] parse with their defaults; an unknown resource key is refused."""
         text = (ROOT / "bench.toml").read_text()
         path = tmp_path / "bench.toml"
-        path.write_text(text.replace("[models.correctness]\n", '[models.resources]\ngpus = 1\ncustom = { H100 = 1 }\n'
-                                     "[models.correctness]\n", 1) + "\n[campaign]\nmax_retries = 1\n")
+        path.write_text(text.replace("gpus = 0", "gpus = 1\ncustom = { H100 = 1 }").replace("max_retries = 2",
+                                                                                            "max_retries = 1"))
         cfg = load_config(path)
         assert cfg.models[0].resources.gpus == 1 and cfg.models[0].resources.custom == {"H100": 1}
         assert cfg.models[0].resources.cpus == 1 and cfg.campaign.max_retries == 1 and cfg.campaign.max_parallel == 0
-        path.write_text(text.replace("[models.correctness]\n", "[models.resources]\ngpu = 1\n[models.correctness]\n", 1))
+        path.write_text(text.replace("gpus = 0", "gpu = 1"))
         with pytest.raises(ConfigError, match=r"models\[0\]\.resources: unknown key gpu"):
             load_config(path)
 
