@@ -131,7 +131,8 @@ def fold_campaign(path: str | Path) -> CampaignReport:
         rows.append(CampaignRow(model=model, status=fin.status, failed_stage=fin.failed_stage, reason=fin.reason,
                                 reproduce=fin.reproduce, journal=fin.journal, run_folder=fin.run_folder,
                                 kept_on_node=fin.kept_on_node, attempts=mine))
-    use: dict[str, list[AttemptRow]] = {}
+    # Every node the cluster had at a start, idle ones too: an idle node is a finding in itself.
+    use: dict[str, list[AttemptRow]] = {nid: [] for s in starts for nid in (n.node_id for n in s.nodes)}
     for a in attempts.values():
         if a.node_id:
             use.setdefault(a.node_id, []).append(a)

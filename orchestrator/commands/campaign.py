@@ -42,8 +42,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 async def qualify_one(cfg: Config, model: str, stop: StopNotice) -> int:
     """Qualify one model in this process (on a cluster node); on cancellation, reports are still written."""
+    import dataclasses
+
     import anyio
 
+    from adapters.ray.gpus import only_visible_gpus, visible_gpus
     from orchestrator.commands.wiring import real_toolkit
     from orchestrator.qualify import QualifyOptions, qualify
     from orchestrator.run import Interrupt
@@ -51,8 +54,13 @@ async def qualify_one(cfg: Config, model: str, stop: StopNotice) -> int:
     interrupt = Interrupt()
     stop.attach(interrupt)
     opts = QualifyOptions(models=[model], argv=["aqbench", "qualify", "--config", cfg.source, "--model", model])
+    toolkit = real_toolkit()
+    visible = visible_gpus(cfg.server.env.get("CUDA_VISIBLE_DEVICES", ""))
+    if visible is not None:  # the GPUs Ray gave this task: the sampler reports those and no others
+        parts = toolkit.server_parts
+        toolkit = dataclasses.replace(toolkit, server_parts=lambda kind: only_visible_gpus(parts(kind), visible))
     try:
-        return await qualify(cfg, opts, interrupt, real_toolkit())
+        return await qualify(cfg, opts, interrupt, toolkit)
     except anyio.get_cancelled_exc_class():
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(_write_interrupted_reports, Path(cfg.run.output_dir))
