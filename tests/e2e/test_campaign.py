@@ -7,6 +7,7 @@ qualification ends early (capability) in seconds: rows, live streaming, a lost n
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -17,7 +18,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from adapters.ray.loopback import pin_to_loopback
+from adapters.ray.loopback import LOOPBACK_ENV, pin_to_loopback
 
 pin_to_loopback()  # before Ray is imported: the simulated nodes listen on 127.0.0.1 only
 
@@ -62,10 +63,21 @@ def campaign_config(tmp_path: Path, server_argv: str, *, gpu_model: bool = False
                   extra_models=OTHER, replace={"gpus = 0": "gpus = 1"} if gpu_model else None)
 
 
-def start_driver(cfg: Path, address: str, *args: str) -> subprocess.Popen[str]:
+def start_driver(cfg: Path, address: str | None, *args: str) -> subprocess.Popen[str]:
+    """The driver joined to `address`; None: the local default, with none of the test's Ray settings."""
+    env = dict(os.environ)
+    if address is None:
+        for key in ("RAY_ADDRESS", *LOOPBACK_ENV):
+            env.pop(key, None)
     return subprocess.Popen([sys.executable, "-m", "orchestrator", "--log-level", "warning", "campaign", "--config",
-                             str(cfg), "--address", address, *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=ROOT)
+                             str(cfg), *(["--address", address] if address else []), *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env)
+
+
+def listening(proc: subprocess.Popen[str]) -> set[str]:
+    """Addresses that the driver and every process under it (the local Ray's own) listen on."""
+    pids = {proc.pid} | {c.pid for c in psutil.Process(proc.pid).children(recursive=True)}
+    return {c.laddr.ip for c in psutil.net_connections("inet") if c.status == psutil.CONN_LISTEN and c.pid in pids}
 
 
 def campaign_dir(cfg: Path) -> Path:
@@ -189,9 +201,11 @@ def test_events_stream_live_and_a_lost_node_is_retried_elsewhere(cluster: object
 
 
 @pytest.mark.slow
-def test_sigint_stops_every_task_cleanly_and_writes_reports(cluster: object, tmp_path: Path) -> None:
-    """SIGINT on the driver: both running tasks stop their servers (journaled, RunFinished interrupted),
-    reports are written, exit 130, and no server is left on either node."""
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_stops_every_task_cleanly_and_writes_reports(cluster: object, tmp_path: Path,
+                                                              signum: signal.Signals) -> None:
+    """SIGINT or SIGTERM on the driver: both running tasks stop their servers (journaled, RunFinished
+    interrupted), reports are written, exit 130 or 143, and no server is left on either node."""
     cfg = campaign_config(tmp_path, scripted_argv(120.0))
     proc = start_driver(cfg, cluster.address)  # type: ignore[attr-defined]
     try:
@@ -200,35 +214,44 @@ def test_sigint_stops_every_task_cleanly_and_writes_reports(cluster: object, tmp
         folder = campaign_dir(cfg)
         wait_until("both servers spawned", lambda: spawned(folder, "reference-audioqa") and
                    spawned(folder, "whisper-like"), proc)
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signum)
         _, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert proc.returncode == 130, err[-3000:]
+    assert proc.returncode == 128 + signum, err[-3000:]
     final = rows(folder)
     assert {m: r.status for m, r in final.items()} == {"reference-audioqa": "interrupted", "whisper-like": "interrupted"}
     for model in final:
         evs, _ = read_journal(folder / "models" / model / "events.jsonl")
         assert isinstance(evs[-1], RunFinished) and evs[-1].status == "interrupted"
-        assert evs[-1].reason == "interrupted by SIGINT"
+        assert evs[-1].reason == f"interrupted by {signum.name}"
         assert (folder / "models" / model / "report.json").exists()
     ends = [e for e in read_campaign(folder / "campaign.jsonl") if isinstance(e, AttemptEnded)]
-    assert sorted((e.ended, e.exit_code) for e in ends) == [("interrupted", 130)] * 2
+    assert sorted((e.ended, e.exit_code) for e in ends) == [("interrupted", 128 + signum)] * 2
     assert fold_campaign(folder / "campaign.jsonl").status == "interrupted"
     assert our_processes(tmp_path) == []
 
 
 @pytest.mark.slow
 def test_resume_runs_only_the_models_without_a_final_row(cluster: object, tmp_path: Path) -> None:
-    """A campaign of one model, resumed with both configured: only the missing one runs, and the report
-    holds both rows."""
+    """A campaign of one model on the local default (its own Ray, listening on 127.0.0.1 only), resumed on
+    the cluster with both configured: only the missing one runs, and the report holds both rows."""
     cfg = campaign_config(tmp_path, stub_argv("reject-audio"))
-    proc = start_driver(cfg, cluster.address, "--model", "whisper-like")  # type: ignore[attr-defined]
+    proc = start_driver(cfg, None, "--model", "whisper-like")
+    seen: set[str] = set()
+
+    def local_ray_listens() -> bool:
+        seen.update(listening(proc))
+        return bool(list((cfg.parent / "runs").glob("campaign-*/campaign.jsonl")))
+
+    wait_until("the local Ray and the campaign folder", local_ray_listens, proc)
     _, err = proc.communicate(timeout=240)
     assert proc.returncode == 1, err[-3000:]
+    assert seen and seen <= {"127.0.0.1", "::ffff:127.0.0.1"}, seen
     folder = campaign_dir(cfg)
+    assert read_campaign(folder / "campaign.jsonl")[0].address.startswith("127.0.0.1:")
     first_journal = (folder / "models" / "whisper-like" / "events.jsonl").read_bytes()
     proc = start_driver(cfg, cluster.address, "--resume", str(folder))  # type: ignore[attr-defined]
     _, err = proc.communicate(timeout=240)
