@@ -48,6 +48,8 @@ __all__ = ["CampaignOptions", "StopRequest", "run_campaign", "final_models"]
 log = get_logger("aqbench.campaign")
 
 _POLL_S = 0.25
+# After a force-cancel, how long to wait for the cluster to report each task's end before giving up on it.
+_KILL_WAIT_S = 30.0
 
 
 class CampaignOptions(msgspec.Struct, frozen=True, kw_only=True):
@@ -60,10 +62,16 @@ class CampaignOptions(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class StopRequest:
-    """Set from a signal handler; the driver loop reads it between polls."""
+    """Set from a signal handler; the driver loop reads it between polls. A second signal stops at once
+    (force-cancels the tasks instead of waiting for their clean stop)."""
 
     def __init__(self) -> None:
         self.signum: int | None = None
+        self.count = 0
+
+    def set(self, signum: int) -> None:
+        self.signum = self.signum or signum
+        self.count += 1
 
 
 class _Live:
@@ -111,7 +119,7 @@ class _Driver:
 
     def run(self, pending: deque[tuple[str, int]]) -> None:
         stopping_since: float | None = None
-        killed = False
+        killed_at: float | None = None
         while pending or self.cluster.running():
             if self.stop.signum is not None and stopping_since is None:
                 stopping_since = time.monotonic()
@@ -121,11 +129,18 @@ class _Driver:
                     model, attempt = pending.popleft()
                     self._finish(model, "interrupted", reason=f"not started: the campaign was stopped by {name}",
                                  attempts=attempt - 1)
-            if stopping_since is not None and not killed and \
-                    time.monotonic() - stopping_since > self.cfg.campaign.stop_grace_s:
-                log.error("campaign_stop_grace_exceeded", grace_s=self.cfg.campaign.stop_grace_s)
+            if stopping_since is not None and killed_at is None and (
+                    self.stop.count > 1 or time.monotonic() - stopping_since > self.cfg.campaign.stop_grace_s):
+                log.error("campaign_tasks_force_cancelled", grace_s=self.cfg.campaign.stop_grace_s,
+                          signals=self.stop.count)
                 self.cluster.kill()
-                killed = True
+                killed_at = time.monotonic()
+            if killed_at is not None and time.monotonic() - killed_at > _KILL_WAIT_S:
+                for live in list(self.live.values()):
+                    self._close_journal(live)
+                    self._finish(live.model, "interrupted", attempts=live.attempt, node_id=live.node_id,
+                                 reason=f"force-cancelled; the cluster did not report its end within {_KILL_WAIT_S:.0f} s")
+                return
             while pending and (not self.max_parallel or self.cluster.running() < self.max_parallel):
                 self._submit(*pending.popleft())
             for delivery in self.cluster.poll(_POLL_S):

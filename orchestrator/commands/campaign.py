@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     stop = StopRequest()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.signum = signum
+        stop.set(signum)
 
     cluster = RayCluster(qualify_one, address=address)
     # After Ray's start, so that these handlers (not Ray's) decide what a signal does to the driver.
