@@ -78,7 +78,9 @@ class RayCluster:
         self._runner = runner
         # The stop flag lives on the head node (Ray's own head marker resource): losing a worker node
         # never loses it, and a campaign without a head has no cluster anyway.
-        self._stop = _StopFlag.options(resources={_HEAD: 0.001}).remote()  # type: ignore[attr-defined]
+        # Every running attempt holds one wait() call on it: room for far more than any campaign runs.
+        self._stop = _StopFlag.options(  # type: ignore[attr-defined]
+            resources={_HEAD: 0.001}, max_concurrency=100_000).remote()
         self._attempts: dict[Any, _Attempt] = {}
 
     def nodes(self) -> list[NodeFacts]:

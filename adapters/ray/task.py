@@ -129,6 +129,8 @@ def run_attempt(spec_bytes: bytes, runner: ModelRunner, stop_flag: Any) -> Itera
                     continue  # the stop flag itself is gone (its node died): no stop can come; run on
                 notice.set(signum)
                 portal.call(scopes[0].cancel)
+        if not stopping:
+            ray.cancel(stop_ref)  # release this attempt's wait() on the stop flag
         try:
             rc = future.result()
         finally:
