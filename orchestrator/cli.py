@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from orchestrator import __version__
 from orchestrator.commands import (
+    campaign,
     compare,
     config_check,
     dataset,
@@ -35,6 +36,7 @@ __all__ = ["main", "build_parser"]
 # each imports what its command needs (adapters included) inside its run().
 COMMAND_MODULES = [
     qualify,
+    campaign,
     config_check,
     serve_reference,
     reference,

@@ -33,6 +33,8 @@ __all__ = [
     "PublishConfig",
     "PUBLISH_ALLOWED_ENV",
     "CompareConfig",
+    "ModelResources",
+    "CampaignConfig",
     "load_config",
     "config_from_dict",
     "config_to_dict",
@@ -115,6 +117,19 @@ class CorrectnessCriteria(_Section, frozen=True, kw_only=True):
     deterministic: bool = True
 
 
+class ModelResources(_Section, frozen=True, kw_only=True):
+    """[models.resources]: what one model's campaign task holds on its node (Ray resources).
+
+    `custom` names cluster resources such as a GPU type label (`{ "H100" = 1 }`); a task waits for a
+    node that has them all. `memory_gib = 0` reserves no memory.
+    """
+
+    gpus: NonNegFloat = 0.0
+    cpus: NonNegFloat = 1.0
+    memory_gib: NonNegFloat = 0.0
+    custom: dict[str, NonNegFloat] = {}
+
+
 class ModelConfig(_Section, frozen=True, kw_only=True):
     """[[models]]: one checkpoint to qualify, with its identity and its correctness criteria."""
 
@@ -130,6 +145,7 @@ class ModelConfig(_Section, frozen=True, kw_only=True):
     # Long-lived native worker speaking the JSON-lines protocol (trtmc.md section 2); empty = none.
     native_argv: list[str] = []
     correctness: CorrectnessCriteria
+    resources: ModelResources = ModelResources()
 
 
 class DatasetConfig(_Section, frozen=True, kw_only=True):
@@ -207,6 +223,19 @@ class CompareConfig(_Section, frozen=True, kw_only=True):
     seed: NonNegInt = 0
 
 
+class CampaignConfig(_Section, frozen=True, kw_only=True):
+    """[campaign]: `aqbench campaign` on Ray: retries after a lost node, parallelism, what comes back.
+
+    `max_parallel = 0` lets the cluster's free resources decide. A run-folder file larger than
+    `bring_back_mib` stays on its node and is listed in the campaign report instead.
+    """
+
+    max_retries: NonNegInt = 2
+    max_parallel: NonNegInt = 0
+    stop_grace_s: PositiveFloat = 120.0
+    bring_back_mib: NonNegFloat = 64.0
+
+
 class Config(_Section, frozen=True, kw_only=True):
     """The whole resolved bench.toml; `source` and `sha256` identify the file it came from."""
 
@@ -219,6 +248,7 @@ class Config(_Section, frozen=True, kw_only=True):
     inventory: InventoryConfig = InventoryConfig()
     publish: PublishConfig = PublishConfig()
     compare: CompareConfig = CompareConfig()
+    campaign: CampaignConfig = CampaignConfig()
     source: str = ""
     sha256: str = ""
 

@@ -1,0 +1,116 @@
+"""`aqbench campaign`: qualify many models side by side on a Ray cluster, one task per model.
+
+Composition root: builds the Ray cluster adapter (a local 127.0.0.1 instance, or the cluster at
+--address) and hands it, with `qualify_one` as the per-node runner, to orchestrator.campaign.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from pathlib import Path
+from types import FrameType
+
+from orchestrator.campaign.ports import StopNotice
+from orchestrator.config import Config
+
+__all__ = ["register", "qualify_one"]
+
+EXTRA_MISSING = ("aqbench campaign needs Ray, which is not installed; install the extra: "
+                 "pip install 'aqbench[campaign]' (or pip install ray)")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("campaign", help="qualify many models side by side on a Ray cluster (one task per model)",
+                       description="Runs each model's whole qualification as one Ray task on one node and streams "
+                       "its journal back live: runs/<campaign>/campaign.jsonl, models/<name>/events.jsonl and "
+                       "reports, and the campaign's report.{json,md,html}. Without --address (and without "
+                       "RAY_ADDRESS) starts a local Ray on 127.0.0.1 with no dashboard. Exit 0 when every model "
+                       "is aiperf-qualified, 1 otherwise, 2 on configuration errors, 130/143 when interrupted.")
+    p.add_argument("--config", default="bench.toml", help="configuration file (default: bench.toml)")
+    p.add_argument("--address", default=None, help="join the Ray cluster at this address (default: RAY_ADDRESS, "
+                   "else a local Ray on 127.0.0.1)")
+    p.add_argument("--model", action="append", default=[], metavar="NAME",
+                   help="run only this configured model (repeatable)")
+    p.add_argument("--max-parallel", type=int, default=None, metavar="N",
+                   help="at most N models at once (default: [campaign] max_parallel; 0 = as resources allow)")
+    p.add_argument("--resume", default="", metavar="CAMPAIGN_DIR",
+                   help="continue this campaign: skip models whose final rows exist, run the rest")
+    p.set_defaults(func=run)
+
+
+async def qualify_one(cfg: Config, model: str, stop: StopNotice) -> int:
+    """Qualify one model in this process (on a cluster node); on cancellation, reports are still written."""
+    import dataclasses
+
+    import anyio
+
+    from adapters.ray.gpus import only_visible_gpus, visible_gpus
+    from orchestrator.commands.wiring import real_toolkit
+    from orchestrator.qualify import QualifyOptions, qualify
+    from orchestrator.run import Interrupt
+
+    interrupt = Interrupt()
+    stop.attach(interrupt)
+    opts = QualifyOptions(models=[model], argv=["aqbench", "qualify", "--config", cfg.source, "--model", model])
+    toolkit = real_toolkit()
+    visible = visible_gpus(cfg.server.env.get("CUDA_VISIBLE_DEVICES", ""))
+    if visible is not None:  # the GPUs Ray gave this task: the sampler reports those and no others
+        parts = toolkit.server_parts
+        toolkit = dataclasses.replace(toolkit, server_parts=lambda kind: only_visible_gpus(parts(kind), visible))
+    try:
+        return await qualify(cfg, opts, interrupt, toolkit)
+    except anyio.get_cancelled_exc_class():
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(_write_interrupted_reports, Path(cfg.run.output_dir))
+        raise
+
+
+def _write_interrupted_reports(output_dir: Path) -> None:
+    """qualify writes its reports only when it ends on its own; a stopped run gets them here."""
+    from orchestrator.reports import write_reports
+
+    for journal in output_dir.glob("*/events.jsonl"):
+        write_reports(journal, journal.parent)
+
+
+def run(args: argparse.Namespace) -> int:
+    from orchestrator.campaign import CampaignOptions, StopRequest, run_campaign
+    from orchestrator.config import load_config
+    from orchestrator.errors import UsageError
+
+    cfg = load_config(args.config)
+    if args.max_parallel is not None and args.max_parallel < 0:
+        raise UsageError(f"--max-parallel {args.max_parallel}: must be 0 (as resources allow) or more")
+    import os
+
+    from adapters.ray.loopback import pin_to_loopback
+
+    address = args.address or os.environ.get("RAY_ADDRESS") or None
+    if address is None:
+        pin_to_loopback()  # before Ray is imported: the local default listens on 127.0.0.1 only
+    try:
+        from adapters.ray.cluster import RayCluster
+    except ModuleNotFoundError as exc:
+        if exc.name != "ray":
+            raise
+        raise UsageError(EXTRA_MISSING) from None
+    opts = CampaignOptions(models=args.model, max_parallel=args.max_parallel, resume=args.resume, argv=sys.argv)
+    stop = StopRequest()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set(signum)
+
+    cluster = RayCluster(qualify_one, address=address)
+    # After Ray's start, so that these handlers (not Ray's) decide what a signal does to the driver.
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        exit_code, folder = run_campaign(cfg, opts, cluster, stop)
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        cluster.close()
+    print(f"\ncampaign: {folder}", file=sys.stderr)
+    print(f"  reports: {folder / 'report.md'}, {folder / 'report.html'}, {folder / 'report.json'}", file=sys.stderr)
+    return exit_code
