@@ -1,5 +1,5 @@
-"""Packaging: the wheel ships the dataset without a top-level `datasets` package, and both an editable
-install and a built wheel find the shipped data."""
+"""Packaging: the wheel ships the dataset without a top-level `datasets` package and the report templates,
+and both an editable install and a built wheel find the shipped data."""
 
 from __future__ import annotations
 
@@ -53,6 +53,10 @@ def test_wheel_ships_dataset_as_package_data(tmp_path: Path) -> None:
     assert "aqbench_datasets/audioqa-v1/manifest.jsonl" in names
     assert sum(n.startswith("aqbench_datasets/audioqa-v1/audio/") for n in names) >= 20
     assert not any(n.startswith("datasets/") for n in names)
+    # The HTML reports' templates are package data: without them every report.html render fails.
+    templates = ROOT / "orchestrator" / "reports" / "templates"
+    assert {f"orchestrator/reports/templates/{p.name}" for p in templates.glob("*.html")} <= set(names)
+    assert sum(n.startswith("orchestrator/reports/templates/") for n in names) >= 4
     site = tmp_path / "site"
     inst = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-compile",
                            "--target", str(site), str(wheel)], capture_output=True, text=True, timeout=300)

@@ -1,6 +1,7 @@
 """Inline SVG pictures for report.html, drawn by our own small code: no JS, no fonts, no network.
 
-Each function returns one `<svg>` element as text, tagged with `data-chart` so tests can find it.
+Each function returns one `<svg>` element as text, tagged with `data-chart` so tests can find it. Every text
+it embeds (ids, titles, labels, names, tooltips) is escaped here, so the pages take the result as markup.
 """
 
 from __future__ import annotations
@@ -97,7 +98,7 @@ def _svg(chart: str, title: str, body: list[str], height: int = _H, width: int =
     # The caption is drawn top right (the legend is top left); <title> also gives it to screen readers.
     shown = (f'<text x="{width - _R}" y="17" text-anchor="end" font-weight="bold">{escape(title)}</text>'
              if caption else "")
-    return (f'<svg class="chart" data-chart="{chart}" xmlns="http://www.w3.org/2000/svg" '
+    return (f'<svg class="chart" data-chart="{escape(chart)}" xmlns="http://www.w3.org/2000/svg" '
             f'viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
             f'font-family="sans-serif" font-size="11"><title>{escape(title)}</title>{shown}'
             + "".join(body) + "</svg>")

@@ -1,0 +1,77 @@
+"""The one Jinja2 environment of the HTML reports: autoescaped templates from `templates/` beside this file.
+
+Owns loading, escaping and the generic filters; it knows nothing of any report's content.
+"""
+
+from __future__ import annotations
+
+import json
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markupsafe import Markup
+
+from orchestrator.reports.text import dash, mib, ms, num, pct, rate_cell, signed_pct
+
+__all__ = ["TEMPLATES", "render"]
+
+# Resolved from this file, so an editable install reads the checkout's folder and a wheel its own copy.
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+
+
+def _quotes_as_stdlib(value: Any) -> Any:
+    """A printed value whose quotes are escaped as the stdlib's html.escape writes them (`&quot;`, `&#x27;`)
+    where markupsafe would write `&#34;` and `&#39;`: the same characters, and the bytes the f-string pages
+    wrote. Anything else is left to autoescape; markup (macro output, charts) passes as it is."""
+    text = value if type(value) is str else None
+    if text is None:
+        if hasattr(value, "__html__"):
+            return value
+        text = str(value)
+    return Markup(escape(text)) if "'" in text or '"' in text else text
+
+
+def _cell(value: Any, blank: str = dash) -> Any:
+    """A table cell's value, or `blank` (the report dash) where there is none (None or an empty string)."""
+    return blank if value is None or value == "" else value
+
+
+def _pretty(value: Any, limit: int = 3000) -> str:
+    """Text for a <pre>: a string as it is, anything else as indented JSON; cut at `limit` characters."""
+    text = value if isinstance(value, str) else json.dumps(value, indent=1, sort_keys=True, ensure_ascii=False)
+    return text[:limit]
+
+
+def _environment() -> Environment:
+    env = Environment(
+        loader=FileSystemLoader(TEMPLATES),
+        autoescape=True,
+        # A misspelt or missing variable fails the render instead of printing nothing.
+        undefined=StrictUndefined,
+        finalize=_quotes_as_stdlib,
+        keep_trailing_newline=True,
+        # Tag-only lines leave no blank line behind; the templates glue one-line parts with `-`.
+        trim_blocks=True,
+        lstrip_blocks=True,
+        auto_reload=False,
+    )
+    # Column numbers without a loop object per cell: tables are the pages' hot path.
+    env.globals["enumerate"] = enumerate
+    env.filters["cell"] = _cell
+    env.filters["pretty"] = _pretty
+    # The house formats of reports/text.py (shared with the Markdown reports), as filters: `{{ x|ms }}`.
+    env.filters.update(ms=ms, num=num, pct=pct, signed_pct=signed_pct, mib=mib, rate_cell=rate_cell)
+    return env
+
+
+_ENV = _environment()
+
+
+def render(template_name: str, **context: Any) -> str:
+    """The text of `template_name` (a file in `templates/`) rendered with `context`.
+
+    Raises jinja2.UndefinedError when the template uses a name the context lacks.
+    """
+    return _ENV.get_template(template_name).render(**context)
