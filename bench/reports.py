@@ -18,6 +18,7 @@ from pathlib import Path
 
 import msgspec
 
+from orchestrator.config import Config, load_config
 from orchestrator.events import (
     AiperfStarted,
     AnyEvent,
@@ -34,6 +35,12 @@ from orchestrator.reports import build_report, encode_report, render_html, rende
 T0 = 1_714_564_800_000_000_000
 
 
+def _config() -> Config:
+    """The repository's bench.toml with its one model named `m`, as the journal's config snapshot."""
+    cfg = load_config(Path(__file__).resolve().parents[1] / "bench.toml")
+    return msgspec.structs.replace(cfg, models=[msgspec.structs.replace(cfg.models[0], name="m")])
+
+
 def write_journal(path: Path, requests: int) -> int:
     """A qualify-shaped journal: one model whose AIPerf window holds `requests` correlated requests."""
     seq = 0
@@ -44,7 +51,7 @@ def write_journal(path: Path, requests: int) -> int:
             seq += 1
             fh.write(encode_event(msgspec.structs.replace(ev, seq=seq, ts_ns=ts, run_id="bench")) + b"\n")
 
-        put(RunStarted(command="qualify", config={"models": [{"name": "m"}]}), T0)
+        put(RunStarted(command="qualify", config=_config()), T0)
         put(PhaseStarted(phase="model", model="m"), T0 + 1)
         put(PhaseStarted(phase="aiperf", model="m"), T0 + 2)
         put(AiperfStarted(window="m/aiperf", argv=["aiperf"], shell="aiperf profile", artifact_dir="/a"), T0 + 3)
