@@ -726,4 +726,4 @@ if TYPE_CHECKING:
     # isinstance); msgspec decodes the real tagged union below.
     AnyEvent: TypeAlias = Event
 else:
-    AnyEvent = Union[EVENT_TYPES]
+    AnyEvent = Union[EVENT_TYPES]  # noqa: UP007 - built from a tuple at run time, which `|` cannot do

@@ -21,7 +21,7 @@ EXTRA_MISSING = ("aqbench campaign needs Ray, which is not installed; install th
                  "pip install 'aqbench[campaign]' (or pip install ray)")
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("campaign", help="qualify many models side by side on a Ray cluster (one task per model)",
                        description="Runs each model's whole qualification as one Ray task on one node and streams "
                        "its journal back live: runs/<campaign>/campaign.jsonl, models/<name>/events.jsonl and "

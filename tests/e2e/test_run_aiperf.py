@@ -98,7 +98,7 @@ def test_clean_run_every_request_correlated(tmp_path: Path) -> None:
 
 def test_injected_errors_and_delays_counted_by_cause(tmp_path: Path) -> None:
     """With a 25% injected 500 rate and added latency, http_5xx equals the server's 500s exactly."""
-    rc, events, stderr = _run(tmp_path, requests=12, arms='"transcript"',
+    rc, events, _stderr = _run(tmp_path, requests=12, arms='"transcript"',
                               faults=["--fault-error-rate", "0.25", "--fault-latency-ms", "150"])
     [acc] = _of(events, AccountingChecked)
     assert acc.balanced, acc.problems

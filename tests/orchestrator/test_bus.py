@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from orchestrator.bus import Bus, BusClosed
@@ -64,7 +65,7 @@ class TestBus:
                 task_status.started()
                 async for ev in sub:
                     seen.append(ev.seq)
-                    await anyio.sleep(0)
+                    await anyio.lowlevel.checkpoint()
 
         async with anyio.create_task_group() as tg:
             await tg.start(consume)
