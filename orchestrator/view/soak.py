@@ -15,13 +15,13 @@ from anyio.abc import TaskStatus
 
 from orchestrator.events import (
     AiperfExited,
-    AiperfStarted,
     RequestCorrelated,
     ResourceSampled,
     ServerExited,
     ServerRestarting,
     SoakVerdict,
     SoakWindowClosed,
+    SoakWindowOpened,
 )
 
 __all__ = ["SoakView", "format_status"]
@@ -79,6 +79,7 @@ class SoakView:
         self._loaded_closed_s = 0.0
         self._spans: dict[str, list[int]] = {}
         self._running = ""
+        self._next = ""
 
     def loaded_s(self, now_ns: int | None = None) -> float:
         """Seconds under load so far (an estimate: the view is a lossy subscriber)."""
@@ -113,6 +114,8 @@ class SoakView:
                 else:
                     self.errors += 1
             if ev.window.startswith("soak/") and ev.request_start_ns:
+                if ev.window == self._next:
+                    self.window = self._running = ev.window
                 span = self._spans.get(ev.window)
                 end = ev.request_end_ns or ev.request_start_ns
                 if span is None:
@@ -121,9 +124,10 @@ class SoakView:
                     span[0], span[1] = min(span[0], ev.request_start_ns), max(span[1], end)
         elif isinstance(ev, ResourceSampled):
             self.rss_bytes = ev.rss_bytes
-        elif isinstance(ev, AiperfStarted) and ev.window.startswith("soak/"):
-            self.window = self._running = ev.window
-        elif isinstance(ev, AiperfExited) and ev.window == self._running:
+        elif isinstance(ev, SoakWindowOpened):
+            # Opened a window ahead of its start: it becomes the running one when its first request shows.
+            self._next = ev.window
+        elif isinstance(ev, AiperfExited) and ev.window.startswith("soak/"):
             self._running = ""
         elif isinstance(ev, SoakWindowClosed):
             self.windows = max(self.windows, ev.index)
@@ -143,7 +147,7 @@ class SoakView:
         elif isinstance(ev, ServerExited) and not ev.expected:
             notable = f"server exited unexpectedly (incarnation {ev.incarnation}, code {ev.returncode} {ev.signal})"
         elif isinstance(ev, SoakVerdict):
-            word = "PASS" if ev.passed else "FAIL"
+            word = (ev.outcome or ("pass" if ev.passed else "fail")).upper()
             notable = f"{'final' if ev.final else 'checkpoint'} verdict {ev.metric}: {word} {str(ev.detail.get('reason', ''))[:200]}"
         if notable and notable != "window":
             self._emit(notable, status=False)
