@@ -77,6 +77,7 @@ class SoakView:
         # Time under load: closed windows' request spans, plus [first start, last end] of each window
         # still open (the running one counts up to now). One entry per open window: bounded.
         self._loaded_closed_s = 0.0
+        self._covered_ns = 0  # the end of the time already counted in _loaded_closed_s
         self._spans: dict[str, list[int]] = {}
         self._running = ""
         self._next = ""
@@ -84,9 +85,14 @@ class SoakView:
     def loaded_s(self, now_ns: int | None = None) -> float:
         """Seconds under load so far (an estimate: the view is a lossy subscriber)."""
         now_ns = time.time_ns() if now_ns is None else now_ns
-        total = self._loaded_closed_s
-        for window, (first, last) in self._spans.items():
-            total += max(0, (now_ns if window == self._running else last) - first) / 1e9
+        total, covered = self._loaded_closed_s, self._covered_ns
+        # Windows are time cuts of one load: a finalising window's last answers overlap the next one's
+        # first requests, so spans are counted as a union (in start order), never twice.
+        for window, (first, last) in sorted(self._spans.items(), key=lambda kv: kv[1][0]):
+            end = now_ns if window == self._running else last
+            if end > max(first, covered):
+                total += (end - max(first, covered)) / 1e9
+                covered = end
         return total
 
     def line(self) -> str:
@@ -136,10 +142,11 @@ class SoakView:
             self.last = dict(ev.summary)
             span = self._spans.pop(ev.window, None)
             first, last = ev.summary.get("first_request_unix_ns"), ev.summary.get("last_request_unix_ns")
-            if isinstance(first, int) and isinstance(last, int):
-                self._loaded_closed_s += max(0, last - first) / 1e9
-            elif span is not None:
-                self._loaded_closed_s += max(0, span[1] - span[0]) / 1e9
+            if not (isinstance(first, int) and isinstance(last, int)) and span is not None:
+                first, last = span
+            if isinstance(first, int) and isinstance(last, int) and last > max(first, self._covered_ns):
+                self._loaded_closed_s += (last - max(first, self._covered_ns)) / 1e9
+                self._covered_ns = last
             notable = "window"
         elif isinstance(ev, ServerRestarting):
             self.restarts += 1

@@ -156,11 +156,13 @@ class TestSoakView:
         assert view.loaded_s(now_ns=T0 + 29 * s) == 21.0 and view.window == "soak/w0001"
         view.show(req("soak/w0002", 30, 31))
         assert view.loaded_s(now_ns=T0 + 43 * s) == 33.0  # w0001 finalising (to its last answer), w0002 running
+        view.show(req("soak/w0001", 29, 31.5))  # w0001's last answer overlaps w0002's start: counted once
+        assert view.loaded_s(now_ns=T0 + 43 * s) == 35.0
         view.show(SoakWindowClosed(window="soak/w0001", index=1, summary={
-            "first_request_unix_ns": T0 + 8 * s, "last_request_unix_ns": T0 + 28 * s}))
-        assert view.loaded_s(now_ns=T0 + 43 * s) == 33.0
+            "first_request_unix_ns": T0 + 8 * s, "last_request_unix_ns": T0 + int(31.5 * s)}))
+        assert view.loaded_s(now_ns=T0 + 43 * s) == 35.0
         assert view.window == "soak/w0002"
         line = format_status(elapsed_s=50, duration_s=60, windows=1, window="soak/w0002", ok=3, errors=0, last=None,
                              rss_bytes=None, restarts=0, loaded_s=view.loaded_s(now_ns=T0 + 43 * s))
-        assert line.startswith("soak 0:00:33/0:01:00 under load (wall 0:00:50)  windows 1 (in soak/w0002)")
+        assert line.startswith("soak 0:00:35/0:01:00 under load (wall 0:00:50)  windows 1 (in soak/w0002)")
 
