@@ -51,7 +51,7 @@ from orchestrator.judge.outcome import FAIL, INCONCLUSIVE, worst
 from orchestrator.logs import get_logger
 from orchestrator.run import Interrupt, RunScope, new_run_id, open_run
 from orchestrator.soak.leftovers import check_processes
-from orchestrator.soak.observer import ObserverSampler
+from orchestrator.soak.observer import ObserverSampler, trim_heap
 from orchestrator.soak.tracker import SoakTracker
 from orchestrator.soak.verdicts import (
     MetricVerdict,
@@ -486,6 +486,7 @@ class _Soak:
         self.done += 1
         await self.bus.publish(SoakWindowClosed(source="soak", window=cut.name, index=cut.index,
                                                 summary=stats.to_summary()))
+        await anyio.to_thread.run_sync(trim_heap)
         if time.monotonic() >= self._next_checkpoint and not self.stop.is_set() and not last:
             self._next_checkpoint += self.settings.checkpoint_every_s
             await self._checkpoint()
