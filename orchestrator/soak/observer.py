@@ -10,7 +10,7 @@ import ctypes
 import ctypes.util
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 import psutil
@@ -20,6 +20,7 @@ from orchestrator.events import ProcessSampled
 
 __all__ = ["ObserverSampler", "tree_rss", "trim_heap"]
 
+Role = Literal["orchestrator", "aiperf"]
 _libc: Any = None
 
 
@@ -67,7 +68,8 @@ class ObserverSampler:
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
         while True:
-            for role, pid in (("orchestrator", self._own_pid), ("aiperf", self._aiperf_pid())):
+            targets: tuple[tuple[Role, int | None], ...] = (("orchestrator", self._own_pid), ("aiperf", self._aiperf_pid()))
+            for role, pid in targets:
                 if not pid:
                     continue
                 # The orchestrator alone, not its children: AIPerf and the server are sampled apart.
