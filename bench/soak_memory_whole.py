@@ -99,7 +99,8 @@ def run_whole(*, duration_s: float, window_s: float, rate: float, trace: bool) -
     folder = Path(tempfile.mkdtemp(prefix="aqb-soakmem-"))
     # Until the first window closes (its end + the request timeout + 3 s) every open window's state grows
     # by design: those windows are the verdict's warmup, so orchestrator_rss judges the steady state.
-    first_close = math.ceil((window_s + 60.0 + 3) / window_s)
+    timeout_s = load_config(REPO / "bench.toml").workload.request_timeout_s
+    first_close = math.ceil((window_s + timeout_s + 3) / window_s)
     cfg = load_config(_config(folder, duration_s=duration_s, window_s=window_s, warmup_windows=first_close))
     exe = _fake_aiperf(folder)
     aiperf_adapter.check_install = lambda: AiperfInstall(version="stand-in", fingerprint="", executable=exe)
