@@ -110,8 +110,8 @@ class Joiner:
                  crash_slack_s: float = 1.0, max_settled: int = 1_000_000, source: str = "correlator",
                  answer_grace_s: float = 0.0, cut_by_time: bool = False) -> None:
         self.key_parser = key_parser
-        # True (a soak): a client record's window is the one started last at or before its request's
-        # start, whatever window its load client named; windows are then time cuts of one load.
+        # True (a soak): a client record counts in the window started last at or before its request's
+        # start, whatever its load client named (windows are time cuts of one load).
         self.cut_by_time = cut_by_time
         self.match_timeout_ns = int(match_timeout_s * 1e9)
         self.crash_slack_ns = int(crash_slack_s * 1e9)
@@ -149,37 +149,27 @@ class Joiner:
             self._starts.append((start_unix_ns, window))
 
     def client_window(self, client: ClientRecord) -> str:
-        """The window a client record counts in: the one it names, or its time cut (see cut_by_time).
-        A time that falls in a window already closed counts in the oldest window still open, so that
-        every request is accounted once (its settlement notes the straggler in that window's tally)."""
+        """The window a client record counts in: the one it names, or its time cut (see cut_by_time); a
+        cut already closed gives the oldest open window (every request counts once; _settle notes it)."""
         if not self.cut_by_time or not self._starts:
             return client.window or self.window
-        chosen = self._cut(client)
-        if chosen not in self._closed:
-            return chosen
-        return next((w for _, w in self._starts if w not in self._closed), self.window)
+        return cut if (cut := self._cut(client)) not in self._closed else next(
+            (w for _, w in self._starts if w not in self._closed), self.window)
 
     def _cut(self, client: ClientRecord) -> str:
         at = client.request_start_ns or client.credit_issued_ns or client.ts_ns
-        for start, window in reversed(self._starts):
-            if start <= at:
-                return window
-        return self._starts[0][1]
+        return next((w for start, w in reversed(self._starts) if start <= at), self._starts[0][1])
 
     def discard_window(self, window: str) -> bool:
-        """Forget a window that was started ahead of time but never reached (the load ended first).
-        Only a window with nothing counted or pending is forgotten; returns whether it was."""
-        tally = self._tallies.get(window)
-        if tally is not None and (tally.counts or tally.problems or tally.duplicates or tally.server_without_client):
-            return False
-        if any(self.client_window(p.client) == window for p in self._clients.values()):
+        """Forget a window started ahead but never reached (nothing counted or pending); whether it was."""
+        t = self._tallies.get(window)
+        if (t is not None and (t.counts or t.problems or t.duplicates or t.server_without_client)) or any(
+                self.client_window(p.client) == window for p in self._clients.values()):
             return False
         self._tallies.pop(window, None)
-        kept = [(t, w) for t, w in self._starts if w != window]
-        self._starts.clear()
-        self._starts.extend(kept)
+        self._starts = deque(((at, w) for at, w in self._starts if w != window), maxlen=_WINDOWS_KEPT)
         if self.window == window:
-            self.window = kept[-1][1] if kept else ""
+            self.window = self._starts[-1][1] if self._starts else ""
         return True
 
     def server_window(self, rec: ServerRecord) -> str:
@@ -419,10 +409,8 @@ class Joiner:
         # with the keywords given).
         rid = client.request_id
         window = client.window or self.window
-        if self.cut_by_time and self._starts:
-            window = self.client_window(client)
-            if (cut := self._cut(client)) != window and len(problems := self._tally(window).problems) < 50:
-                problems.append(f"request {rid} started in {cut}, closed before it ended; counted here")
+        if self.cut_by_time and self._starts and (cut := self._cut(client)) != (window := self.client_window(client)):
+            self._tally(window).problems.append(f"request {rid} started in {cut}, closed before it ended; counted here")
         crash = self._crash_covering(client, server) if self._crashes else None
         status = client.status_code
         if (server is not None and (status is None or status < 400) and client.error_code is None
@@ -585,12 +573,7 @@ class Correlator:
         """Wait until everything published so far is processed and the window's client halves have
         settled (at most match timeout + 1 s), then publish the window's accounting and return it.
         Blocks; cancellation leaves the window open."""
-        await self._started.wait()
-        target = self._bus.statistics().published
-        limit = timeout_s if timeout_s is not None else self.match_timeout_s + 1.0
-        with anyio.move_on_after(limit):
-            while self._last_seq < target or self.joiner.open_clients(window):
-                await anyio.sleep(0.01)
+        await self._caught_up(timeout_s if timeout_s is not None else self.match_timeout_s + 1.0, window)
         async with self._lock:
             await self._process_backlog()
             checked: Event | None = None
@@ -601,13 +584,17 @@ class Correlator:
         assert isinstance(checked, AccountingChecked)
         return checked
 
-    async def discard_window(self, window: str) -> bool:
-        """`Joiner.discard_window` once everything published so far is processed. Blocks briefly."""
+    async def _caught_up(self, limit_s: float, window: str | None = None) -> None:
+        """Wait (at most `limit_s`) until all published so far is processed (and `window`'s halves settled)."""
         await self._started.wait()
         target = self._bus.statistics().published
-        with anyio.move_on_after(self.match_timeout_s + 1.0):
-            while self._last_seq < target:
+        with anyio.move_on_after(limit_s):
+            while self._last_seq < target or (window is not None and self.joiner.open_clients(window)):
                 await anyio.sleep(0.01)
+
+    async def discard_window(self, window: str) -> bool:
+        """`Joiner.discard_window` once everything published so far is processed. Blocks briefly."""
+        await self._caught_up(self.match_timeout_s + 1.0)
         async with self._lock:
             await self._process_backlog()
             return self.joiner.discard_window(window)

@@ -369,7 +369,8 @@ class _Soak:
         await anyio.to_thread.run_sync(cmd.save, folder)
         await handle.wait_ready(self.cfg.server.startup_timeout_s)
         launch_ns = time.time_ns()
-        cuts = [await self._open_window(launch_ns, seg)]
+        cuts: list[_Cut] = []
+        await self._open_window(launch_ns, seg, cuts)
         count = max(1, math.ceil(length_s / s.window_s - 1e-9))
         exited, done = _Exit(), anyio.Event()
         outcome: list[Any] = []
@@ -391,15 +392,16 @@ class _Soak:
                 cuts[0].end_ns = first + int(s.window_s * 1e9) if count > 1 else first + int(length_s * 1e9)
                 tg.start_soon(self._announce, announcer, cuts, first, count, length_s, seg)
             closed = 0
-            while closed < len(cuts) and cuts[closed].end_ns is not None:
-                due_s = (cuts[closed].end_ns - time.time_ns()) / 1e9 + grace + _CLOSE_SLACK_S  # type: ignore[operator]
+            while not done.is_set():
+                # The next window to close is due once its last request can have ended; until the
+                # announcer has opened it (or while the run's first request is awaited), look again in 1 s.
+                end_ns = cuts[closed].end_ns if closed < len(cuts) else None
+                due_s = (end_ns - time.time_ns()) / 1e9 + grace + _CLOSE_SLACK_S if end_ns is not None else 1.0
                 with anyio.move_on_after(max(0.0, due_s)):
                     await done.wait()
-                if done.is_set():
-                    break
-                await self._finalise(cuts[closed], correlator, name, launch_ns=launch_ns, exit_ns=None)
-                closed += 1
-            await done.wait()
+                if not done.is_set() and end_ns is not None:
+                    await self._finalise(cuts[closed], correlator, name, launch_ns=launch_ns, exit_ns=None)
+                    closed += 1
             announcer.cancel()
         self._aiperf_name = ""
         result = outcome[0] if outcome else None
@@ -439,14 +441,18 @@ class _Soak:
             tg.start_soon(ended)
         return self.tracker.first_profiling_ns.get(name)
 
-    async def _open_window(self, start_ns: int, segment: int) -> _Cut:
-        """Open the next window from `start_ns`: the tracker first, then the journal (so the join's cut
-        is never ahead of the tracker's window)."""
-        self.index += 1
-        cut = _Cut(self.index, start_ns)
-        self.tracker.open_window(cut.index, start_ns, segment)
-        await self.bus.publish(SoakWindowOpened(source="soak", window=cut.name, index=cut.index,
-                                                start_unix_ns=start_ns, segment=segment))
+    async def _open_window(self, start_ns: int, segment: int, cuts: list[_Cut], end_ns: int | None = None) -> _Cut:
+        """Open the next window from `start_ns` and append it to `cuts`: the tracker first, then the
+        journal (so the join's cut is never ahead of the tracker's window). Shielded: a cancelled
+        announcer leaves no window half opened."""
+        with anyio.CancelScope(shield=True):
+            self.index += 1
+            cut = _Cut(self.index, start_ns)
+            cut.end_ns = end_ns
+            cuts.append(cut)
+            self.tracker.open_window(cut.index, start_ns, segment)
+            await self.bus.publish(SoakWindowOpened(source="soak", window=cut.name, index=cut.index,
+                                                    start_unix_ns=start_ns, segment=segment))
         return cut
 
     async def _announce(self, scope: anyio.CancelScope, cuts: list[_Cut], first_ns: int, count: int,
@@ -459,9 +465,8 @@ class _Soak:
                 start = first_ns + k * window_ns
                 if k > 1:
                     await anyio.sleep(max(0.0, (first_ns + (k - 1) * window_ns - time.time_ns()) / 1e9))
-                cut = await self._open_window(start, segment)
-                cut.end_ns = first_ns + (k + 1) * window_ns if k + 1 < count else first_ns + int(length_s * 1e9)
-                cuts.append(cut)
+                end = first_ns + (k + 1) * window_ns if k + 1 < count else first_ns + int(length_s * 1e9)
+                await self._open_window(start, segment, cuts, end)
 
     async def _finalise(self, cut: _Cut, correlator: Any, aiperf: str, *, launch_ns: int, exit_ns: int | None,
                         last: bool = False, outcome: Any = None) -> None:
