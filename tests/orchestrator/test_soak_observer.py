@@ -12,7 +12,6 @@ import pytest
 from orchestrator.events import ProcessSampled
 from orchestrator.soak.observer import ObserverSampler, tree_rss, trim_heap
 
-
 pytestmark = pytest.mark.anyio
 
 
@@ -29,10 +28,15 @@ class _Bus:
         return ev
 
 
+def _waiting_child() -> subprocess.Popen[bytes]:
+    """A child process that lives until its stdin closes."""
+    return subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+
+
 class TestObserverSampler:
     async def test_samples_itself_and_the_named_aiperf_tree(self) -> None:
         """One sample of aqbench (its own pid) and one of the process `aiperf_pid` names, with its children."""
-        child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+        child = _waiting_child()
         try:
             bus = _Bus(want=2)
             sampler = ObserverSampler(bus, period_s=0.05, aiperf_pid=lambda: child.pid)
