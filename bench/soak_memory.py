@@ -1,11 +1,16 @@
-"""aqbench's own resident memory over a long synthetic soak: a stream of client and server records
-through the correlator's pure join core (Joiner), answer scoring and the soak window aggregation
-(WindowAccumulator -> WindowStats), exactly the per-request work `aqbench soak` does in memory.
+"""aqbench's own resident memory over a soak, two ways.
 
-Reports the least-squares slope of this process's RSS in MiB per 100,000 requests and per hour (at the
-stream's own rate and at a nominal soak rate), beside the goal (under 1 MiB per 100,000 requests).
+`join` (default): a synthetic stream of client and server records through the correlator's pure join
+core (Joiner), answer scoring and the window aggregation, exactly the per-request work of a soak.
+`whole`: the whole soak process in this one: `soak()` itself with the supervisor, bus, journal writer,
+record tailers, correlator, tracker, observer sampler and checkpoint reports, against the scripted
+stub server (tests/data/stub_server.py) driven by a scripted AIPerf stand-in (bench/soak_load.py) at
+a hundred requests per second (--rate). `--tracemalloc` prints, per window, the allocation sites (file:line)
+that grew most since the first window. Both report the RSS slope in MiB per 100,000 requests beside
+the goal (under 1 MiB per 100,000 requests).
 
     .venv/bin/python bench/soak_memory.py [--requests 1000000] [--window 5000]
+    .venv/bin/python bench/soak_memory.py --whole [--duration 150] [--window-s 10] [--tracemalloc]
 """
 
 from __future__ import annotations
@@ -101,9 +106,19 @@ def run(requests: int, per_window: int, sample_every: int) -> dict[str, float]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--requests", type=int, default=1_000_000)
-    ap.add_argument("--window", type=int, default=5000, help="requests per soak window")
+    ap.add_argument("--window", type=int, default=5000, help="join: requests per soak window")
+    ap.add_argument("--window-s", type=float, default=10.0, help="whole: window seconds")
     ap.add_argument("--sample-every", type=int, default=10_000)
+    ap.add_argument("--whole", action="store_true", help="the whole soak process (see the module docstring)")
+    ap.add_argument("--duration", type=float, default=150.0, help="whole: soak seconds")
+    ap.add_argument("--rate", type=float, default=100.0, help="whole: requests per second (open loop)")
+    ap.add_argument("--tracemalloc", action="store_true", help="whole: allocation sites that grow between windows")
     args = ap.parse_args()
+    if args.whole:
+        from soak_memory_whole import run_whole  # bench/ is on sys.path as the script's folder
+
+        return run_whole(duration_s=args.duration, window_s=args.window_s,
+                         rate=args.rate, trace=args.tracemalloc)
     r = run(args.requests, args.window, args.sample_every)
     print(f"{r['requests']:,} requests in {r['windows']} windows, {r['elapsed_s']:.1f} s "
           f"({r['requests_per_s']:,.0f} requests/s through join + scoring + window aggregation)")

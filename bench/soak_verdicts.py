@@ -1,6 +1,6 @@
 """Soak drift verdicts, old rule beside new, on seeded synthetic windows: false fails and detection power.
 
-Old: `orchestrator.soak.verdicts.judge_soak` (least-squares slope and first-vs-last median growth both over
+Old: `orchestrator.soak.verdicts.fit_trend` as the soak applied it before (least-squares slope and first-vs-last median growth both over
 the limit, from 2 windows; latency from each window's raw p99). New: `orchestrator.judge` (Theil-Sen slope
 with Sen's Kendall-tau interval, at least 6 windows over 10 minutes; latency as the per-window median of
 each request over its own item's baseline; memory with a growth cap). Both see the same windows (no
@@ -23,10 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from orchestrator.judge.latency import item_ratios
 from orchestrator.judge.memory import MemoryRule, judge_memory_medians
-from orchestrator.judge.stats import Summary
 from orchestrator.judge.trend import judge_trend
-from orchestrator.soak.verdicts import SoakLimits, judge_soak
-from orchestrator.soak.window import MemorySummary, WindowStats
+from orchestrator.soak.verdicts import fit_trend
 
 WINDOW_S = 300
 RSS_LIMIT = 8.0  # MiB/h, [soak] default
@@ -34,8 +32,6 @@ LATENCY_LIMIT = 10.0  # %/h, [soak] default
 PER_WINDOW = 100
 SIGNAL_ITEMS, SPEECH_ITEMS = 40, 20
 IDS = [f"item-{k}" for k in range(SIGNAL_ITEMS + SPEECH_ITEMS)]
-_MIB = 2**20
-_T0 = 1_800_000_000 * 10**9
 
 
 def _times_h(n: int) -> np.ndarray:
@@ -64,16 +60,25 @@ def _memory(rng: np.random.Generator, n: int, window_sigma_mib: float) -> np.nda
     return np.asarray(480 + offset + sawtooth + spikes)
 
 
+def _old_fails(values: Sequence[float], limit: float, *, relative: bool) -> bool:
+    """The old drift rule (before issue 15): fail when the least-squares slope and the first-vs-last median
+    growth both exceed the limit, from 2 windows on; times are the windows' mid-points."""
+    if len(values) < 2:
+        return False
+    times = [(i + 0.5) * WINDOW_S / 3600 for i in range(len(values))]
+    trend = fit_trend(times, list(values))
+    slope, growth = trend.slope_per_h, trend.growth_per_h
+    if relative:
+        if trend.first_median <= 0:
+            return False
+        slope, growth = slope / trend.first_median * 100, growth / trend.first_median * 100
+    return slope > limit and growth > limit
+
+
 def _old(rss_mib: Sequence[float], p99_ms: Sequence[float]) -> tuple[bool, bool]:
-    """(rss failed, p99 failed) under the old rule, through `judge_soak` itself."""
-    windows = [WindowStats(window=f"w{i}", index=i + 1, start_unix_ns=_T0 + i * WINDOW_S * 10**9,
-                           end_unix_ns=_T0 + (i + 1) * WINDOW_S * 10**9, issued=PER_WINDOW, ok=PER_WINDOW,
-                           error_rate=0.0, server_latency_ms=Summary(count=PER_WINDOW, p99=p99),
-                           rss=MemorySummary(samples=WINDOW_S, median_bytes=rss * _MIB))
-               for i, (rss, p99) in enumerate(zip(rss_mib, p99_ms, strict=True))]
-    limits = SoakLimits(rss_limit_mib_per_h=RSS_LIMIT, p99_latency_limit_pct_per_h=LATENCY_LIMIT, warmup_windows=0)
-    by_metric = {v.metric: v for v in judge_soak(windows, limits)}
-    return not by_metric["server_rss"].passed, not by_metric["server_p99_latency"].passed
+    """(rss failed, p99 failed) under the old rule (`fit_trend`, kept in orchestrator.soak.verdicts)."""
+    return (_old_fails(rss_mib, RSS_LIMIT, relative=False),
+            _old_fails(p99_ms, LATENCY_LIMIT, relative=True))
 
 
 def simulate(seeds: int, max_n: int, multiples: Sequence[float], lat_sigma: float,

@@ -184,6 +184,18 @@ class SoakConfig(_Section, frozen=True, kw_only=True):
     rss_limit_mib_per_h: NonNegFloat = 8.0
     p99_latency_limit_pct_per_h: NonNegFloat = 10.0
     max_error_rate: Fraction = 0.001
+    # Minimum evidence of a trend verdict (drift, memory): judged windows after warmup and the time between
+    # the first and last of them; below either the verdict is inconclusive.
+    min_trend_windows: Annotated[int, Meta(ge=3)] = 6
+    min_trend_span_s: NonNegFloat = 600.0
+    trend_confidence: Annotated[float, Meta(ge=0.5, lt=1.0)] = 0.95
+    # Memory growth over the soak (last third of the windows' medians minus the first third) that fails.
+    rss_growth_limit_mib: NonNegFloat = 64.0
+    # Judged windows whose per-item medians are each item's latency baseline.
+    latency_baseline_windows: PositiveInt = 3
+    # Time without load between consecutive windows: at most this per gap, and this share of the soak.
+    max_window_gap_s: NonNegFloat = 1.0
+    max_gap_fraction: Fraction = 0.01
 
 
 class InventoryConfig(_Section, frozen=True, kw_only=True):

@@ -26,6 +26,7 @@ from orchestrator.events import (
     RequestUnmatched,
     ServerExited,
     ServerRecord,
+    SoakWindowOpened,
 )
 
 __all__ = ["KeyParser", "Joiner", "JoinerStatistics", "Correlator"]
@@ -113,8 +114,11 @@ class Joiner:
 
     def __init__(self, *, key_parser: KeyParser | None = None, match_timeout_s: float = 5.0,
                  crash_slack_s: float = 1.0, max_settled: int = 1_000_000, source: str = "correlator",
-                 answer_grace_s: float = 0.0) -> None:
+                 answer_grace_s: float = 0.0, cut_by_time: bool = False) -> None:
         self.key_parser = key_parser
+        # True (a soak): a client record counts in the window started last at or before its request's
+        # start, whatever its load client named (windows are time cuts of one load).
+        self.cut_by_time = cut_by_time
         self.match_timeout_ns = int(match_timeout_s * 1e9)
         self.crash_slack_ns = int(crash_slack_s * 1e9)
         self.max_settled = max_settled
@@ -155,6 +159,30 @@ class Joiner:
         if start_unix_ns is not None:
             self._starts.append((start_unix_ns, window))
 
+    def client_window(self, client: ClientRecord) -> str:
+        """The window a client record counts in: the one it names, or its time cut (see cut_by_time); a
+        cut already closed gives the oldest open window (every request counts once; _settle notes it)."""
+        if not self.cut_by_time or not self._starts:
+            return client.window or self.window
+        return cut if (cut := self._cut(client)) not in self._closed else next(
+            (w for _, w in self._starts if w not in self._closed), self.window)
+
+    def _cut(self, client: ClientRecord) -> str:
+        at = client.request_start_ns or client.credit_issued_ns or client.ts_ns
+        return next((w for start, w in reversed(self._starts) if start <= at), self._starts[0][1])
+
+    def discard_window(self, window: str) -> bool:
+        """Forget a window started ahead but never reached (nothing counted or pending); whether it was."""
+        t = self._tallies.get(window)
+        if (t is not None and (t.counts or t.problems or t.duplicates or t.server_without_client)) or any(
+                self.client_window(p.client) == window for p in self._clients.values()):
+            return False
+        self._tallies.pop(window, None)
+        self._starts = deque(((at, w) for at, w in self._starts if w != window), maxlen=_WINDOWS_KEPT)
+        if self.window == window:
+            self.window = self._starts[-1][1] if self._starts else ""
+        return True
+
     def server_window(self, rec: ServerRecord) -> str:
         """The window a server record belongs to when no client record names it (see start_window)."""
         # trtmc-server's records carry no end time: the bus stamp (the record was read within ms of being
@@ -182,7 +210,7 @@ class Joiner:
         pending = self._clients.get(rid)
         if pending is not None:
             if rec.via in pending.vias:
-                return [self._duplicate(rid, "client", rec.window or self.window, rec)]
+                return [self._duplicate(rid, "client", self.client_window(rec), rec)]
             pending.client = _merge(pending.client, rec)
             pending.vias.add(rec.via)
             if pending.server is not None and not self._awaits_answer(pending.client):
@@ -214,7 +242,7 @@ class Joiner:
         pending = self._clients.get(rid)
         if pending is not None:
             if pending.server is not None:
-                return [self._duplicate(rid, "server", pending.client.window or self.server_window(rec), None)]
+                return [self._duplicate(rid, "server", self.client_window(pending.client), None)]
             if self._awaits_answer(pending.client):
                 pending.server = rec
                 self._awaiting[rid] = now_ns + self.answer_grace_ns
@@ -303,7 +331,7 @@ class Joiner:
     def open_clients(self, window: str | None = None) -> int:
         if window is None:
             return len(self._clients)
-        return sum(1 for p in self._clients.values() if (p.client.window or self.window) == window)
+        return sum(1 for p in self._clients.values() if self.client_window(p.client) == window)
 
     def flush(self) -> list[Event]:
         """Settle every open half as unmatched and publish every crash list (end of input)."""
@@ -317,7 +345,7 @@ class Joiner:
         halves as server-without-client; returns those events, crash lists and AccountingChecked last.
         Forgets the window's settled ids."""
         out: list[Event] = []
-        in_flight = [rid for rid, p in self._clients.items() if (p.client.window or self.window) == window]
+        in_flight = [rid for rid, p in self._clients.items() if self.client_window(p.client) == window]
         for rid in list(in_flight):
             pending = self._clients.pop(rid)
             if pending.server is not None:  # complete but for the answer text: not in flight
@@ -402,6 +430,8 @@ class Joiner:
         # with the keywords given).
         rid = client.request_id
         window = client.window or self.window
+        if self.cut_by_time and self._starts and (cut := self._cut(client)) != (window := self.client_window(client)):
+            self._tally(window).problems.append(f"request {rid} started in {cut}, closed before it ended; counted here")
         status = client.status_code
         crash: _Crash | None = None
         rule = ""
@@ -478,7 +508,7 @@ class Joiner:
                    window: str = "") -> RequestUnmatched:
         self.unmatched += 1
         return RequestUnmatched(source=self.source, request_id=rid, half=half, cause=cause,  # type: ignore[arg-type]
-                                window=(client.window if client else "") or window or self.window,
+                                window=(self.client_window(client) if client else "") or window or self.window,
                                 phase=client.phase if client else "unknown",
                                 conversation_id=client.conversation_id if client else "")
 
@@ -521,10 +551,10 @@ class Correlator:
 
     def __init__(self, bus: Any, *, key_parser: KeyParser | None = None, match_timeout_s: float = 5.0,
                  tick_s: float = 0.05, name: str = "correlator", size: int = 8192,
-                 answer_grace_s: float = 0.0) -> None:
+                 answer_grace_s: float = 0.0, cut_by_time: bool = False) -> None:
         self._bus = bus
         self.joiner = Joiner(key_parser=key_parser, match_timeout_s=match_timeout_s,
-                             answer_grace_s=answer_grace_s)
+                             answer_grace_s=answer_grace_s, cut_by_time=cut_by_time)
         self.match_timeout_s = match_timeout_s
         self._tick_s = tick_s
         self._name = name
@@ -572,7 +602,9 @@ class Correlator:
             return self.joiner.add_server(ev, now)
         if isinstance(ev, ServerExited) and not ev.expected:
             return self.joiner.server_exited(ev.incarnation, ev.exited_unix_ns or ev.ts_ns, now)
-        if isinstance(ev, AiperfStarted):
+        if isinstance(ev, SoakWindowOpened):
+            self.joiner.start_window(ev.window, ev.start_unix_ns)
+        elif isinstance(ev, AiperfStarted) and not self.joiner.cut_by_time:
             self.joiner.start_window(ev.window, ev.ts_ns, concurrency=_concurrency(ev.argv))
         return ()
 
@@ -584,12 +616,7 @@ class Correlator:
         """Wait until everything published so far is processed and the window's client halves have
         settled (at most match timeout + 1 s), then publish the window's accounting and return it.
         Blocks; cancellation leaves the window open."""
-        await self._started.wait()
-        target = self._bus.statistics().published
-        limit = timeout_s if timeout_s is not None else self.match_timeout_s + 1.0
-        with anyio.move_on_after(limit):
-            while self._last_seq < target or self.joiner.open_clients(window):
-                await anyio.sleep(0.01)
+        await self._caught_up(timeout_s if timeout_s is not None else self.match_timeout_s + 1.0, window)
         async with self._lock:
             await self._process_backlog()
             checked: Event | None = None
@@ -599,3 +626,18 @@ class Correlator:
                     checked = stamped
         assert isinstance(checked, AccountingChecked)
         return checked
+
+    async def _caught_up(self, limit_s: float, window: str | None = None) -> None:
+        """Wait (at most `limit_s`) until all published so far is processed (and `window`'s halves settled)."""
+        await self._started.wait()
+        target = self._bus.statistics().published
+        with anyio.move_on_after(limit_s):
+            while self._last_seq < target or (window is not None and self.joiner.open_clients(window)):
+                await anyio.sleep(0.01)
+
+    async def discard_window(self, window: str) -> bool:
+        """`Joiner.discard_window` once everything published so far is processed. Blocks briefly."""
+        await self._caught_up(self.match_timeout_s + 1.0)
+        async with self._lock:
+            await self._process_backlog()
+            return self.joiner.discard_window(window)

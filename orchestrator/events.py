@@ -70,6 +70,9 @@ __all__ = [
     "SubscriberFailed",
     # completeness
     "AnswerIncomplete",
+    # appended (kept last for merges)
+    "SoakWindowOpened",
+    "ProcessSampled",
 ]
 
 # 2: typed payloads (RunStarted.config/host, Phase*.detail, ModelResult.row, GateEvaluated.detail,
@@ -657,6 +660,8 @@ class SoakVerdict(Event, frozen=True, kw_only=True):
     passed: bool
     final: bool = False
     detail: Json = {}
+    # pass, fail or inconclusive (orchestrator.judge.outcome); "" in journals older than the three outcomes.
+    outcome: str = ""
 
 
 # ---------------------------------------------------------------------------------- diagnostics
@@ -715,6 +720,25 @@ class AnswerIncomplete(Event, frozen=True, kw_only=True):
     finish_reason: str | None = None
     completion_tokens: int | None = None
     max_tokens: int | None = None
+
+
+class SoakWindowOpened(Event, frozen=True, kw_only=True):
+    """A soak window's time cut: requests a load client starts at or after `start_unix_ns` (wall clock)
+    belong to it until the next window opens. Published ahead of its start, so no request precedes it."""
+
+    window: str
+    index: int
+    start_unix_ns: int
+    segment: int = 0
+
+
+class ProcessSampled(Event, frozen=True, kw_only=True):
+    """Resident memory of one observer-side process tree: `orchestrator` (aqbench itself) or `aiperf`."""
+
+    role: Literal["orchestrator", "aiperf"]
+    pid: int
+    rss_bytes: int
+    processes: int = 1
 
 
 # The union is built from the classes above so that adding an event is one edit in one place.

@@ -13,6 +13,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol, TypeVar
 
+import anyio
 import msgspec
 from anyio.abc import TaskStatus
 
@@ -339,7 +340,8 @@ class AiperfTools(Protocol):
     def extend_command(self, cmd: AiperfInvocation, extra: Sequence[str]) -> AiperfInvocation: ...
     async def run_aiperf(self, cmd: AiperfInvocation, bus: EventBus, *, window: str, deadline_s: float,
                          stop_grace_s: float, install: AiperfFacts | None = None,
-                         on_exit: Callable[[], None] | None = None) -> AiperfResult: ...
+                         on_exit: Callable[[], None] | None = None,
+                         stop: anyio.Event | None = None) -> AiperfResult: ...
 
 
 @dataclass(frozen=True)

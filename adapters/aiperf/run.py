@@ -137,6 +137,22 @@ def _own_reason(tail: list[str]) -> str:
     return " | ".join(said[-3:])
 
 
+async def _wait_exit_or_stop(proc: Process, stop: anyio.Event | None) -> None:
+    """Until the process exits or `stop` is set, whichever comes first."""
+    if stop is None:
+        await proc.wait()
+        return
+    async with anyio.create_task_group() as tg:
+
+        async def on_stop() -> None:
+            await stop.wait()
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(on_stop)
+        await proc.wait()
+        tg.cancel_scope.cancel()
+
+
 async def _stop(proc: Process, grace_s: float) -> None:
     """SIGINT the group (AIPerf then writes what it has), SIGKILL after `grace_s`, reap."""
     await stop_group(proc, signal.SIGINT, grace_s, whole_group=False)
@@ -152,14 +168,16 @@ async def run_aiperf(
     cwd: Path | None = None,
     install: AiperfInstall | None = None,
     on_exit: Callable[[], None] | None = None,
+    stop: anyio.Event | None = None,
 ) -> AiperfOutcome:
     """Run `cmd` to completion (or `deadline_s`), streaming records; returns the judged outcome.
 
     Blocks for the whole run. Publishes AiperfStarted, LogLine, ClientRecord, AiperfExited. On
     cancellation the process group gets SIGINT, then SIGKILL after `stop_grace_s`; AiperfExited
     (cancelled) is still published and the cancellation propagates.
-    `on_exit` is called the moment the AIPerf process has ended, before its files are awaited and judged
-    (a soak launches its next window then). Raises ClientError when the executable cannot be started.
+    `on_exit` is called the moment the AIPerf process has ended, before its files are awaited and judged.
+    Setting `stop` asks for a graceful end as the deadline does (SIGINT, then SIGKILL after the grace), so
+    this function stays the one owner of AIPerf's process. Raises ClientError when it cannot be started.
     """
     artifact_dir = Path(cmd.artifact_dir)
     artifact_dir.mkdir(parents=True, exist_ok=True)
@@ -196,12 +214,17 @@ async def run_aiperf(
             pump_scope = anyio.CancelScope()
             tg.start_soon(_pump_logs, proc, bus, log_tail, pump_scope)
             with anyio.move_on_after(deadline_s) as deadline:
-                await proc.wait()
+                await _wait_exit_or_stop(proc, stop)
             if deadline.cancelled_caught:
                 stopped_early = True
                 await bus.publish(Warned(source="aiperf", code="aiperf_deadline",
                                          message=f"AIPerf window {window} passed its deadline of "
                                                  f"{deadline_s:g} s; stopping it with SIGINT"))
+                await _stop(proc, stop_grace_s)
+            elif proc.returncode is None:  # a stop was asked for
+                stopped_early = True
+                await bus.publish(Warned(source="aiperf", code="aiperf_stop_requested",
+                                         message=f"AIPerf window {window}: stop requested; stopping it with SIGINT"))
                 await _stop(proc, stop_grace_s)
             if on_exit is not None:
                 on_exit()

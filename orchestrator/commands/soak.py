@@ -10,18 +10,25 @@ __all__ = ["register"]
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("soak", help="long-running load with drift, leak, error-rate and restart verdicts",
-                       description="Runs one supervised server under consecutive AIPerf windows (each its own folder "
-                       "under runs/<id>/windows/), journals per-window aggregates and verdicts at every checkpoint, "
-                       "and writes runs/<id>/report.{json,md,html} and soak.{json,md,html}. SIGINT ends the current "
-                       "window gracefully and still writes the report. Exit 0 when every verdict passes, 1 when one "
-                       "fails, 2 on configuration errors, 3 when the run itself failed, 130/143 when interrupted.")
+                       description="Runs one supervised server under uninterrupted AIPerf load (one AIPerf process "
+                       "for the whole soak, runs/<id>/aiperf/), cut into windows by time, journals per-window "
+                       "aggregates and verdicts at every checkpoint, and writes runs/<id>/report.{json,md,html} and "
+                       "soak.{json,md,html}. SIGINT ends the load gracefully and still writes the report. "
+                       "Each verdict is PASS, FAIL or INCONCLUSIVE: inconclusive means the evidence cannot decide "
+                       "(too few judged windows, too short a span, too few samples for a tail quantile: [soak] "
+                       "min_trend_windows, min_trend_span_s) and names what is missing; inconclusive verdicts are "
+                       "listed at the end of the run and at the top of soak.md. Exit 0 when no verdict failed "
+                       "(inconclusive ones included, unless --strict), 1 when one failed, 2 on configuration "
+                       "errors, 3 when the run itself failed, 130/143 when interrupted.")
     p.add_argument("--config", default="bench.toml", help="configuration file (default: bench.toml)")
     p.add_argument("--duration", metavar="DURATION", help="total soak time, e.g. 8h, 90m (default: [soak] duration_s)")
-    p.add_argument("--window", metavar="DURATION", help="length of one AIPerf window, e.g. 5m (default: [soak] window_s)")
+    p.add_argument("--window", metavar="DURATION", help="length of one window, e.g. 5m (default: [soak] window_s)")
     load = p.add_mutually_exclusive_group()
     load.add_argument("--rate", type=float, metavar="R", help="open-loop request rate per second")
     load.add_argument("--concurrency", type=int, metavar="C", help="closed-loop concurrent requests")
     p.add_argument("--model", default="", metavar="NAME", help="configured model to soak (default: the first)")
+    p.add_argument("--strict", action="store_true",
+                   help="exit 1 when any verdict is inconclusive, not only when one fails")
     p.set_defaults(func=run)
 
 
@@ -39,7 +46,8 @@ def run(args: argparse.Namespace) -> int:
     opts = SoakOptions(
         duration_s=parse_duration(args.duration, what="--duration") if args.duration else None,
         window_s=parse_duration(args.window, what="--window") if args.window else None,
-        request_rate=args.rate, concurrency=args.concurrency, model=args.model, argv=sys.argv)
+        request_rate=args.rate, concurrency=args.concurrency, model=args.model, argv=sys.argv,
+        strict=args.strict)
     from orchestrator.commands.wiring import real_toolkit
 
     toolkit = real_toolkit()

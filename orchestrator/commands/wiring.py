@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import anyio
 import msgspec
 
 from adapters import aiperf as _aiperf
@@ -55,11 +56,12 @@ class _Aiperf:
 
     async def run_aiperf(self, cmd: AiperfInvocation, bus: EventBus, *, window: str, deadline_s: float,
                          stop_grace_s: float, install: AiperfFacts | None = None,
-                         on_exit: Callable[[], None] | None = None) -> AiperfResult:
+                         on_exit: Callable[[], None] | None = None,
+                         stop: anyio.Event | None = None) -> AiperfResult:
         assert isinstance(cmd, _aiperf.AiperfCommand)
         assert install is None or isinstance(install, _aiperf.AiperfInstall)
         return await _aiperf.run_aiperf(cmd, bus, window=window, deadline_s=deadline_s, stop_grace_s=stop_grace_s,
-                                        install=install, on_exit=on_exit)
+                                        install=install, on_exit=on_exit, stop=stop)
 
 
 def real_toolkit() -> Toolkit:

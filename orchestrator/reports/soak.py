@@ -29,10 +29,11 @@ from orchestrator.journal import TornLine, iter_journal
 from orchestrator.reports.svg import line_chart
 from orchestrator.reports.text import dash
 
-__all__ = ["SoakReport", "VerdictRow", "fold_soak", "build_soak_report", "render_soak_markdown",
-           "render_soak_html", "write_soak_report"]
+__all__ = ["SoakReport", "VerdictRow", "fold_soak", "build_soak_report", "inconclusive_lines",
+           "render_soak_markdown", "render_soak_html", "write_soak_report"]
 
-SOAK_REPORT_VERSION = 1
+# 2: verdicts carry `outcome` (pass/fail/inconclusive) instead of passed/judged; `in progress` status.
+SOAK_REPORT_VERSION = 2
 _MIB = 2.0**20
 
 
@@ -40,11 +41,14 @@ class VerdictRow(msgspec.Struct, frozen=True, kw_only=True):
     """One verdict as last journaled (the final one when the soak ended, else the latest checkpoint)."""
 
     metric: str
-    passed: bool
+    outcome: str
     final: bool
-    judged: bool
     reason: str
     detail: dict[str, Any] = {}
+
+    @property
+    def passed(self) -> bool:
+        return self.outcome == "pass"
 
 
 class SoakReport(msgspec.Struct, frozen=True, kw_only=True):
@@ -65,8 +69,20 @@ class SoakReport(msgspec.Struct, frozen=True, kw_only=True):
     torn_line: int | None = None
 
 
-def fold_soak(events: Iterable[AnyEvent], torn: TornLine | None = None) -> SoakReport:
-    """Pure fold of a soak journal. Memory: one summary dict per window and one row per metric."""
+def _outcome(ev: SoakVerdict, detail: dict[str, Any]) -> str:
+    """The journaled outcome; journals older than the three outcomes said passed and judged."""
+    if ev.outcome:
+        return ev.outcome
+    if not ev.passed:
+        return "fail"
+    return "pass" if detail.get("judged", True) else "inconclusive"
+
+
+def fold_soak(events: Iterable[AnyEvent], torn: TornLine | None = None, *, live: bool = False) -> SoakReport:
+    """Pure fold of a soak journal. Memory: one summary dict per window and one row per metric.
+
+    `live`: the journal is being written by a running soak (a checkpoint report): without RunFinished
+    the status is `in progress`, not `interrupted`."""
     started: RunStarted | None = None
     finished: RunFinished | None = None
     windows: dict[int, dict[str, Any]] = {}
@@ -88,8 +104,9 @@ def fold_soak(events: Iterable[AnyEvent], torn: TornLine | None = None) -> SoakR
             if prior is not None and prior.final and not ev.final:
                 continue  # a final verdict is never replaced by a checkpoint's
             detail = dict(ev.detail)
-            latest[ev.metric] = VerdictRow(metric=ev.metric, passed=ev.passed, final=ev.final,
-                                           judged=bool(detail.pop("judged", True)),
+            outcome = _outcome(ev, detail)
+            detail.pop("judged", None)
+            latest[ev.metric] = VerdictRow(metric=ev.metric, outcome=outcome, final=ev.final,
                                            reason=str(detail.pop("reason", "")), detail=detail)
             if not ev.final:
                 checkpoint_seqs.add(int(detail.get("windows_closed") or 0))
@@ -101,17 +118,19 @@ def fold_soak(events: Iterable[AnyEvent], torn: TornLine | None = None) -> SoakR
     verdicts = list(latest.values())
     return SoakReport(
         run_id=started.run_id if started else "", command=started.command if started else "",
-        status=finished.status if finished else "interrupted",
-        reason=finished.reason if finished else "the journal has no RunFinished: the run was interrupted",
+        status=finished.status if finished else ("in progress" if live else "interrupted"),
+        reason=finished.reason if finished else (
+            f"the soak is running; this checkpoint report covers the {len(windows)} window(s) closed so far"
+            if live else "the journal has no RunFinished: the run was interrupted"),
         settings=settings, windows=[windows[i] for i in sorted(windows)], verdicts=verdicts,
         verdicts_final=bool(verdicts) and all(v.final for v in verdicts), checkpoints=len(checkpoint_seqs),
         exits=exits, restarts=restarts, torn_line=torn.line if torn else None)
 
 
-def build_soak_report(journal_path: str | Path) -> SoakReport:
-    """Stream the journal through fold_soak. Blocks (file reads)."""
+def build_soak_report(journal_path: str | Path, *, live: bool = False) -> SoakReport:
+    """Stream the journal through fold_soak (`live`: see fold_soak). Blocks (file reads)."""
     torn: list[TornLine] = []
-    return fold_soak(iter_journal(journal_path, on_torn=torn.append), torn[0] if torn else None)
+    return fold_soak(iter_journal(journal_path, on_torn=torn.append), torn[0] if torn else None, live=live)
 
 
 # ------------------------------------------------------------------------------------ series
@@ -158,16 +177,18 @@ def _charts(report: SoakReport) -> list[str]:
             ("RSS peak", _series(report, "rss", "peak_bytes", scale=1 / _MIB)),
             ("GPU memory peak", _series(report, "gpu_memory", "peak_bytes", scale=1 / _MIB)),
         ], x_label=x, y_label="MiB"),
+        line_chart("soak-observer", "The observer's own memory per window", [
+            ("aqbench RSS median", _series(report, "orchestrator_rss", "median_bytes", scale=1 / _MIB)),
+            ("AIPerf tree RSS median", _series(report, "aiperf_rss", "median_bytes", scale=1 / _MIB)),
+        ], x_label=x, y_label="MiB"),
         line_chart("soak-errors", "Error rate per window", [
             ("errors %", _series(report, "error_rate", scale=100.0)),
         ], x_label=x, y_label="% of profiling requests"),
         line_chart("soak-correctness", "Correctness under load per window", [
             ("correct %", _correct_pct(report)),
         ], x_label=x, y_label="% of scored answers"),
-        line_chart("soak-gaps", "Gap before each window vs AIPerf's own start-up", [
+        line_chart("soak-gaps", "Time without load before each window", [
             ("gap before", _series(report, "gap_before_s")),
-            ("AIPerf start-up", [(_t_min(report, w), v) for w in report.windows
-                                 if (v := _span_s(w, "aiperf_launch_unix_ns", "first_request_unix_ns")) is not None]),
         ], x_label=x, y_label="s"),
     ]
 
@@ -182,29 +203,29 @@ def _num(v: Any, digits: int = 3) -> str:
     return format(Decimal(f"{v:.{digits}g}"), "f")
 
 
+def _interval(d: dict[str, Any]) -> str:
+    iv = d.get("interval")
+    return f"[{_num(iv[0])}, {_num(iv[1])}]" if isinstance(iv, list) and len(iv) == 2 else dash
+
+
 def _verdict_rows(report: SoakReport) -> list[list[str]]:
     rows = []
     for v in report.verdicts:
-        result = ("PASS" if v.passed else "FAIL") if v.judged else "not judged"
         d = v.detail
-        rows.append([v.metric, result, "final" if v.final else f"checkpoint ({d.get('windows_closed', '?')} windows)",
-                     _num(d.get("slope")), _num(d.get("growth")), _num(d.get("limit")), str(d.get("unit", "")),
-                     v.reason])
+        rows.append([v.metric, v.outcome.upper(),
+                     "final" if v.final else f"checkpoint ({d.get('windows_closed', '?')} windows)",
+                     _num(d.get("slope")), _interval(d), _num(d.get("limit")), str(d.get("unit", "")), v.reason])
     return rows
 
 
-_VERDICT_HEAD = ["metric", "result", "when", "slope", "median growth", "limit", "unit", "numbers"]
+_VERDICT_HEAD = ["metric", "result", "when", "slope", "interval", "limit", "unit", "numbers"]
 _WINDOW_HEAD = ["window", "issued", "ok", "errors (by cause)", "req/s", "client p50/p99 ms", "server p50/p99 ms",
-                "correct", "RSS start/end/peak MiB", "restarts", "gap before s", "AIPerf start-up/exit s", "AIPerf"]
+                "correct", "RSS start/end/peak MiB", "aqbench/AIPerf RSS MiB", "restarts", "gap before s",
+                "AIPerf run"]
 
 
 def _mib(v: Any) -> str:
     return f"{v / _MIB:.0f}" if isinstance(v, (int, float)) else dash
-
-
-def _span_s(w: dict[str, Any], start: str, end: str) -> float | None:
-    a, b = w.get(start), w.get(end)
-    return (b - a) / 1e9 if isinstance(a, int) and isinstance(b, int) else None
 
 
 def _window_rows(report: SoakReport) -> list[list[str]]:
@@ -212,6 +233,7 @@ def _window_rows(report: SoakReport) -> list[list[str]]:
     for w in report.windows:
         causes = ", ".join(f"{k} {n}" for k, n in (w.get("by_cause") or {}).items())
         c, s, rss = w.get("client_latency_ms") or {}, w.get("server_latency_ms") or {}, w.get("rss") or {}
+        own, aiperf = w.get("orchestrator_rss") or {}, w.get("aiperf_rss") or {}
         rows.append([
             str(w.get("window")), str(w.get("issued", 0)), str(w.get("ok", 0)),
             f"{w.get('errors', 0)}" + (f" ({causes})" if causes else ""), _num(w.get("throughput_rps")),
@@ -219,10 +241,10 @@ def _window_rows(report: SoakReport) -> list[list[str]]:
             f"{w.get('correct', 0)}/{w.get('scored', 0)}"
             + ("" if w.get("correctness_passed") is not False else " below gate"),
             f"{_mib(rss.get('start_bytes'))}/{_mib(rss.get('end_bytes'))}/{_mib(rss.get('peak_bytes'))}",
+            f"{_mib(own.get('median_bytes'))}/{_mib(aiperf.get('median_bytes'))}",
             str(w.get("restarts", 0)), _num(w.get("gap_before_s")),
-            f"{_num(_span_s(w, 'aiperf_launch_unix_ns', 'first_request_unix_ns'))}"
-            f"/{_num(_span_s(w, 'last_request_unix_ns', 'aiperf_exit_unix_ns'))}",
-            str(w.get("aiperf_classification") or dash),
+            str(w.get("segment") or dash) + (f" ({w['aiperf_classification']})" if w.get("aiperf_classification")
+                                             else ""),
         ])
     return rows
 
@@ -236,16 +258,30 @@ def _md_table(head: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def _headline(report: SoakReport) -> str:
-    failed = [v.metric for v in report.verdicts if not v.passed]
+    failed = [v.metric for v in report.verdicts if v.outcome == "fail"]
+    undecided = [v.metric for v in report.verdicts if v.outcome == "inconclusive"]
     state = "final" if report.verdicts_final else ("checkpoint" if report.verdicts else "no verdict yet")
-    verdict = f"FAILED ({', '.join(failed)})" if failed else ("PASSED" if report.verdicts else "not judged")
+    if failed:
+        verdict = f"FAILED ({', '.join(failed)})"
+    elif not report.verdicts:
+        verdict = "not judged yet"
+    else:
+        verdict = "PASSED" + (f" with {len(undecided)} inconclusive" if undecided else "")
     return f"Soak {verdict}; verdicts: {state}; run status: {report.status}; windows closed: {len(report.windows)}"
+
+
+def inconclusive_lines(report: SoakReport) -> list[str]:
+    """What the evidence could not decide, one line per verdict, for the top of the report."""
+    return [f"{v.metric}: {v.reason}" for v in report.verdicts if v.outcome == "inconclusive"]
 
 
 def render_soak_markdown(report: SoakReport) -> str:
     lines = [f"# aqbench soak {report.run_id}", "", _headline(report), ""]
     if report.reason:
         lines += [f"Reason: {report.reason}", ""]
+    if undecided := inconclusive_lines(report):
+        lines += ["Inconclusive (the evidence cannot decide; not a failure unless run with --strict):", "",
+                  *(f"- {u}" for u in undecided), ""]
     if report.torn_line is not None:
         lines += [f"Note: the journal's last line ({report.torn_line}) is torn and was skipped.", ""]
     lines += ["## Verdicts", "", *_md_table(_VERDICT_HEAD, _verdict_rows(report))]
@@ -277,6 +313,9 @@ def render_soak_html(report: SoakReport) -> str:
              f"<h1>aqbench soak {escape(report.run_id)}</h1>", f"<p>{escape(_headline(report))}</p>"]
     if report.reason:
         parts.append(f"<p>Reason: {escape(report.reason)}</p>")
+    if undecided := inconclusive_lines(report):
+        parts.append("<p>Inconclusive (the evidence cannot decide; not a failure unless run with --strict):</p><ul>"
+                     + "".join(f"<li>{escape(u)}</li>" for u in undecided) + "</ul>")
     parts += ["<h2>Verdicts</h2>", _html_table(_VERDICT_HEAD, _verdict_rows(report)),
               '<h2>Per window</h2><div class="figs">', *_charts(report), "</div>",
               _html_table(_WINDOW_HEAD, _window_rows(report))]
@@ -295,9 +334,11 @@ def _write_atomic(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
-def write_soak_report(journal_path: str | Path, out_dir: str | Path) -> tuple[Path, Path, Path]:
-    """Fold the journal and write soak.json, soak.md and soak.html into `out_dir`. Blocks."""
-    report = build_soak_report(journal_path)
+def write_soak_report(journal_path: str | Path, out_dir: str | Path, *,
+                      live: bool = False) -> tuple[Path, Path, Path]:
+    """Fold the journal and write soak.json, soak.md and soak.html into `out_dir` (`live`: a running soak's
+    checkpoint, see fold_soak). Blocks."""
+    report = build_soak_report(journal_path, live=live)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = (out / "soak.json", out / "soak.md", out / "soak.html")

@@ -1,14 +1,23 @@
-"""`aqbench soak`: one supervised server under consecutive AIPerf windows, judged for leaks and drift.
+"""`aqbench soak`: one supervised server under uninterrupted AIPerf load, cut into windows by time, judged
+for leaks and drift.
 
-Composition root: chooses the adapters. Each window is a complete, judged AIPerf run in its own folder
-(runs/<id>/windows/wNNNN); per-window aggregates stay in memory (one small struct per window), details
-go to the journal. Verdicts are journaled and reports written at every checkpoint and at the end.
+Continuous load: one AIPerf process runs for the whole soak (runs/<id>/aiperf/a01) and its windows are
+cut by time from the live per-request stream: a request belongs to the window in which it started, so
+every request is in exactly one window (warmup apart, in the first). Chosen over launching each window's
+AIPerf early because AIPerf's start-up varies (5 s alone, 10 s and more on a busy 2-core host): an early
+start either leaves a gap or doubles the load while two runs overlap, and either one changes the load
+the server is judged under; one process has no seam at all. A window closes once its last request can
+have ended (its end + the request timeout), so several windows are open at once. A new AIPerf process
+starts only when one ends early (a failure), for the rest of the duration; its start-up is then a gap,
+shown and judged (`window_gap`). AIPerf is not restarted on a timer: its own memory is sampled per
+window instead (`aiperf_rss`). The adapters come in through a Toolkit from the composition root. Per-window aggregates stay in
+memory (one small struct per window); details go to the journal. Verdicts are journaled and reports
+written at every checkpoint and at the end.
 """
 
 from __future__ import annotations
 
 import math
-import os
 import shutil
 import signal
 import sys
@@ -36,12 +45,15 @@ from orchestrator.events import (
     PhaseStarted,
     SoakVerdict,
     SoakWindowClosed,
+    SoakWindowOpened,
     Warned,
 )
+from orchestrator.judge.outcome import FAIL, INCONCLUSIVE, worst
 from orchestrator.logs import get_logger
 from orchestrator.ports import Toolkit
 from orchestrator.run import Interrupt, RunScope, new_run_id, open_run
 from orchestrator.soak.leftovers import check_processes
+from orchestrator.soak.observer import ObserverSampler, trim_heap
 from orchestrator.soak.tracker import SoakTracker
 from orchestrator.soak.verdicts import (
     MetricVerdict,
@@ -51,12 +63,17 @@ from orchestrator.soak.verdicts import (
 )
 from orchestrator.soak.window import WindowStats, window_name
 
-__all__ = ["SoakOptions", "soak", "SoakTracker", "check_processes"]
+__all__ = ["SoakOptions", "soak", "exit_code", "aiperf_run_name", "SoakTracker", "check_processes"]
 
 log = get_logger("aqbench.soak")
 
-# Requests per AIPerf window: the window ends by --benchmark-duration, never by this count.
+# Requests per AIPerf run: the run ends by --benchmark-duration, never by this count.
 _WINDOW_REQUEST_CAP = 10_000_000
+# A window closes this long after its end plus the request timeout (the tap's and the join's delays).
+_CLOSE_SLACK_S = 3.0
+# Less duration than this left after an AIPerf run ended early: no new one is started.
+_MIN_RUN_S = 1.0
+_MAX_FAILED_RUNS = 3
 # After a stop request: how long the current window may take to end (SIGINT, files, accounting).
 _STOP_BUDGET_S = 60.0
 
@@ -70,6 +87,8 @@ class SoakOptions(msgspec.Struct, frozen=True, kw_only=True):
     concurrency: int | None = None
     model: str = ""
     argv: list[str] = []
+    # Any inconclusive verdict exits 1 as a failed one would.
+    strict: bool = False
 
 
 
@@ -118,7 +137,8 @@ def _settings(cfg: Config, opts: SoakOptions) -> _Settings:
 
 
 async def soak(cfg: Config, opts: SoakOptions, interrupt: Interrupt, toolkit: Toolkit) -> int:
-    """Run the soak; returns the exit code (0 every verdict passed, 1 a verdict failed, 130/143 interrupted).
+    """Run the soak; returns the exit code (0 no verdict failed, 1 a verdict failed or, with `strict`, was
+    inconclusive; 130/143 interrupted).
 
     The whole run sits in a shielded scope: a signal (run_main cancels) only sets a stop flag, so the
     current window ends gracefully (AIPerf gets SIGINT, its partial results are judged), the journal
@@ -166,18 +186,27 @@ async def _soak(cfg: Config, opts: SoakOptions, settings: _Settings, model: Mode
         except AqbenchError as exc:
             log.error("soak_failed", error=str(exc))
             raise
-        failed = [v for v in verdicts if not v.passed]
+        failed = [v for v in verdicts if v.failed]
+        undecided = [v for v in verdicts if v.outcome == INCONCLUSIVE]
+        code = exit_code(verdicts, strict=opts.strict)
         if interrupt.signum:
             reason = f"interrupted by {signal.Signals(interrupt.signum).name} after {state.done} window(s)"
             run.finish(status="interrupted", exit_code=interrupt.exit_code, reason=reason,
                        counts={"windows": state.done})
         else:
-            run.finish(status="failed" if failed else "ok", exit_code=1 if failed else 0,
-                       reason="; ".join(f"{v.metric}: {v.reason}" for v in failed),
-                       counts={"windows": state.done})
+            named = failed + (undecided if opts.strict else [])
+            run.finish(status="failed" if code else "ok", exit_code=code,
+                       reason="; ".join(f"{v.metric}: {v.outcome}: {v.reason}" for v in named),
+                       counts={"windows": state.done, "failed": len(failed), "inconclusive": len(undecided)})
     paths = await anyio.to_thread.run_sync(_write_reports, run.journal_path, run.run_dir)
-    _print_summary(run.run_dir, verdicts, paths)
-    return interrupt.exit_code if interrupt.signum else (1 if any(not v.passed for v in verdicts) else 0)
+    _print_summary(run.run_dir, verdicts, paths, strict=opts.strict)
+    return interrupt.exit_code if interrupt.signum else code
+
+
+def exit_code(verdicts: list[MetricVerdict], *, strict: bool) -> int:
+    """0 when no verdict failed (inconclusive ones too, unless `strict`), else 1."""
+    judged = worst(v.outcome for v in verdicts)
+    return 1 if judged == FAIL or (strict and judged == INCONCLUSIVE) else 0
 
 
 def _write_reports(journal: Path, run_dir: Path) -> list[Path]:
@@ -195,12 +224,16 @@ def _write_reports(journal: Path, run_dir: Path) -> list[Path]:
     return out
 
 
-def _print_summary(run_dir: Path, verdicts: list[MetricVerdict], paths: list[Path]) -> None:
+def _print_summary(run_dir: Path, verdicts: list[MetricVerdict], paths: list[Path], *, strict: bool) -> None:
     print(f"\nsoak: {run_dir}", file=sys.stderr)
     for v in verdicts:
-        word = "PASS" if v.passed else "FAIL"
-        word = word if v.judged else "n/a "
-        print(f"  {word} {v.metric}: {v.reason[:300]}", file=sys.stderr)
+        print(f"  {v.outcome.upper():12} {v.metric}: {v.reason[:300]}", file=sys.stderr)
+    undecided = [v.metric for v in verdicts if v.outcome == INCONCLUSIVE]
+    if undecided:
+        # Said last, where a reader looks first: these were neither passed nor failed.
+        consequence = "--strict: the soak fails" if strict else "not failures (exit 0 unless a verdict failed; " \
+            "--strict makes them fail)"
+        print(f"  INCONCLUSIVE: {', '.join(undecided)}: the evidence cannot decide; {consequence}", file=sys.stderr)
     print(f"  reports: {', '.join(str(p) for p in paths)}", file=sys.stderr)
 
 
@@ -220,6 +253,10 @@ class _Soak:
         self.windows: list[WindowStats] = []
         self.cut_short: set[str] = set()  # windows the stop signalled while their AIPerf ran
         self.done = 0
+        self.index = 0  # windows opened so far
+        self.segment = 0  # AIPerf runs started so far
+        self._aiperf_name = ""  # the running AIPerf run's name ("" between runs)
+        self._sent = 0  # requests of the closed windows: where the next AIPerf run's input starts
         self._next_checkpoint = 0.0
         self._last_end_ns: int | None = None  # the last answer of the windows finalised so far
         self.tracker = SoakTracker(run.bus, dataset, model, max_tokens=run.config.workload.max_tokens)
@@ -246,9 +283,12 @@ class _Soak:
         tokenizer = await anyio.to_thread.run_sync(self.toolkit.aiperf.ensure_tokenizer, m.tokenizer)
         rows = await anyio.to_thread.run_sync(prepare_arms, self.dataset, s.arms, run.run_dir / "wire")
         await run.tg.start(self.toolkit.records_tailer(self.bus).run)
-        correlator = Correlator(self.bus, key_parser=parse_session_key, answer_grace_s=2.0)
+        correlator = Correlator(self.bus, key_parser=parse_session_key, answer_grace_s=2.0, cut_by_time=True)
         await run.tg.start(correlator.run)
         await run.tg.start(self.tracker.run)
+        sampler = ObserverSampler(self.bus, period_s=self.cfg.server.sample_period_s,
+                                  aiperf_pid=lambda: self.tracker.aiperf_pids.get(self._aiperf_name))
+        await run.tg.start(sampler.run)
 
         await self.phase("server")
         spec = ServerSpec.from_config(self.cfg, m, run.run_dir, parts=self.toolkit.server_parts(self.cfg.server.kind))
@@ -282,147 +322,217 @@ class _Soak:
         check = await anyio.to_thread.run_sync(
             lambda: check_processes(run.run_dir, orphans_killed=self.tracker.orphans_killed))
         verdicts = await self._verdicts(final=True, processes=check)
-        failed = [v for v in verdicts if not v.passed]
+        failed = [v for v in verdicts if v.failed]
         await self.phase("soak", "failed" if failed else "passed", "; ".join(f"{v.metric}: {v.reason}" for v in failed),
                          windows=self.done)
         await self.phase("model", "soak-failed" if failed else "soak-passed")
         return verdicts
 
     async def _windows(self, handle: Any, correlator: Any, install: Any, tokenizer: Path, rows: list[Any]) -> None:
-        """Consecutive windows with no gap but AIPerf's own exit and start-up: window N+1's AIPerf is
-        launched as soon as window N's AIPerf process has exited, while N is finalised (artifacts,
-        accounting, aggregation, checkpoint) in its own task. Finalisations run one at a time, in order."""
+        """AIPerf runs one after another, each for the rest of the soak; a new one starts only when one
+        ends early (failure), at most _MAX_FAILED_RUNS in a row without a profiling request."""
+        s = self.settings
+        self._next_checkpoint = time.monotonic() + s.checkpoint_every_s
+        remaining = s.duration_s
+        failures = 0
+        while remaining >= _MIN_RUN_S and not self.stop.is_set():
+            self.segment += 1
+            loaded_s, delivered = await self._segment(remaining, handle, correlator, install, tokenizer, rows)
+            remaining -= loaded_s
+            failures = 0 if delivered else failures + 1
+            if failures >= _MAX_FAILED_RUNS:
+                await self.bus.publish(Warned(
+                    source="soak", code="soak_load_failed", detail=NoticeContext(model=self.model.name),
+                    message=f"{failures} AIPerf runs in a row ended without a profiling request; the soak stops "
+                            f"with {remaining:.0f} s of its duration left (see the AIPerf folders under "
+                            f"{self.run_scope.run_dir / 'aiperf'})"))
+                break
+
+    async def _segment(self, length_s: float, handle: Any, correlator: Any, install: Any, tokenizer: Path,
+                       rows: list[Any]) -> tuple[float, bool]:
+        """One AIPerf process for `length_s` of profiling load, cut into windows by time (see the module
+        docstring). Returns (seconds under load, whether it sent a profiling request)."""
         aiperf = self.toolkit.aiperf
         from orchestrator.dataset import write_aiperf_input
 
-        s, w = self.settings, self.cfg.workload
-        count = max(1, math.ceil(s.duration_s / s.window_s - 1e-9))
-        started = time.monotonic()
-        self._next_checkpoint = started + s.checkpoint_every_s
-        finalised: anyio.Event | None = None
-        sent = 0
-        loaded_s = 0.0
+        s, w, seg = self.settings, self.cfg.workload, self.segment
+        name = aiperf_run_name(seg)
+        folder = self.run_scope.run_dir / "aiperf" / f"a{seg:02d}"
+        # AIPerf replays its input from the first row: a later run starts where the last one stopped.
+        shift = self._sent % len(rows) if rows else 0
+        input_file = await anyio.to_thread.run_sync(write_aiperf_input, rows[shift:] + rows[:shift],
+                                                    folder / "inputs.jsonl")
+        cmd = aiperf.build_command(w, base_url=handle.base_url, model=self.model.name, input_file=input_file,
+                                   artifact_dir=folder / "artifacts", tokenizer=tokenizer,
+                                   executable=install.executable, requests=_WINDOW_REQUEST_CAP,
+                                   warmup=s.warmup_requests if seg == 1 else 0, concurrency=s.concurrency,
+                                   request_rate=s.request_rate, tap_dir=folder / "tap", tmp_dir=self.tmp_dir)
+        grace = w.request_timeout_s
+        extra = ["--benchmark-duration", f"{length_s:g}", "--benchmark-grace-period", f"{grace:g}"]
+        cmd = aiperf.extend_command(cmd, extra)
+        await anyio.to_thread.run_sync(cmd.save, folder)
+        await handle.wait_ready(self.cfg.server.startup_timeout_s)
+        launch_ns = time.time_ns()
+        cuts: list[_Cut] = []
+        await self._open_window(launch_ns, seg, cuts)
+        count = max(1, math.ceil(length_s / s.window_s - 1e-9))
+        exited, done = _Exit(), anyio.Event()
+        outcome: list[Any] = []
+        self._aiperf_name = name
         async with anyio.create_task_group() as tg:
-            for index in range(1, count + 1):
-                if self.stop.is_set():
-                    break
-                # The duration is time under load: AIPerf's start-ups add to the wall time, so the last
-                # window is the remainder of the duration (not a stub cut short by the start-ups before it).
-                length = min(s.window_s, max(1.0, s.duration_s - loaded_s))
-                loaded_s += length
-                name = window_name(index)
-                folder = self.run_scope.run_dir / "windows" / f"w{index:04d}"
-                # AIPerf replays its input from the first row: each window starts where the last one
-                # stopped, so that over a soak every item is judged, not only the first few of the file.
-                shift = sent % len(rows) if rows else 0
-                input_file = await anyio.to_thread.run_sync(write_aiperf_input, rows[shift:] + rows[:shift],
-                                                            folder / "inputs.jsonl")
-                cmd = aiperf.build_command(w, base_url=handle.base_url, model=self.model.name, input_file=input_file,
-                                    artifact_dir=folder / "artifacts", tokenizer=tokenizer,
-                                    executable=install.executable, requests=_WINDOW_REQUEST_CAP,
-                                    warmup=s.warmup_requests if index == 1 else 0, concurrency=s.concurrency,
-                                    request_rate=s.request_rate, tap_dir=folder / "tap", tmp_dir=self.tmp_dir)
-                grace = w.request_timeout_s
-                extra = ["--benchmark-duration", f"{length:g}", "--benchmark-grace-period", f"{grace:g}"]
-                cmd = aiperf.extend_command(cmd, extra)
-                await anyio.to_thread.run_sync(cmd.save, folder)
-                await handle.wait_ready(self.cfg.server.startup_timeout_s)
-                self.tracker.open_window(index, time.time_ns())
-                exited, done = _Exit(), anyio.Event()
-                tg.start_soon(self._window, aiperf.run_aiperf, cmd, index, name, length + grace + w.deadline_s, install,
-                              correlator, exited, finalised, done, count)
-                await exited.wait()
-                finalised = done
-                # Rows this window consumed, as joined so far: its last answers may still be in the join,
-                # which shifts the next window's start by a row or two, never skips the rotation.
-                acc = self.tracker.window(name)
-                sent += (acc.issued + acc.warmup_issued) if acc else 0
 
-    async def _window(self, run_aiperf: Any, cmd: Any, index: int, name: str, deadline_s: float, install: Any,
-                      correlator: Any, exited: _Exit, previous: anyio.Event | None, done: anyio.Event,
-                      count: int) -> None:
-        """Run window `index`'s AIPerf (setting `exited` when its process ends), then finalise the
-        window once the previous window's finalisation is `done`."""
-        try:
-            try:
-                outcome = await self._run_window(run_aiperf, cmd, name, deadline_s=deadline_s, install=install,
-                                                 exited=exited)
-            finally:
-                exited.set()  # also on failure: the launch loop must not wait for an exit forever
-            if previous is not None:
-                await previous.wait()
-            await self._finalise(index, name, outcome, correlator, exited, count)
-        finally:
-            done.set()
+            async def runner() -> None:
+                try:
+                    outcome.append(await self._run_window(aiperf.run_aiperf, cmd, name, install=install, exited=exited,
+                                                          deadline_s=length_s + grace + w.deadline_s))
+                finally:
+                    exited.set()
+                    done.set()
 
-    async def _finalise(self, index: int, name: str, outcome: Any, correlator: Any, exited: _Exit,
-                        count: int) -> None:
-        """Close the window's accounting and aggregates, journal them, and checkpoint when due."""
-        accounting = await correlator.close_window(name)
-        await self.tracker.wait_seen(accounting.seq)
-        acc = self.tracker.window(name)
-        first = acc.first_request_ns if acc else None
-        gap = (first - self._last_end_ns) / 1e9 if first and self._last_end_ns else None
-        stats = self.tracker.close_window(name, time.time_ns(), aiperf_classification=outcome.classification,
-                                          accounting_balanced=accounting.balanced, gap_before_s=gap,
-                                          aiperf_launch_unix_ns=self.tracker.aiperf_launch_ns.get(name),
-                                          aiperf_exit_unix_ns=exited.unix_ns)
-        self._last_end_ns = stats.last_request_unix_ns or self._last_end_ns
-        self.windows.append(stats)
-        self.done = index
-        await self.bus.publish(SoakWindowClosed(source="soak", window=name, index=index,
-                                                summary=stats.to_summary()))
-        if outcome.classification == "failed":
-            await self.bus.publish(Warned(source="soak", code="soak_window_failed",
-                                          message=f"window {name}: AIPerf run failed: {outcome.reason}",
+            tg.start_soon(runner)
+            first = await self._first_profiling(name, done)
+            announcer = anyio.CancelScope()
+            if first is not None:
+                cuts[0].end_ns = first + int(s.window_s * 1e9) if count > 1 else first + int(length_s * 1e9)
+                tg.start_soon(self._announce, announcer, cuts, first, count, length_s, seg)
+            closed = 0
+            while not done.is_set():
+                # The next window to close is due once its last request can have ended; until the
+                # announcer has opened it (or while the run's first request is awaited), look again in 1 s.
+                end_ns = cuts[closed].end_ns if closed < len(cuts) else None
+                due_s = (end_ns - time.time_ns()) / 1e9 + grace + _CLOSE_SLACK_S if end_ns is not None else 1.0
+                with anyio.move_on_after(max(0.0, due_s)):
+                    await done.wait()
+                if not done.is_set() and end_ns is not None:
+                    await self._finalise(cuts[closed], correlator, name, launch_ns=launch_ns, exit_ns=None)
+                    closed += 1
+            announcer.cancel()
+        self._aiperf_name = ""
+        result = outcome[0] if outcome else None
+        exit_ns = exited.unix_ns or time.time_ns()
+        # Everything AIPerf wrote is on the bus: close what it reached, forget the cuts it never reached.
+        rest = cuts[closed:]
+        reached = [c for c in rest if (acc := self.tracker.window(c.name)) and (acc.issued or acc.warmup_issued)]
+        last_reached = rest.index(reached[-1]) if reached else -1
+        for k, cut in enumerate(rest):
+            if k > last_reached and await correlator.discard_window(cut.name):
+                self.tracker.discard_window(cut.name)
+                continue
+            await self._finalise(cut, correlator, name, launch_ns=launch_ns, exit_ns=exit_ns,
+                                 last=k >= last_reached, outcome=result)
+        if result is not None and result.classification == "failed":
+            await self.bus.publish(Warned(source="soak", code="soak_aiperf_failed",
+                                          message=f"AIPerf run {name} failed: {result.reason}",
                                           detail=NoticeContext(model=self.model.name)))
-        if time.monotonic() >= self._next_checkpoint and not self.stop.is_set() and index < count:
+        if first is None:
+            return 0.0, False
+        complete = result is not None and result.classification == "complete"
+        return (length_s if complete else max(0.0, (exit_ns - first) / 1e9)), True
+
+    async def _first_profiling(self, name: str, done: anyio.Event) -> int | None:
+        """The start of AIPerf run `name`'s first profiling request, or None when it ended without one."""
+        async with anyio.create_task_group() as tg:
+
+            async def first() -> None:
+                await self.tracker.wait_first_profiling(name)
+                tg.cancel_scope.cancel()
+
+            async def ended() -> None:
+                await done.wait()
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(first)
+            tg.start_soon(ended)
+        return self.tracker.first_profiling_ns.get(name)
+
+    async def _open_window(self, start_ns: int, segment: int, cuts: list[_Cut], end_ns: int | None = None) -> _Cut:
+        """Open the next window from `start_ns` and append it to `cuts`: the tracker first, then the
+        journal (so the join's cut is never ahead of the tracker's window). Shielded: a cancelled
+        announcer leaves no window half opened."""
+        with anyio.CancelScope(shield=True):
+            self.index += 1
+            cut = _Cut(self.index, start_ns)
+            cut.end_ns = end_ns
+            cuts.append(cut)
+            self.tracker.open_window(cut.index, start_ns, segment)
+            await self.bus.publish(SoakWindowOpened(source="soak", window=cut.name, index=cut.index,
+                                                    start_unix_ns=start_ns, segment=segment))
+        return cut
+
+    async def _announce(self, scope: anyio.CancelScope, cuts: list[_Cut], first_ns: int, count: int,
+                        length_s: float, segment: int) -> None:
+        """Open window k+1 when window k starts: a cut is on the bus a whole window before any request
+        it takes, so no request is counted by the join before its window exists."""
+        window_ns = int(self.settings.window_s * 1e9)
+        with scope:
+            for k in range(1, count):
+                start = first_ns + k * window_ns
+                if k > 1:
+                    await anyio.sleep(max(0.0, (first_ns + (k - 1) * window_ns - time.time_ns()) / 1e9))
+                end = first_ns + (k + 1) * window_ns if k + 1 < count else first_ns + int(length_s * 1e9)
+                await self._open_window(start, segment, cuts, end)
+
+    async def _finalise(self, cut: _Cut, correlator: Any, aiperf: str, *, launch_ns: int, exit_ns: int | None,
+                        last: bool = False, outcome: Any = None) -> None:
+        """Close one window's accounting and aggregates, journal them, and checkpoint when due."""
+        accounting = await correlator.close_window(cut.name)
+        await self.tracker.wait_seen(accounting.seq)
+        acc = self.tracker.window(cut.name)
+        first = acc.first_request_ns if acc else None
+        # Time without load across the cut: this window's first request after the last one's last answer.
+        gap = max(0.0, (first - self._last_end_ns) / 1e9) if first and self._last_end_ns else None
+        end_ns = cut.end_ns if cut.end_ns is not None and (exit_ns is None or cut.end_ns <= exit_ns) \
+            else max(cut.start_ns, (acc.last_request_ns if acc else None) or exit_ns or cut.start_ns)
+        opened_first = acc is not None and acc.start_unix_ns == launch_ns
+        stats = self.tracker.close_window(
+            cut.name, end_ns, aiperf_classification=outcome.classification if last and outcome else "",
+            accounting_balanced=accounting.balanced, gap_before_s=gap,
+            aiperf_launch_unix_ns=self.tracker.aiperf_launch_ns.get(aiperf) if opened_first else None,
+            aiperf_exit_unix_ns=exit_ns if last else None)
+        self._last_end_ns = stats.last_request_unix_ns or self._last_end_ns
+        self._sent += stats.issued + stats.warmup_issued
+        self.windows.append(stats)
+        self.done += 1
+        await self.bus.publish(SoakWindowClosed(source="soak", window=cut.name, index=cut.index,
+                                                summary=stats.to_summary()))
+        await anyio.to_thread.run_sync(trim_heap)
+        if time.monotonic() >= self._next_checkpoint and not self.stop.is_set() and not last:
             self._next_checkpoint += self.settings.checkpoint_every_s
             await self._checkpoint()
 
     async def _run_window(self, run_aiperf: Any, cmd: Any, name: str, *, deadline_s: float, install: Any,
                           exited: _Exit) -> Any:
-        """Run one AIPerf window; returns once its files are judged, having set `exited` as soon as its
-        process ended. A stop request sends the running process's group SIGINT (then SIGKILL after the
-        grace) so that AIPerf writes and the adapter judges what it has."""
+        """Run one AIPerf process; returns once its files are judged, having set `exited` as soon as its
+        process ended. A stop request reaches AIPerf through its runner (the one owner of its process),
+        which ends it gracefully so that what it has is judged."""
         result: list[Any] = []
-
-        async def pid() -> int:
-            # AiperfStarted (with the pid) may still be on its way through the bus.
-            while not (found := self.tracker.aiperf_pids.get(name)):
-                await anyio.sleep(0.02)
-            return found
-
         async with anyio.create_task_group() as tg:
 
-            async def stopper() -> None:
+            async def mark_cut_short() -> None:
                 await self.stop.wait()
-                found = await pid()
-                if exited.is_set():
-                    return  # ended already: its pid may be another process's by now
-                log.info("soak_window_stopping", window=name, pid=found)
-                self.cut_short.add(name)
-                _killpg(found, signal.SIGINT)
-                with anyio.move_on_after(self.cfg.workload.stop_grace_s):
-                    await exited.wait()
                 if not exited.is_set():
-                    _killpg(found, signal.SIGKILL)
+                    log.info("soak_window_stopping", window=name)
+                    self.cut_short.add(name)
 
-            tg.start_soon(stopper)
+            tg.start_soon(mark_cut_short)
             with anyio.move_on_after(deadline_s + _STOP_BUDGET_S):
                 result.append(await run_aiperf(cmd, self.bus, window=name, deadline_s=deadline_s,
                                                stop_grace_s=self.cfg.workload.stop_grace_s, install=install,
-                                               on_exit=exited.set))
+                                               on_exit=exited.set, stop=self.stop))
             tg.cancel_scope.cancel()
         if not result:
             raise AqbenchError(f"AIPerf window {name} did not end within {deadline_s + _STOP_BUDGET_S:g} s")
         return result[0]
 
     async def _checkpoint(self) -> None:
-        """Checkpoint verdicts, then the reports from the journal so far (an interrupted soak keeps them)."""
+        """Checkpoint verdicts, then the soak report from the journal so far (an interrupted soak keeps it)."""
+        from orchestrator.reports.soak import write_soak_report
+
         await self._verdicts(final=False)
         try:
-            await anyio.to_thread.run_sync(_write_reports, self.run_scope.journal_path, self.run_scope.run_dir)
+            # The soak report only, marked live ("in progress"): the run-shaped report is written at the end.
+            await anyio.to_thread.run_sync(lambda: write_soak_report(self.run_scope.journal_path,
+                                                                     self.run_scope.run_dir, live=True))
         except Exception as exc:  # a report bug must not end an eight-hour soak; it is journaled instead
             await self.bus.publish(Warned(source="soak", code="soak_checkpoint_report_failed",
                                           message=f"checkpoint report after window {self.done} failed: {exc!r}"))
@@ -432,9 +542,24 @@ class _Soak:
                               cut_short=self.cut_short)
         for v in verdicts:
             await self.bus.publish(SoakVerdict(source="soak", metric=v.metric, passed=v.passed, final=final,
-                                               detail={"judged": v.judged, "reason": v.reason,
-                                                       "windows_closed": self.done, **v.detail}))
+                                               outcome=v.outcome, detail={"reason": v.reason,
+                                                                          "windows_closed": self.done, **v.detail}))
         return verdicts
+
+
+def aiperf_run_name(segment: int) -> str:
+    """`soak/aiperf01`: the name AIPerf run `segment` journals its records under (windows cut them)."""
+    return f"soak/aiperf{segment:02d}"
+
+
+class _Cut:
+    """One window's time cut: its start and its planned end (None until the first request fixes it)."""
+
+    __slots__ = ("index", "name", "start_ns", "end_ns")
+
+    def __init__(self, index: int, start_ns: int) -> None:
+        self.index, self.name, self.start_ns = index, window_name(index), start_ns
+        self.end_ns: int | None = None
 
 
 class _Exit:
@@ -454,10 +579,3 @@ class _Exit:
 
     async def wait(self) -> None:
         await self._event.wait()
-
-
-def _killpg(pid: int, sig: signal.Signals) -> None:
-    try:
-        os.killpg(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass

@@ -19,8 +19,10 @@ from orchestrator.events import (
     AccountingChecked,
     AiperfStarted,
     AnswerIncomplete,
+    ClientRecord,
     Event,
     OrphanKilled,
+    ProcessSampled,
     RequestCorrelated,
     ResourceSampled,
     ServerExited,
@@ -40,9 +42,10 @@ __all__ = ["SoakTracker"]
 class SoakTracker:
     """Lossless bus subscriber: folds each open window's events into its WindowAccumulator, scores each
     profiling answer against its dataset item (publishing VerdictReached), and remembers unexpected
-    exits. Two windows are open while one finalises and the next runs: requests go to the window they
-    name, resource samples and restarts to the window opened last (the one whose AIPerf runs).
-    Publishing never waits on its own full queue (it drains that queue into a local backlog)."""
+    exits. Windows are time cuts of one load and several are open at once (a window closes only once its
+    last request can have ended): requests go to the window the join named, resource samples, restarts
+    and exits to the open window whose start is the latest at or before their time. Publishing never
+    waits on its own full queue (it drains that queue into a local backlog)."""
 
     def __init__(self, bus: Any, dataset: Dataset, model: ModelConfig, *, size: int = 8192,
                  max_tokens: int | None = None) -> None:
@@ -58,9 +61,12 @@ class SoakTracker:
         self._seen = anyio.Event()
         self.last_seq = 0
         self.accounting: dict[str, AccountingChecked] = {}
-        # Per open window: AIPerf's pid and its launch (AiperfStarted's wall clock); dropped at close.
+        # Per AIPerf run: its pid and its launch (AiperfStarted's wall clock).
         self.aiperf_pids: dict[str, int] = {}
         self.aiperf_launch_ns: dict[str, int] = {}
+        # Per AIPerf run (its window name): the start of its first profiling request, once a record shows it.
+        self.first_profiling_ns: dict[str, int] = {}
+        self._first_seen = anyio.Event()
         self.exits: list[ServerExitFact] = []
         self.orphans_killed = 0
         self.restarts = 0
@@ -93,12 +99,29 @@ class SoakTracker:
         """The accumulator of the window opened last, while open (None when every window is closed)."""
         return self._current
 
+    def at(self, unix_ns: int) -> WindowAccumulator | None:
+        """The open window whose start is the latest at or before `unix_ns` (else the earliest open)."""
+        chosen: WindowAccumulator | None = None
+        for acc in self._open.values():
+            if acc.start_unix_ns <= unix_ns and (chosen is None or acc.start_unix_ns >= chosen.start_unix_ns):
+                chosen = acc
+        if chosen is None and self._open:
+            chosen = min(self._open.values(), key=lambda a: a.start_unix_ns)
+        return chosen
+
+    async def wait_first_profiling(self, aiperf_window: str) -> int:
+        """Block until a client record of `aiperf_window`'s profiling phase has been seen; its start (ns).
+        Cancel the caller's scope to stop waiting (an AIPerf run may end without one)."""
+        while aiperf_window not in self.first_profiling_ns:
+            await self._first_seen.wait()
+        return self.first_profiling_ns[aiperf_window]
+
     def window(self, window: str) -> WindowAccumulator | None:
         """An open window's accumulator by name."""
         return self._open.get(window)
 
-    def open_window(self, index: int, start_unix_ns: int) -> WindowAccumulator:
-        acc = WindowAccumulator(index, start_unix_ns, criteria=self._model.correctness)
+    def open_window(self, index: int, start_unix_ns: int, segment: int = 0) -> WindowAccumulator:
+        acc = WindowAccumulator(index, start_unix_ns, criteria=self._model.correctness, segment=segment)
         self._open[acc.window] = self._current = acc
         return acc
 
@@ -106,13 +129,23 @@ class SoakTracker:
         acc = self._open.pop(window)
         if acc is self._current:
             self._current = None
-        self.aiperf_pids.pop(window, None)
-        self.aiperf_launch_ns.pop(window, None)
         self.accounting.pop(window, None)
         return acc.close(end_unix_ns, **facts)
 
+    def discard_window(self, window: str) -> None:
+        """Drop an open window that the load never reached (nothing of it is kept)."""
+        acc = self._open.pop(window, None)
+        if acc is self._current:
+            self._current = max(self._open.values(), key=lambda a: a.start_unix_ns, default=None)
+
     def _handle(self, ev: Any) -> Iterable[Event]:
-        acc = self._current
+        if isinstance(ev, ClientRecord):
+            if ev.phase == "profiling" and ev.request_start_ns and ev.window not in self.first_profiling_ns:
+                self.first_profiling_ns[ev.window] = ev.request_start_ns
+                self._first_seen.set()
+                self._first_seen = anyio.Event()
+            return ()
+        acc = self.at(ev.ts_ns) if self._open else None
         if isinstance(ev, RequestCorrelated):
             acc = self._open.get(ev.window)
             if acc is None:
@@ -120,12 +153,15 @@ class SoakTracker:
             acc.add_request(phase=ev.phase, ok=ev.ok, cause=ev.cause, request_latency_ms=ev.request_latency_ms,
                             handler_ms=ev.handler_ms, model_call_ms=ev.model_call_ms,
                             request_start_ns=ev.request_start_ns, request_end_ns=ev.request_end_ns,
-                            incarnation=ev.incarnation)
+                            incarnation=ev.incarnation, item_id=ev.item_id)
             if ev.phase == "profiling" and ev.ok:
                 return self._verdict(acc, ev)
         elif isinstance(ev, ResourceSampled):
             if acc is not None:
                 acc.add_resource(ev.rss_bytes, ev.gpu_memory_bytes)
+        elif isinstance(ev, ProcessSampled):
+            if acc is not None:
+                acc.add_process(ev.role, ev.rss_bytes)
         elif isinstance(ev, ServerExited) and not ev.expected:
             self.exits.append(ServerExitFact(incarnation=ev.incarnation, returncode=ev.returncode, signal=ev.signal,
                                              unix_ns=ev.ts_ns, output_tail=list(ev.output_tail[-5:])))
@@ -140,9 +176,9 @@ class SoakTracker:
         elif isinstance(ev, AccountingChecked):
             self.accounting[ev.window] = ev
         elif isinstance(ev, AiperfStarted):
-            if ev.window in self._open:
-                self.aiperf_pids[ev.window] = ev.pid
-                self.aiperf_launch_ns[ev.window] = ev.ts_ns
+            # Keyed by the AIPerf run's own name (one per AIPerf process: a handful per soak).
+            self.aiperf_pids[ev.window] = ev.pid
+            self.aiperf_launch_ns[ev.window] = ev.ts_ns
         elif isinstance(ev, OrphanKilled):
             self.orphans_killed += 1
         return ()

@@ -1,25 +1,28 @@
-"""Soak verdicts: pure rules over closed windows, each verdict with the numbers behind it.
+"""Soak verdicts: each closed-window series put to its rule, with one of three outcomes and the numbers.
 
-Drift rule (peers.md "Soak verdicts"): after discarding the warmup windows, a metric fails only when
-BOTH its first-versus-last median growth and its least-squares slope exceed the limit, so one spike
-(moves neither median) or noise around a flat line (small slope) does not fail it. No I/O, no clock.
+The trend rules themselves (Theil-Sen slope and its interval, minimum evidence, same-item latency
+ratios, the tail-sample rule, memory growth) live in orchestrator.judge; this module picks each soak
+series, applies the rule and words the verdict. `fit_trend` (the former least-squares rule) remains for
+benchmarks that compare the two. No I/O, no clock.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from statistics import median
 from typing import Any
 
 import msgspec
 
 from orchestrator.config import SoakConfig
-from orchestrator.soak.window import WindowStats
+from orchestrator.judge.latency import judge_item_drift, min_tail_samples
+from orchestrator.judge.memory import MemoryRule, MemoryVerdict, judge_memory_medians
+from orchestrator.judge.outcome import FAIL, INCONCLUSIVE, PASS, Outcome
+from orchestrator.judge.trend import TrendRule, TrendVerdict, judge_relative_trend
+from orchestrator.soak.window import MemorySummary, WindowStats
 
 __all__ = [
-    "MIN_TREND_WINDOWS",
-    "GAP_SLACK_S",
     "SoakLimits",
     "Trend",
     "MetricVerdict",
@@ -29,9 +32,6 @@ __all__ = [
     "judge_soak",
 ]
 
-MIN_TREND_WINDOWS = 2
-# Seconds a gap between windows may exceed AIPerf's own exit and start-up (the soak's own share).
-GAP_SLACK_S = 2.0
 _MIB = 2.0**20
 _NS_PER_H = 3600e9
 
@@ -43,12 +43,33 @@ class SoakLimits(msgspec.Struct, frozen=True, kw_only=True):
     p99_latency_limit_pct_per_h: float = 10.0
     max_error_rate: float = 0.001
     warmup_windows: int = 1
+    min_trend_windows: int = 6
+    min_trend_span_s: float = 600.0
+    trend_confidence: float = 0.95
+    rss_growth_limit_mib: float = 64.0
+    latency_baseline_windows: int = 3
+    max_window_gap_s: float = 1.0
+    max_gap_fraction: float = 0.01
 
     @classmethod
     def from_config(cls, soak: SoakConfig) -> SoakLimits:
         return cls(rss_limit_mib_per_h=soak.rss_limit_mib_per_h,
                    p99_latency_limit_pct_per_h=soak.p99_latency_limit_pct_per_h,
-                   max_error_rate=soak.max_error_rate, warmup_windows=soak.warmup_windows)
+                   max_error_rate=soak.max_error_rate, warmup_windows=soak.warmup_windows,
+                   min_trend_windows=soak.min_trend_windows, min_trend_span_s=soak.min_trend_span_s,
+                   trend_confidence=soak.trend_confidence, rss_growth_limit_mib=soak.rss_growth_limit_mib,
+                   latency_baseline_windows=soak.latency_baseline_windows,
+                   max_window_gap_s=soak.max_window_gap_s, max_gap_fraction=soak.max_gap_fraction)
+
+    @property
+    def trend_rule(self) -> TrendRule:
+        return TrendRule(min_windows=self.min_trend_windows, min_span_s=self.min_trend_span_s,
+                         confidence=self.trend_confidence)
+
+    @property
+    def memory_rule(self) -> MemoryRule:
+        return MemoryRule(limit_mib_per_h=self.rss_limit_mib_per_h, growth_limit_mib=self.rss_growth_limit_mib,
+                          trend=self.trend_rule)
 
 
 class Trend(msgspec.Struct, frozen=True, kw_only=True):
@@ -65,13 +86,20 @@ class Trend(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class MetricVerdict(msgspec.Struct, frozen=True, kw_only=True):
-    """One verdict. `judged` false: too little data to apply the rule (it then passes, and says so)."""
+    """One verdict: pass, fail, or inconclusive (the evidence cannot decide; `reason` names what is missing)."""
 
     metric: str
-    passed: bool
-    judged: bool
+    outcome: Outcome
     reason: str
     detail: dict[str, Any] = {}
+
+    @property
+    def passed(self) -> bool:
+        return self.outcome == PASS
+
+    @property
+    def failed(self) -> bool:
+        return self.outcome == FAIL
 
 
 class ServerExitFact(msgspec.Struct, frozen=True, kw_only=True):
@@ -117,36 +145,87 @@ def _mid_h(w: WindowStats, origin_ns: int) -> float:
     return ((w.start_unix_ns + w.end_unix_ns) / 2 - origin_ns) / _NS_PER_H
 
 
-def _drift(metric: str, windows: Sequence[WindowStats], values: Sequence[float | None], limit: float, unit: str,
-           *, relative: bool, skipped: int, source: str) -> MetricVerdict:
-    """Apply the both-must-exceed rule to one per-window series (None values are left out)."""
-    pairs = [(w, v) for w, v in zip(windows, values, strict=True) if v is not None]
-    base: dict[str, Any] = {"limit": limit, "unit": unit, "source": source, "warmup_windows_discarded": skipped,
-                            "windows": [w.window for w, _ in pairs],
-                            "series": [round(v, 6) for _, v in pairs]}
-    if len(pairs) < MIN_TREND_WINDOWS:
-        return MetricVerdict(metric=metric, passed=True, judged=False, detail=base,
-                             reason=f"not judged: {len(pairs)} window(s) with data after discarding {skipped} "
-                                    f"warmup window(s); the rule needs {MIN_TREND_WINDOWS}")
+def _round(values: Sequence[float | None]) -> list[float | None]:
+    return [None if v is None else round(v, 6) for v in values]
+
+
+def _trend_detail(t: TrendVerdict) -> dict[str, Any]:
+    return {"slope": t.slope_per_h, "interval": list(t.interval_per_h) if t.interval_per_h else None,
+            "limit": t.limit_per_h, "unit": t.unit, "n": t.n_windows, "span_s": t.span_s,
+            "confidence": t.confidence, "method": t.method}
+
+
+def _memory(metric: str, windows: Sequence[WindowStats], pick: Callable[[WindowStats], MemorySummary],
+            limits: SoakLimits, skipped: int, source: str) -> MetricVerdict:
+    """The memory rule (judge.memory) on the per-window median of one process tree's samples (MiB)."""
+    pairs = [(w, m.median_bytes / _MIB) for w in windows if (m := pick(w)).median_bytes is not None]
+    base: dict[str, Any] = {"source": source, "warmup_windows_discarded": skipped,
+                            "windows": [w.window for w, _ in pairs], "series": _round([v for _, v in pairs])}
+    if not pairs:
+        return MetricVerdict(metric=metric, outcome=INCONCLUSIVE, detail=base,
+                             reason=f"no sample in the {len(windows)} window(s) after discarding {skipped} "
+                                    f"warmup window(s)")
     origin = pairs[0][0].start_unix_ns
     times = [_mid_h(w, origin) for w, _ in pairs]
-    trend = fit_trend(times, [v for _, v in pairs])
-    slope, growth = trend.slope_per_h, trend.growth_per_h
-    if relative:
-        if trend.first_median <= 0:
-            return MetricVerdict(metric=metric, passed=True, judged=False, detail=base,
-                                 reason="not judged: the first windows' median is zero")
-        slope, growth = slope / trend.first_median * 100, growth / trend.first_median * 100
-    detail = {**base, "slope": slope, "growth": growth, "first_median": trend.first_median,
-              "last_median": trend.last_median, "k": trend.k, "n": trend.n, "span_h": trend.span_h,
-              "times_h": [round(t, 6) for t in times]}
-    failed = slope > limit and growth > limit
-    how = (f"slope {slope:+.3g} {unit}, first-vs-last median growth {growth:+.3g} {unit} "
-           f"(median {trend.first_median:.4g} -> {trend.last_median:.4g} over {trend.n} windows); limit {limit:g} {unit}")
-    if failed:
-        return MetricVerdict(metric=metric, passed=False, judged=True, detail=detail, reason=f"drifts: {how}")
-    which = "neither exceeds" if slope <= limit and growth <= limit else "only one exceeds"
-    return MetricVerdict(metric=metric, passed=True, judged=True, detail=detail, reason=f"flat ({which}): {how}")
+    v: MemoryVerdict = judge_memory_medians(times, [m for _, m in pairs], limits.memory_rule)
+    detail = {**base, **_trend_detail(v.trend), "growth_mib": v.growth_mib, "growth_limit_mib": v.growth_limit_mib,
+              "times_h": _round(times)}
+    return MetricVerdict(metric=metric, outcome=v.outcome, reason=v.reason, detail=detail)
+
+
+def _server_timed(windows: Sequence[WindowStats]) -> bool:
+    return any(w.server_latency_ms.count for w in windows)
+
+
+def _item_drift(windows: Sequence[WindowStats], limits: SoakLimits, skipped: int) -> MetricVerdict:
+    """Latency on the same items: each item's window median over its own baseline (judge.latency)."""
+    server = any(w.item_server_ms for w in windows)
+    per_window = [list((w.item_server_ms if server else w.item_client_ms).items()) for w in windows]
+    source = ("server handler_ms" if server else "client request latency (the server reported no timing)") + \
+        ", each item's median per window over its median in the first judged windows"
+    base: dict[str, Any] = {"source": source, "warmup_windows_discarded": skipped,
+                            "windows": [w.window for w in windows]}
+    if not windows:
+        return MetricVerdict(metric="latency_drift", outcome=INCONCLUSIVE, detail=base,
+                             reason=f"no window after discarding {skipped} warmup window(s)")
+    origin = windows[0].start_unix_ns
+    times = [_mid_h(w, origin) for w in windows]
+    drift = judge_item_drift(times, per_window, limits.p99_latency_limit_pct_per_h,
+                             baseline_windows=limits.latency_baseline_windows, rule=limits.trend_rule)
+    trend, ratios = drift.trend, drift.ratios
+    detail = {**base, **_trend_detail(trend), "series": _round([None if m is None else 100.0 * m for m in ratios.medians]),
+              "times_h": _round(times), "baseline_items": ratios.baseline_items,
+              "baseline_windows": ratios.baseline_windows, "counted": ratios.counted}
+    reason = drift.reason
+    return MetricVerdict(metric="latency_drift", outcome=trend.outcome, reason=reason, detail=detail)
+
+
+def _tail(windows: Sequence[WindowStats], limits: SoakLimits, skipped: int, q: float = 0.99) -> MetricVerdict:
+    """The p99 per window, judged only where every window holds enough samples (judge.latency's rule)."""
+    server = _server_timed(windows)
+    summaries = [w.server_latency_ms if server else w.client_latency_ms for w in windows]
+    need = min_tail_samples(q)
+    counts = [s.count for s in summaries]
+    series = [s.p99 for s in summaries]
+    source = ("p99 of the server's handler_ms per window (ms)" if server else
+              "p99 of the client's request latency per window (ms; the server reported no timing)")
+    base: dict[str, Any] = {"source": source, "warmup_windows_discarded": skipped, "min_samples": need,
+                            "counts": counts, "windows": [w.window for w in windows], "series": _round(series),
+                            "limit": limits.p99_latency_limit_pct_per_h, "unit": "%/h"}
+    short = [c for c in counts if c < need]
+    if short or not windows:
+        fewest = f" (fewest {min(short)})" if short else ""
+        return MetricVerdict(metric="server_p99_latency", outcome=INCONCLUSIVE, detail=base,
+                             reason=f"not enough samples: {len(short)} of {len(windows)} windows hold fewer "
+                                    f"than {need}{fewest}; a p99 is judged only where every window holds at "
+                                    f"least ceil(10/(1-q)) = {need}")
+    origin = windows[0].start_unix_ns
+    times = [_mid_h(w, origin) for w in windows]
+    trend = judge_relative_trend(times, [float(v) for v in series if v is not None],
+                                 limits.p99_latency_limit_pct_per_h,
+                                 baseline_windows=limits.latency_baseline_windows, rule=limits.trend_rule)
+    return MetricVerdict(metric="server_p99_latency", outcome=trend.outcome, detail={**base, **_trend_detail(trend)},
+                         reason=f"p99 per window, in % of baseline: {trend.reason}")
 
 
 def _error_rate(windows: Sequence[WindowStats], limit: float, skipped: int,
@@ -168,12 +247,11 @@ def _error_rate(windows: Sequence[WindowStats], limit: float, skipped: int,
               "series": [w.error_rate for w in windows], "cut_short": cut}
     cut_text = f"; cut short by the stop, not judged: {', '.join(cut)}" if cut else ""
     if not windows:
-        return MetricVerdict(metric="error_rate", passed=True, judged=False, detail=detail,
-                             reason=f"not judged: no window after discarding {skipped} warmup window(s)"
-                                    + cut_text)
+        return MetricVerdict(metric="error_rate", outcome=INCONCLUSIVE, detail=detail,
+                             reason=f"no window after discarding {skipped} warmup window(s)" + cut_text)
     if not issued:
         # Windows ran but nothing was sent: the load never reached the server, which is no pass.
-        return MetricVerdict(metric="error_rate", passed=False, judged=True, detail=detail,
+        return MetricVerdict(metric="error_rate", outcome=FAIL, detail=detail,
                              reason=f"no profiling request was recorded in {len(windows)} window(s) after warmup")
     rate = errors / issued
     causes = ", ".join(f"{k}: {v}" for k, v in sorted(by_cause.items()))
@@ -181,8 +259,8 @@ def _error_rate(windows: Sequence[WindowStats], limit: float, skipped: int,
             + (f" after {skipped} warmup window(s)" if skipped else "") + (f"; by cause: {causes}" if causes else "")
             + cut_text)
     if rate > limit:
-        return MetricVerdict(metric="error_rate", passed=False, judged=True, detail=detail, reason=f"too high: {text}")
-    return MetricVerdict(metric="error_rate", passed=True, judged=True, detail=detail, reason=text)
+        return MetricVerdict(metric="error_rate", outcome=FAIL, detail=detail, reason=f"too high: {text}")
+    return MetricVerdict(metric="error_rate", outcome=PASS, detail=detail, reason=text)
 
 
 def _correctness(windows: Sequence[WindowStats]) -> MetricVerdict:
@@ -191,17 +269,17 @@ def _correctness(windows: Sequence[WindowStats]) -> MetricVerdict:
     per_window = [{"window": w.window, "correct": w.correct, "scored": w.scored, "passed": w.correctness_passed,
                    "gates": [msgspec.to_builtins(g) for g in w.gates if g.total and not g.passed]} for w in windows]
     detail = {"windows": per_window, "unscored": unscored, "failing": [w.window for w in failing]}
-    if len(unscored) == len(windows):
-        return MetricVerdict(metric="correctness", passed=True, judged=False, detail=detail,
-                             reason="not judged: no window had a scored answer")
     if failing:
         parts = [f"{w.window} " + ", ".join(f"{g.scope} {g.correct}/{g.total} < {g.required:g}"
                                              for g in w.gates if g.total and not g.passed) for w in failing]
-        return MetricVerdict(metric="correctness", passed=False, judged=True, detail=detail,
+        return MetricVerdict(metric="correctness", outcome=FAIL, detail=detail,
                              reason=f"below the gate in {len(failing)} window(s): {'; '.join(parts)}")
+    if len(unscored) == len(windows):
+        return MetricVerdict(metric="correctness", outcome=INCONCLUSIVE, detail=detail,
+                             reason="no window had a scored answer")
     scored = sum(w.scored for w in windows)
     correct = sum(w.correct for w in windows)
-    return MetricVerdict(metric="correctness", passed=True, judged=True, detail=detail,
+    return MetricVerdict(metric="correctness", outcome=PASS, detail=detail,
                          reason=f"every scored window meets the gate ({correct}/{scored} correct overall"
                                 + (f"; unscored: {', '.join(unscored)}" if unscored else "") + ")")
 
@@ -210,11 +288,10 @@ def _restarts(exits: Sequence[ServerExitFact]) -> MetricVerdict:
     detail = {"unexpected_exits": [msgspec.to_builtins(e) for e in exits],
               "restarts": sum(e.restarted for e in exits)}
     if not exits:
-        return MetricVerdict(metric="restarts", passed=True, judged=True, detail=detail,
-                             reason="no unexpected server exit")
+        return MetricVerdict(metric="restarts", outcome=PASS, detail=detail, reason="no unexpected server exit")
     parts = [f"incarnation {e.incarnation} exited (code {e.returncode}{', ' + e.signal if e.signal else ''})"
              + (", restarted" if e.restarted else ", not restarted") for e in exits]
-    return MetricVerdict(metric="restarts", passed=False, judged=True, detail=detail,
+    return MetricVerdict(metric="restarts", outcome=FAIL, detail=detail,
                          reason=f"{len(exits)} unexplained server exit(s): {'; '.join(parts)}")
 
 
@@ -228,40 +305,37 @@ def _processes(check: ProcessCheck) -> MetricVerdict:
     if check.zombies:
         problems.append(f"{len(check.zombies)} zombie(s): {'; '.join(check.zombies[:5])}")
     if problems:
-        return MetricVerdict(metric="processes", passed=False, judged=True, detail=detail, reason="; ".join(problems))
-    return MetricVerdict(metric="processes", passed=True, judged=True, detail=detail,
+        return MetricVerdict(metric="processes", outcome=FAIL, detail=detail, reason="; ".join(problems))
+    return MetricVerdict(metric="processes", outcome=PASS, detail=detail,
                          reason="no orphaned, leftover or zombie process")
 
 
-def _window_gaps(windows: Sequence[WindowStats], slack_s: float) -> MetricVerdict:
-    """Each gap against what AIPerf itself needs: the previous window's exit plus this one's start-up."""
-    rows: list[dict[str, Any]] = []
-    over: list[str] = []
-    for prev, w in zip(windows, windows[1:]):
-        startup, exit_s = w.startup_s, prev.exit_s
-        if w.gap_before_s is None or startup is None or exit_s is None:
-            continue
-        launch_after_exit = (w.aiperf_launch_unix_ns - prev.aiperf_exit_unix_ns) / 1e9 \
-            if w.aiperf_launch_unix_ns is not None and prev.aiperf_exit_unix_ns is not None else None
-        allowed = exit_s + startup + slack_s
-        rows.append({"window": w.window, "gap_s": round(w.gap_before_s, 3), "startup_s": round(startup, 3),
-                     "previous_exit_s": round(exit_s, 3), "allowed_s": round(allowed, 3),
-                     "launch_after_exit_s": None if launch_after_exit is None else round(launch_after_exit, 3)})
-        if w.gap_before_s > allowed:
-            over.append(f"{w.window} {w.gap_before_s:.1f} s > {allowed:.1f} s")
-    detail: dict[str, Any] = {"limit": slack_s, "unit": "s beyond AIPerf's exit + start-up", "windows": rows}
+def _window_gaps(windows: Sequence[WindowStats], limits: SoakLimits) -> MetricVerdict:
+    """Time without load across each cut (gap_before_s): each at most `max_window_gap_s`, their sum at most
+    `max_gap_fraction` of the soak (first window's start to last window's end)."""
+    rows = [{"window": w.window, "gap_s": round(w.gap_before_s, 3), "segment": w.segment}
+            for w in windows[1:] if w.gap_before_s is not None]
+    span_s = (windows[-1].end_unix_ns - windows[0].start_unix_ns) / 1e9 if windows else 0.0
+    total = sum(r["gap_s"] for r in rows)  # type: ignore[misc]
+    detail: dict[str, Any] = {"limit": limits.max_window_gap_s, "unit": "s", "max_fraction": limits.max_gap_fraction,
+                              "windows": rows, "total_s": round(total, 3), "span_s": round(span_s, 3)}
+    if len(windows) < 2:
+        return MetricVerdict(metric="window_gap", outcome=INCONCLUSIVE, detail=detail,
+                             reason=f"{len(windows)} window(s): no cut between windows to judge")
     if not rows:
-        return MetricVerdict(metric="window_gap", passed=True, judged=False, detail=detail,
-                             reason="not judged: fewer than two windows with a measured AIPerf timeline")
-    worst = max(rows, key=lambda r: r["gap_s"])
-    how = (f"largest gap {worst['gap_s']:.1f} s before {worst['window']} = previous AIPerf exit "
-           f"{worst['previous_exit_s']:.1f} s + start-up {worst['startup_s']:.1f} s + "
-           f"{worst['gap_s'] - worst['previous_exit_s'] - worst['startup_s']:.1f} s of the soak's own; "
-           f"limit: exit + start-up + {slack_s:g} s")
-    if over:
-        return MetricVerdict(metric="window_gap", passed=False, judged=True, detail=detail,
-                             reason=f"windows not consecutive ({'; '.join(over)}): {how}")
-    return MetricVerdict(metric="window_gap", passed=True, judged=True, detail=detail, reason=how)
+        return MetricVerdict(metric="window_gap", outcome=INCONCLUSIVE, detail=detail,
+                             reason="no window after the first has a measured first request")
+    worst = max(rows, key=lambda r: r["gap_s"])  # type: ignore[arg-type,return-value]
+    fraction = total / span_s if span_s > 0 else 0.0
+    detail["fraction"] = fraction
+    over = [f"{r['window']} {r['gap_s']:.3g} s" for r in rows if r["gap_s"] > limits.max_window_gap_s]  # type: ignore[operator]
+    how = (f"largest gap {worst['gap_s']:.3g} s before {worst['window']}, {total:.3g} s in all = {fraction:.3%} of "
+           f"{span_s:.0f} s over {len(rows)} cut(s); limits {limits.max_window_gap_s:g} s per gap and "
+           f"{limits.max_gap_fraction:.2%} of the soak")
+    if over or fraction > limits.max_gap_fraction:
+        what = f"gaps over the limit ({'; '.join(over)})" if over else "too much time without load"
+        return MetricVerdict(metric="window_gap", outcome=FAIL, detail=detail, reason=f"{what}: {how}")
+    return MetricVerdict(metric="window_gap", outcome=PASS, detail=detail, reason=how)
 
 
 def judge_soak(windows: Sequence[WindowStats], limits: SoakLimits, *, exits: Sequence[ServerExitFact] = (),
@@ -272,24 +346,22 @@ def judge_soak(windows: Sequence[WindowStats], limits: SoakLimits, *, exits: Seq
     ordered = sorted(windows, key=lambda w: w.index)
     skipped = min(limits.warmup_windows, len(ordered))
     judged = ordered[skipped:]
-    # Server-side latency (handler_ms) when the server reports it; client latency otherwise, said so.
-    server_p99 = [w.server_latency_ms.p99 for w in judged]
-    if any(v is not None for v in server_p99):
-        p99, p99_source = server_p99, "p99 of the server's handler_ms per window (ms)"
-    else:
-        p99 = [w.client_latency_ms.p99 for w in judged]
-        p99_source = "p99 of the client's request latency per window (ms; the server reported no timing)"
     verdicts = [
-        _drift("server_rss", judged, [w.rss.median_bytes / _MIB if w.rss.median_bytes is not None else None
-                                      for w in judged],
-               limits.rss_limit_mib_per_h, "MiB/h", relative=False, skipped=skipped,
-               source="median resident memory of the server's process tree per window (MiB)"),
-        _drift("server_p99_latency", judged, p99, limits.p99_latency_limit_pct_per_h, "%/h", relative=True,
-               skipped=skipped, source=p99_source),
+        _memory("server_rss", judged, lambda w: w.rss, limits, skipped,
+                "median resident memory of the server's process tree per window (MiB)"),
+    ]
+    if any(w.gpu_memory.samples for w in ordered):
+        verdicts.append(_memory("server_gpu_memory", judged, lambda w: w.gpu_memory, limits, skipped,
+                                "median GPU memory of the server's processes per window (MiB)"))
+    verdicts += [
+        _memory("orchestrator_rss", judged, lambda w: w.orchestrator_rss, limits, skipped,
+                "median resident memory of aqbench's own process per window (MiB)"),
+        _item_drift(judged, limits, skipped),
+        _tail(judged, limits, skipped),
         _error_rate(judged, limits.max_error_rate, skipped, cut_short),
         _correctness(ordered),
         _restarts(exits),
-        _window_gaps(ordered, GAP_SLACK_S),
+        _window_gaps(ordered, limits),
     ]
     if processes is not None:
         verdicts.append(_processes(processes))

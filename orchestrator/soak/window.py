@@ -7,6 +7,7 @@ grows with its number of windows, never with its number of requests.
 
 from __future__ import annotations
 
+import math
 from array import array
 from collections import Counter
 from collections.abc import Sequence
@@ -84,6 +85,15 @@ class WindowStats(msgspec.Struct, frozen=True, kw_only=True):
     first_request_unix_ns: int | None = None
     last_request_unix_ns: int | None = None
     aiperf_exit_unix_ns: int | None = None
+    # The observer's own processes while the window ran: aqbench itself, and AIPerf's process tree.
+    orchestrator_rss: MemorySummary = MemorySummary()
+    aiperf_rss: MemorySummary = MemorySummary()
+    # The AIPerf process (1, 2, ...) whose load the window was cut from: a new one follows a failure.
+    segment: int = 0
+    # Per dataset item, the median latency of its ok profiling requests in this window (server handler_ms,
+    # client latency where the server gave none): bounded by the dataset's size, not the request count.
+    item_server_ms: dict[str, float] = {}
+    item_client_ms: dict[str, float] = {}
 
     @property
     def startup_s(self) -> float | None:
@@ -123,11 +133,21 @@ def _memory(values: array) -> MemorySummary:
                          peak_bytes=int(ordered[-1]), median_bytes=float(median))
 
 
+def _item_medians(per_item: dict[str, array]) -> dict[str, float]:
+    out = {}
+    for item, values in sorted(per_item.items()):
+        ordered = sorted(values)
+        n = len(ordered)
+        out[item] = ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2
+    return out
+
+
 class WindowAccumulator:
     """Running state of one window. Feed it, then `close()` once; the arrays are dropped on close."""
 
-    def __init__(self, index: int, start_unix_ns: int, *, criteria: CorrectnessCriteria) -> None:
+    def __init__(self, index: int, start_unix_ns: int, *, criteria: CorrectnessCriteria, segment: int = 0) -> None:
         self.index = index
+        self.segment = segment
         self.window = window_name(index)
         self.start_unix_ns = start_unix_ns
         self.criteria = criteria
@@ -136,6 +156,10 @@ class WindowAccumulator:
         self._model_call = array("d")
         self._rss = array("d")
         self._gpu = array("d")
+        self._own = array("d")
+        self._aiperf = array("d")
+        self._item_server: dict[str, array] = {}
+        self._item_client: dict[str, array] = {}
         self._answers: list[ScoredAnswer] = []
         self.by_cause: Counter[str] = Counter()
         self.verdicts: Counter[str] = Counter()
@@ -153,7 +177,7 @@ class WindowAccumulator:
 
     def add_request(self, *, phase: str, ok: bool, cause: str, request_latency_ms: float | None,
                     handler_ms: float | None, model_call_ms: float | None, request_start_ns: int | None,
-                    request_end_ns: int | None, incarnation: int = 0) -> None:
+                    request_end_ns: int | None, incarnation: int = 0, item_id: str = "") -> None:
         """One correlated request; only the profiling phase counts toward the window's statistics."""
         if request_start_ns and (self.first_request_ns is None or request_start_ns < self.first_request_ns):
             self.first_request_ns = request_start_ns
@@ -178,6 +202,10 @@ class WindowAccumulator:
                               (self._model_call, model_call_ms)):
             if value is not None and value == value:
                 target.append(value)
+        if item_id:
+            for per_item, value in ((self._item_server, handler_ms), (self._item_client, request_latency_ms)):
+                if value is not None and not math.isnan(value):
+                    per_item.setdefault(item_id, array("d")).append(value)
 
     def add_verdict(self, answer: ScoredAnswer) -> None:
         """One scored profiling answer (the dataset's verdict for what the server said under load)."""
@@ -188,6 +216,10 @@ class WindowAccumulator:
         self._rss.append(float(rss_bytes))
         if gpu_memory_bytes is not None:
             self._gpu.append(float(gpu_memory_bytes))
+
+    def add_process(self, role: str, rss_bytes: int) -> None:
+        """One sample of an observer-side process tree (`orchestrator` or `aiperf`)."""
+        (self._own if role == "orchestrator" else self._aiperf).append(float(rss_bytes))
 
     def add_restart(self) -> None:
         self.restarts += 1
@@ -220,9 +252,13 @@ class WindowAccumulator:
             aiperf_classification=aiperf_classification, accounting_balanced=accounting_balanced,
             gap_before_s=gap_before_s, aiperf_launch_unix_ns=aiperf_launch_unix_ns,
             first_request_unix_ns=self.first_request_ns, last_request_unix_ns=self.last_request_ns,
-            aiperf_exit_unix_ns=aiperf_exit_unix_ns,
+            aiperf_exit_unix_ns=aiperf_exit_unix_ns, orchestrator_rss=_memory(self._own),
+            aiperf_rss=_memory(self._aiperf), segment=self.segment,
+            item_server_ms=_item_medians(self._item_server), item_client_ms=_item_medians(self._item_client),
         )
         self._client = self._server = self._model_call = self._rss = self._gpu = array("d")
+        self._own = self._aiperf = array("d")
+        self._item_server, self._item_client = {}, {}
         self._answers = []
         return stats
 

@@ -15,13 +15,13 @@ from anyio.abc import TaskStatus
 
 from orchestrator.events import (
     AiperfExited,
-    AiperfStarted,
     RequestCorrelated,
     ResourceSampled,
     ServerExited,
     ServerRestarting,
     SoakVerdict,
     SoakWindowClosed,
+    SoakWindowOpened,
 )
 
 __all__ = ["SoakView", "format_status"]
@@ -77,15 +77,22 @@ class SoakView:
         # Time under load: closed windows' request spans, plus [first start, last end] of each window
         # still open (the running one counts up to now). One entry per open window: bounded.
         self._loaded_closed_s = 0.0
+        self._covered_ns = 0  # the end of the time already counted in _loaded_closed_s
         self._spans: dict[str, list[int]] = {}
         self._running = ""
+        self._next = ""
 
     def loaded_s(self, now_ns: int | None = None) -> float:
         """Seconds under load so far (an estimate: the view is a lossy subscriber)."""
         now_ns = time.time_ns() if now_ns is None else now_ns
-        total = self._loaded_closed_s
-        for window, (first, last) in self._spans.items():
-            total += max(0, (now_ns if window == self._running else last) - first) / 1e9
+        total, covered = self._loaded_closed_s, self._covered_ns
+        # Windows are time cuts of one load: a finalising window's last answers overlap the next one's
+        # first requests, so spans are counted as a union (in start order), never twice.
+        for window, (first, last) in sorted(self._spans.items(), key=lambda kv: kv[1][0]):
+            end = now_ns if window == self._running else last
+            if end > max(first, covered):
+                total += (end - max(first, covered)) / 1e9
+                covered = end
         return total
 
     def line(self) -> str:
@@ -113,6 +120,8 @@ class SoakView:
                 else:
                     self.errors += 1
             if ev.window.startswith("soak/") and ev.request_start_ns:
+                if ev.window == self._next:
+                    self.window = self._running = ev.window
                 span = self._spans.get(ev.window)
                 end = ev.request_end_ns or ev.request_start_ns
                 if span is None:
@@ -121,9 +130,10 @@ class SoakView:
                     span[0], span[1] = min(span[0], ev.request_start_ns), max(span[1], end)
         elif isinstance(ev, ResourceSampled):
             self.rss_bytes = ev.rss_bytes
-        elif isinstance(ev, AiperfStarted) and ev.window.startswith("soak/"):
-            self.window = self._running = ev.window
-        elif isinstance(ev, AiperfExited) and ev.window == self._running:
+        elif isinstance(ev, SoakWindowOpened):
+            # Opened a window ahead of its start: it becomes the running one when its first request shows.
+            self._next = ev.window
+        elif isinstance(ev, AiperfExited) and ev.window.startswith("soak/"):
             self._running = ""
         elif isinstance(ev, SoakWindowClosed):
             self.windows = max(self.windows, ev.index)
@@ -132,10 +142,11 @@ class SoakView:
             self.last = dict(ev.summary)
             span = self._spans.pop(ev.window, None)
             first, last = ev.summary.get("first_request_unix_ns"), ev.summary.get("last_request_unix_ns")
-            if isinstance(first, int) and isinstance(last, int):
-                self._loaded_closed_s += max(0, last - first) / 1e9
-            elif span is not None:
-                self._loaded_closed_s += max(0, span[1] - span[0]) / 1e9
+            if not (isinstance(first, int) and isinstance(last, int)) and span is not None:
+                first, last = span
+            if isinstance(first, int) and isinstance(last, int) and last > max(first, self._covered_ns):
+                self._loaded_closed_s += (last - max(first, self._covered_ns)) / 1e9
+                self._covered_ns = last
             notable = "window"
         elif isinstance(ev, ServerRestarting):
             self.restarts += 1
@@ -143,7 +154,7 @@ class SoakView:
         elif isinstance(ev, ServerExited) and not ev.expected:
             notable = f"server exited unexpectedly (incarnation {ev.incarnation}, code {ev.returncode} {ev.signal})"
         elif isinstance(ev, SoakVerdict):
-            word = "PASS" if ev.passed else "FAIL"
+            word = (ev.outcome or ("pass" if ev.passed else "fail")).upper()
             notable = f"{'final' if ev.final else 'checkpoint'} verdict {ev.metric}: {word} {str(ev.detail.get('reason', ''))[:200]}"
         if notable and notable != "window":
             self._emit(notable, status=False)

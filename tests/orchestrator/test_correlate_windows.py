@@ -81,3 +81,45 @@ class TestWindowAttribution:
         j.start_window("run", T0 + 10 * S)
         j.add_server(_server("s", end=T0 + 11 * S), 0)
         assert _accounting(j.close_window("run")).server_without_client == ["s"]
+
+
+class TestTimeCuts:
+    def test_client_records_count_in_the_window_their_request_started_in(self) -> None:
+        """Cut by time, one load client's records (all naming its run) split at the cut; each counts once."""
+        j = Joiner(match_timeout_s=1.0, cut_by_time=True)
+        j.start_window("w1", T0)
+        j.start_window("w2", T0 + 10 * S)  # opened ahead of its start
+        out = []
+        for rid, start in (("a", T0 + 9 * S), ("b", T0 + 10 * S), ("c", T0 + 11 * S)):
+            out += j.add_client(_client(rid, "aiperf01", start), 0)
+            out += j.add_server(_server(rid, end=start + S // 10), 0)
+        assert {e.request_id: e.window for e in out} == {"a": "w1", "b": "w2", "c": "w2"}
+        assert _accounting(j.close_window("w1")).issued == {"profiling": 1}
+        assert _accounting(j.close_window("w2")).issued == {"profiling": 2}
+
+    def test_a_request_of_a_closed_window_counts_in_the_oldest_open_one_and_says_so(self) -> None:
+        """A straggler whose window closed already is counted once, in the oldest open window, named there."""
+        j = Joiner(match_timeout_s=1.0, cut_by_time=True)
+        j.start_window("w1", T0)
+        j.start_window("w2", T0 + 10 * S)
+        j.close_window("w1")
+        out = j.add_client(_client("late", "aiperf01", T0 + 5 * S), 0)
+        out += j.add_server(_server("late", end=T0 + 12 * S), 0)
+        assert [e.window for e in out] == ["w2"]
+        acc = _accounting(j.close_window("w2"))
+        assert acc.issued == {"profiling": 1}
+        assert acc.problems == ["request late started in w1, closed before it ended; counted here"]
+
+    def test_a_window_opened_ahead_but_never_reached_is_discarded(self) -> None:
+        """A cut the load never reached is forgotten; one that holds a request is not."""
+        j = Joiner(match_timeout_s=1.0, cut_by_time=True)
+        j.start_window("w1", T0)
+        j.start_window("w2", T0 + 10 * S)
+        j.add_client(_client("a", "aiperf01", T0 + S), 0)
+        j.add_server(_server("a", end=T0 + 2 * S), 0)
+        assert not j.discard_window("w1")
+        assert j.discard_window("w2")
+        assert j.window == "w1"
+        # With w2 gone, a late record of its time counts in w1 (the latest cut at or before it).
+        assert [e.window for e in j.add_client(_client("b", "aiperf01", T0 + 11 * S), 0)
+                + j.add_server(_server("b", end=T0 + 12 * S), 0)] == ["w1"]

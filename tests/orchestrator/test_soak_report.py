@@ -7,8 +7,6 @@ import io
 from config_support import make_config
 
 from orchestrator.events import (
-    AiperfExited,
-    AiperfStarted,
     RequestCorrelated,
     RunFinished,
     RunStarted,
@@ -16,6 +14,7 @@ from orchestrator.events import (
     ServerRestarting,
     SoakVerdict,
     SoakWindowClosed,
+    SoakWindowOpened,
 )
 from orchestrator.reports.soak import fold_soak, render_soak_html, render_soak_markdown
 from orchestrator.view.soak import SoakView, format_status
@@ -54,32 +53,70 @@ class TestSoakReport:
         assert report.verdicts_final and report.restarts == 1 and report.status == "failed"
         md = render_soak_markdown(report)
         assert "Soak FAILED (server_rss)" in md
-        # Thousands written out plainly, never 9e+03 (the reason text is the verdict's own).
-        assert "| server_rss | FAIL | final | 9000 | 8000 | 8 | MiB/h | drifts: slope +9e+03 MiB/h |" in md
+        assert "| server_rss | FAIL | final | 9000 | – | 8 | MiB/h | drifts: slope +9e+03 MiB/h |" in md
         assert "| soak/w0002 | 10 | 9 | 1 (server_crash 1) |" in md
         html = render_soak_html(report)
         for chart in ("soak-latency", "soak-memory", "soak-errors", "soak-correctness"):
             assert chart in html
 
-    def test_window_table_and_chart_show_gap_and_aiperf_startup(self) -> None:
-        """Each window row shows the gap before it and AIPerf's start-up and exit; the gap chart is drawn."""
+    def test_window_table_and_chart_show_gap_and_the_observer(self) -> None:
+        """Each window row shows the time without load before it, aqbench's and AIPerf's memory and the AIPerf
+        run it was cut from; the gap and observer charts are drawn."""
         w2 = _window(2, 300)
         w2 = SoakWindowClosed(window=w2.window, index=2, summary={
-            **w2.summary, "gap_before_s": 9.3, "aiperf_launch_unix_ns": T0, "first_request_unix_ns": T0 + 8_250_000_000,
-            "last_request_unix_ns": T0 + 24 * 10**9, "aiperf_exit_unix_ns": T0 + 25 * 10**9})
+            **w2.summary, "gap_before_s": 0.004, "segment": 1,
+            "orchestrator_rss": {"median_bytes": 120 * 2**20}, "aiperf_rss": {"median_bytes": 800 * 2**20}})
         report = fold_soak([RunStarted(command="soak"), _window(1, 300), w2])
         md = render_soak_markdown(report)
-        assert "| gap before s | AIPerf start-up/exit s |" in md
-        assert "| 9.3 | 8.25/1 | complete |" in md
-        assert "| 0 | – | –/– | complete |" in md  # window 1: no gap before it, no timeline journaled
-        assert "soak-gaps" in render_soak_html(report)
+        assert "| aqbench/AIPerf RSS MiB | restarts | gap before s | AIPerf run |" in md
+        assert "| 120/800 | 0 | 0.004 | 1 (complete) |" in md
+        assert "| –/– | 0 | – | – (complete) |" in md  # window 1: no gap before it, no observer sample
+        html = render_soak_html(report)
+        assert "soak-gaps" in html and "soak-observer" in html
+
+    def test_inconclusive_verdicts_are_listed_at_the_top(self) -> None:
+        """An inconclusive verdict is no failure: the headline passes and names the count, and the verdict
+        is listed with its reason before the verdict table."""
+        events = [RunStarted(command="soak"), _window(1, 300),
+                  SoakVerdict(metric="server_rss", passed=False, final=True, outcome="inconclusive",
+                              detail={"reason": "not enough evidence (2 of 6 windows)"}),
+                  SoakVerdict(metric="restarts", passed=True, final=True, outcome="pass",
+                              detail={"reason": "no unexpected server exit"}),
+                  RunFinished(status="ok")]
+        md = render_soak_markdown(fold_soak(events))
+        assert "Soak PASSED with 1 inconclusive; verdicts: final; run status: ok" in md
+        top = md.index("Inconclusive (the evidence cannot decide; not a failure unless run with --strict):")
+        assert top < md.index("## Verdicts")
+        assert "- server_rss: not enough evidence (2 of 6 windows)" in md
+        assert "| server_rss | INCONCLUSIVE | final |" in md
+
+    def test_old_journal_verdicts_map_to_three_outcomes(self) -> None:
+        """A journal from before the three outcomes: passed+judged is pass, passed unjudged is inconclusive."""
+        report = fold_soak([SoakVerdict(metric="a", passed=True, detail={"judged": False}),
+                            SoakVerdict(metric="b", passed=True, detail={"judged": True}),
+                            SoakVerdict(metric="c", passed=False, detail={})])
+        assert [v.outcome for v in report.verdicts] == ["inconclusive", "pass", "fail"]
 
     def test_journal_without_run_finished_reads_interrupted(self) -> None:
-        """No RunFinished: the report says the run was interrupted and the verdicts are checkpoint ones."""
+        """No RunFinished, folded after the fact: the report says the run was interrupted and the verdicts
+        are checkpoint ones."""
         report = fold_soak([RunStarted(command="soak"), _window(1, 300),
                             SoakVerdict(metric="restarts", passed=True, detail={"reason": "ok", "windows_closed": 1})])
         assert report.status == "interrupted" and not report.verdicts_final
         assert "verdicts: checkpoint; run status: interrupted" in render_soak_markdown(report)
+
+    def test_checkpoint_report_of_a_running_soak_says_in_progress(self) -> None:
+        """A checkpoint report (live) says "in progress" with the windows closed so far, never "interrupted"."""
+        events = [RunStarted(command="soak"), _window(1, 300), _window(2, 301),
+                  SoakVerdict(metric="restarts", passed=True, outcome="pass",
+                              detail={"reason": "no unexpected server exit", "windows_closed": 2})]
+        report = fold_soak(events, live=True)
+        md, html = render_soak_markdown(report), render_soak_html(report)
+        assert report.status == "in progress"
+        assert "verdicts: checkpoint; run status: in progress; windows closed: 2" in md
+        assert ("Reason: the soak is running; this checkpoint report covers the 2 window(s) closed so far"
+                in md)
+        assert "interrupted" not in md and "interrupted" not in html
 
 
 class TestSoakView:
@@ -112,19 +149,21 @@ class TestSoakView:
             return RequestCorrelated(request_id=f"{window}-{start_s}", window=window, phase="profiling", ok=True,
                                      request_start_ns=T0 + int(start_s * s), request_end_ns=T0 + int(end_s * s))
 
-        view.show(AiperfStarted(window="soak/w0001", argv=[], shell="", artifact_dir=""))
+        view.show(SoakWindowOpened(window="soak/w0001", index=1, start_unix_ns=T0))
         view.show(req("soak/w0001", 8, 9))  # 8 s of AIPerf start-up before the first request
         view.show(req("soak/w0001", 27, 28))
         assert view.loaded_s(now_ns=T0 + 28 * s) == 20.0
-        view.show(AiperfExited(window="soak/w0001", returncode=0, classification="complete"))
-        view.show(AiperfStarted(window="soak/w0002", argv=[], shell="", artifact_dir=""))
-        assert view.loaded_s(now_ns=T0 + 40 * s) == 20.0  # w0001 finalising, w0002 starting up
-        view.show(req("soak/w0002", 38, 39))
+        view.show(SoakWindowOpened(window="soak/w0002", index=2, start_unix_ns=T0 + 30 * s))  # opened ahead
+        assert view.loaded_s(now_ns=T0 + 29 * s) == 21.0 and view.window == "soak/w0001"
+        view.show(req("soak/w0002", 30, 31))
+        assert view.loaded_s(now_ns=T0 + 43 * s) == 33.0  # w0001 finalising (to its last answer), w0002 running
+        view.show(req("soak/w0001", 29, 31.5))  # w0001's last answer overlaps w0002's start: counted once
+        assert view.loaded_s(now_ns=T0 + 43 * s) == 35.0
         view.show(SoakWindowClosed(window="soak/w0001", index=1, summary={
-            "first_request_unix_ns": T0 + 8 * s, "last_request_unix_ns": T0 + 28 * s}))
-        assert view.loaded_s(now_ns=T0 + 43 * s) == 25.0
+            "first_request_unix_ns": T0 + 8 * s, "last_request_unix_ns": T0 + int(31.5 * s)}))
+        assert view.loaded_s(now_ns=T0 + 43 * s) == 35.0
         assert view.window == "soak/w0002"
         line = format_status(elapsed_s=50, duration_s=60, windows=1, window="soak/w0002", ok=3, errors=0, last=None,
                              rss_bytes=None, restarts=0, loaded_s=view.loaded_s(now_ns=T0 + 43 * s))
-        assert line.startswith("soak 0:00:25/0:01:00 under load (wall 0:00:50)  windows 1 (in soak/w0002)")
+        assert line.startswith("soak 0:00:35/0:01:00 under load (wall 0:00:50)  windows 1 (in soak/w0002)")
 

@@ -1,0 +1,88 @@
+"""Samples the observer's own side of a soak: aqbench's process and the running AIPerf's process tree.
+
+Publishes ProcessSampled (resident memory per tree); judges nothing. The server's tree is sampled by the
+supervisor, not here.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+from collections.abc import Callable
+from typing import Any, Literal
+
+import anyio
+import psutil
+from anyio.abc import TaskStatus
+
+from orchestrator.events import ProcessSampled
+
+__all__ = ["ObserverSampler", "tree_rss", "trim_heap"]
+
+Role = Literal["orchestrator", "aiperf"]
+_libc: Any = None
+
+
+def trim_heap() -> bool:
+    """Hand the C heap's free pages back to the OS (glibc `malloc_trim(0)`); False where unavailable.
+    Blocks for milliseconds."""
+    global _libc
+    if _libc is None:
+        try:
+            _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+            _libc.malloc_trim.argtypes = [ctypes.c_size_t]
+        except (OSError, AttributeError):
+            _libc = False
+    return bool(_libc) and bool(_libc.malloc_trim(0))
+
+
+def tree_rss(pid: int) -> tuple[int, int] | None:
+    """(resident bytes, processes) of `pid` and its descendants; None when `pid` is gone. Blocks (/proc)."""
+    try:
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return None
+    total = counted = 0
+    for proc in procs:
+        try:
+            total += proc.memory_info().rss
+            counted += 1
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue  # exited between the listing and the read
+    return total, counted
+
+
+class ObserverSampler:
+    """`await tg.start(sampler.run)`: every `period_s`, one ProcessSampled for aqbench itself and one for
+    the AIPerf process `aiperf_pid()` names (none while it names no process). Runs until cancelled."""
+
+    def __init__(self, bus: Any, *, period_s: float, aiperf_pid: Callable[[], int | None]) -> None:
+        self._bus = bus
+        self._period_s = period_s
+        self._aiperf_pid = aiperf_pid
+        self._own_pid = os.getpid()
+        self._limiter = anyio.CapacityLimiter(1)
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        while True:
+            targets: tuple[tuple[Role, int | None], ...] = (("orchestrator", self._own_pid), ("aiperf", self._aiperf_pid()))
+            for role, pid in targets:
+                if not pid:
+                    continue
+                # The orchestrator alone, not its children: AIPerf and the server are sampled apart.
+                found = await anyio.to_thread.run_sync(_own_rss if role == "orchestrator" else tree_rss, pid,
+                                                       limiter=self._limiter)
+                if found is not None:
+                    await self._bus.publish(ProcessSampled(source="soak", role=role, pid=pid, rss_bytes=found[0],
+                                                           processes=found[1]))
+            await anyio.sleep(self._period_s)
+
+
+def _own_rss(pid: int) -> tuple[int, int] | None:
+    try:
+        return psutil.Process(pid).memory_info().rss, 1
+    except psutil.NoSuchProcess:
+        return None

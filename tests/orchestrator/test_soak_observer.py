@@ -1,0 +1,64 @@
+"""The soak's observer sampler: aqbench's own process and the running AIPerf's tree, as ProcessSampled."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import anyio
+import pytest
+
+from orchestrator.events import ProcessSampled
+from orchestrator.soak.observer import ObserverSampler, tree_rss, trim_heap
+
+pytestmark = pytest.mark.anyio
+
+
+class _Bus:
+    def __init__(self, want: int) -> None:
+        self.events: list[ProcessSampled] = []
+        self.want = want
+        self.enough = anyio.Event()
+
+    async def publish(self, ev: ProcessSampled) -> ProcessSampled:
+        self.events.append(ev)
+        if len(self.events) >= self.want:
+            self.enough.set()
+        return ev
+
+
+def _waiting_child() -> subprocess.Popen[bytes]:
+    """A child process that lives until its stdin closes."""
+    return subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+
+
+class TestObserverSampler:
+    async def test_samples_itself_and_the_named_aiperf_tree(self) -> None:
+        """One sample of aqbench (its own pid) and one of the process `aiperf_pid` names, with its children."""
+        child = _waiting_child()
+        try:
+            bus = _Bus(want=2)
+            sampler = ObserverSampler(bus, period_s=0.05, aiperf_pid=lambda: child.pid)
+            with anyio.fail_after(10):
+                async with anyio.create_task_group() as tg:
+                    await tg.start(sampler.run)
+                    await bus.enough.wait()
+                    tg.cancel_scope.cancel()
+        finally:
+            child.stdin.close()  # type: ignore[union-attr]
+            child.wait()
+        own, aiperf = bus.events[:2]
+        assert (own.role, own.pid, own.processes) == ("orchestrator", os.getpid(), 1)
+        assert (aiperf.role, aiperf.pid) == ("aiperf", child.pid)
+        assert own.rss_bytes > 10 * 2**20 and aiperf.rss_bytes > 1 * 2**20
+
+    def test_a_gone_process_has_no_sample(self) -> None:
+        """A pid that no longer exists yields None (no sample), not an error."""
+        child = subprocess.Popen([sys.executable, "-c", "pass"])
+        child.wait()
+        assert tree_rss(child.pid) is None
+
+    def test_trim_heap_runs_where_glibc_is(self) -> None:
+        """malloc_trim is found on glibc and answers a bool (whether pages were released)."""
+        assert trim_heap() in (True, False)
