@@ -71,7 +71,7 @@ async def _main() -> int:
                     text = payload["choices"][0]["message"]["content"]
                 else:
                     error = {"code": status, "type": "HTTPError", "message": json.dumps(payload), "cause": None}
-        except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, aiohttp.ClientError) as exc:
             error = {"code": None, "type": type(exc).__name__, "message": str(exc), "cause": None}
         end = time.time_ns()
         counts[phase] += 1

@@ -27,16 +27,16 @@ import psutil
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from orchestrator.config import (
-    CorrectnessCriteria,  # noqa: E402
-    DatasetConfig,  # noqa: E402
+    CorrectnessCriteria,
+    DatasetConfig,
 )
-from orchestrator.correlate import Joiner  # noqa: E402
-from orchestrator.dataset import load_dataset, parse_session_key, resolve_dataset_path, session_key  # noqa: E402
-from orchestrator.events import ClientRecord, RequestCorrelated, ServerRecord  # noqa: E402
-from orchestrator.judge.gates import ScoredAnswer  # noqa: E402
-from orchestrator.judge.scoring import score  # noqa: E402
-from orchestrator.soak.verdicts import SoakLimits, fit_trend, judge_soak  # noqa: E402
-from orchestrator.soak.window import WindowAccumulator, WindowStats, window_name  # noqa: E402
+from orchestrator.correlate import Joiner
+from orchestrator.dataset import load_dataset, parse_session_key, resolve_dataset_path, session_key
+from orchestrator.events import ClientRecord, RequestCorrelated, ServerRecord
+from orchestrator.judge.gates import ScoredAnswer
+from orchestrator.judge.scoring import score
+from orchestrator.soak.verdicts import SoakLimits, fit_trend, judge_soak
+from orchestrator.soak.window import WindowAccumulator, WindowStats, window_name
 
 GOAL_MIB_PER_100K = 1.0
 NOMINAL_RPS = 20.0  # a busy soak: 72,000 requests per hour

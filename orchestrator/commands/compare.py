@@ -9,7 +9,7 @@ from pathlib import Path
 __all__ = ["register", "run"]
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "compare",
         help="compare two finished runs figure by figure, with intervals (exit 1 on a regression)",

@@ -555,7 +555,7 @@ def aiperf_run_name(segment: int) -> str:
 class _Cut:
     """One window's time cut: its start and its planned end (None until the first request fixes it)."""
 
-    __slots__ = ("index", "name", "start_ns", "end_ns")
+    __slots__ = ("end_ns", "index", "name", "start_ns")
 
     def __init__(self, index: int, start_ns: int) -> None:
         self.index, self.name, self.start_ns = index, window_name(index), start_ns

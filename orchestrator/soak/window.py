@@ -123,7 +123,7 @@ def _span_s(start_ns: int | None, end_ns: int | None) -> float | None:
     return (end_ns - start_ns) / 1e9 if start_ns is not None and end_ns is not None else None
 
 
-def _memory(values: array) -> MemorySummary:
+def _memory(values: array[float]) -> MemorySummary:
     if not values:
         return MemorySummary()
     ordered = sorted(values)
@@ -133,7 +133,7 @@ def _memory(values: array) -> MemorySummary:
                          peak_bytes=int(ordered[-1]), median_bytes=float(median))
 
 
-def _item_medians(per_item: dict[str, array]) -> dict[str, float]:
+def _item_medians(per_item: dict[str, array[float]]) -> dict[str, float]:
     out = {}
     for item, values in sorted(per_item.items()):
         ordered = sorted(values)
@@ -158,8 +158,8 @@ class WindowAccumulator:
         self._gpu = array("d")
         self._own = array("d")
         self._aiperf = array("d")
-        self._item_server: dict[str, array] = {}
-        self._item_client: dict[str, array] = {}
+        self._item_server: dict[str, array[float]] = {}
+        self._item_client: dict[str, array[float]] = {}
         self._answers: list[ScoredAnswer] = []
         self.by_cause: Counter[str] = Counter()
         self.verdicts: Counter[str] = Counter()

@@ -113,7 +113,7 @@ def _windows_consecutive(events: list[dict[str, Any]], run_dir: Path) -> list[tu
             first[w] = min(first.get(w, e["request_start_ns"]), e["request_start_ns"])
             last[w] = max(last.get(w, 0), e["request_end_ns"] or 0)
     names = sorted(first)
-    rows = [(w, max(0.0, (first[w] - last[prev]) / 1e9)) for prev, w in zip(names, names[1:])]
+    rows = [(w, max(0.0, (first[w] - last[prev]) / 1e9)) for prev, w in zip(names, names[1:], strict=False)]
     assert rows, names
     assert all(gap <= _MAX_GAP_S for _, gap in rows), rows
     closed = {e["window"]: e["summary"] for e in events if e["kind"] == "soak_window_closed"}
