@@ -16,27 +16,15 @@ from typing import Any
 import msgspec
 
 from orchestrator.config import CorrectnessCriteria
-from orchestrator.judge.gates import ScoredAnswer, evaluate_gates
+from orchestrator.judge.gates import GateResult, ScoredAnswer, evaluate_gates
 from orchestrator.judge.stats import Summary, summarize
 
-__all__ = ["GateSummary", "MemorySummary", "WindowStats", "WindowAccumulator", "window_name", "total_requests"]
+__all__ = ["MemorySummary", "WindowStats", "WindowAccumulator", "window_name", "total_requests"]
 
 
 def window_name(index: int) -> str:
     """`soak/w0001` for index 1: windows sort by name in journal and folder listings."""
     return f"soak/w{index:04d}"
-
-
-class GateSummary(msgspec.Struct, frozen=True, kw_only=True):
-    """One correctness gate over the window's scored profiling answers."""
-
-    gate: str
-    scope: str
-    required: float
-    observed: float
-    correct: int
-    total: int
-    passed: bool
 
 
 class MemorySummary(msgspec.Struct, frozen=True, kw_only=True):
@@ -69,7 +57,7 @@ class WindowStats(msgspec.Struct, frozen=True, kw_only=True):
     correct: int = 0
     scored: int = 0
     verdicts: dict[str, int] = {}
-    gates: list[GateSummary] = []
+    gates: list[GateResult] = []
     correctness_passed: bool | None = None
     rss: MemorySummary = MemorySummary()
     gpu_memory: MemorySummary = MemorySummary()
@@ -243,8 +231,7 @@ class WindowAccumulator:
             client_latency_ms=summarize(self._client), server_latency_ms=summarize(self._server),
             model_call_ms=summarize(self._model_call),
             correct=self.verdicts["correct"], scored=len(self._answers), verdicts=dict(sorted(self.verdicts.items())),
-            gates=[GateSummary(gate=g.gate, scope=g.scope, required=g.required, observed=g.observed,
-                               correct=g.correct, total=g.total, passed=g.passed) for g in gates],
+            gates=gates,
             # A gate over zero answers of its scope says nothing about this window (None, not failed).
             correctness_passed=all(g.passed for g in judged) if judged else None,
             rss=_memory(self._rss), gpu_memory=_memory(self._gpu), restarts=self.restarts,
