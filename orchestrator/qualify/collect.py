@@ -7,11 +7,10 @@ whatever happened to arrive within a fixed pause.
 
 from __future__ import annotations
 
-from typing import Any
-
 import anyio
 from anyio.abc import TaskStatus
 
+from orchestrator.bus import Bus
 from orchestrator.events import AccountingChecked, NoticeContext, RequestCorrelated, Warned
 
 __all__ = ["WindowCollector"]
@@ -24,7 +23,7 @@ class WindowCollector:
     `await collector.wait_accounted(timeout_s)`; then cancel the task group.
     """
 
-    def __init__(self, bus: Any, window: str, *, size: int = 65536, name: str = "") -> None:
+    def __init__(self, bus: Bus, window: str, *, size: int = 65536, name: str = "") -> None:
         self._bus = bus
         self.window = window
         self._size = size

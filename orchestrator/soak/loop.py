@@ -30,6 +30,7 @@ import anyio
 import msgspec
 
 from orchestrator.config import Config, ModelConfig
+from orchestrator.correlate import Correlator
 from orchestrator.dataset import (
     Dataset,
     load_dataset,
@@ -50,7 +51,7 @@ from orchestrator.events import (
 )
 from orchestrator.judge.outcome import FAIL, INCONCLUSIVE, worst
 from orchestrator.logs import get_logger
-from orchestrator.ports import Toolkit
+from orchestrator.ports import AiperfFacts, Toolkit
 from orchestrator.run import Interrupt, RunScope, new_run_id, open_run
 from orchestrator.soak.leftovers import check_processes
 from orchestrator.soak.observer import ObserverSampler, trim_heap
@@ -62,6 +63,7 @@ from orchestrator.soak.verdicts import (
     judge_soak,
 )
 from orchestrator.soak.window import WindowStats, window_name
+from orchestrator.supervisor import ServerHandle
 
 __all__ = ["SoakOptions", "soak", "exit_code", "aiperf_run_name", "SoakTracker", "check_processes"]
 
@@ -273,7 +275,7 @@ class _Soak:
                                                  reason=reason, detail=PhaseDetail(**detail)))
 
     async def run(self) -> list[MetricVerdict]:
-        from orchestrator.correlate import Correlator
+
         from orchestrator.supervisor import ServerSpec, supervise
 
         run, m, s = self.run_scope, self.model, self.settings
@@ -328,7 +330,7 @@ class _Soak:
         await self.phase("model", "soak-failed" if failed else "soak-passed")
         return verdicts
 
-    async def _windows(self, handle: Any, correlator: Any, install: Any, tokenizer: Path, rows: list[Any]) -> None:
+    async def _windows(self, handle: ServerHandle, correlator: Correlator, install: AiperfFacts, tokenizer: Path, rows: list[Any]) -> None:
         """AIPerf runs one after another, each for the rest of the soak; a new one starts only when one
         ends early (failure), at most _MAX_FAILED_RUNS in a row without a profiling request."""
         s = self.settings
@@ -348,7 +350,7 @@ class _Soak:
                             f"{self.run_scope.run_dir / 'aiperf'})"))
                 break
 
-    async def _segment(self, length_s: float, handle: Any, correlator: Any, install: Any, tokenizer: Path,
+    async def _segment(self, length_s: float, handle: ServerHandle, correlator: Correlator, install: AiperfFacts, tokenizer: Path,
                        rows: list[Any]) -> tuple[float, bool]:
         """One AIPerf process for `length_s` of profiling load, cut into windows by time (see the module
         docstring). Returns (seconds under load, whether it sent a profiling request)."""
@@ -472,7 +474,7 @@ class _Soak:
                 end = first_ns + (k + 1) * window_ns if k + 1 < count else first_ns + int(length_s * 1e9)
                 await self._open_window(start, segment, cuts, end)
 
-    async def _finalise(self, cut: _Cut, correlator: Any, aiperf: str, *, launch_ns: int, exit_ns: int | None,
+    async def _finalise(self, cut: _Cut, correlator: Correlator, aiperf: str, *, launch_ns: int, exit_ns: int | None,
                         last: bool = False, outcome: Any = None) -> None:
         """Close one window's accounting and aggregates, journal them, and checkpoint when due."""
         accounting = await correlator.close_window(cut.name)

@@ -16,6 +16,7 @@ import anyio
 import psutil
 from anyio.abc import TaskStatus
 
+from orchestrator.bus import Bus
 from orchestrator.events import ProcessSampled
 
 __all__ = ["ObserverSampler", "tree_rss", "trim_heap"]
@@ -58,7 +59,7 @@ class ObserverSampler:
     """`await tg.start(sampler.run)`: every `period_s`, one ProcessSampled for aqbench itself and one for
     the AIPerf process `aiperf_pid()` names (none while it names no process). Runs until cancelled."""
 
-    def __init__(self, bus: Any, *, period_s: float, aiperf_pid: Callable[[], int | None]) -> None:
+    def __init__(self, bus: Bus, *, period_s: float, aiperf_pid: Callable[[], int | None]) -> None:
         self._bus = bus
         self._period_s = period_s
         self._aiperf_pid = aiperf_pid

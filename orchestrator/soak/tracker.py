@@ -10,6 +10,7 @@ import anyio
 import msgspec
 from anyio.abc import TaskStatus
 
+from orchestrator.bus import Bus
 from orchestrator.config import ModelConfig
 from orchestrator.dataset import (
     Dataset,
@@ -47,7 +48,7 @@ class SoakTracker:
     and exits to the open window whose start is the latest at or before their time. Publishing never
     waits on its own full queue (it drains that queue into a local backlog)."""
 
-    def __init__(self, bus: Any, dataset: Dataset, model: ModelConfig, *, size: int = 8192,
+    def __init__(self, bus: Bus, dataset: Dataset, model: ModelConfig, *, size: int = 8192,
                  max_tokens: int | None = None) -> None:
         self._bus = bus
         self._max_tokens = max_tokens  # the limit AIPerf sends (workload.max_tokens), for length_limit
