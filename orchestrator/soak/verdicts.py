@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Collection, Sequence
+from fractions import Fraction
 from statistics import median
 from typing import Any
 
 import msgspec
 
 from orchestrator.config import SoakConfig
+from orchestrator.judge.intervals import wilson_interval
 from orchestrator.judge.latency import judge_item_drift, min_tail_samples
 from orchestrator.judge.memory import MemoryRule, MemoryVerdict, judge_memory_medians
 from orchestrator.judge.outcome import FAIL, INCONCLUSIVE, PASS, Outcome
@@ -264,23 +266,51 @@ def _error_rate(windows: Sequence[WindowStats], limit: float, skipped: int,
 
 
 def _correctness(windows: Sequence[WindowStats]) -> MetricVerdict:
-    failing = [w for w in windows if w.correctness_passed is False]
+    """A window's gate decides only with the evidence to: a window fails when its pass rate is below the gate
+    beyond chance (its Wilson upper bound under the required rate, one-sided 5 % shared over the scored
+    windows, Bonferroni), since a dozen answers of a 94 %-correct model miss a 90 % gate by sampling alone.
+    Pooled over the windows, each gate is applied exactly as bench.toml states it; a shortfall that is not
+    significant anywhere is inconclusive."""
     unscored = [w.window for w in windows if w.correctness_passed is None]
+    pooled: dict[tuple[str, str, float], list[int]] = {}
+    significant: list[str] = []
+    short: list[str] = []
+    scored_windows = max(1, sum(1 for w in windows if any(g.total for g in w.gates)))
+    confidence = 1.0 - 0.10 / scored_windows  # two-sided, so each window's one-sided level is 5 % / k
+    for w in windows:
+        for g in w.gates:
+            if not g.total:
+                continue
+            acc = pooled.setdefault((g.gate, g.scope, g.required), [0, 0])
+            acc[0] += g.correct
+            acc[1] += g.total
+            if g.passed:
+                continue
+            text = f"{w.window} {g.scope} {g.correct}/{g.total} < {g.required:g}"
+            upper = wilson_interval(g.correct, g.total, confidence=confidence).upper
+            (significant if upper is not None and upper < g.required else short).append(text)
+    overall = [(gate, scope, required, c, n) for (gate, scope, required), (c, n) in pooled.items()]
+    pooled_short = [f"{scope} {c}/{n} < {required:g} over all windows"
+                    for _gate, scope, required, c, n in overall if Fraction(c, n) < Fraction(repr(required))]
     per_window = [{"window": w.window, "correct": w.correct, "scored": w.scored, "passed": w.correctness_passed,
                    "gates": [msgspec.to_builtins(g) for g in w.gates if g.total and not g.passed]} for w in windows]
-    detail = {"windows": per_window, "unscored": unscored, "failing": [w.window for w in failing]}
-    if failing:
-        parts = [f"{w.window} " + ", ".join(f"{g.scope} {g.correct}/{g.total} < {g.required:g}"
-                                             for g in w.gates if g.total and not g.passed) for w in failing]
+    detail = {"windows": per_window, "unscored": unscored, "significantly_below": significant,
+              "below_by_chance": short, "pooled": [{"gate": gate, "scope": scope, "required": required,
+                                                   "correct": c, "total": n} for gate, scope, required, c, n in overall]}
+    if significant:
         return MetricVerdict(metric="correctness", outcome=FAIL, detail=detail,
-                             reason=f"below the gate in {len(failing)} window(s): {'; '.join(parts)}")
-    if len(unscored) == len(windows):
+                             reason=f"below the gate beyond chance in {len(significant)} window(s): "
+                                    + "; ".join(significant))
+    if not overall:
         return MetricVerdict(metric="correctness", outcome=INCONCLUSIVE, detail=detail,
                              reason="no window had a scored answer")
-    scored = sum(w.scored for w in windows)
-    correct = sum(w.correct for w in windows)
+    totals = ", ".join(f"{scope} {c}/{n}" for _gate, scope, _required, c, n in overall)
+    if pooled_short or short:
+        why = "; ".join(pooled_short + [f"{s} (within chance)" for s in short])
+        return MetricVerdict(metric="correctness", outcome=INCONCLUSIVE, detail=detail,
+                             reason=f"below the gate, but not beyond chance: {why}; overall {totals}")
     return MetricVerdict(metric="correctness", outcome=PASS, detail=detail,
-                         reason=f"every scored window meets the gate ({correct}/{scored} correct overall"
+                         reason=f"every scored window meets the gate ({totals} overall"
                                 + (f"; unscored: {', '.join(unscored)}" if unscored else "") + ")")
 
 
