@@ -1,5 +1,5 @@
-"""The one terminal output of the live views, on rich: a progress bar redrawn in place on a terminal, plain
-lines (a progress line at most every few seconds) otherwise, so logs and CI output stay readable.
+"""The one terminal output of the live views, on rich: a progress bar or a status line redrawn in place on a
+terminal, plain lines (progress at most every few seconds) otherwise, so logs and CI output stay readable.
 """
 
 from __future__ import annotations
@@ -8,7 +8,9 @@ import time
 from typing import TextIO
 
 from rich.console import Console
+from rich.live import Live
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.text import Text
 
 __all__ = ["LiveOutput"]
 
@@ -25,12 +27,15 @@ class LiveOutput:
         self.tty = self.console.is_terminal
         self._progress: Progress | None = None
         self._task: TaskID | None = None
+        self._live: Live | None = None
         self._last_plain = 0.0
 
     def line(self, text: str) -> None:
         """One line, above the bar when one is shown."""
         if self._progress is not None:
             self._progress.console.print(text)
+        elif self._live is not None:
+            self._live.console.print(text)
         else:
             self.console.print(text)
         if not self.tty:
@@ -56,8 +61,22 @@ class LiveOutput:
         assert self._task is not None
         self._progress.update(self._task, description=label, completed=done, total=total or None, note=note)
 
+    def status(self, text: str) -> None:
+        """One status line: redrawn in place on a terminal (other lines scroll above it), a plain line
+        otherwise (the caller decides how often)."""
+        if not self.tty:
+            self.line(text)
+            return
+        if self._live is None:
+            self._live = Live(Text(text), console=self.console, auto_refresh=False, transient=False)
+            self._live.start()
+        self._live.update(Text(text), refresh=True)
+
     def end_bar(self) -> None:
-        """Leave the last state of the bar on screen and stop redrawing it."""
+        """Leave the last state of the bar or status line on screen and stop redrawing it."""
         if self._progress is not None:
             self._progress.stop()
             self._progress, self._task = None, None
+        if self._live is not None:
+            self._live.stop()
+            self._live = None

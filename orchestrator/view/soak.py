@@ -1,4 +1,5 @@
-"""Live soak status on stderr: one line refreshed in place on a terminal, plain periodic lines otherwise.
+"""Live soak status on stderr (view/live.py): one line redrawn in place on a terminal, plain periodic lines
+otherwise.
 
 A lossy bus subscriber: it never slows the soak and its counts are estimates (drops are counted by the
 bus and journaled); window latencies come from SoakWindowClosed, final numbers from the journal.
@@ -13,6 +14,7 @@ from typing import TextIO
 import anyio
 from anyio.abc import TaskStatus
 
+from orchestrator.bus import Bus
 from orchestrator.events import (
     AiperfExited,
     RequestCorrelated,
@@ -23,6 +25,7 @@ from orchestrator.events import (
     SoakWindowClosed,
     SoakWindowOpened,
 )
+from orchestrator.view.live import LiveOutput
 
 __all__ = ["SoakView", "format_status"]
 
@@ -58,12 +61,12 @@ def format_status(*, elapsed_s: float, duration_s: float, windows: int, window: 
 class SoakView:
     """`await tg.start(SoakView(bus, duration_s=...).run)`; ends when the bus closes."""
 
-    def __init__(self, bus: object, *, duration_s: float, stream: TextIO | None = None,
+    def __init__(self, bus: Bus, *, duration_s: float, stream: TextIO | None = None,
                  tty_interval_s: float = 0.5, plain_interval_s: float = 30.0) -> None:
         self.bus = bus
         self.duration_s = duration_s
-        self.stream = stream or sys.stderr
-        self.tty = self.stream.isatty()
+        self.out = LiveOutput(stream or sys.stderr)
+        self.tty = self.out.tty
         self.interval_s = tty_interval_s if self.tty else plain_interval_s
         self.started = time.monotonic()
         self._last_print = 0.0
@@ -102,13 +105,11 @@ class SoakView:
                              loaded_s=self.loaded_s())
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        async with self.bus.subscribe("soak-view", size=1024, lossy=True) as sub:  # type: ignore[attr-defined]
+        async with self.bus.subscribe("soak-view", size=1024, lossy=True) as sub:
             task_status.started()
             async for ev in sub:
                 self.show(ev)
-        if self.tty:
-            self.stream.write("\n")
-            self.stream.flush()
+        self.out.end_bar()
 
     def show(self, ev: object) -> None:
         """Update the counts from one event; print when the line is due (or something notable happened)."""
@@ -164,9 +165,8 @@ class SoakView:
             self._emit(self.line(), status=True)
 
     def _emit(self, text: str, *, status: bool) -> None:
-        if self.tty:
-            # The status line is rewritten in place; other messages scroll above it.
-            self.stream.write("\r\x1b[2K" + text + ("" if status else "\n"))
+        # On a terminal the status line is redrawn in place; other messages scroll above it.
+        if status:
+            self.out.status(text)
         else:
-            self.stream.write(text + "\n")
-        self.stream.flush()
+            self.out.line(text)

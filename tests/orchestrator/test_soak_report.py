@@ -139,6 +139,22 @@ class TestSoakView:
         assert "\r" not in text
         assert "windows 1 " in text and "server restarting (attempt 1): exited -9" in text and "restarts 1" in text
 
+    def test_a_terminal_gets_the_status_line_redrawn_in_place(self) -> None:
+        """On a terminal the status line is a rich live line (drawn with control sequences), notable events
+        print above it."""
+
+        class Terminal(io.StringIO):
+            def isatty(self) -> bool:
+                return True
+
+        out = Terminal()
+        view = SoakView(object(), duration_s=60, stream=out)
+        view.show(_window(1, 300))
+        view.show(ServerRestarting(incarnation=2, attempt=1, backoff_s=1.0, reason="exited -9"))
+        view.out.end_bar()
+        text = out.getvalue()
+        assert "\x1b[" in text and "server restarting (attempt 1): exited -9" in text and "restarts 1" in text
+
     def test_clock_counts_time_under_load_not_aiperf_start_ups(self) -> None:
         """Closed windows count their request span, the running one up to now, a finalising one up to its
         last answer; AIPerf start-up gaps do not count. A window closing late keeps the running one named."""
