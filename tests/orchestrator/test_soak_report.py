@@ -153,7 +153,7 @@ class TestSoakView:
         view.show(ServerRestarting(incarnation=2, attempt=1, backoff_s=1.0, reason="exited -9"))
         view.out.end_bar()
         text = out.getvalue()
-        assert "\x1b[" in text and "server restarting (attempt 1): exited -9" in text and "restarts 1" in text
+        assert "\x1b[" in text and "server restarting (attempt 1): exited -9" in text and "windows 1" in text
 
     def test_clock_counts_time_under_load_not_aiperf_start_ups(self) -> None:
         """Closed windows count their request span, the running one up to now, a finalising one up to its
