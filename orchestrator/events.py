@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, Union
 import msgspec
 
 from orchestrator.config import Config
+from orchestrator.judge.gates import GateResult
+from orchestrator.judge.stats import Summary
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -29,6 +31,8 @@ __all__ = [
     "IncompleteAnswer",
     "CompletenessChange",
     "NoticeContext",
+    "MemorySummary",
+    "WindowStats",
     "AnyEvent",
     "EVENT_TYPES",
     # run
@@ -76,7 +80,7 @@ __all__ = [
 ]
 
 # 2: typed payloads (RunStarted.config/host, Phase*.detail, ModelResult.row, GateEvaluated.detail,
-#    Warned/Failed.detail); journals of version 1 are upgraded on read.
+#    Warned/Failed.detail, SoakWindowClosed.summary); journals of version 1 are upgraded on read.
 SCHEMA_VERSION = 2
 
 Json = dict[str, Any]  # foreign data only
@@ -245,6 +249,81 @@ class GateCounts(msgspec.Struct, frozen=True, kw_only=True):
     correct: int = 0
     total: int = 0
     failing_items: list[str] = []
+
+
+class MemorySummary(msgspec.Struct, frozen=True, kw_only=True):
+    """Resource samples taken while the window ran (bytes); None when no sample fell inside it."""
+
+    samples: int = 0
+    start_bytes: int | None = None
+    end_bytes: int | None = None
+    peak_bytes: int | None = None
+    median_bytes: float | None = None
+
+
+class WindowStats(msgspec.Struct, frozen=True, kw_only=True):
+    """The aggregates of one closed window (profiling phase unless named otherwise)."""
+
+    window: str
+    index: int
+    start_unix_ns: int
+    end_unix_ns: int
+    issued: int = 0
+    ok: int = 0
+    errors: int = 0
+    by_cause: dict[str, int] = {}
+    warmup_issued: int = 0
+    error_rate: float | None = None
+    throughput_rps: float | None = None
+    client_latency_ms: Summary = Summary()
+    server_latency_ms: Summary = Summary()
+    model_call_ms: Summary = Summary()
+    correct: int = 0
+    scored: int = 0
+    verdicts: dict[str, int] = {}
+    gates: list[GateResult] = []
+    correctness_passed: bool | None = None
+    rss: MemorySummary = MemorySummary()
+    gpu_memory: MemorySummary = MemorySummary()
+    restarts: int = 0
+    unexpected_exits: int = 0
+    incarnations: list[int] = []
+    aiperf_classification: str = ""
+    accounting_balanced: bool | None = None
+    # Seconds without load between the previous window's last answer and this window's first request.
+    gap_before_s: float | None = None
+    # AIPerf's own timeline (wall-clock ns): process launch, first and last request of any phase, exit.
+    aiperf_launch_unix_ns: int | None = None
+    first_request_unix_ns: int | None = None
+    last_request_unix_ns: int | None = None
+    aiperf_exit_unix_ns: int | None = None
+    # The observer's own processes while the window ran: aqbench itself, and AIPerf's process tree.
+    orchestrator_rss: MemorySummary = MemorySummary()
+    aiperf_rss: MemorySummary = MemorySummary()
+    # The AIPerf process (1, 2, ...) whose load the window was cut from: a new one follows a failure.
+    segment: int = 0
+    # Per dataset item, the median latency of its ok profiling requests in this window (server handler_ms,
+    # client latency where the server gave none): bounded by the dataset's size, not the request count.
+    item_server_ms: dict[str, float] = {}
+    item_client_ms: dict[str, float] = {}
+
+    @property
+    def startup_s(self) -> float | None:
+        """AIPerf's start-up: its launch to its first request."""
+        return _span_s(self.aiperf_launch_unix_ns, self.first_request_unix_ns)
+
+    @property
+    def exit_s(self) -> float | None:
+        """AIPerf's exit: its last answer to its process's end (it writes its exports in between)."""
+        return _span_s(self.last_request_unix_ns, self.aiperf_exit_unix_ns)
+
+    @property
+    def duration_s(self) -> float:
+        return max(0.0, (self.end_unix_ns - self.start_unix_ns) / 1e9)
+
+
+def _span_s(start_ns: int | None, end_ns: int | None) -> float | None:
+    return (end_ns - start_ns) / 1e9 if start_ns is not None and end_ns is not None else None
 
 
 class NoticeContext(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -650,7 +729,7 @@ class SoakWindowClosed(Event, frozen=True, kw_only=True):
 
     window: str
     index: int
-    summary: Json = {}
+    summary: WindowStats | None = None
 
 
 class SoakVerdict(Event, frozen=True, kw_only=True):

@@ -345,7 +345,7 @@ class ReportFold:
 
     def _on_soak_window(self, ev: SoakWindowClosed) -> None:
         w = self._window(ev.window)
-        w.soak = dict(ev.summary)
+        w.soak = msgspec.to_builtins(ev.summary) if ev.summary is not None else {}
         w.close()
 
     def _on_warned(self, ev: Warned) -> None:

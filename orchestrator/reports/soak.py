@@ -98,7 +98,8 @@ def fold_soak(events: Iterable[AnyEvent], torn: TornLine | None = None, *, live:
         elif isinstance(ev, RunFinished):
             finished = ev
         elif isinstance(ev, SoakWindowClosed):
-            windows[ev.index] = {**ev.summary, "window": ev.window, "index": ev.index}
+            summary = msgspec.to_builtins(ev.summary) if ev.summary is not None else {}
+            windows[ev.index] = {**summary, "window": ev.window, "index": ev.index}
         elif isinstance(ev, SoakVerdict):
             prior = latest.get(ev.metric)
             if prior is not None and prior.final and not ev.final:

@@ -496,7 +496,7 @@ class _Soak:
         self.windows.append(stats)
         self.done += 1
         await self.bus.publish(SoakWindowClosed(source="soak", window=cut.name, index=cut.index,
-                                                summary=stats.to_summary()))
+                                                summary=stats))
         await anyio.to_thread.run_sync(trim_heap)
         if time.monotonic() >= self._next_checkpoint and not self.stop.is_set() and not last:
             self._next_checkpoint += self.settings.checkpoint_every_s

@@ -11,13 +11,11 @@ import math
 from array import array
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
-
-import msgspec
 
 from orchestrator.config import CorrectnessCriteria
-from orchestrator.judge.gates import GateResult, ScoredAnswer, evaluate_gates
-from orchestrator.judge.stats import Summary, summarize
+from orchestrator.events import MemorySummary, WindowStats
+from orchestrator.judge.gates import ScoredAnswer, evaluate_gates
+from orchestrator.judge.stats import summarize
 
 __all__ = ["MemorySummary", "WindowStats", "WindowAccumulator", "window_name", "total_requests"]
 
@@ -25,86 +23,6 @@ __all__ = ["MemorySummary", "WindowStats", "WindowAccumulator", "window_name", "
 def window_name(index: int) -> str:
     """`soak/w0001` for index 1: windows sort by name in journal and folder listings."""
     return f"soak/w{index:04d}"
-
-
-class MemorySummary(msgspec.Struct, frozen=True, kw_only=True):
-    """Resource samples taken while the window ran (bytes); None when no sample fell inside it."""
-
-    samples: int = 0
-    start_bytes: int | None = None
-    end_bytes: int | None = None
-    peak_bytes: int | None = None
-    median_bytes: float | None = None
-
-
-class WindowStats(msgspec.Struct, frozen=True, kw_only=True):
-    """The aggregates of one closed window (profiling phase unless named otherwise)."""
-
-    window: str
-    index: int
-    start_unix_ns: int
-    end_unix_ns: int
-    issued: int = 0
-    ok: int = 0
-    errors: int = 0
-    by_cause: dict[str, int] = {}
-    warmup_issued: int = 0
-    error_rate: float | None = None
-    throughput_rps: float | None = None
-    client_latency_ms: Summary = Summary()
-    server_latency_ms: Summary = Summary()
-    model_call_ms: Summary = Summary()
-    correct: int = 0
-    scored: int = 0
-    verdicts: dict[str, int] = {}
-    gates: list[GateResult] = []
-    correctness_passed: bool | None = None
-    rss: MemorySummary = MemorySummary()
-    gpu_memory: MemorySummary = MemorySummary()
-    restarts: int = 0
-    unexpected_exits: int = 0
-    incarnations: list[int] = []
-    aiperf_classification: str = ""
-    accounting_balanced: bool | None = None
-    # Seconds without load between the previous window's last answer and this window's first request.
-    gap_before_s: float | None = None
-    # AIPerf's own timeline (wall-clock ns): process launch, first and last request of any phase, exit.
-    aiperf_launch_unix_ns: int | None = None
-    first_request_unix_ns: int | None = None
-    last_request_unix_ns: int | None = None
-    aiperf_exit_unix_ns: int | None = None
-    # The observer's own processes while the window ran: aqbench itself, and AIPerf's process tree.
-    orchestrator_rss: MemorySummary = MemorySummary()
-    aiperf_rss: MemorySummary = MemorySummary()
-    # The AIPerf process (1, 2, ...) whose load the window was cut from: a new one follows a failure.
-    segment: int = 0
-    # Per dataset item, the median latency of its ok profiling requests in this window (server handler_ms,
-    # client latency where the server gave none): bounded by the dataset's size, not the request count.
-    item_server_ms: dict[str, float] = {}
-    item_client_ms: dict[str, float] = {}
-
-    @property
-    def startup_s(self) -> float | None:
-        """AIPerf's start-up: its launch to its first request."""
-        return _span_s(self.aiperf_launch_unix_ns, self.first_request_unix_ns)
-
-    @property
-    def exit_s(self) -> float | None:
-        """AIPerf's exit: its last answer to its process's end (it writes its exports in between)."""
-        return _span_s(self.last_request_unix_ns, self.aiperf_exit_unix_ns)
-
-    @property
-    def duration_s(self) -> float:
-        return max(0.0, (self.end_unix_ns - self.start_unix_ns) / 1e9)
-
-    def to_summary(self) -> dict[str, Any]:
-        """The JSON-ready dict journaled as SoakWindowClosed.summary."""
-        return msgspec.to_builtins(self)  # type: ignore[no-any-return]
-
-    @classmethod
-    def from_summary(cls, summary: dict[str, Any]) -> WindowStats:
-        """Back from a journaled summary (reports and checkpoints after a replay)."""
-        return msgspec.convert(summary, cls)
 
 
 def _span_s(start_ns: int | None, end_ns: int | None) -> float | None:

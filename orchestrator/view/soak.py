@@ -12,6 +12,7 @@ import time
 from typing import TextIO
 
 import anyio
+import msgspec
 from anyio.abc import TaskStatus
 
 from orchestrator.bus import Bus
@@ -140,9 +141,10 @@ class SoakView:
             self.windows = max(self.windows, ev.index)
             if self.window == ev.window:
                 self.window = ""  # windows overlap: N closes after N+1 started
-            self.last = dict(ev.summary)
+            self.last = msgspec.to_builtins(ev.summary) if ev.summary is not None else {}
             span = self._spans.pop(ev.window, None)
-            first, last = ev.summary.get("first_request_unix_ns"), ev.summary.get("last_request_unix_ns")
+            first = ev.summary.first_request_unix_ns if ev.summary is not None else None
+            last = ev.summary.last_request_unix_ns if ev.summary is not None else None
             if not (isinstance(first, int) and isinstance(last, int)) and span is not None:
                 first, last = span
             if isinstance(first, int) and isinstance(last, int) and last > max(first, self._covered_ns):

@@ -36,6 +36,7 @@ from orchestrator.events import (
     SoakWindowClosed,
     VerdictReached,
     Warned,
+    WindowStats,
 )
 from orchestrator.journal import decode_event, encode_event
 from orchestrator.reports import build_report, encode_report, fold, load_report, write_reports
@@ -333,11 +334,12 @@ class TestFold:
             j.add(AiperfStarted(window=w, argv=[], shell="aiperf", artifact_dir=""))
             for i in range(3):
                 _request(j, w, f"{w}-{i}", phase="profiling", start_s=k * 10 + i, latency=lat * (i + 1))
-            j.add(SoakWindowClosed(window=w, index=k + 1, summary={"rss_mib": 100 + k}))
+            j.add(SoakWindowClosed(window=w, index=k + 1, summary=WindowStats(
+                window=w, index=k + 1, start_unix_ns=T0, end_unix_ns=T0 + S, restarts=k)))
         windows = {w.window: w for w in fold(j.events).windows}
         assert windows["soak/w0001"].timing.request_latency_ms.p50 == 20.0
         assert windows["soak/w0002"].timing.request_latency_ms.p50 == 40.0
-        assert windows["soak/w0002"].soak == {"rss_mib": 101} and windows["soak/w0001"].model == "m"
+        assert windows["soak/w0002"].soak["restarts"] == 1 and windows["soak/w0001"].model == "m"
 
     def test_series_stay_bounded_and_percentiles_exact(self) -> None:
         """Thousands of requests keep at most MAX_POINTS picture points while percentiles stay exact."""

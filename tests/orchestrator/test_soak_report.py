@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import io
+from typing import Any
 
+import msgspec
 from config_support import make_config
 
 from orchestrator.events import (
+    MemorySummary,
     RequestCorrelated,
     RunFinished,
     RunStarted,
@@ -15,6 +18,7 @@ from orchestrator.events import (
     SoakVerdict,
     SoakWindowClosed,
     SoakWindowOpened,
+    WindowStats,
 )
 from orchestrator.reports.soak import fold_soak, render_soak_html, render_soak_markdown
 from orchestrator.view.soak import SoakView, format_status
@@ -23,12 +27,17 @@ T0 = 1_800_000_000 * 10**9
 
 
 def _window(i: int, rss_mib: float) -> SoakWindowClosed:
-    return SoakWindowClosed(window=f"soak/w{i:04d}", index=i, summary={
-        "start_unix_ns": T0 + (i - 1) * 15 * 10**9, "end_unix_ns": T0 + i * 15 * 10**9, "issued": 10, "ok": 9,
+    return SoakWindowClosed(window=f"soak/w{i:04d}", index=i, summary=_stats({
+        "window": f"soak/w{i:04d}", "index": i, "start_unix_ns": T0 + (i - 1) * 15 * 10**9, "end_unix_ns": T0 + i * 15 * 10**9, "issued": 10, "ok": 9,
         "errors": 1, "by_cause": {"server_crash": 1}, "error_rate": 0.1, "correct": 8, "scored": 9,
         "client_latency_ms": {"p50": 100.0, "p99": 180.0}, "server_latency_ms": {"p50": 90.0, "p99": 170.0},
         "rss": {"median_bytes": rss_mib * 2**20, "peak_bytes": int(rss_mib * 2**20), "start_bytes": 1, "end_bytes": 2},
-        "gpu_memory": {}, "restarts": 0, "correctness_passed": True, "aiperf_classification": "complete"})
+        "gpu_memory": {}, "restarts": 0, "correctness_passed": True, "aiperf_classification": "complete"}))
+
+
+def _stats(summary: dict[str, Any]) -> WindowStats:
+    """A journaled window summary from the fields a test names (the rest at their defaults)."""
+    return msgspec.convert(summary, WindowStats)
 
 
 class TestSoakReport:
@@ -63,9 +72,10 @@ class TestSoakReport:
         """Each window row shows the time without load before it, aqbench's and AIPerf's memory and the AIPerf
         run it was cut from; the gap and observer charts are drawn."""
         w2 = _window(2, 300)
-        w2 = SoakWindowClosed(window=w2.window, index=2, summary={
-            **w2.summary, "gap_before_s": 0.004, "segment": 1,
-            "orchestrator_rss": {"median_bytes": 120 * 2**20}, "aiperf_rss": {"median_bytes": 800 * 2**20}})
+        assert w2.summary is not None
+        w2 = SoakWindowClosed(window=w2.window, index=2, summary=msgspec.structs.replace(
+            w2.summary, gap_before_s=0.004, segment=1, orchestrator_rss=MemorySummary(median_bytes=120 * 2**20),
+            aiperf_rss=MemorySummary(median_bytes=800 * 2**20)))
         report = fold_soak([RunStarted(command="soak"), _window(1, 300), w2])
         md = render_soak_markdown(report)
         assert "| aqbench/AIPerf RSS MiB | restarts | gap before s | AIPerf run |" in md
@@ -175,8 +185,9 @@ class TestSoakView:
         assert view.loaded_s(now_ns=T0 + 43 * s) == 33.0  # w0001 finalising (to its last answer), w0002 running
         view.show(req("soak/w0001", 29, 31.5))  # w0001's last answer overlaps w0002's start: counted once
         assert view.loaded_s(now_ns=T0 + 43 * s) == 35.0
-        view.show(SoakWindowClosed(window="soak/w0001", index=1, summary={
-            "first_request_unix_ns": T0 + 8 * s, "last_request_unix_ns": T0 + int(31.5 * s)}))
+        view.show(SoakWindowClosed(window="soak/w0001", index=1, summary=_stats({
+            "window": "soak/w0001", "index": 1, "start_unix_ns": T0, "end_unix_ns": T0 + 30 * s,
+            "first_request_unix_ns": T0 + 8 * s, "last_request_unix_ns": T0 + int(31.5 * s)})))
         assert view.loaded_s(now_ns=T0 + 43 * s) == 35.0
         assert view.window == "soak/w0002"
         line = format_status(elapsed_s=50, duration_s=60, windows=1, window="soak/w0002", ok=3, errors=0, last=None,

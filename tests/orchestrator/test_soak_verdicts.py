@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 
 from orchestrator.config import CorrectnessCriteria
+from orchestrator.events import SoakWindowClosed
+from orchestrator.journal import decode_event, encode_event
 from orchestrator.judge.gates import ScoredAnswer
 from orchestrator.judge.stats import Summary
 from orchestrator.soak import exit_code
@@ -295,7 +297,7 @@ class TestWindowAccumulator:
                         model_call_ms=None, request_start_ns=T0 + 9 * 10**9, request_end_ns=T0 + 20 * 10**9)
         stats = acc.close(T0 + 30 * 10**9, aiperf_launch_unix_ns=T0, aiperf_exit_unix_ns=T0 + 21 * 10**9)
         assert stats.startup_s == pytest.approx(8.0) and stats.exit_s == pytest.approx(1.0)
-        assert WindowStats.from_summary(stats.to_summary()).first_request_unix_ns == T0 + 8 * 10**9
+        assert decode_event(encode_event(SoakWindowClosed(window="w", index=1, summary=stats))).summary == stats
 
     def test_item_medians_and_observer_memory(self) -> None:
         """Each item's median latency per window (profiling, ok only) and the observer's samples are kept."""
