@@ -741,6 +741,14 @@ class SoakVerdict(Event, frozen=True, kw_only=True):
     detail: Json = {}
     # pass, fail or inconclusive (orchestrator.judge.outcome); "" in journals older than the three outcomes.
     outcome: str = ""
+    # The verdict's own words and numbers (trend verdicts: slope and its interval against the limit, per
+    # hour in `unit`); `detail` keeps the metric's series and windows. Empty in older journals.
+    reason: str = ""
+    windows_closed: int = 0
+    slope: float | None = None
+    interval: list[float] | None = None
+    limit: float | None = None
+    unit: str = ""
 
 
 # ---------------------------------------------------------------------------------- diagnostics

@@ -107,8 +107,15 @@ def fold_soak(events: Iterable[AnyEvent], torn: TornLine | None = None, *, live:
             detail = dict(ev.detail)
             outcome = _outcome(ev, detail)
             detail.pop("judged", None)
-            latest[ev.metric] = VerdictRow(metric=ev.metric, outcome=outcome, final=ev.final,
-                                           reason=str(detail.pop("reason", "")), detail=detail)
+            # Typed fields first; journals written before them kept everything in `detail`.
+            for key, value in (("slope", ev.slope), ("interval", ev.interval), ("limit", ev.limit),
+                               ("unit", ev.unit), ("windows_closed", ev.windows_closed or None)):
+                if value is not None and value != "":
+                    detail[key] = value
+            reason = ev.reason or str(detail.pop("reason", ""))
+            detail.pop("reason", None)
+            latest[ev.metric] = VerdictRow(metric=ev.metric, outcome=outcome, final=ev.final, reason=reason,
+                                           detail=detail)
             if not ev.final:
                 checkpoint_seqs.add(int(detail.get("windows_closed") or 0))
         elif isinstance(ev, ServerExited) and not ev.expected:

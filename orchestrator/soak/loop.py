@@ -543,9 +543,14 @@ class _Soak:
         verdicts = judge_soak(self.windows, self.settings.limits, exits=self.tracker.exits, processes=processes,
                               cut_short=self.cut_short)
         for v in verdicts:
-            await self.bus.publish(SoakVerdict(source="soak", metric=v.metric, passed=v.passed, final=final,
-                                               outcome=v.outcome, detail={"reason": v.reason,
-                                                                          "windows_closed": self.done, **v.detail}))
+            d = v.detail
+            slope, interval, limit = d.get("slope"), d.get("interval"), d.get("limit")
+            await self.bus.publish(SoakVerdict(
+                source="soak", metric=v.metric, passed=v.passed, final=final, outcome=v.outcome, reason=v.reason,
+                windows_closed=self.done, slope=float(slope) if isinstance(slope, (int, float)) else None,
+                interval=[float(x) for x in interval] if isinstance(interval, list) and len(interval) == 2 else None,
+                limit=float(limit) if isinstance(limit, (int, float)) else None, unit=str(d.get("unit") or ""),
+                detail={k: x for k, x in d.items() if k not in ("slope", "interval", "limit", "unit")}))
         return verdicts
 
 

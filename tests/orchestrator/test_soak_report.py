@@ -68,6 +68,15 @@ class TestSoakReport:
         for chart in ("soak-latency", "soak-memory", "soak-errors", "soak-correctness"):
             assert chart in html
 
+    def test_typed_verdict_numbers_reach_the_table(self) -> None:
+        """A verdict journaled with its own slope, interval, limit and unit shows them; its reason too."""
+        events = [RunStarted(command="soak", config=make_config(soak={"window_s": 15.0})), _window(1, 300),
+                  SoakVerdict(metric="server_rss", passed=False, outcome="fail", final=True, reason="drifts",
+                              slope=9000.0, interval=[20.0, 63.5], limit=8.0, unit="MiB/h", windows_closed=1),
+                  RunFinished(status="failed")]
+        md = render_soak_markdown(fold_soak(events))
+        assert "| server_rss | FAIL | final | 9000 | [20, 63.5] | 8 | MiB/h | drifts |" in md
+
     def test_window_table_and_chart_show_gap_and_the_observer(self) -> None:
         """Each window row shows the time without load before it, aqbench's and AIPerf's memory and the AIPerf
         run it was cut from; the gap and observer charts are drawn."""
