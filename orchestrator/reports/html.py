@@ -11,6 +11,7 @@ from html import escape
 from typing import Any
 
 from orchestrator.reports.markdown import NOTICE_HEAD, is_failure, split_notices
+from orchestrator.reports.noninferiority import NONINFERIORITY_HEAD, noninferiority_rows
 from orchestrator.reports.schema import (
     ModelCharts,
     ModelRow,
@@ -245,6 +246,8 @@ def _model(r: ModelRow, ch: ModelCharts | None) -> str:
                        f"silence {pct(lift.silence_rate)}); {signed_pct(lift.vs_transcript)} vs transcript over "
                        f"{lift.speech_items} speech items (audio {pct(lift.audio_rate_speech)}, transcript "
                        f"{pct(lift.transcript_rate)}).</p>")
+    if r.noninferiority is not None:
+        out.append(_table(NONINFERIORITY_HEAD, noninferiority_rows(r.noninferiority)))
     if r.completeness:
         out.append(_table(COMPLETENESS_HEAD, completeness_rows(r.completeness), {1, 2}))
         if rows := incomplete_rows(r.completeness):
