@@ -158,6 +158,8 @@ class ReferenceSide(_Section, frozen=True, kw_only=True):
     argv: list[str] = []
     native_argv: list[str] = []
     precision: str = ""
+    # Per request; empty = [workload] request_timeout_s (a full-precision reference may be slower).
+    request_timeout_s: PositiveFloat | None = None
 
 
 class ModelConfig(_Section, frozen=True, kw_only=True):

@@ -136,11 +136,11 @@ async def _from_server(m: Any, rows: list[ArmRequest], seeds: int, out: dict[Key
             tg.cancel_scope.cancel()
             return f"its server did not start: {exc}"
         try:
-            async with m.toolkit.chat_client(handle.base_url, served.name, timeout_s=m.cfg.workload.request_timeout_s,
+            async with m.toolkit.chat_client(handle.base_url, served.name, timeout_s=_timeout_s(m),
                                              max_tokens=m.max_tokens) as client:
                 for req in rows:
                     for _ in range(seeds):
-                        reply = await m.ask(client, req, "reference")
+                        reply = await _ask_when_free(m, client, req)
                         verdict, _c = await m.answers.verdict(req, answered_http(reply), "reference")
                         out.setdefault((req.item_id, req.arm), []).append(Judged(verdict=verdict))
             await correlator.close_window(f"{m.model.name}/reference")
@@ -151,6 +151,23 @@ async def _from_server(m: Any, rows: list[ArmRequest], seeds: int, out: dict[Key
     return ""
 
 
+def _timeout_s(m: Any) -> float:
+    return float(m.model.reference.request_timeout_s or m.cfg.workload.request_timeout_s)
+
+
+async def _ask_when_free(m: Any, client: Any, req: ArmRequest) -> Any:
+    """Ask; while the server answers 429 (its one replica still busy, e.g. with a request this side gave up
+    on), ask again after a growing pause, within one request timeout. Each try is journaled and accounted."""
+    pause_s, waited_s = 0.25, 0.0
+    while True:
+        reply = await m.ask(client, req, "reference")
+        if reply.status != 429 or waited_s >= _timeout_s(m):
+            return reply
+        await anyio.sleep(pause_s)
+        waited_s += pause_s
+        pause_s = min(2 * pause_s, 4.0)
+
+
 async def _from_worker(m: Any, rows: list[ArmRequest], seeds: int, out: dict[Key, list[Judged]]) -> str:
     ref = m.model.reference
     values = {"python": sys.executable, "model": m.model.name, "bundle": m.model.bundle or m.cfg.server.bundle,
@@ -159,7 +176,7 @@ async def _from_worker(m: Any, rows: list[ArmRequest], seeds: int, out: dict[Key
     config = {"max_new_tokens": m.max_tokens} if m.max_tokens else None
     async with m.toolkit.native_worker(argv, log_path=m.run.run_dir / "native" / f"{m.model.name}.reference.log",
                                        startup_timeout_s=m.cfg.server.startup_timeout_s,
-                                       request_timeout_s=m.cfg.workload.request_timeout_s) as worker:
+                                       request_timeout_s=_timeout_s(m)) as worker:
         for req in rows:
             for _ in range(seeds):
                 got = await worker.generate(req.text, req.audio_path, config=config,
