@@ -64,15 +64,15 @@ async def judge_against_reference(m: Any, gate: ChosenGate | str) -> Noninferior
     base = dict(arms=arms, quantized=quantized, sampled=sampled, candidate_precision=model.precision,
                 reference_precision=ref.precision)
     if isinstance(gate, str):
-        result = NoninferiorityResult(outcome=NOT_JUDGED, reason=gate, **base)  # type: ignore[arg-type]
+        result = NoninferiorityResult(outcome=NOT_JUDGED, reason=gate, **base)
     else:
         cited: dict[str, Any] = dict(gate_key=gate.key, margin_source=gate.source, citations=list(gate.citations))
         answers, failure = await _reference_answers(m, [r for r in m.requests if r.arm in arms], gate.seeds)
         try:
-            result = (NoninferiorityResult(outcome=NOT_JUDGED, reason=failure, **cited, **base) if failure  # type: ignore[arg-type]
-                      else decide_paired(answers, m.candidate_judged, gate, **base))  # type: ignore[arg-type]
+            result = (NoninferiorityResult(outcome=NOT_JUDGED, reason=failure, **cited, **base) if failure
+                      else decide_paired(answers, m.candidate_judged, gate, **base))
         except ValueError as exc:  # a margin of 100 points or more: the gate as written cannot decide
-            result = NoninferiorityResult(outcome=NOT_JUDGED, reason=str(exc), **cited, **base)  # type: ignore[arg-type]
+            result = NoninferiorityResult(outcome=NOT_JUDGED, reason=str(exc), **cited, **base)
     await m.phase_start("noninferiority", arms=arms)
     await m.bus.publish(NoninferiorityJudged(source="qualify", model=model.name, result=result))
     await m.phase_end("noninferiority", result.outcome, describe(result), arms=arms)
