@@ -21,7 +21,7 @@ from orchestrator.judge.paired import ChosenGate, Judged, choose_gate, decide_pa
 from orchestrator.qualify.answers import Answered, answered_http
 from orchestrator.qualify.serving import supervise_to_the_end
 
-__all__ = ["NOT_JUDGED", "resolve_gate", "judge_against_reference", "gate_arms"]
+__all__ = ["NOT_JUDGED", "describe", "gate_arms", "judge_against_reference", "resolve_gate"]
 
 NOT_JUDGED = "not-judged"  # no gate applied, or the reference gave no answers: the model stays implemented
 Key = tuple[str, str]
