@@ -303,8 +303,8 @@ def test_incomplete_answers_are_named_journaled_reported_and_stop_family_validat
     rc, stderr, run_dir = qualify(cfg, "--model", model, "--skip-aiperf")
     assert rc == 1, stderr[-3000:]
     res = results(run_dir)[model]
-    assert res.status == "failed" and res.failed_stage == "correctness", res.row["reason"]
-    assert "1 incomplete answers" in res.row["reason"] and f"frequency-1k|audio via {path}" in res.row["reason"]
+    assert res.status == "failed" and res.failed_stage == "correctness", res.row.reason
+    assert "1 incomplete answers" in res.row.reason and f"frequency-1k|audio via {path}" in res.row.reason
     events, _ = read_journal(run_dir / "events.jsonl")
     found = [e for e in events if isinstance(e, AnswerIncomplete)]
     assert [(e.path, e.item_id, e.defects[0]) for e in found] == [(path, "frequency-1k", defect)], found
@@ -335,8 +335,8 @@ def test_answers_cut_only_under_load_fail_the_aiperf_stage_as_a_changed_complete
     rc, stderr, run_dir = qualify(cfg, "--model", model, timeout=600)
     assert rc == 1, stderr[-3000:]
     res = results(run_dir)[model]
-    assert res.status == "failed" and res.failed_stage == "aiperf", res.row["reason"]
-    assert "changed completeness from the correctness stage" in res.row["reason"]
+    assert res.status == "failed" and res.failed_stage == "aiperf", res.row.reason
+    assert "changed completeness from the correctness stage" in res.row.reason
     events, _ = read_journal(run_dir / "events.jsonl")
     found = [e for e in events if isinstance(e, AnswerIncomplete)]
     assert found and {(e.path, e.item_id, tuple(e.defects)) for e in found} == {("aiperf", "frequency-1k", ("length_limit",))}
