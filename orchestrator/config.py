@@ -26,6 +26,9 @@ __all__ = [
     "RestartPolicy",
     "ModelConfig",
     "CorrectnessCriteria",
+    "NoninferiorityGate",
+    "NoninferiorityCriteria",
+    "ReferenceSide",
     "DatasetConfig",
     "WorkloadConfig",
     "SoakConfig",
@@ -104,17 +107,66 @@ class ServerConfig(_Section, frozen=True, kw_only=True):
     restart: RestartPolicy = RestartPolicy()
 
 
-class CorrectnessCriteria(_Section, frozen=True, kw_only=True):
-    """[models.correctness]: the family's own gate, applied unchanged.
+class NoninferiorityGate(_Section, frozen=True, kw_only=True):
+    """A margin as the owners write one (`gate`, `quantized_gate`, `sampled_gate` in TRTMC's tasks.yaml):
+    `margin` in points, `relative_margin` a fraction of the reference score (the larger applies)."""
 
-    `scorer = "dataset"` scores each item by its manifest rule (exact, choice, numeric).
+    margin: NonNegFloat = 0.0
+    relative_margin: NonNegFloat = 0.0
+
+
+class NoninferiorityCriteria(_Section, frozen=True, kw_only=True):
+    """[models.correctness.noninferiority]: paired non-inferiority of the model against its reference.
+
+    `margin`/`relative_margin` is the gate; `quantized_gate` replaces it for a quantized candidate and
+    `sampled_gate` (first) for a sampling one, as the owners choose. With `source` (a TRTMC checkout,
+    at `revision` when set) the gates come from its apps/aiperf_qual files instead, for `benchmark`.
+    """
+
+    margin: NonNegFloat = 0.0
+    relative_margin: NonNegFloat = 0.0
+    # Below this reference score (points) the benchmark does not discriminate: not comparable.
+    min_native: NonNegFloat | None = None
+    quantized_gate: NoninferiorityGate | None = None
+    sampled_gate: NoninferiorityGate | None = None
+    # Arms whose scored (item, arm) problems are paired; empty = every arm of [dataset].
+    arms: list[Arm] = []
+    source: str = ""
+    revision: str = ""
+    # The Task benchmark in the owners' files that this workload is; empty = the dataset's name.
+    benchmark: str = ""
+    # Answers per problem and side when the candidate samples (the owners take three seeds).
+    seeds: PositiveInt = 3
+
+
+class CorrectnessCriteria(_Section, frozen=True, kw_only=True):
+    """[models.correctness]: the family's own gates, applied unchanged.
+
+    `scorer = "dataset"` scores each item by its manifest rule (exact, choice, numeric). `min_pass_rate`
+    is the absolute gate (correctness stage, under load, soak windows); `noninferiority` judges the model
+    against `[models.reference]`. At least one of them is set.
     """
 
     scorer: Literal["dataset", "exact", "choice", "numeric"] = "dataset"
-    min_pass_rate: Fraction
+    min_pass_rate: Fraction | None = None
     min_pass_rate_by_kind: dict[str, Fraction] = {}
     arm: Arm = "audio"
     deterministic: bool = True
+    noninferiority: NoninferiorityCriteria | None = None
+
+
+class ReferenceSide(_Section, frozen=True, kw_only=True):
+    """[models.reference]: the model a non-inferiority gate compares against, run alone after the model.
+
+    `argv` starts its own server (placeholders as [server].argv; one replica), or `native_argv` a
+    JSON-lines worker; `precision` is what it computes at (for the report and the gate choice).
+    """
+
+    argv: list[str] = []
+    native_argv: list[str] = []
+    precision: str = ""
+    # Per request; empty = [workload] request_timeout_s (a full-precision reference may be slower).
+    request_timeout_s: PositiveFloat | None = None
 
 
 class ModelResources(_Section, frozen=True, kw_only=True):
@@ -146,6 +198,7 @@ class ModelConfig(_Section, frozen=True, kw_only=True):
     native_argv: list[str] = []
     correctness: CorrectnessCriteria
     resources: ModelResources = ModelResources()
+    reference: ReferenceSide | None = None
 
 
 class DatasetConfig(_Section, frozen=True, kw_only=True):
@@ -329,6 +382,32 @@ def _check_semantics(cfg: Config, where: str) -> None:
     for i, name in enumerate(names):
         if name in names[:i]:
             fail(f"models[{i}].name", f"duplicate model name {name!r}; names must be unique")
+    for i, m in enumerate(cfg.models):
+        c, ref = m.correctness, m.reference
+        if c.min_pass_rate is None and c.noninferiority is None:
+            fail(f"models[{i}].correctness", "set min_pass_rate, a [models.correctness.noninferiority] table, or both")
+        if c.min_pass_rate is None and c.min_pass_rate_by_kind:
+            fail(f"models[{i}].correctness.min_pass_rate_by_kind", "needs min_pass_rate beside it")
+        if c.noninferiority is not None:
+            ni = c.noninferiority
+            if ref is None:
+                fail(f"models[{i}].correctness.noninferiority", "needs a [models.reference] to compare against")
+            if not ni.source and ni.margin == 0.0 and ni.relative_margin == 0.0:
+                fail(f"models[{i}].correctness.noninferiority", "set margin > 0 or relative_margin > 0 (points), "
+                     "or source = a TRTMC checkout to read the owners' gates from")
+            if ni.source and (ni.margin or ni.relative_margin or ni.quantized_gate or ni.sampled_gate):
+                fail(f"models[{i}].correctness.noninferiority.source", "the owners' files give the gates: "
+                     "remove margin, relative_margin, quantized_gate and sampled_gate, or remove source")
+            for key, gate in (("quantized_gate", ni.quantized_gate), ("sampled_gate", ni.sampled_gate)):
+                if gate is not None and gate.margin == 0.0 and gate.relative_margin == 0.0:
+                    fail(f"models[{i}].correctness.noninferiority.{key}", "set margin > 0 or relative_margin > 0")
+        if ref is not None and bool(ref.argv) == bool(ref.native_argv):
+            fail(f"models[{i}].reference", "set exactly one of argv (a server) and native_argv (a worker)")
+        for j, arg in enumerate(ref.argv if ref is not None else []):
+            for field in re.findall(r"\{([^{}]*)\}", arg):
+                if field not in PLACEHOLDERS:
+                    fail(f"models[{i}].reference.argv[{j}]", f"unknown placeholder {{{field}}}; allowed: "
+                         + ", ".join("{" + p + "}" for p in PLACEHOLDERS))
     for i, arg in enumerate(cfg.server.argv):
         for field in re.findall(r"\{([^{}]*)\}", arg):
             if field not in PLACEHOLDERS:
@@ -353,8 +432,15 @@ def _resolve(cfg: Config, base: Path) -> Config:
         path = Path(p).expanduser()
         return str(path if path.is_absolute() else (base / path).resolve())
 
+    def with_source(c: CorrectnessCriteria) -> CorrectnessCriteria:
+        ni = c.noninferiority
+        if ni is None or not ni.source:
+            return c
+        return msgspec.structs.replace(c, noninferiority=msgspec.structs.replace(ni, source=rel(ni.source)))
+
     models = [
-        msgspec.structs.replace(m, bundle=rel(m.bundle), tokenizer=rel(m.tokenizer)) for m in cfg.models
+        msgspec.structs.replace(m, bundle=rel(m.bundle), tokenizer=rel(m.tokenizer), correctness=with_source(m.correctness))
+        for m in cfg.models
     ]
     return msgspec.structs.replace(
         cfg,

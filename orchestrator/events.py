@@ -77,6 +77,10 @@ __all__ = [
     # appended (kept last for merges)
     "SoakWindowOpened",
     "ProcessSampled",
+    # non-inferiority
+    "NoninferiorityJudged",
+    "NoninferiorityResult",
+    "GateCitation",
 ]
 
 # 2: typed payloads (RunStarted.config/host, Phase*.detail, ModelResult.row, GateEvaluated.detail,
@@ -228,6 +232,56 @@ class PhaseDetail(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True)
     completeness_changes: list[CompletenessChange] = []
 
 
+class GateCitation(msgspec.Struct, frozen=True, kw_only=True):
+    """Where a gate was read: the file, its revision and the key inside it (`benchmarks.mmlu.quantized_gate`)."""
+
+    file: str
+    revision: str = ""
+    key: str = ""
+
+
+class NoninferiorityResult(msgspec.Struct, frozen=True, kw_only=True):
+    """A model's paired non-inferiority decision against its reference (judge/noninferiority.py).
+
+    Scores, `estimate` (R, positive when the model is worse), its one-sided 95% bounds and `margin` are in
+    points. `b` counts problems only the reference got right, `c` only the model; `n` the pairs judged.
+    `out_of_capacity` problems the model rejected as beyond its capacity left the comparison on both
+    sides; `candidate_failures` (no answer) and `candidate_incomplete` were counted as the model's wrong
+    answers; `reference_unanswered` problems had no reference answer and left the comparison.
+    """
+
+    outcome: str
+    method: str = ""
+    reference_score: float | None = None
+    candidate_score: float | None = None
+    estimate: float | None = None
+    lower: float | None = None
+    upper: float | None = None
+    margin: float | None = None
+    gate_key: str = ""
+    margin_source: str = ""
+    citations: list[GateCitation] = []
+    b: int | None = None
+    c: int | None = None
+    n: int = 0
+    both_right: int = 0
+    both_wrong: int = 0
+    out_of_capacity: int = 0
+    capacity_messages: list[str] = []
+    candidate_failures: int = 0
+    candidate_incomplete: int = 0
+    reference_unanswered: int = 0
+    items_needed: int | None = None
+    cutoff: float | None = None
+    arms: list[str] = []
+    quantized: bool = False
+    sampled: bool = False
+    seeds: int = 1
+    candidate_precision: str = ""
+    reference_precision: str = ""
+    reason: str = ""
+
+
 class ResultRow(msgspec.Struct, frozen=True, kw_only=True):
     """The published result row of one checkpoint, beside its status."""
 
@@ -241,6 +295,7 @@ class ResultRow(msgspec.Struct, frozen=True, kw_only=True):
     qualify_command: str = ""
     aiperf_command: str = ""
     reason: str = ""
+    noninferiority: NoninferiorityResult | None = None
 
 
 class GateCounts(msgspec.Struct, frozen=True, kw_only=True):
@@ -692,7 +747,7 @@ class VerdictReached(Event, frozen=True, kw_only=True):
     model: str
     item_id: str
     arm: str
-    path: Literal["http", "native", "aiperf"] = "http"
+    path: Literal["http", "native", "aiperf", "reference"] = "http"
     # `incomplete`: the answer has a completeness defect (AnswerIncomplete); never counted right.
     verdict: Literal["correct", "wrong", "unparsed", "error", "incomplete"]
     answer: str | None = None
@@ -797,7 +852,7 @@ class AnswerIncomplete(Event, frozen=True, kw_only=True):
     """
 
     model: str
-    path: Literal["capability", "http", "native", "aiperf"]
+    path: Literal["capability", "http", "native", "aiperf", "reference"]
     defects: list[str]
     details: list[str] = []
     item_id: str = ""
@@ -826,6 +881,16 @@ class ProcessSampled(Event, frozen=True, kw_only=True):
     pid: int
     rss_bytes: int
     processes: int = 1
+
+
+# ------------------------------------------------------------------------------ non-inferiority
+
+
+class NoninferiorityJudged(Event, frozen=True, kw_only=True):
+    """A model judged against its reference on paired answers: the decision and the gate it used."""
+
+    model: str
+    result: NoninferiorityResult
 
 
 # The union is built from the classes above so that adding an event is one edit in one place.

@@ -20,6 +20,7 @@ from anyio.abc import TaskStatus
 from orchestrator.events import Event
 
 __all__ = [
+    "OwnerFiles",
     "Readiness",
     "ParsedLine",
     "ServerKind",
@@ -354,6 +355,17 @@ class Toolkit:
     chat_client: Callable[..., ChatSession]
     native_worker: Callable[..., NativeSession]
     aiperf: AiperfTools
+
+
+class OwnerFiles(msgspec.Struct, frozen=True, kw_only=True):
+    """TRTMC's qualification files for one profile as read (adapters/trtmc/qual_files.py): tasks.yaml and
+    config/models/<profile>.yaml parsed (foreign data), their paths in the checkout and its revision."""
+
+    tasks: dict[str, Any]
+    tasks_file: str
+    profile: dict[str, Any] | None = None
+    profile_file: str = ""
+    revision: str = ""
 
 
 class LineDecoder(Protocol):

@@ -12,7 +12,7 @@ import os
 import time
 import uuid
 from collections import Counter, deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import anyio
@@ -22,7 +22,7 @@ from aiohttp import web
 from adapters.media import AudioDecodeError, DecodedAudio, decode_audio
 from adapters.reference.chat import REQUEST_ID_RE, ApiError, ChatRequest, parse_chat
 from adapters.reference.engine import ENGINE_NAME, Engine, EngineAnswer
-from adapters.reference.faults import FaultSettings, FaultState
+from adapters.reference.faults import WRONG_ANSWER, FaultSettings, FaultState
 from adapters.trtmc.records import AudioInfo, RecordLine, RecordWriter
 
 __all__ = ["ServerSettings", "ServerState", "build_app"]
@@ -368,6 +368,8 @@ async def _call_engine(state: ServerState, replica: str, audio: DecodedAudio | N
     except Exception as exc:  # the engine raised: this request fails, the server keeps serving
         raise ApiError(500, "engine_error", f"the engine failed on this request: "
                        f"{type(exc).__name__}: {exc}", error_type="server_error") from exc
+    if ans.kind in state.settings.faults.wrong_kinds:  # fault: a whole answer, wrong for this kind
+        ans = replace(ans, text=WRONG_ANSWER, completion_tokens=len(WRONG_ANSWER.split()))
     out.roundtrip_ms = round((time.perf_counter() - t0) * 1000.0, 3)
     out.model_call_ms = round(ans.model_call_ms, 3)
     out.tokens = ans.completion_tokens

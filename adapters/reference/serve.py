@@ -18,8 +18,10 @@ import anyio.to_thread
 from aiohttp import web
 
 from adapters.reference.app import ServerSettings, ServerState, build_app
+from adapters.reference.asr import COMPUTE_TYPES
 from adapters.reference.engine import Engine
 from adapters.reference.faults import FaultSettings, FaultState
+from adapters.reference.router import Kind
 from adapters.trtmc.records import RecordWriter
 
 __all__ = ["add_server_arguments", "settings_from_args", "serve", "main"]
@@ -43,6 +45,9 @@ def add_server_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--openai-finish-reason", action="store_true",
                    help="answer finish_reason stop/length and end a stream with a finish chunk, as OpenAI "
                         "does (default: finish_reason null and no finish chunk, as trtmc-server)")
+    p.add_argument("--compute-type", default="int8", choices=COMPUTE_TYPES,
+                   help="CTranslate2 compute type of the speech model (default int8; float32 = the same model "
+                        "files at full precision, a reference for the int8 server)")
     g = p.add_argument_group("fault injection (off by default; for orchestrator tests)")
     g.add_argument("--fault-crash-after", type=int, default=None, metavar="N",
                    help="exit(70) when chat request N+1 arrives")
@@ -59,6 +64,10 @@ def add_server_arguments(p: argparse.ArgumentParser) -> None:
                    help="wait S seconds before loading the engine (port closed meanwhile)")
     g.add_argument("--fault-leak-mib", type=float, default=0.0, metavar="K",
                    help="keep K MiB of memory per chat request, forever")
+    g.add_argument("--fault-wrong-kind", action="append", default=[], metavar="KIND",
+                   choices=[k.value for k in Kind],
+                   help="answer every question routed to analysis KIND with a complete but wrong sentence "
+                        f"(repeatable; {', '.join(k.value for k in Kind)})")
 
 
 def settings_from_args(args: argparse.Namespace) -> ServerSettings:
@@ -86,7 +95,8 @@ def settings_from_args(args: argparse.Namespace) -> ServerSettings:
         faults=FaultSettings(crash_after=args.fault_crash_after, worker_crash_after=args.fault_worker_crash_after,
                              hang_after=args.fault_hang_after,
                              latency_ms=args.fault_latency_ms, error_rate=args.fault_error_rate,
-                             startup_delay_s=args.fault_startup_delay_s, leak_mib=args.fault_leak_mib))
+                             startup_delay_s=args.fault_startup_delay_s, leak_mib=args.fault_leak_mib,
+                             wrong_kinds=tuple(args.fault_wrong_kind)))
 
 
 def _log(event: str, **fields: object) -> None:
@@ -95,13 +105,14 @@ def _log(event: str, **fields: object) -> None:
     print(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} reference {event} {parts}", file=sys.stderr, flush=True)
 
 
-async def serve(settings: ServerSettings, cpu_threads: int = 0) -> int:
+async def serve(settings: ServerSettings, cpu_threads: int = 0, compute_type: str = "int8") -> int:
     """Load the engine, then listen; on SIGINT/SIGTERM stop admitting, finish running requests, 0."""
     if settings.faults.startup_delay_s:
         await asyncio.sleep(settings.faults.startup_delay_s)
     t0 = time.perf_counter()
     engine = await anyio.to_thread.run_sync(lambda: Engine(workers=settings.replicas,
-                                                           cpu_threads=cpu_threads))
+                                                           cpu_threads=cpu_threads,
+                                                           compute_type=compute_type))
     state = ServerState(settings=settings, engine=engine, records=RecordWriter(settings.records),
                         faults=FaultState(settings.faults),
                         free_replicas=[f"replica-{i}" for i in range(settings.replicas)])
@@ -119,7 +130,7 @@ async def serve(settings: ServerSettings, cpu_threads: int = 0) -> int:
     site = web.SockSite(runner, sock)
     await site.start()
     _log("ready", host=settings.host, port=sock.getsockname()[1], model=settings.model_name,
-         replicas=settings.replicas, load_s=f"{time.perf_counter() - t0:.2f}",
+         replicas=settings.replicas, compute_type=compute_type, load_s=f"{time.perf_counter() - t0:.2f}",
          faults=",".join(settings.faults.active) or "none")
     try:
         await stop.wait()
@@ -141,4 +152,4 @@ def main(argv: list[str] | None = None, prog: str = "python -m adapters.referenc
         settings = settings_from_args(args)
     except ValueError as exc:
         p.error(str(exc))
-    return asyncio.run(serve(settings, cpu_threads=args.cpu_threads))
+    return asyncio.run(serve(settings, cpu_threads=args.cpu_threads, compute_type=args.compute_type))

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from adapters.media import AudioDecodeError, DecodedAudio, decode_audio
+from adapters.reference.asr import COMPUTE_TYPES
 from adapters.reference.engine import ENGINE_NAME, Engine
 
 __all__ = ["PROTOCOL_VERSION", "handle", "main", "run_worker"]
@@ -77,7 +78,7 @@ def handle(engine: Engine, msg: dict[str, Any]) -> dict[str, Any]:
         "timing_scope": "public_task_call_wall"}}
 
 
-def run_worker(stdin: IO[str], stdout: IO[str]) -> int:
+def run_worker(stdin: IO[str], stdout: IO[str], compute_type: str = "int8") -> int:
     """Serve requests until a shutdown op or end of input; returns the exit code. Blocks."""
     def send(obj: dict[str, Any]) -> None:
         stdout.write(json.dumps(obj) + "\n")
@@ -85,7 +86,7 @@ def run_worker(stdin: IO[str], stdout: IO[str]) -> int:
 
     t0 = time.perf_counter()
     try:
-        engine = Engine(workers=1)
+        engine = Engine(workers=1, compute_type=compute_type)
     except Exception as exc:
         send({"event": "failed", "error": f"{type(exc).__name__}: {exc}"})
         return 1
@@ -116,10 +117,15 @@ def run_worker(stdin: IO[str], stdout: IO[str]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    if argv:
-        print(f"python -m adapters.reference worker takes no arguments, got {argv}", file=sys.stderr)
+    args = list(argv or [])
+    compute_type = "int8"
+    if args[:1] == ["--compute-type"] and len(args) == 2 and args[1] in COMPUTE_TYPES:
+        compute_type, args = args[1], []
+    if args:
+        print(f"python -m adapters.reference worker takes only --compute-type {{{','.join(COMPUTE_TYPES)}}}, "
+              f"got {argv}", file=sys.stderr)
         return 2
     # Keep stray prints from libraries off the protocol stream.
     protocol_out = sys.stdout
     sys.stdout = sys.stderr
-    return run_worker(sys.stdin, protocol_out)
+    return run_worker(sys.stdin, protocol_out, compute_type)

@@ -19,17 +19,26 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="qualify only this configured model (repeatable)")
     p.add_argument("--plan", action="store_true", help="journal every selected model as planned and run nothing")
     p.add_argument("--skip-aiperf", action="store_true", help="stop after native/HTTP identity (no AIPerf stage)")
+    p.add_argument("--trtmc", default="", metavar="PATH",
+                   help="a TensorRT-Model-Connect checkout: judge each model that has a [models.reference] by the "
+                        "owners' gates in apps/aiperf_qual/config (tasks.yaml, models/<profile>.yaml)")
+    p.add_argument("--rev", default="", metavar="REV", help="read the --trtmc files at this git revision")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from orchestrator.commands.wiring import owner_files, real_toolkit
     from orchestrator.config import load_config
     from orchestrator.qualify import QualifyOptions, qualify
     from orchestrator.run import run_main
 
     cfg = load_config(args.config)
-    opts = QualifyOptions(models=args.model, plan_only=args.plan, skip_aiperf=args.skip_aiperf, argv=sys.argv)
-    from orchestrator.commands.wiring import real_toolkit
+    if args.rev and not args.trtmc:
+        from orchestrator.errors import UsageError
+
+        raise UsageError("--rev REV needs --trtmc PATH (the checkout to read at that revision)")
+    opts = QualifyOptions(models=args.model, plan_only=args.plan, skip_aiperf=args.skip_aiperf, argv=sys.argv,
+                          owners=owner_files(cfg, args.trtmc, args.rev))
 
     toolkit = real_toolkit()
     return run_main(lambda interrupt: qualify(cfg, opts, interrupt, toolkit))

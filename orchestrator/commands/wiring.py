@@ -18,8 +18,10 @@ from adapters import logs as _logs
 from adapters.chat import ChatClient, NativeWorker
 from adapters.server import server_parts
 from adapters.tail import LineFollower
+from adapters.trtmc.qual_files import read_owner_files
 from adapters.trtmc.records import incarnation_from_name
 from adapters.trtmc.records_tail import ServerRecordsTailer
+from orchestrator.config import Config
 from orchestrator.events import Event, LogLine
 from orchestrator.ports import (
     AiperfFacts,
@@ -29,10 +31,11 @@ from orchestrator.ports import (
     LineDecoder,
     LineFollowing,
     LogCodecs,
+    OwnerFiles,
     Toolkit,
 )
 
-__all__ = ["real_toolkit", "log_codecs"]
+__all__ = ["real_toolkit", "log_codecs", "owner_files"]
 
 
 class _Aiperf:
@@ -68,6 +71,20 @@ def real_toolkit() -> Toolkit:
     """The adapters a real run uses."""
     return Toolkit(server_parts=server_parts, records_tailer=ServerRecordsTailer, chat_client=ChatClient,
                    native_worker=NativeWorker, aiperf=_Aiperf())
+
+
+def owner_files(cfg: Config, trtmc: str = "", rev: str = "") -> dict[str, OwnerFiles]:
+    """TRTMC's qualification files for each model judged by the owners' gates: every model with a reference
+    when `trtmc` is given, else each whose noninferiority table names a `source`. Blocks (reads, git)."""
+    out: dict[str, OwnerFiles] = {}
+    for model in cfg.models:
+        ni = model.correctness.noninferiority
+        source = trtmc if model.reference is not None else ""
+        source = source or (ni.source if ni is not None else "")
+        if source:
+            revision = rev if trtmc else (ni.revision if ni is not None else "")
+            out[model.name] = read_owner_files(source, model.profile, revision)
+    return out
 
 
 class _LogCodecs:

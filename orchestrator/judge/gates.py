@@ -41,7 +41,10 @@ def _passes(correct: int, total: int, required: float) -> bool:
 
 
 def evaluate_gates(criteria: CorrectnessCriteria, answers: Sequence[ScoredAnswer]) -> list[GateResult]:
-    """The overall gate on the criteria's arm, then one gate per kind named in min_pass_rate_by_kind."""
+    """The overall gate on the criteria's arm, then one gate per kind named in min_pass_rate_by_kind;
+    none where no min_pass_rate is set (a model judged only against its reference)."""
+    if criteria.min_pass_rate is None:
+        return []
     on_arm = [a for a in answers if a.arm == criteria.arm]
     results = [_gate("min_pass_rate", f"arm:{criteria.arm}", criteria.min_pass_rate, on_arm)]
     for kind, required in sorted(criteria.min_pass_rate_by_kind.items()):

@@ -24,7 +24,7 @@ from orchestrator.judge.completeness import Completeness, check_completeness
 
 __all__ = ["Answered", "AnswerBook", "ANSWER_EXCERPT_CHARS", "answered_http", "answered_load", "incomplete_entry", "incomplete_reason"]
 
-_PATHS = ("capability", "http", "native", "aiperf")
+_PATHS = ("capability", "http", "native", "aiperf", "reference")
 ANSWER_EXCERPT_CHARS = 500  # of a defective answer in AnswerIncomplete (a degenerate one can be huge)
 
 

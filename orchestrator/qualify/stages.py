@@ -38,14 +38,16 @@ from orchestrator.events import (
     GateEvaluated,
     IncompleteAnswer,
     ModelResult,
+    NoninferiorityResult,
     PhaseDetail,
     PhaseFinished,
     PhaseStarted,
     ResultRow,
 )
 from orchestrator.judge.gates import ScoredAnswer, evaluate_gates
+from orchestrator.judge.paired import Judged, capacity_rejection
 from orchestrator.logs import get_logger
-from orchestrator.ports import ChatSession, Toolkit
+from orchestrator.ports import ChatSession, OwnerFiles, Toolkit
 from orchestrator.qualify.answers import (
     AnswerBook,
     Answered,
@@ -66,6 +68,8 @@ from orchestrator.qualify.capability import (
 )
 from orchestrator.qualify.collect import WindowCollector
 from orchestrator.qualify.plan import describe_plan
+from orchestrator.qualify.reference import judge_against_reference, resolve_gate
+from orchestrator.qualify.serving import models_listing, supervise_to_the_end
 from orchestrator.run import Interrupt, RunScope, open_run
 
 __all__ = ["QualifyOptions", "qualify", "STATUSES"]
@@ -86,6 +90,8 @@ class QualifyOptions(msgspec.Struct, frozen=True, kw_only=True):
     plan_only: bool = False
     skip_aiperf: bool = False
     argv: list[str] = []
+    # TRTMC's qualification files per model name (qualify --trtmc, or its noninferiority source).
+    owners: dict[str, OwnerFiles] = {}
 
 
 class _StageFailed(Exception):
@@ -120,6 +126,10 @@ class _ModelRun:
         # One limit on every path (probe, correctness, native, AIPerf), so their answers compare.
         self.max_tokens = run.config.workload.max_tokens
         self.answers = AnswerBook(run.bus, model, dataset, self.max_tokens)
+        # The model's correctness answers by (item, arm), paired with its reference's (qualify/reference.py).
+        self.candidate_judged: dict[tuple[str, str], list[Judged]] = {}
+        self.gate = resolve_gate(self)
+        self.noninferiority: NoninferiorityResult | None = None
 
     def request_id(self, stage: str) -> str:
         """A fresh X-Request-ID within trtmc-server's 128 characters (the model name is already within
@@ -205,6 +215,11 @@ def _check_gate_kinds(cfg: Config, models: Sequence[ModelConfig], dataset: Datas
     for i, model in enumerate(cfg.models):
         if model not in models:
             continue
+        ni = model.correctness.noninferiority
+        for arm in ni.arms if ni is not None else []:
+            if arm not in cfg.dataset.arms:
+                raise ConfigError(f"{cfg.source}: models[{i}].correctness.noninferiority.arms: {arm!r} is not "
+                                  f"among [dataset] arms ({', '.join(cfg.dataset.arms)}); add it there or drop it")
         for kind in model.correctness.min_pass_rate_by_kind:
             if kind not in kinds:
                 raise ConfigError(f"{cfg.source}: models[{i}].correctness.min_pass_rate_by_kind.{kind}: dataset "
@@ -240,6 +255,8 @@ async def _qualify_model(m: _ModelRun) -> str:
         try:
             status = await _stages(m)
             reason = ""
+            if m.gate is not None:
+                status = await _against_reference(m, status)
         except _StageFailed as stop:
             # The stage where the model stopped, also for unsupported/blocked (always "capability").
             status, failed_stage, reason = stop.status, stop.stage, stop.reason
@@ -248,9 +265,21 @@ async def _qualify_model(m: _ModelRun) -> str:
         row=ResultRow(checkpoint=model.checkpoint, profile=model.profile, revision=model.revision,
                       family=model.family, native_task=model.native_task, precision=model.precision,
                       bundle_sha256=m.bundle_sha256, qualify_command=_qualify_command(m.cfg, model),
-                      aiperf_command=m.aiperf_shell, reason=reason)))
+                      aiperf_command=m.aiperf_shell, reason=reason, noninferiority=m.noninferiority)))
     await m.phase_end("model", status, reason)
     return status
+
+
+async def _against_reference(m: _ModelRun, status: str) -> str:
+    """The model's status once judged against its reference: kept on `pass`, `failed` on `fail`, and
+    `implemented` otherwise (inconclusive, not comparable, or no gate applied), with the reason."""
+    from orchestrator.qualify.reference import describe
+
+    assert m.gate is not None
+    m.noninferiority = result = await judge_against_reference(m, m.gate)
+    if result.outcome == "pass":
+        return status
+    raise _StageFailed("noninferiority", "failed" if result.outcome == "fail" else "implemented", describe(result))
 
 
 def _qualify_command(cfg: Config, model: ModelConfig) -> str:
@@ -277,7 +306,7 @@ async def _stages(m: _ModelRun) -> str:
         m.correlator = Correlator(m.bus, key_parser=parse_session_key, answer_grace_s=2.0)
         await tg.start(m.correlator.run)
         try:
-            handle = await tg.start(_supervise_to_the_end, spec, m.bus)
+            handle = await tg.start(supervise_to_the_end, spec, m.bus)
         except ServerError as exc:
             await m.phase_end("server", "failed", str(exc), argv=spec.argv(1))
             stopped = _StageFailed("server", "failed", f"server did not start: {exc}")
@@ -296,34 +325,8 @@ async def _stages(m: _ModelRun) -> str:
     return status
 
 
-class _StartedProxy:
-    """Remembers whether the task reported readiness, so later failures can be told apart."""
-
-    def __init__(self, task_status: Any) -> None:
-        self._task_status = task_status
-        self.done = False
-
-    def started(self, value: Any = None) -> None:
-        self.done = True
-        self._task_status.started(value)
-
-
-async def _supervise_to_the_end(spec: Any, bus: Any, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
-    """supervise(), except that a server which fails for good after it was ready does not cancel the
-    stage in progress: the supervisor journals the failure and sets handle.failure; the stage's own
-    requests then fail and are accounted, and the stage is judged with that evidence."""
-    from orchestrator.supervisor import supervise
-
-    proxy = _StartedProxy(task_status)
-    try:
-        await supervise(spec, bus, task_status=proxy)  # type: ignore[arg-type]
-    except ServerError:
-        if not proxy.done:
-            raise
-
-
 async def _run_stages(m: _ModelRun, handle: Any, spec: Any) -> str:
-    models_json = await _models_listing(handle.base_url)
+    models_json = await models_listing(handle.base_url)
     await m.phase_end("server", "passed", "", models=models_json, bundle_sha256=m.bundle_sha256,
                       argv=spec.argv(1), base_url=handle.base_url)
     await _capability(m, handle.base_url)
@@ -352,14 +355,6 @@ def _sha256_path(path: Path) -> str:
             for chunk in iter(lambda: fh.read(1 << 20), b""):
                 h.update(chunk)
     return h.hexdigest()
-
-
-async def _models_listing(base_url: str) -> Any:
-    import aiohttp
-
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as session:
-        async with session.get(f"{base_url}/v1/models") as resp:
-            return await resp.json(content_type=None)
 
 
 # ---------------------------------------------------------------------------------------- capability
@@ -439,11 +434,14 @@ async def _correctness(m: _ModelRun, base_url: str) -> None:
     criteria = m.model.correctness
     scored: list[ScoredAnswer] = []
     incomplete: list[IncompleteAnswer] = []
+    seeds = m.gate.seeds if m.gate is not None and not isinstance(m.gate, str) else 1
     async with m.client(base_url) as client:
-        for req in m.requests:
+        for req in (r for r in m.requests for _ in range(seeds)):  # a sampling model: seeds answers each
             reply = await m.ask(client, req, "correctness")
             m.http_answers[(req.item_id, req.arm)] = reply.text
             verdict, completeness = await m.answers.verdict(req, answered_http(reply), "http")
+            m.candidate_judged.setdefault((req.item_id, req.arm), []).append(
+                Judged(verdict=verdict, capacity=capacity_rejection(reply.status, reply.body)))
             if completeness is not None and not completeness.complete:
                 incomplete.append(incomplete_entry(req, "http", reply.request_id, verdict, completeness))
             scored.append(ScoredAnswer(item_id=req.item_id, arm=req.arm, kind=m.dataset.item(req.item_id).kind,
@@ -480,7 +478,8 @@ async def _correctness(m: _ModelRun, base_url: str) -> None:
         await m.phase_end("correctness", "failed", "; ".join(reasons),
                           failing_items=sorted({i for g in failing for i in g.failing_items}), incomplete=incomplete)
         raise _StageFailed("correctness", "failed", "; ".join(reasons))
-    await m.phase_end("correctness", "passed", "; ".join(f"{g.scope} {g.correct}/{g.total}" for g in gates),
+    await m.phase_end("correctness", "passed", "; ".join(f"{g.scope} {g.correct}/{g.total}" for g in gates)
+                      or f"{len(scored)} answers scored, all whole; the gate is the reference's (noninferiority)",
                       failing_items=[], incomplete=[])
 
 

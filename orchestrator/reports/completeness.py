@@ -13,6 +13,8 @@ __all__ = ["CompletenessTally", "MAX_ITEMS", "PATH_ORDER"]
 
 MAX_ITEMS = 200  # incomplete answers listed per path; the counts still count every one
 PATH_ORDER = ("capability", "http", "native", "aiperf")
+# The reference side's answers judge its own score (NoninferiorityJudged), not the model's completeness.
+_OTHER_SIDE = frozenset({"reference"})
 
 
 class CompletenessTally:
@@ -29,6 +31,8 @@ class CompletenessTally:
         self.checked["capability"] += count
 
     def add_incomplete(self, ev: AnswerIncomplete) -> None:
+        if ev.path in _OTHER_SIDE:
+            return
         counts = self.defects.setdefault(ev.path, Counter())
         counts.update(ev.defects)
         items = self.items.setdefault(ev.path, {})
@@ -41,7 +45,7 @@ class CompletenessTally:
 
     def add_verdict(self, ev: VerdictReached) -> None:
         """Counts an answered request as checked; sets the verdict beside an incomplete one."""
-        if ev.verdict == "error":  # no answer to check: a transport, HTTP or join failure
+        if ev.verdict == "error" or ev.path in _OTHER_SIDE:  # error: a transport, HTTP or join failure
             return
         self.checked[ev.path] += 1
         item = self.items.get(ev.path, {}).get(ev.request_id) if ev.request_id else None

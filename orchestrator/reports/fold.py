@@ -1,8 +1,7 @@
 """A pure fold of journal events into a RunReport; streams, so memory stays bounded.
 
-Per model and per AIPerf window it keeps running counts; exact latency percentiles need a window's
-values, which are held as compact arrays only until the window closes. Picture series are thinned to
-a fixed number of points. Never reads anything but the events it is given.
+Per model and per AIPerf window it keeps running counts; a window's values (for exact percentiles) are held as
+compact arrays only until it closes. Picture series are thinned to a fixed number of points. Reads only its events.
 """
 
 from __future__ import annotations
@@ -31,6 +30,8 @@ from orchestrator.events import (
     HostFacts,
     ItemRef,
     ModelResult,
+    NoninferiorityJudged,
+    NoninferiorityResult,
     OrphanKilled,
     PhaseDetail,
     PhaseFinished,
@@ -53,12 +54,7 @@ from orchestrator.events import (
 from orchestrator.journal import TornLine, iter_journal
 from orchestrator.publish.secrets import Redactor
 from orchestrator.reports.completeness import CompletenessTally
-from orchestrator.reports.correctness import (
-    MAX_GRID_ITEMS,
-    mismatches,
-    path_correctness,
-    verdict_grids,
-)
+from orchestrator.reports.correctness import MAX_GRID_ITEMS, mismatches, path_correctness, verdict_grids
 from orchestrator.reports.schema import (
     CapabilityCheck,
     Commands,
@@ -82,12 +78,7 @@ from orchestrator.reports.schema import (
     Timing,
     TornInfo,
 )
-from orchestrator.reports.windows import (
-    HISTOGRAM_BINS,
-    MAX_POINTS,
-    Thinned,
-    WindowTally,
-)
+from orchestrator.reports.windows import HISTOGRAM_BINS, MAX_POINTS, Thinned, WindowTally
 
 __all__ = ["ReportFold", "fold", "build_report", "MAX_POINTS", "MAX_GRID_ITEMS", "HISTOGRAM_BINS"]
 
@@ -151,6 +142,7 @@ class _Model:
     latency: Thinned = field(default_factory=Thinned)
     memory: Thinned = field(default_factory=Thinned)
     completeness: CompletenessTally = field(default_factory=CompletenessTally)
+    noninferiority: NoninferiorityResult | None = None
 
 
 class ReportFold:
@@ -210,6 +202,8 @@ class ReportFold:
         self._finished = ev
 
     def _on_phase_started(self, ev: PhaseStarted) -> None:
+        if ev.phase in ("reference", "noninferiority"):  # the reference side's server is not the model's
+            self._current = "" if ev.phase == "reference" else ev.model
         if ev.phase == "model" and ev.model:
             self._current = ev.model
             self._model(ev.model).detail = ev.detail  # type: ignore[union-attr]
@@ -309,6 +303,10 @@ class ReportFold:
         if (m := self._model(ev.model)) is not None:
             m.gates.append(GateRow(gate=ev.gate, scope=ev.scope, required=ev.required, observed=ev.observed,
                                    passed=ev.passed))
+
+    def _on_noninferiority(self, ev: NoninferiorityJudged) -> None:
+        if (m := self._model(ev.model)) is not None:
+            m.noninferiority = ev.result
 
     def _on_result(self, ev: ModelResult) -> None:
         if (m := self._model(ev.model)) is not None:
@@ -494,6 +492,7 @@ class ReportFold:
                               or (summary.aiperf.command if summary and summary.aiperf else "")),
             windows=list(m.windows),
             completeness=m.completeness.lines(),
+            noninferiority=m.noninferiority or res_row.noninferiority,
         )
 
     def _row_window(self, m: _Model) -> WindowTally | None:
@@ -586,6 +585,7 @@ _HANDLERS: dict[type, Any] = {
     EventsDropped: ReportFold._on_dropped,
     SubscriberFailed: ReportFold._on_subscriber_failed,
     AnswerIncomplete: ReportFold._on_incomplete,
+    NoninferiorityJudged: ReportFold._on_noninferiority,
 }
 
 

@@ -13,6 +13,7 @@ from typing import Any
 from markupsafe import Markup
 
 from orchestrator.reports.markdown import NOTICE_HEAD, gate_rows, is_failure, kind_flags, run_state, split_notices
+from orchestrator.reports.noninferiority import NONINFERIORITY_HEAD, noninferiority_rows
 from orchestrator.reports.schema import (
     ModelCharts,
     ModelRow,
@@ -56,6 +57,7 @@ def render_html(report: RunReport) -> str:
         # Row builders the model sections call (numbers are formatted by the environment's filters).
         causes=causes_text, answers=_answers, gate_rows=gate_rows, completeness_rows=completeness_rows,
         incomplete_rows=incomplete_rows, correctness_head=_correctness_head, correctness_rows=_correctness_rows,
+        noninferiority_head=NONINFERIORITY_HEAD, noninferiority_rows=noninferiority_rows,
     )
 
 

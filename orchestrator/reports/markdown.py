@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from orchestrator.reports.noninferiority import NONINFERIORITY_HEAD, noninferiority_rows
 from orchestrator.reports.schema import ModelRow, PassRate, RunReport, Summary
 from orchestrator.reports.text import (
     COMPLETENESS_HEAD,
@@ -256,6 +257,8 @@ def _details(row: ModelRow) -> list[str]:
                     f"silence {pct(lift.silence_rate)}); {signed_pct(lift.vs_transcript)} vs transcript over "
                     f"{lift.speech_items} speech items (audio {pct(lift.audio_rate_speech)}, transcript "
                     f"{pct(lift.transcript_rate)}).", ""]
+    if row.noninferiority is not None:
+        out += _table(NONINFERIORITY_HEAD, noninferiority_rows(row.noninferiority))
     if row.completeness:
         out += _table(COMPLETENESS_HEAD, completeness_rows(row.completeness))
         if rows := incomplete_rows(row.completeness):

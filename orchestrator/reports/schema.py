@@ -10,6 +10,7 @@ from typing import Any
 
 import msgspec
 
+from orchestrator.events import NoninferiorityResult
 from orchestrator.judge.stats import Summary
 
 __all__ = [
@@ -352,6 +353,8 @@ class ModelRow(_S, frozen=True, kw_only=True):
     commands: Commands = Commands()
     windows: list[str] = []
     completeness: list[CompletenessLine] = []
+    # The model against its reference (paired non-inferiority); None when it has no reference.
+    noninferiority: NoninferiorityResult | None = None
 
 
 class LatencyPoint(_S, frozen=True, kw_only=True):

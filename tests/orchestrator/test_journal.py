@@ -33,6 +33,8 @@ def _example(cls: type) -> Any:
                 kwargs[f.name] = []
             elif str(t).startswith("typing.Literal"):
                 kwargs[f.name] = t.__args__[0]
+            elif isinstance(t, type) and issubclass(t, msgspec.Struct):
+                kwargs[f.name] = _example(t)
             else:
                 kwargs[f.name] = 0 if "int" in str(t) else None
     return cls(**kwargs)
@@ -115,8 +117,8 @@ class TestSchemaVersions:
     def test_a_version_1_journal_replays_to_the_reports_it_had(self, tmp_path: Path) -> None:
         """A real qualify journal written by the release before typed payloads (schema 1) folds, through
         `aqbench report`, into the reports kept beside it: the ones that release wrote, plus only what later
-        reports added since (the completeness table, every kind under its gate, no client-lifecycle row),
-        byte for byte."""
+        reports added since (the completeness table, every kind under its gate, no client-lifecycle row, the
+        non-inferiority row, null without a reference), byte for byte."""
         journal = tmp_path / "events.jsonl"
         journal.write_bytes(gzip.decompress((self.FIXTURE / "events.jsonl.gz").read_bytes()))
         first = decode_event(journal.read_bytes().split(b"\n", 1)[0])

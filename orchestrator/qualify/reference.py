@@ -1,0 +1,188 @@
+"""A model's reference side: its gate resolved, its reference run alone, the paired decision journaled.
+
+The reference runs after the model's own server has stopped (each side alone on the machine), one request at
+a time, on the same (item, arm) requests; its verdicts are journaled on path `reference`. The decision is
+judge/paired.py's; this module only gathers answers and publishes what was decided.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import anyio
+import msgspec
+
+from orchestrator.dataset import ArmRequest, parse_session_key
+from orchestrator.errors import AqbenchError
+from orchestrator.events import GateCitation, NoninferiorityJudged, NoninferiorityResult
+from orchestrator.judge.owners import owners_gate
+from orchestrator.judge.paired import ChosenGate, Judged, choose_gate, decide_paired, is_quantized
+from orchestrator.qualify.answers import Answered, answered_http
+from orchestrator.qualify.serving import supervise_to_the_end
+
+__all__ = ["NOT_JUDGED", "describe", "gate_arms", "judge_against_reference", "resolve_gate"]
+
+NOT_JUDGED = "not-judged"  # no gate applied, or the reference gave no answers: the model stays implemented
+Key = tuple[str, str]
+
+
+def gate_arms(m: Any) -> list[str]:
+    """The arms whose problems are paired: the gate's `arms`, else every configured dataset arm."""
+    ni = m.model.correctness.noninferiority
+    return list(ni.arms) if ni is not None and ni.arms else list(m.cfg.dataset.arms)
+
+
+def resolve_gate(m: Any) -> ChosenGate | str | None:
+    """The gate for this model: from the owners' files when qualify was given them (OwnerFiles in the
+    options), else from bench.toml; a sentence when the owners' files give none; None without a reference."""
+    model = m.model
+    ni = model.correctness.noninferiority
+    if model.reference is None:
+        return None
+    quantized, sampled = is_quantized(model.precision), not model.correctness.deterministic
+    files = m.opts.owners.get(model.name)
+    if files is not None:
+        benchmark = (ni.benchmark if ni is not None else "") or m.dataset.name
+        return owners_gate(files, task=model.native_task, benchmark=benchmark, quantized=quantized, sampled=sampled)
+    if ni is None:
+        return None
+    index = [x.name for x in m.cfg.models].index(model.name)
+    where = f"models[{index}].correctness.noninferiority"
+    return choose_gate(ni, quantized=quantized, sampled=sampled, where=f"{m.cfg.source or 'bench.toml'} {where}",
+                       citation=GateCitation(file=m.cfg.source or "bench.toml", revision=f"sha256:{m.cfg.sha256}"
+                                             if m.cfg.sha256 else "", key=where))
+
+
+async def judge_against_reference(m: Any, gate: ChosenGate | str) -> NoninferiorityResult:
+    """Run the reference (unless no gate applies), pair its answers with the model's and publish the
+    decision (phase `noninferiority`, NoninferiorityJudged). Blocks for the reference's whole run."""
+    model = m.model
+    ref = model.reference
+    quantized, sampled = is_quantized(model.precision), not model.correctness.deterministic
+    arms = gate_arms(m)
+    base = dict(arms=arms, quantized=quantized, sampled=sampled, candidate_precision=model.precision,
+                reference_precision=ref.precision)
+    if isinstance(gate, str):
+        result = NoninferiorityResult(outcome=NOT_JUDGED, reason=gate, **base)
+    else:
+        cited: dict[str, Any] = dict(gate_key=gate.key, margin_source=gate.source, citations=list(gate.citations))
+        answers, failure = await _reference_answers(m, [r for r in m.requests if r.arm in arms], gate.seeds)
+        try:
+            result = (NoninferiorityResult(outcome=NOT_JUDGED, reason=failure, **cited, **base) if failure
+                      else decide_paired(answers, m.candidate_judged, gate, **base))
+        except ValueError as exc:  # a margin of 100 points or more: the gate as written cannot decide
+            result = NoninferiorityResult(outcome=NOT_JUDGED, reason=str(exc), **cited, **base)
+    await m.phase_start("noninferiority", arms=arms)
+    await m.bus.publish(NoninferiorityJudged(source="qualify", model=model.name, result=result))
+    await m.phase_end("noninferiority", result.outcome, describe(result), arms=arms)
+    return result
+
+
+def describe(r: NoninferiorityResult) -> str:
+    """One sentence: the outcome, R with its bounds against the margin, the counts, the reason."""
+    if r.outcome == NOT_JUDGED:
+        return r.reason
+    bounds = (f"R = {r.estimate:.2f} points, 95% bounds [{r.lower:.2f}, {r.upper:.2f}]"
+              if r.estimate is not None and r.lower is not None and r.upper is not None else
+              f"R = {r.estimate:.2f} points" if r.estimate is not None else "R undefined")
+    counts = f"b = {r.b}, c = {r.c}, n = {r.n}" if r.b is not None else f"n = {r.n}"
+    text = (f"{r.outcome} against the reference: {bounds}, margin {r.margin if r.margin is not None else '-'} "
+            f"({r.gate_key}, {r.margin_source}); {counts}; reference {r.reference_score:.2f}, model "
+            f"{r.candidate_score:.2f}")
+    extra = [f"{r.out_of_capacity} out of capacity"] if r.out_of_capacity else []
+    extra += [f"{r.candidate_failures} unanswered counted wrong"] if r.candidate_failures else []
+    extra += [f"{r.candidate_incomplete} incomplete counted wrong"] if r.candidate_incomplete else []
+    if r.outcome == "inconclusive" and r.items_needed is not None:
+        extra.append(f"about {r.items_needed} paired problems would decide at the observed discordance")
+    return "; ".join([text, *extra, *([r.reason] if r.reason else [])])
+
+
+async def _reference_answers(m: Any, rows: list[ArmRequest], seeds: int) -> tuple[dict[Key, list[Judged]], str]:
+    """Every row asked `seeds` times of the reference, one at a time; (answers, "") or ({}, why not)."""
+    ref = m.model.reference
+    await m.phase_start("reference", argv=list(ref.argv or ref.native_argv), precision=ref.precision,
+                        requests=len(rows) * seeds)
+    out: dict[Key, list[Judged]] = {}
+    try:
+        failure = await (_from_server(m, rows, seeds, out) if ref.argv else _from_worker(m, rows, seeds, out))
+    except AqbenchError as exc:
+        failure = str(exc)
+    if failure:
+        await m.phase_end("reference", "failed", f"the reference gave no answers: {failure}")
+        return {}, f"the reference gave no answers: {failure}"
+    answered = sum(any(j.verdict != "error" for j in js) for js in out.values())
+    await m.phase_end("reference", "passed", f"{answered}/{len(out)} problems answered by the reference",
+                      answers_checked=m.answers.checked["reference"])
+    return out, ""
+
+
+async def _from_server(m: Any, rows: list[ArmRequest], seeds: int, out: dict[Key, list[Judged]]) -> str:
+    from orchestrator.correlate import Correlator
+    from orchestrator.supervisor import ServerSpec
+
+    ref = m.model.reference
+    # Its own name (records file, served model id) and one replica: the reference answers one at a time.
+    cfg = msgspec.structs.replace(m.cfg, server=msgspec.structs.replace(m.cfg.server, argv=list(ref.argv), replicas=1))
+    served = msgspec.structs.replace(m.model, name=f"{m.model.name}.reference")
+    spec = ServerSpec.from_config(cfg, served, m.run.run_dir, parts=m.toolkit.server_parts(cfg.server.kind))
+    async with anyio.create_task_group() as tg:
+        await tg.start(m.toolkit.records_tailer(m.bus).run)
+        correlator = Correlator(m.bus, key_parser=parse_session_key, answer_grace_s=2.0)
+        await tg.start(correlator.run)
+        try:
+            handle = await tg.start(supervise_to_the_end, spec, m.bus)
+        except AqbenchError as exc:  # caught inside the group, so it leaves as itself, not in a group
+            tg.cancel_scope.cancel()
+            return f"its server did not start: {exc}"
+        try:
+            async with m.toolkit.chat_client(handle.base_url, served.name, timeout_s=_timeout_s(m),
+                                             max_tokens=m.max_tokens) as client:
+                for req in rows:
+                    for _ in range(seeds):
+                        reply = await _ask_when_free(m, client, req)
+                        verdict, _c = await m.answers.verdict(req, answered_http(reply), "reference")
+                        out.setdefault((req.item_id, req.arm), []).append(Judged(verdict=verdict))
+            await correlator.close_window(f"{m.model.name}/reference")
+        finally:
+            with anyio.CancelScope(shield=True):
+                await handle.stop()
+            tg.cancel_scope.cancel()
+    return ""
+
+
+def _timeout_s(m: Any) -> float:
+    return float(m.model.reference.request_timeout_s or m.cfg.workload.request_timeout_s)
+
+
+async def _ask_when_free(m: Any, client: Any, req: ArmRequest) -> Any:
+    """Ask; while the server answers 429 (its one replica still busy, e.g. with a request this side gave up
+    on), ask again after a growing pause, within one request timeout. Each try is journaled and accounted."""
+    pause_s, waited_s = 0.25, 0.0
+    while True:
+        reply = await m.ask(client, req, "reference")
+        if reply.status != 429 or waited_s >= _timeout_s(m):
+            return reply
+        await anyio.sleep(pause_s)
+        waited_s += pause_s
+        pause_s = min(2 * pause_s, 4.0)
+
+
+async def _from_worker(m: Any, rows: list[ArmRequest], seeds: int, out: dict[Key, list[Judged]]) -> str:
+    ref = m.model.reference
+    values = {"python": sys.executable, "model": m.model.name, "bundle": m.model.bundle or m.cfg.server.bundle,
+              "run_dir": str(m.run.run_dir)}
+    argv = [arg.format(**values) for arg in ref.native_argv]
+    config = {"max_new_tokens": m.max_tokens} if m.max_tokens else None
+    async with m.toolkit.native_worker(argv, log_path=m.run.run_dir / "native" / f"{m.model.name}.reference.log",
+                                       startup_timeout_s=m.cfg.server.startup_timeout_s,
+                                       request_timeout_s=_timeout_s(m)) as worker:
+        for req in rows:
+            for _ in range(seeds):
+                got = await worker.generate(req.text, req.audio_path, config=config,
+                                            request_id=m.request_id("reference"))
+                answered = Answered(request_id=got.request_id, answered=got.ok, text=got.text,
+                                    completion_tokens=got.completion_tokens, error=got.error)
+                verdict, _c = await m.answers.verdict(req, answered, "reference")
+                out.setdefault((req.item_id, req.arm), []).append(Judged(verdict=verdict))
+    return ""
