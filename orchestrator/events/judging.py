@@ -1,0 +1,148 @@
+"""Events that judge: capability probes, verdicts, gates, result rows, soak windows and verdicts,
+completeness defects and non-inferiority decisions."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from orchestrator.events.base import Event
+from orchestrator.events.payloads import (
+    GateCounts,
+    Json,
+    NoninferiorityResult,
+    ResultRow,
+    WindowStats,
+)
+
+__all__ = ["CapabilityProbed", "VerdictReached", "GateEvaluated", "ModelResult", "SoakWindowClosed", "SoakVerdict", "AnswerIncomplete", "SoakWindowOpened", "ProcessSampled", "NoninferiorityJudged"]
+
+
+# ----------------------------------------------------------------------------------- judging
+
+
+class CapabilityProbed(Event, frozen=True, kw_only=True):
+    """One capability check of a model: transport, conditioning, text-only or transcription-only."""
+
+    model: str
+    check: Literal["transport", "conditioning", "text_only", "transcription_only"]
+    passed: bool
+    reason: str = ""
+    evidence: Json = {}
+
+
+class VerdictReached(Event, frozen=True, kw_only=True):
+    """One answer scored against its dataset item."""
+
+    model: str
+    item_id: str
+    arm: str
+    path: Literal["http", "native", "aiperf", "reference"] = "http"
+    # `incomplete`: the answer has a completeness defect (AnswerIncomplete); never counted right.
+    verdict: Literal["correct", "wrong", "unparsed", "error", "incomplete"]
+    answer: str | None = None
+    gold: str = ""
+    item_kind: str = ""
+    scoring: str = ""
+    request_id: str = ""
+    detail: str = ""
+
+
+class GateEvaluated(Event, frozen=True, kw_only=True):
+    """A correctness gate from bench.toml, applied exactly as stated (never rounded or lowered)."""
+
+    model: str
+    gate: str
+    required: float
+    observed: float
+    passed: bool
+    scope: str = ""
+    detail: GateCounts = GateCounts()
+
+
+class ModelResult(Event, frozen=True, kw_only=True):
+    """The published result row of one checkpoint (versioned by the journal's schema)."""
+
+    model: str
+    status: str
+    failed_stage: str = ""
+    row: ResultRow = ResultRow()
+
+
+class SoakWindowClosed(Event, frozen=True, kw_only=True):
+    """Per-window aggregates of a soak (kept in memory; details stay in the journal)."""
+
+    window: str
+    index: int
+    summary: WindowStats | None = None
+
+
+class SoakVerdict(Event, frozen=True, kw_only=True):
+    """One soak verdict with the numbers behind it; `final` false at checkpoints."""
+
+    metric: str
+    passed: bool
+    final: bool = False
+    detail: Json = {}
+    # pass, fail or inconclusive (orchestrator.judge.outcome); "" in journals older than the three outcomes.
+    outcome: str = ""
+    # The verdict's own words and numbers (trend verdicts: slope and its interval against the limit, per
+    # hour in `unit`); `detail` keeps the metric's series and windows. Empty in older journals.
+    reason: str = ""
+    windows_closed: int = 0
+    slope: float | None = None
+    interval: list[float] | None = None
+    limit: float | None = None
+    unit: str = ""
+
+
+# -------------------------------------------------------------------------------- completeness
+
+
+class AnswerIncomplete(Event, frozen=True, kw_only=True):
+    """An answer that is not whole (judge/completeness.py): its defects, the first one primary.
+
+    One per defective answer on every path: `capability` (the probe), `http` and `native` (correctness
+    arms), `aiperf` (under load, qualify or soak). `max_tokens` is the request's limit (None: none
+    asked); `finish_reason` and `completion_tokens` are what the server said (None: not said).
+    """
+
+    model: str
+    path: Literal["capability", "http", "native", "aiperf", "reference"]
+    defects: list[str]
+    details: list[str] = []
+    item_id: str = ""
+    arm: str = ""
+    request_id: str = ""
+    answer: str | None = None
+    finish_reason: str | None = None
+    completion_tokens: int | None = None
+    max_tokens: int | None = None
+
+
+class SoakWindowOpened(Event, frozen=True, kw_only=True):
+    """A soak window's time cut: requests a load client starts at or after `start_unix_ns` (wall clock)
+    belong to it until the next window opens. Published ahead of its start, so no request precedes it."""
+
+    window: str
+    index: int
+    start_unix_ns: int
+    segment: int = 0
+
+
+class ProcessSampled(Event, frozen=True, kw_only=True):
+    """Resident memory of one observer-side process tree: `orchestrator` (aqbench itself) or `aiperf`."""
+
+    role: Literal["orchestrator", "aiperf"]
+    pid: int
+    rss_bytes: int
+    processes: int = 1
+
+
+# ------------------------------------------------------------------------------ non-inferiority
+
+
+class NoninferiorityJudged(Event, frozen=True, kw_only=True):
+    """A model judged against its reference on paired answers: the decision and the gate it used."""
+
+    model: str
+    result: NoninferiorityResult

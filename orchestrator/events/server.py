@@ -1,0 +1,136 @@
+"""Events of the supervised server's life: spawn, state, readiness, health, exit, restart, samples, log lines."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from orchestrator.events.base import Event
+from orchestrator.events.payloads import (
+    Json,
+)
+
+__all__ = ["ServerSpawned", "ServerStateChanged", "ServerReady", "ServerHealthChanged", "ServerExited", "ServerRestarting", "OrphanKilled", "ResourceSampled", "GpuSampled", "LogLine", "ServerState"]
+
+
+# ------------------------------------------------------------------------------- server lifecycle
+
+
+ServerState = Literal[
+    "starting", "ready", "degraded", "unhealthy", "restarting", "stopping", "stopped", "failed"
+]
+
+
+class ServerSpawned(Event, frozen=True, kw_only=True):
+    """The server process of one incarnation was started in its own session."""
+
+    incarnation: int
+    pid: int
+    argv: list[str]
+    cwd: str = ""
+    port: int = 0
+    records_path: str = ""
+
+
+class ServerStateChanged(Event, frozen=True, kw_only=True):
+    """Every transition of the supervisor's state machine, with why."""
+
+    incarnation: int
+    state: ServerState
+    previous: str = ""
+    reason: str = ""
+
+
+class ServerReady(Event, frozen=True, kw_only=True):
+    """Readiness and model listing both passed; `models` is what `/v1/models` returned."""
+
+    incarnation: int
+    pid: int
+    startup_ns: int
+    probes: int = 0
+    models: list[Json] = []
+    url: str = ""
+
+
+class ServerHealthChanged(Event, frozen=True, kw_only=True):
+    """The health probe's result changed (only changes are journaled, not every probe)."""
+
+    incarnation: int
+    healthy: bool
+    degraded: bool = False
+    status_code: int = 0
+    consecutive_failures: int = 0
+    detail: str = ""
+
+
+class ServerExited(Event, frozen=True, kw_only=True):
+    """The server process ended. `expected` is true when it died of the supervisor's own stop."""
+
+    incarnation: int
+    pid: int
+    returncode: int | None = None
+    signal: str = ""
+    expected: bool = False
+    during: Literal["startup", "run", "stop"] = "run"
+    output_tail: list[str] = []
+    # Wall clock when the exit was seen (the wait returned), before the output tail was collected; 0 in
+    # journals written before this field (then ts_ns, a little later, stands in for it).
+    exited_unix_ns: int = 0
+
+
+class ServerRestarting(Event, frozen=True, kw_only=True):
+    """The restart policy chose to start a new incarnation after `backoff_s`."""
+
+    incarnation: int
+    attempt: int
+    backoff_s: float
+    reason: str = ""
+
+
+class OrphanKilled(Event, frozen=True, kw_only=True):
+    """A descendant that escaped the server's process group was found after stop and killed."""
+
+    incarnation: int
+    pid: int
+    cmdline: list[str] = []
+    signal: str = "SIGKILL"
+    # "subreaper" (re-parented to aqbench), "sample" (seen in a resource sample), "marker" (environment
+    # token); "" in journals written before this field.
+    found_by: str = ""
+
+
+class ResourceSampled(Event, frozen=True, kw_only=True):
+    """One sample over the server's whole process tree."""
+
+    incarnation: int
+    pid: int
+    rss_bytes: int
+    uss_bytes: int | None = None
+    cpu_percent: float = 0.0
+    threads: int = 0
+    open_files: int = 0
+    children: int = 0
+    gpu_memory_bytes: int | None = None
+    # Taken before the incarnation was ready (start-up memory, never its peak); `trigger` is "period",
+    # "ready" (at readiness) or "stop" (just before the stop signal); "" in older journals.
+    pre_ready: bool = False
+    trigger: str = ""
+
+
+class GpuSampled(Event, frozen=True, kw_only=True):
+    """Device-wide GPU figures (NVML), sampled beside the process tree when a GPU is present."""
+
+    index: int
+    name: str = ""
+    memory_used_bytes: int = 0
+    memory_total_bytes: int = 0
+    utilization_percent: float = 0.0
+
+
+class LogLine(Event, frozen=True, kw_only=True):
+    """One line printed by a child process or read from a log file; `fields` when it was JSON."""
+
+    stream: str
+    text: str = ""
+    fields: Json | None = None
+    level: str = ""
+    incarnation: int = 0
