@@ -534,6 +534,8 @@ class Correlator:
         self._lock = anyio.Lock()
         self._last_seq = 0
         self._started = anyio.Event()
+        # Set (and replaced) each time a batch or a tick was processed: close_window waits on it.
+        self._progress = anyio.Event()
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Consume the bus until it closes or this task is cancelled. Ready once subscribed."""
@@ -547,6 +549,7 @@ class Correlator:
                     async with self._lock:
                         self._backlog.extend(batch)
                         await self._process_backlog()
+                    self._signal_progress()
                 tg.cancel_scope.cancel()
 
     async def _tick(self) -> None:
@@ -556,6 +559,11 @@ class Correlator:
                 for ev in self.joiner.expire(time.monotonic_ns()):
                     await self._publish(ev)
                 await self._process_backlog()
+            self._signal_progress()
+
+    def _signal_progress(self) -> None:
+        self._progress.set()
+        self._progress = anyio.Event()
 
     async def _process_backlog(self) -> None:
         while self._backlog:
@@ -589,7 +597,7 @@ class Correlator:
         limit = timeout_s if timeout_s is not None else self.match_timeout_s + 1.0
         with anyio.move_on_after(limit):
             while self._last_seq < target or self.joiner.open_clients(window):
-                await anyio.sleep(0.01)
+                await self._progress.wait()  # no await between the check and the wait: no lost signal
         async with self._lock:
             await self._process_backlog()
             checked: Event | None = None
