@@ -130,7 +130,7 @@ async def _body(cfg: Any, args: argparse.Namespace, interrupt: Any) -> int:
     arms = [a for a in args.arms.split(",") if a] or list(cfg.workload.arms)
     install = await anyio.to_thread.run_sync(check_install)
     tokenizer = await anyio.to_thread.run_sync(ensure_tokenizer, model.tokenizer)
-    dataset = await anyio.to_thread.run_sync(load_dataset, resolve_dataset_path(cfg.dataset))
+    dataset_path = resolve_dataset_path(cfg.dataset)
 
     async with open_run(cfg, command="run-aiperf", interrupt=interrupt) as run:
         window = f"{model.name}/aiperf-1"
@@ -143,10 +143,20 @@ async def _body(cfg: Any, args: argparse.Namespace, interrupt: Any) -> int:
                                 answer_grace_s=1.0)
         await run.tg.start(correlator.run)
         spec = ServerSpec.from_config(cfg, model, run.run_dir, parts=server_parts(cfg.server.kind))
-        handle = await run.tg.start(supervise, spec, run.bus)
         work = run.run_dir / "aiperf"
-        rows = await anyio.to_thread.run_sync(prepare_arms, dataset, arms, work / "wire")
-        input_file = await anyio.to_thread.run_sync(write_aiperf_input, rows, work / "inputs.jsonl")
+        prepared: dict[str, Any] = {}
+
+        async def prepare() -> None:
+            dataset = await anyio.to_thread.run_sync(load_dataset, dataset_path)
+            prepared["rows"] = await anyio.to_thread.run_sync(prepare_arms, dataset, arms, work / "wire")
+            prepared["input"] = await anyio.to_thread.run_sync(write_aiperf_input, prepared["rows"],
+                                                               work / "inputs.jsonl")
+
+        # The AIPerf input is written while the server loads its model: neither waits for the other.
+        async with anyio.create_task_group() as startup:
+            startup.start_soon(prepare)
+            handle = await run.tg.start(supervise, spec, run.bus)
+        rows, input_file = prepared["rows"], prepared["input"]
         cmd = build_command(cfg.workload, base_url=handle.base_url, model=model.name, input_file=input_file,
                             artifact_dir=work / "artifacts", tokenizer=tokenizer, requests=args.requests,
                             warmup=args.warmup_requests, concurrency=args.concurrency,
