@@ -47,11 +47,15 @@ _LIBC = _load_inotify()
 class FolderWatch:
     """Wakes `wait` when a file in `folder` is created, written, truncated, renamed or removed.
 
-    Not recursive. One waiter at a time. `notified` says whether inotify is in use right now.
+    With `prefix`, only files whose names start with it count (AIPerf writes megabytes of other
+    files beside its record export). Not recursive. One waiter at a time. `notified` says whether
+    inotify is in use right now.
     """
 
-    def __init__(self, folder: str | Path, *, poll_s: float = 0.01, backstop_s: float = 1.0) -> None:
+    def __init__(self, folder: str | Path, *, prefix: str = "", poll_s: float = 0.01,
+                 backstop_s: float = 1.0) -> None:
         self.folder = Path(folder)
+        self.prefix = os.fsencode(prefix)
         self.poll_s = poll_s
         self.backstop_s = backstop_s
         self._fd: int | None = None
@@ -72,10 +76,11 @@ class FolderWatch:
             return
         self._fd = fd
 
-    def _drain(self) -> None:
-        """Consume the queued notifications; drop the descriptor when the folder itself went away."""
+    def _drain(self) -> bool:
+        """Consume the queued notifications: whether one was about a file of interest. Drops the
+        descriptor when the folder itself went away (that counts too: the caller should look)."""
         assert self._fd is not None
-        gone = False
+        gone = relevant = False
         while True:
             try:
                 data = os.read(self._fd, _READ_BYTES)
@@ -84,10 +89,13 @@ class FolderWatch:
             offset = 0
             while offset + _EVENT.size <= len(data):
                 _, mask, _, length = _EVENT.unpack_from(data, offset)
+                start = offset + _EVENT.size
                 gone = gone or bool(mask & (_IN_IGNORED | _IN_DELETE_SELF | _IN_MOVE_SELF))
-                offset += _EVENT.size + length
+                relevant = relevant or data.startswith(self.prefix, start, start + length)
+                offset = start + length
         if gone:
             self.close()
+        return relevant or gone
 
     async def _wait_readable(self, stop: anyio.Event | None) -> None:
         assert self._fd is not None
@@ -120,7 +128,10 @@ class FolderWatch:
                     await anyio.sleep_forever()
             return
         with anyio.move_on_after(self.backstop_s):
-            await self._wait_readable(stop)
+            while True:
+                await self._wait_readable(stop)
+                if self._drain() or (stop is not None and stop.is_set()):
+                    return
         if self._fd is not None:
             self._drain()
 

@@ -114,7 +114,7 @@ class LineFollower:
     async def follow(self, stop: anyio.Event) -> AsyncIterator[list[bytes]]:
         """Yield batches of whole lines until `stop` is set, then one final read (torn tail included).
         Sleeps between changes of the file's folder (or `poll_s` without change notification)."""
-        watch = FolderWatch(self.path.parent, poll_s=self.poll_s)
+        watch = FolderWatch(self.path.parent, prefix=self.path.name, poll_s=self.poll_s)
         try:
             while not stop.is_set():
                 batch = self.read_available()

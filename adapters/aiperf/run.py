@@ -83,7 +83,7 @@ async def _tail_taps(folder: Path, bus: Any, window: str, stop: anyio.Event, cou
     # One file per record-processor process; new files can appear while AIPerf starts its services.
     # Woken by the folder's change notifications (each tap line is one write), not by a timer.
     followers: dict[Path, LineFollower] = {}
-    watch = FolderWatch(folder, poll_s=0.005)
+    watch = FolderWatch(folder, prefix="tap-", poll_s=0.005)
     try:
         while True:
             final = stop.is_set()

@@ -58,7 +58,7 @@ class ServerRecordsTailer:
     async def _follow(self, path: Path, incarnation: int) -> None:
         follower = LineFollower(path, poll_s=self._poll_s)
         # Created before the first read, so a line written after any read wakes the next wait.
-        watch = FolderWatch(path.parent, poll_s=self._poll_s)
+        watch = FolderWatch(path.parent, prefix=path.name, poll_s=self._poll_s)
         try:
             while True:
                 for line in follower.read_available():

@@ -120,3 +120,20 @@ async def test_follow_streams_on_notifications_not_its_poll(tmp_path: Path) -> N
                     sent.set()
     follower.close()
     assert got == [b"0", b"1", b"2"]
+
+
+@linux_only
+@pytest.mark.anyio
+async def test_prefix_ignores_other_files_of_the_folder(tmp_path: Path) -> None:
+    """Writes to other files do not wake a watch with a prefix (it waits for its backstop); its own do."""
+    watch = FolderWatch(tmp_path, prefix="tap-", poll_s=60.0, backstop_s=0.2)
+    (tmp_path / "inputs.json").write_bytes(b"x" * 100_000)
+    start = anyio.current_time()
+    with anyio.fail_after(5):
+        await watch.wait()
+    assert anyio.current_time() - start >= 0.15
+    watch.backstop_s = 60.0
+    (tmp_path / "tap-1.jsonl").write_bytes(b"{}\n")
+    with anyio.fail_after(5):
+        await watch.wait()
+    watch.close()
