@@ -104,22 +104,40 @@ def _self_cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) * _TICK_S  # fields 14 and 15 of proc(5), counted from 1
 
 
-def _aiperf_exit(parent: psutil.Process, started: float, timeout_s: float) -> tuple[int, float]:
-    """Find the AIPerf child of aqbench; return (pid, monotonic exit time) through a pidfd."""
+def _children(pid: int) -> list[int]:
+    """Direct children of `pid` from its threads' /proc children lists: a few small reads, where psutil
+    would read the stat of every process on the (shared) host at each poll."""
+    out: list[int] = []
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            out += map(int, Path(f"/proc/{pid}/task/{tid}/children").read_bytes().split())
+        except FileNotFoundError:
+            continue  # the thread ended
+    return out
+
+
+def _aiperf_exit(parent: int, started: float, timeout_s: float) -> float:
+    """Find the AIPerf child of aqbench; return its monotonic exit time, seen through a pidfd."""
     deadline = started + timeout_s
+    seen: set[int] = set()
+    own = psutil.Process(parent).cmdline()
     while time.monotonic() < deadline:
-        for child in parent.children():
-            try:
-                cmdline = child.cmdline()
-            except psutil.Error:
+        for pid in _children(parent):
+            if pid in seen:
                 continue
-            if "profile" in cmdline[:3] and any(Path(arg).name == "aiperf" for arg in cmdline[:2]):
-                fd = os.pidfd_open(child.pid)
-                try:
+            try:
+                cmdline = psutil.Process(pid).cmdline()
+                fd = os.pidfd_open(pid)
+            except (psutil.Error, ProcessLookupError):
+                continue
+            if cmdline != own:  # forked but not yet exec'd: look again at the next poll
+                seen.add(pid)
+            try:
+                if "profile" in cmdline[:3] and any(Path(arg).name == "aiperf" for arg in cmdline[:2]):
                     select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
-                    return child.pid, time.monotonic()
-                finally:
-                    os.close(fd)
+                    return time.monotonic()
+            finally:
+                os.close(fd)
         time.sleep(0.02)
     raise RuntimeError("no AIPerf child of aqbench seen")
 
@@ -133,7 +151,7 @@ def _observed(cfg_path: Path) -> dict[str, float]:
     t0_ns = time.monotonic_ns()
     proc = subprocess.Popen([sys.executable, "-m", "orchestrator", "run-aiperf", "--config", str(cfg_path)],
                             env=env, cwd=str(ROOT), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _, aiperf_exit = _aiperf_exit(psutil.Process(proc.pid), time.monotonic(), cfg.workload.deadline_s)
+    aiperf_exit = _aiperf_exit(proc.pid, time.monotonic(), cfg.workload.deadline_s)
     os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
     end = time.monotonic_ns()
     own = _self_cpu_s(proc.pid)
