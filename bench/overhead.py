@@ -142,15 +142,16 @@ def _aiperf_exit(parent: int, started: float, timeout_s: float) -> float:
     raise RuntimeError("no AIPerf child of aqbench seen")
 
 
-def _observed(cfg_path: Path) -> dict[str, float]:
-    """(b): `aqbench run-aiperf`. Returns wall, AIPerf launch-to-exit, start-up times, own CPU."""
+def _observed(cfg_path: Path, root: Path = ROOT) -> dict[str, float]:
+    """(b): `aqbench run-aiperf` from the checkout at `root`. Returns wall, AIPerf launch-to-exit,
+    start-up times, own CPU."""
     cfg = load_config(cfg_path)
     runs = Path(cfg.run.output_dir)
     before = set(runs.glob("*")) if runs.is_dir() else set()
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(root)}
     t0_ns = time.monotonic_ns()
     proc = subprocess.Popen([sys.executable, "-m", "orchestrator", "run-aiperf", "--config", str(cfg_path)],
-                            env=env, cwd=str(ROOT), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            env=env, cwd=str(root), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     aiperf_exit = _aiperf_exit(proc.pid, time.monotonic(), cfg.workload.deadline_s)
     os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
     end = time.monotonic_ns()
@@ -176,10 +177,13 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--pairs", type=int, default=3)
     p.add_argument("--config", default=str(ROOT / "bench.toml"))
+    p.add_argument("--baseline", default="", help="another aqbench checkout (e.g. `git archive` of main) run "
+                   "as (c) after each pair, with its own bench.toml: before and after in one sitting")
     args = p.parse_args()
     cfg_path = Path(args.config).resolve()
     bare: list[dict[str, float]] = []
     seen: list[dict[str, float]] = []
+    base: list[dict[str, float]] = []
     for i in range(args.pairs):
         with tempfile.TemporaryDirectory(prefix="aqb-overhead-") as tmp:
             load = _load()
@@ -193,6 +197,14 @@ def main() -> None:
               f"  spawn {s['spawn']:5.2f} s  ready {s['ready']:5.2f} s  launch {s['launch']:5.2f} s"
               f"  own cpu {s['cpu_self']:5.2f} s ({100 * s['cpu_self'] / s['wall']:.1f} % of a core)"
               f"   load {load}", flush=True)
+        if args.baseline:
+            load = _load()
+            root = Path(args.baseline).resolve()
+            base.append(_observed(root / "bench.toml", root))
+            s = base[-1]
+            print(f"pair {i + 1} (c) baseline  wall {s['wall']:6.2f} s  aiperf {s['aiperf']:6.2f} s"
+                  f"  spawn {s['spawn']:5.2f} s  launch {s['launch']:5.2f} s  own cpu {s['cpu_self']:5.2f} s"
+                  f"   load {load}", flush=True)
 
     def med(rows: list[dict[str, float]], key: str) -> float:
         return statistics.median(r[key] for r in rows)
@@ -209,6 +221,10 @@ def main() -> None:
     cpu = med(seen, "cpu_self")
     print(f"  aqbench's own process: {cpu:.2f} CPU-s over {med(seen, 'wall'):.1f} s = "
           f"{100 * cpu / med(seen, 'wall'):.1f} % of one core (goal < 5 %); with children {med(seen, 'cpu_total'):.1f} CPU-s")
+    if base:
+        print(f"  baseline {args.baseline}: wall {med(base, 'wall'):.2f} s (ratio to bare "
+              f"{med(base, 'wall') / med(bare, 'wall'):.3f}), AIPerf {med(base, 'aiperf'):.2f} s, spawn "
+              f"{med(base, 'spawn'):.3f} s, launch {med(base, 'launch'):.2f} s, own cpu {med(base, 'cpu_self'):.2f} s")
 
 
 if __name__ == "__main__":
