@@ -1,7 +1,8 @@
 """Follow a growing file and hand out whole lines only; a shrink or a new inode restarts from byte 0.
 
-Knows nothing about what the lines mean. Polls (one stat and one read per poll): simple, works on
-every filesystem, and at 10 ms costs far less than a core.
+Knows nothing about what the lines mean. Each read is one stat and one pread; `follow` reads again
+when the file's folder reports a change (inotify, adapters/fswatch.py), or every `poll_s` where the
+platform cannot report changes.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from pathlib import Path
 
 import anyio
 import msgspec
+
+from adapters.fswatch import FolderWatch
 
 __all__ = ["LineFollower", "FollowerStatistics"]
 
@@ -109,14 +112,18 @@ class LineFollower:
         return out
 
     async def follow(self, stop: anyio.Event) -> AsyncIterator[list[bytes]]:
-        """Yield batches of whole lines until `stop` is set, then one final read (torn tail included)."""
-        while not stop.is_set():
-            batch = self.read_available()
-            if batch:
-                yield batch
-            else:
-                with anyio.move_on_after(self.poll_s):
-                    await stop.wait()
+        """Yield batches of whole lines until `stop` is set, then one final read (torn tail included).
+        Sleeps between changes of the file's folder (or `poll_s` without change notification)."""
+        watch = FolderWatch(self.path.parent, prefix=self.path.name, poll_s=self.poll_s)
+        try:
+            while not stop.is_set():
+                batch = self.read_available()
+                if batch:
+                    yield batch
+                else:
+                    await watch.wait(stop=stop)
+        finally:
+            watch.close()
         batch = self.read_available(final=True)
         if batch:
             yield batch

@@ -28,6 +28,7 @@ from orchestrator.events import (
     ServerRecord,
     SoakWindowOpened,
 )
+from orchestrator.pulse import Pulse
 
 __all__ = ["KeyParser", "Joiner", "JoinerStatistics", "Correlator"]
 
@@ -328,6 +329,9 @@ class Joiner:
                 out.extend(self._crash_list(crash))
         return out
 
+    def idle(self) -> bool:  # nothing waits on time: no open half, no answer grace, no crash list
+        return not (self._clients or self._servers or self._awaiting or self._crashes)
+
     def open_clients(self, window: str | None = None) -> int:
         if window is None:
             return len(self._clients)
@@ -564,6 +568,7 @@ class Correlator:
         self._lock = anyio.Lock()
         self._last_seq = 0
         self._started = anyio.Event()
+        self._progress = Pulse()  # after each batch and tick: close_window and an idle tick wait on it
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Consume the bus until it closes or this task is cancelled. Ready once subscribed."""
@@ -577,15 +582,19 @@ class Correlator:
                     async with self._lock:
                         self._backlog.extend(batch)
                         await self._process_backlog()
+                    self._progress.pulse()
                 tg.cancel_scope.cancel()
 
     async def _tick(self) -> None:
         while True:
+            if self.joiner.idle():
+                await self._progress.wait()  # nothing waits on time: sleep until input arrives
             await anyio.sleep(self._tick_s)
             async with self._lock:
                 for ev in self.joiner.expire(time.monotonic_ns()):
                     await self._publish(ev)
                 await self._process_backlog()
+            self._progress.pulse()
 
     async def _process_backlog(self) -> None:
         while self._backlog:
@@ -633,7 +642,7 @@ class Correlator:
         target = self._bus.statistics().published
         with anyio.move_on_after(limit_s):
             while self._last_seq < target or (window is not None and self.joiner.open_clients(window)):
-                await anyio.sleep(0.01)
+                await self._progress.wait()  # no await between the check and the wait: no lost signal
 
     async def discard_window(self, window: str) -> bool:
         """`Joiner.discard_window` once everything published so far is processed. Blocks briefly."""

@@ -5,10 +5,10 @@ Pure reads of AIPerf's outputs (ready marker, aggregate JSON, phase manifest); n
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any, Literal
 
+import anyio
 import msgspec
 
 __all__ = ["Classification", "Judgement", "judge_artifacts", "wait_artifacts_final", "READY_MARKER",
@@ -102,26 +102,27 @@ def _sizes(folder: Path) -> tuple[int, ...]:
     return tuple(out)
 
 
-def wait_artifacts_final(folder: Path, *, timeout_s: float, quiet_s: float | None = None,
-                         poll_s: float = 0.1) -> bool:
-    """Wait (blocking; call through a worker thread) until the ready marker exists and the export
-    sizes are unchanged over two polls. With `quiet_s`, also give up once nothing changed for that
-    long without a marker (a killed AIPerf never writes one). Returns whether the marker was seen."""
-    start = time.monotonic()
-    deadline = start + timeout_s
+async def wait_artifacts_final(folder: Path, *, timeout_s: float, quiet_s: float | None = None,
+                               poll_s: float = 0.05) -> bool:
+    """Wait until the ready marker exists and the export sizes are unchanged over two polls. With
+    `quiet_s`, also give up once nothing changed for that long without a marker (a killed AIPerf never
+    writes one). Returns whether the marker was seen. Cancellable; each poll is a few local stats,
+    run on the event loop (stability is a matter of time, so this one wait polls)."""
+    start = anyio.current_time()
     last: tuple[int, ...] | None = None
     stable = 0
     changed_at = start
-    while time.monotonic() < deadline:
-        sizes = _sizes(folder)
-        if sizes == last:
-            stable += 1
-        else:
-            stable, changed_at = 0, time.monotonic()
-        if sizes[0] >= 0 and stable >= 2:
-            return True
-        if quiet_s is not None and time.monotonic() - changed_at >= quiet_s:
-            return False
-        last = sizes
-        time.sleep(poll_s)
+    with anyio.move_on_after(timeout_s):
+        while True:
+            sizes = _sizes(folder)
+            if sizes == last:
+                stable += 1
+            else:
+                stable, changed_at = 0, anyio.current_time()
+            if sizes[0] >= 0 and stable >= 2:
+                return True
+            if quiet_s is not None and anyio.current_time() - changed_at >= quiet_s:
+                return False
+            last = sizes
+            await anyio.sleep(poll_s)
     return False

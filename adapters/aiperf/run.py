@@ -24,6 +24,7 @@ from adapters.aiperf.artifacts import Classification, judge_artifacts, wait_arti
 from adapters.aiperf.command import SHORT_TMP_PREFIX, AiperfCommand
 from adapters.aiperf.install import AiperfInstall
 from adapters.aiperf.records import RecordParseError, parse_export_line, parse_tap_line
+from adapters.fswatch import FolderWatch
 from adapters.server.group import signal_group, stop_group
 from adapters.tail import LineFollower
 from orchestrator.errors import ClientError
@@ -81,7 +82,9 @@ async def _tail_export(path: Path, bus: Any, window: str, stop: anyio.Event, cou
 
 async def _tail_taps(folder: Path, bus: Any, window: str, stop: anyio.Event, counts: _Counts) -> None:
     # One file per record-processor process; new files can appear while AIPerf starts its services.
+    # Woken by the folder's change notifications (each tap line is one write), not by a timer.
     followers: dict[Path, LineFollower] = {}
+    watch = FolderWatch(folder, prefix="tap-", poll_s=0.005)
     try:
         while True:
             final = stop.is_set()
@@ -94,9 +97,9 @@ async def _tail_taps(folder: Path, bus: Any, window: str, stop: anyio.Event, cou
                     await _publish_lines(bus, batch, "tap", window, counts)
             if final:
                 return
-            with anyio.move_on_after(0.005):
-                await stop.wait()
+            await watch.wait(stop=stop)
     finally:
+        watch.close()
         for follower in followers.values():
             follower.close()
 
@@ -231,8 +234,7 @@ async def run_aiperf(
             # Exports are finalised after exit: wait for the marker and stable sizes, then stop tailing.
             # Exit 0 means AIPerf finishes its files; a failed or signalled AIPerf may never write a marker.
             quiet = None if proc.returncode == 0 else _QUIET_S
-            await anyio.to_thread.run_sync(lambda: wait_artifacts_final(artifact_dir, timeout_s=_FINAL_WAIT_S,
-                                                                        quiet_s=quiet))
+            await wait_artifacts_final(artifact_dir, timeout_s=_FINAL_WAIT_S, quiet_s=quiet)
             stop_tailers.set()
             pump_scope.deadline = anyio.current_time() + 2.0
         judged = await anyio.to_thread.run_sync(lambda: judge_artifacts(

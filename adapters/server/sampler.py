@@ -6,6 +6,7 @@ events. Without a GPU (or without nvidia-ml-py) GPU figures are None and `gpu_un
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import psutil
@@ -77,6 +78,35 @@ class _Nvml:
             self._lib = None
 
 
+def _descendants(root_pid: int) -> list[int] | None:
+    """The pids under `root_pid`, from each thread's /proc children list (Linux CONFIG_PROC_CHILDREN):
+    reads the tree's own files, where psutil reads the stat of every process on the host. None where
+    the kernel has no such lists."""
+    out: list[int] = []
+    stack = [root_pid]
+    while stack:
+        pid = stack.pop()
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except FileNotFoundError:
+            continue  # exited since its parent listed it
+        except OSError:
+            return None
+        for tid in tids:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/children", "rb") as fh:
+                    kids = [int(k) for k in fh.read().split()]
+            except FileNotFoundError:
+                if not os.path.isdir(f"/proc/{pid}/task/{tid}"):
+                    continue  # the thread ended
+                return None
+            except OSError:
+                return None
+            out += kids
+            stack += kids
+    return out
+
+
 def _text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
@@ -108,7 +138,9 @@ class PsutilSampler:
     def sample(self, root_pid: int) -> TreeSample | None:
         try:
             root = self._process(root_pid)
-            members = [root, *root.children(recursive=True)]
+            below = _descendants(root_pid)
+            if below is None:
+                below = [child.pid for child in root.children(recursive=True)]
         except psutil.Error:
             return None
         self._count += 1
@@ -117,9 +149,9 @@ class PsutilSampler:
         uss: int | None = 0 if want_uss else None
         cpu = 0.0
         pids: list[tuple[int, float]] = []
-        for member in members:
+        for member in (root_pid, *below):
             try:
-                proc = self._process(member.pid)
+                proc = self._process(member)
                 with proc.oneshot():
                     if proc.status() == psutil.STATUS_ZOMBIE:
                         continue

@@ -11,6 +11,7 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
+from adapters.fswatch import FolderWatch
 from adapters.tail import LineFollower
 from adapters.trtmc.records import ServerRecordParseError, parse_server_record
 from orchestrator.events import ServerSpawned, Warned
@@ -24,6 +25,7 @@ class ServerRecordsTailer:
     Start with `await tg.start(tailer.run)` before the supervisor spawns the server. The task that
     reads the subscription never publishes (followers do), so this lossless subscriber cannot block
     the bus on itself. Cancellation stops following; lines not yet read are left in the files.
+    A follower reads when the file's folder reports a change (or every `poll_s` without notification).
     """
 
     def __init__(self, bus: Any, *, poll_s: float = 0.01, name: str = "server-records") -> None:
@@ -55,6 +57,8 @@ class ServerRecordsTailer:
 
     async def _follow(self, path: Path, incarnation: int) -> None:
         follower = LineFollower(path, poll_s=self._poll_s)
+        # Created before the first read, so a line written after any read wakes the next wait.
+        watch = FolderWatch(path.parent, prefix=path.name, poll_s=self._poll_s)
         try:
             while True:
                 for line in follower.read_available():
@@ -67,6 +71,7 @@ class ServerRecordsTailer:
                         continue
                     self.published += 1
                     await self._bus.publish(rec)
-                await anyio.sleep(self._poll_s)
+                await watch.wait()
         finally:
+            watch.close()
             follower.close()

@@ -3,17 +3,30 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 
 __all__ = ["register", "run"]
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from adapters.reference.serve import add_server_arguments
+    p: argparse.ArgumentParser = sub.add_parser(
+        "serve-reference", help="run the embedded reference audio-QA server",
+        description="Serve trtmc-server's HTTP contract plus input_audio over the "
+        "reference cascade engine. SIGINT/SIGTERM drain and exit 0.")
+    parse = p.parse_known_args
 
-    p = sub.add_parser("serve-reference", help="run the embedded reference audio-QA server",
-                       description="Serve trtmc-server's HTTP contract plus input_audio over the "
-                       "reference cascade engine. SIGINT/SIGTERM drain and exit 0.")
-    add_server_arguments(p)
+    def add_flags_then_parse(args: Sequence[str] | None = None,
+                             namespace: argparse.Namespace | None = None) -> tuple[argparse.Namespace, list[str]]:
+        # The server's flags live beside the server, whose package loads the engine (faster-whisper,
+        # aiohttp: ~1.5 s). Every other command builds this parser too, so they are added only when
+        # this command is the one being parsed (argparse hands a subcommand's args to its parser).
+        from adapters.reference.serve import add_server_arguments
+
+        del p.parse_known_args  # back to the class's method: flags are added once
+        add_server_arguments(p)
+        return parse(args, namespace)
+
+    p.parse_known_args = add_flags_then_parse  # type: ignore[method-assign,assignment]
     p.set_defaults(func=run)
 
 

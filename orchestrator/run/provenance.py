@@ -21,17 +21,25 @@ _PACKAGES = ("aiperf", "anyio", "aiohttp", "msgspec", "structlog", "soundfile", 
 @cache
 def git_commit() -> str:
     """The commit of the aqbench checkout this code runs from ('' when not a git checkout)."""
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]  # orchestrator/run/provenance.py -> the checkout
     if not (root / ".git").exists():
         return ""
+    # Both at once: the run's start waits for the slower of the two, not for their sum.
+    queries = (["rev-parse", "HEAD"], ["status", "--porcelain", "--untracked-files=no"])
+    procs: list[subprocess.Popen[str]] = []
     try:
-        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=5)
+        for query in queries:
+            procs.append(subprocess.Popen(["git", "-C", str(root), *query], stdout=subprocess.PIPE,
+                                          stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, text=True))
+        commit, dirty = (proc.communicate(timeout=5)[0].strip() for proc in procs)
     except (OSError, subprocess.TimeoutExpired):
         return ""
-    commit = out.stdout.strip()
-    return f"{commit}-dirty" if commit and dirty.stdout.strip() else commit
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    return f"{commit}-dirty" if commit and dirty else commit
 
 
 @cache

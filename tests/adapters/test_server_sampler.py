@@ -19,6 +19,20 @@ idle = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
 print(busy.pid, idle.pid, flush=True)
 time.sleep(60)
 """
+_NESTED = r"""
+import subprocess, sys, time
+code = (
+    "import subprocess, sys, threading, time\n"
+    "box = []\n"
+    "t = threading.Thread(target=lambda: box.append(subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])))\n"
+    "t.start(); t.join()\n"
+    "print(box[0].pid, flush=True)\n"
+    "time.sleep(60)\n"
+)
+child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+print(child.pid, child.stdout.readline().strip(), flush=True)
+time.sleep(60)
+"""
 _GPU_HOLDER = r"""
 import sys, time, torch
 x = torch.empty(int(sys.argv[1]) * 2**20, dtype=torch.uint8, device="cuda")
@@ -73,6 +87,20 @@ class TestTreeSample:
         assert second.threads >= 3 and second.open_files >= 9
         assert second.uss_bytes is not None and 0 < second.uss_bytes < second.rss_bytes
         assert second.cpu_percent > 20, second.cpu_percent  # one spinning child; 2 shared cores here
+
+    def test_grandchild_started_from_a_thread_is_in_the_tree(self):
+        """A process started by a non-main thread of a child (kernel lists it under that thread) counts."""
+        proc = subprocess.Popen([sys.executable, "-c", _NESTED], stdout=subprocess.PIPE, text=True)
+        sampler = PsutilSampler(gpu=False)
+        try:
+            child, grandchild = map(int, proc.stdout.readline().split())
+            sample = sampler.sample(proc.pid)
+            expected = {proc.pid, *(p.pid for p in psutil.Process(proc.pid).children(recursive=True))}
+        finally:
+            _kill_tree(proc)
+            proc.stdout.close()
+        assert sample is not None
+        assert {pid for pid, _ in sample.pids} == expected == {proc.pid, child, grandchild}
 
     def test_gone_process_gives_none(self):
         """Sampling a pid that has exited returns None instead of raising."""
