@@ -46,7 +46,7 @@ async def _lag_run(folder: Path, requests: int, concurrency: int, rate: float | 
                             for i in range(16)))
     lags: dict[str, list[float]] = {"tap": [], "export": [], "correlated": []}
     try:
-        time.sleep(1.0)
+        await anyio.sleep(1.0)
         install = check_install()
         load = {"concurrency": None, "request_rate": rate} if rate else {"concurrency": concurrency}
         cmd = build_command(WorkloadConfig(warmup_requests=0, requests=requests, **load),

@@ -102,7 +102,7 @@ def tone_track(x: np.ndarray, rate: int) -> tuple[np.ndarray, np.ndarray, np.nda
 def _runs(mask: np.ndarray) -> list[tuple[int, int]]:
     """Half-open index runs where mask is True."""
     edges = np.diff(np.concatenate([[0], mask.astype(np.int8), [0]]))
-    return list(zip(np.flatnonzero(edges == 1).tolist(), np.flatnonzero(edges == -1).tolist()))
+    return list(zip(np.flatnonzero(edges == 1).tolist(), np.flatnonzero(edges == -1).tolist(), strict=True))
 
 
 def tone_events(x: np.ndarray, rate: int) -> list[ToneEvent]:

@@ -355,7 +355,7 @@ def _speaker_count(clip: _Clip, r: Route) -> str:
     f0s = sorted(f for u in clip.utterances() if (f := _voice_f0(clip, u)) is not None)
     if not f0s:
         return "1"
-    clusters = 1 + sum(1 for a, b in zip(f0s, f0s[1:]) if b / a > 1.25)
+    clusters = 1 + sum(1 for a, b in zip(f0s, f0s[1:], strict=False) if b / a > 1.25)
     return str(clusters)
 
 
@@ -364,7 +364,7 @@ def _speaking_rate(clip: _Clip, r: Route) -> str:
     if len(utts) < 2:
         return "I hear only one stretch of speech, so there is nothing to compare."
     if len(utts) > 2:  # split at the longest pause into two parts
-        gaps = [b.start_s - a.end_s for a, b in zip(utts, utts[1:])]
+        gaps = [b.start_s - a.end_s for a, b in zip(utts, utts[1:], strict=False)]
         k = int(np.argmax(gaps)) + 1
         utts = [SpeechSegment(utts[0].start_s, utts[k - 1].end_s),
                 SpeechSegment(utts[k].start_s, utts[-1].end_s)]

@@ -12,7 +12,7 @@ from enum import Enum
 __all__ = ["Kind", "Route", "LANGUAGES", "TONE_WORDS", "route", "words_of"]
 
 
-class Kind(str, Enum):
+class Kind(str, Enum):  # noqa: UP042 - str(Kind.X) is 'Kind.X' here, which StrEnum would change
     """The analyses the engine can run; UNSUPPORTED means the engine says it cannot answer."""
 
     COUNT_TONES = "count_tones"
@@ -125,7 +125,7 @@ def route(question: str) -> Route:
         return make(Kind.WORD_AROUND_TONE, lowest=has("before", "precedes", "preceding"))
     # "left" alone is ambiguous ("how many are left?"): ask for a channel word or both sides.
     if has("channel", "channels", "ear", "ears", "stereo", "side", "sides") \
-            or has("left") and has("right"):
+            or (has("left") and has("right")):
         return make(Kind.CHANNEL)
     if has("rising", "falling", "rise", "fall", "sweep", "ascending", "descending", "upward",
            "downward", "go up", "go down", "goes up", "goes down", "direction", "increase", "decrease"):
@@ -149,7 +149,7 @@ def route(question: str) -> Route:
         return make(Kind.DURATION)
     if has("silent", "silence", "quiet", "empty", "any sound", "anything", "audible", "blank"):
         return make(Kind.SILENCE)
-    if ws & _SPEECH and (w[:1] and w[0] in {"is", "are", "does", "do", "can", "was", "did", "has"}
+    if ws & _SPEECH and ((w[:1] and w[0] in {"is", "are", "does", "do", "can", "was", "did", "has"})
                          or has("or noise", "or music", "or not", "any speech", "contain",
                                 "contains", "present")):
         if not has("what", "which word", "who"):

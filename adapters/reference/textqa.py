@@ -102,8 +102,8 @@ def answer_number(transcript: str, question: str) -> str | None:
         return _fmt(nums[0] * nums[1])
     if _has(q, ("how many more", "how much more", "difference", "how much older", "how much longer")):
         return _fmt(abs(nums[0] - nums[1]))
-    if _has(transcript, _SUBTRACT) or _has(q, ("left", "remain", "remaining", "still have")) \
-            and not _has(transcript, _ADD):
+    if _has(transcript, _SUBTRACT) or (_has(q, ("left", "remain", "remaining", "still have")) \
+            and not _has(transcript, _ADD)):
         return _fmt(nums[0] - sum(nums[1:]))
     if _has(transcript, _ADD) or _has(q, ("total", "altogether", "in all", "together", "sum")):
         return _fmt(sum(nums))

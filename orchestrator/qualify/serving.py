@@ -34,7 +34,7 @@ async def supervise_to_the_end(spec: Any, bus: Any, *, task_status: Any = anyio.
 
     proxy = _StartedProxy(task_status)
     try:
-        await supervise(spec, bus, task_status=proxy)  # type: ignore[arg-type]
+        await supervise(spec, bus, task_status=proxy)
     except ServerError:
         if not proxy.done:
             raise

@@ -6,31 +6,23 @@ benchmarks. `Correlator` runs it as a lossless bus subscriber. Neither reads fil
 
 from __future__ import annotations
 
-import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any
 
-import anyio
 import msgspec
-from anyio.abc import TaskStatus
 
 from orchestrator.accounting import WindowTally, category_of, cause_of, never_connected
 from orchestrator.events import (
-    AccountingChecked,
-    AiperfStarted,
     ClientRecord,
     Event,
     RequestCorrelated,
     RequestsInFlight,
     RequestUnmatched,
-    ServerExited,
     ServerRecord,
-    SoakWindowOpened,
 )
-from orchestrator.pulse import Pulse
 
-__all__ = ["KeyParser", "Joiner", "JoinerStatistics", "Correlator"]
+__all__ = ["KeyParser", "Joiner", "JoinerStatistics"]
 
 KeyParser = Callable[[str], tuple[str, str]]
 _fields = ClientRecord.__struct_fields__
@@ -468,8 +460,8 @@ class Joiner:
             del settled[next(iter(settled))]  # oldest first: bounded memory over long soaks
         self.correlated += 1
         conversation_id = client.conversation_id
-        key = self._keys.get(conversation_id) if conversation_id else None
-        item_id, arm = key if key is not None else self._key(conversation_id)
+        item_key = self._keys.get(conversation_id) if conversation_id else None
+        item_id, arm = item_key if item_key is not None else self._key(conversation_id)
         start, end = client.request_start_ns, client.request_end_ns
         lifecycle = (end - start) / 1e6 if start is not None and end is not None else None
         if server is None:
@@ -532,121 +524,5 @@ class Joiner:
                                  limit=crash.limit, rule=_IN_FLIGHT_RULE)]
 
 
-def _concurrency(argv: list[str]) -> int:
-    """AIPerf's `--concurrency N` (either spelling); 0 when absent or not a number."""
-    for i, arg in enumerate(argv):
-        value = arg.partition("=")[2] if arg.startswith("--concurrency=") else (
-            argv[i + 1] if arg == "--concurrency" and i + 1 < len(argv) else None)
-        if value is not None:
-            try:
-                return max(0, int(value))
-            except ValueError:
-                return 0
-    return 0
 
 
-class Correlator:
-    """Runs a Joiner as a lossless bus subscriber and publishes what it derives.
-
-    `await tg.start(correlator.run)`; `await correlator.close_window(window)` at the end of each
-    AIPerf run. Publishing goes through Subscription.publish, which spills this subscriber's own queue
-    into its backlog while the bus is full, so the bus cannot deadlock on this subscriber.
-    """
-
-    def __init__(self, bus: Any, *, key_parser: KeyParser | None = None, match_timeout_s: float = 5.0,
-                 tick_s: float = 0.05, name: str = "correlator", size: int = 8192,
-                 answer_grace_s: float = 0.0, cut_by_time: bool = False) -> None:
-        self._bus = bus
-        self.joiner = Joiner(key_parser=key_parser, match_timeout_s=match_timeout_s,
-                             answer_grace_s=answer_grace_s, cut_by_time=cut_by_time)
-        self.match_timeout_s = match_timeout_s
-        self._tick_s = tick_s
-        self._name = name
-        self._size = size
-        self._sub: Any = None
-        self._backlog: deque[Any] = deque()
-        self._lock = anyio.Lock()
-        self._last_seq = 0
-        self._started = anyio.Event()
-        self._progress = Pulse()  # after each batch and tick: close_window and an idle tick wait on it
-
-    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        """Consume the bus until it closes or this task is cancelled. Ready once subscribed."""
-        async with self._bus.subscribe(self._name, size=self._size) as sub:
-            self._sub = sub
-            self._started.set()
-            task_status.started()
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(self._tick)
-                async for batch in sub.batches():
-                    async with self._lock:
-                        self._backlog.extend(batch)
-                        await self._process_backlog()
-                    self._progress.pulse()
-                tg.cancel_scope.cancel()
-
-    async def _tick(self) -> None:
-        while True:
-            if self.joiner.idle():
-                await self._progress.wait()  # nothing waits on time: sleep until input arrives
-            await anyio.sleep(self._tick_s)
-            async with self._lock:
-                for ev in self.joiner.expire(time.monotonic_ns()):
-                    await self._publish(ev)
-                await self._process_backlog()
-            self._progress.pulse()
-
-    async def _process_backlog(self) -> None:
-        while self._backlog:
-            ev = self._backlog.popleft()
-            self._last_seq = max(self._last_seq, ev.seq)
-            for out in self._handle(ev):
-                await self._publish(out)
-
-    def _handle(self, ev: Event) -> Iterable[Event]:
-        now = time.monotonic_ns()
-        if isinstance(ev, ClientRecord):
-            return self.joiner.add_client(ev, now)
-        if isinstance(ev, ServerRecord):
-            return self.joiner.add_server(ev, now)
-        if isinstance(ev, ServerExited) and not ev.expected:
-            return self.joiner.server_exited(ev.incarnation, ev.exited_unix_ns or ev.ts_ns, now)
-        if isinstance(ev, SoakWindowOpened):
-            self.joiner.start_window(ev.window, ev.start_unix_ns)
-        elif isinstance(ev, AiperfStarted) and not self.joiner.cut_by_time:
-            self.joiner.start_window(ev.window, ev.ts_ns, concurrency=_concurrency(ev.argv))
-        return ()
-
-    async def _publish(self, ev: Event) -> Event:
-        return await self._sub.publish(ev, spill=self._backlog.append)
-
-    async def close_window(self, window: str, *, expected: dict[str, int] | None = None,
-                           timeout_s: float | None = None) -> AccountingChecked:
-        """Wait until everything published so far is processed and the window's client halves have
-        settled (at most match timeout + 1 s), then publish the window's accounting and return it.
-        Blocks; cancellation leaves the window open."""
-        await self._caught_up(timeout_s if timeout_s is not None else self.match_timeout_s + 1.0, window)
-        async with self._lock:
-            await self._process_backlog()
-            checked: Event | None = None
-            for ev in self.joiner.close_window(window, expected=expected):
-                stamped = await self._publish(ev)
-                if isinstance(stamped, AccountingChecked):
-                    checked = stamped
-        assert isinstance(checked, AccountingChecked)
-        return checked
-
-    async def _caught_up(self, limit_s: float, window: str | None = None) -> None:
-        """Wait (at most `limit_s`) until all published so far is processed (and `window`'s halves settled)."""
-        await self._started.wait()
-        target = self._bus.statistics().published
-        with anyio.move_on_after(limit_s):
-            while self._last_seq < target or (window is not None and self.joiner.open_clients(window)):
-                await self._progress.wait()  # no await between the check and the wait: no lost signal
-
-    async def discard_window(self, window: str) -> bool:
-        """`Joiner.discard_window` once everything published so far is processed. Blocks briefly."""
-        await self._caught_up(self.match_timeout_s + 1.0)
-        async with self._lock:
-            await self._process_backlog()
-            return self.joiner.discard_window(window)
