@@ -23,6 +23,7 @@ JSON-lines worker protocol instead (`--defect` applies there).
 from __future__ import annotations
 
 import argparse
+import asyncio
 import base64
 import json
 import signal
@@ -93,9 +94,15 @@ def serve(args: argparse.Namespace) -> None:
         parts = parts if isinstance(parts, list) else [{"type": "text", "text": parts}]
         question = " ".join(p.get("text", "") for p in parts if p.get("type") == "text").strip()
         clips = [p["input_audio"] for p in parts if p.get("type") == "input_audio"]
-        audio = decode_audio(base64.b64decode(clips[0]["data"]), clips[0]["format"]) if clips else None
         limit = body.get("max_completion_tokens") or body.get("max_tokens")
-        ans = engine.answer(audio, question, limit)
+
+        def answer() -> Any:
+            audio = decode_audio(base64.b64decode(clips[0]["data"]), clips[0]["format"]) if clips else None
+            return engine.answer(audio, question, limit)
+
+        # Off the event loop: health probes must keep answering while the engine works (a busy machine
+        # would otherwise make the supervisor restart a healthy server).
+        ans = await asyncio.to_thread(answer)
         text, finish, tokens = ans.text, None, ans.completion_tokens
         hit = args.target in question and not (args.under_load_only and rid.startswith("aqb-"))
         if hit:
