@@ -5,13 +5,15 @@ Shared by the model's own stages and its reference side; starts nothing by itsel
 
 from __future__ import annotations
 
+import hashlib
+from pathlib import Path
 from typing import Any
 
 import anyio
 
 from orchestrator.errors import ServerError
 
-__all__ = ["supervise_to_the_end", "models_listing"]
+__all__ = ["supervise_to_the_end", "models_listing", "sha256_path"]
 
 
 class _StartedProxy:
@@ -47,3 +49,18 @@ async def models_listing(base_url: str) -> Any:
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as session:
         async with session.get(f"{base_url}/v1/models") as resp:
             return await resp.json(content_type=None)
+
+
+def sha256_path(path: Path) -> str:
+    """sha256 of a bundle file, or of a folder's files (sorted relative paths and contents)."""
+    h = hashlib.sha256()
+    if not path.exists():
+        raise ServerError(f"bundle {path} does not exist; fix bundle in bench.toml")
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    for f in files:
+        if path.is_dir():
+            h.update(str(f.relative_to(path)).encode() + b"\0")
+        with f.open("rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+    return h.hexdigest()

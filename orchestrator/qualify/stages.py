@@ -7,7 +7,6 @@ the journal by orchestrator.reports, never from this module's memory.
 
 from __future__ import annotations
 
-import hashlib
 import shlex
 import sys
 from collections.abc import Sequence
@@ -69,7 +68,7 @@ from orchestrator.qualify.capability import (
 from orchestrator.qualify.collect import WindowCollector
 from orchestrator.qualify.plan import describe_plan
 from orchestrator.qualify.reference import judge_against_reference, resolve_gate
-from orchestrator.qualify.serving import models_listing, supervise_to_the_end
+from orchestrator.qualify.serving import models_listing, sha256_path, supervise_to_the_end
 from orchestrator.run import Interrupt, RunScope, open_run
 
 __all__ = ["QualifyOptions", "qualify", "STATUSES"]
@@ -293,7 +292,10 @@ async def _stages(m: _ModelRun) -> str:
     await m.phase_start("server")
     bundle = m.model.bundle or m.cfg.server.bundle
     if bundle:
-        m.bundle_sha256 = await anyio.to_thread.run_sync(_sha256_path, Path(bundle))
+        try:
+            m.bundle_sha256 = await anyio.to_thread.run_sync(sha256_path, Path(bundle))
+        except ServerError as exc:
+            raise _StageFailed("server", "failed", str(exc)) from None
     spec = ServerSpec.from_config(m.cfg, m.model, m.run.run_dir, parts=m.toolkit.server_parts(m.cfg.server.kind))
     # Stage failures are caught inside the task group and re-raised outside it, so that they reach
     # the caller as themselves rather than wrapped in an exception group.
@@ -340,21 +342,6 @@ async def _run_stages(m: _ModelRun, handle: Any, spec: Any) -> str:
         return m.status
     await _aiperf(m, handle)
     return "aiperf-qualified"
-
-
-def _sha256_path(path: Path) -> str:
-    """sha256 of a bundle file, or of a folder's files (sorted relative paths and contents)."""
-    h = hashlib.sha256()
-    if not path.exists():
-        raise _StageFailed("server", "failed", f"bundle {path} does not exist; fix bundle in bench.toml")
-    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
-    for f in files:
-        if path.is_dir():
-            h.update(str(f.relative_to(path)).encode() + b"\0")
-        with f.open("rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                h.update(chunk)
-    return h.hexdigest()
 
 
 # ---------------------------------------------------------------------------------------- capability

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
+from typing import Protocol
 
-from orchestrator.events import AnswerMismatch
+from orchestrator.events import AnswerMismatch, ItemRef, PhaseDetail
 from orchestrator.reports.schema import (
     AudioLift,
+    FailingItem,
     GridCell,
     GridRow,
     Mismatch,
@@ -19,7 +21,7 @@ from orchestrator.reports.windows import (
     pass_rate,
 )
 
-__all__ = ["Cells", "MAX_GRID_ITEMS", "path_correctness", "verdict_grids", "arm_order", "audio_lift", "mismatches"]
+__all__ = ["Cells", "failing_items", "MAX_GRID_ITEMS", "path_correctness", "verdict_grids", "arm_order", "audio_lift", "mismatches"]
 
 MAX_GRID_ITEMS = 400  # rows of the verdict grid per path; the pass rates still count every item
 
@@ -115,3 +117,29 @@ def mismatches(entries: Iterable[AnswerMismatch]) -> list[Mismatch]:
     """Mismatch entries as qualify journals them: item_id, arm, and one answer per path."""
     return [Mismatch(item_id=e.item_id, arm=e.arm, answers=dict(sorted(e.answers.items())), request_id=e.request_id)
             for e in entries]
+
+
+class _StageLike(Protocol):
+    outcome: str
+    detail: PhaseDetail
+
+
+def failing_items(cells: Cells, correctness: _StageLike | None, gate_arm: str) -> list[FailingItem]:
+    """Failing items as the correctness stage listed them, with their answers from the HTTP verdicts; when the
+    stage failed without a list, every wrong answer on the gate's arm."""
+    listed = correctness.detail.failing_items if correctness is not None else None
+    keys: list[tuple[str, str]] = []
+    if listed:
+        for entry in listed:
+            if isinstance(entry, ItemRef):
+                keys.append((entry.item_id, entry.arm or gate_arm))
+            else:
+                keys.append((entry, gate_arm))
+    elif correctness is not None and correctness.outcome == "failed":
+        keys = [k for k, cell in cells.items() if k[1] == gate_arm and cell[0] != "correct"]
+    out = []
+    for item_id, arm in keys:
+        verdict, answer, gold, kind = cells.get((item_id, arm), ("", None, "", ""))
+        out.append(FailingItem(item_id=item_id, arm=arm, kind=kind, path="http", verdict=verdict,
+                               answer=answer, gold=gold))
+    return out

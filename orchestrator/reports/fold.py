@@ -28,7 +28,6 @@ from orchestrator.events import (
     GateEvaluated,
     GpuSampled,
     HostFacts,
-    ItemRef,
     ModelResult,
     NoninferiorityJudged,
     NoninferiorityResult,
@@ -54,13 +53,18 @@ from orchestrator.events import (
 from orchestrator.journal import TornLine, iter_journal
 from orchestrator.publish.secrets import Redactor
 from orchestrator.reports.completeness import CompletenessTally
-from orchestrator.reports.correctness import MAX_GRID_ITEMS, mismatches, path_correctness, verdict_grids
+from orchestrator.reports.correctness import (
+    MAX_GRID_ITEMS,
+    failing_items,
+    mismatches,
+    path_correctness,
+    verdict_grids,
+)
 from orchestrator.reports.schema import (
     CapabilityCheck,
     Commands,
     Counts,
     DatasetIdentity,
-    FailingItem,
     GateRow,
     Histogram,
     IdentityResult,
@@ -469,7 +473,7 @@ class ReportFold:
             capability=list(m.capability),
             correctness=self._correctness(m),
             gates=list(m.gates),
-            failing_items=self._failing(m, gate_arm),
+            failing_items=failing_items(m.cells.get("http", {}), m.stages.get("correctness"), gate_arm),
             identity=IdentityResult(
                 outcome=m.stages["identity"].outcome if "identity" in m.stages else "",
                 compared=identity_detail.compared or 0,
@@ -523,26 +527,6 @@ class ReportFold:
 
     def _correctness(self, m: _Model) -> dict[str, PathCorrectness]:
         return path_correctness(m.cells, m.load)
-
-    def _failing(self, m: _Model, gate_arm: str) -> list[FailingItem]:
-        """Failing items as the correctness stage listed them, with their answers from the verdicts."""
-        cells = m.cells.get("http", {})
-        listed = m.stages["correctness"].detail.failing_items if "correctness" in m.stages else None
-        keys: list[tuple[str, str]] = []
-        if listed:
-            for entry in listed:
-                if isinstance(entry, ItemRef):
-                    keys.append((entry.item_id, entry.arm or gate_arm))
-                else:
-                    keys.append((entry, gate_arm))
-        elif "correctness" in m.stages and m.stages["correctness"].outcome == "failed":
-            keys = [k for k, cell in cells.items() if k[1] == gate_arm and cell[0] != "correct"]
-        out = []
-        for item_id, arm in keys:
-            verdict, answer, gold, kind = cells.get((item_id, arm), ("", None, "", ""))
-            out.append(FailingItem(item_id=item_id, arm=arm, kind=kind, path="http", verdict=verdict,
-                                   answer=answer, gold=gold))
-        return out
 
     def _charts(self, m: _Model) -> ModelCharts:
         window = self._row_window(m)
