@@ -52,8 +52,14 @@ def mini_dataset(tmp_path: Path, items: list[str]) -> Path:
 
 
 def config(tmp_path: Path, *, server_argv: str | None = None, kind: str = "reference", dataset: Path | None = None,
-           extra_models: str = "", replace: dict[str, str] | None = None) -> Path:
+           extra_models: str = "", replace: dict[str, str] | None = None, reference: bool | None = None) -> Path:
+    """bench.toml for a test. A mini dataset cannot decide non-inferiority (tens of paired problems where the
+    default margin needs 67 or more), so with one the reference side and its gate are left out unless
+    `reference` asks for them."""
     text = DEFAULT.replace('output_dir = "runs"', f'output_dir = "{tmp_path / "runs"}"')
+    if not (reference if reference is not None else dataset is None):
+        start = text.index("# Correctness as the owners judge it")
+        text = text[:start] + text[text.index("\n[dataset]", start) + 1:]
     if server_argv is not None:
         start = text.index("argv = [")
         end = text.index("]", start) + 1

@@ -88,7 +88,7 @@ def test_owners_gates_from_a_trtmc_checkout_are_applied_and_cited(tmp_path: Path
     subprocess.run([*git, "commit", "-qm", "fixture"], check=True)
     rev = subprocess.run([*git[:3], "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
     # The mini set is named for its folder; this workload is the owners' audioqa-v1 benchmark.
-    cfg = config(tmp_path, dataset=mini_dataset(tmp_path, MINI_ITEMS), replace={
+    cfg = config(tmp_path, dataset=mini_dataset(tmp_path, MINI_ITEMS), reference=True, replace={
         "[models.correctness.noninferiority]\n": '[models.correctness.noninferiority]\nbenchmark = "audioqa-v1"\n'})
     rc, stderr, run_dir = qualify(cfg, "--skip-aiperf", "--trtmc", str(root), "--rev", rev[:12])
     assert rc == 1, stderr[-3000:]
