@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
-from typing import Any, TextIO
+from typing import Any
 
 import anyio
-from anyio.abc import TaskStatus
+
+from orchestrator.view.line import LiveLine
 
 __all__ = ["register", "run"]
 
@@ -35,52 +35,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--match-timeout-s", type=float, default=5.0,
                    help="how long a request's half waits for the other half (default 5)")
     p.set_defaults(func=run)
-
-
-class LiveLine:
-    """A lossy subscriber printing done / errors / p50 latencies about once a second (estimates)."""
-
-    def __init__(self, bus: Any, *, stream: TextIO | None = None, every_s: float = 1.0) -> None:
-        from orchestrator.judge.stats import StreamingQuantiles
-
-        self.bus, self.stream, self.every_s = bus, stream or sys.stderr, every_s
-        self.done = self.errors = self.warmup = 0
-        self.latency = StreamingQuantiles()
-        self.model_call = StreamingQuantiles()
-        self._last = 0.0
-
-    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        from orchestrator.events import RequestCorrelated
-
-        async with self.bus.subscribe("live-line", size=4096, lossy=True) as sub:
-            task_status.started()
-            async for ev in sub:
-                if not isinstance(ev, RequestCorrelated):
-                    continue
-                if ev.phase == "warmup":
-                    self.warmup += 1  # warmup is tagged and kept, never in the statistics
-                    continue
-                self.done += 1
-                if not ev.ok:
-                    self.errors += 1
-                elif ev.request_latency_ms is not None:
-                    self.latency.add(ev.request_latency_ms)
-                    if ev.model_call_ms is not None:
-                        self.model_call.add(ev.model_call_ms)
-                if time.monotonic() - self._last >= self.every_s:
-                    self.print()
-
-    def line(self) -> str:
-        def ms(q: Any) -> str:
-            value = q.quantile(50)
-            return f"{value:.1f} ms" if value is not None else "-"
-
-        return (f"  live: done {self.done} (+{self.warmup} warmup)  errors {self.errors}  "
-                f"p50 client {ms(self.latency)}  p50 model_call {ms(self.model_call)}")
-
-    def print(self) -> None:
-        self._last = time.monotonic()
-        print(self.line(), file=self.stream, flush=True)
 
 
 def _expected(aggregate: dict[str, Any]) -> dict[str, int] | None:

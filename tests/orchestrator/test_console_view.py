@@ -44,3 +44,20 @@ def test_a_terminal_gets_a_progress_bar_and_the_same_lines() -> None:
     assert "correctness: started" in text and "correctness: passed" in text
     assert "2/2" in text and "audio-arm misses: http 0" in text
     assert "\x1b[" in text  # drawn in place with terminal control sequences, not as plain lines
+
+
+def test_run_aiperf_live_line_redraws_on_a_terminal_and_prints_lines_elsewhere() -> None:
+    """run-aiperf's live line: done, errors and p50s; in place on a terminal, one plain line per print off it."""
+    from orchestrator.view.line import LiveLine
+
+    for stream, in_place in ((_Terminal(), True), (io.StringIO(), False)):
+        line = LiveLine(Bus("run-test"), stream=stream)
+        line.done, line.errors = 3, 1
+        line.print()
+        line.print()
+        line.out.end_bar()
+        text = stream.getvalue()
+        assert "live: done 3 (+0 warmup)  errors 1" in text
+        assert ("\x1b[" in text) is in_place
+        if not in_place:
+            assert text.count("live: done 3") == 2
