@@ -10,11 +10,11 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from decimal import Decimal
-from html import escape
 from pathlib import Path
 from typing import Any
 
 import msgspec
+from markupsafe import Markup
 
 from orchestrator.events import (
     AnyEvent,
@@ -27,6 +27,7 @@ from orchestrator.events import (
 )
 from orchestrator.journal import TornLine, iter_journal
 from orchestrator.reports.svg import line_chart
+from orchestrator.reports.templating import render
 from orchestrator.reports.text import dash
 
 __all__ = ["SoakReport", "VerdictRow", "fold_soak", "build_soak_report", "inconclusive_lines",
@@ -303,12 +304,6 @@ def render_soak_markdown(report: SoakReport) -> str:
     return "\n".join(lines)
 
 
-def _html_table(head: list[str], rows: list[list[str]]) -> str:
-    h = "".join(f"<th>{escape(c)}</th>" for c in head)
-    b = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in r) + "</tr>" for r in rows)
-    return f"<table><thead><tr>{h}</tr></thead><tbody>{b}</tbody></table>"
-
-
 _CSS = ("body{font-family:system-ui,sans-serif;margin:24px auto;max-width:1100px;color:#222;padding:0 12px}"
         "table{border-collapse:collapse;margin:8px 0 16px;font-size:13px}"
         "th,td{border:1px solid #d0d0d0;padding:3px 8px;text-align:left;vertical-align:top}th{background:#f3f3f3}"
@@ -316,24 +311,11 @@ _CSS = ("body{font-family:system-ui,sans-serif;margin:24px auto;max-width:1100px
 
 
 def render_soak_html(report: SoakReport) -> str:
-    parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-             f"<title>aqbench soak {escape(report.run_id)}</title><style>{_CSS}</style></head><body>",
-             f"<h1>aqbench soak {escape(report.run_id)}</h1>", f"<p>{escape(_headline(report))}</p>"]
-    if report.reason:
-        parts.append(f"<p>Reason: {escape(report.reason)}</p>")
-    if undecided := inconclusive_lines(report):
-        parts.append("<p>Inconclusive (the evidence cannot decide; not a failure unless run with --strict):</p><ul>"
-                     + "".join(f"<li>{escape(u)}</li>" for u in undecided) + "</ul>")
-    parts += ["<h2>Verdicts</h2>", _html_table(_VERDICT_HEAD, _verdict_rows(report)),
-              '<h2>Per window</h2><div class="figs">', *_charts(report), "</div>",
-              _html_table(_WINDOW_HEAD, _window_rows(report))]
-    if report.exits:
-        parts.append("<h2>Unexpected server exits</h2><ul>" + "".join(
-            f"<li>incarnation {e['incarnation']}: code {escape(str(e['returncode']))} {escape(e['signal'])} during "
-            f"{escape(e['during'])}<pre>{escape(chr(10).join(e['output_tail']))}</pre></li>" for e in report.exits)
-            + f"</ul><p>Restarts: {report.restarts}</p>")
-    parts.append("</body></html>")
-    return "\n".join(parts)
+    """soak.html from its Jinja2 template (autoescaped; the charts are SVG that svg.py built escaped)."""
+    return render("soak.html", report=report, css=_CSS, headline=_headline(report),
+                  undecided=inconclusive_lines(report), verdict_head=_VERDICT_HEAD, verdict_rows=_verdict_rows(report),
+                  charts=[Markup(c) for c in _charts(report)], window_head=_WINDOW_HEAD,
+                  window_rows=_window_rows(report))
 
 
 def _write_atomic(path: Path, data: bytes) -> None:

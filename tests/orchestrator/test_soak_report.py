@@ -203,3 +203,13 @@ class TestSoakView:
                              rss_bytes=None, restarts=0, loaded_s=view.loaded_s(now_ns=T0 + 43 * s))
         assert line.startswith("soak 0:00:35/0:01:00 under load (wall 0:00:50)  windows 1 (in soak/w0002)")
 
+
+
+def test_soak_html_escapes_what_the_journal_says() -> None:
+    """soak.html comes from an autoescaped template: a verdict's text cannot inject markup."""
+    events = [RunStarted(command="soak", config=make_config(soak={"window_s": 15.0})), _window(1, 300),
+              SoakVerdict(metric="server_rss", passed=False, outcome="fail", final=True,
+                          reason="<script>alert(1)</script>"), RunFinished(status="failed")]
+    html = render_soak_html(fold_soak(events))
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "<script>" not in html
+    assert html.startswith("<!DOCTYPE html>")
