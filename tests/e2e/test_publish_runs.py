@@ -174,7 +174,7 @@ def test_planted_secrets_never_reach_the_run_files(qualify_run: Path, load_run: 
                 assert CONFIG_SECRET not in text and ENV_SECRET not in text, f"secret in {path}"
         events, _ = read_journal(run / "events.jsonl")
         started = next(e for e in events if isinstance(e, RunStarted))
-        assert started.config["server"]["env"] == {"HF_TOKEN": REDACTED}
+        assert started.config is not None and started.config.server.env == {"HF_TOKEN": REDACTED}
 
 
 def _private_words(text: str) -> list[str]:
