@@ -146,7 +146,7 @@ class TestSoak:
         outcomes = {m: v["outcome"] for m, v in verdicts.items()}
         assert {m for m, o in outcomes.items() if o == "inconclusive"} == trends, outcomes
         assert all(outcomes[m] == "pass" for m in set(verdicts) - trends), \
-            {m: v["detail"]["reason"] for m, v in verdicts.items()}
+            {m: v["reason"] for m, v in verdicts.items()}
         closed = [e for e in events if e["kind"] == "soak_window_closed"]
         assert [e["window"] for e in closed] == ["soak/w0001", "soak/w0002", "soak/w0003"]
         assert all(e["summary"]["ok"] > 0 for e in closed)
@@ -177,8 +177,8 @@ class TestSoak:
         verdicts = _final_verdicts(events)
         assert proc.returncode == 0, out[-3000:]
         for metric in ("server_rss", "latency_drift", "server_p99_latency"):
-            assert verdicts[metric]["outcome"] == "inconclusive", verdicts[metric]["detail"]["reason"]
-        assert "2 of 6 windows" in verdicts["server_rss"]["detail"]["reason"]
+            assert verdicts[metric]["outcome"] == "inconclusive", verdicts[metric]["reason"]
+        assert "2 of 6 windows" in verdicts["server_rss"]["reason"]
         assert not [m for m, v in verdicts.items() if v["outcome"] == "fail"]
         assert re.search(r"INCONCLUSIVE: .*server_rss.*latency_drift.*server_p99_latency.*: the evidence cannot "
                          r"decide; not failures", out)
@@ -197,8 +197,8 @@ class TestSoak:
         assert proc.returncode == 1, out[-3000:]
         rss = verdicts["server_rss"]
         assert rss["outcome"] == "fail", rss["detail"]
-        assert rss["detail"]["n"] >= 6 and rss["detail"]["slope"] > 1000.0
-        assert rss["detail"]["growth_mib"] > 32.0 or rss["detail"]["interval"][0] > 1000.0, rss["detail"]
+        assert rss["detail"]["n"] >= 6 and rss["slope"] > 1000.0
+        assert rss["detail"]["growth_mib"] > 32.0 or rss["interval"][0] > 1000.0, rss
         assert "| server_rss | FAIL | final |" in (run_dir / "soak.md").read_text()
         assert re.search(r"FAIL +server_rss", out)
         _windows_consecutive(events, run_dir)
@@ -228,7 +228,7 @@ class TestSoak:
         assert crashed and all(e["window"] == "soak/w0002" for e in crashed)
         restarts = _final_verdicts(events)["restarts"]
         assert not restarts["passed"]
-        assert "incarnation 1 exited (code -9, SIGKILL), restarted" in restarts["detail"]["reason"]
+        assert "incarnation 1 exited (code -9, SIGKILL), restarted" in restarts["reason"]
         _accounting_balanced(events)
         w2 = next(e for e in events if e["kind"] == "soak_window_closed" and e["index"] == 2)
         assert w2["summary"]["by_cause"].get("server_crash", 0) == len(crashed)
