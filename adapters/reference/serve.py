@@ -20,9 +20,10 @@ from aiohttp import web
 from adapters.reference.app import ServerSettings, ServerState, build_app
 from adapters.reference.engine import Engine
 from adapters.reference.faults import FaultSettings, FaultState
+from adapters.reference.heap import HeapSettings, SnapshotWriter, periodic, trim_heap
 from adapters.trtmc.records import RecordWriter
 
-__all__ = ["add_server_arguments", "settings_from_args", "serve", "main"]
+__all__ = ["add_server_arguments", "settings_from_args", "heap_from_args", "serve", "main"]
 
 
 def add_server_arguments(p: argparse.ArgumentParser) -> None:
@@ -43,6 +44,15 @@ def add_server_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--openai-finish-reason", action="store_true",
                    help="answer finish_reason stop/length and end a stream with a finish chunk, as OpenAI "
                         "does (default: finish_reason null and no finish chunk, as trtmc-server)")
+    h = p.add_argument_group("heap (memory measurement and care)")
+    h.add_argument("--malloc-trim-every-s", type=float, default=0.0, metavar="S",
+                   help="call glibc malloc_trim(0) every S seconds, returning freed heap to the system "
+                        "(default 0: off)")
+    h.add_argument("--tracemalloc-snapshots", type=Path, default=None, metavar="DIR",
+                   help="trace Python allocations and write, at start and every --tracemalloc-every-s, the "
+                        "allocation sites that grew (DIR/tracemalloc-NNN.txt); slows the server")
+    h.add_argument("--tracemalloc-every-s", type=float, default=600.0, metavar="S",
+                   help="seconds between tracemalloc snapshots (default 600)")
     g = p.add_argument_group("fault injection (off by default; for orchestrator tests)")
     g.add_argument("--fault-crash-after", type=int, default=None, metavar="N",
                    help="exit(70) when chat request N+1 arrives")
@@ -89,19 +99,32 @@ def settings_from_args(args: argparse.Namespace) -> ServerSettings:
                              startup_delay_s=args.fault_startup_delay_s, leak_mib=args.fault_leak_mib))
 
 
+def heap_from_args(args: argparse.Namespace) -> HeapSettings:
+    """The heap flags; raises ValueError naming the flag."""
+    if args.malloc_trim_every_s < 0:
+        raise ValueError(f"--malloc-trim-every-s {args.malloc_trim_every_s} must be 0 (off) or positive")
+    if args.tracemalloc_every_s <= 0:
+        raise ValueError(f"--tracemalloc-every-s {args.tracemalloc_every_s} must be positive")
+    return HeapSettings(malloc_trim_every_s=args.malloc_trim_every_s, tracemalloc_dir=args.tracemalloc_snapshots,
+                        tracemalloc_every_s=args.tracemalloc_every_s)
+
+
 def _log(event: str, **fields: object) -> None:
     """One key=value line on stderr (the supervisor keeps the tail as evidence)."""
     parts = " ".join(f"{k}={v}" for k, v in fields.items())
     print(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} reference {event} {parts}", file=sys.stderr, flush=True)
 
 
-async def serve(settings: ServerSettings, cpu_threads: int = 0) -> int:
+async def serve(settings: ServerSettings, cpu_threads: int = 0, heap: HeapSettings = HeapSettings()) -> int:
     """Load the engine, then listen; on SIGINT/SIGTERM stop admitting, finish running requests, 0."""
     if settings.faults.startup_delay_s:
         await asyncio.sleep(settings.faults.startup_delay_s)
     t0 = time.perf_counter()
     engine = await anyio.to_thread.run_sync(lambda: Engine(workers=settings.replicas,
                                                            cpu_threads=cpu_threads))
+    # Traced from here: the model load's allocations are not the growth looked for, and tracing them slowed
+    # later engine calls many times over in a trial.
+    snapshots = SnapshotWriter(heap.tracemalloc_dir) if heap.tracemalloc_dir is not None else None
     state = ServerState(settings=settings, engine=engine, records=RecordWriter(settings.records),
                         faults=FaultState(settings.faults),
                         free_replicas=[f"replica-{i}" for i in range(settings.replicas)])
@@ -118,15 +141,25 @@ async def serve(settings: ServerSettings, cpu_threads: int = 0) -> int:
     sock.bind((settings.host, settings.port))
     site = web.SockSite(runner, sock)
     await site.start()
+    chores: list[asyncio.Task[None]] = []
+    if heap.malloc_trim_every_s:
+        chores.append(asyncio.create_task(periodic(heap.malloc_trim_every_s, trim_heap)))
+    if snapshots is not None:
+        # On the loop thread: a snapshot taken in a thread beside running engine threads hung an engine call
+        # (a 504 after 120 s) in a trial on CPython 3.11; the loop stalls for the snapshot's time instead.
+        snapshots.write()  # the baseline: the engine loaded, no request yet
+        chores.append(asyncio.create_task(periodic(heap.tracemalloc_every_s, snapshots.write, in_thread=False)))
     _log("ready", host=settings.host, port=sock.getsockname()[1], model=settings.model_name,
          replicas=settings.replicas, load_s=f"{time.perf_counter() - t0:.2f}",
-         faults=",".join(settings.faults.active) or "none")
+         faults=",".join(settings.faults.active) or "none", heap=",".join(heap.active) or "none")
     try:
         await stop.wait()
         state.draining = True
         _log("draining", signal=received[0] if received else "?", active=state.active)
         await state.idle.wait()
     finally:
+        for chore in chores:
+            chore.cancel()
         await runner.cleanup()
         state.records.close()
     _log("stopped")
@@ -139,6 +172,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m adapters.referenc
     args = p.parse_args(argv)
     try:
         settings = settings_from_args(args)
+        heap = heap_from_args(args)
     except ValueError as exc:
         p.error(str(exc))
-    return asyncio.run(serve(settings, cpu_threads=args.cpu_threads))
+    return asyncio.run(serve(settings, cpu_threads=args.cpu_threads, heap=heap))
