@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["HeapSettings", "SnapshotWriter", "periodic", "trim_heap"]
+__all__ = ["HeapCounters", "HeapSettings", "SnapshotWriter", "snapshot_every", "trim_every", "trim_heap"]
 
 _TOP = 40  # allocation sites listed per comparison
 _FRAMES = 8  # traceback depth kept per allocation (the top frame names the site; more cost memory)
@@ -38,6 +38,15 @@ class HeapSettings:
         if self.tracemalloc_dir is not None:
             names.append("tracemalloc")
         return names
+
+
+@dataclass(slots=True)
+class HeapCounters:
+    """What the heap chores did so far (the server's /metrics shows them); touched on the loop thread only."""
+
+    trims: int = 0
+    trims_released: int = 0  # trims after which glibc said it returned memory
+    snapshots: int = 0
 
 
 def _libc_trim() -> Callable[[int], int] | None:
@@ -63,14 +72,22 @@ def trim_heap() -> bool | None:
     return bool(_TRIM(0))
 
 
-async def periodic(every_s: float, job: Callable[[], object], *, in_thread: bool = True) -> None:
-    """Run blocking `job` every `every_s` seconds, until cancelled: in a thread, or on the loop itself."""
+async def trim_every(every_s: float, counters: HeapCounters) -> None:
+    """`trim_heap` in a thread every `every_s` seconds (it holds the arena locks while it walks), until cancelled."""
     while True:
         await asyncio.sleep(every_s)
-        if in_thread:
-            await asyncio.to_thread(job)
-        else:
-            job()
+        released = await asyncio.to_thread(trim_heap)
+        counters.trims += 1
+        counters.trims_released += bool(released)
+
+
+async def snapshot_every(every_s: float, writer: SnapshotWriter, counters: HeapCounters) -> None:
+    """`writer.write()` every `every_s` seconds, on the loop thread, until cancelled (a snapshot holds the GIL
+    for its whole time anyway, so a thread would not let the loop run meanwhile)."""
+    while True:
+        await asyncio.sleep(every_s)
+        writer.write()
+        counters.snapshots = writer.written
 
 
 def _format(stats: list[tracemalloc.StatisticDiff], title: str) -> list[str]:
@@ -90,7 +107,8 @@ class SnapshotWriter:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         folder.mkdir(parents=True, exist_ok=True)
-        if not tracemalloc.is_tracing():
+        self._started = not tracemalloc.is_tracing()
+        if self._started:
             tracemalloc.start(_FRAMES)
         self._filters = [tracemalloc.Filter(False, tracemalloc.__file__)]
         self._first: tracemalloc.Snapshot | None = None
@@ -118,3 +136,9 @@ class SnapshotWriter:
         path.write_text("\n".join(lines) + "\n", encoding="utf-8")
         self.written += 1
         return path
+
+    def close(self) -> None:
+        """Stop tracing if this writer started it."""
+        if self._started:
+            tracemalloc.stop()
+            self._started = False

@@ -20,7 +20,7 @@ from aiohttp import web
 from adapters.reference.app import ServerSettings, ServerState, build_app
 from adapters.reference.engine import Engine
 from adapters.reference.faults import FaultSettings, FaultState
-from adapters.reference.heap import HeapSettings, SnapshotWriter, periodic, trim_heap
+from adapters.reference.heap import HeapSettings, SnapshotWriter, snapshot_every, trim_every
 from adapters.trtmc.records import RecordWriter
 
 __all__ = ["add_server_arguments", "settings_from_args", "heap_from_args", "serve", "main"]
@@ -50,7 +50,8 @@ def add_server_arguments(p: argparse.ArgumentParser) -> None:
                         "(default 0: off)")
     h.add_argument("--tracemalloc-snapshots", type=Path, default=None, metavar="DIR",
                    help="trace Python allocations and write, at start and every --tracemalloc-every-s, the "
-                        "allocation sites that grew (DIR/tracemalloc-NNN.txt); slows the server")
+                        "allocation sites that grew (DIR/tracemalloc-NNN.txt); for diagnosis only: it slows "
+                        "some engine calls many times over")
     h.add_argument("--tracemalloc-every-s", type=float, default=600.0, metavar="S",
                    help="seconds between tracemalloc snapshots (default 600)")
     g = p.add_argument_group("fault injection (off by default; for orchestrator tests)")
@@ -122,8 +123,7 @@ async def serve(settings: ServerSettings, cpu_threads: int = 0, heap: HeapSettin
     t0 = time.perf_counter()
     engine = await anyio.to_thread.run_sync(lambda: Engine(workers=settings.replicas,
                                                            cpu_threads=cpu_threads))
-    # Traced from here: the model load's allocations are not the growth looked for, and tracing them slowed
-    # later engine calls many times over in a trial.
+    # Traced from here: the model load's allocations are not the growth looked for.
     snapshots = SnapshotWriter(heap.tracemalloc_dir) if heap.tracemalloc_dir is not None else None
     state = ServerState(settings=settings, engine=engine, records=RecordWriter(settings.records),
                         faults=FaultState(settings.faults),
@@ -143,12 +143,11 @@ async def serve(settings: ServerSettings, cpu_threads: int = 0, heap: HeapSettin
     await site.start()
     chores: list[asyncio.Task[None]] = []
     if heap.malloc_trim_every_s:
-        chores.append(asyncio.create_task(periodic(heap.malloc_trim_every_s, trim_heap)))
+        chores.append(asyncio.create_task(trim_every(heap.malloc_trim_every_s, state.heap)))
     if snapshots is not None:
-        # On the loop thread: a snapshot taken in a thread beside running engine threads hung an engine call
-        # (a 504 after 120 s) in a trial on CPython 3.11; the loop stalls for the snapshot's time instead.
         snapshots.write()  # the baseline: the engine loaded, no request yet
-        chores.append(asyncio.create_task(periodic(heap.tracemalloc_every_s, snapshots.write, in_thread=False)))
+        state.heap.snapshots = snapshots.written
+        chores.append(asyncio.create_task(snapshot_every(heap.tracemalloc_every_s, snapshots, state.heap)))
     _log("ready", host=settings.host, port=sock.getsockname()[1], model=settings.model_name,
          replicas=settings.replicas, load_s=f"{time.perf_counter() - t0:.2f}",
          faults=",".join(settings.faults.active) or "none", heap=",".join(heap.active) or "none")
