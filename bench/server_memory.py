@@ -1,14 +1,14 @@
 """Memory of the reference server under the soak workload: RSS per minute, per heap variant, then the trend.
 
 Usage:
-  python bench/server_memory.py run --out DIR [--duration-s 4800] [--variants default,arena2,trim,tracemalloc,engine]
+  python bench/server_memory.py run --out DIR [--duration-s 4800] [--variants default,nowarm,arena2,trim,tracemalloc,engine]
   python bench/server_memory.py analyse DIR [--warmup-min 10]
 
 `run` starts one reference server per variant (`python -m adapters.reference ... --replicas 2`), drives each
 with a closed loop of the dataset's audio-arm chat bodies in rotation (the body shape of
 adapters/chat/http.py, non-streaming), and appends one JSON line per variant per --sample-every-s (10 s) to
 DIR/samples.jsonl: the RSS of the server's process tree (psutil, summed), its thread count and the requests answered. Variants:
-default; arena2 (MALLOC_ARENA_MAX=2); trim (--malloc-trim-every-s); tracemalloc (--tracemalloc-snapshots
+default (the server's defaults, the warm-up pass included); nowarm (--no-warm-up); arena2 (MALLOC_ARENA_MAX=2); trim (--malloc-trim-every-s); tracemalloc (--tracemalloc-snapshots
 DIR/tracemalloc, RSS inflated by the tracing itself); engine (the Engine class in a child process, no HTTP).
 `analyse` judges each variant's per-minute RSS after the warm-up with orchestrator.judge.trend (Theil-Sen,
 95 % interval) and the soak's memory rule on 5-minute window medians, and reports where it levels off.
@@ -34,7 +34,7 @@ import psutil
 
 REPO = Path(__file__).resolve().parents[1]
 MODEL = "reference-audioqa"
-VARIANTS = ("default", "arena2", "trim", "tracemalloc", "engine")
+VARIANTS = ("default", "nowarm", "arena2", "trim", "tracemalloc", "engine")
 
 
 def _requests(work: Path) -> list[tuple[str, Path]]:
@@ -94,7 +94,9 @@ def _start(name: str, out: Path, args: argparse.Namespace) -> Variant:
     port = _free_port()
     argv = [sys.executable, "-m", "adapters.reference", "--host", "127.0.0.1", "--port", str(port),
             "--model-name", MODEL, "--records", str(folder / "records.jsonl"), "--replicas", str(args.replicas)]
-    if name == "arena2":
+    if name == "nowarm":
+        argv.append("--no-warm-up")
+    elif name == "arena2":
         env["MALLOC_ARENA_MAX"] = "2"
     elif name == "trim":
         argv += ["--malloc-trim-every-s", str(args.trim_every_s)]

@@ -24,15 +24,16 @@ _FRAMES = 8  # traceback depth kept per allocation (the top frame names the site
 
 @dataclass(frozen=True, slots=True)
 class HeapSettings:
-    """Zero / None means off."""
+    """Zero / None means off; the warm-up pass is on unless asked off."""
 
+    warm_up: bool = True
     malloc_trim_every_s: float = 0.0
     tracemalloc_dir: Path | None = None
     tracemalloc_every_s: float = 600.0
 
     @property
     def active(self) -> list[str]:
-        names = []
+        names = ["warm_up"] if self.warm_up else []
         if self.malloc_trim_every_s:
             names.append("malloc_trim")
         if self.tracemalloc_dir is not None:

@@ -5,13 +5,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import inspect
+import os
 import re
+import subprocess
+import sys
 import time
 import urllib.request
 from pathlib import Path
 
 import pytest
-from _reference_server import reference_server
+from _reference_server import REPO, reference_server
 
 from adapters.reference.heap import HeapCounters, SnapshotWriter, trim_every, trim_heap
 from adapters.reference.serve import add_server_arguments, heap_from_args
@@ -32,13 +35,16 @@ def _metric(text: str, name: str) -> float:
 class TestFlags:
     def test_off_by_default(self):
         heap = heap_from_args(_args())
-        assert heap.malloc_trim_every_s == 0 and heap.tracemalloc_dir is None and heap.active == []
+        assert heap.malloc_trim_every_s == 0 and heap.tracemalloc_dir is None and heap.active == ["warm_up"]
+
+    def test_warm_up_can_be_turned_off(self):
+        assert heap_from_args(_args("--no-warm-up")).active == []
 
     def test_both_flags_parsed(self, tmp_path: Path):
         heap = heap_from_args(_args("--malloc-trim-every-s", "30", "--tracemalloc-snapshots", str(tmp_path),
                                     "--tracemalloc-every-s", "120"))
         assert (heap.malloc_trim_every_s, heap.tracemalloc_dir, heap.tracemalloc_every_s) == (30.0, tmp_path, 120.0)
-        assert heap.active == ["malloc_trim", "tracemalloc"]
+        assert heap.active == ["warm_up", "malloc_trim", "tracemalloc"]
 
     @pytest.mark.parametrize("flags, named", [(("--malloc-trim-every-s", "-1"), "--malloc-trim-every-s"),
                                               (("--tracemalloc-every-s", "0"), "--tracemalloc-every-s")])
@@ -100,5 +106,19 @@ def test_server_trims_and_snapshots(tmp_path: Path):
                 break
             assert time.monotonic() < deadline, f"the heap chores did not run:\n{text}"
             time.sleep(0.05)  # polling another process's counters, not synchronising threads
-    assert "heap=malloc_trim,tracemalloc" in server.stderr.read_text()
+    assert "heap=warm_up,malloc_trim,tracemalloc" in server.stderr.read_text()
     assert (snaps / "tracemalloc-000.txt").is_file() and (snaps / "tracemalloc-001.txt").is_file()
+
+
+def test_warm_up_takes_first_use_memory_before_the_first_request():
+    """Engine.warm_up imports what the first resampled request would (scipy.signal) and runs every stage."""
+    code = ("import sys\n"
+            "from adapters.reference.engine import Engine\n"
+            "e = Engine(workers=2)\n"
+            "assert 'scipy.signal' not in sys.modules, 'imported by the load already'\n"
+            "e.warm_up()\n"
+            "assert 'scipy.signal' in sys.modules\n"
+            "print('warm')\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=240,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert done.returncode == 0 and done.stdout.strip() == "warm", done.stderr[-2000:]
