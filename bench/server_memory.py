@@ -1,17 +1,19 @@
 """Memory of the reference server under the soak workload: RSS per minute, per heap variant, then the trend.
 
 Usage:
-  python bench/server_memory.py run --out DIR [--duration-s 4800] [--variants default,nowarm,arena2,trim,tracemalloc,engine]
-  python bench/server_memory.py analyse DIR [--warmup-min 10]
+  python bench/server_memory.py run --out DIR [--duration-s 7200] [--variants default,nowarm,arena2,trim,...]
+  python bench/server_memory.py analyse DIR [DIR ...] [--warmup-min 10]
 
 `run` starts one reference server per variant (`python -m adapters.reference ... --replicas 2`), drives each
-with a closed loop of the dataset's audio-arm chat bodies in rotation (the body shape of
-adapters/chat/http.py, non-streaming), and appends one JSON line per variant per --sample-every-s (10 s) to
-DIR/samples.jsonl: the RSS of the server's process tree (psutil, summed), its thread count and the requests answered. Variants:
-default (the server's defaults, the warm-up pass included); nowarm (--no-warm-up); arena2 (MALLOC_ARENA_MAX=2); trim (--malloc-trim-every-s); tracemalloc (--tracemalloc-snapshots
-DIR/tracemalloc, RSS inflated by the tracing itself); engine (the Engine class in a child process, no HTTP).
-`analyse` judges each variant's per-minute RSS after the warm-up with orchestrator.judge.trend (Theil-Sen,
-95 % interval) and the soak's memory rule on 5-minute window medians, and reports where it levels off.
+with closed-loop clients (--concurrency, default 1) sending the dataset's audio-arm chat bodies in rotation (the
+body shape of adapters/chat/http.py, non-streaming), and appends one JSON line per variant every
+--sample-every-s (10 s) to DIR/samples.jsonl: the RSS of the server's process tree (psutil, summed), its
+threads and the requests answered. Variants: default (the server's defaults, warm-up pass included); nowarm
+(--no-warm-up); arena2 (MALLOC_ARENA_MAX=2); trim (--malloc-trim-every-s); tracemalloc (--tracemalloc-snapshots
+DIR/tracemalloc/tracemalloc; the tracing itself costs RSS); engine (the Engine class in a child process, no HTTP).
+`analyse` judges each variant's per-minute median RSS after the warm-up with orchestrator.judge.trend
+(Theil-Sen, 95 % interval), the last 30 minutes alone (levelled off when that passes), and the soak's memory
+rule on 5-minute window medians.
 """
 
 from __future__ import annotations
@@ -86,7 +88,7 @@ def _start(name: str, out: Path, args: argparse.Namespace) -> Variant:
     folder = out / name
     folder.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    log = open(folder / "stderr.log", "ab")  # noqa: SIM115 - the child owns it for its life
+    log = open(folder / "stderr.log", "ab")  # the child writes it for its whole life
     if name == "engine":
         argv = [sys.executable, str(Path(__file__).resolve()), "engine-loop", "--out", str(folder),
                 "--threads", str(args.concurrency), "--replicas", str(args.replicas)]
@@ -139,7 +141,7 @@ async def _drive(session, v: Variant, bodies: list[bytes], offset: int, stop: as
                 else:
                     v.errors += 1
                     await asyncio.sleep(1.0)  # 429 / 5xx: do not spin
-        except (OSError, asyncio.TimeoutError):
+        except (TimeoutError, OSError):
             v.errors += 1
             await asyncio.sleep(1.0)
 
@@ -156,7 +158,7 @@ async def _run(args: argparse.Namespace) -> int:
     import aiohttp
 
     out: Path = args.out.resolve()
-    out.mkdir(parents=True, exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240 - once, before any request
     bodies = await _bodies(out / "wire")
     names = [n.strip() for n in args.variants.split(",") if n.strip()]
     (out / "run.json").write_text(json.dumps({
@@ -176,7 +178,8 @@ async def _run(args: argparse.Namespace) -> int:
             t0 = time.monotonic()
             drivers = [asyncio.create_task(_drive(session, v, bodies, k * 7, stop))
                        for v in variants if v.port is not None for k in range(args.concurrency)]
-            with open(out / "samples.jsonl", "a", encoding="utf-8") as f:
+            # One short line per variant a sample period: a blocking write costs the drivers nothing measurable.
+            with open(out / "samples.jsonl", "a", encoding="utf-8") as f:  # noqa: ASYNC230
                 while not stop.is_set():
                     t = time.monotonic() - t0
                     for v in variants:
@@ -194,7 +197,7 @@ async def _run(args: argparse.Namespace) -> int:
                         break
                     try:
                         await asyncio.wait_for(stop.wait(), args.sample_every_s - (time.monotonic() - t0 - t))
-                    except asyncio.TimeoutError:
+                    except TimeoutError:
                         pass
             stop.set()
             await asyncio.gather(*drivers)
@@ -257,48 +260,49 @@ def _load(folder: Path) -> dict[str, list[dict]]:
             for name, minutes in raw.items()}
 
 
-def _slope(times_h: list[float], values: list[float]) -> str:
-    from orchestrator.judge.trend import theil_sen
-
-    if len(values) < 3:
+def _interval(est_slope: float | None, interval: tuple[float, float] | None) -> str:
+    if est_slope is None:
         return "n/a"
-    est = theil_sen(times_h, values)
-    iv = f" [{est.interval[0]:+.1f}, {est.interval[1]:+.1f}]" if est.interval else ""
-    return f"{est.slope:+.1f}{iv}"
+    return f"{est_slope:+.1f}" + (f" [{interval[0]:+.1f}, {interval[1]:+.1f}]" if interval else "")
 
 
-def analyse(folder: Path, warmup_min: float, window_min: float = 5.0) -> str:
-    """A markdown table per variant: RSS at start/after warm-up/end, slopes (MiB/h, 95 % interval) over the
-    post-warm-up time, its halves and its last 30 minutes, and the soak memory rule on window medians."""
-    from orchestrator.judge.memory import judge_memory_medians
+def analyse(folders: list[Path], warmup_min: float, window_min: float = 5.0, limit: float = 8.0) -> str:
+    """Markdown: per variant the RSS at start, after the warm-up and at the end; the Theil-Sen slope (MiB/h,
+    95 % interval) of the per-minute medians after the warm-up and of the last 30 minutes, each judged
+    against `limit` (the last 30 minutes passing = it levels off); the soak's memory rule on `window_min`
+    medians after the warm-up; then those window medians."""
+    from orchestrator.judge.memory import MemoryRule, judge_memory_medians
     from orchestrator.judge.trend import judge_trend
 
-    rows = ["| variant | answered | RSS first / after warm-up / last (MiB) | slope MiB/h [95 %] after warm-up | "
-            "first half | second half | last 30 min | trend (limit 8) | memory rule on 5-min medians |",
-            "|---|---|---|---|---|---|---|---|---|"]
-    for name, samples in _load(folder).items():
-        kept = [s for s in samples if s["t_s"] >= warmup_min * 60]
-        if len(kept) < 3:
-            rows.append(f"| {name} | {samples[-1]['answered']} | {samples[0]['rss_mib']:.1f} / - / "
-                        f"{samples[-1]['rss_mib']:.1f} | too short | | | | | |")
-            continue
-        th = [s["t_s"] / 3600 for s in kept]
-        rss = [s["rss_mib"] for s in kept]
-        half = len(kept) // 2
-        last = [i for i, s in enumerate(kept) if s["t_s"] >= kept[-1]["t_s"] - 1800]
-        trend = judge_trend(th, rss, 8.0, unit="MiB/h")
-        windows: dict[int, list[float]] = {}
-        for s in kept:
-            windows.setdefault(int(s["t_s"] // (window_min * 60)), []).append(s["rss_mib"])
-        keys = sorted(windows)
-        mem = judge_memory_medians([(k + 0.5) * window_min / 60 for k in keys], [median(windows[k]) for k in keys])
-        rows.append(
-            f"| {name} | {samples[-1]['answered']} | {samples[0]['rss_mib']:.1f} / {kept[0]['rss_mib']:.1f} / "
-            f"{samples[-1]['rss_mib']:.1f} | {_slope(th, rss)} | {_slope(th[:half], rss[:half])} | "
-            f"{_slope(th[half:], rss[half:])} | {_slope([th[i] for i in last], [rss[i] for i in last])} | "
-            f"{trend.outcome} | {mem.outcome}: growth {mem.growth_mib or 0:+.1f} MiB, "
-            f"slope {mem.trend.slope_per_h or 0:+.1f} |")
-    return "\n".join(rows) + "\n"
+    rows = [f"| variant | answered | RSS start / {warmup_min:g} min / end (MiB) | slope after {warmup_min:g} min, "
+            "MiB/h [95 %] | verdict | last 30 min, MiB/h [95 %] | levels off | memory rule on "
+            f"{window_min:g}-min medians |", "|---|---|---|---|---|---|---|---|"]
+    series = [f"| variant | {window_min:g}-min median RSS from the start (MiB) |", "|---|---|"]
+    for folder in folders:
+        for name, samples in _load(folder).items():
+            label = name if len(folders) == 1 else f"{name} ({folder.name})"
+            windows: dict[int, list[float]] = {}
+            for s in samples:
+                windows.setdefault(int((s["t_s"] - 30) // (window_min * 60)), []).append(s["rss_mib"])
+            series.append(f"| {label} | {' '.join(f'{median(windows[k]):.0f}' for k in sorted(windows))} |")
+            kept = [s for s in samples if s["t_s"] >= warmup_min * 60]
+            if len(kept) < 3:
+                rows.append(f"| {label} | {samples[-1]['answered']} | too short | | | | | |")
+                continue
+            th = [s["t_s"] / 3600 for s in kept]
+            rss = [s["rss_mib"] for s in kept]
+            whole = judge_trend(th, rss, limit, unit="MiB/h")
+            tail = [i for i, s in enumerate(kept) if s["t_s"] >= kept[-1]["t_s"] - 1800]
+            last = judge_trend([th[i] for i in tail], [rss[i] for i in tail], limit, unit="MiB/h")
+            keys = sorted(k for k in windows if k * window_min >= warmup_min)
+            mem = judge_memory_medians([(k + 0.5) * window_min / 60 for k in keys], [median(windows[k]) for k in keys],
+                                       MemoryRule(limit_mib_per_h=limit))
+            rows.append(
+                f"| {label} | {samples[-1]['answered']} | {samples[0]['rss_mib']:.0f} / {kept[0]['rss_mib']:.0f} / "
+                f"{samples[-1]['rss_mib']:.0f} | {_interval(whole.slope_per_h, whole.interval_per_h)} | "
+                f"{whole.outcome} | {_interval(last.slope_per_h, last.interval_per_h)} | {last.outcome} | "
+                f"{mem.outcome}: growth {mem.growth_mib if mem.growth_mib is not None else float('nan'):+.1f} MiB |")
+    return "\n".join([*rows, "", *series]) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -319,14 +323,14 @@ def main(argv: list[str] | None = None) -> int:
     e.add_argument("--threads", type=int, default=1)
     e.add_argument("--replicas", type=int, default=2)
     a = sub.add_parser("analyse", help="per-variant slopes and plateaus from DIR/samples.jsonl")
-    a.add_argument("folder", type=Path)
+    a.add_argument("folders", type=Path, nargs="+")
     a.add_argument("--warmup-min", type=float, default=10.0)
     args = ap.parse_args(argv)
     if args.cmd == "run":
         return asyncio.run(_run(args))
     if args.cmd == "engine-loop":
         return _engine_loop(args)
-    print(analyse(args.folder, args.warmup_min), end="")
+    print(analyse(args.folders, args.warmup_min), end="")
     return 0
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import inspect
 import os
 import re
@@ -16,7 +15,7 @@ from pathlib import Path
 import pytest
 from _reference_server import REPO, reference_server
 
-from adapters.reference.heap import HeapCounters, SnapshotWriter, trim_every, trim_heap
+from adapters.reference.heap import SnapshotWriter, trim_heap
 from adapters.reference.serve import add_server_arguments, heap_from_args
 
 
@@ -57,18 +56,6 @@ class TestTrim:
     def test_glibc_trim_answers(self):
         """On glibc (this project's Linux) malloc_trim is reached through ctypes: True or False, never None."""
         assert trim_heap() in (True, False)
-
-    def test_trim_every_counts_each_trim(self):
-        counters = HeapCounters()
-
-        async def three_trims() -> None:
-            task = asyncio.create_task(trim_every(0.01, counters))
-            while counters.trims < 3:
-                await asyncio.sleep(0.01)
-            task.cancel()
-
-        asyncio.run(asyncio.wait_for(three_trims(), 30))
-        assert counters.trims >= 3 and 0 <= counters.trims_released <= counters.trims
 
 
 class TestSnapshots:
