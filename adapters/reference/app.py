@@ -23,6 +23,7 @@ from adapters.media import AudioDecodeError, DecodedAudio, decode_audio
 from adapters.reference.chat import REQUEST_ID_RE, ApiError, ChatRequest, parse_chat
 from adapters.reference.engine import ENGINE_NAME, Engine, EngineAnswer
 from adapters.reference.faults import WRONG_ANSWER, FaultSettings, FaultState
+from adapters.reference.heap import HeapCounters
 from adapters.trtmc.records import AudioInfo, RecordLine, RecordWriter
 
 __all__ = ["ServerSettings", "ServerState", "build_app"]
@@ -66,6 +67,7 @@ class ServerState:
     hang: asyncio.Event = field(default_factory=asyncio.Event)  # never set: hung handlers wait on it
     decode_limiter: anyio.CapacityLimiter | None = None
     engine_limiter: anyio.CapacityLimiter | None = None
+    heap: HeapCounters = field(default_factory=HeapCounters)  # --malloc-trim-every-s, --tracemalloc-snapshots
 
     def __post_init__(self) -> None:
         self.idle.set()
@@ -169,6 +171,14 @@ async def _metrics(request: web.Request) -> web.Response:
         lines.append(f'aqbench_reference_request_duration_ms{{quantile="{q}"}} {_quantile(window, q)}')
     lines.append(f"aqbench_reference_request_duration_ms_sum {state.duration_sum_ms}")
     lines.append(f"aqbench_reference_request_duration_ms_count {sum(state.requests.values())}")
+    lines += ["# HELP aqbench_reference_malloc_trims_total malloc_trim(0) calls (--malloc-trim-every-s).",
+              "# TYPE aqbench_reference_malloc_trims_total counter",
+              f"aqbench_reference_malloc_trims_total {state.heap.trims}",
+              "# HELP aqbench_reference_malloc_trims_released_total Trims after which glibc returned memory.",
+              "# TYPE aqbench_reference_malloc_trims_released_total counter",
+              f"aqbench_reference_malloc_trims_released_total {state.heap.trims_released}",
+              "# TYPE aqbench_reference_tracemalloc_snapshots_total counter",
+              f"aqbench_reference_tracemalloc_snapshots_total {state.heap.snapshots}"]
     return web.Response(text="\n".join(lines) + "\n", content_type="text/plain")
 
 

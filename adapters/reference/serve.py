@@ -21,10 +21,11 @@ from adapters.reference.app import ServerSettings, ServerState, build_app
 from adapters.reference.asr import COMPUTE_TYPES
 from adapters.reference.engine import Engine
 from adapters.reference.faults import FaultSettings, FaultState
+from adapters.reference.heap import HeapSettings, SnapshotWriter, snapshot_every, trim_every
 from adapters.reference.router import Kind
 from adapters.trtmc.records import RecordWriter
 
-__all__ = ["add_server_arguments", "settings_from_args", "serve", "main"]
+__all__ = ["add_server_arguments", "settings_from_args", "heap_from_args", "serve", "main"]
 
 
 def add_server_arguments(p: argparse.ArgumentParser) -> None:
@@ -48,6 +49,19 @@ def add_server_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--compute-type", default="int8", choices=COMPUTE_TYPES,
                    help="CTranslate2 compute type of the speech model (default int8; float32 = the same model "
                         "files at full precision, a reference for the int8 server)")
+    h = p.add_argument_group("heap (memory measurement and care)")
+    h.add_argument("--no-warm-up", action="store_true",
+                   help="open the port right after loading the models, without one warm-up pass through every "
+                        "stage (the pass moves first-use memory, about 70 MiB of it scipy, before the first request)")
+    h.add_argument("--malloc-trim-every-s", type=float, default=0.0, metavar="S",
+                   help="call glibc malloc_trim(0) every S seconds, returning freed heap to the system "
+                        "(default 0: off)")
+    h.add_argument("--tracemalloc-snapshots", type=Path, default=None, metavar="DIR",
+                   help="trace Python allocations and write, at start and every --tracemalloc-every-s, the "
+                        "allocation sites that grew (DIR/tracemalloc-NNN.txt); for diagnosis only: it slows "
+                        "some engine calls many times over")
+    h.add_argument("--tracemalloc-every-s", type=float, default=600.0, metavar="S",
+                   help="seconds between tracemalloc snapshots (default 600)")
     g = p.add_argument_group("fault injection (off by default; for orchestrator tests)")
     g.add_argument("--fault-crash-after", type=int, default=None, metavar="N",
                    help="exit(70) when chat request N+1 arrives")
@@ -99,13 +113,24 @@ def settings_from_args(args: argparse.Namespace) -> ServerSettings:
                              wrong_kinds=tuple(args.fault_wrong_kind)))
 
 
+def heap_from_args(args: argparse.Namespace) -> HeapSettings:
+    """The heap flags; raises ValueError naming the flag."""
+    if args.malloc_trim_every_s < 0:
+        raise ValueError(f"--malloc-trim-every-s {args.malloc_trim_every_s} must be 0 (off) or positive")
+    if args.tracemalloc_every_s <= 0:
+        raise ValueError(f"--tracemalloc-every-s {args.tracemalloc_every_s} must be positive")
+    return HeapSettings(warm_up=not args.no_warm_up, malloc_trim_every_s=args.malloc_trim_every_s,
+                        tracemalloc_dir=args.tracemalloc_snapshots, tracemalloc_every_s=args.tracemalloc_every_s)
+
+
 def _log(event: str, **fields: object) -> None:
     """One key=value line on stderr (the supervisor keeps the tail as evidence)."""
     parts = " ".join(f"{k}={v}" for k, v in fields.items())
     print(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} reference {event} {parts}", file=sys.stderr, flush=True)
 
 
-async def serve(settings: ServerSettings, cpu_threads: int = 0, compute_type: str = "int8") -> int:
+async def serve(settings: ServerSettings, cpu_threads: int = 0, compute_type: str = "int8",
+                heap: HeapSettings = HeapSettings()) -> int:
     """Load the engine, then listen; on SIGINT/SIGTERM stop admitting, finish running requests, 0."""
     if settings.faults.startup_delay_s:
         await asyncio.sleep(settings.faults.startup_delay_s)
@@ -113,6 +138,12 @@ async def serve(settings: ServerSettings, cpu_threads: int = 0, compute_type: st
     engine = await anyio.to_thread.run_sync(lambda: Engine(workers=settings.replicas,
                                                            cpu_threads=cpu_threads,
                                                            compute_type=compute_type))
+    load_s = time.perf_counter() - t0
+    if heap.warm_up:
+        await anyio.to_thread.run_sync(engine.warm_up)
+    warm_up_s = time.perf_counter() - t0 - load_s
+    # Traced from here: the model load's allocations are not the growth looked for.
+    snapshots = SnapshotWriter(heap.tracemalloc_dir) if heap.tracemalloc_dir is not None else None
     state = ServerState(settings=settings, engine=engine, records=RecordWriter(settings.records),
                         faults=FaultState(settings.faults),
                         free_replicas=[f"replica-{i}" for i in range(settings.replicas)])
@@ -129,15 +160,24 @@ async def serve(settings: ServerSettings, cpu_threads: int = 0, compute_type: st
     sock.bind((settings.host, settings.port))
     site = web.SockSite(runner, sock)
     await site.start()
+    chores: list[asyncio.Task[None]] = []
+    if heap.malloc_trim_every_s:
+        chores.append(asyncio.create_task(trim_every(heap.malloc_trim_every_s, state.heap)))
+    if snapshots is not None:
+        snapshots.write()  # the baseline: the engine loaded, no request yet
+        state.heap.snapshots = snapshots.written
+        chores.append(asyncio.create_task(snapshot_every(heap.tracemalloc_every_s, snapshots, state.heap)))
     _log("ready", host=settings.host, port=sock.getsockname()[1], model=settings.model_name,
-         replicas=settings.replicas, compute_type=compute_type, load_s=f"{time.perf_counter() - t0:.2f}",
-         faults=",".join(settings.faults.active) or "none")
+         replicas=settings.replicas, compute_type=compute_type, load_s=f"{load_s:.2f}", warm_up_s=f"{warm_up_s:.2f}",
+         faults=",".join(settings.faults.active) or "none", heap=",".join(heap.active) or "none")
     try:
         await stop.wait()
         state.draining = True
         _log("draining", signal=received[0] if received else "?", active=state.active)
         await state.idle.wait()
     finally:
+        for chore in chores:
+            chore.cancel()
         await runner.cleanup()
         state.records.close()
     _log("stopped")
@@ -150,6 +190,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m adapters.referenc
     args = p.parse_args(argv)
     try:
         settings = settings_from_args(args)
+        heap = heap_from_args(args)
     except ValueError as exc:
         p.error(str(exc))
-    return asyncio.run(serve(settings, cpu_threads=args.cpu_threads, compute_type=args.compute_type))
+    return asyncio.run(serve(settings, cpu_threads=args.cpu_threads, compute_type=args.compute_type, heap=heap))

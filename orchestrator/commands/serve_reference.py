@@ -33,11 +33,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace) -> int:
     import asyncio
 
-    from adapters.reference.serve import serve, settings_from_args
+    from adapters.reference.serve import heap_from_args, serve, settings_from_args
     from orchestrator.errors import UsageError
 
     try:
         settings = settings_from_args(args)
+        heap = heap_from_args(args)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    return asyncio.run(serve(settings, cpu_threads=args.cpu_threads))
+    return asyncio.run(serve(settings, cpu_threads=args.cpu_threads, heap=heap))

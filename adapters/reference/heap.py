@@ -1,0 +1,145 @@
+"""Heap care for the reference server: periodic glibc `malloc_trim`, and tracemalloc snapshot differences.
+
+Both off by default. `trim_heap` returns freed arena memory to the kernel (glibc only; elsewhere a no-op
+that says so). `SnapshotWriter` writes, at start and every N seconds, the Python allocation sites that
+grew since start and since the previous snapshot, so growth in our own code is found by its line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import ctypes.util
+import time
+import tracemalloc
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["HeapCounters", "HeapSettings", "SnapshotWriter", "snapshot_every", "trim_every", "trim_heap"]
+
+_TOP = 40  # allocation sites listed per comparison
+_FRAMES = 8  # traceback depth kept per allocation (the top frame names the site; more cost memory)
+
+
+@dataclass(frozen=True, slots=True)
+class HeapSettings:
+    """Zero / None means off; the warm-up pass is on unless asked off."""
+
+    warm_up: bool = True
+    malloc_trim_every_s: float = 0.0
+    tracemalloc_dir: Path | None = None
+    tracemalloc_every_s: float = 600.0
+
+    @property
+    def active(self) -> list[str]:
+        names = ["warm_up"] if self.warm_up else []
+        if self.malloc_trim_every_s:
+            names.append("malloc_trim")
+        if self.tracemalloc_dir is not None:
+            names.append("tracemalloc")
+        return names
+
+
+@dataclass(slots=True)
+class HeapCounters:
+    """What the heap chores did so far (the server's /metrics shows them); touched on the loop thread only."""
+
+    trims: int = 0
+    trims_released: int = 0  # trims after which glibc said it returned memory
+    snapshots: int = 0
+
+
+def _libc_trim() -> Callable[[int], int] | None:
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return None
+    try:
+        fn = ctypes.CDLL(name).malloc_trim
+    except (OSError, AttributeError):  # not glibc (musl, macOS): nothing to trim through
+        return None
+    fn.argtypes = [ctypes.c_size_t]
+    fn.restype = ctypes.c_int
+    return fn
+
+
+_TRIM = _libc_trim()
+
+
+def trim_heap() -> bool | None:
+    """`malloc_trim(0)`: True when glibc released memory, False when none, None without glibc."""
+    if _TRIM is None:
+        return None
+    return bool(_TRIM(0))
+
+
+async def trim_every(every_s: float, counters: HeapCounters) -> None:
+    """`trim_heap` in a thread every `every_s` seconds (it holds the arena locks while it walks), until cancelled."""
+    while True:
+        await asyncio.sleep(every_s)
+        released = await asyncio.to_thread(trim_heap)
+        counters.trims += 1
+        counters.trims_released += bool(released)
+
+
+async def snapshot_every(every_s: float, writer: SnapshotWriter, counters: HeapCounters) -> None:
+    """`writer.write()` every `every_s` seconds, on the loop thread, until cancelled (a snapshot holds the GIL
+    for its whole time anyway, so a thread would not let the loop run meanwhile)."""
+    while True:
+        await asyncio.sleep(every_s)
+        writer.write()
+        counters.snapshots = writer.written
+
+
+def _format(stats: list[tracemalloc.StatisticDiff], title: str) -> list[str]:
+    grown = sum(s.size_diff for s in stats)
+    lines = [f"## {title}: {grown / 1024:+.1f} KiB over {len(stats)} sites; top {_TOP} by growth"]
+    for s in sorted(stats, key=lambda s: s.size_diff, reverse=True)[:_TOP]:
+        frame = s.traceback[0]
+        lines.append(f"{s.size_diff / 1024:+10.1f} KiB {s.count_diff:+7d} blocks  now {s.size / 1024:10.1f} KiB  "
+                     f"{frame.filename}:{frame.lineno}")
+    return lines
+
+
+class SnapshotWriter:
+    """Start tracemalloc; each `write()` files `tracemalloc-NNN.txt` under `folder` comparing with start
+    and with the previous snapshot (by allocation line), plus the total traced memory."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        folder.mkdir(parents=True, exist_ok=True)
+        self._started = not tracemalloc.is_tracing()
+        if self._started:
+            tracemalloc.start(_FRAMES)
+        self._filters = [tracemalloc.Filter(False, tracemalloc.__file__)]
+        self._first: tracemalloc.Snapshot | None = None
+        self._last: tracemalloc.Snapshot | None = None
+        self._t0 = time.monotonic()
+        self.written = 0
+
+    def write(self) -> Path:
+        """Take a snapshot and write its differences; the first one is the baseline (its top sites only)."""
+        snap = tracemalloc.take_snapshot().filter_traces(self._filters)
+        current, peak = tracemalloc.get_traced_memory()
+        path = self.folder / f"tracemalloc-{self.written:03d}.txt"
+        lines = [f"# snapshot {self.written} at +{time.monotonic() - self._t0:.0f} s: traced {current / 2**20:.2f} MiB "
+                 f"(peak {peak / 2**20:.2f} MiB)"]
+        if self._first is None or self._last is None:
+            self._first = snap
+            lines.append(f"## baseline: top {_TOP} sites by size")
+            for s in snap.statistics("lineno")[:_TOP]:
+                frame = s.traceback[0]
+                lines.append(f"{s.size / 1024:10.1f} KiB {s.count:7d} blocks  {frame.filename}:{frame.lineno}")
+        else:
+            lines += _format(snap.compare_to(self._first, "lineno"), "since start")
+            lines += _format(snap.compare_to(self._last, "lineno"), "since the previous snapshot")
+        self._last = snap
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        self.written += 1
+        return path
+
+    def close(self) -> None:
+        """Stop tracing if this writer started it."""
+        if self._started:
+            tracemalloc.stop()
+            self._started = False

@@ -1,0 +1,111 @@
+"""The reference server's heap flags: --malloc-trim-every-s trims, --tracemalloc-snapshots writes allocation sites."""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import os
+import re
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from _reference_server import REPO, reference_server
+
+from adapters.reference.heap import SnapshotWriter, trim_heap
+from adapters.reference.serve import add_server_arguments, heap_from_args
+
+
+def _args(*flags: str) -> argparse.Namespace:
+    p = argparse.ArgumentParser()
+    add_server_arguments(p)
+    return p.parse_args(["--model-name", "m", *flags])
+
+
+def _metric(text: str, name: str) -> float:
+    m = re.search(rf"^{name} (\S+)$", text, re.M)
+    assert m, f"{name} missing from /metrics:\n{text}"
+    return float(m.group(1))
+
+
+class TestFlags:
+    def test_off_by_default(self):
+        heap = heap_from_args(_args())
+        assert heap.malloc_trim_every_s == 0 and heap.tracemalloc_dir is None and heap.active == ["warm_up"]
+
+    def test_warm_up_can_be_turned_off(self):
+        assert heap_from_args(_args("--no-warm-up")).active == []
+
+    def test_both_flags_parsed(self, tmp_path: Path):
+        heap = heap_from_args(_args("--malloc-trim-every-s", "30", "--tracemalloc-snapshots", str(tmp_path),
+                                    "--tracemalloc-every-s", "120"))
+        assert (heap.malloc_trim_every_s, heap.tracemalloc_dir, heap.tracemalloc_every_s) == (30.0, tmp_path, 120.0)
+        assert heap.active == ["warm_up", "malloc_trim", "tracemalloc"]
+
+    @pytest.mark.parametrize("flags, named", [(("--malloc-trim-every-s", "-1"), "--malloc-trim-every-s"),
+                                              (("--tracemalloc-every-s", "0"), "--tracemalloc-every-s")])
+    def test_bad_values_name_the_flag(self, flags: tuple[str, ...], named: str):
+        with pytest.raises(ValueError, match=named):
+            heap_from_args(_args(*flags))
+
+
+class TestTrim:
+    def test_glibc_trim_answers(self):
+        """On glibc (this project's Linux) malloc_trim is reached through ctypes: True or False, never None."""
+        assert trim_heap() in (True, False)
+
+
+class TestSnapshots:
+    def test_growth_is_named_by_its_line(self, tmp_path: Path):
+        writer = SnapshotWriter(tmp_path)
+        try:
+            baseline = writer.write()
+            here = inspect.currentframe()
+            assert here is not None
+            line = f"{Path(__file__).name}:{here.f_lineno + 1}"
+            kept = [bytearray(1024) for _ in range(2000)]  # about 2 MiB from this one line
+            second = writer.write()
+        finally:
+            writer.close()
+        assert [baseline.name, second.name] == ["tracemalloc-000.txt", "tracemalloc-001.txt"]
+        assert "baseline" in baseline.read_text()
+        since_start = second.read_text().split("## since the previous snapshot")[0]
+        grown = [row for row in since_start.splitlines() if row.endswith(line)]
+        assert grown, f"{line} not among the grown sites:\n{since_start}"
+        assert float(grown[0].split()[0]) > 1500  # KiB
+        assert len(kept) == 2000
+
+
+def test_server_trims_and_snapshots(tmp_path: Path):
+    """Through the real server: the ready line names both chores, /metrics counts trims, DIR gets snapshots."""
+    snaps = tmp_path / "snaps"
+    with reference_server(tmp_path, "--malloc-trim-every-s", "0.05", "--tracemalloc-snapshots", str(snaps),
+                          "--tracemalloc-every-s", "0.2") as server:
+        deadline = time.monotonic() + 60
+        while True:
+            with urllib.request.urlopen(server.url + "/metrics", timeout=10) as r:
+                text = r.read().decode()
+            if _metric(text, "aqbench_reference_malloc_trims_total") >= 2 and \
+                    _metric(text, "aqbench_reference_tracemalloc_snapshots_total") >= 2:
+                break
+            assert time.monotonic() < deadline, f"the heap chores did not run:\n{text}"
+            time.sleep(0.05)  # polling another process's counters, not synchronising threads
+    assert "heap=warm_up,malloc_trim,tracemalloc" in server.stderr.read_text()
+    assert (snaps / "tracemalloc-000.txt").is_file() and (snaps / "tracemalloc-001.txt").is_file()
+
+
+def test_warm_up_takes_first_use_memory_before_the_first_request():
+    """Engine.warm_up imports what the first resampled request would (scipy.signal) and runs every stage."""
+    code = ("import sys\n"
+            "from adapters.reference.engine import Engine\n"
+            "e = Engine(workers=2)\n"
+            "assert 'scipy.signal' not in sys.modules, 'imported by the load already'\n"
+            "e.warm_up()\n"
+            "assert 'scipy.signal' in sys.modules\n"
+            "print('warm')\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=240,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert done.returncode == 0 and done.stdout.strip() == "warm", done.stderr[-2000:]
