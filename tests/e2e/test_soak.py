@@ -101,10 +101,12 @@ def _final_verdicts(events: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 _MAX_GAP_S = 1.0
 
 
-def _windows_consecutive(events: list[dict[str, Any]], run_dir: Path) -> list[tuple[str, float]]:
+def _windows_consecutive(events: list[dict[str, Any]], run_dir: Path, *,
+                         bounded: bool = True) -> list[tuple[str, float]]:
     """From the journal's raw events: the time with no request in flight across each cut (the previous
-    window's last answer to this window's first request) is at most 1 s, and the window summaries and
-    soak.json carry the same figure as `gap_before_s`. Returns (window, gap)."""
+    window's last answer to this window's first request) is at most 1 s (unless not `bounded`: a server
+    restart may outlast AIPerf, whose replacement's start-up is then a gap that window_gap judges), and the
+    window summaries and soak.json carry the same figure as `gap_before_s`. Returns (window, gap)."""
     first: dict[str, int] = {}
     last: dict[str, int] = {}
     for e in events:
@@ -115,7 +117,7 @@ def _windows_consecutive(events: list[dict[str, Any]], run_dir: Path) -> list[tu
     names = sorted(first)
     rows = [(w, max(0.0, (first[w] - last[prev]) / 1e9)) for prev, w in zip(names, names[1:], strict=False)]
     assert rows, names
-    assert all(gap <= _MAX_GAP_S for _, gap in rows), rows
+    assert all(gap <= _MAX_GAP_S for _, gap in rows) or not bounded, rows
     closed = {e["window"]: e["summary"] for e in events if e["kind"] == "soak_window_closed"}
     reported = {w["window"]: w["gap_before_s"] for w in json.loads((run_dir / "soak.json").read_text())["windows"]}
     for w, gap in rows:
@@ -234,7 +236,7 @@ class TestSoak:
         assert w2["summary"]["by_cause"].get("server_crash", 0) == len(crashed)
         assert w2["summary"]["restarts"] == 1
         assert "Restarts: 1" in (run_dir / "soak.md").read_text()
-        _windows_consecutive(events, run_dir)
+        _windows_consecutive(events, run_dir, bounded=False)
 
     def test_sigint_mid_window_writes_the_final_report(self, tmp_path: Path) -> None:
         """SIGINT during window 2 ends that window gracefully (its partial results judged), journals final
