@@ -52,7 +52,7 @@ def reference_server(tmp: Path, *flags: str, model: str = "ref-test", wait: bool
         proc.wait(timeout=10)
 
 
-def wait_ready(server: Server, timeout_s: float = 60.0) -> None:
+def wait_ready(server: Server, timeout_s: float = 180.0) -> None:  # model load and warm-up on a busy machine
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if server.proc.poll() is not None:
