@@ -133,11 +133,12 @@ class PhaseDetail(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True)
 
 
 class GateCitation(msgspec.Struct, frozen=True, kw_only=True):
-    """Where a gate was read: the file, its revision and the key inside it (`benchmarks.mmlu.quantized_gate`)."""
+    """Where a gate was read: the file, its revision and the entry inside it (`benchmarks.mmlu.quantized_gate`).
+    (Not named `key`: credential redaction treats a field named for a key as a secret.)"""
 
     file: str
     revision: str = ""
-    key: str = ""
+    entry: str = ""
 
 
 class NoninferiorityResult(msgspec.Struct, frozen=True, kw_only=True):
@@ -158,7 +159,7 @@ class NoninferiorityResult(msgspec.Struct, frozen=True, kw_only=True):
     lower: float | None = None
     upper: float | None = None
     margin: float | None = None
-    gate_key: str = ""
+    gate_used: str = ""
     margin_source: str = ""
     citations: list[GateCitation] = []
     b: int | None = None

@@ -62,8 +62,8 @@ def owners_gate(files: OwnerFiles, *, task: str, benchmark: str, quantized: bool
 
     def cite(key: str) -> GateCitation:
         if key in overrides:
-            return GateCitation(file=absolute_file, revision=files.revision, key=f"{absolute_key}[{index}].{key}")
-        return GateCitation(file=files.tasks_file, revision=files.revision, key=f"benchmarks.{benchmark}.{key}")
+            return GateCitation(file=absolute_file, revision=files.revision, entry=f"{absolute_key}[{index}].{key}")
+        return GateCitation(file=files.tasks_file, revision=files.revision, entry=f"benchmarks.{benchmark}.{key}")
 
     key = "gate"
     if sampled and item.get("sampled_gate"):
@@ -72,16 +72,16 @@ def owners_gate(files: OwnerFiles, *, task: str, benchmark: str, quantized: bool
         key = "quantized_gate"
     gate = item.get(key)
     if not isinstance(gate, Mapping) or not gate:
-        return f"{cite(key).key} in {cite(key).file} is not set; no gate applied"
+        return f"{cite(key).entry} in {cite(key).file} is not set; no gate applied"
     if set(gate) - _MARGIN_KEYS or not (gate.get("margin") or gate.get("relative_margin")):
-        return (f"{cite(key).key} ({', '.join(sorted(gate))}) is not a non-inferiority margin; this workload's "
+        return (f"{cite(key).entry} ({', '.join(sorted(gate))}) is not a non-inferiority margin; this workload's "
                 f"answers are judged right or wrong, so no gate applied")
     min_native = gate.get("min_native", item.get("min_native"))
-    citations = [cite(key), GateCitation(file=absolute_file, revision=files.revision, key=f"{absolute_key}[{index}]")]
+    citations = [cite(key), GateCitation(file=absolute_file, revision=files.revision, entry=f"{absolute_key}[{index}]")]
     if min_native is not None:
         citations.append(cite("min_native") if "min_native" not in gate else cite(key))
     seeds = len(item.get("seeds_when_sampled") or [1, 2, 3]) if sampled else 1
-    source = f"{cite(key).file}@{files.revision or 'working tree'} {cite(key).key}"
+    source = f"{cite(key).file}@{files.revision or 'working tree'} {cite(key).entry}"
     return ChosenGate(margin=float(gate.get("margin") or 0.0), relative_margin=float(gate.get("relative_margin") or 0.0),
                       min_native=None if min_native is None else float(min_native), key=key, source=source,
                       citations=citations, seeds=seeds)

@@ -82,7 +82,7 @@ def choose_gate(ni: NoninferiorityCriteria, *, quantized: bool, sampled: bool, w
         key, gate = "quantized_gate", (ni.quantized_gate.margin, ni.quantized_gate.relative_margin)
     suffix = "" if key == "gate" else f".{key}"
     return ChosenGate(margin=gate[0], relative_margin=gate[1], min_native=ni.min_native, key=key,
-                      source=f"{where}{suffix}", citations=[msgspec.structs.replace(citation, key=citation.key + suffix)],
+                      source=f"{where}{suffix}", citations=[msgspec.structs.replace(citation, entry=citation.entry + suffix)],
                       seeds=ni.seeds if sampled else 1)
 
 
@@ -148,7 +148,7 @@ def _result(d: Decision, gate: ChosenGate, ref: list[list[float]], cand: list[li
                                        f"comparison") if x)
     return NoninferiorityResult(
         outcome=d.outcome, method=d.method, reference_score=d.reference_score, candidate_score=d.candidate_score,
-        estimate=d.estimate, lower=d.lower, upper=d.upper, margin=d.margin or None, gate_key=gate.key,
+        estimate=d.estimate, lower=d.lower, upper=d.upper, margin=d.margin or None, gate_used=gate.key,
         margin_source=gate.source, citations=list(gate.citations), b=d.b, c=d.c, n=d.n, both_right=both_right,
         both_wrong=both_wrong, out_of_capacity=out_of_capacity, capacity_messages=messages,
         candidate_failures=failures, candidate_incomplete=incomplete, reference_unanswered=unanswered,

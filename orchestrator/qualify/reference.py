@@ -51,7 +51,7 @@ def resolve_gate(m: Any) -> ChosenGate | str | None:
     where = f"models[{index}].correctness.noninferiority"
     return choose_gate(ni, quantized=quantized, sampled=sampled, where=f"{m.cfg.source or 'bench.toml'} {where}",
                        citation=GateCitation(file=m.cfg.source or "bench.toml", revision=f"sha256:{m.cfg.sha256}"
-                                             if m.cfg.sha256 else "", key=where))
+                                             if m.cfg.sha256 else "", entry=where))
 
 
 async def judge_against_reference(m: Any, gate: ChosenGate | str) -> NoninferiorityResult:
@@ -66,7 +66,7 @@ async def judge_against_reference(m: Any, gate: ChosenGate | str) -> Noninferior
     if isinstance(gate, str):
         result = NoninferiorityResult(outcome=NOT_JUDGED, reason=gate, **base)
     else:
-        cited: dict[str, Any] = dict(gate_key=gate.key, margin_source=gate.source, citations=list(gate.citations))
+        cited: dict[str, Any] = dict(gate_used=gate.key, margin_source=gate.source, citations=list(gate.citations))
         answers, failure = await _reference_answers(m, [r for r in m.requests if r.arm in arms], gate.seeds)
         try:
             result = (NoninferiorityResult(outcome=NOT_JUDGED, reason=failure, **cited, **base) if failure
@@ -88,7 +88,7 @@ def describe(r: NoninferiorityResult) -> str:
               f"R = {r.estimate:.2f} points" if r.estimate is not None else "R undefined")
     counts = f"b = {r.b}, c = {r.c}, n = {r.n}" if r.b is not None else f"n = {r.n}"
     text = (f"{r.outcome} against the reference: {bounds}, margin {r.margin if r.margin is not None else '-'} "
-            f"({r.gate_key}, {r.margin_source}); {counts}; reference {r.reference_score:.2f}, model "
+            f"({r.gate_used}, {r.margin_source}); {counts}; reference {r.reference_score:.2f}, model "
             f"{r.candidate_score:.2f}")
     extra = [f"{r.out_of_capacity} out of capacity"] if r.out_of_capacity else []
     extra += [f"{r.candidate_failures} unanswered counted wrong"] if r.candidate_failures else []

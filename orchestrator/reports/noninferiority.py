@@ -21,7 +21,7 @@ def noninferiority_rows(r: NoninferiorityResult) -> list[list[str]]:
     rows = [["outcome", r.outcome]]
     if r.method:
         rows += [
-            ["gate", f"{r.gate_key}: margin {_pts(r.margin)} points ({'sampled' if r.sampled else 'greedy'}, "
+            ["gate", f"{r.gate_used}: margin {_pts(r.margin)} points ({'sampled' if r.sampled else 'greedy'}, "
                      f"{'quantized' if r.quantized else 'full precision'} candidate)"],
             ["margin source", r.margin_source],
             ["reference score", f"{_pts(r.reference_score)} points ({r.reference_precision or 'precision not stated'})"],
@@ -42,7 +42,7 @@ def noninferiority_rows(r: NoninferiorityResult) -> list[list[str]]:
             rows.append(["reference unanswered", str(r.reference_unanswered)])
         if r.outcome == "inconclusive":
             rows.append(["items needed", "not within reach" if r.items_needed is None else str(r.items_needed)])
-    rows += [["cites", f"{c.file}@{c.revision or 'working tree'} {c.key}"] for c in r.citations]
+    rows += [["cites", f"{c.file}@{c.revision or 'working tree'} {c.entry}"] for c in r.citations]
     if r.reason:
         rows.append(["reason", r.reason])
     return rows

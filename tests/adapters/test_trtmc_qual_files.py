@@ -76,9 +76,9 @@ class TestOwnersGate:
         models = "apps/aiperf_qual/config/models/cascade-int8.yaml"
         tasks = "apps/aiperf_qual/config/tasks.yaml"
         assert gate.citations == [
-            GateCitation(file=models, revision=rev, key="absolute[1].quantized_gate"),
-            GateCitation(file=models, revision=rev, key="absolute[1]"),
-            GateCitation(file=tasks, revision=rev, key="benchmarks.audioqa-v1.min_native"),
+            GateCitation(file=models, revision=rev, entry="absolute[1].quantized_gate"),
+            GateCitation(file=models, revision=rev, entry="absolute[1]"),
+            GateCitation(file=tasks, revision=rev, entry="benchmarks.audioqa-v1.min_native"),
         ]
         assert gate.source == f"{models}@{rev} absolute[1].quantized_gate"
 
@@ -88,7 +88,7 @@ class TestOwnersGate:
         plain = owners_gate(files, task="audio_text_to_text", benchmark="audioqa-v1", quantized=False, sampled=False)
         sampled = owners_gate(files, task="audio_text_to_text", benchmark="audioqa-v1", quantized=True, sampled=True)
         assert isinstance(plain, ChosenGate) and isinstance(sampled, ChosenGate)
-        assert (plain.key, plain.margin, plain.citations[0].key) == ("gate", 3.0, "benchmarks.audioqa-v1.gate")
+        assert (plain.key, plain.margin, plain.citations[0].entry) == ("gate", 3.0, "benchmarks.audioqa-v1.gate")
         assert (sampled.key, sampled.margin, sampled.seeds) == ("sampled_gate", 6.0, 4)
         assert files.revision.endswith("+worktree")
 
@@ -99,7 +99,7 @@ class TestOwnersGate:
         gate = owners_gate(files, task="audio_text_to_text", benchmark="audioqa-v1", quantized=True, sampled=False)
         assert isinstance(gate, ChosenGate) and (gate.key, gate.margin) == ("quantized_gate", 5.0)
         assert gate.citations[1] == GateCitation(file="apps/aiperf_qual/config/tasks.yaml", revision="unversioned",
-                                                 key="tasks.audio_text_to_text.absolute[1]")
+                                                 entry="tasks.audio_text_to_text.absolute[1]")
 
     def test_a_task_without_this_workload_invents_no_gate(self, tmp_path: Path) -> None:
         """text_generation lists only mmlu: the answer names the Task, the file and its benchmarks; a Task

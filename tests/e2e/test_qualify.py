@@ -136,7 +136,7 @@ def test_default_qualify_reaches_aiperf_qualified_and_report_rebuilds(tmp_path: 
     # Both sides answered every scored (item, arm) of the three arms; int8 agrees with float32 well within
     # the 5-point quantized margin at 144 pairs.
     ni = res.row.noninferiority
-    assert ni is not None and ni.outcome == "pass" and (ni.gate_key, ni.margin) == ("quantized_gate", 5.0), ni
+    assert ni is not None and ni.outcome == "pass" and (ni.gate_used, ni.margin) == ("quantized_gate", 5.0), ni
     assert ni.n + ni.reference_unanswered == 144 and ni.upper is not None and ni.upper < 5.0
     assert (ni.candidate_precision, ni.reference_precision) == ("int8", "float32")
     assert "| outcome | pass |" in md and "Correctness via reference:" in md

@@ -42,7 +42,7 @@ def test_a_model_answering_some_kinds_wrongly_fails_against_a_correct_reference(
     res = results(run_dir)["reference-audioqa"]
     assert res.status == "failed" and res.failed_stage == "noninferiority", res.row.reason
     ni = res.row.noninferiority
-    assert ni is not None and ni.outcome == "fail" and ni.gate_key == "quantized_gate" and ni.margin == 5.0
+    assert ni is not None and ni.outcome == "fail" and ni.gate_used == "quantized_gate" and ni.margin == 5.0
     assert ni.c == 0 and ni.b is not None and ni.b >= 13 and ni.lower is not None and ni.lower > 5.0
     assert ni.n + ni.reference_unanswered == 144 and ni.out_of_capacity == 0
     assert (ni.candidate_precision, ni.reference_precision) == ("int8", "float32")
@@ -95,11 +95,11 @@ def test_owners_gates_from_a_trtmc_checkout_are_applied_and_cited(tmp_path: Path
     res = results(run_dir)["reference-audioqa"]
     assert res.status == "implemented" and res.failed_stage == "noninferiority", res.row.reason
     ni = res.row.noninferiority
-    assert ni is not None and (ni.outcome, ni.gate_key, ni.margin, ni.n, ni.b, ni.c) == \
+    assert ni is not None and (ni.outcome, ni.gate_used, ni.margin, ni.n, ni.b, ni.c) == \
         ("inconclusive", "quantized_gate", 10.0, 18, 0, 0)
     assert ni.items_needed is not None and 18 < ni.items_needed <= 40
     models = "apps/aiperf_qual/config/models/reference-cascade-cpu-int8.yaml"
-    assert [(c.file, c.revision, c.key) for c in ni.citations] == [
+    assert [(c.file, c.revision, c.entry) for c in ni.citations] == [
         (models, rev, "absolute[1].quantized_gate"), (models, rev, "absolute[1]")]
     assert f"about {ni.items_needed} paired problems would decide" in res.row.reason
     events, _ = read_journal(run_dir / "events.jsonl")

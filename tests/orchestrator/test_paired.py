@@ -9,7 +9,7 @@ from orchestrator.errors import ConfigError
 from orchestrator.events import GateCitation
 from orchestrator.judge.paired import ChosenGate, Judged, capacity_rejection, choose_gate, decide_paired, is_quantized
 
-CITE = GateCitation(file="bench.toml", revision="sha256:ab", key="models[0].correctness.noninferiority")
+CITE = GateCitation(file="bench.toml", revision="sha256:ab", entry="models[0].correctness.noninferiority")
 NI = NoninferiorityCriteria(margin=3.0, quantized_gate=NoninferiorityGate(margin=5.0),
                             sampled_gate=NoninferiorityGate(margin=4.0, relative_margin=0.1), seeds=3)
 
@@ -25,7 +25,7 @@ class TestGateChoice:
         assert (gate.key, gate.margin, gate.seeds) == ("quantized_gate", 5.0, 1)
         assert gate.source == "b.toml models[0].quantized_gate"
         assert gate.citations == [GateCitation(file="bench.toml", revision="sha256:ab",
-                                               key="models[0].correctness.noninferiority.quantized_gate")]
+                                               entry="models[0].correctness.noninferiority.quantized_gate")]
 
     def test_sampling_wins_over_quantization_and_full_precision_takes_the_plain_gate(self) -> None:
         """Sampling picks sampled_gate (with its seeds) even when quantized; bf16/fp32 greedy keeps the margin."""

@@ -132,3 +132,17 @@ def test_ingest_journal_never_holds_a_logged_secret(tmp_path: Path) -> None:
     assert args.func(args) == 0
     text = (tmp_path / "events.jsonl").read_text()
     assert all(s not in text for s in (BEARER, FLAG_SECRET, CONFIG_SECRET)) and text.count(REDACTED) == 3
+
+
+def test_no_field_of_the_journal_looks_like_a_secret() -> None:
+    """The journal's redaction treats a field named for a token, key, secret or password as a credential:
+    none of aqbench's own event or payload fields may be named so (a `gate_key` lost its value that way)."""
+    import msgspec
+
+    import orchestrator.events as events
+    from orchestrator.publish.secrets import is_secret_name
+
+    classes = [*events.EVENT_TYPES, *(getattr(events.payloads, n) for n in events.payloads.__all__ if n != "Json")]
+    named = sorted({f"{cls.__name__}.{f.name}" for cls in classes for f in msgspec.structs.fields(cls)
+                    if is_secret_name(f.name)})
+    assert named == []
