@@ -113,7 +113,9 @@ def test_injected_errors_and_delays_counted_by_cause(tmp_path: Path) -> None:
 
 def test_server_killed_mid_run_accounts_in_flight_as_crash(tmp_path: Path) -> None:
     """A server dying mid-run: its in-flight requests are server_crash, AIPerf is partial, nothing lost."""
-    rc, events, stderr = _run(tmp_path, requests=12, arms='"transcript"', faults=["--fault-crash-after", "5"])
+    # 300 ms per answer at concurrency 2: when the 5th answer ends the server, another request is open.
+    rc, events, stderr = _run(tmp_path, requests=12, arms='"transcript"', faults=["--fault-crash-after", "5",
+                                                                          "--fault-latency-ms", "300"])
     crashes = [e for e in _of(events, ServerExited) if not e.expected]
     assert crashes, stderr[-3000:]
     [acc] = _of(events, AccountingChecked)
