@@ -4,9 +4,9 @@ inventory; exit 0 when all is accounted for and the group did not change."""
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
+from orchestrator.commands.output import write_output
 from orchestrator.config import load_config
 from orchestrator.inventory import (
     ConfiguredModel,
@@ -60,16 +60,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=run)
 
 
-def _write(target: str, data: bytes) -> None:
-    if target == "-":
-        sys.stdout.buffer.write(data)
-        sys.stdout.flush()
-        return
-    path = Path(target)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data)
-
-
 def run(args: argparse.Namespace) -> int:
     log = get_logger("inventory")
     config_path = args.config
@@ -98,11 +88,11 @@ def run(args: argparse.Namespace) -> int:
     diff = diff_inventories(old, inv, args.against) if old is not None else None
     markdown = to_markdown(inv) + ("\n" + diff_markdown(diff) if diff is not None else "")
     if args.json:
-        _write(args.json, to_json(inv))
+        write_output(args.json, to_json(inv))
     if args.html:
-        _write(args.html, to_html(inv).encode())
+        write_output(args.html, to_html(inv).encode())
     if args.markdown or not (args.json or args.html):
-        _write(args.markdown or "-", markdown.encode())
+        write_output(args.markdown or "-", markdown.encode())
     log.info("inventory_done", commit=source.commit, checkpoints=len(inv.rows), variants=len(inv.variants),
              errors=len(inv.errors), accounted=inv.accounted,
              group_changed=None if diff is None else diff.group_changed)

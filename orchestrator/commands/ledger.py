@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
+
+from orchestrator.commands.output import write_output
 
 __all__ = ["register", "run"]
 
@@ -30,16 +30,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=run)
 
 
-def _write(target: str, data: bytes) -> None:
-    if target == "-":
-        sys.stdout.buffer.write(data)
-        sys.stdout.flush()
-        return
-    path = Path(target)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data)
-
-
 def run(args: argparse.Namespace) -> int:
     from orchestrator.ledger import (
         build_ledger,
@@ -53,9 +43,9 @@ def run(args: argparse.Namespace) -> int:
     inv = load_inventory(args.inventory)
     ledger = build_ledger(inv, [read_run(r) for r in args.runs], dataset_identity=args.dataset_identity)
     if args.json:
-        _write(args.json, ledger_json(ledger))
+        write_output(args.json, ledger_json(ledger))
     if args.markdown or not args.json:
-        _write(args.markdown or "-", ledger_markdown(ledger).encode())
+        write_output(args.markdown or "-", ledger_markdown(ledger).encode())
     get_logger("ledger").info("ledger_done", checkpoints=len(ledger.lines), variants=len(ledger.variants),
                               runs=len(ledger.runs), can_close=ledger.can_close, blockers=len(ledger.blockers))
     return 0 if ledger.can_close else 1
