@@ -79,6 +79,20 @@ def _server_statuses(events: list) -> list[int]:
     return [e.status for e in _of(events, ServerRecord)]
 
 
+def _timeline(events: list) -> str:
+    """Exits and failed requests in journal order: what a failing crash test needs to be read from CI."""
+    lines = []
+    for e in events:
+        if isinstance(e, ServerExited):
+            lines.append(f"exit inc={e.incarnation} expected={e.expected} ts={e.ts_ns} at={e.exited_unix_ns} seq={e.seq}")
+        elif isinstance(e, RequestsInFlight):
+            lines.append(f"in-flight inc={e.incarnation} ids={e.request_ids} seq={e.seq}")
+        elif isinstance(e, RequestCorrelated) and not e.ok:
+            lines.append(f"request {e.request_id[:8]} {e.phase} {e.cause}/{e.cause_rule} start={e.request_start_ns} "
+                         f"end={e.request_end_ns} inc={e.incarnation} seq={e.seq} {e.error_message[:60]!r}")
+    return "\n".join(lines)
+
+
 def test_clean_run_every_request_correlated(tmp_path: Path) -> None:
     """Every request is joined, server model_call_ms < client latency, the accounting balances."""
     rc, events, stderr = _run(tmp_path, requests=4, arms='"audio"', faults=[])
@@ -122,7 +136,7 @@ def test_server_killed_mid_run_accounts_in_flight_as_crash(tmp_path: Path) -> No
     assert acc.balanced, acc.problems
     crashed = [e for e in _of(events, RequestCorrelated) if e.cause == "server_crash"]
     listed = {rid for e in _of(events, RequestsInFlight) for rid in e.request_ids}
-    assert crashed and {e.request_id for e in crashed} == listed
+    assert crashed and {e.request_id for e in crashed} == listed, _timeline(events)
     # In flight = started before the exit was noticed; later requests were refused (connection).
     assert all(e.request_start_ns <= crashes[0].ts_ns and e.incarnation == crashes[0].incarnation for e in crashed)
     refused = [e for e in _of(events, RequestCorrelated) if e.request_start_ns > crashes[0].ts_ns and not e.ok]
