@@ -68,15 +68,26 @@ _IN_FLIGHT_RULE = ("sent before the server exited, on a connection that then bro
 
 
 class _Crash:
-    __slots__ = ("incarnation", "ns", "publish_at", "ids", "published", "announced", "limit", "breach")
+    __slots__ = ("incarnation", "ns", "publish_at", "ids", "spans", "published", "announced", "limit", "breach")
 
     def __init__(self, incarnation: int, ns: int, publish_at: int, limit: int = 0) -> None:
         self.incarnation, self.ns, self.publish_at = incarnation, ns, publish_at
         self.ids: list[str] = []
+        self.spans: list[tuple[int, int]] = []  # (start, end) of each id, client clock
         self.published = 0
         self.announced = False
         self.limit = limit  # the client's concurrency (0: unknown or rate mode)
         self.breach = False
+
+    def add(self, rid: str, start: int, end: int) -> int:
+        """Count `rid` as lost to this crash; returns how many of its requests were open at one instant
+        within the new one's span. A process takes a while to die: a slot freed by a broken connection is
+        refilled at once and the new request can still reach the dying socket, so more than `limit` ids
+        is possible, but never more than `limit` open together (a closed-loop client's invariant)."""
+        self.ids.append(rid)
+        self.spans.append((start, end))
+        points = [s for s, _ in self.spans if start <= s <= end]
+        return max(sum(1 for s, e in self.spans if s <= p <= e) for p in points)
 
 
 def _merge(first: ClientRecord, other: ClientRecord) -> ClientRecord:
@@ -106,14 +117,18 @@ class Joiner:
     """
 
     def __init__(self, *, key_parser: KeyParser | None = None, match_timeout_s: float = 5.0,
-                 crash_slack_s: float = 1.0, max_settled: int = 1_000_000, source: str = "correlator",
-                 answer_grace_s: float = 0.0, cut_by_time: bool = False) -> None:
+                 crash_slack_s: float = 1.0, crash_lookback_s: float = 10.0, max_settled: int = 1_000_000,
+                 source: str = "correlator", answer_grace_s: float = 0.0, cut_by_time: bool = False) -> None:
         self.key_parser = key_parser
         # True (a soak): a client record counts in the window started last at or before its request's
         # start, whatever its load client named (windows are time cuts of one load).
         self.cut_by_time = cut_by_time
         self.match_timeout_ns = int(match_timeout_s * 1e9)
         self.crash_slack_ns = int(crash_slack_s * 1e9)
+        # The exit is seen late when the observer is starved of CPU: a connection that broke after the
+        # incarnation's last answer, up to this long before the exit was seen, broke on the dying server.
+        self.crash_lookback_ns = int(crash_lookback_s * 1e9)
+        self._last_answer: dict[int, int] = {}  # incarnation -> latest server record end (unix ns)
         self.max_settled = max_settled
         self.source = source
         # > 0 when the live tap runs: an ok export half waits this long for the tap half with the answer.
@@ -232,6 +247,7 @@ class Joiner:
             return []
         if rid in self._servers:
             return [self._duplicate(rid, "server", self.server_window(rec), None)]
+        self._answered(rec)
         pending = self._clients.get(rid)
         if pending is not None:
             if pending.server is not None:
@@ -268,14 +284,22 @@ class Joiner:
     def add_servers(self, recs: Iterable[ServerRecord], now_ns: int = 0) -> list[Event]:
         """`add_server` for each record, in order; the events of all of them (ingest's bulk path)."""
         out: list[Event] = []
-        clients, settled, servers = self._clients, self._settled, self._servers
+        clients, settled, servers, last = self._clients, self._settled, self._servers, self._last_answer
         for rec in recs:
             rid = rec.request_id
             if rid in clients or rid in settled or rid in servers:
                 out += self.add_server(rec, now_ns)
             else:
                 servers[rid] = (rec, now_ns)
+                end = rec.end_unix_ns
+                if end is not None and end > last.get(rec.incarnation, 0):
+                    last[rec.incarnation] = end
         return out
+
+    def _answered(self, rec: ServerRecord) -> None:
+        end = rec.end_unix_ns
+        if end is not None and end > self._last_answer.get(rec.incarnation, 0):
+            self._last_answer[rec.incarnation] = end
 
     def server_exited(self, incarnation: int, crash_unix_ns: int, now_ns: int = 0) -> list[Event]:
         """An unexpected exit at `crash_unix_ns` (when the process was seen dead): a failed request sent
@@ -411,13 +435,22 @@ class Joiner:
                 if server.end_unix_ns and server.end_unix_ns < crash.ns - self.crash_slack_ns:
                     continue
             # An error record's end may equal its start (AIPerf): then the end is unknown.
-            if start <= crash.ns and (end is None or end >= crash.ns - self.crash_slack_ns):
+            if start <= crash.ns and (end is None or end >= self._broke_since(crash)):
                 return (None, "refused") if refused else (crash, "open_at_exit")
             if start > crash.ns:
                 after = crash
         if after is not None:
             return None, "refused" if refused else "sent_after_exit"
         return None, ""
+
+    def _broke_since(self, crash: _Crash) -> int:
+        """The earliest end of a request that broke on this dying incarnation: the slack before the exit
+        was seen, or back to the incarnation's last answer when that is earlier (within the lookback)."""
+        since = crash.ns - self.crash_slack_ns
+        last = self._last_answer.get(crash.incarnation)
+        if last is not None and last < since:
+            since = max(last, crash.ns - self.crash_lookback_ns)
+        return since
 
     def _settle(self, client: ClientRecord, vias: tuple[str, ...], server: ServerRecord | None, *,
                 in_flight: bool = False) -> RequestCorrelated:
@@ -447,13 +480,16 @@ class Joiner:
         if server is None:
             tally.client_only(rid, ok=category == "ok")
         if crash is not None and cause == "server_crash":
-            crash.ids.append(rid)
-            if crash.limit and len(crash.ids) > crash.limit and not crash.breach:
+            opened = client.request_start_ns or 0
+            # An error record's end may equal its start (AIPerf): then it was open until the exit was seen.
+            broke = client.request_end_ns if client.request_end_ns and client.request_end_ns > opened else crash.ns
+            together = crash.add(rid, opened, broke)
+            if crash.limit and together > crash.limit and not crash.breach:
                 # At most `concurrency` requests can be open at one instant: more means the rule is wrong.
                 crash.breach = True
                 tally.problems.append(
-                    f"more requests in flight at the exit of incarnation {crash.incarnation} than the client's "
-                    f"concurrency {crash.limit} ({len(crash.ids)} so far, e.g. {rid}): the crash accounting is wrong")
+                    f"more requests in flight at one instant at the exit of incarnation {crash.incarnation} than "
+                    f"the client's concurrency {crash.limit} ({together}, e.g. {rid}): the crash accounting is wrong")
         settled = self._settled
         settled[rid] = (window, vias, server is not None)
         if len(settled) > self.max_settled:

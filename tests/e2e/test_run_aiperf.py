@@ -133,7 +133,7 @@ def test_server_killed_mid_run_accounts_in_flight_as_crash(tmp_path: Path) -> No
     crashes = [e for e in _of(events, ServerExited) if not e.expected]
     assert crashes, stderr[-3000:]
     [acc] = _of(events, AccountingChecked)
-    assert acc.balanced, acc.problems
+    assert acc.balanced, (acc.problems, _timeline(events))
     crashed = [e for e in _of(events, RequestCorrelated) if e.cause == "server_crash"]
     listed = {rid for e in _of(events, RequestsInFlight) for rid in e.request_ids}
     assert crashed and {e.request_id for e in crashed} == listed, _timeline(events)

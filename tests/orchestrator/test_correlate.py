@@ -252,6 +252,42 @@ class TestJoiner:
         assert not acc.balanced
         assert any("than the client's concurrency 2" in p for p in acc.problems), acc.problems
 
+    def test_slots_refilled_while_the_process_dies_are_not_a_breach(self) -> None:
+        """Four requests lost to one crash at concurrency 2, never more than two open together (the first
+        two broke, their slots were refilled and the new ones reset by the dying socket): balanced."""
+        j = Joiner(match_timeout_s=1.0)
+        j.start_window("w1", T0, concurrency=2)
+        crash = T0 + 5 * S
+        ms = S // 1000
+        spans = {"a": (crash - 80 * ms, crash - 40 * ms), "b": (crash - 80 * ms, crash - 30 * ms),
+                 "c": (crash - 35 * ms, crash - 20 * ms), "d": (crash - 28 * ms, crash)}
+        for rid, (start, end) in spans.items():
+            j.add_client(client(rid, status=None, error_type="ClientOSError", error="Connection reset by peer",
+                                start=start, end=end), 0)
+        j.server_exited(1, crash, 0)
+        [inflight] = only(j.expire(3 * S), RequestsInFlight)
+        assert sorted(inflight.request_ids) == ["a", "b", "c", "d"]
+        [acc] = only(j.close_window("w1"), AccountingChecked)
+        assert acc.balanced, acc.problems
+
+    def test_exit_seen_late_still_finds_the_broken_connections(self) -> None:
+        """The observer, starved of CPU, sees the exit 3 s after the connections broke: a request that broke
+        after the incarnation's last answer is server_crash; one that broke before that answer is not."""
+        j = Joiner(match_timeout_s=1.0)
+        j.start_window("w1", T0, concurrency=2)
+        seen = T0 + 10 * S
+        j.add_client(client("answered", start=seen - 5 * S, end=seen - 4 * S), 0)
+        j.add_server(server("answered", end=seen - 4 * S), 0)
+        j.add_client(client("early", status=None, error_type="ServerDisconnectedError", error="Server disconnected",
+                            start=seen - 6 * S, end=seen - 5 * S), 0)
+        for rid in ("a", "b"):
+            j.add_client(client(rid, status=None, error_type="ServerDisconnectedError", error="Server disconnected",
+                                start=seen - 3500 * S // 1000, end=seen - 3 * S), 0)
+        j.server_exited(1, seen, 0)
+        out = j.expire(3 * S)
+        causes = {e.request_id: e.cause for e in only(out, RequestCorrelated)}
+        assert causes == {"early": "connection", "a": "server_crash", "b": "server_crash"}
+
     def test_open_client_at_close_is_in_flight(self) -> None:
         """A client half still open when the window closes counts as in flight: a breach."""
         j = Joiner(match_timeout_s=60)
