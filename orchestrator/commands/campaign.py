@@ -11,9 +11,11 @@ import signal
 import sys
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 
-from orchestrator.campaign.ports import StopNotice
-from orchestrator.config import Config
+if TYPE_CHECKING:  # the campaign package is heavy: imported by run(), not by `aqbench --help` or another command
+    from orchestrator.campaign.ports import StopNotice
+    from orchestrator.config import Config
 
 __all__ = ["register", "qualify_one"]
 

@@ -6,22 +6,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from orchestrator.commands.output import write_output
-from orchestrator.config import load_config
-from orchestrator.inventory import (
-    ConfiguredModel,
-    audit,
-    diff_inventories,
-    diff_markdown,
-    load_inventory,
-    read_code_sources,
-    read_probes,
-    read_task_sources,
-    read_tree,
-    to_html,
-    to_json,
-    to_markdown,
-)
 from orchestrator.logs import get_logger
 
 __all__ = ["register", "run"]
@@ -61,6 +45,25 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Imported here: the inventory package (HTML, probes, TRTMC tree readers) costs every other command
+    # ~0.2 s of start-up otherwise.
+    from orchestrator.commands.output import write_output
+    from orchestrator.config import load_config
+    from orchestrator.inventory import (
+        ConfiguredModel,
+        audit,
+        diff_inventories,
+        diff_markdown,
+        load_inventory,
+        read_code_sources,
+        read_probes,
+        read_task_sources,
+        read_tree,
+        to_html,
+        to_json,
+        to_markdown,
+    )
+
     log = get_logger("inventory")
     config_path = args.config
     if config_path is None and Path(_DEFAULT_CONFIG).is_file():
