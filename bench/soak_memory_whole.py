@@ -25,6 +25,7 @@ sys.path.insert(0, str(REPO))
 
 import adapters.aiperf as aiperf_adapter  # noqa: E402
 from adapters.aiperf.install import AiperfInstall  # noqa: E402
+from orchestrator.commands.wiring import real_toolkit  # noqa: E402
 from orchestrator.config import load_config  # noqa: E402
 from orchestrator.logs import configure_logging  # noqa: E402
 from orchestrator.run import Interrupt  # noqa: E402
@@ -116,7 +117,8 @@ def run_whole(*, duration_s: float, window_s: float, rate: float, trace: bool) -
         async with anyio.create_task_group() as tg:
             if tracer is not None:
                 tg.start_soon(tracer.every, window_s)
-            rc = await soak(cfg, SoakOptions(argv=["bench/soak_memory.py", "--whole"], request_rate=rate), Interrupt())
+            rc = await soak(cfg, SoakOptions(argv=["bench/soak_memory.py", "--whole"], request_rate=rate), Interrupt(),
+                            real_toolkit())
             tg.cancel_scope.cancel()
         return rc
 
