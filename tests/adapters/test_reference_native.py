@@ -41,6 +41,7 @@ class TestNativeWorker:
             ready = json.loads(proc.stdout.readline())
             assert ready["event"] == "ready" and ready["protocol_version"] == 2
             assert ready["capabilities"] == ["audio_text_to_text"]
+            assert ready["warm_up_ms"] > 0  # warmed up before ready, as the server is before its port opens
 
             def call(msg: dict) -> dict:
                 proc.stdin.write(json.dumps(msg) + "\n")
