@@ -147,7 +147,7 @@ def run_whole(*, duration_s: float, window_s: float, rate: float, trace: bool) -
     if trend:
         print(f"aqbench RSS slope from window {first_close + 1} on: {trend.slope_per_h:+.3f} MiB per 100,000 requests "
               f"(goal under {GOAL_MIB_PER_100K}); first-vs-last median growth {trend.growth_per_h:+.3f}")
-    print(f"orchestrator_rss verdict: {verdict['outcome'].upper()}: {verdict['detail']['reason']}")
+    print(f"orchestrator_rss verdict: {verdict['outcome'].upper()}: {verdict['reason']}")
     if os.environ.get("AQB_KEEP") is None:
         import shutil
 
