@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
-from html import escape
 from pathlib import Path
 
 import msgspec
+from markupsafe import Markup
 
 from orchestrator.campaign.fold import CampaignReport, fold_campaign
 from orchestrator.campaign.timeline import timeline_svg
+from orchestrator.reports.templating import render
 
 __all__ = ["write_campaign_reports", "render_campaign_markdown", "render_campaign_html"]
 
@@ -50,26 +51,8 @@ def render_campaign_markdown(r: CampaignReport) -> str:
 
 
 def render_campaign_html(r: CampaignReport) -> str:
-    acc = r.accounting
-    rows = "".join(
-        f"<tr><td>{escape(row.model)}</td><td>{escape(row.status)}</td><td>{escape(row.failed_stage or '-')}</td>"
-        f"<td>{escape(_attempts(row))}</td><td>{escape(row.reason or '-')}</td><td><code>{escape(row.reproduce)}"
-        f"</code></td></tr>" for row in r.rows)
-    nodes = "".join(f"<tr><td>{escape(n.node)}</td><td>{n.attempts}</td><td>{n.busy_s:.1f}</td>"
-                    f"<td>{n.share_of_wall:.0%}</td><td>{'yes' if n.lost else 'no'}</td></tr>" for n in r.nodes)
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>Campaign {escape(r.campaign_id)}</title>"
-            "<style>body{font-family:sans-serif;margin:2em}td,th{border:1px solid #ccc;padding:4px}"
-            "table{border-collapse:collapse}</style></head><body>"
-            f"<h1>Campaign {escape(r.campaign_id)}</h1><p>Status <b>{escape(r.status)}</b> (exit {r.exit_code}), "
-            f"wall {r.wall_s:.1f} s, {r.sessions} session(s). {escape(r.reason)}</p>"
-            "<h2>Models</h2><table><tr><th>model</th><th>status</th><th>stage</th><th>attempts</th><th>reason</th>"
-            f"<th>reproduce</th></tr>{rows}</table>"
-            f"<h2>Timeline</h2>{timeline_svg(r)}"
-            "<h2>Nodes</h2><table><tr><th>node</th><th>attempts</th><th>busy s</th><th>share of wall</th>"
-            f"<th>lost</th></tr>{nodes}</table>"
-            f"<h2>Accounting</h2><p>{acc.finished} of {acc.models} models ended with a status; "
-            + ("none unaccounted." if acc.balanced else f"unaccounted: {escape(', '.join(acc.unaccounted))}.")
-            + "</p></body></html>\n")
+    """report.html (templates/campaign.html): self-contained, every text escaped."""
+    return render("campaign.html", r=r, attempts=[_attempts(row) for row in r.rows], timeline=Markup(timeline_svg(r)))
 
 
 def _write_atomic(path: Path, data: bytes) -> None:

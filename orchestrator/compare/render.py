@@ -6,13 +6,14 @@ model the overlaid latency CDFs (inline SVG), the delta table with intervals and
 
 from __future__ import annotations
 
-from html import escape
 from pathlib import Path
 
 import msgspec
+from markupsafe import Markup
 
 from orchestrator.compare.schema import ChangedAnswer, Comparison, Figure, ModelComparison
 from orchestrator.reports.svg import line_chart
+from orchestrator.reports.templating import render
 
 __all__ = ["render_json", "render_markdown", "render_html", "write_comparison", "MAX_LISTED"]
 
@@ -130,27 +131,6 @@ def _md_answers(m: ModelComparison) -> list[str]:
     return head + _md_table(_ANSWER_HEAD, [_answer_row(a) for a in m.changed_answers[:MAX_LISTED]])
 
 
-def _e(v: str) -> str:
-    return escape(v)
-
-
-def _html_table(header: list[str], rows: list[list[str]], *, row_class: list[str] | None = None,
-                status_col: int | None = None) -> str:
-    head = "".join(f"<th>{_e(h)}</th>" for h in header)
-    body = []
-    for i, r in enumerate(rows):
-        cls = f' class="{_e(row_class[i])}"' if row_class and row_class[i] else ""
-        cells = []
-        for j, v in enumerate(r):
-            if j == status_col:
-                word = v.split(" ", 1)[0]
-                cells.append(f'<td><span class="status st-{_e(word)}">{_e(word)}</span>{_e(v[len(word):])}</td>')
-            else:
-                cells.append(f"<td>{_e(v)}</td>")
-        body.append(f"<tr{cls}>" + "".join(cells) + "</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
-
-
 def _cdf_chart(m: ModelComparison, series: str, label: str) -> str:
     lines = [(side, [(x, f) for x, f in m.cdfs.get(f"{series}/{side}", [])]) for side in ("baseline", "candidate")]
     return line_chart(f"cdf-{series}", f"{m.model}: {label} CDF", lines, x_label=f"{label} (ms)",
@@ -158,39 +138,16 @@ def _cdf_chart(m: ModelComparison, series: str, label: str) -> str:
 
 
 def render_html(c: Comparison) -> str:
-    """compare.html: self-contained (inline CSS and SVG, no scripts, no links out)."""
-    parts = [f"<!doctype html><html><head><meta charset=\"utf-8\"><title>aqbench compare: {_e(c.outcome)}</title>"
-             f"<style>{_CSS}</style></head><body>",
-             f'<h1>aqbench compare: <span class="status st-{_e(c.outcome)}">{_e(c.outcome)}</span></h1>',
-             f"<p>Baseline <code>{_e(c.baseline.journal)}</code> ({_e(c.baseline.run_id)}, {_e(c.baseline.status)});"
-             f" candidate <code>{_e(c.candidate.journal)}</code> ({_e(c.candidate.run_id)}, "
-             f"{_e(c.candidate.status)}). Exit code {c.exit_code}.</p><p>{_e(c.reason)}</p>"]
-    if c.refusals:
-        parts.append("<h2>Not comparable</h2><ul>" + "".join(f"<li>{_e(r)}</li>" for r in c.refusals) + "</ul>")
-    parts.append("<h2>Provenance</h2>")
-    parts.append(_html_table(["fact", "baseline", "candidate"], [[p.name, p.baseline, p.candidate] for p in c.provenance],
-                             row_class=["blocks" if p.blocks else "differs" if p.differs else "" for p in c.provenance]))
-    for side, names in (("baseline", c.only_in_baseline), ("candidate", c.only_in_candidate)):
-        if names:
-            parts.append(f'<p class="note">Only in the {side} (not compared): {_e(", ".join(names))}.</p>')
-    for m in c.models:
-        parts.append(f"<h2>{_e(m.model)}</h2>")
-        parts.append(f'<p class="note">{"paired by dataset item" if m.paired else "not paired (the runs sent different items)"}'
-                     f"; {m.shared_items} items sent by both; "
-                     f"{'deterministic' if m.deterministic else 'sampling'} model.</p>")
-        parts.append('<div class="figs">' + _cdf_chart(m, "client", "client latency")
-                     + _cdf_chart(m, "model_call", "server model call") + "</div>")
-        parts.append("<h3>Delta table</h3>")
-        parts.append(_html_table(_HEAD[1:], [_row(m.model, f)[1:] for f in m.figures], status_col=5))
-        parts.append("<h3>Changed answers</h3>")
-        if not m.deterministic:
-            parts.append('<p class="note">Not compared item by item: the model samples.</p>')
-        else:
-            parts.append(f"<p>{len(m.changed_answers)} of {m.answers_compared} answers compared changed.</p>")
-            if m.changed_answers:
-                parts.append(_html_table(_ANSWER_HEAD, [_answer_row(a) for a in m.changed_answers[:MAX_LISTED]]))
-    parts.append("</body></html>")
-    return "".join(parts) + "\n"
+    """compare.html (templates/compare.html): self-contained (inline CSS and SVG, no scripts, no links out)."""
+    models = [{"model": m, "client_cdf": Markup(_cdf_chart(m, "client", "client latency")),
+               "model_call_cdf": Markup(_cdf_chart(m, "model_call", "server model call")),
+               "delta_rows": [_row(m.model, f)[1:] for f in m.figures],
+               "answer_rows": [_answer_row(a) for a in m.changed_answers[:MAX_LISTED]]} for m in c.models]
+    return render("compare.html", c=c, css=Markup(_CSS), models=models, delta_head=_HEAD[1:],
+                  answer_head=_ANSWER_HEAD,
+                  provenance_rows=[[p.name, p.baseline, p.candidate] for p in c.provenance],
+                  provenance_class=["blocks" if p.blocks else "differs" if p.differs else "" for p in c.provenance],
+                  only_in=[("baseline", c.only_in_baseline), ("candidate", c.only_in_candidate)])
 
 
 def write_comparison(c: Comparison, out: Path) -> tuple[Path, Path, Path]:

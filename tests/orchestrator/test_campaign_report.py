@@ -92,6 +92,18 @@ class TestCampaignFold:
         assert html.count("<svg") == 1 and html.count("<rect") == 3 and "10.0.0.1 (lost)" in html
         assert b'"report_version": 1' in (tmp_path / "report.json").read_bytes()
 
+    def test_html_escapes_every_text(self, tmp_path: Path) -> None:
+        """report.html (a Jinja2 template) escapes a reason and a command that carry markup."""
+        import msgspec
+
+        from orchestrator.campaign.report import render_campaign_html
+
+        r = fold_campaign(journal(tmp_path))
+        row = msgspec.structs.replace(r.rows[0], reason="<script>x</script>", reproduce="aqbench qualify --model 'a&b'")
+        html = render_campaign_html(msgspec.structs.replace(r, rows=[row, *r.rows[1:]]))
+        assert "<script>" not in html and "&lt;script&gt;x&lt;/script&gt;" in html
+        assert "aqbench qualify --model &#x27;a&amp;b&#x27;" in html
+
     def test_torn_last_line_is_skipped_and_corruption_is_named(self, tmp_path: Path) -> None:
         """A driver killed mid-write leaves a torn last line (skipped); a bad line before it is an error."""
         path = journal(tmp_path)
