@@ -41,7 +41,7 @@ async def test_daemon_born_at_stop_without_marker_is_found_by_subreaper(tmp_path
         daemon = announced[0]
         orphans = kinds(events, "OrphanKilled")
         assert [(o.pid, o.found_by) for o in orphans] == [(daemon, "subreaper")]
-        assert "time.sleep(600)" in " ".join(orphans[0].cmdline)
+        assert "time.sleep(600)" in " ".join(orphans[0].cmdline)  # the sleeper announced itself after exec
         assert not _running(daemon)
         # Reaped too: no zombie of it is left under us.
         assert not psutil.pid_exists(daemon) or psutil.Process(daemon).ppid() != os.getpid()

@@ -22,18 +22,23 @@ def _say(event: str, **fields: object) -> None:
 
 def _daemonize() -> int:
     """Double-fork a sleeper into its own session with an empty environment (as a worker launcher with an
-    allow-listed environment does): no marker, outside our group, born after any sample. Its pid."""
+    allow-listed environment does): no marker, outside our group, born after any sample. Its pid, returned
+    once the sleeper runs its own program (it says so on a pipe after exec), so whoever finds it sees that
+    program's command line and not a copy of ours."""
     read_end, write_end = os.pipe()
     first = os.fork()
     if first == 0:
+        os.close(read_end)
         os.setsid()
         second = os.fork()
         if second == 0:
             devnull = os.open(os.devnull, os.O_RDWR)
             for fd in (0, 1, 2):
                 os.dup2(devnull, fd)
-            os.execve(sys.executable, [sys.executable, "-c", "import time; time.sleep(600)"], {})
-        os.write(write_end, str(second).encode())
+            os.set_inheritable(write_end, True)
+            code = (f"import os, time; os.write({write_end}, str(os.getpid()).encode()); os.close({write_end}); "
+                    "time.sleep(600)")
+            os.execve(sys.executable, [sys.executable, "-c", code], {})
         os._exit(0)
     os.close(write_end)
     pid = int(os.read(read_end, 32))
