@@ -59,6 +59,9 @@ class FolderWatch:
         self.poll_s = poll_s
         self.backstop_s = backstop_s
         self._fd: int | None = None
+        # One buffer for every read: os.read would allocate (and free) 64 KiB per call, several times a
+        # second for a soak's hours, which fragments the C heap (issue 23).
+        self._buf = bytearray(_READ_BYTES)
         self._open()
 
     @property
@@ -81,13 +84,14 @@ class FolderWatch:
         descriptor when the folder itself went away (that counts too: the caller should look)."""
         assert self._fd is not None
         gone = relevant = False
+        data = self._buf
         while True:
             try:
-                data = os.read(self._fd, _READ_BYTES)
+                size = os.readv(self._fd, [data])
             except BlockingIOError:
                 break
             offset = 0
-            while offset + _EVENT.size <= len(data):
+            while offset + _EVENT.size <= size:
                 _, mask, _, length = _EVENT.unpack_from(data, offset)
                 start = offset + _EVENT.size
                 gone = gone or bool(mask & (_IN_IGNORED | _IN_DELETE_SELF | _IN_MOVE_SELF))

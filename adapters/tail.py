@@ -1,6 +1,6 @@
 """Follow a growing file and hand out whole lines only; a shrink or a new inode restarts from byte 0.
 
-Knows nothing about what the lines mean. Each read is one stat and one pread; `follow` reads again
+Knows nothing about what the lines mean. Each read is a stat of the path, then an fstat and a pread per chunk the file holds; `follow` reads again
 when the file's folder reports a change (inotify, adapters/fswatch.py), or every `poll_s` where the
 platform cannot report changes.
 """
@@ -85,8 +85,11 @@ class LineFollower:
 
     def _drain_fd(self) -> None:
         assert self._fd is not None
-        while True:
-            chunk = os.pread(self._fd, _CHUNK, self._offset)
+        # Ask for what the file holds, not for a fixed chunk: os.pread allocates the size asked for before
+        # it reads, and a 1 MiB buffer per read (most reads find a few lines, or nothing) fragmented the C
+        # heap of a long soak until its RSS climbed (issue 23).
+        while (size := os.fstat(self._fd).st_size - self._offset) > 0:
+            chunk = os.pread(self._fd, min(size, _CHUNK), self._offset)
             if not chunk:
                 return
             self._offset += len(chunk)

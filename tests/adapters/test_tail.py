@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tracemalloc
 from pathlib import Path
 
 import anyio
@@ -56,6 +57,26 @@ class TestLineFollower:
         assert f.read_available() == [b"1"]
         assert f.read_available(final=True) == [b"2"] and f.torn == 1
         f.close()
+
+    def test_a_read_allocates_what_the_file_holds_not_a_chunk(self, tmp_path: Path) -> None:
+        """A read of a few new bytes, or of none, allocates about that much: os.pread allocates the size
+        it is asked for, and a 1 MiB request per read fragmented a long soak's heap (issue 23)."""
+        path = tmp_path / "f.jsonl"
+        path.write_bytes(b"")
+        f = LineFollower(path)
+        tracemalloc.start()
+        try:
+            for payload in (b'{"a":1}\n', b""):
+                with path.open("ab") as fh:
+                    fh.write(payload)
+                tracemalloc.reset_peak()
+                lines = f.read_available()
+                peak = tracemalloc.get_traced_memory()[1] - tracemalloc.get_traced_memory()[0]
+                assert lines == ([b'{"a":1}'] if payload else [])
+                assert peak < 64 * 1024, f"a read of {len(payload)} bytes peaked at {peak} bytes"
+        finally:
+            tracemalloc.stop()
+            f.close()
 
     @pytest.mark.anyio
     async def test_follow_yields_until_stopped(self, tmp_path: Path) -> None:
