@@ -31,6 +31,8 @@ class GateResult(msgspec.Struct, frozen=True, kw_only=True):
     correct: int
     total: int
     passed: bool
+    # Each failing item once, in first-failure order: a soak window answers each item many times, and one
+    # entry per failed answer grew a window's summary with its requests (issue 23). `total - correct` counts them.
     failing_items: list[str] = []
 
 
@@ -57,4 +59,4 @@ def _gate(gate: str, scope: str, required: float, answers: Sequence[ScoredAnswer
     total = len(answers)
     return GateResult(gate=gate, scope=scope, required=required, observed=correct / total if total else 0.0,
                       correct=correct, total=total, passed=_passes(correct, total, required),
-                      failing_items=[a.item_id for a in answers if a.verdict != "correct"])
+                      failing_items=list(dict.fromkeys(a.item_id for a in answers if a.verdict != "correct")))

@@ -114,6 +114,16 @@ class TestGates:
         assert overall.passed and overall.total == 4
         assert not per_kind.passed and per_kind.scope == "kind:count" and per_kind.failing_items == ["i3"]
 
+    def test_repeated_answers_list_each_failing_item_once(self) -> None:
+        """A soak window answers each item many times: the gate names each failing item once, in the order
+        of its first failure, and its counts keep every answer (issue 23: one entry per failed answer grew
+        each window's summary with its requests)."""
+        ans = [ScoredAnswer(item_id=item, arm="audio", kind="count", verdict=verdict)
+               for _ in range(500) for item, verdict in (("b", "wrong"), ("a", "correct"), ("c", "empty"))]
+        gate = evaluate_gates(self.crit(0.1), ans)[0]
+        assert gate.failing_items == ["b", "c"]
+        assert (gate.correct, gate.total) == (500, 1500)
+
     def test_empty_gate_fails(self) -> None:
         """A gate over zero answers fails rather than passing vacuously."""
         assert not evaluate_gates(self.crit(0.1), [])[0].passed
