@@ -53,8 +53,9 @@ from orchestrator.judge.outcome import FAIL, INCONCLUSIVE, worst
 from orchestrator.logs import get_logger
 from orchestrator.ports import AiperfFacts, Toolkit
 from orchestrator.run import Interrupt, RunScope, new_run_id, open_run
+from orchestrator.soak.heap import keep_large_blocks_off_heap, trim_heap
 from orchestrator.soak.leftovers import check_processes
-from orchestrator.soak.observer import ObserverSampler, trim_heap
+from orchestrator.soak.observer import ObserverSampler
 from orchestrator.soak.tracker import SoakTracker
 from orchestrator.soak.verdicts import (
     MetricVerdict,
@@ -148,6 +149,7 @@ async def soak(cfg: Config, opts: SoakOptions, interrupt: Interrupt, toolkit: To
     """
     model = _select_model(cfg, opts.model)
     settings = _settings(cfg, opts)
+    keep_large_blocks_off_heap()  # before the soak allocates: the soak judges this process's memory
     dataset = await anyio.to_thread.run_sync(load_dataset, resolve_dataset_path(cfg.dataset))
     stop = anyio.Event()
     rc = 0

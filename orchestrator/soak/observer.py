@@ -6,11 +6,9 @@ supervisor, not here.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import os
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Literal
 
 import anyio
 import psutil
@@ -19,23 +17,9 @@ from anyio.abc import TaskStatus
 from orchestrator.bus import Bus
 from orchestrator.events import ProcessSampled
 
-__all__ = ["ObserverSampler", "tree_rss", "trim_heap"]
+__all__ = ["ObserverSampler", "tree_rss"]
 
 Role = Literal["orchestrator", "aiperf"]
-_libc: Any = None
-
-
-def trim_heap() -> bool:
-    """Hand the C heap's free pages back to the OS (glibc `malloc_trim(0)`); False where unavailable.
-    Blocks for milliseconds."""
-    global _libc
-    if _libc is None:
-        try:
-            _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-            _libc.malloc_trim.argtypes = [ctypes.c_size_t]
-        except (OSError, AttributeError):
-            _libc = False
-    return bool(_libc) and bool(_libc.malloc_trim(0))
 
 
 def tree_rss(pid: int) -> tuple[int, int] | None:

@@ -10,7 +10,7 @@ import anyio
 import pytest
 
 from orchestrator.events import ProcessSampled
-from orchestrator.soak.observer import ObserverSampler, tree_rss, trim_heap
+from orchestrator.soak.observer import ObserverSampler, tree_rss
 
 pytestmark = pytest.mark.anyio
 
@@ -58,7 +58,3 @@ class TestObserverSampler:
         child = subprocess.Popen([sys.executable, "-c", "pass"])
         child.wait()
         assert tree_rss(child.pid) is None
-
-    def test_trim_heap_runs_where_glibc_is(self) -> None:
-        """malloc_trim is found on glibc and answers a bool (whether pages were released)."""
-        assert trim_heap() in (True, False)

@@ -1,0 +1,50 @@
+"""Heap care for aqbench's own process during a soak, whose own memory is judged (`orchestrator_rss`).
+
+Two glibc settings, each a no-op where the C library is not glibc:
+
+- `keep_large_blocks_off_heap` fixes glibc's mmap threshold. By default the threshold rises to the size of
+  the largest block freed so far, after which window-sized arrays, sets and journal batches come from the
+  heap; each leaves a hole that the next, larger one cannot reuse. Over a 100-requests/s soak the heap's
+  free bytes climbed about 1 MiB a minute (issue 23, bench/RESULTS.md). A fixed threshold hands every
+  block of 128 KiB or more its own mapping, returned to the kernel when freed.
+- `trim_heap` hands the heap's free pages back (`malloc_trim(0)`), at every window close.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+from typing import Any
+
+__all__ = ["MMAP_THRESHOLD_BYTES", "keep_large_blocks_off_heap", "trim_heap"]
+
+MMAP_THRESHOLD_BYTES = 128 * 1024  # glibc's own starting value, before its dynamic rise
+_M_MMAP_THRESHOLD = -3  # <malloc.h>
+_libc: Any = None
+
+
+def _glibc() -> Any:
+    global _libc
+    if _libc is None:
+        try:
+            lib = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+            lib.malloc_trim.argtypes = [ctypes.c_size_t]
+            lib.mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+            _libc = lib
+        except (OSError, AttributeError):  # not glibc (musl, macOS)
+            _libc = False
+    return _libc
+
+
+def keep_large_blocks_off_heap(threshold: int = MMAP_THRESHOLD_BYTES) -> bool:
+    """Fix glibc's mmap threshold at `threshold` bytes for the rest of the process; False where unavailable.
+    Affects later allocations only, so call it before the soak starts."""
+    lib = _glibc()
+    return bool(lib) and lib.mallopt(_M_MMAP_THRESHOLD, threshold) == 1
+
+
+def trim_heap() -> bool:
+    """Hand the C heap's free pages back to the OS (glibc `malloc_trim(0)`); False where unavailable or
+    nothing was released. Blocks for milliseconds."""
+    lib = _glibc()
+    return bool(lib) and bool(lib.malloc_trim(0))
