@@ -70,12 +70,13 @@ class JournalWriter:
         sub = bus.subscribe("journal", size=8192)
         task_status.started()
         try:
+            # One buffer for the run: encoding the batch's first event at offset 0 empties it but keeps its
+            # memory (clear() would free it, and each batch's regrowth fragmented a soak's heap; issue 23).
             buf = bytearray()
             async for events in sub.batches(self.batch):
-                buf.clear()
                 sync = False
-                for ev in events:
-                    _encoder.encode_into(self._clean(ev), buf, -1)
+                for n, ev in enumerate(events):
+                    _encoder.encode_into(self._clean(ev), buf, -1 if n else 0)
                     buf.extend(b"\n")
                     if isinstance(ev, _SYNC_KINDS):
                         sync = True

@@ -94,6 +94,36 @@ def test_killed_writer_leaves_journal_replayable_to_torn_line(tmp_path: Path) ->
     assert torn is not None and torn.line == len(events) + 1
 
 
+def test_a_short_batch_after_a_long_one_writes_only_its_own_events(tmp_path: Path) -> None:
+    """The writer keeps one buffer for the run (issue 23): a batch of three events after a batch of a
+    thousand long ones writes those three lines, with nothing left over from the longer batch."""
+    import anyio
+
+    from orchestrator.bus import Bus
+    from orchestrator.journal import JournalWriter
+
+    path = tmp_path / "events.jsonl"
+
+    async def main() -> None:
+        bus = Bus("batches")
+        async with anyio.create_task_group() as tg:
+            await tg.start(JournalWriter(path).run, bus)
+            for i in range(1000):
+                bus.publish_nowait(LogLine(stream="long", text="x" * 2000 + str(i)))
+            await anyio.sleep(0.2)
+            for i in range(3):
+                await bus.publish(LogLine(stream="short", text=str(i)))
+                await anyio.sleep(0.05)
+            await bus.aclose()
+
+    anyio.run(main)
+    events, torn = read_journal(path)
+    assert torn is None
+    texts = [e.text for e in events if isinstance(e, LogLine)]
+    assert texts == ["x" * 2000 + str(i) for i in range(1000)] + ["0", "1", "2"]
+    assert path.read_bytes().count(b"\n") == len(events)
+
+
 def test_corruption_before_last_line_is_an_error(tmp_path: Path) -> None:
     """A bad line in the middle is a JournalError naming file and line."""
     path = tmp_path / "events.jsonl"
