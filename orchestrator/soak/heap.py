@@ -7,7 +7,8 @@ Two glibc settings, each a no-op where the C library is not glibc:
   heap; each leaves a hole that the next, larger one cannot reuse. Over a 100-requests/s soak the heap's
   free bytes climbed about 1 MiB a minute (issue 23, bench/RESULTS.md). A fixed threshold hands every
   block of 128 KiB or more its own mapping, returned to the kernel when freed.
-- `trim_heap` hands the heap's free pages back (`malloc_trim(0)`), at every window close.
+- `trim_heap` hands the free pages of every glibc arena back (`malloc_trim(0)`, about 1 ms), before each
+  sample of aqbench's own memory (every `[server] sample_period_s`).
 """
 
 from __future__ import annotations

@@ -291,7 +291,7 @@ class _Soak:
         await run.tg.start(correlator.run)
         await run.tg.start(self.tracker.run)
         sampler = ObserverSampler(self.bus, period_s=self.cfg.server.sample_period_s,
-                                  aiperf_pid=lambda: self.tracker.aiperf_pids.get(self._aiperf_name))
+                                  aiperf_pid=lambda: self.tracker.aiperf_pids.get(self._aiperf_name), trim=trim_heap)
         await run.tg.start(sampler.run)
 
         await self.phase("server")
@@ -499,7 +499,6 @@ class _Soak:
         self.done += 1
         await self.bus.publish(SoakWindowClosed(source="soak", window=cut.name, index=cut.index,
                                                 summary=stats))
-        await anyio.to_thread.run_sync(trim_heap)
         if time.monotonic() >= self._next_checkpoint and not self.stop.is_set() and not last:
             self._next_checkpoint += self.settings.checkpoint_every_s
             await self._checkpoint()

@@ -40,15 +40,27 @@ def tree_rss(pid: int) -> tuple[int, int] | None:
 
 
 class ObserverSampler:
-    """`await tg.start(sampler.run)`: every `period_s`, one ProcessSampled for aqbench itself and one for
-    the AIPerf process `aiperf_pid()` names (none while it names no process). Runs until cancelled."""
+    """`await tg.start(sampler.run)`: every `period_s`, one ProcessSampled for aqbench itself (after
+    `trim`, when given) and one for the AIPerf process `aiperf_pid()` names (none while it names no
+    process). Runs until cancelled."""
 
-    def __init__(self, bus: Bus, *, period_s: float, aiperf_pid: Callable[[], int | None]) -> None:
+    def __init__(self, bus: Bus, *, period_s: float, aiperf_pid: Callable[[], int | None],
+                 trim: Callable[[], object] | None = None) -> None:
         self._bus = bus
         self._period_s = period_s
         self._aiperf_pid = aiperf_pid
         self._own_pid = os.getpid()
         self._limiter = anyio.CapacityLimiter(1)
+        self._trim = trim
+        self.trims = 0
+
+    def _own(self, pid: int) -> tuple[int, int] | None:
+        # `trim` first (the soak passes malloc_trim, ~1 ms): aqbench hands back the free pages its allocators
+        # kept since the last sample, so its sample is what it holds, not what a moment's churn touched.
+        if self._trim is not None:
+            self._trim()
+            self.trims += 1
+        return _own_rss(pid)
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
@@ -58,7 +70,7 @@ class ObserverSampler:
                 if not pid:
                     continue
                 # The orchestrator alone, not its children: AIPerf and the server are sampled apart.
-                found = await anyio.to_thread.run_sync(_own_rss if role == "orchestrator" else tree_rss, pid,
+                found = await anyio.to_thread.run_sync(self._own if role == "orchestrator" else tree_rss, pid,
                                                        limiter=self._limiter)
                 if found is not None:
                     await self._bus.publish(ProcessSampled(source="soak", role=role, pid=pid, rss_bytes=found[0],

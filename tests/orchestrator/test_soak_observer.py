@@ -53,6 +53,21 @@ class TestObserverSampler:
         assert (aiperf.role, aiperf.pid) == ("aiperf", child.pid)
         assert own.rss_bytes > 10 * 2**20 and aiperf.rss_bytes > 1 * 2**20
 
+    async def test_each_own_sample_follows_a_trim(self) -> None:
+        """With `trim` (the soak passes malloc_trim), every sample of aqbench itself comes after one trim,
+        so the journaled RSS is what aqbench holds; AIPerf's samples trim nothing of aqbench's."""
+        trims: list[int] = []
+        bus = _Bus(want=3)
+        sampler = ObserverSampler(bus, period_s=0.01, aiperf_pid=lambda: None, trim=lambda: trims.append(len(bus.events)))
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+                await tg.start(sampler.run)
+                await bus.enough.wait()
+                tg.cancel_scope.cancel()
+        own = [e for e in bus.events if e.role == "orchestrator"]
+        assert len(own) >= 3 and sampler.trims >= len(own)
+        assert trims[:3] == [0, 1, 2]  # each trim ran before the sample it precedes was published
+
     def test_a_gone_process_has_no_sample(self) -> None:
         """A pid that no longer exists yields None (no sample), not an error."""
         child = subprocess.Popen([sys.executable, "-c", "pass"])
