@@ -10,7 +10,8 @@ that grew most since the first window. Both report the RSS slope in MiB per 100,
 the goal (under 1 MiB per 100,000 requests).
 
     .venv/bin/python bench/soak_memory.py [--requests 1000000] [--window 5000]
-    .venv/bin/python bench/soak_memory.py --whole [--duration 150] [--window-s 10] [--tracemalloc]
+    .venv/bin/python bench/soak_memory.py --whole [--duration 150] [--window-s 10] [--rate 100]
+        [--request-timeout 10] [--checkpoint-s S] [--tracemalloc] [--heap-probe S]
 """
 
 from __future__ import annotations
@@ -113,12 +114,19 @@ def main() -> int:
     ap.add_argument("--duration", type=float, default=150.0, help="whole: soak seconds")
     ap.add_argument("--rate", type=float, default=100.0, help="whole: requests per second (open loop)")
     ap.add_argument("--tracemalloc", action="store_true", help="whole: allocation sites that grow between windows")
+    ap.add_argument("--request-timeout", type=float, default=10.0, metavar="S",
+                    help="whole: the workload's request timeout (a window closes S + 3 s after its end)")
+    ap.add_argument("--checkpoint-s", type=float, default=0.0, metavar="S",
+                    help="whole: a checkpoint report every S seconds (default: every two windows)")
+    ap.add_argument("--heap-probe", type=float, default=0.0, metavar="S",
+                    help="whole: every S seconds, where the process's memory sits (bench/heap_probe.py)")
     args = ap.parse_args()
     if args.whole:
         from soak_memory_whole import run_whole  # bench/ is on sys.path as the script's folder
 
         return run_whole(duration_s=args.duration, window_s=args.window_s,
-                         rate=args.rate, trace=args.tracemalloc)
+                         rate=args.rate, trace=args.tracemalloc, probe_s=args.heap_probe,
+                         timeout_s=args.request_timeout, checkpoint_s=args.checkpoint_s)
     r = run(args.requests, args.window, args.sample_every)
     print(f"{r['requests']:,} requests in {r['windows']} windows, {r['elapsed_s']:.1f} s "
           f"({r['requests_per_s']:,.0f} requests/s through join + scoring + window aggregation)")

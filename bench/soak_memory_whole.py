@@ -15,6 +15,7 @@ import re
 import stat
 import sys
 import tempfile
+import time
 import tracemalloc
 from pathlib import Path
 
@@ -22,6 +23,8 @@ import anyio
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+
+from heap_probe import HeapProbe  # noqa: E402  (bench/ is on sys.path as the script's folder)
 
 import adapters.aiperf as aiperf_adapter  # noqa: E402
 from adapters.aiperf.install import AiperfInstall  # noqa: E402
@@ -35,8 +38,11 @@ from orchestrator.soak.verdicts import fit_trend  # noqa: E402
 GOAL_MIB_PER_100K = 1.0
 
 
-def _config(folder: Path, *, duration_s: float, window_s: float, warmup_windows: int) -> Path:
+def _config(folder: Path, *, duration_s: float, window_s: float, warmup_windows: int, timeout_s: float,
+            checkpoint_s: float) -> Path:
     text = (REPO / "bench.toml").read_text()
+    # The stub answers in 2 ms: a short timeout closes each window soon after its end (see run_whole).
+    text = text.replace("request_timeout_s = 60.0", f"request_timeout_s = {timeout_s}", 1)
     text = text.replace('output_dir = "runs"', f'output_dir = "{folder / "runs"}"')
     stub = REPO / "tests" / "data" / "stub_server.py"
     text = re.sub(r'argv = \[.*?\]\n', f'argv = ["{{python}}", "{stub}", "--host", "{{host}}", "--port", "{{port}}", '
@@ -46,7 +52,7 @@ def _config(folder: Path, *, duration_s: float, window_s: float, warmup_windows:
 duration_s = {duration_s}
 window_s = {window_s}
 warmup_windows = {warmup_windows}
-checkpoint_every_s = {window_s * 2}
+checkpoint_every_s = {checkpoint_s or window_s * 2}
 min_trend_windows = 6
 min_trend_span_s = {window_s * 5}
 rss_limit_mib_per_h = 8.0
@@ -64,6 +70,19 @@ def _fake_aiperf(folder: Path) -> str:
     exe.write_text(f"#!/bin/sh\nexec {sys.executable} {REPO / 'bench' / 'soak_load.py'} \"$@\"\n")
     exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
     return str(exe)
+
+
+async def _probe_every(probe: HeapProbe, period_s: float, mark_after_s: float) -> None:
+    """A probe line every `period_s`; from `mark_after_s` on (the steady state), the mappings that grew."""
+    started = time.monotonic()
+    while True:
+        await anyio.sleep(period_s)
+        since = time.monotonic() - started
+        print(probe.probe(f"{since:.0f} s"), file=sys.stderr, flush=True)
+        if probe.first_maps is None and since >= mark_after_s:
+            probe.mark()
+        elif probe.first_maps is not None:
+            print(probe.maps_diff(), file=sys.stderr, flush=True)
 
 
 class _Tracer:
@@ -96,13 +115,15 @@ class _Tracer:
                   file=sys.stderr)
 
 
-def run_whole(*, duration_s: float, window_s: float, rate: float, trace: bool) -> int:
+def run_whole(*, duration_s: float, window_s: float, rate: float, trace: bool, probe_s: float = 0.0,
+              timeout_s: float = 10.0, checkpoint_s: float = 0.0) -> int:
     folder = Path(tempfile.mkdtemp(prefix="aqb-soakmem-"))
     # Until the first window closes (its end + the request timeout + 3 s) every open window's state grows
     # by design: those windows are the verdict's warmup, so orchestrator_rss judges the steady state.
-    timeout_s = load_config(REPO / "bench.toml").workload.request_timeout_s
     first_close = math.ceil((window_s + timeout_s + 3) / window_s)
-    cfg = load_config(_config(folder, duration_s=duration_s, window_s=window_s, warmup_windows=first_close))
+    cfg = load_config(_config(folder, duration_s=duration_s, window_s=window_s, warmup_windows=first_close,
+                              timeout_s=timeout_s, checkpoint_s=checkpoint_s))
+    assert cfg.workload.request_timeout_s == timeout_s, "bench.toml's [workload] request_timeout_s moved"
     exe = _fake_aiperf(folder)
     aiperf_adapter.check_install = lambda: AiperfInstall(version="stand-in", fingerprint="", executable=exe)
     aiperf_adapter.ensure_tokenizer = lambda configured="", **_: folder
@@ -113,10 +134,16 @@ def run_whole(*, duration_s: float, window_s: float, rate: float, trace: bool) -
     if tracer is not None:
         tracemalloc.start(1)
 
+    probe = HeapProbe() if probe_s else None
+    if probe is not None:
+        print(probe.header(), file=sys.stderr)
+
     async def main() -> int:
         async with anyio.create_task_group() as tg:
             if tracer is not None:
                 tg.start_soon(tracer.every, window_s)
+            if probe is not None:
+                tg.start_soon(_probe_every, probe, probe_s, (first_close + 1) * window_s)
             rc = await soak(cfg, SoakOptions(argv=["bench/soak_memory.py", "--whole"], request_rate=rate), Interrupt(),
                             real_toolkit())
             tg.cancel_scope.cancel()
