@@ -8,8 +8,6 @@ free blocks is fragmentation; growth in bytes in use is live memory.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import gc
 import os
 import re
@@ -19,24 +17,11 @@ import threading
 
 import psutil
 
+from orchestrator.soak.heap import mallinfo
+
 __all__ = ["HeapProbe"]
 
 _MIB = 2**20
-
-
-class _MallInfo2(ctypes.Structure):
-    _fields_ = [(name, ctypes.c_size_t) for name in (
-        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
-
-
-def _mallinfo2() -> _MallInfo2 | None:
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        fn = libc.mallinfo2
-    except (OSError, AttributeError):
-        return None
-    fn.restype = _MallInfo2
-    return fn()
 
 
 def _pymalloc() -> dict[str, int]:
@@ -115,7 +100,7 @@ class HeapProbe:
 
     def probe(self, label: str) -> str:
         rss = self._proc.memory_info().rss / _MIB
-        mi = _mallinfo2()
+        mi = mallinfo()
         pm = _pymalloc()
         glibc = (f"{mi.uordblks / _MIB:.2f} | {mi.fordblks / _MIB:.2f} | {mi.arena / _MIB:.2f} | {mi.hblkhd / _MIB:.2f}"
                  if mi else "n/a | n/a | n/a | n/a")

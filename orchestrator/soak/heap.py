@@ -17,11 +17,19 @@ import ctypes
 import ctypes.util
 from typing import Any
 
-__all__ = ["MMAP_THRESHOLD_BYTES", "keep_large_blocks_off_heap", "trim_heap"]
+__all__ = ["MMAP_THRESHOLD_BYTES", "MallInfo", "keep_large_blocks_off_heap", "mallinfo", "trim_heap"]
 
 MMAP_THRESHOLD_BYTES = 128 * 1024  # glibc's own starting value, before its dynamic rise
 _M_MMAP_THRESHOLD = -3  # <malloc.h>
 _libc: Any = None
+
+
+class MallInfo(ctypes.Structure):
+    """glibc's `struct mallinfo2`: `uordblks` bytes in use, `fordblks` free bytes kept, `arena` heap bytes,
+    `hblkhd` bytes in blocks with their own mapping (all arenas summed)."""
+
+    _fields_ = [(name, ctypes.c_size_t) for name in (
+        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
 
 
 def _glibc() -> Any:
@@ -31,6 +39,8 @@ def _glibc() -> Any:
             lib = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
             lib.malloc_trim.argtypes = [ctypes.c_size_t]
             lib.mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+            if hasattr(lib, "mallinfo2"):  # glibc 2.33 and later
+                lib.mallinfo2.restype = MallInfo
             _libc = lib
         except (OSError, AttributeError):  # not glibc (musl, macOS)
             _libc = False
@@ -49,3 +59,10 @@ def trim_heap() -> bool:
     nothing was released. Blocks for milliseconds."""
     lib = _glibc()
     return bool(lib) and bool(lib.malloc_trim(0))
+
+
+def mallinfo() -> MallInfo | None:
+    """Where glibc's memory sits now (`mallinfo2`); None without glibc 2.33 or later. For benchmarks and
+    tests: it walks every arena."""
+    lib = _glibc()
+    return lib.mallinfo2() if lib and hasattr(lib, "mallinfo2") else None

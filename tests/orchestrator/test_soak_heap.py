@@ -16,20 +16,15 @@ glibc = pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="glibc's ma
 # Frees a 4 MiB block (glibc's dynamic threshold rises to 4 MiB), then allocates 1 MiB and prints how many
 # bytes glibc has mmapped for it: 0 when the block came from the heap.
 _PROBE = """
-import ctypes, sys
-from orchestrator.soak.heap import keep_large_blocks_off_heap
-class MI(ctypes.Structure):
-    _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
-                                                "fsmblks", "uordblks", "fordblks", "keepcost")]
-libc = ctypes.CDLL("libc.so.6")
-libc.mallinfo2.restype = MI
+import sys
+from orchestrator.soak.heap import keep_large_blocks_off_heap, mallinfo
 if sys.argv[1] == "fixed":
     assert keep_large_blocks_off_heap()
 big = bytearray(4 << 20)
 del big
-before = libc.mallinfo2().hblkhd
+before = mallinfo().hblkhd
 block = bytearray(1 << 20)
-print(libc.mallinfo2().hblkhd - before)
+print(mallinfo().hblkhd - before)
 """
 
 
