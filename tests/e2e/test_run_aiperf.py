@@ -141,13 +141,21 @@ def test_server_killed_mid_run_accounts_in_flight_as_crash(tmp_path: Path) -> No
     assert all(e.request_start_ns <= crashes[0].ts_ns and e.incarnation == crashes[0].incarnation for e in crashed)
     refused = [e for e in _of(events, RequestCorrelated) if e.request_start_ns > crashes[0].ts_ns and not e.ok]
     assert all(e.cause == "connection" for e in refused)
-    assert sum(acc.issued.values()) == 14
+    # Every request AIPerf recorded is accounted, by id. AIPerf 0.13.0 sends all 14, but when it exits
+    # without aggregates it drops some of its last error records: its log said 12 profiling requests
+    # completed while its export held 7 to 10 of them (and its live tap sometimes more). So the check is
+    # against what AIPerf's own files hold, never more than the 14 it was asked for.
+    [run_dir] = list((tmp_path / "runs").iterdir())
+    export = (run_dir / "aiperf" / "artifacts" / "profile_export.jsonl").read_text().splitlines()
+    exported = {json.loads(line)["metadata"]["x_request_id"] for line in export if line.strip()}
+    accounted = {e.request_id for e in _of(events, RequestCorrelated)}
+    assert exported <= accounted and len(accounted) == sum(acc.issued.values()) <= 14, (exported - accounted,
+                                                                                        acc.issued)
     [exited] = _of(events, AiperfExited)
     assert exited.classification == "partial" and rc == 1
     # run-aiperf writes report.* like every run; its one row has the journal's incarnations and restarts.
     from orchestrator.reports import load_report
 
-    [run_dir] = list((tmp_path / "runs").iterdir())
     assert run_dir.name.startswith("e2e-")  # [run] name is set here
     report = load_report(run_dir / "report.json")
     [row] = report.rows
