@@ -51,6 +51,8 @@ class JournalWriter:
         self.path = path
         self.batch = batch
         self.lines = 0
+        self.last_seq = 0  # the seq of the last event written and flushed to the file
+        self._written = anyio.Event()
         self.redactor = redactor or Redactor.from_environ()
 
     def _clean(self, ev: AnyEvent) -> AnyEvent:
@@ -59,6 +61,14 @@ class JournalWriter:
             self.redactor = self.redactor.learning(
                 v for k, v in env.items() if isinstance(v, str) and is_secret_name(str(k)))
         return self.redactor.event(ev)
+
+    async def wait_written(self, seq: int, timeout_s: float = 30.0) -> bool:
+        """Block until every event up to `seq` is in the file (written and flushed, not fsynced), or for at
+        most `timeout_s`; True when it is."""
+        with anyio.move_on_after(timeout_s):
+            while self.last_seq < seq:
+                await self._written.wait()
+        return self.last_seq >= seq
 
     async def run(self, bus: object, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Runs until the bus closes (then drains, fsyncs and returns) or until cancelled (then fsyncs)."""
@@ -83,6 +93,9 @@ class JournalWriter:
                 fh.write(buf)
                 fh.flush()
                 self.lines += len(events)
+                self.last_seq = max(self.last_seq, events[-1].seq)
+                self._written.set()
+                self._written = anyio.Event()
                 if sync:
                     await anyio.to_thread.run_sync(os.fsync, fh.fileno())
         finally:

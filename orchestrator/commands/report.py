@@ -1,4 +1,4 @@
-"""`aqbench report RUN_DIR [--out DIR]`: rebuild report.json, report.md and report.html from the journal."""
+"""`aqbench report RUN_DIR [--out DIR] [--checkpoint]`: rebuild a run's reports from its journal."""
 
 from __future__ import annotations
 
@@ -13,13 +13,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "report",
         help="rebuild a run's reports from its events.jsonl",
-        description="Rebuild report.json, report.md and report.html from RUN_DIR/events.jsonl alone. "
+        description="Rebuild report.json, report.md and report.html from RUN_DIR/events.jsonl alone, and for a "
+        "soak's journal soak.json, soak.md and soak.html too. "
         "The same journal always gives a byte-identical report.json. Exit 0 when the reports were written "
         "(whatever the run's verdict), 2 when RUN_DIR has no journal or an empty one, 3 when the journal is corrupt "
         "(a bad line before the last, or a duplicated or moved line: its seq does not grow).",
     )
     p.add_argument("run_dir", metavar="RUN_DIR", help="a run folder (runs/<id>/) or its events.jsonl")
     p.add_argument("--out", default=None, metavar="DIR", help="where to write the reports (default: RUN_DIR)")
+    p.add_argument("--checkpoint", action="store_true",
+                   help="the journal is a running soak's: write soak.json, soak.md and soak.html only, and read a "
+                        "missing RunFinished as 'in progress', not 'interrupted' (what a soak runs at each checkpoint)")
     p.set_defaults(func=run)
 
 
@@ -32,6 +36,7 @@ def _is_empty(journal: Path) -> bool:
 def run(args: argparse.Namespace) -> int:
     from orchestrator.errors import UsageError
     from orchestrator.reports import write_reports
+    from orchestrator.reports.soak import write_soak_report
 
     target = Path(args.run_dir)
     journal = target if target.is_file() else target / "events.jsonl"
@@ -41,6 +46,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"{journal}: the journal is empty: the run never wrote an event; there is nothing "
                          "to report (a run's journal starts with run_started)")
     out = Path(args.out) if args.out else journal.parent
+    if args.checkpoint:
+        soak = write_soak_report(journal, out, live=True)
+        print(f"wrote {', '.join(str(p) for p in soak)}")
+        return 0
     paths = write_reports(journal, out)
     prov = paths.report.provenance
     if prov.torn_line is not None:
@@ -51,5 +60,8 @@ def run(args: argparse.Namespace) -> int:
     for row in paths.report.rows:
         stage = f" at {row.failed_stage}" if row.failed_stage else ""
         print(f"{row.model}: {row.status}{stage}")
-    print(f"wrote {paths.json}, {paths.markdown}, {paths.html}")
+    written = [paths.json, paths.markdown, paths.html]
+    if prov.command == "soak":
+        written += list(write_soak_report(journal, out))
+    print(f"wrote {', '.join(str(p) for p in written)}")
     return 0

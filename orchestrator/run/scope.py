@@ -58,10 +58,16 @@ class RunScope:
     exit_code: int = 0
     reason: str = ""
     counts: dict[str, int] = field(default_factory=dict)
+    writer: JournalWriter | None = None
 
     @property
     def journal_path(self) -> Path:
         return self.run_dir / "events.jsonl"
+
+    async def flush_journal(self, timeout_s: float = 30.0) -> bool:
+        """Block until every event published so far is in events.jsonl (for a reader in another process),
+        or for at most `timeout_s`; True when it is."""
+        return self.writer is not None and await self.writer.wait_written(self.bus.statistics().published, timeout_s)
 
     def finish(self, *, status: str, exit_code: int, reason: str = "", counts: dict[str, int] | None = None) -> None:
         """Set what RunFinished will say."""
@@ -99,7 +105,8 @@ async def open_run(
         async with anyio.create_task_group() as outer:
             # The writer is shielded: cancelling the run must not stop it before the cleanup's own
             # events (server exits, orphans, RunFinished) are written. It ends when the bus closes.
-            await outer.start(_write_journal, JournalWriter(run_dir / "events.jsonl"), bus)
+            scope.writer = JournalWriter(run_dir / "events.jsonl")
+            await outer.start(_write_journal, scope.writer, bus)
             try:
                 async with anyio.create_task_group() as tg:
                     scope.tg = tg

@@ -53,6 +53,7 @@ from orchestrator.judge.outcome import FAIL, INCONCLUSIVE, worst
 from orchestrator.logs import get_logger
 from orchestrator.ports import AiperfFacts, Toolkit
 from orchestrator.run import Interrupt, RunScope, new_run_id, open_run
+from orchestrator.soak.checkpoint import CheckpointReportFailed, write_checkpoint_report
 from orchestrator.soak.heap import keep_large_blocks_off_heap, trim_heap
 from orchestrator.soak.leftovers import check_processes
 from orchestrator.soak.observer import ObserverSampler
@@ -528,17 +529,17 @@ class _Soak:
         return result[0]
 
     async def _checkpoint(self) -> None:
-        """Checkpoint verdicts, then the soak report from the journal so far (an interrupted soak keeps it)."""
-        from orchestrator.reports.soak import write_soak_report
-
+        """Checkpoint verdicts, then the soak report from the journal so far (an interrupted soak keeps it),
+        folded by a child process so that this process, whose memory is judged, never holds the fold."""
         await self._verdicts(final=False)
+        # The verdicts must be in the file the child reads: the journal writer batches.
+        await self.run_scope.flush_journal()
         try:
             # The soak report only, marked live ("in progress"): the run-shaped report is written at the end.
-            await anyio.to_thread.run_sync(lambda: write_soak_report(self.run_scope.journal_path,
-                                                                     self.run_scope.run_dir, live=True))
-        except Exception as exc:  # a report bug must not end an eight-hour soak; it is journaled instead
+            await write_checkpoint_report(self.run_scope.run_dir)
+        except CheckpointReportFailed as exc:  # a report bug must not end an eight-hour soak; it is journaled
             await self.bus.publish(Warned(source="soak", code="soak_checkpoint_report_failed",
-                                          message=f"checkpoint report after window {self.done} failed: {exc!r}"))
+                                          message=f"checkpoint report after window {self.done} failed: {exc}"))
 
     async def _verdicts(self, *, final: bool, processes: ProcessCheck | None = None) -> list[MetricVerdict]:
         verdicts = judge_soak(self.windows, self.settings.limits, exits=self.tracker.exits, processes=processes,
