@@ -14,6 +14,8 @@ __all__ = ["CATEGORIES", "category_of", "cause_of", "never_connected", "WindowTa
 # Every issued request lands in exactly one category; together they sum to `issued`.
 CATEGORIES = ("ok", "http_error", "transport_error", "timeout", "cancelled", "in_flight")
 _LISTED = 50  # ids listed per problem kind in an AccountingChecked; counts are always complete
+# How a count of what AIPerf issued is named in a problem, by its source.
+_EXPECTED_SOURCES = {"aiperf_log": " (its log's sending-complete line)", "phase_manifest": " (phase_manifest.json)"}
 
 
 # aiohttp's connector errors (AIPerf records the exception's class as `error.type`): no connection was
@@ -138,10 +140,12 @@ class WindowTally:
         if ok:
             self._counts["client_ok_without_server"] += 1
 
-    def check(self, *, expected: dict[str, int] | None = None, in_flight_ids: Iterable[str] = ()) -> AccountingChecked:
+    def check(self, *, expected: dict[str, int] | None = None, expected_from: dict[str, str] | None = None,
+              in_flight_ids: Iterable[str] = ()) -> AccountingChecked:
         """The invariant: per phase issued = sum of categories, in_flight = 0, no duplicate ids, no
         server record without its client record, no answered request without its server record, and
-        issued = what AIPerf says it issued (when `expected` is given)."""
+        issued = what AIPerf says it issued (when `expected` is given; `expected_from` names where each
+        phase's count comes from: "aiperf_log" or "phase_manifest")."""
         problems = list(self.problems)
         issued, by_category, by_cause = self.issued, self.by_category, self.by_cause
         in_flight = sum(c.get("in_flight", 0) for c in by_category.values())
@@ -161,11 +165,14 @@ class WindowTally:
         for phase, want in sorted((expected or {}).items()):
             got = issued.get(phase, 0)
             if got != want:
-                problems.append(f"{phase}: AIPerf issued {want} requests, {got} were seen and accounted")
+                source = _EXPECTED_SOURCES.get((expected_from or {}).get(phase, ""), "")
+                lost = f": {want - got} request(s) it sent left no record in its export or live tap" \
+                    if got < want and source == _EXPECTED_SOURCES["aiperf_log"] else ""
+                problems.append(f"{phase}: AIPerf issued {want} requests{source}, {got} were seen and accounted{lost}")
         return AccountingChecked(
             source="correlator", window=self.window, balanced=not problems, issued=issued,
             by_cause=by_cause, in_flight=in_flight,
             duplicates=list(self.duplicates), server_without_client=list(self.server_without_client),
             client_without_server=list(self.client_without_server), problems=problems,
-            by_category=by_category, expected=dict(expected or {}),
+            by_category=by_category, expected=dict(expected or {}), expected_from=dict(expected_from or {}),
         )

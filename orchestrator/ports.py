@@ -329,6 +329,12 @@ class AiperfResult(Protocol):
     def reason(self) -> str: ...
     @property
     def returncode(self) -> int | None: ...
+    @property
+    def issued(self) -> dict[str, int]:
+        """Per phase: the requests AIPerf says it issued (a phase it said nothing of is absent)."""
+    @property
+    def issued_from(self) -> dict[str, str]:
+        """Per phase: where `issued` comes from: "aiperf_log" (requests sent) or "phase_manifest" (records kept)."""
 
 
 class AiperfTools(Protocol):

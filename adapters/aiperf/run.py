@@ -24,6 +24,7 @@ from adapters.aiperf.artifacts import Classification, judge_artifacts, wait_arti
 from adapters.aiperf.command import SHORT_TMP_PREFIX, AiperfCommand
 from adapters.aiperf.install import AiperfInstall
 from adapters.aiperf.records import RecordParseError, parse_export_line, parse_tap_line
+from adapters.aiperf.sent import issued_counts, parse_sent
 from adapters.fswatch import FolderWatch
 from adapters.server.group import signal_group, stop_group
 from adapters.tail import LineFollower
@@ -50,12 +51,17 @@ class AiperfOutcome(msgspec.Struct, frozen=True, kw_only=True):
     artifact_dir: str
     records: dict[str, int]
     duration_ns: int
+    # Per phase: the requests AIPerf issued, and where that count comes from ("aiperf_log": its
+    # sending-complete line; "phase_manifest": the records it kept); a phase neither names is absent.
+    issued: dict[str, int] = {}
+    issued_from: dict[str, str] = {}
 
 
 class _Counts:
     def __init__(self) -> None:
         self.by_via = {"tap": 0, "export": 0}
         self.bad_lines = 0
+        self.sent: dict[str, int] = {}  # per phase kind, from AIPerf's own log
 
 
 async def _publish_lines(bus: Any, lines: list[bytes], via: str, window: str, counts: _Counts) -> None:
@@ -104,13 +110,13 @@ async def _tail_taps(folder: Path, bus: Any, window: str, stop: anyio.Event, cou
             follower.close()
 
 
-async def _pump_logs(proc: Process, bus: Any, tail: list[str], scope: anyio.CancelScope) -> None:
+async def _pump_logs(proc: Process, bus: Any, tail: list[str], scope: anyio.CancelScope, counts: _Counts) -> None:
     assert proc.stdout is not None
     with scope:
-        await _pump(proc, bus, tail)
+        await _pump(proc, bus, tail, counts)
 
 
-async def _pump(proc: Process, bus: Any, tail: list[str]) -> None:
+async def _pump(proc: Process, bus: Any, tail: list[str], counts: _Counts) -> None:
     assert proc.stdout is not None
     buf = b""
     async for chunk in proc.stdout:
@@ -122,6 +128,8 @@ async def _pump(proc: Process, bus: Any, tail: list[str]) -> None:
                 continue
             tail.append(text)
             del tail[:-40]
+            if (sent := parse_sent(text)) is not None:
+                counts.sent[sent[0]] = sent[1]
             match = _LEVEL.search(text)
             await bus.publish(LogLine(source="aiperf", stream="aiperf", text=text,
                                       level=match.group(1).lower() if match else ""))
@@ -215,7 +223,7 @@ async def run_aiperf(
                 tg.start_soon(_tail_taps, tap_dir, bus, window, stop_tailers, counts)
             # A service process that outlives AIPerf keeps the pipe open: the pump is cancelled then.
             pump_scope = anyio.CancelScope()
-            tg.start_soon(_pump_logs, proc, bus, log_tail, pump_scope)
+            tg.start_soon(_pump_logs, proc, bus, log_tail, pump_scope, counts)
             with anyio.move_on_after(deadline_s) as deadline:
                 await _wait_exit_or_stop(proc, stop)
             if deadline.cancelled_caught:
@@ -246,10 +254,12 @@ async def run_aiperf(
             reason += f"; AIPerf exited {proc.returncode}: {said}"
         elif judged.classification == "failed" and log_tail:
             reason += "; last output: " + " | ".join(log_tail[-5:])
+        issued, issued_from = issued_counts(counts.sent, judged.aggregate.get("phases"))
         outcome = AiperfOutcome(window=window, classification=judged.classification, reason=reason,
                                 returncode=proc.returncode, aggregate=judged.aggregate,
                                 artifact_dir=str(artifact_dir), duration_ns=time.monotonic_ns() - t0,
-                                records={**counts.by_via, "bad_lines": counts.bad_lines})
+                                records={**counts.by_via, "bad_lines": counts.bad_lines},
+                                issued=issued, issued_from=issued_from)
     finally:
         with anyio.CancelScope(shield=True), anyio.move_on_after(stop_grace_s + 5):
             await _stop(proc, stop_grace_s)
@@ -265,6 +275,7 @@ async def run_aiperf(
                                                duration_ns=time.monotonic_ns() - t0))
     await bus.publish(AiperfExited(source="aiperf", window=window, returncode=outcome.returncode,
                                    classification=outcome.classification, reason=outcome.reason,
-                                   aggregate={**outcome.aggregate, "records": outcome.records},
+                                   aggregate={**outcome.aggregate, "records": outcome.records,
+                                              "issued": outcome.issued, "issued_from": outcome.issued_from},
                                    duration_ns=outcome.duration_ns))
     return outcome

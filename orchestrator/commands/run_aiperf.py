@@ -37,14 +37,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=run)
 
 
-def _expected(aggregate: dict[str, Any]) -> dict[str, int] | None:
-    phases = aggregate.get("phases")
-    if not isinstance(phases, dict):
-        return None
-    out = {name: int(p["total"]) for name, p in phases.items() if isinstance(p, dict) and p.get("total") is not None}
-    return out or None
-
-
 def _summary(outcome: Any, acc: Any, live: LiveLine) -> str:
     lines = [f"AIPerf {outcome.window}: {outcome.classification} ({outcome.reason}); exit code {outcome.returncode}"]
     for phase in sorted(acc.issued):
@@ -155,7 +147,7 @@ async def _phase(run: Any, cfg: Any, args: argparse.Namespace, model: Any, arms:
             for ev in correlator.joiner.close_window(window):
                 await run.bus.publish(ev)
         raise
-    acc = await correlator.close_window(window, expected=_expected(outcome.aggregate))
+    acc = await correlator.close_window(window, expected=outcome.issued, expected_from=outcome.issued_from)
     await handle.stop()
     ok = acc.balanced and outcome.classification == "complete"
     reason = outcome.reason if acc.balanced else "accounting: " + "; ".join(acc.problems)

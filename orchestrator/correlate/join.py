@@ -360,7 +360,8 @@ class Joiner:
             out.extend(self._crash_list(crash))
         return out
 
-    def close_window(self, window: str, *, expected: dict[str, int] | None = None) -> list[Event]:
+    def close_window(self, window: str, *, expected: dict[str, int] | None = None,
+                     expected_from: dict[str, str] | None = None) -> list[Event]:
         """End `window`: its still-open client halves count as in flight (a breach), open server
         halves as server-without-client; returns those events, crash lists and AccountingChecked last.
         Forgets the window's settled ids."""
@@ -382,7 +383,7 @@ class Joiner:
         for crash in self._crashes:
             out.extend(self._crash_list(crash))
         tally = self._tallies.pop(window, None) or WindowTally(window)
-        out.append(tally.check(expected=expected, in_flight_ids=in_flight))
+        out.append(tally.check(expected=expected, expected_from=expected_from, in_flight_ids=in_flight))
         self._settled = {k: v for k, v in self._settled.items() if v[0] != window}
         self._closed.append(window)
         return out

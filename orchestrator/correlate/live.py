@@ -117,6 +117,7 @@ class Correlator:
         return published
 
     async def close_window(self, window: str, *, expected: dict[str, int] | None = None,
+                           expected_from: dict[str, str] | None = None,
                            timeout_s: float | None = None) -> AccountingChecked:
         """Wait until everything published so far is processed and the window's client halves have
         settled (at most match timeout + 1 s), then publish the window's accounting and return it.
@@ -125,7 +126,7 @@ class Correlator:
         async with self._lock:
             await self._process_backlog()
             checked: Event | None = None
-            for ev in self.joiner.close_window(window, expected=expected):
+            for ev in self.joiner.close_window(window, expected=expected, expected_from=expected_from):
                 stamped = await self._publish(ev)
                 if isinstance(stamped, AccountingChecked):
                     checked = stamped

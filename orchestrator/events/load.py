@@ -179,5 +179,8 @@ class AccountingChecked(Event, frozen=True, kw_only=True):
     problems: list[str] = []
     # Per phase: ok / http_error / transport_error / timeout / cancelled / in_flight (sums to issued).
     by_category: dict[str, dict[str, int]] = {}
-    # Per phase: what AIPerf itself says it issued (phase_manifest.json), when known.
+    # Per phase: what AIPerf itself says it issued, when known.
     expected: dict[str, int] = {}
+    # Per phase: where `expected` comes from: "aiperf_log" (its sending-complete line: requests sent) or
+    # "phase_manifest" (phase_manifest.json: records kept, which misses a request AIPerf lost).
+    expected_from: dict[str, str] = {}

@@ -533,7 +533,9 @@ async def _aiperf(m: _ModelRun, handle: Any) -> None:
         await tg.start(collector.run)
         outcome = await m.toolkit.aiperf.run_aiperf(cmd, m.bus, window=window, deadline_s=w.deadline_s, stop_grace_s=w.stop_grace_s,
                                    install=install)
-        accounting = await m.correlator.close_window(window)
+        # Checked against what AIPerf says it issued: a request it sent and lost is a breach, never silence.
+        accounting = await m.correlator.close_window(window, expected=outcome.issued,
+                                                     expected_from=outcome.issued_from)
         # The collector has every request of the window once it has seen the window's accounting.
         collected_all = await collector.wait_accounted(_COLLECT_TIMEOUT_S)
         tg.cancel_scope.cancel()

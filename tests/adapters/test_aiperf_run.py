@@ -121,3 +121,37 @@ class TestRunAiperf:
         [exited] = [e for e in events if isinstance(e, AiperfExited)]
         assert exited.classification == "cancelled" and exited.returncode == 0
         assert msgspec.json.decode(msgspec.json.encode(exited), type=AiperfExited) == exited
+
+
+class TestIssuedCounts:
+    def test_sending_complete_line_gives_the_phase_and_its_sent_count(self) -> None:
+        """AIPerf 0.13.0's line, thousands separators included; other lines give nothing."""
+        from adapters.aiperf.sent import parse_sent
+
+        line = ("19:30:01.123 NOTICE   Phase profiling (profiling) sending complete | sent=1,204, completed=1,200, "
+                "in_flight=4 | sessions: sent=10, completed=9")
+        assert parse_sent(line) == ("profiling", 1204)
+        assert parse_sent("Phase warmup (warmup) sending complete | sent=2, completed=2, in_flight=0") == ("warmup", 2)
+        assert parse_sent("Phase profiling (profiling) complete | completed=12, cancelled=0, errors=2") is None
+        assert parse_sent("sending complete, but not AIPerf's line") is None
+
+    def test_the_log_wins_over_the_manifest_which_fills_what_the_log_left(self) -> None:
+        from adapters.aiperf.sent import issued_counts
+
+        manifest = {"warmup": {"total": 2}, "profiling": {"total": 10}}
+        assert issued_counts({"profiling": 12}, manifest) == ({"profiling": 12, "warmup": 2},
+                                                               {"profiling": "aiperf_log", "warmup": "phase_manifest"})
+        assert issued_counts({}, None) == ({}, {})
+
+    @pytest.mark.anyio
+    async def test_a_run_that_lost_records_still_says_what_it_sent(self, tmp_path: Path) -> None:
+        """No manifest, 5 records, a log saying 7 were sent: the outcome's issued count is the log's 7."""
+        outcome, events = await _run(_cmd(tmp_path, "lost"))
+        assert outcome.records["export"] == 5 and not (tmp_path / "art" / "phase_manifest.json").exists()
+        assert (outcome.issued, outcome.issued_from) == ({"profiling": 7}, {"profiling": "aiperf_log"})
+        assert events[-1].aggregate["issued"] == {"profiling": 7}
+
+    @pytest.mark.anyio
+    async def test_a_complete_run_issued_what_it_recorded(self, tmp_path: Path) -> None:
+        outcome, _ = await _run(_cmd(tmp_path, "ok"))
+        assert outcome.issued == {"profiling": 5} and outcome.records["export"] == 5

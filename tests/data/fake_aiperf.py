@@ -2,7 +2,8 @@
 
 Reads --artifact-dir from argv; FAKE_MODE picks the behaviour: ok, slow_sigint (stops cleanly on
 SIGINT), ignore_sigint (must be killed), fail (exit 1, no files), torn (half a line, no marker, exit 143),
-all_failed (every request answered 500, AIPerf's own "All N inference request(s) failed", exit 1, no marker).
+all_failed (every request answered 500, AIPerf's own "All N inference request(s) failed", exit 1, no marker),
+lost (says it sent 7 requests, records 5, exits 1 without aggregates: AIPerf 0.13.0 after a server crash).
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ def main() -> int:
     elif mode == "ignore_sigint":
         signal.signal(signal.SIGINT, signal.SIG_IGN)
     n = 0
-    total = 5 if mode in ("ok", "torn", "all_failed") else 10_000
+    total = 5 if mode in ("ok", "torn", "all_failed", "lost") else 10_000
     for i in range(total):
         if stop["flag"]:
             break
@@ -68,6 +69,12 @@ def main() -> int:
             tap.flush()
         n += 1
         time.sleep(0.02)
+    sent = n + 2 if mode == "lost" else n
+    # AIPerf 0.13.0's timing manager, once its phase has sent every credit (timing/phase/runner.py).
+    print(f"12:00:01.000 NOTICE   Phase profiling (profiling) sending complete | sent={sent:,}, completed={n:,}, "
+          f"in_flight={sent - n:,}", flush=True)
+    if mode == "lost":
+        return 1
     if mode == "all_failed":
         # As AIPerf 0.13.0's system controller: its error, then the shutdown chatter, exit 1, no marker.
         print(f"12:00:01.000 ERROR    All {n} inference request(s) failed; no successful responses were "

@@ -160,6 +160,24 @@ class TestJoiner:
         [acc] = only(j.close_window("w1", expected={"profiling": 2}), AccountingChecked)
         assert acc.problems == ["profiling: AIPerf issued 2 requests, 1 were seen and accounted"]
 
+    def test_requests_aiperf_sent_and_lost_are_named_with_the_count_source(self) -> None:
+        """AIPerf's log says it sent 3, one record came: a breach naming the 2 lost and where 3 comes from;
+        a manifest's count (records kept) names its file and claims no loss."""
+        j = Joiner()
+        j.add_client(client("a"))
+        j.add_server(server("a"))
+        [acc] = only(j.close_window("w1", expected={"profiling": 3}, expected_from={"profiling": "aiperf_log"}),
+                     AccountingChecked)
+        assert not acc.balanced and acc.expected_from == {"profiling": "aiperf_log"}
+        assert acc.problems == ["profiling: AIPerf issued 3 requests (its log's sending-complete line), 1 were seen "
+                                "and accounted: 2 request(s) it sent left no record in its export or live tap"]
+        j = Joiner()
+        j.add_client(client("a"))
+        j.add_server(server("a"))
+        [acc] = only(j.close_window("w1", expected={"profiling": 3}, expected_from={"profiling": "phase_manifest"}),
+                     AccountingChecked)
+        assert acc.problems == ["profiling: AIPerf issued 3 requests (phase_manifest.json), 1 were seen and accounted"]
+
     def test_http_causes(self) -> None:
         """4xx, 5xx and 429 map to http_4xx, http_5xx and server_busy; timeouts and cancels too."""
         j = Joiner(match_timeout_s=1.0)

@@ -1,0 +1,35 @@
+"""AIPerf's own count of the requests it sent, per phase, from its log line
+`Phase <name> (<kind>) sending complete | sent=N, ...` (AIPerf 0.13.0, timing/phase/runner.py).
+
+The phase manifest counts the records AIPerf kept (successful + error), so a request AIPerf sent and then
+lost (its exit path after a server crash drops some records) is missing from both the manifest and the
+exports: only this line still counts it. Pure parsing; never reads files.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["parse_sent", "issued_counts"]
+
+_SENT = re.compile(r"Phase (?P<name>\S+) \((?P<kind>\S+)\) sending complete \| sent=(?P<sent>[\d,]+)")
+
+
+def parse_sent(text: str) -> tuple[str, int] | None:
+    """(phase kind, requests sent) from one AIPerf log line, or None when it is not a sending-complete line."""
+    if "sending complete" not in text:
+        return None
+    match = _SENT.search(text)
+    return (match["kind"], int(match["sent"].replace(",", ""))) if match else None
+
+
+def issued_counts(sent: dict[str, int], manifest_phases: object) -> tuple[dict[str, int], dict[str, str]]:
+    """What AIPerf issued per phase, and where each count comes from: its log's sent count where the log
+    said it, else the manifest's total (records kept), else nothing for that phase."""
+    issued, source = dict(sent), dict.fromkeys(sent, "aiperf_log")
+    if isinstance(manifest_phases, dict):
+        for phase, counts in manifest_phases.items():
+            total = counts.get("total") if isinstance(counts, dict) else None
+            if phase not in issued and isinstance(total, int):
+                issued[phase], source[phase] = total, "phase_manifest"
+    return issued, source
