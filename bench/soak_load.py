@@ -38,6 +38,10 @@ def _finish(art: Path, counts: dict[str, int], cancelled: bool) -> None:
 
 
 async def _main() -> int:
+    if "--artifact-dir" not in sys.argv:  # e.g. `--help` from `aqbench doctor`: write nothing in the cwd
+        print("soak_load.py: a scripted AIPerf stand-in; needs --artifact-dir DIR --url URL --model M "
+              "--input-file F", file=sys.stderr)
+        return 2
     art = Path(_arg("--artifact-dir"))
     art.mkdir(parents=True, exist_ok=True)
     (art / "profile_export.jsonl").touch()
@@ -109,6 +113,10 @@ async def _main() -> int:
             await asyncio.gather(*tasks)
 
         await (open_loop() if rate > 0 else asyncio.gather(*(worker() for _ in range(concurrency))))
+    for phase in ("warmup", "profiling"):  # as AIPerf 0.13.0 logs it (the soak's accounting reads it)
+        if counts[phase]:
+            print(f"Phase {phase} ({phase}) sending complete | sent={counts[phase]:,}, completed={counts[phase]:,}, "
+                  "in_flight=0", flush=True)
     _finish(art, counts, cancelled=stop.is_set())
     return 0
 

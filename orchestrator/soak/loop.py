@@ -59,6 +59,7 @@ from orchestrator.soak.leftovers import check_processes
 from orchestrator.soak.observer import ObserverSampler
 from orchestrator.soak.tracker import SoakTracker
 from orchestrator.soak.verdicts import (
+    AiperfRunFact,
     MetricVerdict,
     ProcessCheck,
     SoakLimits,
@@ -257,6 +258,7 @@ class _Soak:
         self.stop = stop
         self.windows: list[WindowStats] = []
         self.cut_short: set[str] = set()  # windows the stop signalled while their AIPerf ran
+        self.runs: list[AiperfRunFact] = []  # the AIPerf runs that have ended, for the accounting verdict
         self.done = 0
         self.index = 0  # windows opened so far
         self.segment = 0  # AIPerf runs started so far
@@ -412,7 +414,6 @@ class _Soak:
                     await self._finalise(cuts[closed], correlator, name, launch_ns=launch_ns, exit_ns=None)
                     closed += 1
             announcer.cancel()
-        self._aiperf_name = ""
         result = outcome[0] if outcome else None
         exit_ns = exited.unix_ns or time.time_ns()
         # Everything AIPerf wrote is on the bus: close what it reached, forget the cuts it never reached.
@@ -423,8 +424,11 @@ class _Soak:
             if k > last_reached and await correlator.discard_window(cut.name):
                 self.tracker.discard_window(cut.name)
                 continue
+            if k >= last_reached:  # the run's last window: its count is checked with the window's verdicts
+                self._end_run(seg, name, result)
             await self._finalise(cut, correlator, name, launch_ns=launch_ns, exit_ns=exit_ns,
                                  last=k >= last_reached, outcome=result)
+        self._end_run(seg, name, result)
         if result is not None and result.classification == "failed":
             await self.bus.publish(Warned(source="soak", code="soak_aiperf_failed",
                                           message=f"AIPerf run {name} failed: {result.reason}",
@@ -433,6 +437,13 @@ class _Soak:
             return 0.0, False
         complete = result is not None and result.classification == "complete"
         return (length_s if complete else max(0.0, (exit_ns - first) / 1e9)), True
+
+    def _end_run(self, segment: int, name: str, result: Any) -> None:
+        """Record AIPerf run `name` as ended (once), with what it says it issued."""
+        if self._aiperf_name == name:
+            self._aiperf_name = ""
+            self.runs.append(AiperfRunFact(segment=segment, name=name, issued=dict(getattr(result, "issued", {})),
+                                           issued_from=dict(getattr(result, "issued_from", {}))))
 
     async def _first_profiling(self, name: str, done: anyio.Event) -> int | None:
         """The start of AIPerf run `name`'s first profiling request, or None when it ended without one."""
@@ -543,7 +554,7 @@ class _Soak:
 
     async def _verdicts(self, *, final: bool, processes: ProcessCheck | None = None) -> list[MetricVerdict]:
         verdicts = judge_soak(self.windows, self.settings.limits, exits=self.tracker.exits, processes=processes,
-                              cut_short=self.cut_short)
+                              cut_short=self.cut_short, runs=self.runs, running=self._aiperf_name)
         for v in verdicts:
             d = v.detail
             slope, interval, limit = d.get("slope"), d.get("interval"), d.get("limit")

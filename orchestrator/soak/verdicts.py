@@ -30,6 +30,7 @@ __all__ = [
     "MetricVerdict",
     "ServerExitFact",
     "ProcessCheck",
+    "AiperfRunFact",
     "fit_trend",
     "judge_soak",
 ]
@@ -113,6 +114,16 @@ class ServerExitFact(msgspec.Struct, frozen=True, kw_only=True):
     unix_ns: int = 0
     restarted: bool = False
     output_tail: list[str] = []
+
+
+class AiperfRunFact(msgspec.Struct, frozen=True, kw_only=True):
+    """One AIPerf run of the soak that has ended: what it says it issued per phase, and where that count
+    comes from ("aiperf_log": requests sent; "phase_manifest": records kept); empty when it said nothing."""
+
+    segment: int
+    name: str
+    issued: dict[str, int] = {}
+    issued_from: dict[str, str] = {}
 
 
 class ProcessCheck(msgspec.Struct, frozen=True, kw_only=True):
@@ -368,11 +379,53 @@ def _window_gaps(windows: Sequence[WindowStats], limits: SoakLimits) -> MetricVe
     return MetricVerdict(metric="window_gap", outcome=PASS, detail=detail, reason=how)
 
 
+def _accounting(windows: Sequence[WindowStats], runs: Sequence[AiperfRunFact], running: str) -> MetricVerdict:
+    """Every request accounted: each closed window's invariant held (AccountingChecked), and each ended AIPerf
+    run issued, phase by phase, exactly the requests its windows saw. A run still going (`running`, at a
+    checkpoint) is checked once it ends; an ended run that said nothing of what it issued cannot be checked."""
+    breached = [w.window for w in windows if w.accounting_balanced is False]
+    seen: dict[int, dict[str, int]] = {}
+    for w in windows:
+        counts = seen.setdefault(w.segment, {})
+        counts["profiling"] = counts.get("profiling", 0) + w.issued
+        counts["warmup"] = counts.get("warmup", 0) + w.warmup_issued
+    rows, lost, unknown = [], [], []
+    for run in runs:
+        got = seen.get(run.segment, {})
+        rows.append({"run": run.name, "segment": run.segment, "issued": dict(run.issued),
+                     "issued_from": dict(run.issued_from), "seen": dict(got)})
+        if not run.issued:
+            unknown.append(run.name)
+        for phase, want in sorted(run.issued.items()):
+            if got.get(phase, 0) != want:
+                lost.append(f"{run.name} {phase}: AIPerf issued {want} ({run.issued_from.get(phase, '?')}), "
+                            f"{got.get(phase, 0)} were seen")
+    detail: dict[str, Any] = {"windows": len(windows), "breached_windows": breached, "runs": rows,
+                              "unknown": unknown, "running": running}
+    total = sum(w.issued + w.warmup_issued for w in windows)
+    still = f"; {running} still running: its count is checked when it ends" if running else ""
+    if breached or lost:
+        parts = ([f"the window invariant failed in {', '.join(breached)}"] if breached else []) + lost
+        return MetricVerdict(metric="accounting", outcome=FAIL, detail=detail, reason="; ".join(parts) + still)
+    if not windows:
+        return MetricVerdict(metric="accounting", outcome=INCONCLUSIVE, detail=detail, reason="no window closed")
+    if unknown:
+        return MetricVerdict(metric="accounting", outcome=INCONCLUSIVE, detail=detail,
+                             reason=f"{len(windows)} window(s) balanced, but {', '.join(unknown)} said nothing of how "
+                                    "many requests it sent (no sending-complete line in its log, no phase manifest), "
+                                    "so a request it lost cannot be ruled out" + still)
+    return MetricVerdict(metric="accounting", outcome=PASS, detail=detail,
+                         reason=f"{total} request(s) in {len(windows)} window(s) balanced; {len(runs)} ended AIPerf "
+                                f"run(s) issued exactly what was seen" + still)
+
+
 def judge_soak(windows: Sequence[WindowStats], limits: SoakLimits, *, exits: Sequence[ServerExitFact] = (),
-               processes: ProcessCheck | None = None, cut_short: Collection[str] = ()) -> list[MetricVerdict]:
+               processes: ProcessCheck | None = None, cut_short: Collection[str] = (),
+               runs: Sequence[AiperfRunFact] = (), running: str = "") -> list[MetricVerdict]:
     """Every verdict over the closed windows so far (in index order). `processes` is given only at the
     end (the process check is a final verdict); checkpoints leave it None. `cut_short` names the windows
-    a stop (SIGINT/SIGTERM) cut short: the error rate reports them and does not judge them."""
+    a stop (SIGINT/SIGTERM) cut short: the error rate reports them and does not judge them. `runs` are the
+    AIPerf runs that have ended, `running` the one still going (a checkpoint's), for the accounting."""
     ordered = sorted(windows, key=lambda w: w.index)
     skipped = min(limits.warmup_windows, len(ordered))
     judged = ordered[skipped:]
@@ -392,6 +445,7 @@ def judge_soak(windows: Sequence[WindowStats], limits: SoakLimits, *, exits: Seq
         _correctness(ordered),
         _restarts(exits),
         _window_gaps(ordered, limits),
+        _accounting(ordered, runs, running),
     ]
     if processes is not None:
         verdicts.append(_processes(processes))

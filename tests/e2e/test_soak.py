@@ -144,7 +144,8 @@ class TestSoak:
         verdicts = _final_verdicts(events)
         assert proc.returncode == 0, out[-3000:]
         trends = {"server_rss", "orchestrator_rss", "latency_drift", "server_p99_latency"}
-        assert set(verdicts) == trends | {"error_rate", "correctness", "restarts", "window_gap", "processes"}
+        assert set(verdicts) == trends | {"error_rate", "correctness", "restarts", "window_gap", "accounting",
+                                          "processes"}
         outcomes = {m: v["outcome"] for m, v in verdicts.items()}
         assert {m for m, o in outcomes.items() if o == "inconclusive"} == trends, outcomes
         assert all(outcomes[m] == "pass" for m in set(verdicts) - trends), \
@@ -165,6 +166,13 @@ class TestSoak:
         html = (run_dir / "soak.html").read_text()
         assert all(f"soak-{c}" in html for c in ("latency", "memory", "observer", "errors", "correctness", "gaps"))
         assert (run_dir / "report.json").is_file()
+        # The accounting checked the run against AIPerf's own count of what it sent (its log line).
+        [run] = verdicts["accounting"]["detail"]["runs"]
+        assert run["issued_from"]["profiling"] == "aiperf_log" and run["issued"]["profiling"] == sum(
+            e["summary"]["issued"] for e in closed), run
+        # Checkpoints ran (verdicts not final) and their report child never failed.
+        assert any(e["kind"] == "soak_verdict" and not e["final"] for e in events)
+        assert not [e for e in events if e["kind"] == "warned" and e["code"] == "soak_checkpoint_report_failed"]
 
     def test_default_90s_soak_exits_zero_with_drift_verdicts_inconclusive(self, tmp_path: Path) -> None:
         """Issue 15's case: `aqbench soak --duration 90s --window 30s` on the default bench.toml exits 0, its

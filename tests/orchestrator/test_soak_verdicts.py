@@ -15,6 +15,7 @@ from orchestrator.judge.gates import ScoredAnswer
 from orchestrator.judge.stats import Summary
 from orchestrator.soak import exit_code
 from orchestrator.soak.verdicts import (
+    AiperfRunFact,
     MetricVerdict,
     ProcessCheck,
     ServerExitFact,
@@ -246,6 +247,60 @@ def _gapped(gaps: list[float | None]) -> list[WindowStats]:
     return [WindowStats(window=f"soak/w{i + 1:04d}", index=i + 1, start_unix_ns=T0 + i * WINDOW_NS,
                         end_unix_ns=T0 + (i + 1) * WINDOW_NS, gap_before_s=gap, segment=1)
             for i, gap in enumerate(gaps)]
+
+
+def _accounted(issued: list[int], *, segments: list[int] | None = None, warmup: int = 0,
+               balanced: list[bool | None] | None = None) -> list[WindowStats]:
+    """Windows with `issued` profiling requests each (the first also `warmup` warmup ones)."""
+    return [WindowStats(window=f"soak/w{i + 1:04d}", index=i + 1, start_unix_ns=T0 + i * WINDOW_NS,
+                        end_unix_ns=T0 + (i + 1) * WINDOW_NS, issued=n, ok=n, warmup_issued=warmup if i == 0 else 0,
+                        segment=(segments or [1] * len(issued))[i],
+                        accounting_balanced=(balanced or [True] * len(issued))[i])
+            for i, n in enumerate(issued)]
+
+
+def _run(segment: int, issued: dict[str, int], source: str = "aiperf_log") -> AiperfRunFact:
+    return AiperfRunFact(segment=segment, name=f"soak/aiperf{segment:02d}", issued=issued,
+                         issued_from=dict.fromkeys(issued, source))
+
+
+class TestAccountingVerdict:
+    def test_runs_that_issued_what_their_windows_saw_pass(self) -> None:
+        """Two AIPerf runs (one restarted), each issuing exactly what its windows saw, warmup apart."""
+        windows = _accounted([100, 100, 40, 100], segments=[1, 1, 2, 2], warmup=2)
+        v = _verdict(judge_soak(windows, LIMITS, runs=[_run(1, {"warmup": 2, "profiling": 200}),
+                                                       _run(2, {"profiling": 140})]), "accounting")
+        assert v.outcome == "pass", v.reason
+        assert v.reason == "342 request(s) in 4 window(s) balanced; 2 ended AIPerf run(s) issued exactly what was seen"
+        assert v.detail["runs"][1] == {"run": "soak/aiperf02", "segment": 2, "issued": {"profiling": 140},
+                                       "issued_from": {"profiling": "aiperf_log"},
+                                       "seen": {"profiling": 140, "warmup": 0}}
+
+    def test_requests_an_aiperf_run_sent_and_lost_fail_it(self) -> None:
+        """AIPerf's log says 203 sent, its windows saw 200: fail, naming the run, the phase and both counts."""
+        v = _verdict(judge_soak(_accounted([100, 100]), LIMITS, runs=[_run(1, {"profiling": 203})]), "accounting")
+        assert v.outcome == "fail"
+        assert v.reason == "soak/aiperf01 profiling: AIPerf issued 203 (aiperf_log), 200 were seen"
+
+    def test_a_window_whose_invariant_failed_fails_the_soak(self) -> None:
+        windows = _accounted([100, 100, 100], balanced=[True, False, True])
+        v = _verdict(judge_soak(windows, LIMITS, runs=[_run(1, {"profiling": 300})]), "accounting")
+        assert v.outcome == "fail" and v.reason == "the window invariant failed in soak/w0002"
+
+    def test_a_run_that_said_nothing_of_what_it_sent_is_inconclusive(self) -> None:
+        """An AIPerf run stopped before its sending-complete line, with no manifest: a loss cannot be ruled out."""
+        v = _verdict(judge_soak(_accounted([100, 100]), LIMITS, runs=[_run(1, {})]), "accounting")
+        assert v.outcome == "inconclusive"
+        assert "soak/aiperf01 said nothing of how many requests it sent" in v.reason
+
+    def test_at_a_checkpoint_the_running_run_waits_for_its_end(self) -> None:
+        """Mid-run, the AIPerf run still going is named and not judged; balanced windows so far pass."""
+        v = _verdict(judge_soak(_accounted([100, 100]), LIMITS, running="soak/aiperf01"), "accounting")
+        assert v.outcome == "pass"
+        assert v.reason.endswith("; soak/aiperf01 still running: its count is checked when it ends")
+
+    def test_no_window_is_inconclusive(self) -> None:
+        assert _verdict(judge_soak([], LIMITS), "accounting").outcome == "inconclusive"
 
 
 class TestWindowGapVerdict:
