@@ -368,3 +368,18 @@ class TestWindowAccumulator:
         assert stats.item_server_ms == {"a": 20.0, "b": 500.0} and stats.item_client_ms == {"a": 21.0, "b": 501.0}
         assert stats.orchestrator_rss.median_bytes == 100 * MIB and stats.aiperf_rss.peak_bytes == 800 * MIB
         assert stats.segment == 1
+
+    def test_kept_windows_share_one_key_per_item(self) -> None:
+        """Item ids arrive as new strings with each request; the closed windows a soak keeps for its
+        verdicts share one key object per item (a window's medians then cost about half the memory)."""
+        closed = []
+        for index in (1, 2):
+            acc = WindowAccumulator(index, T0, criteria=CorrectnessCriteria(min_pass_rate=0.5))
+            for item in ("item-07", "item-08"):
+                fresh = "".join(list(item))  # a new string object, as decoded from a request
+                acc.add_request(phase="profiling", ok=True, cause="ok", request_latency_ms=2.0, handler_ms=1.0,
+                                model_call_ms=None, request_start_ns=T0, request_end_ns=T0 + 1, item_id=fresh)
+            closed.append(acc.close(T0 + WINDOW_NS))
+        first, second = (list(w.item_server_ms) + list(w.item_client_ms) for w in closed)
+        assert first == second == ["item-07", "item-08"] * 2
+        assert all(a is b for a, b in zip(first, second, strict=True))
