@@ -27,6 +27,7 @@ from adapters.aiperf.records import RecordParseError, parse_export_line, parse_t
 from adapters.aiperf.sent import issued_counts, parse_sent
 from adapters.fswatch import FolderWatch
 from adapters.server.group import signal_group, stop_group
+from adapters.server.subreaper import spawned_here
 from adapters.tail import LineFollower
 from orchestrator.errors import ClientError
 from orchestrator.events import AiperfExited, AiperfStarted, ClientRecord, LogLine, Warned
@@ -206,76 +207,79 @@ async def run_aiperf(
                                         start_new_session=True)
     except OSError as exc:
         raise ClientError(f"cannot start AIPerf ({cmd.argv[0]}): {exc}; run `aqbench doctor`") from exc
-    await bus.publish(AiperfStarted(source="aiperf", window=window, argv=cmd.argv, shell=cmd.shell,
-                                    artifact_dir=str(artifact_dir), pid=proc.pid,
-                                    version=install.version if install else "",
-                                    fingerprint=install.fingerprint if install else "",
-                                    input_file=cmd.input_file))
-    counts = _Counts()
-    stop_tailers = anyio.Event()
-    log_tail: list[str] = []
-    stopped_early = False
-    outcome: AiperfOutcome | None = None
-    try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(_tail_export, artifact_dir / "profile_export.jsonl", bus, window, stop_tailers, counts)
-            if tap_dir is not None:
-                tg.start_soon(_tail_taps, tap_dir, bus, window, stop_tailers, counts)
-            # A service process that outlives AIPerf keeps the pipe open: the pump is cancelled then.
-            pump_scope = anyio.CancelScope()
-            tg.start_soon(_pump_logs, proc, bus, log_tail, pump_scope, counts)
-            with anyio.move_on_after(deadline_s) as deadline:
-                await _wait_exit_or_stop(proc, stop)
-            if deadline.cancelled_caught:
-                stopped_early = True
-                await bus.publish(Warned(source="aiperf", code="aiperf_deadline",
-                                         message=f"AIPerf window {window} passed its deadline of "
-                                                 f"{deadline_s:g} s; stopping it with SIGINT"))
+    # Ours until reaped: AIPerf renames itself (setproctitle), which blanks the owner mark in its
+    # environment, and a server's orphan sweep must never take it for a server's orphan.
+    with spawned_here(proc.pid):
+        await bus.publish(AiperfStarted(source="aiperf", window=window, argv=cmd.argv, shell=cmd.shell,
+                                        artifact_dir=str(artifact_dir), pid=proc.pid,
+                                        version=install.version if install else "",
+                                        fingerprint=install.fingerprint if install else "",
+                                        input_file=cmd.input_file))
+        counts = _Counts()
+        stop_tailers = anyio.Event()
+        log_tail: list[str] = []
+        stopped_early = False
+        outcome: AiperfOutcome | None = None
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_tail_export, artifact_dir / "profile_export.jsonl", bus, window, stop_tailers, counts)
+                if tap_dir is not None:
+                    tg.start_soon(_tail_taps, tap_dir, bus, window, stop_tailers, counts)
+                # A service process that outlives AIPerf keeps the pipe open: the pump is cancelled then.
+                pump_scope = anyio.CancelScope()
+                tg.start_soon(_pump_logs, proc, bus, log_tail, pump_scope, counts)
+                with anyio.move_on_after(deadline_s) as deadline:
+                    await _wait_exit_or_stop(proc, stop)
+                if deadline.cancelled_caught:
+                    stopped_early = True
+                    await bus.publish(Warned(source="aiperf", code="aiperf_deadline",
+                                             message=f"AIPerf window {window} passed its deadline of "
+                                                     f"{deadline_s:g} s; stopping it with SIGINT"))
+                    await _stop(proc, stop_grace_s)
+                elif proc.returncode is None:  # a stop was asked for
+                    stopped_early = True
+                    await bus.publish(Warned(source="aiperf", code="aiperf_stop_requested",
+                                             message=f"AIPerf window {window}: stop requested; stopping it with SIGINT"))
+                    await _stop(proc, stop_grace_s)
+                if on_exit is not None:
+                    on_exit()
+                # Exports are finalised after exit: wait for the marker and stable sizes, then stop tailing.
+                # Exit 0 means AIPerf finishes its files; a failed or signalled AIPerf may never write a marker.
+                quiet = None if proc.returncode == 0 else _QUIET_S
+                await wait_artifacts_final(artifact_dir, timeout_s=_FINAL_WAIT_S, quiet_s=quiet)
+                stop_tailers.set()
+                pump_scope.deadline = anyio.current_time() + 2.0
+            judged = await anyio.to_thread.run_sync(lambda: judge_artifacts(
+                artifact_dir, returncode=proc.returncode, stopped_early=stopped_early,
+                records=counts.by_via["export"] + counts.by_via["tap"]))
+            reason = judged.reason
+            said = _own_reason(log_tail)
+            if said and proc.returncode not in (0, None) and judged.classification != "complete":
+                reason += f"; AIPerf exited {proc.returncode}: {said}"
+            elif judged.classification == "failed" and log_tail:
+                reason += "; last output: " + " | ".join(log_tail[-5:])
+            issued, issued_from = issued_counts(counts.sent, judged.aggregate.get("phases"))
+            outcome = AiperfOutcome(window=window, classification=judged.classification, reason=reason,
+                                    returncode=proc.returncode, aggregate=judged.aggregate,
+                                    artifact_dir=str(artifact_dir), duration_ns=time.monotonic_ns() - t0,
+                                    records={**counts.by_via, "bad_lines": counts.bad_lines},
+                                    issued=issued, issued_from=issued_from)
+        finally:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(stop_grace_s + 5):
                 await _stop(proc, stop_grace_s)
-            elif proc.returncode is None:  # a stop was asked for
-                stopped_early = True
-                await bus.publish(Warned(source="aiperf", code="aiperf_stop_requested",
-                                         message=f"AIPerf window {window}: stop requested; stopping it with SIGINT"))
-                await _stop(proc, stop_grace_s)
-            if on_exit is not None:
-                on_exit()
-            # Exports are finalised after exit: wait for the marker and stable sizes, then stop tailing.
-            # Exit 0 means AIPerf finishes its files; a failed or signalled AIPerf may never write a marker.
-            quiet = None if proc.returncode == 0 else _QUIET_S
-            await wait_artifacts_final(artifact_dir, timeout_s=_FINAL_WAIT_S, quiet_s=quiet)
-            stop_tailers.set()
-            pump_scope.deadline = anyio.current_time() + 2.0
-        judged = await anyio.to_thread.run_sync(lambda: judge_artifacts(
-            artifact_dir, returncode=proc.returncode, stopped_early=stopped_early,
-            records=counts.by_via["export"] + counts.by_via["tap"]))
-        reason = judged.reason
-        said = _own_reason(log_tail)
-        if said and proc.returncode not in (0, None) and judged.classification != "complete":
-            reason += f"; AIPerf exited {proc.returncode}: {said}"
-        elif judged.classification == "failed" and log_tail:
-            reason += "; last output: " + " | ".join(log_tail[-5:])
-        issued, issued_from = issued_counts(counts.sent, judged.aggregate.get("phases"))
-        outcome = AiperfOutcome(window=window, classification=judged.classification, reason=reason,
-                                returncode=proc.returncode, aggregate=judged.aggregate,
-                                artifact_dir=str(artifact_dir), duration_ns=time.monotonic_ns() - t0,
-                                records={**counts.by_via, "bad_lines": counts.bad_lines},
-                                issued=issued, issued_from=issued_from)
-    finally:
-        with anyio.CancelScope(shield=True), anyio.move_on_after(stop_grace_s + 5):
-            await _stop(proc, stop_grace_s)
-            # AIPerf's service processes share its group; sweep any that outlived the main process.
-            signal_group(proc.pid, signal.SIGKILL)
-            await proc.aclose()
-            tmp = cmd.env.get("TMPDIR", "")
-            if Path(tmp).name.startswith(SHORT_TMP_PREFIX):
-                shutil.rmtree(tmp, ignore_errors=True)  # ours, outside the run folder: leave nothing behind
-            if outcome is None:
-                await bus.publish(AiperfExited(source="aiperf", window=window, returncode=proc.returncode,
-                                               classification="cancelled", reason="aqbench was cancelled",
-                                               duration_ns=time.monotonic_ns() - t0))
-    await bus.publish(AiperfExited(source="aiperf", window=window, returncode=outcome.returncode,
-                                   classification=outcome.classification, reason=outcome.reason,
-                                   aggregate={**outcome.aggregate, "records": outcome.records,
-                                              "issued": outcome.issued, "issued_from": outcome.issued_from},
-                                   duration_ns=outcome.duration_ns))
-    return outcome
+                # AIPerf's service processes share its group; sweep any that outlived the main process.
+                signal_group(proc.pid, signal.SIGKILL)
+                await proc.aclose()
+                tmp = cmd.env.get("TMPDIR", "")
+                if Path(tmp).name.startswith(SHORT_TMP_PREFIX):
+                    shutil.rmtree(tmp, ignore_errors=True)  # ours, outside the run folder: leave nothing behind
+                if outcome is None:
+                    await bus.publish(AiperfExited(source="aiperf", window=window, returncode=proc.returncode,
+                                                   classification="cancelled", reason="aqbench was cancelled",
+                                                   duration_ns=time.monotonic_ns() - t0))
+        await bus.publish(AiperfExited(source="aiperf", window=window, returncode=outcome.returncode,
+                                       classification=outcome.classification, reason=outcome.reason,
+                                       aggregate={**outcome.aggregate, "records": outcome.records,
+                                                  "issued": outcome.issued, "issued_from": outcome.issued_from},
+                                       duration_ns=outcome.duration_ns))
+        return outcome

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from adapters.server.group import stop_group
+from adapters.server.subreaper import spawned_here
 from orchestrator.errors import ServerError
 
 __all__ = ["NativeWorker", "NativeReply"]
@@ -54,6 +56,7 @@ class NativeWorker:
         self.ready: dict[str, Any] = {}
         self._proc: Process | None = None
         self._out: BufferedByteReceiveStream | None = None
+        self._owned = ExitStack()  # holds the worker's spawned_here mark until it is reaped
         self._next = 0
 
     async def __aenter__(self) -> NativeWorker:
@@ -66,6 +69,8 @@ class NativeWorker:
             self._log.close()
             raise ServerError(f"native worker {self.argv[0]!r} could not start: {exc.strerror}; "
                               f"check native_argv in bench.toml") from None
+        # Ours until reaped: a server's orphan sweep must not take it for a server's orphan.
+        self._owned.enter_context(spawned_here(self._proc.pid))
         assert self._proc.stdout is not None
         self._out = BufferedByteReceiveStream(self._proc.stdout)
         try:
@@ -170,4 +175,5 @@ class NativeWorker:
                 await proc.wait()
             await stop_group(proc, signal.SIGKILL, 0.0)
             await proc.aclose()
+            self._owned.close()
             self._log.close()

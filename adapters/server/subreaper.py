@@ -3,7 +3,10 @@ init, so the orphan sweep finds them among our own children even when they carry
 
 `become_subreaper` is idempotent; elsewhere it is a no-op. Children we spawn ourselves inherit
 `OWNER_ENV`; a re-parented descendant that dropped its environment lacks it, which is how it is told
-apart from a subprocess of ours (AIPerf, a native worker) that asyncio is waiting on.
+apart from a subprocess of ours that asyncio is waiting on. The mark alone is not enough: a process that
+renames itself with setproctitle (AIPerf 0.13.0 does, as "aiperf system_controller") blanks what
+/proc/PID/environ shows, so the subprocesses we spawn for other jobs than serving (AIPerf, native
+workers) are also named with `spawned_here`, and they and their sessions are never taken for orphans.
 """
 
 from __future__ import annotations
@@ -11,15 +14,40 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import psutil
 
-__all__ = ["OWNER_ENV", "PR_SET_CHILD_SUBREAPER", "become_subreaper", "is_subreaper", "adopted", "reap"]
+__all__ = ["OWNER_ENV", "PR_SET_CHILD_SUBREAPER", "become_subreaper", "is_subreaper", "adopted", "reap",
+           "spawned_here"]
 
 OWNER_ENV = "AQBENCH_OWNER_PID"
 PR_SET_CHILD_SUBREAPER = 36
 PR_GET_CHILD_SUBREAPER = 37
 _state: dict[str, int] = {"pid": 0, "on": 0}  # which process asked, and what the kernel said
+# Pids of subprocesses we spawned that are not servers; each leads its own session (start_new_session).
+_ours: set[int] = set()
+
+
+@contextmanager
+def spawned_here(pid: int) -> Iterator[None]:
+    """While inside, `pid` (a subprocess we spawned, leading its own session) and every process of its
+    session are ours: the orphan sweep never kills them. Leave it only once the process is reaped."""
+    _ours.add(pid)
+    try:
+        yield
+    finally:
+        _ours.discard(pid)
+
+
+def _is_ours(proc: psutil.Process) -> bool:
+    if proc.pid in _ours:
+        return True
+    try:
+        return os.getsid(proc.pid) in _ours
+    except OSError:
+        return False
 
 
 def _prctl(option: int, arg: int | ctypes.c_int) -> int:
@@ -67,7 +95,7 @@ def adopted(*, born_after: float, token_env: str, token: str, exclude: set[int])
         return []
     out = []
     for proc in children:
-        if proc.pid in exclude:
+        if proc.pid in exclude or _is_ours(proc):
             continue
         try:
             if proc.create_time() < born_after or proc.status() == psutil.STATUS_ZOMBIE:

@@ -64,3 +64,42 @@ async def test_own_subprocess_is_never_taken_for_an_orphan(tmp_path):
         assert mine.stdin is not None
         await mine.stdin.aclose()
         assert await mine.wait() == 0
+
+
+_RENAMED = ("import setproctitle, subprocess, sys; setproctitle.setproctitle('aiperf system_controller'); "
+            "kid = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)']); "
+            "print(kid.pid, flush=True); sys.stdin.read(); kid.kill()")
+
+
+async def test_own_subprocess_that_renames_itself_survives_when_named_ours(tmp_path):
+    """AIPerf renames itself with setproctitle, which blanks what /proc/PID/environ shows, owner mark
+    included: the sweep took such a process for an orphan and killed it (a server crash killed AIPerf).
+    Named with spawned_here, it and the children of its session survive; an unnamed one is still taken."""
+    pytest.importorskip("setproctitle")
+    from contextlib import ExitStack
+
+    from adapters.server.subreaper import spawned_here
+
+    bus, sub = new_bus()
+    procs, kids = [], []
+    try:
+        with ExitStack() as marks:
+            async with supervised(make_spec(tmp_path, "--grandchild"), bus):
+                for _ in range(2):
+                    proc = await anyio.open_process([sys.executable, "-c", _RENAMED], start_new_session=True)
+                    procs.append(proc)
+                    kids.append(int((await proc.stdout.receive()).split()[0]))
+                ours, other = procs
+                assert psutil.Process(ours.pid).environ() == {}  # the blanked environment that fooled the sweep
+                marks.enter_context(spawned_here(ours.pid))
+            # The server has stopped and its orphans were swept, our mark still on.
+            killed = {o.pid for o in kinds(drain(sub), "OrphanKilled")}
+            assert other.pid in killed and ours.pid not in killed and kids[0] not in killed
+            assert _running(ours.pid) and _running(kids[0])
+    finally:
+        for proc in procs:
+            async with proc:
+                proc.kill()
+        for kid in kids:
+            if _running(kid):
+                os.kill(kid, signal.SIGKILL)
