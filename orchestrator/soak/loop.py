@@ -257,7 +257,8 @@ class _Soak:
         self.settings = settings
         self.stop = stop
         self.windows: list[WindowStats] = []
-        self.cut_short: set[str] = set()  # windows the stop signalled while their AIPerf ran
+        self.cut_short: set[str] = set()  # windows not yet at their end when the stop came (names)
+        self.stopped_at: dict[str, int] = {}  # AIPerf runs the stop ended: name -> when (unix ns)
         self.runs: list[AiperfRunFact] = []  # the AIPerf runs that have ended, for the accounting verdict
         self.done = 0
         self.index = 0  # windows opened so far
@@ -415,6 +416,7 @@ class _Soak:
                     closed += 1
             announcer.cancel()
         result = outcome[0] if outcome else None
+        self._end_run(seg, name, result)
         exit_ns = exited.unix_ns or time.time_ns()
         # Everything AIPerf wrote is on the bus: close what it reached, forget the cuts it never reached.
         rest = cuts[closed:]
@@ -424,11 +426,8 @@ class _Soak:
             if k > last_reached and await correlator.discard_window(cut.name):
                 self.tracker.discard_window(cut.name)
                 continue
-            if k >= last_reached:  # the run's last window: its count is checked with the window's verdicts
-                self._end_run(seg, name, result)
             await self._finalise(cut, correlator, name, launch_ns=launch_ns, exit_ns=exit_ns,
                                  last=k >= last_reached, outcome=result)
-        self._end_run(seg, name, result)
         if result is not None and result.classification == "failed":
             await self.bus.publish(Warned(source="soak", code="soak_aiperf_failed",
                                           message=f"AIPerf run {name} failed: {result.reason}",
@@ -439,11 +438,10 @@ class _Soak:
         return (length_s if complete else max(0.0, (exit_ns - first) / 1e9)), True
 
     def _end_run(self, segment: int, name: str, result: Any) -> None:
-        """Record AIPerf run `name` as ended (once), with what it says it issued."""
-        if self._aiperf_name == name:
-            self._aiperf_name = ""
-            self.runs.append(AiperfRunFact(segment=segment, name=name, issued=dict(getattr(result, "issued", {})),
-                                           issued_from=dict(getattr(result, "issued_from", {}))))
+        """Record AIPerf run `name` as ended, with what it says it issued (the accounting verdict's)."""
+        self._aiperf_name = ""
+        self.runs.append(AiperfRunFact(segment=segment, name=name, issued=dict(getattr(result, "issued", {})),
+                                       issued_from=dict(getattr(result, "issued_from", {}))))
 
     async def _first_profiling(self, name: str, done: anyio.Event) -> int | None:
         """The start of AIPerf run `name`'s first profiling request, or None when it ended without one."""
@@ -500,6 +498,9 @@ class _Soak:
         end_ns = cut.end_ns if cut.end_ns is not None and (exit_ns is None or cut.end_ns <= exit_ns) \
             else max(cut.start_ns, (acc.last_request_ns if acc else None) or exit_ns or cut.start_ns)
         opened_first = acc is not None and acc.start_unix_ns == launch_ns
+        stopped = self.stopped_at.get(aiperf)
+        if stopped is not None and (cut.end_ns is None or cut.end_ns > stopped):
+            self.cut_short.add(cut.name)  # the stop ended its load early: reported, not judged for errors
         stats = self.tracker.close_window(
             cut.name, end_ns, aiperf_classification=outcome.classification if last and outcome else "",
             accounting_balanced=accounting.balanced, gap_before_s=gap,
@@ -527,7 +528,7 @@ class _Soak:
                 await self.stop.wait()
                 if not exited.is_set():
                     log.info("soak_window_stopping", window=name)
-                    self.cut_short.add(name)
+                    self.stopped_at[name] = time.time_ns()
 
             tg.start_soon(mark_cut_short)
             with anyio.move_on_after(deadline_s + _STOP_BUDGET_S):
@@ -554,7 +555,8 @@ class _Soak:
 
     async def _verdicts(self, *, final: bool, processes: ProcessCheck | None = None) -> list[MetricVerdict]:
         verdicts = judge_soak(self.windows, self.settings.limits, exits=self.tracker.exits, processes=processes,
-                              cut_short=self.cut_short, runs=self.runs, running=self._aiperf_name)
+                              cut_short=self.cut_short, runs=self.runs, running=self._aiperf_name,
+                              stopped=set(self.stopped_at))
         for v in verdicts:
             d = v.detail
             slope, interval, limit = d.get("slope"), d.get("interval"), d.get("limit")

@@ -379,17 +379,24 @@ def _window_gaps(windows: Sequence[WindowStats], limits: SoakLimits) -> MetricVe
     return MetricVerdict(metric="window_gap", outcome=PASS, detail=detail, reason=how)
 
 
-def _accounting(windows: Sequence[WindowStats], runs: Sequence[AiperfRunFact], running: str) -> MetricVerdict:
+def _accounting(windows: Sequence[WindowStats], runs: Sequence[AiperfRunFact], running: str,
+                stopped: Collection[str], cut_short: Collection[str]) -> MetricVerdict:
     """Every request accounted: each closed window's invariant held (AccountingChecked), and each ended AIPerf
     run issued, phase by phase, exactly the requests its windows saw. A run still going (`running`, at a
-    checkpoint) is checked once it ends; an ended run that said nothing of what it issued cannot be checked."""
-    breached = [w.window for w in windows if w.accounting_balanced is False]
+    checkpoint) is checked once it ends; an ended run that said nothing of what it issued cannot be checked.
+    Nor can what the stop signal left unsettled: a shortfall of a run it ended (`stopped`), or a breach in a
+    window it cut short (`cut_short`): AIPerf cancels its open requests at SIGINT without a record."""
+    breached = [w.window for w in windows if w.accounting_balanced is False and w.window not in cut_short]
+    unsettled = [w.window for w in windows if w.accounting_balanced is False and w.window in cut_short]
     seen: dict[int, dict[str, int]] = {}
     for w in windows:
         counts = seen.setdefault(w.segment, {})
         counts["profiling"] = counts.get("profiling", 0) + w.issued
         counts["warmup"] = counts.get("warmup", 0) + w.warmup_issued
-    rows, lost, unknown = [], [], []
+    rows: list[dict[str, Any]] = []
+    lost: list[str] = []
+    cut: list[str] = []
+    unknown: list[str] = []
     for run in runs:
         got = seen.get(run.segment, {})
         rows.append({"run": run.name, "segment": run.segment, "issued": dict(run.issued),
@@ -398,10 +405,12 @@ def _accounting(windows: Sequence[WindowStats], runs: Sequence[AiperfRunFact], r
             unknown.append(run.name)
         for phase, want in sorted(run.issued.items()):
             if got.get(phase, 0) != want:
-                lost.append(f"{run.name} {phase}: AIPerf issued {want} ({run.issued_from.get(phase, '?')}), "
-                            f"{got.get(phase, 0)} were seen")
+                text = f"{run.name} {phase}: AIPerf issued {want} ({run.issued_from.get(phase, '?')}), " \
+                       f"{got.get(phase, 0)} were seen"
+                (cut if run.name in stopped and got.get(phase, 0) < want else lost).append(text)
     detail: dict[str, Any] = {"windows": len(windows), "breached_windows": breached, "runs": rows,
-                              "unknown": unknown, "running": running}
+                              "unknown": unknown, "running": running, "stopped_short": cut,
+                              "cut_short_breached": unsettled}
     total = sum(w.issued + w.warmup_issued for w in windows)
     still = f"; {running} still running: its count is checked when it ends" if running else ""
     if breached or lost:
@@ -409,6 +418,12 @@ def _accounting(windows: Sequence[WindowStats], runs: Sequence[AiperfRunFact], r
         return MetricVerdict(metric="accounting", outcome=FAIL, detail=detail, reason="; ".join(parts) + still)
     if not windows:
         return MetricVerdict(metric="accounting", outcome=INCONCLUSIVE, detail=detail, reason="no window closed")
+    if cut or unsettled:
+        parts = ([f"the invariant failed in {', '.join(unsettled)}, which it cut short"] if unsettled else []) + cut
+        return MetricVerdict(metric="accounting", outcome=INCONCLUSIVE, detail=detail,
+                             reason=f"{len(windows) - len(unsettled)} window(s) balanced, but the stop signal ended "
+                                    f"the load before every request AIPerf sent was recorded: {'; '.join(parts)}"
+                                    + still)
     if unknown:
         return MetricVerdict(metric="accounting", outcome=INCONCLUSIVE, detail=detail,
                              reason=f"{len(windows)} window(s) balanced, but {', '.join(unknown)} said nothing of how "
@@ -421,11 +436,12 @@ def _accounting(windows: Sequence[WindowStats], runs: Sequence[AiperfRunFact], r
 
 def judge_soak(windows: Sequence[WindowStats], limits: SoakLimits, *, exits: Sequence[ServerExitFact] = (),
                processes: ProcessCheck | None = None, cut_short: Collection[str] = (),
-               runs: Sequence[AiperfRunFact] = (), running: str = "") -> list[MetricVerdict]:
+               runs: Sequence[AiperfRunFact] = (), running: str = "", stopped: Collection[str] = ()) -> list[MetricVerdict]:
     """Every verdict over the closed windows so far (in index order). `processes` is given only at the
     end (the process check is a final verdict); checkpoints leave it None. `cut_short` names the windows
     a stop (SIGINT/SIGTERM) cut short: the error rate reports them and does not judge them. `runs` are the
-    AIPerf runs that have ended, `running` the one still going (a checkpoint's), for the accounting."""
+    AIPerf runs that have ended, `running` the one still going (a checkpoint's), `stopped` those the stop
+    signal ended, for the accounting."""
     ordered = sorted(windows, key=lambda w: w.index)
     skipped = min(limits.warmup_windows, len(ordered))
     judged = ordered[skipped:]
@@ -445,7 +461,7 @@ def judge_soak(windows: Sequence[WindowStats], limits: SoakLimits, *, exits: Seq
         _correctness(ordered),
         _restarts(exits),
         _window_gaps(ordered, limits),
-        _accounting(ordered, runs, running),
+        _accounting(ordered, runs, running, stopped, cut_short),
     ]
     if processes is not None:
         verdicts.append(_processes(processes))

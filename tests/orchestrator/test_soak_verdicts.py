@@ -302,6 +302,33 @@ class TestAccountingVerdict:
     def test_no_window_is_inconclusive(self) -> None:
         assert _verdict(judge_soak([], LIMITS), "accounting").outcome == "inconclusive"
 
+    def test_a_shortfall_of_a_run_the_stop_ended_is_inconclusive_not_a_loss(self) -> None:
+        """SIGINT ended the run: requests it had sent and then cancelled left no record. That cannot be told
+        from a lost one, so it is inconclusive; the same shortfall without the stop fails."""
+        runs = [_run(1, {"profiling": 203})]
+        stopped = _verdict(judge_soak(_accounted([100, 100]), LIMITS, runs=runs, stopped={"soak/aiperf01"}),
+                           "accounting")
+        assert stopped.outcome == "inconclusive"
+        assert stopped.reason == ("2 window(s) balanced, but the stop signal ended the load before every request "
+                                  "AIPerf sent was recorded: soak/aiperf01 profiling: AIPerf issued 203 (aiperf_log), "
+                                  "200 were seen")
+        assert _verdict(judge_soak(_accounted([100, 100]), LIMITS, runs=runs), "accounting").outcome == "fail"
+
+    def test_a_breach_in_the_window_the_stop_cut_short_is_inconclusive(self) -> None:
+        """At SIGINT AIPerf dropped an open request the server still answered (a server record without a
+        client record): in the window the stop cut short that is inconclusive; in any other window, a fail."""
+        windows = _accounted([100, 100, 40], balanced=[True, True, False])
+        runs = [_run(1, {"profiling": 241})]
+        cut = _verdict(judge_soak(windows, LIMITS, runs=runs, stopped={"soak/aiperf01"}, cut_short={"soak/w0003"}),
+                       "accounting")
+        assert cut.outcome == "inconclusive"
+        assert cut.reason == ("2 window(s) balanced, but the stop signal ended the load before every request AIPerf "
+                              "sent was recorded: the invariant failed in soak/w0003, which it cut short; "
+                              "soak/aiperf01 profiling: AIPerf issued 241 (aiperf_log), 240 were seen")
+        other = _verdict(judge_soak(windows, LIMITS, runs=runs, stopped={"soak/aiperf01"}, cut_short={"soak/w0002"}),
+                         "accounting")
+        assert other.outcome == "fail" and other.reason.startswith("the window invariant failed in soak/w0003")
+
 
 class TestWindowGapVerdict:
     def test_cuts_of_one_load_pass_with_the_numbers(self) -> None:
