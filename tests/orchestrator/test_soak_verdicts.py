@@ -302,6 +302,31 @@ class TestAccountingVerdict:
     def test_no_window_is_inconclusive(self) -> None:
         assert _verdict(judge_soak([], LIMITS), "accounting").outcome == "inconclusive"
 
+    def test_seeded_series_never_false_fail_and_always_catch_one_lost_request(self) -> None:
+        """500 seeded soaks of 1-3 AIPerf runs and 2-40 windows: with every count matching the verdict passes
+        every time (0 false fails); with one request lost in one run, or one window breached, it fails every
+        time (detection 1.0). The rule counts, so its error rates are exact, not estimates."""
+        rng = random.Random(20261201)
+        false_fails = detected = 0
+        for _ in range(500):
+            n_runs = rng.randint(1, 3)
+            segments = sorted(rng.randint(1, n_runs) for _ in range(rng.randint(2, 40)))
+            windows = _accounted([rng.randint(0, 3000) for _ in segments], segments=segments, warmup=rng.randint(0, 4))
+            runs = []
+            for seg in sorted(set(segments)):
+                mine = [w for w in windows if w.segment == seg]
+                runs.append(_run(seg, {"profiling": sum(w.issued for w in mine),
+                                       "warmup": sum(w.warmup_issued for w in mine)}))
+            false_fails += _verdict(judge_soak(windows, LIMITS, runs=runs), "accounting").outcome != "pass"
+            k = rng.randrange(len(runs))
+            lossy = [*runs[:k], _run(runs[k].segment, {**runs[k].issued, "profiling": runs[k].issued["profiling"] + 1}),
+                     *runs[k + 1:]]
+            breached = [msgspec.structs.replace(w, accounting_balanced=False) if i == len(windows) // 2 else w
+                        for i, w in enumerate(windows)]
+            detected += _verdict(judge_soak(windows, LIMITS, runs=lossy), "accounting").outcome == "fail"
+            detected += _verdict(judge_soak(breached, LIMITS, runs=runs), "accounting").outcome == "fail"
+        assert (false_fails, detected) == (0, 1000)
+
     def test_a_shortfall_of_a_run_the_stop_ended_is_inconclusive_not_a_loss(self) -> None:
         """SIGINT ended the run: requests it had sent and then cancelled left no record. That cannot be told
         from a lost one, so it is inconclusive; the same shortfall without the stop fails."""
