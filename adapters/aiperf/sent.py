@@ -2,8 +2,8 @@
 `Phase <name> (<kind>) sending complete | sent=N, ...` (AIPerf 0.13.0, timing/phase/runner.py).
 
 The phase manifest counts the records AIPerf kept (successful + error), so a request AIPerf sent and then
-lost (its exit path after a server crash drops some records) is missing from both the manifest and the
-exports: only this line still counts it. Pure parsing; never reads files.
+dropped (it does so with its open requests at SIGINT) is missing from both the manifest and the exports:
+only this line still counts it. Pure parsing; never reads files.
 """
 
 from __future__ import annotations
