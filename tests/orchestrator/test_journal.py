@@ -163,6 +163,27 @@ class TestSchemaVersions:
         want = msgspec.json.decode(gzip.decompress((self.FIXTURE / "report.json.gz").read_bytes()))
         assert _same(got, want)
 
+    @pytest.mark.parametrize("name", ["qualify-v2", "soak-v2"])
+    def test_a_version_2_journal_rebuilds_its_reports_byte_for_byte(self, tmp_path: Path, name: str) -> None:
+        """A real journal of schema 2 (a qualify with a reference side and its non-inferiority judgment, and a
+        90 s soak with checkpoints) folds, through `aqbench report`, into exactly the reports its run wrote:
+        report.{json,md,html}, and soak.{json,md,html} for the soak."""
+        fixture = self.FIXTURE.parent / name
+        journal = tmp_path / "events.jsonl"
+        journal.write_bytes(gzip.decompress((fixture / "events.jsonl.gz").read_bytes()))
+        first = decode_event(journal.read_bytes().split(b"\n", 1)[0])
+        assert isinstance(first, RunStarted) and first.schema_version == 2
+        done = subprocess.run([sys.executable, "-m", "orchestrator", "report", str(journal)],
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        kept = sorted(p.name.removesuffix(".gz") for p in fixture.iterdir() if p.name != "events.jsonl.gz")
+        assert kept == (["report.html", "report.json", "report.md"]
+                        + (["soak.html", "soak.json", "soak.md"] if name.startswith("soak") else []))
+        for report in kept:
+            stored = fixture / report
+            want = stored.read_bytes() if stored.is_file() else gzip.decompress((fixture / f"{report}.gz").read_bytes())
+            assert (tmp_path / report).read_bytes() == want, report
+
     def test_version_1_mismatches_keep_their_answers(self, tmp_path: Path) -> None:
         """Schema 1 kept a mismatch's answers beside its ids; reading upgrades them into `answers`."""
         lines = [
