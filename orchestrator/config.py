@@ -24,6 +24,7 @@ __all__ = [
     "RunConfig",
     "ServerConfig",
     "RestartPolicy",
+    "ModelIdentity",
     "ModelConfig",
     "CorrectnessCriteria",
     "NoninferiorityGate",
@@ -182,16 +183,35 @@ class ModelResources(_Section, frozen=True, kw_only=True):
     custom: dict[str, NonNegFloat] = {}
 
 
-class ModelConfig(_Section, frozen=True, kw_only=True):
+class ModelIdentity(msgspec.Struct, frozen=True, kw_only=True):
+    """What a checkpoint is, as bench.toml's [[models]] states it. Declared once: the configuration, the
+    `model` phase, the result row and the report's row are each a ModelIdentity with more fields."""
+
+    family: str = ""
+    checkpoint: str = ""
+    profile: str = ""
+    revision: str = ""
+    precision: str = ""
+    native_task: str = ""
+
+    def identity_fields(self) -> dict[str, str]:
+        """This identity's fields by name, to build another ModelIdentity: `ResultRow(**model.identity_fields())`."""
+        return {f: getattr(self, f) for f in ModelIdentity.__struct_fields__}
+
+    @classmethod
+    def first_known(cls, *sources: ModelIdentity | None) -> ModelIdentity:
+        """Each field from the first source that states it (a later source fills what an earlier left empty)."""
+        values = {f: next((v for s in sources if s is not None and (v := getattr(s, f))), "")
+                  for f in cls.__struct_fields__}
+        return cls(**values)
+
+
+class ModelConfig(ModelIdentity, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """[[models]]: one checkpoint to qualify, with its identity and its correctness criteria."""
 
     name: Name
     family: str
     checkpoint: str
-    profile: str = ""
-    revision: str = ""
-    precision: str = ""
-    native_task: str = ""
     bundle: str = ""
     tokenizer: str = ""
     # Long-lived native worker speaking the JSON-lines protocol (trtmc.md section 2); empty = none.
@@ -500,6 +520,8 @@ def _check_paths(cfg: Config, *, where: str, given: dict[str, Any]) -> None:
 def config_to_dict(cfg: Config) -> dict[str, Any]:
     """The resolved configuration as plain data (for `config check` and RunStarted)."""
     out: dict[str, Any] = msgspec.to_builtins(cfg)
+    # Each model's name first, as bench.toml writes it (its identity fields come from ModelIdentity first).
+    out["models"] = [{"name": m["name"], **m} for m in out["models"]]
     return out
 
 

@@ -18,6 +18,7 @@ from anyio.abc import TaskStatus
 
 from orchestrator.errors import JournalError
 from orchestrator.events import SCHEMA_VERSION, AnyEvent, PhaseFinished, PhaseStarted, RunFinished, RunStarted
+from orchestrator.journal_upgrade import OLDEST_VERSION, upgrader
 from orchestrator.publish.secrets import Redactor, is_secret_name
 
 __all__ = ["JournalWriter", "iter_journal", "read_journal", "TornLine", "encode_event", "decode_event"]
@@ -25,7 +26,6 @@ __all__ = ["JournalWriter", "iter_journal", "read_journal", "TornLine", "encode_
 _encoder = msgspec.json.Encoder()
 _ANY_EVENT: Any = AnyEvent  # the runtime tagged union (the type checker sees the Event base)
 _decoder = msgspec.json.Decoder(_ANY_EVENT)
-_generic = msgspec.json.Decoder()
 _SYNC_KINDS = (RunStarted, PhaseStarted, PhaseFinished, RunFinished)
 
 
@@ -157,7 +157,7 @@ def iter_journal(
             if pending is not None:
                 ev = _decode_or_raise(p, *pending, decode)
                 if isinstance(ev, RunStarted) and ev.schema_version < SCHEMA_VERSION:
-                    decode = _upgrader(p, ev.schema_version)
+                    decode = _upgrader(p, ev.schema_version, ev.command)
                     ev = _decode_or_raise(p, *pending, decode)
                 yield order.check(ev, *pending)
             pending = (lineno, raw)
@@ -196,33 +196,14 @@ class _SeqOrder:
         return event
 
 
-def _upgrader(p: Path, version: int) -> Callable[[bytes], AnyEvent]:
-    """A line decoder that brings a journal of `version` to the current schema."""
-    if version != 1:
+def _upgrader(p: Path, version: int, command: str) -> Callable[[bytes], AnyEvent]:
+    """A line decoder that brings a journal of `version` to the current schema (journal_upgrade.py)."""
+    try:
+        return upgrader(version, command)
+    except ValueError:
         raise JournalError(f"{p}: journal schema version {version} is not one this aqbench reads "
-                           f"(it reads 1 to {SCHEMA_VERSION}); use the aqbench release that wrote it")
-
-    def decode_v1(line: bytes) -> AnyEvent:
-        obj = _generic.decode(line)
-        if isinstance(obj, dict) and obj.get("kind") in ("phase_started", "phase_finished"):
-            detail = obj.get("detail")
-            if isinstance(detail, dict):
-                for key in ("mismatches", "identity_mismatches"):
-                    if isinstance(detail.get(key), list):
-                        detail[key] = [_v1_mismatch(e) for e in detail[key]]
-        event: AnyEvent = msgspec.convert(obj, _ANY_EVENT)
-        return event
-
-    return decode_v1
-
-
-def _v1_mismatch(entry: Any) -> dict[str, Any]:
-    """v1 kept a mismatch's answers beside its ids: {item_id, arm, request_id?, <path>: answer, ...}."""
-    if not isinstance(entry, dict):
-        return {"item_id": str(entry)}
-    ids = ("item_id", "arm", "request_id")
-    return {**{k: entry[k] for k in ids if k in entry},
-            "answers": {k: v for k, v in entry.items() if k not in ids}}
+                           f"(it reads {OLDEST_VERSION} to {SCHEMA_VERSION}); use the aqbench release that wrote it"
+                           ) from None
 
 
 def _torn(p: Path, lineno: int, raw: bytes, on_torn: Callable[[TornLine], None] | None) -> None:

@@ -104,20 +104,27 @@ async def _phase(run: Any, cfg: Any, args: argparse.Namespace, model: Any, arms:
     from adapters.trtmc.records_tail import ServerRecordsTailer
     from orchestrator.correlate import Correlator
     from orchestrator.dataset import parse_session_key, prepare_arms, write_aiperf_input
-    from orchestrator.events import ModelResult, PhaseDetail, PhaseFinished, PhaseStarted, ResultRow
+    from orchestrator.events import (
+        AiperfRunPhase,
+        DatasetPhase,
+        ModelPhase,
+        ModelResult,
+        PhaseFinished,
+        PhaseStarted,
+        ResultRow,
+    )
     from orchestrator.supervisor import ServerSpec, supervise
 
     window = f"{model.name}/aiperf-1"
     # The dataset's identity, as qualify journals it, so compare and the ledger can tell datasets apart.
     await run.bus.publish(PhaseFinished(source="run-aiperf", phase="dataset", outcome="passed",
-                                        detail=PhaseDetail(name=dataset.name, identity=dataset.identity,
-                                                           path=str(dataset.root), items=len(dataset.items),
-                                                           arms=arms)))
-    facts = {"checkpoint": model.checkpoint, "profile": model.profile, "revision": model.revision,
-             "family": model.family, "native_task": model.native_task, "precision": model.precision}
+                                        detail=DatasetPhase(name=dataset.name, identity=dataset.identity,
+                                                            path=str(dataset.root), items=len(dataset.items),
+                                                            arms=arms)))
+    facts = model.identity_fields()
     # The model phase frames everything this run journals (server lifecycle, samples) as this model's.
     await run.bus.publish(PhaseStarted(source="run-aiperf", phase="model", model=model.name,
-                                       detail=PhaseDetail(**facts, bundle=model.bundle or cfg.server.bundle)))
+                                       detail=ModelPhase(**facts, bundle=model.bundle or cfg.server.bundle)))
     live = LiveLine(run.bus)
     await run.tg.start(live.run)
     tailer = ServerRecordsTailer(run.bus)
@@ -137,7 +144,7 @@ async def _phase(run: Any, cfg: Any, args: argparse.Namespace, model: Any, arms:
                         request_rate=args.request_rate)
     await anyio.to_thread.run_sync(cmd.save, work)
     await run.bus.publish(PhaseStarted(source="run-aiperf", phase="aiperf", model=model.name,
-                                       detail=PhaseDetail(arms=arms, rows=len(rows), window=window)))
+                                       detail=AiperfRunPhase(arms=arms, rows=len(rows), window=window)))
     try:
         outcome = await run_aiperf(cmd, run.bus, window=window, deadline_s=cfg.workload.deadline_s,
                                    stop_grace_s=cfg.workload.stop_grace_s, install=install)
@@ -153,8 +160,8 @@ async def _phase(run: Any, cfg: Any, args: argparse.Namespace, model: Any, arms:
     reason = outcome.reason if acc.balanced else "accounting: " + "; ".join(acc.problems)
     await run.bus.publish(PhaseFinished(source="run-aiperf", phase="aiperf", model=model.name,
                                         outcome="passed" if ok else "failed", reason=reason,
-                                        detail=PhaseDetail(classification=outcome.classification,
-                                                           balanced=acc.balanced)))
+                                        detail=AiperfRunPhase(classification=outcome.classification,
+                                                              balanced=acc.balanced)))
     # The row's status is what AIPerf's run came to (aiperf-complete, -partial, -cancelled, -failed).
     status = f"aiperf-{outcome.classification}" if acc.balanced else "accounting-breach"
     await run.bus.publish(ModelResult(source="run-aiperf", model=model.name, status=status,

@@ -7,8 +7,11 @@ import msgspec
 __all__ = ["SCHEMA_VERSION", "Event"]
 
 # 2: typed payloads (RunStarted.config/host, Phase*.detail, ModelResult.row, GateEvaluated.detail,
-#    Warned/Failed.detail, SoakWindowClosed.summary); journals of version 1 are upgraded on read.
-SCHEMA_VERSION = 2
+#    Warned/Failed.detail, SoakWindowClosed.summary).
+# 3: tagged unions of detail Structs (Phase*.detail by phase, SoakVerdict.detail by rule,
+#    CapabilityProbed.evidence by check), ServerRecord.audio typed. Journals of versions 1 and 2 are
+#    upgraded as they are read (orchestrator/journal_upgrade.py).
+SCHEMA_VERSION = 3
 
 
 def _snake(name: str) -> str:

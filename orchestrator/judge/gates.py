@@ -12,6 +12,7 @@ from fractions import Fraction
 import msgspec
 
 from orchestrator.config import CorrectnessCriteria
+from orchestrator.events import GateResult
 
 __all__ = ["GateResult", "evaluate_gates", "ScoredAnswer"]
 
@@ -21,19 +22,6 @@ class ScoredAnswer(msgspec.Struct, frozen=True, kw_only=True):
     arm: str
     kind: str
     verdict: str
-
-
-class GateResult(msgspec.Struct, frozen=True, kw_only=True):
-    gate: str
-    scope: str
-    required: float
-    observed: float
-    correct: int
-    total: int
-    passed: bool
-    # Each failing item once, in first-failure order: a soak window answers each item many times, and one
-    # entry per failed answer grew a window's summary with its requests (issue 23). `total - correct` counts them.
-    failing_items: list[str] = []
 
 
 def _passes(correct: int, total: int, required: float) -> bool:

@@ -15,7 +15,13 @@ import msgspec
 
 from orchestrator.dataset import ArmRequest, parse_session_key
 from orchestrator.errors import AqbenchError
-from orchestrator.events import GateCitation, NoninferiorityJudged, NoninferiorityResult
+from orchestrator.events import (
+    GateCitation,
+    NoninferiorityJudged,
+    NoninferiorityPhase,
+    NoninferiorityResult,
+    ReferencePhase,
+)
 from orchestrator.judge.owners import owners_gate
 from orchestrator.judge.paired import ChosenGate, Judged, choose_gate, decide_paired, is_quantized
 from orchestrator.qualify.answers import Answered, answered_http
@@ -73,9 +79,9 @@ async def judge_against_reference(m: Any, gate: ChosenGate | str) -> Noninferior
                       else decide_paired(answers, m.candidate_judged, gate, **base))
         except ValueError as exc:  # a margin of 100 points or more: the gate as written cannot decide
             result = NoninferiorityResult(outcome=NOT_JUDGED, reason=str(exc), **cited, **base)
-    await m.phase_start("noninferiority", arms=arms)
+    await m.phase_start("noninferiority", NoninferiorityPhase(arms=arms))
     await m.bus.publish(NoninferiorityJudged(source="qualify", model=model.name, result=result))
-    await m.phase_end("noninferiority", result.outcome, describe(result), arms=arms)
+    await m.phase_end("noninferiority", result.outcome, describe(result), NoninferiorityPhase(arms=arms))
     return result
 
 
@@ -101,8 +107,8 @@ def describe(r: NoninferiorityResult) -> str:
 async def _reference_answers(m: Any, rows: list[ArmRequest], seeds: int) -> tuple[dict[Key, list[Judged]], str]:
     """Every row asked `seeds` times of the reference, one at a time; (answers, "") or ({}, why not)."""
     ref = m.model.reference
-    await m.phase_start("reference", argv=list(ref.argv or ref.native_argv), precision=ref.precision,
-                        requests=len(rows) * seeds)
+    await m.phase_start("reference", ReferencePhase(argv=list(ref.argv or ref.native_argv), precision=ref.precision,
+                                                    requests=len(rows) * seeds))
     out: dict[Key, list[Judged]] = {}
     try:
         failure = await (_from_server(m, rows, seeds, out) if ref.argv else _from_worker(m, rows, seeds, out))
@@ -113,7 +119,7 @@ async def _reference_answers(m: Any, rows: list[ArmRequest], seeds: int) -> tupl
         return {}, f"the reference gave no answers: {failure}"
     answered = sum(any(j.verdict != "error" for j in js) for js in out.values())
     await m.phase_end("reference", "passed", f"{answered}/{len(out)} problems answered by the reference",
-                      answers_checked=m.answers.checked["reference"])
+                      ReferencePhase(answers_checked=m.answers.checked["reference"]))
     return out, ""
 
 

@@ -1,4 +1,4 @@
-"""A qualify stage's server: supervised until the stage is done, and its `/v1/models` listing.
+"""A qualify stage's server: supervised until the stage is done, and its bundle's hash.
 
 Shared by the model's own stages and its reference side; starts nothing by itself.
 """
@@ -13,7 +13,7 @@ import anyio
 
 from orchestrator.errors import ServerError
 
-__all__ = ["supervise_to_the_end", "models_listing", "sha256_path"]
+__all__ = ["supervise_to_the_end", "sha256_path"]
 
 
 class _StartedProxy:
@@ -40,15 +40,6 @@ async def supervise_to_the_end(spec: Any, bus: Any, *, task_status: Any = anyio.
     except ServerError:
         if not proxy.done:
             raise
-
-
-async def models_listing(base_url: str) -> Any:
-    """The server's `/v1/models` answer (foreign JSON). Blocks up to 10 s."""
-    import aiohttp
-
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as session:
-        async with session.get(f"{base_url}/v1/models") as resp:
-            return await resp.json(content_type=None)
 
 
 def sha256_path(path: Path) -> str:

@@ -28,20 +28,28 @@ from orchestrator.dataset import (
 )
 from orchestrator.errors import AqbenchError, ServerError
 from orchestrator.events import (
+    AiperfPhase,
     AiperfSettings,
     AnswerMismatch,
+    CapabilityPhase,
     CapabilityProbed,
     ClientRecord,
     CompletenessChange,
+    CorrectnessPhase,
+    DatasetPhase,
     GateCounts,
     GateEvaluated,
+    IdentityPhase,
     IncompleteAnswer,
+    ItemRef,
+    ModelPhase,
     ModelResult,
     NoninferiorityResult,
     PhaseDetail,
     PhaseFinished,
     PhaseStarted,
     ResultRow,
+    ServerPhase,
 )
 from orchestrator.judge.gates import ScoredAnswer, evaluate_gates
 from orchestrator.judge.paired import Judged, capacity_rejection
@@ -68,7 +76,7 @@ from orchestrator.qualify.capability import (
 from orchestrator.qualify.collect import WindowCollector
 from orchestrator.qualify.plan import describe_plan
 from orchestrator.qualify.reference import judge_against_reference, resolve_gate
-from orchestrator.qualify.serving import models_listing, sha256_path, supervise_to_the_end
+from orchestrator.qualify.serving import sha256_path, supervise_to_the_end
 from orchestrator.run import Interrupt, RunScope, open_run
 
 __all__ = ["QualifyOptions", "qualify", "STATUSES"]
@@ -160,13 +168,12 @@ class _ModelRun:
     async def close_window(self, stage: str) -> None:
         await self.correlator.close_window(f"{self.model.name}/{stage}")
 
-    async def phase_start(self, phase: str, **detail: Any) -> None:
-        await self.bus.publish(PhaseStarted(source="qualify", phase=phase, model=self.model.name,
-                                            detail=PhaseDetail(**detail)))
+    async def phase_start(self, phase: str, detail: PhaseDetail | None = None) -> None:
+        await self.bus.publish(PhaseStarted(source="qualify", phase=phase, model=self.model.name, detail=detail))
 
-    async def phase_end(self, phase: str, outcome: str, reason: str = "", **detail: Any) -> None:
+    async def phase_end(self, phase: str, outcome: str, reason: str = "", detail: PhaseDetail | None = None) -> None:
         await self.bus.publish(PhaseFinished(source="qualify", phase=phase, model=self.model.name, outcome=outcome,
-                                             reason=reason, detail=PhaseDetail(**detail)))
+                                             reason=reason, detail=detail))
 
 
 async def qualify(cfg: Config, opts: QualifyOptions, interrupt: Interrupt, toolkit: Toolkit) -> int:
@@ -181,8 +188,8 @@ async def qualify(cfg: Config, opts: QualifyOptions, interrupt: Interrupt, toolk
         await run.tg.start(ConsoleView(run.bus).run)
         await run.bus.publish(PhaseFinished(
             source="qualify", phase="dataset", outcome="passed",
-            detail=PhaseDetail(name=dataset.name, identity=dataset.identity, path=str(dataset.root),
-                               items=len(dataset.items), arms=list(cfg.dataset.arms))))
+            detail=DatasetPhase(name=dataset.name, identity=dataset.identity, path=str(dataset.root),
+                                items=len(dataset.items), arms=list(cfg.dataset.arms))))
         requests = await anyio.to_thread.run_sync(prepare_arms, dataset, cfg.dataset.arms, run.run_dir / "wire")
         plans: dict[str, str] = {}
         for model in models:
@@ -240,9 +247,7 @@ def _select_models(cfg: Config, names: Sequence[str]) -> list[ModelConfig]:
 
 async def _qualify_model(m: _ModelRun) -> str:
     model = m.model
-    await m.phase_start("model", checkpoint=model.checkpoint, profile=model.profile, revision=model.revision,
-                        family=model.family, native_task=model.native_task, precision=model.precision,
-                        bundle=model.bundle or m.cfg.server.bundle)
+    await m.phase_start("model", ModelPhase(**model.identity_fields(), bundle=model.bundle or m.cfg.server.bundle))
     status, failed_stage, reason = "planned", "", ""
     if m.opts.plan_only:
         from orchestrator.supervisor import ServerSpec
@@ -261,10 +266,9 @@ async def _qualify_model(m: _ModelRun) -> str:
             status, failed_stage, reason = stop.status, stop.stage, stop.reason
     await m.bus.publish(ModelResult(
         source="qualify", model=model.name, status=status, failed_stage=failed_stage,
-        row=ResultRow(checkpoint=model.checkpoint, profile=model.profile, revision=model.revision,
-                      family=model.family, native_task=model.native_task, precision=model.precision,
-                      bundle_sha256=m.bundle_sha256, qualify_command=_qualify_command(m.cfg, model),
-                      aiperf_command=m.aiperf_shell, reason=reason, noninferiority=m.noninferiority)))
+        row=ResultRow(**model.identity_fields(), bundle_sha256=m.bundle_sha256,
+                      qualify_command=_qualify_command(m.cfg, model), aiperf_command=m.aiperf_shell, reason=reason,
+                      noninferiority=m.noninferiority)))
     await m.phase_end("model", status, reason)
     return status
 
@@ -310,7 +314,7 @@ async def _stages(m: _ModelRun) -> str:
         try:
             handle = await tg.start(supervise_to_the_end, spec, m.bus)
         except ServerError as exc:
-            await m.phase_end("server", "failed", str(exc), argv=spec.argv(1))
+            await m.phase_end("server", "failed", str(exc), ServerPhase(argv=spec.argv(1)))
             stopped = _StageFailed("server", "failed", f"server did not start: {exc}")
             tg.cancel_scope.cancel()
         else:
@@ -328,9 +332,8 @@ async def _stages(m: _ModelRun) -> str:
 
 
 async def _run_stages(m: _ModelRun, handle: Any, spec: Any) -> str:
-    models_json = await models_listing(handle.base_url)
-    await m.phase_end("server", "passed", "", models=models_json, bundle_sha256=m.bundle_sha256,
-                      argv=spec.argv(1), base_url=handle.base_url)
+    await m.phase_end("server", "passed", "", ServerPhase(argv=spec.argv(1), base_url=handle.base_url,
+                                                         bundle_sha256=m.bundle_sha256))
     await _capability(m, handle.base_url)
     m.status = "implemented"
     await _correctness(m, handle.base_url)
@@ -379,7 +382,7 @@ async def _capability(m: _ModelRun, base_url: str) -> None:
                 reason = transport.reason
             if with_audio.status not in (200, 400) or text_only.status != 200:
                 status = "failed"
-            await m.phase_end("capability", "failed", reason, answers_checked=m.answers.checked["capability"])
+            await m.phase_end("capability", "failed", reason, CapabilityPhase(answers_checked=m.answers.checked["capability"]))
             raise _StageFailed("capability", status, reason)
 
         pairs = select_probe_pairs(ds)
@@ -403,9 +406,10 @@ async def _capability(m: _ModelRun, base_url: str) -> None:
     failed = [c for c in checks if not c.passed]
     if failed:
         reason = "; ".join(c.reason for c in failed)
-        await m.phase_end("capability", "failed", reason, answers_checked=m.answers.checked["capability"])
+        await m.phase_end("capability", "failed", reason, CapabilityPhase(answers_checked=m.answers.checked["capability"]))
         raise _StageFailed("capability", "unsupported", reason)
-    await m.phase_end("capability", "passed", "; ".join(c.reason for c in checks), answers_checked=m.answers.checked["capability"])
+    await m.phase_end("capability", "passed", "; ".join(c.reason for c in checks),
+                      CapabilityPhase(answers_checked=m.answers.checked["capability"]))
 
 
 async def _publish_check(m: _ModelRun, check: CheckResult) -> None:
@@ -417,7 +421,7 @@ async def _publish_check(m: _ModelRun, check: CheckResult) -> None:
 
 
 async def _correctness(m: _ModelRun, base_url: str) -> None:
-    await m.phase_start("correctness", requests=len(m.requests), native=bool(m.model.native_argv))
+    await m.phase_start("correctness", CorrectnessPhase(requests=len(m.requests), native=bool(m.model.native_argv)))
     criteria = m.model.correctness
     scored: list[ScoredAnswer] = []
     incomplete: list[IncompleteAnswer] = []
@@ -462,12 +466,13 @@ async def _correctness(m: _ModelRun, base_url: str) -> None:
     if incomplete:  # family-validated needs every scored answer whole, on both paths
         reasons.append(incomplete_reason(incomplete))
     if reasons:
+        listed: list[str | ItemRef] = [*sorted({i for g in failing for i in g.failing_items})]
         await m.phase_end("correctness", "failed", "; ".join(reasons),
-                          failing_items=sorted({i for g in failing for i in g.failing_items}), incomplete=incomplete)
+                          CorrectnessPhase(failing_items=listed, incomplete=incomplete))
         raise _StageFailed("correctness", "failed", "; ".join(reasons))
     await m.phase_end("correctness", "passed", "; ".join(f"{g.scope} {g.correct}/{g.total}" for g in gates)
                       or f"{len(scored)} answers scored, all whole; the gate is the reference's (noninferiority)",
-                      failing_items=[], incomplete=[])
+                      CorrectnessPhase())
 
 
 def _render_native(m: _ModelRun) -> list[str]:
@@ -486,7 +491,7 @@ def _render_native(m: _ModelRun) -> list[str]:
 async def _identity(m: _ModelRun) -> None:
     await m.phase_start("identity")
     if not m.model.native_argv:
-        await m.phase_end("identity", "skipped", "no native runner configured", mismatches=[], compared=0)
+        await m.phase_end("identity", "skipped", "no native runner configured", IdentityPhase(compared=0))
         return
     mismatches = [
         AnswerMismatch(item_id=item_id, arm=arm, answers={"http": m.http_answers.get((item_id, arm)),
@@ -496,10 +501,10 @@ async def _identity(m: _ModelRun) -> None:
     ]
     if mismatches:
         reason = f"{len(mismatches)}/{len(m.http_answers)} answers differ between native and HTTP"
-        await m.phase_end("identity", "failed", reason, mismatches=mismatches, compared=len(m.http_answers))
+        await m.phase_end("identity", "failed", reason, IdentityPhase(mismatches=mismatches, compared=len(m.http_answers)))
         raise _StageFailed("identity", "failed", reason)
-    await m.phase_end("identity", "passed", f"{len(m.http_answers)} answers identical", mismatches=[],
-                      compared=len(m.http_answers))
+    await m.phase_end("identity", "passed", f"{len(m.http_answers)} answers identical",
+                      IdentityPhase(compared=len(m.http_answers)))
 
 
 # -------------------------------------------------------------------------------------------- AIPerf
@@ -513,13 +518,13 @@ async def _aiperf(m: _ModelRun, handle: Any) -> None:
     settings = AiperfSettings(warmup_requests=w.warmup_requests, requests=w.requests, concurrency=w.concurrency,
                               request_rate=w.request_rate, streaming=w.streaming, arms=list(w.arms),
                               request_timeout_s=w.request_timeout_s)
-    await m.phase_start("aiperf", **msgspec.structs.asdict(settings))
+    await m.phase_start("aiperf", AiperfPhase(settings=settings))
     try:
         aiperf = m.toolkit.aiperf
         install = await anyio.to_thread.run_sync(aiperf.check_install)
         tokenizer = await anyio.to_thread.run_sync(aiperf.ensure_tokenizer, m.model.tokenizer)
     except AqbenchError as exc:
-        await m.phase_end("aiperf", "failed", str(exc), settings=settings)
+        await m.phase_end("aiperf", "failed", str(exc), AiperfPhase(settings=settings))
         raise
     work = m.run.run_dir / "aiperf" / m.model.name
     rows = [r for r in m.requests if r.arm in w.arms]
@@ -591,9 +596,9 @@ async def _aiperf(m: _ModelRun, handle: Any) -> None:
         problems.append("no profiling request was recorded")
     if problems:
         reason = "; ".join(problems)
-        await m.phase_end("aiperf", "failed", reason, identity_mismatches=mismatches, settings=settings,
-                          incomplete=incomplete, completeness_changes=changed)
+        await m.phase_end("aiperf", "failed", reason, AiperfPhase(
+            settings=settings, identity_mismatches=mismatches, incomplete=incomplete, completeness_changes=changed))
         raise _StageFailed("aiperf", "failed", reason)
     await m.phase_end("aiperf", "passed", f"{len(profiling)} profiling requests, all correlated and answered",
-                      identity_mismatches=[], settings=settings, incomplete=[], completeness_changes=[])
+                      AiperfPhase(settings=settings))
 

@@ -40,14 +40,19 @@ from orchestrator.dataset import (
 )
 from orchestrator.errors import AqbenchError, ServerError, UsageError
 from orchestrator.events import (
+    DatasetPhase,
+    ModelPhase,
     NoticeContext,
     PhaseDetail,
     PhaseFinished,
     PhaseStarted,
+    ServerPhase,
+    SoakPhase,
     SoakVerdict,
     SoakWindowClosed,
     SoakWindowOpened,
     Warned,
+    verdict_numbers,
 )
 from orchestrator.judge.outcome import FAIL, INCONCLUSIVE, worst
 from orchestrator.logs import get_logger
@@ -184,8 +189,8 @@ async def _soak(cfg: Config, opts: SoakOptions, settings: _Settings, model: Mode
         await run.tg.start(SoakView(run.bus, duration_s=settings.duration_s).run)
         await run.bus.publish(PhaseFinished(
             source="soak", phase="dataset", outcome="passed",
-            detail=PhaseDetail(name=dataset.name, identity=dataset.identity, path=str(dataset.root),
-                               items=len(dataset.items), arms=settings.arms)))
+            detail=DatasetPhase(name=dataset.name, identity=dataset.identity, path=str(dataset.root),
+                                items=len(dataset.items), arms=settings.arms)))
         state = _Soak(run, model, dataset, settings, stop, toolkit)
         try:
             verdicts = await state.run()
@@ -272,21 +277,20 @@ class _Soak:
         # folder per soak (not the run folder), removed at the end with AIPerf's leftovers.
         self.tmp_dir = Path(tempfile.mkdtemp(prefix="aqb-soak-"))
 
-    async def phase(self, phase: str, outcome: str | None = None, reason: str = "", **detail: Any) -> None:
+    async def phase(self, phase: str, outcome: str | None = None, reason: str = "",
+                    detail: PhaseDetail | None = None) -> None:
         if outcome is None:
-            await self.bus.publish(PhaseStarted(source="soak", phase=phase, model=self.model.name,
-                                                detail=PhaseDetail(**detail)))
+            await self.bus.publish(PhaseStarted(source="soak", phase=phase, model=self.model.name, detail=detail))
         else:
             await self.bus.publish(PhaseFinished(source="soak", phase=phase, model=self.model.name, outcome=outcome,
-                                                 reason=reason, detail=PhaseDetail(**detail)))
+                                                 reason=reason, detail=detail))
 
     async def run(self) -> list[MetricVerdict]:
 
         from orchestrator.supervisor import ServerSpec, supervise
 
         run, m, s = self.run_scope, self.model, self.settings
-        await self.phase("model", checkpoint=m.checkpoint, profile=m.profile, revision=m.revision, family=m.family,
-                         native_task=m.native_task, precision=m.precision, bundle=m.bundle or self.cfg.server.bundle)
+        await self.phase("model", detail=ModelPhase(**m.identity_fields(), bundle=m.bundle or self.cfg.server.bundle))
         install = await anyio.to_thread.run_sync(self.toolkit.aiperf.check_install)
         tokenizer = await anyio.to_thread.run_sync(self.toolkit.aiperf.ensure_tokenizer, m.tokenizer)
         rows = await anyio.to_thread.run_sync(prepare_arms, self.dataset, s.arms, run.run_dir / "wire")
@@ -308,12 +312,16 @@ class _Soak:
                 try:
                     handle = await tg.start(supervise, spec, self.bus)
                 except ServerError as exc:
-                    await self.phase("server", "failed", str(exc), argv=list(spec.argv(1)))
+                    await self.phase("server", "failed", str(exc), ServerPhase(argv=list(spec.argv(1))))
                     raise
                 started = True
                 try:
-                    await self.phase("server", "passed", argv=list(spec.argv(1)), base_url=handle.base_url)
-                    await self.phase("soak", **msgspec.to_builtins(s))
+                    await self.phase("server", "passed",
+                                     detail=ServerPhase(argv=list(spec.argv(1)), base_url=handle.base_url))
+                    await self.phase("soak", detail=SoakPhase(
+                        duration_s=s.duration_s, window_s=s.window_s, checkpoint_every_s=s.checkpoint_every_s,
+                        request_rate=s.request_rate, concurrency=s.concurrency, warmup_requests=s.warmup_requests,
+                        arms=s.arms, limits=s.limits))
                     await self._windows(handle, correlator, install, tokenizer, rows)
                 finally:
                     with anyio.CancelScope(shield=True):
@@ -332,7 +340,7 @@ class _Soak:
         verdicts = await self._verdicts(final=True, processes=check)
         failed = [v for v in verdicts if v.failed]
         await self.phase("soak", "failed" if failed else "passed", "; ".join(f"{v.metric}: {v.reason}" for v in failed),
-                         windows=self.done)
+                         SoakPhase(windows=self.done))
         await self.phase("model", "soak-failed" if failed else "soak-passed")
         return verdicts
 
@@ -558,14 +566,10 @@ class _Soak:
                               cut_short=self.cut_short, runs=self.runs, running=self._aiperf_name,
                               stopped=set(self.stopped_at))
         for v in verdicts:
-            d = v.detail
-            slope, interval, limit = d.get("slope"), d.get("interval"), d.get("limit")
+            slope, interval, limit, unit = verdict_numbers(v.detail)
             await self.bus.publish(SoakVerdict(
                 source="soak", metric=v.metric, passed=v.passed, final=final, outcome=v.outcome, reason=v.reason,
-                windows_closed=self.done, slope=float(slope) if isinstance(slope, (int, float)) else None,
-                interval=[float(x) for x in interval] if isinstance(interval, list) and len(interval) == 2 else None,
-                limit=float(limit) if isinstance(limit, (int, float)) else None, unit=str(d.get("unit") or ""),
-                detail={k: x for k, x in d.items() if k not in ("slope", "interval", "limit", "unit")}))
+                windows_closed=self.done, slope=slope, interval=interval, limit=limit, unit=unit, detail=v.detail))
         return verdicts
 
 

@@ -158,7 +158,7 @@ class SoakView:
             notable = f"server exited unexpectedly (incarnation {ev.incarnation}, code {ev.returncode} {ev.signal})"
         elif isinstance(ev, SoakVerdict):
             word = (ev.outcome or ("pass" if ev.passed else "fail")).upper()
-            notable = f"{'final' if ev.final else 'checkpoint'} verdict {ev.metric}: {word} {(ev.reason or str(ev.detail.get('reason', '')))[:200]}"
+            notable = f"{'final' if ev.final else 'checkpoint'} verdict {ev.metric}: {word} {ev.reason[:200]}"
         if notable and notable != "window":
             self._emit(notable, status=False)
         now = time.monotonic()

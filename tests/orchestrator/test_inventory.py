@@ -15,7 +15,14 @@ from config_support import make_config
 
 from orchestrator.commands import inventory as inventory_command
 from orchestrator.errors import InventoryError
-from orchestrator.events import CapabilityProbed, ModelResult, RunFinished, RunStarted
+from orchestrator.events import (
+    CapabilityProbed,
+    HttpExchange,
+    ModelResult,
+    RunFinished,
+    RunStarted,
+    TransportEvidence,
+)
 from orchestrator.inventory import (
     CAPABILITY_CLASSES,
     STATUSES,
@@ -495,7 +502,9 @@ def qualify_run(run_dir: Path, ts_ns: int, results: list[tuple[str, str, str, st
     events: list[Any] = [RunStarted(run_id=run_dir.name, ts_ns=ts_ns, seq=0, command="qualify",
                                     config=make_config(models=models))]
     for seq, (model, passed) in enumerate(transport.items(), start=1):
-        evidence = {} if passed else {"status": 400, "body": {"error": {"code": "invalid_request"}}}
+        evidence = None if passed else TransportEvidence(
+            with_audio=HttpExchange(status=400, body='{"error": {"code": "invalid_request"}}'),
+            without_audio=HttpExchange(status=200))
         events.append(CapabilityProbed(seq=seq, model=model, check="transport", passed=passed,
                                        reason="" if passed else "input_audio answered 400; text-only 200",
                                        evidence=evidence))
@@ -528,7 +537,7 @@ class TestProbes:
         old = qualify_run(tmp_path / "old", 10, [("g", "acme/gemmaish-e4b", "unsupported", "")], {"g": False})
         r = row(full_audit(probes=read_probes(old)), "acme/gemmaish-e4b")
         assert (r.status, r.gap) == ("unsupported", "live probe (old): input_audio answered 400; text-only 200")
-        assert any(e.claim == "probe:transport:failed" and e.value["status"] == 400 for e in r.evidence)
+        assert any(e.claim == "probe:transport:failed" and e.value.with_audio.status == 400 for e in r.evidence)
         new = qualify_run(tmp_path / "new", 20, [("g", "acme/gemmaish-e4b", "family-validated", "")], {"g": True})
         r = row(full_audit(probes=read_probes(old) + read_probes(new)), "acme/gemmaish-e4b")
         assert r.status == "family-validated"
@@ -537,7 +546,8 @@ class TestProbes:
         """Without a ModelResult, a failed transport check alone yields unsupported, mapped via the config."""
         run = write_journal(tmp_path / "cut", [
             RunStarted(run_id="cut", ts_ns=5, config=make_config(models=[{"name": "g", "checkpoint": "acme/gemmaish-e4b"}])),
-            CapabilityProbed(seq=1, model="g", check="transport", passed=False, evidence={"status": 400}),
+            CapabilityProbed(seq=1, model="g", check="transport", passed=False,
+                             evidence=TransportEvidence(with_audio=HttpExchange(status=400))),
         ])
         [outcome] = read_probes(run)
         assert (outcome.checkpoint, outcome.status, outcome.reason) == (
