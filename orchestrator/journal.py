@@ -19,7 +19,7 @@ from anyio.abc import TaskStatus
 from orchestrator.errors import JournalError
 from orchestrator.events import SCHEMA_VERSION, AnyEvent, PhaseFinished, PhaseStarted, RunFinished, RunStarted
 from orchestrator.journal_upgrade import OLDEST_VERSION, upgrader
-from orchestrator.publish.secrets import Redactor, is_secret_name
+from orchestrator.redaction import Redactor, is_secret_name
 
 __all__ = ["JournalWriter", "iter_journal", "read_journal", "TornLine", "encode_event", "decode_event"]
 

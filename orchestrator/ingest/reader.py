@@ -37,7 +37,7 @@ from orchestrator.ingest.summary import (
     latency_statistics,
 )
 from orchestrator.ports import LineDecoder, LogCodecs
-from orchestrator.publish.secrets import Redactor
+from orchestrator.redaction import Redactor
 
 __all__ = ["Ingest", "new_joiner"]
 

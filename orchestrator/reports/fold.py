@@ -56,7 +56,7 @@ from orchestrator.events import (
     Warned,
 )
 from orchestrator.journal import TornLine, iter_journal
-from orchestrator.publish.secrets import Redactor
+from orchestrator.redaction import Redactor
 from orchestrator.reports.completeness import CompletenessTally
 from orchestrator.reports.correctness import (
     MAX_GRID_ITEMS,

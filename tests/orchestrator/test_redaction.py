@@ -21,7 +21,7 @@ from orchestrator.events import (
 )
 from orchestrator.journal import encode_event, read_journal
 from orchestrator.logs import configure_logging, detach_run_log, get_logger
-from orchestrator.publish.secrets import REDACTED, Redactor, is_secret_name
+from orchestrator.redaction import REDACTED, Redactor, is_secret_name
 from orchestrator.reports import build_report, write_reports
 from orchestrator.run import open_run
 
@@ -140,7 +140,7 @@ def test_no_field_of_the_journal_looks_like_a_secret() -> None:
     import msgspec
 
     import orchestrator.events as events
-    from orchestrator.publish.secrets import is_secret_name
+    from orchestrator.redaction import is_secret_name
 
     exported = (getattr(events, n) for n in events.__all__)
     classes = [c for c in exported if isinstance(c, type) and issubclass(c, msgspec.Struct)]
