@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TypeAlias, Union
 
-from orchestrator.events.base import SCHEMA_VERSION, Event
+from orchestrator.events.base import SCHEMA_VERSION, Event, snake_tag
 from orchestrator.events.evidence import (
     CapabilityEvidence,
     ConditioningEvidence,
@@ -132,7 +132,7 @@ from orchestrator.events.verdicts import (
 )
 
 __all__ = [
-    "SCHEMA_VERSION", "Event", "AnyEvent", "EVENT_TYPES",
+    "SCHEMA_VERSION", "Event", "AnyEvent", "EVENT_TYPES", "snake_tag",
     # payloads
     "AiperfSettings", "AnswerMismatch", "AudioFacts", "CompletenessChange", "GateCitation", "GateCounts",
     "HostFacts", "IncompleteAnswer", "ItemRef", "Json", "FOREIGN_JSON", "NoninferiorityResult", "NoticeContext",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
-__all__ = ["SCHEMA_VERSION", "Event"]
+__all__ = ["SCHEMA_VERSION", "Event", "snake_tag"]
 
 # 2: typed payloads (RunStarted.config/host, Phase*.detail, ModelResult.row, GateEvaluated.detail,
 #    Warned/Failed.detail, SoakWindowClosed.summary).
@@ -14,7 +14,8 @@ __all__ = ["SCHEMA_VERSION", "Event"]
 SCHEMA_VERSION = 3
 
 
-def _snake(name: str) -> str:
+def snake_tag(name: str) -> str:
+    """A class name as its journal tag: `RunStarted` -> `run_started` (every journal's tag rule)."""
     out = []
     for i, ch in enumerate(name):
         if ch.isupper() and i:
@@ -23,7 +24,7 @@ def _snake(name: str) -> str:
     return "".join(out)
 
 
-class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind", tag=_snake):
+class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind", tag=snake_tag):
     """Base of every event. The bus stamps `run_id`, `seq`, `ts_ns` and `mono_ns` on publish.
 
     `ts_ns` is wall-clock `time.time_ns()` (comparable with AIPerf and server records on one host);
