@@ -32,6 +32,7 @@ __all__ = [
     "GpuFigures",
     "TreeSample",
     "ResourceSampler",
+    "HttpProbe",
     "ServerParts",
     "EventBus",
     "RecordsTailer",
@@ -215,6 +216,16 @@ class ResourceSampler(Protocol):
     def close(self) -> None: ...
 
 
+class HttpProbe(Protocol):
+    """The supervisor's plain HTTP GETs (readiness, model listing): one per supervisor, closed at its end."""
+
+    async def get(self, url: str, timeout_s: float) -> tuple[int, bytes] | str:
+        """(status, body), or a sentence naming the URL and why no answer came (timeout, refused, ...)."""
+        ...
+
+    async def aclose(self) -> None: ...
+
+
 @dataclass(frozen=True)
 class ServerParts:
     """The adapters one supervisor uses, chosen by a composition root (or by `server.kind`)."""
@@ -222,6 +233,7 @@ class ServerParts:
     kind: ServerKind
     launcher: ProcessLauncher
     new_sampler: Callable[[], ResourceSampler]
+    new_probe: Callable[[], HttpProbe]
 
 
 class EventBus(EventSink, Protocol):
