@@ -8,12 +8,14 @@ judge/paired.py's; this module only gathers answers and publishes what was decid
 from __future__ import annotations
 
 import sys
-from typing import Any
+from collections.abc import Mapping
 
 import anyio
 import msgspec
 
-from orchestrator.dataset import ArmRequest, parse_session_key
+from orchestrator.config import Config, ModelConfig, ReferenceSide
+from orchestrator.correlate import Correlator
+from orchestrator.dataset import ArmRequest, Dataset, parse_session_key
 from orchestrator.errors import AqbenchError
 from orchestrator.events import (
     GateCitation,
@@ -24,8 +26,11 @@ from orchestrator.events import (
 )
 from orchestrator.judge.owners import owners_gate
 from orchestrator.judge.paired import ChosenGate, Judged, choose_gate, decide_paired, is_quantized
+from orchestrator.ports import ChatAnswer, ChatSession, OwnerFiles
 from orchestrator.qualify.answers import Answered, answered_http
+from orchestrator.qualify.context import ModelRun
 from orchestrator.qualify.serving import supervise_to_the_end
+from orchestrator.server_spec import ServerSpec
 
 __all__ = ["NOT_JUDGED", "describe", "gate_arms", "judge_against_reference", "resolve_gate"]
 
@@ -33,52 +38,57 @@ NOT_JUDGED = "not-judged"  # no gate applied, or the reference gave no answers: 
 Key = tuple[str, str]
 
 
-def gate_arms(m: Any) -> list[str]:
+def gate_arms(m: ModelRun) -> list[str]:
     """The arms whose problems are paired: the gate's `arms`, else every configured dataset arm."""
     ni = m.model.correctness.noninferiority
     return list(ni.arms) if ni is not None and ni.arms else list(m.cfg.dataset.arms)
 
 
-def resolve_gate(m: Any) -> ChosenGate | str | None:
-    """The gate for this model: from the owners' files when qualify was given them (OwnerFiles in the
-    options), else from bench.toml; a sentence when the owners' files give none; None without a reference."""
-    model = m.model
+def resolve_gate(model: ModelConfig, cfg: Config, dataset: Dataset,
+                 owners: Mapping[str, OwnerFiles]) -> ChosenGate | str | None:
+    """The gate for `model`: from the owners' files when qualify was given them (`owners`, by model name),
+    else from bench.toml; a sentence when the owners' files give none; None without a reference."""
     ni = model.correctness.noninferiority
     if model.reference is None:
         return None
     quantized, sampled = is_quantized(model.precision), not model.correctness.deterministic
-    files = m.opts.owners.get(model.name)
+    files = owners.get(model.name)
     if files is not None:
-        benchmark = (ni.benchmark if ni is not None else "") or m.dataset.name
+        benchmark = (ni.benchmark if ni is not None else "") or dataset.name
         return owners_gate(files, task=model.native_task, benchmark=benchmark, quantized=quantized, sampled=sampled)
     if ni is None:
         return None
-    index = [x.name for x in m.cfg.models].index(model.name)
+    index = [x.name for x in cfg.models].index(model.name)
     where = f"models[{index}].correctness.noninferiority"
-    return choose_gate(ni, quantized=quantized, sampled=sampled, where=f"{m.cfg.source or 'bench.toml'} {where}",
-                       citation=GateCitation(file=m.cfg.source or "bench.toml", revision=f"sha256:{m.cfg.sha256}"
-                                             if m.cfg.sha256 else "", entry=where))
+    return choose_gate(ni, quantized=quantized, sampled=sampled, where=f"{cfg.source or 'bench.toml'} {where}",
+                       citation=GateCitation(file=cfg.source or "bench.toml", revision=f"sha256:{cfg.sha256}"
+                                             if cfg.sha256 else "", entry=where))
 
 
-async def judge_against_reference(m: Any, gate: ChosenGate | str) -> NoninferiorityResult:
+async def judge_against_reference(m: ModelRun, gate: ChosenGate | str) -> NoninferiorityResult:
     """Run the reference (unless no gate applies), pair its answers with the model's and publish the
     decision (phase `noninferiority`, NoninferiorityJudged). Blocks for the reference's whole run."""
     model = m.model
     ref = model.reference
+    assert ref is not None  # a gate is resolved only for a model with a reference
     quantized, sampled = is_quantized(model.precision), not model.correctness.deterministic
     arms = gate_arms(m)
-    base = dict(arms=arms, quantized=quantized, sampled=sampled, candidate_precision=model.precision,
-                reference_precision=ref.precision)
+    # What every result states, decided or not.
+    base = NoninferiorityResult(outcome=NOT_JUDGED, arms=arms, quantized=quantized, sampled=sampled,
+                                candidate_precision=model.precision, reference_precision=ref.precision)
     if isinstance(gate, str):
-        result = NoninferiorityResult(outcome=NOT_JUDGED, reason=gate, **base)
+        result = msgspec.structs.replace(base, reason=gate)
     else:
-        cited: dict[str, Any] = dict(gate_used=gate.key, margin_source=gate.source, citations=list(gate.citations))
-        answers, failure = await _reference_answers(m, [r for r in m.requests if r.arm in arms], gate.seeds)
+        cited = msgspec.structs.replace(base, gate_used=gate.key, margin_source=gate.source,
+                                        citations=list(gate.citations))
+        answers, failure = await _reference_answers(m, ref, [r for r in m.requests if r.arm in arms], gate.seeds)
         try:
-            result = (NoninferiorityResult(outcome=NOT_JUDGED, reason=failure, **cited, **base) if failure
-                      else decide_paired(answers, m.candidate_judged, gate, **base))
+            result = (msgspec.structs.replace(cited, reason=failure) if failure
+                      else decide_paired(answers, m.candidate_judged, gate, arms=arms, quantized=quantized,
+                                         sampled=sampled, candidate_precision=model.precision,
+                                         reference_precision=ref.precision))
         except ValueError as exc:  # a margin of 100 points or more: the gate as written cannot decide
-            result = NoninferiorityResult(outcome=NOT_JUDGED, reason=str(exc), **cited, **base)
+            result = msgspec.structs.replace(cited, reason=str(exc))
     await m.phase_start("noninferiority", NoninferiorityPhase(arms=arms))
     await m.bus.publish(NoninferiorityJudged(source="qualify", model=model.name, result=result))
     await m.phase_end("noninferiority", result.outcome, describe(result), NoninferiorityPhase(arms=arms))
@@ -104,14 +114,14 @@ def describe(r: NoninferiorityResult) -> str:
     return "; ".join([text, *extra, *([r.reason] if r.reason else [])])
 
 
-async def _reference_answers(m: Any, rows: list[ArmRequest], seeds: int) -> tuple[dict[Key, list[Judged]], str]:
+async def _reference_answers(m: ModelRun, ref: ReferenceSide, rows: list[ArmRequest],
+                             seeds: int) -> tuple[dict[Key, list[Judged]], str]:
     """Every row asked `seeds` times of the reference, one at a time; (answers, "") or ({}, why not)."""
-    ref = m.model.reference
     await m.phase_start("reference", ReferencePhase(argv=list(ref.argv or ref.native_argv), precision=ref.precision,
                                                     requests=len(rows) * seeds))
     out: dict[Key, list[Judged]] = {}
     try:
-        failure = await (_from_server(m, rows, seeds, out) if ref.argv else _from_worker(m, rows, seeds, out))
+        failure = await (_from_server(m, ref, rows, seeds, out) if ref.argv else _from_worker(m, ref, rows, seeds, out))
     except AqbenchError as exc:
         failure = str(exc)
     if failure:
@@ -123,11 +133,8 @@ async def _reference_answers(m: Any, rows: list[ArmRequest], seeds: int) -> tupl
     return out, ""
 
 
-async def _from_server(m: Any, rows: list[ArmRequest], seeds: int, out: dict[Key, list[Judged]]) -> str:
-    from orchestrator.correlate import Correlator
-    from orchestrator.supervisor import ServerSpec
-
-    ref = m.model.reference
+async def _from_server(m: ModelRun, ref: ReferenceSide, rows: list[ArmRequest], seeds: int,
+                       out: dict[Key, list[Judged]]) -> str:
     # Its own name (records file, served model id) and one replica: the reference answers one at a time.
     cfg = msgspec.structs.replace(m.cfg, server=msgspec.structs.replace(m.cfg.server, argv=list(ref.argv), replicas=1))
     served = msgspec.structs.replace(m.model, name=f"{m.model.name}.reference")
@@ -142,11 +149,11 @@ async def _from_server(m: Any, rows: list[ArmRequest], seeds: int, out: dict[Key
             tg.cancel_scope.cancel()
             return f"its server did not start: {exc}"
         try:
-            async with m.toolkit.chat_client(handle.base_url, served.name, timeout_s=_timeout_s(m),
+            async with m.toolkit.chat_client(handle.base_url, served.name, timeout_s=_timeout_s(m, ref),
                                              max_tokens=m.max_tokens) as client:
                 for req in rows:
                     for _ in range(seeds):
-                        reply = await _ask_when_free(m, client, req)
+                        reply = await _ask_when_free(m, ref, client, req)
                         verdict, _c = await m.answers.verdict(req, answered_http(reply), "reference")
                         out.setdefault((req.item_id, req.arm), []).append(Judged(verdict=verdict))
             await correlator.close_window(f"{m.model.name}/reference")
@@ -157,32 +164,32 @@ async def _from_server(m: Any, rows: list[ArmRequest], seeds: int, out: dict[Key
     return ""
 
 
-def _timeout_s(m: Any) -> float:
-    return float(m.model.reference.request_timeout_s or m.cfg.workload.request_timeout_s)
+def _timeout_s(m: ModelRun, ref: ReferenceSide) -> float:
+    return float(ref.request_timeout_s or m.cfg.workload.request_timeout_s)
 
 
-async def _ask_when_free(m: Any, client: Any, req: ArmRequest) -> Any:
+async def _ask_when_free(m: ModelRun, ref: ReferenceSide, client: ChatSession, req: ArmRequest) -> ChatAnswer:
     """Ask; while the server answers 429 (its one replica still busy, e.g. with a request this side gave up
     on), ask again after a growing pause, within one request timeout. Each try is journaled and accounted."""
     pause_s, waited_s = 0.25, 0.0
     while True:
         reply = await m.ask(client, req, "reference")
-        if reply.status != 429 or waited_s >= _timeout_s(m):
+        if reply.status != 429 or waited_s >= _timeout_s(m, ref):
             return reply
         await anyio.sleep(pause_s)
         waited_s += pause_s
         pause_s = min(2 * pause_s, 4.0)
 
 
-async def _from_worker(m: Any, rows: list[ArmRequest], seeds: int, out: dict[Key, list[Judged]]) -> str:
-    ref = m.model.reference
+async def _from_worker(m: ModelRun, ref: ReferenceSide, rows: list[ArmRequest], seeds: int,
+                       out: dict[Key, list[Judged]]) -> str:
     values = {"python": sys.executable, "model": m.model.name, "bundle": m.model.bundle or m.cfg.server.bundle,
               "run_dir": str(m.run.run_dir)}
     argv = [arg.format(**values) for arg in ref.native_argv]
     config = {"max_new_tokens": m.max_tokens} if m.max_tokens else None
     async with m.toolkit.native_worker(argv, log_path=m.run.run_dir / "native" / f"{m.model.name}.reference.log",
                                        startup_timeout_s=m.cfg.server.startup_timeout_s,
-                                       request_timeout_s=_timeout_s(m)) as worker:
+                                       request_timeout_s=_timeout_s(m, ref)) as worker:
         for req in rows:
             for _ in range(seeds):
                 got = await worker.generate(req.text, req.audio_path, config=config,

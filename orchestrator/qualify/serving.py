@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Any
 
 import anyio
+from anyio.abc import TaskStatus
 
 from orchestrator.errors import ServerError
+from orchestrator.ports import EventSink
+from orchestrator.server_spec import ServerSpec
+from orchestrator.supervisor import ServerHandle, supervise
 
 __all__ = ["supervise_to_the_end", "sha256_path"]
 
@@ -19,21 +22,21 @@ __all__ = ["supervise_to_the_end", "sha256_path"]
 class _StartedProxy:
     """Remembers whether the task reported readiness, so later failures can be told apart."""
 
-    def __init__(self, task_status: Any) -> None:
+    def __init__(self, task_status: TaskStatus[ServerHandle]) -> None:
         self._task_status = task_status
         self.done = False
 
-    def started(self, value: Any = None) -> None:
+    def started(self, value: ServerHandle | None = None) -> None:
+        assert value is not None  # the supervisor always hands over its handle
         self.done = True
         self._task_status.started(value)
 
 
-async def supervise_to_the_end(spec: Any, bus: Any, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
+async def supervise_to_the_end(spec: ServerSpec, bus: EventSink, *,
+                               task_status: TaskStatus[ServerHandle] = anyio.TASK_STATUS_IGNORED) -> None:
     """supervise(), except that a server which fails for good after it was ready does not cancel the
     stage in progress: the supervisor journals the failure and sets handle.failure; the stage's own
     requests then fail and are accounted, and the stage is judged with that evidence."""
-    from orchestrator.supervisor import supervise
-
     proxy = _StartedProxy(task_status)
     try:
         await supervise(spec, bus, task_status=proxy)
