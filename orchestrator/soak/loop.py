@@ -24,21 +24,21 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 import anyio
-import msgspec
 
 from orchestrator.config import Config, ModelConfig
 from orchestrator.correlate import Correlator
 from orchestrator.dataset import (
+    ArmRequest,
     Dataset,
     load_dataset,
     parse_session_key,
     prepare_arms,
     resolve_dataset_path,
+    write_aiperf_input,
 )
-from orchestrator.errors import AqbenchError, ServerError, UsageError
+from orchestrator.errors import AqbenchError, ServerError
 from orchestrator.events import (
     DatasetPhase,
     ModelPhase,
@@ -54,26 +54,29 @@ from orchestrator.events import (
     Warned,
     verdict_numbers,
 )
-from orchestrator.judge.outcome import FAIL, INCONCLUSIVE, worst
+from orchestrator.judge.outcome import INCONCLUSIVE
 from orchestrator.logs import get_logger
-from orchestrator.ports import AiperfFacts, Toolkit
+from orchestrator.ports import AiperfFacts, AiperfInvocation, AiperfResult, Toolkit
 from orchestrator.run import Interrupt, RunScope, new_run_id, open_run
+from orchestrator.server_spec import ServerSpec
 from orchestrator.soak.checkpoint import CheckpointReportFailed, write_checkpoint_report
 from orchestrator.soak.heap import keep_large_blocks_off_heap, trim_heap
 from orchestrator.soak.leftovers import check_processes
 from orchestrator.soak.observer import ObserverSampler
+from orchestrator.soak.settings import SoakOptions, SoakSettings, resolve_settings, select_model
+from orchestrator.soak.summary import exit_code, print_summary, write_all_reports
 from orchestrator.soak.tracker import SoakTracker
 from orchestrator.soak.verdicts import (
     AiperfRunFact,
     MetricVerdict,
     ProcessCheck,
-    SoakLimits,
     judge_soak,
 )
 from orchestrator.soak.window import WindowStats, window_name
-from orchestrator.supervisor import ServerHandle
+from orchestrator.supervisor import ServerHandle, supervise
+from orchestrator.view.soak import SoakView
 
-__all__ = ["SoakOptions", "soak", "exit_code", "aiperf_run_name", "SoakTracker", "check_processes"]
+__all__ = ["soak", "aiperf_run_name"]
 
 log = get_logger("aqbench.soak")
 
@@ -88,64 +91,6 @@ _MAX_FAILED_RUNS = 3
 _STOP_BUDGET_S = 60.0
 
 
-class SoakOptions(msgspec.Struct, frozen=True, kw_only=True):
-    """What the command line chose beyond bench.toml (None: take bench.toml's value)."""
-
-    duration_s: float | None = None
-    window_s: float | None = None
-    request_rate: float | None = None
-    concurrency: int | None = None
-    model: str = ""
-    argv: list[str] = []
-    # Any inconclusive verdict exits 1 as a failed one would.
-    strict: bool = False
-
-
-
-
-
-
-def _select_model(cfg: Config, name: str) -> ModelConfig:
-    if not cfg.models:
-        raise UsageError(f"{cfg.source}: no [[models]] configured; a soak needs one")
-    if not name:
-        return cfg.models[0]
-    for m in cfg.models:
-        if m.name == name:
-            return m
-    raise UsageError(f"--model {name}: not configured in {cfg.source}; configured models: "
-                     f"{', '.join(m.name for m in cfg.models)}")
-
-
-class _Settings(msgspec.Struct, frozen=True, kw_only=True):
-    duration_s: float
-    window_s: float
-    checkpoint_every_s: float
-    request_rate: float | None
-    concurrency: int | None
-    warmup_requests: int
-    arms: list[str]
-    limits: SoakLimits
-
-
-def _settings(cfg: Config, opts: SoakOptions) -> _Settings:
-    from orchestrator.errors import ConfigError
-
-    s, w = cfg.soak, cfg.workload
-    duration = opts.duration_s or s.duration_s
-    window = opts.window_s or s.window_s
-    if window > duration:
-        raise ConfigError(f"--window {window:g} s is longer than --duration {duration:g} s")
-    if opts.request_rate is not None and opts.concurrency is not None:
-        raise UsageError("pass --rate or --concurrency, not both")
-    rate, conc = opts.request_rate, opts.concurrency
-    if rate is None and conc is None:
-        rate, conc = w.request_rate, w.concurrency
-    return _Settings(duration_s=duration, window_s=window, checkpoint_every_s=s.checkpoint_every_s,
-                     request_rate=rate, concurrency=None if rate is not None else conc,
-                     warmup_requests=w.warmup_requests, arms=list(w.arms), limits=SoakLimits.from_config(s))
-
-
 async def soak(cfg: Config, opts: SoakOptions, interrupt: Interrupt, toolkit: Toolkit) -> int:
     """Run the soak; returns the exit code (0 no verdict failed, 1 a verdict failed or, with `strict`, was
     inconclusive; 130/143 interrupted).
@@ -154,8 +99,8 @@ async def soak(cfg: Config, opts: SoakOptions, interrupt: Interrupt, toolkit: To
     current window ends gracefully (AIPerf gets SIGINT, its partial results are judged), the journal
     gets its verdicts and RunFinished, and the reports are written.
     """
-    model = _select_model(cfg, opts.model)
-    settings = _settings(cfg, opts)
+    model = select_model(cfg, opts.model)
+    settings = resolve_settings(cfg, opts)
     keep_large_blocks_off_heap()  # before the soak allocates: the soak judges this process's memory
     dataset = await anyio.to_thread.run_sync(load_dataset, resolve_dataset_path(cfg.dataset))
     stop = anyio.Event()
@@ -175,10 +120,8 @@ async def soak(cfg: Config, opts: SoakOptions, interrupt: Interrupt, toolkit: To
     return rc
 
 
-async def _soak(cfg: Config, opts: SoakOptions, settings: _Settings, model: ModelConfig, dataset: Dataset,
+async def _soak(cfg: Config, opts: SoakOptions, settings: SoakSettings, model: ModelConfig, dataset: Dataset,
                 interrupt: Interrupt, stop: anyio.Event, toolkit: Toolkit) -> int:
-    from orchestrator.view.soak import SoakView
-
     verdicts: list[MetricVerdict] = []
     # Soak runs are named apart from qualify runs of the same config: runs/soak-<timestamp>, or
     # runs/<name>-soak-<timestamp> when [run] name is set.
@@ -209,49 +152,15 @@ async def _soak(cfg: Config, opts: SoakOptions, settings: _Settings, model: Mode
             run.finish(status="failed" if code else "ok", exit_code=code,
                        reason="; ".join(f"{v.metric}: {v.outcome}: {v.reason}" for v in named),
                        counts={"windows": state.done, "failed": len(failed), "inconclusive": len(undecided)})
-    paths = await anyio.to_thread.run_sync(_write_reports, run.journal_path, run.run_dir)
-    _print_summary(run.run_dir, verdicts, paths, strict=opts.strict)
+    paths = await anyio.to_thread.run_sync(write_all_reports, run.journal_path, run.run_dir)
+    print_summary(run.run_dir, verdicts, paths, strict=opts.strict)
     return interrupt.exit_code if interrupt.signum else code
-
-
-def exit_code(verdicts: list[MetricVerdict], *, strict: bool) -> int:
-    """0 when no verdict failed (inconclusive ones too, unless `strict`), else 1."""
-    judged = worst(v.outcome for v in verdicts)
-    return 1 if judged == FAIL or (strict and judged == INCONCLUSIVE) else 0
-
-
-def _write_reports(journal: Path, run_dir: Path) -> list[Path]:
-    """The qualify-shaped report plus the soak report (pictures per window, verdict table). Blocks."""
-    from orchestrator.reports import write_reports
-    from orchestrator.reports.soak import write_soak_report
-
-    out: list[Path] = []
-    try:
-        p = write_reports(journal, run_dir)
-        out += [p.json, p.markdown, p.html]
-    except Exception as exc:  # the soak report must still be written when the shared one cannot be
-        log.error("report_failed", error=str(exc))
-    out += list(write_soak_report(journal, run_dir))
-    return out
-
-
-def _print_summary(run_dir: Path, verdicts: list[MetricVerdict], paths: list[Path], *, strict: bool) -> None:
-    print(f"\nsoak: {run_dir}", file=sys.stderr)
-    for v in verdicts:
-        print(f"  {v.outcome.upper():12} {v.metric}: {v.reason[:300]}", file=sys.stderr)
-    undecided = [v.metric for v in verdicts if v.outcome == INCONCLUSIVE]
-    if undecided:
-        # Said last, where a reader looks first: these were neither passed nor failed.
-        consequence = "--strict: the soak fails" if strict else "not failures (exit 0 unless a verdict failed; " \
-            "--strict makes them fail)"
-        print(f"  INCONCLUSIVE: {', '.join(undecided)}: the evidence cannot decide; {consequence}", file=sys.stderr)
-    print(f"  reports: {', '.join(str(p) for p in paths)}", file=sys.stderr)
 
 
 class _Soak:
     """One soak's loop: server, collectors, windows, checkpoints, final verdicts."""
 
-    def __init__(self, run: RunScope, model: ModelConfig, dataset: Dataset, settings: _Settings,
+    def __init__(self, run: RunScope, model: ModelConfig, dataset: Dataset, settings: SoakSettings,
                  stop: anyio.Event, toolkit: Toolkit) -> None:
         self.run_scope = run
         self.toolkit = toolkit
@@ -286,8 +195,6 @@ class _Soak:
                                                  reason=reason, detail=detail))
 
     async def run(self) -> list[MetricVerdict]:
-
-        from orchestrator.supervisor import ServerSpec, supervise
 
         run, m, s = self.run_scope, self.model, self.settings
         await self.phase("model", detail=ModelPhase(**m.identity_fields(), bundle=m.bundle or self.cfg.server.bundle))
@@ -344,7 +251,8 @@ class _Soak:
         await self.phase("model", "soak-failed" if failed else "soak-passed")
         return verdicts
 
-    async def _windows(self, handle: ServerHandle, correlator: Correlator, install: AiperfFacts, tokenizer: Path, rows: list[Any]) -> None:
+    async def _windows(self, handle: ServerHandle, correlator: Correlator, install: AiperfFacts, tokenizer: Path,
+                       rows: list[ArmRequest]) -> None:
         """AIPerf runs one after another, each for the rest of the soak; a new one starts only when one
         ends early (failure), at most _MAX_FAILED_RUNS in a row without a profiling request."""
         s = self.settings
@@ -365,11 +273,10 @@ class _Soak:
                 break
 
     async def _segment(self, length_s: float, handle: ServerHandle, correlator: Correlator, install: AiperfFacts, tokenizer: Path,
-                       rows: list[Any]) -> tuple[float, bool]:
+                       rows: list[ArmRequest]) -> tuple[float, bool]:
         """One AIPerf process for `length_s` of profiling load, cut into windows by time (see the module
         docstring). Returns (seconds under load, whether it sent a profiling request)."""
         aiperf = self.toolkit.aiperf
-        from orchestrator.dataset import write_aiperf_input
 
         s, w, seg = self.settings, self.cfg.workload, self.segment
         name = aiperf_run_name(seg)
@@ -393,13 +300,13 @@ class _Soak:
         await self._open_window(launch_ns, seg, cuts)
         count = max(1, math.ceil(length_s / s.window_s - 1e-9))
         exited, done = _Exit(), anyio.Event()
-        outcome: list[Any] = []
+        outcome: list[AiperfResult] = []
         self._aiperf_name = name
         async with anyio.create_task_group() as tg:
 
             async def runner() -> None:
                 try:
-                    outcome.append(await self._run_window(aiperf.run_aiperf, cmd, name, install=install, exited=exited,
+                    outcome.append(await self._run_window(cmd, name, install=install, exited=exited,
                                                           deadline_s=length_s + grace + w.deadline_s))
                 finally:
                     exited.set()
@@ -445,11 +352,11 @@ class _Soak:
         complete = result is not None and result.classification == "complete"
         return (length_s if complete else max(0.0, (exit_ns - first) / 1e9)), True
 
-    def _end_run(self, segment: int, name: str, result: Any) -> None:
+    def _end_run(self, segment: int, name: str, result: AiperfResult | None) -> None:
         """Record AIPerf run `name` as ended, with what it says it issued (the accounting verdict's)."""
         self._aiperf_name = ""
-        self.runs.append(AiperfRunFact(segment=segment, name=name, issued=dict(getattr(result, "issued", {})),
-                                       issued_from=dict(getattr(result, "issued_from", {}))))
+        self.runs.append(AiperfRunFact(segment=segment, name=name, issued=dict(result.issued) if result else {},
+                                       issued_from=dict(result.issued_from) if result else {}))
 
     async def _first_profiling(self, name: str, done: anyio.Event) -> int | None:
         """The start of AIPerf run `name`'s first profiling request, or None when it ended without one."""
@@ -495,7 +402,7 @@ class _Soak:
                 await self._open_window(start, segment, cuts, end)
 
     async def _finalise(self, cut: _Cut, correlator: Correlator, aiperf: str, *, launch_ns: int, exit_ns: int | None,
-                        last: bool = False, outcome: Any = None) -> None:
+                        last: bool = False, outcome: AiperfResult | None = None) -> None:
         """Close one window's accounting and aggregates, journal them, and checkpoint when due."""
         accounting = await correlator.close_window(cut.name)
         await self.tracker.wait_seen(accounting.seq)
@@ -524,12 +431,12 @@ class _Soak:
             self._next_checkpoint += self.settings.checkpoint_every_s
             await self._checkpoint()
 
-    async def _run_window(self, run_aiperf: Any, cmd: Any, name: str, *, deadline_s: float, install: Any,
-                          exited: _Exit) -> Any:
+    async def _run_window(self, cmd: AiperfInvocation, name: str, *, deadline_s: float, install: AiperfFacts,
+                          exited: _Exit) -> AiperfResult:
         """Run one AIPerf process; returns once its files are judged, having set `exited` as soon as its
         process ended. A stop request reaches AIPerf through its runner (the one owner of its process),
         which ends it gracefully so that what it has is judged."""
-        result: list[Any] = []
+        result: list[AiperfResult] = []
         async with anyio.create_task_group() as tg:
 
             async def mark_cut_short() -> None:
@@ -540,7 +447,7 @@ class _Soak:
 
             tg.start_soon(mark_cut_short)
             with anyio.move_on_after(deadline_s + _STOP_BUDGET_S):
-                result.append(await run_aiperf(cmd, self.bus, window=name, deadline_s=deadline_s,
+                result.append(await self.toolkit.aiperf.run_aiperf(cmd, self.bus, window=name, deadline_s=deadline_s,
                                                stop_grace_s=self.cfg.workload.stop_grace_s, install=install,
                                                on_exit=exited.set, stop=self.stop))
             tg.cancel_scope.cancel()
