@@ -292,7 +292,7 @@ class _Soak:
                                    request_rate=s.request_rate, tap_dir=folder / "tap", tmp_dir=self.tmp_dir)
         grace = w.request_timeout_s
         extra = ["--benchmark-duration", f"{length_s:g}", "--benchmark-grace-period", f"{grace:g}"]
-        cmd = aiperf.extend_command(cmd, extra)
+        cmd = cmd.extended(extra)
         await anyio.to_thread.run_sync(cmd.save, folder)
         await handle.wait_ready(self.cfg.server.startup_timeout_s)
         launch_ns = time.time_ns()
