@@ -17,6 +17,8 @@ from typing import Any, BinaryIO
 
 import msgspec
 
+from orchestrator.correlate import Joiner
+from orchestrator.dataset import parse_session_key
 from orchestrator.events import (
     AccountingChecked,
     ClientRecord,
@@ -561,11 +563,8 @@ class Ingest:
 
 
 
-def new_joiner() -> Any:
+def new_joiner() -> Joiner:
     """The correlator's pure join core, keyed like the live run (one implementation of the join)."""
-    from orchestrator.correlate import Joiner
-    from orchestrator.dataset import parse_session_key
-
     return Joiner(key_parser=parse_session_key, source="ingest")
 
 
