@@ -12,7 +12,7 @@ from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import anyio
 import msgspec
@@ -40,6 +40,8 @@ from orchestrator.ports import EventSink, HttpProbe, Readiness, ResourceSampler,
 from orchestrator.server_spec import ServerSpec
 
 __all__ = ["ServerSpec", "ServerHandle", "SupervisorStatistics", "supervise", "supervised", "signal_name"]
+
+E = TypeVar("E", bound=Event)
 
 log = get_logger("aqbench.supervisor")
 
@@ -159,7 +161,7 @@ class _SafeSink:
     def __init__(self, bus: EventSink) -> None:
         self._bus = bus
 
-    async def publish(self, event: Any) -> Any:
+    async def publish(self, event: E) -> E:
         if getattr(self._bus, "closed", False):
             log.warning("event_after_bus_closed", kind=type(event).__name__)
             return event

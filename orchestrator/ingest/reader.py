@@ -121,7 +121,7 @@ class Ingest:
 
     def __init__(
         self,
-        joiner: Any,
+        joiner: Joiner,
         codecs: LogCodecs,
         *,
         since_ns: int | None = None,
