@@ -160,8 +160,9 @@ class TestSoakView:
     def test_status_line_names_every_figure(self) -> None:
         """The line shows elapsed/duration, windows, ok/errors, last-window p50/p99 client and server, rss, restarts."""
         line = format_status(elapsed_s=3725, duration_s=8 * 3600, windows=12, window="soak/w0013", ok=1000, errors=2,
-                             last={"client_latency_ms": {"p50": 101.2, "p99": 250.0},
-                                   "server_latency_ms": {"p50": 90.0, "p99": 200.4}},
+                             last=_stats({"window": "soak/w0012", "index": 12, "start_unix_ns": 0, "end_unix_ns": 1,
+                                          "client_latency_ms": {"p50": 101.2, "p99": 250.0},
+                                          "server_latency_ms": {"p50": 90.0, "p99": 200.4}}),
                              rss_bytes=512 * 2**20, restarts=1)
         assert line == ("soak 1:02:05/8:00:00  windows 12 (in soak/w0013)  ok 1000 err 2  last window p50/p99 client "
                         "101/250 ms server 90/200 ms  server rss 512 MiB  restarts 1")
