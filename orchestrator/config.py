@@ -454,6 +454,10 @@ def _resolve(cfg: Config, base: Path) -> Config:
 
 def config_from_dict(data: dict[str, Any], *, where: str = "<config>", base: Path | None = None) -> Config:
     """Validate a parsed TOML document; raise ConfigError naming `where`, the key path and the fix."""
+    workload = data.get("workload")
+    if isinstance(workload, dict) and "request_rate" in workload and "concurrency" not in workload:
+        # An open loop: the closed loop's default concurrency gives way (TOML cannot write "unset").
+        data = {**data, "workload": {**workload, "concurrency": None}}
     try:
         cfg = msgspec.convert(data, Config, strict=True)
     except msgspec.ValidationError as exc:
