@@ -62,8 +62,7 @@ RunName = Annotated[str, Meta(pattern=r"^([A-Za-z0-9][A-Za-z0-9._:/-]*)?$")]  # 
 
 
 class _Section(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """A bench.toml table. Each field's meaning is the string under it (an attribute docstring), which
-    `aqbench config reference` renders into docs/configuration.md: write one for every new key."""
+    """A bench.toml table; the string under each field is its meaning (`aqbench config reference` renders it)."""
 
 
 class RunConfig(_Section, frozen=True, kw_only=True):
@@ -72,8 +71,7 @@ class RunConfig(_Section, frozen=True, kw_only=True):
     output_dir: str = "runs"
     """The folder that holds the run folders: each run writes `<output_dir>/<name>-<UTC time>-<hex>/`."""
     name: RunName = ""
-    """The run folders' name; empty: the command's (`qualify`, `run-aiperf`, `soak`). A soak adds `-soak` to a
-    name without `soak` in it; `aqbench campaign` always uses `campaign`."""
+    """Run folders' name; empty: the command's. A soak adds `-soak` unless in it; campaign always uses `campaign`."""
 
 
 class RestartPolicy(_Section, frozen=True, kw_only=True):
@@ -95,8 +93,7 @@ class ServerConfig(_Section, frozen=True, kw_only=True):
     """[server]: the server under test, started, probed, sampled and stopped by the supervisor."""
 
     kind: Literal["reference", "trtmc-server"] = "reference"
-    """How the server is read (argv checks, readiness, log lines): `reference`, the embedded audio-QA server,
-    or `trtmc-server`."""
+    """How the server is read (argv checks, readiness, log lines): `reference` (embedded) or `trtmc-server`."""
     argv: Annotated[list[str], Meta(min_length=1)] = msgspec.field(default_factory=lambda: [
         "{python}", "-m", "adapters.reference", "--host", "{host}", "--port", "{port}",
         "--model-name", "{model}", "--records", "{records}", "--replicas", "{replicas}",
@@ -106,8 +103,7 @@ class ServerConfig(_Section, frozen=True, kw_only=True):
     host: str = "127.0.0.1"
     """The address the server binds: loopback only (`127.x.x.x`, `localhost`, `::1`)."""
     port: Port | None = None
-    """The server's port; unset: a free loopback port picked at start (0 is refused: a port is needed). It
-    stays the same across restarts."""
+    """The port; unset: a free loopback port picked at start (0 is refused), kept across restarts."""
     replicas: PositiveInt = 1
     """Worker replicas, passed as `{replicas}`."""
     env: dict[str, str] = {}
@@ -151,8 +147,7 @@ class NoninferiorityCriteria(_Section, frozen=True, kw_only=True):
     """
 
     margin: NonNegFloat = 0.0
-    """The margin in points: the model passes when the one-sided 95% upper bound of the regression R
-    (reference score minus the model's) lies below it."""
+    """Points: pass when the one-sided 95% upper bound of R (reference score minus model's) is below it."""
     relative_margin: NonNegFloat = 0.0
     """The margin as a fraction of the reference score; the larger of the two margins applies."""
     min_native: NonNegFloat | None = None
@@ -164,8 +159,7 @@ class NoninferiorityCriteria(_Section, frozen=True, kw_only=True):
     arms: list[Arm] = []
     """The arms whose (item, arm) problems are paired; empty: every arm of `[dataset] arms`."""
     source: str = ""
-    """A TRTMC checkout whose apps/aiperf_qual files give the gates (then set no margins here); as
-    `qualify --trtmc`."""
+    """A TRTMC checkout whose apps/aiperf_qual files give the gates (set no margins), as `qualify --trtmc`."""
     revision: str = ""
     """The git revision to read `source` at; empty: its working tree."""
     benchmark: str = ""
@@ -182,8 +176,7 @@ class CorrectnessCriteria(_Section, frozen=True, kw_only=True):
     """
 
     scorer: Literal["dataset", "exact", "choice", "numeric"] = "dataset"
-    """How answers are scored: `dataset`, each item by its manifest rule; or `exact`, `choice` or `numeric`
-    for every item."""
+    """`dataset`: each item by its manifest rule; `exact`, `choice` or `numeric`: every item by that rule."""
     min_pass_rate: Fraction | None = None
     """The share of correct answers on `arm` the model needs, compared exactly (0.9 is nine tenths)."""
     min_pass_rate_by_kind: dict[str, Fraction] = {}
@@ -207,8 +200,7 @@ class ReferenceSide(_Section, frozen=True, kw_only=True):
     precision: str = ""
     """What the reference computes at (for the result row)."""
     request_timeout_s: PositiveFloat | None = None
-    """The limit of one reference request; unset: `[workload] request_timeout_s` (a full-precision reference
-    may be slower)."""
+    """One reference request's limit; unset: `[workload] request_timeout_s` (full precision may be slower)."""
 
 
 class ModelResources(_Section, frozen=True, kw_only=True):
@@ -221,8 +213,7 @@ class ModelResources(_Section, frozen=True, kw_only=True):
     memory_gib: NonNegFloat = 0.0
     """Memory to reserve, GiB; 0 reserves none."""
     custom: dict[str, NonNegFloat] = {}
-    """Custom cluster resources, such as a GPU type label (`{ H100 = 1 }`); the task waits for a node that
-    has them all."""
+    """Custom cluster resources such as a GPU type label (`{ H100 = 1 }`); the task waits for a node with all."""
 
 
 class ModelConfig(_Section, frozen=True, kw_only=True):
@@ -241,15 +232,13 @@ class ModelConfig(_Section, frozen=True, kw_only=True):
     precision: str = ""
     """What the model computes at (`bf16`, `int8`, ...); a quantized one gets `quantized_gate`."""
     native_task: str = ""
-    """The checkpoint's native TRTMC Task (`audio_text_to_text`, ...): an audio-QA Task that no served route
-    reaches makes the model `blocked`, not `unsupported`."""
+    """Native TRTMC Task (`audio_text_to_text`, ...): an audio-QA Task no route reaches makes it `blocked`."""
     bundle: str = ""
     """The model's bundle (overrides `[server] bundle`)."""
     tokenizer: str = ""
     """A local Hugging Face tokenizer folder for AIPerf; empty: aqbench's own offline tokenizer."""
     native_argv: list[str] = []
-    """A long-lived native worker speaking TRTMC's JSON-lines worker protocol (with `audio`), for the
-    native/HTTP identity stage; empty: none (identity is skipped)."""
+    """A native worker speaking TRTMC's JSON-lines protocol (with `audio`) for identity; empty: identity skipped."""
     correctness: CorrectnessCriteria
     resources: ModelResources = ModelResources()
     reference: ReferenceSide | None = None
@@ -334,8 +323,7 @@ class InventoryConfig(_Section, frozen=True, kw_only=True):
     """[inventory]: what `aqbench inventory` audits beyond what the TRTMC checkout shows."""
 
     candidates: list[str] = []
-    """Checkpoints always audited, by Hugging Face id or profile name (the shipped bench.toml lists the six
-    the owners named)."""
+    """Always audited, by Hugging Face id or profile name (the shipped bench.toml lists the owners' six)."""
 
 
 # Variables whose values `aqbench publish` keeps: aqbench's own AIPerf settings, which reproduce a run.
