@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 
-from orchestrator.config import ModelIdentity
+from orchestrator.identity import ModelIdentity
 
 __all__ = ["Json", "FOREIGN_JSON", "HostFacts", "ItemRef", "AnswerMismatch", "AiperfSettings", "IncompleteAnswer",
            "CompletenessChange", "GateCitation", "NoninferiorityResult", "ResultRow", "GateCounts", "NoticeContext",

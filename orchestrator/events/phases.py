@@ -11,7 +11,6 @@ from typing import TypeAlias
 
 import msgspec
 
-from orchestrator.config import ModelIdentity
 from orchestrator.events.payloads import (
     AiperfSettings,
     AnswerMismatch,
@@ -20,6 +19,7 @@ from orchestrator.events.payloads import (
     ItemRef,
 )
 from orchestrator.events.values import SoakLimits
+from orchestrator.identity import ModelIdentity
 
 __all__ = ["PhaseDetail", "PHASE_DETAILS", "DatasetPhase", "ModelPhase", "ServerPhase", "CapabilityPhase",
            "CorrectnessPhase", "IdentityPhase", "AiperfPhase", "AiperfRunPhase", "ReferencePhase",

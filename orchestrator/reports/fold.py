@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from orchestrator.config import ModelConfig, ModelIdentity
+from orchestrator.config import ModelConfig
 from orchestrator.events import (
     AccountingChecked,
     AiperfExited,
@@ -55,6 +55,7 @@ from orchestrator.events import (
     VerdictReached,
     Warned,
 )
+from orchestrator.identity import ModelIdentity
 from orchestrator.journal import TornLine, iter_journal
 from orchestrator.redaction import Redactor
 from orchestrator.reports.completeness import CompletenessTally

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import msgspec
 
-from orchestrator.config import ModelIdentity
 from orchestrator.events import AiperfSettings, CapabilityEvidence, Json, NoninferiorityResult, Summary, WindowStats
+from orchestrator.identity import ModelIdentity
 
 __all__ = [
     "REPORT_VERSION",
@@ -261,7 +261,7 @@ class Counts(_S, frozen=True, kw_only=True):
 
 class Timing(_S, frozen=True, kw_only=True):
     """Profiling-phase timing of successful requests, client and server kept apart (exact type-7
-    percentiles, see orchestrator/stats.py); rates over the span first start -> last end."""
+    percentiles, see orchestrator/judge/stats.py); rates over the span first start -> last end."""
 
     request_latency_ms: Summary = Summary()
     client_lifecycle_ms: Summary = Summary()
