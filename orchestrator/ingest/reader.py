@@ -10,10 +10,10 @@ from __future__ import annotations
 import gc
 import os
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from operator import attrgetter
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Protocol
 
 import msgspec
 
@@ -121,7 +121,7 @@ class Ingest:
 
     def __init__(
         self,
-        joiner: Joiner,
+        joiner: Join,
         codecs: LogCodecs,
         *,
         since_ns: int | None = None,
@@ -561,6 +561,16 @@ class Ingest:
 
 
 
+
+
+class Join(Protocol):
+    """What the reader needs of the join (correlate.Joiner; a benchmark can stand in a join that does nothing)."""
+
+    def add_client(self, rec: ClientRecord, now_ns: int = 0) -> list[Event]: ...
+    def add_server(self, rec: ServerRecord, now_ns: int = 0) -> list[Event]: ...
+    def add_clients(self, recs: Iterable[ClientRecord], now_ns: int = 0) -> list[Event]: ...
+    def add_servers(self, recs: Iterable[ServerRecord], now_ns: int = 0) -> list[Event]: ...
+    def flush(self) -> list[Event]: ...
 
 
 def new_joiner() -> Joiner:

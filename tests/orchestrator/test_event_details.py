@@ -17,10 +17,12 @@ from orchestrator.events import (
     VERDICT_DETAILS,
     AiperfPhase,
     AiperfSettings,
+    CapabilityEvidence,
     CapabilityProbed,
     ConditioningEvidence,
     HttpExchange,
     PairAnswers,
+    PhaseDetail,
     PhaseFinished,
     PhaseStarted,
     RunAccount,
@@ -30,6 +32,7 @@ from orchestrator.events import (
     TextOnlyEvidence,
     TranscriptionEvidence,
     TransportEvidence,
+    VerdictDetail,
     verdict_numbers,
 )
 from orchestrator.events import MemoryDetail as Memory
@@ -96,9 +99,12 @@ def test_verdict_numbers_are_the_ones_a_table_shows() -> None:
     assert verdict_numbers(None) == (None, None, None, "")
 
 
-@pytest.mark.parametrize("union", [PHASE_DETAILS, VERDICT_DETAILS, EVIDENCE], ids=["phase", "verdict", "evidence"])
-def test_each_union_tags_its_variants_apart(union: tuple[type, ...]) -> None:
-    """Every variant of a detail union has its own tag under `kind` (a new variant appends a new tag)."""
+@pytest.mark.parametrize(("union", "alias"), [(PHASE_DETAILS, PhaseDetail), (VERDICT_DETAILS, VerdictDetail),
+                                              (EVIDENCE, CapabilityEvidence)], ids=["phase", "verdict", "evidence"])
+def test_each_union_tags_its_variants_apart(union: tuple[type, ...], alias: Any) -> None:
+    """Every variant of a detail union has its own tag under `kind` (a new variant appends a new tag), and the
+    list of variants is the union the journal decodes."""
+    assert typing.get_args(alias) == union
     tags = [_tag(c) for c in union]
     assert len(set(tags)) == len(tags) and all(c.__struct_config__.tag_field == "kind" for c in union)  # type: ignore[attr-defined]
 
