@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, TypeAlias, Union
 
 from orchestrator.events.base import SCHEMA_VERSION, Event, snake_tag
 from orchestrator.events.evidence import (
+    CAPABILITY_EVIDENCE,
     CapabilityEvidence,
     ConditioningEvidence,
     HttpExchange,
@@ -148,7 +149,7 @@ __all__ = [
     "ErrorRateDetail", "WindowCorrectness", "PooledGate", "CorrectnessDetail", "RestartDetail", "ProcessCheck",
     "WindowGap", "GapDetail", "RunAccount", "AccountingDetail", "verdict_numbers",
     # capability evidence
-    "CapabilityEvidence", "HttpExchange", "TransportEvidence", "PairAnswers", "ConditioningEvidence",
+    "CapabilityEvidence", "CAPABILITY_EVIDENCE", "HttpExchange", "TransportEvidence", "PairAnswers", "ConditioningEvidence",
     "TextOnlyEvidence", "TranscriptionEvidence",
     # events
     "RunStarted", "RunFinished", "PhaseStarted", "PhaseFinished", "Warned", "Failed", "EventsDropped",

@@ -9,7 +9,7 @@ from typing import TypeAlias
 
 import msgspec
 
-__all__ = ["CapabilityEvidence", "HttpExchange", "TransportEvidence", "PairAnswers", "ConditioningEvidence",
+__all__ = ["CapabilityEvidence", "CAPABILITY_EVIDENCE", "HttpExchange", "TransportEvidence", "PairAnswers", "ConditioningEvidence",
            "TextOnlyEvidence", "TranscriptionEvidence"]
 
 
@@ -71,4 +71,6 @@ class TranscriptionEvidence(_Evidence, frozen=True, kw_only=True, tag="transcrip
     clips_with_one_answer_to_different_questions: list[str] = []
 
 
+CAPABILITY_EVIDENCE: tuple[type[_Evidence], ...] = (TransportEvidence, ConditioningEvidence, TextOnlyEvidence,
+                                                     TranscriptionEvidence)
 CapabilityEvidence: TypeAlias = TransportEvidence | ConditioningEvidence | TextOnlyEvidence | TranscriptionEvidence

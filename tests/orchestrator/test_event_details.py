@@ -11,6 +11,7 @@ import msgspec
 import pytest
 
 from orchestrator.events import (
+    CAPABILITY_EVIDENCE,
     EVENT_TYPES,
     FOREIGN_JSON,
     PHASE_DETAILS,
@@ -29,8 +30,6 @@ from orchestrator.events import (
     SoakLimits,
     SoakPhase,
     SoakVerdict,
-    TextOnlyEvidence,
-    TranscriptionEvidence,
     TransportEvidence,
     VerdictDetail,
     verdict_numbers,
@@ -40,7 +39,7 @@ from orchestrator.journal import decode_event, encode_event
 from orchestrator.reports import RunReport
 from orchestrator.reports.soak import SoakReport
 
-EVIDENCE = (TransportEvidence, ConditioningEvidence, TextOnlyEvidence, TranscriptionEvidence)
+EVIDENCE = CAPABILITY_EVIDENCE
 
 
 def _tag(cls: type) -> str:
