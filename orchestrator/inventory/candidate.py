@@ -14,12 +14,18 @@ import msgspec
 
 from orchestrator.inventory.families import FamilyFacts
 from orchestrator.inventory.owners import OwnerConfigs, gate_for
-from orchestrator.inventory.records import Blocker, Evidence, Gap, OwnerGate, QualityRecord, RouteLimits, ServedRoute
+from orchestrator.inventory.records import (
+    BLOCKER_GAP_KINDS,
+    Blocker,
+    Evidence,
+    Gap,
+    OwnerGate,
+    QualityRecord,
+    RouteLimits,
+    ServedRoute,
+)
 
 __all__ = ["Checkout", "CandidateDetails", "candidate_details"]
-
-_GAP_KIND = {"route": "no-served-route", "gate": "no-owner-gate", "quality": "recorded-quality-failure",
-             "config": "not-configured"}
 _LIMIT_KEYS = {"precision": "precision", "tensor_parallel_size": "tensor_parallel", "max_batch_size": "batch"}
 
 
@@ -106,6 +112,6 @@ def candidate_details(*, checkpoint: str, tasks: Sequence[str], profiles: Sequen
     if not blockers and not configured:
         blockers.append(Blocker(kind="config", text="nothing blocks it in the checkout, but bench.toml [[models]] does "
                                                     "not configure it, so no run qualifies it"))
-    gaps = [Gap(text=b.text, summary=b.text.split(":", 1)[0], evidence=b.evidence, kind=_GAP_KIND[b.kind])
+    gaps = [Gap(text=b.text, summary=b.text.split(":", 1)[0], evidence=b.evidence, kind=BLOCKER_GAP_KINDS[b.kind])
             for b in blockers]
     return CandidateDetails(route=limits, quality=quality, gate=gate, blockers=blockers, gaps=gaps, notes=notes)

@@ -99,7 +99,7 @@ def declared_row(hf_id: str, fam: Declared, *, candidate: str, configured: list[
     route = details.route
     precision_source = next((e for e in route.evidence if e.claim in ("route:precision", "route:build")
                              and "precision" in (e.claim + str(e.value))), None) if route else None
-    when = f" when {decl.condition}" if decl.condition else ""
+    when = f", only if {decl.condition}" if decl.condition else ""
     declared = (f"{decl.task} declared in {decl.file} (line {decl.line}{when}) and bound in {bind.file} ({bind.field}); "
                 f"no manifest builds or tests {hf_id}")
     if configured:

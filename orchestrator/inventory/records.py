@@ -11,6 +11,7 @@ import msgspec
 __all__ = [
     "INVENTORY_SCHEMA_VERSION",
     "CAPABILITY_CLASSES",
+    "BLOCKER_GAP_KINDS",
     "STATUSES",
     "LAYOUTS",
     "ManifestDocument",
@@ -58,6 +59,9 @@ Status = Literal["unsupported", "blocked", "planned", "implemented", "family-val
 STATUSES: tuple[str, ...] = (
     "unsupported", "blocked", "planned", "implemented", "family-validated", "aiperf-qualified",
 )
+# A blocker's kind -> the kind of the gap that restates it.
+BLOCKER_GAP_KINDS: dict[str, str] = {"route": "no-served-route", "gate": "no-owner-gate",
+                                     "quality": "recorded-quality-failure", "config": "not-configured"}
 Layout = Literal["tests/e2e/models", "families"]
 LAYOUTS: tuple[str, ...] = ("tests/e2e/models", "families")
 
@@ -198,7 +202,7 @@ class DeclaredTask(msgspec.Struct, frozen=True, kw_only=True):
     task: str
     file: str
     line: int
-    # The `if` it sits under, with what that name is ("audio where audio = ..."); "" when unconditional.
+    # The `if` it sits under, with what a bare name in it is ("audio (audio = ...)"); "" when unconditional.
     condition: str = ""
 
 

@@ -64,7 +64,7 @@ class _Reader(ast.NodeVisitor):
     def visit_If(self, node: ast.If) -> None:
         test = ast.unparse(node.test)
         where = self.assigned_src.get(test)
-        self.conditions.append(f"{test} where {where}" if where else test)
+        self.conditions.append(f"{test} ({where})" if where else test)
         for child in node.body:
             self.visit(child)
         self.conditions.pop()

@@ -434,7 +434,7 @@ class TestTaskDeclarations:
         assert sorted(declared) == ["acme/edgy-4-e2b-it", "acme/edgy-4-e4b-it"]  # not the image-only row
         r = declared["acme/edgy-4-e4b-it"]
         assert (r.capability_class, r.status, r.candidate, r.profile) == ("audio-qa", "blocked", "acme/edgy-4-e4b-it", "")
-        assert r.gap.startswith("audio_text_to_text declared in families/edgy/support.py (line 4 when "
+        assert r.gap.startswith("audio_text_to_text declared in families/edgy/support.py (line 4, only if "
                                 "metadata.config.get('audio_config')) and bound in "
                                 "families/edgy/runtime/edge/adapter.cpp (line 2); no manifest builds or tests "
                                 "acme/edgy-4-e4b-it; blocked by route: no served route: the checkout has no served chat "
