@@ -639,8 +639,8 @@ class TestCommand:
         assert {r["checkpoint"] for r in data["rows"]} >= {"acme/aqaish-1b", "acme/not-in-trtmc"}
         md = (tmp_path / "inv.md").read_text()
         assert "| acme/aqaish-1b | audio-qa | planned | aqaish-1b | audio_text_to_text | - |" in md
-        assert ("- gap: no served route: the checkout has no served chat schema (no trtmc-server front end) "
-                "(apps/server/python/trtmc_server/schemas.py is absent)") in md
+        assert ("- blocked by route: no served route: the checkout has no served chat schema (no trtmc-server front "
+                "end) (apps/server/python/trtmc_server/schemas.py is absent)") in md
         assert "(unreadable)" in md and "`reference-audioqa (aqbench/reference-cascade)`" in md
 
     def test_clean_tree_exits_0_in_a_subprocess(self, tmp_path: Path) -> None:
