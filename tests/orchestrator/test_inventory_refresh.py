@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from orchestrator.commands import inventory as inventory_command
@@ -116,6 +117,17 @@ def main(argv: list[str]) -> int:
 @pytest.fixture
 def checkout(tmp_path: Path) -> Path:
     return write_tree(tmp_path / "trtmc", files())
+
+
+class TestOlderLayout:
+    def test_older_layout_is_detected_and_reads_as_before(self, checkout: Path) -> None:
+        """tests/e2e/models manifests with python/*/families plugins: the older layout; no served chat schema and
+        no owners' Tasks are said to be absent, never guessed."""
+        inv = inventory_of(checkout)
+        assert inv.layout == "tests/e2e/models" and inv.layouts_found == ["tests/e2e/models"]
+        assert inv.served_route is not None and not inv.served_route.present
+        assert inv.accounted and inv.family_notes == []
+        assert "shared/docs" not in msgspec.json.encode(inv).decode()
 
 
 class TestVariantsAndPrecision:
