@@ -160,6 +160,19 @@ def owner_config_gap(checkout: Checkout, profiles: Sequence[str]) -> Gap | None:
                summary="the owners qualify it without audio", evidence=lines, kind="owner-config")
 
 
+def _unread(family: FamilyFacts | None, name: str, cls: str) -> list[str]:
+    """Say when the family's code could not show why a text or image checkpoint takes no audio."""
+    if cls not in NO_AUDIO_PATH:
+        return []
+    if family is None or not (family.code.build_files or family.code.runtime_files or family.support):
+        return [f"no support.py, build or runtime file of family `{name}` was read: its own code cannot show why "
+                f"no audio reaches it"]
+    if family.code.runtime_files and not family.code.loaded:
+        return [f"its runtime ({family.code.runtime_files[0]}) loads no section under a literal name: which engines "
+                f"it runs could not be read"]
+    return []
+
+
 def _class(strongest: Profile, family: FamilyFacts | None) -> tuple[str, str, list[Evidence]]:
     """(class, why, evidence): speech output that takes a reference voice clip is voice cloning."""
     cls, why, evidence = strongest.capability, strongest.capability_why, list(strongest.capability_evidence)
@@ -221,6 +234,7 @@ def checkpoint_row(
             class_gaps = [msgspec.structs.replace(g, text=gap, summary=summary(gap)) if g.kind.startswith("class:")
                           else g for g in class_gaps]
     findings = family_gaps(family, cls)
+    notes += _unread(family, family_name, cls)
     if checkout is not None and cls in NO_AUDIO_PATH and (owned := owner_config_gap(checkout, profiles)):
         findings.append(owned)
     if findings and gap:

@@ -231,6 +231,8 @@ class TestClassesAndStatuses:
         assert (r.capability_class, r.status, r.revision) == ("text-only", "unsupported", "abc")
         assert r.in_audio_group and r.candidate == "omnish-30b-thinker"
         assert r.cache_length == 256 and "no audio input exposed" in r.gap
+        # Without the family's files nothing shows why no audio reaches it: the row says so.
+        assert "no support.py, build or runtime file of family `omnish` was read" in " ".join(r.notes)
 
     def test_vision_language_candidate_states_audio_not_exposed(self) -> None:
         """A candidate outside the audio group still gets a row saying its audio is not exposed."""
