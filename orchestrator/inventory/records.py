@@ -368,7 +368,8 @@ class Reconciliation(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Inventory(msgspec.Struct, frozen=True, kw_only=True):
-    """The whole audit; `accounted` is true when every checkpoint has a status and, if needed, a gap."""
+    """The whole audit; `accounted` is true when every checkpoint has a known class and status, and nothing the
+    audit looked at was unreadable or unclassified (each such thing is a line of `unaccounted`)."""
 
     schema_version: int = INVENTORY_SCHEMA_VERSION
     source: TreeSource
