@@ -1,6 +1,6 @@
 """The campaign journal's events (`campaign.jsonl`) and what a task sends its driver, as tagged Structs.
 
-Imports only the configuration. Schema evolution as in orchestrator/events.py: append fields with defaults.
+Imports only the configuration. Schema evolution as in orchestrator/events/: append fields with defaults.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ __all__ = [
     "AUDIO_QA_TASKS",
 ]
 
-# Native Task ids that take ordered text and audio parts and give text (trtmc.md section 3).
+# Native Task ids that take ordered text and audio parts and give text (TRTMC's Task SDK names).
 AUDIO_QA_TASKS = frozenset({"audio_text_to_text", "image_audio_text_to_text", "audio_video_text_to_text"})
 
 # Below this share of items whose answer changes when the clip becomes silence, the audio is ignored.

@@ -261,7 +261,7 @@ class Counts(_S, frozen=True, kw_only=True):
 
 class Timing(_S, frozen=True, kw_only=True):
     """Profiling-phase timing of successful requests, client and server kept apart (exact type-7
-    percentiles, see orchestrator/stats.py); rates over the span first start -> last end."""
+    percentiles, see orchestrator/judge/stats.py); rates over the span first start -> last end."""
 
     request_latency_ms: Summary = Summary()
     client_lifecycle_ms: Summary = Summary()

@@ -54,6 +54,12 @@ class TestLoadConfig:
                            if message.startswith("bench") else message):
             load_config(path)
 
+    def test_request_rate_alone_is_an_open_loop(self, tmp_path: Path) -> None:
+        """`request_rate` without `concurrency` is an open loop: the default concurrency gives way, since
+        TOML cannot write it unset (before, this file was refused as setting both)."""
+        cfg = load_config(write(tmp_path, DEFAULT.replace("concurrency = 2\n", "request_rate = 3.0\n", 1)))
+        assert (cfg.workload.concurrency, cfg.workload.request_rate) == (None, 3.0)
+
     def test_missing_file_and_bad_toml(self, tmp_path: Path) -> None:
         """A missing file and a TOML syntax error are clear errors, not tracebacks."""
         with pytest.raises(ConfigError, match="no such configuration file"):

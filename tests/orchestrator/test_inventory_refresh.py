@@ -9,7 +9,6 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import msgspec
 import pytest
 
 from orchestrator.commands import inventory as inventory_command
@@ -122,12 +121,14 @@ def checkout(tmp_path: Path) -> Path:
 class TestOlderLayout:
     def test_older_layout_is_detected_and_reads_as_before(self, checkout: Path) -> None:
         """tests/e2e/models manifests with python/*/families plugins: the older layout; no served chat schema and
-        no owners' Tasks are said to be absent, never guessed."""
+        no owners' Tasks are said to be absent, never guessed, and every other citation is a checkout file."""
         inv = inventory_of(checkout)
         assert inv.layout == "tests/e2e/models" and inv.layouts_found == ["tests/e2e/models"]
         assert inv.served_route is not None and not inv.served_route.present
         assert inv.accounted and inv.family_notes == []
-        assert "shared/docs" not in msgspec.json.encode(inv).decode()
+        cited = {e.file for r in inv.rows for e in [*r.evidence, *(e for g in r.gaps for e in g.evidence)]}
+        absent = {"apps/server/python/trtmc_server/schemas.py", "apps/aiperf_qual/config/tasks.yaml"}
+        assert {f for f in cited if not (checkout / f).is_file()} <= absent
 
 
 class TestVariantsAndPrecision:
