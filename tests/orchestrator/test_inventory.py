@@ -238,6 +238,8 @@ class TestClassesAndStatuses:
         assert (r.capability_class, r.status, r.revision) == ("text-only", "unsupported", "abc")
         assert r.in_audio_group and r.candidate == "omnish-30b-thinker"
         assert r.cache_length == 256 and "no audio input exposed" in r.gap
+        # Without the family's files nothing shows why no audio reaches it: the row says so.
+        assert "no support.py, build or runtime file of family `omnish` was read" in " ".join(r.notes)
 
     def test_vision_language_candidate_states_audio_not_exposed(self) -> None:
         """A candidate outside the audio group still gets a row saying its audio is not exposed."""
@@ -247,11 +249,16 @@ class TestClassesAndStatuses:
         assert r.gap.startswith("audio not exposed by this TRTMC family")
 
     def test_audio_qa_not_configured_is_blocked(self) -> None:
-        """An audio_answer contract with audio inputs is audio-qa; with no served route it is blocked."""
+        """An audio_answer contract with audio inputs is audio-qa; with no served route and no owners' gate in
+        the checkout it is blocked by both, each citing where it looked."""
         r = row(full_audit(), "acme/gemmaish-e4b")
         assert (r.capability_class, r.status) == ("audio-qa", "blocked")
-        assert "no served route reaches it" in r.gap
-        assert any(e.claim == "status:blocked" for e in r.evidence)
+        assert r.gap.startswith("audio_answer (testcases[0].user_contract) declared, but no served route: the "
+                                "checkout has no served chat schema")
+        assert [b.kind for b in r.blockers] == ["route", "gate"]
+        assert {(e.claim, e.file) for e in r.evidence if e.claim.startswith("status:blocked")} == {
+            ("status:blocked:route", "apps/server/python/trtmc_server/schemas.py"),
+            ("status:blocked:gate", "apps/aiperf_qual/config/tasks.yaml")}
 
     def test_audio_qa_configured_is_planned(self) -> None:
         """An audio_text_to_text checkpoint configured in bench.toml and never run is planned, without gap."""
@@ -271,7 +278,9 @@ class TestClassesAndStatuses:
     def test_every_class_is_reachable(self) -> None:
         """The fixture covers every class except unknown; an unclassifiable audio manifest is unknown."""
         seen = {r.capability_class for r in full_audit().rows if r.file}
-        assert seen == set(CAPABILITY_CLASSES) - {"unknown"}
+        # The generator classes are reached by the current-layout fixture (test_inventory_families.py).
+        assert seen == set(CAPABILITY_CLASSES) - {"unknown", "voice-cloning", "music-generation",
+                                                  "audio-video-generation"}
         odd = {"name": "odd", "hf_id": "acme/odd", "family": "odd", "test_input_audio": "x.wav"}
         inv = audit(docs_of({NEW.format(fam="odd", name="odd"): odd}), source=TreeSource(root="/x"))
         assert inv.rows[0].capability_class == "unknown" and not inv.rows[0].accounted and not inv.accounted
@@ -434,8 +443,16 @@ class TestTaskDeclarations:
         assert sorted(declared) == ["acme/edgy-4-e2b-it", "acme/edgy-4-e4b-it"]  # not the image-only row
         r = declared["acme/edgy-4-e4b-it"]
         assert (r.capability_class, r.status, r.candidate, r.profile) == ("audio-qa", "blocked", "acme/edgy-4-e4b-it", "")
-        assert r.gap.startswith("audio_text_to_text declared in families/edgy/support.py (line 4) and bound in "
-                                "families/edgy/runtime/edge/adapter.cpp (line 2), but no manifest builds or tests")
+        assert r.gap.startswith("audio_text_to_text declared in families/edgy/support.py (line 4, only if "
+                                "metadata.config.get('audio_config')) and bound in "
+                                "families/edgy/runtime/edge/adapter.cpp (line 2); no manifest builds or tests "
+                                "acme/edgy-4-e4b-it; blocked by route: no served route: the checkout has no served chat "
+                                "schema")
+        assert [b.kind for b in r.blockers] == ["route", "gate", "quality"]
+        # Declared but never bound: listed as a family note, never dropped.
+        [half] = [n for n in inv.family_notes if n.family == "halfy"]
+        assert half.text.startswith("declares `audio_text_to_text` (families/halfy/support.py line 1) but no runtime "
+                                    "file binds it") and half.accounted
         assert [(e.claim, e.file, e.field) for e in r.evidence[:3]] == [
             ("checkpoint", "families/edgy/edge/README.md", "line 4"),
             ("class:audio-qa", "families/edgy/support.py", "line 4"),
@@ -630,12 +647,12 @@ class TestCommand:
                      "--json", str(tmp_path / "inv.json"), "--markdown", str(tmp_path / "inv.md")])
         assert code == 1
         data = json.loads((tmp_path / "inv.json").read_text())
-        assert data["schema_version"] == 2 and not data["accounted"]
+        assert data["schema_version"] == 3 and not data["accounted"]
         assert {r["checkpoint"] for r in data["rows"]} >= {"acme/aqaish-1b", "acme/not-in-trtmc"}
         md = (tmp_path / "inv.md").read_text()
         assert "| acme/aqaish-1b | audio-qa | planned | aqaish-1b | audio_text_to_text | - |" in md
-        assert ("- gap: audio_answer (testcases[0].user_contract) declared but "
-                "no served route reaches it") in md
+        assert ("- blocked by route: no served route: the checkout has no served chat schema (no trtmc-server front "
+                "end) (apps/server/python/trtmc_server/schemas.py is absent)") in md
         assert "(unreadable)" in md and "`reference-audioqa (aqbench/reference-cascade)`" in md
 
     def test_clean_tree_exits_0_in_a_subprocess(self, tmp_path: Path) -> None:
