@@ -1,8 +1,8 @@
-"""The configuration reference (docs/configuration.md) rendered from config.py's Structs.
+"""The configuration reference (docs/configuration.md) rendered from the Structs of orchestrator/config/.
 
-Each key's meaning is the attribute docstring under its field in orchestrator/config.py, so it is written
+Each key's meaning is the attribute docstring under its field in orchestrator/config/, so it is written
 once; a key without one is refused. Types and defaults come from the Structs themselves. Pure apart from
-reading the source of the module that defines the Structs.
+reading the source of the modules that define the Structs.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ REFERENCE_PATH = "docs/configuration.md"
 _HEADER = """\
 # Configuration reference (`bench.toml`)
 
-<!-- Generated from orchestrator/config.py by `aqbench config reference --out docs/configuration.md`.
+<!-- Generated from orchestrator/config/ by `aqbench config reference --out docs/configuration.md`.
      Edit the docstrings there, not this file: tests/orchestrator/test_config_reference.py fails when it is stale. -->
 
 Every command reads `bench.toml` (or `--config PATH`); the shipped one qualifies the embedded reference
@@ -154,8 +154,8 @@ class _Tables:
 
     def walk(self, struct: mi.StructType, path: str, heading: str, lead: str) -> None:
         name = struct.cls.__name__
+        fields = self._fields(struct.cls)  # loads the docstrings of the module that declares the table
         class_doc = self.docs.get(name, ("", {}))[0]
-        fields = self._fields(struct.cls)
         if path:
             self.tables.append((path, heading, lead, class_doc))
         subtables: list[tuple[mi.Field, mi.StructType]] = []

@@ -1,4 +1,4 @@
-"""The configuration reference: docs/configuration.md is what config.py's Structs and docstrings render to."""
+"""The configuration reference: docs/configuration.md is what the Structs of orchestrator/config/ and docstrings render to."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ class _UndocumentedRoot(msgspec.Struct, frozen=True, kw_only=True, forbid_unknow
 
 class TestConfigReference:
     def test_docs_configuration_is_current(self) -> None:
-        """docs/configuration.md equals what `aqbench config reference` renders from config.py now."""
+        """docs/configuration.md equals what `aqbench config reference` renders from orchestrator/config/ now."""
         written = (ROOT / REFERENCE_PATH).read_text(encoding="utf-8")
         assert written == render_reference(), (
             f"{REFERENCE_PATH} is stale: run `.venv/bin/aqbench config reference --out {REFERENCE_PATH}` "

@@ -1,0 +1,57 @@
+"""bench.toml as typed msgspec Structs: `load_config()` validates and resolves paths.
+
+One module per table (or per use's tables); `root.Config` holds them all. A key's meaning is the string
+under its field, which `aqbench config reference` renders. Imports nothing from the project except errors
+and the model identity. Every error names the file, the key path and what was expected.
+"""
+
+from __future__ import annotations
+
+from orchestrator.config.campaign import CampaignConfig
+from orchestrator.config.common import ARMS, PLACEHOLDERS
+from orchestrator.config.compare import CompareConfig
+from orchestrator.config.correctness import (
+    CorrectnessCriteria,
+    NoninferiorityCriteria,
+    NoninferiorityGate,
+    ReferenceSide,
+)
+from orchestrator.config.duration import parse_duration
+from orchestrator.config.inventory import InventoryConfig
+from orchestrator.config.load import config_from_dict, config_to_dict, load_config
+from orchestrator.config.models import ModelConfig, ModelResources
+from orchestrator.config.publish import PUBLISH_ALLOWED_ENV, PublishConfig
+from orchestrator.config.root import RESERVED_KEYS, Config
+from orchestrator.config.server import RestartPolicy, RunConfig, ServerConfig
+from orchestrator.config.soak import SoakConfig
+from orchestrator.config.workload import DatasetConfig, WorkloadConfig
+from orchestrator.identity import ModelIdentity
+
+__all__ = [
+    "Config",
+    "RunConfig",
+    "ServerConfig",
+    "RestartPolicy",
+    "ModelIdentity",
+    "ModelConfig",
+    "CorrectnessCriteria",
+    "NoninferiorityGate",
+    "NoninferiorityCriteria",
+    "ReferenceSide",
+    "DatasetConfig",
+    "WorkloadConfig",
+    "SoakConfig",
+    "InventoryConfig",
+    "PublishConfig",
+    "PUBLISH_ALLOWED_ENV",
+    "CompareConfig",
+    "ModelResources",
+    "CampaignConfig",
+    "load_config",
+    "config_from_dict",
+    "config_to_dict",
+    "parse_duration",
+    "ARMS",
+    "PLACEHOLDERS",
+    "RESERVED_KEYS",
+]
