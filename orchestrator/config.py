@@ -199,16 +199,22 @@ class ModelConfig(_Section, frozen=True, kw_only=True):
     correctness: CorrectnessCriteria
     resources: ModelResources = ModelResources()
     reference: ReferenceSide | None = None
+    # Arguments added after [server] argv for this model's server only, with the same placeholders (a flag one
+    # checkpoint needs; a fault injected into one candidate). Never given to its reference's server.
+    server_args: list[str] = []
 
 
 class DatasetConfig(_Section, frozen=True, kw_only=True):
     """[dataset]: a shipped dataset by `name`, or any dataset folder by `path`."""
 
-    name: str = "audioqa-v1"
+    name: str = "audioqa-v2"
     path: str = ""
     arms: Annotated[list[Arm], Meta(min_length=1)] = msgspec.field(
         default_factory=lambda: ["audio", "silence", "transcript"]
     )
+    # The silence and transcript arms (conditioning evidence: the audio lift) run on this many items each,
+    # dealt across the kinds in manifest order; 0 runs them on every item. The audio arm always has every item.
+    conditioning_items: NonNegInt = 0
 
 
 class WorkloadConfig(_Section, frozen=True, kw_only=True):

@@ -103,7 +103,7 @@ async def _phase(run: Any, cfg: Any, args: argparse.Namespace, model: Any, arms:
     from adapters.server import server_parts
     from adapters.trtmc.records_tail import ServerRecordsTailer
     from orchestrator.correlate import Correlator
-    from orchestrator.dataset import parse_session_key, prepare_arms, write_aiperf_input
+    from orchestrator.dataset import interleave_kinds, parse_session_key, prepare_arms, write_aiperf_input
     from orchestrator.events import ModelResult, PhaseDetail, PhaseFinished, PhaseStarted, ResultRow
     from orchestrator.supervisor import ServerSpec, supervise
 
@@ -129,7 +129,7 @@ async def _phase(run: Any, cfg: Any, args: argparse.Namespace, model: Any, arms:
     spec = ServerSpec.from_config(cfg, model, run.run_dir, parts=server_parts(cfg.server.kind))
     handle = await run.tg.start(supervise, spec, run.bus)
     work = run.run_dir / "aiperf"
-    rows = await anyio.to_thread.run_sync(prepare_arms, dataset, arms, work / "wire")
+    rows = interleave_kinds(await anyio.to_thread.run_sync(prepare_arms, dataset, arms, work / "wire"), dataset)
     input_file = await anyio.to_thread.run_sync(write_aiperf_input, rows, work / "inputs.jsonl")
     cmd = build_command(cfg.workload, base_url=handle.base_url, model=model.name, input_file=input_file,
                         artifact_dir=work / "artifacts", tokenizer=tokenizer, requests=args.requests,

@@ -1,7 +1,8 @@
 """Correctness gates from bench.toml, applied exactly as stated: never lowered, never rounded.
 
 A gate passes when correct / total >= required, compared in exact rational arithmetic on the decimal
-the user wrote (0.9 means nine tenths, not the nearest binary float).
+the user wrote (0.9 means nine tenths, not the nearest binary float). A gate over no answers (a kind a
+stage never asked) is not applicable: it neither passes nor fails, and says so.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import msgspec
 
 from orchestrator.config import CorrectnessCriteria
 
-__all__ = ["GateResult", "evaluate_gates", "ScoredAnswer"]
+__all__ = ["GateResult", "evaluate_gates", "not_applicable", "ScoredAnswer"]
 
 
 class ScoredAnswer(msgspec.Struct, frozen=True, kw_only=True):
@@ -34,6 +35,13 @@ class GateResult(msgspec.Struct, frozen=True, kw_only=True):
     # Each failing item once, in first-failure order: a soak window answers each item many times, and one
     # entry per failed answer grew a window's summary with its requests (issue 23). `total - correct` counts them.
     failing_items: list[str] = []
+    # False when no answer fell in the gate's scope: the gate judged nothing (passed is then False too).
+    applicable: bool = True
+
+    @property
+    def failed(self) -> bool:
+        """Applicable and below the required rate."""
+        return self.applicable and not self.passed
 
 
 def _passes(correct: int, total: int, required: float) -> bool:
@@ -59,4 +67,11 @@ def _gate(gate: str, scope: str, required: float, answers: Sequence[ScoredAnswer
     total = len(answers)
     return GateResult(gate=gate, scope=scope, required=required, observed=correct / total if total else 0.0,
                       correct=correct, total=total, passed=_passes(correct, total, required),
-                      failing_items=list(dict.fromkeys(a.item_id for a in answers if a.verdict != "correct")))
+                      failing_items=list(dict.fromkeys(a.item_id for a in answers if a.verdict != "correct")),
+                      applicable=total > 0)
+
+
+def not_applicable(gates: Sequence[GateResult]) -> str:
+    """`not applicable (no answers): kind:count, kind:pitch`, or "" when every gate judged something."""
+    scopes = [g.scope for g in gates if not g.applicable]
+    return f"not applicable (no answers): {', '.join(scopes)}" if scopes else ""

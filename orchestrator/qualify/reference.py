@@ -1,12 +1,15 @@
 """A model's reference side: its gate resolved, its reference run alone, the paired decision journaled.
 
 The reference runs after the model's own server has stopped (each side alone on the machine), one request at
-a time, on the same (item, arm) requests; its verdicts are journaled on path `reference`. The decision is
-judge/paired.py's; this module only gathers answers and publishes what was decided.
+a time, on the same (item, arm) requests; its verdicts are journaled on path `reference`. Models of one run
+whose reference is the same (same [models.reference], arms, seeds and token limit) share its answers: the
+reference runs once, and each later model journals the same answers as its own reference verdicts, judged
+afresh. The decision is judge/paired.py's; this module only gathers answers and publishes what was decided.
 """
 
 from __future__ import annotations
 
+import hashlib
 import sys
 from typing import Any
 
@@ -21,10 +24,38 @@ from orchestrator.judge.paired import ChosenGate, Judged, choose_gate, decide_pa
 from orchestrator.qualify.answers import Answered, answered_http
 from orchestrator.qualify.serving import supervise_to_the_end
 
-__all__ = ["NOT_JUDGED", "describe", "gate_arms", "judge_against_reference", "resolve_gate"]
+__all__ = ["NOT_JUDGED", "SharedReferences", "describe", "gate_arms", "judge_against_reference", "resolve_gate"]
 
 NOT_JUDGED = "not-judged"  # no gate applied, or the reference gave no answers: the model stays implemented
 Key = tuple[str, str]
+
+
+class _Asked(msgspec.Struct, frozen=True):
+    """What the reference said to one request, as the book judges it (the answer, not the verdict)."""
+
+    request: ArmRequest
+    got: Answered
+
+
+class SharedReferences:
+    """The reference answers of one qualify run by reference key, and the model whose run asked them."""
+
+    def __init__(self) -> None:
+        self._by_key: dict[str, tuple[str, list[_Asked]]] = {}
+
+    def get(self, key: str) -> tuple[str, list[_Asked]] | None:
+        return self._by_key.get(key)
+
+    def put(self, key: str, model: str, asked: list[_Asked]) -> None:
+        self._by_key.setdefault(key, (model, asked))
+
+
+def _reference_key(m: Any, arms: list[str], seeds: int) -> str:
+    """Everything that makes two models' references give the same answers: the reference section, the arms
+    and requests asked, the seeds and the token limit."""
+    ref = m.model.reference
+    blob = msgspec.json.encode([ref, arms, seeds, m.max_tokens, [(r.key, r.text, r.audio_path) for r in m.requests]])
+    return hashlib.sha256(blob).hexdigest()
 
 
 def gate_arms(m: Any) -> list[str]:
@@ -93,38 +124,64 @@ def describe(r: NoninferiorityResult) -> str:
     extra = [f"{r.out_of_capacity} out of capacity"] if r.out_of_capacity else []
     extra += [f"{r.candidate_failures} unanswered counted wrong"] if r.candidate_failures else []
     extra += [f"{r.candidate_incomplete} incomplete counted wrong"] if r.candidate_incomplete else []
+    if r.detectable_regression is not None and r.detectable_power_regression is not None:
+        extra.append(f"at n = {r.n} it fails a regression from {r.detectable_regression:.2f} points observed "
+                     f"(b >= {r.fail_from_b}), and a true one of {r.detectable_power_regression:.2f} points with "
+                     f"probability 0.8")
     if r.outcome == "inconclusive" and r.items_needed is not None:
         extra.append(f"about {r.items_needed} paired problems would decide at the observed discordance")
     return "; ".join([text, *extra, *([r.reason] if r.reason else [])])
 
 
 async def _reference_answers(m: Any, rows: list[ArmRequest], seeds: int) -> tuple[dict[Key, list[Judged]], str]:
-    """Every row asked `seeds` times of the reference, one at a time; (answers, "") or ({}, why not)."""
+    """Every row asked `seeds` times of the reference, one at a time, or the answers another model of this run
+    got from the same reference; (answers, "") or ({}, why not)."""
     ref = m.model.reference
     await m.phase_start("reference", argv=list(ref.argv or ref.native_argv), precision=ref.precision,
                         requests=len(rows) * seeds)
     out: dict[Key, list[Judged]] = {}
+    key = _reference_key(m, sorted({r.arm for r in rows}), seeds)
+    shared = m.shared_references.get(key)
+    if shared is not None:
+        source, earlier = shared
+        for asked in earlier:
+            await _judge(m, asked.request, asked.got, out, [])
+        answered = sum(any(j.verdict != "error" for j in js) for js in out.values())
+        await m.phase_end("reference", "passed", f"{answered}/{len(out)} problems answered by the reference, "
+                          f"reused from {source}'s run of the same reference (same requests, seeds and limit)",
+                          answers_checked=m.answers.checked["reference"])
+        return out, ""
+    asked_now: list[_Asked] = []
     try:
-        failure = await (_from_server(m, rows, seeds, out) if ref.argv else _from_worker(m, rows, seeds, out))
+        failure = await (_from_server(m, rows, seeds, out, asked_now) if ref.argv
+                         else _from_worker(m, rows, seeds, out, asked_now))
     except AqbenchError as exc:
         failure = str(exc)
     if failure:
         await m.phase_end("reference", "failed", f"the reference gave no answers: {failure}")
         return {}, f"the reference gave no answers: {failure}"
+    m.shared_references.put(key, m.model.name, asked_now)
     answered = sum(any(j.verdict != "error" for j in js) for js in out.values())
     await m.phase_end("reference", "passed", f"{answered}/{len(out)} problems answered by the reference",
                       answers_checked=m.answers.checked["reference"])
     return out, ""
 
 
-async def _from_server(m: Any, rows: list[ArmRequest], seeds: int, out: dict[Key, list[Judged]]) -> str:
+async def _judge(m: Any, req: ArmRequest, got: Answered, out: dict[Key, list[Judged]], asked: list[_Asked]) -> None:
+    verdict, _c = await m.answers.verdict(req, got, "reference")
+    out.setdefault((req.item_id, req.arm), []).append(Judged(verdict=verdict))
+    asked.append(_Asked(req, got))
+
+
+async def _from_server(m: Any, rows: list[ArmRequest], seeds: int, out: dict[Key, list[Judged]],
+                       asked: list[_Asked]) -> str:
     from orchestrator.correlate import Correlator
     from orchestrator.supervisor import ServerSpec
 
     ref = m.model.reference
     # Its own name (records file, served model id) and one replica: the reference answers one at a time.
     cfg = msgspec.structs.replace(m.cfg, server=msgspec.structs.replace(m.cfg.server, argv=list(ref.argv), replicas=1))
-    served = msgspec.structs.replace(m.model, name=f"{m.model.name}.reference")
+    served = msgspec.structs.replace(m.model, name=f"{m.model.name}.reference", server_args=[])
     spec = ServerSpec.from_config(cfg, served, m.run.run_dir, parts=m.toolkit.server_parts(cfg.server.kind))
     async with anyio.create_task_group() as tg:
         await tg.start(m.toolkit.records_tailer(m.bus).run)
@@ -141,8 +198,7 @@ async def _from_server(m: Any, rows: list[ArmRequest], seeds: int, out: dict[Key
                 for req in rows:
                     for _ in range(seeds):
                         reply = await _ask_when_free(m, client, req)
-                        verdict, _c = await m.answers.verdict(req, answered_http(reply), "reference")
-                        out.setdefault((req.item_id, req.arm), []).append(Judged(verdict=verdict))
+                        await _judge(m, req, answered_http(reply), out, asked)
             await correlator.close_window(f"{m.model.name}/reference")
         finally:
             with anyio.CancelScope(shield=True):
@@ -168,7 +224,8 @@ async def _ask_when_free(m: Any, client: Any, req: ArmRequest) -> Any:
         pause_s = min(2 * pause_s, 4.0)
 
 
-async def _from_worker(m: Any, rows: list[ArmRequest], seeds: int, out: dict[Key, list[Judged]]) -> str:
+async def _from_worker(m: Any, rows: list[ArmRequest], seeds: int, out: dict[Key, list[Judged]],
+                       asked: list[_Asked]) -> str:
     ref = m.model.reference
     values = {"python": sys.executable, "model": m.model.name, "bundle": m.model.bundle or m.cfg.server.bundle,
               "run_dir": str(m.run.run_dir)}
@@ -183,6 +240,5 @@ async def _from_worker(m: Any, rows: list[ArmRequest], seeds: int, out: dict[Key
                                             request_id=m.request_id("reference"))
                 answered = Answered(request_id=got.request_id, answered=got.ok, text=got.text,
                                     completion_tokens=got.completion_tokens, error=got.error)
-                verdict, _c = await m.answers.verdict(req, answered, "reference")
-                out.setdefault((req.item_id, req.arm), []).append(Judged(verdict=verdict))
+                await _judge(m, req, answered, out, asked)
     return ""

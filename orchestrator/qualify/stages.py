@@ -7,6 +7,7 @@ the journal by orchestrator.reports, never from this module's memory.
 
 from __future__ import annotations
 
+import functools
 import shlex
 import sys
 from collections.abc import Sequence
@@ -38,12 +39,14 @@ from orchestrator.events import (
     IncompleteAnswer,
     ModelResult,
     NoninferiorityResult,
+    NoticeContext,
     PhaseDetail,
     PhaseFinished,
     PhaseStarted,
     ResultRow,
+    Warned,
 )
-from orchestrator.judge.gates import ScoredAnswer, evaluate_gates
+from orchestrator.judge.gates import GateResult, ScoredAnswer, evaluate_gates, not_applicable
 from orchestrator.judge.paired import Judged, capacity_rejection
 from orchestrator.logs import get_logger
 from orchestrator.ports import ChatSession, OwnerFiles, Toolkit
@@ -66,8 +69,8 @@ from orchestrator.qualify.capability import (
     select_probe_pairs,
 )
 from orchestrator.qualify.collect import WindowCollector
-from orchestrator.qualify.plan import describe_plan
-from orchestrator.qualify.reference import judge_against_reference, resolve_gate
+from orchestrator.qualify.plan import aiperf_rows, describe_plan, unreachable_gates
+from orchestrator.qualify.reference import SharedReferences, judge_against_reference, resolve_gate
 from orchestrator.qualify.serving import models_listing, sha256_path, supervise_to_the_end
 from orchestrator.run import Interrupt, RunScope, open_run
 
@@ -105,7 +108,7 @@ class _ModelRun:
     """Everything one model's stages share: its run scope, dataset, prepared arm requests and answers."""
 
     def __init__(self, run: RunScope, model: ModelConfig, dataset: Dataset, requests: list[ArmRequest],
-                 opts: QualifyOptions, toolkit: Toolkit) -> None:
+                 opts: QualifyOptions, toolkit: Toolkit, shared_references: SharedReferences | None = None) -> None:
         self.run = run
         self.toolkit = toolkit
         self.bus = run.bus
@@ -129,6 +132,8 @@ class _ModelRun:
         self.candidate_judged: dict[tuple[str, str], list[Judged]] = {}
         self.gate = resolve_gate(self)
         self.noninferiority: NoninferiorityResult | None = None
+        # Reference answers this run already has, by reference key (models sharing one reference ask it once).
+        self.shared_references = shared_references if shared_references is not None else SharedReferences()
 
     def request_id(self, stage: str) -> str:
         """A fresh X-Request-ID within trtmc-server's 128 characters (the model name is already within
@@ -183,10 +188,13 @@ async def qualify(cfg: Config, opts: QualifyOptions, interrupt: Interrupt, toolk
             source="qualify", phase="dataset", outcome="passed",
             detail=PhaseDetail(name=dataset.name, identity=dataset.identity, path=str(dataset.root),
                                items=len(dataset.items), arms=list(cfg.dataset.arms))))
-        requests = await anyio.to_thread.run_sync(prepare_arms, dataset, cfg.dataset.arms, run.run_dir / "wire")
+        requests = await anyio.to_thread.run_sync(functools.partial(
+            prepare_arms, dataset, cfg.dataset.arms, run.run_dir / "wire",
+            conditioning_items=cfg.dataset.conditioning_items))
         plans: dict[str, str] = {}
+        references = SharedReferences()
         for model in models:
-            state = _ModelRun(run, model, dataset, requests, opts, toolkit)
+            state = _ModelRun(run, model, dataset, requests, opts, toolkit, references)
             statuses[model.name] = await _qualify_model(state)
             plans[model.name] = state.plan
         qualified = sum(s == "aiperf-qualified" for s in statuses.values())
@@ -351,9 +359,17 @@ async def _capability(m: _ModelRun, base_url: str) -> None:
     await m.phase_start("capability")
     ds = m.dataset
     by_key = {(r.item_id, r.arm): r for r in m.requests}
-    missing = [arm for arm in ("audio", "silence") if not any(r.arm == arm for r in m.requests)]
-    if missing:  # the probe needs both arms even when the correctness stage runs fewer
-        extra = await anyio.to_thread.run_sync(prepare_arms, ds, missing, m.run.run_dir / "wire")
+    pairs = select_probe_pairs(ds)
+    probe_items = sorted({i for p in pairs for i in (p.first, p.second)},
+                         key=lambda i: [it.id for it in ds.items].index(i))
+    # The probe asks its items on both arms, and the first audio row, even where the correctness stage runs
+    # fewer arms or a conditioning subset.
+    first_item = ds.items[0].id
+    missing = [(i, arm) for i in [first_item, *probe_items] for arm in ("audio", "silence")
+               if (i, arm) not in by_key]
+    if missing:
+        extra = await anyio.to_thread.run_sync(functools.partial(
+            prepare_arms, ds, ("audio", "silence"), m.run.run_dir / "wire", only=missing))
         by_key.update({(r.item_id, r.arm): r for r in extra})
     async with m.client(base_url) as client:
         first = next((r for (_, arm), r in by_key.items() if arm == "audio"), None)
@@ -382,9 +398,6 @@ async def _capability(m: _ModelRun, base_url: str) -> None:
             await m.phase_end("capability", "failed", reason, answers_checked=m.answers.checked["capability"])
             raise _StageFailed("capability", status, reason)
 
-        pairs = select_probe_pairs(ds)
-        probe_items = sorted({i for p in pairs for i in (p.first, p.second)},
-                             key=lambda i: [it.id for it in ds.items].index(i))
         answers: list[ProbeAnswer] = []
         for item_id in probe_items:
             for arm in ("audio", "silence"):
@@ -422,24 +435,27 @@ async def _correctness(m: _ModelRun, base_url: str) -> None:
     scored: list[ScoredAnswer] = []
     incomplete: list[IncompleteAnswer] = []
     seeds = m.gate.seeds if m.gate is not None and not isinstance(m.gate, str) else 1
-    async with m.client(base_url) as client:
-        for req in (r for r in m.requests for _ in range(seeds)):  # a sampling model: seeds answers each
-            reply = await m.ask(client, req, "correctness")
-            m.http_answers[(req.item_id, req.arm)] = reply.text
-            verdict, completeness = await m.answers.verdict(req, answered_http(reply), "http")
-            m.candidate_judged.setdefault((req.item_id, req.arm), []).append(
-                Judged(verdict=verdict, capacity=capacity_rejection(reply.status, reply.body)))
-            if completeness is not None and not completeness.complete:
-                incomplete.append(incomplete_entry(req, "http", reply.request_id, verdict, completeness))
-            scored.append(ScoredAnswer(item_id=req.item_id, arm=req.arm, kind=m.dataset.item(req.item_id).kind,
-                                       verdict=verdict))
-    await m.close_window("correctness")
-    if m.model.native_argv:
-        argv = _render_native(m)
+    native_argv = _render_native(m) if m.model.native_argv else None
+
+    async def over_http() -> None:
+        async with m.client(base_url) as client:
+            for req in (r for r in m.requests for _ in range(seeds)):  # a sampling model: seeds answers each
+                reply = await m.ask(client, req, "correctness")
+                m.http_answers[(req.item_id, req.arm)] = reply.text
+                verdict, completeness = await m.answers.verdict(req, answered_http(reply), "http")
+                m.candidate_judged.setdefault((req.item_id, req.arm), []).append(
+                    Judged(verdict=verdict, capacity=capacity_rejection(reply.status, reply.body)))
+                if completeness is not None and not completeness.complete:
+                    incomplete.append(incomplete_entry(req, "http", reply.request_id, verdict, completeness))
+                scored.append(ScoredAnswer(item_id=req.item_id, arm=req.arm, kind=m.dataset.item(req.item_id).kind,
+                                           verdict=verdict))
+        await m.close_window("correctness")
+
+    async def natively(argv: list[str]) -> None:
         config = {"max_new_tokens": m.max_tokens} if m.max_tokens else None
         async with m.toolkit.native_worker(argv, log_path=m.run.run_dir / "native" / f"{m.model.name}.log",
-                                startup_timeout_s=m.cfg.server.startup_timeout_s,
-                                request_timeout_s=m.cfg.workload.request_timeout_s) as worker:
+                                           startup_timeout_s=m.cfg.server.startup_timeout_s,
+                                           request_timeout_s=m.cfg.workload.request_timeout_s) as worker:
             for req in m.requests:
                 native = await worker.generate(req.text, req.audio_path, config=config,
                                                request_id=m.request_id("native"))
@@ -449,25 +465,50 @@ async def _correctness(m: _ModelRun, base_url: str) -> None:
                 verdict, completeness = await m.answers.verdict(req, got, "native")
                 if completeness is not None and not completeness.complete:
                     incomplete.append(incomplete_entry(req, "native", native.request_id, verdict, completeness))
+
+    # The HTTP path and the native worker answer side by side: two processes, one request each at a time,
+    # so each path's answers are unaffected and the stage takes about the longer path's time, not the sum.
+    failures: list[Exception] = []
+
+    async def guarded(path: Any, scope: anyio.CancelScope) -> None:
+        try:
+            await path()
+        except Exception as exc:  # re-raised below, outside the group, as itself; the other path stops
+            failures.append(exc)
+            scope.cancel()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(guarded, over_http, tg.cancel_scope)
+        if native_argv is not None:
+            tg.start_soon(guarded, functools.partial(natively, native_argv), tg.cancel_scope)
+    if failures:
+        raise failures[0]
     gates = evaluate_gates(criteria, scored)
-    for g in gates:
-        await m.bus.publish(GateEvaluated(source="qualify", model=m.model.name, gate=g.gate, required=g.required,
-                                          observed=g.observed, passed=g.passed, scope=g.scope,
-                                          detail=GateCounts(correct=g.correct, total=g.total,
-                                                            failing_items=g.failing_items)))
-    failing = [g for g in gates if not g.passed]
+    await _publish_gates(m, gates)
+    failing = [g for g in gates if g.failed]
     reasons = [f"{g.scope} pass rate {g.correct}/{g.total} = {g.observed:.4f} below the required "
                f"{g.required} (failing items: {', '.join(g.failing_items[:12])}"
                f"{' ...' if len(g.failing_items) > 12 else ''})" for g in failing]
-    if incomplete:  # family-validated needs every scored answer whole, on both paths
-        reasons.append(incomplete_reason(incomplete))
+    # An incomplete answer is a wrong answer (its verdict is `incomplete`), counted by every gate and by the
+    # reference's decision, and listed; on its own it fails nothing, so one defect never ends a model here.
+    listed = [incomplete_reason(incomplete, note=", counted wrong")] if incomplete else []
     if reasons:
-        await m.phase_end("correctness", "failed", "; ".join(reasons),
+        await m.phase_end("correctness", "failed", "; ".join(reasons + listed),
                           failing_items=sorted({i for g in failing for i in g.failing_items}), incomplete=incomplete)
-        raise _StageFailed("correctness", "failed", "; ".join(reasons))
-    await m.phase_end("correctness", "passed", "; ".join(f"{g.scope} {g.correct}/{g.total}" for g in gates)
-                      or f"{len(scored)} answers scored, all whole; the gate is the reference's (noninferiority)",
-                      failing_items=[], incomplete=[])
+        raise _StageFailed("correctness", "failed", "; ".join(reasons + listed))
+    judged = "; ".join(f"{g.scope} {g.correct}/{g.total}" for g in gates if g.applicable)
+    await m.phase_end("correctness", "passed", "; ".join(x for x in [
+        judged or f"{len(scored)} answers scored; the gate is the reference's (noninferiority)",
+        not_applicable(gates), *listed] if x), failing_items=[], incomplete=incomplete)
+
+
+async def _publish_gates(m: _ModelRun, gates: list[GateResult], prefix: str = "") -> None:
+    for g in gates:
+        await m.bus.publish(GateEvaluated(source="qualify", model=m.model.name, gate=g.gate, required=g.required,
+                                          observed=g.observed, passed=g.passed, scope=f"{prefix}{g.scope}",
+                                          detail=GateCounts(correct=g.correct, total=g.total,
+                                                            failing_items=g.failing_items),
+                                          applicable=g.applicable))
 
 
 def _render_native(m: _ModelRun) -> list[str]:
@@ -522,7 +563,14 @@ async def _aiperf(m: _ModelRun, handle: Any) -> None:
         await m.phase_end("aiperf", "failed", str(exc), settings=settings)
         raise
     work = m.run.run_dir / "aiperf" / m.model.name
-    rows = [r for r in m.requests if r.arm in w.arms]
+    rows = aiperf_rows(m.requests, m.dataset, w)
+    unreached = unreachable_gates(rows, m.dataset, w, m.model.correctness)
+    if unreached:  # said before AIPerf starts; those gates then judge nothing under load (not applicable)
+        await m.bus.publish(Warned(source="qualify", code="gates_unreachable", message=(
+            f"the AIPerf stage's plan ({w.warmup_requests} warmup + {w.requests} profiling requests over "
+            f"{len(rows)} rows, sent in order) never asks the gated {', '.join(unreached)}: under load "
+            f"{'that gate is' if len(unreached) == 1 else 'those gates are'} not applicable"),
+            detail=NoticeContext(model=m.model.name)))
     input_file = await anyio.to_thread.run_sync(write_aiperf_input, rows, work / "inputs.jsonl")
     cmd = m.toolkit.aiperf.build_command(w, base_url=handle.base_url, model=m.model.name, input_file=input_file,
                         artifact_dir=work / "artifacts", tokenizer=tokenizer,
@@ -577,23 +625,20 @@ async def _aiperf(m: _ModelRun, handle: Any) -> None:
                                              answers={"under_load": c.answer, "correctness_stage": expected}))
     if mismatches:
         problems.append(f"{len(mismatches)} answers under load differ from the correctness stage")
-    problems += [f"under load, {incomplete_reason(incomplete)}"] if incomplete else []
     problems += [f"{len(changed)} answers under load changed completeness from the correctness stage"] if changed else []
     gates = evaluate_gates(m.model.correctness, scored) if scored else []
-    for g in gates:
-        await m.bus.publish(GateEvaluated(source="qualify", model=m.model.name, gate=g.gate, required=g.required,
-                                          observed=g.observed, passed=g.passed, scope=f"aiperf:{g.scope}",
-                                          detail=GateCounts(correct=g.correct, total=g.total,
-                                                            failing_items=g.failing_items)))
-        if not g.passed:
-            problems.append(f"under load, {g.scope} pass rate {g.correct}/{g.total} below {g.required}")
+    await _publish_gates(m, gates, prefix="aiperf:")
+    problems += [f"under load, {g.scope} pass rate {g.correct}/{g.total} below {g.required}" for g in gates if g.failed]
+    notes = [x for x in (not_applicable(gates), incomplete_reason(incomplete, note=", counted wrong") if incomplete
+                         else "") if x]
     if not profiling:
         problems.append("no profiling request was recorded")
     if problems:
-        reason = "; ".join(problems)
+        reason = "; ".join(problems + notes)
         await m.phase_end("aiperf", "failed", reason, identity_mismatches=mismatches, settings=settings,
                           incomplete=incomplete, completeness_changes=changed)
         raise _StageFailed("aiperf", "failed", reason)
-    await m.phase_end("aiperf", "passed", f"{len(profiling)} profiling requests, all correlated and answered",
-                      identity_mismatches=[], settings=settings, incomplete=[], completeness_changes=[])
+    await m.phase_end("aiperf", "passed", "; ".join([f"{len(profiling)} profiling requests, all correlated and "
+                                                     "answered", *notes]),
+                      identity_mismatches=[], settings=settings, incomplete=incomplete, completeness_changes=[])
 
