@@ -167,6 +167,9 @@ class ReferenceSide(_Section, frozen=True, kw_only=True):
     precision: str = ""
     # Per request; empty = [workload] request_timeout_s (a full-precision reference may be slower).
     request_timeout_s: PositiveFloat | None = None
+    # Requests in flight at once on its own server (started with as many replicas); 1 = one at a time. Its
+    # answers do not depend on it; its time does (two on two cores take about 60 % of one's).
+    concurrency: PositiveInt = 1
 
 
 class ModelResources(_Section, frozen=True, kw_only=True):

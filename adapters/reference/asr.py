@@ -20,7 +20,7 @@ import numpy as np
 __all__ = ["ASR_RATE_HZ", "COMPUTE_TYPES", "MIN_WINDOW_S", "Transcript", "Recognizer", "model_dir"]
 
 ASR_RATE_HZ = 16000
-MIN_WINDOW_S = 15.0
+MIN_WINDOW_S = 10.0
 _MAX_WINDOW_S = 30.0  # Whisper's own window: longer clips are transcribed long-form
 _TAIL_S = 1.0  # silence kept after the clip inside the window
 _HOP = 160  # samples per log-mel frame at 16 kHz

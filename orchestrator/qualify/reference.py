@@ -1,7 +1,7 @@
 """A model's reference side: its gate resolved, its reference run alone, the paired decision journaled.
 
 The reference runs after the model's own server has stopped (each side alone on the machine), one request at
-a time, on the same (item, arm) requests; its verdicts are journaled on path `reference`. Models of one run
+a time per replica ([models.reference] concurrency), on the same (item, arm) requests; its verdicts are journaled on path `reference`. Models of one run
 whose reference is the same (same [models.reference], arms, seeds and token limit) share its answers: the
 reference runs once, and each later model journals the same answers as its own reference verdicts, judged
 afresh. The decision is judge/paired.py's; this module only gathers answers and publishes what was decided.
@@ -179,8 +179,10 @@ async def _from_server(m: Any, rows: list[ArmRequest], seeds: int, out: dict[Key
     from orchestrator.supervisor import ServerSpec
 
     ref = m.model.reference
-    # Its own name (records file, served model id) and one replica: the reference answers one at a time.
-    cfg = msgspec.structs.replace(m.cfg, server=msgspec.structs.replace(m.cfg.server, argv=list(ref.argv), replicas=1))
+    # Its own name (records file, served model id), and one replica per request in flight ([models.reference]
+    # concurrency, one by default): the reference answers one request at a time per replica.
+    cfg = msgspec.structs.replace(m.cfg, server=msgspec.structs.replace(m.cfg.server, argv=list(ref.argv),
+                                                                        replicas=ref.concurrency))
     served = msgspec.structs.replace(m.model, name=f"{m.model.name}.reference", server_args=[])
     spec = ServerSpec.from_config(cfg, served, m.run.run_dir, parts=m.toolkit.server_parts(cfg.server.kind))
     async with anyio.create_task_group() as tg:
@@ -195,10 +197,23 @@ async def _from_server(m: Any, rows: list[ArmRequest], seeds: int, out: dict[Key
         try:
             async with m.toolkit.chat_client(handle.base_url, served.name, timeout_s=_timeout_s(m),
                                              max_tokens=m.max_tokens) as client:
-                for req in rows:
-                    for _ in range(seeds):
-                        reply = await _ask_when_free(m, client, req)
-                        await _judge(m, req, answered_http(reply), out, asked)
+                todo = iter([req for req in rows for _ in range(seeds)])
+                failures: list[Exception] = []
+
+                async def asker(scope: anyio.CancelScope) -> None:
+                    try:
+                        for req in todo:  # one shared iterator: each request is asked once, by one asker
+                            reply = await _ask_when_free(m, client, req)
+                            await _judge(m, req, answered_http(reply), out, asked)
+                    except Exception as exc:  # re-raised below, outside the group, as itself
+                        failures.append(exc)
+                        scope.cancel()
+
+                async with anyio.create_task_group() as askers:
+                    for _ in range(ref.concurrency):
+                        askers.start_soon(asker, askers.cancel_scope)
+                if failures:
+                    raise failures[0]
             await correlator.close_window(f"{m.model.name}/reference")
         finally:
             with anyio.CancelScope(shield=True):
