@@ -338,26 +338,19 @@ def _onset(clip: _Clip, r: Route) -> str:
 
 
 def _word_around_tone(clip: _Clip, r: Route) -> str:
-    """The word just before (or after) the first beep: the nearest stretch of speech on that side,
-    recognised on its own (a recogniser merges or drops isolated words heard in one go), its nearest word
-    matched to the closest offered choice."""
+    """The word just before (or after) the first beep. With options offered, the nearest stretch of speech on
+    that side is recognised on its own (heard in one go, isolated words get merged or dropped) and its nearest
+    word matched to the closest option; without, the whole side is recognised and its nearest word given."""
     if (msg := _no_tones(clip)) is not None:
         return msg
     beep = clip.events[0]
-    # Speech segments, not the beep (the detector may take a beep's onset for speech).
-    spoken = [seg for seg in clip.speech
-              if sum(max(0.0, min(seg.end_s, e.end_s) - max(seg.start_s, e.start_s)) for e in clip.events)
-              < 0.5 * seg.duration_s]
-    if r.lowest:
-        side = [seg for seg in spoken if seg.end_s <= beep.start_s + 0.05]
-        seg = side[-1] if side else None
-        text = clip.transcribe(max(0.0, seg.start_s - 0.1), seg.end_s + 0.1) if seg else clip.transcribe(0.0, beep.start_s)
-    else:
-        side = [seg for seg in spoken if seg.start_s >= beep.end_s - 0.05]
-        seg = side[0] if side else None
-        nxt = clip.events[1].start_s if len(clip.events) > 1 else None
-        text = clip.transcribe(max(0.0, seg.start_s - 0.1), seg.end_s + 0.1) if seg else clip.transcribe(beep.end_s, nxt)
-    words = [w for w in (x.strip(".,!?;:\"'").lower() for x in text.split()) if w]
+    nxt = clip.events[1].start_s if len(clip.events) > 1 else None
+    span = (0.0, beep.start_s) if r.lowest else (beep.end_s, nxt)
+    if r.choices:
+        utterance = _utterance_beside(clip, beep, before=r.lowest)
+        if utterance is not None:
+            span = (max(0.0, utterance.start_s - 0.1), utterance.end_s + 0.1)
+    words = [w for w in (x.strip(".,!?;:\"'").lower() for x in clip.transcribe(*span).split()) if w]
     if not words:
         return "I hear no word there."
     nearest = words[-1] if r.lowest else words[0]
@@ -365,6 +358,26 @@ def _word_around_tone(clip: _Clip, r: Route) -> str:
         return nearest
     close = difflib.get_close_matches(nearest, r.choices, n=1, cutoff=0.0)
     return close[0] if close else nearest
+
+
+def _utterance_beside(clip: _Clip, beep: dsp.ToneEvent, before: bool) -> SpeechSegment | None:
+    """The speech nearest the beep on one side: VAD segments that are not the beep (the detector may take a
+    beep's onset for speech), joined across the short pauses inside a word ("to-ma-to")."""
+    spoken: list[SpeechSegment] = []
+    for seg in clip.speech:
+        if sum(max(0.0, min(seg.end_s, e.end_s) - max(seg.start_s, e.start_s)) for e in clip.events) \
+                >= 0.5 * seg.duration_s:
+            continue
+        if spoken and seg.start_s - spoken[-1].end_s < _UTTERANCE_GAP_S and not any(
+                spoken[-1].end_s <= e.start_s < seg.start_s for e in clip.events):
+            spoken[-1] = SpeechSegment(spoken[-1].start_s, seg.end_s)
+        else:
+            spoken.append(seg)
+    if before:
+        side = [seg for seg in spoken if seg.end_s <= beep.start_s + 0.05]
+        return side[-1] if side else None
+    side = [seg for seg in spoken if seg.start_s >= beep.end_s - 0.05]
+    return side[0] if side else None
 
 
 def _voice_f0(clip: _Clip, seg: SpeechSegment | None = None) -> float | None:
