@@ -28,9 +28,10 @@ import numpy as np  # noqa: E402
 from orchestrator.compare import compare_runs, write_comparison  # noqa: E402
 from orchestrator.config import CompareConfig  # noqa: E402
 from orchestrator.events import (  # noqa: E402
+    AiperfRunPhase,
     AiperfStarted,
     AnyEvent,
-    PhaseDetail,
+    DatasetPhase,
     PhaseFinished,
     PhaseStarted,
     RequestCorrelated,
@@ -66,8 +67,8 @@ def write_journal(path: Path, requests: int, *, seed: int, slower: float) -> int
                 buf.clear()
 
         put(RunStarted(command="run-aiperf"))
-        put(PhaseFinished(phase="dataset", detail=PhaseDetail(name="bench", identity="sha256:bench", items=ITEMS)))
-        put(PhaseStarted(phase="aiperf", model="m", detail=PhaseDetail(arms=["audio"])))
+        put(PhaseFinished(phase="dataset", detail=DatasetPhase(name="bench", identity="sha256:bench", items=ITEMS)))
+        put(PhaseStarted(phase="aiperf", model="m", detail=AiperfRunPhase(arms=["audio"])))
         put(AiperfStarted(window="m/aiperf-1", argv=argv, shell=" ".join(argv), artifact_dir="/a", version="0.13.0"))
         for i in range(requests):
             clock += int(client[i] * 1e6 / 8)

@@ -73,16 +73,16 @@ def _write(path: str, make, n: int) -> None:
 class _NoJoin:
     """Stands in for the join to show what reading, detection and decoding cost apart from it."""
 
-    def add_client(self, rec: object) -> list:
+    def add_client(self, rec: object, now_ns: int = 0) -> list:
         return []
 
-    def add_server(self, rec: object) -> list:
+    def add_server(self, rec: object, now_ns: int = 0) -> list:
         return []
 
-    def add_clients(self, recs: object) -> list:
+    def add_clients(self, recs: object, now_ns: int = 0) -> list:
         return []
 
-    def add_servers(self, recs: object) -> list:
+    def add_servers(self, recs: object, now_ns: int = 0) -> list:
         return []
 
     def flush(self) -> list:

@@ -77,7 +77,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return 2
-    from orchestrator.logs import configure_logging
+    # Here, not at the top: `aqbench --help` and a bad command line never load structlog and the journal's types.
+    from orchestrator.logs import configure_logging, get_logger
 
     configure_logging(fmt=args.log_format, level=args.log_level)
     try:
@@ -89,8 +90,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except Exception as exc:  # a bug, not a verdict: exit 3 ("the run itself failed"), never Python's 1
         # A run's own scope has already journaled Failed and RunFinished(error, 3) before this point.
-        from orchestrator.logs import get_logger
-
         get_logger("aqbench.cli").error("unexpected_error", error=repr(exc), exc_info=exc)
         print(f"aqbench: internal error: {type(exc).__name__}: {exc}; this is a bug in aqbench "
               f"(the run's journal and aqbench.log keep the details)", file=sys.stderr)

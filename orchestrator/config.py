@@ -1,6 +1,6 @@
 """bench.toml as typed msgspec Structs: `load_config()` validates and resolves paths.
 
-Imports nothing from the project except errors. Every error names the file, the key path and what
+Imports nothing from the project except errors and the model identity. Every error names the file, the key path and what
 was expected. Relative paths resolve against the config file's folder.
 """
 
@@ -18,12 +18,14 @@ import msgspec
 from msgspec import Meta
 
 from orchestrator.errors import ConfigError
+from orchestrator.identity import ModelIdentity
 
 __all__ = [
     "Config",
     "RunConfig",
     "ServerConfig",
     "RestartPolicy",
+    "ModelIdentity",
     "ModelConfig",
     "CorrectnessCriteria",
     "NoninferiorityGate",
@@ -44,6 +46,7 @@ __all__ = [
     "parse_duration",
     "ARMS",
     "PLACEHOLDERS",
+    "RESERVED_KEYS",
 ]
 
 ARMS = ("audio", "silence", "transcript")
@@ -61,62 +64,84 @@ RunName = Annotated[str, Meta(pattern=r"^([A-Za-z0-9][A-Za-z0-9._:/-]*)?$")]  # 
 
 
 class _Section(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    pass
+    """A bench.toml table; the string under each field is its meaning (`aqbench config reference` renders it)."""
 
 
 class RunConfig(_Section, frozen=True, kw_only=True):
-    """[run]: where runs go and what they are called (`runs/<name>-<timestamp>`; unset: the command's
-    name, so `qualify-*`, `run-aiperf-*`, `soak-*`)."""
+    """[run]: where runs go and what they are called."""
 
     output_dir: str = "runs"
+    """The folder that holds the run folders: each run writes `<output_dir>/<name>-<UTC time>-<hex>/`."""
     name: RunName = ""
+    """Run folders' name; empty: the command's. A soak adds `-soak` unless in it; campaign always uses `campaign`."""
 
 
 class RestartPolicy(_Section, frozen=True, kw_only=True):
-    """[server.restart]: `never`, or `on-failure` with at most `max_restarts` in `window_s`."""
+    """[server.restart]: what the supervisor does when the server exits or turns unhealthy."""
 
     policy: Literal["never", "on-failure"] = "on-failure"
+    """`on-failure`: restart it, within the limits below; `never`: leave it down (the stage fails)."""
     max_restarts: NonNegInt = 3
+    """At most this many restarts within `window_s`; at the next failure the supervisor gives up."""
     window_s: PositiveFloat = 600.0
+    """The sliding window (seconds) over which restarts are counted."""
     backoff_s: NonNegFloat = 1.0
+    """The pause before the first restart in the window; it doubles with each further one."""
     backoff_max_s: NonNegFloat = 30.0
+    """The longest pause before a restart (at least `backoff_s`)."""
 
 
 class ServerConfig(_Section, frozen=True, kw_only=True):
-    """[server]: the server under test. `argv` is a template over PLACEHOLDERS."""
+    """[server]: the server under test, started, probed, sampled and stopped by the supervisor."""
 
     kind: Literal["reference", "trtmc-server"] = "reference"
+    """How the server is read (argv checks, readiness, log lines): `reference` (embedded) or `trtmc-server`."""
     argv: Annotated[list[str], Meta(min_length=1)] = msgspec.field(default_factory=lambda: [
         "{python}", "-m", "adapters.reference", "--host", "{host}", "--port", "{port}",
         "--model-name", "{model}", "--records", "{records}", "--replicas", "{replicas}",
     ])
+    """The server's command line, a template over `{python}` `{host}` `{port}` `{records}` `{bundle}`
+    `{model}` `{replicas}` `{run_dir}`. `{records}` is a per-model, per-start file under `<run>/server/`."""
     host: str = "127.0.0.1"
-    # None picks a free loopback port at start; 0 is refused because a port is needed.
+    """The address the server binds: loopback only (`127.x.x.x`, `localhost`, `::1`)."""
     port: Port | None = None
+    """The port; unset: a free loopback port picked at start (0 is refused), kept across restarts."""
     replicas: PositiveInt = 1
+    """Worker replicas, passed as `{replicas}`."""
     env: dict[str, str] = {}
+    """Environment variables set for the server, over aqbench's own environment."""
     cwd: str = ""
+    """The server's working folder; empty: aqbench's."""
     bundle: str = ""
+    """The model bundle, passed as `{bundle}` (a `[[models]] bundle` wins); its sha256 goes in the result row."""
     startup_timeout_s: PositiveFloat = 300.0
+    """How long to wait for readiness (`GET /health/ready` ready, then `/v1/models` listing the model)."""
     health_period_s: PositiveFloat = 1.0
+    """Seconds between health probes once the server is ready."""
     health_timeout_s: PositiveFloat = 1.0
+    """The time limit of one health probe."""
     health_failure_threshold: PositiveInt = 3
+    """Failed probes in a row after which the server is unhealthy, stopped and restarted per `[server.restart]`."""
     stop_signal: Literal["SIGINT", "SIGTERM"] = "SIGINT"
+    """The signal sent to the server's process group to stop it."""
     stop_grace_s: NonNegFloat = 30.0
+    """Seconds from `stop_signal` to SIGKILL of the group."""
     sample_period_s: PositiveFloat = 1.0
+    """Seconds between resource samples of the server's process tree (memory, CPU, threads, files, GPU memory)."""
     restart: RestartPolicy = RestartPolicy()
 
 
 class NoninferiorityGate(_Section, frozen=True, kw_only=True):
-    """A margin as the owners write one (`gate`, `quantized_gate`, `sampled_gate` in TRTMC's tasks.yaml):
-    `margin` in points, `relative_margin` a fraction of the reference score (the larger applies)."""
+    """A margin as the owners write one (`gate`, `quantized_gate`, `sampled_gate` in TRTMC's tasks.yaml)."""
 
     margin: NonNegFloat = 0.0
+    """The margin in points of the benchmark's score."""
     relative_margin: NonNegFloat = 0.0
+    """The margin as a fraction of the reference score; the larger of the two margins applies."""
 
 
 class NoninferiorityCriteria(_Section, frozen=True, kw_only=True):
-    """[models.correctness.noninferiority]: paired non-inferiority of the model against its reference.
+    """[models.correctness.noninferiority]: paired non-inferiority of the model against [models.reference].
 
     `margin`/`relative_margin` is the gate; `quantized_gate` replaces it for a quantized candidate and
     `sampled_gate` (first) for a sampling one, as the owners choose. With `source` (a TRTMC checkout,
@@ -124,146 +149,179 @@ class NoninferiorityCriteria(_Section, frozen=True, kw_only=True):
     """
 
     margin: NonNegFloat = 0.0
+    """Points: pass when the one-sided 95% upper bound of R (reference score minus model's) is below it."""
     relative_margin: NonNegFloat = 0.0
-    # Below this reference score (points) the benchmark does not discriminate: not comparable.
+    """The margin as a fraction of the reference score; the larger of the two margins applies."""
     min_native: NonNegFloat | None = None
+    """Below this reference score (points) the benchmark does not discriminate: the outcome is not comparable."""
     quantized_gate: NoninferiorityGate | None = None
+    """The gate for a quantized `precision` (int8, fp8, ...) instead of `margin`."""
     sampled_gate: NoninferiorityGate | None = None
-    # Arms whose scored (item, arm) problems are paired; empty = every arm of [dataset].
+    """The gate for a sampling model (`deterministic = false`), before `quantized_gate`."""
     arms: list[Arm] = []
+    """The arms whose (item, arm) problems are paired; empty: every arm of `[dataset] arms`."""
     source: str = ""
+    """A TRTMC checkout whose apps/aiperf_qual files give the gates (set no margins), as `qualify --trtmc`."""
     revision: str = ""
-    # The Task benchmark in the owners' files that this workload is; empty = the dataset's name.
+    """The git revision to read `source` at; empty: its working tree."""
     benchmark: str = ""
-    # Answers per problem and side when the candidate samples (the owners take three seeds).
+    """The Task benchmark in the owners' files that this workload is; empty: the dataset's name."""
     seeds: PositiveInt = 3
+    """Answers per problem and side when the model samples (the owners take three seeds)."""
 
 
 class CorrectnessCriteria(_Section, frozen=True, kw_only=True):
     """[models.correctness]: the family's own gates, applied unchanged.
 
-    `scorer = "dataset"` scores each item by its manifest rule (exact, choice, numeric). `min_pass_rate`
-    is the absolute gate (correctness stage, under load, soak windows); `noninferiority` judges the model
-    against `[models.reference]`. At least one of them is set.
+    `min_pass_rate` is the absolute gate (correctness stage, under load, soak windows); `noninferiority`
+    judges the model against `[models.reference]`. At least one of them is set.
     """
 
     scorer: Literal["dataset", "exact", "choice", "numeric"] = "dataset"
+    """`dataset`: each item by its manifest rule; `exact`, `choice` or `numeric`: every item by that rule."""
     min_pass_rate: Fraction | None = None
+    """The share of correct answers on `arm` the model needs, compared exactly (0.9 is nine tenths)."""
     min_pass_rate_by_kind: dict[str, Fraction] = {}
+    """The same per item kind (`{ count = 1.0 }`), on `arm`; needs `min_pass_rate` beside it."""
     arm: Arm = "audio"
+    """The arm the pass-rate gates are applied on."""
     deterministic: bool = True
+    """`true`: answers under load must equal the correctness stage's; `false`: the model samples (non-inferiority
+    asks `seeds` times, `compare` judges correctness by `correctness_tolerance`)."""
     noninferiority: NoninferiorityCriteria | None = None
 
 
 class ReferenceSide(_Section, frozen=True, kw_only=True):
-    """[models.reference]: the model a non-inferiority gate compares against, run alone after the model.
-
-    `argv` starts its own server (placeholders as [server].argv; one replica), or `native_argv` a
-    JSON-lines worker; `precision` is what it computes at (for the report and the gate choice).
-    """
+    """[models.reference]: what a non-inferiority gate compares against, run alone after the model; one of argv, native_argv."""
 
     argv: list[str] = []
+    """The reference's own server (placeholders as `[server] argv`; one replica per request in flight)."""
     native_argv: list[str] = []
+    """Or a long-lived worker speaking TRTMC's JSON-lines worker protocol with an `audio` field."""
     precision: str = ""
-    # Per request; empty = [workload] request_timeout_s (a full-precision reference may be slower).
+    """What the reference computes at (for the result row)."""
     request_timeout_s: PositiveFloat | None = None
-    # Requests in flight at once on its own server (started with as many replicas); 1 = one at a time. Its
-    # answers do not depend on it; its time does (two on two cores take about 60 % of one's).
+    """One reference request's limit; unset: `[workload] request_timeout_s` (full precision may be slower)."""
     concurrency: PositiveInt = 1
+    """Requests in flight at once on its own server, started with as many replicas (the answers do not change)."""
 
 
 class ModelResources(_Section, frozen=True, kw_only=True):
-    """[models.resources]: what one model's campaign task holds on its node (Ray resources).
-
-    `custom` names cluster resources such as a GPU type label (`{ "H100" = 1 }`); a task waits for a
-    node that has them all. `memory_gib = 0` reserves no memory.
-    """
+    """[models.resources]: what one model's campaign task holds on its node (Ray resources)."""
 
     gpus: NonNegFloat = 0.0
+    """GPUs; the ones Ray assigns reach the server as `CUDA_VISIBLE_DEVICES`."""
     cpus: NonNegFloat = 1.0
+    """CPUs."""
     memory_gib: NonNegFloat = 0.0
+    """Memory to reserve, GiB; 0 reserves none."""
     custom: dict[str, NonNegFloat] = {}
+    """Custom cluster resources such as a GPU type label (`{ H100 = 1 }`); the task waits for a node with all."""
 
 
-class ModelConfig(_Section, frozen=True, kw_only=True):
+class ModelConfig(ModelIdentity, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """[[models]]: one checkpoint to qualify, with its identity and its correctness criteria."""
 
     name: Name
+    """The served model name (the `model` of every request); unique."""
     family: str
+    """The model family."""
     checkpoint: str
-    profile: str = ""
-    revision: str = ""
-    precision: str = ""
-    native_task: str = ""
+    """The checkpoint's Hugging Face id (the inventory and the ledger join on it)."""
     bundle: str = ""
+    """The model's bundle (overrides `[server] bundle`)."""
     tokenizer: str = ""
-    # Long-lived native worker speaking the JSON-lines protocol (trtmc.md section 2); empty = none.
+    """A local Hugging Face tokenizer folder for AIPerf; empty: aqbench's own offline tokenizer."""
     native_argv: list[str] = []
+    """A native worker speaking TRTMC's JSON-lines protocol (with `audio`) for identity; empty: identity skipped."""
     correctness: CorrectnessCriteria
     resources: ModelResources = ModelResources()
     reference: ReferenceSide | None = None
-    # Arguments added after [server] argv for this model's server only, with the same placeholders (a flag one
-    # checkpoint needs; a fault injected into one candidate). Never given to its reference's server.
     server_args: list[str] = []
+    """Arguments after `[server] argv` for this model's server only (same placeholders); never its reference's."""
 
 
 class DatasetConfig(_Section, frozen=True, kw_only=True):
-    """[dataset]: a shipped dataset by `name`, or any dataset folder by `path`."""
+    """[dataset]: the audio-QA dataset every stage asks from."""
 
     name: str = "audioqa-v2"
+    """A dataset shipped with aqbench, by name (`audioqa-v2`, `audioqa-v1`)."""
     path: str = ""
+    """Or any dataset folder (with `manifest.jsonl`); it wins over `name`."""
     arms: Annotated[list[Arm], Meta(min_length=1)] = msgspec.field(
         default_factory=lambda: ["audio", "silence", "transcript"]
     )
-    # The silence and transcript arms (conditioning evidence: the audio lift) run on this many items each,
-    # dealt across the kinds in manifest order; 0 runs them on every item. The audio arm always has every item.
+    """The arms the correctness stage asks: `audio`, `silence` (as long as the clip), `transcript` (speech items)."""
     conditioning_items: NonNegInt = 0
+    """The silence and transcript arms on this many items each, dealt across the kinds; 0: every item."""
 
 
 class WorkloadConfig(_Section, frozen=True, kw_only=True):
-    """[workload]: the AIPerf run. Exactly one of `concurrency` and `request_rate`."""
+    """[workload]: the AIPerf run, and the request shape on every path. Exactly one of `concurrency` and
+    `request_rate`."""
 
     warmup_requests: NonNegInt = 4
+    """AIPerf's warmup requests (accounted apart from profiling)."""
     requests: PositiveInt = 40
+    """AIPerf's profiling requests."""
     concurrency: PositiveInt | None = 2
+    """Closed loop: requests in flight at once; left out when `request_rate` is set."""
     request_rate: PositiveFloat | None = None
+    """Open loop: requests per second, instead of `concurrency`."""
     arrival_pattern: Literal["constant", "poisson"] = "constant"
+    """How open-loop arrivals are spaced."""
     streaming: bool = False
+    """Ask for streamed answers (SSE)."""
     request_timeout_s: PositiveFloat = 60.0
+    """The limit of one request, for AIPerf and for aqbench's own requests."""
     max_tokens: PositiveInt | None = None
+    """The answer length limit sent on every path (probe, correctness, native, AIPerf); unset: none sent."""
     arms: Annotated[list[Arm], Meta(min_length=1)] = msgspec.field(default_factory=lambda: ["audio"])
+    """The arms AIPerf replays."""
     deadline_s: PositiveFloat = 600.0
+    """AIPerf's wall-clock limit."""
     stop_grace_s: NonNegFloat = 10.0
+    """Seconds from SIGINT to SIGKILL when AIPerf is stopped."""
 
 
 class SoakConfig(_Section, frozen=True, kw_only=True):
-    """[soak]: window length, checkpoints and the drift/leak limits."""
+    """[soak]: the soak's shape and the limits its drift, leak and error verdicts apply."""
 
     duration_s: PositiveFloat = 8 * 3600.0
+    """Total soak time (`--duration` overrides it)."""
     window_s: PositiveFloat = 300.0
+    """Length of one window (`--window` overrides it)."""
     warmup_windows: NonNegInt = 1
+    """First windows left out of the trend and error-rate verdicts."""
     checkpoint_every_s: PositiveFloat = 1800.0
+    """How often verdicts are journaled and `soak.*` rewritten while the soak runs."""
     rss_limit_mib_per_h: NonNegFloat = 8.0
+    """The memory trend limit (server, aqbench itself, GPU), MiB per hour."""
     p99_latency_limit_pct_per_h: NonNegFloat = 10.0
+    """The latency drift limit (`latency_drift`, `server_p99_latency`), % of the baseline per hour."""
     max_error_rate: Fraction = 0.001
-    # Minimum evidence of a trend verdict (drift, memory): judged windows after warmup and the time between
-    # the first and last of them; below either the verdict is inconclusive.
+    """The largest share of failed requests over the windows after warmup."""
     min_trend_windows: Annotated[int, Meta(ge=3)] = 6
+    """Judged windows (after warmup) a trend verdict needs; fewer: inconclusive."""
     min_trend_span_s: NonNegFloat = 600.0
+    """Time from the first to the last judged window a trend verdict needs; shorter: inconclusive."""
     trend_confidence: Annotated[float, Meta(ge=0.5, lt=1.0)] = 0.95
-    # Memory growth over the soak (last third of the windows' medians minus the first third) that fails.
+    """Two-sided confidence level of a trend's slope interval."""
     rss_growth_limit_mib: NonNegFloat = 64.0
-    # Judged windows whose per-item medians are each item's latency baseline.
+    """Memory growth over the soak that fails (median of the last third of the windows minus the first third's)."""
     latency_baseline_windows: PositiveInt = 3
-    # Time without load between consecutive windows: at most this per gap, and this share of the soak.
+    """Judged windows whose per-item medians are each item's latency baseline."""
     max_window_gap_s: NonNegFloat = 1.0
+    """The longest time without load allowed between two consecutive windows."""
     max_gap_fraction: Fraction = 0.01
+    """The share of the soak all gaps together may take."""
 
 
 class InventoryConfig(_Section, frozen=True, kw_only=True):
-    """[inventory]: checkpoints always audited, by Hugging Face id or profile name."""
+    """[inventory]: what `aqbench inventory` audits beyond what the TRTMC checkout shows."""
 
     candidates: list[str] = []
+    """Always audited, by Hugging Face id or profile name (the shipped bench.toml lists the owners' six)."""
 
 
 # Variables whose values `aqbench publish` keeps: aqbench's own AIPerf settings, which reproduce a run.
@@ -272,42 +330,52 @@ PlaceholderName = Annotated[str, Meta(pattern=r"^[a-z][a-z0-9-]*$")]
 
 
 class PublishConfig(_Section, frozen=True, kw_only=True):
-    """[publish]: what `aqbench publish` replaces beyond its built-in roots, and which variables it keeps.
-
-    `roots` maps a placeholder name to a folder (`models = "/models"` writes `<models>/...`); `names` are
-    further host, user or project names to hide as `<name>`; `allowed_env` are the environment variables
-    whose values may be published (every other value becomes `<env>`).
-    """
+    """[publish]: what `aqbench publish` replaces beyond its built-in roots, and which variables it keeps."""
 
     roots: dict[PlaceholderName, str] = {}
+    """More folders to write as placeholders: `models = "/models"` writes `<models>/...`."""
     names: list[Annotated[str, Meta(min_length=2)]] = []
+    """More host, user or project names to hide as `<name>`."""
     allowed_env: list[str] = msgspec.field(default_factory=lambda: list(PUBLISH_ALLOWED_ENV))
+    """Environment variables whose values may be published; every other value becomes `<env>`."""
+
+
 class CompareConfig(_Section, frozen=True, kw_only=True):
-    """[compare]: when `aqbench compare` calls a change real. Latency and throughput tolerances are
-    relative (0.05 = 5 %), rates absolute fractions of requests or items."""
+    """[compare]: when `aqbench compare` calls a change real. A figure is `unchanged` when its interval lies
+    within the tolerance, `regressed` or `improved` when wholly beyond it, else `inconclusive`."""
 
     confidence: Annotated[float, Meta(ge=0.5, lt=1.0)] = 0.90
+    """Two-sided level of every interval (at 0.90 each direction errs at most 5 %)."""
     latency_tolerance: NonNegFloat = 0.05
+    """Relative: a latency quantile within 5 % is unchanged."""
     throughput_tolerance: NonNegFloat = 0.05
+    """Relative, on requests completed per second (the median of 20 slices of the profiling span)."""
     error_rate_tolerance: Fraction = 0.01
-    # Models that sample (correctness.deterministic = false) only; a deterministic model regresses on
-    # any newly wrong item, and on any item whose completeness changed.
+    """Absolute fraction of requests, for all causes together and for each cause."""
     correctness_tolerance: Fraction = 0.02
+    """Absolute fraction of items, on pass rates, audio lift and incomplete answers of sampling models only: a
+    deterministic model regresses on any newly wrong item, and on any item whose completeness changed."""
     resamples: Annotated[int, Meta(ge=200)] = 2000
+    """Bootstrap resamples per interval."""
     seed: NonNegInt = 0
+    """The bootstrap's seed (the same runs always compare the same)."""
 
 
 class CampaignConfig(_Section, frozen=True, kw_only=True):
-    """[campaign]: `aqbench campaign` on Ray: retries after a lost node, parallelism, what comes back.
-
-    `max_parallel = 0` lets the cluster's free resources decide. A run-folder file larger than
-    `bring_back_mib` stays on its node and is listed in the campaign report instead.
-    """
+    """[campaign]: `aqbench campaign` on Ray: retries after a lost node, parallelism, what comes back."""
 
     max_retries: NonNegInt = 2
+    """Retries of a model whose node (or worker) was lost; a failed stage is a verdict, never retried."""
     max_parallel: NonNegInt = 0
+    """Models at once; 0: as the cluster's free resources allow (`--max-parallel` overrides it)."""
     stop_grace_s: PositiveFloat = 120.0
+    """How long a stopped campaign waits for its tasks before force-cancelling them."""
     bring_back_mib: NonNegFloat = 64.0
+    """A run-folder file larger than this stays on its node and is listed in the campaign report."""
+
+
+# Config fields that are aqbench's bookkeeping, not keys: bench.toml may not set them.
+RESERVED_KEYS = ("source", "sha256")
 
 
 class Config(_Section, frozen=True, kw_only=True):
@@ -324,7 +392,9 @@ class Config(_Section, frozen=True, kw_only=True):
     compare: CompareConfig = CompareConfig()
     campaign: CampaignConfig = CampaignConfig()
     source: str = ""
+    """The config file's absolute path."""
     sha256: str = ""
+    """The config file's sha256."""
 
 
 _PATH_RE = re.compile(r"at `\$((?:\.[A-Za-z0-9_-]+|\[\d+\])*)`")
@@ -463,6 +533,10 @@ def _resolve(cfg: Config, base: Path) -> Config:
 
 def config_from_dict(data: dict[str, Any], *, where: str = "<config>", base: Path | None = None) -> Config:
     """Validate a parsed TOML document; raise ConfigError naming `where`, the key path and the fix."""
+    workload = data.get("workload")
+    if isinstance(workload, dict) and "request_rate" in workload and "concurrency" not in workload:
+        # An open loop: the closed loop's default concurrency gives way (TOML cannot write "unset").
+        data = {**data, "workload": {**workload, "concurrency": None}}
     try:
         cfg = msgspec.convert(data, Config, strict=True)
     except msgspec.ValidationError as exc:
@@ -488,7 +562,7 @@ def load_config(path: str | Path) -> Config:
         data = tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{p}: not valid TOML: {exc}") from None
-    for reserved in ("source", "sha256"):
+    for reserved in RESERVED_KEYS:
         if reserved in data:
             raise ConfigError(f"{p}: {reserved}: unknown key (reserved for aqbench's own bookkeeping)")
     cfg = config_from_dict(data, where=str(p), base=p.resolve().parent)
@@ -509,6 +583,8 @@ def _check_paths(cfg: Config, *, where: str, given: dict[str, Any]) -> None:
 def config_to_dict(cfg: Config) -> dict[str, Any]:
     """The resolved configuration as plain data (for `config check` and RunStarted)."""
     out: dict[str, Any] = msgspec.to_builtins(cfg)
+    # Each model's name first, as bench.toml writes it (ModelIdentity, its base, declares the fields before it).
+    out["models"] = [{"name": m["name"], **m} for m in out["models"]]
     return out
 
 

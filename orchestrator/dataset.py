@@ -43,7 +43,8 @@ __all__ = [
 ]
 
 MANIFEST = "manifest.jsonl"
-# Item kinds of audio-qa.md; a dataset may use others (they pass through to per-kind reports).
+# The item kinds audioqa-v1 covers (its card lists them); a dataset may use others (they pass through
+# to per-kind reports).
 KINDS = (
     "content", "reasoning", "count", "pitch", "frequency", "duration", "direction", "loudness",
     "speech_presence", "silence", "channel", "timing", "order", "speaker_sex", "speaker_count",

@@ -1,4 +1,5 @@
-"""The run journal `events.jsonl`: a lossless bus subscriber that writes it, and a replay reader.
+"""The run journal `events.jsonl`: a lossless bus subscriber that writes it, and a replay reader; and the
+append-only line file and torn-line reader underneath, which the campaign journal uses too.
 
 Writes are batched (one write + flush per batch) and fsynced at phase boundaries and at exit. The reader
 yields typed events; a torn last line (a crash mid-write) is reported and skipped, corruption anywhere
@@ -10,22 +11,24 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, TypeVar
 
 import anyio
 import msgspec
 from anyio.abc import TaskStatus
 
+from orchestrator.bus import Bus, Subscription
 from orchestrator.errors import JournalError
 from orchestrator.events import SCHEMA_VERSION, AnyEvent, PhaseFinished, PhaseStarted, RunFinished, RunStarted
-from orchestrator.publish.secrets import Redactor, is_secret_name
+from orchestrator.journal_upgrade import OLDEST_VERSION, upgrader
+from orchestrator.redaction import Redactor, is_secret_name
 
-__all__ = ["JournalWriter", "iter_journal", "read_journal", "TornLine", "encode_event", "decode_event"]
+__all__ = ["JournalWriter", "JournalFile", "iter_journal", "read_journal", "read_lines", "TornLine", "encode_event",
+           "decode_event"]
 
 _encoder = msgspec.json.Encoder()
 _ANY_EVENT: Any = AnyEvent  # the runtime tagged union (the type checker sees the Event base)
 _decoder = msgspec.json.Decoder(_ANY_EVENT)
-_generic = msgspec.json.Decoder()
 _SYNC_KINDS = (RunStarted, PhaseStarted, PhaseFinished, RunFinished)
 
 
@@ -38,6 +41,38 @@ def decode_event(line: bytes | str) -> AnyEvent:
     """Decode one journal line; raises msgspec.DecodeError / ValidationError."""
     event: AnyEvent = _decoder.decode(line)
     return event
+
+
+T = TypeVar("T")
+
+
+class JournalFile:
+    """An append-only file of whole lines: each append is written and flushed at once, fsynced when asked and
+    at close. Blocks (file writes); its one owner writes from one task."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._fh = path.open("ab")
+
+    def append(self, lines: bytes | bytearray, *, sync: bool = False) -> None:
+        """Write `lines` (each ending in a newline) and flush; fsync too when `sync`."""
+        self._fh.write(lines)
+        self._fh.flush()
+        if sync:
+            self.sync()
+
+    def sync(self) -> None:
+        """fsync what was written (blocks on the disk)."""
+        os.fsync(self._fh.fileno())
+
+    def close(self) -> None:
+        """Flush, fsync and close (blocks on the disk)."""
+        try:
+            self._fh.flush()
+            self.sync()
+        finally:
+            self._fh.close()
 
 
 class JournalWriter:
@@ -70,13 +105,9 @@ class JournalWriter:
                 await self._written.wait()
         return self.last_seq >= seq
 
-    async def run(self, bus: object, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+    async def run(self, bus: Bus, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Runs until the bus closes (then drains, fsyncs and returns) or until cancelled (then fsyncs)."""
-        from orchestrator.bus import Bus
-
-        assert isinstance(bus, Bus)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fh = self.path.open("ab")
+        out = JournalFile(self.path)
         sub = bus.subscribe("journal", size=8192)
         task_status.started()
         try:
@@ -90,37 +121,34 @@ class JournalWriter:
                     buf.extend(b"\n")
                     if isinstance(ev, _SYNC_KINDS):
                         sync = True
-                fh.write(buf)
-                fh.flush()
+                out.append(buf)
                 self.lines += len(events)
                 self.last_seq = max(self.last_seq, events[-1].seq)
                 self._written.set()
                 self._written = anyio.Event()
                 if sync:
-                    await anyio.to_thread.run_sync(os.fsync, fh.fileno())
+                    await anyio.to_thread.run_sync(out.sync)
         finally:
             # Synchronous on purpose: nothing here awaits, so a cancellation cannot cut the drain short.
-            _drain_into(sub, fh, self._clean)
             try:
-                fh.flush()
-                os.fsync(fh.fileno())
+                _drain_into(sub, out, self._clean)
             finally:
-                fh.close()
+                out.close()
                 sub.close()
 
 
-def _drain_into(sub: object, fh: BinaryIO, clean: Callable[[AnyEvent], AnyEvent]) -> None:
+def _drain_into(sub: Subscription, out: JournalFile, clean: Callable[[AnyEvent], AnyEvent]) -> None:
     """On cancellation, write what is still buffered so nothing published is lost."""
     buf = bytearray()
     while True:
         try:
-            ev = sub.receive_nowait()  # type: ignore[attr-defined]
+            ev = sub.receive_nowait()
         except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
             break
         _encoder.encode_into(clean(ev), buf, -1)
         buf.extend(b"\n")
     if buf:
-        fh.write(buf)
+        out.append(buf)
 
 
 class TornLine(msgspec.Struct, frozen=True):
@@ -143,36 +171,59 @@ def iter_journal(
     was duplicated or moved, and counting it would falsify every total.
     """
     p = Path(path)
+    order = _SeqOrder(p)
+    for lineno, raw, event in read_lines(p, _RunLines(p), on_torn=on_torn):
+        yield order.check(event, lineno, raw)
+
+
+def read_lines(path: Path, decode: Callable[[bytes], T], *, what: str = "journal", hint: str = "",
+               on_torn: Callable[[TornLine], None] | None = None) -> Iterator[tuple[int, bytes, T]]:
+    """(line number, line, decoded value) for each line of a journal file, in order. Blocks (file reads).
+
+    The last line is torn (passed to `on_torn` and skipped) when it lacks its newline or does not decode: a
+    writer killed mid-line. Any other line that does not decode raises JournalError naming the file and
+    line; so does a file that cannot be opened (`hint` says what to pass instead).
+    """
     try:
-        fh = p.open("rb")
+        fh = path.open("rb")
     except OSError as exc:
-        raise JournalError(f"{p}: cannot open journal: {exc.strerror}") from None
+        raise JournalError(f"{path}: cannot open {what}: {exc.strerror}" + (f"; {hint}" if hint else "")) from None
     with fh:
-        decode: Callable[[bytes], AnyEvent] = _decoder.decode
-        order = _SeqOrder(p)
         pending: tuple[int, bytes] | None = None
         lineno = 0
         for raw in fh:
             lineno += 1
             if pending is not None:
-                ev = _decode_or_raise(p, *pending, decode)
-                if isinstance(ev, RunStarted) and ev.schema_version < SCHEMA_VERSION:
-                    decode = _upgrader(p, ev.schema_version)
-                    ev = _decode_or_raise(p, *pending, decode)
-                yield order.check(ev, *pending)
+                yield (*pending, _decode_or_raise(path, *pending, decode, what))
             pending = (lineno, raw)
         if pending is None:
             return
         last_no, last = pending
         if not last.endswith(b"\n"):
-            _torn(p, last_no, last, on_torn)
+            _torn(path, last_no, last, on_torn)
             return
         try:
-            event = decode(last)
+            value = decode(last)
         except (msgspec.DecodeError, msgspec.ValidationError):
-            _torn(p, last_no, last, on_torn)
+            _torn(path, last_no, last, on_torn)
             return
-        yield order.check(event, last_no, last)
+        yield last_no, last, value
+
+
+class _RunLines:
+    """Decodes run journal lines; from a RunStarted of an older schema on, through that version's upgrader."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.decode: Callable[[bytes], AnyEvent] = _decoder.decode
+        self.upgrading = False
+
+    def __call__(self, raw: bytes) -> AnyEvent:
+        event = self.decode(raw)
+        if isinstance(event, RunStarted) and event.schema_version < SCHEMA_VERSION and not self.upgrading:
+            self.decode, self.upgrading = _upgrader(self.path, event.schema_version, event.command), True
+            event = self.decode(raw)
+        return event
 
 
 class _SeqOrder:
@@ -196,33 +247,14 @@ class _SeqOrder:
         return event
 
 
-def _upgrader(p: Path, version: int) -> Callable[[bytes], AnyEvent]:
-    """A line decoder that brings a journal of `version` to the current schema."""
-    if version != 1:
+def _upgrader(p: Path, version: int, command: str) -> Callable[[bytes], AnyEvent]:
+    """A line decoder that brings a journal of `version` to the current schema (journal_upgrade.py)."""
+    try:
+        return upgrader(version, command)
+    except ValueError:
         raise JournalError(f"{p}: journal schema version {version} is not one this aqbench reads "
-                           f"(it reads 1 to {SCHEMA_VERSION}); use the aqbench release that wrote it")
-
-    def decode_v1(line: bytes) -> AnyEvent:
-        obj = _generic.decode(line)
-        if isinstance(obj, dict) and obj.get("kind") in ("phase_started", "phase_finished"):
-            detail = obj.get("detail")
-            if isinstance(detail, dict):
-                for key in ("mismatches", "identity_mismatches"):
-                    if isinstance(detail.get(key), list):
-                        detail[key] = [_v1_mismatch(e) for e in detail[key]]
-        event: AnyEvent = msgspec.convert(obj, _ANY_EVENT)
-        return event
-
-    return decode_v1
-
-
-def _v1_mismatch(entry: Any) -> dict[str, Any]:
-    """v1 kept a mismatch's answers beside its ids: {item_id, arm, request_id?, <path>: answer, ...}."""
-    if not isinstance(entry, dict):
-        return {"item_id": str(entry)}
-    ids = ("item_id", "arm", "request_id")
-    return {**{k: entry[k] for k in ids if k in entry},
-            "answers": {k: v for k, v in entry.items() if k not in ids}}
+                           f"(it reads {OLDEST_VERSION} to {SCHEMA_VERSION}); use the aqbench release that wrote it"
+                           ) from None
 
 
 def _torn(p: Path, lineno: int, raw: bytes, on_torn: Callable[[TornLine], None] | None) -> None:
@@ -230,13 +262,12 @@ def _torn(p: Path, lineno: int, raw: bytes, on_torn: Callable[[TornLine], None] 
         on_torn(TornLine(path=str(p), line=lineno, text=raw[:200]))
 
 
-def _decode_or_raise(p: Path, lineno: int, raw: bytes,
-                     decode: Callable[[bytes], AnyEvent] = _decoder.decode) -> AnyEvent:
+def _decode_or_raise(p: Path, lineno: int, raw: bytes, decode: Callable[[bytes], T], what: str) -> T:
     try:
         return decode(raw)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise JournalError(
-            f"{p}:{lineno}: corrupt journal line ({exc}); only the last line may be torn. "
+            f"{p}:{lineno}: corrupt {what} line ({exc}); only the last line may be torn. "
             f"Line starts: {raw[:80]!r}"
         ) from None
 

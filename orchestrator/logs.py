@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 import structlog
 
-from orchestrator.publish.secrets import Redactor
+from orchestrator.redaction import Redactor
 
 __all__ = ["configure_logging", "attach_run_log", "detach_run_log", "get_logger"]
 

@@ -1,12 +1,12 @@
 """Interfaces the core owns and adapters implement: server kinds, server processes, resource samplers.
 
 Only Protocols and the small value types they exchange live here; no behaviour. Adapters may import this
-module (and events, config, errors) and nothing else from the core.
+module (and events, config, errors) and nothing else from the core. Imports only config and events.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +17,8 @@ import anyio
 import msgspec
 from anyio.abc import TaskStatus
 
-from orchestrator.events import Event
+from orchestrator.config import WorkloadConfig
+from orchestrator.events import Event, LogLine
 
 __all__ = [
     "OwnerFiles",
@@ -32,13 +33,17 @@ __all__ = [
     "GpuFigures",
     "TreeSample",
     "ResourceSampler",
+    "HttpProbe",
     "ServerParts",
+    "EventStream",
     "EventBus",
     "RecordsTailer",
     "ChatAnswer",
     "ChatSession",
+    "ChatClients",
     "NativeAnswer",
     "NativeSession",
+    "NativeWorkers",
     "AiperfFacts",
     "AiperfInvocation",
     "AiperfResult",
@@ -215,6 +220,16 @@ class ResourceSampler(Protocol):
     def close(self) -> None: ...
 
 
+class HttpProbe(Protocol):
+    """The supervisor's plain HTTP GETs (readiness, model listing): one per supervisor, closed at its end."""
+
+    async def get(self, url: str, timeout_s: float) -> tuple[int, bytes] | str:
+        """(status, body), or a sentence naming the URL and why no answer came (timeout, refused, ...)."""
+        ...
+
+    async def aclose(self) -> None: ...
+
+
 @dataclass(frozen=True)
 class ServerParts:
     """The adapters one supervisor uses, chosen by a composition root (or by `server.kind`)."""
@@ -222,12 +237,21 @@ class ServerParts:
     kind: ServerKind
     launcher: ProcessLauncher
     new_sampler: Callable[[], ResourceSampler]
+    new_probe: Callable[[], HttpProbe]
+
+
+class EventStream(Protocol):
+    """One subscriber's stream of the run's events (an async context manager; iterate it for events)."""
+
+    async def __aenter__(self) -> EventStream: ...
+    async def __aexit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None: ...
+    def __aiter__(self) -> AsyncIterator[Event]: ...
 
 
 class EventBus(EventSink, Protocol):
     """What an adapter that both reads and writes the run's events needs of the bus."""
 
-    def subscribe(self, name: str, *, size: int = 4096, lossy: bool = False) -> Any: ...
+    def subscribe(self, name: str, *, size: int = 4096, lossy: bool = False) -> EventStream: ...
 
 
 class RecordsTailer(Protocol):
@@ -311,13 +335,22 @@ class AiperfFacts(Protocol):
 
 
 class AiperfInvocation(Protocol):
-    """One rendered `aiperf profile` command."""
+    """One rendered `aiperf profile` command: argv, the environment it adds, and both as one shell line."""
 
     @property
     def argv(self) -> list[str]: ...
     @property
+    def env(self) -> dict[str, str]: ...
+    @property
     def shell(self) -> str: ...
+    @property
+    def artifact_dir(self) -> str: ...
+    @property
+    def input_file(self) -> str: ...
     def save(self, folder: Path) -> tuple[Path, Path]: ...
+    def extended(self, extra: Sequence[str]) -> AiperfInvocation:
+        """The same command with `extra` arguments appended (argv and shell line)."""
+        ...
 
 
 class AiperfResult(Protocol):
@@ -335,6 +368,9 @@ class AiperfResult(Protocol):
     @property
     def issued_from(self) -> dict[str, str]:
         """Per phase: where `issued` comes from: "aiperf_log" (requests sent) or "phase_manifest" (records kept)."""
+    @property
+    def artifact_dir(self) -> str:
+        """Where the run's files are."""
 
 
 class AiperfTools(Protocol):
@@ -342,13 +378,30 @@ class AiperfTools(Protocol):
 
     def check_install(self) -> AiperfFacts: ...
     def ensure_tokenizer(self, configured: str = "") -> Path: ...
-    def build_command(self, workload: Any, *, base_url: str, model: str, input_file: Path, artifact_dir: Path,
-                      tokenizer: Path, executable: str = "", **overrides: Any) -> AiperfInvocation: ...
-    def extend_command(self, cmd: AiperfInvocation, extra: Sequence[str]) -> AiperfInvocation: ...
+    def build_command(self, workload: WorkloadConfig, *, base_url: str, model: str, input_file: Path,
+                      artifact_dir: Path, tokenizer: Path, executable: str = "", requests: int | None = None,
+                      warmup: int | None = None, concurrency: int | None = None, request_rate: float | None = None,
+                      tap_dir: Path | None = None, tmp_dir: Path | None = None) -> AiperfInvocation:
+        """The `aiperf profile` command for one run; the overrides (requests, ...) win over `workload`."""
+        ...
     async def run_aiperf(self, cmd: AiperfInvocation, bus: EventBus, *, window: str, deadline_s: float,
                          stop_grace_s: float, install: AiperfFacts | None = None,
                          on_exit: Callable[[], None] | None = None,
                          stop: anyio.Event | None = None) -> AiperfResult: ...
+
+
+class ChatClients(Protocol):
+    """Opens an HTTP chat client for one model of a server."""
+
+    def __call__(self, base_url: str, model: str, *, timeout_s: float = 60.0,
+                 max_tokens: int | None = None) -> ChatSession: ...
+
+
+class NativeWorkers(Protocol):
+    """Starts a native worker from its argv (its stderr to `log_path`)."""
+
+    def __call__(self, argv: list[str], *, log_path: Path, startup_timeout_s: float = 120.0,
+                 request_timeout_s: float = 120.0) -> NativeSession: ...
 
 
 @dataclass(frozen=True)
@@ -358,8 +411,8 @@ class Toolkit:
 
     server_parts: Callable[[str], ServerParts]
     records_tailer: Callable[[EventBus], RecordsTailer]
-    chat_client: Callable[..., ChatSession]
-    native_worker: Callable[..., NativeSession]
+    chat_client: ChatClients
+    native_worker: NativeWorkers
     aiperf: AiperfTools
 
 
@@ -408,5 +461,5 @@ class LogCodecs(Protocol):
     def is_log(self, item: object) -> bool: ...
     def severity(self, item: Any) -> str: ...
     def to_log_line(self, item: Any, *, stream: str, source: str) -> Event: ...
-    def severity_of_line(self, line: Any) -> str: ...
+    def severity_of_line(self, line: LogLine) -> str: ...
     def follow(self, path: str, *, poll_s: float) -> LineFollowing: ...

@@ -12,9 +12,8 @@ from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
-import aiohttp
 import anyio
 import msgspec
 from anyio.abc import TaskGroup, TaskStatus
@@ -37,10 +36,12 @@ from orchestrator.events import (
     Warned,
 )
 from orchestrator.logs import get_logger
-from orchestrator.ports import EventSink, Readiness, ResourceSampler, ServerProcess
+from orchestrator.ports import EventSink, HttpProbe, Readiness, ResourceSampler, ServerProcess
 from orchestrator.server_spec import ServerSpec
 
 __all__ = ["ServerSpec", "ServerHandle", "SupervisorStatistics", "supervise", "supervised", "signal_name"]
+
+E = TypeVar("E", bound=Event)
 
 log = get_logger("aqbench.supervisor")
 
@@ -160,7 +161,7 @@ class _SafeSink:
     def __init__(self, bus: EventSink) -> None:
         self._bus = bus
 
-    async def publish(self, event: Any) -> Any:
+    async def publish(self, event: E) -> E:
         if getattr(self._bus, "closed", False):
             log.warning("event_after_bus_closed", kind=type(event).__name__)
             return event
@@ -212,7 +213,7 @@ class _Supervisor:
         self.sampler: ResourceSampler = spec.parts.new_sampler()
         self.limiter = anyio.CapacityLimiter(1)
         self.gpu_warned = False
-        self.http: aiohttp.ClientSession | None = None
+        self.http: HttpProbe = spec.parts.new_probe()
         self.first_ready = anyio.Event()
         self.announced = False
         self.ready_now = False  # this incarnation passed its start-up gate
@@ -238,17 +239,7 @@ class _Supervisor:
 
     async def _get(self, path: str, timeout_s: float) -> tuple[int, bytes] | str:
         """(status, body), or a string saying why no answer came."""
-        assert self.http is not None
-        url = self.spec.base_url + path
-        try:
-            async with self.http.get(url, timeout=aiohttp.ClientTimeout(total=timeout_s)) as resp:
-                return resp.status, await resp.read()
-        except TimeoutError:
-            return f"GET {url}: no answer within {timeout_s:g} s"
-        except aiohttp.ClientConnectorError as exc:
-            return f"GET {url}: cannot connect ({exc.os_error.strerror or exc.os_error})"
-        except aiohttp.ClientError as exc:
-            return f"GET {url}: {type(exc).__name__}: {exc}"
+        return await self.http.get(self.spec.base_url + path, timeout_s)
 
     async def probe_ready(self, timeout_s: float) -> tuple[Readiness, int]:
         self.handle._stats["probes"] += 1
@@ -509,7 +500,6 @@ class _Supervisor:
         handle = self.handle
         first = True
         failed = False
-        self.http = aiohttp.ClientSession(connector=aiohttp.TCPConnector(force_close=True, limit=4))
         try:
             while True:
                 try:
@@ -542,7 +532,7 @@ class _Supervisor:
         finally:
             try:
                 with anyio.CancelScope(shield=True), anyio.move_on_after(_STOP_MARGIN_S) as closing:
-                    await self.http.close()
+                    await self.http.aclose()
                     await anyio.to_thread.run_sync(self.sampler.close, abandon_on_cancel=True)
                     if not failed:
                         await self.set_state("stopped", "stop requested" if handle._stop_requested.is_set()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import shlex
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import msgspec
@@ -58,6 +59,10 @@ class AiperfCommand(msgspec.Struct, frozen=True, kw_only=True):
         as_sh.write_text("#!/bin/sh\n# Reproduces this AIPerf run (the tap env var is aqbench's own).\n"
                          + self.shell + "\n")
         return as_json, as_sh
+
+    def extended(self, extra: Sequence[str]) -> AiperfCommand:
+        """The same command with `extra` arguments appended (argv and shell line)."""
+        return msgspec.structs.replace(self, argv=[*self.argv, *extra], shell=f"{self.shell} {' '.join(extra)}")
 
 
 def build_command(

@@ -21,8 +21,7 @@ import msgspec
 from anyio.abc import Process
 
 from adapters.aiperf.artifacts import Classification, judge_artifacts, wait_artifacts_final
-from adapters.aiperf.command import SHORT_TMP_PREFIX, AiperfCommand
-from adapters.aiperf.install import AiperfInstall
+from adapters.aiperf.command import SHORT_TMP_PREFIX
 from adapters.aiperf.records import RecordParseError, parse_export_line, parse_tap_line
 from adapters.aiperf.sent import issued_counts, parse_sent
 from adapters.fswatch import FolderWatch
@@ -31,6 +30,7 @@ from adapters.server.subreaper import spawned_here
 from adapters.tail import LineFollower
 from orchestrator.errors import ClientError
 from orchestrator.events import AiperfExited, AiperfStarted, ClientRecord, LogLine, Warned
+from orchestrator.ports import AiperfFacts, AiperfInvocation, EventSink
 
 __all__ = ["AiperfOutcome", "run_aiperf", "classify_artifacts"]
 
@@ -171,14 +171,14 @@ async def _stop(proc: Process, grace_s: float) -> None:
 
 
 async def run_aiperf(
-    cmd: AiperfCommand,
-    bus: Any,
+    cmd: AiperfInvocation,
+    bus: EventSink,
     *,
     window: str = "aiperf-1",
     deadline_s: float = 600.0,
     stop_grace_s: float = 10.0,
     cwd: Path | None = None,
-    install: AiperfInstall | None = None,
+    install: AiperfFacts | None = None,
     on_exit: Callable[[], None] | None = None,
     stop: anyio.Event | None = None,
 ) -> AiperfOutcome:

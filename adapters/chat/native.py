@@ -1,5 +1,6 @@
-"""The native side of identity checks: a long-lived worker speaking TRTMC's JSON-lines protocol
-(trtmc.md section 2) extended with an `audio` field. One request at a time, in its own session."""
+"""The native side of identity checks: a long-lived worker speaking TRTMC's native JSON-lines worker
+protocol (a `ready` line, then `generate` requests and their answers) extended with an `audio` field.
+One request at a time, in its own session."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from orchestrator.errors import ServerError
 __all__ = ["NativeWorker", "NativeReply"]
 
 _MAX_LINE = 16 * 1024 * 1024
-# Native Task ids that take audio and a text question (trtmc.md section 3). A worker that advertises
+# Native Task ids that take audio and a text question (TRTMC's Task SDK names). A worker that advertises
 # capabilities but none of these (TRTMC's text worker: ["text_generation"]) would drop the audio field
 # silently and answer from the text alone.
 AUDIO_QA_CAPABILITIES = frozenset({"audio_text_to_text", "image_audio_text_to_text", "audio_video_text_to_text"})

@@ -14,7 +14,7 @@ from typing import IO, Any
 
 import msgspec
 
-from orchestrator.events import ServerRecord
+from orchestrator.events import AudioFacts, ServerRecord
 
 __all__ = [
     "AudioInfo", "RecordLine", "RecordWriter",
@@ -121,10 +121,22 @@ def parse_server_record(line: bytes, *, incarnation: int = 0, source: str = "ser
         model_call_ms=v.model_call_ms, timing_scope=v.timing_scope or "",
         worker_roundtrip_ms=v.worker_roundtrip_ms, setup_ms=v.setup_ms, prefill_ms=v.prefill_ms,
         decode_ms=v.decode_ms, completion_tokens=v.completion_tokens, streaming=v.streaming or "",
-        incarnation=incarnation, audio=v.audio, error_code=v.error_code or "", end_unix_ns=v.end_unix_ns,
+        incarnation=incarnation, audio=_audio_facts(v.audio), error_code=v.error_code or "",
+        end_unix_ns=v.end_unix_ns,
     )
 
 
+def _audio_facts(audio: dict[str, Any] | None) -> AudioFacts | None:
+    """The `audio` object's well-typed fields (a field of another type is left out, not an error)."""
+    if audio is None:
+        return None
+    kept = {k: v for k, v in audio.items()
+            if k in _AUDIO_TYPES and isinstance(v, _AUDIO_TYPES[k]) and not isinstance(v, bool)}
+    return msgspec.convert(kept, AudioFacts)
+
+
+_AUDIO_TYPES: dict[str, type | tuple[type, ...]] = {"format": str, "sample_rate_hz": int, "channels": int,
+                                                     "seconds": (int, float), "bytes": int}
 _direct = msgspec.json.Decoder(ServerRecord)
 _INCARNATION = re.compile(r"records-(\d+)\.jsonl")
 

@@ -37,11 +37,14 @@ from orchestrator.campaign.events import (
 from orchestrator.campaign.journal import CampaignJournal, read_campaign
 from orchestrator.campaign.ports import AttemptSpec, Cluster, Delivery
 from orchestrator.campaign.progress import Progress
+from orchestrator.campaign.report import write_campaign_reports
 from orchestrator.config import Config, ModelConfig
-from orchestrator.errors import UsageError
+from orchestrator.errors import AqbenchError, UsageError
 from orchestrator.events import Event, ModelResult, PhaseStarted, RunFinished
 from orchestrator.journal import decode_event
 from orchestrator.logs import get_logger
+from orchestrator.reports import write_reports
+from orchestrator.run import new_run_id
 
 __all__ = ["CampaignOptions", "StopRequest", "run_campaign", "final_models"]
 
@@ -250,9 +253,6 @@ class _Driver:
                      node_id=live.node_id)
 
     def _write_reports(self, model: str) -> str:
-        from orchestrator.errors import AqbenchError
-        from orchestrator.reports import write_reports
-
         try:
             write_reports(self.folder / "models" / model / "events.jsonl", self.folder / "models" / model)
         except AqbenchError as exc:
@@ -304,9 +304,6 @@ def run_campaign(cfg: Config, opts: CampaignOptions, cluster: Cluster, stop: Sto
     Exit 0 when every model of this session is aiperf-qualified, 1 otherwise, 128+signum when stopped.
     The campaign's reports are written before it returns, also when stopped.
     """
-    from orchestrator.campaign.report import write_campaign_reports
-    from orchestrator.run import new_run_id
-
     models = _select(cfg, opts.models)
     if opts.resume:
         folder = Path(opts.resume)

@@ -1,6 +1,7 @@
 """The campaign journal's events (`campaign.jsonl`) and what a task sends its driver, as tagged Structs.
 
-Imports only the configuration. Schema evolution as in orchestrator/events.py: append fields with defaults.
+Imports only the configuration and the journal's tag rule. Schema evolution as in orchestrator/events/: append
+fields with defaults.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from typing import Literal
 import msgspec
 
 from orchestrator.config import ModelResources
+from orchestrator.events import snake_tag
 
 __all__ = [
     "CAMPAIGN_SCHEMA_VERSION",
@@ -43,11 +45,7 @@ AttemptEnd = Literal["finished", "interrupted", "node-lost", "error"]
 MODEL_STATUSES_FINAL = ("unsupported", "blocked", "implemented", "family-validated", "aiperf-qualified", "failed")
 
 
-def _snake(name: str) -> str:
-    return "".join(("_" + ch.lower()) if ch.isupper() and i else ch.lower() for i, ch in enumerate(name))
-
-
-class CampaignEvent(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind", tag=_snake):
+class CampaignEvent(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind", tag=snake_tag):
     """Base of every campaign event; `unix_ns` is the driver's wall clock when it journaled the event."""
 
     unix_ns: int = 0
@@ -163,7 +161,7 @@ AnyCampaignEvent = (CampaignStarted | ModelSubmitted | AttemptPlaced | AttemptEn
 # ------------------------------------------------------------------------------ task -> driver messages
 
 
-class _TaskMessage(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind", tag=_snake):
+class _TaskMessage(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind", tag=snake_tag):
     pass
 
 

@@ -20,6 +20,7 @@ from orchestrator.campaign.events import (
     NodeLost,
 )
 from orchestrator.campaign.journal import read_campaign
+from orchestrator.errors import JournalError
 
 __all__ = ["CAMPAIGN_REPORT_VERSION", "CampaignReport", "CampaignRow", "AttemptRow", "NodeUse", "Accounting",
            "fold_campaign"]
@@ -91,8 +92,6 @@ def fold_campaign(path: str | Path) -> CampaignReport:
     events = read_campaign(path)
     starts = [e for e in events if isinstance(e, CampaignStarted)]
     if not starts:
-        from orchestrator.errors import JournalError
-
         raise JournalError(f"{path}: no campaign_started line; not a campaign journal")
     node_names: dict[str, str] = {}
     for s in starts:

@@ -1,15 +1,14 @@
 """`campaign.jsonl`: the driver's append-only journal of campaign events, and its reader.
 
-One line per event, flushed as written, fsynced at the events a resume or a report depends on.
-A torn last line (a driver killed mid-write) is skipped on read; corruption elsewhere is a JournalError.
+One line per event, flushed as written, fsynced at the events a resume or a report depends on. The file and
+its reader are the run journal's (orchestrator/journal.py): a torn last line (a driver killed mid-write) is
+skipped on read, corruption elsewhere is a JournalError naming the line.
 """
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
-from typing import BinaryIO
 
 import msgspec
 
@@ -20,7 +19,7 @@ from orchestrator.campaign.events import (
     CampaignStarted,
     ModelFinished,
 )
-from orchestrator.errors import JournalError
+from orchestrator.journal import JournalFile, read_lines
 
 __all__ = ["CampaignJournal", "read_campaign"]
 
@@ -33,43 +32,20 @@ class CampaignJournal:
     """Appends campaign events to `path`, stamping `unix_ns` when the producer left it 0. Blocks."""
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self._fh: BinaryIO = path.open("ab")
+        self._file = JournalFile(path)
 
     def write(self, event: CampaignEvent) -> CampaignEvent:
         if not event.unix_ns:
             event = msgspec.structs.replace(event, unix_ns=time.time_ns())
-        self._fh.write(_encoder.encode(event) + b"\n")
-        self._fh.flush()
-        if isinstance(event, _SYNC_KINDS):
-            os.fsync(self._fh.fileno())
+        self._file.append(_encoder.encode(event) + b"\n", sync=isinstance(event, _SYNC_KINDS))
         return event
 
     def close(self) -> None:
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
-        self._fh.close()
+        self._file.close()
 
 
 def read_campaign(path: str | Path) -> list[AnyCampaignEvent]:
     """Every event of a campaign journal, in order. Blocks (file read)."""
-    p = Path(path)
-    try:
-        raw = p.read_bytes()
-    except OSError as exc:
-        raise JournalError(f"{p}: cannot open campaign journal: {exc.strerror}; pass a campaign folder "
-                           f"that holds campaign.jsonl") from None
-    lines = raw.split(b"\n")
-    events: list[AnyCampaignEvent] = []
-    for i, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            events.append(_decoder.decode(line))
-        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-            if i == len(lines):  # no newline after it: torn by a driver killed mid-write
-                break
-            raise JournalError(f"{p}:{i}: corrupt campaign journal line ({exc}); only the last line may be "
-                               f"torn. Line starts: {line[:80]!r}") from None
-    return events
+    return [event for _, _, event in read_lines(
+        Path(path), _decoder.decode, what="campaign journal", hint="pass a campaign folder that holds campaign.jsonl")]

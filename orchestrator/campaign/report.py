@@ -8,17 +8,14 @@ from pathlib import Path
 import msgspec
 from markupsafe import Markup
 
-from orchestrator.campaign.fold import CampaignReport, fold_campaign
+from orchestrator.campaign.fold import CampaignReport, CampaignRow, fold_campaign
 from orchestrator.campaign.timeline import timeline_svg
 from orchestrator.reports.templating import render
 
 __all__ = ["write_campaign_reports", "render_campaign_markdown", "render_campaign_html"]
 
 
-def _attempts(row: object) -> str:
-    from orchestrator.campaign.fold import CampaignRow
-
-    assert isinstance(row, CampaignRow)
+def _attempts(row: CampaignRow) -> str:
     return "; ".join(f"#{a.attempt} on {a.node or '-'}: {a.ended}" + (f" ({a.reason})" if a.reason else "")
                      for a in row.attempts)
 

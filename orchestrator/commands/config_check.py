@@ -1,8 +1,10 @@
-"""`aqbench config check [PATH]`: validate bench.toml and print the resolved configuration."""
+"""`aqbench config check [PATH]`: validate bench.toml and print the resolved configuration; `aqbench config
+reference [--out FILE]`: write the configuration reference (docs/configuration.md) from config.py."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 __all__ = ["register"]
@@ -17,6 +19,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     check.add_argument("--config", dest="config_path", default=None, help="the same as PATH")
     check.add_argument("--json", action="store_true", help="print JSON instead of TOML-like text")
     check.set_defaults(func=run)
+    ref = csub.add_parser("reference", help="print every bench.toml key with its type, default and meaning "
+                          "(Markdown, as docs/configuration.md)")
+    ref.add_argument("--out", default=None, metavar="FILE", help="write it to FILE instead of printing it")
+    ref.set_defaults(func=run_reference)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -38,6 +44,24 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(f"# {cfg.source} (sha256 {cfg.sha256[:16]}) is valid")
         _print_toml(data)
+    return 0
+
+
+def run_reference(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from orchestrator.config_reference import render_reference
+    from orchestrator.errors import UsageError
+
+    text = render_reference()
+    if args.out is None:
+        sys.stdout.write(text)
+        return 0
+    try:
+        Path(args.out).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"config reference --out {args.out}: cannot write: {exc.strerror}") from None
+    print(f"wrote {args.out}", file=sys.stderr)
     return 0
 
 

@@ -19,11 +19,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="audit every audio-conditioned checkpoint of a TRTMC checkout",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="One row per checkpoint of the audio-conditioned group (plus bench.toml candidates) with "
-        "its native capability class, status for the audio-QA workload, explicit gaps and evidence.",
+        "its native capability class, status for the audio-QA workload, explicit gaps and evidence cited from the "
+        "checkout's own files, in either layout (tests/e2e/models or families/). See docs/inventory.md.",
         epilog="exit codes:\n"
         "  0  every checkpoint accounted for; with --against, no checkpoint of the audio group (or candidate)\n"
         "     was added, removed, or changed in class or status\n"
-        "  1  an unreadable or unclassified manifest; or, with --against, the group changed as above\n"
+        "  1  anything unreadable or unclassified (a manifest, a family's support.py or build file, an audio Task\n"
+        "     not in the Task list); or, with --against, the group changed as above (moves in or out of the\n"
+        "     considered list included)\n"
         "  2  usage error, or the checkout, revision or old JSON cannot be read\n",
     )
     p.add_argument("--trtmc", required=True, metavar="PATH",

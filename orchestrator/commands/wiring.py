@@ -6,12 +6,11 @@ light commands do not load AIPerf's and the server's adapters.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
-import msgspec
 
 from adapters import aiperf as _aiperf
 from adapters import logs as _logs
@@ -21,7 +20,7 @@ from adapters.tail import LineFollower
 from adapters.trtmc.qual_files import read_owner_files
 from adapters.trtmc.records import incarnation_from_name
 from adapters.trtmc.records_tail import ServerRecordsTailer
-from orchestrator.config import Config
+from orchestrator.config import Config, WorkloadConfig
 from orchestrator.events import Event, LogLine
 from orchestrator.ports import (
     AiperfFacts,
@@ -47,22 +46,19 @@ class _Aiperf:
     def ensure_tokenizer(self, configured: str = "") -> Path:
         return _aiperf.ensure_tokenizer(configured)
 
-    def build_command(self, workload: Any, *, base_url: str, model: str, input_file: Path, artifact_dir: Path,
-                      tokenizer: Path, executable: str = "", **overrides: Any) -> AiperfInvocation:
+    def build_command(self, workload: WorkloadConfig, *, base_url: str, model: str, input_file: Path,
+                      artifact_dir: Path, tokenizer: Path, executable: str = "", requests: int | None = None,
+                      warmup: int | None = None, concurrency: int | None = None, request_rate: float | None = None,
+                      tap_dir: Path | None = None, tmp_dir: Path | None = None) -> AiperfInvocation:
         return _aiperf.build_command(workload, base_url=base_url, model=model, input_file=input_file,
                                      artifact_dir=artifact_dir, tokenizer=tokenizer, executable=executable,
-                                     **overrides)
-
-    def extend_command(self, cmd: AiperfInvocation, extra: Sequence[str]) -> AiperfInvocation:
-        assert isinstance(cmd, _aiperf.AiperfCommand)
-        return msgspec.structs.replace(cmd, argv=[*cmd.argv, *extra], shell=f"{cmd.shell} {' '.join(extra)}")
+                                     requests=requests, warmup=warmup, concurrency=concurrency,
+                                     request_rate=request_rate, tap_dir=tap_dir, tmp_dir=tmp_dir)
 
     async def run_aiperf(self, cmd: AiperfInvocation, bus: EventBus, *, window: str, deadline_s: float,
                          stop_grace_s: float, install: AiperfFacts | None = None,
                          on_exit: Callable[[], None] | None = None,
                          stop: anyio.Event | None = None) -> AiperfResult:
-        assert isinstance(cmd, _aiperf.AiperfCommand)
-        assert install is None or isinstance(install, _aiperf.AiperfInstall)
         return await _aiperf.run_aiperf(cmd, bus, window=window, deadline_s=deadline_s, stop_grace_s=stop_grace_s,
                                         install=install, on_exit=on_exit, stop=stop)
 
@@ -113,8 +109,7 @@ class _LogCodecs:
     def to_log_line(self, item: Any, *, stream: str, source: str) -> Event:
         return _logs.to_log_line(item, stream=stream, source=source)
 
-    def severity_of_line(self, line: Any) -> str:
-        assert isinstance(line, LogLine)
+    def severity_of_line(self, line: LogLine) -> str:
         return _logs.from_log_line(line).severity_text
 
     def follow(self, path: str, *, poll_s: float) -> LineFollowing:

@@ -18,9 +18,12 @@ from typing import Any
 
 from orchestrator.config import Config
 from orchestrator.events import (
+    AiperfPhase,
+    AiperfRunPhase,
     AiperfStarted,
     AnswerIncomplete,
     AnyEvent,
+    DatasetPhase,
     GpuSampled,
     HostFacts,
     PhaseFinished,
@@ -28,6 +31,7 @@ from orchestrator.events import (
     RequestCorrelated,
     RunFinished,
     RunStarted,
+    ServerPhase,
     ServerReady,
     VerdictReached,
 )
@@ -161,15 +165,17 @@ class _Loader:
     def _phase_started(self, ev: PhaseStarted) -> None:
         if ev.phase == "aiperf" and ev.model:
             m = self.model(ev.model)
-            arms = ev.detail.settings.arms if ev.detail.settings else ev.detail.arms
+            d = ev.detail
+            arms = (d.settings.arms if isinstance(d, AiperfPhase) and d.settings else
+                    d.arms if isinstance(d, AiperfRunPhase) else [])
             m.arms = m.arms or list(arms)
 
     def _phase_finished(self, ev: PhaseFinished) -> None:
         d = ev.detail
-        if ev.phase == "dataset":
+        if isinstance(d, DatasetPhase):
             self.run.dataset = {"name": d.name, "identity": d.identity, "path": d.path,
                                 "items": "" if d.items is None else str(d.items)}
-        elif ev.phase == "server" and d.bundle_sha256:
+        elif isinstance(d, ServerPhase) and d.bundle_sha256:
             self.run.bundle_sha256.add(d.bundle_sha256)
 
     def _aiperf_started(self, ev: AiperfStarted) -> None:

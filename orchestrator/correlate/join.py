@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable
-from typing import Any
 
 import msgspec
 
@@ -99,13 +98,6 @@ def _merge(first: ClientRecord, other: ClientRecord) -> ClientRecord:
             if value not in _EMPTY:
                 fill[name] = value
     return msgspec.structs.replace(first, **fill) if fill else first
-
-
-def _audio(audio: Any) -> tuple[float | None, int | None]:
-    """Seconds and bytes of a server record's (non-empty) `audio` object, where well typed."""
-    seconds, size = audio.get("seconds"), audio.get("bytes")
-    return (float(seconds) if isinstance(seconds, (int, float)) else None,
-            int(size) if isinstance(size, int) else None)
 
 
 class Joiner:
@@ -511,12 +503,7 @@ class Joiner:
                 has_server=False, cause_rule=rule,
             )
         audio = server.audio
-        if audio:
-            seconds, size = audio.get("seconds"), audio.get("bytes")
-            if type(seconds) is not float or type(size) is not int:  # else what _audio gives
-                seconds, size = _audio(audio)
-        else:
-            seconds, size = _NO_AUDIO
+        seconds, size = (audio.seconds, audio.bytes) if audio is not None else _NO_AUDIO
         return RequestCorrelated(
             source=self.source, request_id=rid, window=window, phase=client.phase,
             conversation_id=conversation_id, item_id=item_id, arm=arm, ok=cause == "ok", cause=cause,  # type: ignore[arg-type]

@@ -1,18 +1,30 @@
 """Every event aqbench journals: frozen, tagged msgspec Structs (base, run, server, load, judging) with their
-payloads (payloads.py), and the `AnyEvent` union built from them.
+payloads (payloads.py), the value types judges compute (values.py), the tagged detail unions of phases
+(phases.py), soak verdicts (verdicts.py) and capability checks (evidence.py), and the `AnyEvent` union.
 
 The journal format is designed here once. It imports from the project only the configuration (RunStarted
-carries its resolved snapshot) and the judge's value types it reports. Schema evolution: add fields only at the end of a class,
-with defaults; never retype or reuse a field or a tag without a new SCHEMA_VERSION, whose upgrade of
-older journals lives in orchestrator/journal.py. Payloads are Structs; dicts remain only for foreign
-data (log fields, AIPerf's aggregate, HTTP bodies kept as evidence).
+carries its resolved snapshot); judges import their value types from here, never the reverse. Schema
+evolution: add fields only at the end of a class, with defaults, and new kinds of detail as new tagged
+variants of their union; never retype or reuse a field or a tag without a new SCHEMA_VERSION, whose upgrade
+of older journals lives in orchestrator/journal_upgrade.py. Dicts of anything remain only for foreign data,
+in the fields payloads.FOREIGN_JSON lists.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, TypeAlias, Union
 
-from orchestrator.events.base import SCHEMA_VERSION, Event
+from orchestrator.events.base import SCHEMA_VERSION, Event, snake_tag
+from orchestrator.events.evidence import (
+    CAPABILITY_EVIDENCE,
+    CapabilityEvidence,
+    ConditioningEvidence,
+    HttpExchange,
+    PairAnswers,
+    TextOnlyEvidence,
+    TranscriptionEvidence,
+    TransportEvidence,
+)
 from orchestrator.events.judging import (
     AnswerIncomplete,
     CapabilityProbed,
@@ -38,8 +50,10 @@ from orchestrator.events.load import (
     ServerRecord,
 )
 from orchestrator.events.payloads import (
+    FOREIGN_JSON,
     AiperfSettings,
     AnswerMismatch,
+    AudioFacts,
     CompletenessChange,
     GateCitation,
     GateCounts,
@@ -47,12 +61,24 @@ from orchestrator.events.payloads import (
     IncompleteAnswer,
     ItemRef,
     Json,
-    MemorySummary,
     NoninferiorityResult,
     NoticeContext,
-    PhaseDetail,
     ResultRow,
-    WindowStats,
+)
+from orchestrator.events.phases import (
+    PHASE_DETAILS,
+    AiperfPhase,
+    AiperfRunPhase,
+    CapabilityPhase,
+    CorrectnessPhase,
+    DatasetPhase,
+    IdentityPhase,
+    ModelPhase,
+    NoninferiorityPhase,
+    PhaseDetail,
+    ReferencePhase,
+    ServerPhase,
+    SoakPhase,
 )
 from orchestrator.events.run import (
     EventsDropped,
@@ -77,8 +103,63 @@ from orchestrator.events.server import (
     ServerState,
     ServerStateChanged,
 )
+from orchestrator.events.values import (
+    AiperfRunFact,
+    GateResult,
+    MemorySummary,
+    ServerExitFact,
+    SoakLimits,
+    Summary,
+    WindowStats,
+)
+from orchestrator.events.verdicts import (
+    VERDICT_DETAILS,
+    AccountingDetail,
+    CorrectnessDetail,
+    DriftDetail,
+    ErrorRateDetail,
+    GapDetail,
+    MemoryDetail,
+    PooledGate,
+    ProcessCheck,
+    RestartDetail,
+    RunAccount,
+    TailDetail,
+    TrendNumbers,
+    VerdictDetail,
+    WindowCorrectness,
+    WindowGap,
+    verdict_numbers,
+)
 
-__all__ = ["SCHEMA_VERSION", "Event", "AnyEvent", "EVENT_TYPES", "AiperfSettings", "AnswerMismatch", "CompletenessChange", "GateCitation", "GateCounts", "HostFacts", "IncompleteAnswer", "ItemRef", "Json", "MemorySummary", "NoninferiorityResult", "NoticeContext", "PhaseDetail", "ResultRow", "WindowStats", "RunStarted", "RunFinished", "PhaseStarted", "PhaseFinished", "Warned", "Failed", "EventsDropped", "SubscriberFailed", "ServerSpawned", "ServerStateChanged", "ServerReady", "ServerHealthChanged", "ServerExited", "ServerRestarting", "OrphanKilled", "ResourceSampled", "GpuSampled", "LogLine", "ServerState", "AiperfStarted", "AiperfExited", "ClientRecord", "ServerRecord", "RequestsInFlight", "RequestCorrelated", "RequestUnmatched", "AccountingChecked", "Phase", "CauseCode", "CapabilityProbed", "VerdictReached", "GateEvaluated", "ModelResult", "SoakWindowClosed", "SoakVerdict", "AnswerIncomplete", "SoakWindowOpened", "ProcessSampled", "NoninferiorityJudged"]
+__all__ = [
+    "SCHEMA_VERSION", "Event", "AnyEvent", "EVENT_TYPES", "snake_tag",
+    # payloads
+    "AiperfSettings", "AnswerMismatch", "AudioFacts", "CompletenessChange", "GateCitation", "GateCounts",
+    "HostFacts", "IncompleteAnswer", "ItemRef", "Json", "FOREIGN_JSON", "NoninferiorityResult", "NoticeContext",
+    "ResultRow",
+    # values
+    "Summary", "GateResult", "MemorySummary", "WindowStats", "SoakLimits", "ServerExitFact", "AiperfRunFact",
+    # phase details
+    "PhaseDetail", "PHASE_DETAILS", "DatasetPhase", "ModelPhase", "ServerPhase", "CapabilityPhase",
+    "CorrectnessPhase", "IdentityPhase", "AiperfPhase", "AiperfRunPhase", "ReferencePhase", "NoninferiorityPhase",
+    "SoakPhase",
+    # soak verdict details
+    "VerdictDetail", "VERDICT_DETAILS", "TrendNumbers", "MemoryDetail", "DriftDetail", "TailDetail",
+    "ErrorRateDetail", "WindowCorrectness", "PooledGate", "CorrectnessDetail", "RestartDetail", "ProcessCheck",
+    "WindowGap", "GapDetail", "RunAccount", "AccountingDetail", "verdict_numbers",
+    # capability evidence
+    "CapabilityEvidence", "CAPABILITY_EVIDENCE", "HttpExchange", "TransportEvidence", "PairAnswers", "ConditioningEvidence",
+    "TextOnlyEvidence", "TranscriptionEvidence",
+    # events
+    "RunStarted", "RunFinished", "PhaseStarted", "PhaseFinished", "Warned", "Failed", "EventsDropped",
+    "SubscriberFailed", "ServerSpawned", "ServerStateChanged", "ServerReady", "ServerHealthChanged", "ServerExited",
+    "ServerRestarting", "OrphanKilled", "ResourceSampled", "GpuSampled", "LogLine", "ServerState", "AiperfStarted",
+    "AiperfExited", "ClientRecord", "ServerRecord", "RequestsInFlight", "RequestCorrelated", "RequestUnmatched",
+    "AccountingChecked", "Phase", "CauseCode", "CapabilityProbed", "VerdictReached", "GateEvaluated", "ModelResult",
+    "SoakWindowClosed", "SoakVerdict", "AnswerIncomplete", "SoakWindowOpened", "ProcessSampled",
+    "NoninferiorityJudged",
+]
 
 
 # The union is built from the classes above so that adding an event is one edit in one place.

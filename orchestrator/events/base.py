@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import msgspec
 
-__all__ = ["SCHEMA_VERSION", "Event"]
+__all__ = ["SCHEMA_VERSION", "Event", "snake_tag"]
 
 # 2: typed payloads (RunStarted.config/host, Phase*.detail, ModelResult.row, GateEvaluated.detail,
-#    Warned/Failed.detail, SoakWindowClosed.summary); journals of version 1 are upgraded on read.
-SCHEMA_VERSION = 2
+#    Warned/Failed.detail, SoakWindowClosed.summary).
+# 3: tagged unions of detail Structs (Phase*.detail by phase, SoakVerdict.detail by rule,
+#    CapabilityProbed.evidence by check), ServerRecord.audio typed. Journals of versions 1 and 2 are
+#    upgraded as they are read (orchestrator/journal_upgrade.py).
+SCHEMA_VERSION = 3
 
 
-def _snake(name: str) -> str:
+def snake_tag(name: str) -> str:
+    """A class name as its journal tag: `RunStarted` -> `run_started` (every journal's tag rule)."""
     out = []
     for i, ch in enumerate(name):
         if ch.isupper() and i:
@@ -20,7 +24,7 @@ def _snake(name: str) -> str:
     return "".join(out)
 
 
-class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind", tag=_snake):
+class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind", tag=snake_tag):
     """Base of every event. The bus stamps `run_id`, `seq`, `ts_ns` and `mono_ns` on publish.
 
     `ts_ns` is wall-clock `time.time_ns()` (comparable with AIPerf and server records on one host);

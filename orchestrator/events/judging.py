@@ -6,13 +6,14 @@ from __future__ import annotations
 from typing import Literal
 
 from orchestrator.events.base import Event
+from orchestrator.events.evidence import CapabilityEvidence
 from orchestrator.events.payloads import (
     GateCounts,
-    Json,
     NoninferiorityResult,
     ResultRow,
-    WindowStats,
 )
+from orchestrator.events.values import WindowStats
+from orchestrator.events.verdicts import VerdictDetail
 
 __all__ = ["CapabilityProbed", "VerdictReached", "GateEvaluated", "ModelResult", "SoakWindowClosed", "SoakVerdict", "AnswerIncomplete", "SoakWindowOpened", "ProcessSampled", "NoninferiorityJudged"]
 
@@ -27,7 +28,7 @@ class CapabilityProbed(Event, frozen=True, kw_only=True):
     check: Literal["transport", "conditioning", "text_only", "transcription_only"]
     passed: bool
     reason: str = ""
-    evidence: Json = {}
+    evidence: CapabilityEvidence | None = None
 
 
 class VerdictReached(Event, frozen=True, kw_only=True):
@@ -79,16 +80,17 @@ class SoakWindowClosed(Event, frozen=True, kw_only=True):
 
 
 class SoakVerdict(Event, frozen=True, kw_only=True):
-    """One soak verdict with the numbers behind it; `final` false at checkpoints."""
+    """One soak verdict with the numbers behind it (`detail`, by kind of rule); `final` false at checkpoints."""
 
     metric: str
     passed: bool
     final: bool = False
-    detail: Json = {}
-    # pass, fail or inconclusive (orchestrator.judge.outcome); "" in journals older than the three outcomes.
+    detail: VerdictDetail | None = None
+    # pass, fail or inconclusive (orchestrator.judge.outcome); journals older than the three outcomes are
+    # upgraded as they are read.
     outcome: str = ""
-    # The verdict's own words and numbers (trend verdicts: slope and its interval against the limit, per
-    # hour in `unit`); `detail` keeps the metric's series and windows. Empty in older journals.
+    # The verdict's own words, and the numbers a verdict table shows (trend verdicts: slope and its interval
+    # against the limit, per hour in `unit`; verdict_numbers() of the detail).
     reason: str = ""
     windows_closed: int = 0
     slope: float | None = None

@@ -5,9 +5,7 @@ from __future__ import annotations
 from typing import Literal
 
 from orchestrator.events.base import Event
-from orchestrator.events.payloads import (
-    Json,
-)
+from orchestrator.events.payloads import AudioFacts, Json
 
 __all__ = ["AiperfStarted", "AiperfExited", "ClientRecord", "ServerRecord", "RequestsInFlight", "RequestCorrelated", "RequestUnmatched", "AccountingChecked", "Phase", "CauseCode"]
 
@@ -89,7 +87,7 @@ class ServerRecord(Event, frozen=True, kw_only=True):
     completion_tokens: int | None = None
     streaming: str = ""
     incarnation: int = 0
-    audio: Json | None = None
+    audio: AudioFacts | None = None
     error_code: str = ""
     end_unix_ns: int | None = None
 

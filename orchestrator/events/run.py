@@ -9,8 +9,8 @@ from orchestrator.events.base import SCHEMA_VERSION, Event
 from orchestrator.events.payloads import (
     HostFacts,
     NoticeContext,
-    PhaseDetail,
 )
+from orchestrator.events.phases import PhaseDetail
 
 __all__ = ["RunStarted", "RunFinished", "PhaseStarted", "PhaseFinished", "Warned", "Failed", "EventsDropped", "SubscriberFailed"]
 
@@ -42,11 +42,11 @@ class RunFinished(Event, frozen=True, kw_only=True):
 
 
 class PhaseStarted(Event, frozen=True, kw_only=True):
-    """A named stage began (e.g. `capability`, `correctness`, `aiperf`, `soak_window`)."""
+    """A named stage began (e.g. `capability`, `correctness`, `aiperf`, `soak`); `detail` is its own Struct."""
 
     phase: str
     model: str = ""
-    detail: PhaseDetail = PhaseDetail()
+    detail: PhaseDetail | None = None
 
 
 class PhaseFinished(Event, frozen=True, kw_only=True):
@@ -56,7 +56,7 @@ class PhaseFinished(Event, frozen=True, kw_only=True):
     model: str = ""
     outcome: str = ""
     reason: str = ""
-    detail: PhaseDetail = PhaseDetail()
+    detail: PhaseDetail | None = None
 
 
 # ---------------------------------------------------------------------------------- diagnostics

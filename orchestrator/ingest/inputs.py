@@ -57,7 +57,8 @@ def _open(path: str) -> BinaryIO:
     if magic[:2] == b"\x1f\x8b":
         return gzip.GzipFile(fileobj=fh)  # type: ignore[return-value]
     if magic == b"\x28\xb5\x2f\xfd":
-        import zstandard
+        import zstandard  # only zstd-compressed inputs need it: not loaded for every ingest
+
 
         return zstandard.ZstdDecompressor().stream_reader(fh, closefd=True)
     return fh

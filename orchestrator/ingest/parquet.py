@@ -10,7 +10,7 @@ __all__ = ["write_parquet"]
 
 def write_parquet(correlated: list[RequestCorrelated], path: str) -> None:
     """One row per correlated request, columns = RequestCorrelated's fields. Blocks (file write)."""
-    try:
+    try:  # an optional extra, imported only when Parquet is asked for
         import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError:

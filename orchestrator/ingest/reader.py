@@ -10,13 +10,15 @@ from __future__ import annotations
 import gc
 import os
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from operator import attrgetter
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Protocol
 
 import msgspec
 
+from orchestrator.correlate import Joiner
+from orchestrator.dataset import parse_session_key
 from orchestrator.events import (
     AccountingChecked,
     ClientRecord,
@@ -37,7 +39,7 @@ from orchestrator.ingest.summary import (
     latency_statistics,
 )
 from orchestrator.ports import LineDecoder, LogCodecs
-from orchestrator.publish.secrets import Redactor
+from orchestrator.redaction import Redactor
 
 __all__ = ["Ingest", "new_joiner"]
 
@@ -119,7 +121,7 @@ class Ingest:
 
     def __init__(
         self,
-        joiner: Any,
+        joiner: Join,
         codecs: LogCodecs,
         *,
         since_ns: int | None = None,
@@ -561,11 +563,18 @@ class Ingest:
 
 
 
-def new_joiner() -> Any:
-    """The correlator's pure join core, keyed like the live run (one implementation of the join)."""
-    from orchestrator.correlate import Joiner
-    from orchestrator.dataset import parse_session_key
+class Join(Protocol):
+    """What the reader needs of the join (correlate.Joiner; a benchmark can stand in a join that does nothing)."""
 
+    def add_client(self, rec: ClientRecord, now_ns: int = 0) -> list[Event]: ...
+    def add_server(self, rec: ServerRecord, now_ns: int = 0) -> list[Event]: ...
+    def add_clients(self, recs: Iterable[ClientRecord], now_ns: int = 0) -> list[Event]: ...
+    def add_servers(self, recs: Iterable[ServerRecord], now_ns: int = 0) -> list[Event]: ...
+    def flush(self) -> list[Event]: ...
+
+
+def new_joiner() -> Joiner:
+    """The correlator's pure join core, keyed like the live run (one implementation of the join)."""
     return Joiner(key_parser=parse_session_key, source="ingest")
 
 

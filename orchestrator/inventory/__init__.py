@@ -1,37 +1,57 @@
 """The audio-QA inventory of a TRTMC checkout (`aqbench inventory`).
 
-Modules, one job each: `tree` reads manifests and other checkout files from a folder, a bare repository
-or a git revision; `manifests` parses one manifest into a `profile.Profile`; `classify` decides group
-membership and class; `precision` finds TRTMC's default precision; `tasks` finds Task declarations and
-`findings` code gaps in family sources; `matrix` reads the owners' support matrix; `rows` builds one row
-per checkpoint; `considered` lists what was left out; `audit` ties them into an `Inventory`; `probes`
-reads `qualify` journals; `render` writes Markdown and JSON (its docstring documents the JSON shape),
-`html` the HTML page; `reconcile` diffs two inventories.
+Modules, one job each: `paths` says what each checkout path is (both layouts); `tree` reads those files from
+a folder, a bare repository or a git revision; `manifests` parses one manifest into a `profile.Profile`;
+`task_names` is the list of audio Task names and their classes; `classify` decides group membership and
+class; `precision` finds TRTMC's harness default precision; `support_file` reads a family's support.py,
+`code_facts` its build and runtime code, `readme` its READMEs, `families` gathers them per family;
+`findings` derives cited gaps from them; `route` reads the served chat schema; `owners` the owners' gates;
+`candidate` gives an audio-QA checkpoint its route limits, recorded quality, gate and blockers; `tasks`
+finds declared-only audio-QA checkpoints and the Task names in use; `matrix` reads the owners' support
+matrix; `rows` and `named_rows` build the rows; `considered` lists what was left out; `audit` ties them into
+an `Inventory`; `probes` reads `qualify` journals; `render` writes Markdown and JSON (its docstring documents
+the JSON shape), `html` the HTML page; `reconcile` diffs two inventories.
 """
 
 from orchestrator.inventory.audit import audit
 from orchestrator.inventory.html import to_html
 from orchestrator.inventory.probes import read_probes
-from orchestrator.inventory.reconcile import RevisionDiff, RowChange, diff_inventories, diff_markdown, load_inventory
+from orchestrator.inventory.reconcile import (
+    RevisionDiff,
+    RowChange,
+    TaskRename,
+    diff_inventories,
+    diff_markdown,
+    load_inventory,
+)
 from orchestrator.inventory.records import (
+    BLOCKER_GAP_KINDS,
     CAPABILITY_CLASSES,
     INVENTORY_SCHEMA_VERSION,
     LAYOUTS,
     STATUSES,
+    Blocker,
     CheckpointRow,
     CodeSources,
     ConfiguredModel,
     Considered,
     Control,
+    DeclaredTask,
     ErrorRow,
     Evidence,
+    FamilyNote,
     Gap,
     Inventory,
     ManifestDocument,
+    OwnerGate,
     OwnerStatus,
     ProbeOutcome,
+    QualityRecord,
     Reconciliation,
+    RouteLimits,
+    ServedRoute,
     SourceDocument,
+    TaskSeen,
     TreeSource,
     VariantRow,
 )
@@ -41,6 +61,7 @@ from orchestrator.inventory.tree import MANIFEST_GLOBS, read_code_sources, read_
 __all__ = [
     "INVENTORY_SCHEMA_VERSION",
     "CAPABILITY_CLASSES",
+    "BLOCKER_GAP_KINDS",
     "STATUSES",
     "LAYOUTS",
     "MANIFEST_GLOBS",
@@ -60,8 +81,17 @@ __all__ = [
     "OwnerStatus",
     "Considered",
     "CodeSources",
+    "DeclaredTask",
+    "RouteLimits",
+    "QualityRecord",
+    "OwnerGate",
+    "Blocker",
+    "ServedRoute",
+    "TaskSeen",
+    "FamilyNote",
     "RevisionDiff",
     "RowChange",
+    "TaskRename",
     "audit",
     "read_probes",
     "read_task_sources",

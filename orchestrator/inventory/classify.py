@@ -1,6 +1,8 @@
 """Classify a parsed manifest: whether it joins the audio-conditioned group, then its native class.
 
-Both read only the Profile's task, runtime, contract, test-type and input evidence.
+Both read only the Profile's task, runtime, contract, test-type, name and input evidence. The manifest's Task
+decides first when it is in the Task list (`task_names`); a Task not listed that speaks of audio makes the
+class `unknown`, flagged for a person; otherwise the other fields decide by their words.
 """
 
 from __future__ import annotations
@@ -10,10 +12,21 @@ from collections.abc import Iterable
 
 from orchestrator.inventory.profile import Profile
 from orchestrator.inventory.records import Evidence
+from orchestrator.inventory.task_names import speaks_of_audio, task_class
 
-__all__ = ["words", "has_part", "select_group", "classify_profile"]
+__all__ = ["words", "has_part", "select_group", "classify_profile", "CLASS_WHY"]
 
-_AUDIO_QA_IDS = {"audio_text_to_text", "image_audio_text_to_text", "audio_video_text_to_text"}
+# Why a class is not audio QA (or is), as a row's gap says it.
+CLASS_WHY: dict[str, str] = {
+    "audio-qa": "ordered audio and text question parts -> text",
+    "transcription-only": "transcription only: no question input",
+    "voice-cloning": ("voice cloning: text and a reference voice clip in, speech in that voice out; the clip is "
+                      "not a question and no text answer comes out"),
+    "speech-output-only": "speech output only: text in, audio out; no audio input",
+    "music-generation": "music generation: text in, music out; no audio input",
+    "audio-video-generation": "video with a soundtrack generated from text: no audio input",
+}
+
 _AUDIO_QA_PARTS = ("audio_text_to_text", "audio_qa", "audio_question", "audio_answer")
 _DIALOGUE_PARTS = ("speech_to_speech", "dialogue", "duplex", "voicechat", "voice_chat", "speech_response",
                    "spoken", "speech_session")
@@ -22,6 +35,8 @@ _TRANSCRIBE_TOKENS = {"asr", "stt"}
 _SPEECH_OUT_PARTS = ("text_to_speech", "text_to_audio", "audio_generation", "speech_generation", "talker",
                      "speech_output", "audio_output")
 _SPEECH_OUT_TOKENS = {"tts"}
+_AUDIO_VIDEO_PARTS = ("audio_video", "t2va", "video_and_audio")
+_MUSIC = re.compile(r"music", re.IGNORECASE)
 _VISION_PARTS = ("vision", "image", "video", "visual")
 _VISION_TOKENS = {"vl", "vlm", "vqa"}
 _GROUP_PARTS = ("audio", "speech", "transcri", "omni", "voice", "dialog", "wav")
@@ -40,7 +55,8 @@ def has_part(text: str, parts: Iterable[str], tokens: set[str] = frozenset()) ->
 
 
 def select_group(p: Profile) -> None:
-    """Audio-conditioned group: task, runtime, contracts or test types speak of audio, or audio inputs."""
+    """Audio-conditioned group: task, runtime, contracts or test types speak of audio, or audio inputs, or the
+    checkpoint's own name does (an omni or speech model whose manifest runs it on text only)."""
     for claim, text in (("task_strategy", p.task), ("runtime_strategy", p.runtime)):
         if text and has_part(text, _GROUP_PARTS, _GROUP_TOKENS):
             p.in_group, p.group_reason = True, p.evidence[claim][0]
@@ -50,6 +66,50 @@ def select_group(p: Profile) -> None:
             if claim == "audio_input" or has_part(str(ev.value), _GROUP_PARTS, _GROUP_TOKENS):
                 p.in_group, p.group_reason = True, ev
                 return
+    for ev in p.evidence.get("checkpoint", []):
+        if has_part(str(ev.value).rsplit("/", 1)[-1], _GROUP_PARTS, _GROUP_TOKENS):
+            p.in_group, p.group_reason = True, ev
+            return
+
+
+def _dialogue_why(p: Profile) -> str:
+    steering = p.evidence.get("system_prompt", [])
+    if steering:
+        return (f"spoken dialogue: audio in, speech and text out; no text question (text steers it only through a "
+                f"system prompt, {steering[0].field})")
+    return "spoken dialogue: audio in, speech and text out; no text question: its testcases carry no text part"
+
+
+def _music(p: Profile) -> list[Evidence]:
+    return [ev for claim in ("checkpoint", "profile", "family") for ev in p.evidence.get(claim, [])
+            if _MUSIC.search(str(ev.value))][:1]
+
+
+def _by_task(p: Profile) -> bool:
+    """Decide by the manifest's Task when it is listed, or flag an unlisted audio Task; False when neither."""
+    task_ev = p.evidence.get("task_strategy", [])[:1]
+    if not task_ev:
+        return False
+    name = str(task_ev[0].value)
+    cls = task_class(name)
+    audio = p.evidence.get("audio_input", [])[:1]
+    if cls is None:
+        if not speaks_of_audio(name):
+            return False
+        p.capability, p.capability_evidence = "unknown", task_ev + audio
+        p.capability_why = (f"Task `{name}` speaks of audio but is not in the inventory's Task list: a person must "
+                            f"classify it (then add it to orchestrator/inventory/task_names.py)")
+        return True
+    if cls == "speech-output-only" and (music := _music(p)):
+        cls, task_ev = "music-generation", task_ev + music
+    if cls == "speech-output-only" and audio:
+        p.capability, p.capability_evidence = "unknown", task_ev + audio
+        p.capability_why = "speech output declared but the testcases also feed audio"
+        return True
+    prompt = p.evidence.get("text_prompt", [])[:1] if cls == "audio-qa" else []
+    p.capability, p.capability_evidence = cls, task_ev + audio + prompt
+    p.capability_why = _dialogue_why(p) if cls == "spoken-dialogue" else CLASS_WHY[cls]
+    return True
 
 
 def classify_profile(p: Profile) -> None:
@@ -63,20 +123,25 @@ def classify_profile(p: Profile) -> None:
     def done(cls: str, evidence: list[Evidence], why: str) -> None:
         p.capability, p.capability_evidence, p.capability_why = cls, evidence, why
 
-    ids = [ev for ev in named if str(ev.value).lower() in _AUDIO_QA_IDS] or first(_AUDIO_QA_PARTS)
+    if _by_task(p):
+        return None
+    ids = [ev for ev in named if task_class(str(ev.value)) == "audio-qa"] or first(_AUDIO_QA_PARTS)
     audio = p.evidence.get("audio_input", [])[:1]
     prompt = p.evidence.get("text_prompt", [])[:1]
     if ids:
         return done("audio-qa", ids + audio + prompt, "ordered audio and text question parts -> text")
     if ev := first(_DIALOGUE_PARTS):
-        return done("spoken-dialogue", ev + audio,
-                    "spoken dialogue: audio in, speech/text out; no text question (only a system prompt)")
+        return done("spoken-dialogue", ev + audio, _dialogue_why(p))
     if ev := first(_TRANSCRIBE_PARTS, _TRANSCRIBE_TOKENS):
-        return done("transcription-only", ev + audio, "transcription only: no question input")
+        return done("transcription-only", ev + audio, CLASS_WHY["transcription-only"])
+    if ev := first(_AUDIO_VIDEO_PARTS):
+        return done("audio-video-generation", ev, CLASS_WHY["audio-video-generation"])
     if ev := first(_SPEECH_OUT_PARTS, _SPEECH_OUT_TOKENS):
         if audio:
             return done("unknown", ev + audio, "speech output declared but the testcases also feed audio")
-        return done("speech-output-only", ev, "speech output only: text in, audio out; no audio input")
+        if music := _music(p):
+            return done("music-generation", ev + music, CLASS_WHY["music-generation"])
+        return done("speech-output-only", ev, CLASS_WHY["speech-output-only"])
     if audio and prompt:
         text_contracts = [ev for ev in p.evidence.get("user_contract", [])]
         if text_contracts:

@@ -24,6 +24,8 @@ _IMAGE_INPUT_KEYS = {"test_image", "test_input_image", "input_image", "test_imag
 _OUTPUT_MEDIA_PARTS = ("reference", "expected", "golden", "gold", "target", "output")
 _AUDIO_EXTENSIONS = (".wav", ".flac", ".mp3", ".ogg", ".opus", ".m4a")
 _PROMPT_KEYS = ("prompt", "question", "user_prompt", "text", "prompts", "questions")
+# Text that steers a spoken dialogue without asking it anything.
+_SYSTEM_PROMPT_KEYS = ("system_prompt", "system", "persona_prompt")
 _SAMPLING_KEYS = ("temperature", "top_k", "top_p", "seed", "do_sample", "sampling", "num_beams",
                   "repetition_penalty")
 _LANGUAGE_KEYS = ("language", "lang", "source_lang", "target_lang", "source_language", "target_language",
@@ -140,6 +142,8 @@ def _collect_case(p: Profile, prefix: str, case: dict[str, Any]) -> None:
         elif key in _PROMPT_KEYS and _media(value):
             p.note("text_prompt", field, value)
             p.has_prompt = True
+        elif key in _SYSTEM_PROMPT_KEYS and _media(value):
+            p.note("system_prompt", field, value)
     # Controls at the testcase's top level and inside its nested settings (runtime_config.<engine>.seed).
     settings: list[tuple[str, str, Any]] = [(prefix + k, k, v) for k, v in case.items()]
     for k, v in case.items():

@@ -10,7 +10,7 @@ from typing import Any
 
 from orchestrator.config import ModelConfig
 from orchestrator.errors import InventoryError
-from orchestrator.events import CapabilityProbed, ModelResult, ResultRow, RunStarted
+from orchestrator.events import CapabilityProbed, ModelResult, ResultRow, RunStarted, TransportEvidence
 from orchestrator.inventory.records import Evidence, ProbeOutcome
 from orchestrator.journal import iter_journal
 
@@ -71,8 +71,9 @@ def read_probes(run: str | Path) -> list[ProbeOutcome]:
         if probe is not None:
             evidence.append(Evidence(claim=f"probe:transport:{'passed' if probe.passed else 'failed'}",
                                      file=str(journal), field=_where(probe), value=probe.evidence))
-            reason = probe.reason or (f"input_audio answered {probe.evidence.get('status')}"
-                                      if not probe.passed and probe.evidence.get("status") else "")
+            sent = probe.evidence.with_audio if isinstance(probe.evidence, TransportEvidence) else None
+            reason = probe.reason or (f"input_audio answered {sent.status}"
+                                      if not probe.passed and sent is not None and sent.status else "")
         if result is not None:
             status, stage = result.status, result.failed_stage
             evidence.append(Evidence(claim=f"probe:result:{status}", file=str(journal),

@@ -11,6 +11,7 @@ import msgspec
 __all__ = [
     "INVENTORY_SCHEMA_VERSION",
     "CAPABILITY_CLASSES",
+    "BLOCKER_GAP_KINDS",
     "STATUSES",
     "LAYOUTS",
     "ManifestDocument",
@@ -29,24 +30,38 @@ __all__ = [
     "OwnerStatus",
     "Considered",
     "CodeSources",
+    "DeclaredTask",
+    "RouteLimits",
+    "QualityRecord",
+    "OwnerGate",
+    "Blocker",
+    "ServedRoute",
+    "TaskSeen",
+    "FamilyNote",
 ]
 
 # 2: effective precision with its source, variant axes, gaps with citations, owner status, considered list.
-INVENTORY_SCHEMA_VERSION = 2
+# 3: the `families/` layout read whole: declared Tasks, the served route, the owners' gates, recorded quality,
+#    route limits and blockers per audio-QA row, gap kinds, Task names seen, family notes; three more classes.
+INVENTORY_SCHEMA_VERSION = 3
 
 CapabilityClass = Literal[
-    "audio-qa", "spoken-dialogue", "transcription-only", "speech-output-only", "vision-language",
-    "text-only", "unknown",
+    "audio-qa", "spoken-dialogue", "transcription-only", "voice-cloning", "speech-output-only",
+    "music-generation", "audio-video-generation", "vision-language", "text-only", "unknown",
 ]
-# Order = strength for this workload: a checkpoint's class is the strongest over its profiles.
+# Order = strength for this workload (what the model is fed first): a checkpoint's class is the strongest
+# over its profiles.
 CAPABILITY_CLASSES: tuple[str, ...] = (
-    "audio-qa", "spoken-dialogue", "transcription-only", "speech-output-only", "vision-language",
-    "text-only", "unknown",
+    "audio-qa", "spoken-dialogue", "transcription-only", "voice-cloning", "speech-output-only",
+    "music-generation", "audio-video-generation", "vision-language", "text-only", "unknown",
 )
 Status = Literal["unsupported", "blocked", "planned", "implemented", "family-validated", "aiperf-qualified"]
 STATUSES: tuple[str, ...] = (
     "unsupported", "blocked", "planned", "implemented", "family-validated", "aiperf-qualified",
 )
+# A blocker's kind -> the kind of the gap that restates it.
+BLOCKER_GAP_KINDS: dict[str, str] = {"route": "no-served-route", "gate": "no-owner-gate",
+                                     "quality": "recorded-quality-failure", "config": "not-configured"}
 Layout = Literal["tests/e2e/models", "families"]
 LAYOUTS: tuple[str, ...] = ("tests/e2e/models", "families")
 
@@ -121,13 +136,20 @@ class ProbeOutcome(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class CodeSources(msgspec.Struct, frozen=True, kw_only=True):
-    """Checkout files beyond the manifests that the audit cites: where an omitted `precision` is defaulted
-    (harness, build CLI), each family's build plugin and runtime (plan sections built and loaded, public
-    entry points), and the owners' published support matrix (None when the checkout has none)."""
+    """Checkout files outside `families/` that the audit cites: where an omitted `precision` is defaulted
+    (harness, build CLI), the older layout's build plugins and runtimes (plan sections built and loaded,
+    public entry points), the owners' published support matrix, the served chat schema, the owners'
+    qualification Tasks and profile configs, whether the checkout has the family qualification scheme, and
+    the Task SDK headers. A file the checkout lacks is None (or an empty list)."""
 
     precision_defaults: list[SourceDocument] = []
     family_code: list[SourceDocument] = []
     support_matrix: SourceDocument | None = None
+    server_schema: SourceDocument | None = None
+    owner_tasks: SourceDocument | None = None
+    owner_models: list[SourceDocument] = []
+    qualification_scheme: SourceDocument | None = None
+    task_sdk: list[SourceDocument] = []
 
 
 # ----------------------------------------------------------------------------------------- outputs
@@ -169,6 +191,92 @@ class Gap(msgspec.Struct, frozen=True, kw_only=True):
     # Its first clause, for a one-line table cell.
     summary: str = ""
     evidence: list[Evidence] = []
+    # A stable code for what the gap is ("no-served-route", "class:transcription-only", "runtime-takes-no-audio",
+    # ...): reconciliation compares kinds, never the text (which may quote commit ids or wording).
+    kind: str = ""
+
+
+class DeclaredTask(msgspec.Struct, frozen=True, kw_only=True):
+    """A Task a family's support.py declares, with its line and the condition it is declared under."""
+
+    task: str
+    file: str
+    line: int
+    # The `if` it sits under, with what a bare name in it is ("audio (audio = ...)"); "" when unconditional.
+    condition: str = ""
+
+
+class RouteLimits(msgspec.Struct, frozen=True, kw_only=True):
+    """What the family's route supports for a checkpoint, as its README (and build code) state it."""
+
+    precision: str = ""
+    tensor_parallel: int | None = None
+    batch: int | None = None
+    # Execution modes the route runs media in ("standalone"), and what paired builds do with media.
+    modes: list[str] = []
+    paired_media: str = ""
+    evidence: list[Evidence] = []
+
+
+class QualityRecord(msgspec.Struct, frozen=True, kw_only=True):
+    """One recorded result for an audio mode of a checkpoint, from a family README's results table."""
+
+    checkpoint: str
+    mode: str
+    outcome: Literal["passed", "quality-failure", "failed"]
+    file: str
+    line: int
+    # The README section and table column it was read under.
+    section: str = ""
+    column: str = ""
+
+
+class OwnerGate(msgspec.Struct, frozen=True, kw_only=True):
+    """Whether the owners have a gate to judge a checkpoint's audio Task by, and what is missing if not."""
+
+    exists: bool
+    task: str = ""
+    evidence: list[Evidence] = []
+    missing: list[str] = []
+
+
+class Blocker(msgspec.Struct, frozen=True, kw_only=True):
+    """One thing that blocks qualifying an audio-QA checkpoint: the route, the owners' gate, recorded quality,
+    or (when nothing else does) that bench.toml does not configure it."""
+
+    kind: Literal["route", "gate", "quality", "config"]
+    text: str
+    evidence: list[Evidence] = []
+
+
+class ServedRoute(msgspec.Struct, frozen=True, kw_only=True):
+    """What the checkout's served chat schema accepts as message content parts."""
+
+    file: str
+    present: bool
+    # None when the schema could not be read (then `error` says why).
+    accepts_audio: bool | None = None
+    part_types: list[str] = []
+    evidence: list[Evidence] = []
+    error: str = ""
+
+
+class TaskSeen(msgspec.Struct, frozen=True, kw_only=True):
+    """An audio Task name found in the checkout and its class; `flagged` when it is not in the Task list."""
+
+    task: str
+    capability_class: str
+    flagged: bool = False
+    evidence: list[Evidence] = []
+
+
+class FamilyNote(msgspec.Struct, frozen=True, kw_only=True):
+    """What the audit read (or could not read) of a family beyond its rows; unaccounted when not `accounted`."""
+
+    family: str
+    text: str
+    evidence: list[Evidence] = []
+    accounted: bool = True
 
 
 class OwnerStatus(msgspec.Struct, frozen=True, kw_only=True):
@@ -232,6 +340,13 @@ class CheckpointRow(msgspec.Struct, frozen=True, kw_only=True):
     l0_tier_profiles: list[str] = []
     # Audio inputs that are the same clip as one in `audio_inputs` (its provenance), counted once.
     same_clip: list[Evidence] = []
+    # The family's support.py Tasks, with lines; for audio-QA rows the route's limits, the owners' recorded
+    # quality, the owners' gate, and what blocks qualification.
+    declared_tasks: list[DeclaredTask] = []
+    route: RouteLimits | None = None
+    quality: list[QualityRecord] = []
+    owner_gate: OwnerGate | None = None
+    blockers: list[Blocker] = []
 
 
 class ErrorRow(msgspec.Struct, frozen=True, kw_only=True):
@@ -253,7 +368,8 @@ class Reconciliation(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Inventory(msgspec.Struct, frozen=True, kw_only=True):
-    """The whole audit; `accounted` is true when every checkpoint has a status and, if needed, a gap."""
+    """The whole audit; `accounted` is true when every checkpoint has a known class and status, and nothing the
+    audit looked at was unreadable or unclassified (each such thing is a line of `unaccounted`)."""
 
     schema_version: int = INVENTORY_SCHEMA_VERSION
     source: TreeSource
@@ -269,3 +385,9 @@ class Inventory(msgspec.Struct, frozen=True, kw_only=True):
     considered: list[Considered] = []
     # Where TRTMC defaults an omitted manifest precision (None when the checkout does not show it).
     precision_default: Evidence | None = None
+    # "families", "tests/e2e/models" or "both", with the files that show it.
+    layout: str = ""
+    layout_evidence: list[Evidence] = []
+    served_route: ServedRoute | None = None
+    tasks_seen: list[TaskSeen] = []
+    family_notes: list[FamilyNote] = []

@@ -2,7 +2,7 @@
 
 Pure: reads only the Inventory it is given.
 
-JSON shape (`to_json`; schema_version 2, fields only ever appended):
+JSON shape (`to_json`; schema_version 3, fields only ever appended):
 - `schema_version`, `source` {root, rev, commit, dirty, read_via, bare}, `layouts_found`,
   `manifests_scanned`, `manifests_in_group`, `accounted`, `unaccounted` [str],
   `precision_default` {claim, file, field, value} | null: where TRTMC defaults an omitted precision.
@@ -18,6 +18,12 @@ JSON shape (`to_json`; schema_version 2, fields only ever appended):
   `context_parallel`, `ci_tier`, `capability_class`, `file`.
 - `considered` [{checkpoint, profile, file, capability_class, reason, evidence}]: left out, and why.
 - `errors` [{file, layout, error}], `reconciliation` {bench.toml lists}.
+- schema 3 adds: `layout` ("families", "tests/e2e/models", "both") with `layout_evidence`; `served_route`
+  {file, present, accepts_audio, part_types, evidence, error}; `tasks_seen` [{task, capability_class, flagged,
+  evidence}]; `family_notes` [{family, text, evidence, accounted}]; per row `declared_tasks` [{task, file, line,
+  condition}], `route` {precision, tensor_parallel, batch, modes, paired_media, evidence} | null, `quality`
+  [{checkpoint, mode, outcome, file, line, section, column}], `owner_gate` {exists, task, evidence, missing} |
+  null, `blockers` [{kind: route | gate | quality | config, text, evidence}]; per gap `kind`.
 """
 
 from __future__ import annotations
@@ -27,9 +33,17 @@ from typing import Any
 
 import msgspec
 
-from orchestrator.inventory.records import CheckpointRow, Evidence, Inventory, VariantRow
+from orchestrator.inventory.records import (
+    BLOCKER_GAP_KINDS,
+    CheckpointRow,
+    Evidence,
+    Inventory,
+    RouteLimits,
+    VariantRow,
+)
 
-__all__ = ["to_markdown", "to_json", "source_line", "gap_sentence", "checkpoint_label"]
+__all__ = ["to_markdown", "to_json", "source_line", "gap_sentence", "checkpoint_label", "route_text", "quality_text",
+           "gate_text", "declared_text"]
 
 _encoder = msgspec.json.Encoder(order="deterministic")
 _GAP_CELL = 110  # characters: the main table must fit a screen
@@ -69,9 +83,44 @@ def source_line(inv: Inventory) -> str:
 
 
 def gap_sentence(r: CheckpointRow) -> str:
-    """The row's gap in one short sentence for the main table."""
+    """The row's gap in one short sentence for the main table (a blocked audio-QA row: what blocks it)."""
     text = r.gaps[0].summary if r.gaps and r.gaps[0].summary else r.gap.split("; ", 1)[0].split(", so ", 1)[0]
+    if r.status == "blocked" and r.blockers:
+        text = f"blocked by {', '.join(dict.fromkeys(b.kind for b in r.blockers))}; {text}"
     return text if len(text) <= _GAP_CELL else text[:_GAP_CELL - 3] + "..."
+
+
+def route_text(route: RouteLimits | None) -> str:
+    """What the route supports, in a phrase: `fp16, TP 1, batch 1, standalone; paired media not mapped`."""
+    if route is None:
+        return "-"
+    parts = [route.precision or "precision ?", f"TP {route.tensor_parallel if route.tensor_parallel is not None else '?'}",
+             f"batch {route.batch if route.batch is not None else '?'}", *route.modes]
+    return ", ".join(parts) + (f"; paired media {route.paired_media}" if route.paired_media else "")
+
+
+def quality_text(r: CheckpointRow) -> str:
+    """The owners' recorded audio results: `passed: standalone text and audio` or `quality failure: ...`."""
+    return "; ".join(f"{q.outcome.replace('-', ' ')}: {q.mode}" for q in r.quality) or "none recorded"
+
+
+def declared_text(r: CheckpointRow) -> str:
+    """A family's support.py Tasks, each once, with its lines and the condition it is declared under."""
+    lines: dict[str, list[str]] = {}
+    when: dict[str, str] = {}
+    for t in r.declared_tasks:
+        lines.setdefault(t.task, []).append(str(t.line))
+        if t.condition:
+            when.setdefault(t.task, t.condition)
+    return ", ".join(f"`{task}` (line {', '.join(ln)}{', only if ' + when[task] if task in when else ''})"
+                     for task, ln in lines.items())
+
+
+def gate_text(r: CheckpointRow) -> str:
+    gate = r.owner_gate
+    if gate is None:
+        return "-"
+    return "yes: " + "; ".join(_cite(e) for e in gate.evidence[:2]) if gate.exists else "none"
 
 
 def checkpoint_label(r: CheckpointRow) -> str:
@@ -122,6 +171,17 @@ def _details(inv: Inventory, r: CheckpointRow) -> list[str]:
         out.append(f"- contracts: {_cell(r.user_contracts)}; controls: {ctl}")
     if r.audio_inputs:
         out.append(f"- audio inputs ({len(r.audio_inputs)}): {', '.join(f'`{a}`' for a in r.audio_inputs)}")
+    if r.declared_tasks:
+        out.append(f"- its family's Tasks (`{r.declared_tasks[0].file}`): {declared_text(r)}")
+    if r.route is not None:
+        cites = "; ".join(dict.fromkeys(_cite(e) for e in r.route.evidence))
+        out.append(f"- route: {route_text(r.route)} ({cites})")
+    out += [f"- owners' recorded audio result: {q.outcome.replace('-', ' ')}: {q.mode} (`{q.file}` line {q.line}, "
+            f"{q.section or 'results table'}, column \"{q.column}\")" for q in r.quality]
+    if (gate := r.owner_gate) is not None:
+        out.append(f"- owners' gate: {'yes' if gate.exists else 'none'}" + (
+            f" ({'; '.join(_cite(e) for e in gate.evidence[:3])})" if gate.exists else f": {'; '.join(gate.missing)}"))
+    out += [f"- blocked by {b.kind}: {b.text}" for b in r.blockers]
     out += [f"- same clip, counted once: {e.value} ({_cite(e)})" for e in r.same_clip]
     for o in r.owner_status:
         words = ", ".join(f"{k} {v}" for k, v in o.platforms.items()) or "-"
@@ -134,6 +194,8 @@ def _details(inv: Inventory, r: CheckpointRow) -> list[str]:
         tiers = ", ".join(_tier(inv, r, p) for p in r.l0_tier_profiles)
         out.append(f"- L0 CI tier (does not establish coverage): {tiers}")
     for g in r.gaps:
+        if r.blockers and g.kind in BLOCKER_GAP_KINDS.values():
+            continue  # said above as "blocked by"
         cites = "; ".join(_cite(e) for e in g.evidence[:6])
         out.append(f"- gap: {g.text}" + (f" — see {cites}" if cites else ""))
     out += [f"- note: {n}" for n in r.notes]
@@ -170,11 +232,26 @@ def to_markdown(inv: Inventory) -> str:
     if inv.precision_default is not None:
         d = inv.precision_default
         out.append(f"- a manifest without `precision` builds at {d.value} (TRTMC's default: {_cite(d)})")
+    if inv.layout:
+        out.append(f"- layout: {inv.layout} (" + "; ".join(_cite(e) for e in inv.layout_evidence) + ")")
+    if (route := inv.served_route) is not None:
+        said = ("absent" if not route.present else f"unreadable: {route.error}" if route.accepts_audio is None
+                else f"accepts {', '.join(f'`{t}`' for t in route.part_types)} content parts"
+                + ("" if route.accepts_audio else ", no audio"))
+        out.append(f"- served chat route (`{route.file}`): {said}"
+                   + (f" ({'; '.join(_cite(e) for e in route.evidence)})" if route.evidence and route.present else ""))
     out += ["", "## Checkpoints", ""]
     rows = [[checkpoint_label(r), r.capability_class, r.status, _profile(r), r.task_strategy, gap_sentence(r)]
             for r in inv.rows]
     rows += [[f"(unreadable) {e.file}", "unknown", "error", "-", "-", e.error] for e in inv.errors]
     out += _table(["checkpoint", "class", "status", "normal profile", "native Task", "gap"], rows)
+    candidates = [r for r in inv.rows if r.capability_class == "audio-qa"]
+    if candidates:
+        out += ["", "## Audio-QA candidates", ""]
+        out += _table(["checkpoint", "status", "route supports", "owners' gate", "owners' recorded audio results",
+                       "blocked by"],
+                      [[r.checkpoint, r.status, route_text(r.route), gate_text(r), quality_text(r),
+                        ", ".join(dict.fromkeys(b.kind for b in r.blockers)) or "-"] for r in candidates])
     out += ["", "## Considered, not in the group", ""]
     out += [f"- **{c.checkpoint}** (`{c.profile}`, {c.capability_class}): {c.reason} — "
             + "; ".join(_cite(e) for e in c.evidence) for c in inv.considered] or ["None."]
@@ -190,6 +267,14 @@ def to_markdown(inv: Inventory) -> str:
         ("Probe results matching no checkpoint", rec.probes_unmatched),
     ):
         out.append(f"- {title}: " + (", ".join(f"`{i}`" for i in items) if items else "none"))
+    if inv.tasks_seen:
+        out += ["", "## Audio Tasks in this checkout", ""]
+        out += [f"- `{t.task}`: " + ("**not in the Task list: a person must classify it**" if t.flagged
+                                     else t.capability_class) + " (" + "; ".join(_cite(e) for e in t.evidence) + ")"
+                for t in inv.tasks_seen]
+    if inv.family_notes:
+        out += ["", "## Family notes", ""]
+        out += [f"- `{n.family}`: {n.text}" + ("" if n.accounted else " (not accounted for)") for n in inv.family_notes]
     if inv.unaccounted:
         out += ["", "## Not accounted for", ""] + [f"- {u}" for u in inv.unaccounted]
     out += ["", "## Evidence (by checkpoint, then file)", ""]

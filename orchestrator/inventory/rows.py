@@ -23,18 +23,28 @@ Normal-profile rule (one row per checkpoint = `hf_id` + `hf_revision`; every oth
    precision), or `alternate` when none of these differ; `differs` spells each out with both values.
 A profile whose `hf_revision` is missing joins the checkpoint's single pinned revision when there is one.
 
+Class: the strongest over the checkpoint's profiles; speech output becomes `voice-cloning` when the family's
+runtime takes a reference voice clip or its support.py requires a speech tokenizer (cited).
+
 Status precedence for a row: `--probe` evidence (newest run first) > manifest class other than audio-qa
-(`unsupported`, with the gap) > configured in bench.toml and not yet run (`planned`) > audio-qa declared
-with no served route (`blocked`) > a candidate absent from the checkout (`unsupported`).
+(`unsupported`, with the gap and the family's findings) > configured in bench.toml and not yet run
+(`planned`) > audio-qa with a blocker (`blocked`: route, owners' gate, recorded quality; see `candidate`).
 """
 
 from __future__ import annotations
 
-import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import msgspec
+
+from orchestrator.inventory.candidate import CandidateDetails, Checkout, candidate_details
+from orchestrator.inventory.classify import CLASS_WHY
+from orchestrator.inventory.families import FamilyFacts
+from orchestrator.inventory.findings import NO_AUDIO_PATH, family_gaps
+from orchestrator.inventory.owners import model_config_evidence
+from orchestrator.inventory.paths import SERVER_SCHEMA
 from orchestrator.inventory.profile import Profile
 from orchestrator.inventory.records import (
     CAPABILITY_CLASSES,
@@ -43,17 +53,15 @@ from orchestrator.inventory.records import (
     Evidence,
     Gap,
     ProbeOutcome,
-    TreeSource,
+    ServedRoute,
     VariantRow,
 )
-from orchestrator.inventory.tasks import DECLARED_TASK, Declared
 
-__all__ = ["family_defaults", "checkpoints", "match", "checkpoint_row", "candidate_row", "declared_row", "near"]
+__all__ = ["family_defaults", "checkpoints", "match", "checkpoint_row", "apply_probes", "summary", "owner_config_gap"]
 
 _PRECISION_RANK = ("bf16", "fp16", "fp32", "fp8", "nvfp4", "int8", "int4")
-# Why trtmc-server cannot reach an audio-QA Task today (shared/docs/trtmc.md section 1).
-_NO_ROUTE = ("no served route reaches it: trtmc-server dispatches text Tasks only and answers every "
-             "input_audio content part with 400; trtmc-perf-serve has no chat route for audio questions")
+# Without a checkout's facts (tests of the manifest rules alone), the route is unknown.
+_NO_CHECKOUT = Checkout(route=ServedRoute(file=SERVER_SCHEMA, present=False, error="the audit was given no checkout files"))
 
 
 def _precision_rank(precision: str) -> tuple[int, str]:
@@ -142,6 +150,38 @@ def _probe_status(probe: ProbeOutcome) -> str:
     return ""
 
 
+def owner_config_gap(checkout: Checkout, profiles: Sequence[str]) -> Gap | None:
+    """How the owners' profile config judges a checkpoint that takes no audio (its lines), if it has one."""
+    lines = model_config_evidence(checkout.owners, profiles)
+    if not lines:
+        return None
+    said = "; ".join(f"`{e.value}` (line {e.field.removeprefix('line ')})" for e in lines[:3])
+    return Gap(text=f"the owners qualify it without audio: {lines[0].file} says {said}",
+               summary="the owners qualify it without audio", evidence=lines, kind="owner-config")
+
+
+def _unread(family: FamilyFacts | None, name: str, cls: str) -> list[str]:
+    """Say when the family's code could not show why a text or image checkpoint takes no audio."""
+    if cls not in NO_AUDIO_PATH:
+        return []
+    if family is None or not (family.code.build_files or family.code.runtime_files or family.support):
+        return [f"no support.py, build or runtime file of family `{name}` was read: its own code cannot show why "
+                f"no audio reaches it"]
+    if family.code.runtime_files and not family.code.loaded:
+        return [f"its runtime ({family.code.runtime_files[0]}) loads no section under a literal name: which engines "
+                f"it runs could not be read"]
+    return []
+
+
+def _class(strongest: Profile, family: FamilyFacts | None) -> tuple[str, str, list[Evidence]]:
+    """(class, why, evidence): speech output that takes a reference voice clip is voice cloning."""
+    cls, why, evidence = strongest.capability, strongest.capability_why, list(strongest.capability_evidence)
+    voice = family.voice_evidence() if family is not None else []
+    if cls == "speech-output-only" and voice:
+        return "voice-cloning", CLASS_WHY["voice-cloning"], evidence + voice
+    return cls, why, evidence
+
+
 def checkpoint_row(
     key: tuple[str, str],
     members: list[Profile],
@@ -150,14 +190,15 @@ def checkpoint_row(
     candidate: str,
     configured: list[ConfiguredModel],
     probes: list[ProbeOutcome],
-    findings: Sequence[Gap] = (),
+    family: FamilyFacts | None = None,
+    checkout: Checkout | None = None,
 ) -> tuple[CheckpointRow, list[VariantRow]]:
-    """The row of one checkpoint from its profiles; `findings` are gaps its family's code shows."""
-    family = members[0].family
-    normal, full = _normal(members, defaults.get(family, ""))
+    """The row of one checkpoint from its profiles, its family's files and the checkout's route and gates."""
+    family_name = members[0].family
+    normal, full = _normal(members, defaults.get(family_name, ""))
     ordered = sorted(members, key=lambda p: (CAPABILITY_CLASSES.index(p.capability), p is not normal))
     strongest = ordered[0]
-    cls = strongest.capability
+    cls, why, class_evidence = _class(strongest, family)
     classes_seen = {p.name: p.capability for p in sorted(members, key=lambda p: p.name)}
     evidence: list[Evidence] = []
     for claim in ("checkpoint", "revision", "profile", "family", "task_strategy", "runtime_strategy",
@@ -166,8 +207,7 @@ def checkpoint_row(
     if normal.group_reason is not None:
         evidence.append(Evidence(claim="audio_group", file=normal.doc.path, field=normal.group_reason.field,
                                  value=normal.group_reason.value))
-    evidence += [Evidence(claim=f"class:{cls}", file=ev.file, field=ev.field, value=ev.value)
-                 for ev in strongest.capability_evidence]
+    evidence += [Evidence(claim=f"class:{cls}", file=ev.file, field=ev.field, value=ev.value) for ev in class_evidence]
     notes: list[str] = []
     if not full:
         notes.append("no full-model profile: only partial, L0 CI tier or parallel profiles; "
@@ -175,31 +215,43 @@ def checkpoint_row(
     if strongest is not normal:
         notes.append(f"class {cls} comes from profile {strongest.name} ({strongest.doc.path}); "
                      f"the normal profile {normal.name} is {normal.capability}")
-    others = {p.capability for p in members} - {cls}
+    others = {p.capability for p in members} - {strongest.capability}
     gap_classes = f" (other profiles: {', '.join(sorted(others))})" if others else ""
-    status, gap = _manifest_status(cls, strongest, configured, evidence, gap_classes)
+    profiles = [normal.name, *sorted(p.name for p in members if p is not normal)]
+    details = None
+    if cls == "audio-qa":
+        details = candidate_details(checkpoint=normal.hf_id, tasks=[normal.task] if normal.task else [],
+                                    profiles=profiles, family=family, checkout=checkout or _NO_CHECKOUT,
+                                    configured=bool(configured))
+        notes += details.notes
+    status, gap, class_gaps = _manifest_status(cls, why, class_evidence, configured, evidence, gap_classes, details)
     if strongest.skips:
         reason = "; ".join(dict.fromkeys(strongest.skips))
         evidence += strongest.evidence.get("skip", [])
         notes.append(f"profile {strongest.name} is skipped by its own manifest: {reason}")
         if gap:
             gap = f"{gap}; and the manifest skips it: {reason}"
-    class_gaps = [Gap(text=gap, summary=_summary(gap), evidence=list(strongest.capability_evidence))] if gap else []
+            class_gaps = [msgspec.structs.replace(g, text=gap, summary=summary(gap)) if g.kind.startswith("class:")
+                          else g for g in class_gaps]
+    findings = family_gaps(family, cls)
+    notes += _unread(family, family_name, cls)
+    if checkout is not None and cls in NO_AUDIO_PATH and (owned := owner_config_gap(checkout, profiles)):
+        findings.append(owned)
     if findings and gap:
-        # What the family's code shows outranks the class's template: it says what stands in the way.
+        # What the family's files show outranks the class's template: it says what stands in the way.
         gap = f"{findings[0].text} (class {cls}: {gap})"
     manifest_gap = gap
-    status, gap, probe_notes = _apply_probes(status, gap, key, probes, evidence)
+    status, gap, probe_notes = apply_probes(status, gap, key, probes, evidence)
     notes += probe_notes
     if not gap:
         gaps: list[Gap] = []
     elif gap == manifest_gap:
         gaps = [*findings, *class_gaps]
     else:  # a live probe's reason leads; the checkout's findings still explain it
-        gaps = [Gap(text=gap, summary=_summary(gap), evidence=[e for e in evidence if e.claim.startswith("probe:")]),
-                *findings]
+        gaps = [Gap(text=gap, summary=summary(gap), evidence=[e for e in evidence if e.claim.startswith("probe:")],
+                    kind="live-probe"), *findings]
     row = CheckpointRow(
-        checkpoint=normal.hf_id, revision=key[1], family=family, profile=normal.name, file=normal.doc.path,
+        checkpoint=normal.hf_id, revision=key[1], family=family_name, profile=normal.name, file=normal.doc.path,
         full_model_coverage=full, task_strategy=normal.task, runtime_strategy=normal.runtime,
         user_contracts=sorted({c for p in members for c in p.contracts}) if not normal.contracts
         else list(normal.contracts),
@@ -211,7 +263,9 @@ def checkpoint_row(
         probes=probes, accounted=cls != "unknown" or status != "unsupported", notes=notes,
         precision_source=normal.precision_source, gaps=gaps,
         l0_tier_profiles=sorted(p.name for p in members if p.l0_tier and p is not normal),
-        same_clip=list(normal.same_clip),
+        same_clip=list(normal.same_clip), declared_tasks=list(family.support.tasks) if family and family.support else [],
+        route=details.route if details else None, quality=details.quality if details else [],
+        owner_gate=details.gate if details else None, blockers=details.blockers if details else [],
     )
     variants = []
     for p in sorted(members, key=lambda p: p.name):
@@ -226,32 +280,35 @@ def checkpoint_row(
     return row, variants
 
 
-def _summary(text: str) -> str:
+def summary(text: str) -> str:
     """The first clause of a gap: up to its first ':' or ';' (citations and detail follow those)."""
     cut = min((i for i in (text.find(": "), text.find("; ")) if i > 0), default=len(text))
     return text[:cut]
 
 
 def _manifest_status(
-    cls: str, strongest: Profile, configured: list[ConfiguredModel], evidence: list[Evidence], extra: str
-) -> tuple[str, str]:
-    if cls != "audio-qa":
-        gap = f"{strongest.capability_why}{extra}"
+    cls: str, why: str, class_evidence: list[Evidence], configured: list[ConfiguredModel], evidence: list[Evidence],
+    extra: str, details: CandidateDetails | None,
+) -> tuple[str, str, list[Gap]]:
+    """(status, gap, the class's gaps) before probes."""
+    if cls != "audio-qa" or details is None:
+        gap = f"{why}{extra}"
         if cls == "unknown":
             gap = f"capability unknown: {gap}; classify it by hand or add a rule"
-        return "unsupported", gap
+        return "unsupported", gap, [Gap(text=gap, summary=summary(gap), evidence=class_evidence, kind=f"class:{cls}")]
     if configured:
         m = configured[0]
         evidence.append(Evidence(claim="status:planned", file=m.config_path, field=f"models[{m.index}].checkpoint",
                                  value=m.checkpoint))
-        return "planned", ""
-    evidence.append(Evidence(claim="status:blocked", file="shared/docs/trtmc.md", field="section 1 (Audio today)",
-                             value="input_audio -> 400"))
-    declared = next((f"{ev.value} ({ev.field})" for ev in strongest.capability_evidence), "audio-QA")
-    return "blocked", f"{declared} declared but {_NO_ROUTE}"
+        return "planned", "", []
+    declared = next((f"{ev.value} ({ev.field})" for ev in class_evidence), "audio-QA")
+    evidence += [Evidence(claim=f"status:blocked:{b.kind}", file=e.file, field=e.field, value=e.value)
+                 for b in details.blockers for e in b.evidence]
+    blocked_by = "; ".join(b.text for b in details.blockers)
+    return "blocked", f"{declared} declared, but {blocked_by}", details.gaps
 
 
-def _apply_probes(
+def apply_probes(
     status: str, gap: str, key: tuple[str, str], probes: list[ProbeOutcome], evidence: list[Evidence]
 ) -> tuple[str, str, list[str]]:
     """Newest run first: live evidence outranks any manifest reading; a pinned-revision mismatch is ignored."""
@@ -275,94 +332,3 @@ def _apply_probes(
     return status, gap, notes
 
 
-_GENERIC_TOKENS = {"instruct", "thinking", "chat", "base", "model", "it", "hf", "v1", "v2"}
-# A size part: 2b, 0.6b, 357m, e4b (Gemma's effective size), 30b.
-_SIZE = re.compile(r"^[a-z]?\d+(?:\.\d+)?[bm]$")
-_NAME_SPLIT = re.compile(r"[-_\s]+")
-
-
-def _family_and_size(name: str) -> tuple[tuple[str, ...], str]:
-    """A model name's family parts (everything before its first size part, generic words dropped) and size."""
-    parts = [t for t in _NAME_SPLIT.split(name.rsplit("/", 1)[-1].lower()) if t]
-    at = next((i for i, t in enumerate(parts) if _SIZE.match(t)), len(parts))
-    return tuple(t for t in parts[:at] if t not in _GENERIC_TOKENS), parts[at] if at < len(parts) else ""
-
-
-def near(candidate: str, groups: dict[tuple[str, str], list[Profile]], most: int = 3) -> list[str]:
-    """Checkpoints that are plausibly the same model as an absent candidate: the same family parts (the
-    name before its size, e.g. `gemma-4`, `qwen3-omni`) and the same size when both names give one
-    (`gemma-4-E4B-it` matches neither `gemma-2-2b-it` nor `gemma-4-E2B-it`). None otherwise: another
-    family or size is another model, and a suggestion would be noise."""
-    family, size = _family_and_size(candidate)
-    if not family:
-        return []
-    found = set()
-    for (hf_id, _rev), members in groups.items():
-        for name in (hf_id, *(p.name for p in members)):
-            fam, sz = _family_and_size(name)
-            if fam == family and (not size or not sz or sz == size) and hf_id != candidate.lower():
-                found.add(members[0].hf_id)
-    return sorted(found)[:most]
-
-
-def candidate_row(candidate: str, configured: list[ConfiguredModel], probes: list[ProbeOutcome],
-                   source: TreeSource, near: Sequence[str] = ()) -> CheckpointRow:
-    where = f"commit {source.commit[:12]}" if source.commit else source.root
-    evidence = [Evidence(claim="candidate", file="bench.toml", field="inventory.candidates", value=candidate)]
-    # "No manifest", not "not in the checkout": a README or the Task SDK may still mention it (Gemma 4),
-    # but only a manifest, a runtime Task and a served route together establish a capability.
-    gap = (f"no manifest in this TRTMC checkout ({where}) names {candidate} as hf_id or profile, so nothing "
-           f"there establishes what TRTMC serves for it")
-    if near:
-        gap += (f"; nearest checkpoints here: {', '.join(near)} (another id is another checkpoint: "
-                f"correct [inventory] candidates if one of them is meant)")
-    status = "unsupported"
-    if configured:
-        m = configured[0]
-        status, gap = "planned", ""
-        evidence.append(Evidence(claim="status:planned", file=m.config_path,
-                                 field=f"models[{m.index}].checkpoint", value=m.checkpoint))
-    status, gap, notes = _apply_probes(status, gap, (candidate.lower(), ""), probes, evidence)
-    return CheckpointRow(
-        checkpoint=candidate, revision="", family="", profile="", file="", full_model_coverage=False,
-        task_strategy="", runtime_strategy="", user_contracts=[], precision="", cache_length=None,
-        audio_inputs=[], capability_class="unknown", classes_seen={}, status=status, gap=gap, controls=[],
-        evidence=evidence, variants=[], candidate=candidate, in_audio_group=False,
-        configured_as=[m.name for m in configured], probes=probes, accounted=True, notes=notes,
-        gaps=[Gap(text=gap, summary="no manifest names it in this checkout", evidence=evidence[:1])] if gap else [],
-    )
-
-
-def declared_row(hf_id: str, fam: Declared, *, candidate: str, configured: list[ConfiguredModel],
-                  probes: list[ProbeOutcome]) -> CheckpointRow:
-    """A checkpoint known only from its family's sources: audio-QA declared, no manifest, no route."""
-    task = DECLARED_TASK.search(str(fam.declared[0].value))
-    task_id = task.group(1) if task else "audio_text_to_text"
-    decl, bind, named = fam.declared[0], fam.bound[0], fam.named[hf_id]
-    evidence = [Evidence(claim="checkpoint", file=named.file, field=named.field, value=named.value),
-                Evidence(claim="class:audio-qa", file=decl.file, field=decl.field, value=decl.value),
-                Evidence(claim="class:audio-qa", file=bind.file, field=bind.field, value=bind.value)]
-    if candidate:
-        evidence.append(Evidence(claim="candidate", file="bench.toml", field="inventory.candidates", value=candidate))
-    status, gap = "blocked", (f"{task_id} declared in {decl.file} ({decl.field}) and bound in {bind.file} "
-                              f"({bind.field}), but no manifest builds or tests {hf_id}, and {_NO_ROUTE}")
-    if configured:
-        m = configured[0]
-        status, gap = "planned", ""
-        evidence.append(Evidence(claim="status:planned", file=m.config_path, field=f"models[{m.index}].checkpoint",
-                                 value=m.checkpoint))
-    else:
-        evidence.append(Evidence(claim="status:blocked", file="shared/docs/trtmc.md",
-                                 field="section 1 (Audio today)", value="input_audio -> 400"))
-    status, gap, notes = _apply_probes(status, gap, (hf_id.lower(), ""), probes, evidence)
-    notes.insert(0, "known from the family's sources only (no manifest): whether a build of this checkpoint "
-                    "carries the Task depends on its own config, which only a build shows")
-    return CheckpointRow(
-        checkpoint=hf_id, revision="", family=fam.family, profile="", file=named.file, full_model_coverage=False,
-        task_strategy=task_id, runtime_strategy="", user_contracts=[], precision="", cache_length=None,
-        audio_inputs=[], capability_class="audio-qa", classes_seen={}, status=status, gap=gap, controls=[],
-        evidence=evidence, variants=[], candidate=candidate, in_audio_group=True,
-        configured_as=[m.name for m in configured], probes=probes, accounted=True, notes=notes,
-        gaps=[Gap(text=gap, summary=f"{task_id} declared and bound, but no manifest and no served route",
-                  evidence=[decl, bind, named])] if gap else [],
-    )

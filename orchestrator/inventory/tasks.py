@@ -1,59 +1,79 @@
-"""Find audio-QA Task declarations in a family's sources: declared in support.py, bound in the runtime,
-and the checkpoints its README's audio rows name.
+"""Audio-QA Tasks a family declares and binds without a manifest for its checkpoints (how TRTMC main
+carries Gemma 4 through Edge-LLM), and the Task names the checkout uses, each against the Task list.
+
+A declaration needs both sides: support.py declares the Task and the runtime binds it (test fixtures bind
+everything and are never read); its README's audio table rows name the checkpoints. A family with only one
+side, or naming no checkpoint, is a family note, never dropped. Pure.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Any
 
 import msgspec
 
-from orchestrator.inventory.records import Evidence, SourceDocument
+from orchestrator.inventory.families import FamilyFacts
+from orchestrator.inventory.records import DeclaredTask, Evidence, FamilyNote, SourceDocument, TaskSeen
+from orchestrator.inventory.task_names import speaks_of_audio, task_class
 
-__all__ = ["DECLARED_TASK", "Declared", "declarations"]
+__all__ = ["Declared", "declarations", "tasks_seen"]
 
-# A family declares an audio-QA Task in its support.py (`tasks.append("audio_text_to_text")`) and binds it
-# in its runtime (`api::bind<api::IAudioTextToText>(...)`); both are needed, as test fixtures bind
-# everything. Its README tables name the checkpoints (Gemma 4 through Edge-LLM has no manifest).
-DECLARED_TASK = re.compile(r"""["'](audio_text_to_text|image_audio_text_to_text|audio_video_text_to_text)["']""")
-_BOUND_TASK = re.compile(r"\bbind<\s*(?:[\w:]+::)?I(AudioTextToText|ImageAudioTextToText|AudioVideoTextToText)\s*>")
-_HF_ID = re.compile(r"(?<![\w./-])([A-Za-z0-9][\w-]*/[A-Za-z0-9][\w.-]*[A-Za-z0-9])(?![\w/-])")
+_SDK_TASK = re.compile(r"""\bkTask\s*=\s*"([a-z0-9_]+)\"""")
 
 
 class Declared(msgspec.Struct, kw_only=True):
     family: str
-    declared: list[Evidence] = []
+    declared: list[DeclaredTask] = []
     bound: list[Evidence] = []
     named: dict[str, Evidence] = {}  # Hugging Face id (as written) -> the README line naming it
 
 
-def _line_hits(doc: SourceDocument, pattern: re.Pattern[str], claim: str, *,
-               where: Any = None) -> list[Evidence]:
-    text = doc.data.decode("utf-8", "replace")
-    return [Evidence(claim=claim, file=doc.path, field=f"line {n}", value=line.strip()[:200])
-            for n, line in enumerate(text.splitlines(), 1)
-            if (where is None or where(line)) and pattern.search(line)]
+def _where(tasks: list[DeclaredTask]) -> str:
+    return f"{tasks[0].file} line {', '.join(str(t.line) for t in tasks)}"
 
 
-def declarations(sources: Iterable[SourceDocument]) -> dict[str, Declared]:
-    """Families whose sources both declare and bind an audio-QA Task, with the checkpoints their
-    READMEs name on table rows that speak of audio."""
+def declarations(families: dict[str, FamilyFacts]) -> tuple[dict[str, Declared], list[FamilyNote]]:
+    """Families that declare, bind and name checkpoints for an audio-QA Task; notes for the half-done ones."""
     found: dict[str, Declared] = {}
-    for doc in sorted(sources, key=lambda d: d.path):
-        fam = found.setdefault(doc.family_dir, Declared(family=doc.family_dir))
-        name = doc.path.rsplit("/", 1)[-1]
-        if name == "support.py":
-            fam.declared += _line_hits(doc, DECLARED_TASK, "task_declared")
-        elif name == "README.md":
-            rows = _line_hits(doc, _HF_ID, "named_in_readme",
-                              where=lambda ln: ln.lstrip().startswith("|") and "audio" in ln.lower())
-            for ev in rows:
-                # The checkpoint column is the first: "text/audio" in a later cell is not an id.
-                first_cell = str(ev.value).strip().strip("|").split("|", 1)[0]
-                for hf_id in _HF_ID.findall(first_cell):
-                    fam.named.setdefault(hf_id, ev)
-        else:
-            fam.bound += _line_hits(doc, _BOUND_TASK, "task_bound")
-    return {k: v for k, v in found.items() if v.declared and v.bound and v.named}
+    notes: list[FamilyNote] = []
+    for family, facts in sorted(families.items()):
+        declared, bound = facts.declared("audio-qa"), facts.bound("audio-qa")
+        named = facts.readme.named
+        if declared and bound and named:
+            found[family] = Declared(family=family, declared=declared, bound=bound, named=dict(named))
+            continue
+        cites = [Evidence(claim="task_declared", file=t.file, field=f"line {t.line}", value=t.task) for t in declared]
+        names = ", ".join(dict.fromkeys(f"`{t.task}`" for t in declared))
+        if declared and bound:
+            notes.append(FamilyNote(family=family, accounted=False, evidence=cites + bound[:2], text=(
+                f"declares {names} ({_where(declared)}) and its runtime binds it, but no README audio row names a "
+                f"checkpoint and no manifest builds one: which checkpoints carry it cannot be told")))
+        elif declared:
+            notes.append(FamilyNote(family=family, evidence=cites, text=(
+                f"declares {names} ({_where(declared)}) but no runtime file binds it: nothing runs the Task")))
+        elif bound:
+            notes.append(FamilyNote(family=family, evidence=bound[:3], text=(
+                f"its runtime binds `{bound[0].value}` ({bound[0].file} {bound[0].field}) but support.py does not "
+                f"declare it: no build carries the Task")))
+    return found, notes
+
+
+def tasks_seen(task_names: Iterable[Evidence], sdk: Iterable[SourceDocument]) -> list[TaskSeen]:
+    """Every audio Task name the checkout uses (manifests, support.py, runtime bindings, the owners' Tasks, the
+    Task SDK's `kTask`), with its class, or flagged when the name speaks of audio but is not in the list."""
+    found: dict[str, list[Evidence]] = {}
+    for ev in task_names:
+        found.setdefault(str(ev.value), []).append(ev)
+    for doc in sdk:
+        for n, line in enumerate(doc.data.decode("utf-8", "replace").splitlines(), 1):
+            for m in _SDK_TASK.finditer(line):
+                found.setdefault(m.group(1), []).append(Evidence(claim="task_sdk", file=doc.path, field=f"line {n}",
+                                                                 value=m.group(1)))
+    out = []
+    for name, evidence in sorted(found.items()):
+        cls = task_class(name)
+        if cls is None and not speaks_of_audio(name):
+            continue
+        out.append(TaskSeen(task=name, capability_class=cls or "unknown", flagged=cls is None, evidence=evidence[:3]))
+    return out

@@ -1,79 +1,40 @@
-"""Read TRTMC model manifests from a checkout folder or from a git revision; records what was read.
+"""Read a TRTMC checkout's files from a folder or from a git revision: manifests, the families' own files,
+and the checkout-wide files the audit cites; records what was read.
 
-Finds files only (both layouts); what they mean is the job of `manifests` and `audit`. Blocks (file reads, git).
+Finds files only (both layouts; `paths` says which path is what); what they mean is the job of the other
+modules. Blocks (file reads, git).
 """
 
 from __future__ import annotations
 
 import subprocess
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 import msgspec
 
 from orchestrator.errors import InventoryError
+from orchestrator.inventory.paths import (
+    MANIFEST_GLOBS,
+    OWNER_MODELS_DIR,
+    OWNER_TASKS,
+    PRECISION_DEFAULT_FILES,
+    QUALIFICATION_README,
+    SERVER_SCHEMA,
+    SUPPORT_MATRIX,
+    checkout_file,
+    family_file,
+    manifest_path,
+)
 from orchestrator.inventory.records import LAYOUTS, CodeSources, ManifestDocument, SourceDocument, TreeSource
 
 __all__ = ["MANIFEST_GLOBS", "SUPPORT_MATRIX", "read_tree", "read_task_sources", "read_code_sources"]
 
-# Older and newer layouts (shared/docs/trtmc.md section 3); both may exist in one checkout.
-MANIFEST_GLOBS: dict[str, str] = {
-    "tests/e2e/models": "tests/e2e/models/*/manifests/*.json",
-    "families": "families/*/tests/manifests/*.json",
-}
 _GIT_TIMEOUT_S = 60.0
-# Where a family declares and binds its native Tasks when no manifest shows them (Gemma 4's Edge-LLM
-# audio_text_to_text): its support.py, its runtime sources, and its READMEs naming checkpoints.
-_RUNTIME_SUFFIXES = (".cpp", ".cc", ".h", ".hpp")
 _MAX_SOURCE_BYTES = 2 << 20
-# The owners' published status table (website source data).
-SUPPORT_MATRIX = "website/data/model-support-matrix.md"
-# Where an omitted manifest `precision` gets its value: the e2e harness and the build CLI.
-_PRECISION_DEFAULT_FILES = ("tests/e2e_harness/orchestrator.py",)
-_RUNTIME_CODE_NAMES = ("plugin.cpp", "pipeline.h")
-
-
-def _task_source_family(path: str) -> str | None:
-    """The family folder when `path` is a Task-declaration source (tests excluded), else None."""
-    parts = PurePosixPath(path).parts
-    if len(parts) < 3 or parts[0] != "families" or "tests" in parts[2:]:
-        return None
-    name = parts[-1]
-    if (len(parts) == 3 and name == "support.py") or name == "README.md":
-        return parts[1]
-    if parts[2] == "runtime" and name.endswith(_RUNTIME_SUFFIXES):
-        return parts[1]
-    return None
-
-
-def _code_kind(path: str) -> tuple[str, str] | None:
-    """("precision" | "family" | "matrix", family folder or "") for a file `read_code_sources` wants."""
-    parts = PurePosixPath(path).parts
-    name = parts[-1] if parts else ""
-    if path == SUPPORT_MATRIX:
-        return "matrix", ""
-    if path in _PRECISION_DEFAULT_FILES or (len(parts) == 3 and parts[0] == "python" and name == "build_cli.py"):
-        return "precision", ""
-    # A family's build plugin: python/<package>/families/<fam>/plugin.py (or families/<fam>/plugin.py).
-    if name == "plugin.py" and len(parts) >= 3 and parts[-3] == "families" and (
-            len(parts) == 3 or (len(parts) == 5 and parts[0] == "python")):
-        return "family", parts[-2]
-    # Its C++ runtime: src/runtime/models/<fam>/{plugin.cpp, pipeline.h, *_plan.h}.
-    if len(parts) == 5 and parts[:3] == ("src", "runtime", "models") and (
-            name in _RUNTIME_CODE_NAMES or name.endswith("_plan.h")):
-        return "family", parts[3]
-    return None
-
-
-def _classify_path(path: str) -> tuple[str, str] | None:
-    """(layout, family folder) when `path` is a manifest in one of the layouts, else None."""
-    parts = PurePosixPath(path).parts
-    if not path.endswith(".json"):
-        return None
-    if len(parts) == 6 and parts[:3] == ("tests", "e2e", "models") and parts[4] == "manifests":
-        return "tests/e2e/models", parts[3]
-    if len(parts) == 5 and parts[0] == "families" and parts[2:4] == ("tests", "manifests"):
-        return "families", parts[1]
-    return None
+# Folder globs for the checkout-wide files `read_code_sources` wants (a git read lists every path instead).
+_CODE_GLOBS = (SUPPORT_MATRIX, SERVER_SCHEMA, OWNER_TASKS, f"{OWNER_MODELS_DIR}/*.yaml", f"{OWNER_MODELS_DIR}/*.yml",
+               QUALIFICATION_README, *PRECISION_DEFAULT_FILES, "python/*/build_cli.py",
+               "python/*/families/*/plugin.py", "src/runtime/models/*/*", "include/**/*.h", "include/**/*.hpp")
 
 
 def _git(root: Path, *args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
@@ -101,7 +62,7 @@ def _read_folder(root: Path) -> tuple[list[ManifestDocument], TreeSource]:
     for layout in LAYOUTS:
         for file in sorted(root.glob(MANIFEST_GLOBS[layout])):
             rel = file.relative_to(root).as_posix()
-            found = _classify_path(rel)
+            found = manifest_path(rel)
             if found is None or not file.is_file():
                 continue
             try:
@@ -125,7 +86,7 @@ def _read_rev(root: Path, rev: str) -> tuple[list[ManifestDocument], TreeSource]
     listing = _git(root, "ls-tree", "-r", "-z", "--name-only", commit, "--", "tests/e2e/models", "families")
     if listing.returncode != 0:
         raise InventoryError(f"{root}: git ls-tree {commit} failed: {listing.stderr.decode().strip()}")
-    wanted = [(p, found) for p in listing.stdout.decode().split("\0") if p and (found := _classify_path(p))]
+    wanted = [(p, found) for p in listing.stdout.decode().split("\0") if p and (found := manifest_path(p))]
     # One `git cat-file --batch` process reads every blob: the same objects as `git show REV:PATH`,
     # without one process per manifest (a TRTMC checkout has hundreds).
     blobs = _cat_files(root, commit, [p for p, _ in wanted])
@@ -154,74 +115,78 @@ def _cat_files(root: Path, commit: str, paths: list[str]) -> list[bytes]:
     return blobs
 
 
-def read_task_sources(source: TreeSource) -> list[SourceDocument]:
-    """The families' Task-declaration sources (support.py, runtime C++, READMEs; tests excluded) from the
-    same place and revision `read_tree` read the manifests. Files over 2 MiB are skipped. Blocks."""
-    root = Path(source.root)
-    if source.read_via == "git":
-        listing = _git(root, "ls-tree", "-r", "-z", "-l", source.commit, "--", "families")
-        if listing.returncode != 0:
-            raise InventoryError(f"{root}: git ls-tree {source.commit} failed: {listing.stderr.decode().strip()}")
-        wanted: list[tuple[str, str]] = []
-        for entry in listing.stdout.decode().split("\0"):
-            meta, _, path = entry.partition("\t")
-            size = meta.split()[-1] if meta else "-"
-            family = _task_source_family(path) if path else None
-            if family and size.isdigit() and int(size) <= _MAX_SOURCE_BYTES:
-                wanted.append((path, family))
-        blobs = _cat_files(root, source.commit, [p for p, _ in wanted])
-        return [SourceDocument(path=p, family_dir=f, data=d) for (p, f), d in zip(wanted, blobs, strict=True)]
-    out: list[SourceDocument] = []
-    families = root / "families"
-    for file in sorted(families.rglob("*")) if families.is_dir() else []:
-        rel = file.relative_to(root).as_posix()
-        family = _task_source_family(rel)
-        if family is None or not file.is_file():
-            continue
-        try:
-            if file.stat().st_size > _MAX_SOURCE_BYTES:
-                continue
-            out.append(SourceDocument(path=rel, family_dir=family, data=file.read_bytes()))
-        except OSError:
-            continue  # an unreadable source only costs evidence; manifests stay the inventory's basis
+def _listing(root: Path, commit: str, *paths: str) -> list[tuple[str, int]]:
+    """(path, size) of every blob at `commit` (under `paths` when given)."""
+    listing = _git(root, "ls-tree", "-r", "-z", "-l", commit, "--", *paths)
+    if listing.returncode != 0:
+        raise InventoryError(f"{root}: git ls-tree {commit} failed: {listing.stderr.decode().strip()}")
+    out = []
+    for entry in listing.stdout.decode().split("\0"):
+        meta, _, path = entry.partition("\t")
+        size = meta.split()[-1] if meta else "-"
+        if path and size.isdigit():
+            out.append((path, int(size)))
     return out
 
 
+def _read_files(root: Path, files: list[Path]) -> list[tuple[str, bytes]]:
+    """(relative path, bytes) of files up to 2 MiB; an unreadable one only costs a citation."""
+    out = []
+    for file in files:
+        try:
+            if file.stat().st_size > _MAX_SOURCE_BYTES:
+                continue
+            out.append((file.relative_to(root).as_posix(), file.read_bytes()))
+        except OSError:
+            continue
+    return out
+
+
+def read_task_sources(source: TreeSource) -> list[SourceDocument]:
+    """Every family's own files the audit reads (support.py, build and runtime code, READMEs, its qualification
+    files; `paths.family_file`) from the same place and revision `read_tree` read the manifests. Files over
+    2 MiB are skipped. Blocks."""
+    root = Path(source.root)
+    if source.read_via == "git":
+        wanted = [(p, found[1]) for p, size in _listing(root, source.commit, "families")
+                  if size <= _MAX_SOURCE_BYTES and (found := family_file(p))]
+        blobs = _cat_files(root, source.commit, [p for p, _ in wanted])
+        return [SourceDocument(path=p, family_dir=f, data=d) for (p, f), d in zip(wanted, blobs, strict=True)]
+    families = root / "families"
+    files = [f for f in sorted(families.rglob("*")) if f.is_file()] if families.is_dir() else []
+    return [SourceDocument(path=rel, family_dir=found[1], data=data)
+            for rel, data in _read_files(root, [f for f in files if family_file(f.relative_to(root).as_posix())])
+            if (found := family_file(rel))]
+
+
 def read_code_sources(source: TreeSource) -> CodeSources:
-    """The precision-default files, families' build plugins and runtimes, and the support matrix, from the
-    same place and revision `read_tree` read the manifests. Files over 2 MiB are skipped. Blocks."""
+    """The checkout-wide files the audit reads (`paths.checkout_file`: precision defaults, the older layout's
+    build plugins and runtimes, the support matrix, the served chat schema, the owners' qualification
+    config, the qualification scheme, the Task SDK headers) from the same place and revision `read_tree`
+    read the manifests. Files over 2 MiB are skipped. Blocks."""
     root = Path(source.root)
     found: list[tuple[str, str, str]] = []  # (path, kind, family)
     if source.read_via == "git":
-        listing = _git(root, "ls-tree", "-r", "-z", "-l", source.commit)
-        if listing.returncode != 0:
-            raise InventoryError(f"{root}: git ls-tree {source.commit} failed: {listing.stderr.decode().strip()}")
-        for entry in listing.stdout.decode().split("\0"):
-            meta, _, path = entry.partition("\t")
-            size = meta.split()[-1] if meta else "-"
-            kind = _code_kind(path) if path else None
-            if kind and size.isdigit() and int(size) <= _MAX_SOURCE_BYTES:
-                found.append((path, *kind))
+        found = [(p, *kind) for p, size in _listing(root, source.commit)
+                 if size <= _MAX_SOURCE_BYTES and (kind := checkout_file(p))]
         blobs = _cat_files(root, source.commit, [p for p, _, _ in found])
     else:
-        globs = (SUPPORT_MATRIX, *_PRECISION_DEFAULT_FILES, "python/*/build_cli.py", "families/*/plugin.py",
-                 "python/*/families/*/plugin.py", "src/runtime/models/*/*")
-        files = sorted({f for g in globs for f in root.glob(g) if f.is_file()})
-        blobs = []
-        for file in files:
-            rel = file.relative_to(root).as_posix()
-            kind = _code_kind(rel)
-            try:
-                if kind is None or file.stat().st_size > _MAX_SOURCE_BYTES:
-                    continue
-                blobs.append(file.read_bytes())
-            except OSError:
-                continue  # an unreadable source only costs a citation
-            found.append((rel, *kind))
+        files = sorted({f for g in _CODE_GLOBS for f in root.glob(g) if f.is_file()})
+        read = [(rel, data, kind) for rel, data in _read_files(root, files) if (kind := checkout_file(rel))]
+        found = [(rel, kind[0], kind[1]) for rel, _, kind in read]
+        blobs = [data for _, data, _ in read]
     docs = [(kind, SourceDocument(path=p, family_dir=fam, data=d)) for (p, kind, fam), d in zip(found, blobs, strict=True)]
-    matrix = next((d for kind, d in docs if kind == "matrix"), None)
-    return CodeSources(precision_defaults=[d for kind, d in docs if kind == "precision"],
-                       family_code=[d for kind, d in docs if kind == "family"], support_matrix=matrix)
+
+    def one(kind: str) -> SourceDocument | None:
+        return next((d for k, d in docs if k == kind), None)
+
+    def every(kind: str) -> list[SourceDocument]:
+        return [d for k, d in docs if k == kind]
+
+    return CodeSources(precision_defaults=every("precision"), family_code=every("family-code"),
+                       support_matrix=one("matrix"), server_schema=one("server-schema"), owner_tasks=one("owner-tasks"),
+                       owner_models=every("owner-model"), qualification_scheme=one("qualification-scheme"),
+                       task_sdk=[d for d in every("task-sdk") if b"kTask" in d.data])
 
 
 def _is_bare(root: Path) -> bool:

@@ -13,6 +13,7 @@ from fractions import Fraction
 import msgspec
 
 from orchestrator.config import CorrectnessCriteria
+from orchestrator.events import GateResult
 
 __all__ = ["GateResult", "evaluate_gates", "not_applicable", "ScoredAnswer"]
 
@@ -22,26 +23,6 @@ class ScoredAnswer(msgspec.Struct, frozen=True, kw_only=True):
     arm: str
     kind: str
     verdict: str
-
-
-class GateResult(msgspec.Struct, frozen=True, kw_only=True):
-    gate: str
-    scope: str
-    required: float
-    observed: float
-    correct: int
-    total: int
-    passed: bool
-    # Each failing item once, in first-failure order: a soak window answers each item many times, and one
-    # entry per failed answer grew a window's summary with its requests (issue 23). `total - correct` counts them.
-    failing_items: list[str] = []
-    # False when no answer fell in the gate's scope: the gate judged nothing (passed is then False too).
-    applicable: bool = True
-
-    @property
-    def failed(self) -> bool:
-        """Applicable and below the required rate."""
-        return self.applicable and not self.passed
 
 
 def _passes(correct: int, total: int, required: float) -> bool:

@@ -1,6 +1,6 @@
 """Paired non-inferiority of a candidate against its reference (native) model: pure decisions, no I/O.
 
-Semantics mirror TRTMC ``apps/aiperf_qual`` (DESIGN.md 4.1-4.3). The regression ``R`` is positive when
+Semantics mirror TRTMC ``apps/aiperf_qual`` (its DESIGN.md 4.1-4.3). The regression ``R`` is positive when
 the candidate is worse, in the metric's points (percentage points for accuracy). ``pass`` when the
 one-sided 95% upper bound of R is below the margin, ``fail`` when the one-sided 95% lower bound exceeds
 it, ``inconclusive`` otherwise; ``not-comparable`` when a relative margin meets a reference score of 0.

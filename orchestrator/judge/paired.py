@@ -1,7 +1,7 @@
 """A model against its reference on paired answers: which gate applies, how answers pair, the decision.
 
 Pure: no I/O. Pairs by (item, arm); the statistics are judge/noninferiority.py's. Mirrors the owners' rules
-(TRTMC apps/aiperf_qual DESIGN.md 2 and 4): an input the model rejects as beyond its capacity leaves the
+(TRTMC apps/aiperf_qual/DESIGN.md 2 and 4): an input the model rejects as beyond its capacity leaves the
 comparison on both sides and is counted; any other problem the reference answered and the model did not
 is the model's wrong answer; an incomplete answer is wrong.
 """
@@ -29,7 +29,8 @@ __all__ = ["ChosenGate", "Judged", "choose_gate", "capacity_rejection", "decide_
 # Precisions a checkpoint is trained and shipped at; anything else (int8, fp8, nvfp4, int4, w4a16...) is
 # a quantization, held to `quantized_gate` where one is given.
 _FULL_PRECISIONS = {"", "fp32", "float32", "fp16", "float16", "half", "bf16", "bfloat16", "auto"}
-# trtmc-server's wording when an input exceeds the bundle's shipped capacity (DESIGN.md 2, our reading).
+# trtmc-server's wording when an input exceeds the bundle's shipped capacity (our reading of TRTMC
+# apps/aiperf_qual/DESIGN.md 2).
 _CAPACITY_RE = re.compile(r"exceeds? (the )?(prefill profile|model's fixed kv cache|.*capacity|.*max(imum)? "
                           r"(input|prompt|sequence|audio))|too long for the (bundle|engine)|max-audio-seconds",
                           re.IGNORECASE)

@@ -1,6 +1,7 @@
 """Pure scorers for dataset answers: normalisation and the exact / choice / numeric rules.
 
-No I/O and no state: `score(answer, item)` depends only on its arguments (see audio-qa.md, Scoring).
+No I/O and no state: `score(answer, item)` depends only on its arguments (each item's rule and tolerance
+come from its manifest line).
 """
 
 from __future__ import annotations

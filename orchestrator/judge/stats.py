@@ -1,5 +1,5 @@
 """Latency statistics shared by reports and ingest: p50/p90/p99/mean over a sample, and a bounded
-streaming estimator for live views. Pure functions over numbers; imports nothing from the project.
+streaming estimator for live views. Pure functions over numbers; imports only the Summary value type (orchestrator.events).
 
 Percentile method: numpy's `linear` (Hyndman & Fan type 7, what AIPerf's aggregates use): for sorted
 values x[0..n-1] and q in [0, 100], h = (n - 1) * q / 100, p = x[floor(h)] + (h - floor(h)) * (x[ceil(h)] - x[floor(h)]).
@@ -10,22 +10,11 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 
-import msgspec
 import numpy as np
 
+from orchestrator.events import Summary
+
 __all__ = ["Summary", "percentile", "summarize", "StreamingQuantiles"]
-
-
-class Summary(msgspec.Struct, frozen=True, kw_only=True):
-    """The statistics of one metric; all None when the sample is empty."""
-
-    count: int = 0
-    mean: float | None = None
-    p50: float | None = None
-    p90: float | None = None
-    p99: float | None = None
-    min: float | None = None
-    max: float | None = None
 
 
 def percentile(sorted_values: Sequence[float], q: float) -> float:

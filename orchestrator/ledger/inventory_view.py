@@ -13,7 +13,7 @@ import msgspec
 
 from orchestrator.errors import UsageError
 
-__all__ = ["EvidenceView", "InventoryView", "RowView", "VariantView", "load_inventory"]
+__all__ = ["BlockerView", "EvidenceView", "InventoryView", "RouteView", "RowView", "VariantView", "load_inventory"]
 
 
 class EvidenceView(msgspec.Struct, frozen=True, kw_only=True):
@@ -23,6 +23,29 @@ class EvidenceView(msgspec.Struct, frozen=True, kw_only=True):
     file: str = ""
     field: str = ""
     value: Any = None
+
+
+class BlockerView(msgspec.Struct, frozen=True, kw_only=True):
+    """What blocks qualifying an audio-QA checkpoint: route, gate, quality or config, in a sentence."""
+
+    kind: str = ""
+    text: str = ""
+
+
+class RouteView(msgspec.Struct, frozen=True, kw_only=True):
+    """What the checkpoint's route supports, as the inventory read it from the family's files."""
+
+    precision: str = ""
+    tensor_parallel: int | None = None
+    batch: int | None = None
+    modes: list[str] = []
+    paired_media: str = ""
+
+    def text(self) -> str:
+        tp = self.tensor_parallel if self.tensor_parallel is not None else "?"
+        batch = self.batch if self.batch is not None else "?"
+        paired = f"; paired media {self.paired_media}" if self.paired_media else ""
+        return ", ".join([self.precision or "precision ?", f"TP {tp}", f"batch {batch}", *self.modes]) + paired
 
 
 class RowView(msgspec.Struct, frozen=True, kw_only=True):
@@ -46,6 +69,8 @@ class RowView(msgspec.Struct, frozen=True, kw_only=True):
     tier: str = ""
     configured_as: list[str] = []
     accounted: bool = True
+    blockers: list[BlockerView] = []
+    route: RouteView | None = None
 
     @property
     def klass(self) -> str:

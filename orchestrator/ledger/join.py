@@ -17,7 +17,8 @@ from orchestrator.ledger.inventory_view import InventoryView, RowView, VariantVi
 from orchestrator.ledger.runs import RunEvidence
 from orchestrator.reports.schema import ModelRow
 
-__all__ = ["FINAL_STATUSES", "LOAD_ONLY_COMMANDS", "Ledger", "LedgerLine", "LedgerRun", "RunRowRef", "VariantLine", "build_ledger"]
+__all__ = ["FINAL_STATUSES", "LOAD_ONLY_COMMANDS", "Ledger", "LedgerLine", "LedgerRun", "OpenItem", "RunRowRef",
+           "VariantLine", "build_ledger"]
 
 # Statuses that end a checkpoint's story (`failed` only with a reason); others are stops on the way.
 FINAL_STATUSES = ("aiperf-qualified", "unsupported", "blocked", "failed")
@@ -85,8 +86,21 @@ class VariantLine(msgspec.Struct, frozen=True, kw_only=True):
     differing_axis: str = ""
 
 
+class OpenItem(msgspec.Struct, frozen=True, kw_only=True):
+    """An audio-QA checkpoint (audio and a question in, text out) not yet qualified: what the group exists for,
+    with exactly what the inventory says blocks it (route, gate, quality, config)."""
+
+    checkpoint: str
+    status: str = ""
+    source: str = ""
+    route: str = ""
+    blocked_by: list[str] = []
+    reasons: list[str] = []
+
+
 class Ledger(msgspec.Struct, frozen=True, kw_only=True):
-    """Can the group close? `blockers` lists every reason it cannot."""
+    """Can the group close? `blockers` lists every reason it cannot; `open_items` the audio-QA checkpoints not
+    yet qualified (a `blocked` one is final for closing, and stays the group's open item)."""
 
     inventory: str = ""
     trtmc_commit: str = ""
@@ -97,6 +111,7 @@ class Ledger(msgspec.Struct, frozen=True, kw_only=True):
     outside: list[RunRowRef] = []
     can_close: bool = False
     blockers: list[str] = []
+    open_items: list[OpenItem] = []
 
 
 def _ref(run: RunEvidence, row: ModelRow, note: str = "") -> RunRowRef:
@@ -243,4 +258,19 @@ def build_ledger(inv: InventoryView, runs: list[RunEvidence], *, dataset_identit
                              named=named[r.run_id]) for r in runs]
     return Ledger(inventory=inv.path, trtmc_commit=inv.trtmc_commit, dataset_identity=dataset_identity,
                   runs=ledger_runs, lines=lines, variants=variants, outside=outside, can_close=not blockers,
-                  blockers=blockers)
+                  blockers=blockers, open_items=_open_items(inv, lines))
+
+
+def _open_items(inv: InventoryView, lines: list[LedgerLine]) -> list[OpenItem]:
+    """In-scope audio-QA checkpoints that no run qualified, each with the inventory's blockers."""
+    rows = {r.checkpoint: r for r in inv.rows}
+    out = []
+    for ln in lines:
+        row = rows.get(ln.checkpoint)
+        if row is None or not ln.in_scope or ln.capability_class != "audio-qa" or ln.status == "aiperf-qualified":
+            continue
+        reasons = [f"{b.kind}: {b.text}" for b in row.blockers] or [*ln.blockers] or [ln.reason or row.gap_text]
+        out.append(OpenItem(checkpoint=ln.checkpoint, status=ln.status or row.status, source=ln.source,
+                            route=row.route.text() if row.route else "",
+                            blocked_by=list(dict.fromkeys(b.kind for b in row.blockers)), reasons=reasons))
+    return out

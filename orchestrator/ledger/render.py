@@ -45,13 +45,22 @@ def ledger_markdown(ledger: Ledger) -> str:
         "",
         (f"**Can the group close? {'yes' if ledger.can_close else 'no'}.** "
         f"{sum(ln.final for ln in in_scope)} of {len(in_scope)} checkpoints have a final status backed by "
-        f"evidence; {len(ledger.variants)} variants listed apart (never counted as models)."),
+        f"evidence; {len(ledger.variants)} variants listed apart (never counted as models)."
+        + (f" Open item: {len(ledger.open_items)} audio-QA checkpoint"
+           f"{'s' if len(ledger.open_items) != 1 else ''} not qualified." if ledger.open_items else "")),
         "",
         f"- TRTMC revision of the inventory: `{ledger.trtmc_commit or 'unknown'}`",
         f"- dataset identity: `{ledger.dataset_identity or 'none (no run rows)'}`",
         f"- runs read: {len(ledger.runs)}",
         "",
     ]
+    if ledger.open_items:
+        out += ["## The group's open item", "",
+                "Audio and a question in, text out: the checkpoints this group exists for that no run has qualified, "
+                "and exactly what blocks each. A `blocked` one is final for closing; it stays open here.", ""]
+        out += _table(["checkpoint", "status", "route supports", "blocked by", "what blocks it"],
+                      [[o.checkpoint, o.status or "none", o.route, o.blocked_by, o.reasons] for o in ledger.open_items])
+        out.append("")
     if ledger.blockers:
         out += ["## What blocks closing", ""] + [f"- {b}" for b in ledger.blockers] + [""]
     out += ["## Checkpoints", ""]

@@ -1,6 +1,6 @@
 """Private details to placeholders for `aqbench publish`: paths relative to named roots (`<run-dir>`,
 `<venv>`, `<checkout>`, `<bundle-dir>`, `<home>`, `<tmp>`, ...), host and user names, non-loopback IPs,
-loopback ports, environment values outside an allow-list, and credentials (through secrets.Redactor).
+loopback ports, environment values outside an allow-list, and credentials (through orchestrator.redaction.Redactor).
 
 Pure once built: `PrivateFacts` says what is private; `Scrubber` replaces it; the scan (scan.py) checks
 the same facts. Reads no files.
@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-from orchestrator.publish.secrets import REDACTED, Redactor, is_secret_name
+from orchestrator.redaction import REDACTED, Redactor, is_secret_name
 
 __all__ = ["FS_TOPS", "PrivateFacts", "Scrubber", "ipv4_private", "word_re"]
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import msgspec
 
 from orchestrator.publish.private import FS_TOPS, PrivateFacts, ipv4_private, word_re
-from orchestrator.publish.secrets import REDACTED, is_secret_name
+from orchestrator.redaction import REDACTED, is_secret_name
 
 __all__ = ["Finding", "scan_files", "scan_text"]
 

@@ -19,7 +19,7 @@ from orchestrator.ledger import InventoryView, Ledger, RunEvidence, ledger_markd
 from orchestrator.publish.comment import commands_markdown, comment_markdown, rows_json
 from orchestrator.publish.private import PrivateFacts, Scrubber
 from orchestrator.publish.scan import Finding, scan_files
-from orchestrator.publish.secrets import secret_values
+from orchestrator.redaction import secret_values
 
 __all__ = ["Publication", "gather_facts", "render_publication", "write_publication"]
 

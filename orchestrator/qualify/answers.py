@@ -6,8 +6,6 @@ a defect is named and journaled the same way wherever the answer came from.
 
 from __future__ import annotations
 
-from typing import Any
-
 import msgspec
 
 from orchestrator.config import ModelConfig
@@ -21,6 +19,7 @@ from orchestrator.events import (
 )
 from orchestrator.judge.answers import judge_answer
 from orchestrator.judge.completeness import Completeness, check_completeness
+from orchestrator.ports import ChatAnswer, EventSink
 
 __all__ = ["Answered", "AnswerBook", "ANSWER_EXCERPT_CHARS", "answered_http", "answered_load", "incomplete_entry", "incomplete_reason"]
 
@@ -39,8 +38,8 @@ class Answered(msgspec.Struct, frozen=True, kw_only=True):
     error: str = ""
 
 
-def answered_http(reply: Any) -> Answered:
-    """An HTTP reply (adapters.chat's ChatReply) as the book takes it; 200 is answered."""
+def answered_http(reply: ChatAnswer) -> Answered:
+    """An HTTP reply (ports.ChatAnswer) as the book takes it; 200 is answered."""
     ok = reply.status == 200
     return Answered(request_id=reply.request_id, answered=ok, text=reply.text, finish_reason=reply.finish_reason,
                     completion_tokens=reply.completion_tokens,
@@ -78,7 +77,7 @@ def incomplete_reason(entries: list[IncompleteAnswer], shown: int = 12, note: st
 class AnswerBook:
     """Judges and journals one model's answers; `max_tokens` is the limit its requests asked for."""
 
-    def __init__(self, bus: Any, model: ModelConfig, dataset: Dataset, max_tokens: int | None) -> None:
+    def __init__(self, bus: EventSink, model: ModelConfig, dataset: Dataset, max_tokens: int | None) -> None:
         self.bus = bus
         self.model = model
         self.dataset = dataset

@@ -7,11 +7,19 @@ CapabilityProbed-shaped verdict with the evidence that decided it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import msgspec
 
 from orchestrator.dataset import ConditioningPair, Dataset, Item
+from orchestrator.events import (
+    CapabilityEvidence,
+    ConditioningEvidence,
+    HttpExchange,
+    PairAnswers,
+    TextOnlyEvidence,
+    TranscriptionEvidence,
+    TransportEvidence,
+)
 from orchestrator.judge.scoring import normalize, score
 
 __all__ = [
@@ -25,7 +33,7 @@ __all__ = [
     "AUDIO_QA_TASKS",
 ]
 
-# Native Task ids that take ordered text and audio parts and give text (trtmc.md section 3).
+# Native Task ids that take ordered text and audio parts and give text (TRTMC's Task SDK names).
 AUDIO_QA_TASKS = frozenset({"audio_text_to_text", "image_audio_text_to_text", "audio_video_text_to_text"})
 
 # Below this share of items whose answer changes when the clip becomes silence, the audio is ignored.
@@ -46,7 +54,7 @@ class CheckResult(msgspec.Struct, frozen=True, kw_only=True):
     check: str
     passed: bool
     reason: str
-    evidence: dict[str, Any] = {}
+    evidence: CapabilityEvidence | None = None
 
 
 def judge_transport(with_audio_status: int, with_audio_body: str, text_status: int, text_body: str,
@@ -54,8 +62,9 @@ def judge_transport(with_audio_status: int, with_audio_body: str, text_status: i
     """Audio accepted when the request with `input_audio` is answered 200. A 400 with audio while the same
     request without the audio part gets 200 means the server does not accept audio in chat (never decided
     by matching the error text)."""
-    evidence = {"with_audio": {"status": with_audio_status, "body": with_audio_body[:2000], "request_id": request_ids[0]},
-                "without_audio": {"status": text_status, "body": text_body[:2000], "request_id": request_ids[1]}}
+    evidence = TransportEvidence(
+        with_audio=HttpExchange(status=with_audio_status, body=with_audio_body[:2000], request_id=request_ids[0]),
+        without_audio=HttpExchange(status=text_status, body=text_body[:2000], request_id=request_ids[1]))
     if with_audio_status == 200:
         return CheckResult(check="transport", passed=True, reason="input_audio accepted (200)", evidence=evidence)
     if with_audio_status == 400 and text_status == 200:
@@ -98,7 +107,7 @@ def _answers(answers: Sequence[ProbeAnswer], arm: str) -> dict[str, ProbeAnswer]
 def judge_conditioning(dataset: Dataset, pairs: Sequence[ConditioningPair], answers: Sequence[ProbeAnswer]) -> CheckResult:
     """For each relation, a majority of pairs must get two different answers that are both right."""
     audio = _answers(answers, "audio")
-    rows = []
+    rows: list[PairAnswers] = []
     ok_by_rel: dict[str, list[bool]] = {}
     for pair in pairs:
         a, b = audio.get(pair.first), audio.get(pair.second)
@@ -107,12 +116,12 @@ def judge_conditioning(dataset: Dataset, pairs: Sequence[ConditioningPair], answ
         differ = bool(a and b and normalize(a.answer or "") != normalize(b.answer or ""))
         good = va == "correct" and vb == "correct" and differ
         ok_by_rel.setdefault(pair.relation, []).append(good)
-        rows.append({"relation": pair.relation, "first": pair.first, "second": pair.second,
-                     "first_answer": a.answer if a else None, "second_answer": b.answer if b else None,
-                     "first_verdict": va, "second_verdict": vb, "answers_differ": differ, "passed": good})
+        rows.append(PairAnswers(relation=pair.relation, first=pair.first, second=pair.second,
+                                first_answer=a.answer if a else None, second_answer=b.answer if b else None,
+                                first_verdict=va, second_verdict=vb, answers_differ=differ, passed=good))
     failing = [rel for rel, oks in ok_by_rel.items() if sum(oks) * 2 <= len(oks)]
     missing = [rel for rel in ("same_clip", "same_question") if rel not in ok_by_rel]
-    evidence = {"pairs": rows}
+    evidence = ConditioningEvidence(pairs=rows)
     if missing:
         return CheckResult(check="conditioning", passed=False, evidence=evidence,
                            reason=f"the dataset has no {' or '.join(missing)} conditioning pairs to probe with")
@@ -131,8 +140,8 @@ def judge_text_only(answers: Sequence[ProbeAnswer]) -> CheckResult:
     common = sorted(set(audio) & set(silence))
     changed = [i for i in common if normalize(audio[i].answer or "") != normalize(silence[i].answer or "")]
     share = len(changed) / len(common) if common else 0.0
-    evidence = {"compared": len(common), "changed": len(changed), "changed_share": share,
-                "unchanged_items": [i for i in common if i not in changed][:50]}
+    evidence = TextOnlyEvidence(compared=len(common), changed=len(changed), changed_share=share,
+                                unchanged_items=[i for i in common if i not in changed][:50])
     if not common:
         return CheckResult(check="text_only", passed=False, reason="no audio/silence answers to compare", evidence=evidence)
     if share < MIN_CHANGED_SHARE:
@@ -165,8 +174,8 @@ def judge_transcription_only(items: Sequence[Item], answers: Sequence[ProbeAnswe
             if len(normalized) == 1 and next(iter(normalized)):
                 same_answer_clips.append(clip)
     share = len(echoed) / len(speech) if speech else 0.0
-    evidence = {"speech_items": len(speech), "answered_with_transcript": echoed,
-                "clips_with_one_answer_to_different_questions": same_answer_clips}
+    evidence = TranscriptionEvidence(speech_items=len(speech), answered_with_transcript=echoed,
+                                     clips_with_one_answer_to_different_questions=same_answer_clips)
     if speech and share >= MAX_TRANSCRIPT_SHARE:
         return CheckResult(check="transcription_only", passed=False, evidence=evidence,
                            reason=f"transcription-only: {len(echoed)}/{len(speech)} speech clips answered with "

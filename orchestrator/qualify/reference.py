@@ -1,112 +1,109 @@
 """A model's reference side: its gate resolved, its reference run alone, the paired decision journaled.
 
 The reference runs after the model's own server has stopped (each side alone on the machine), one request at
-a time per replica ([models.reference] concurrency), on the same (item, arm) requests; its verdicts are journaled on path `reference`. Models of one run
-whose reference is the same (same [models.reference], arms, seeds and token limit) share its answers: the
-reference runs once, and each later model journals the same answers as its own reference verdicts, judged
-afresh. The decision is judge/paired.py's; this module only gathers answers and publishes what was decided.
+a time per replica ([models.reference] concurrency), on the same (item, arm) requests; its verdicts are
+journaled on path `reference`. Models of one run whose reference is the same (same [models.reference], arms,
+seeds and token limit) share its answers: the reference runs once, and each later model journals the same
+answers as its own reference verdicts, judged afresh. The decision is judge/paired.py's; this module only
+gathers answers and publishes what was decided.
 """
 
 from __future__ import annotations
 
 import hashlib
 import sys
-from typing import Any
+from collections.abc import Mapping
 
 import anyio
 import msgspec
 
-from orchestrator.dataset import ArmRequest, parse_session_key
+from orchestrator.config import Config, ModelConfig, ReferenceSide
+from orchestrator.correlate import Correlator
+from orchestrator.dataset import ArmRequest, Dataset, parse_session_key
 from orchestrator.errors import AqbenchError
-from orchestrator.events import GateCitation, NoninferiorityJudged, NoninferiorityResult
+from orchestrator.events import (
+    GateCitation,
+    NoninferiorityJudged,
+    NoninferiorityPhase,
+    NoninferiorityResult,
+    ReferencePhase,
+)
 from orchestrator.judge.owners import owners_gate
 from orchestrator.judge.paired import ChosenGate, Judged, choose_gate, decide_paired, is_quantized
+from orchestrator.ports import ChatAnswer, ChatSession, OwnerFiles
 from orchestrator.qualify.answers import Answered, answered_http
+from orchestrator.qualify.context import ModelRun
 from orchestrator.qualify.serving import supervise_to_the_end
+from orchestrator.qualify.shared import AskedReference
+from orchestrator.server_spec import ServerSpec
 
-__all__ = ["NOT_JUDGED", "SharedReferences", "describe", "gate_arms", "judge_against_reference", "resolve_gate"]
+__all__ = ["NOT_JUDGED", "describe", "gate_arms", "judge_against_reference", "resolve_gate"]
 
 NOT_JUDGED = "not-judged"  # no gate applied, or the reference gave no answers: the model stays implemented
 Key = tuple[str, str]
 
 
-class _Asked(msgspec.Struct, frozen=True):
-    """What the reference said to one request, as the book judges it (the answer, not the verdict)."""
-
-    request: ArmRequest
-    got: Answered
-
-
-class SharedReferences:
-    """The reference answers of one qualify run by reference key, and the model whose run asked them."""
-
-    def __init__(self) -> None:
-        self._by_key: dict[str, tuple[str, list[_Asked]]] = {}
-
-    def get(self, key: str) -> tuple[str, list[_Asked]] | None:
-        return self._by_key.get(key)
-
-    def put(self, key: str, model: str, asked: list[_Asked]) -> None:
-        self._by_key.setdefault(key, (model, asked))
-
-
-def _reference_key(m: Any, arms: list[str], seeds: int) -> str:
+def _reference_key(m: ModelRun, ref: ReferenceSide, arms: list[str], seeds: int) -> str:
     """Everything that makes two models' references give the same answers: the reference section, the arms
     and requests asked, the seeds and the token limit."""
-    ref = m.model.reference
     blob = msgspec.json.encode([ref, arms, seeds, m.max_tokens, [(r.key, r.text, r.audio_path) for r in m.requests]])
     return hashlib.sha256(blob).hexdigest()
 
 
-def gate_arms(m: Any) -> list[str]:
+def gate_arms(m: ModelRun) -> list[str]:
     """The arms whose problems are paired: the gate's `arms`, else every configured dataset arm."""
     ni = m.model.correctness.noninferiority
     return list(ni.arms) if ni is not None and ni.arms else list(m.cfg.dataset.arms)
 
 
-def resolve_gate(m: Any) -> ChosenGate | str | None:
-    """The gate for this model: from the owners' files when qualify was given them (OwnerFiles in the
-    options), else from bench.toml; a sentence when the owners' files give none; None without a reference."""
-    model = m.model
+def resolve_gate(model: ModelConfig, cfg: Config, dataset: Dataset,
+                 owners: Mapping[str, OwnerFiles]) -> ChosenGate | str | None:
+    """The gate for `model`: from the owners' files when qualify was given them (`owners`, by model name),
+    else from bench.toml; a sentence when the owners' files give none; None without a reference."""
     ni = model.correctness.noninferiority
     if model.reference is None:
         return None
     quantized, sampled = is_quantized(model.precision), not model.correctness.deterministic
-    files = m.opts.owners.get(model.name)
+    files = owners.get(model.name)
     if files is not None:
-        benchmark = (ni.benchmark if ni is not None else "") or m.dataset.name
+        benchmark = (ni.benchmark if ni is not None else "") or dataset.name
         return owners_gate(files, task=model.native_task, benchmark=benchmark, quantized=quantized, sampled=sampled)
     if ni is None:
         return None
-    index = [x.name for x in m.cfg.models].index(model.name)
+    index = [x.name for x in cfg.models].index(model.name)
     where = f"models[{index}].correctness.noninferiority"
-    return choose_gate(ni, quantized=quantized, sampled=sampled, where=f"{m.cfg.source or 'bench.toml'} {where}",
-                       citation=GateCitation(file=m.cfg.source or "bench.toml", revision=f"sha256:{m.cfg.sha256}"
-                                             if m.cfg.sha256 else "", entry=where))
+    return choose_gate(ni, quantized=quantized, sampled=sampled, where=f"{cfg.source or 'bench.toml'} {where}",
+                       citation=GateCitation(file=cfg.source or "bench.toml", revision=f"sha256:{cfg.sha256}"
+                                             if cfg.sha256 else "", entry=where))
 
 
-async def judge_against_reference(m: Any, gate: ChosenGate | str) -> NoninferiorityResult:
+async def judge_against_reference(m: ModelRun, gate: ChosenGate | str) -> NoninferiorityResult:
     """Run the reference (unless no gate applies), pair its answers with the model's and publish the
     decision (phase `noninferiority`, NoninferiorityJudged). Blocks for the reference's whole run."""
     model = m.model
     ref = model.reference
+    assert ref is not None  # a gate is resolved only for a model with a reference
     quantized, sampled = is_quantized(model.precision), not model.correctness.deterministic
     arms = gate_arms(m)
-    base = dict(arms=arms, quantized=quantized, sampled=sampled, candidate_precision=model.precision,
-                reference_precision=ref.precision)
+    # What every result states, decided or not.
+    base = NoninferiorityResult(outcome=NOT_JUDGED, arms=arms, quantized=quantized, sampled=sampled,
+                                candidate_precision=model.precision, reference_precision=ref.precision)
     if isinstance(gate, str):
-        result = NoninferiorityResult(outcome=NOT_JUDGED, reason=gate, **base)
+        result = msgspec.structs.replace(base, reason=gate)
     else:
-        cited: dict[str, Any] = dict(gate_used=gate.key, margin_source=gate.source, citations=list(gate.citations))
-        answers, failure = await _reference_answers(m, [r for r in m.requests if r.arm in arms], gate.seeds)
+        cited = msgspec.structs.replace(base, gate_used=gate.key, margin_source=gate.source,
+                                        citations=list(gate.citations))
+        answers, failure = await _reference_answers(m, ref, [r for r in m.requests if r.arm in arms], gate.seeds)
         try:
-            result = (NoninferiorityResult(outcome=NOT_JUDGED, reason=failure, **cited, **base) if failure
-                      else decide_paired(answers, m.candidate_judged, gate, **base))
+            result = (msgspec.structs.replace(cited, reason=failure) if failure
+                      else decide_paired(answers, m.candidate_judged, gate, arms=arms, quantized=quantized,
+                                         sampled=sampled, candidate_precision=model.precision,
+                                         reference_precision=ref.precision))
         except ValueError as exc:  # a margin of 100 points or more: the gate as written cannot decide
-            result = NoninferiorityResult(outcome=NOT_JUDGED, reason=str(exc), **cited, **base)
-    await m.phase_start("noninferiority", arms=arms)
+            result = msgspec.structs.replace(cited, reason=str(exc))
+    await m.phase_start("noninferiority", NoninferiorityPhase(arms=arms))
     await m.bus.publish(NoninferiorityJudged(source="qualify", model=model.name, result=result))
-    await m.phase_end("noninferiority", result.outcome, describe(result), arms=arms)
+    await m.phase_end("noninferiority", result.outcome, describe(result), NoninferiorityPhase(arms=arms))
     return result
 
 
@@ -133,14 +130,14 @@ def describe(r: NoninferiorityResult) -> str:
     return "; ".join([text, *extra, *([r.reason] if r.reason else [])])
 
 
-async def _reference_answers(m: Any, rows: list[ArmRequest], seeds: int) -> tuple[dict[Key, list[Judged]], str]:
-    """Every row asked `seeds` times of the reference, one at a time, or the answers another model of this run
-    got from the same reference; (answers, "") or ({}, why not)."""
-    ref = m.model.reference
-    await m.phase_start("reference", argv=list(ref.argv or ref.native_argv), precision=ref.precision,
-                        requests=len(rows) * seeds)
+async def _reference_answers(m: ModelRun, ref: ReferenceSide, rows: list[ArmRequest],
+                             seeds: int) -> tuple[dict[Key, list[Judged]], str]:
+    """Every row asked `seeds` times of the reference, or the answers another model of this run got from the
+    same reference; (answers, "") or ({}, why not)."""
+    await m.phase_start("reference", ReferencePhase(argv=list(ref.argv or ref.native_argv), precision=ref.precision,
+                                                    requests=len(rows) * seeds))
     out: dict[Key, list[Judged]] = {}
-    key = _reference_key(m, sorted({r.arm for r in rows}), seeds)
+    key = _reference_key(m, ref, sorted({r.arm for r in rows}), seeds)
     shared = m.shared_references.get(key)
     if shared is not None:
         source, earlier = shared
@@ -149,12 +146,12 @@ async def _reference_answers(m: Any, rows: list[ArmRequest], seeds: int) -> tupl
         answered = sum(any(j.verdict != "error" for j in js) for js in out.values())
         await m.phase_end("reference", "passed", f"{answered}/{len(out)} problems answered by the reference, "
                           f"reused from {source}'s run of the same reference (same requests, seeds and limit)",
-                          answers_checked=m.answers.checked["reference"])
+                          ReferencePhase(answers_checked=m.answers.checked["reference"]))
         return out, ""
-    asked_now: list[_Asked] = []
+    asked_now: list[AskedReference] = []
     try:
-        failure = await (_from_server(m, rows, seeds, out, asked_now) if ref.argv
-                         else _from_worker(m, rows, seeds, out, asked_now))
+        failure = await (_from_server(m, ref, rows, seeds, out, asked_now) if ref.argv
+                         else _from_worker(m, ref, rows, seeds, out, asked_now))
     except AqbenchError as exc:
         failure = str(exc)
     if failure:
@@ -163,22 +160,19 @@ async def _reference_answers(m: Any, rows: list[ArmRequest], seeds: int) -> tupl
     m.shared_references.put(key, m.model.name, asked_now)
     answered = sum(any(j.verdict != "error" for j in js) for js in out.values())
     await m.phase_end("reference", "passed", f"{answered}/{len(out)} problems answered by the reference",
-                      answers_checked=m.answers.checked["reference"])
+                      ReferencePhase(answers_checked=m.answers.checked["reference"]))
     return out, ""
 
 
-async def _judge(m: Any, req: ArmRequest, got: Answered, out: dict[Key, list[Judged]], asked: list[_Asked]) -> None:
+async def _judge(m: ModelRun, req: ArmRequest, got: Answered, out: dict[Key, list[Judged]],
+                 asked: list[AskedReference]) -> None:
     verdict, _c = await m.answers.verdict(req, got, "reference")
     out.setdefault((req.item_id, req.arm), []).append(Judged(verdict=verdict))
-    asked.append(_Asked(req, got))
+    asked.append(AskedReference(req, got))
 
 
-async def _from_server(m: Any, rows: list[ArmRequest], seeds: int, out: dict[Key, list[Judged]],
-                       asked: list[_Asked]) -> str:
-    from orchestrator.correlate import Correlator
-    from orchestrator.supervisor import ServerSpec
-
-    ref = m.model.reference
+async def _from_server(m: ModelRun, ref: ReferenceSide, rows: list[ArmRequest], seeds: int,
+                       out: dict[Key, list[Judged]], asked: list[AskedReference]) -> str:
     # Its own name (records file, served model id), and one replica per request in flight ([models.reference]
     # concurrency, one by default): the reference answers one request at a time per replica.
     cfg = msgspec.structs.replace(m.cfg, server=msgspec.structs.replace(m.cfg.server, argv=list(ref.argv),
@@ -195,7 +189,7 @@ async def _from_server(m: Any, rows: list[ArmRequest], seeds: int, out: dict[Key
             tg.cancel_scope.cancel()
             return f"its server did not start: {exc}"
         try:
-            async with m.toolkit.chat_client(handle.base_url, served.name, timeout_s=_timeout_s(m),
+            async with m.toolkit.chat_client(handle.base_url, served.name, timeout_s=_timeout_s(m, ref),
                                              max_tokens=m.max_tokens) as client:
                 todo = iter([req for req in rows for _ in range(seeds)])
                 failures: list[Exception] = []
@@ -203,7 +197,7 @@ async def _from_server(m: Any, rows: list[ArmRequest], seeds: int, out: dict[Key
                 async def asker(scope: anyio.CancelScope) -> None:
                     try:
                         for req in todo:  # one shared iterator: each request is asked once, by one asker
-                            reply = await _ask_when_free(m, client, req)
+                            reply = await _ask_when_free(m, ref, client, req)
                             await _judge(m, req, answered_http(reply), out, asked)
                     except Exception as exc:  # re-raised below, outside the group, as itself
                         failures.append(exc)
@@ -222,33 +216,32 @@ async def _from_server(m: Any, rows: list[ArmRequest], seeds: int, out: dict[Key
     return ""
 
 
-def _timeout_s(m: Any) -> float:
-    return float(m.model.reference.request_timeout_s or m.cfg.workload.request_timeout_s)
+def _timeout_s(m: ModelRun, ref: ReferenceSide) -> float:
+    return float(ref.request_timeout_s or m.cfg.workload.request_timeout_s)
 
 
-async def _ask_when_free(m: Any, client: Any, req: ArmRequest) -> Any:
+async def _ask_when_free(m: ModelRun, ref: ReferenceSide, client: ChatSession, req: ArmRequest) -> ChatAnswer:
     """Ask; while the server answers 429 (its one replica still busy, e.g. with a request this side gave up
     on), ask again after a growing pause, within one request timeout. Each try is journaled and accounted."""
     pause_s, waited_s = 0.25, 0.0
     while True:
         reply = await m.ask(client, req, "reference")
-        if reply.status != 429 or waited_s >= _timeout_s(m):
+        if reply.status != 429 or waited_s >= _timeout_s(m, ref):
             return reply
         await anyio.sleep(pause_s)
         waited_s += pause_s
         pause_s = min(2 * pause_s, 4.0)
 
 
-async def _from_worker(m: Any, rows: list[ArmRequest], seeds: int, out: dict[Key, list[Judged]],
-                       asked: list[_Asked]) -> str:
-    ref = m.model.reference
+async def _from_worker(m: ModelRun, ref: ReferenceSide, rows: list[ArmRequest], seeds: int,
+                       out: dict[Key, list[Judged]], asked: list[AskedReference]) -> str:
     values = {"python": sys.executable, "model": m.model.name, "bundle": m.model.bundle or m.cfg.server.bundle,
               "run_dir": str(m.run.run_dir)}
     argv = [arg.format(**values) for arg in ref.native_argv]
     config = {"max_new_tokens": m.max_tokens} if m.max_tokens else None
     async with m.toolkit.native_worker(argv, log_path=m.run.run_dir / "native" / f"{m.model.name}.reference.log",
                                        startup_timeout_s=m.cfg.server.startup_timeout_s,
-                                       request_timeout_s=_timeout_s(m)) as worker:
+                                       request_timeout_s=_timeout_s(m, ref)) as worker:
         for req in rows:
             for _ in range(seeds):
                 got = await worker.generate(req.text, req.audio_path, config=config,

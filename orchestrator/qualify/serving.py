@@ -1,4 +1,4 @@
-"""A qualify stage's server: supervised until the stage is done, and its `/v1/models` listing.
+"""A qualify stage's server: supervised until the stage is done, and its bundle's hash.
 
 Shared by the model's own stages and its reference side; starts nothing by itself.
 """
@@ -7,48 +7,42 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Any
 
 import anyio
+from anyio.abc import TaskStatus
 
 from orchestrator.errors import ServerError
+from orchestrator.ports import EventSink
+from orchestrator.server_spec import ServerSpec
+from orchestrator.supervisor import ServerHandle, supervise
 
-__all__ = ["supervise_to_the_end", "models_listing", "sha256_path"]
+__all__ = ["supervise_to_the_end", "sha256_path"]
 
 
 class _StartedProxy:
     """Remembers whether the task reported readiness, so later failures can be told apart."""
 
-    def __init__(self, task_status: Any) -> None:
+    def __init__(self, task_status: TaskStatus[ServerHandle]) -> None:
         self._task_status = task_status
         self.done = False
 
-    def started(self, value: Any = None) -> None:
+    def started(self, value: ServerHandle | None = None) -> None:
+        assert value is not None  # the supervisor always hands over its handle
         self.done = True
         self._task_status.started(value)
 
 
-async def supervise_to_the_end(spec: Any, bus: Any, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
+async def supervise_to_the_end(spec: ServerSpec, bus: EventSink, *,
+                               task_status: TaskStatus[ServerHandle] = anyio.TASK_STATUS_IGNORED) -> None:
     """supervise(), except that a server which fails for good after it was ready does not cancel the
     stage in progress: the supervisor journals the failure and sets handle.failure; the stage's own
     requests then fail and are accounted, and the stage is judged with that evidence."""
-    from orchestrator.supervisor import supervise
-
     proxy = _StartedProxy(task_status)
     try:
         await supervise(spec, bus, task_status=proxy)
     except ServerError:
         if not proxy.done:
             raise
-
-
-async def models_listing(base_url: str) -> Any:
-    """The server's `/v1/models` answer (foreign JSON). Blocks up to 10 s."""
-    import aiohttp
-
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as session:
-        async with session.get(f"{base_url}/v1/models") as resp:
-            return await resp.json(content_type=None)
 
 
 def sha256_path(path: Path) -> str:

@@ -10,51 +10,43 @@ from __future__ import annotations
 import functools
 import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 import anyio
 import msgspec
 
 from orchestrator.config import Config, ModelConfig
 from orchestrator.dataset import (
-    ArmRequest,
     Dataset,
     load_dataset,
-    parse_session_key,
     prepare_arms,
     resolve_dataset_path,
-    session_key,
 )
-from orchestrator.errors import AqbenchError, ServerError
+from orchestrator.errors import ConfigError, ServerError, UsageError
 from orchestrator.events import (
-    AiperfSettings,
     AnswerMismatch,
+    CapabilityPhase,
     CapabilityProbed,
-    ClientRecord,
-    CompletenessChange,
-    GateCounts,
-    GateEvaluated,
+    CorrectnessPhase,
+    DatasetPhase,
+    IdentityPhase,
     IncompleteAnswer,
+    ItemRef,
+    ModelPhase,
     ModelResult,
-    NoninferiorityResult,
-    NoticeContext,
-    PhaseDetail,
     PhaseFinished,
-    PhaseStarted,
     ResultRow,
-    Warned,
+    ServerPhase,
 )
-from orchestrator.judge.gates import GateResult, ScoredAnswer, evaluate_gates, not_applicable
+from orchestrator.judge.gates import ScoredAnswer, evaluate_gates, not_applicable
 from orchestrator.judge.paired import Judged, capacity_rejection
 from orchestrator.logs import get_logger
-from orchestrator.ports import ChatSession, OwnerFiles, Toolkit
+from orchestrator.ports import Toolkit
+from orchestrator.qualify.aiperf_stage import aiperf_stage, publish_gates
 from orchestrator.qualify.answers import (
-    AnswerBook,
     Answered,
     answered_http,
-    answered_load,
     incomplete_entry,
     incomplete_reason,
 )
@@ -68,11 +60,16 @@ from orchestrator.qualify.capability import (
     judge_transport,
     select_probe_pairs,
 )
-from orchestrator.qualify.collect import WindowCollector
-from orchestrator.qualify.plan import aiperf_rows, describe_plan, unreachable_gates
-from orchestrator.qualify.reference import SharedReferences, judge_against_reference, resolve_gate
-from orchestrator.qualify.serving import models_listing, sha256_path, supervise_to_the_end
-from orchestrator.run import Interrupt, RunScope, open_run
+from orchestrator.qualify.context import ModelRun, QualifyOptions, StageFailed
+from orchestrator.qualify.plan import describe_plan
+from orchestrator.qualify.reference import describe, judge_against_reference, resolve_gate
+from orchestrator.qualify.serving import sha256_path, supervise_to_the_end
+from orchestrator.qualify.shared import SharedReferences
+from orchestrator.reports import write_reports
+from orchestrator.run import Interrupt, open_run
+from orchestrator.server_spec import ServerSpec
+from orchestrator.supervisor import ServerHandle
+from orchestrator.view.console import ConsoleView
 
 __all__ = ["QualifyOptions", "qualify", "STATUSES"]
 
@@ -80,98 +77,6 @@ log = get_logger("aqbench.qualify")
 
 STATUSES = ("unsupported", "blocked", "planned", "implemented", "family-validated", "aiperf-qualified", "failed")
 _STAGE_ORDER = ("server", "capability", "correctness", "identity", "aiperf")
-# The correlator's accounting of a window follows its close within milliseconds; this only bounds a
-# stuck bus, which is then said in a warning and makes the stage fail.
-_COLLECT_TIMEOUT_S = 30.0
-
-
-class QualifyOptions(msgspec.Struct, frozen=True, kw_only=True):
-    """What the command line chose beyond bench.toml."""
-
-    models: list[str] = []
-    plan_only: bool = False
-    skip_aiperf: bool = False
-    argv: list[str] = []
-    # TRTMC's qualification files per model name (qualify --trtmc, or its noninferiority source).
-    owners: dict[str, OwnerFiles] = {}
-
-
-class _StageFailed(Exception):
-    """Ends one model's qualification at a stage, with the status and reason for its row."""
-
-    def __init__(self, stage: str, status: str, reason: str) -> None:
-        super().__init__(reason)
-        self.stage, self.status, self.reason = stage, status, reason
-
-
-class _ModelRun:
-    """Everything one model's stages share: its run scope, dataset, prepared arm requests and answers."""
-
-    def __init__(self, run: RunScope, model: ModelConfig, dataset: Dataset, requests: list[ArmRequest],
-                 opts: QualifyOptions, toolkit: Toolkit, shared_references: SharedReferences | None = None) -> None:
-        self.run = run
-        self.toolkit = toolkit
-        self.bus = run.bus
-        self.cfg = run.config
-        self.model = model
-        self.dataset = dataset
-        self.requests = requests
-        self.opts = opts
-        self.http_answers: dict[tuple[str, str], str | None] = {}
-        self.native_answers: dict[tuple[str, str], str | None] = {}
-        self.aiperf_shell = ""
-        self.plan = ""  # --plan: what a run would do
-        self.bundle_sha256 = ""
-        self.status = "implemented"
-        self.correlator: Any = None
-        self._rid = 0
-        # One limit on every path (probe, correctness, native, AIPerf), so their answers compare.
-        self.max_tokens = run.config.workload.max_tokens
-        self.answers = AnswerBook(run.bus, model, dataset, self.max_tokens)
-        # The model's correctness answers by (item, arm), paired with its reference's (qualify/reference.py).
-        self.candidate_judged: dict[tuple[str, str], list[Judged]] = {}
-        self.gate = resolve_gate(self)
-        self.noninferiority: NoninferiorityResult | None = None
-        # Reference answers this run already has, by reference key (models sharing one reference ask it once).
-        self.shared_references = shared_references if shared_references is not None else SharedReferences()
-
-    def request_id(self, stage: str) -> str:
-        """A fresh X-Request-ID within trtmc-server's 128 characters (the model name is already within
-        its character set, config.Name): a long name is cut, never the counter that keeps ids unique."""
-        self._rid += 1
-        tail = f"-{stage}-{self._rid:05d}"
-        return f"aqb-{self.model.name[:128 - 4 - len(tail)]}{tail}"
-
-    async def ask(self, client: Any, req: ArmRequest, stage: str) -> Any:
-        """Ask over HTTP and journal the exchange as a ClientRecord, so the correlator joins it with the
-        server's record and accounts it in the window `<model>/<stage>` like any AIPerf request."""
-        rid = self.request_id(stage)
-        reply = await client.ask(req.text, req.audio_path, request_id=rid)
-        timeout = reply.status == 0 and "Timeout" in reply.error
-        await self.bus.publish(ClientRecord(
-            source="qualify", request_id=rid, via="probe", window=f"{self.model.name}/{stage}",
-            conversation_id=session_key(req.item_id, req.arm), phase="profiling",
-            request_start_ns=reply.start_unix_ns, request_end_ns=reply.end_unix_ns,
-            status_code=reply.status or None, error_type="timeout" if timeout else ("connection" if reply.status == 0 else ""),
-            error_message=reply.error or ("" if reply.status == 200 else reply.body[:500]),
-            request_latency_ms=reply.latency_ms, answer=reply.text, server_timing_ms=reply.server_timing_ms,
-            echoed_request_id=reply.echoed_request_id))
-        return reply
-
-    def client(self, base_url: str) -> ChatSession:
-        return self.toolkit.chat_client(base_url, self.model.name, timeout_s=self.cfg.workload.request_timeout_s,
-                                        max_tokens=self.max_tokens)
-
-    async def close_window(self, stage: str) -> None:
-        await self.correlator.close_window(f"{self.model.name}/{stage}")
-
-    async def phase_start(self, phase: str, **detail: Any) -> None:
-        await self.bus.publish(PhaseStarted(source="qualify", phase=phase, model=self.model.name,
-                                            detail=PhaseDetail(**detail)))
-
-    async def phase_end(self, phase: str, outcome: str, reason: str = "", **detail: Any) -> None:
-        await self.bus.publish(PhaseFinished(source="qualify", phase=phase, model=self.model.name, outcome=outcome,
-                                             reason=reason, detail=PhaseDetail(**detail)))
 
 
 async def qualify(cfg: Config, opts: QualifyOptions, interrupt: Interrupt, toolkit: Toolkit) -> int:
@@ -181,20 +86,19 @@ async def qualify(cfg: Config, opts: QualifyOptions, interrupt: Interrupt, toolk
     _check_gate_kinds(cfg, models, dataset)
     statuses: dict[str, str] = {}
     async with open_run(cfg, command="qualify", argv=opts.argv or sys.argv, interrupt=interrupt) as run:
-        from orchestrator.view.console import ConsoleView
-
         await run.tg.start(ConsoleView(run.bus).run)
         await run.bus.publish(PhaseFinished(
             source="qualify", phase="dataset", outcome="passed",
-            detail=PhaseDetail(name=dataset.name, identity=dataset.identity, path=str(dataset.root),
-                               items=len(dataset.items), arms=list(cfg.dataset.arms))))
+            detail=DatasetPhase(name=dataset.name, identity=dataset.identity, path=str(dataset.root),
+                                items=len(dataset.items), arms=list(cfg.dataset.arms))))
         requests = await anyio.to_thread.run_sync(functools.partial(
             prepare_arms, dataset, cfg.dataset.arms, run.run_dir / "wire",
             conditioning_items=cfg.dataset.conditioning_items))
         plans: dict[str, str] = {}
         references = SharedReferences()
         for model in models:
-            state = _ModelRun(run, model, dataset, requests, opts, toolkit, references)
+            gate = resolve_gate(model, cfg, dataset, opts.owners)
+            state = ModelRun(run, model, dataset, requests, opts, toolkit, gate, references)
             statuses[model.name] = await _qualify_model(state)
             plans[model.name] = state.plan
         qualified = sum(s == "aiperf-qualified" for s in statuses.values())
@@ -203,8 +107,6 @@ async def qualify(cfg: Config, opts: QualifyOptions, interrupt: Interrupt, toolk
         run.finish(status=status, exit_code=exit_code,
                    reason=", ".join(f"{m}: {s}" for m, s in statuses.items()),
                    counts={s: sum(v == s for v in statuses.values()) for s in set(statuses.values())})
-    from orchestrator.reports import write_reports
-
     paths = await anyio.to_thread.run_sync(write_reports, run.journal_path, run.run_dir)
     print(f"\nqualify: {run.run_dir}", file=sys.stderr)
     for model_name, status in statuses.items():
@@ -216,8 +118,6 @@ async def qualify(cfg: Config, opts: QualifyOptions, interrupt: Interrupt, toolk
 
 def _check_gate_kinds(cfg: Config, models: Sequence[ModelConfig], dataset: Dataset) -> None:
     """A per-kind gate over a kind the dataset lacks would judge zero items: refuse it up front."""
-    from orchestrator.errors import ConfigError
-
     kinds = sorted({it.kind for it in dataset.items})
     for i, model in enumerate(cfg.models):
         if model not in models:
@@ -239,22 +139,16 @@ def _select_models(cfg: Config, names: Sequence[str]) -> list[ModelConfig]:
     known = {m.name: m for m in cfg.models}
     unknown = [n for n in names if n not in known]
     if unknown:
-        from orchestrator.errors import UsageError
-
         raise UsageError(f"--model {', '.join(unknown)}: not configured in {cfg.source}; "
                          f"configured models: {', '.join(known)}")
     return [known[n] for n in names]
 
 
-async def _qualify_model(m: _ModelRun) -> str:
+async def _qualify_model(m: ModelRun) -> str:
     model = m.model
-    await m.phase_start("model", checkpoint=model.checkpoint, profile=model.profile, revision=model.revision,
-                        family=model.family, native_task=model.native_task, precision=model.precision,
-                        bundle=model.bundle or m.cfg.server.bundle)
+    await m.phase_start("model", ModelPhase(**model.identity_fields(), bundle=model.bundle or m.cfg.server.bundle))
     status, failed_stage, reason = "planned", "", ""
     if m.opts.plan_only:
-        from orchestrator.supervisor import ServerSpec
-
         spec = ServerSpec.from_config(m.cfg, model, m.run.run_dir, parts=m.toolkit.server_parts(m.cfg.server.kind))
         reason = m.plan = describe_plan(m.cfg, model, m.dataset, m.requests, spec.argv(1),
                                         skip_aiperf=m.opts.skip_aiperf)
@@ -264,67 +158,59 @@ async def _qualify_model(m: _ModelRun) -> str:
             reason = ""
             if m.gate is not None:
                 status = await _against_reference(m, status)
-        except _StageFailed as stop:
+        except StageFailed as stop:
             # The stage where the model stopped, also for unsupported/blocked (always "capability").
             status, failed_stage, reason = stop.status, stop.stage, stop.reason
     await m.bus.publish(ModelResult(
         source="qualify", model=model.name, status=status, failed_stage=failed_stage,
-        row=ResultRow(checkpoint=model.checkpoint, profile=model.profile, revision=model.revision,
-                      family=model.family, native_task=model.native_task, precision=model.precision,
-                      bundle_sha256=m.bundle_sha256, qualify_command=_qualify_command(m.cfg, model),
-                      aiperf_command=m.aiperf_shell, reason=reason, noninferiority=m.noninferiority)))
+        row=ResultRow(**model.identity_fields(), bundle_sha256=m.bundle_sha256,
+                      qualify_command=_qualify_command(m.cfg, model), aiperf_command=m.aiperf_shell, reason=reason,
+                      noninferiority=m.noninferiority)))
     await m.phase_end("model", status, reason)
     return status
 
 
-async def _against_reference(m: _ModelRun, status: str) -> str:
+async def _against_reference(m: ModelRun, status: str) -> str:
     """The model's status once judged against its reference: kept on `pass`, `failed` on `fail`, and
     `implemented` otherwise (inconclusive, not comparable, or no gate applied), with the reason."""
-    from orchestrator.qualify.reference import describe
-
     assert m.gate is not None
     m.noninferiority = result = await judge_against_reference(m, m.gate)
     if result.outcome == "pass":
         return status
-    raise _StageFailed("noninferiority", "failed" if result.outcome == "fail" else "implemented", describe(result))
+    raise StageFailed("noninferiority", "failed" if result.outcome == "fail" else "implemented", describe(result))
 
 
 def _qualify_command(cfg: Config, model: ModelConfig) -> str:
     return shlex.join(["aqbench", "qualify", "--config", cfg.source or "bench.toml", "--model", model.name])
 
 
-async def _stages(m: _ModelRun) -> str:
-    from orchestrator.correlate import Correlator
-    from orchestrator.supervisor import ServerSpec
-
+async def _stages(m: ModelRun) -> str:
     await m.phase_start("server")
     bundle = m.model.bundle or m.cfg.server.bundle
     if bundle:
         try:
             m.bundle_sha256 = await anyio.to_thread.run_sync(sha256_path, Path(bundle))
         except ServerError as exc:
-            raise _StageFailed("server", "failed", str(exc)) from None
+            raise StageFailed("server", "failed", str(exc)) from None
     spec = ServerSpec.from_config(m.cfg, m.model, m.run.run_dir, parts=m.toolkit.server_parts(m.cfg.server.kind))
     # Stage failures are caught inside the task group and re-raised outside it, so that they reach
     # the caller as themselves rather than wrapped in an exception group.
-    stopped: _StageFailed | None = None
+    stopped: StageFailed | None = None
     status = ""
     async with anyio.create_task_group() as tg:
         # Records tailer and correlator first: they must see the first ServerSpawned and every record.
         await tg.start(m.toolkit.records_tailer(m.bus).run)
-        # The live tap carries the answers: give it a moment after the export half and the server record.
-        m.correlator = Correlator(m.bus, key_parser=parse_session_key, answer_grace_s=2.0)
         await tg.start(m.correlator.run)
         try:
             handle = await tg.start(supervise_to_the_end, spec, m.bus)
         except ServerError as exc:
-            await m.phase_end("server", "failed", str(exc), argv=spec.argv(1))
-            stopped = _StageFailed("server", "failed", f"server did not start: {exc}")
+            await m.phase_end("server", "failed", str(exc), ServerPhase(argv=spec.argv(1)))
+            stopped = StageFailed("server", "failed", f"server did not start: {exc}")
             tg.cancel_scope.cancel()
         else:
             try:
                 status = await _run_stages(m, handle, spec)
-            except _StageFailed as exc:
+            except StageFailed as exc:
                 stopped = exc
             finally:
                 with anyio.CancelScope(shield=True):
@@ -335,10 +221,9 @@ async def _stages(m: _ModelRun) -> str:
     return status
 
 
-async def _run_stages(m: _ModelRun, handle: Any, spec: Any) -> str:
-    models_json = await models_listing(handle.base_url)
-    await m.phase_end("server", "passed", "", models=models_json, bundle_sha256=m.bundle_sha256,
-                      argv=spec.argv(1), base_url=handle.base_url)
+async def _run_stages(m: ModelRun, handle: ServerHandle, spec: ServerSpec) -> str:
+    await m.phase_end("server", "passed", "", ServerPhase(argv=spec.argv(1), base_url=handle.base_url,
+                                                         bundle_sha256=m.bundle_sha256))
     await _capability(m, handle.base_url)
     m.status = "implemented"
     await _correctness(m, handle.base_url)
@@ -348,14 +233,14 @@ async def _run_stages(m: _ModelRun, handle: Any, spec: Any) -> str:
         await m.phase_start("aiperf")
         await m.phase_end("aiperf", "skipped", "--skip-aiperf")
         return m.status
-    await _aiperf(m, handle)
+    await aiperf_stage(m, handle)
     return "aiperf-qualified"
 
 
 # ---------------------------------------------------------------------------------------- capability
 
 
-async def _capability(m: _ModelRun, base_url: str) -> None:
+async def _capability(m: ModelRun, base_url: str) -> None:
     await m.phase_start("capability")
     ds = m.dataset
     by_key = {(r.item_id, r.arm): r for r in m.requests}
@@ -364,8 +249,7 @@ async def _capability(m: _ModelRun, base_url: str) -> None:
                          key=lambda i: [it.id for it in ds.items].index(i))
     # The probe asks its items on both arms, and the first audio row, even where the correctness stage runs
     # fewer arms or a conditioning subset.
-    first_item = ds.items[0].id
-    missing = [(i, arm) for i in [first_item, *probe_items] for arm in ("audio", "silence")
+    missing = [(i, arm) for i in [ds.items[0].id, *probe_items] for arm in ("audio", "silence")
                if (i, arm) not in by_key]
     if missing:
         extra = await anyio.to_thread.run_sync(functools.partial(
@@ -374,7 +258,7 @@ async def _capability(m: _ModelRun, base_url: str) -> None:
     async with m.client(base_url) as client:
         first = next((r for (_, arm), r in by_key.items() if arm == "audio"), None)
         if first is None:
-            raise _StageFailed("capability", "failed", "the dataset has no audio-arm requests to probe with")
+            raise StageFailed("capability", "failed", "the dataset has no audio-arm requests to probe with")
         with_audio = await m.ask(client, first, "capability")
         text_only = await m.ask(client, msgspec.structs.replace(first, audio_path=None), "capability")
         # The text-only request withholds the clip on purpose: its answer is evidence of the route, not an
@@ -395,8 +279,8 @@ async def _capability(m: _ModelRun, base_url: str) -> None:
                 reason = transport.reason
             if with_audio.status not in (200, 400) or text_only.status != 200:
                 status = "failed"
-            await m.phase_end("capability", "failed", reason, answers_checked=m.answers.checked["capability"])
-            raise _StageFailed("capability", status, reason)
+            await m.phase_end("capability", "failed", reason, CapabilityPhase(answers_checked=m.answers.checked["capability"]))
+            raise StageFailed("capability", status, reason)
 
         answers: list[ProbeAnswer] = []
         for item_id in probe_items:
@@ -416,12 +300,13 @@ async def _capability(m: _ModelRun, base_url: str) -> None:
     failed = [c for c in checks if not c.passed]
     if failed:
         reason = "; ".join(c.reason for c in failed)
-        await m.phase_end("capability", "failed", reason, answers_checked=m.answers.checked["capability"])
-        raise _StageFailed("capability", "unsupported", reason)
-    await m.phase_end("capability", "passed", "; ".join(c.reason for c in checks), answers_checked=m.answers.checked["capability"])
+        await m.phase_end("capability", "failed", reason, CapabilityPhase(answers_checked=m.answers.checked["capability"]))
+        raise StageFailed("capability", "unsupported", reason)
+    await m.phase_end("capability", "passed", "; ".join(c.reason for c in checks),
+                      CapabilityPhase(answers_checked=m.answers.checked["capability"]))
 
 
-async def _publish_check(m: _ModelRun, check: CheckResult) -> None:
+async def _publish_check(m: ModelRun, check: CheckResult) -> None:
     await m.bus.publish(CapabilityProbed(source="qualify", model=m.model.name, check=check.check,  # type: ignore[arg-type]
                                          passed=check.passed, reason=check.reason, evidence=check.evidence))
 
@@ -429,8 +314,8 @@ async def _publish_check(m: _ModelRun, check: CheckResult) -> None:
 # --------------------------------------------------------------------------------------- correctness
 
 
-async def _correctness(m: _ModelRun, base_url: str) -> None:
-    await m.phase_start("correctness", requests=len(m.requests), native=bool(m.model.native_argv))
+async def _correctness(m: ModelRun, base_url: str) -> None:
+    await m.phase_start("correctness", CorrectnessPhase(requests=len(m.requests), native=bool(m.model.native_argv)))
     criteria = m.model.correctness
     scored: list[ScoredAnswer] = []
     incomplete: list[IncompleteAnswer] = []
@@ -470,7 +355,7 @@ async def _correctness(m: _ModelRun, base_url: str) -> None:
     # so each path's answers are unaffected and the stage takes about the longer path's time, not the sum.
     failures: list[Exception] = []
 
-    async def guarded(path: Any, scope: anyio.CancelScope) -> None:
+    async def guarded(path: Callable[[], Awaitable[None]], scope: anyio.CancelScope) -> None:
         try:
             await path()
         except Exception as exc:  # re-raised below, outside the group, as itself; the other path stops
@@ -484,50 +369,42 @@ async def _correctness(m: _ModelRun, base_url: str) -> None:
     if failures:
         raise failures[0]
     gates = evaluate_gates(criteria, scored)
-    await _publish_gates(m, gates)
+    await publish_gates(m, gates)
     failing = [g for g in gates if g.failed]
     reasons = [f"{g.scope} pass rate {g.correct}/{g.total} = {g.observed:.4f} below the required "
                f"{g.required} (failing items: {', '.join(g.failing_items[:12])}"
                f"{' ...' if len(g.failing_items) > 12 else ''})" for g in failing]
     # An incomplete answer is a wrong answer (its verdict is `incomplete`), counted by every gate and by the
     # reference's decision, and listed; on its own it fails nothing, so one defect never ends a model here.
-    listed = [incomplete_reason(incomplete, note=", counted wrong")] if incomplete else []
+    listed_incomplete = [incomplete_reason(incomplete, note=", counted wrong")] if incomplete else []
     if reasons:
-        await m.phase_end("correctness", "failed", "; ".join(reasons + listed),
-                          failing_items=sorted({i for g in failing for i in g.failing_items}), incomplete=incomplete)
-        raise _StageFailed("correctness", "failed", "; ".join(reasons + listed))
+        listed: list[str | ItemRef] = [*sorted({i for g in failing for i in g.failing_items})]
+        await m.phase_end("correctness", "failed", "; ".join(reasons + listed_incomplete),
+                          CorrectnessPhase(failing_items=listed, incomplete=incomplete))
+        raise StageFailed("correctness", "failed", "; ".join(reasons + listed_incomplete))
     judged = "; ".join(f"{g.scope} {g.correct}/{g.total}" for g in gates if g.applicable)
     await m.phase_end("correctness", "passed", "; ".join(x for x in [
         judged or f"{len(scored)} answers scored; the gate is the reference's (noninferiority)",
-        not_applicable(gates), *listed] if x), failing_items=[], incomplete=incomplete)
+        not_applicable(gates), *listed_incomplete] if x), CorrectnessPhase(incomplete=incomplete))
 
 
-async def _publish_gates(m: _ModelRun, gates: list[GateResult], prefix: str = "") -> None:
-    for g in gates:
-        await m.bus.publish(GateEvaluated(source="qualify", model=m.model.name, gate=g.gate, required=g.required,
-                                          observed=g.observed, passed=g.passed, scope=f"{prefix}{g.scope}",
-                                          detail=GateCounts(correct=g.correct, total=g.total,
-                                                            failing_items=g.failing_items),
-                                          applicable=g.applicable))
-
-
-def _render_native(m: _ModelRun) -> list[str]:
+def _render_native(m: ModelRun) -> list[str]:
     values = {"python": sys.executable, "model": m.model.name, "bundle": m.model.bundle or m.cfg.server.bundle,
               "run_dir": str(m.run.run_dir)}
     try:
         return [arg.format(**values) for arg in m.model.native_argv]
     except KeyError as exc:
-        raise _StageFailed("correctness", "failed", f"native_argv of {m.model.name}: unknown placeholder {exc}; "
+        raise StageFailed("correctness", "failed", f"native_argv of {m.model.name}: unknown placeholder {exc}; "
                                                     f"allowed: {', '.join('{' + k + '}' for k in values)}") from None
 
 
 # ------------------------------------------------------------------------------------------ identity
 
 
-async def _identity(m: _ModelRun) -> None:
+async def _identity(m: ModelRun) -> None:
     await m.phase_start("identity")
     if not m.model.native_argv:
-        await m.phase_end("identity", "skipped", "no native runner configured", mismatches=[], compared=0)
+        await m.phase_end("identity", "skipped", "no native runner configured", IdentityPhase(compared=0))
         return
     mismatches = [
         AnswerMismatch(item_id=item_id, arm=arm, answers={"http": m.http_answers.get((item_id, arm)),
@@ -537,108 +414,7 @@ async def _identity(m: _ModelRun) -> None:
     ]
     if mismatches:
         reason = f"{len(mismatches)}/{len(m.http_answers)} answers differ between native and HTTP"
-        await m.phase_end("identity", "failed", reason, mismatches=mismatches, compared=len(m.http_answers))
-        raise _StageFailed("identity", "failed", reason)
-    await m.phase_end("identity", "passed", f"{len(m.http_answers)} answers identical", mismatches=[],
-                      compared=len(m.http_answers))
-
-
-# -------------------------------------------------------------------------------------------- AIPerf
-
-
-async def _aiperf(m: _ModelRun, handle: Any) -> None:
-    from orchestrator.dataset import write_aiperf_input
-
-    w = m.cfg.workload
-    window = f"{m.model.name}/aiperf"
-    settings = AiperfSettings(warmup_requests=w.warmup_requests, requests=w.requests, concurrency=w.concurrency,
-                              request_rate=w.request_rate, streaming=w.streaming, arms=list(w.arms),
-                              request_timeout_s=w.request_timeout_s)
-    await m.phase_start("aiperf", **msgspec.structs.asdict(settings))
-    try:
-        aiperf = m.toolkit.aiperf
-        install = await anyio.to_thread.run_sync(aiperf.check_install)
-        tokenizer = await anyio.to_thread.run_sync(aiperf.ensure_tokenizer, m.model.tokenizer)
-    except AqbenchError as exc:
-        await m.phase_end("aiperf", "failed", str(exc), settings=settings)
-        raise
-    work = m.run.run_dir / "aiperf" / m.model.name
-    rows = aiperf_rows(m.requests, m.dataset, w)
-    unreached = unreachable_gates(rows, m.dataset, w, m.model.correctness)
-    if unreached:  # said before AIPerf starts; those gates then judge nothing under load (not applicable)
-        await m.bus.publish(Warned(source="qualify", code="gates_unreachable", message=(
-            f"the AIPerf stage's plan ({w.warmup_requests} warmup + {w.requests} profiling requests over "
-            f"{len(rows)} rows, sent in order) never asks the gated {', '.join(unreached)}: under load "
-            f"{'that gate is' if len(unreached) == 1 else 'those gates are'} not applicable"),
-            detail=NoticeContext(model=m.model.name)))
-    input_file = await anyio.to_thread.run_sync(write_aiperf_input, rows, work / "inputs.jsonl")
-    cmd = m.toolkit.aiperf.build_command(w, base_url=handle.base_url, model=m.model.name, input_file=input_file,
-                        artifact_dir=work / "artifacts", tokenizer=tokenizer,
-                        executable=install.executable)
-    m.aiperf_shell = cmd.shell
-    collector = WindowCollector(m.bus, window)
-    async with anyio.create_task_group() as tg:
-        await tg.start(collector.run)
-        outcome = await m.toolkit.aiperf.run_aiperf(cmd, m.bus, window=window, deadline_s=w.deadline_s, stop_grace_s=w.stop_grace_s,
-                                   install=install)
-        # Checked against what AIPerf says it issued: a request it sent and lost is a breach, never silence.
-        accounting = await m.correlator.close_window(window, expected=outcome.issued,
-                                                     expected_from=outcome.issued_from)
-        # The collector has every request of the window once it has seen the window's accounting.
-        collected_all = await collector.wait_accounted(_COLLECT_TIMEOUT_S)
-        tg.cancel_scope.cancel()
-    profiling = [c for c in collector.events if c.phase == "profiling"]
-    problems: list[str] = []
-    if not collected_all:
-        problems.append(f"the window's accounting did not reach the stage within {_COLLECT_TIMEOUT_S:g} s")
-    if handle.failure:
-        problems.append(f"server failed during the AIPerf stage: {handle.failure}")
-    if outcome.classification != "complete":
-        problems.append(f"AIPerf run {outcome.classification}: {outcome.reason}")
-    if not accounting.balanced:
-        problems.append("accounting not balanced: " + "; ".join(accounting.problems))
-    failures = [c for c in profiling if not c.ok]
-    if failures:
-        causes: dict[str, int] = {}
-        for c in failures:
-            causes[c.cause] = causes.get(c.cause, 0) + 1
-        problems.append(f"{len(failures)} failed requests ({', '.join(f'{k}: {v}' for k, v in sorted(causes.items()))})")
-    scored: list[ScoredAnswer] = []
-    mismatches = []
-    incomplete: list[IncompleteAnswer] = []
-    changed: list[CompletenessChange] = []
-    for c in profiling:
-        if not c.ok:
-            continue
-        req = next((r for r in rows if r.item_id == c.item_id and r.arm == c.arm), None)
-        if req is None:
-            problems.append(f"request {c.request_id}: conversation {c.conversation_id!r} maps to no dataset row")
-            continue
-        verdict, completeness = await m.answers.verdict(req, answered_load(c), "aiperf")
-        if completeness is not None and not completeness.complete:
-            incomplete.append(incomplete_entry(req, "aiperf", c.request_id, verdict, completeness))
-        changed.extend(x for x in [m.answers.change("http", req, c.request_id, completeness)] if x)
-        scored.append(ScoredAnswer(item_id=c.item_id, arm=c.arm, kind=m.dataset.item(c.item_id).kind, verdict=verdict))
-        expected = m.http_answers.get((c.item_id, c.arm))
-        if m.model.correctness.deterministic and c.answer != expected:
-            mismatches.append(AnswerMismatch(request_id=c.request_id, item_id=c.item_id, arm=c.arm,
-                                             answers={"under_load": c.answer, "correctness_stage": expected}))
-    if mismatches:
-        problems.append(f"{len(mismatches)} answers under load differ from the correctness stage")
-    problems += [f"{len(changed)} answers under load changed completeness from the correctness stage"] if changed else []
-    gates = evaluate_gates(m.model.correctness, scored) if scored else []
-    await _publish_gates(m, gates, prefix="aiperf:")
-    problems += [f"under load, {g.scope} pass rate {g.correct}/{g.total} below {g.required}" for g in gates if g.failed]
-    notes = [x for x in (not_applicable(gates), incomplete_reason(incomplete, note=", counted wrong") if incomplete
-                         else "") if x]
-    if not profiling:
-        problems.append("no profiling request was recorded")
-    if problems:
-        reason = "; ".join(problems + notes)
-        await m.phase_end("aiperf", "failed", reason, identity_mismatches=mismatches, settings=settings,
-                          incomplete=incomplete, completeness_changes=changed)
-        raise _StageFailed("aiperf", "failed", reason)
-    await m.phase_end("aiperf", "passed", "; ".join([f"{len(profiling)} profiling requests, all correlated and "
-                                                     "answered", *notes]),
-                      identity_mismatches=[], settings=settings, incomplete=incomplete, completeness_changes=[])
-
+        await m.phase_end("identity", "failed", reason, IdentityPhase(mismatches=mismatches, compared=len(m.http_answers)))
+        raise StageFailed("identity", "failed", reason)
+    await m.phase_end("identity", "passed", f"{len(m.http_answers)} answers identical",
+                      IdentityPhase(compared=len(m.http_answers)))

@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Protocol
 
-from orchestrator.events import AnswerMismatch, ItemRef, PhaseDetail
+from orchestrator.events import AnswerMismatch, CorrectnessPhase, ItemRef, PhaseDetail
 from orchestrator.reports.schema import (
     AudioLift,
     FailingItem,
@@ -126,13 +126,14 @@ def mismatches(entries: Iterable[AnswerMismatch]) -> list[Mismatch]:
 
 class _StageLike(Protocol):
     outcome: str
-    detail: PhaseDetail
+    detail: PhaseDetail | None
 
 
 def failing_items(cells: Cells, correctness: _StageLike | None, gate_arm: str) -> list[FailingItem]:
     """Failing items as the correctness stage listed them, with their answers from the HTTP verdicts; when the
     stage failed without a list, every wrong answer on the gate's arm."""
-    listed = correctness.detail.failing_items if correctness is not None else None
+    detail = correctness.detail if correctness is not None else None
+    listed = detail.failing_items if isinstance(detail, CorrectnessPhase) else None
     keys: list[tuple[str, str]] = []
     if listed:
         for entry in listed:

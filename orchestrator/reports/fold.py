@@ -11,23 +11,27 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
-
-import msgspec
+from typing import Any, TypeVar
 
 from orchestrator.config import ModelConfig
 from orchestrator.events import (
     AccountingChecked,
     AiperfExited,
+    AiperfPhase,
     AiperfStarted,
     AnswerIncomplete,
     AnyEvent,
+    CapabilityPhase,
     CapabilityProbed,
+    DatasetPhase,
     EventsDropped,
     Failed,
     GateEvaluated,
     GpuSampled,
     HostFacts,
+    IdentityPhase,
+    Json,
+    ModelPhase,
     ModelResult,
     NoninferiorityJudged,
     NoninferiorityResult,
@@ -42,6 +46,7 @@ from orchestrator.events import (
     RunFinished,
     RunStarted,
     ServerExited,
+    ServerPhase,
     ServerReady,
     ServerRestarting,
     ServerSpawned,
@@ -50,8 +55,9 @@ from orchestrator.events import (
     VerdictReached,
     Warned,
 )
+from orchestrator.identity import ModelIdentity
 from orchestrator.journal import TornLine, iter_journal
-from orchestrator.publish.secrets import Redactor
+from orchestrator.redaction import Redactor
 from orchestrator.reports.completeness import CompletenessTally
 from orchestrator.reports.correctness import (
     MAX_GRID_ITEMS,
@@ -115,7 +121,7 @@ class _Stage:
     finished_ns: int | None = None
     outcome: str = ""
     reason: str = ""
-    detail: PhaseDetail = field(default_factory=PhaseDetail)
+    detail: PhaseDetail | None = None
 
 
 @dataclass
@@ -123,7 +129,7 @@ class _Model:
     """Running state of one model's qualification."""
 
     name: str
-    detail: PhaseDetail = field(default_factory=PhaseDetail)
+    detail: ModelPhase | None = None
     stages: dict[str, _Stage] = field(default_factory=dict)
     capability: list[CapabilityCheck] = field(default_factory=list)
     # (path, item_id, arm) -> (verdict, answer, gold, kind); bounded by dataset size x arms x paths.
@@ -142,7 +148,7 @@ class _Model:
     peak_rss: int | None = None
     peak_gpu: int | None = None
     peak_device: int | None = None
-    served: list[Any] = field(default_factory=list)
+    served: list[Json] = field(default_factory=list)
     latency: Thinned = field(default_factory=Thinned)
     memory: Thinned = field(default_factory=Thinned)
     completeness: CompletenessTally = field(default_factory=CompletenessTally)
@@ -210,7 +216,8 @@ class ReportFold:
             self._current = "" if ev.phase == "reference" else ev.model
         if ev.phase == "model" and ev.model:
             self._current = ev.model
-            self._model(ev.model).detail = ev.detail  # type: ignore[union-attr]
+            if (m := self._model(ev.model)) is not None and isinstance(ev.detail, ModelPhase):
+                m.detail = ev.detail
         if ev.phase in _RUN_PHASES:
             return
         m = self._model(ev.model)
@@ -219,7 +226,7 @@ class ReportFold:
 
     def _on_phase_finished(self, ev: PhaseFinished) -> None:
         if ev.phase == "dataset":
-            d = ev.detail
+            d = ev.detail if isinstance(ev.detail, DatasetPhase) else DatasetPhase()
             self._dataset = DatasetIdentity(name=d.name, identity=d.identity, path=d.path, items=d.items or 0,
                                             arms=list(d.arms))
             return
@@ -230,10 +237,10 @@ class ReportFold:
             return
         stage = m.stages.setdefault(ev.phase, _Stage(started_ns=ev.ts_ns))
         stage.finished_ns, stage.outcome, stage.reason, stage.detail = ev.ts_ns, ev.outcome, ev.reason, ev.detail
-        if ev.phase == "capability":
-            m.completeness.probes_checked(ev.detail.answers_checked or 0)
-        if ev.phase == "server":
-            m.served = list(ev.detail.models or m.served)
+        if ev.phase == "capability":  # a line for the probes, even where no answer was checked
+            checked = ev.detail.answers_checked if isinstance(ev.detail, CapabilityPhase) else None
+            m.completeness.probes_checked(checked or 0)
+        if isinstance(ev.detail, ServerPhase):
             m.argv = list(ev.detail.argv or m.argv)
         if ev.phase in ("aiperf", "model"):
             for name in m.windows:
@@ -284,7 +291,7 @@ class ReportFold:
     def _on_capability(self, ev: CapabilityProbed) -> None:
         if (m := self._model(ev.model)) is not None:
             m.capability.append(CapabilityCheck(check=ev.check, passed=ev.passed, reason=ev.reason,
-                                                evidence=dict(ev.evidence)))
+                                                evidence=ev.evidence))
 
     def _on_verdict(self, ev: VerdictReached) -> None:
         m = self._model(ev.model)
@@ -347,7 +354,7 @@ class ReportFold:
 
     def _on_soak_window(self, ev: SoakWindowClosed) -> None:
         w = self._window(ev.window)
-        w.soak = msgspec.to_builtins(ev.summary) if ev.summary is not None else {}
+        w.soak = ev.summary
         w.close()
 
     def _on_warned(self, ev: Warned) -> None:
@@ -437,30 +444,19 @@ class ReportFold:
     def _row(self, m: _Model) -> ModelRow:
         conf = next((c for c in self._config_models() if c.name == m.name), None)
         res_row = m.result.row if m.result else ResultRow()
-        server_detail = m.stages["server"].detail if "server" in m.stages else PhaseDetail()
-
-        def ident(key: str) -> str:
-            for source in (res_row, m.detail, conf):
-                value = getattr(source, key, "") if source is not None else ""
-                if value:
-                    return str(value)
-            return ""
-
+        # The result row states the identity; a model without one (interrupted, soak) has its phase's or config's.
+        ident = ModelIdentity.first_known(res_row, m.detail, conf)
+        server_detail = _detail(m, "server", ServerPhase)
         status, failed_stage, reason = self._status(m)
         gate_arm = (conf.correctness.arm if conf is not None else "") or "audio"
         window = self._row_window(m)
         summary = window.summary() if window else None
-        aiperf_detail = m.stages["aiperf"].detail if "aiperf" in m.stages else PhaseDetail()
-        identity_detail = m.stages["identity"].detail if "identity" in m.stages else PhaseDetail()
+        aiperf_detail = _detail(m, "aiperf", AiperfPhase)
+        identity_detail = _detail(m, "identity", IdentityPhase)
         return ModelRow(
             model=m.name,
-            checkpoint=ident("checkpoint"),
-            profile=ident("profile"),
-            revision=ident("revision"),
-            family=ident("family"),
-            native_task=ident("native_task"),
-            precision=ident("precision"),
-            bundle_sha256=res_row.bundle_sha256 or server_detail.bundle_sha256,
+            **ident.identity_fields(),
+            bundle_sha256=res_row.bundle_sha256 or (server_detail.bundle_sha256 if server_detail else ""),
             dataset_name=self._dataset.name if self._dataset else "",
             dataset_identity=self._dataset.identity if self._dataset else "",
             status=status,
@@ -476,12 +472,12 @@ class ReportFold:
             failing_items=failing_items(m.cells.get("http", {}), m.stages.get("correctness"), gate_arm),
             identity=IdentityResult(
                 outcome=m.stages["identity"].outcome if "identity" in m.stages else "",
-                compared=identity_detail.compared or 0,
-                mismatches=mismatches(identity_detail.mismatches),
+                compared=(identity_detail.compared or 0) if identity_detail else 0,
+                mismatches=mismatches(identity_detail.mismatches if identity_detail else []),
             ),
-            load_identity_mismatches=mismatches(aiperf_detail.identity_mismatches),
+            load_identity_mismatches=mismatches(aiperf_detail.identity_mismatches if aiperf_detail else []),
             aiperf=summary.aiperf if summary else None,
-            aiperf_settings=msgspec.to_builtins(aiperf_detail.settings) if aiperf_detail.settings else {},
+            aiperf_settings=aiperf_detail.settings if aiperf_detail else None,
             counts=summary.counts if summary else Counts(),
             timing=summary.timing if summary else Timing(),
             server=ServerFacts(
@@ -536,6 +532,15 @@ class ReportFold:
         return ModelCharts(latency=list(m.latency.points), latency_stride=m.latency.stride,
                            histogram=window.histogram if window else Histogram(),
                            memory=list(m.memory.points), memory_stride=m.memory.stride, grids=grids)
+
+
+_P = TypeVar("_P", ServerPhase, AiperfPhase, IdentityPhase)
+
+
+def _detail(m: _Model, phase: str, kind: type[_P]) -> _P | None:
+    """The detail the model's `phase` finished with, when it is of `kind`."""
+    stage = m.stages.get(phase)
+    return stage.detail if stage is not None and isinstance(stage.detail, kind) else None
 
 
 def _why(f: RunFinished | None) -> str:

@@ -31,9 +31,11 @@ from orchestrator.reports.text import (
     completeness_rows,
     dash,
     incomplete_rows,
+    json_text,
     ms,
     num,
     rate_cell,
+    settings_rows,
 )
 
 __all__ = ["render_html"]
@@ -57,7 +59,8 @@ def render_html(report: RunReport) -> str:
         # Row builders the model sections call (numbers are formatted by the environment's filters).
         causes=causes_text, answers=_answers, gate_rows=gate_rows, completeness_rows=completeness_rows,
         incomplete_rows=incomplete_rows, correctness_head=_correctness_head, correctness_rows=_correctness_rows,
-        noninferiority_head=NONINFERIORITY_HEAD, noninferiority_rows=noninferiority_rows,
+        noninferiority_head=NONINFERIORITY_HEAD, noninferiority_rows=noninferiority_rows, settings_rows=settings_rows,
+        json_text=json_text,
     )
 
 

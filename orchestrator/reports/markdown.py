@@ -17,11 +17,13 @@ from orchestrator.reports.text import (
     completeness_rows,
     dash,
     incomplete_rows,
+    json_text,
     mib,
     ms,
     num,
     pct,
     rate_cell,
+    settings_rows,
     signed_pct,
 )
 
@@ -198,7 +200,7 @@ def _failure(row: ModelRow) -> list[str]:
     for c in failed_checks:
         out += [f"Capability `{c.check}` failed: {c.reason}", ""]
         if c.evidence:
-            out += _code(c.evidence)
+            out += _code(json_text(c.evidence))
     failed_gates = [g for g in row.gates if g.applicable and not g.passed]
     if failed_gates:
         out += _table(["Gate", "Scope", "Required", "Observed"],
@@ -279,7 +281,7 @@ def _details(row: ModelRow) -> list[str]:
             out += [f"AIPerf {row.aiperf.version} ({row.aiperf.classification or 'not finished'}, "
                     f"exit {row.aiperf.returncode}), window `{row.aiperf.window}`:", ""]
         if row.aiperf_settings:
-            out += _table(["Setting", "Value"], [[k, v] for k, v in sorted(row.aiperf_settings.items())])
+            out += _table(["Setting", "Value"], settings_rows(row.aiperf_settings))
     c = row.counts
     if c.profiling.issued or c.warmup.issued:
         out += _table(["Phase", "Issued", "OK", "Errors", "By cause"],

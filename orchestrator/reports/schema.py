@@ -6,12 +6,10 @@ field changes meaning. Times are unix ns (`_unix_ns`) plus ISO strings for peopl
 
 from __future__ import annotations
 
-from typing import Any
-
 import msgspec
 
-from orchestrator.events import NoninferiorityResult
-from orchestrator.judge.stats import Summary
+from orchestrator.events import AiperfSettings, CapabilityEvidence, Json, NoninferiorityResult, Summary, WindowStats
+from orchestrator.identity import ModelIdentity
 
 __all__ = [
     "REPORT_VERSION",
@@ -50,7 +48,9 @@ __all__ = [
     "Summary",
 ]
 
-REPORT_VERSION = 1
+# 2: typed values where dicts were: a capability check's evidence is tagged by `kind`, a window's `soak` and a
+#    row's `aiperf_settings` are null where they were {}; `served_models` lists the /v1/models entries.
+REPORT_VERSION = 2
 
 
 class _S(msgspec.Struct, frozen=True, kw_only=True):
@@ -122,7 +122,7 @@ class CapabilityCheck(_S, frozen=True, kw_only=True):
     check: str
     passed: bool
     reason: str = ""
-    evidence: dict[str, Any] = {}
+    evidence: CapabilityEvidence | None = None
 
 
 class PassRate(_S, frozen=True, kw_only=True):
@@ -264,7 +264,7 @@ class Counts(_S, frozen=True, kw_only=True):
 
 class Timing(_S, frozen=True, kw_only=True):
     """Profiling-phase timing of successful requests, client and server kept apart (exact type-7
-    percentiles, see orchestrator/stats.py); rates over the span first start -> last end."""
+    percentiles, see orchestrator/judge/stats.py); rates over the span first start -> last end."""
 
     request_latency_ms: Summary = Summary()
     client_lifecycle_ms: Summary = Summary()
@@ -301,7 +301,8 @@ class ServerFacts(_S, frozen=True, kw_only=True):
     peak_rss_bytes: int | None = None
     peak_gpu_memory_bytes: int | None = None
     peak_device_memory_used_bytes: int | None = None
-    served_models: list[Any] = []
+    # The server's `/v1/models` entries as ServerReady journaled them (foreign: payloads.FOREIGN_JSON).
+    served_models: list[Json] = []
 
 
 class Commands(_S, frozen=True, kw_only=True):
@@ -322,19 +323,15 @@ class WindowSummary(_S, frozen=True, kw_only=True):
     load_correctness: PassRate = PassRate()
     first_start_unix_ns: int | None = None
     last_end_unix_ns: int | None = None
-    soak: dict[str, Any] = {}
+    # A soak window's statistics as SoakWindowClosed journaled them; None for other windows.
+    soak: WindowStats | None = None
 
 
-class ModelRow(_S, frozen=True, kw_only=True):
-    """The result row of one checkpoint; status as ModelResult said, or `interrupted` without one."""
+class ModelRow(ModelIdentity, frozen=True, kw_only=True):
+    """The result row of one checkpoint (its identity and more); status as ModelResult said, or
+    `interrupted` without one."""
 
     model: str
-    checkpoint: str = ""
-    profile: str = ""
-    revision: str = ""
-    family: str = ""
-    native_task: str = ""
-    precision: str = ""
     bundle_sha256: str = ""
     dataset_name: str = ""
     dataset_identity: str = ""
@@ -349,7 +346,7 @@ class ModelRow(_S, frozen=True, kw_only=True):
     identity: IdentityResult = IdentityResult()
     load_identity_mismatches: list[Mismatch] = []
     aiperf: AiperfRun | None = None
-    aiperf_settings: dict[str, Any] = {}
+    aiperf_settings: AiperfSettings | None = None
     counts: Counts = Counts()
     timing: Timing = Timing()
     server: ServerFacts = ServerFacts()

@@ -2,126 +2,107 @@
 table with the numbers behind each verdict, folded from the journal alone.
 
 It complements report.{json,md,html} (the qualify-shaped report of the same journal). Reads only events
-and the journal; the window summaries are SoakWindowClosed's dicts, kept as journaled.
+and the journal; windows, verdicts and settings are kept as the typed values the journal holds.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
 
 import msgspec
 from markupsafe import Markup
 
+from orchestrator.config import SoakConfig
 from orchestrator.events import (
     AnyEvent,
+    MemorySummary,
     RunFinished,
     RunStarted,
     ServerExited,
     ServerRestarting,
     SoakVerdict,
     SoakWindowClosed,
+    WindowStats,
 )
 from orchestrator.journal import TornLine, iter_journal
 from orchestrator.reports.svg import line_chart
 from orchestrator.reports.templating import render
 from orchestrator.reports.text import dash
 
-__all__ = ["SoakReport", "VerdictRow", "fold_soak", "build_soak_report", "inconclusive_lines",
+__all__ = ["SoakReport", "SoakExit", "fold_soak", "build_soak_report", "inconclusive_lines",
            "render_soak_markdown", "render_soak_html", "write_soak_report"]
 
 # 2: verdicts carry `outcome` (pass/fail/inconclusive) instead of passed/judged; `in progress` status.
-SOAK_REPORT_VERSION = 2
+# 3: each verdict is the SoakVerdict as journaled (its detail typed by kind of rule).
+SOAK_REPORT_VERSION = 3
 _MIB = 2.0**20
 
 
-class VerdictRow(msgspec.Struct, frozen=True, kw_only=True):
-    """One verdict as last journaled (the final one when the soak ended, else the latest checkpoint)."""
+class SoakExit(msgspec.Struct, frozen=True, kw_only=True):
+    """An unexpected server exit as journaled (ServerExited), with the last lines it printed."""
 
-    metric: str
-    outcome: str
-    final: bool
-    reason: str
-    detail: dict[str, Any] = {}
-
-    @property
-    def passed(self) -> bool:
-        return self.outcome == "pass"
+    incarnation: int
+    returncode: int | None = None
+    signal: str = ""
+    during: str = ""
+    unix_ns: int = 0
+    output_tail: list[str] = []
 
 
 class SoakReport(msgspec.Struct, frozen=True, kw_only=True):
-    """soak.json: the run, its closed windows (summaries as journaled), verdicts and server exits."""
+    """soak.json: the run, its closed windows and its verdicts (as journaled), and the server's exits.
+
+    Each verdict is the last one journaled for its metric: the final one when the soak ended, else the
+    latest checkpoint's."""
 
     report_version: int = SOAK_REPORT_VERSION
     run_id: str = ""
     command: str = ""
     status: str = "interrupted"
     reason: str = ""
-    settings: dict[str, Any] = {}
-    windows: list[dict[str, Any]] = []
-    verdicts: list[VerdictRow] = []
+    settings: SoakConfig | None = None
+    windows: list[WindowStats] = []
+    verdicts: list[SoakVerdict] = []
     verdicts_final: bool = False
     checkpoints: int = 0
-    exits: list[dict[str, Any]] = []
+    exits: list[SoakExit] = []
     restarts: int = 0
     torn_line: int | None = None
 
 
-def _outcome(ev: SoakVerdict, detail: dict[str, Any]) -> str:
-    """The journaled outcome; journals older than the three outcomes said passed and judged."""
-    if ev.outcome:
-        return ev.outcome
-    if not ev.passed:
-        return "fail"
-    return "pass" if detail.get("judged", True) else "inconclusive"
-
-
 def fold_soak(events: Iterable[AnyEvent], torn: TornLine | None = None, *, live: bool = False) -> SoakReport:
-    """Pure fold of a soak journal. Memory: one summary dict per window and one row per metric.
+    """Pure fold of a soak journal. Memory: one summary per window and one verdict per metric.
 
     `live`: the journal is being written by a running soak (a checkpoint report): without RunFinished
     the status is `in progress`, not `interrupted`."""
     started: RunStarted | None = None
     finished: RunFinished | None = None
-    windows: dict[int, dict[str, Any]] = {}
-    latest: dict[str, VerdictRow] = {}
+    windows: dict[int, WindowStats] = {}
+    latest: dict[str, SoakVerdict] = {}
     checkpoint_seqs: set[int] = set()
-    exits: list[dict[str, Any]] = []
+    exits: list[SoakExit] = []
     restarts = 0
-    settings: dict[str, Any] = {}
     for ev in events:
         if isinstance(ev, RunStarted):
             started = ev
-            settings = msgspec.to_builtins(ev.config.soak) if ev.config is not None else {}
         elif isinstance(ev, RunFinished):
             finished = ev
         elif isinstance(ev, SoakWindowClosed):
-            summary = msgspec.to_builtins(ev.summary) if ev.summary is not None else {}
-            windows[ev.index] = {**summary, "window": ev.window, "index": ev.index}
+            windows[ev.index] = ev.summary or WindowStats(window=ev.window, index=ev.index, start_unix_ns=0,
+                                                          end_unix_ns=0)
         elif isinstance(ev, SoakVerdict):
             prior = latest.get(ev.metric)
             if prior is not None and prior.final and not ev.final:
                 continue  # a final verdict is never replaced by a checkpoint's
-            detail = dict(ev.detail)
-            outcome = _outcome(ev, detail)
-            detail.pop("judged", None)
-            # Typed fields first; journals written before them kept everything in `detail`.
-            for key, value in (("slope", ev.slope), ("interval", ev.interval), ("limit", ev.limit),
-                               ("unit", ev.unit), ("windows_closed", ev.windows_closed or None)):
-                if value is not None and value != "":
-                    detail[key] = value
-            reason = ev.reason or str(detail.pop("reason", ""))
-            detail.pop("reason", None)
-            latest[ev.metric] = VerdictRow(metric=ev.metric, outcome=outcome, final=ev.final, reason=reason,
-                                           detail=detail)
+            latest[ev.metric] = ev
             if not ev.final:
-                checkpoint_seqs.add(int(detail.get("windows_closed") or 0))
+                checkpoint_seqs.add(ev.windows_closed)
         elif isinstance(ev, ServerExited) and not ev.expected:
-            exits.append({"incarnation": ev.incarnation, "returncode": ev.returncode, "signal": ev.signal,
-                          "during": ev.during, "unix_ns": ev.ts_ns, "output_tail": list(ev.output_tail[-5:])})
+            exits.append(SoakExit(incarnation=ev.incarnation, returncode=ev.returncode, signal=ev.signal,
+                                  during=ev.during, unix_ns=ev.ts_ns, output_tail=list(ev.output_tail[-5:])))
         elif isinstance(ev, ServerRestarting):
             restarts += 1
     verdicts = list(latest.values())
@@ -131,7 +112,8 @@ def fold_soak(events: Iterable[AnyEvent], torn: TornLine | None = None, *, live:
         reason=finished.reason if finished else (
             f"the soak is running; this checkpoint report covers the {len(windows)} window(s) closed so far"
             if live else "the journal has no RunFinished: the run was interrupted"),
-        settings=settings, windows=[windows[i] for i in sorted(windows)], verdicts=verdicts,
+        settings=started.config.soak if started is not None and started.config is not None else None,
+        windows=[windows[i] for i in sorted(windows)], verdicts=verdicts,
         verdicts_final=bool(verdicts) and all(v.final for v in verdicts), checkpoints=len(checkpoint_seqs),
         exits=exits, restarts=restarts, torn_line=torn.line if torn else None)
 
@@ -145,59 +127,46 @@ def build_soak_report(journal_path: str | Path, *, live: bool = False) -> SoakRe
 # ------------------------------------------------------------------------------------ series
 
 
-def _get(d: Any, *path: str) -> Any:
-    for key in path:
-        if not isinstance(d, dict):
-            return None
-        d = d.get(key)
-    return d
+def _t_min(report: SoakReport, w: WindowStats) -> float:
+    origin = report.windows[0].start_unix_ns
+    return ((w.start_unix_ns + w.end_unix_ns) / 2 - origin) / 60e9
 
 
-def _t_min(report: SoakReport, w: dict[str, Any]) -> float:
-    origin = report.windows[0].get("start_unix_ns") or 0
-    mid = ((w.get("start_unix_ns") or 0) + (w.get("end_unix_ns") or 0)) / 2
-    return (mid - origin) / 60e9
-
-
-def _series(report: SoakReport, *path: str, scale: float = 1.0) -> list[tuple[float, float]]:
-    out = []
-    for w in report.windows:
-        v = _get(w, *path)
-        if isinstance(v, (int, float)):
-            out.append((_t_min(report, w), v * scale))
-    return out
+def _series(report: SoakReport, pick: Callable[[WindowStats], float | None], scale: float = 1.0) -> list[tuple[float, float]]:
+    return [(_t_min(report, w), v * scale) for w in report.windows if (v := pick(w)) is not None]
 
 
 def _correct_pct(report: SoakReport) -> list[tuple[float, float]]:
-    return [(_t_min(report, w), 100.0 * w["correct"] / w["scored"]) for w in report.windows if w.get("scored")]
+    return [(_t_min(report, w), 100.0 * w.correct / w.scored) for w in report.windows if w.scored]
 
 
 def _charts(report: SoakReport) -> list[str]:
     x = "minutes since the first window started (window midpoints)"
+    mib = 1 / _MIB
     return [
         line_chart("soak-latency", "Latency per window", [
-            ("client p50", _series(report, "client_latency_ms", "p50")),
-            ("client p99", _series(report, "client_latency_ms", "p99")),
-            ("server p50", _series(report, "server_latency_ms", "p50")),
-            ("server p99", _series(report, "server_latency_ms", "p99")),
+            ("client p50", _series(report, lambda w: w.client_latency_ms.p50)),
+            ("client p99", _series(report, lambda w: w.client_latency_ms.p99)),
+            ("server p50", _series(report, lambda w: w.server_latency_ms.p50)),
+            ("server p99", _series(report, lambda w: w.server_latency_ms.p99)),
         ], x_label=x, y_label="ms"),
         line_chart("soak-memory", "Server memory per window", [
-            ("RSS median", _series(report, "rss", "median_bytes", scale=1 / _MIB)),
-            ("RSS peak", _series(report, "rss", "peak_bytes", scale=1 / _MIB)),
-            ("GPU memory peak", _series(report, "gpu_memory", "peak_bytes", scale=1 / _MIB)),
+            ("RSS median", _series(report, lambda w: w.rss.median_bytes, scale=mib)),
+            ("RSS peak", _series(report, lambda w: w.rss.peak_bytes, scale=mib)),
+            ("GPU memory peak", _series(report, lambda w: w.gpu_memory.peak_bytes, scale=mib)),
         ], x_label=x, y_label="MiB"),
         line_chart("soak-observer", "The observer's own memory per window", [
-            ("aqbench RSS median", _series(report, "orchestrator_rss", "median_bytes", scale=1 / _MIB)),
-            ("AIPerf tree RSS median", _series(report, "aiperf_rss", "median_bytes", scale=1 / _MIB)),
+            ("aqbench RSS median", _series(report, lambda w: w.orchestrator_rss.median_bytes, scale=mib)),
+            ("AIPerf tree RSS median", _series(report, lambda w: w.aiperf_rss.median_bytes, scale=mib)),
         ], x_label=x, y_label="MiB"),
         line_chart("soak-errors", "Error rate per window", [
-            ("errors %", _series(report, "error_rate", scale=100.0)),
+            ("errors %", _series(report, lambda w: w.error_rate, scale=100.0)),
         ], x_label=x, y_label="% of profiling requests"),
         line_chart("soak-correctness", "Correctness under load per window", [
             ("correct %", _correct_pct(report)),
         ], x_label=x, y_label="% of scored answers"),
         line_chart("soak-gaps", "Time without load before each window", [
-            ("gap before", _series(report, "gap_before_s")),
+            ("gap before", _series(report, lambda w: w.gap_before_s)),
         ], x_label=x, y_label="s"),
     ]
 
@@ -205,26 +174,20 @@ def _charts(report: SoakReport) -> list[str]:
 # ------------------------------------------------------------------------------------ tables
 
 
-def _num(v: Any, digits: int = 3) -> str:
+def _num(v: float | None, digits: int = 3) -> str:
     """`digits` significant digits, written out plainly: 3150 and 0.00012, never 3.15e+03."""
-    if not isinstance(v, (int, float)) or isinstance(v, bool) or v != v:
+    if v is None or v != v:
         return dash
     return format(Decimal(f"{v:.{digits}g}"), "f")
 
 
-def _interval(d: dict[str, Any]) -> str:
-    iv = d.get("interval")
-    return f"[{_num(iv[0])}, {_num(iv[1])}]" if isinstance(iv, list) and len(iv) == 2 else dash
+def _interval(iv: list[float] | None) -> str:
+    return f"[{_num(iv[0])}, {_num(iv[1])}]" if iv is not None and len(iv) == 2 else dash
 
 
 def _verdict_rows(report: SoakReport) -> list[list[str]]:
-    rows = []
-    for v in report.verdicts:
-        d = v.detail
-        rows.append([v.metric, v.outcome.upper(),
-                     "final" if v.final else f"checkpoint ({d.get('windows_closed', '?')} windows)",
-                     _num(d.get("slope")), _interval(d), _num(d.get("limit")), str(d.get("unit", "")), v.reason])
-    return rows
+    return [[v.metric, v.outcome.upper(), "final" if v.final else f"checkpoint ({v.windows_closed or '?'} windows)",
+             _num(v.slope), _interval(v.interval), _num(v.limit), v.unit, v.reason] for v in report.verdicts]
 
 
 _VERDICT_HEAD = ["metric", "result", "when", "slope", "interval", "limit", "unit", "numbers"]
@@ -233,27 +196,26 @@ _WINDOW_HEAD = ["window", "issued", "ok", "errors (by cause)", "req/s", "client 
                 "AIPerf run"]
 
 
-def _mib(v: Any) -> str:
-    return f"{v / _MIB:.0f}" if isinstance(v, (int, float)) else dash
+def _mib(v: float | None) -> str:
+    return f"{v / _MIB:.0f}" if v is not None else dash
+
+
+def _rss(m: MemorySummary) -> str:
+    return f"{_mib(m.start_bytes)}/{_mib(m.end_bytes)}/{_mib(m.peak_bytes)}"
 
 
 def _window_rows(report: SoakReport) -> list[list[str]]:
     rows = []
     for w in report.windows:
-        causes = ", ".join(f"{k} {n}" for k, n in (w.get("by_cause") or {}).items())
-        c, s, rss = w.get("client_latency_ms") or {}, w.get("server_latency_ms") or {}, w.get("rss") or {}
-        own, aiperf = w.get("orchestrator_rss") or {}, w.get("aiperf_rss") or {}
+        causes = ", ".join(f"{k} {n}" for k, n in w.by_cause.items())
+        c, s = w.client_latency_ms, w.server_latency_ms
         rows.append([
-            str(w.get("window")), str(w.get("issued", 0)), str(w.get("ok", 0)),
-            f"{w.get('errors', 0)}" + (f" ({causes})" if causes else ""), _num(w.get("throughput_rps")),
-            f"{_num(c.get('p50'))}/{_num(c.get('p99'))}", f"{_num(s.get('p50'))}/{_num(s.get('p99'))}",
-            f"{w.get('correct', 0)}/{w.get('scored', 0)}"
-            + ("" if w.get("correctness_passed") is not False else " below gate"),
-            f"{_mib(rss.get('start_bytes'))}/{_mib(rss.get('end_bytes'))}/{_mib(rss.get('peak_bytes'))}",
-            f"{_mib(own.get('median_bytes'))}/{_mib(aiperf.get('median_bytes'))}",
-            str(w.get("restarts", 0)), _num(w.get("gap_before_s")),
-            str(w.get("segment") or dash) + (f" ({w['aiperf_classification']})" if w.get("aiperf_classification")
-                                             else ""),
+            w.window, str(w.issued), str(w.ok), f"{w.errors}" + (f" ({causes})" if causes else ""),
+            _num(w.throughput_rps), f"{_num(c.p50)}/{_num(c.p99)}", f"{_num(s.p50)}/{_num(s.p99)}",
+            f"{w.correct}/{w.scored}" + ("" if w.correctness_passed is not False else " below gate"),
+            _rss(w.rss), f"{_mib(w.orchestrator_rss.median_bytes)}/{_mib(w.aiperf_rss.median_bytes)}",
+            str(w.restarts), _num(w.gap_before_s),
+            str(w.segment or dash) + (f" ({w.aiperf_classification})" if w.aiperf_classification else ""),
         ])
     return rows
 
@@ -298,7 +260,7 @@ def render_soak_markdown(report: SoakReport) -> str:
     if report.exits:
         lines += ["## Unexpected server exits", ""]
         for e in report.exits:
-            lines.append(f"- incarnation {e['incarnation']}: code {e['returncode']} {e['signal']} during {e['during']}")
+            lines.append(f"- incarnation {e.incarnation}: code {e.returncode} {e.signal} during {e.during}")
         lines += ["", f"Restarts: {report.restarts}", ""]
     lines += ["Pictures (latency, memory, error rate, correctness per window) are in soak.html.", ""]
     return "\n".join(lines)

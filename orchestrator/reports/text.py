@@ -5,10 +5,15 @@ Pure formatting; never computes a result.
 
 from __future__ import annotations
 
+from typing import Any
+
+import msgspec
+
+from orchestrator.events import AiperfSettings
 from orchestrator.reports.schema import CompletenessLine, PassRate, PhaseCounts
 
 __all__ = ["ms", "pct", "signed_pct", "mib", "num", "rate_cell", "dash", "causes_text", "COMPLETENESS_HEAD", "INCOMPLETE_HEAD",
-           "completeness_rows", "incomplete_rows"]
+           "completeness_rows", "incomplete_rows", "settings_rows", "json_text"]
 
 COMPLETENESS_HEAD = ["Completeness via", "Checked", "Complete", "Defects"]
 INCOMPLETE_HEAD = ["Path", "Item", "Arm", "Request id", "Defects", "Verdict", "Answer"]
@@ -73,3 +78,13 @@ def causes_text(c: PhaseCounts) -> str:
         note = f" ({', '.join(f'{r} {m}' for r, m in rules.items())})" if rules else ""
         parts.append(f"{cause} {n}{note}")
     return ", ".join(parts) or "0"
+
+
+def settings_rows(settings: AiperfSettings | None) -> list[list[Any]]:
+    """The AIPerf workload as (setting, value) rows, by setting name."""
+    return [[k, v] for k, v in sorted(msgspec.structs.asdict(settings).items())] if settings is not None else []
+
+
+def json_text(value: msgspec.Struct) -> str:
+    """A typed value (capability evidence, ...) as indented JSON for a reader, keys sorted."""
+    return msgspec.json.format(msgspec.json.encode(value, order="sorted"), indent=1).decode()

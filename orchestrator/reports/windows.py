@@ -14,6 +14,7 @@ from orchestrator.events import (
     AiperfExited,
     AiperfStarted,
     RequestCorrelated,
+    WindowStats,
 )
 from orchestrator.judge.stats import summarize
 from orchestrator.reports.schema import (
@@ -100,7 +101,7 @@ class WindowTally:
     started: AiperfStarted | None = None
     exited: AiperfExited | None = None
     load: Counter[str] = field(default_factory=Counter)
-    soak: dict[str, Any] = field(default_factory=dict)
+    soak: WindowStats | None = None
     late: int = 0
     timing: Timing | None = None
     histogram: Histogram = field(default_factory=Histogram)

@@ -8,9 +8,7 @@ from pathlib import Path
 
 import psutil
 
-from orchestrator.soak.verdicts import (
-    ProcessCheck,
-)
+from orchestrator.events import ProcessCheck
 
 __all__ = ["check_processes"]
 

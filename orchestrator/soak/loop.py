@@ -24,52 +24,60 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 import anyio
-import msgspec
 
 from orchestrator.config import Config, ModelConfig
 from orchestrator.correlate import Correlator
 from orchestrator.dataset import (
+    ArmRequest,
     Dataset,
     interleave_kinds,
     load_dataset,
     parse_session_key,
     prepare_arms,
     resolve_dataset_path,
+    write_aiperf_input,
 )
-from orchestrator.errors import AqbenchError, ServerError, UsageError
+from orchestrator.errors import AqbenchError, ServerError
 from orchestrator.events import (
+    DatasetPhase,
+    ModelPhase,
     NoticeContext,
     PhaseDetail,
     PhaseFinished,
     PhaseStarted,
+    ServerPhase,
+    SoakPhase,
     SoakVerdict,
     SoakWindowClosed,
     SoakWindowOpened,
     Warned,
+    verdict_numbers,
 )
-from orchestrator.judge.outcome import FAIL, INCONCLUSIVE, worst
+from orchestrator.judge.outcome import INCONCLUSIVE
 from orchestrator.logs import get_logger
-from orchestrator.ports import AiperfFacts, Toolkit
+from orchestrator.ports import AiperfFacts, AiperfInvocation, AiperfResult, Toolkit
 from orchestrator.run import Interrupt, RunScope, new_run_id, open_run
+from orchestrator.server_spec import ServerSpec
 from orchestrator.soak.checkpoint import CheckpointReportFailed, write_checkpoint_report
 from orchestrator.soak.heap import keep_large_blocks_off_heap, trim_heap
 from orchestrator.soak.leftovers import check_processes
 from orchestrator.soak.observer import ObserverSampler
+from orchestrator.soak.settings import SoakOptions, SoakSettings, resolve_settings, select_model
+from orchestrator.soak.summary import exit_code, print_summary, write_all_reports
 from orchestrator.soak.tracker import SoakTracker
 from orchestrator.soak.verdicts import (
     AiperfRunFact,
     MetricVerdict,
     ProcessCheck,
-    SoakLimits,
     judge_soak,
 )
 from orchestrator.soak.window import WindowStats, window_name
-from orchestrator.supervisor import ServerHandle
+from orchestrator.supervisor import ServerHandle, supervise
+from orchestrator.view.soak import SoakView
 
-__all__ = ["SoakOptions", "soak", "exit_code", "aiperf_run_name", "SoakTracker", "check_processes"]
+__all__ = ["soak", "aiperf_run_name"]
 
 log = get_logger("aqbench.soak")
 
@@ -84,64 +92,6 @@ _MAX_FAILED_RUNS = 3
 _STOP_BUDGET_S = 60.0
 
 
-class SoakOptions(msgspec.Struct, frozen=True, kw_only=True):
-    """What the command line chose beyond bench.toml (None: take bench.toml's value)."""
-
-    duration_s: float | None = None
-    window_s: float | None = None
-    request_rate: float | None = None
-    concurrency: int | None = None
-    model: str = ""
-    argv: list[str] = []
-    # Any inconclusive verdict exits 1 as a failed one would.
-    strict: bool = False
-
-
-
-
-
-
-def _select_model(cfg: Config, name: str) -> ModelConfig:
-    if not cfg.models:
-        raise UsageError(f"{cfg.source}: no [[models]] configured; a soak needs one")
-    if not name:
-        return cfg.models[0]
-    for m in cfg.models:
-        if m.name == name:
-            return m
-    raise UsageError(f"--model {name}: not configured in {cfg.source}; configured models: "
-                     f"{', '.join(m.name for m in cfg.models)}")
-
-
-class _Settings(msgspec.Struct, frozen=True, kw_only=True):
-    duration_s: float
-    window_s: float
-    checkpoint_every_s: float
-    request_rate: float | None
-    concurrency: int | None
-    warmup_requests: int
-    arms: list[str]
-    limits: SoakLimits
-
-
-def _settings(cfg: Config, opts: SoakOptions) -> _Settings:
-    from orchestrator.errors import ConfigError
-
-    s, w = cfg.soak, cfg.workload
-    duration = opts.duration_s or s.duration_s
-    window = opts.window_s or s.window_s
-    if window > duration:
-        raise ConfigError(f"--window {window:g} s is longer than --duration {duration:g} s")
-    if opts.request_rate is not None and opts.concurrency is not None:
-        raise UsageError("pass --rate or --concurrency, not both")
-    rate, conc = opts.request_rate, opts.concurrency
-    if rate is None and conc is None:
-        rate, conc = w.request_rate, w.concurrency
-    return _Settings(duration_s=duration, window_s=window, checkpoint_every_s=s.checkpoint_every_s,
-                     request_rate=rate, concurrency=None if rate is not None else conc,
-                     warmup_requests=w.warmup_requests, arms=list(w.arms), limits=SoakLimits.from_config(s))
-
-
 async def soak(cfg: Config, opts: SoakOptions, interrupt: Interrupt, toolkit: Toolkit) -> int:
     """Run the soak; returns the exit code (0 no verdict failed, 1 a verdict failed or, with `strict`, was
     inconclusive; 130/143 interrupted).
@@ -150,8 +100,8 @@ async def soak(cfg: Config, opts: SoakOptions, interrupt: Interrupt, toolkit: To
     current window ends gracefully (AIPerf gets SIGINT, its partial results are judged), the journal
     gets its verdicts and RunFinished, and the reports are written.
     """
-    model = _select_model(cfg, opts.model)
-    settings = _settings(cfg, opts)
+    model = select_model(cfg, opts.model)
+    settings = resolve_settings(cfg, opts)
     keep_large_blocks_off_heap()  # before the soak allocates: the soak judges this process's memory
     dataset = await anyio.to_thread.run_sync(load_dataset, resolve_dataset_path(cfg.dataset))
     stop = anyio.Event()
@@ -171,10 +121,8 @@ async def soak(cfg: Config, opts: SoakOptions, interrupt: Interrupt, toolkit: To
     return rc
 
 
-async def _soak(cfg: Config, opts: SoakOptions, settings: _Settings, model: ModelConfig, dataset: Dataset,
+async def _soak(cfg: Config, opts: SoakOptions, settings: SoakSettings, model: ModelConfig, dataset: Dataset,
                 interrupt: Interrupt, stop: anyio.Event, toolkit: Toolkit) -> int:
-    from orchestrator.view.soak import SoakView
-
     verdicts: list[MetricVerdict] = []
     # Soak runs are named apart from qualify runs of the same config: runs/soak-<timestamp>, or
     # runs/<name>-soak-<timestamp> when [run] name is set.
@@ -185,8 +133,8 @@ async def _soak(cfg: Config, opts: SoakOptions, settings: _Settings, model: Mode
         await run.tg.start(SoakView(run.bus, duration_s=settings.duration_s).run)
         await run.bus.publish(PhaseFinished(
             source="soak", phase="dataset", outcome="passed",
-            detail=PhaseDetail(name=dataset.name, identity=dataset.identity, path=str(dataset.root),
-                               items=len(dataset.items), arms=settings.arms)))
+            detail=DatasetPhase(name=dataset.name, identity=dataset.identity, path=str(dataset.root),
+                                items=len(dataset.items), arms=settings.arms)))
         state = _Soak(run, model, dataset, settings, stop, toolkit)
         try:
             verdicts = await state.run()
@@ -205,49 +153,15 @@ async def _soak(cfg: Config, opts: SoakOptions, settings: _Settings, model: Mode
             run.finish(status="failed" if code else "ok", exit_code=code,
                        reason="; ".join(f"{v.metric}: {v.outcome}: {v.reason}" for v in named),
                        counts={"windows": state.done, "failed": len(failed), "inconclusive": len(undecided)})
-    paths = await anyio.to_thread.run_sync(_write_reports, run.journal_path, run.run_dir)
-    _print_summary(run.run_dir, verdicts, paths, strict=opts.strict)
+    paths = await anyio.to_thread.run_sync(write_all_reports, run.journal_path, run.run_dir)
+    print_summary(run.run_dir, verdicts, paths, strict=opts.strict)
     return interrupt.exit_code if interrupt.signum else code
-
-
-def exit_code(verdicts: list[MetricVerdict], *, strict: bool) -> int:
-    """0 when no verdict failed (inconclusive ones too, unless `strict`), else 1."""
-    judged = worst(v.outcome for v in verdicts)
-    return 1 if judged == FAIL or (strict and judged == INCONCLUSIVE) else 0
-
-
-def _write_reports(journal: Path, run_dir: Path) -> list[Path]:
-    """The qualify-shaped report plus the soak report (pictures per window, verdict table). Blocks."""
-    from orchestrator.reports import write_reports
-    from orchestrator.reports.soak import write_soak_report
-
-    out: list[Path] = []
-    try:
-        p = write_reports(journal, run_dir)
-        out += [p.json, p.markdown, p.html]
-    except Exception as exc:  # the soak report must still be written when the shared one cannot be
-        log.error("report_failed", error=str(exc))
-    out += list(write_soak_report(journal, run_dir))
-    return out
-
-
-def _print_summary(run_dir: Path, verdicts: list[MetricVerdict], paths: list[Path], *, strict: bool) -> None:
-    print(f"\nsoak: {run_dir}", file=sys.stderr)
-    for v in verdicts:
-        print(f"  {v.outcome.upper():12} {v.metric}: {v.reason[:300]}", file=sys.stderr)
-    undecided = [v.metric for v in verdicts if v.outcome == INCONCLUSIVE]
-    if undecided:
-        # Said last, where a reader looks first: these were neither passed nor failed.
-        consequence = "--strict: the soak fails" if strict else "not failures (exit 0 unless a verdict failed; " \
-            "--strict makes them fail)"
-        print(f"  INCONCLUSIVE: {', '.join(undecided)}: the evidence cannot decide; {consequence}", file=sys.stderr)
-    print(f"  reports: {', '.join(str(p) for p in paths)}", file=sys.stderr)
 
 
 class _Soak:
     """One soak's loop: server, collectors, windows, checkpoints, final verdicts."""
 
-    def __init__(self, run: RunScope, model: ModelConfig, dataset: Dataset, settings: _Settings,
+    def __init__(self, run: RunScope, model: ModelConfig, dataset: Dataset, settings: SoakSettings,
                  stop: anyio.Event, toolkit: Toolkit) -> None:
         self.run_scope = run
         self.toolkit = toolkit
@@ -273,21 +187,18 @@ class _Soak:
         # folder per soak (not the run folder), removed at the end with AIPerf's leftovers.
         self.tmp_dir = Path(tempfile.mkdtemp(prefix="aqb-soak-"))
 
-    async def phase(self, phase: str, outcome: str | None = None, reason: str = "", **detail: Any) -> None:
+    async def phase(self, phase: str, outcome: str | None = None, reason: str = "",
+                    detail: PhaseDetail | None = None) -> None:
         if outcome is None:
-            await self.bus.publish(PhaseStarted(source="soak", phase=phase, model=self.model.name,
-                                                detail=PhaseDetail(**detail)))
+            await self.bus.publish(PhaseStarted(source="soak", phase=phase, model=self.model.name, detail=detail))
         else:
             await self.bus.publish(PhaseFinished(source="soak", phase=phase, model=self.model.name, outcome=outcome,
-                                                 reason=reason, detail=PhaseDetail(**detail)))
+                                                 reason=reason, detail=detail))
 
     async def run(self) -> list[MetricVerdict]:
 
-        from orchestrator.supervisor import ServerSpec, supervise
-
         run, m, s = self.run_scope, self.model, self.settings
-        await self.phase("model", checkpoint=m.checkpoint, profile=m.profile, revision=m.revision, family=m.family,
-                         native_task=m.native_task, precision=m.precision, bundle=m.bundle or self.cfg.server.bundle)
+        await self.phase("model", detail=ModelPhase(**m.identity_fields(), bundle=m.bundle or self.cfg.server.bundle))
         install = await anyio.to_thread.run_sync(self.toolkit.aiperf.check_install)
         tokenizer = await anyio.to_thread.run_sync(self.toolkit.aiperf.ensure_tokenizer, m.tokenizer)
         rows = interleave_kinds(await anyio.to_thread.run_sync(prepare_arms, self.dataset, s.arms, run.run_dir / "wire"),
@@ -310,12 +221,16 @@ class _Soak:
                 try:
                     handle = await tg.start(supervise, spec, self.bus)
                 except ServerError as exc:
-                    await self.phase("server", "failed", str(exc), argv=list(spec.argv(1)))
+                    await self.phase("server", "failed", str(exc), ServerPhase(argv=list(spec.argv(1))))
                     raise
                 started = True
                 try:
-                    await self.phase("server", "passed", argv=list(spec.argv(1)), base_url=handle.base_url)
-                    await self.phase("soak", **msgspec.to_builtins(s))
+                    await self.phase("server", "passed",
+                                     detail=ServerPhase(argv=list(spec.argv(1)), base_url=handle.base_url))
+                    await self.phase("soak", detail=SoakPhase(
+                        duration_s=s.duration_s, window_s=s.window_s, checkpoint_every_s=s.checkpoint_every_s,
+                        request_rate=s.request_rate, concurrency=s.concurrency, warmup_requests=s.warmup_requests,
+                        arms=s.arms, limits=s.limits))
                     await self._windows(handle, correlator, install, tokenizer, rows)
                 finally:
                     with anyio.CancelScope(shield=True):
@@ -334,11 +249,12 @@ class _Soak:
         verdicts = await self._verdicts(final=True, processes=check)
         failed = [v for v in verdicts if v.failed]
         await self.phase("soak", "failed" if failed else "passed", "; ".join(f"{v.metric}: {v.reason}" for v in failed),
-                         windows=self.done)
+                         SoakPhase(windows=self.done))
         await self.phase("model", "soak-failed" if failed else "soak-passed")
         return verdicts
 
-    async def _windows(self, handle: ServerHandle, correlator: Correlator, install: AiperfFacts, tokenizer: Path, rows: list[Any]) -> None:
+    async def _windows(self, handle: ServerHandle, correlator: Correlator, install: AiperfFacts, tokenizer: Path,
+                       rows: list[ArmRequest]) -> None:
         """AIPerf runs one after another, each for the rest of the soak; a new one starts only when one
         ends early (failure), at most _MAX_FAILED_RUNS in a row without a profiling request."""
         s = self.settings
@@ -359,11 +275,10 @@ class _Soak:
                 break
 
     async def _segment(self, length_s: float, handle: ServerHandle, correlator: Correlator, install: AiperfFacts, tokenizer: Path,
-                       rows: list[Any]) -> tuple[float, bool]:
+                       rows: list[ArmRequest]) -> tuple[float, bool]:
         """One AIPerf process for `length_s` of profiling load, cut into windows by time (see the module
         docstring). Returns (seconds under load, whether it sent a profiling request)."""
         aiperf = self.toolkit.aiperf
-        from orchestrator.dataset import write_aiperf_input
 
         s, w, seg = self.settings, self.cfg.workload, self.segment
         name = aiperf_run_name(seg)
@@ -379,7 +294,7 @@ class _Soak:
                                    request_rate=s.request_rate, tap_dir=folder / "tap", tmp_dir=self.tmp_dir)
         grace = w.request_timeout_s
         extra = ["--benchmark-duration", f"{length_s:g}", "--benchmark-grace-period", f"{grace:g}"]
-        cmd = aiperf.extend_command(cmd, extra)
+        cmd = cmd.extended(extra)
         await anyio.to_thread.run_sync(cmd.save, folder)
         await handle.wait_ready(self.cfg.server.startup_timeout_s)
         launch_ns = time.time_ns()
@@ -387,13 +302,13 @@ class _Soak:
         await self._open_window(launch_ns, seg, cuts)
         count = max(1, math.ceil(length_s / s.window_s - 1e-9))
         exited, done = _Exit(), anyio.Event()
-        outcome: list[Any] = []
+        outcome: list[AiperfResult] = []
         self._aiperf_name = name
         async with anyio.create_task_group() as tg:
 
             async def runner() -> None:
                 try:
-                    outcome.append(await self._run_window(aiperf.run_aiperf, cmd, name, install=install, exited=exited,
+                    outcome.append(await self._run_window(cmd, name, install=install, exited=exited,
                                                           deadline_s=length_s + grace + w.deadline_s))
                 finally:
                     exited.set()
@@ -439,11 +354,11 @@ class _Soak:
         complete = result is not None and result.classification == "complete"
         return (length_s if complete else max(0.0, (exit_ns - first) / 1e9)), True
 
-    def _end_run(self, segment: int, name: str, result: Any) -> None:
+    def _end_run(self, segment: int, name: str, result: AiperfResult | None) -> None:
         """Record AIPerf run `name` as ended, with what it says it issued (the accounting verdict's)."""
         self._aiperf_name = ""
-        self.runs.append(AiperfRunFact(segment=segment, name=name, issued=dict(getattr(result, "issued", {})),
-                                       issued_from=dict(getattr(result, "issued_from", {}))))
+        self.runs.append(AiperfRunFact(segment=segment, name=name, issued=dict(result.issued) if result else {},
+                                       issued_from=dict(result.issued_from) if result else {}))
 
     async def _first_profiling(self, name: str, done: anyio.Event) -> int | None:
         """The start of AIPerf run `name`'s first profiling request, or None when it ended without one."""
@@ -489,7 +404,7 @@ class _Soak:
                 await self._open_window(start, segment, cuts, end)
 
     async def _finalise(self, cut: _Cut, correlator: Correlator, aiperf: str, *, launch_ns: int, exit_ns: int | None,
-                        last: bool = False, outcome: Any = None) -> None:
+                        last: bool = False, outcome: AiperfResult | None = None) -> None:
         """Close one window's accounting and aggregates, journal them, and checkpoint when due."""
         accounting = await correlator.close_window(cut.name)
         await self.tracker.wait_seen(accounting.seq)
@@ -518,12 +433,12 @@ class _Soak:
             self._next_checkpoint += self.settings.checkpoint_every_s
             await self._checkpoint()
 
-    async def _run_window(self, run_aiperf: Any, cmd: Any, name: str, *, deadline_s: float, install: Any,
-                          exited: _Exit) -> Any:
+    async def _run_window(self, cmd: AiperfInvocation, name: str, *, deadline_s: float, install: AiperfFacts,
+                          exited: _Exit) -> AiperfResult:
         """Run one AIPerf process; returns once its files are judged, having set `exited` as soon as its
         process ended. A stop request reaches AIPerf through its runner (the one owner of its process),
         which ends it gracefully so that what it has is judged."""
-        result: list[Any] = []
+        result: list[AiperfResult] = []
         async with anyio.create_task_group() as tg:
 
             async def mark_cut_short() -> None:
@@ -534,7 +449,7 @@ class _Soak:
 
             tg.start_soon(mark_cut_short)
             with anyio.move_on_after(deadline_s + _STOP_BUDGET_S):
-                result.append(await run_aiperf(cmd, self.bus, window=name, deadline_s=deadline_s,
+                result.append(await self.toolkit.aiperf.run_aiperf(cmd, self.bus, window=name, deadline_s=deadline_s,
                                                stop_grace_s=self.cfg.workload.stop_grace_s, install=install,
                                                on_exit=exited.set, stop=self.stop))
             tg.cancel_scope.cancel()
@@ -560,14 +475,10 @@ class _Soak:
                               cut_short=self.cut_short, runs=self.runs, running=self._aiperf_name,
                               stopped=set(self.stopped_at))
         for v in verdicts:
-            d = v.detail
-            slope, interval, limit = d.get("slope"), d.get("interval"), d.get("limit")
+            slope, interval, limit, unit = verdict_numbers(v.detail)
             await self.bus.publish(SoakVerdict(
                 source="soak", metric=v.metric, passed=v.passed, final=final, outcome=v.outcome, reason=v.reason,
-                windows_closed=self.done, slope=float(slope) if isinstance(slope, (int, float)) else None,
-                interval=[float(x) for x in interval] if isinstance(interval, list) and len(interval) == 2 else None,
-                limit=float(limit) if isinstance(limit, (int, float)) else None, unit=str(d.get("unit") or ""),
-                detail={k: x for k, x in d.items() if k not in ("slope", "interval", "limit", "unit")}))
+                windows_closed=self.done, slope=slope, interval=interval, limit=limit, unit=unit, detail=v.detail))
         return verdicts
 
 

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable
-from typing import Any
 
 import anyio
 import msgspec
 from anyio.abc import TaskStatus
 
-from orchestrator.bus import Bus
+from orchestrator.bus import Bus, Subscription
 from orchestrator.config import ModelConfig
 from orchestrator.dataset import (
     Dataset,
@@ -20,6 +19,7 @@ from orchestrator.events import (
     AccountingChecked,
     AiperfStarted,
     AnswerIncomplete,
+    AnyEvent,
     ClientRecord,
     Event,
     OrphanKilled,
@@ -27,14 +27,12 @@ from orchestrator.events import (
     RequestCorrelated,
     ResourceSampled,
     ServerExited,
+    ServerExitFact,
     ServerRestarting,
     VerdictReached,
 )
 from orchestrator.judge.answers import judge_answer
 from orchestrator.judge.gates import ScoredAnswer
-from orchestrator.soak.verdicts import (
-    ServerExitFact,
-)
 from orchestrator.soak.window import WindowAccumulator, WindowStats
 
 __all__ = ["SoakTracker"]
@@ -55,8 +53,8 @@ class SoakTracker:
         self._dataset = dataset
         self._model = model
         self._size = size
-        self._sub: Any = None
-        self._backlog: deque[Any] = deque()
+        self._sub: Subscription | None = None
+        self._backlog: deque[AnyEvent] = deque()
         self._open: dict[str, WindowAccumulator] = {}
         self._current: WindowAccumulator | None = None
         self._seen = anyio.Event()
@@ -87,6 +85,7 @@ class SoakTracker:
                     self._seen = anyio.Event()
 
     async def _publish(self, ev: Event) -> None:
+        assert self._sub is not None  # published only from run(), inside its subscription
         await self._sub.publish(ev, spill=self._backlog.append)
 
     async def wait_seen(self, seq: int, timeout_s: float = 30.0) -> None:
@@ -126,12 +125,17 @@ class SoakTracker:
         self._open[acc.window] = self._current = acc
         return acc
 
-    def close_window(self, window: str, end_unix_ns: int, **facts: Any) -> WindowStats:
+    def close_window(self, window: str, end_unix_ns: int, *, aiperf_classification: str = "",
+                     accounting_balanced: bool | None = None, gap_before_s: float | None = None,
+                     aiperf_launch_unix_ns: int | None = None, aiperf_exit_unix_ns: int | None = None) -> WindowStats:
+        """Close an open window (WindowAccumulator.close with the loop's facts about it) and forget it."""
         acc = self._open.pop(window)
         if acc is self._current:
             self._current = None
         self.accounting.pop(window, None)
-        return acc.close(end_unix_ns, **facts)
+        return acc.close(end_unix_ns, aiperf_classification=aiperf_classification,
+                         accounting_balanced=accounting_balanced, gap_before_s=gap_before_s,
+                         aiperf_launch_unix_ns=aiperf_launch_unix_ns, aiperf_exit_unix_ns=aiperf_exit_unix_ns)
 
     def discard_window(self, window: str) -> None:
         """Drop an open window that the load never reached (nothing of it is kept)."""
@@ -139,7 +143,7 @@ class SoakTracker:
         if acc is self._current:
             self._current = max(self._open.values(), key=lambda a: a.start_unix_ns, default=None)
 
-    def _handle(self, ev: Any) -> Iterable[Event]:
+    def _handle(self, ev: AnyEvent) -> Iterable[Event]:
         if isinstance(ev, ClientRecord):
             if ev.phase == "profiling" and ev.request_start_ns and ev.window not in self.first_profiling_ns:
                 self.first_profiling_ns[ev.window] = ev.request_start_ns

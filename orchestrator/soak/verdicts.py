@@ -12,17 +12,36 @@ import math
 from collections.abc import Callable, Collection, Sequence
 from fractions import Fraction
 from statistics import median
-from typing import Any
+from typing import TypeVar
 
 import msgspec
 
-from orchestrator.config import SoakConfig
+from orchestrator.events import (
+    AccountingDetail,
+    AiperfRunFact,
+    CorrectnessDetail,
+    DriftDetail,
+    ErrorRateDetail,
+    GapDetail,
+    MemoryDetail,
+    MemorySummary,
+    PooledGate,
+    ProcessCheck,
+    RestartDetail,
+    RunAccount,
+    ServerExitFact,
+    SoakLimits,
+    TailDetail,
+    VerdictDetail,
+    WindowCorrectness,
+    WindowGap,
+    WindowStats,
+)
 from orchestrator.judge.intervals import wilson_interval
 from orchestrator.judge.latency import judge_item_drift, min_tail_samples
 from orchestrator.judge.memory import MemoryRule, MemoryVerdict, judge_memory_medians
 from orchestrator.judge.outcome import FAIL, INCONCLUSIVE, PASS, Outcome
 from orchestrator.judge.trend import TrendRule, TrendVerdict, judge_relative_trend
-from orchestrator.soak.window import MemorySummary, WindowStats
 
 __all__ = [
     "SoakLimits",
@@ -31,6 +50,8 @@ __all__ = [
     "ServerExitFact",
     "ProcessCheck",
     "AiperfRunFact",
+    "trend_rule",
+    "memory_rule",
     "fit_trend",
     "judge_soak",
 ]
@@ -39,40 +60,16 @@ _MIB = 2.0**20
 _NS_PER_H = 3600e9
 
 
-class SoakLimits(msgspec.Struct, frozen=True, kw_only=True):
-    """The limits of `[soak]` that the verdicts apply, exactly as configured."""
+def trend_rule(limits: SoakLimits) -> TrendRule:
+    """The trend rule's minimum evidence and confidence, as `[soak]` sets them."""
+    return TrendRule(min_windows=limits.min_trend_windows, min_span_s=limits.min_trend_span_s,
+                     confidence=limits.trend_confidence)
 
-    rss_limit_mib_per_h: float = 8.0
-    p99_latency_limit_pct_per_h: float = 10.0
-    max_error_rate: float = 0.001
-    warmup_windows: int = 1
-    min_trend_windows: int = 6
-    min_trend_span_s: float = 600.0
-    trend_confidence: float = 0.95
-    rss_growth_limit_mib: float = 64.0
-    latency_baseline_windows: int = 3
-    max_window_gap_s: float = 1.0
-    max_gap_fraction: float = 0.01
 
-    @classmethod
-    def from_config(cls, soak: SoakConfig) -> SoakLimits:
-        return cls(rss_limit_mib_per_h=soak.rss_limit_mib_per_h,
-                   p99_latency_limit_pct_per_h=soak.p99_latency_limit_pct_per_h,
-                   max_error_rate=soak.max_error_rate, warmup_windows=soak.warmup_windows,
-                   min_trend_windows=soak.min_trend_windows, min_trend_span_s=soak.min_trend_span_s,
-                   trend_confidence=soak.trend_confidence, rss_growth_limit_mib=soak.rss_growth_limit_mib,
-                   latency_baseline_windows=soak.latency_baseline_windows,
-                   max_window_gap_s=soak.max_window_gap_s, max_gap_fraction=soak.max_gap_fraction)
-
-    @property
-    def trend_rule(self) -> TrendRule:
-        return TrendRule(min_windows=self.min_trend_windows, min_span_s=self.min_trend_span_s,
-                         confidence=self.trend_confidence)
-
-    @property
-    def memory_rule(self) -> MemoryRule:
-        return MemoryRule(limit_mib_per_h=self.rss_limit_mib_per_h, growth_limit_mib=self.rss_growth_limit_mib,
-                          trend=self.trend_rule)
+def memory_rule(limits: SoakLimits) -> MemoryRule:
+    """The memory rule's limits, as `[soak]` sets them."""
+    return MemoryRule(limit_mib_per_h=limits.rss_limit_mib_per_h, growth_limit_mib=limits.rss_growth_limit_mib,
+                      trend=trend_rule(limits))
 
 
 class Trend(msgspec.Struct, frozen=True, kw_only=True):
@@ -94,7 +91,7 @@ class MetricVerdict(msgspec.Struct, frozen=True, kw_only=True):
     metric: str
     outcome: Outcome
     reason: str
-    detail: dict[str, Any] = {}
+    detail: VerdictDetail | None = None
 
     @property
     def passed(self) -> bool:
@@ -103,35 +100,6 @@ class MetricVerdict(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def failed(self) -> bool:
         return self.outcome == FAIL
-
-
-class ServerExitFact(msgspec.Struct, frozen=True, kw_only=True):
-    """An unexpected server exit (the supervisor restarted or gave up), as journaled."""
-
-    incarnation: int
-    returncode: int | None = None
-    signal: str = ""
-    unix_ns: int = 0
-    restarted: bool = False
-    output_tail: list[str] = []
-
-
-class AiperfRunFact(msgspec.Struct, frozen=True, kw_only=True):
-    """One AIPerf run of the soak that has ended: what it says it issued per phase, and where that count
-    comes from ("aiperf_log": requests sent; "phase_manifest": records kept); empty when it said nothing."""
-
-    segment: int
-    name: str
-    issued: dict[str, int] = {}
-    issued_from: dict[str, str] = {}
-
-
-class ProcessCheck(msgspec.Struct, frozen=True, kw_only=True):
-    """What was left at the end: orphans the supervisor had to kill, processes still alive, zombies."""
-
-    orphans_killed: int = 0
-    leftover: list[str] = []
-    zombies: list[str] = []
 
 
 def fit_trend(times_h: Sequence[float], values: Sequence[float]) -> Trend:
@@ -162,27 +130,32 @@ def _round(values: Sequence[float | None]) -> list[float | None]:
     return [None if v is None else round(v, 6) for v in values]
 
 
-def _trend_detail(t: TrendVerdict) -> dict[str, Any]:
-    return {"slope": t.slope_per_h, "interval": list(t.interval_per_h) if t.interval_per_h else None,
-            "limit": t.limit_per_h, "unit": t.unit, "n": t.n_windows, "span_s": t.span_s,
-            "confidence": t.confidence, "method": t.method}
+_D = TypeVar("_D", MemoryDetail, DriftDetail, TailDetail)
+
+
+def _with_trend(detail: _D, t: TrendVerdict) -> _D:
+    """`detail` with the trend rule's numbers (TrendNumbers' fields)."""
+    return msgspec.structs.replace(detail, slope=t.slope_per_h,
+                                   interval=list(t.interval_per_h) if t.interval_per_h else None,
+                                   limit=t.limit_per_h, unit=t.unit, n=t.n_windows, span_s=t.span_s,
+                                   confidence=t.confidence, method=t.method)
 
 
 def _memory(metric: str, windows: Sequence[WindowStats], pick: Callable[[WindowStats], MemorySummary],
             limits: SoakLimits, skipped: int, source: str) -> MetricVerdict:
     """The memory rule (judge.memory) on the per-window median of one process tree's samples (MiB)."""
     pairs = [(w, m.median_bytes / _MIB) for w in windows if (m := pick(w)).median_bytes is not None]
-    base: dict[str, Any] = {"source": source, "warmup_windows_discarded": skipped,
-                            "windows": [w.window for w, _ in pairs], "series": _round([v for _, v in pairs])}
+    base = MemoryDetail(source=source, warmup_windows_discarded=skipped, windows=[w.window for w, _ in pairs],
+                        series=_round([v for _, v in pairs]))
     if not pairs:
         return MetricVerdict(metric=metric, outcome=INCONCLUSIVE, detail=base,
                              reason=f"no sample in the {len(windows)} window(s) after discarding {skipped} "
                                     f"warmup window(s)")
     origin = pairs[0][0].start_unix_ns
     times = [_mid_h(w, origin) for w, _ in pairs]
-    v: MemoryVerdict = judge_memory_medians(times, [m for _, m in pairs], limits.memory_rule)
-    detail = {**base, **_trend_detail(v.trend), "growth_mib": v.growth_mib, "growth_limit_mib": v.growth_limit_mib,
-              "times_h": _round(times)}
+    v: MemoryVerdict = judge_memory_medians(times, [m for _, m in pairs], memory_rule(limits))
+    detail = msgspec.structs.replace(_with_trend(base, v.trend), growth_mib=v.growth_mib,
+                                     growth_limit_mib=v.growth_limit_mib, times_h=[round(t, 6) for t in times])
     return MetricVerdict(metric=metric, outcome=v.outcome, reason=v.reason, detail=detail)
 
 
@@ -196,21 +169,20 @@ def _item_drift(windows: Sequence[WindowStats], limits: SoakLimits, skipped: int
     per_window = [list((w.item_server_ms if server else w.item_client_ms).items()) for w in windows]
     source = ("server handler_ms" if server else "client request latency (the server reported no timing)") + \
         ", each item's median per window over its median in the first judged windows"
-    base: dict[str, Any] = {"source": source, "warmup_windows_discarded": skipped,
-                            "windows": [w.window for w in windows]}
+    base = DriftDetail(source=source, warmup_windows_discarded=skipped, windows=[w.window for w in windows])
     if not windows:
         return MetricVerdict(metric="latency_drift", outcome=INCONCLUSIVE, detail=base,
                              reason=f"no window after discarding {skipped} warmup window(s)")
     origin = windows[0].start_unix_ns
     times = [_mid_h(w, origin) for w in windows]
     drift = judge_item_drift(times, per_window, limits.p99_latency_limit_pct_per_h,
-                             baseline_windows=limits.latency_baseline_windows, rule=limits.trend_rule)
+                             baseline_windows=limits.latency_baseline_windows, rule=trend_rule(limits))
     trend, ratios = drift.trend, drift.ratios
-    detail = {**base, **_trend_detail(trend), "series": _round([None if m is None else 100.0 * m for m in ratios.medians]),
-              "times_h": _round(times), "baseline_items": ratios.baseline_items,
-              "baseline_windows": ratios.baseline_windows, "counted": ratios.counted}
-    reason = drift.reason
-    return MetricVerdict(metric="latency_drift", outcome=trend.outcome, reason=reason, detail=detail)
+    detail = msgspec.structs.replace(
+        _with_trend(base, trend), series=_round([None if m is None else 100.0 * m for m in ratios.medians]),
+        times_h=[round(t, 6) for t in times], baseline_items=ratios.baseline_items, baseline_windows=ratios.baseline_windows,
+        counted=list(ratios.counted))
+    return MetricVerdict(metric="latency_drift", outcome=trend.outcome, reason=drift.reason, detail=detail)
 
 
 def _tail(windows: Sequence[WindowStats], limits: SoakLimits, skipped: int, q: float = 0.99) -> MetricVerdict:
@@ -222,9 +194,9 @@ def _tail(windows: Sequence[WindowStats], limits: SoakLimits, skipped: int, q: f
     series = [s.p99 for s in summaries]
     source = ("p99 of the server's handler_ms per window (ms)" if server else
               "p99 of the client's request latency per window (ms; the server reported no timing)")
-    base: dict[str, Any] = {"source": source, "warmup_windows_discarded": skipped, "min_samples": need,
-                            "counts": counts, "windows": [w.window for w in windows], "series": _round(series),
-                            "limit": limits.p99_latency_limit_pct_per_h, "unit": "%/h"}
+    base = TailDetail(source=source, warmup_windows_discarded=skipped, min_samples=need, counts=counts,
+                      windows=[w.window for w in windows], series=_round(series),
+                      limit=limits.p99_latency_limit_pct_per_h, unit="%/h")
     short = [c for c in counts if c < need]
     if short or not windows:
         fewest = f" (fewest {min(short)})" if short else ""
@@ -236,8 +208,8 @@ def _tail(windows: Sequence[WindowStats], limits: SoakLimits, skipped: int, q: f
     times = [_mid_h(w, origin) for w in windows]
     trend = judge_relative_trend(times, [float(v) for v in series if v is not None],
                                  limits.p99_latency_limit_pct_per_h,
-                                 baseline_windows=limits.latency_baseline_windows, rule=limits.trend_rule)
-    return MetricVerdict(metric="server_p99_latency", outcome=trend.outcome, detail={**base, **_trend_detail(trend)},
+                                 baseline_windows=limits.latency_baseline_windows, rule=trend_rule(limits))
+    return MetricVerdict(metric="server_p99_latency", outcome=trend.outcome, detail=_with_trend(base, trend),
                          reason=f"p99 per window, in % of baseline: {trend.reason}")
 
 
@@ -254,10 +226,10 @@ def _error_rate(windows: Sequence[WindowStats], limit: float, skipped: int,
         for cause, n in w.by_cause.items():
             by_cause[cause] = by_cause.get(cause, 0) + n
     worst = max(windows, key=lambda w: w.error_rate or 0.0, default=None)
-    detail = {"limit": limit, "issued": issued, "errors": errors, "by_cause": dict(sorted(by_cause.items())),
-              "warmup_windows_discarded": skipped, "rate": errors / issued if issued else None,
-              "worst_window": worst.window if worst else "", "worst_rate": worst.error_rate if worst else None,
-              "series": [w.error_rate for w in windows], "cut_short": cut}
+    detail = ErrorRateDetail(limit=limit, issued=issued, errors=errors, by_cause=dict(sorted(by_cause.items())),
+                             warmup_windows_discarded=skipped, rate=errors / issued if issued else None,
+                             worst_window=worst.window if worst else "", worst_rate=worst.error_rate if worst else None,
+                             series=[w.error_rate for w in windows], cut_short=cut)
     cut_text = f"; cut short by the stop, not judged: {', '.join(cut)}" if cut else ""
     if not windows:
         return MetricVerdict(metric="error_rate", outcome=INCONCLUSIVE, detail=detail,
@@ -300,14 +272,14 @@ def _correctness(windows: Sequence[WindowStats]) -> MetricVerdict:
             text = f"{w.window} {g.scope} {g.correct}/{g.total} < {g.required:g}"
             upper = wilson_interval(g.correct, g.total, confidence=confidence).upper
             (significant if upper is not None and upper < g.required else short).append(text)
-    overall = [(gate, scope, required, c, n) for (gate, scope, required), (c, n) in pooled.items()]
-    pooled_short = [f"{scope} {c}/{n} < {required:g} over all windows"
-                    for _gate, scope, required, c, n in overall if Fraction(c, n) < Fraction(repr(required))]
-    per_window = [{"window": w.window, "correct": w.correct, "scored": w.scored, "passed": w.correctness_passed,
-                   "gates": [msgspec.to_builtins(g) for g in w.gates if g.total and not g.passed]} for w in windows]
-    detail = {"windows": per_window, "unscored": unscored, "significantly_below": significant,
-              "below_by_chance": short, "pooled": [{"gate": gate, "scope": scope, "required": required,
-                                                   "correct": c, "total": n} for gate, scope, required, c, n in overall]}
+    overall = [PooledGate(gate=gate, scope=scope, required=required, correct=c, total=n)
+               for (gate, scope, required), (c, n) in pooled.items()]
+    pooled_short = [f"{g.scope} {g.correct}/{g.total} < {g.required:g} over all windows"
+                    for g in overall if Fraction(g.correct, g.total) < Fraction(repr(g.required))]
+    per_window = [WindowCorrectness(window=w.window, correct=w.correct, scored=w.scored, passed=w.correctness_passed,
+                                    gates=[g for g in w.gates if g.total and not g.passed]) for w in windows]
+    detail = CorrectnessDetail(windows=per_window, unscored=unscored, significantly_below=significant,
+                               below_by_chance=short, pooled=overall)
     if significant:
         return MetricVerdict(metric="correctness", outcome=FAIL, detail=detail,
                              reason=f"below the gate beyond chance in {len(significant)} window(s): "
@@ -315,7 +287,7 @@ def _correctness(windows: Sequence[WindowStats]) -> MetricVerdict:
     if not overall:
         return MetricVerdict(metric="correctness", outcome=INCONCLUSIVE, detail=detail,
                              reason="no window had a scored answer")
-    totals = ", ".join(f"{scope} {c}/{n}" for _gate, scope, _required, c, n in overall)
+    totals = ", ".join(f"{g.scope} {g.correct}/{g.total}" for g in overall)
     if pooled_short or short:
         why = "; ".join(pooled_short + [f"{s} (within chance)" for s in short])
         return MetricVerdict(metric="correctness", outcome=INCONCLUSIVE, detail=detail,
@@ -326,8 +298,7 @@ def _correctness(windows: Sequence[WindowStats]) -> MetricVerdict:
 
 
 def _restarts(exits: Sequence[ServerExitFact]) -> MetricVerdict:
-    detail = {"unexpected_exits": [msgspec.to_builtins(e) for e in exits],
-              "restarts": sum(e.restarted for e in exits)}
+    detail = RestartDetail(unexpected_exits=list(exits), restarts=sum(e.restarted for e in exits))
     if not exits:
         return MetricVerdict(metric="restarts", outcome=PASS, detail=detail, reason="no unexpected server exit")
     parts = [f"incarnation {e.incarnation} exited (code {e.returncode}{', ' + e.signal if e.signal else ''})"
@@ -337,7 +308,6 @@ def _restarts(exits: Sequence[ServerExitFact]) -> MetricVerdict:
 
 
 def _processes(check: ProcessCheck) -> MetricVerdict:
-    detail = msgspec.to_builtins(check)
     problems = []
     if check.orphans_killed:
         problems.append(f"{check.orphans_killed} orphaned server process(es) had to be killed")
@@ -346,31 +316,31 @@ def _processes(check: ProcessCheck) -> MetricVerdict:
     if check.zombies:
         problems.append(f"{len(check.zombies)} zombie(s): {'; '.join(check.zombies[:5])}")
     if problems:
-        return MetricVerdict(metric="processes", outcome=FAIL, detail=detail, reason="; ".join(problems))
-    return MetricVerdict(metric="processes", outcome=PASS, detail=detail,
+        return MetricVerdict(metric="processes", outcome=FAIL, detail=check, reason="; ".join(problems))
+    return MetricVerdict(metric="processes", outcome=PASS, detail=check,
                          reason="no orphaned, leftover or zombie process")
 
 
 def _window_gaps(windows: Sequence[WindowStats], limits: SoakLimits) -> MetricVerdict:
     """Time without load across each cut (gap_before_s): each at most `max_window_gap_s`, their sum at most
     `max_gap_fraction` of the soak (first window's start to last window's end)."""
-    rows = [{"window": w.window, "gap_s": round(w.gap_before_s, 3), "segment": w.segment}
+    rows = [WindowGap(window=w.window, gap_s=round(w.gap_before_s, 3), segment=w.segment)
             for w in windows[1:] if w.gap_before_s is not None]
     span_s = (windows[-1].end_unix_ns - windows[0].start_unix_ns) / 1e9 if windows else 0.0
-    total = sum(r["gap_s"] for r in rows)  # type: ignore[misc]
-    detail: dict[str, Any] = {"limit": limits.max_window_gap_s, "unit": "s", "max_fraction": limits.max_gap_fraction,
-                              "windows": rows, "total_s": round(total, 3), "span_s": round(span_s, 3)}
+    total = sum(r.gap_s for r in rows)
+    detail = GapDetail(limit=limits.max_window_gap_s, unit="s", max_fraction=limits.max_gap_fraction,
+                       windows=rows, total_s=round(total, 3), span_s=round(span_s, 3))
     if len(windows) < 2:
         return MetricVerdict(metric="window_gap", outcome=INCONCLUSIVE, detail=detail,
                              reason=f"{len(windows)} window(s): no cut between windows to judge")
     if not rows:
         return MetricVerdict(metric="window_gap", outcome=INCONCLUSIVE, detail=detail,
                              reason="no window after the first has a measured first request")
-    worst = max(rows, key=lambda r: r["gap_s"])  # type: ignore[arg-type,return-value]
+    worst = max(rows, key=lambda r: r.gap_s)
     fraction = total / span_s if span_s > 0 else 0.0
-    detail["fraction"] = fraction
-    over = [f"{r['window']} {r['gap_s']:.3g} s" for r in rows if r["gap_s"] > limits.max_window_gap_s]  # type: ignore[operator]
-    how = (f"largest gap {worst['gap_s']:.3g} s before {worst['window']}, {total:.3g} s in all = {fraction:.3%} of "
+    detail = msgspec.structs.replace(detail, fraction=fraction)
+    over = [f"{r.window} {r.gap_s:.3g} s" for r in rows if r.gap_s > limits.max_window_gap_s]
+    how = (f"largest gap {worst.gap_s:.3g} s before {worst.window}, {total:.3g} s in all = {fraction:.3%} of "
            f"{span_s:.0f} s over {len(rows)} cut(s); limits {limits.max_window_gap_s:g} s per gap and "
            f"{limits.max_gap_fraction:.2%} of the soak")
     if over or fraction > limits.max_gap_fraction:
@@ -393,14 +363,14 @@ def _accounting(windows: Sequence[WindowStats], runs: Sequence[AiperfRunFact], r
         counts = seen.setdefault(w.segment, {})
         counts["profiling"] = counts.get("profiling", 0) + w.issued
         counts["warmup"] = counts.get("warmup", 0) + w.warmup_issued
-    rows: list[dict[str, Any]] = []
+    rows: list[RunAccount] = []
     lost: list[str] = []
     cut: list[str] = []
     unknown: list[str] = []
     for run in runs:
         got = seen.get(run.segment, {})
-        rows.append({"run": run.name, "segment": run.segment, "issued": dict(run.issued),
-                     "issued_from": dict(run.issued_from), "seen": dict(got)})
+        rows.append(RunAccount(run=run.name, segment=run.segment, issued=dict(run.issued),
+                               issued_from=dict(run.issued_from), seen=dict(got)))
         if not run.issued:
             unknown.append(run.name)
         for phase, want in sorted(run.issued.items()):
@@ -408,9 +378,8 @@ def _accounting(windows: Sequence[WindowStats], runs: Sequence[AiperfRunFact], r
                 text = f"{run.name} {phase}: AIPerf issued {want} ({run.issued_from.get(phase, '?')}), " \
                        f"{got.get(phase, 0)} were seen"
                 (cut if run.name in stopped and got.get(phase, 0) < want else lost).append(text)
-    detail: dict[str, Any] = {"windows": len(windows), "breached_windows": breached, "runs": rows,
-                              "unknown": unknown, "running": running, "stopped_short": cut,
-                              "cut_short_breached": unsettled}
+    detail = AccountingDetail(windows=len(windows), breached_windows=breached, runs=rows, unknown=unknown,
+                              running=running, stopped_short=cut, cut_short_breached=unsettled)
     total = sum(w.issued + w.warmup_issued for w in windows)
     still = f"; {running} still running: its count is checked when it ends" if running else ""
     if breached or lost:

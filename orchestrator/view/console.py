@@ -15,11 +15,17 @@ from anyio.abc import TaskStatus
 from orchestrator.bus import Bus
 from orchestrator.events import (
     AiperfExited,
+    AiperfPhase,
     AiperfStarted,
     CapabilityProbed,
+    CorrectnessPhase,
+    DatasetPhase,
+    ModelPhase,
     ModelResult,
+    PhaseDetail,
     PhaseFinished,
     PhaseStarted,
+    ReferencePhase,
     RequestCorrelated,
     ServerExited,
     ServerReady,
@@ -61,18 +67,17 @@ class ConsoleView:
 
     def show(self, ev: object) -> None:
         if isinstance(ev, PhaseStarted):
+            d = ev.detail
             if ev.phase == "model":
-                self._print(f"== {ev.model}: {ev.detail.checkpoint} ({ev.detail.profile})")
+                ident = d if isinstance(d, ModelPhase) else ModelPhase()
+                self._print(f"== {ev.model}: {ident.checkpoint} ({ident.profile})")
                 return
             self._stage, self._done, self._bad, self._misses = ev.phase, 0, 0, {}
-            detail = ev.detail
-            self._total = (detail.requests or 0) * (2 if detail.native else 1)
-            if ev.phase == "aiperf":
-                self._total = (detail.warmup_requests or 0) + (detail.requests or 0)
+            self._total = _expected_answers(d)
             self._print(f"  {ev.phase}: started")
         elif isinstance(ev, PhaseFinished):
             if ev.phase in ("model", "dataset"):
-                if ev.phase == "dataset":
+                if isinstance(ev.detail, DatasetPhase):
                     self._print(f"dataset {ev.detail.name} ({ev.detail.items} items, "
                                 f"identity {ev.detail.identity[:12]})")
                 return
@@ -108,3 +113,15 @@ class ConsoleView:
         elif isinstance(ev, ModelResult):
             self._print(f"== {ev.model}: {ev.status.upper()}"
                         f"{' at ' + ev.failed_stage if ev.failed_stage else ''}")
+
+
+def _expected_answers(d: PhaseDetail | None) -> int:
+    """How many answers a stage's progress bar counts to: each request (twice with a native path), or
+    AIPerf's warmup and profiling requests; 0 for a stage without a bar."""
+    if isinstance(d, CorrectnessPhase):
+        return (d.requests or 0) * (2 if d.native else 1)
+    if isinstance(d, ReferencePhase):
+        return d.requests or 0
+    if isinstance(d, AiperfPhase) and d.settings is not None:
+        return (d.settings.warmup_requests or 0) + (d.settings.requests or 0)
+    return 0

@@ -12,7 +12,6 @@ import time
 from typing import TextIO
 
 import anyio
-import msgspec
 from anyio.abc import TaskStatus
 
 from orchestrator.bus import Bus
@@ -25,14 +24,15 @@ from orchestrator.events import (
     SoakVerdict,
     SoakWindowClosed,
     SoakWindowOpened,
+    WindowStats,
 )
 from orchestrator.view.live import LiveOutput
 
 __all__ = ["SoakView", "format_status"]
 
 
-def _ms(v: object) -> str:
-    return f"{v:.0f}" if isinstance(v, (int, float)) else "-"
+def _ms(v: float | None) -> str:
+    return f"{v:.0f}" if v is not None else "-"
 
 
 def _hms(seconds: float) -> str:
@@ -41,17 +41,15 @@ def _hms(seconds: float) -> str:
 
 
 def format_status(*, elapsed_s: float, duration_s: float, windows: int, window: str, ok: int, errors: int,
-                  last: dict[str, object] | None, rss_bytes: int | None, restarts: int,
+                  last: WindowStats | None, rss_bytes: int | None, restarts: int,
                   loaded_s: float | None = None) -> str:
     """The one status line (pure, for tests and both output modes). The soak's duration is time under
     load (`loaded_s`); AIPerf's start-ups make the wall time (`elapsed_s`) longer, so both are shown."""
     lat = "last window: -"
-    if last:
-        c = last.get("client_latency_ms") or {}
-        srv = last.get("server_latency_ms") or {}
-        assert isinstance(c, dict) and isinstance(srv, dict)
-        lat = (f"last window p50/p99 client {_ms(c.get('p50'))}/{_ms(c.get('p99'))} ms "
-               f"server {_ms(srv.get('p50'))}/{_ms(srv.get('p99'))} ms")
+    if last is not None:
+        c, srv = last.client_latency_ms, last.server_latency_ms
+        lat = (f"last window p50/p99 client {_ms(c.p50)}/{_ms(c.p99)} ms "
+               f"server {_ms(srv.p50)}/{_ms(srv.p99)} ms")
     mem = f"{rss_bytes / 2**20:.0f} MiB" if rss_bytes is not None else "-"
     clock = (f"soak {_hms(elapsed_s)}/{_hms(duration_s)}" if loaded_s is None else
              f"soak {_hms(loaded_s)}/{_hms(duration_s)} under load (wall {_hms(elapsed_s)})")
@@ -75,7 +73,7 @@ class SoakView:
         self.window = ""
         self.ok = 0
         self.errors = 0
-        self.last: dict[str, object] | None = None
+        self.last: WindowStats | None = None
         self.rss_bytes: int | None = None
         self.restarts = 0
         # Time under load: closed windows' request spans, plus [first start, last end] of each window
@@ -141,7 +139,7 @@ class SoakView:
             self.windows = max(self.windows, ev.index)
             if self.window == ev.window:
                 self.window = ""  # windows overlap: N closes after N+1 started
-            self.last = msgspec.to_builtins(ev.summary) if ev.summary is not None else {}
+            self.last = ev.summary
             span = self._spans.pop(ev.window, None)
             first = ev.summary.first_request_unix_ns if ev.summary is not None else None
             last = ev.summary.last_request_unix_ns if ev.summary is not None else None
@@ -158,7 +156,7 @@ class SoakView:
             notable = f"server exited unexpectedly (incarnation {ev.incarnation}, code {ev.returncode} {ev.signal})"
         elif isinstance(ev, SoakVerdict):
             word = (ev.outcome or ("pass" if ev.passed else "fail")).upper()
-            notable = f"{'final' if ev.final else 'checkpoint'} verdict {ev.metric}: {word} {(ev.reason or str(ev.detail.get('reason', '')))[:200]}"
+            notable = f"{'final' if ev.final else 'checkpoint'} verdict {ev.metric}: {word} {ev.reason[:200]}"
         if notable and notable != "window":
             self._emit(notable, status=False)
         now = time.monotonic()

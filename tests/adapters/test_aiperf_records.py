@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from adapters.aiperf.records import RecordParseError, parse_export_line, parse_tap_line, server_timing_ms
-from adapters.trtmc.records import ServerRecordParseError, parse_server_record
+from adapters.trtmc.records import ServerRecordParseError, decode_server_record, parse_server_record
+from orchestrator.events import AudioFacts
 
 DATA = Path(__file__).parent.parent / "data" / "aiperf"
 
@@ -64,3 +65,11 @@ class TestServerRecords:
         assert (rec.model, rec.error_code, rec.audio) == ("", "", None)
         with pytest.raises(ServerRecordParseError, match="server records line"):
             parse_server_record(b'{"status":200}')
+
+    def test_audio_fields_of_another_type_are_left_out(self) -> None:
+        """The `audio` object's well-typed fields are kept (an int of seconds as seconds); a field of another
+        type (bytes as a boolean, a rate as text) is left out rather than failing the record."""
+        line = b'{"request_id":"x","status":200,"audio":{"format":"wav","seconds":3,"bytes":true,"sample_rate_hz":"16k"}}'
+        for decode in (parse_server_record, decode_server_record):
+            audio = decode(line).audio
+            assert audio == AudioFacts(format="wav", seconds=3.0), decode

@@ -93,7 +93,7 @@ class TestServerRecords:
         recs = [decode_server_record(line) for line in REFERENCE.read_bytes().splitlines()]
         assert [r.request_id for r in recs] == ["cap-audio-1", "cap-text-1", "cap-bad-1", "cap-audio-2"]
         assert recs[2].status == 400 and recs[2].error_code == "invalid_request" and recs[2].model == ""
-        assert recs[0].audio and recs[0].audio["seconds"] > 3 and recs[0].model_call_ms > 0
+        assert recs[0].audio and recs[0].audio.seconds and recs[0].audio.seconds > 3 and recs[0].model_call_ms > 0
 
     @pytest.mark.parametrize("path", [REFERENCE, DATA / "aiperf" / "server_records.jsonl"])
     def test_same_event_as_the_live_tailer_parser(self, path: Path) -> None:

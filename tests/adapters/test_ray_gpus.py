@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from adapters.ray.gpus import only_visible_gpus, visible_gpus
 from adapters.server import server_parts
 from orchestrator.ports import GpuFigures, TreeSample
@@ -35,7 +37,7 @@ class TestVisibleGpus:
         """With device 1 assigned, samples carry device 1 alone; closing reaches the real sampler."""
         fake = _FakeSampler()
         base = server_parts("reference")
-        wrapped = only_visible_gpus(type(base)(kind=base.kind, launcher=base.launcher, new_sampler=lambda: fake), {1})
+        wrapped = only_visible_gpus(dataclasses.replace(base, new_sampler=lambda: fake), {1})
         sampler = wrapped.new_sampler()
         sample = sampler.sample(42)
         assert sample is not None and [g.index for g in sample.gpus] == [1] and sample.pid == 42

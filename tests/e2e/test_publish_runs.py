@@ -19,12 +19,12 @@ from orchestrator.config import PublishConfig
 from orchestrator.events import RunStarted
 from orchestrator.journal import read_journal
 from orchestrator.ledger import build_ledger, load_inventory, read_run
-from orchestrator.publish.secrets import REDACTED
 from orchestrator.publish.write import (
     gather_facts,
     render_publication,
     write_publication,
 )
+from orchestrator.redaction import REDACTED
 
 ROOT = Path(__file__).resolve().parents[2]
 

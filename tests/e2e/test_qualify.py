@@ -24,6 +24,7 @@ from orchestrator.events import (
     RequestCorrelated,
     ServerRecord,
     ServerSpawned,
+    TransportEvidence,
     VerdictReached,
     Warned,
 )
@@ -205,8 +206,10 @@ def test_trtmc_like_server_rejecting_audio_is_blocked_or_unsupported(tmp_path: P
     events, _ = read_journal(run_dir / "events.jsonl")
     transport = [e for e in events if isinstance(e, CapabilityProbed) and e.check == "transport"]
     assert len(transport) == 2 and not any(t.passed for t in transport)
-    assert '"code":"invalid_request"' in transport[0].evidence["with_audio"]["body"].replace(" ", "")
-    assert transport[0].evidence["without_audio"]["status"] == 200
+    evidence = transport[0].evidence
+    assert isinstance(evidence, TransportEvidence)  # typed since journal schema 3; the checks are unchanged
+    assert '"code":"invalid_request"' in evidence.with_audio.body.replace(" ", "")
+    assert evidence.without_audio.status == 200
 
 
 def test_two_models_get_their_own_records_files_and_no_record_is_journaled_twice(tmp_path: Path) -> None:

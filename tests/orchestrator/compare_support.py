@@ -12,11 +12,12 @@ import numpy as np
 from config_support import make_config
 
 from orchestrator.events import (
+    AiperfRunPhase,
     AiperfStarted,
     AnswerIncomplete,
     AnyEvent,
+    DatasetPhase,
     HostFacts,
-    PhaseDetail,
     PhaseFinished,
     PhaseStarted,
     RequestCorrelated,
@@ -86,9 +87,9 @@ def write_run(folder: Path, spec: RunSpec) -> Path:
 
         put(RunStarted(command=spec.command, config=cfg, tool_versions={"aqbench": "0.1.0", "aiperf": spec.aiperf_version},
                        host=HostFacts(hostname="box", cpu="cpu", cpus=2)), T0)
-        put(PhaseFinished(phase="dataset", outcome="passed", detail=PhaseDetail(
+        put(PhaseFinished(phase="dataset", outcome="passed", detail=DatasetPhase(
             name="audioqa-v1", identity=spec.dataset_identity, path="/datasets/audioqa-v1", items=spec.items)), T0 + 1)
-        put(PhaseStarted(phase="aiperf", model=spec.model, detail=PhaseDetail(arms=list(spec.arms))), T0 + 2)
+        put(PhaseStarted(phase="aiperf", model=spec.model, detail=AiperfRunPhase(arms=list(spec.arms))), T0 + 2)
         put(AiperfStarted(window=window, argv=argv, shell=" ".join(argv), artifact_dir="/a",
                           version=spec.aiperf_version), T0 + 3)
         model_call = costs[np.arange(spec.requests) % len(keys)] * rng.lognormal(0.0, spec.noise, spec.requests) \

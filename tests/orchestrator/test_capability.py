@@ -6,6 +6,7 @@ import pytest
 
 from orchestrator.config import CorrectnessCriteria, DatasetConfig
 from orchestrator.dataset import Dataset, load_dataset, resolve_dataset_path
+from orchestrator.events import TranscriptionEvidence, TransportEvidence
 from orchestrator.judge.gates import ScoredAnswer, evaluate_gates, not_applicable
 from orchestrator.qualify.capability import (
     ProbeAnswer,
@@ -40,7 +41,8 @@ class TestTransport:
         body = '{"error":{"message":"Input should be a valid string","code":"invalid_request"}}'
         r = judge_transport(400, body, 200, '{"choices":[]}', request_ids=("a", "b"))
         assert not r.passed and "rejects input_audio" in r.reason
-        assert r.evidence["with_audio"]["body"] == body and r.evidence["with_audio"]["request_id"] == "a"
+        assert isinstance(r.evidence, TransportEvidence)
+        assert r.evidence.with_audio.body == body and r.evidence.with_audio.request_id == "a"
 
     def test_200_with_audio_passes_and_dead_server_is_named(self) -> None:
         """Audio answered 200 passes; no response at all says the server does not answer."""
@@ -90,7 +92,8 @@ class TestConditioning:
         ans = answers_for(dataset, items, "transcript")
         r = judge_transcription_only([dataset.item(i) for i in items], ans)
         assert not r.passed and r.reason.startswith("transcription-only")
-        assert "content-meeting-day" in r.evidence["answered_with_transcript"]
+        assert isinstance(r.evidence, TranscriptionEvidence)
+        assert "content-meeting-day" in r.evidence.answered_with_transcript
 
 
 class TestGates:

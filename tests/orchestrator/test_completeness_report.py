@@ -14,8 +14,8 @@ from orchestrator.dataset import load_dataset
 from orchestrator.events import (
     AnswerIncomplete,
     AnyEvent,
+    CapabilityPhase,
     ModelResult,
-    PhaseDetail,
     PhaseFinished,
     PhaseStarted,
     RequestCorrelated,
@@ -40,7 +40,7 @@ def _journal() -> list[AnyEvent]:
     ev: list[Any] = [PhaseStarted(phase="model", model=m), PhaseStarted(phase="capability", model=m),
                      AnswerIncomplete(model=m, path="capability", defects=["empty"], details=["no answer"],
                                       item_id="i1", arm="audio", request_id="aqb-cap-1", answer=""),
-                     PhaseFinished(phase="capability", model=m, outcome="passed", detail=PhaseDetail(answers_checked=6)),
+                     PhaseFinished(phase="capability", model=m, outcome="passed", detail=CapabilityPhase(answers_checked=6)),
                      PhaseStarted(phase="correctness", model=m)]
     for n, item in enumerate(("i1", "i2", "i3")):
         rid = f"aqb-http-{n}"

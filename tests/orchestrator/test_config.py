@@ -55,7 +55,7 @@ class TestLoadConfig:
             ('min_pass_rate = 0.9', 'min_pass_rate = 1.5', r"models\[0\]\.correctness\.min_pass_rate: expected float <= 1"),
             ('host = "127.0.0.1"', 'host = "10.0.0.5"', r"server\.host: '10\.0\.0\.5' is not a loopback address"),
             ('"{python}", "-m"', '"{pyton}", "-m"', r"server\.argv\[0\]: unknown placeholder \{pyton\}; allowed: \{python\}"),
-            ('concurrency = 2', 'concurrency = 2\nrequest_rate = 3.0', r"workload: set exactly one of concurrency and request_rate"),
+            ('concurrency = 2\nstreaming', 'concurrency = 2\nrequest_rate = 3.0\nstreaming', r"workload: set exactly one of concurrency and request_rate"),
             ('policy = "on-failure"', 'policy = "always"', r"server\.restart\.policy: invalid enum value 'always'; expected one of 'never', 'on-failure'"),
             ('arms = ["audio"]\ndeadline_s', 'arms = ["audio", "video"]\ndeadline_s', r"workload\.arms\[1\]: invalid enum value 'video'; expected one of 'audio', 'silence', 'transcript'"),
         ],
@@ -67,6 +67,12 @@ class TestLoadConfig:
         with pytest.raises(ConfigError, match=str(path).replace(".", r"\.") + ": " + message.split(": ", 1)[-1]
                            if message.startswith("bench") else message):
             load_config(path)
+
+    def test_request_rate_alone_is_an_open_loop(self, tmp_path: Path) -> None:
+        """`request_rate` without `concurrency` is an open loop: the default concurrency gives way, since
+        TOML cannot write it unset (before, this file was refused as setting both)."""
+        cfg = load_config(write(tmp_path, DEFAULT.replace("concurrency = 2\nstreaming", "request_rate = 3.0\nstreaming", 1)))
+        assert (cfg.workload.concurrency, cfg.workload.request_rate) == (None, 3.0)
 
     def test_missing_file_and_bad_toml(self, tmp_path: Path) -> None:
         """A missing file and a TOML syntax error are clear errors, not tracebacks."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 
 from orchestrator.bus import Bus
-from orchestrator.events import PhaseDetail, PhaseFinished, PhaseStarted, VerdictReached
+from orchestrator.events import CorrectnessPhase, PhaseFinished, PhaseStarted, VerdictReached
 from orchestrator.view.console import ConsoleView
 
 
@@ -13,7 +13,7 @@ def test_http_and_native_misses_are_counted_apart() -> None:
     """Three wrong answers asked both ways are 3 HTTP and 3 native misses, not "6 misses"."""
     out = io.StringIO()
     view = ConsoleView(Bus("run-test"), stream=out)
-    view.show(PhaseStarted(phase="correctness", model="m", detail=PhaseDetail(requests=5, native=True)))
+    view.show(PhaseStarted(phase="correctness", model="m", detail=CorrectnessPhase(requests=5, native=True)))
     for path in ("http", "native"):
         for i, verdict in enumerate(["wrong", "wrong", "wrong", "correct"]):
             view.show(VerdictReached(model="m", path=path, item_id=f"i{i}", arm="audio",  # type: ignore[arg-type]
@@ -35,7 +35,7 @@ def test_a_terminal_gets_a_progress_bar_and_the_same_lines() -> None:
     """On a terminal the stage's progress is a rich bar (count and note), with the stage lines above it."""
     out = _Terminal()
     view = ConsoleView(Bus("run-test"), stream=out)
-    view.show(PhaseStarted(phase="correctness", model="m", detail=PhaseDetail(requests=2, native=False)))
+    view.show(PhaseStarted(phase="correctness", model="m", detail=CorrectnessPhase(requests=2, native=False)))
     for i in range(2):
         view.show(VerdictReached(model="m", path="http", item_id=f"i{i}", arm="audio", verdict="correct",
                                  item_kind="content"))

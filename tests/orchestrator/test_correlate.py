@@ -12,6 +12,7 @@ from orchestrator.correlate import Correlator, Joiner
 from orchestrator.events import (
     AccountingChecked,
     AiperfStarted,
+    AudioFacts,
     ClientRecord,
     RequestCorrelated,
     RequestsInFlight,
@@ -47,7 +48,7 @@ def server(rid: str, *, status: int = 200, incarnation: int = 1, end: int = T0 +
            error_code: str = "") -> ServerRecord:
     return ServerRecord(request_id=rid, status=status, handler_ms=50.0, worker_roundtrip_ms=40.0,
                         model_call_ms=30.0, timing_scope="public_task_call_wall", incarnation=incarnation,
-                        end_unix_ns=end, error_code=error_code, audio={"seconds": 2.5, "bytes": 80044})
+                        end_unix_ns=end, error_code=error_code, audio=AudioFacts(seconds=2.5, bytes=80044))
 
 
 def only(events: list, kind: type) -> list:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from orchestrator.accounting import category_of, cause_of
 from orchestrator.correlate import Joiner
-from orchestrator.events import ClientRecord, RequestCorrelated, ServerRecord
+from orchestrator.events import AudioFacts, ClientRecord, RequestCorrelated, ServerRecord
 
 S = 1_000_000_000
 T0 = 1_800_000_000 * S
@@ -28,7 +28,7 @@ def _client(i: int, *, via: str = "export") -> ClientRecord:
 
 
 def _server(i: int) -> ServerRecord:
-    audio = [{"seconds": 2.5, "bytes": 80044}, {"seconds": 3, "bytes": True}, {}, None][i % 4]
+    audio = [AudioFacts(seconds=2.5, bytes=80044), AudioFacts(seconds=3.0), AudioFacts(), None][i % 4]
     return ServerRecord(request_id=f"r{i}", status=429 if i % 7 == 1 else 200, handler_ms=50.0 + i,
                         incarnation=1, end_unix_ns=T0 + i + S // 10, audio=audio,
                         error_code="server_busy" if i % 11 == 0 else "")
@@ -82,9 +82,7 @@ def test_settle_fast_path_agrees_with_cause_of() -> None:
         assert (ev.cause, ev.ok) == (cause, cause == "ok"), ev.request_id
         assert ev.has_server == (server is not None)
         if server is not None:
-            audio = server.audio or {}
-            seconds, size = audio.get("seconds"), audio.get("bytes")
-            assert ev.audio_seconds == (float(seconds) if isinstance(seconds, (int, float)) else None)
-            assert ev.audio_bytes == (size if isinstance(size, int) else None)
+            audio = server.audio or AudioFacts()
+            assert (ev.audio_seconds, ev.audio_bytes) == (audio.seconds, audio.bytes)
             assert type(ev.audio_bytes) in (int, type(None)) and ev.http_status == (client.status_code or server.status)
     assert {category_of(c) for c in clients.values()} >= {"ok", "http_error", "timeout", "cancelled"}

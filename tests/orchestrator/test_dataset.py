@@ -64,7 +64,7 @@ def tiny(tmp_path: Path) -> Path:
 
 class TestShippedSet:
     def test_loads_with_enough_items_and_every_kind(self, shipped) -> None:
-        """The committed set verifies, has at least 40 items and covers every kind of audio-qa.md."""
+        """The committed set verifies, has at least 40 items and covers every kind in KINDS."""
         assert len(shipped.items) >= 40
         assert {it.kind for it in shipped.items} == set(KINDS)
 

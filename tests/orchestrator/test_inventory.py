@@ -15,7 +15,14 @@ from config_support import make_config
 
 from orchestrator.commands import inventory as inventory_command
 from orchestrator.errors import InventoryError
-from orchestrator.events import CapabilityProbed, ModelResult, RunFinished, RunStarted
+from orchestrator.events import (
+    CapabilityProbed,
+    HttpExchange,
+    ModelResult,
+    RunFinished,
+    RunStarted,
+    TransportEvidence,
+)
 from orchestrator.inventory import (
     CAPABILITY_CLASSES,
     STATUSES,
@@ -231,6 +238,8 @@ class TestClassesAndStatuses:
         assert (r.capability_class, r.status, r.revision) == ("text-only", "unsupported", "abc")
         assert r.in_audio_group and r.candidate == "omnish-30b-thinker"
         assert r.cache_length == 256 and "no audio input exposed" in r.gap
+        # Without the family's files nothing shows why no audio reaches it: the row says so.
+        assert "no support.py, build or runtime file of family `omnish` was read" in " ".join(r.notes)
 
     def test_vision_language_candidate_states_audio_not_exposed(self) -> None:
         """A candidate outside the audio group still gets a row saying its audio is not exposed."""
@@ -240,11 +249,16 @@ class TestClassesAndStatuses:
         assert r.gap.startswith("audio not exposed by this TRTMC family")
 
     def test_audio_qa_not_configured_is_blocked(self) -> None:
-        """An audio_answer contract with audio inputs is audio-qa; with no served route it is blocked."""
+        """An audio_answer contract with audio inputs is audio-qa; with no served route and no owners' gate in
+        the checkout it is blocked by both, each citing where it looked."""
         r = row(full_audit(), "acme/gemmaish-e4b")
         assert (r.capability_class, r.status) == ("audio-qa", "blocked")
-        assert "no served route reaches it" in r.gap
-        assert any(e.claim == "status:blocked" for e in r.evidence)
+        assert r.gap.startswith("audio_answer (testcases[0].user_contract) declared, but no served route: the "
+                                "checkout has no served chat schema")
+        assert [b.kind for b in r.blockers] == ["route", "gate"]
+        assert {(e.claim, e.file) for e in r.evidence if e.claim.startswith("status:blocked")} == {
+            ("status:blocked:route", "apps/server/python/trtmc_server/schemas.py"),
+            ("status:blocked:gate", "apps/aiperf_qual/config/tasks.yaml")}
 
     def test_audio_qa_configured_is_planned(self) -> None:
         """An audio_text_to_text checkpoint configured in bench.toml and never run is planned, without gap."""
@@ -264,7 +278,9 @@ class TestClassesAndStatuses:
     def test_every_class_is_reachable(self) -> None:
         """The fixture covers every class except unknown; an unclassifiable audio manifest is unknown."""
         seen = {r.capability_class for r in full_audit().rows if r.file}
-        assert seen == set(CAPABILITY_CLASSES) - {"unknown"}
+        # The generator classes are reached by the current-layout fixture (test_inventory_families.py).
+        assert seen == set(CAPABILITY_CLASSES) - {"unknown", "voice-cloning", "music-generation",
+                                                  "audio-video-generation"}
         odd = {"name": "odd", "hf_id": "acme/odd", "family": "odd", "test_input_audio": "x.wav"}
         inv = audit(docs_of({NEW.format(fam="odd", name="odd"): odd}), source=TreeSource(root="/x"))
         assert inv.rows[0].capability_class == "unknown" and not inv.rows[0].accounted and not inv.accounted
@@ -427,8 +443,16 @@ class TestTaskDeclarations:
         assert sorted(declared) == ["acme/edgy-4-e2b-it", "acme/edgy-4-e4b-it"]  # not the image-only row
         r = declared["acme/edgy-4-e4b-it"]
         assert (r.capability_class, r.status, r.candidate, r.profile) == ("audio-qa", "blocked", "acme/edgy-4-e4b-it", "")
-        assert r.gap.startswith("audio_text_to_text declared in families/edgy/support.py (line 4) and bound in "
-                                "families/edgy/runtime/edge/adapter.cpp (line 2), but no manifest builds or tests")
+        assert r.gap.startswith("audio_text_to_text declared in families/edgy/support.py (line 4, only if "
+                                "metadata.config.get('audio_config')) and bound in "
+                                "families/edgy/runtime/edge/adapter.cpp (line 2); no manifest builds or tests "
+                                "acme/edgy-4-e4b-it; blocked by route: no served route: the checkout has no served chat "
+                                "schema")
+        assert [b.kind for b in r.blockers] == ["route", "gate", "quality"]
+        # Declared but never bound: listed as a family note, never dropped.
+        [half] = [n for n in inv.family_notes if n.family == "halfy"]
+        assert half.text.startswith("declares `audio_text_to_text` (families/halfy/support.py line 1) but no runtime "
+                                    "file binds it") and half.accounted
         assert [(e.claim, e.file, e.field) for e in r.evidence[:3]] == [
             ("checkpoint", "families/edgy/edge/README.md", "line 4"),
             ("class:audio-qa", "families/edgy/support.py", "line 4"),
@@ -495,7 +519,9 @@ def qualify_run(run_dir: Path, ts_ns: int, results: list[tuple[str, str, str, st
     events: list[Any] = [RunStarted(run_id=run_dir.name, ts_ns=ts_ns, seq=0, command="qualify",
                                     config=make_config(models=models))]
     for seq, (model, passed) in enumerate(transport.items(), start=1):
-        evidence = {} if passed else {"status": 400, "body": {"error": {"code": "invalid_request"}}}
+        evidence = None if passed else TransportEvidence(
+            with_audio=HttpExchange(status=400, body='{"error": {"code": "invalid_request"}}'),
+            without_audio=HttpExchange(status=200))
         events.append(CapabilityProbed(seq=seq, model=model, check="transport", passed=passed,
                                        reason="" if passed else "input_audio answered 400; text-only 200",
                                        evidence=evidence))
@@ -528,7 +554,7 @@ class TestProbes:
         old = qualify_run(tmp_path / "old", 10, [("g", "acme/gemmaish-e4b", "unsupported", "")], {"g": False})
         r = row(full_audit(probes=read_probes(old)), "acme/gemmaish-e4b")
         assert (r.status, r.gap) == ("unsupported", "live probe (old): input_audio answered 400; text-only 200")
-        assert any(e.claim == "probe:transport:failed" and e.value["status"] == 400 for e in r.evidence)
+        assert any(e.claim == "probe:transport:failed" and e.value.with_audio.status == 400 for e in r.evidence)
         new = qualify_run(tmp_path / "new", 20, [("g", "acme/gemmaish-e4b", "family-validated", "")], {"g": True})
         r = row(full_audit(probes=read_probes(old) + read_probes(new)), "acme/gemmaish-e4b")
         assert r.status == "family-validated"
@@ -537,7 +563,8 @@ class TestProbes:
         """Without a ModelResult, a failed transport check alone yields unsupported, mapped via the config."""
         run = write_journal(tmp_path / "cut", [
             RunStarted(run_id="cut", ts_ns=5, config=make_config(models=[{"name": "g", "checkpoint": "acme/gemmaish-e4b"}])),
-            CapabilityProbed(seq=1, model="g", check="transport", passed=False, evidence={"status": 400}),
+            CapabilityProbed(seq=1, model="g", check="transport", passed=False,
+                             evidence=TransportEvidence(with_audio=HttpExchange(status=400))),
         ])
         [outcome] = read_probes(run)
         assert (outcome.checkpoint, outcome.status, outcome.reason) == (
@@ -620,12 +647,12 @@ class TestCommand:
                      "--json", str(tmp_path / "inv.json"), "--markdown", str(tmp_path / "inv.md")])
         assert code == 1
         data = json.loads((tmp_path / "inv.json").read_text())
-        assert data["schema_version"] == 2 and not data["accounted"]
+        assert data["schema_version"] == 3 and not data["accounted"]
         assert {r["checkpoint"] for r in data["rows"]} >= {"acme/aqaish-1b", "acme/not-in-trtmc"}
         md = (tmp_path / "inv.md").read_text()
         assert "| acme/aqaish-1b | audio-qa | planned | aqaish-1b | audio_text_to_text | - |" in md
-        assert ("- gap: audio_answer (testcases[0].user_contract) declared but "
-                "no served route reaches it") in md
+        assert ("- blocked by route: no served route: the checkout has no served chat schema (no trtmc-server front "
+                "end) (apps/server/python/trtmc_server/schemas.py is absent)") in md
         assert "(unreadable)" in md and "`reference-audioqa (aqbench/reference-cascade)`" in md
 
     def test_clean_tree_exits_0_in_a_subprocess(self, tmp_path: Path) -> None:

@@ -118,6 +118,19 @@ def checkout(tmp_path: Path) -> Path:
     return write_tree(tmp_path / "trtmc", files())
 
 
+class TestOlderLayout:
+    def test_older_layout_is_detected_and_reads_as_before(self, checkout: Path) -> None:
+        """tests/e2e/models manifests with python/*/families plugins: the older layout; no served chat schema and
+        no owners' Tasks are said to be absent, never guessed, and every other citation is a checkout file."""
+        inv = inventory_of(checkout)
+        assert inv.layout == "tests/e2e/models" and inv.layouts_found == ["tests/e2e/models"]
+        assert inv.served_route is not None and not inv.served_route.present
+        assert inv.accounted and inv.family_notes == []
+        cited = {e.file for r in inv.rows for e in [*r.evidence, *(e for g in r.gaps for e in g.evidence)]}
+        absent = {"apps/server/python/trtmc_server/schemas.py", "apps/aiperf_qual/config/tasks.yaml"}
+        assert {f for f in cited if not (checkout / f).is_file()} <= absent
+
+
 class TestVariantsAndPrecision:
     def test_omitted_precision_resolves_to_the_harness_default_with_its_line(self, checkout: Path) -> None:
         """A manifest without `precision` builds at fp32: the row says so and cites the harness line."""
@@ -292,8 +305,9 @@ class TestBareAndReconcile:
                      "--markdown", str(md), "--html", str(page)]) == 0
         text = md.read_text()
         assert "- reclassified (class or status): none" in text
-        assert "| acme/whispy-large | yes | variants | whispy-large-tp4 [tensor-parallel] | whispy-large-tp4 [TP 4" \
-            in text
+        # Variants compare by axes and values: the old side's missing `differs` phrases are no change.
+        assert "| variants |" not in text
+        assert "- note: gaps not compared: the old inventory (schema 1) has no gap kinds" in text
         assert "<h1>Audio-QA inventory of a TRTMC checkout</h1>" in page.read_text()
 
     def test_an_unreadable_old_inventory_is_a_usage_error(self, checkout: Path, tmp_path: Path) -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 import gzip
+import json
 import os
 import signal
 import subprocess
@@ -15,7 +17,7 @@ import msgspec
 import pytest
 
 from orchestrator.errors import JournalError
-from orchestrator.events import EVENT_TYPES, SCHEMA_VERSION, AnswerMismatch, LogLine, PhaseDetail, RunStarted
+from orchestrator.events import EVENT_TYPES, SCHEMA_VERSION, AnswerMismatch, IdentityPhase, LogLine, RunStarted
 from orchestrator.journal import decode_event, encode_event, read_journal
 
 
@@ -148,7 +150,8 @@ class TestSchemaVersions:
         """A real qualify journal written by the release before typed payloads (schema 1) folds, through
         `aqbench report`, into the reports kept beside it: the ones that release wrote, plus only what later
         reports added since (the completeness table, every kind under its gate, no client-lifecycle row, the
-        non-inferiority row, null without a reference), byte for byte."""
+        non-inferiority row, null without a reference), byte for byte; report.json also with schema 3's typed
+        values (THIS_RELEASE)."""
         journal = tmp_path / "events.jsonl"
         journal.write_bytes(gzip.decompress((self.FIXTURE / "events.jsonl.gz").read_bytes()))
         first = decode_event(journal.read_bytes().split(b"\n", 1)[0])
@@ -161,7 +164,35 @@ class TestSchemaVersions:
         # Percentiles now come from numpy, whose interpolation rounds differently in the last bit.
         got = msgspec.json.decode((tmp_path / "report.json").read_bytes())
         want = msgspec.json.decode(gzip.decompress((self.FIXTURE / "report.json.gz").read_bytes()))
-        assert _same(got, want)
+        assert _same(got, _report_json_now(want, journal))
+
+    @pytest.mark.parametrize("name", ["qualify-v2", "soak-v2"])
+    def test_a_version_2_journal_rebuilds_its_reports_byte_for_byte(self, tmp_path: Path, name: str) -> None:
+        """A real journal of schema 2 (a qualify with a reference side and its non-inferiority judgment, and a
+        90 s soak with checkpoints) folds, through `aqbench report`, into exactly the reports its run wrote:
+        report.{md,html} and soak.{md,html} byte for byte, report.json and soak.json apart from schema 3's
+        typed values (THIS_RELEASE), with nothing lost."""
+        fixture = self.FIXTURE.parent / name
+        journal = tmp_path / "events.jsonl"
+        journal.write_bytes(gzip.decompress((fixture / "events.jsonl.gz").read_bytes()))
+        first = decode_event(journal.read_bytes().split(b"\n", 1)[0])
+        assert isinstance(first, RunStarted) and first.schema_version == 2
+        done = subprocess.run([sys.executable, "-m", "orchestrator", "report", str(journal)],
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        kept = sorted(p.name.removesuffix(".gz") for p in fixture.iterdir() if p.name != "events.jsonl.gz")
+        assert kept == (["report.html", "report.json", "report.md"]
+                        + (["soak.html", "soak.json", "soak.md"] if name.startswith("soak") else []))
+        stored = {r: (fixture / r).read_bytes() if (fixture / r).is_file()
+                  else gzip.decompress((fixture / f"{r}.gz").read_bytes()) for r in kept}
+        for report in kept:
+            if not report.endswith(".json"):
+                assert (tmp_path / report).read_bytes() == stored[report], report
+        got = msgspec.json.decode((tmp_path / "report.json").read_bytes())
+        assert got == _report_json_now(msgspec.json.decode(stored["report.json"]), journal)
+        if "soak.json" in stored:
+            _assert_soak_json_now(msgspec.json.decode((tmp_path / "soak.json").read_bytes()),
+                                  msgspec.json.decode(stored["soak.json"]))
 
     def test_version_1_mismatches_keep_their_answers(self, tmp_path: Path) -> None:
         """Schema 1 kept a mismatch's answers beside its ids; reading upgrades them into `answers`."""
@@ -174,7 +205,7 @@ class TestSchemaVersions:
         journal.write_bytes(b"".join(msgspec.json.encode(x) + b"\n" for x in lines))
         events, _ = read_journal(journal)
         detail = events[1].detail  # type: ignore[union-attr]
-        assert isinstance(detail, PhaseDetail) and detail.compared == 2
+        assert isinstance(detail, IdentityPhase) and detail.compared == 2
         assert detail.mismatches == [AnswerMismatch(item_id="i1", arm="audio", answers={"http": "a", "native": "b"})]
 
     def test_a_journal_of_an_unknown_version_is_refused_by_name(self, tmp_path: Path) -> None:
@@ -184,6 +215,59 @@ class TestSchemaVersions:
                             + msgspec.json.encode({"kind": "run_finished", "seq": 2}) + b"\n")
         with pytest.raises(JournalError, match=r"events.jsonl: journal schema version 0 is not one this aqbench reads"):
             read_journal(journal)
+
+
+# THIS_RELEASE: what report.json and soak.json gained with journal schema 3 (reports hold typed values): a
+# capability check's evidence is tagged by its `kind`, a window's `soak` and a row's `aiperf_settings` are null
+# where they were {}, `served_models` lists the server's /v1/models entries (ServerReady's; the keys of the
+# /v1/models object before), report.json's version is 2; soak.json (version 3) keeps each verdict as journaled.
+
+
+def _report_json_now(old: dict[str, Any], journal: Path) -> dict[str, Any]:
+    """report.json as an earlier release wrote it, with THIS_RELEASE's changes (one-model fixtures)."""
+    ready = next(json.loads(ln) for ln in journal.read_text().splitlines() if '"kind":"server_ready"' in ln)
+    new = copy.deepcopy(old)
+    new["report_version"] = 2
+    for row in new["rows"]:
+        for check in row["capability"]:
+            check["evidence"] = {"kind": check["check"], **check["evidence"]} if check["evidence"] else None
+        row["aiperf_settings"] = row["aiperf_settings"] or None
+        row["server"]["served_models"] = ready["models"]
+        if row.get("noninferiority") is not None:  # issue 30: what the decision could detect (unknown before)
+            row["noninferiority"].update(fail_from_b=None, detectable_regression=None,
+                                         detectable_power_regression=None)
+    for window in new["windows"]:
+        window["soak"] = window["soak"] or None
+    return _gates_applicable(new)
+
+
+def _gates_applicable(value: Any) -> Any:
+    """Every gate in a schema-2 report gains issue 30's `applicable`, True: the journal never wrote it, so it
+    decodes to its default."""
+    if isinstance(value, dict):
+        if {"gate", "scope", "required", "observed", "passed", "total"} <= value.keys():
+            value["applicable"] = True
+        for item in value.values():
+            _gates_applicable(item)
+    elif isinstance(value, list):
+        for item in value:
+            _gates_applicable(item)
+    return value
+
+
+def _assert_soak_json_now(got: dict[str, Any], old: dict[str, Any]) -> None:
+    """soak.json as schema-2 code wrote it, with THIS_RELEASE's changes: every verdict is the SoakVerdict as
+    journaled, its detail typed, holding every number the old row's detail held."""
+    assert got["report_version"] == 3
+    old = _gates_applicable(copy.deepcopy(old))
+    assert {k: v for k, v in got.items() if k not in ("report_version", "verdicts")} == \
+        {k: v for k, v in old.items() if k not in ("report_version", "verdicts")}
+    assert [v["metric"] for v in got["verdicts"]] == [v["metric"] for v in old["verdicts"]]
+    for new, was in zip(got["verdicts"], old["verdicts"], strict=True):
+        assert (new["kind"], new["detail"]["kind"]) == ("soak_verdict", new["detail"]["kind"])
+        assert [new[k] for k in ("outcome", "final", "reason")] == [was[k] for k in ("outcome", "final", "reason")]
+        for key, value in was["detail"].items():
+            assert (new["windows_closed"] if key == "windows_closed" else new["detail"][key]) == value, key
 
 
 def _same(got: Any, want: Any, where: str = "$") -> bool:

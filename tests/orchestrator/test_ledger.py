@@ -18,7 +18,7 @@ from test_inventory import NEW, manifests, write_tree
 from orchestrator.commands import inventory as inventory_command
 from orchestrator.commands import ledger as ledger_command
 from orchestrator.errors import UsageError
-from orchestrator.events import ModelResult, PhaseFinished, RunFinished, RunStarted
+from orchestrator.events import DatasetPhase, ModelResult, PhaseFinished, RunFinished, RunStarted
 from orchestrator.journal import encode_event
 from orchestrator.ledger import Ledger
 
@@ -85,7 +85,7 @@ def qualify_journal(run_dir: Path, ts_ns: int, rows: list[dict[str, Any]], *, da
         RunStarted(run_id=run_dir.name, seq=1, ts_ns=ts_ns, command=command, tool_versions=tool_versions or {},
                    config=make_config(server={"kind": server_kind}, models=[{"name": r["model"]} for r in rows])),
         PhaseFinished(seq=2, ts_ns=ts_ns + 1, phase="dataset", outcome="passed",
-                      detail={"name": "audioqa-v1", "identity": dataset, "items": 8}),
+                      detail=DatasetPhase(name="audioqa-v1", identity=dataset, items=8)),
     ]
     for r in rows:
         row = {k: v for k, v in r.items() if k not in ("model", "status", "failed_stage")}

@@ -142,7 +142,7 @@ class TestBinaryKnownCases:
             assert "R equals the margin" in decision.reason
 
     def test_owners_documented_outcomes(self) -> None:
-        """DESIGN.md 4.2/4.5 cases: 100 items at 3 points, v7's defects and healthy models."""
+        """TRTMC apps/aiperf_qual/DESIGN.md 4.2/4.5 cases: 100 items at 3 points, v7's defects and healthy models."""
         assert decide_binary(_counts(0, 0, 100), Margin(margin=3.0)).outcome == "pass"
         assert decide_binary(_counts(1, 0, 100), Margin(margin=3.0)).outcome == "inconclusive"
         assert decide_binary(_counts(65, 3, 1140), Margin(margin=1.0)).outcome == "fail"

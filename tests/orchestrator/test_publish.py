@@ -14,7 +14,7 @@ from orchestrator.commands import publish as publish_command
 from orchestrator.errors import UsageError
 from orchestrator.publish.private import PrivateFacts, Scrubber
 from orchestrator.publish.scan import scan_text
-from orchestrator.publish.secrets import REDACTED
+from orchestrator.redaction import REDACTED
 
 FACTS = PrivateFacts(
     roots={"run-dir": ["/work/runs/q-1"], "venv": ["/work/venv"], "checkout": ["/work"], "home": ["/home/alice"]},

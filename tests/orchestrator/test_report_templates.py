@@ -8,6 +8,7 @@ import re
 import jinja2
 import pytest
 
+from orchestrator.events import AiperfSettings, HttpExchange, TransportEvidence
 from orchestrator.inventory import to_html
 from orchestrator.inventory.records import (
     CheckpointRow,
@@ -87,7 +88,7 @@ def _failed_model(name: str) -> ModelRow:
                 StageOutcome(phase="correctness", reason="gate failed")],
         capability=[CapabilityCheck(check="answers_text", passed=True),
                     CapabilityCheck(check="hears_audio", passed=False, reason=f"answered {XSS}",
-                                    evidence={"answer": XSS, "n": 1})],
+                                    evidence=TransportEvidence(with_audio=HttpExchange(status=400, body=XSS)))],
         correctness={"http": http, "native": PathCorrectness(path="native", by_arm={"audio": _rate(2, 4)}),
                      "aiperf": PathCorrectness(path="aiperf", by_arm={"audio": _rate(3, 4)})},
         gates=[GateRow(gate="pass_rate", scope="arm:audio", required=0.5, observed=0.25, passed=False),
@@ -99,7 +100,7 @@ def _failed_model(name: str) -> ModelRow:
                                 mismatches=[Mismatch(item_id="q-03", arm="audio", answers={"native": "a", "http": None})]),
         load_identity_mismatches=[Mismatch(item_id="q-04", arm="audio", answers={"http": "<b>"})],
         aiperf=AiperfRun(window=f"{name}/aiperf", classification="failed", reason="exit 1 <stderr>"),
-        aiperf_settings={"b": 2, "A": "x", "concurrency": 4}, counts=counts, timing=timing,
+        aiperf_settings=AiperfSettings(warmup_requests=2, concurrency=4, arms=["audio"]), counts=counts, timing=timing,
         server=ServerFacts(incarnations=2, restarts=1, orphans_killed=1, peak_rss_bytes=300 << 20,
                            peak_gpu_memory_bytes=2 << 30,
                            unexpected_exits=[ServerExit(incarnation=1, pid=41, signal="SIGKILL", during="profiling",
@@ -159,7 +160,7 @@ class TestReportHtml:
         assert f"<td>{XSS_ESCAPED}</td>" in html  # failing items
         grid = re.search(r'<svg class="chart" data-chart="verdict-grid-http".*?</svg>', html)
         assert grid is not None and f"answer &#x27;{XSS_ESCAPED}&#x27;" in grid.group(0)
-        assert f"&quot;answer&quot;: &quot;{XSS_ESCAPED}&quot;" in html  # capability evidence, as JSON in a <pre>
+        assert f"&quot;body&quot;: &quot;{XSS_ESCAPED}&quot;" in html  # capability evidence, as JSON in a <pre>
         assert f"<td>&#x27;{XSS_ESCAPED}&#x27;</td>" in html  # incomplete answers show the repr
         assert "<h1>aqbench report: run-&lt;7&gt;</h1>" in html
         assert '<h3 id="model-m&lt;1&gt;&amp;&#x27;&quot;">' in html
@@ -174,8 +175,9 @@ class TestReportHtml:
                      "server model_call_ms (public_task_call_wall)", "AIPerf run failed: exit 1 &lt;stderr&gt;"):
             assert text in html, text
         assert html.count('data-chart="verdict-grid-http"') == 1 and html.endswith("</body></html>\n")
-        # AIPerf settings sorted as Python sorts them (upper case first), not case-folded.
-        assert re.search(r"<td>A</td><td>x</td></tr><tr><td>b</td>.*<td>concurrency</td>", html)
+        # AIPerf settings by name, each with its value.
+        assert re.search(r"<td>arms</td><td>\[&#x27;audio&#x27;\]</td></tr><tr><td>concurrency</td><td>4</td>.*"
+                         r"<td>warmup_requests</td><td>2</td>", html)
 
 
 class TestInventoryHtml:

@@ -15,12 +15,19 @@ from orchestrator.errors import JournalError
 from orchestrator.events import (
     AccountingChecked,
     AiperfExited,
+    AiperfPhase,
+    AiperfSettings,
     AiperfStarted,
+    AnswerMismatch,
     AnyEvent,
     CapabilityProbed,
+    CorrectnessPhase,
+    DatasetPhase,
     GateEvaluated,
     GpuSampled,
     HostFacts,
+    HttpExchange,
+    ModelPhase,
     ModelResult,
     PhaseFinished,
     PhaseStarted,
@@ -30,10 +37,12 @@ from orchestrator.events import (
     RunFinished,
     RunStarted,
     ServerExited,
+    ServerPhase,
     ServerReady,
     ServerRestarting,
     ServerSpawned,
     SoakWindowClosed,
+    TransportEvidence,
     VerdictReached,
     Warned,
     WindowStats,
@@ -75,7 +84,7 @@ def _server(j: _Journal, m: str, pid: int) -> None:
     for rss in (100, 150, 120):
         j.add(ResourceSampled(incarnation=1, pid=pid, rss_bytes=rss * 2**20))
     j.add(PhaseFinished(phase="server", model=m, outcome="passed",
-                        detail={"models": [{"id": m}], "bundle_sha256": "b" * 64, "argv": ["srv", m]}))
+                        detail=ServerPhase(bundle_sha256="b" * 64, argv=["srv", m])))
 
 
 def _capability(j: _Journal, m: str) -> None:
@@ -123,13 +132,13 @@ def qualify_journal(*, finished: bool = True) -> _Journal:
                      tool_versions={"aqbench": "0.1.0", "aqbench_commit": "abc123", "python": "3.11.2",
                                     "aiperf": "0.13.0"},
                      host=HostFacts(os="Linux 6.1", cpu="Test CPU", cpus=2, hostname="box")), at=T0)
-    j.add(PhaseFinished(phase="dataset", outcome="passed", detail={
-        "name": "audioqa-v1", "identity": "d" * 64, "path": "/w/datasets/audioqa-v1", "items": 4,
-        "arms": ["audio", "silence", "transcript"]}))
+    j.add(PhaseFinished(phase="dataset", outcome="passed", detail=DatasetPhase(
+        name="audioqa-v1", identity="d" * 64, path="/w/datasets/audioqa-v1", items=4,
+        arms=["audio", "silence", "transcript"])))
 
     # 1. ref-ok: qualified.
     m = "ref-ok"
-    j.add(PhaseStarted(phase="model", model=m, detail={"checkpoint": f"org/{m}"}))
+    j.add(PhaseStarted(phase="model", model=m, detail=ModelPhase(checkpoint=f"org/{m}")))
     _server(j, m, 100)
     _capability(j, m)
     j.add(PhaseStarted(phase="correctness", model=m))
@@ -140,7 +149,7 @@ def qualify_journal(*, finished: bool = True) -> _Journal:
                      ("i3", "silence"): "correct", ("i4", "silence"): "wrong", ("i1", "transcript"): "correct",
                      ("i2", "transcript"): "wrong"})
     j.add(GateEvaluated(model=m, gate="min_pass_rate", scope="arm:audio", required=0.7, observed=0.75, passed=True))
-    j.add(PhaseFinished(phase="correctness", model=m, outcome="passed", detail={"failing_items": []}))
+    j.add(PhaseFinished(phase="correctness", model=m, outcome="passed", detail=CorrectnessPhase()))
     j.add(PhaseStarted(phase="identity", model=m))
     j.add(PhaseFinished(phase="identity", model=m, outcome="skipped"))
     j.add(PhaseStarted(phase="aiperf", model=m))
@@ -158,7 +167,7 @@ def qualify_journal(*, finished: bool = True) -> _Journal:
     j.add(AccountingChecked(window=w, balanced=True, issued={"warmup": 2, "profiling": 5}))
     j.add(AiperfExited(window=w, returncode=0, classification="complete", duration_ns=5 * S))
     j.add(PhaseFinished(phase="aiperf", model=m, outcome="passed",
-                        detail={"identity_mismatches": [], "settings": {"concurrency": 2, "requests": 5}}))
+                        detail=AiperfPhase(settings=AiperfSettings(concurrency=2, requests=5))))
     _result(j, m, "aiperf-qualified")
 
     # 2. no-audio: the server rejects input_audio with 400.
@@ -167,7 +176,8 @@ def qualify_journal(*, finished: bool = True) -> _Journal:
     _server(j, m, 200)
     j.add(PhaseStarted(phase="capability", model=m))
     j.add(CapabilityProbed(model=m, check="transport", passed=False, reason="input_audio rejected with HTTP 400",
-                           evidence={"status": 400, "body": "{\"error\": \"unsupported content part: input_audio\"}"}))
+                           evidence=TransportEvidence(with_audio=HttpExchange(
+                               status=400, body="{\"error\": \"unsupported content part: input_audio\"}"))))
     j.add(PhaseFinished(phase="capability", model=m, outcome="failed", reason="input_audio rejected with HTTP 400"))
     _result(j, m, "unsupported", "capability", "input_audio rejected with HTTP 400")
 
@@ -184,7 +194,7 @@ def qualify_journal(*, finished: bool = True) -> _Journal:
     j.add(GateEvaluated(model=m, gate="min_pass_rate_by_kind", scope="kind:pitch", required=0.8, observed=0.5,
                         passed=False))
     j.add(PhaseFinished(phase="correctness", model=m, outcome="failed", reason="pass rate 0.5 < 0.9",
-                        detail={"failing_items": ["i2", "i3"]}))
+                        detail=CorrectnessPhase(failing_items=["i2", "i3"])))
     _result(j, m, "failed", "correctness", "pass rate 0.5 < 0.9")
 
     # 4. crashy: the server dies under AIPerf load.
@@ -213,9 +223,9 @@ def qualify_journal(*, finished: bool = True) -> _Journal:
     j.add(AccountingChecked(window=w, balanced=True, issued={"warmup": 1, "profiling": 6}))
     j.add(AiperfExited(window=w, returncode=1, classification="partial", reason="3 requests failed"))
     j.add(PhaseFinished(phase="aiperf", model=m, outcome="failed", reason="3 of 6 requests failed",
-                        detail={"identity_mismatches": [{"item_id": "i1", "arm": "audio",
-                                                         "answers": {"http": "thursday", "aiperf": "friday"}}],
-                                "settings": {"concurrency": 2}}))
+                        detail=AiperfPhase(identity_mismatches=[AnswerMismatch(
+                            item_id="i1", arm="audio", answers={"http": "thursday", "aiperf": "friday"})],
+                            settings=AiperfSettings(concurrency=2))))
     _result(j, m, "failed", "aiperf", "3 of 6 requests failed")
     j.add(Warned(code="slow_start", message="crashy took 1.5 s to start"))
     if finished:
@@ -266,7 +276,8 @@ class TestFold:
                 row.counts.profiling.errors) == (2, 2, 5, 0)
         assert row.counts.accounting_balanced is True
         assert row.aiperf is not None and (row.aiperf.classification, row.aiperf.fingerprint) == ("complete", "fp-1")
-        assert (row.aiperf_settings["concurrency"], row.aiperf_settings["requests"]) == (2, 5)
+        assert row.aiperf_settings is not None
+        assert (row.aiperf_settings.concurrency, row.aiperf_settings.requests) == (2, 5)
         assert row.server.peak_rss_bytes == 150 * 2**20 and row.server.startup_s == 1.5
         assert [g.observed for g in row.gates] == [0.75]
         assert row.windows == ["ref-ok/correctness", "ref-ok/aiperf"]
@@ -280,7 +291,8 @@ class TestFold:
         row = build_report(journal).rows[1]
         assert row.reason == "input_audio rejected with HTTP 400"
         [probe] = row.capability
-        assert not probe.passed and probe.evidence["status"] == 400
+        assert not probe.passed and isinstance(probe.evidence, TransportEvidence)
+        assert probe.evidence.with_audio.status == 400
         assert row.timing.request_latency_ms.count == 0 and row.aiperf is None
 
     def test_correctness_failure_lists_failing_items_and_gates(self, journal: Path) -> None:
@@ -339,7 +351,8 @@ class TestFold:
         windows = {w.window: w for w in fold(j.events).windows}
         assert windows["soak/w0001"].timing.request_latency_ms.p50 == 20.0
         assert windows["soak/w0002"].timing.request_latency_ms.p50 == 40.0
-        assert windows["soak/w0002"].soak["restarts"] == 1 and windows["soak/w0001"].model == "m"
+        soak = windows["soak/w0002"].soak
+        assert soak is not None and soak.restarts == 1 and windows["soak/w0001"].model == "m"
 
     def test_series_stay_bounded_and_percentiles_exact(self) -> None:
         """Thousands of requests keep at most MAX_POINTS picture points while percentiles stay exact."""

@@ -10,7 +10,7 @@ from pathlib import Path
 from config_support import make_config
 from test_reports import qualify_journal
 
-from orchestrator.events import PhaseDetail, RunFinished
+from orchestrator.events import ModelPhase, RunFinished
 
 
 def _report(*args: str) -> subprocess.CompletedProcess:
@@ -172,7 +172,7 @@ class TestRunAiperfRows:
 
         j = _Journal()
         j.add(RunStarted(command="run-aiperf", config=make_config(models=[{"name": "a"}, {"name": "b"}])))
-        j.add(PhaseStarted(phase="model", model="a", detail=PhaseDetail(checkpoint="org/a")))
+        j.add(PhaseStarted(phase="model", model="a", detail=ModelPhase(checkpoint="org/a")))
         j.add(ServerSpawned(incarnation=1, pid=10, argv=["srv"]))
         j.add(PhaseStarted(phase="aiperf", model="a"))
         j.add(ServerExited(incarnation=1, pid=10, returncode=-9, signal="SIGKILL", during="run"))

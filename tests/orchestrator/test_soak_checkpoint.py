@@ -17,7 +17,7 @@ from test_reports import _Journal
 from test_soak_report import _window
 
 from orchestrator.bus import Bus
-from orchestrator.events import RunFinished, RunStarted, SoakVerdict, Warned
+from orchestrator.events import RestartDetail, RunFinished, RunStarted, SoakVerdict, Warned
 from orchestrator.journal import JournalWriter, read_journal
 from orchestrator.soak.checkpoint import CheckpointReportFailed, report_argv, write_checkpoint_report
 
@@ -31,7 +31,7 @@ def soak_journal(path: Path, *, finished: bool) -> Path:
     j.add(_window(1, 300))
     j.add(_window(2, 301))
     j.add(SoakVerdict(metric="restarts", passed=True, outcome="pass", final=finished,
-                      detail={"reason": "no unexpected server exit", "windows_closed": 2}))
+                      reason="no unexpected server exit", windows_closed=2, detail=RestartDetail()))
     if finished:
         j.add(RunFinished(status="ok", exit_code=0, counts={"windows": 2}))
     return j.write(path)

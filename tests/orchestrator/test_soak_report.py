@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
 from typing import Any
 
 import msgspec
 from config_support import make_config
 
 from orchestrator.events import (
+    AnyEvent,
     MemorySummary,
     RequestCorrelated,
     RunFinished,
@@ -20,6 +22,7 @@ from orchestrator.events import (
     SoakWindowOpened,
     WindowStats,
 )
+from orchestrator.journal import read_journal
 from orchestrator.reports.soak import fold_soak, render_soak_html, render_soak_markdown
 from orchestrator.view.soak import SoakView, format_status
 
@@ -40,9 +43,24 @@ def _stats(summary: dict[str, Any]) -> WindowStats:
     return msgspec.convert(summary, WindowStats)
 
 
+def _schema_2(tmp_path: Path, events: list[Any]) -> list[AnyEvent]:
+    """`events` as a journal of schema 2 wrote them (a verdict's detail a dict of anything), read back through
+    the journal reader, which upgrades them."""
+    if not isinstance(events[0], RunStarted):
+        events = [RunStarted(command="soak"), *events]
+    events = [msgspec.structs.replace(events[0], schema_version=2), *events[1:]]
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(b"".join(msgspec.json.encode(msgspec.structs.replace(e, seq=i + 1)) + b"\n"
+                              for i, e in enumerate(events)))
+    read, torn = read_journal(path)
+    assert torn is None
+    return read
+
+
 class TestSoakReport:
-    def test_final_verdict_wins_over_checkpoint_and_tables_show_numbers(self) -> None:
-        """A final verdict replaces the checkpoint's; the markdown verdict table carries slope and limit."""
+    def test_final_verdict_wins_over_checkpoint_and_tables_show_numbers(self, tmp_path: Path) -> None:
+        """A final verdict replaces the checkpoint's; the markdown verdict table carries slope and limit (kept in
+        the detail by journals before schema 2's typed numbers)."""
         events = [
             RunStarted(command="soak", config=make_config(soak={"window_s": 15.0})),
             _window(1, 300), _window(2, 310),
@@ -57,8 +75,8 @@ class TestSoakReport:
             ServerRestarting(incarnation=2, attempt=1, backoff_s=1.0),
             RunFinished(status="failed"),
         ]
-        report = fold_soak(events)
-        assert [w["window"] for w in report.windows] == ["soak/w0001", "soak/w0002", "soak/w0003"]
+        report = fold_soak(_schema_2(tmp_path, events))
+        assert [w.window for w in report.windows] == ["soak/w0001", "soak/w0002", "soak/w0003"]
         assert report.verdicts_final and report.restarts == 1 and report.status == "failed"
         md = render_soak_markdown(report)
         assert "Soak FAILED (server_rss)" in md
@@ -93,7 +111,7 @@ class TestSoakReport:
         html = render_soak_html(report)
         assert "soak-gaps" in html and "soak-observer" in html
 
-    def test_inconclusive_verdicts_are_listed_at_the_top(self) -> None:
+    def test_inconclusive_verdicts_are_listed_at_the_top(self, tmp_path: Path) -> None:
         """An inconclusive verdict is no failure: the headline passes and names the count, and the verdict
         is listed with its reason before the verdict table."""
         events = [RunStarted(command="soak"), _window(1, 300),
@@ -102,33 +120,33 @@ class TestSoakReport:
                   SoakVerdict(metric="restarts", passed=True, final=True, outcome="pass",
                               detail={"reason": "no unexpected server exit"}),
                   RunFinished(status="ok")]
-        md = render_soak_markdown(fold_soak(events))
+        md = render_soak_markdown(fold_soak(_schema_2(tmp_path, events)))
         assert "Soak PASSED with 1 inconclusive; verdicts: final; run status: ok" in md
         top = md.index("Inconclusive (the evidence cannot decide; not a failure unless run with --strict):")
         assert top < md.index("## Verdicts")
         assert "- server_rss: not enough evidence (2 of 6 windows)" in md
         assert "| server_rss | INCONCLUSIVE | final |" in md
 
-    def test_old_journal_verdicts_map_to_three_outcomes(self) -> None:
+    def test_old_journal_verdicts_map_to_three_outcomes(self, tmp_path: Path) -> None:
         """A journal from before the three outcomes: passed+judged is pass, passed unjudged is inconclusive."""
-        report = fold_soak([SoakVerdict(metric="a", passed=True, detail={"judged": False}),
-                            SoakVerdict(metric="b", passed=True, detail={"judged": True}),
-                            SoakVerdict(metric="c", passed=False, detail={})])
+        report = fold_soak(_schema_2(tmp_path, [SoakVerdict(metric="a", passed=True, detail={"judged": False}),
+                                                SoakVerdict(metric="b", passed=True, detail={"judged": True}),
+                                                SoakVerdict(metric="c", passed=False, detail={})]))
         assert [v.outcome for v in report.verdicts] == ["inconclusive", "pass", "fail"]
 
     def test_journal_without_run_finished_reads_interrupted(self) -> None:
         """No RunFinished, folded after the fact: the report says the run was interrupted and the verdicts
         are checkpoint ones."""
         report = fold_soak([RunStarted(command="soak"), _window(1, 300),
-                            SoakVerdict(metric="restarts", passed=True, detail={"reason": "ok", "windows_closed": 1})])
+                            SoakVerdict(metric="restarts", passed=True, reason="ok", windows_closed=1)])
         assert report.status == "interrupted" and not report.verdicts_final
         assert "verdicts: checkpoint; run status: interrupted" in render_soak_markdown(report)
 
     def test_checkpoint_report_of_a_running_soak_says_in_progress(self) -> None:
         """A checkpoint report (live) says "in progress" with the windows closed so far, never "interrupted"."""
         events = [RunStarted(command="soak"), _window(1, 300), _window(2, 301),
-                  SoakVerdict(metric="restarts", passed=True, outcome="pass",
-                              detail={"reason": "no unexpected server exit", "windows_closed": 2})]
+                  SoakVerdict(metric="restarts", passed=True, outcome="pass", reason="no unexpected server exit",
+                              windows_closed=2)]
         report = fold_soak(events, live=True)
         md, html = render_soak_markdown(report), render_soak_html(report)
         assert report.status == "in progress"
@@ -142,8 +160,9 @@ class TestSoakView:
     def test_status_line_names_every_figure(self) -> None:
         """The line shows elapsed/duration, windows, ok/errors, last-window p50/p99 client and server, rss, restarts."""
         line = format_status(elapsed_s=3725, duration_s=8 * 3600, windows=12, window="soak/w0013", ok=1000, errors=2,
-                             last={"client_latency_ms": {"p50": 101.2, "p99": 250.0},
-                                   "server_latency_ms": {"p50": 90.0, "p99": 200.4}},
+                             last=_stats({"window": "soak/w0012", "index": 12, "start_unix_ns": 0, "end_unix_ns": 1,
+                                          "client_latency_ms": {"p50": 101.2, "p99": 250.0},
+                                          "server_latency_ms": {"p50": 90.0, "p99": 200.4}}),
                              rss_bytes=512 * 2**20, restarts=1)
         assert line == ("soak 1:02:05/8:00:00  windows 12 (in soak/w0013)  ok 1000 err 2  last window p50/p99 client "
                         "101/250 ms server 90/200 ms  server rss 512 MiB  restarts 1")

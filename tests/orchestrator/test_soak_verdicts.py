@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from orchestrator.config import CorrectnessCriteria
-from orchestrator.events import SoakWindowClosed
+from orchestrator.events import RunAccount, SoakWindowClosed, WindowGap
 from orchestrator.journal import decode_event, encode_event
 from orchestrator.judge.gates import ScoredAnswer
 from orchestrator.judge.stats import Summary
@@ -88,14 +88,14 @@ class TestMemoryVerdict:
         rng = random.Random(7)
         v = _verdict(judge_soak(_windows([500.0 + rng.gauss(0, 0.5) for _ in range(12)]), LIMITS), "server_rss")
         assert v.outcome == "pass", v.reason
-        assert v.detail["interval"][1] < 8.0 and v.detail["n"] == 11 and v.detail["unit"] == "MiB/h"
-        assert "Theil-Sen" in v.detail["method"]
+        assert v.detail.interval[1] < 8.0 and v.detail.n == 11 and v.detail.unit == "MiB/h"
+        assert "Theil-Sen" in v.detail.method
 
     def test_leak_three_times_the_limit_fails(self) -> None:
         """RSS growing 24 MiB/h (3x the limit) over 12 five-minute windows fails, the slope shown."""
         v = _verdict(judge_soak(_windows([500.0 + 2.0 * i for i in range(12)]), LIMITS), "server_rss")
         assert v.outcome == "fail", v.reason
-        assert v.detail["slope"] == pytest.approx(24.0, rel=0.01)
+        assert v.detail.slope == pytest.approx(24.0, rel=0.01)
         assert "drifts" in v.reason
 
     def test_two_windows_are_inconclusive_never_fail(self) -> None:
@@ -108,7 +108,7 @@ class TestMemoryVerdict:
         """A 100 MiB step that then stays flat fails on the growth cap even where the slope cannot decide."""
         series = [500.0] * 5 + [600.0] * 7
         v = _verdict(judge_soak(_windows(series), LIMITS), "server_rss")
-        assert v.outcome == "fail" and v.detail["growth_mib"] == pytest.approx(100.0)
+        assert v.outcome == "fail" and v.detail.growth_mib == pytest.approx(100.0)
         assert "exceeds the cap" in v.reason
 
     def test_no_sample_is_inconclusive(self) -> None:
@@ -136,7 +136,7 @@ class TestOrchestratorMemory:
         assert flat.outcome == "pass", flat.reason
         grows = _verdict(judge_soak(_windows([500.0] * 12, own_mib=[120.0 + 3.0 * i for i in range(12)]), LIMITS),
                          "orchestrator_rss")
-        assert grows.outcome == "fail" and "aqbench's own process" in grows.detail["source"]
+        assert grows.outcome == "fail" and "aqbench's own process" in grows.detail.source
 
 
 class TestLatencyVerdicts:
@@ -144,7 +144,7 @@ class TestLatencyVerdicts:
         """Fast and slow items around their own baselines: flat over 12 windows passes."""
         v = _verdict(judge_soak(_windows([500.0] * 12), LIMITS), "latency_drift")
         assert v.outcome == "pass", v.reason
-        assert v.detail["baseline_items"] == len(ITEMS) and "server handler_ms" in v.detail["source"]
+        assert v.detail.baseline_items == len(ITEMS) and "server handler_ms" in v.detail.source
 
     def test_every_item_slowing_fails(self) -> None:
         """Every item 6 % slower per five-minute window (72 %/h) fails the 10 %/h limit."""
@@ -164,7 +164,7 @@ class TestOtherVerdicts:
     def test_error_rate_above_limit_fails_with_causes(self) -> None:
         """Two errors in 4000 profiling requests (0.05 %) pass; ten (0.25 %) fail and list the cause."""
         ok = _verdict(judge_soak(_windows([500.0] * 5, errors=[50, 1, 0, 1, 0]), LIMITS), "error_rate")
-        assert ok.outcome == "pass" and ok.detail["errors"] == 2  # the warmup window's 50 are discarded
+        assert ok.outcome == "pass" and ok.detail.errors == 2  # the warmup window's 50 are discarded
         assert "2/4000 = 0.0500% (limit 0.1000%) over 4 window(s) after 1 warmup window(s)" in ok.reason
         bad = _verdict(judge_soak(_windows([500.0] * 5, errors=[0, 4, 3, 3, 0]), LIMITS), "error_rate")
         assert bad.outcome == "fail"
@@ -233,9 +233,9 @@ class TestCutShortWindows:
         windows = _windows([500.0] * 2) + [msgspec.structs.replace(_windows([500.0] * 3, issued=0)[2],
                                                                    aiperf_classification="cancelled")]
         v = _verdict(judge_soak(windows, LIMITS, cut_short={"soak/w0003"}), "error_rate")
-        assert v.outcome == "pass" and v.detail["cut_short"] == ["soak/w0003"]
+        assert v.outcome == "pass" and v.detail.cut_short == ["soak/w0003"]
         assert v.reason.endswith("; cut short by the stop, not judged: soak/w0003")
-        assert v.detail["issued"] == 1000
+        assert v.detail.issued == 1000
 
     def test_only_cut_windows_after_warmup_is_not_judged(self) -> None:
         windows = _windows([500.0]) + _windows([500.0] * 2, issued=0)[1:]
@@ -272,9 +272,9 @@ class TestAccountingVerdict:
                                                        _run(2, {"profiling": 140})]), "accounting")
         assert v.outcome == "pass", v.reason
         assert v.reason == "342 request(s) in 4 window(s) balanced; 2 ended AIPerf run(s) issued exactly what was seen"
-        assert v.detail["runs"][1] == {"run": "soak/aiperf02", "segment": 2, "issued": {"profiling": 140},
-                                       "issued_from": {"profiling": "aiperf_log"},
-                                       "seen": {"profiling": 140, "warmup": 0}}
+        assert v.detail.runs[1] == RunAccount(run="soak/aiperf02", segment=2, issued={"profiling": 140},
+                                              issued_from={"profiling": "aiperf_log"},
+                                              seen={"profiling": 140, "warmup": 0})
 
     def test_requests_an_aiperf_run_sent_and_lost_fail_it(self) -> None:
         """AIPerf's log says 203 sent, its windows saw 200: fail, naming the run, the phase and both counts."""
@@ -360,8 +360,8 @@ class TestWindowGapVerdict:
         """Gaps of milliseconds across the cuts pass; the detail lists each window's gap."""
         v = _verdict(judge_soak(_gapped([None, 0.004, 0.012]), LIMITS), "window_gap")
         assert v.outcome == "pass"
-        assert v.detail["windows"] == [{"window": "soak/w0002", "gap_s": 0.004, "segment": 1},
-                                       {"window": "soak/w0003", "gap_s": 0.012, "segment": 1}]
+        assert v.detail.windows == [WindowGap(window="soak/w0002", gap_s=0.004, segment=1),
+                                    WindowGap(window="soak/w0003", gap_s=0.012, segment=1)]
         assert v.reason.startswith("largest gap 0.012 s before soak/w0003, 0.016 s in all")
 
     def test_a_gap_over_one_second_fails_naming_the_window(self) -> None:

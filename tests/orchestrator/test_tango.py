@@ -62,7 +62,7 @@ class TestExactCutoff:
     @pytest.mark.parametrize(("n", "delta", "expected"), [(100, 0.05, 1.84), (287, 0.01, 1.79), (100, 0.03, 1.745),
                                                           (2280, 0.01, 1.73)])
     def test_owners_documented_cutoffs(self, n: int, delta: float, expected: float) -> None:
-        """The cutoffs TRTMC's DESIGN.md 4.2 states for these counts and margins."""
+        """The cutoffs TRTMC's apps/aiperf_qual/DESIGN.md 4.2 states for these counts and margins."""
         assert exact_cutoff(n, delta) == pytest.approx(expected)
 
     def test_sizes_match_a_brute_force_sum(self) -> None:

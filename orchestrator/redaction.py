@@ -3,7 +3,8 @@ environment values, flags and Authorization headers become `<redacted>`.
 
 A name is secret-looking when one of its parts (split at `_ - .` and camelCase) is TOKEN, KEY, SECRET,
 PASSWORD, PASSWD, CREDENTIAL(S) or AUTHORIZATION: `HF_TOKEN`, `--api-key`, `apiKey` are; `tokenizer` and
-`max_tokens` are not. Imports only orchestrator.events; must not import reports (the journal imports this).
+`max_tokens` are not. The bottom layer, beside the journal that imports it (as publish does): imports only
+orchestrator.events.
 """
 
 from __future__ import annotations

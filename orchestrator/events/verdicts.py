@@ -1,0 +1,196 @@
+"""The numbers behind each soak verdict (SoakVerdict.detail): one frozen Struct per kind of rule, tagged
+by `kind`, so a report reads typed fields where it once unpacked a dict.
+
+`VerdictDetail` is the union. A new rule appends its own variant (a new class with a new tag, added to
+the union): journals already written keep decoding, so no schema version is needed for it.
+"""
+
+from __future__ import annotations
+
+from typing import TypeAlias
+
+import msgspec
+
+from orchestrator.events.values import GateResult, ServerExitFact
+
+__all__ = ["VerdictDetail", "VERDICT_DETAILS", "TrendNumbers", "MemoryDetail", "DriftDetail", "TailDetail",
+           "ErrorRateDetail", "WindowCorrectness", "PooledGate", "CorrectnessDetail", "RestartDetail",
+           "ProcessCheck", "WindowGap", "GapDetail", "RunAccount", "AccountingDetail", "verdict_numbers"]
+
+
+class _Detail(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind"):
+    """Base of every verdict detail (not itself a member of the union)."""
+
+
+class TrendNumbers(_Detail, frozen=True, kw_only=True):
+    """A trend rule's numbers (orchestrator/judge/trend.py): the slope per hour in `unit` and its interval at
+    `confidence` against `limit`, over `n` windows spanning `span_s`; None where the rule had no figure."""
+
+    slope: float | None = None
+    interval: list[float] | None = None
+    limit: float | None = None
+    unit: str = ""
+    n: int | None = None
+    span_s: float | None = None
+    confidence: float | None = None
+    method: str = ""
+
+
+class MemoryDetail(TrendNumbers, frozen=True, kw_only=True, tag="memory"):
+    """Memory of a process tree (server_rss, server_gpu_memory, orchestrator_rss): the per-window medians
+    (MiB) of the judged windows, their trend and the growth between the first and last thirds."""
+
+    source: str = ""
+    warmup_windows_discarded: int = 0
+    windows: list[str] = []
+    series: list[float | None] = []
+    times_h: list[float] = []
+    growth_mib: float | None = None
+    growth_limit_mib: float | None = None
+
+
+class DriftDetail(TrendNumbers, frozen=True, kw_only=True, tag="drift"):
+    """Latency drift on the same items: each window's median ratio to the items' baselines (%), its trend."""
+
+    source: str = ""
+    warmup_windows_discarded: int = 0
+    windows: list[str] = []
+    series: list[float | None] = []
+    times_h: list[float] = []
+    baseline_items: int | None = None
+    baseline_windows: int | None = None
+    counted: list[int] = []
+
+
+class TailDetail(TrendNumbers, frozen=True, kw_only=True, tag="tail"):
+    """A tail quantile per window (ms) and its trend, judged only where every window holds `min_samples`."""
+
+    source: str = ""
+    warmup_windows_discarded: int = 0
+    min_samples: int = 0
+    counts: list[int] = []
+    windows: list[str] = []
+    series: list[float | None] = []
+
+
+class ErrorRateDetail(_Detail, frozen=True, kw_only=True, tag="error_rate"):
+    """Errors over the judged windows against `limit` (a fraction), by cause; windows the stop cut short
+    are listed and not judged."""
+
+    limit: float = 0.0
+    issued: int = 0
+    errors: int = 0
+    by_cause: dict[str, int] = {}
+    warmup_windows_discarded: int = 0
+    rate: float | None = None
+    worst_window: str = ""
+    worst_rate: float | None = None
+    series: list[float | None] = []
+    cut_short: list[str] = []
+
+
+class WindowCorrectness(msgspec.Struct, frozen=True, kw_only=True):
+    """One window's scored answers and the gates it missed."""
+
+    window: str
+    correct: int = 0
+    scored: int = 0
+    passed: bool | None = None
+    gates: list[GateResult] = []
+
+
+class PooledGate(msgspec.Struct, frozen=True, kw_only=True):
+    """A gate's counts pooled over every window."""
+
+    gate: str
+    scope: str = ""
+    required: float = 0.0
+    correct: int = 0
+    total: int = 0
+
+
+class CorrectnessDetail(_Detail, frozen=True, kw_only=True, tag="correctness"):
+    """Correctness under load per window, which shortfalls were beyond chance, and the pooled gates."""
+
+    windows: list[WindowCorrectness] = []
+    unscored: list[str] = []
+    significantly_below: list[str] = []
+    below_by_chance: list[str] = []
+    pooled: list[PooledGate] = []
+
+
+class RestartDetail(_Detail, frozen=True, kw_only=True, tag="restart"):
+    """The server's unexpected exits and how many were followed by a restart."""
+
+    unexpected_exits: list[ServerExitFact] = []
+    restarts: int = 0
+
+
+class ProcessCheck(_Detail, frozen=True, kw_only=True, tag="process"):
+    """What was left at the end: orphans the supervisor had to kill, processes still alive, zombies."""
+
+    orphans_killed: int = 0
+    leftover: list[str] = []
+    zombies: list[str] = []
+
+
+class WindowGap(msgspec.Struct, frozen=True, kw_only=True):
+    """Seconds without load before one window (across the cut from the previous one)."""
+
+    window: str
+    gap_s: float
+    segment: int = 0
+
+
+class GapDetail(_Detail, frozen=True, kw_only=True, tag="gap"):
+    """Time without load across the cuts: each gap against `limit` (s), their sum against `max_fraction`
+    of the soak's span; `fraction` None until there is a cut to judge."""
+
+    limit: float = 0.0
+    unit: str = "s"
+    max_fraction: float = 0.0
+    windows: list[WindowGap] = []
+    total_s: float = 0.0
+    span_s: float = 0.0
+    fraction: float | None = None
+
+
+class RunAccount(msgspec.Struct, frozen=True, kw_only=True):
+    """One ended AIPerf run: what it says it issued per phase (and from where) against what was seen."""
+
+    run: str
+    segment: int = 0
+    issued: dict[str, int] = {}
+    issued_from: dict[str, str] = {}
+    seen: dict[str, int] = {}
+
+
+class AccountingDetail(_Detail, frozen=True, kw_only=True, tag="accounting"):
+    """Every request accounted: the windows whose invariant broke, and each ended run against its windows."""
+
+    windows: int = 0
+    breached_windows: list[str] = []
+    runs: list[RunAccount] = []
+    unknown: list[str] = []
+    running: str = ""
+    stopped_short: list[str] = []
+    cut_short_breached: list[str] = []
+
+
+VERDICT_DETAILS: tuple[type[_Detail], ...] = (MemoryDetail, DriftDetail, TailDetail, ErrorRateDetail,
+                                              CorrectnessDetail, RestartDetail, ProcessCheck, GapDetail,
+                                              AccountingDetail)
+VerdictDetail: TypeAlias = (MemoryDetail | DriftDetail | TailDetail | ErrorRateDetail | CorrectnessDetail
+                            | RestartDetail | ProcessCheck | GapDetail | AccountingDetail)
+
+
+def verdict_numbers(detail: VerdictDetail | None) -> tuple[float | None, list[float] | None, float | None, str]:
+    """The (slope, interval, limit, unit) a verdict table shows beside the outcome: a trend's numbers, an
+    error rate's or a gap's limit; nothing for the others."""
+    if isinstance(detail, TrendNumbers):
+        return detail.slope, detail.interval, detail.limit, detail.unit
+    if isinstance(detail, ErrorRateDetail):
+        return None, None, detail.limit, ""
+    if isinstance(detail, GapDetail):
+        return None, None, detail.limit, detail.unit
+    return None, None, None, ""

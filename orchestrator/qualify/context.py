@@ -1,0 +1,115 @@
+"""One model's qualification state, shared by its stages and its reference side: a typed context.
+
+Holds what the stages share (run scope, adapters, dataset requests, answers, correlator, gate) and the few
+acts every stage repeats (ask over HTTP and journal it, open and close a stage). Decides nothing.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from orchestrator.config import ModelConfig
+from orchestrator.correlate import Correlator
+from orchestrator.dataset import ArmRequest, Dataset, parse_session_key, session_key
+from orchestrator.events import ClientRecord, NoninferiorityResult, PhaseDetail, PhaseFinished, PhaseStarted
+from orchestrator.judge.paired import ChosenGate, Judged
+from orchestrator.ports import ChatAnswer, ChatSession, OwnerFiles, Toolkit
+from orchestrator.qualify.answers import AnswerBook
+from orchestrator.qualify.shared import SharedReferences
+from orchestrator.run import RunScope
+
+__all__ = ["QualifyOptions", "ModelRun", "StageFailed"]
+
+
+class QualifyOptions(msgspec.Struct, frozen=True, kw_only=True):
+    """What the command line chose beyond bench.toml."""
+
+    models: list[str] = []
+    plan_only: bool = False
+    skip_aiperf: bool = False
+    argv: list[str] = []
+    # TRTMC's qualification files per model name (qualify --trtmc, or its noninferiority source).
+    owners: dict[str, OwnerFiles] = {}
+
+
+class StageFailed(Exception):
+    """Ends one model's qualification at a stage, with the status and reason for its row."""
+
+    def __init__(self, stage: str, status: str, reason: str) -> None:
+        super().__init__(reason)
+        self.stage, self.status, self.reason = stage, status, reason
+
+
+class ModelRun:
+    """Everything one model's stages share: its run scope, dataset, prepared arm requests and answers.
+
+    `gate` is the model's non-inferiority gate (qualify/reference.py's resolve_gate): None without a
+    reference, a sentence when none applies. The correlator is started by the server stage.
+    """
+
+    def __init__(self, run: RunScope, model: ModelConfig, dataset: Dataset, requests: list[ArmRequest],
+                 opts: QualifyOptions, toolkit: Toolkit, gate: ChosenGate | str | None,
+                 shared_references: SharedReferences | None = None) -> None:
+        self.run = run
+        self.toolkit = toolkit
+        self.bus = run.bus
+        self.cfg = run.config
+        self.model = model
+        self.dataset = dataset
+        self.requests = requests
+        self.opts = opts
+        self.gate = gate
+        self.http_answers: dict[tuple[str, str], str | None] = {}
+        self.native_answers: dict[tuple[str, str], str | None] = {}
+        self.aiperf_shell = ""
+        self.plan = ""  # --plan: what a run would do
+        self.bundle_sha256 = ""
+        self.status = "implemented"
+        # The live tap carries the answers: give it a moment after the export half and the server record.
+        self.correlator = Correlator(run.bus, key_parser=parse_session_key, answer_grace_s=2.0)
+        self._rid = 0
+        # One limit on every path (probe, correctness, native, AIPerf), so their answers compare.
+        self.max_tokens = run.config.workload.max_tokens
+        self.answers = AnswerBook(run.bus, model, dataset, self.max_tokens)
+        # The model's correctness answers by (item, arm), paired with its reference's (qualify/reference.py).
+        self.candidate_judged: dict[tuple[str, str], list[Judged]] = {}
+        self.noninferiority: NoninferiorityResult | None = None
+        # Reference answers this run already has, by reference key (models sharing one reference ask it once).
+        self.shared_references = shared_references if shared_references is not None else SharedReferences()
+
+    def request_id(self, stage: str) -> str:
+        """A fresh X-Request-ID within trtmc-server's 128 characters (the model name is already within
+        its character set, config.Name): a long name is cut, never the counter that keeps ids unique."""
+        self._rid += 1
+        tail = f"-{stage}-{self._rid:05d}"
+        return f"aqb-{self.model.name[:128 - 4 - len(tail)]}{tail}"
+
+    async def ask(self, client: ChatSession, req: ArmRequest, stage: str) -> ChatAnswer:
+        """Ask over HTTP and journal the exchange as a ClientRecord, so the correlator joins it with the
+        server's record and accounts it in the window `<model>/<stage>` like any AIPerf request."""
+        rid = self.request_id(stage)
+        reply = await client.ask(req.text, req.audio_path, request_id=rid)
+        timeout = reply.status == 0 and "Timeout" in reply.error
+        await self.bus.publish(ClientRecord(
+            source="qualify", request_id=rid, via="probe", window=f"{self.model.name}/{stage}",
+            conversation_id=session_key(req.item_id, req.arm), phase="profiling",
+            request_start_ns=reply.start_unix_ns, request_end_ns=reply.end_unix_ns,
+            status_code=reply.status or None, error_type="timeout" if timeout else ("connection" if reply.status == 0 else ""),
+            error_message=reply.error or ("" if reply.status == 200 else reply.body[:500]),
+            request_latency_ms=reply.latency_ms, answer=reply.text, server_timing_ms=reply.server_timing_ms,
+            echoed_request_id=reply.echoed_request_id))
+        return reply
+
+    def client(self, base_url: str) -> ChatSession:
+        return self.toolkit.chat_client(base_url, self.model.name, timeout_s=self.cfg.workload.request_timeout_s,
+                                        max_tokens=self.max_tokens)
+
+    async def close_window(self, stage: str) -> None:
+        await self.correlator.close_window(f"{self.model.name}/{stage}")
+
+    async def phase_start(self, phase: str, detail: PhaseDetail | None = None) -> None:
+        await self.bus.publish(PhaseStarted(source="qualify", phase=phase, model=self.model.name, detail=detail))
+
+    async def phase_end(self, phase: str, outcome: str, reason: str = "", detail: PhaseDetail | None = None) -> None:
+        await self.bus.publish(PhaseFinished(source="qualify", phase=phase, model=self.model.name, outcome=outcome,
+                                             reason=reason, detail=detail))

@@ -1,0 +1,174 @@
+"""run-aiperf's use: the model's server, one AIPerf window over the dataset's arms, its accounting and the
+model's result row, all journaled; a live line and a final summary on stderr.
+
+The adapters come in through a Toolkit from the composition root (orchestrator/commands/run_aiperf.py).
+Reports are folded from the journal at the end, an interrupted or failed run's too.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import anyio
+import msgspec
+
+from orchestrator.config import Config, ModelConfig
+from orchestrator.correlate import Correlator
+from orchestrator.dataset import (
+    Dataset,
+    interleave_kinds,
+    load_dataset,
+    parse_session_key,
+    prepare_arms,
+    resolve_dataset_path,
+    write_aiperf_input,
+)
+from orchestrator.errors import UsageError
+from orchestrator.events import (
+    AccountingChecked,
+    AiperfRunPhase,
+    DatasetPhase,
+    ModelPhase,
+    ModelResult,
+    PhaseFinished,
+    PhaseStarted,
+    ResultRow,
+)
+from orchestrator.logs import get_logger
+from orchestrator.ports import AiperfFacts, AiperfResult, Toolkit
+from orchestrator.reports import write_reports
+from orchestrator.run import Interrupt, RunScope, open_run
+from orchestrator.server_spec import ServerSpec
+from orchestrator.supervisor import supervise
+from orchestrator.view.line import LiveLine
+
+__all__ = ["RunAiperfOptions", "run_aiperf_phase"]
+
+log = get_logger("aqbench.run-aiperf")
+
+
+class RunAiperfOptions(msgspec.Struct, frozen=True, kw_only=True):
+    """What the command line chose beyond bench.toml (None: bench.toml's [workload] value)."""
+
+    model: str = ""
+    requests: int | None = None
+    warmup_requests: int | None = None
+    concurrency: int | None = None
+    request_rate: float | None = None
+    arms: list[str] = []
+    # How long a request's half waits for the other half.
+    match_timeout_s: float = 5.0
+
+
+async def run_aiperf_phase(cfg: Config, opts: RunAiperfOptions, interrupt: Interrupt, toolkit: Toolkit) -> int:
+    """Run the phase; returns the exit code (0 complete and balanced, 1 AIPerf's run partial, cancelled or
+    failed, 3 an accounting breach). Every run writes its reports, an interrupted or failed one too."""
+    models = {m.name: m for m in cfg.models}
+    if opts.model and opts.model not in models:
+        raise UsageError(f"--model {opts.model!r}: not in {cfg.source}; choose one of {', '.join(models)}")
+    model = models[opts.model] if opts.model else cfg.models[0]
+    arms = list(opts.arms) or list(cfg.workload.arms)
+    install = await anyio.to_thread.run_sync(toolkit.aiperf.check_install)
+    tokenizer = await anyio.to_thread.run_sync(toolkit.aiperf.ensure_tokenizer, model.tokenizer)
+    dataset = await anyio.to_thread.run_sync(load_dataset, resolve_dataset_path(cfg.dataset))
+
+    opened: list[RunScope] = []  # the run scope, once open_run made it
+    try:
+        async with open_run(cfg, command="run-aiperf", interrupt=interrupt) as run:
+            opened.append(run)
+            return await _phase(run, opts, toolkit, model, arms, install, tokenizer, dataset)
+    finally:
+        if opened:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(120):
+                await _write_reports(opened[0])
+
+
+async def _write_reports(run: RunScope) -> None:
+    try:
+        paths = await anyio.to_thread.run_sync(write_reports, run.journal_path, run.run_dir)
+    except Exception as exc:  # the run's own outcome stands; a report failure is said, not raised over it
+        log.error("report_failed", error=repr(exc))
+        return
+    print(f"  reports: {', '.join(str(p) for p in paths)}", file=sys.stderr, flush=True)
+
+
+async def _phase(run: RunScope, opts: RunAiperfOptions, toolkit: Toolkit, model: ModelConfig, arms: list[str],
+                 install: AiperfFacts, tokenizer: Path, dataset: Dataset) -> int:
+    """The run's body: the model's server, one AIPerf window, its accounting and the model's result."""
+    cfg = run.config
+    window = f"{model.name}/aiperf-1"
+    # The dataset's identity, as qualify journals it, so compare and the ledger can tell datasets apart.
+    await run.bus.publish(PhaseFinished(source="run-aiperf", phase="dataset", outcome="passed",
+                                        detail=DatasetPhase(name=dataset.name, identity=dataset.identity,
+                                                            path=str(dataset.root), items=len(dataset.items),
+                                                            arms=arms)))
+    facts = model.identity_fields()
+    # The model phase frames everything this run journals (server lifecycle, samples) as this model's.
+    await run.bus.publish(PhaseStarted(source="run-aiperf", phase="model", model=model.name,
+                                       detail=ModelPhase(**facts, bundle=model.bundle or cfg.server.bundle)))
+    live = LiveLine(run.bus)
+    await run.tg.start(live.run)
+    await run.tg.start(toolkit.records_tailer(run.bus).run)
+    # The live tap carries the answer text; an export half that wins the race waits briefly for it.
+    correlator = Correlator(run.bus, key_parser=parse_session_key, match_timeout_s=opts.match_timeout_s,
+                            answer_grace_s=1.0)
+    await run.tg.start(correlator.run)
+    spec = ServerSpec.from_config(cfg, model, run.run_dir, parts=toolkit.server_parts(cfg.server.kind))
+    handle = await run.tg.start(supervise, spec, run.bus)
+    work = run.run_dir / "aiperf"
+    # Dealt round-robin by kind: AIPerf sends rows in order, so a short run still asks every kind.
+    rows = interleave_kinds(await anyio.to_thread.run_sync(prepare_arms, dataset, arms, work / "wire"), dataset)
+    input_file = await anyio.to_thread.run_sync(write_aiperf_input, rows, work / "inputs.jsonl")
+    aiperf = toolkit.aiperf
+    cmd = aiperf.build_command(cfg.workload, base_url=handle.base_url, model=model.name, input_file=input_file,
+                               artifact_dir=work / "artifacts", tokenizer=tokenizer, requests=opts.requests,
+                               warmup=opts.warmup_requests, concurrency=opts.concurrency,
+                               request_rate=opts.request_rate)
+    await anyio.to_thread.run_sync(cmd.save, work)
+    await run.bus.publish(PhaseStarted(source="run-aiperf", phase="aiperf", model=model.name,
+                                       detail=AiperfRunPhase(arms=arms, rows=len(rows), window=window)))
+    try:
+        outcome = await aiperf.run_aiperf(cmd, run.bus, window=window, deadline_s=cfg.workload.deadline_s,
+                                          stop_grace_s=cfg.workload.stop_grace_s, install=install)
+    except anyio.get_cancelled_exc_class():
+        # Interrupted: still journal what the window accounted so far (its open requests as in flight).
+        with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+            for ev in correlator.joiner.close_window(window):
+                await run.bus.publish(ev)
+        raise
+    acc = await correlator.close_window(window, expected=outcome.issued, expected_from=outcome.issued_from)
+    await handle.stop()
+    ok = acc.balanced and outcome.classification == "complete"
+    reason = outcome.reason if acc.balanced else "accounting: " + "; ".join(acc.problems)
+    await run.bus.publish(PhaseFinished(source="run-aiperf", phase="aiperf", model=model.name,
+                                        outcome="passed" if ok else "failed", reason=reason,
+                                        detail=AiperfRunPhase(classification=outcome.classification,
+                                                              balanced=acc.balanced)))
+    # The row's status is what AIPerf's run came to (aiperf-complete, -partial, -cancelled, -failed).
+    status = f"aiperf-{outcome.classification}" if acc.balanced else "accounting-breach"
+    await run.bus.publish(ModelResult(source="run-aiperf", model=model.name, status=status,
+                                      failed_stage="" if ok else "aiperf",
+                                      row=ResultRow(**facts, aiperf_command=cmd.shell, reason=reason,
+                                                    noninferiority=None)))
+    await run.bus.publish(PhaseFinished(source="run-aiperf", phase="model", model=model.name, outcome=status,
+                                        reason=reason))
+    print(_summary(window, outcome, acc, live), file=sys.stderr, flush=True)
+    if not acc.balanced:
+        run.finish(status="error", exit_code=3, reason="accounting breach: " + "; ".join(acc.problems))
+        return 3
+    run.finish(status="ok" if ok else "failed", exit_code=0 if ok else 1, reason=outcome.reason,
+               counts={f"{p}_issued": n for p, n in acc.issued.items()})
+    return 0 if ok else 1
+
+
+def _summary(window: str, outcome: AiperfResult, acc: AccountingChecked, live: LiveLine) -> str:
+    lines = [f"AIPerf {window}: {outcome.classification} ({outcome.reason}); exit code {outcome.returncode}"]
+    for phase in sorted(acc.issued):
+        causes = ", ".join(f"{k} {v}" for k, v in sorted(acc.by_cause.get(phase, {}).items()))
+        lines.append(f"  {phase}: issued {acc.issued[phase]} ({causes})")
+    lines.append(live.line().strip())
+    verdict = "balanced" if acc.balanced else "NOT BALANCED: " + "; ".join(acc.problems)
+    lines.append(f"  accounting: {verdict}")
+    lines.append(f"  artifacts: {outcome.artifact_dir}")
+    return "\n".join(lines)
