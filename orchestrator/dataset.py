@@ -37,6 +37,8 @@ __all__ = [
     "session_key",
     "parse_session_key",
     "prepare_arms",
+    "conditioning_subset",
+    "interleave_kinds",
     "write_aiperf_input",
 ]
 
@@ -145,16 +147,28 @@ class Dataset(msgspec.Struct, frozen=True, kw_only=True):
 
     def conditioning_pairs(self) -> list[ConditioningPair]:
         """Same clip with different questions, and same question on different clips, answers differing."""
-        pairs: list[ConditioningPair] = []
         items = self.items
-        for i, a in enumerate(items):
-            for b in items[i + 1:]:
-                if normalize(a.answer) == normalize(b.answer):
-                    continue
-                if a.audio == b.audio and normalize(a.question) != normalize(b.question):
-                    pairs.append(ConditioningPair(relation="same_clip", first=a.id, second=b.id))
-                elif a.audio != b.audio and normalize(a.question) == normalize(b.question):
-                    pairs.append(ConditioningPair(relation="same_question", first=a.id, second=b.id))
+        # Normalised once per item, and pairs looked for only within a clip or within one question: the
+        # pairs are quadratic in the items, normalisation is not cheap.
+        answers = [normalize(it.answer) for it in items]
+        questions = [normalize(it.question) for it in items]
+        groups: dict[tuple[str, str], list[int]] = {}
+        for i, it in enumerate(items):
+            groups.setdefault(("clip", it.audio), []).append(i)
+            groups.setdefault(("question", questions[i]), []).append(i)
+        found: list[tuple[int, int, str]] = []
+        for (what, _), members in groups.items():
+            for x, i in enumerate(members):
+                for j in members[x + 1:]:
+                    if answers[i] == answers[j]:
+                        continue
+                    same_clip, same_question = items[i].audio == items[j].audio, questions[i] == questions[j]
+                    if what == "clip" and not same_question:
+                        found.append((i, j, "same_clip"))
+                    elif what == "question" and not same_clip:
+                        found.append((i, j, "same_question"))
+        pairs = [ConditioningPair(relation=rel, first=items[i].id, second=items[j].id)  # type: ignore[arg-type]
+                 for i, j, rel in sorted(found)]
         return pairs
 
 
@@ -377,22 +391,44 @@ def _transcript_text(item: Item) -> str:
     return f'Transcript of the recording: "{item.transcript}"\n{item.question}'
 
 
-def prepare_arms(dataset: Dataset, arms: Iterable[str], work_dir: str | Path) -> list[ArmRequest]:
+def conditioning_subset(dataset: Dataset, arm: str, count: int) -> set[str]:
+    """The items an arm other than audio runs on when `count` > 0: the first `count` of its eligible items
+    (speech items for the transcript arm) dealt round-robin by kind in manifest order; every eligible item
+    when `count` is 0 or more than there are."""
+    eligible = [it for it in dataset.items if arm != "transcript" or it.transcript is not None]
+    if count <= 0 or count >= len(eligible):
+        return {it.id for it in eligible}
+    queues: dict[str, list[str]] = {}
+    for it in eligible:
+        queues.setdefault(it.kind, []).append(it.id)
+    dealt = [q[depth] for depth in range(max(len(q) for q in queues.values())) for q in queues.values()
+             if depth < len(q)]
+    return set(dealt[:count])
+
+
+def prepare_arms(dataset: Dataset, arms: Iterable[str], work_dir: str | Path, *,
+                 conditioning_items: int = 0, only: Iterable[tuple[str, str]] | None = None) -> list[ArmRequest]:
     """One ArmRequest per item and arm, in manifest order; writes wire WAVs under work_dir. Blocks.
 
     WAV and MP3 clips are sent as they are; FLAC and OGG are decoded to 16-bit WAV. Silence is a
     zero WAV of the clip's rate, channels and frames. The transcript arm exists only for speech items.
+    With `conditioning_items` > 0 the silence and transcript arms hold only conditioning_subset's items;
+    `only` keeps just these (item id, arm) pairs.
     """
     arms = list(arms)
     for arm in arms:
         if arm not in ARMS:
             raise DatasetError(f"arm {arm!r} is not one of {', '.join(ARMS)}")
     work = Path(work_dir).resolve()
+    subsets = {arm: conditioning_subset(dataset, arm, conditioning_items) for arm in arms if arm != "audio"}
+    wanted = set(only) if only is not None else None
     out: list[ArmRequest] = []
     wire_cache: dict[str, Path] = {}  # clip path -> wire file, so shared clips convert once
     silences: set[Path] = set()
     for item in dataset.items:
         for arm in arms:
+            if (arm in subsets and item.id not in subsets[arm]) or (wanted is not None and (item.id, arm) not in wanted):
+                continue
             key = session_key(item.id, arm)
             if arm == "transcript":
                 if item.transcript is None:
@@ -426,6 +462,20 @@ def _wire_audio(root: Path, item: Item, work: Path) -> Path:
     wire = work / "wire" / Path(item.audio).with_suffix(".wav")
     _write_wav(wire, pcm, rate)
     return wire
+
+
+def interleave_kinds(requests: Sequence[ArmRequest], dataset: Dataset) -> list[ArmRequest]:
+    """The requests dealt round-robin by item kind (each kind in manifest order), so that any run of
+    consecutive rows as long as the number of kinds asks every kind: AIPerf's sequential sampler sends
+    rows in file order, and a short run would otherwise ask only the manifest's first kinds."""
+    kinds = {it.id: it.kind for it in dataset.items}
+    queues: dict[str, list[ArmRequest]] = {}
+    for req in requests:
+        queues.setdefault(kinds[req.item_id], []).append(req)
+    out: list[ArmRequest] = []
+    for depth in range(max((len(q) for q in queues.values()), default=0)):
+        out += [q[depth] for q in queues.values() if depth < len(q)]
+    return out
 
 
 def write_aiperf_input(requests: Iterable[ArmRequest], path: str | Path) -> Path:

@@ -59,7 +59,7 @@ class ServerSpec:
             "run_dir": str(run_dir),
         }
         spec = cls(
-            parts=parts, server=srv, argv_template=tuple(srv.argv), values=values, model=model.name,
+            parts=parts, server=srv, argv_template=(*srv.argv, *model.server_args), values=values, model=model.name,
             host=srv.host, port=port, run_dir=run_dir, env=dict(srv.env), cwd=srv.cwd,
         )
         spec.argv(1)  # render once now so a bad template fails before anything starts

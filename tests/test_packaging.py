@@ -1,5 +1,5 @@
-"""Packaging: the wheel ships the dataset without a top-level `datasets` package and the report templates,
-and both an editable install and a built wheel find the shipped data."""
+"""Packaging: the wheel ships both datasets without a top-level `datasets` package and the report templates,
+and both an editable install and a built wheel find the shipped data (audioqa-v2 by default)."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def test_editable_install_finds_repo_dataset(tmp_path: Path) -> None:
     """From any folder, the editable install resolves the dataset inside this checkout and Hugging Face
     `datasets` stays the real package."""
     got = probe(cwd=tmp_path)
-    assert Path(got["data"]) == ROOT / "datasets" / "audioqa-v1" and got["items"] >= 40
+    assert Path(got["data"]) == ROOT / "datasets" / "audioqa-v2" and got["items"] >= 400
     assert "site-packages" in got["hf_datasets"]
 
 
@@ -50,8 +50,9 @@ def test_wheel_ships_dataset_as_package_data(tmp_path: Path) -> None:
     assert build.returncode == 0, build.stderr[-3000:]
     (wheel,) = wheel_dir.glob("aqbench-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
-    assert "aqbench_datasets/audioqa-v1/manifest.jsonl" in names
-    assert sum(n.startswith("aqbench_datasets/audioqa-v1/audio/") for n in names) >= 20
+    for name, clips in (("audioqa-v1", 46), ("audioqa-v2", 370)):  # both shipped sets, every clip
+        assert f"aqbench_datasets/{name}/manifest.jsonl" in names and f"aqbench_datasets/{name}/README.md" in names
+        assert sum(n.startswith(f"aqbench_datasets/{name}/audio/") for n in names) >= clips
     assert not any(n.startswith("datasets/") for n in names)
     # The HTML reports' templates are package data: without them every report.html render fails.
     templates = ROOT / "orchestrator" / "reports" / "templates"
@@ -64,4 +65,4 @@ def test_wheel_ships_dataset_as_package_data(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(site)}
     got = probe(env=env, cwd=tmp_path)
     assert got["pkg"].startswith(str(site)) and got["data"].startswith(str(site)), got
-    assert got["items"] >= 40 and "site-packages" in got["hf_datasets"]
+    assert got["items"] >= 400 and "site-packages" in got["hf_datasets"]

@@ -378,7 +378,8 @@ async def _call_engine(state: ServerState, replica: str, audio: DecodedAudio | N
     except Exception as exc:  # the engine raised: this request fails, the server keeps serving
         raise ApiError(500, "engine_error", f"the engine failed on this request: "
                        f"{type(exc).__name__}: {exc}", error_type="server_error") from exc
-    if ans.kind in state.settings.faults.wrong_kinds:  # fault: a whole answer, wrong for this kind
+    if ans.kind in state.settings.faults.wrong_kinds or state.faults.wrong_item(  # fault: whole, and wrong
+            req.audio.data if req.audio is not None else None, req.question):
         ans = replace(ans, text=WRONG_ANSWER, completion_tokens=len(WRONG_ANSWER.split()))
     out.roundtrip_ms = round((time.perf_counter() - t0) * 1000.0, 3)
     out.model_call_ms = round(ans.model_call_ms, 3)

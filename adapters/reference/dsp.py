@@ -15,6 +15,7 @@ __all__ = [
     "channel_levels_db",
     "frame_rms",
     "is_silent",
+    "spectral_flux",
     "sounding_span",
     "tone_events",
     "tone_track",
@@ -26,6 +27,11 @@ _WIN_S = 0.032  # FFT window: 31 Hz bins before interpolation
 _SILENCE_DBFS = -60.0  # below this the whole clip counts as silent
 _TONAL_FRACTION = 0.8  # share of a frame's energy within +-2 bins of its strongest peak
 _MIN_EVENT_S = 0.03
+# Below this a spectral peak is the drift of low-frequency noise (pink, brown), not a tone anyone hears.
+_MIN_TONE_HZ = 50.0
+# Consecutive frames of one tone differ by less than this in peak frequency (a 4x sweep over 0.5 s moves
+# under 3 % per 10 ms hop); a larger jump ends one event and starts another.
+_MAX_STEP = 0.06
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +68,19 @@ def is_silent(samples: np.ndarray) -> bool:
     """True when no 10 ms stretch of any channel rises above -60 dBFS."""
     peak = float(np.max(np.abs(samples))) if samples.size else 0.0
     return peak < 10 ** (_SILENCE_DBFS / 20)
+
+
+def spectral_flux(x: np.ndarray, rate: int) -> float:
+    """Median, over 10 ms hops, of the mean absolute change of the log spectrum (32 ms Hann frames): how
+    much a sound's spectrum moves. A voice's formants and pitch move (about 0.6 here); a hum, a chord or a
+    held tone does not (under 0.2)."""
+    hop, win = max(1, int(round(rate * FRAME_S))), int(round(rate * _WIN_S))
+    n = (len(x) - win) // hop + 1
+    if n < 3:
+        return 0.0
+    idx = np.arange(win)[None, :] + hop * np.arange(n)[:, None]
+    spec = np.log(np.abs(np.fft.rfft(x[idx].astype(np.float64) * np.hanning(win)[None, :], axis=1)) + 1e-6)
+    return float(np.median(np.mean(np.abs(np.diff(spec, axis=0)), axis=1)))
 
 
 def sounding_span(x: np.ndarray, rate: int) -> tuple[float, float] | None:
@@ -115,9 +134,14 @@ def tone_events(x: np.ndarray, rate: int) -> list[ToneEvent]:
     if rms.size == 0 or _db(rms.max()) < _SILENCE_DBFS:
         return []
     level = _db(rms)
-    mask = (level > max(float(level.max()) - 35.0, _SILENCE_DBFS)) & (tonality > _TONAL_FRACTION)
+    mask = ((level > max(float(level.max()) - 35.0, _SILENCE_DBFS)) & (tonality > _TONAL_FRACTION)
+            & (freq >= _MIN_TONE_HZ))
+    # A jump in peak frequency between two frames of the mask separates two sounds (a beep, then the noise
+    # under it): split there, so that neither is judged with the other's pitch track.
+    jump = np.zeros_like(mask)
+    jump[1:] = np.abs(np.diff(freq)) > _MAX_STEP * np.minimum(freq[1:], freq[:-1])
     events = []
-    for s, e in _runs(mask):
+    for s, e in (run for start, end in _runs(mask) for run in _split(start, end, jump)):
         # Frame i covers [i*hop, i*hop+win): a run of frames spans one window more than its hops.
         if (e - s) * FRAME_S + (_WIN_S - FRAME_S) < _MIN_EVENT_S or not _steady(freq[s:e], level[s:e]):
             continue
@@ -135,11 +159,22 @@ def tone_events(x: np.ndarray, rate: int) -> list[ToneEvent]:
     return events
 
 
+def _split(start: int, end: int, jump: np.ndarray) -> list[tuple[int, int]]:
+    """The run [start, end) cut before every frame where `jump` is set."""
+    cuts = [start, *(i for i in range(start + 1, end) if jump[i]), end]
+    return list(zip(cuts, cuts[1:], strict=False))
+
+
 def _steady(freq: np.ndarray, level_db: np.ndarray) -> bool:
-    """A synthetic tone: pitch with a near-zero second difference and a level flat within 3 dB."""
+    """A synthetic tone: pitch with a near-zero second difference and a level flat within 3 dB.
+
+    The second difference is judged against 0.3 % of the pitch, but never below 1.5 Hz: the interpolated
+    peak of a low tone (120 Hz in 31 Hz bins) wobbles by about a hertz from frame to frame.
+    """
     if len(freq) < 3:
         return False
-    curvature = float(np.median(np.abs(np.diff(freq, 2)) / freq[2:]))
+    wobble = float(np.median(np.abs(np.diff(freq, 2))))
+    curvature = wobble / max(float(np.median(freq)), 1.5 / 0.003)
     cut = len(level_db) // 5
     middle = level_db[cut: len(level_db) - cut] if len(level_db) - 2 * cut >= 1 else level_db
     return curvature < 0.003 and float(np.ptp(middle)) < 3.0

@@ -6,6 +6,7 @@ question; it never sees a dataset, a file name or a hash. Same input -> same ans
 
 from __future__ import annotations
 
+import difflib
 import re
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -31,6 +32,9 @@ UNSUPPORTED_ANSWER = (
 _MALE_BELOW_HZ = 135.0
 _ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth")
 _UTTERANCE_GAP_S = 0.35  # VAD segments closer than this are one utterance
+# Spectral flux (dsp.spectral_flux) of a speech segment below which it is a steady sound, not a voice:
+# flite and espeak-ng voices measure about 0.6, a buzzy hum or a chord under 0.2.
+_STEADY_FLUX = 0.35
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,9 +80,13 @@ class _Clip:
         return self._events
 
     def speech_seconds(self) -> float:
-        """Speech not overlapped by tonal events (Silero sometimes fires on a beep)."""
+        """Speech not overlapped by tonal events (Silero sometimes fires on a beep), nor steady sound: a
+        voice's spectrum moves with its syllables, a hum's or a chord's does not (Silero fires on a buzzy hum)."""
         total = 0.0
         for seg in self.speech:
+            if dsp.spectral_flux(self.x16k[int(seg.start_s * ASR_RATE_HZ): int(seg.end_s * ASR_RATE_HZ)],
+                                 ASR_RATE_HZ) < _STEADY_FLUX:
+                continue
             overlap = sum(max(0.0, min(seg.end_s, e.end_s) - max(seg.start_s, e.start_s))
                           for e in self.events)
             total += max(0.0, seg.duration_s - overlap)
@@ -129,8 +137,9 @@ class Engine:
 
         def one_pass(_: int) -> None:
             clip = _Clip(audio, self.recognizer)
-            for question in ("How many beeps do you hear?", "Is the speaker male or female?",
-                             "What is said in the recording?"):
+            # Wordings of no dataset: the warm-up exercises the analyses, it rehearses no item.
+            for question in ("Count the tones, please: how many?", "Would you call this voice a man or a woman?",
+                             "Tell me what the recording says."):
                 self.answer(audio, question)
             clip.transcribe()  # Whisper even where the VAD hears no speech
             dsp.voice_f0_hz(clip.x16k, ASR_RATE_HZ)
@@ -226,13 +235,13 @@ def _frequency(clip: _Clip, r: Route) -> str:
 
 def _duration(clip: _Clip, r: Route) -> str:
     ws = set(r.words)
-    if ws & {"longer", "shorter", "longest", "shortest"}:
+    if ws & {"longer", "shorter", "longest", "shortest", "briefer", "briefest"}:
         if (msg := _no_tones(clip)) is not None:
             return msg
         if len(clip.events) < 2:
             return "I hear only one tone, so there is nothing to compare."
         lengths = [e.duration_s for e in clip.events]
-        shortest = bool(ws & {"shorter", "shortest"})
+        shortest = bool(ws & {"shorter", "shortest", "briefer", "briefest"})
         return _ordinal(int(np.argmin(lengths) if shortest else np.argmax(lengths)))
     whole = ws & {"clip", "recording", "audio", "file", "track"} and not ws & {"tone", "beep", "sound",
                                                                               "speech", "note"}
@@ -328,31 +337,47 @@ def _onset(clip: _Clip, r: Route) -> str:
     return f"{start:.2f} seconds"
 
 
-def _clean_word(text: str, last: bool) -> str | None:
-    words = [w.strip(".,!?;:\"'").lower() for w in text.split()]
-    words = [w for w in words if w]
-    if not words:
-        return None
-    return words[-1] if last else words[0]
-
-
 def _word_around_tone(clip: _Clip, r: Route) -> str:
+    """The word just before (or after) the first beep. With options offered, the nearest stretch of speech on
+    that side is recognised on its own (heard in one go, isolated words get merged or dropped) and its nearest
+    word matched to the closest option; without, the whole side is recognised and its nearest word given."""
     if (msg := _no_tones(clip)) is not None:
         return msg
     beep = clip.events[0]
-    if r.lowest:  # the word before the beep
-        word = _clean_word(clip.transcribe(0.0, beep.start_s), last=True)
-    else:
-        nxt = clip.events[1].start_s if len(clip.events) > 1 else None
-        word = _clean_word(clip.transcribe(beep.end_s, nxt), last=False)
-    if not word:
+    nxt = clip.events[1].start_s if len(clip.events) > 1 else None
+    span = (0.0, beep.start_s) if r.lowest else (beep.end_s, nxt)
+    if r.choices:
+        utterance = _utterance_beside(clip, beep, before=r.lowest)
+        if utterance is not None:
+            span = (max(0.0, utterance.start_s - 0.1), utterance.end_s + 0.1)
+    words = [w for w in (x.strip(".,!?;:\"'").lower() for x in clip.transcribe(*span).split()) if w]
+    if not words:
         return "I hear no word there."
-    if r.choices and word not in r.choices:
-        import difflib
+    nearest = words[-1] if r.lowest else words[0]
+    if not r.choices:
+        return nearest
+    close = difflib.get_close_matches(nearest, r.choices, n=1, cutoff=0.0)
+    return close[0] if close else nearest
 
-        close = difflib.get_close_matches(word, r.choices, n=1, cutoff=0.0)
-        return close[0] if close else word
-    return word
+
+def _utterance_beside(clip: _Clip, beep: dsp.ToneEvent, before: bool) -> SpeechSegment | None:
+    """The speech nearest the beep on one side: VAD segments that are not the beep (the detector may take a
+    beep's onset for speech), joined across the short pauses inside a word ("to-ma-to")."""
+    spoken: list[SpeechSegment] = []
+    for seg in clip.speech:
+        if sum(max(0.0, min(seg.end_s, e.end_s) - max(seg.start_s, e.start_s)) for e in clip.events) \
+                >= 0.5 * seg.duration_s:
+            continue
+        if spoken and seg.start_s - spoken[-1].end_s < _UTTERANCE_GAP_S and not any(
+                spoken[-1].end_s <= e.start_s < seg.start_s for e in clip.events):
+            spoken[-1] = SpeechSegment(spoken[-1].start_s, seg.end_s)
+        else:
+            spoken.append(seg)
+    if before:
+        side = [seg for seg in spoken if seg.end_s <= beep.start_s + 0.05]
+        return side[-1] if side else None
+    side = [seg for seg in spoken if seg.start_s >= beep.end_s - 0.05]
+    return side[0] if side else None
 
 
 def _voice_f0(clip: _Clip, seg: SpeechSegment | None = None) -> float | None:

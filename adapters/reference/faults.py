@@ -1,15 +1,16 @@
 """Fault injection for orchestrator tests: crash, worker crash, hang, latency, error rate, slow start,
-memory leak, wrong answers to one kind of question.
+memory leak, wrong answers to one kind of question or to a share of items.
 
 All off by default. The state is touched only from the event loop thread (no locking needed).
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass, field
 
-__all__ = ["FaultSettings", "FaultState", "WRONG_ANSWER"]
+__all__ = ["FaultSettings", "FaultState", "WRONG_ANSWER", "item_draw"]
 
 # A complete sentence that answers no dataset question rightly (no number, choice, word or name in it).
 WRONG_ANSWER = "I am not able to tell that from this recording."
@@ -30,6 +31,8 @@ class FaultSettings:
     leak_mib: float = 0.0  # MiB kept forever per chat request
     # Questions routed to these analyses (router.Kind values) get WRONG_ANSWER: whole, and wrong.
     wrong_kinds: tuple[str, ...] = ()
+    # This share of items (an item: its audio and its question) gets WRONG_ANSWER, chosen by item_draw.
+    wrong_item_share: float = 0.0
 
     @property
     def active(self) -> list[str]:
@@ -37,7 +40,8 @@ class FaultSettings:
         for name in ("crash_after", "worker_crash_after", "hang_after"):
             if getattr(self, name) is not None:
                 names.append(name)
-        for name in ("latency_ms", "error_rate", "startup_delay_s", "leak_mib", "wrong_kinds"):
+        for name in ("latency_ms", "error_rate", "startup_delay_s", "leak_mib", "wrong_kinds",
+                     "wrong_item_share"):
             if getattr(self, name):
                 names.append(name)
         return names
@@ -72,3 +76,19 @@ class FaultState:
                 (self.seen - 1) * s.error_rate):
             return "error"
         return None
+
+    def wrong_item(self, audio: bytes | None, question: str) -> bool:
+        """Whether this item is among the --fault-wrong-item-share answered wrongly."""
+        share = self.settings.wrong_item_share
+        return share > 0 and item_draw(audio, question) < share
+
+
+def item_draw(audio: bytes | None, question: str) -> float:
+    """A number in [0, 1) fixed by the request's audio bytes and its question: the same item draws the
+    same number on every request and in every server, whatever the order of requests, so a wrong-item
+    share picks the same items in the correctness stage, under load and in a rerun."""
+    h = hashlib.sha256()
+    h.update(audio or b"")
+    h.update(b"\0")
+    h.update(question.encode())
+    return int.from_bytes(h.digest()[:8], "big") / 2 ** 64

@@ -51,11 +51,16 @@ class Route:
 
 TONE_WORDS = _TONE = {"beep", "beeps", "tone", "tones", "click", "clicks", "pulse", "pulses", "chirp", "chirps",
          "ding", "dings", "bleep", "bleeps", "blip", "blips", "ping", "pings", "note", "notes",
-         "signal", "signals", "sound", "sounds"}
+         "signal", "signals", "sound", "sounds", "pip", "pips", "chime", "chimes", "buzz", "buzzes"}
 _SPEECH = {"speech", "speak", "speaks", "speaking", "spoken", "speaker", "talk", "talking", "talks",
            "voice", "voices", "words", "word", "someone", "somebody", "anyone", "anybody", "person",
            "human", "say", "says", "saying", "said", "sentence", "utterance"}
 _PEOPLE = {"people", "speakers", "voices", "persons", "talkers", "individuals", "different"}
+# Units of time and of frequency: "how many seconds / hertz" asks for a measure, never for a count of tones.
+_UNITS = {"second", "seconds", "millisecond", "milliseconds", "ms", "minute", "minutes", "hz", "hertz"}
+_LOW_PITCH = ("lower", "lowest", "deeper", "deepest")
+_QUIET = ("quieter", "quietest", "softer", "softest", "softly", "quietly", "weaker", "weakest", "fainter",
+          "faintest", "less loud")
 
 
 def words_of(text: str) -> tuple[str, ...]:
@@ -76,6 +81,9 @@ def _choices(text: str) -> tuple[str, ...]:
     "faster the first time or the second time" gives ("first time", "second time"): the option
     before "or" is aligned in length with the one after it.
     """
+    # Options offered after a colon are the options ("Which word ...: apple, banana or cherry?"); the words
+    # before it never are.
+    text = text.rsplit(":", 1)[-1] if ":" in text else text
     m = re.search(r"^(.*)\bor\b([^,:;]+?)[\s?.!]*$", text.lower())
     if not m:
         return ()
@@ -118,6 +126,9 @@ def route(question: str) -> Route:
         return make(Kind.SPEAKER_SEX)
     if has("how many") and ws & _PEOPLE and not ws & {"beep", "beeps", "tone", "tones"}:
         return make(Kind.SPEAKER_COUNT)
+    # "Who is the youngest / shortest?" asks about what is said, whatever comparative it uses.
+    if w[:1] and w[0] in {"who", "whom", "whose"}:
+        return make(Kind.SPOKEN_CONTENT)
     if has("faster", "slower", "quicker", "speed", "rate", "tempo", "fast", "slowly", "quickly"):
         return make(Kind.SPEAKING_RATE, lowest=has("slower", "slowly", "slowest"))
     if ws & _TONE and ws & {"word", "words", "said", "spoken", "say", "says"} and has("after the", "before the", "follows", "following", "precedes", "preceding",
@@ -128,24 +139,26 @@ def route(question: str) -> Route:
             or (has("left") and has("right")):
         return make(Kind.CHANNEL)
     if has("rising", "falling", "rise", "fall", "sweep", "ascending", "descending", "upward",
-           "downward", "go up", "go down", "goes up", "goes down", "direction", "increase", "decrease"):
+           "downward", "go up", "go down", "goes up", "goes down", "direction", "increase", "decrease",
+           "climb", "climbs", "drop", "drops", "ascend", "descend", "move up", "move down", "moves up",
+           "moves down"):
         return make(Kind.SWEEP)
-    if has("louder", "loudest", "quieter", "quietest", "softer", "softest", "volume", "loud"):
-        return make(Kind.LOUDNESS, lowest=has("quieter", "quietest", "softer", "softest"))
-    if has("higher", "lower", "highest", "lowest") and has("pitch", "tone", "tones", "note", "notes",
-                                                            "beep", "beeps", "first", "second", "sound"):
-        return make(Kind.PITCH_COMPARE, lowest=has("lower", "lowest"))
+    if has("louder", "loudest", "volume", "loud", "stronger", "strongest", *_QUIET):
+        return make(Kind.LOUDNESS, lowest=has(*_QUIET))
+    if has("higher", "highest", *_LOW_PITCH) and has("pitch", "tone", "tones", "note", "notes", "beep", "beeps",
+                                                      "first", "second", "sound"):
+        return make(Kind.PITCH_COMPARE, lowest=has(*_LOW_PITCH))
     if has("frequency", "hz", "hertz", "pitch"):
         return make(Kind.FREQUENCY)
     if (ws & _SPEECH or ws & _TONE) and has("start", "starts", "begin", "begins", "onset", "appear",
                                              "appears", "come in", "comes in") \
             and has("when", "how many seconds", "how long", "at what time", "after how many",
-                    "how much time", "what time", "seconds"):
+                    "how much time", "what time", "seconds", "which second", "what second", "at which"):
         return make(Kind.ONSET)
-    if has("how many") and ws & _TONE:
+    if has("how many", "count", "number of") and ws & _TONE and not ws & _UNITS:
         return make(Kind.COUNT_TONES)
     if has("how long", "duration", "how many seconds", "how many milliseconds", "length", "last",
-           "lasts", "longer", "shorter", "longest", "shortest"):
+           "lasts", "longer", "shorter", "longest", "shortest", "briefer", "briefest"):
         return make(Kind.DURATION)
     if has("silent", "silence", "quiet", "empty", "any sound", "anything", "audible", "blank"):
         return make(Kind.SILENCE)

@@ -82,6 +82,9 @@ def add_server_arguments(p: argparse.ArgumentParser) -> None:
                    choices=[k.value for k in Kind],
                    help="answer every question routed to analysis KIND with a complete but wrong sentence "
                         f"(repeatable; {', '.join(k.value for k in Kind)})")
+    g.add_argument("--fault-wrong-item-share", type=float, default=0.0, metavar="S",
+                   help="answer this share of items (0..1) with a complete but wrong sentence; an item is chosen "
+                        "by a hash of its audio and question, so the same items every time")
 
 
 def settings_from_args(args: argparse.Namespace) -> ServerSettings:
@@ -96,8 +99,9 @@ def settings_from_args(args: argparse.Namespace) -> ServerSettings:
         raise ValueError(f"--port {args.port} is out of range 0-65535")
     if args.replicas < 1:
         raise ValueError(f"--replicas {args.replicas} must be at least 1")
-    if not 0.0 <= args.fault_error_rate <= 1.0:
-        raise ValueError(f"--fault-error-rate {args.fault_error_rate} must be within 0..1")
+    for flag in ("fault_error_rate", "fault_wrong_item_share"):
+        if not 0.0 <= getattr(args, flag) <= 1.0:
+            raise ValueError(f"--{flag.replace('_', '-')} {getattr(args, flag)} must be within 0..1")
     for flag in ("max_body_bytes", "request_timeout", "max_audio_seconds"):
         if getattr(args, flag) <= 0:
             raise ValueError(f"--{flag.replace('_', '-')} must be positive")
@@ -110,7 +114,8 @@ def settings_from_args(args: argparse.Namespace) -> ServerSettings:
                              hang_after=args.fault_hang_after,
                              latency_ms=args.fault_latency_ms, error_rate=args.fault_error_rate,
                              startup_delay_s=args.fault_startup_delay_s, leak_mib=args.fault_leak_mib,
-                             wrong_kinds=tuple(args.fault_wrong_kind)))
+                             wrong_kinds=tuple(args.fault_wrong_kind),
+                             wrong_item_share=args.fault_wrong_item_share))
 
 
 def heap_from_args(args: argparse.Namespace) -> HeapSettings:

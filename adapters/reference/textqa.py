@@ -74,13 +74,23 @@ def _has(text: str, cues: tuple[str, ...]) -> bool:
     return any(f" {c} " in padded for c in cues)
 
 
+_LONG_SENTENCE_WORDS = 20  # a recogniser may run a passage's sentences together with commas
+
+
 def _focus(transcript: str, question: str) -> str:
-    """In a passage, the sentence with numbers that shares most content words with the question."""
-    sentences = [x for x in re.split(r"(?<=[.!?])\s+", transcript.strip()) if parse_numbers(x)]
-    if len(sentences) < 2:
-        return transcript
+    """In a passage, the sentence with numbers that shares most content words with the question; in a long
+    run-on sentence, its clause (between commas) that does. A short sentence stays whole: its clauses carry
+    one arithmetic step together ("four boxes, and each box holds three")."""
     q = set(_tokens(question)) - _STOP
-    return max(sentences, key=lambda x: len(set(_tokens(x)) & q))
+    sentences = [x for x in re.split(r"(?<=[.!?])\s+", transcript.strip()) if parse_numbers(x)]
+    if not sentences:
+        return transcript
+    best = max(sentences, key=lambda x: len(set(_tokens(x)) & q))
+    if len(best.split()) > _LONG_SENTENCE_WORDS:
+        clauses = [c for c in re.split(r"(?<!\d),|,(?!\d)", best) if parse_numbers(c)]
+        if clauses:
+            best = max(clauses, key=lambda x: len(set(_tokens(x)) & q))
+    return best
 
 
 def answer_number(transcript: str, question: str) -> str | None:

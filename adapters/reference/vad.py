@@ -13,7 +13,7 @@ from faster_whisper.vad import VadOptions, get_speech_timestamps, get_vad_model
 __all__ = ["VAD_RATE_HZ", "SpeechSegment", "load_vad", "speech_segments"]
 
 VAD_RATE_HZ = 16000
-# No padding: segment edges are used as timings ("after how many seconds does speech start?").
+# No padding: segment edges are used as timings (the onset of speech, in seconds).
 _OPTIONS = VadOptions(threshold=0.5, min_speech_duration_ms=120, min_silence_duration_ms=150,
                       speech_pad_ms=0)
 

@@ -1,4 +1,4 @@
-"""`aqbench dataset check [PATH]`: verify a dataset folder and print its table."""
+"""`aqbench dataset check [PATH]`: verify a dataset folder and print its table, counts by kind and arm."""
 
 from __future__ import annotations
 
@@ -13,14 +13,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     dsub = p.add_subparsers(dest="dataset_command", metavar="ACTION", required=True)
     check = dsub.add_parser("check", help="verify every file, hash and property; print the dataset's table")
     check.add_argument("path", nargs="?", default=None,
-                       help="dataset folder (default: the shipped audioqa-v1)")
+                       help="dataset folder (default: the shipped audioqa-v2; audioqa-v1 is shipped too)")
+    check.add_argument("--conditioning-items", type=int, default=0, metavar="N",
+                       help="count the silence and transcript arms as [dataset] conditioning_items = N runs them "
+                            "(default 0: every item)")
     check.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from orchestrator.config import DatasetConfig
-    from orchestrator.dataset import load_dataset, resolve_dataset_path
+    from orchestrator.dataset import conditioning_subset, load_dataset, resolve_dataset_path
+    from orchestrator.errors import UsageError
 
+    if args.conditioning_items < 0:
+        raise UsageError(f"--conditioning-items {args.conditioning_items}: expected 0 (every item) or more")
     path = args.path or resolve_dataset_path(DatasetConfig())
     ds = load_dataset(path)
     items = ds.items
@@ -34,12 +40,29 @@ def run(args: argparse.Namespace) -> int:
           f"transcript-answerable {answerable}/{n} ({100 * answerable / n:.0f} %); "
           f"conditioning pairs: {sum(p.relation == 'same_clip' for p in pairs)} same clip, "
           f"{sum(p.relation == 'same_question' for p in pairs)} same question")
-    _table("items by kind", Counter(it.kind for it in items))
+    arms = {"audio": {it.id for it in items},
+            **{arm: conditioning_subset(ds, arm, args.conditioning_items) for arm in ("silence", "transcript")}}
+    _kinds_by_arm(Counter(it.kind for it in items),
+                  {arm: Counter(it.kind for it in items if it.id in ids) for arm, ids in arms.items()},
+                  args.conditioning_items)
     _table("items by scoring", Counter(it.scoring for it in items))
     _table("clips by format", Counter(f"{c.container}/{c.codec}" for c in clips.values()))
     _table("clips by rate (Hz)", Counter(str(c.sample_rate_hz) for c in clips.values()))
     _table("clips by channels", Counter(str(c.channels) for c in clips.values()))
     return 0
+
+
+def _kinds_by_arm(kinds: Counter[str], by_arm: dict[str, Counter[str]], conditioning_items: int) -> None:
+    """Items by kind, and the requests each arm asks of each kind (the transcript arm: speech items only)."""
+    subset = f" (silence and transcript on {conditioning_items} items each)" if conditioning_items else ""
+    print(f"\nitems by kind and arm{subset}:")
+    width = max(len(k) for k in [*kinds, "total"])
+    arms = list(by_arm)
+    print(f"  {'kind':<{width}}  {'items':>5}  " + "  ".join(f"{a:>10}" for a in arms))
+    for kind, count in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0])):
+        print(f"  {kind:<{width}}  {count:>5}  " + "  ".join(f"{by_arm[a][kind]:>10}" for a in arms))
+    print(f"  {'total':<{width}}  {sum(kinds.values()):>5}  "
+          + "  ".join(f"{sum(by_arm[a].values()):>10}" for a in arms))
 
 
 def _table(title: str, counts: Counter[str]) -> None:

@@ -71,13 +71,15 @@ class CorrectnessCriteria(Section, frozen=True, kw_only=True):
 
 class ReferenceSide(Section, frozen=True, kw_only=True):
     """[models.reference]: the model a non-inferiority gate compares against, run alone after the model's own
-    server has stopped, one request at a time. Set exactly one of `argv` and `native_argv`."""
+    server has stopped. Set exactly one of `argv` and `native_argv`."""
 
     argv: list[str] = []
-    """The reference's own server (placeholders as `[server] argv`; one replica)."""
+    """The reference's own server (placeholders as `[server] argv`; one replica per request in flight)."""
     native_argv: list[str] = []
     """Or a long-lived worker speaking TRTMC's JSON-lines worker protocol with an `audio` field."""
     precision: str = ""
     """What the reference computes at (for the result row)."""
     request_timeout_s: PositiveFloat | None = None
     """One reference request's limit; unset: `[workload] request_timeout_s` (full precision may be slower)."""
+    concurrency: PositiveInt = 1
+    """Requests in flight at once on its own server, started with as many replicas (the answers do not change)."""

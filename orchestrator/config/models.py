@@ -40,3 +40,5 @@ class ModelConfig(ModelIdentity, frozen=True, kw_only=True, forbid_unknown_field
     correctness: CorrectnessCriteria
     resources: ModelResources = ModelResources()
     reference: ReferenceSide | None = None
+    server_args: list[str] = []
+    """Arguments after `[server] argv` for this model's server only (same placeholders); never its reference's."""

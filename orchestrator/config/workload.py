@@ -15,8 +15,8 @@ __all__ = ["DatasetConfig", "WorkloadConfig"]
 class DatasetConfig(Section, frozen=True, kw_only=True):
     """[dataset]: the audio-QA dataset every stage asks from."""
 
-    name: str = "audioqa-v1"
-    """A dataset shipped with aqbench, by name."""
+    name: str = "audioqa-v2"
+    """A dataset shipped with aqbench, by name (`audioqa-v2`, `audioqa-v1`)."""
     path: str = ""
     """Or any dataset folder (with `manifest.jsonl`); it wins over `name`."""
     arms: Annotated[list[Arm], Meta(min_length=1)] = msgspec.field(
@@ -24,6 +24,8 @@ class DatasetConfig(Section, frozen=True, kw_only=True):
     )
     """The arms the correctness stage asks: `audio` (the clip), `silence` (silence as long as the clip),
     `transcript` (the clip's transcript as text, speech items only)."""
+    conditioning_items: NonNegInt = 0
+    """The silence and transcript arms on this many items each, dealt across the kinds; 0: every item."""
 
 
 class WorkloadConfig(Section, frozen=True, kw_only=True):

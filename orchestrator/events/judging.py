@@ -58,6 +58,8 @@ class GateEvaluated(Event, frozen=True, kw_only=True):
     passed: bool
     scope: str = ""
     detail: GateCounts = GateCounts()
+    # False when the stage had no answer in the gate's scope: not applicable, listed, never a failure.
+    applicable: bool = True
 
 
 class ModelResult(Event, frozen=True, kw_only=True):

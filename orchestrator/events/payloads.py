@@ -139,6 +139,13 @@ class NoninferiorityResult(msgspec.Struct, frozen=True, kw_only=True):
     candidate_precision: str = ""
     reference_precision: str = ""
     reason: str = ""
+    # The smallest regression this decision could have detected at its n and margin (right/wrong pairs, the
+    # model losing only problems the reference got right): FAIL from `fail_from_b` such problems, an observed
+    # regression of `detectable_regression` points; a true regression of `detectable_power_regression` points
+    # fails with probability 0.8. None where no b up to n fails.
+    fail_from_b: int | None = None
+    detectable_regression: float | None = None
+    detectable_power_regression: float | None = None
 
 
 class ResultRow(ModelIdentity, frozen=True, kw_only=True):

@@ -40,6 +40,13 @@ class GateResult(msgspec.Struct, frozen=True, kw_only=True):
     # Each failing item once, in first-failure order: a soak window answers each item many times, and one
     # entry per failed answer grew a window's summary with its requests (issue 23). `total - correct` counts them.
     failing_items: list[str] = []
+    # False when no answer fell in the gate's scope: the gate judged nothing (passed is then False too).
+    applicable: bool = True
+
+    @property
+    def failed(self) -> bool:
+        """Applicable and below the required rate."""
+        return self.applicable and not self.passed
 
 
 class MemorySummary(msgspec.Struct, frozen=True, kw_only=True):

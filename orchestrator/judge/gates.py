@@ -1,7 +1,8 @@
 """Correctness gates from bench.toml, applied exactly as stated: never lowered, never rounded.
 
 A gate passes when correct / total >= required, compared in exact rational arithmetic on the decimal
-the user wrote (0.9 means nine tenths, not the nearest binary float).
+the user wrote (0.9 means nine tenths, not the nearest binary float). A gate over no answers (a kind a
+stage never asked) is not applicable: it neither passes nor fails, and says so.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import msgspec
 from orchestrator.config import CorrectnessCriteria
 from orchestrator.events import GateResult
 
-__all__ = ["GateResult", "evaluate_gates", "ScoredAnswer"]
+__all__ = ["GateResult", "evaluate_gates", "not_applicable", "ScoredAnswer"]
 
 
 class ScoredAnswer(msgspec.Struct, frozen=True, kw_only=True):
@@ -47,4 +48,11 @@ def _gate(gate: str, scope: str, required: float, answers: Sequence[ScoredAnswer
     total = len(answers)
     return GateResult(gate=gate, scope=scope, required=required, observed=correct / total if total else 0.0,
                       correct=correct, total=total, passed=_passes(correct, total, required),
-                      failing_items=list(dict.fromkeys(a.item_id for a in answers if a.verdict != "correct")))
+                      failing_items=list(dict.fromkeys(a.item_id for a in answers if a.verdict != "correct")),
+                      applicable=total > 0)
+
+
+def not_applicable(gates: Sequence[GateResult]) -> str:
+    """`not applicable (no answers): kind:count, kind:pitch`, or "" when every gate judged something."""
+    scopes = [g.scope for g in gates if not g.applicable]
+    return f"not applicable (no answers): {', '.join(scopes)}" if scopes else ""

@@ -23,6 +23,8 @@ from typing import Literal
 import msgspec
 import numpy as np
 from numpy.typing import NDArray
+from scipy.optimize import brentq
+from scipy.stats import binom
 from scipy.stats import t as student_t
 
 from orchestrator.judge.outcome import FAIL, INCONCLUSIVE, PASS
@@ -42,7 +44,10 @@ __all__ = [
     "PairedCounts",
     "Verdict",
     "ZeroDiscordanceSizes",
+    "Detectable",
+    "POWER",
     "decide_binary",
+    "detectable_regression",
     "decide_corpus",
     "decide_sampled",
     "pair_counts",
@@ -51,6 +56,7 @@ __all__ = [
 ]
 
 ALPHA = 0.05  # one-sided, per bound
+POWER = 0.8  # the chance of a FAIL at which a true regression counts as detectable
 Verdict = Literal["pass", "fail", "inconclusive", "not-comparable"]
 NOT_COMPARABLE: Verdict = "not-comparable"
 # items_needed beyond this many items is reported as None ("not within reach").
@@ -88,6 +94,17 @@ class PairedCounts(msgspec.Struct, frozen=True, kw_only=True):
         return self.both_right + self.reference_only + self.candidate_only + self.both_wrong
 
 
+class Detectable(msgspec.Struct, frozen=True, kw_only=True):
+    """What a decision over `n` pairs at its margin could have detected (a FAIL), where the model loses
+    only problems the reference got right (c = 0): `fail_from_b` problems, an observed regression of
+    `observed` points; and a true regression of `power_regression` points fails with probability POWER."""
+
+    n: int
+    fail_from_b: int
+    observed: float
+    power_regression: float
+
+
 class Decision(msgspec.Struct, frozen=True, kw_only=True):
     """One benchmark's non-inferiority decision; scores, R, bounds and margin in the metric's points.
 
@@ -114,6 +131,7 @@ class Decision(msgspec.Struct, frozen=True, kw_only=True):
     resamples: int | None = None
     items_needed: int | None = None
     reason: str = ""
+    detectable: Detectable | None = None
 
 
 def resolve_margin(margin: Margin, reference_score: float) -> float | None:
@@ -137,10 +155,10 @@ def pair_counts(reference: Iterable[bool], candidate: Iterable[bool]) -> PairedC
 
 
 def _not_comparable(method: str, estimate: float, reference: float, candidate: float, n: int,
-                    **extra: int | None) -> Decision:
+                    b: int | None = None, c: int | None = None) -> Decision:
     return Decision(outcome=NOT_COMPARABLE, method=method, estimate=estimate, lower=None, upper=None,
-                    margin=0.0, reference_score=reference, candidate_score=candidate, n=n,
-                    reason="the reference score is 0, so a relative margin is undefined", **extra)
+                    margin=0.0, reference_score=reference, candidate_score=candidate, n=n, b=b, c=c,
+                    reason="the reference score is 0, so a relative margin is undefined")
 
 
 def _binary_items_needed(b: int, c: int, n: int, delta: float, cutoff: float) -> int | None:
@@ -200,7 +218,31 @@ def decide_binary(counts: PairedCounts, margin: Margin) -> Decision:
            else f"about {needed} items would decide at the observed discordance"))
     return Decision(outcome=outcome, method=method, estimate=estimate, lower=100.0 * lower, upper=100.0 * upper,
                     margin=points, reference_score=reference, candidate_score=candidate, n=n, b=b, c=c,
-                    cutoff=cutoff, items_needed=needed, reason=reason)
+                    cutoff=cutoff, items_needed=needed, reason=reason, detectable=detectable_regression(n, points))
+
+
+def detectable_regression(n: int, margin_points: float) -> Detectable | None:
+    """The smallest regression that `n` pairs at this margin FAIL (Tango's test at its exact cutoff), when
+    the model loses only problems the reference got right (c = 0, the plainest regression): the smallest b
+    with Z(b, 0) > k, and the true regression R (b ~ Binomial(n, R)) failing with probability POWER.
+    None when no b up to n fails (too few pairs, or no cutoff controls the error rates at this n)."""
+    if n <= 0 or not 0.0 < margin_points < 100.0:
+        return None
+    delta = round(margin_points / 100.0, 9)
+    cutoff = exact_cutoff(n, delta)
+    if math.isinf(cutoff) or score_statistic(n, 0, n, delta) <= cutoff:
+        return None
+    lo, hi = 0, n  # Z(b, 0) grows with b: the first b that fails
+    while lo < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (mid + 1, hi) if score_statistic(mid, 0, n, delta) <= cutoff else (lo, mid)
+    b = lo
+
+    def shortfall(r: float) -> float:
+        return float(binom.sf(b - 1, n, r)) - POWER
+
+    power = 1.0 if shortfall(1.0 - 1e-12) < 0 else float(brentq(shortfall, 1e-12, 1.0 - 1e-12, xtol=1e-9))
+    return Detectable(n=n, fail_from_b=b, observed=100.0 * b / n, power_regression=100.0 * power)
 
 
 class ZeroDiscordanceSizes(msgspec.Struct, frozen=True, kw_only=True):

@@ -155,4 +155,7 @@ def _result(d: Decision, gate: ChosenGate, ref: list[list[float]], cand: list[li
         candidate_failures=failures, candidate_incomplete=incomplete, reference_unanswered=unanswered,
         items_needed=d.items_needed, cutoff=d.cutoff, arms=list(arms), quantized=quantized, sampled=sampled,
         seeds=max((len(c) for c in cand), default=1), candidate_precision=candidate_precision,
-        reference_precision=reference_precision, reason=reason)
+        reference_precision=reference_precision, reason=reason,
+        fail_from_b=d.detectable.fail_from_b if d.detectable else None,
+        detectable_regression=d.detectable.observed if d.detectable else None,
+        detectable_power_regression=d.detectable.power_regression if d.detectable else None)

@@ -1,5 +1,6 @@
 """qualify's AIPerf stage: one real AIPerf run against the model's server, judged by its accounting and its
-answers (scored, checked whole and against the correctness stage). Journals its verdicts and gates."""
+answers (scored, checked whole and against the correctness stage). Journals its verdicts and gates, and says
+before AIPerf starts which gates its plan cannot reach."""
 
 from __future__ import annotations
 
@@ -14,15 +15,19 @@ from orchestrator.events import (
     CompletenessChange,
     GateCounts,
     GateEvaluated,
+    GateResult,
     IncompleteAnswer,
+    NoticeContext,
+    Warned,
 )
-from orchestrator.judge.gates import ScoredAnswer, evaluate_gates
+from orchestrator.judge.gates import ScoredAnswer, evaluate_gates, not_applicable
 from orchestrator.qualify.answers import answered_load, incomplete_entry, incomplete_reason
 from orchestrator.qualify.collect import WindowCollector
 from orchestrator.qualify.context import ModelRun, StageFailed
+from orchestrator.qualify.plan import aiperf_rows, unreachable_gates
 from orchestrator.supervisor import ServerHandle
 
-__all__ = ["aiperf_stage"]
+__all__ = ["aiperf_stage", "publish_gates"]
 
 # The correlator's accounting of a window follows its close within milliseconds; this only bounds a
 # stuck bus, which is then said in a warning and makes the stage fail.
@@ -47,7 +52,14 @@ async def aiperf_stage(m: ModelRun, handle: ServerHandle) -> None:
         await m.phase_end("aiperf", "failed", str(exc), AiperfPhase(settings=settings))
         raise
     work = m.run.run_dir / "aiperf" / m.model.name
-    rows = [r for r in m.requests if r.arm in w.arms]
+    rows = aiperf_rows(m.requests, m.dataset, w)
+    unreached = unreachable_gates(rows, m.dataset, w, m.model.correctness)
+    if unreached:  # said before AIPerf starts; those gates then judge nothing under load (not applicable)
+        await m.bus.publish(Warned(source="qualify", code="gates_unreachable", message=(
+            f"the AIPerf stage's plan ({w.warmup_requests} warmup + {w.requests} profiling requests over "
+            f"{len(rows)} rows, sent in order) never asks the gated {', '.join(unreached)}: under load "
+            f"{'that gate is' if len(unreached) == 1 else 'those gates are'} not applicable"),
+            detail=NoticeContext(model=m.model.name)))
     input_file = await anyio.to_thread.run_sync(write_aiperf_input, rows, work / "inputs.jsonl")
     cmd = aiperf.build_command(w, base_url=handle.base_url, model=m.model.name, input_file=input_file,
                                artifact_dir=work / "artifacts", tokenizer=tokenizer, executable=install.executable)
@@ -101,23 +113,32 @@ async def aiperf_stage(m: ModelRun, handle: ServerHandle) -> None:
                                              answers={"under_load": c.answer, "correctness_stage": expected}))
     if mismatches:
         problems.append(f"{len(mismatches)} answers under load differ from the correctness stage")
-    problems += [f"under load, {incomplete_reason(incomplete)}"] if incomplete else []
     problems += [f"{len(changed)} answers under load changed completeness from the correctness stage"] if changed else []
     gates = evaluate_gates(m.model.correctness, scored) if scored else []
-    for g in gates:
-        await m.bus.publish(GateEvaluated(source="qualify", model=m.model.name, gate=g.gate, required=g.required,
-                                          observed=g.observed, passed=g.passed, scope=f"aiperf:{g.scope}",
-                                          detail=GateCounts(correct=g.correct, total=g.total,
-                                                            failing_items=g.failing_items)))
-        if not g.passed:
-            problems.append(f"under load, {g.scope} pass rate {g.correct}/{g.total} below {g.required}")
+    await publish_gates(m, gates, prefix="aiperf:")
+    problems += [f"under load, {g.scope} pass rate {g.correct}/{g.total} below {g.required}" for g in gates if g.failed]
+    # Incomplete answers are wrong answers (counted by the gates above) and listed, never a failure on their own.
+    notes = [x for x in (not_applicable(gates), incomplete_reason(incomplete, note=", counted wrong") if incomplete
+                         else "") if x]
     if not profiling:
         problems.append("no profiling request was recorded")
     if problems:
-        reason = "; ".join(problems)
+        reason = "; ".join(problems + notes)
         await m.phase_end("aiperf", "failed", reason, AiperfPhase(
             settings=settings, identity_mismatches=mismatches, incomplete=incomplete, completeness_changes=changed))
         raise StageFailed("aiperf", "failed", reason)
-    await m.phase_end("aiperf", "passed", f"{len(profiling)} profiling requests, all correlated and answered",
-                      AiperfPhase(settings=settings))
+    await m.phase_end("aiperf", "passed", "; ".join([f"{len(profiling)} profiling requests, all correlated and "
+                                                     "answered", *notes]),
+                      AiperfPhase(settings=settings, incomplete=incomplete))
+
+
+async def publish_gates(m: ModelRun, gates: list[GateResult], prefix: str = "") -> None:
+    """One GateEvaluated per gate, `prefix` before its scope (`aiperf:` under load); a gate over no answers is
+    journaled not applicable."""
+    for g in gates:
+        await m.bus.publish(GateEvaluated(source="qualify", model=m.model.name, gate=g.gate, required=g.required,
+                                          observed=g.observed, passed=g.passed, scope=f"{prefix}{g.scope}",
+                                          detail=GateCounts(correct=g.correct, total=g.total,
+                                                            failing_items=g.failing_items),
+                                          applicable=g.applicable))
 

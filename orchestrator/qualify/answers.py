@@ -63,14 +63,14 @@ def incomplete_entry(req: ArmRequest, path: str, request_id: str, verdict: str,
                             defects=list(completeness.defects))
 
 
-def incomplete_reason(entries: list[IncompleteAnswer], shown: int = 12) -> str:
-    """`N incomplete answers (defect: count, ...): item|arm via path (defects), ...`."""
+def incomplete_reason(entries: list[IncompleteAnswer], shown: int = 12, note: str = "") -> str:
+    """`N incomplete answers<note> (defect: count, ...): item|arm via path (defects), ...`."""
     counts: dict[str, int] = {}
     for e in entries:
         counts[e.defects[0]] = counts.get(e.defects[0], 0) + 1
     items = ", ".join(f"{e.item_id}|{e.arm} via {e.path} ({', '.join(e.defects)})" for e in entries[:shown])
     more = f" and {len(entries) - shown} more" if len(entries) > shown else ""
-    return (f"{len(entries)} incomplete answers ({', '.join(f'{k}: {v}' for k, v in sorted(counts.items()))}): "
+    return (f"{len(entries)} incomplete answers{note} ({', '.join(f'{k}: {v}' for k, v in sorted(counts.items()))}): "
             f"{items}{more}")
 
 

@@ -87,9 +87,10 @@ def judge_transport(with_audio_status: int, with_audio_body: str, text_status: i
 def select_probe_pairs(dataset: Dataset, per_relation: int = 4) -> list[ConditioningPair]:
     """Up to `per_relation` same-clip and same-question pairs, in manifest order, items not reused."""
     chosen: list[ConditioningPair] = []
+    every = dataset.conditioning_pairs()
     for relation in ("same_clip", "same_question"):
         used: set[str] = set()
-        for pair in dataset.conditioning_pairs():
+        for pair in every:
             if pair.relation != relation or pair.first in used or pair.second in used:
                 continue
             chosen.append(pair)

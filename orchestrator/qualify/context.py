@@ -15,6 +15,7 @@ from orchestrator.events import ClientRecord, NoninferiorityResult, PhaseDetail,
 from orchestrator.judge.paired import ChosenGate, Judged
 from orchestrator.ports import ChatAnswer, ChatSession, OwnerFiles, Toolkit
 from orchestrator.qualify.answers import AnswerBook
+from orchestrator.qualify.shared import SharedReferences
 from orchestrator.run import RunScope
 
 __all__ = ["QualifyOptions", "ModelRun", "StageFailed"]
@@ -47,7 +48,8 @@ class ModelRun:
     """
 
     def __init__(self, run: RunScope, model: ModelConfig, dataset: Dataset, requests: list[ArmRequest],
-                 opts: QualifyOptions, toolkit: Toolkit, gate: ChosenGate | str | None) -> None:
+                 opts: QualifyOptions, toolkit: Toolkit, gate: ChosenGate | str | None,
+                 shared_references: SharedReferences | None = None) -> None:
         self.run = run
         self.toolkit = toolkit
         self.bus = run.bus
@@ -72,6 +74,8 @@ class ModelRun:
         # The model's correctness answers by (item, arm), paired with its reference's (qualify/reference.py).
         self.candidate_judged: dict[tuple[str, str], list[Judged]] = {}
         self.noninferiority: NoninferiorityResult | None = None
+        # Reference answers this run already has, by reference key (models sharing one reference ask it once).
+        self.shared_references = shared_references if shared_references is not None else SharedReferences()
 
     def request_id(self, stage: str) -> str:
         """A fresh X-Request-ID within trtmc-server's 128 characters (the model name is already within

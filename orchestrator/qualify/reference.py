@@ -1,12 +1,16 @@
 """A model's reference side: its gate resolved, its reference run alone, the paired decision journaled.
 
 The reference runs after the model's own server has stopped (each side alone on the machine), one request at
-a time, on the same (item, arm) requests; its verdicts are journaled on path `reference`. The decision is
-judge/paired.py's; this module only gathers answers and publishes what was decided.
+a time per replica ([models.reference] concurrency), on the same (item, arm) requests; its verdicts are
+journaled on path `reference`. Models of one run whose reference is the same (same [models.reference], arms,
+seeds and token limit) share its answers: the reference runs once, and each later model journals the same
+answers as its own reference verdicts, judged afresh. The decision is judge/paired.py's; this module only
+gathers answers and publishes what was decided.
 """
 
 from __future__ import annotations
 
+import hashlib
 import sys
 from collections.abc import Mapping
 
@@ -30,12 +34,20 @@ from orchestrator.ports import ChatAnswer, ChatSession, OwnerFiles
 from orchestrator.qualify.answers import Answered, answered_http
 from orchestrator.qualify.context import ModelRun
 from orchestrator.qualify.serving import supervise_to_the_end
+from orchestrator.qualify.shared import AskedReference
 from orchestrator.server_spec import ServerSpec
 
 __all__ = ["NOT_JUDGED", "describe", "gate_arms", "judge_against_reference", "resolve_gate"]
 
 NOT_JUDGED = "not-judged"  # no gate applied, or the reference gave no answers: the model stays implemented
 Key = tuple[str, str]
+
+
+def _reference_key(m: ModelRun, ref: ReferenceSide, arms: list[str], seeds: int) -> str:
+    """Everything that makes two models' references give the same answers: the reference section, the arms
+    and requests asked, the seeds and the token limit."""
+    blob = msgspec.json.encode([ref, arms, seeds, m.max_tokens, [(r.key, r.text, r.audio_path) for r in m.requests]])
+    return hashlib.sha256(blob).hexdigest()
 
 
 def gate_arms(m: ModelRun) -> list[str]:
@@ -109,6 +121,10 @@ def describe(r: NoninferiorityResult) -> str:
     extra = [f"{r.out_of_capacity} out of capacity"] if r.out_of_capacity else []
     extra += [f"{r.candidate_failures} unanswered counted wrong"] if r.candidate_failures else []
     extra += [f"{r.candidate_incomplete} incomplete counted wrong"] if r.candidate_incomplete else []
+    if r.detectable_regression is not None and r.detectable_power_regression is not None:
+        extra.append(f"at n = {r.n} it fails a regression from {r.detectable_regression:.2f} points observed "
+                     f"(b >= {r.fail_from_b}), and a true one of {r.detectable_power_regression:.2f} points with "
+                     f"probability 0.8")
     if r.outcome == "inconclusive" and r.items_needed is not None:
         extra.append(f"about {r.items_needed} paired problems would decide at the observed discordance")
     return "; ".join([text, *extra, *([r.reason] if r.reason else [])])
@@ -116,28 +132,52 @@ def describe(r: NoninferiorityResult) -> str:
 
 async def _reference_answers(m: ModelRun, ref: ReferenceSide, rows: list[ArmRequest],
                              seeds: int) -> tuple[dict[Key, list[Judged]], str]:
-    """Every row asked `seeds` times of the reference, one at a time; (answers, "") or ({}, why not)."""
+    """Every row asked `seeds` times of the reference, or the answers another model of this run got from the
+    same reference; (answers, "") or ({}, why not)."""
     await m.phase_start("reference", ReferencePhase(argv=list(ref.argv or ref.native_argv), precision=ref.precision,
                                                     requests=len(rows) * seeds))
     out: dict[Key, list[Judged]] = {}
+    key = _reference_key(m, ref, sorted({r.arm for r in rows}), seeds)
+    shared = m.shared_references.get(key)
+    if shared is not None:
+        source, earlier = shared
+        for asked in earlier:
+            await _judge(m, asked.request, asked.got, out, [])
+        answered = sum(any(j.verdict != "error" for j in js) for js in out.values())
+        await m.phase_end("reference", "passed", f"{answered}/{len(out)} problems answered by the reference, "
+                          f"reused from {source}'s run of the same reference (same requests, seeds and limit)",
+                          ReferencePhase(answers_checked=m.answers.checked["reference"]))
+        return out, ""
+    asked_now: list[AskedReference] = []
     try:
-        failure = await (_from_server(m, ref, rows, seeds, out) if ref.argv else _from_worker(m, ref, rows, seeds, out))
+        failure = await (_from_server(m, ref, rows, seeds, out, asked_now) if ref.argv
+                         else _from_worker(m, ref, rows, seeds, out, asked_now))
     except AqbenchError as exc:
         failure = str(exc)
     if failure:
         await m.phase_end("reference", "failed", f"the reference gave no answers: {failure}")
         return {}, f"the reference gave no answers: {failure}"
+    m.shared_references.put(key, m.model.name, asked_now)
     answered = sum(any(j.verdict != "error" for j in js) for js in out.values())
     await m.phase_end("reference", "passed", f"{answered}/{len(out)} problems answered by the reference",
                       ReferencePhase(answers_checked=m.answers.checked["reference"]))
     return out, ""
 
 
+async def _judge(m: ModelRun, req: ArmRequest, got: Answered, out: dict[Key, list[Judged]],
+                 asked: list[AskedReference]) -> None:
+    verdict, _c = await m.answers.verdict(req, got, "reference")
+    out.setdefault((req.item_id, req.arm), []).append(Judged(verdict=verdict))
+    asked.append(AskedReference(req, got))
+
+
 async def _from_server(m: ModelRun, ref: ReferenceSide, rows: list[ArmRequest], seeds: int,
-                       out: dict[Key, list[Judged]]) -> str:
-    # Its own name (records file, served model id) and one replica: the reference answers one at a time.
-    cfg = msgspec.structs.replace(m.cfg, server=msgspec.structs.replace(m.cfg.server, argv=list(ref.argv), replicas=1))
-    served = msgspec.structs.replace(m.model, name=f"{m.model.name}.reference")
+                       out: dict[Key, list[Judged]], asked: list[AskedReference]) -> str:
+    # Its own name (records file, served model id), and one replica per request in flight ([models.reference]
+    # concurrency, one by default): the reference answers one request at a time per replica.
+    cfg = msgspec.structs.replace(m.cfg, server=msgspec.structs.replace(m.cfg.server, argv=list(ref.argv),
+                                                                        replicas=ref.concurrency))
+    served = msgspec.structs.replace(m.model, name=f"{m.model.name}.reference", server_args=[])
     spec = ServerSpec.from_config(cfg, served, m.run.run_dir, parts=m.toolkit.server_parts(cfg.server.kind))
     async with anyio.create_task_group() as tg:
         await tg.start(m.toolkit.records_tailer(m.bus).run)
@@ -151,11 +191,23 @@ async def _from_server(m: ModelRun, ref: ReferenceSide, rows: list[ArmRequest], 
         try:
             async with m.toolkit.chat_client(handle.base_url, served.name, timeout_s=_timeout_s(m, ref),
                                              max_tokens=m.max_tokens) as client:
-                for req in rows:
-                    for _ in range(seeds):
-                        reply = await _ask_when_free(m, ref, client, req)
-                        verdict, _c = await m.answers.verdict(req, answered_http(reply), "reference")
-                        out.setdefault((req.item_id, req.arm), []).append(Judged(verdict=verdict))
+                todo = iter([req for req in rows for _ in range(seeds)])
+                failures: list[Exception] = []
+
+                async def asker(scope: anyio.CancelScope) -> None:
+                    try:
+                        for req in todo:  # one shared iterator: each request is asked once, by one asker
+                            reply = await _ask_when_free(m, ref, client, req)
+                            await _judge(m, req, answered_http(reply), out, asked)
+                    except Exception as exc:  # re-raised below, outside the group, as itself
+                        failures.append(exc)
+                        scope.cancel()
+
+                async with anyio.create_task_group() as askers:
+                    for _ in range(ref.concurrency):
+                        askers.start_soon(asker, askers.cancel_scope)
+                if failures:
+                    raise failures[0]
             await correlator.close_window(f"{m.model.name}/reference")
         finally:
             with anyio.CancelScope(shield=True):
@@ -182,7 +234,7 @@ async def _ask_when_free(m: ModelRun, ref: ReferenceSide, client: ChatSession, r
 
 
 async def _from_worker(m: ModelRun, ref: ReferenceSide, rows: list[ArmRequest], seeds: int,
-                       out: dict[Key, list[Judged]]) -> str:
+                       out: dict[Key, list[Judged]], asked: list[AskedReference]) -> str:
     values = {"python": sys.executable, "model": m.model.name, "bundle": m.model.bundle or m.cfg.server.bundle,
               "run_dir": str(m.run.run_dir)}
     argv = [arg.format(**values) for arg in ref.native_argv]
@@ -196,6 +248,5 @@ async def _from_worker(m: ModelRun, ref: ReferenceSide, rows: list[ArmRequest], 
                                             request_id=m.request_id("reference"))
                 answered = Answered(request_id=got.request_id, answered=got.ok, text=got.text,
                                     completion_tokens=got.completion_tokens, error=got.error)
-                verdict, _c = await m.answers.verdict(req, answered, "reference")
-                out.setdefault((req.item_id, req.arm), []).append(Judged(verdict=verdict))
+                await _judge(m, req, answered, out, asked)
     return ""

@@ -7,9 +7,10 @@ the journal by orchestrator.reports, never from this module's memory.
 
 from __future__ import annotations
 
+import functools
 import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 import anyio
@@ -29,8 +30,6 @@ from orchestrator.events import (
     CapabilityProbed,
     CorrectnessPhase,
     DatasetPhase,
-    GateCounts,
-    GateEvaluated,
     IdentityPhase,
     IncompleteAnswer,
     ItemRef,
@@ -40,11 +39,11 @@ from orchestrator.events import (
     ResultRow,
     ServerPhase,
 )
-from orchestrator.judge.gates import ScoredAnswer, evaluate_gates
+from orchestrator.judge.gates import ScoredAnswer, evaluate_gates, not_applicable
 from orchestrator.judge.paired import Judged, capacity_rejection
 from orchestrator.logs import get_logger
 from orchestrator.ports import Toolkit
-from orchestrator.qualify.aiperf_stage import aiperf_stage
+from orchestrator.qualify.aiperf_stage import aiperf_stage, publish_gates
 from orchestrator.qualify.answers import (
     Answered,
     answered_http,
@@ -65,6 +64,7 @@ from orchestrator.qualify.context import ModelRun, QualifyOptions, StageFailed
 from orchestrator.qualify.plan import describe_plan
 from orchestrator.qualify.reference import describe, judge_against_reference, resolve_gate
 from orchestrator.qualify.serving import sha256_path, supervise_to_the_end
+from orchestrator.qualify.shared import SharedReferences
 from orchestrator.reports import write_reports
 from orchestrator.run import Interrupt, open_run
 from orchestrator.server_spec import ServerSpec
@@ -91,11 +91,14 @@ async def qualify(cfg: Config, opts: QualifyOptions, interrupt: Interrupt, toolk
             source="qualify", phase="dataset", outcome="passed",
             detail=DatasetPhase(name=dataset.name, identity=dataset.identity, path=str(dataset.root),
                                 items=len(dataset.items), arms=list(cfg.dataset.arms))))
-        requests = await anyio.to_thread.run_sync(prepare_arms, dataset, cfg.dataset.arms, run.run_dir / "wire")
+        requests = await anyio.to_thread.run_sync(functools.partial(
+            prepare_arms, dataset, cfg.dataset.arms, run.run_dir / "wire",
+            conditioning_items=cfg.dataset.conditioning_items))
         plans: dict[str, str] = {}
+        references = SharedReferences()
         for model in models:
             gate = resolve_gate(model, cfg, dataset, opts.owners)
-            state = ModelRun(run, model, dataset, requests, opts, toolkit, gate)
+            state = ModelRun(run, model, dataset, requests, opts, toolkit, gate, references)
             statuses[model.name] = await _qualify_model(state)
             plans[model.name] = state.plan
         qualified = sum(s == "aiperf-qualified" for s in statuses.values())
@@ -241,9 +244,16 @@ async def _capability(m: ModelRun, base_url: str) -> None:
     await m.phase_start("capability")
     ds = m.dataset
     by_key = {(r.item_id, r.arm): r for r in m.requests}
-    missing = [arm for arm in ("audio", "silence") if not any(r.arm == arm for r in m.requests)]
-    if missing:  # the probe needs both arms even when the correctness stage runs fewer
-        extra = await anyio.to_thread.run_sync(prepare_arms, ds, missing, m.run.run_dir / "wire")
+    pairs = select_probe_pairs(ds)
+    probe_items = sorted({i for p in pairs for i in (p.first, p.second)},
+                         key=lambda i: [it.id for it in ds.items].index(i))
+    # The probe asks its items on both arms, and the first audio row, even where the correctness stage runs
+    # fewer arms or a conditioning subset.
+    missing = [(i, arm) for i in [ds.items[0].id, *probe_items] for arm in ("audio", "silence")
+               if (i, arm) not in by_key]
+    if missing:
+        extra = await anyio.to_thread.run_sync(functools.partial(
+            prepare_arms, ds, ("audio", "silence"), m.run.run_dir / "wire", only=missing))
         by_key.update({(r.item_id, r.arm): r for r in extra})
     async with m.client(base_url) as client:
         first = next((r for (_, arm), r in by_key.items() if arm == "audio"), None)
@@ -272,9 +282,6 @@ async def _capability(m: ModelRun, base_url: str) -> None:
             await m.phase_end("capability", "failed", reason, CapabilityPhase(answers_checked=m.answers.checked["capability"]))
             raise StageFailed("capability", status, reason)
 
-        pairs = select_probe_pairs(ds)
-        probe_items = sorted({i for p in pairs for i in (p.first, p.second)},
-                             key=lambda i: [it.id for it in ds.items].index(i))
         answers: list[ProbeAnswer] = []
         for item_id in probe_items:
             for arm in ("audio", "silence"):
@@ -313,24 +320,27 @@ async def _correctness(m: ModelRun, base_url: str) -> None:
     scored: list[ScoredAnswer] = []
     incomplete: list[IncompleteAnswer] = []
     seeds = m.gate.seeds if m.gate is not None and not isinstance(m.gate, str) else 1
-    async with m.client(base_url) as client:
-        for req in (r for r in m.requests for _ in range(seeds)):  # a sampling model: seeds answers each
-            reply = await m.ask(client, req, "correctness")
-            m.http_answers[(req.item_id, req.arm)] = reply.text
-            verdict, completeness = await m.answers.verdict(req, answered_http(reply), "http")
-            m.candidate_judged.setdefault((req.item_id, req.arm), []).append(
-                Judged(verdict=verdict, capacity=capacity_rejection(reply.status, reply.body)))
-            if completeness is not None and not completeness.complete:
-                incomplete.append(incomplete_entry(req, "http", reply.request_id, verdict, completeness))
-            scored.append(ScoredAnswer(item_id=req.item_id, arm=req.arm, kind=m.dataset.item(req.item_id).kind,
-                                       verdict=verdict))
-    await m.close_window("correctness")
-    if m.model.native_argv:
-        argv = _render_native(m)
+    native_argv = _render_native(m) if m.model.native_argv else None
+
+    async def over_http() -> None:
+        async with m.client(base_url) as client:
+            for req in (r for r in m.requests for _ in range(seeds)):  # a sampling model: seeds answers each
+                reply = await m.ask(client, req, "correctness")
+                m.http_answers[(req.item_id, req.arm)] = reply.text
+                verdict, completeness = await m.answers.verdict(req, answered_http(reply), "http")
+                m.candidate_judged.setdefault((req.item_id, req.arm), []).append(
+                    Judged(verdict=verdict, capacity=capacity_rejection(reply.status, reply.body)))
+                if completeness is not None and not completeness.complete:
+                    incomplete.append(incomplete_entry(req, "http", reply.request_id, verdict, completeness))
+                scored.append(ScoredAnswer(item_id=req.item_id, arm=req.arm, kind=m.dataset.item(req.item_id).kind,
+                                           verdict=verdict))
+        await m.close_window("correctness")
+
+    async def natively(argv: list[str]) -> None:
         config = {"max_new_tokens": m.max_tokens} if m.max_tokens else None
         async with m.toolkit.native_worker(argv, log_path=m.run.run_dir / "native" / f"{m.model.name}.log",
-                                startup_timeout_s=m.cfg.server.startup_timeout_s,
-                                request_timeout_s=m.cfg.workload.request_timeout_s) as worker:
+                                           startup_timeout_s=m.cfg.server.startup_timeout_s,
+                                           request_timeout_s=m.cfg.workload.request_timeout_s) as worker:
             for req in m.requests:
                 native = await worker.generate(req.text, req.audio_path, config=config,
                                                request_id=m.request_id("native"))
@@ -340,26 +350,42 @@ async def _correctness(m: ModelRun, base_url: str) -> None:
                 verdict, completeness = await m.answers.verdict(req, got, "native")
                 if completeness is not None and not completeness.complete:
                     incomplete.append(incomplete_entry(req, "native", native.request_id, verdict, completeness))
+
+    # The HTTP path and the native worker answer side by side: two processes, one request each at a time,
+    # so each path's answers are unaffected and the stage takes about the longer path's time, not the sum.
+    failures: list[Exception] = []
+
+    async def guarded(path: Callable[[], Awaitable[None]], scope: anyio.CancelScope) -> None:
+        try:
+            await path()
+        except Exception as exc:  # re-raised below, outside the group, as itself; the other path stops
+            failures.append(exc)
+            scope.cancel()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(guarded, over_http, tg.cancel_scope)
+        if native_argv is not None:
+            tg.start_soon(guarded, functools.partial(natively, native_argv), tg.cancel_scope)
+    if failures:
+        raise failures[0]
     gates = evaluate_gates(criteria, scored)
-    for g in gates:
-        await m.bus.publish(GateEvaluated(source="qualify", model=m.model.name, gate=g.gate, required=g.required,
-                                          observed=g.observed, passed=g.passed, scope=g.scope,
-                                          detail=GateCounts(correct=g.correct, total=g.total,
-                                                            failing_items=g.failing_items)))
-    failing = [g for g in gates if not g.passed]
+    await publish_gates(m, gates)
+    failing = [g for g in gates if g.failed]
     reasons = [f"{g.scope} pass rate {g.correct}/{g.total} = {g.observed:.4f} below the required "
                f"{g.required} (failing items: {', '.join(g.failing_items[:12])}"
                f"{' ...' if len(g.failing_items) > 12 else ''})" for g in failing]
-    if incomplete:  # family-validated needs every scored answer whole, on both paths
-        reasons.append(incomplete_reason(incomplete))
+    # An incomplete answer is a wrong answer (its verdict is `incomplete`), counted by every gate and by the
+    # reference's decision, and listed; on its own it fails nothing, so one defect never ends a model here.
+    listed_incomplete = [incomplete_reason(incomplete, note=", counted wrong")] if incomplete else []
     if reasons:
         listed: list[str | ItemRef] = [*sorted({i for g in failing for i in g.failing_items})]
-        await m.phase_end("correctness", "failed", "; ".join(reasons),
+        await m.phase_end("correctness", "failed", "; ".join(reasons + listed_incomplete),
                           CorrectnessPhase(failing_items=listed, incomplete=incomplete))
-        raise StageFailed("correctness", "failed", "; ".join(reasons))
-    await m.phase_end("correctness", "passed", "; ".join(f"{g.scope} {g.correct}/{g.total}" for g in gates)
-                      or f"{len(scored)} answers scored, all whole; the gate is the reference's (noninferiority)",
-                      CorrectnessPhase())
+        raise StageFailed("correctness", "failed", "; ".join(reasons + listed_incomplete))
+    judged = "; ".join(f"{g.scope} {g.correct}/{g.total}" for g in gates if g.applicable)
+    await m.phase_end("correctness", "passed", "; ".join(x for x in [
+        judged or f"{len(scored)} answers scored; the gate is the reference's (noninferiority)",
+        not_applicable(gates), *listed_incomplete] if x), CorrectnessPhase(incomplete=incomplete))
 
 
 def _render_native(m: ModelRun) -> list[str]:

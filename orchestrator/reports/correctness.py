@@ -91,24 +91,29 @@ def arm_order(arm: str) -> tuple[int, str]:
 
 
 def audio_lift(cells: dict[tuple[str, str], tuple[str, str | None, str, str]]) -> AudioLift:
+    """Audio arm against the silence arm over the items both answered, and against the transcript arm over
+    the speech items both answered: where the conditioning arms ran on a subset (`[dataset]
+    conditioning_items`), each lift pairs the audio arm's answers to the same items."""
     audio: dict[str, bool] = {}
-    silence: list[bool] = []
+    silence: dict[str, bool] = {}
     transcript: dict[str, bool] = {}
     for (item, arm), (verdict, _a, _g, _k) in cells.items():
         ok = verdict == "correct"
         if arm == "audio":
             audio[item] = ok
         elif arm == "silence":
-            silence.append(ok)
+            silence[item] = ok
         elif arm == "transcript":
             transcript[item] = ok
     audio_rate = sum(audio.values()) / len(audio) if audio else None
-    silence_rate = sum(silence) / len(silence) if silence else None
+    paired = [i for i in silence if i in audio]
+    silence_rate = sum(silence[i] for i in paired) / len(paired) if paired else None
+    audio_silenced = sum(audio[i] for i in paired) / len(paired) if paired else None
     # Speech items are those with a transcript arm; compare on the items both arms answered.
     speech = [i for i in transcript if i in audio]
     audio_speech = sum(audio[i] for i in speech) / len(speech) if speech else None
     transcript_rate = sum(transcript[i] for i in speech) / len(speech) if speech else None
-    return AudioLift(audio_rate=audio_rate, silence_rate=silence_rate, vs_silence=_diff(audio_rate, silence_rate),
+    return AudioLift(audio_rate=audio_rate, silence_rate=silence_rate, vs_silence=_diff(audio_silenced, silence_rate),
                      speech_items=len(speech), audio_rate_speech=audio_speech, transcript_rate=transcript_rate,
                      vs_transcript=_diff(audio_speech, transcript_rate))
 

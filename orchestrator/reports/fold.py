@@ -313,7 +313,7 @@ class ReportFold:
     def _on_gate(self, ev: GateEvaluated) -> None:
         if (m := self._model(ev.model)) is not None:
             m.gates.append(GateRow(gate=ev.gate, scope=ev.scope, required=ev.required, observed=ev.observed,
-                                   passed=ev.passed))
+                                   passed=ev.passed, applicable=ev.applicable))
 
     def _on_noninferiority(self, ev: NoninferiorityJudged) -> None:
         if (m := self._model(ev.model)) is not None:

@@ -61,7 +61,8 @@ def gate_rows(row: ModelRow) -> list[list[Any]]:
     averages over without a gate of its own, so a kind at 0 % cannot hide behind a passing average."""
     out: list[list[Any]] = []
     for g in row.gates:
-        out.append([g.gate, g.scope, g.required, g.observed, g.passed])
+        out.append([g.gate, g.scope, g.required, g.observed if g.applicable else dash,
+                    g.passed if g.applicable else "not applicable (no answers)"])
         if g.scope.startswith("arm:"):
             for kind, rate in _ungated_kinds(row, g.scope.removeprefix("arm:")):
                 flag = "not gated; NONE CORRECT" if not rate.correct else "not gated"
@@ -73,7 +74,7 @@ def kind_flags(row: ModelRow) -> list[str]:
     """Kinds with no correct answer on a gate arm that only an overall gate covers."""
     out = []
     for g in row.gates:
-        if g.scope.startswith("arm:"):
+        if g.scope.startswith("arm:") and g.applicable:
             arm = g.scope.removeprefix("arm:")
             out += [f"{row.model}: kind `{kind}` {rate.correct}/{rate.total} correct on the {arm} arm "
                     f"(no gate of its own; the overall gate {'passed' if g.passed else 'failed'})"
@@ -200,7 +201,7 @@ def _failure(row: ModelRow) -> list[str]:
         out += [f"Capability `{c.check}` failed: {c.reason}", ""]
         if c.evidence:
             out += _code(json_text(c.evidence))
-    failed_gates = [g for g in row.gates if not g.passed]
+    failed_gates = [g for g in row.gates if g.applicable and not g.passed]
     if failed_gates:
         out += _table(["Gate", "Scope", "Required", "Observed"],
                       [[g.gate, g.scope, g.required, g.observed] for g in failed_gates])
@@ -255,7 +256,10 @@ def _details(row: ModelRow) -> list[str]:
                       + [[k, *(rate_cell(v.get(a)) for a in arms)] for k, v in pc.by_kind.items()])
         lift = pc.audio_lift
         if path != "aiperf":
-            out += [f"Audio lift: {signed_pct(lift.vs_silence)} vs silence (audio {pct(lift.audio_rate)}, "
+            silenced = pc.by_arm["silence"].total if "silence" in pc.by_arm else 0
+            audio_n = pc.by_arm["audio"].total if "audio" in pc.by_arm else 0
+            over = f" over the {silenced} items of the silence arm" if 0 < silenced < audio_n else ""
+            out += [f"Audio lift: {signed_pct(lift.vs_silence)} vs silence{over} (audio {pct(lift.audio_rate)}, "
                     f"silence {pct(lift.silence_rate)}); {signed_pct(lift.vs_transcript)} vs transcript over "
                     f"{lift.speech_items} speech items (audio {pct(lift.audio_rate_speech)}, transcript "
                     f"{pct(lift.transcript_rate)}).", ""]

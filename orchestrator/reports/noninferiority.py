@@ -40,6 +40,10 @@ def noninferiority_rows(r: NoninferiorityResult) -> list[list[str]]:
         ]
         if r.reference_unanswered:
             rows.append(["reference unanswered", str(r.reference_unanswered)])
+        if r.fail_from_b is not None:  # journals before issue 30 do not carry it
+            rows.append(["detectable regression", f"{_pts(r.detectable_regression)} points observed (b >= "
+                         f"{r.fail_from_b} of {r.n} with c = 0) fails; a true regression of "
+                         f"{_pts(r.detectable_power_regression)} points fails with probability 0.8"])
         if r.outcome == "inconclusive":
             rows.append(["items needed", "not within reach" if r.items_needed is None else str(r.items_needed)])
     rows += [["cites", f"{c.file}@{c.revision or 'working tree'} {c.entry}"] for c in r.citations]

@@ -138,8 +138,9 @@ class PassRate(_S, frozen=True, kw_only=True):
 
 
 class AudioLift(_S, frozen=True, kw_only=True):
-    """How much the audio helps: audio-arm rate minus silence-arm rate (all items), and minus the
-    transcript-arm rate over speech items (the items that have a transcript-arm verdict)."""
+    """How much the audio helps: audio-arm rate minus silence-arm rate over the items with a silence-arm
+    verdict (every item, or the conditioning subset), and minus the transcript-arm rate over the speech items
+    with a transcript-arm verdict. `audio_rate` is over every audio-arm item."""
 
     audio_rate: float | None = None
     silence_rate: float | None = None
@@ -159,14 +160,16 @@ class PathCorrectness(_S, frozen=True, kw_only=True):
     audio_lift: AudioLift = AudioLift()
 
 
-class GateRow(_S, frozen=True, kw_only=True):
-    """A gate from bench.toml with what was required and what was observed (never rounded)."""
+class GateRow(_S, frozen=True, kw_only=True, omit_defaults=True):
+    """A gate from bench.toml with what was required and what was observed (never rounded); `applicable`
+    is written only when False (a stage that had no answer in the gate's scope)."""
 
     gate: str
     scope: str = ""
     required: float
     observed: float
     passed: bool
+    applicable: bool = True  # False: the stage had no answer in the gate's scope (not a failure)
 
 
 class FailingItem(_S, frozen=True, kw_only=True):

@@ -17,6 +17,7 @@ from orchestrator.config import Config, ModelConfig
 from orchestrator.correlate import Correlator
 from orchestrator.dataset import (
     Dataset,
+    interleave_kinds,
     load_dataset,
     parse_session_key,
     prepare_arms,
@@ -116,7 +117,8 @@ async def _phase(run: RunScope, opts: RunAiperfOptions, toolkit: Toolkit, model:
     spec = ServerSpec.from_config(cfg, model, run.run_dir, parts=toolkit.server_parts(cfg.server.kind))
     handle = await run.tg.start(supervise, spec, run.bus)
     work = run.run_dir / "aiperf"
-    rows = await anyio.to_thread.run_sync(prepare_arms, dataset, arms, work / "wire")
+    # Dealt round-robin by kind: AIPerf sends rows in order, so a short run still asks every kind.
+    rows = interleave_kinds(await anyio.to_thread.run_sync(prepare_arms, dataset, arms, work / "wire"), dataset)
     input_file = await anyio.to_thread.run_sync(write_aiperf_input, rows, work / "inputs.jsonl")
     aiperf = toolkit.aiperf
     cmd = aiperf.build_command(cfg.workload, base_url=handle.base_url, model=model.name, input_file=input_file,

@@ -32,6 +32,7 @@ from orchestrator.correlate import Correlator
 from orchestrator.dataset import (
     ArmRequest,
     Dataset,
+    interleave_kinds,
     load_dataset,
     parse_session_key,
     prepare_arms,
@@ -200,7 +201,8 @@ class _Soak:
         await self.phase("model", detail=ModelPhase(**m.identity_fields(), bundle=m.bundle or self.cfg.server.bundle))
         install = await anyio.to_thread.run_sync(self.toolkit.aiperf.check_install)
         tokenizer = await anyio.to_thread.run_sync(self.toolkit.aiperf.ensure_tokenizer, m.tokenizer)
-        rows = await anyio.to_thread.run_sync(prepare_arms, self.dataset, s.arms, run.run_dir / "wire")
+        rows = interleave_kinds(await anyio.to_thread.run_sync(prepare_arms, self.dataset, s.arms, run.run_dir / "wire"),
+                                self.dataset)
         await run.tg.start(self.toolkit.records_tailer(self.bus).run)
         correlator = Correlator(self.bus, key_parser=parse_session_key, answer_grace_s=2.0, cut_by_time=True)
         await run.tg.start(correlator.run)

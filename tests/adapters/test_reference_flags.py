@@ -1,4 +1,5 @@
-"""The reference server's precision and wrong-answer fault flags: parsed, validated, named in the fault list."""
+"""The reference server's precision and wrong-answer fault flags: parsed, validated, named in the fault list; the
+wrong-item share picks its items deterministically."""
 
 from __future__ import annotations
 
@@ -38,3 +39,29 @@ class TestFlags:
         with pytest.raises(SystemExit):
             _parse("--fault-wrong-kind", "mood")
         assert "invalid choice: 'mood'" in capsys.readouterr().err
+
+    def test_wrong_item_share_is_parsed_bounded_and_active(self) -> None:
+        """--fault-wrong-item-share takes a share in 0..1 and lists itself among the active faults."""
+        settings = settings_from_args(_parse("--fault-wrong-item-share", "0.1"))
+        assert settings.faults.wrong_item_share == 0.1 and settings.faults.active == ["wrong_item_share"]
+        with pytest.raises(ValueError, match=r"--fault-wrong-item-share 1.5 must be within 0..1"):
+            settings_from_args(_parse("--fault-wrong-item-share", "1.5"))
+
+
+class TestWrongItems:
+    def test_the_share_is_met_and_the_same_items_are_chosen_every_time(self) -> None:
+        """Of 4000 distinct (audio, question) items a share of 0.10 picks 10 % (within 1.5 points), every
+        draw is the same for the same item whatever the order, and a larger share picks a superset."""
+        from adapters.reference.faults import FaultSettings, FaultState, item_draw
+
+        items = [(bytes([i % 256, i // 256]) * 50, f"question {i % 7}") for i in range(4000)]
+        ten = FaultState(FaultSettings(wrong_item_share=0.10))
+        picked = {i for i, (audio, q) in enumerate(items) if ten.wrong_item(audio, q)}
+        assert abs(len(picked) / len(items) - 0.10) < 0.015
+        again = {i for i, (audio, q) in reversed(list(enumerate(items))) if ten.wrong_item(audio, q)}
+        assert again == picked
+        twenty = {i for i, (audio, q) in enumerate(items) if FaultState(FaultSettings(wrong_item_share=0.2)).wrong_item(audio, q)}
+        assert picked < twenty
+        # The question is part of the item: one clip asked two ways draws twice.
+        assert item_draw(b"clip", "How many beeps?") != item_draw(b"clip", "How many tones?")
+        assert not FaultState(FaultSettings()).wrong_item(b"clip", "How many beeps?")

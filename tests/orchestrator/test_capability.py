@@ -7,7 +7,7 @@ import pytest
 from orchestrator.config import CorrectnessCriteria, DatasetConfig
 from orchestrator.dataset import Dataset, load_dataset, resolve_dataset_path
 from orchestrator.events import TranscriptionEvidence, TransportEvidence
-from orchestrator.judge.gates import ScoredAnswer, evaluate_gates
+from orchestrator.judge.gates import ScoredAnswer, evaluate_gates, not_applicable
 from orchestrator.qualify.capability import (
     ProbeAnswer,
     judge_conditioning,
@@ -20,7 +20,7 @@ from orchestrator.qualify.capability import (
 
 @pytest.fixture(scope="module")
 def dataset() -> Dataset:
-    return load_dataset(resolve_dataset_path(DatasetConfig()))
+    return load_dataset(resolve_dataset_path(DatasetConfig(name="audioqa-v1")))
 
 
 def answers_for(dataset: Dataset, items: list[str], how: str) -> list[ProbeAnswer]:
@@ -127,6 +127,13 @@ class TestGates:
         assert gate.failing_items == ["b", "c"]
         assert (gate.correct, gate.total) == (500, 1500)
 
-    def test_empty_gate_fails(self) -> None:
-        """A gate over zero answers fails rather than passing vacuously."""
-        assert not evaluate_gates(self.crit(0.1), [])[0].passed
+    def test_a_gate_over_no_answers_is_not_applicable(self) -> None:
+        """A gate over zero answers judges nothing: it neither passes vacuously nor fails, it is not applicable
+        (a stage that asked no item of a kind), and is named as such."""
+        overall, per_kind = evaluate_gates(self.crit(0.5, {"count": 1.0}), self.answers(3, 4, "pitch"))
+        assert overall.applicable and overall.passed and not overall.failed
+        assert not per_kind.applicable and not per_kind.passed and not per_kind.failed and per_kind.total == 0
+        assert not_applicable([overall, per_kind]) == "not applicable (no answers): kind:count"
+        assert not_applicable([overall]) == ""
+        (empty,) = evaluate_gates(self.crit(0.1), [])
+        assert not empty.applicable and not empty.failed

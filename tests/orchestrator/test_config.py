@@ -30,6 +30,20 @@ class TestLoadConfig:
         assert cfg.server.port is None and cfg.workload.concurrency == 2
         assert len(cfg.sha256) == 64
 
+    def test_default_config_judges_the_audio_arm_of_audioqa_v2_at_the_owners_margins(self, tmp_path: Path) -> None:
+        """The default: audioqa-v2, its silence and transcript arms on a subset, and non-inferiority over the
+        audio arm at the owners' right/wrong margins unchanged (1 point, 2 quantized), the int8 model against
+        its float32 self; a per-model server_args list defaults to none."""
+        cfg = load_config(write(tmp_path, DEFAULT))
+        assert (cfg.dataset.name, cfg.dataset.arms, cfg.dataset.conditioning_items) == \
+            ("audioqa-v2", ["audio", "silence", "transcript"], 48)
+        model = cfg.models[0]
+        ni = model.correctness.noninferiority
+        assert ni is not None and (ni.margin, ni.arms) == (1.0, ["audio"])
+        assert ni.quantized_gate is not None and ni.quantized_gate.margin == 2.0
+        assert model.precision == "int8" and model.reference is not None and model.reference.precision == "float32"
+        assert model.server_args == []
+
     @pytest.mark.parametrize(
         ("old", "new", "message"),
         [
@@ -41,9 +55,9 @@ class TestLoadConfig:
             ('min_pass_rate = 0.9', 'min_pass_rate = 1.5', r"models\[0\]\.correctness\.min_pass_rate: expected float <= 1"),
             ('host = "127.0.0.1"', 'host = "10.0.0.5"', r"server\.host: '10\.0\.0\.5' is not a loopback address"),
             ('"{python}", "-m"', '"{pyton}", "-m"', r"server\.argv\[0\]: unknown placeholder \{pyton\}; allowed: \{python\}"),
-            ('concurrency = 2', 'concurrency = 2\nrequest_rate = 3.0', r"workload: set exactly one of concurrency and request_rate"),
+            ('concurrency = 2\nstreaming', 'concurrency = 2\nrequest_rate = 3.0\nstreaming', r"workload: set exactly one of concurrency and request_rate"),
             ('policy = "on-failure"', 'policy = "always"', r"server\.restart\.policy: invalid enum value 'always'; expected one of 'never', 'on-failure'"),
-            ('arms = ["audio"]\n', 'arms = ["audio", "video"]\n', r"workload\.arms\[1\]: invalid enum value 'video'; expected one of 'audio', 'silence', 'transcript'"),
+            ('arms = ["audio"]\ndeadline_s', 'arms = ["audio", "video"]\ndeadline_s', r"workload\.arms\[1\]: invalid enum value 'video'; expected one of 'audio', 'silence', 'transcript'"),
         ],
     )
     def test_bad_values_name_file_key_and_expectation(self, tmp_path: Path, old: str, new: str, message: str) -> None:
@@ -57,7 +71,7 @@ class TestLoadConfig:
     def test_request_rate_alone_is_an_open_loop(self, tmp_path: Path) -> None:
         """`request_rate` without `concurrency` is an open loop: the default concurrency gives way, since
         TOML cannot write it unset (before, this file was refused as setting both)."""
-        cfg = load_config(write(tmp_path, DEFAULT.replace("concurrency = 2\n", "request_rate = 3.0\n", 1)))
+        cfg = load_config(write(tmp_path, DEFAULT.replace("concurrency = 2\nstreaming", "request_rate = 3.0\nstreaming", 1)))
         assert (cfg.workload.concurrency, cfg.workload.request_rate) == (None, 3.0)
 
     def test_missing_file_and_bad_toml(self, tmp_path: Path) -> None:

@@ -1,9 +1,11 @@
-"""The shipped audio-QA set and the loader: coverage, validation errors, identity and path safety."""
+"""The shipped audio-QA sets and the loader: coverage, validation errors, identity and path safety; audioqa-v2's
+size and variety, the conditioning subset and the kind-interleaved AIPerf rows."""
 
 from __future__ import annotations
 
 import json
 import shutil
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -14,11 +16,21 @@ import pytest
 import soundfile as sf
 
 from orchestrator.config import DatasetConfig
-from orchestrator.dataset import KINDS, MANIFEST, load_dataset, probe_audio, resolve_dataset_path
+from orchestrator.dataset import (
+    KINDS,
+    MANIFEST,
+    conditioning_subset,
+    interleave_kinds,
+    load_dataset,
+    prepare_arms,
+    probe_audio,
+    resolve_dataset_path,
+)
 from orchestrator.errors import DatasetError
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ROOT / "datasets" / "audioqa-v1"
+V2 = ROOT / "datasets" / "audioqa-v2"
 
 
 @pytest.fixture(scope="module")
@@ -120,14 +132,87 @@ class TestShippedSet:
             shipped.item("nope")
 
 
+@pytest.fixture(scope="module")
+def v2():
+    return load_dataset(V2)
+
+
+class TestAudioqaV2:
+    def test_four_hundred_audio_problems_over_every_kind_of_v1(self, v2, shipped) -> None:
+        """At least 400 items (each one audio-arm problem), every kind of audioqa-v1, each kind with at least
+        15 items so that a per-kind gate is more than a handful of answers; no kind over an eighth of the set."""
+        kinds = Counter(it.kind for it in v2.items)
+        assert len(v2.items) >= 400
+        assert set(kinds) == {it.kind for it in shipped.items} == set(KINDS)
+        assert min(kinds.values()) >= 15 and max(kinds.values()) <= len(v2.items) / 8, kinds
+
+    def test_varied_voices_wordings_values_and_formats(self, v2) -> None:
+        """More voices than v1 (flite's four and espeak-ng variants), several wordings per kind, varied counts,
+        frequencies, sides and onsets, every container and rate, mono and stereo, at most 30 MB."""
+        recipes = " ".join(it.recipe for it in v2.items)
+        assert all(v in recipes for v in ("flite kal16", "flite slt", "flite awb", "flite rms", "espeak-ng en+f",
+                                          "espeak-ng en+m", "speed"))
+        for kind in KINDS:
+            wordings = {it.question for it in v2.items if it.kind == kind}
+            assert len(wordings) >= 2, kind
+        assert {int(it.answer) for it in v2.items if it.kind == "count"} == set(range(1, 10))
+        assert len({it.answer for it in v2.items if it.kind == "frequency"}) >= 12
+        assert {it.answer for it in v2.items if it.kind == "channel"} == {"left", "right", "both"}
+        assert len({it.answer for it in v2.items if it.kind == "timing"}) >= 15
+        clips = {it.audio: it for it in v2.items}.values()
+        assert {c.container for c in clips} == {"wav", "flac", "ogg", "mp3"} and {c.channels for c in clips} == {1, 2}
+        assert {c.sample_rate_hz for c in clips} >= {8000, 16000, 22050, 24000, 44100, 48000}
+        assert not any(c.container == "mp3" and c.channels == 2 for c in clips)
+        assert sum(f.stat().st_size for f in V2.rglob("*") if f.is_file()) <= 30e6
+
+    def test_the_first_probe_pairs_test_the_audio_itself(self, v2) -> None:
+        """The manifest's first conditioning pairs are items a transcript cannot answer (pitch, count)."""
+        from orchestrator.qualify.capability import select_probe_pairs
+
+        pairs = select_probe_pairs(v2)
+        assert {p.relation for p in pairs} == {"same_clip", "same_question"} and len(pairs) == 8
+        assert not any(v2.item(i).transcript_answerable for p in pairs for i in (p.first, p.second))
+
+
+class TestConditioningSubset:
+    def test_dealt_across_kinds_and_only_speech_items_for_the_transcript_arm(self, v2) -> None:
+        """N items per arm, every kind among them before any kind gets a second; the transcript arm picks only
+        items with a transcript; 0 or too many means every eligible item."""
+        silence = conditioning_subset(v2, "silence", 48)
+        kinds = Counter(v2.item(i).kind for i in silence)
+        assert len(silence) == 48 and set(kinds) == set(KINDS) and max(kinds.values()) - min(kinds.values()) <= 1
+        transcript = conditioning_subset(v2, "transcript", 48)
+        assert len(transcript) == 48 and all(v2.item(i).transcript for i in transcript)
+        assert conditioning_subset(v2, "silence", 0) == {it.id for it in v2.items}
+        assert conditioning_subset(v2, "transcript", 10_000) == {it.id for it in v2.items if it.transcript}
+
+    def test_prepare_arms_keeps_every_audio_item_and_the_subsets(self, v2, tmp_path: Path) -> None:
+        """With conditioning_items the audio arm still asks every item; `only` keeps the named pairs."""
+        rows = prepare_arms(v2, ["audio", "silence", "transcript"], tmp_path, conditioning_items=12)
+        by_arm = Counter(r.arm for r in rows)
+        assert by_arm == {"audio": len(v2.items), "silence": 12, "transcript": 12}
+        only = prepare_arms(v2, ["audio", "silence"], tmp_path, only=[("count-000", "silence")])
+        assert [(r.item_id, r.arm) for r in only] == [("count-000", "silence")]
+
+    def test_interleaved_rows_reach_every_kind_in_any_window_as_long_as_the_kinds(self, v2, tmp_path: Path) -> None:
+        """AIPerf sends rows in file order: dealt by kind, the first 17 rows ask all 17 kinds, and so does any
+        run of 17 rows while every kind still has items."""
+        rows = interleave_kinds(prepare_arms(v2, ["audio"], tmp_path), v2)
+        assert len(rows) == len(v2.items)
+        for start in (0, 5, 100):
+            assert {v2.item(r.item_id).kind for r in rows[start:start + len(KINDS)]} == set(KINDS)
+
+
 class TestResolve:
     def test_path_wins(self, tmp_path: Path) -> None:
         """An explicit [dataset] path is used as given."""
         assert resolve_dataset_path(DatasetConfig(path=str(tmp_path))) == tmp_path
 
     def test_shipped_name_resolves_to_the_repo_folder(self) -> None:
-        """In an editable install the shipped name resolves to datasets/<name> of the checkout."""
-        assert resolve_dataset_path(DatasetConfig()).resolve() == SHIPPED
+        """In an editable install the shipped names resolve to datasets/<name> of the checkout; the default is
+        audioqa-v2, and audioqa-v1 stays shipped."""
+        assert resolve_dataset_path(DatasetConfig()).resolve() == V2
+        assert resolve_dataset_path(DatasetConfig(name="audioqa-v1")).resolve() == SHIPPED
 
     def test_unknown_name(self) -> None:
         """An unknown dataset name is an error that says to set a path."""
@@ -227,3 +312,27 @@ class TestValidation:
         (root / "clip.wav").symlink_to(outside)
         with pytest.raises(DatasetError, match=r"field audio: 'clip.wav' resolves to .*outside"):
             load_dataset(_dataset(root, _line(root)))
+
+
+class TestDatasetCheckCommand:
+    def test_counts_by_kind_and_arm(self) -> None:
+        """`aqbench dataset check` verifies the default set (audioqa-v2) and prints its items by kind and arm,
+        with the conditioning subset when asked; audioqa-v1 stays checkable by path."""
+        import subprocess
+        import sys
+
+        done = subprocess.run([sys.executable, "-m", "orchestrator", "dataset", "check", "--conditioning-items", "48"],
+                              capture_output=True, text=True, timeout=120, cwd=ROOT)
+        assert done.returncode == 0, done.stderr
+        out = done.stdout
+        assert f"{V2}: 415 items" in out
+        assert "items by kind and arm (silence and transcript on 48 items each):" in out
+        header = next(ln for ln in out.splitlines() if ln.strip().startswith("kind "))
+        assert header.split() == ["kind", "items", "audio", "silence", "transcript"]
+        total = next(ln for ln in out.splitlines() if ln.startswith("  total ")).split()
+        assert total == ["total", "415", "415", "48", "48"]
+        v1 = subprocess.run([sys.executable, "-m", "orchestrator", "dataset", "check", str(SHIPPED)],
+                            capture_output=True, text=True, timeout=120, cwd=ROOT)
+        assert v1.returncode == 0 and "55 items" in v1.stdout
+        assert next(ln for ln in v1.stdout.splitlines() if ln.startswith("  total ")).split()[1:] == \
+            ["55", "55", "55", "34"]

@@ -160,16 +160,142 @@ class TestLabels:
             assert ("first" if a1 - a0 < b1 - b0 else "second") == it.answer, it.id
 
 
+V2 = ROOT / "datasets" / "audioqa-v2"
+
+
+@pytest.fixture(scope="module")
+def v2():
+    return load_dataset(V2)
+
+
+def _read2(item) -> tuple[np.ndarray, int]:
+    x, rate = sf.read(str(V2 / item.audio), dtype="float64", always_2d=True)
+    return x, rate
+
+
+_ORD = ("first", "second", "third")
+
+
+class TestV2Labels:
+    """audioqa-v2's answers checked against the decoded audio by means of their own, not the generator's."""
+
+    def test_beep_counts(self, v2) -> None:
+        """The number of beeps an RMS envelope finds (noise beds 28 dB down included) equals each count."""
+        for it in _by_kind(v2, "count"):
+            assert len(_segments(*_read2(it))) == int(it.answer), it.id
+
+    def test_frequencies(self, v2) -> None:
+        """Each frequency item's FFT peak lies within half its tolerance of the answer."""
+        for it in _by_kind(v2, "frequency"):
+            x, rate = _read2(it)
+            assert abs(_peak_hz(x[:, 0], rate) - float(it.answer)) <= it.tolerance / 2, it.id
+
+    def test_pitch_order(self, v2) -> None:
+        """The tones' FFT peaks order as the answer says (highest or lowest of two or three)."""
+        for it in _by_kind(v2, "pitch"):
+            x, rate = _read2(it)
+            peaks = [_peak_hz(x[a:b, 0], rate) for a, b in _segments(x, rate)]
+            assert len(peaks) == len(it.choices), it.id
+            low = any(w in it.question for w in ("lower", "lowest", "deeper"))
+            assert _ORD[int(np.argmin(peaks) if low else np.argmax(peaks))] == it.answer, it.id
+
+    def test_loudness(self, v2) -> None:
+        """The beep with the largest (or, asked so, smallest) RMS is the answered one, by at least 8 dB."""
+        for it in _by_kind(v2, "loudness"):
+            x, rate = _read2(it)
+            rms = [float(np.sqrt((x[a:b] ** 2).mean())) for a, b in _segments(x, rate, rel=0.02)]
+            assert len(rms) == len(it.choices), it.id
+            quiet = any(w in it.question for w in ("quiet", "soft"))
+            pick = int(np.argmin(rms) if quiet else np.argmax(rms))
+            assert _ORD[pick] == it.answer, it.id
+            others = [r for i, r in enumerate(rms) if i != pick]
+            assert all(abs(20 * np.log10(rms[pick] / r)) >= 7.9 for r in others), it.id
+
+    def test_durations(self, v2) -> None:
+        """One tone's length within 20 ms of the answer; of two, the longer or shorter as asked; a recording's
+        length within 0.05 s."""
+        for it in _by_kind(v2, "duration"):
+            x, rate = _read2(it)
+            if it.scoring == "numeric" and ("recording" in it.question or "clip" in it.question):
+                assert abs(it.duration_s - float(it.answer)) <= 0.05, it.id
+                continue
+            spans = _segments(x, rate, rel=0.05)
+            lengths = [(b - a) / rate for a, b in spans]
+            if it.scoring == "numeric":
+                assert len(lengths) == 1 and abs(lengths[0] - float(it.answer)) < 0.02, it.id
+            else:
+                short = any(w in it.question for w in ("shorter", "briefer"))
+                assert _ORD[int(np.argmin(lengths) if short else np.argmax(lengths))] == it.answer, it.id
+
+    def test_direction(self, v2) -> None:
+        """Zero crossings per second rise over the sounding span of a rising sweep or melody, fall otherwise."""
+        for it in _by_kind(v2, "direction"):
+            x, rate = _read2(it)
+            spans = _segments(x, rate)
+            s0, s1 = spans[0][0], spans[-1][1]
+            third = (s1 - s0) // 3
+            zc = [np.count_nonzero(np.diff(np.sign(x[a:a + third, 0]))) for a in (s0, s1 - third)]
+            assert (zc[1] > zc[0]) == (it.answer in ("rising", "up")), it.id
+
+    def test_channel_side(self, v2) -> None:
+        """The side with the energy is the answer, the other at least 20 dB down; "both" is equal energy."""
+        for it in _by_kind(v2, "channel"):
+            x, _ = _read2(it)
+            energy = (x ** 2).sum(axis=0)
+            ratio_db = 10 * np.log10(max(energy[0], 1e-12) / max(energy[1], 1e-12))
+            want = {"left": ratio_db > 20, "right": ratio_db < -20, "both": abs(ratio_db) < 1}[it.answer]
+            assert want, (it.id, ratio_db)
+
+    def test_onsets(self, v2) -> None:
+        """The first sample above 2 % of the peak lies within 20 ms of each timing answer."""
+        for it in _by_kind(v2, "timing"):
+            x, rate = _read2(it)
+            onset = np.flatnonzero(np.abs(x).max(axis=1) > 0.02 * np.abs(x).max())[0] / rate
+            assert abs(onset - float(it.answer)) < 0.02, it.id
+
+    def test_silence(self, v2) -> None:
+        """Digital silence exactly where the answer says the clip is silent, whatever the wording."""
+        for it in _by_kind(v2, "silence"):
+            x, _ = _read2(it)
+            zero = bool(np.abs(x).max() == 0)
+            if it.answer in ("silent", "sound"):
+                assert zero == (it.answer == "silent"), it.id
+            else:
+                asks_silence = any(w in it.question for w in ("silent", "quiet"))
+                assert zero == ((it.answer == "yes") == asks_silence), it.id
+
+    def test_speaker_sex_by_f0(self, v2) -> None:
+        """Median F0 is below 140 Hz for items answered male and above 160 Hz for female."""
+        for it in _by_kind(v2, "speaker_sex"):
+            x, rate = _read2(it)
+            f0 = _f0(x[:, 0], rate)
+            assert (f0 < 140) if it.answer == "male" else (f0 > 160), (it.id, f0)
+
+    def test_speaking_rate(self, v2) -> None:
+        """Of the two renditions of one sentence, the shorter is the faster one, as the answer says."""
+        for it in _by_kind(v2, "speaking_rate"):
+            x, rate = _read2(it)
+            spans = _segments(x, rate, rel=0.02, hold_s=0.5)
+            assert len(spans) == 2, it.id
+            (a0, a1), (b0, b1) = spans
+            faster = "first" if a1 - a0 < b1 - b0 else "second"
+            slow = "slow" in it.question
+            assert (faster if not slow else {"first": "second", "second": "first"}[faster]) == it.answer, it.id
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(any(shutil.which(t) is None for t in ("espeak-ng", "flite", "sox")),
                     reason="espeak-ng, flite and sox are needed to regenerate the dataset (not installed here)")
-def test_generator_is_deterministic(tmp_path: Path) -> None:
-    """Regenerating into a temp folder reproduces every PCM hash and the committed manifest byte for byte."""
-    out = tmp_path / "audioqa-v1"
-    run = subprocess.run([sys.executable, str(ROOT / "datasets" / "generate.py"), str(out)],
-                         capture_output=True, text=True, timeout=240)
+@pytest.mark.parametrize("name", ["audioqa-v1", "audioqa-v2"])
+def test_generator_is_deterministic(tmp_path: Path, name: str) -> None:
+    """Regenerating a shipped set into a temp folder reproduces every PCM hash and the committed manifest byte
+    for byte (audioqa-v2 from its seed)."""
+    shipped = ROOT / "datasets" / name
+    out = tmp_path / name
+    run = subprocess.run([sys.executable, str(ROOT / "datasets" / "generate.py"), "--set", name, str(out)],
+                         capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-2000:]
-    fresh, committed = load_dataset(out), load_dataset(SHIPPED)
+    fresh, committed = load_dataset(out), load_dataset(shipped)
     assert [(it.id, it.pcm_sha256) for it in fresh.items] == [(it.id, it.pcm_sha256) for it in committed.items]
-    assert (out / "manifest.jsonl").read_bytes() == (SHIPPED / "manifest.jsonl").read_bytes()
+    assert (out / "manifest.jsonl").read_bytes() == (shipped / "manifest.jsonl").read_bytes()
     assert fresh.identity == committed.identity

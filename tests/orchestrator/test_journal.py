@@ -233,15 +233,33 @@ def _report_json_now(old: dict[str, Any], journal: Path) -> dict[str, Any]:
             check["evidence"] = {"kind": check["check"], **check["evidence"]} if check["evidence"] else None
         row["aiperf_settings"] = row["aiperf_settings"] or None
         row["server"]["served_models"] = ready["models"]
+        if row.get("noninferiority") is not None:  # issue 30: what the decision could detect (unknown before)
+            row["noninferiority"].update(fail_from_b=None, detectable_regression=None,
+                                         detectable_power_regression=None)
     for window in new["windows"]:
         window["soak"] = window["soak"] or None
-    return new
+    return _gates_applicable(new)
+
+
+def _gates_applicable(value: Any) -> Any:
+    """Every gate in a schema-2 report gains issue 30's `applicable`, True: the journal never wrote it, so it
+    decodes to its default."""
+    if isinstance(value, dict):
+        if {"gate", "scope", "required", "observed", "passed", "total"} <= value.keys():
+            value["applicable"] = True
+        for item in value.values():
+            _gates_applicable(item)
+    elif isinstance(value, list):
+        for item in value:
+            _gates_applicable(item)
+    return value
 
 
 def _assert_soak_json_now(got: dict[str, Any], old: dict[str, Any]) -> None:
     """soak.json as schema-2 code wrote it, with THIS_RELEASE's changes: every verdict is the SoakVerdict as
     journaled, its detail typed, holding every number the old row's detail held."""
     assert got["report_version"] == 3
+    old = _gates_applicable(copy.deepcopy(old))
     assert {k: v for k, v in got.items() if k not in ("report_version", "verdicts")} == \
         {k: v for k, v in old.items() if k not in ("report_version", "verdicts")}
     assert [v["metric"] for v in got["verdicts"]] == [v["metric"] for v in old["verdicts"]]

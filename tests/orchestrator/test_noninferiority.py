@@ -18,6 +18,7 @@ from orchestrator.judge.noninferiority import (
     decide_binary,
     decide_corpus,
     decide_sampled,
+    detectable_regression,
     pair_counts,
     resolve_margin,
     zero_discordance_sizes,
@@ -182,6 +183,50 @@ class TestBinaryKnownCases:
         assert counts == PairedCounts(both_right=1, reference_only=2, candidate_only=1, both_wrong=1)
         with pytest.raises(ValueError, match="one answer per item on both sides, got 2 reference and 1"):
             pair_counts([True, False], [True])
+
+
+class TestDetectableRegression:
+    def test_the_smallest_failing_b_is_exactly_where_the_decision_turns_to_fail(self) -> None:
+        """fail_from_b is the first b (c = 0) whose decision is FAIL: one fewer is not, at every size and margin
+        checked; its observed regression is b / n in points."""
+        for n, points in ((55, 5.0), (144, 5.0), (144, 3.0), (415, 2.0), (415, 1.0), (200, 2.0)):
+            d = detectable_regression(n, points)
+            assert d is not None and d.n == n
+            assert decide_binary(_counts(d.fail_from_b, 0, n), Margin(margin=points)).outcome == "fail"
+            assert decide_binary(_counts(d.fail_from_b - 1, 0, n), Margin(margin=points)).outcome != "fail"
+            assert d.observed == pytest.approx(100 * d.fail_from_b / n)
+
+    def test_the_owners_margins_on_audioqa_v2_and_the_issue_s_v1_figure(self) -> None:
+        """audioqa-v1's 144 pairs at 5 points needed b >= 13 to fail (the figure the issue quotes); audioqa-v2's
+        415 audio pairs at the owners' 2 points fail from b = 14 (3.37 points)."""
+        assert detectable_regression(144, 5.0).fail_from_b == 13  # type: ignore[union-attr]
+        d = detectable_regression(415, 2.0)
+        assert d is not None and d.fail_from_b == 14 and d.observed == pytest.approx(100 * 14 / 415)
+
+    def test_a_true_regression_at_the_power_point_fails_four_times_in_five(self) -> None:
+        """Simulated: a model losing each problem the reference got right with probability power_regression
+        fails the decision in 80 % of draws (seeded; 4000 draws, within 2.5 points); at the observed
+        threshold it fails only about half the time."""
+        rng = np.random.default_rng(30)
+        d = detectable_regression(415, 2.0)
+        assert d is not None and d.power_regression > d.observed
+        for r, want in ((d.power_regression / 100, 0.8), (d.observed / 100, None)):
+            b = rng.binomial(415, r, size=4000)
+            fails = float(np.mean(b >= d.fail_from_b))
+            if want is not None:
+                assert abs(fails - want) < 0.025
+            else:
+                assert 0.35 < fails < 0.65
+
+    def test_too_few_pairs_can_detect_nothing(self) -> None:
+        """Where no b up to n fails (two pairs at a one-point margin), there is no detectable regression."""
+        assert detectable_regression(2, 1.0) is None
+        assert detectable_regression(0, 2.0) is None
+
+    def test_binary_decisions_carry_it(self) -> None:
+        """decide_binary reports what its own n and margin could detect."""
+        decision = decide_binary(_counts(0, 4, 415), Margin(margin=2.0))
+        assert decision.outcome == "pass" and decision.detectable == detectable_regression(415, 2.0)
 
 
 class TestMargins:

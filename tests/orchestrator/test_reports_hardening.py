@@ -81,9 +81,36 @@ class TestPlan:
         assert "would start `" in plan and "-m adapters.reference" in plan
         assert "capability (" in plan and "correctness (" in plan and "HTTP" in plan
         assert "aiperf (4 warmup + 48 profiling requests at concurrency 2" in plan
+        assert "never asks" not in plan  # 48 rows dealt by kind reach every gated kind
         failures = md[md.index("## Failures"):md.index("## Details")]
         assert "planned" not in failures and "None." in failures
         assert "would start" in proc.stderr  # the console says it too
+
+
+class TestUnreachableGates:
+    def test_a_plan_that_cannot_reach_a_gated_kind_says_which(self, tmp_path: Path) -> None:
+        """AIPerf sends rows in file order, warmup first: with fewer profiling requests than kinds, the plan
+        names the gated kinds no request reaches (they will be not applicable under load, never failed); the
+        rows dealt by kind reach every kind from 17 requests on, and an arm gate off the load's arms is named."""
+        import msgspec
+
+        from orchestrator.config import CorrectnessCriteria, WorkloadConfig
+        from orchestrator.dataset import load_dataset, prepare_arms
+        from orchestrator.qualify.plan import aiperf_rows, unreachable_gates
+
+        ds = load_dataset(ROOT / "datasets" / "audioqa-v2")
+        requests = prepare_arms(ds, ["audio"], tmp_path)
+        criteria = CorrectnessCriteria(min_pass_rate=0.9, min_pass_rate_by_kind={"count": 1.0, "language": 0.1})
+        workload = WorkloadConfig(warmup_requests=4, requests=8)
+        rows = aiperf_rows(requests, ds, workload)
+        sent = {ds.item(r.item_id).kind for r in rows[4:12]}
+        want = [f"kind:{k}" for k in ("count", "language") if k not in sent]
+        assert want and unreachable_gates(rows, ds, workload, criteria) == want
+        enough = msgspec.structs.replace(workload, requests=17)
+        assert unreachable_gates(aiperf_rows(requests, ds, enough), ds, enough, criteria) == []
+        silence = msgspec.structs.replace(workload, arms=["silence"])
+        assert unreachable_gates(aiperf_rows(prepare_arms(ds, ["silence"], tmp_path, conditioning_items=20), ds,
+                                             silence), ds, silence, criteria)[0] == "arm:audio"
 
 
 def _markdown(events: list) -> str:
