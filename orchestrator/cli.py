@@ -27,6 +27,7 @@ from orchestrator.commands import (
     run_aiperf,
     serve_reference,
     soak,
+    sweep,
 )
 from orchestrator.errors import AqbenchError
 
@@ -46,6 +47,7 @@ COMMAND_MODULES = [
     dataset,
     ingest,
     soak,
+    sweep,
     run_aiperf,
     doctor,
     ledger,

@@ -22,7 +22,7 @@ from aiohttp import web
 from adapters.media import AudioDecodeError, DecodedAudio, decode_audio
 from adapters.reference.chat import REQUEST_ID_RE, ApiError, ChatRequest, parse_chat
 from adapters.reference.engine import ENGINE_NAME, Engine, EngineAnswer
-from adapters.reference.faults import WRONG_ANSWER, FaultSettings, FaultState
+from adapters.reference.faults import WRONG_ANSWER, FaultSettings, FaultState, under_load
 from adapters.reference.heap import HeapCounters
 from adapters.trtmc.records import AudioInfo, RecordLine, RecordWriter
 
@@ -381,6 +381,9 @@ async def _call_engine(state: ServerState, replica: str, audio: DecodedAudio | N
     if ans.kind in state.settings.faults.wrong_kinds or state.faults.wrong_item(  # fault: whole, and wrong
             req.audio.data if req.audio is not None else None, req.question):
         ans = replace(ans, text=WRONG_ANSWER, completion_tokens=len(WRONG_ANSWER.split()))
+    text = under_load(state.settings.faults, state.faults, state.active, ans.text)
+    if text != ans.text:  # fault: another request's answer, or half of its own, whole-looking
+        ans = replace(ans, text=text, completion_tokens=len(text.split()))
     out.roundtrip_ms = round((time.perf_counter() - t0) * 1000.0, 3)
     out.model_call_ms = round(ans.model_call_ms, 3)
     out.tokens = ans.completion_tokens

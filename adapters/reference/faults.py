@@ -1,5 +1,5 @@
 """Fault injection for orchestrator tests: crash, worker crash, hang, latency, error rate, slow start,
-memory leak, wrong answers to one kind of question or to a share of items.
+memory leak, wrong answers to one kind of question or to a share of items, swapped or cut answers under load.
 
 All off by default. The state is touched only from the event loop thread (no locking needed).
 """
@@ -10,7 +10,7 @@ import hashlib
 import math
 from dataclasses import dataclass, field
 
-__all__ = ["FaultSettings", "FaultState", "WRONG_ANSWER", "item_draw"]
+__all__ = ["FaultSettings", "FaultState", "WRONG_ANSWER", "item_draw", "under_load"]
 
 # A complete sentence that answers no dataset question rightly (no number, choice, word or name in it).
 WRONG_ANSWER = "I am not able to tell that from this recording."
@@ -33,11 +33,15 @@ class FaultSettings:
     wrong_kinds: tuple[str, ...] = ()
     # This share of items (an item: its audio and its question) gets WRONG_ANSWER, chosen by item_draw.
     wrong_item_share: float = 0.0
+    # With more than N chat requests in flight, answer with the previous request's answer (swap) or with
+    # the first half of its own, not marked truncated (truncate): a server that stays fast by cheating.
+    swap_above: int | None = None
+    truncate_above: int | None = None
 
     @property
     def active(self) -> list[str]:
         names = []
-        for name in ("crash_after", "worker_crash_after", "hang_after"):
+        for name in ("crash_after", "worker_crash_after", "hang_after", "swap_above", "truncate_above"):
             if getattr(self, name) is not None:
                 names.append(name)
         for name in ("latency_ms", "error_rate", "startup_delay_s", "leak_mib", "wrong_kinds",
@@ -54,6 +58,7 @@ class FaultState:
     settings: FaultSettings
     seen: int = 0
     hanging: bool = False
+    last_text: str = ""  # the previous engine answer, for --fault-swap-above
     _leaked: list[bytearray] = field(default_factory=list)
 
     def admit(self) -> str | None:
@@ -81,6 +86,17 @@ class FaultState:
         """Whether this item is among the --fault-wrong-item-share answered wrongly."""
         share = self.settings.wrong_item_share
         return share > 0 and item_draw(audio, question) < share
+
+
+def under_load(settings: FaultSettings, state: FaultState, active: int, text: str) -> str:
+    """The answer text the overload faults leave (`active`: chat requests in flight, this one included)."""
+    previous, state.last_text = state.last_text, text
+    if settings.swap_above is not None and active > settings.swap_above and previous:
+        return previous
+    if settings.truncate_above is not None and active > settings.truncate_above:
+        words = text.split()
+        return " ".join(words[:max(1, len(words) // 2)])
+    return text
 
 
 def item_draw(audio: bytes | None, question: str) -> float:

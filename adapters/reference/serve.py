@@ -85,6 +85,11 @@ def add_server_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--fault-wrong-item-share", type=float, default=0.0, metavar="S",
                    help="answer this share of items (0..1) with a complete but wrong sentence; an item is chosen "
                         "by a hash of its audio and question, so the same items every time")
+    g.add_argument("--fault-swap-above", type=int, default=None, metavar="N",
+                   help="with more than N chat requests in flight, answer with the previous request's answer")
+    g.add_argument("--fault-truncate-above", type=int, default=None, metavar="N",
+                   help="with more than N chat requests in flight, answer with the first half of the answer's "
+                        "words, not marked truncated")
 
 
 def settings_from_args(args: argparse.Namespace) -> ServerSettings:
@@ -115,7 +120,8 @@ def settings_from_args(args: argparse.Namespace) -> ServerSettings:
                              latency_ms=args.fault_latency_ms, error_rate=args.fault_error_rate,
                              startup_delay_s=args.fault_startup_delay_s, leak_mib=args.fault_leak_mib,
                              wrong_kinds=tuple(args.fault_wrong_kind),
-                             wrong_item_share=args.fault_wrong_item_share))
+                             wrong_item_share=args.fault_wrong_item_share,
+                             swap_above=args.fault_swap_above, truncate_above=args.fault_truncate_above))
 
 
 def heap_from_args(args: argparse.Namespace) -> HeapSettings:

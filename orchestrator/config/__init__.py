@@ -24,6 +24,7 @@ from orchestrator.config.publish import PUBLISH_ALLOWED_ENV, PublishConfig
 from orchestrator.config.root import RESERVED_KEYS, Config
 from orchestrator.config.server import RestartPolicy, RunConfig, ServerConfig
 from orchestrator.config.soak import SoakConfig
+from orchestrator.config.sweep import SloConfig, SweepConfig
 from orchestrator.config.workload import DatasetConfig, WorkloadConfig
 from orchestrator.identity import ModelIdentity
 
@@ -41,6 +42,8 @@ __all__ = [
     "DatasetConfig",
     "WorkloadConfig",
     "SoakConfig",
+    "SloConfig",
+    "SweepConfig",
     "InventoryConfig",
     "PublishConfig",
     "PUBLISH_ALLOWED_ENV",

@@ -7,6 +7,7 @@ import re
 import tomllib
 import types
 import typing
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -123,8 +124,20 @@ def _check_semantics(cfg: Config, where: str) -> None:
     s = cfg.soak
     if s.window_s > s.duration_s:
         fail("soak.window_s", f"window ({s.window_s} s) is longer than duration ({s.duration_s} s)")
+    _check_sweep(cfg, fail)
     if not cfg.dataset.name and not cfg.dataset.path:
         fail("dataset", "set name (a shipped dataset) or path (a dataset folder)")
+
+
+def _check_sweep(cfg: Config, fail: Callable[[str, str], None]) -> None:
+    """[sweep] points ascend, and are whole numbers of concurrent requests in concurrency mode."""
+    points = cfg.sweep.points
+    if not points:
+        fail("sweep.points", "give at least one offered load")
+    if any(b <= a for a, b in zip(points, points[1:], strict=False)):
+        fail("sweep.points", f"{points}: list the offered loads in ascending order, each once")
+    if cfg.sweep.mode == "concurrency" and any(p != int(p) for p in points):
+        fail("sweep.points", f"{points}: concurrency points are whole numbers of concurrent requests")
 
 
 def _resolve(cfg: Config, base: Path) -> Config:

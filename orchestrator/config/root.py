@@ -14,6 +14,7 @@ from orchestrator.config.models import ModelConfig
 from orchestrator.config.publish import PublishConfig
 from orchestrator.config.server import RunConfig, ServerConfig
 from orchestrator.config.soak import SoakConfig
+from orchestrator.config.sweep import SloConfig, SweepConfig
 from orchestrator.config.workload import DatasetConfig, WorkloadConfig
 
 __all__ = ["RESERVED_KEYS", "Config"]
@@ -36,6 +37,8 @@ class Config(Section, frozen=True, kw_only=True):
     publish: PublishConfig = PublishConfig()
     compare: CompareConfig = CompareConfig()
     campaign: CampaignConfig = CampaignConfig()
+    slo: SloConfig = SloConfig()
+    sweep: SweepConfig = SweepConfig()
     source: str = ""
     """The config file's absolute path."""
     sha256: str = ""

@@ -103,6 +103,7 @@ from orchestrator.events.server import (
     ServerState,
     ServerStateChanged,
 )
+from orchestrator.events.sweep import PointStats, SloCheck, SweepConcluded, SweepPhase, SweepPointJudged
 from orchestrator.events.values import (
     AiperfRunFact,
     GateResult,
@@ -159,6 +160,8 @@ __all__ = [
     "AccountingChecked", "Phase", "CauseCode", "CapabilityProbed", "VerdictReached", "GateEvaluated", "ModelResult",
     "SoakWindowClosed", "SoakVerdict", "AnswerIncomplete", "SoakWindowOpened", "ProcessSampled",
     "NoninferiorityJudged",
+    # sweep
+    "SloCheck", "PointStats", "SweepPointJudged", "SweepConcluded", "SweepPhase",
 ]
 
 

@@ -18,6 +18,7 @@ from orchestrator.events.payloads import (
     IncompleteAnswer,
     ItemRef,
 )
+from orchestrator.events.sweep import SweepPhase
 from orchestrator.events.values import SoakLimits
 from orchestrator.identity import ModelIdentity
 
@@ -127,7 +128,7 @@ class SoakPhase(_Phase, frozen=True, kw_only=True, tag="soak"):
 
 PHASE_DETAILS: tuple[type[msgspec.Struct], ...] = (
     DatasetPhase, ModelPhase, ServerPhase, CapabilityPhase, CorrectnessPhase, IdentityPhase, AiperfPhase,
-    AiperfRunPhase, ReferencePhase, NoninferiorityPhase, SoakPhase)
+    AiperfRunPhase, ReferencePhase, NoninferiorityPhase, SoakPhase, SweepPhase)
 PhaseDetail: TypeAlias = (DatasetPhase | ModelPhase | ServerPhase | CapabilityPhase | CorrectnessPhase
                           | IdentityPhase | AiperfPhase | AiperfRunPhase | ReferencePhase | NoninferiorityPhase
-                          | SoakPhase)
+                          | SoakPhase | SweepPhase)

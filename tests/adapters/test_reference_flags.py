@@ -65,3 +65,27 @@ class TestWrongItems:
         # The question is part of the item: one clip asked two ways draws twice.
         assert item_draw(b"clip", "How many beeps?") != item_draw(b"clip", "How many tones?")
         assert not FaultState(FaultSettings()).wrong_item(b"clip", "How many beeps?")
+
+
+class TestOverloadFaults:
+    def test_swap_and_truncate_flags_reach_the_settings(self) -> None:
+        """--fault-swap-above and --fault-truncate-above are parsed and named among the active faults."""
+        faults = settings_from_args(_parse("--fault-swap-above", "1", "--fault-truncate-above", "3")).faults
+        assert (faults.swap_above, faults.truncate_above) == (1, 3)
+        assert {"swap_above", "truncate_above"} <= set(faults.active)
+
+    def test_swap_answers_with_the_previous_request_only_under_load(self) -> None:
+        """Alone, a request keeps its answer; with more than N in flight it gets the previous request's."""
+        from adapters.reference.faults import FaultSettings, FaultState, under_load
+
+        settings = FaultSettings(swap_above=1)
+        state = FaultState(settings)
+        assert under_load(settings, state, 1, "three beeps") == "three beeps"
+        assert under_load(settings, state, 2, "a dog barks") == "three beeps"
+
+    def test_truncate_keeps_half_the_words(self) -> None:
+        """With more than N in flight the answer is cut to the first half of its words."""
+        from adapters.reference.faults import FaultSettings, FaultState, under_load
+
+        settings = FaultSettings(truncate_above=0)
+        assert under_load(settings, FaultState(settings), 1, "there are four beeps here") == "there are"

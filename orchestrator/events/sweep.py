@@ -1,0 +1,94 @@
+"""The sweep's events: each load point judged against the SLOs, the capacity concluded, and the sweep's
+phase detail. Values only; the judging lives in orchestrator/sweep/."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+from orchestrator.events.base import Event
+
+__all__ = ["SloName", "SloOutcome", "SloCheck", "PointStats", "SweepPointJudged", "SweepConcluded", "SweepPhase"]
+
+SloName = Literal["p99_latency", "p90_latency", "p99_model_call", "error_rate", "answers", "complete_outputs",
+                  "evidence"]
+SloOutcome = Literal["pass", "fail", "inconclusive"]
+
+
+class SloCheck(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One SLO at one point: what was seen against the limit, on how many requests, and why it decided so.
+    `observed` and `limit` are in the SLO's own unit (ms, or a share for error_rate; a count otherwise)."""
+
+    slo: SloName
+    outcome: SloOutcome
+    observed: float | None = None
+    limit: float | None = None
+    n: int = 0
+    beyond: int = 0
+    reason: str = ""
+
+
+class PointStats(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One point's profiling requests, pooled over its runs (warmup left out)."""
+
+    requests: int = 0
+    ok: int = 0
+    errors_by_cause: dict[str, int] = {}
+    error_rate: float | None = None
+    goodput_rps: float | None = None
+    achieved_rps: float | None = None
+    audio_s_per_s: float | None = None
+    real_time_factor: float | None = None
+    latency_p50_ms: float | None = None
+    latency_p90_ms: float | None = None
+    latency_p99_ms: float | None = None
+    model_call_p50_ms: float | None = None
+    model_call_p99_ms: float | None = None
+    answers_compared: int = 0
+    answers_differing: int = 0
+    newly_incomplete: int = 0
+    span_s: float | None = None
+
+
+class SweepPointJudged(Event, frozen=True, kw_only=True):
+    """A load point's verdict after its latest run: each SLO checked on its pooled requests. `offered` is
+    requests/s (rate mode) or concurrent requests (concurrency mode); `windows` are its AIPerf windows."""
+
+    index: int
+    mode: Literal["rate", "concurrency"]
+    offered: float
+    windows: list[str]
+    outcome: SloOutcome
+    checks: list[SloCheck] = []
+    stats: PointStats = PointStats()
+    accounting_balanced: bool = True
+    aiperf: list[str] = []  # each run's classification (complete, partial, cancelled, failed)
+
+
+class SweepConcluded(Event, frozen=True, kw_only=True):
+    """The capacity: the highest point that held every SLO with every lower point holding too, and the
+    lowest that broke one (`broken`: its failed checks). `outcome` says how far the points decided it."""
+
+    outcome: Literal["bracketed", "all_passed", "none_passed", "inconclusive"]
+    mode: Literal["rate", "concurrency"]
+    unit: str
+    capacity: float | None = None
+    highest_passing: float | None = None
+    lowest_failing: float | None = None
+    broken: list[SloCheck] = []
+    undecided: list[str] = []
+    summary: str = ""
+
+
+class SweepPhase(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, tag_field="kind", tag="sweep"):
+    """`sweep` (started): the points planned, how many requests each, and the SLO limits; (finished) the
+    points run."""
+
+    mode: str = ""
+    points: list[float] = []
+    requests_per_point: int | None = None
+    warmup_requests: int | None = None
+    slo: dict[str, float] = {}
+    points_run: int | None = None
+    argv: list[str] = []

@@ -1,0 +1,122 @@
+"""Which load point a sweep tries next, and the capacity its judged points give: pure.
+
+Strategy (kept small, and ours because AIPerf's search judges only its own aggregates, not answers or
+the server's model_call_ms): walk the configured points upwards and stop at the first that fails, since
+capacity is taken as monotone in load; a point that could not decide is rerun (its evidence pooled) up
+to `repeats` times; then halve the bracket between the highest pass and the lowest fail `refine` times.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import msgspec
+
+from orchestrator.events import SloCheck, SweepConcluded
+
+__all__ = ["Judged", "next_point", "conclude", "unit_of"]
+
+_NAMES = {"p99_latency": "p99 client latency", "p90_latency": "p90 client latency",
+          "p99_model_call": "p99 model_call_ms", "error_rate": "error rate", "answers": "answers",
+          "complete_outputs": "complete outputs", "evidence": "evidence"}
+
+
+class Judged(msgspec.Struct, frozen=True, kw_only=True):
+    """A point's latest verdict and how many runs it took."""
+
+    outcome: str
+    runs: int = 1
+    checks: list[SloCheck] = []
+
+
+def unit_of(mode: str) -> str:
+    return "req/s" if mode == "rate" else "concurrent requests"
+
+
+def _fmt(v: float) -> str:
+    return f"{v:g}"
+
+
+def _midpoint(low: float, high: float, mode: str) -> float | None:
+    """Halfway between, as a whole number in concurrency mode; None when nothing lies strictly between."""
+    mid = (low + high) / 2.0
+    if mode == "concurrency":
+        mid = float(int(mid))
+    if not low < mid < high:
+        return None
+    return round(mid, 6)
+
+
+def next_point(points: Sequence[float], judged: Mapping[float, Judged], *, mode: str, repeats: int,
+               refine: int) -> float | None:
+    """The offered load to run next (a point again to pool more evidence), or None when the sweep is done."""
+    for value in sorted(judged):  # rerun an undecided point first, so the walk goes on from evidence
+        j = judged[value]
+        if j.outcome == "inconclusive" and j.runs <= repeats:
+            return value
+    failing = [v for v, j in judged.items() if j.outcome == "fail"]
+    lowest_fail = min(failing) if failing else None
+    for value in points:
+        if lowest_fail is not None and value >= lowest_fail:
+            break
+        if value not in judged:
+            return value
+    if lowest_fail is None:
+        return None
+    passing = _capacity(judged)
+    tried = [v for v in judged if v not in points]
+    if passing is None or len(tried) >= refine:
+        return None
+    return _midpoint(passing, lowest_fail, mode)
+
+
+def _capacity(judged: Mapping[float, Judged]) -> float | None:
+    """The highest point that passed with every lower point passing too."""
+    capacity = None
+    for value in sorted(judged):
+        if judged[value].outcome != "pass":
+            break
+        capacity = value
+    return capacity
+
+
+def _broken(checks: Sequence[SloCheck]) -> str:
+    parts = [f"{_NAMES.get(c.slo, c.slo)} ({c.reason})" for c in checks if c.outcome == "fail"]
+    return ", ".join(parts) or "an SLO"
+
+
+def conclude(judged: Mapping[float, Judged], *, mode: str, not_run: Sequence[float] = ()) -> SweepConcluded:
+    """The capacity the judged points give, bracketed where a pass and the next higher fail are adjacent
+    among the points run; `not_run` are configured points the sweep never reached (its time ran out)."""
+    unit = unit_of(mode)
+    capacity = _capacity(judged)
+    failing = sorted(v for v, j in judged.items() if j.outcome == "fail")
+    lowest_fail = failing[0] if failing else None
+    undecided = [f"{_fmt(v)} {unit}: " + "; ".join(c.reason for c in j.checks if c.outcome == "inconclusive")
+                 for v, j in sorted(judged.items()) if j.outcome == "inconclusive"
+                 and (lowest_fail is None or v < lowest_fail)]
+    undecided += [f"{_fmt(v)} {unit}: not run (the sweep's time ran out)" for v in not_run]
+    broken = [c for c in judged[lowest_fail].checks if c.outcome == "fail"] if lowest_fail is not None else []
+    if not judged:
+        return SweepConcluded(outcome="inconclusive", mode=mode, unit=unit, undecided=undecided,  # type: ignore[arg-type]
+                              summary="no load point was judged")
+    if lowest_fail is not None and lowest_fail == min(judged):
+        return SweepConcluded(outcome="none_passed", mode=mode, unit=unit, lowest_failing=lowest_fail,  # type: ignore[arg-type]
+                              broken=broken, undecided=undecided, summary=(
+                                  f"no capacity: the lowest point, {_fmt(lowest_fail)} {unit}, broke "
+                                  f"{_broken(broken)}"))
+    held = f"{_fmt(capacity)} held every SLO" if capacity is not None else "no point held every SLO"
+    if lowest_fail is not None and not undecided and capacity is not None:
+        return SweepConcluded(outcome="bracketed", mode=mode, unit=unit, capacity=capacity,  # type: ignore[arg-type]
+                              highest_passing=capacity, lowest_failing=lowest_fail, broken=broken, summary=(
+                                  f"capacity {_fmt(capacity)} {unit}: {held}, {_fmt(lowest_fail)} broke "
+                                  f"{_broken(broken)}"))
+    if lowest_fail is None and not undecided:
+        return SweepConcluded(outcome="all_passed", mode=mode, unit=unit, capacity=capacity,  # type: ignore[arg-type]
+                              highest_passing=capacity, summary=(
+                                  f"capacity at least {_fmt(capacity or 0)} {unit}: every point held every SLO; "
+                                  "add higher points to find where it breaks"))
+    above = f", below {_fmt(lowest_fail)} ({_fmt(lowest_fail)} broke {_broken(broken)})" if lowest_fail else ""
+    return SweepConcluded(outcome="inconclusive", mode=mode, unit=unit, capacity=capacity,  # type: ignore[arg-type]
+                          highest_passing=capacity, lowest_failing=lowest_fail, broken=broken, undecided=undecided,
+                          summary=(f"capacity undecided: {held}{above}; undecided: " + " | ".join(undecided)))

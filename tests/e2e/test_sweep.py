@@ -1,0 +1,101 @@
+"""End to end: `aqbench sweep` with real AIPerf 0.13.0 against the real reference server, two closed-loop
+points, the second served by a server that swaps answers under load: the capacity is bracketed by the
+answers SLO, every point is accounted, and `aqbench report` rebuilds sweep.json byte for byte."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from orchestrator.events import AccountingChecked, AiperfStarted, SweepConcluded, SweepPointJudged
+from orchestrator.journal import read_journal
+
+ROOT = Path(__file__).resolve().parents[2]
+# Two real AIPerf runs and one reference server: about a minute on a busy 2-core box.
+pytestmark = [pytest.mark.aiperf, pytest.mark.slow, pytest.mark.timeout(480)]
+
+_CONFIG = """
+[run]
+output_dir = "{out}"
+name = "sweep"
+
+[server]
+kind = "reference"
+argv = {argv}
+replicas = 2
+startup_timeout_s = 120.0
+
+[[models]]
+name = "reference-audioqa"
+family = "aqbench-reference"
+checkpoint = "aqbench/reference-cascade"
+
+[models.correctness]
+min_pass_rate = 0.0
+
+[dataset]
+path = "{dataset}"
+
+[workload]
+warmup_requests = 2
+requests = 12
+concurrency = 1
+request_timeout_s = 60.0
+arms = ["transcript"]
+deadline_s = 300.0
+
+[slo]
+max_error_rate = 0.2
+min_answers = 5
+
+[sweep]
+mode = "concurrency"
+points = [1, 2]
+"""
+
+
+def test_swapped_answers_under_load_bracket_the_capacity(tmp_path: Path) -> None:
+    """Concurrency 1 holds every SLO; at 2 the server answers with another request's answer, which breaks
+    the answers SLO: capacity 1, bracketed, each point balanced, reports rebuilt identically."""
+    argv = ["{python}", "-m", "adapters.reference", "--host", "{host}", "--port", "{port}", "--model-name",
+            "{model}", "--records", "{records}", "--replicas", "{replicas}", "--fault-swap-above", "1"]
+    config = tmp_path / "bench.toml"
+    config.write_text(_CONFIG.format(out=tmp_path / "runs", argv=json.dumps(argv),
+                                     dataset=ROOT / "datasets" / "audioqa-v1"))
+    proc = subprocess.run([sys.executable, "-m", "orchestrator", "--log-level", "warning", "sweep", "--config",
+                           str(config)], cwd=ROOT, capture_output=True, text=True, timeout=450)
+    [run_dir] = list((tmp_path / "runs").iterdir())
+    events, torn = read_journal(run_dir / "events.jsonl")
+    assert not torn
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    # One AIPerf run per point, against one server; each window accounted against AIPerf's own count.
+    assert [e.window for e in events if isinstance(e, AiperfStarted)] == ["reference-audioqa/c1-1",
+                                                                            "reference-audioqa/c2-1"]
+    accounts = [e for e in events if isinstance(e, AccountingChecked)]
+    assert [a.balanced for a in accounts] == [True, True]
+    assert all(a.issued == a.expected == {"warmup": 2, "profiling": 12} for a in accounts)
+    points = {e.offered: e for e in events if isinstance(e, SweepPointJudged)}
+    assert points[1.0].outcome == "pass", points[1.0].checks
+    broken = {c.slo: c for c in points[2.0].checks if c.outcome == "fail"}
+    assert set(broken) == {"answers"} and "differ from concurrency 1" in broken["answers"].reason
+    assert points[2.0].stats.requests == 12 and points[2.0].stats.answers_differing >= 1
+    [concluded] = [e for e in events if isinstance(e, SweepConcluded)]
+    assert (concluded.outcome, concluded.capacity, concluded.lowest_failing) == ("bracketed", 1.0, 2.0)
+    assert concluded.summary.startswith("capacity 1 concurrent requests: 1 held every SLO, 2 broke answers")
+    sweep_json = (run_dir / "sweep.json").read_bytes()
+    data = msgspec.json.decode(sweep_json)
+    assert data["capacity"]["value"] == 1.0 and data["capacity"]["unit"] == "concurrent requests"
+    assert [(p["offered"], p["accounting_balanced"]) for p in data["points"]] == [(1.0, True), (2.0, True)]
+    assert "Capacity 1 concurrent requests" in (run_dir / "sweep.md").read_text()
+    assert "<svg" in (run_dir / "sweep.html").read_text()
+    # The reports are folds of the journal: rebuilt from it alone, byte for byte.
+    (run_dir / "sweep.json").unlink()
+    rebuilt = subprocess.run([sys.executable, "-m", "orchestrator", "report", str(run_dir)], cwd=ROOT,
+                             capture_output=True, text=True, timeout=120)
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    assert (run_dir / "sweep.json").read_bytes() == sweep_json

@@ -1,0 +1,43 @@
+"""[slo] and [sweep] in bench.toml: defaults, and bad points refused naming the key and the fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from orchestrator.config import load_config
+from orchestrator.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parents[2]
+DEFAULT = (ROOT / "bench.toml").read_text()
+
+
+def _write(tmp_path: Path, extra: str) -> Path:
+    p = tmp_path / "bench.toml"
+    p.write_text(DEFAULT + "\n" + extra)
+    return p
+
+
+class TestSweepConfig:
+    def test_defaults_judge_errors_answers_and_completeness(self, tmp_path: Path) -> None:
+        """Without [slo] or [sweep]: open loop over 0.5..4 req/s, latency unjudged, answers and outputs judged."""
+        cfg = load_config(_write(tmp_path, ""))
+        assert (cfg.sweep.mode, cfg.sweep.points) == ("rate", [0.5, 1.0, 2.0, 4.0])
+        assert cfg.slo.p99_latency_ms is None and cfg.slo.max_error_rate == 0.01
+        assert cfg.slo.answers and cfg.slo.complete_outputs
+
+    def test_descending_points_are_refused(self, tmp_path: Path) -> None:
+        """Points must ascend: the error names the key and says so."""
+        with pytest.raises(ConfigError, match=r"sweep\.points: \[4\.0, 2\.0\]: list the offered loads in ascending order"):
+            load_config(_write(tmp_path, "[sweep]\npoints = [4, 2]\n"))
+
+    def test_fractional_concurrency_is_refused(self, tmp_path: Path) -> None:
+        """Concurrency points are whole numbers."""
+        with pytest.raises(ConfigError, match=r"sweep\.points: \[1\.0, 2\.5\]: concurrency points are whole numbers"):
+            load_config(_write(tmp_path, "[sweep]\nmode = \"concurrency\"\npoints = [1, 2.5]\n"))
+
+    def test_an_unknown_slo_key_is_refused(self, tmp_path: Path) -> None:
+        """A misspelt [slo] key is an error, not silently ignored."""
+        with pytest.raises(ConfigError, match=r"slo: .*p99_latency"):
+            load_config(_write(tmp_path, "[slo]\np99_latency = 5\n"))

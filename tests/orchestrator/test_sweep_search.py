@@ -1,0 +1,92 @@
+"""The sweep's search: walk up, stop at the first failure, rerun what could not decide, halve the bracket;
+and the capacity concluded from the judged points (bracketed, undecided, none)."""
+
+from __future__ import annotations
+
+import random
+
+from orchestrator.config import CorrectnessCriteria, SloConfig
+from orchestrator.events import SloCheck
+from orchestrator.sweep.judge import PointRequest, judge_point, worst
+from orchestrator.sweep.search import Judged, conclude, next_point
+
+PASS = Judged(outcome="pass")
+FAIL = Judged(outcome="fail", checks=[SloCheck(slo="p99_latency", outcome="fail", reason="p99 9100 ms > 8000 ms")])
+UNDECIDED = Judged(outcome="inconclusive", checks=[SloCheck(slo="error_rate", outcome="inconclusive",
+                                                            reason="too few requests")])
+
+
+def _stub_server(rate: float, knee: float, rng: random.Random, n: int = 300) -> list[PointRequest]:
+    """A stub server whose latency rises sharply (queueing) above `knee` req/s, with autocorrelated noise."""
+    out, z = [], 0.0
+    for _ in range(n):
+        z = 0.5 * z + 0.87 * rng.gauss(0.0, 1.0)
+        base = 300.0 if rate <= knee else 300.0 * (1.0 + 4.0 * (rate - knee))
+        out.append(PointRequest(ok=True, latency_ms=base * 2.718281828 ** (0.2 * z)))
+    return out
+
+
+def _sweep(points: list[float], knee: float, seed: int, refine: int) -> tuple[dict[float, Judged], list[float]]:
+    rng = random.Random(seed)
+    slo = SloConfig(p99_latency_ms=800.0, answers=False, complete_outputs=False)
+    judged: dict[float, Judged] = {}
+    order = []
+    while (value := next_point(points, judged, mode="rate", repeats=1, refine=refine)) is not None:
+        checks = judge_point(_stub_server(value, knee, rng), slo, None, CorrectnessCriteria())
+        judged[value] = Judged(outcome=worst([c.outcome for c in checks]), runs=1, checks=checks)
+        order.append(value)
+    return judged, order
+
+
+class TestSearch:
+    def test_finds_a_known_knee_within_one_step(self) -> None:
+        """Latency rising sharply above 5.5 req/s: over seeds, the bracket is [5, 6] (points 1..8 step 1)."""
+        for seed in range(5):
+            judged, order = _sweep([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0], knee=5.5, seed=seed, refine=0)
+            c = conclude(judged, mode="rate")
+            assert (c.outcome, c.capacity, c.lowest_failing) == ("bracketed", 5.0, 6.0)
+            assert order == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]  # nothing above the first failure is run
+
+    def test_refine_halves_the_bracket(self) -> None:
+        """With refine 2 on points 1, 2, 4, 8 and a knee at 5.5, midpoints 6 then 5 narrow [4, 8] to [5, 6]."""
+        judged, order = _sweep([1.0, 2.0, 4.0, 8.0], knee=5.5, seed=1, refine=2)
+        assert order == [1.0, 2.0, 4.0, 8.0, 6.0, 5.0]
+        c = conclude(judged, mode="rate")
+        assert (c.capacity, c.lowest_failing) == (5.0, 6.0)
+
+    def test_an_undecided_point_is_rerun_once(self) -> None:
+        """An inconclusive point is asked again before the walk goes on, and only `repeats` times."""
+        assert next_point([1.0, 2.0], {1.0: UNDECIDED}, mode="rate", repeats=1, refine=0) == 1.0
+        assert next_point([1.0, 2.0], {1.0: Judged(outcome="inconclusive", runs=2)}, mode="rate", repeats=1,
+                          refine=0) == 2.0
+
+    def test_concurrency_midpoints_are_whole(self) -> None:
+        """Between concurrency 2 and 3 nothing lies: no midpoint; between 2 and 8 it is 5."""
+        assert next_point([1, 2, 3], {1: PASS, 2: PASS, 3: FAIL}, mode="concurrency", repeats=1, refine=3) is None
+        assert next_point([1, 2, 8], {1: PASS, 2: PASS, 8: FAIL}, mode="concurrency", repeats=1, refine=3) == 5
+
+
+class TestConclude:
+    def test_bracketed_names_the_broken_slo(self) -> None:
+        """A pass then a fail: capacity at the pass, the summary says which SLO broke and by how much."""
+        c = conclude({3.0: PASS, 3.4: FAIL}, mode="rate")
+        assert c.outcome == "bracketed"
+        assert c.summary == ("capacity 3 req/s: 3 held every SLO, 3.4 broke p99 client latency "
+                             "(p99 9100 ms > 8000 ms)")
+
+    def test_an_undecided_point_below_the_failure_leaves_it_undecided(self) -> None:
+        """pass, inconclusive, fail: the capacity is at least the pass, but not bracketed."""
+        c = conclude({1.0: PASS, 2.0: UNDECIDED, 4.0: FAIL}, mode="rate")
+        assert c.outcome == "inconclusive" and c.capacity == 1.0 and c.lowest_failing == 4.0
+        assert c.undecided == ["2 req/s: too few requests"]
+
+    def test_points_not_reached_are_undecided(self) -> None:
+        """Every point run passed but the time ran out: not all_passed, the rest is said undecided."""
+        c = conclude({1.0: PASS}, mode="rate", not_run=[2.0])
+        assert c.outcome == "inconclusive"
+        assert c.undecided == ["2 req/s: not run (the sweep's time ran out)"]
+
+    def test_the_lowest_point_failing_gives_no_capacity(self) -> None:
+        """The first point breaks an SLO: none_passed, no capacity."""
+        c = conclude({1.0: FAIL, 2.0: FAIL}, mode="concurrency")
+        assert c.outcome == "none_passed" and c.capacity is None and c.unit == "concurrent requests"
