@@ -38,7 +38,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     load.add_argument("--rates", type=_points, metavar="R,R,...", help="open-loop points, requests per second")
     load.add_argument("--concurrencies", type=_points, metavar="C,C,...", help="closed-loop points")
     p.add_argument("--requests-per-point", type=int, default=None, metavar="N",
-                   help="profiling requests per point (default: [sweep] requests_per_point, else [workload] requests)")
+                   help="profiling requests per point (default: [sweep] requests_per_point)")
     p.add_argument("--max-duration", metavar="DURATION", help="start no point after this much sweep time, e.g. 5m")
     for key in _SLO_FLAGS:
         p.add_argument("--" + key.replace("_", "-"), type=float, default=None, help=f"override [slo] {key}")

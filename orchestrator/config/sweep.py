@@ -22,7 +22,7 @@ class SloConfig(Section, frozen=True, kw_only=True):
     """The client's p90 request latency limit, ms (`--p90-latency-ms`)."""
     p99_model_call_ms: PositiveFloat | None = None
     """The server's p99 `model_call_ms` limit (the Task's own time, from its records), ms."""
-    max_error_rate: Fraction = 0.01
+    max_error_rate: Fraction = 0.05
     """The largest share of a point's profiling requests that may fail (0: any failure fails the point)."""
     answers: bool = True
     """Answers under load equal the answers at concurrency 1 (deterministic models), or the model's gates hold
@@ -40,10 +40,10 @@ class SweepConfig(Section, frozen=True, kw_only=True):
 
     mode: Literal["rate", "concurrency"] = "rate"
     """`rate`: open loop, points are requests per second (`--rates`); `concurrency`: closed loop (`--concurrencies`)."""
-    points: list[PositiveFloat] = msgspec.field(default_factory=lambda: [0.5, 1.0, 2.0, 4.0])
+    points: list[PositiveFloat] = msgspec.field(default_factory=lambda: [1.0, 2.0, 4.0, 8.0])
     """The offered loads, ascending (whole numbers in concurrency mode)."""
-    requests_per_point: PositiveInt | None = None
-    """Profiling requests per point; unset: [workload] requests."""
+    requests_per_point: PositiveInt = 60
+    """Profiling requests per point (`--requests-per-point`): enough for the default error-rate limit to pass."""
     repeats: NonNegInt = 1
     """Extra runs of a point whose evidence could not decide (its requests pooled with the first run's)."""
     refine: NonNegInt = 1

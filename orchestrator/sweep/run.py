@@ -14,7 +14,7 @@ from pathlib import Path
 import anyio
 import msgspec
 
-from orchestrator.config import Config, ModelConfig
+from orchestrator.config import Config, ModelConfig, config_from_dict, config_to_dict
 from orchestrator.correlate import Correlator
 from orchestrator.dataset import (
     ArmRequest,
@@ -84,8 +84,6 @@ class _Point(msgspec.Struct, kw_only=True):
 
 def _resolve(cfg: Config, opts: SweepOptions) -> Config:
     """bench.toml with the flags applied, checked as bench.toml itself is."""
-    from orchestrator.config import config_from_dict, config_to_dict
-
     data = config_to_dict(cfg)
     sweep = data["sweep"]
     for key, value in (("mode", opts.mode), ("points", opts.points), ("requests_per_point", opts.requests_per_point),
@@ -147,7 +145,7 @@ class _Sweeper:
         """One AIPerf run at the given load as `window`; its profiling requests are added to `into`."""
         cfg = self.run.config
         work = self.run.run_dir / "aiperf" / window.split("/", 1)[1]
-        requests = cfg.sweep.requests_per_point or cfg.workload.requests
+        requests = cfg.sweep.requests_per_point
         aiperf = self.toolkit.aiperf
         cmd = aiperf.build_command(cfg.workload, base_url=self.handle.base_url, model=self.model.name,
                                    input_file=self.input_file, artifact_dir=work / "artifacts",
@@ -157,8 +155,15 @@ class _Sweeper:
         collector = WindowCollector(self.run.bus, window, name=f"sweep:{window}")
         async with anyio.create_task_group() as tg:
             await tg.start(collector.run)
-            outcome = await aiperf.run_aiperf(cmd, self.run.bus, window=window, deadline_s=deadline_s,
-                                              stop_grace_s=cfg.workload.stop_grace_s, install=self.install)
+            try:
+                outcome = await aiperf.run_aiperf(cmd, self.run.bus, window=window, deadline_s=deadline_s,
+                                                  stop_grace_s=cfg.workload.stop_grace_s, install=self.install)
+            except anyio.get_cancelled_exc_class():
+                # Interrupted: still journal what the window accounted so far (its open requests as in flight).
+                with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                    for ev in self.correlator.joiner.close_window(window):
+                        await self.run.bus.publish(ev)
+                raise
             acc = await self.correlator.close_window(window, expected=outcome.issued,
                                                      expected_from=outcome.issued_from)
             collected = await collector.wait_accounted(_COLLECT_TIMEOUT_S)
@@ -223,7 +228,7 @@ async def _sweep(run: RunScope, opts: SweepOptions, toolkit: Toolkit, model: Mod
     limits = {k: float(v) for k, v in msgspec.to_builtins(slo).items()
               if isinstance(v, float | int) and not isinstance(v, bool)}
     await run.bus.publish(PhaseStarted(source="sweep", phase="sweep", model=model.name, detail=SweepPhase(
-        mode=sw.mode, points=list(sw.points), requests_per_point=sw.requests_per_point or cfg.workload.requests,
+        mode=sw.mode, points=list(sw.points), requests_per_point=sw.requests_per_point,
         warmup_requests=cfg.workload.warmup_requests, slo=limits, argv=list(opts.argv))))
 
     def left_s() -> float:

@@ -56,6 +56,7 @@ min_answers = 5
 [sweep]
 mode = "concurrency"
 points = [1, 2]
+requests_per_point = 12
 """
 
 

@@ -21,10 +21,10 @@ def _write(tmp_path: Path, extra: str) -> Path:
 
 class TestSweepConfig:
     def test_defaults_judge_errors_answers_and_completeness(self, tmp_path: Path) -> None:
-        """Without [slo] or [sweep]: open loop over 0.5..4 req/s, latency unjudged, answers and outputs judged."""
+        """Without [slo] or [sweep]: open loop over 1..8 req/s, 60 requests each, latency unjudged, 5% errors allowed."""
         cfg = load_config(_write(tmp_path, ""))
-        assert (cfg.sweep.mode, cfg.sweep.points) == ("rate", [0.5, 1.0, 2.0, 4.0])
-        assert cfg.slo.p99_latency_ms is None and cfg.slo.max_error_rate == 0.01
+        assert (cfg.sweep.mode, cfg.sweep.points, cfg.sweep.requests_per_point) == ("rate", [1.0, 2.0, 4.0, 8.0], 60)
+        assert cfg.slo.p99_latency_ms is None and cfg.slo.max_error_rate == 0.05
         assert cfg.slo.answers and cfg.slo.complete_outputs
 
     def test_descending_points_are_refused(self, tmp_path: Path) -> None:
