@@ -64,6 +64,8 @@ class SweepPointJudged(Event, frozen=True, kw_only=True):
     stats: PointStats = PointStats()
     accounting_balanced: bool = True
     aiperf: list[str] = []  # each run's classification (complete, partial, cancelled, failed)
+    # The point's last run was stopped once its requests clearly broke an SLO (not all planned were sent).
+    stopped_early: bool = False
 
 
 class SweepConcluded(Event, frozen=True, kw_only=True):

@@ -200,7 +200,9 @@ def judge_point(requests: Sequence[PointRequest], slo: SloConfig, baseline: Base
         checks.append(quantile_check("p90_latency", latencies, 0.90, slo.p90_latency_ms, slo.confidence))
     if slo.p99_model_call_ms is not None:
         checks.append(quantile_check("p99_model_call", model_calls, 0.99, slo.p99_model_call_ms, slo.confidence))
-    checks.append(rate_check(sum(not r.ok for r in requests), len(requests), slo.max_error_rate, slo.confidence))
+    # Requests cancelled by the client (a point stopped early) say nothing about the server.
+    judged = [r for r in requests if r.cause != "cancelled"]
+    checks.append(rate_check(sum(not r.ok for r in judged), len(judged), slo.max_error_rate, slo.confidence))
     answered = [r for r in requests if r.ok]
     for wanted, name in ((slo.answers, "answers"), (slo.complete_outputs, "complete_outputs")):
         if not wanted:

@@ -44,7 +44,6 @@ from orchestrator.judge.answers import judge_answer
 from orchestrator.logs import get_logger
 from orchestrator.ports import AiperfFacts, Toolkit
 from orchestrator.qualify.answers import answered_load
-from orchestrator.qualify.collect import WindowCollector
 from orchestrator.reports import write_reports
 from orchestrator.reports.sweep import write_sweep_report
 from orchestrator.run import Interrupt, RunScope, open_run
@@ -52,6 +51,7 @@ from orchestrator.server_spec import ServerSpec
 from orchestrator.supervisor import ServerHandle, supervise
 from orchestrator.sweep.judge import Baseline, PointRequest, judge_point, point_stats, worst
 from orchestrator.sweep.search import Judged, conclude, next_point
+from orchestrator.sweep.watch import PointWatch
 
 __all__ = ["SweepOptions", "sweep"]
 
@@ -80,6 +80,7 @@ class _Point(msgspec.Struct, kw_only=True):
     span_s: float = 0.0
     balanced: bool = True
     aiperf: list[str] = []
+    stopped_early: bool = False
 
 
 def _resolve(cfg: Config, opts: SweepOptions) -> Config:
@@ -141,23 +142,28 @@ class _Sweeper:
         self.commands: list[str] = []
 
     async def load(self, window: str, *, concurrency: int | None, rate: float | None, deadline_s: float,
-                   into: _Point) -> None:
-        """One AIPerf run at the given load as `window`; its profiling requests are added to `into`."""
+                   into: _Point, baseline: Baseline | None, early_stop: bool) -> None:
+        """One AIPerf run at the given load as `window`; its profiling requests are added to `into`. With
+        `early_stop`, the run is stopped (SIGINT) once its requests, pooled with the point's earlier runs',
+        clearly break an SLO."""
         cfg = self.run.config
         work = self.run.run_dir / "aiperf" / window.split("/", 1)[1]
-        requests = cfg.sweep.requests_per_point
         aiperf = self.toolkit.aiperf
         cmd = aiperf.build_command(cfg.workload, base_url=self.handle.base_url, model=self.model.name,
                                    input_file=self.input_file, artifact_dir=work / "artifacts",
                                    tokenizer=self.tokenizer, executable=self.install.executable,
-                                   requests=requests, concurrency=concurrency, request_rate=rate)
+                                   requests=cfg.sweep.requests_per_point, concurrency=concurrency, request_rate=rate)
         self.commands.append(cmd.shell)
-        collector = WindowCollector(self.run.bus, window, name=f"sweep:{window}")
+        stop = anyio.Event()
+        watch = PointWatch(self.run.bus, window, fact=self._fact, slo=cfg.slo, baseline=baseline,
+                           criteria=self.model.correctness, earlier=list(into.requests) if early_stop else None,
+                           stop=stop)
         async with anyio.create_task_group() as tg:
-            await tg.start(collector.run)
+            await tg.start(watch.run)
             try:
                 outcome = await aiperf.run_aiperf(cmd, self.run.bus, window=window, deadline_s=deadline_s,
-                                                  stop_grace_s=cfg.workload.stop_grace_s, install=self.install)
+                                                  stop_grace_s=cfg.workload.stop_grace_s, install=self.install,
+                                                  stop=stop)
             except anyio.get_cancelled_exc_class():
                 # Interrupted: still journal what the window accounted so far (its open requests as in flight).
                 with anyio.CancelScope(shield=True), anyio.move_on_after(5):
@@ -166,17 +172,14 @@ class _Sweeper:
                 raise
             acc = await self.correlator.close_window(window, expected=outcome.issued,
                                                      expected_from=outcome.issued_from)
-            collected = await collector.wait_accounted(_COLLECT_TIMEOUT_S)
+            collected = await watch.wait_accounted(_COLLECT_TIMEOUT_S)
             tg.cancel_scope.cancel()
-        profiling = [c for c in collector.events if c.phase == "profiling"]
         into.windows.append(window)
         into.aiperf.append(outcome.classification)
         into.balanced = into.balanced and acc.balanced and collected
-        into.requests += [self._fact(c) for c in profiling]
-        starts = [c.request_start_ns for c in profiling if c.request_start_ns]
-        ends = [c.request_end_ns for c in profiling if c.request_end_ns]
-        if starts and ends:
-            into.span_s += max(0.0, (max(ends) - min(starts)) / 1e9)
+        into.requests += watch.requests
+        into.span_s += watch.span_s
+        into.stopped_early = into.stopped_early or bool(watch.broken)
 
     def _fact(self, c: RequestCorrelated) -> PointRequest:
         """A correlated request as the judge takes it: its answer scored and checked whole against its item."""
@@ -243,7 +246,8 @@ async def _sweep(run: RunScope, opts: SweepOptions, toolkit: Toolkit, model: Mod
     baseline: Baseline | None = None
     if not (sw.mode == "concurrency" and sw.points[0] == 1):
         base = _Point()
-        await sweeper.load(f"{model.name}/baseline", concurrency=1, rate=None, deadline_s=deadline(), into=base)
+        await sweeper.load(f"{model.name}/baseline", concurrency=1, rate=None, deadline_s=deadline(), into=base,
+                           baseline=None, early_stop=False)
         baseline = Baseline.of(base.requests) if base.balanced and base.requests else None
     judged: dict[float, Judged] = {}
     while (value := next_point(sw.points, judged, mode=sw.mode, repeats=sw.repeats, refine=sw.refine)) is not None:
@@ -252,7 +256,8 @@ async def _sweep(run: RunScope, opts: SweepOptions, toolkit: Toolkit, model: Mod
         point = points.setdefault(value, _Point())
         window = _window(model.name, sw.mode, value, len(point.windows) + 1)
         conc, rate = (int(value), None) if sw.mode == "concurrency" else (None, value)
-        await sweeper.load(window, concurrency=conc, rate=rate, deadline_s=deadline(), into=point)
+        await sweeper.load(window, concurrency=conc, rate=rate, deadline_s=deadline(), into=point,
+                           baseline=baseline, early_stop=True)
         if baseline is None and sw.mode == "concurrency" and value == 1 and point.balanced:
             baseline = Baseline.of(point.requests)
         checks = judge_point(point.requests, slo, baseline, model.correctness)
@@ -265,7 +270,7 @@ async def _sweep(run: RunScope, opts: SweepOptions, toolkit: Toolkit, model: Mod
             source="sweep", index=list(points).index(value), mode=sw.mode, offered=value,
             windows=list(point.windows), outcome=outcome, checks=checks,  # type: ignore[arg-type]
             stats=point_stats(point.requests, checks, point.span_s or None), accounting_balanced=point.balanced,
-            aiperf=list(point.aiperf)))
+            aiperf=list(point.aiperf), stopped_early=point.stopped_early))
     not_run = [v for v in sw.points if v not in judged and not _above_failure(v, judged)]
     concluded = conclude(judged, mode=sw.mode, not_run=not_run)
     await run.bus.publish(msgspec.structs.replace(concluded, source="sweep"))

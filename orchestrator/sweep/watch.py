@@ -1,0 +1,90 @@
+"""One point's requests, collected from the bus as the correlator joins them, and judged as they come: a
+point that has clearly broken an SLO is asked to stop early (its `stop` event is set).
+
+Like qualify's WindowCollector, it has every request of its window once it has seen the window's
+AccountingChecked. Only a decided fail stops a point: "clearly" is the judge's own confidence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import anyio
+from anyio.abc import TaskStatus
+
+from orchestrator.bus import Bus
+from orchestrator.config import CorrectnessCriteria, SloConfig
+from orchestrator.events import AccountingChecked, NoticeContext, RequestCorrelated, SloCheck, Warned
+from orchestrator.sweep.judge import Baseline, PointRequest, judge_point
+
+__all__ = ["PointWatch"]
+
+# Re-judging every request would be quadratic on a long point; every this many requests is enough to stop
+# within a small share of the point.
+_JUDGE_EVERY = 5
+
+
+class PointWatch:
+    """A lossless subscriber keeping `window`'s profiling requests (as judge facts) in `requests`.
+
+    `await tg.start(watch.run)` before the load starts; after `Correlator.close_window(window)`,
+    `await watch.wait_accounted(timeout_s)`; then cancel the task group. `earlier` are the point's requests
+    from its earlier runs (judged pooled with these); None: never stop early.
+    """
+
+    def __init__(self, bus: Bus, window: str, *, fact: Callable[[RequestCorrelated], PointRequest],
+                 slo: SloConfig, baseline: Baseline | None, criteria: CorrectnessCriteria,
+                 earlier: list[PointRequest] | None, stop: anyio.Event, size: int = 65536) -> None:
+        self._bus = bus
+        self.window = window
+        self._fact = fact
+        self._slo, self._baseline, self._criteria = slo, baseline, criteria
+        self._earlier = earlier
+        self.stop = stop
+        self._size = size
+        self.requests: list[PointRequest] = []
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+        self.broken: list[SloCheck] = []  # the checks that stopped the point early (empty: it ran out)
+        self._accounted = anyio.Event()
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Consume the bus until cancelled or closed. Ready once subscribed."""
+        async with self._bus.subscribe(f"sweep:{self.window}", size=self._size) as sub:
+            task_status.started()
+            async for ev in sub:
+                if isinstance(ev, RequestCorrelated) and ev.window == self.window and ev.phase == "profiling":
+                    self._add(ev)
+                elif isinstance(ev, AccountingChecked) and ev.window == self.window:
+                    self._accounted.set()
+
+    def _add(self, ev: RequestCorrelated) -> None:
+        self.requests.append(self._fact(ev))
+        if ev.request_start_ns is not None:
+            self.starts.append(ev.request_start_ns)
+        if ev.request_end_ns is not None:
+            self.ends.append(ev.request_end_ns)
+        if self._earlier is None or self.stop.is_set() or len(self.requests) % _JUDGE_EVERY:
+            return
+        checks = judge_point(self._earlier + self.requests, self._slo, self._baseline, self._criteria)
+        failed = [c for c in checks if c.outcome == "fail"]
+        if failed:
+            self.broken = failed
+            self.stop.set()
+
+    @property
+    def span_s(self) -> float:
+        """The profiling requests' first start to last end, in seconds (0 without both)."""
+        return max(0.0, (max(self.ends) - min(self.starts)) / 1e9) if self.starts and self.ends else 0.0
+
+    async def wait_accounted(self, timeout_s: float) -> bool:
+        """Block until the window's AccountingChecked was seen (True), or `timeout_s` passed: then a Warned
+        event says so and False is returned, so the caller judges knowingly."""
+        with anyio.move_on_after(timeout_s):
+            await self._accounted.wait()
+            return True
+        await self._bus.publish(Warned(source="sweep", code="window_collection_timed_out", message=(
+            f"window {self.window}: the correlator's accounting did not reach the sweep within {timeout_s:g} s; "
+            f"judging the {len(self.requests)} requests collected so far"),
+            detail=NoticeContext(model=self.window.split("/", 1)[0])))
+        return False

@@ -1,0 +1,62 @@
+"""The sweep's point watch: collects its window's profiling requests from a real bus, and asks the point to
+stop once they clearly break an SLO, never on evidence that cannot decide."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from orchestrator.bus import Bus
+from orchestrator.config import CorrectnessCriteria, SloConfig
+from orchestrator.events import AccountingChecked, RequestCorrelated
+from orchestrator.sweep.judge import PointRequest
+from orchestrator.sweep.watch import PointWatch
+
+pytestmark = pytest.mark.anyio
+
+SLO = SloConfig(max_error_rate=0.05, answers=False, complete_outputs=False)
+
+
+def _fact(c: RequestCorrelated) -> PointRequest:
+    return PointRequest(ok=c.ok, cause=c.cause, latency_ms=c.request_latency_ms, start_ns=c.request_start_ns,
+                        end_ns=c.request_end_ns)
+
+
+async def _watch(events: list[RequestCorrelated], *, early: bool) -> PointWatch:
+    bus = Bus("r")
+    watch = PointWatch(bus, "m/c2-1", fact=_fact, slo=SLO, baseline=None, criteria=CorrectnessCriteria(),
+                       earlier=[] if early else None, stop=anyio.Event())
+    async with anyio.create_task_group() as tg:
+        await tg.start(watch.run)
+        for ev in events:
+            await bus.publish(ev)
+        await bus.publish(AccountingChecked(window="m/c2-1", balanced=True))
+        assert await watch.wait_accounted(5.0)
+        tg.cancel_scope.cancel()
+    return watch
+
+
+def _req(i: int, ok: bool, window: str = "m/c2-1", phase: str = "profiling") -> RequestCorrelated:
+    return RequestCorrelated(request_id=f"r{i}", window=window, phase=phase, ok=ok,  # type: ignore[arg-type]
+                             cause="ok" if ok else "http_5xx", request_latency_ms=100.0,
+                             request_start_ns=i * 10**9, request_end_ns=i * 10**9 + 10**8)
+
+
+class TestPointWatch:
+    async def test_errors_beyond_doubt_stop_the_point(self) -> None:
+        """Half the requests failing against a 5% limit sets the stop event, naming the broken SLO."""
+        watch = await _watch([_req(i, ok=i % 2 == 0) for i in range(10)], early=True)
+        assert watch.stop.is_set() and [c.slo for c in watch.broken] == ["error_rate"]
+
+    async def test_healthy_requests_never_stop_it(self) -> None:
+        """Requests that all succeed leave the point running; only its window's profiling ones are kept."""
+        events = [_req(i, ok=True) for i in range(20)] + [_req(99, ok=False, window="m/c1-1"),
+                                                          _req(98, ok=False, phase="warmup")]
+        watch = await _watch(events, early=True)
+        assert not watch.stop.is_set() and len(watch.requests) == 20
+        assert watch.span_s == 19.1
+
+    async def test_without_early_stop_it_only_collects(self) -> None:
+        """The baseline run is never stopped, whatever its errors."""
+        watch = await _watch([_req(i, ok=False) for i in range(10)], early=False)
+        assert not watch.stop.is_set() and len(watch.requests) == 10
