@@ -48,5 +48,9 @@ class SweepConfig(Section, frozen=True, kw_only=True):
     """Extra runs of a point whose evidence could not decide (its requests pooled with the first run's)."""
     refine: NonNegInt = 1
     """Midpoints tried between the highest passing and the lowest failing point, halving the bracket each time."""
+    saturation_share: Fraction = 0.10
+    """Open loop: a run that completes answers this share below the offered rate is said saturated."""
+    queueing_ratio: Annotated[float, Meta(gt=1.0)] = 1.5
+    """A run whose median latency in its last third is this many times its first third's is said queueing."""
     max_duration_s: PositiveFloat | None = None
     """No point starts after this many seconds of sweep (`--max-duration`); the rest is said undecided."""

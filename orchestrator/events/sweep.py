@@ -66,6 +66,8 @@ class SweepPointJudged(Event, frozen=True, kw_only=True):
     aiperf: list[str] = []  # each run's classification (complete, partial, cancelled, failed)
     # The point's last run was stopped once its requests clearly broke an SLO (not all planned were sent).
     stopped_early: bool = False
+    # Signs the server saturated in the point's latest run (achieved below offered, latency growing), in words.
+    saturation: list[str] = []
 
 
 class SweepConcluded(Event, frozen=True, kw_only=True):

@@ -113,7 +113,7 @@ def _num(v: float | None, digits: int = 3) -> str:
 
 
 _POINT_HEAD = ["offered", "outcome", "requests", "errors", "achieved req/s", "goodput req/s", "audio s/s",
-               "RTF", "p50 ms", "p90 ms", "p99 ms", "model_call p99 ms", "answers differing", "accounted", "runs"]
+               "RTF", "p50 ms", "p90 ms", "p99 ms", "model_call p99 ms", "answers differing", "accounted", "runs", "saturation"]
 _CHECK_HEAD = ["offered", "SLO", "outcome", "observed", "limit", "n", "beyond", "why"]
 
 
@@ -126,7 +126,8 @@ def _point_rows(report: SweepReport) -> list[list[str]]:
                      _num(s.audio_s_per_s), _num(s.real_time_factor), _num(s.latency_p50_ms, 4),
                      _num(s.latency_p90_ms, 4), _num(s.latency_p99_ms, 4), _num(s.model_call_p99_ms, 4),
                      f"{s.answers_differing}/{s.answers_compared}", "yes" if p.accounting_balanced else "NO",
-                     str(len(p.judged.windows))])
+                     str(len(p.judged.windows)) + (" (stopped early)" if p.judged.stopped_early else ""),
+                     "; ".join(p.judged.saturation) or "-"])
     return rows
 
 

@@ -21,7 +21,8 @@ from orchestrator.config import CorrectnessCriteria, SloConfig
 from orchestrator.events import PointStats, SloCheck
 from orchestrator.judge.gates import ScoredAnswer, evaluate_gates
 
-__all__ = ["PointRequest", "Baseline", "judge_point", "point_stats", "quantile_check", "rate_check", "worst"]
+__all__ = ["PointRequest", "Baseline", "judge_point", "point_stats", "quantile_check", "rate_check", "worst",
+           "saturation_signs"]
 
 
 class PointRequest(msgspec.Struct, frozen=True, kw_only=True):
@@ -245,3 +246,33 @@ def point_stats(requests: Sequence[PointRequest], checks: Sequence[SloCheck], sp
         answers_differing=by["answers"].beyond if "answers" in by else 0,
         newly_incomplete=by["complete_outputs"].beyond if "complete_outputs" in by else 0,
         span_s=span_s)
+
+
+def saturation_signs(requests: Sequence[PointRequest], *, offered_rps: float | None, share: float,
+                     queueing_ratio: float) -> list[str]:
+    """Signs that one run of a point saturated the server, said in words ([] when none):
+
+    - open loop (`offered_rps` given): answers completed at a rate below the offered rate by more than
+      `share` (completions from the first to the last end: a server that keeps up completes as fast as
+      it is asked);
+    - either loop: latency growing within the run, the median of its last third at least `queueing_ratio`
+      times its first third's (by start time), the mark of a queue that builds.
+    Needs at least 9 answered requests; fewer say nothing."""
+    ok = sorted((r for r in requests if r.ok and r.start_ns is not None and r.end_ns is not None
+                 and r.latency_ms is not None), key=lambda r: r.start_ns or 0)
+    if len(ok) < 9:
+        return []
+    signs = []
+    ends = sorted(r.end_ns or 0 for r in ok)
+    if offered_rps is not None and ends[-1] > ends[0]:
+        completed = (len(ends) - 1) / ((ends[-1] - ends[0]) / 1e9)
+        if completed < offered_rps * (1.0 - share):
+            signs.append(f"completed {completed:.3g} req/s of {offered_rps:g} offered "
+                         f"({1 - completed / offered_rps:.0%} short, more than {share:.0%})")
+    third = len(ok) // 3
+    first = _nearest_rank([r.latency_ms or 0.0 for r in ok[:third]], 0.5) or 0.0
+    last = _nearest_rank([r.latency_ms or 0.0 for r in ok[-third:]], 0.5) or 0.0
+    if first > 0 and last >= queueing_ratio * first:
+        signs.append(f"latency grew within the run: median {first:.0f} ms in its first third, {last:.0f} ms "
+                     f"in its last (queueing)")
+    return signs

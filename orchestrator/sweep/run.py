@@ -49,7 +49,7 @@ from orchestrator.reports.sweep import write_sweep_report
 from orchestrator.run import Interrupt, RunScope, open_run
 from orchestrator.server_spec import ServerSpec
 from orchestrator.supervisor import ServerHandle, supervise
-from orchestrator.sweep.judge import Baseline, PointRequest, judge_point, point_stats, worst
+from orchestrator.sweep.judge import Baseline, PointRequest, judge_point, point_stats, saturation_signs, worst
 from orchestrator.sweep.search import Judged, conclude, next_point
 from orchestrator.sweep.watch import PointWatch
 
@@ -81,6 +81,7 @@ class _Point(msgspec.Struct, kw_only=True):
     balanced: bool = True
     aiperf: list[str] = []
     stopped_early: bool = False
+    saturation: list[str] = []
 
 
 def _resolve(cfg: Config, opts: SweepOptions) -> Config:
@@ -180,6 +181,8 @@ class _Sweeper:
         into.requests += watch.requests
         into.span_s += watch.span_s
         into.stopped_early = into.stopped_early or bool(watch.broken)
+        into.saturation = saturation_signs(watch.requests, offered_rps=rate, share=cfg.sweep.saturation_share,
+                                           queueing_ratio=cfg.sweep.queueing_ratio)
 
     def _fact(self, c: RequestCorrelated) -> PointRequest:
         """A correlated request as the judge takes it: its answer scored and checked whole against its item."""
@@ -270,7 +273,7 @@ async def _sweep(run: RunScope, opts: SweepOptions, toolkit: Toolkit, model: Mod
             source="sweep", index=list(points).index(value), mode=sw.mode, offered=value,
             windows=list(point.windows), outcome=outcome, checks=checks,  # type: ignore[arg-type]
             stats=point_stats(point.requests, checks, point.span_s or None), accounting_balanced=point.balanced,
-            aiperf=list(point.aiperf), stopped_early=point.stopped_early))
+            aiperf=list(point.aiperf), stopped_early=point.stopped_early, saturation=list(point.saturation)))
     not_run = [v for v in sw.points if v not in judged and not _above_failure(v, judged)]
     concluded = conclude(judged, mode=sw.mode, not_run=not_run)
     await run.bus.publish(msgspec.structs.replace(concluded, source="sweep"))

@@ -8,7 +8,15 @@ import random
 import pytest
 
 from orchestrator.config import CorrectnessCriteria, SloConfig
-from orchestrator.sweep.judge import Baseline, PointRequest, judge_point, point_stats, quantile_check, rate_check
+from orchestrator.sweep.judge import (
+    Baseline,
+    PointRequest,
+    judge_point,
+    point_stats,
+    quantile_check,
+    rate_check,
+    saturation_signs,
+)
 
 DET = CorrectnessCriteria(deterministic=True)
 
@@ -128,3 +136,31 @@ class TestJudgePoint:
         assert stats.errors_by_cause == {"http_4xx": 2}
         assert stats.achieved_rps == 2.0 and stats.goodput_rps == 1.6
         assert stats.latency_p99_ms == 200.0 and stats.model_call_p99_ms == 100.0
+
+
+def _timed(n: int, interval_s: float, latency_ms: list[float]) -> list[PointRequest]:
+    """n requests started every `interval_s`, each ending after its latency."""
+    return [PointRequest(ok=True, latency_ms=lat, start_ns=int(i * interval_s * 1e9),
+                         end_ns=int(i * interval_s * 1e9 + lat * 1e6)) for i, lat in enumerate(latency_ms[:n])]
+
+
+class TestSaturation:
+    def test_a_server_that_keeps_up_shows_no_sign(self) -> None:
+        """Requests every 0.5 s answered in a steady 200 ms: offered 2 req/s completed, no queue."""
+        assert saturation_signs(_timed(30, 0.5, [200.0] * 30), offered_rps=2.0, share=0.1, queueing_ratio=1.5) == []
+
+    def test_a_building_queue_is_named(self) -> None:
+        """Latency growing 150 ms per request while 2 req/s are offered: completions fall behind and the
+        last third's median is many times the first's; both signs are said."""
+        reqs = _timed(30, 0.5, [200.0 + 150.0 * i for i in range(30)])
+        signs = saturation_signs(reqs, offered_rps=2.0, share=0.1, queueing_ratio=1.5)
+        assert len(signs) == 2
+        assert signs[0] == "completed 1.54 req/s of 2 offered (23% short, more than 10%)"
+        assert signs[1].startswith("latency grew within the run: median")
+
+    def test_closed_loop_judges_only_the_queue(self) -> None:
+        """Without an offered rate (closed loop) only latency growth is a sign; too few requests say nothing."""
+        reqs = _timed(30, 0.5, [200.0 + 150.0 * i for i in range(30)])
+        assert [s.split(":")[0] for s in saturation_signs(reqs, offered_rps=None, share=0.1, queueing_ratio=1.5)] == [
+            "latency grew within the run"]
+        assert saturation_signs(reqs[:8], offered_rps=2.0, share=0.1, queueing_ratio=1.5) == []
