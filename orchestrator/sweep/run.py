@@ -247,8 +247,8 @@ async def _sweep(run: RunScope, opts: SweepOptions, toolkit: Toolkit, model: Mod
     # else a run of its own before the sweep.
     points: dict[float, _Point] = {}
     baseline: Baseline | None = None
+    base = _Point()
     if not (sw.mode == "concurrency" and sw.points[0] == 1):
-        base = _Point()
         await sweeper.load(f"{model.name}/baseline", concurrency=1, rate=None, deadline_s=deadline(), into=base,
                            baseline=None, early_stop=False)
         baseline = Baseline.of(base.requests) if base.balanced and base.requests else None
@@ -278,7 +278,7 @@ async def _sweep(run: RunScope, opts: SweepOptions, toolkit: Toolkit, model: Mod
     concluded = conclude(judged, mode=sw.mode, not_run=not_run)
     await run.bus.publish(msgspec.structs.replace(concluded, source="sweep"))
     await handle.stop()
-    balanced = all(p.balanced for p in points.values())
+    balanced = base.balanced and all(p.balanced for p in points.values())
     await run.bus.publish(PhaseFinished(source="sweep", phase="sweep", model=model.name, outcome=concluded.outcome,
                                         reason=concluded.summary, detail=SweepPhase(points_run=len(judged))))
     status = f"sweep-{concluded.outcome}" if balanced else "accounting-breach"
