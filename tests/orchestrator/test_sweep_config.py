@@ -41,3 +41,15 @@ class TestSweepConfig:
         """A misspelt [slo] key is an error, not silently ignored."""
         with pytest.raises(ConfigError, match=r"slo: .*p99_latency"):
             load_config(_write(tmp_path, "[slo]\np99_latency = 5\n"))
+
+
+class TestSweepFlags:
+    def test_flags_are_checked_as_bench_toml_is(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """`--rates 4,2` is refused before anything starts: exit 2, naming the key and where it came from."""
+        from orchestrator.cli import main
+
+        config = _write(tmp_path, "")
+        assert main(["--log-level", "error", "sweep", "--config", str(config), "--rates", "4,2"]) == 2
+        err = capsys.readouterr().err
+        assert f"the command line and {config}: sweep.points: [4.0, 2.0]: list the offered loads in ascending order" in err
+        assert not (tmp_path / "runs").exists()
