@@ -28,3 +28,23 @@ def _no_leftover_processes():
         except psutil.NoSuchProcess:
             pass
     assert not left, f"test left processes running: {left}"
+
+
+# pyproject.toml's `timeout` (120 s) is every test's limit; a test marked slow gets this one unless it names
+# its own with @pytest.mark.timeout. A test not marked slow may not raise its limit above the default.
+SLOW_TIMEOUT_S = 600
+DEFAULT_TIMEOUT_S = 120
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    over = []
+    for item in items:
+        limit = item.get_closest_marker("timeout")
+        if item.get_closest_marker("slow") is None:
+            if limit is not None and limit.args and limit.args[0] > DEFAULT_TIMEOUT_S:
+                over.append(f"{item.nodeid} (timeout {limit.args[0]} s)")
+        elif limit is None:
+            item.add_marker(pytest.mark.timeout(SLOW_TIMEOUT_S))
+    if over:
+        raise pytest.UsageError(f"tests not marked slow may not exceed the {DEFAULT_TIMEOUT_S} s per-test timeout; "
+                                f"mark them slow or make them faster: {over}")

@@ -21,6 +21,7 @@ def test_ruff_finds_nothing() -> None:
     assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_mypy_strict_on_the_core() -> None:
     """`mypy` (strict on orchestrator/, per pyproject.toml) passes."""

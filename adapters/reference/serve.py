@@ -138,6 +138,7 @@ async def serve(settings: ServerSettings, cpu_threads: int = 0, compute_type: st
                 heap: HeapSettings = HeapSettings()) -> int:
     """Load the engine, then listen; on SIGINT/SIGTERM stop admitting, finish running requests, 0."""
     if settings.faults.startup_delay_s:
+        _log("startup_delay", s=settings.faults.startup_delay_s)  # said first: tests wait for it, not a fixed time
         await asyncio.sleep(settings.faults.startup_delay_s)
     t0 = time.perf_counter()
     engine = await anyio.to_thread.run_sync(lambda: Engine(workers=settings.replicas,

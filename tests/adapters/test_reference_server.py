@@ -9,6 +9,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -63,6 +64,14 @@ def _record(server, request_id: str) -> dict:
             assert len(found) == 1, f"{len(found)} records for {request_id}"
             return found[0]
         time.sleep(0.05)
+
+
+def _wait_until(check: Callable[[], bool], timeout_s: float = 30.0) -> None:
+    """Poll `check` until it holds; fail after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        assert time.monotonic() < deadline, f"not within {timeout_s} s: {check}"
+        time.sleep(0.02)
 
 
 @pytest.fixture
@@ -230,13 +239,13 @@ class TestBusyAndDrain:
 
             t = threading.Thread(target=slow)
             t.start()
-            time.sleep(0.8)
+            _wait_until(lambda: "aqbench_reference_busy_replicas 1" in _get(s.url + "/metrics")[2].decode())
             status, headers, out = _post(s.url, _chat_body(), {"X-Request-ID": "busy-1"})
             assert status == 429 and headers["Retry-After"] == "1"
             assert json.loads(out)["error"] | {"message": ""} == {"message": "", "type": "rate_limit_error", "param": None,
                                                               "code": "server_busy"}
             s.proc.send_signal(signal.SIGTERM)
-            time.sleep(0.3)
+            _wait_until(lambda: _get(s.url + "/health/ready")[0] == 503)  # draining
             status, _, out = _post(s.url, _chat_body(audio=None), {"X-Request-ID": "late-1"})
             assert status == 503 and json.loads(out)["error"]["code"] == "server_draining"
             assert _get(s.url + "/health/ready")[0] == 503
@@ -282,7 +291,7 @@ class TestFaults:
     def test_startup_delay_keeps_port_closed(self, tmp_path):
         """With --fault-startup-delay-s the port refuses connections until the engine is loaded."""
         with reference_server(tmp_path, "--fault-startup-delay-s", "2", wait=False) as s:
-            time.sleep(0.5)
+            _wait_until(lambda: " reference startup_delay " in s.stderr.read_text())  # running, in its delay
             with pytest.raises(urllib.error.URLError):
                 urllib.request.urlopen(s.url + "/health/live", timeout=1)
             wait_ready(s)
