@@ -158,8 +158,13 @@ async def serve(settings: ServerSettings, cpu_threads: int = 0, compute_type: st
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     received: list[str] = []
+
+    def _on_signal(sig: signal.Signals) -> None:
+        received.append(sig.name)
+        stop.set()
+
     for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, lambda s=sig: (received.append(s.name), stop.set()))
+        loop.add_signal_handler(sig, _on_signal, sig)
     family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

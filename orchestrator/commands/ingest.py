@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"ingest: --until {args.until!r} is not after --since {args.since!r}")
     if args.follow and "-" in args.paths:
         raise UsageError("ingest: --follow cannot follow standard input; give files, globs or folders")
-    out = open(args.out, "wb") if args.out else None
+    out = open(args.out, "wb") if args.out else None  # noqa: SIM115  # the Ingest writes it; closed below
     codecs = log_codecs()
     ingest = Ingest(new_joiner(), codecs, since_ns=since, until_ns=until, strict=args.strict, out=out)
 

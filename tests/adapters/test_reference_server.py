@@ -118,11 +118,11 @@ class TestRoutes:
         assert float(headers["Server-Timing"].split("=")[1]) == pytest.approx(rec["model_call_ms"], abs=0.01)
         assert rec["start_unix_ns"] < rec["end_unix_ns"]
         # stream:true gives one content chunk, a usage chunk, then [DONE]; audio_url data URLs work.
-        body = _chat_body()
+        sse = _chat_body()
         url = "data:audio/wav;base64," + _b64(MEETING)
-        body["messages"][0]["content"][1] = {"type": "audio_url", "audio_url": {"url": url}}
-        body.update(stream=True, stream_options={"include_usage": True})
-        status, headers, raw = _post(server.url, body, {"X-Request-ID": "sse-1"})
+        sse["messages"][0]["content"][1] = {"type": "audio_url", "audio_url": {"url": url}}
+        sse.update(stream=True, stream_options={"include_usage": True})
+        status, headers, raw = _post(server.url, sse, {"X-Request-ID": "sse-1"})
         assert status == 200 and headers["x-request-id"] == "sse-1"
         events = [line[6:] for line in raw.decode().splitlines() if line.startswith("data: ")]
         assert events[-1] == "[DONE]"

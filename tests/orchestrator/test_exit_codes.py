@@ -40,5 +40,5 @@ def test_unexpected_exception_exits_3_with_a_journaled_failure(tmp_path: Path, m
 def test_help_states_exit_codes(command: str) -> None:
     parser = build_parser()
     sub = next(a for a in parser._actions if a.dest == "command")
-    text = " ".join(sub.choices[command].format_help().split())
+    text = " ".join(sub.choices[command].format_help().split())  # type: ignore[index]
     assert "Exit 0 when" in text and re.search(r"\b2 (when|on)\b", text) and re.search(r"\b3 when\b", text), text

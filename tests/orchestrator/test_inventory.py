@@ -6,6 +6,7 @@ import argparse
 import json
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -190,7 +191,7 @@ def docs_of(files: dict[str, Any]) -> list[ManifestDocument]:
         layout = "families" if rel.startswith("families/") else "tests/e2e/models"
         fam = rel.split("/")[1] if layout == "families" else rel.split("/")[3]
         data = (content if isinstance(content, str) else json.dumps(content)).encode()
-        out.append(ManifestDocument(path=rel, layout=layout, family_dir=fam, data=data))
+        out.append(ManifestDocument(path=rel, layout=layout, family_dir=fam, data=data))  # type: ignore[arg-type]
     return out
 
 
@@ -425,7 +426,7 @@ EDGY_SOURCES = {
 
 
 class TestTaskDeclarations:
-    def _inventory(self, tmp_path: Path, *, rev: str = "", candidates: list[str] = ()) -> Inventory:
+    def _inventory(self, tmp_path: Path, *, rev: str = "", candidates: Sequence[str] = ()) -> Inventory:
         root = write_tree(tmp_path / "trtmc", {**manifests(), **EDGY_SOURCES})
         if rev:
             git(root, "init", "-q")
@@ -527,7 +528,7 @@ def qualify_run(run_dir: Path, ts_ns: int, results: list[tuple[str, str, str, st
                                        evidence=evidence))
     for model, ckpt, status, stage in results:
         events.append(ModelResult(seq=len(events), model=model, status=status, failed_stage=stage,
-                                  row={"checkpoint": ckpt, "profile": "", "revision": ""}))
+                                  row={"checkpoint": ckpt, "profile": "", "revision": ""}))  # type: ignore[arg-type]
     events.append(RunFinished(seq=len(events), status="ok"))
     return write_journal(run_dir, events)
 
