@@ -72,8 +72,8 @@ def test_the_scan_finds_nested_imports_and_skips_module_level_and_commands(tmp_p
     """Imports in functions and methods are found (relative ones with their dots); module-level ones and
     those in the composition roots are not."""
     (tmp_path / "orchestrator" / "commands").mkdir(parents=True)
-    (tmp_path / "orchestrator" / "a.py").write_text(
+    (tmp_path / "orchestrator" / "bus.py").write_text(
         "import json\n\nclass C:\n    def m(self):\n        from .b import x\n\n"
         "async def f():\n    if True:\n        import os.path\n")
-    (tmp_path / "orchestrator" / "commands" / "c.py").write_text("def run():\n    import adapters\n")
-    assert local_imports("orchestrator", tmp_path) == {("orchestrator/a.py", ".b"), ("orchestrator/a.py", "os.path")}
+    (tmp_path / "orchestrator" / "commands" / "report.py").write_text("def run():\n    import adapters\n")
+    assert local_imports("orchestrator", tmp_path) == {("orchestrator/bus.py", ".b"), ("orchestrator/bus.py", "os.path")}
