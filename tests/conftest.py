@@ -13,13 +13,34 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+# Processes a module- or session-scoped fixture owns (a real server several tests read from): they outlive
+# single tests, so they and their descendants are exempt from the leftover check; that fixture ends them.
+_SHARED_PIDS: set[int] = set()
+
+
+@pytest.fixture(scope="session")
+def shared_processes() -> set[int]:
+    """Add the pid of a process a wider-scoped fixture starts (and stops itself before it returns)."""
+    return _SHARED_PIDS
+
+
+def _is_shared(proc: psutil.Process) -> bool:
+    try:
+        return proc.pid in _SHARED_PIDS or any(p.pid in _SHARED_PIDS for p in proc.parents())
+    except psutil.NoSuchProcess:
+        return False
+
+
 @pytest.fixture(autouse=True)
 def _no_leftover_processes():
-    """Every test must end with no child process of ours still alive (zombies included)."""
+    """Every test must end with no child process of ours still alive (zombies included), apart from those
+    a shared fixture owns."""
     yield
     me = psutil.Process(os.getpid())
     left = []
     for child in me.children(recursive=True):
+        if _is_shared(child):
+            continue
         try:
             child.wait(timeout=5)
         except psutil.TimeoutExpired:

@@ -9,11 +9,11 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from _reference_server import DATASET, reference_server, wait_ready
+from _reference_server import DATASET, Server, reference_server, wait_ready
 
 MODEL = "ref-test"
 MEETING = DATASET / "audio" / "meeting.wav"
@@ -74,13 +74,17 @@ def _wait_until(check: Callable[[], bool], timeout_s: float = 30.0) -> None:
         time.sleep(0.02)
 
 
-@pytest.fixture
-def server(tmp_path):
-    # Function-scoped: the suite's conftest requires every test to end with no child process alive.
-    with reference_server(tmp_path, "--replicas", "2", "--max-body-bytes", "2000000") as s:
-        yield s
-        s.proc.send_signal(signal.SIGINT)
-        assert s.proc.wait(timeout=20) == 0
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory, shared_processes: set[int]) -> Iterator[Server]:
+    """One server for the tests that only send requests and read their own records (by request id)."""
+    with reference_server(tmp_path_factory.mktemp("server"), "--replicas", "2", "--max-body-bytes", "2000000") as s:
+        shared_processes.add(s.proc.pid)
+        try:
+            yield s
+            s.proc.send_signal(signal.SIGINT)
+            assert s.proc.wait(timeout=20) == 0
+        finally:
+            shared_processes.discard(s.proc.pid)
 
 
 class TestRoutes:
