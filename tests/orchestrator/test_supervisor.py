@@ -33,8 +33,8 @@ class TestStartAndStop:
             assert handle.state == "ready"
             assert handle.base_url == f"http://127.0.0.1:{spec.port}"
             await handle.wait_ready(1.0)
-            with anyio.fail_after(10):  # a few samples (0.2 s apart) and health probes
-                while handle.statistics().samples < 2:
+            with anyio.fail_after(10):  # samples 0.2 s apart, one after readiness (the one a peak counts)
+                while handle.statistics().samples < 3 or not handle.statistics().peak_rss_bytes:
                     await anyio.sleep(0.02)
             stats = handle.statistics()
         events = drain(sub)
