@@ -35,6 +35,7 @@ from orchestrator.reports.text import (
     ms,
     num,
     rate_cell,
+    server_story_lines,
     settings_rows,
 )
 
@@ -60,7 +61,7 @@ def render_html(report: RunReport) -> str:
         causes=causes_text, answers=_answers, gate_rows=gate_rows, completeness_rows=completeness_rows,
         incomplete_rows=incomplete_rows, correctness_head=_correctness_head, correctness_rows=_correctness_rows,
         noninferiority_head=NONINFERIORITY_HEAD, noninferiority_rows=noninferiority_rows, settings_rows=settings_rows,
-        json_text=json_text,
+        json_text=json_text, server_story_lines=server_story_lines,
     )
 
 

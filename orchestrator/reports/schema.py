@@ -24,6 +24,8 @@ __all__ = [
     "AudioLift",
     "PathCorrectness",
     "GateRow",
+    "Restart",
+    "StateSpan",
     "FailingItem",
     "Mismatch",
     "IncompleteAnswer",
@@ -289,6 +291,28 @@ class ServerExit(_S, frozen=True, kw_only=True):
     output_tail: list[str] = []
 
 
+class Restart(_S, frozen=True, kw_only=True):
+    """The supervisor started `incarnation` again, `at_s` run seconds in, because of `reason`."""
+
+    incarnation: int
+    attempt: int
+    at_s: float
+    backoff_s: float = 0.0
+    reason: str = ""
+
+
+class StateSpan(_S, frozen=True, kw_only=True):
+    """A span the server was `degraded` or `unhealthy`, from `from_s` to `until_s` run seconds (None: until the
+    journal ends), with the readiness answer that began it and the state that ended it."""
+
+    state: str
+    incarnation: int
+    from_s: float
+    until_s: float | None = None
+    reason: str = ""
+    ended_by: str = ""
+
+
 class ServerFacts(_S, frozen=True, kw_only=True):
     """The supervisor's facts for one model's server."""
 
@@ -303,6 +327,8 @@ class ServerFacts(_S, frozen=True, kw_only=True):
     peak_device_memory_used_bytes: int | None = None
     # The server's `/v1/models` entries as ServerReady journaled them (foreign: payloads.FOREIGN_JSON).
     served_models: list[Json] = []
+    restart_causes: list[Restart] = []
+    state_spans: list[StateSpan] = []
 
 
 class Commands(_S, frozen=True, kw_only=True):
