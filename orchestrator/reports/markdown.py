@@ -12,10 +12,13 @@ from orchestrator.reports.noninferiority import NONINFERIORITY_HEAD, noninferior
 from orchestrator.reports.schema import ModelRow, PassRate, RunReport, Summary
 from orchestrator.reports.text import (
     COMPLETENESS_HEAD,
+    ERROR_ANSWER_HEAD,
     INCOMPLETE_HEAD,
+    aiperf_in_words,
     causes_text,
     completeness_rows,
     dash,
+    error_answer_rows,
     gate_pct,
     incomplete_rows,
     json_text,
@@ -251,6 +254,9 @@ def _failure(row: ModelRow) -> list[str]:
         out += _table(["Phase", "Issued", "OK", "Errors", "By cause"],
                       [[name, pc.issued, pc.ok, pc.errors, causes_text(pc)]
                        for name, pc in (("warmup", counts.warmup), ("profiling", counts.profiling)) if pc.issued])
+    if counts.error_answers:
+        out += ["What the failed requests were answered:", ""]
+        out += _table(ERROR_ANSWER_HEAD, error_answer_rows(counts))
     if counts.accounting_problems:
         out += ["Accounting problems: " + "; ".join(counts.accounting_problems), ""]
     for label, mismatches in (("Native/HTTP", row.identity.mismatches), ("Under load", row.load_identity_mismatches)):
@@ -260,7 +266,7 @@ def _failure(row: ModelRow) -> list[str]:
                           [[m.item_id, m.arm, "; ".join(f"{k}: {v!r}" for k, v in m.answers.items())]
                            for m in mismatches])
     if row.aiperf and row.aiperf.classification not in ("", "complete"):
-        out += [f"AIPerf run {row.aiperf.classification}: {row.aiperf.reason or dash}", ""]
+        out += [aiperf_in_words(row.aiperf, counts), ""]
     return out
 
 

@@ -24,6 +24,7 @@ __all__ = [
     "AudioLift",
     "PathCorrectness",
     "GateRow",
+    "ErrorAnswer",
     "Restart",
     "StateSpan",
     "FailingItem",
@@ -252,6 +253,17 @@ class PhaseCounts(_S, frozen=True, kw_only=True):
     by_rule: dict[str, int] = {}
 
 
+class ErrorAnswer(_S, frozen=True, kw_only=True):
+    """Failed requests of one phase, cause and HTTP status that got the same answer (`message`: the server's
+    body as AIPerf recorded it, or the client's error), with how many did."""
+
+    phase: str
+    cause: str
+    http_status: int | None = None
+    count: int = 0
+    message: str = ""
+
+
 class Counts(_S, frozen=True, kw_only=True):
     """Warmup and profiling apart; unmatched halves by cause; the accounting invariant's verdict."""
 
@@ -262,6 +274,8 @@ class Counts(_S, frozen=True, kw_only=True):
     accounting_balanced: bool | None = None
     accounting_problems: list[str] = []
     late_events: int = 0
+    # What the failed requests were answered, grouped; a few distinct answers kept per phase, cause and status.
+    error_answers: list[ErrorAnswer] = []
 
 
 class Timing(_S, frozen=True, kw_only=True):

@@ -6,20 +6,26 @@ Pure formatting; never computes a result.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import msgspec
 
 from orchestrator.events import AiperfSettings
-from orchestrator.reports.schema import CompletenessLine, PassRate, PhaseCounts, ServerFacts
+from orchestrator.reports.schema import AiperfRun, CompletenessLine, Counts, PassRate, PhaseCounts, ServerFacts
 
 __all__ = ["ms", "pct", "gate_pct", "signed_pct", "mib", "num", "rate_cell", "dash", "causes_text", "COMPLETENESS_HEAD", "INCOMPLETE_HEAD",
-           "completeness_rows", "incomplete_rows", "settings_rows", "json_text", "server_story_lines"]
+           "completeness_rows", "incomplete_rows", "settings_rows", "json_text", "server_story_lines",
+           "ERROR_ANSWER_HEAD", "error_answer_rows", "aiperf_in_words"]
 
 COMPLETENESS_HEAD = ["Completeness via", "Checked", "Complete", "Defects"]
 INCOMPLETE_HEAD = ["Path", "Item", "Arm", "Request id", "Defects", "Verdict", "Answer"]
 
 dash = "–"
+
+ERROR_ANSWER_HEAD = ["Phase", "Cause", "HTTP", "Requests", "Answer"]
+# AIPerf's own error lines end with its source location, e.g. "(system_controller.py:2370)": not for readers.
+_SOURCE_PLACE = re.compile(r"\s*\([\w./-]+\.py:\d+\)")
 
 
 def ms(value: float | None) -> str:
@@ -127,3 +133,26 @@ def server_story_lines(s: ServerFacts) -> list[str]:
         out.append(f"Server {x.state} (incarnation {x.incarnation}) from {num(x.from_s, 1)} s {until}: "
                    f"{x.reason or 'no reason was journaled'}.")
     return out
+
+
+def error_answer_rows(c: Counts) -> list[list[Any]]:
+    """What failed requests were answered (the server's body for 4xx/5xx), most frequent first per group."""
+    return [[a.phase, a.cause, a.http_status, a.count, a.message] for a in c.error_answers]
+
+
+def aiperf_in_words(run: AiperfRun, c: Counts) -> str:
+    """How an AIPerf run ended, said from what the journal counted: its exit, whether it wrote its summary
+    files, how many profiling requests failed and why; AIPerf's own words follow, without source locations."""
+    p = c.profiling
+    exit_text = f"exit code {run.returncode}" if run.returncode is not None else "no exit code"
+    files = "" if "no ready marker" not in run.reason else " and wrote no summary files"
+    failed = (f"{p.errors} of {p.issued} profiling requests failed ({causes_text(p)})" if p.errors
+              else f"all {p.issued} profiling requests were answered")
+    if "AIPerf exited" in run.reason:  # adapters/aiperf: "...; AIPerf exited N: <its last ERROR lines>"
+        why = "AIPerf's last error: " + run.reason.split("AIPerf exited", 1)[1].split(":", 1)[-1].strip()
+    elif files:
+        why = ""  # the sentence above says all the judgement said
+    else:
+        why = f"Judged from its files: {run.reason}" if run.reason else ""
+    why = _SOURCE_PLACE.sub("", why)
+    return f"AIPerf ended {run.classification or 'unfinished'} ({exit_text}){files}; {failed}." + (f" {why}" if why else "")

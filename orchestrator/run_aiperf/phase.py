@@ -24,7 +24,7 @@ from orchestrator.dataset import (
     resolve_dataset_path,
     write_aiperf_input,
 )
-from orchestrator.errors import UsageError
+from orchestrator.errors import ServerError, UsageError
 from orchestrator.events import (
     AccountingChecked,
     AiperfRunPhase,
@@ -37,6 +37,7 @@ from orchestrator.events import (
 )
 from orchestrator.logs import get_logger
 from orchestrator.ports import AiperfFacts, AiperfResult, Toolkit
+from orchestrator.qualify.serving import sha256_path
 from orchestrator.reports import write_reports
 from orchestrator.run import Interrupt, RunScope, open_run
 from orchestrator.server_spec import ServerSpec
@@ -104,9 +105,11 @@ async def _phase(run: RunScope, opts: RunAiperfOptions, toolkit: Toolkit, model:
                                                             path=str(dataset.root), items=len(dataset.items),
                                                             arms=arms)))
     facts = model.identity_fields()
+    bundle = model.bundle or cfg.server.bundle
+    bundle_sha256 = await _bundle_digest(bundle)
     # The model phase frames everything this run journals (server lifecycle, samples) as this model's.
     await run.bus.publish(PhaseStarted(source="run-aiperf", phase="model", model=model.name,
-                                       detail=ModelPhase(**facts, bundle=model.bundle or cfg.server.bundle)))
+                                       detail=ModelPhase(**facts, bundle=bundle)))
     live = LiveLine(run.bus)
     await run.tg.start(live.run)
     await run.tg.start(toolkit.records_tailer(run.bus).run)
@@ -149,8 +152,8 @@ async def _phase(run: RunScope, opts: RunAiperfOptions, toolkit: Toolkit, model:
     status = f"aiperf-{outcome.classification}" if acc.balanced else "accounting-breach"
     await run.bus.publish(ModelResult(source="run-aiperf", model=model.name, status=status,
                                       failed_stage="" if ok else "aiperf",
-                                      row=ResultRow(**facts, aiperf_command=cmd.shell, reason=reason,
-                                                    noninferiority=None)))
+                                      row=ResultRow(**facts, bundle_sha256=bundle_sha256, aiperf_command=cmd.shell,
+                                                    reason=reason, noninferiority=None)))
     await run.bus.publish(PhaseFinished(source="run-aiperf", phase="model", model=model.name, outcome=status,
                                         reason=reason))
     print(_summary(window, outcome, acc, live), file=sys.stderr, flush=True)
@@ -160,6 +163,17 @@ async def _phase(run: RunScope, opts: RunAiperfOptions, toolkit: Toolkit, model:
     run.finish(status="ok" if ok else "failed", exit_code=0 if ok else 1, reason=outcome.reason,
                counts={f"{p}_issued": n for p, n in acc.issued.items()})
     return 0 if ok else 1
+
+
+async def _bundle_digest(bundle: str) -> str:
+    """The bundle's sha256, as qualify journals it, so a run-aiperf row names exactly what it measured; empty
+    without a bundle, or where it is missing (the server's start then says so)."""
+    if not bundle:
+        return ""
+    try:
+        return await anyio.to_thread.run_sync(sha256_path, Path(bundle))
+    except ServerError:
+        return ""
 
 
 def _summary(window: str, outcome: AiperfResult, acc: AccountingChecked, live: LiveLine) -> str:

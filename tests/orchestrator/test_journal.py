@@ -234,11 +234,13 @@ def _report_json_now(old: dict[str, Any], journal: Path) -> dict[str, Any]:
         row["aiperf_settings"] = row["aiperf_settings"] or None
         row["server"]["served_models"] = ready["models"]
         row["server"].update(restart_causes=[], state_spans=[])  # issue 35: restarts and spans with their causes
+        row["counts"]["error_answers"] = []  # issue 35: what failed requests were answered
         if row.get("noninferiority") is not None:  # issue 30: what the decision could detect (unknown before)
             row["noninferiority"].update(fail_from_b=None, detectable_regression=None,
                                          detectable_power_regression=None)
     for window in new["windows"]:
         window["soak"] = window["soak"] or None
+        window["counts"]["error_answers"] = []
     return _gates_applicable(new)
 
 
