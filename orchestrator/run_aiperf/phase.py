@@ -7,7 +7,6 @@ Reports are folded from the journal at the end, an interrupted or failed run's t
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import anyio
@@ -35,7 +34,7 @@ from orchestrator.events import (
     PhaseStarted,
     ResultRow,
 )
-from orchestrator.logs import get_logger
+from orchestrator.logs import get_logger, say
 from orchestrator.ports import AiperfFacts, AiperfResult, Toolkit
 from orchestrator.qualify.serving import sha256_path
 from orchestrator.reports import write_reports
@@ -91,7 +90,7 @@ async def _write_reports(run: RunScope) -> None:
     except Exception as exc:  # the run's own outcome stands; a report failure is said, not raised over it
         log.error("report_failed", error=repr(exc))
         return
-    print(f"  reports: {', '.join(str(p) for p in paths)}", file=sys.stderr, flush=True)
+    say(f"  reports: {', '.join(str(p) for p in paths)}")
 
 
 async def _phase(run: RunScope, opts: RunAiperfOptions, toolkit: Toolkit, model: ModelConfig, arms: list[str],
@@ -156,7 +155,7 @@ async def _phase(run: RunScope, opts: RunAiperfOptions, toolkit: Toolkit, model:
                                                     reason=reason, noninferiority=None)))
     await run.bus.publish(PhaseFinished(source="run-aiperf", phase="model", model=model.name, outcome=status,
                                         reason=reason))
-    print(_summary(window, outcome, acc, live), file=sys.stderr, flush=True)
+    say(_summary(window, outcome, acc, live))
     if not acc.balanced:
         run.finish(status="error", exit_code=3, reason="accounting breach: " + "; ".join(acc.problems))
         return 3

@@ -30,11 +30,15 @@ from orchestrator.events import (
     ServerExited,
     ServerReady,
     ServerRestarting,
+    ServerStateChanged,
     VerdictReached,
 )
 from orchestrator.view.live import LiveOutput
 
 __all__ = ["ConsoleView"]
+
+# Server states a person follows (ready has its own line, from ServerReady; starting is implied by it).
+_STATES_SHOWN = frozenset({"degraded", "unhealthy", "stopping", "stopped", "failed"})
 
 
 class ConsoleView:
@@ -104,6 +108,9 @@ class ConsoleView:
         elif isinstance(ev, ServerExited) and not ev.expected:
             self._print(f"  server exited unexpectedly (incarnation {ev.incarnation}, code {ev.returncode}, "
                         f"{ev.signal or 'no signal'})")
+        elif isinstance(ev, ServerStateChanged) and ev.state in _STATES_SHOWN:
+            # From the bus, so in the order things happened (a log line would overtake this view's lines).
+            self._print(f"  server {ev.state} (incarnation {ev.incarnation}){': ' + ev.reason[:200] if ev.reason else ''}")
         elif isinstance(ev, ServerRestarting):
             self._print(f"  server restarting (attempt {ev.attempt}, in {ev.backoff_s:.1f} s): {ev.reason}")
         elif isinstance(ev, AiperfStarted):
