@@ -79,3 +79,17 @@ def test_server_stop_follows_the_stages_last_progress_line() -> None:
     assert lines[-4].strip().startswith("correctness") and lines[-4].endswith("1/1  audio-arm misses: http 0")
     assert lines[-3:] == ["  correctness: passed", "  server stopping (incarnation 1): stop requested",
                           "  server stopped (incarnation 1)"]
+
+
+def test_a_long_reason_keeps_its_last_line_whole() -> None:
+    """A server's usage text followed by its error is cut before the error line, never through it."""
+    from orchestrator.view.console import clip
+
+    reason = ("server did not start: usage: trtmc-server [-h] [--model-name MODEL_NAME] [--request-timeout "
+              "REQUEST_TIMEOUT] " * 4 + "\ntrtmc-server: error: bundle does not exist")
+    out = io.StringIO()
+    ConsoleView(Bus("run-test"), stream=out).show(PhaseFinished(phase="server", model="m", outcome="failed",
+                                                                reason=reason))
+    line = out.getvalue().strip()
+    assert line.endswith(" … trtmc-server: error: bundle does not exist") and len(line) < 340, line
+    assert clip("short", 300) == "short"
