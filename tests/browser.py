@@ -1,7 +1,7 @@
 """Headless Chromium for tests: open a page (an HTML file or a URL) at a set width and read what a person sees.
 
 Drives Debian's `chromium` through Playwright (`executable_path`, no browser download), one browser per test
-session. The `browser` fixture skips, with the reason, where chromium or playwright is missing. `Seen` holds
+session on a thread of its own. The `browser` fixture skips, with the reason, where chromium or playwright is missing. `Seen` holds
 what the page showed: its text, console errors, horizontal overflow, chart sizes, overlapping chart texts,
 clipped boxes and badges broken over two lines, measured by a small script run in the page.
 """
@@ -9,11 +9,13 @@ clipped boxes and badges broken over two lines, measured by a small script run i
 from __future__ import annotations
 
 import os
+import queue
 import shutil
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import psutil
 import pytest
@@ -26,6 +28,7 @@ _WHY_ABSENT = "headless Chromium is not installed (apt-get install -y chromium; 
 
 # The driver process of the session's browser (and, below it, chromium): alive across tests on purpose.
 _SESSION_PIDS: set[int] = set()
+T = TypeVar("T")
 
 # Measures the page as laid out: returns the facts `Seen` holds. Texts drawn in one chart must not intersect
 # (a legend running into a title); a box whose content is wider than it shows a scroll bar (clipped evidence).
@@ -102,49 +105,85 @@ class Seen:
 
 
 class Browser:
-    """One headless Chromium; `open` loads a page in a fresh tab and measures it. Blocks (sync Playwright)."""
+    """One headless Chromium, driven from a thread of its own: Playwright's sync API keeps an event loop on the
+    thread that runs it, which would break the anyio tests that follow on the main thread. Blocks the caller."""
 
-    def __init__(self, browser: Any) -> None:
-        self._browser = browser
+    def __init__(self, worker: _BrowserThread) -> None:
+        self._worker = worker
 
     def open(self, target: Path | str, *, width: int = 1280, height: int = 900, wait_for: str | None = None,
              timeout_s: float = 30.0) -> Seen:
         """Load `target` (a file path or a URL), wait for `wait_for` (a CSS selector) if given, and measure."""
-        with self.page(target, width=width, height=height, wait_for=wait_for, timeout_s=timeout_s) as (page, errors):
+        def measure(page: Any, errors: list[str]) -> Seen:
             facts = page.evaluate(_MEASURE)
             return Seen(text=facts["text"], overflow_x=int(facts["overflow_x"]),
                         past_right_edge=facts["past_right_edge"],
                         charts=[Chart(**c) for c in facts["charts"]], overlaps=facts["overlaps"],
                         clipped=facts["clipped"], wrapped_badges=facts["wrapped_badges"], console_errors=list(errors))
 
-    def page(self, target: Path | str, *, width: int = 1280, height: int = 900, wait_for: str | None = None,
-             timeout_s: float = 30.0) -> _OpenPage:
-        """A context manager giving (Playwright page, list of console and page errors so far) for a test's own
-        evaluation (e.g. a live page polled after an update); the tab closes on exit."""
-        return _OpenPage(self._browser, target, width, height, wait_for, timeout_s)
+        return self.visit(target, measure, width=width, height=height, wait_for=wait_for, timeout_s=timeout_s)
+
+    def visit(self, target: Path | str, action: Callable[[Any, list[str]], T], *, width: int = 1280,
+              height: int = 900, wait_for: str | None = None, timeout_s: float = 30.0) -> T:
+        """Load `target` in a fresh tab and return `action(page, errors)`, run on the browser's thread with the
+        Playwright page and the console and page errors seen so far (a test's own checks: a live page polled
+        after an update, say). The tab closes afterwards."""
+        def job(browser: Any) -> T:
+            context = browser.new_context(viewport={"width": width, "height": height})
+            try:
+                page = context.new_page()
+                errors: list[str] = []
+                page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+                page.on("pageerror", lambda e: errors.append(str(e)))
+                url = target.resolve().as_uri() if isinstance(target, Path) else target
+                page.goto(url, wait_until="load", timeout=timeout_s * 1000)
+                if wait_for:
+                    page.wait_for_selector(wait_for, timeout=timeout_s * 1000)
+                return action(page, errors)
+            finally:
+                context.close()
+
+        return self._worker.call(job, timeout_s=timeout_s * 4)
 
 
-class _OpenPage:
-    def __init__(self, browser: Any, target: Path | str, width: int, height: int, wait_for: str | None,
-                 timeout_s: float) -> None:
-        self._browser, self._target, self._size = browser, target, {"width": width, "height": height}
-        self._wait_for, self._timeout_ms = wait_for, timeout_s * 1000
-        self._context: Any = None
+class _BrowserThread(threading.Thread):
+    """Owns Playwright and the browser; runs jobs one at a time, in order, until given None."""
 
-    def __enter__(self) -> tuple[Any, list[str]]:
-        self._context = self._browser.new_context(viewport=self._size)
-        page = self._context.new_page()
-        errors: list[str] = []
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        url = self._target.resolve().as_uri() if isinstance(self._target, Path) else self._target
-        page.goto(url, wait_until="load", timeout=self._timeout_ms)
-        if self._wait_for:
-            page.wait_for_selector(self._wait_for, timeout=self._timeout_ms)
-        return page, errors
+    def __init__(self, sync_api: Any, executable: str) -> None:
+        super().__init__(name="headless-chromium", daemon=True)
+        self._sync_api, self._executable = sync_api, executable
+        self._jobs: queue.Queue[tuple[Callable[[Any], Any], queue.Queue[tuple[bool, Any]]] | None] = queue.Queue()
+        self.started_up: queue.Queue[BaseException | None] = queue.Queue(1)
 
-    def __exit__(self, *exc: object) -> None:
-        self._context.close()
+    def run(self) -> None:
+        try:
+            with self._sync_api.sync_playwright() as pw:
+                # --no-sandbox: CI runs as root, where Chromium's sandbox refuses to start.
+                chromium = pw.chromium.launch(executable_path=self._executable, args=["--no-sandbox", "--disable-gpu"])
+                self.started_up.put(None)
+                try:
+                    while (job := self._jobs.get()) is not None:
+                        fn, answer = job
+                        try:
+                            answer.put((True, fn(chromium)))
+                        except BaseException as exc:  # handed to the caller's thread, raised there
+                            answer.put((False, exc))
+                finally:
+                    chromium.close()
+        except BaseException as exc:
+            self.started_up.put(exc)
+
+    def call(self, fn: Callable[[Any], T], *, timeout_s: float) -> T:
+        answer: queue.Queue[tuple[bool, Any]] = queue.Queue(1)
+        self._jobs.put((fn, answer))
+        ok, value = answer.get(timeout=timeout_s)
+        if not ok:
+            raise value
+        return value  # type: ignore[no-any-return]
+
+    def stop(self) -> None:
+        self._jobs.put(None)
+        self.join(timeout=60)
 
 
 def browser_pids() -> set[int]:
@@ -159,12 +198,14 @@ def browser() -> Iterator[Browser]:
         pytest.skip(_WHY_ABSENT)
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
     before = {p.pid for p in psutil.Process().children()}
-    with sync_api.sync_playwright() as pw:
-        _SESSION_PIDS.update(p.pid for p in psutil.Process().children() if p.pid not in before)
-        # --no-sandbox: CI runs as root, where Chromium's sandbox refuses to start.
-        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
-        try:
-            yield Browser(chromium)
-        finally:
-            chromium.close()
-    _SESSION_PIDS.clear()
+    worker = _BrowserThread(sync_api, CHROMIUM)
+    worker.start()
+    failed = worker.started_up.get(timeout=120)
+    if failed is not None:
+        raise failed
+    _SESSION_PIDS.update(p.pid for p in psutil.Process().children() if p.pid not in before)
+    try:
+        yield Browser(worker)
+    finally:
+        worker.stop()
+        _SESSION_PIDS.clear()
