@@ -36,7 +36,8 @@ def test_unexpected_exception_exits_3_with_a_journaled_failure(tmp_path: Path, m
     assert isinstance(finished, RunFinished) and (finished.status, finished.exit_code) == ("error", 3)
 
 
-@pytest.mark.parametrize("command", ["run-aiperf", "doctor", "qualify", "report"])
+@pytest.mark.parametrize("command", ["run-aiperf", "doctor", "qualify", "report", "config", "reference", "dataset",
+                                     "ingest", "soak"])
 def test_help_states_exit_codes(command: str) -> None:
     parser = build_parser()
     sub = next(a for a in parser._actions if a.dest == "command")
