@@ -262,6 +262,8 @@ class ReportFold:
             m.served = m.served or list(ev.models)
 
     def _on_server_exited(self, ev: ServerExited) -> None:
+        if (m := self._model("")) is not None:
+            m.story.exited(ev)
         if (m := self._model("")) is not None and not ev.expected:
             m.exits.append(ServerExit(incarnation=ev.incarnation, pid=ev.pid, returncode=ev.returncode,
                                       signal=ev.signal, during=ev.during, output_tail=list(ev.output_tail[-20:])))
@@ -457,7 +459,7 @@ class ReportFold:
         server_detail = _detail(m, "server", ServerPhase)
         status, failed_stage, reason = model_status(m.result, {p: (st.outcome, st.reason, st.finished_ns is not None)
                                                                for p, st in m.stages.items()}, self._finished)
-        restarts, spans = m.story.finish()
+        restarts, spans, stops = m.story.finish()
         gate_arm = (conf.correctness.arm if conf is not None else "") or "audio"
         window = self._row_window(m)
         summary = window.summary() if window else None
@@ -496,7 +498,7 @@ class ReportFold:
                 startup_s=m.startup_ns / 1e9 if m.startup_ns is not None else None,
                 peak_rss_bytes=m.peak_rss, peak_gpu_memory_bytes=m.peak_gpu,
                 peak_device_memory_used_bytes=m.peak_device, served_models=list(m.served),
-                restart_causes=restarts, state_spans=spans,
+                restart_causes=restarts, state_spans=spans, expected_stops=stops,
             ),
             commands=Commands(qualify=res_row.qualify_command,
                               aiperf=res_row.aiperf_command

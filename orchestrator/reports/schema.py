@@ -26,6 +26,7 @@ __all__ = [
     "GateRow",
     "ErrorAnswer",
     "Restart",
+    "ExpectedStop",
     "StateSpan",
     "FailingItem",
     "Mismatch",
@@ -327,6 +328,16 @@ class StateSpan(_S, frozen=True, kw_only=True):
     ended_by: str = ""
 
 
+class ExpectedStop(_S, frozen=True, kw_only=True):
+    """An incarnation stopped by the supervisor's own signal whose output ends in a traceback: the server's
+    handling of that signal (uvicorn re-raises SIGINT as KeyboardInterrupt), expected and not an error."""
+
+    incarnation: int
+    returncode: int | None = None
+    signal: str = ""
+    last_line: str = ""
+
+
 class ServerFacts(_S, frozen=True, kw_only=True):
     """The supervisor's facts for one model's server."""
 
@@ -343,6 +354,7 @@ class ServerFacts(_S, frozen=True, kw_only=True):
     served_models: list[Json] = []
     restart_causes: list[Restart] = []
     state_spans: list[StateSpan] = []
+    expected_stops: list[ExpectedStop] = []
 
 
 class Commands(_S, frozen=True, kw_only=True):

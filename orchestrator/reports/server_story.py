@@ -1,11 +1,12 @@
 """A model's server story for the reports: each restart with its cause, and each span the server served while
-degraded or unhealthy. Fed by reports/fold.py from ServerRestarting and ServerStateChanged; pure and bounded
-(restarts are capped by the restart budget; a span is kept per state change)."""
+degraded or unhealthy, each asked-for stop that left a traceback. Fed by reports/fold.py from
+ServerRestarting, ServerStateChanged and ServerExited; pure and bounded (one entry per restart, state change
+or incarnation)."""
 
 from __future__ import annotations
 
-from orchestrator.events import ServerRestarting, ServerStateChanged
-from orchestrator.reports.schema import Restart, StateSpan
+from orchestrator.events import ServerExited, ServerRestarting, ServerStateChanged
+from orchestrator.reports.schema import ExpectedStop, Restart, StateSpan
 
 __all__ = ["ServerStory"]
 
@@ -19,6 +20,7 @@ class ServerStory:
     def __init__(self) -> None:
         self.restarts: list[Restart] = []
         self.spans: list[StateSpan] = []
+        self.stops: list[ExpectedStop] = []
         self._open: StateSpan | None = None
 
     def restarting(self, ev: ServerRestarting, t_s: float) -> None:
@@ -32,12 +34,20 @@ class ServerStory:
         if ev.state in _TROUBLED and self._open is None:
             self._open = StateSpan(state=ev.state, incarnation=ev.incarnation, from_s=t_s, reason=ev.reason)
 
-    def finish(self) -> tuple[list[Restart], list[StateSpan]]:
-        """The restarts and spans; a span still open ends with the journal (`until` stays None)."""
+    def exited(self, ev: ServerExited) -> None:
+        """A stop we asked for whose output ends in a traceback (uvicorn re-raising our SIGINT as
+        KeyboardInterrupt): noted as the server's own handling of the signal, so nobody reads it as a crash."""
+        if ev.expected and any(line.startswith("Traceback") for line in ev.output_tail):
+            last = next((line.strip() for line in reversed(ev.output_tail) if line.strip()), "")
+            self.stops.append(ExpectedStop(incarnation=ev.incarnation, returncode=ev.returncode, signal=ev.signal,
+                                           last_line=last))
+
+    def finish(self) -> tuple[list[Restart], list[StateSpan], list[ExpectedStop]]:
+        """The restarts, spans and noted stops; a span still open ends with the journal (`until` stays None)."""
         if self._open is not None:
             self.spans.append(self._open)
             self._open = None
-        return list(self.restarts), list(self.spans)
+        return list(self.restarts), list(self.spans), list(self.stops)
 
     def _close(self, t_s: float, next_state: str) -> None:
         assert self._open is not None

@@ -124,7 +124,8 @@ def _bodies_opened(value: Any) -> Any:
 
 
 def server_story_lines(s: ServerFacts) -> list[str]:
-    """Each restart with its cause, and each span the server was degraded or unhealthy, one sentence each."""
+    """Each restart with its cause, each span the server was degraded or unhealthy, and each asked-for stop
+    that left a traceback, one sentence each."""
     out = [f"Restart {r.attempt}: incarnation {r.incarnation} started {num(r.at_s, 1)} s into the run, "
            f"after {num(r.backoff_s, 1)} s, because {r.reason or 'no reason was journaled'}." for r in s.restart_causes]
     for x in s.state_spans:
@@ -132,6 +133,10 @@ def server_story_lines(s: ServerFacts) -> list[str]:
                  if x.until_s is not None else "until the journal ends")
         out.append(f"Server {x.state} (incarnation {x.incarnation}) from {num(x.from_s, 1)} s {until}: "
                    f"{x.reason or 'no reason was journaled'}.")
+    for e in s.expected_stops:
+        how = e.signal or f"code {e.returncode}"
+        out.append(f"Incarnation {e.incarnation} stopped as aqbench asked ({how}); the traceback in its output "
+                   f"({e.last_line}) is the server's own handling of that signal: expected, not an error.")
     return out
 
 

@@ -15,6 +15,8 @@ from orchestrator.events import (
     RequestCorrelated,
     RunFinished,
     RunStarted,
+    ServerExited,
+    ServerReady,
     Warned,
 )
 from orchestrator.reports.fold import fold
@@ -121,3 +123,24 @@ class TestCauses:
         md = _md(qualify_journal().events)
         assert "- Restart 1: incarnation 2 started" in md and "because crashed." in md
 
+
+    def test_a_traceback_from_our_own_stop_signal_is_noted_as_expected(self) -> None:
+        """uvicorn re-raising our SIGINT leaves a KeyboardInterrupt traceback: the report says it is the server's
+        handling of the stop it was asked for, and lists no unexpected exit."""
+        tail = ["INFO:     Shutting down", "Traceback (most recent call last):", '  File "uvicorn/server.py"',
+                "KeyboardInterrupt"]
+
+        def stopped_by_us(ev: Any) -> Any:
+            if isinstance(ev, ServerReady) and ev.pid == 100:
+                return [ev, ServerExited(incarnation=1, pid=100, returncode=-2, signal="SIGINT", expected=True,
+                                         during="stop", output_tail=tail)]
+            return ev
+
+        events: list[Any] = []
+        for x in _edited(qualify_journal(), stopped_by_us):
+            events += x if isinstance(x, list) else [x]
+        md = _md(events)
+        ref_ok = md.split("### ref-ok\n", 1)[1].split("### no-audio", 1)[0]
+        assert ("- Incarnation 1 stopped as aqbench asked (SIGINT); the traceback in its output (KeyboardInterrupt) "
+                "is the server's own handling of that signal: expected, not an error.") in ref_ok
+        assert "0 unexpected exit(s)" in ref_ok
