@@ -239,11 +239,15 @@ def _report_json_now(old: dict[str, Any], journal: Path) -> dict[str, Any]:
             check["evidence"] = {"kind": check["check"], **check["evidence"]} if check["evidence"] else None
         row["aiperf_settings"] = row["aiperf_settings"] or None
         row["server"]["served_models"] = ready["models"]
+        # issue 35: restarts and spans with their causes, stops whose traceback was expected
+        row["server"].update(restart_causes=[], state_spans=[], expected_stops=[])
+        row["counts"]["error_answers"] = []  # issue 35: what failed requests were answered
         if row.get("noninferiority") is not None:  # issue 30: what the decision could detect (unknown before)
             row["noninferiority"].update(fail_from_b=None, detectable_regression=None,
                                          detectable_power_regression=None)
     for window in new["windows"]:
         window["soak"] = window["soak"] or None
+        window["counts"]["error_answers"] = []
     return _gates_applicable(new)
 
 
