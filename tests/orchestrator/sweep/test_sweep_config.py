@@ -9,7 +9,7 @@ import pytest
 from orchestrator.config import load_config
 from orchestrator.errors import ConfigError
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 DEFAULT = (ROOT / "bench.toml").read_text()
 
 
