@@ -48,6 +48,9 @@ class SweepConfig(Section, frozen=True, kw_only=True):
     """Extra runs of a point whose evidence could not decide (its requests pooled with the first run's)."""
     refine: NonNegInt = 1
     """Midpoints tried between the highest passing and the lowest failing point, halving the bracket each time."""
+    stop_early: bool = False
+    """Stop a point (SIGINT to AIPerf) once its requests clearly break an SLO. Off by default: AIPerf keeps no
+    record of the requests in flight when it is stopped, so the point's accounting then names them as lost."""
     saturation_share: Fraction = 0.10
     """Open loop: a run that completes answers this share below the offered rate is said saturated."""
     queueing_ratio: Annotated[float, Meta(gt=1.0)] = 1.5

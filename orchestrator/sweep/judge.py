@@ -256,7 +256,7 @@ def saturation_signs(requests: Sequence[PointRequest], *, offered_rps: float | N
       `share` (completions from the first to the last end: a server that keeps up completes as fast as
       it is asked);
     - either loop: latency growing within the run, the median of its last third at least `queueing_ratio`
-      times its first third's (by start time), the mark of a queue that builds.
+      times its first third's (by start time) and above that third's p90, the mark of a queue that builds.
     Needs at least 9 answered requests; fewer say nothing."""
     ok = sorted((r for r in requests if r.ok and r.start_ns is not None and r.end_ns is not None
                  and r.latency_ms is not None), key=lambda r: r.start_ns or 0)
@@ -270,9 +270,12 @@ def saturation_signs(requests: Sequence[PointRequest], *, offered_rps: float | N
             signs.append(f"completed {completed:.3g} req/s of {offered_rps:g} offered "
                          f"({1 - completed / offered_rps:.0%} short, more than {share:.0%})")
     third = len(ok) // 3
-    first = _nearest_rank([r.latency_ms or 0.0 for r in ok[:third]], 0.5) or 0.0
+    early = [r.latency_ms or 0.0 for r in ok[:third]]
+    first = _nearest_rank(early, 0.5) or 0.0
+    spread = _nearest_rank(early, 0.9) or 0.0
     last = _nearest_rank([r.latency_ms or 0.0 for r in ok[-third:]], 0.5) or 0.0
-    if first > 0 and last >= queueing_ratio * first:
+    # Beyond the first third's own spread too: a mix of fast and slow kinds of request is not a queue.
+    if first > 0 and last >= queueing_ratio * first and last > spread:
         signs.append(f"latency grew within the run: median {first:.0f} ms in its first third, {last:.0f} ms "
                      f"in its last (queueing)")
     return signs

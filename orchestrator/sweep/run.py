@@ -57,6 +57,7 @@ __all__ = ["SweepOptions", "sweep"]
 
 log = get_logger("aqbench.sweep")
 _COLLECT_TIMEOUT_S = 30.0
+_START_S = 10.0  # AIPerf's start-up and exit, beside a point's planned requests, when planning the sweep's time
 
 
 class SweepOptions(msgspec.Struct, frozen=True, kw_only=True):
@@ -253,14 +254,20 @@ async def _sweep(run: RunScope, opts: SweepOptions, toolkit: Toolkit, model: Mod
                            baseline=None, early_stop=False)
         baseline = Baseline.of(base.requests) if base.balanced and base.requests else None
     judged: dict[float, Judged] = {}
+    last_run_s = 0.0
     while (value := next_point(sw.points, judged, mode=sw.mode, repeats=sw.repeats, refine=sw.refine)) is not None:
-        if left_s() <= 0:
+        # A point cut short by the sweep's time loses its requests in flight: one that cannot finish is not started.
+        planned_s = ((sw.requests_per_point + cfg.workload.warmup_requests) / value + _START_S
+                     if sw.mode == "rate" else last_run_s)
+        if planned_s > left_s():
             break
         point = points.setdefault(value, _Point())
         window = _window(model.name, sw.mode, value, len(point.windows) + 1)
         conc, rate = (int(value), None) if sw.mode == "concurrency" else (None, value)
+        t0 = time.monotonic()
         await sweeper.load(window, concurrency=conc, rate=rate, deadline_s=deadline(), into=point,
-                           baseline=baseline, early_stop=True)
+                           baseline=baseline, early_stop=sw.stop_early)
+        last_run_s = time.monotonic() - t0
         if baseline is None and sw.mode == "concurrency" and value == 1 and point.balanced:
             baseline = Baseline.of(point.requests)
         checks = judge_point(point.requests, slo, baseline, model.correctness)

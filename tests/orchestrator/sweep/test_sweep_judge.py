@@ -164,3 +164,9 @@ class TestSaturation:
         assert [s.split(":")[0] for s in saturation_signs(reqs, offered_rps=None, share=0.1, queueing_ratio=1.5)] == [
             "latency grew within the run"]
         assert saturation_signs(reqs[:8], offered_rps=2.0, share=0.1, queueing_ratio=1.5) == []
+
+    def test_a_mix_of_fast_and_slow_requests_is_not_a_queue(self) -> None:
+        """Medians drifting from 25 to 40 ms among requests of which some take 400 ms: within the first
+        third's own spread, so not queueing (the false alarm a real 1 req/s run once raised)."""
+        lat = [25.0, 25.0, 400.0] * 4 + [40.0, 40.0, 400.0] * 6
+        assert saturation_signs(_timed(30, 1.0, lat), offered_rps=1.0, share=0.1, queueing_ratio=1.5) == []
