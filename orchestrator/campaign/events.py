@@ -82,6 +82,8 @@ class CampaignStarted(CampaignEvent, frozen=True, kw_only=True):
     max_parallel: int = 0
     max_retries: int = 0
     nodes: list[NodeFacts] = []
+    # Models --resume runs again although their row was final: its run key is not the current one (what changed).
+    stale: dict[str, str] = {}
 
 
 class ModelSubmitted(CampaignEvent, frozen=True, kw_only=True):

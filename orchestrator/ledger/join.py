@@ -1,7 +1,8 @@
 """The group ledger: inventory rows joined with run result rows, and the closing rules. Pure.
 
 A checkpoint's final status comes from its newest eligible run row (same TRTMC revision and dataset
-identity as the ledger, the checkpoint's normal profile), else from the inventory's own evidence-backed
+identity as the ledger, the checkpoint's normal profile, and the current run key: the configured model's key
+now when given, else the newest keyed row's; any other row is named stale with what changed), else from the inventory's own evidence-backed
 `unsupported`/`blocked` verdict. The group can close only when every in-scope checkpoint has a final
 status backed by evidence and none is unrun, failed without a reason, or qualified on an L0/partial
 profile. Variants are listed apart and never counted as models.
@@ -13,9 +14,11 @@ from collections import Counter
 
 import msgspec
 
+from orchestrator.events import RunKey
 from orchestrator.ledger.inventory_view import InventoryView, RowView, VariantView
 from orchestrator.ledger.runs import RunEvidence
 from orchestrator.reports.schema import ModelRow
+from orchestrator.runkey import key_changes
 
 __all__ = ["FINAL_STATUSES", "LOAD_ONLY_COMMANDS", "Ledger", "LedgerLine", "LedgerRun", "OpenItem", "RunRowRef",
            "VariantLine", "build_ledger"]
@@ -192,10 +195,31 @@ def _from_inventory(line: LedgerLine, row: RowView) -> LedgerLine:
     return msgspec.structs.replace(line, source="inventory", evidence=evidence, blockers=[f"unrun: {what}"])
 
 
-def build_ledger(inv: InventoryView, runs: list[RunEvidence], *, dataset_identity: str = "") -> Ledger:
+def _current(eligible: list[tuple[RunEvidence, ModelRow]],
+             keys: dict[str, RunKey]) -> tuple[list[tuple[RunEvidence, ModelRow]], list[RunRowRef]]:
+    """The rows made under the current key, and the others named stale with what changed. The current key
+    is the configured model's (`keys`), else the newest keyed row's; with neither, every row counts."""
+    current = next((keys[rr.model] for _, rr in eligible if rr.model in keys), None)
+    current = current or next((rr.keyed_by for _, rr in eligible if rr.keyed_by is not None), None)
+    if current is None:
+        return eligible, []
+    kept, stale = [], []
+    for run, rr in eligible:
+        changes = key_changes(rr.keyed_by, current)
+        if changes:
+            stale.append(_ref(run, rr, note=f"stale, not counted: run key {rr.keyed_by.digest if rr.keyed_by else 'none'} is "
+                                            f"not the current {current.digest}: {'; '.join(changes)}"))
+        else:
+            kept.append((run, rr))
+    return kept, stale
+
+
+def build_ledger(inv: InventoryView, runs: list[RunEvidence], *, dataset_identity: str = "",
+                 keys: dict[str, RunKey] | None = None) -> Ledger:
     """Join `inv` with every result row of `runs` (newest run first wins) and apply the closing rules.
 
-    `dataset_identity` pins the ledger's dataset; by default it is the identity most rows used.
+    `dataset_identity` pins the ledger's dataset; by default it is the identity most rows used. `keys`
+    (model name -> run key now, orchestrator/runkey_now.py) decide which rows are current.
     """
     runs = sorted(runs, key=lambda r: -r.started_unix_ns)
     if not dataset_identity:
@@ -227,6 +251,8 @@ def build_ledger(inv: InventoryView, runs: list[RunEvidence], *, dataset_identit
                                                      f"the inventory row is {row.revision}"))
                 else:
                     eligible.append((run, rr))
+        eligible, stale = _current(eligible, keys or {})
+        others += stale
         # Newest final row wins; an interrupted newer run does not undo an older final result.
         chosen = next((e for e in eligible if e[1].status in FINAL_STATUSES), eligible[0] if eligible else None)
         for entry in eligible:
@@ -235,6 +261,10 @@ def build_ledger(inv: InventoryView, runs: list[RunEvidence], *, dataset_identit
                 others.append(_ref(*entry, note=f"newer, without a final status; run {chosen[0].run_id} counts"
                                    if newer else f"superseded by run {chosen[0].run_id}"))
         line = _from_run(line, *chosen, row) if chosen else _from_inventory(line, row)
+        if chosen is None and stale and not line.final:
+            line = msgspec.structs.replace(line, blockers=[f"only stale rows (run {stale[0].run_id}: "
+                                                           f"{stale[0].note.split(': ', 1)[1]}); rerun it",
+                                                           *(b for b in line.blockers if not b.startswith("unrun:"))])
         partial_only = [v for v in inv.variants if v.checkpoint.lower() == row.checkpoint.lower() and v.partial
                         and any(r.status == "aiperf-qualified" for r in variant_runs.get(v.profile, []))]
         if partial_only and not line.final:

@@ -150,7 +150,7 @@ async def _phase(run: RunScope, opts: RunAiperfOptions, toolkit: Toolkit, model:
     await run.bus.publish(ModelResult(source="run-aiperf", model=model.name, status=status,
                                       failed_stage="" if ok else "aiperf",
                                       row=ResultRow(**facts, aiperf_command=cmd.shell, reason=reason,
-                                                    noninferiority=None)))
+                                                    noninferiority=None, keyed_by=None)))
     await run.bus.publish(PhaseFinished(source="run-aiperf", phase="model", model=model.name, outcome=status,
                                         reason=reason))
     print(_summary(window, outcome, acc, live), file=sys.stderr, flush=True)

@@ -233,6 +233,7 @@ def _report_json_now(old: dict[str, Any], journal: Path) -> dict[str, Any]:
             check["evidence"] = {"kind": check["check"], **check["evidence"]} if check["evidence"] else None
         row["aiperf_settings"] = row["aiperf_settings"] or None
         row["server"]["served_models"] = ready["models"]
+        row["keyed_by"] = None  # issue 34: the run key, unknown before
         if row.get("noninferiority") is not None:  # issue 30: what the decision could detect (unknown before)
             row["noninferiority"].update(fail_from_b=None, detectable_regression=None,
                                          detectable_power_regression=None)
