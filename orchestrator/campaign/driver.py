@@ -41,7 +41,7 @@ from orchestrator.campaign.report import write_campaign_reports
 from orchestrator.campaign.resume import still_current
 from orchestrator.config import Config, ModelConfig
 from orchestrator.errors import AqbenchError, UsageError
-from orchestrator.events import Event, ModelResult, PhaseStarted, RunFinished
+from orchestrator.events import Event, ModelResult, PhaseStarted, RunFinished, ServerExited, ServerSpawned
 from orchestrator.journal import decode_event
 from orchestrator.logs import get_logger
 from orchestrator.reports import write_reports
@@ -89,6 +89,7 @@ class _Live:
         self.result: ModelResult | None = None
         self.run_finished = False
         self.lags_ns: list[int] = []
+        self.servers: dict[int, int] = {}  # pid -> incarnation, spawned and not yet exited
 
 
 def final_models(campaign_dir: Path) -> dict[str, ModelFinished]:
@@ -218,6 +219,10 @@ class _Driver:
                 self.progress.update(live.model, status=ev.status)
             elif isinstance(ev, RunFinished):
                 live.run_finished = True
+            elif isinstance(ev, ServerSpawned):
+                live.servers[ev.pid] = ev.incarnation
+            elif isinstance(ev, ServerExited):
+                live.servers.pop(ev.pid, None)
 
     def _close_journal(self, live: _Live) -> None:
         if live.fh is not None:
@@ -271,8 +276,11 @@ class _Driver:
             if facts is None or not facts.alive:
                 self.journal.write(NodeLost(node_id=node_id, node_address=facts.address if facts else "",
                                             reason=d.reason))
+        # A stream that broke before the server's exit was journaled: nobody on the driver saw it stop.
+        left = [f"pid {pid} (incarnation {inc})" for pid, inc in sorted(live.servers.items())]
         self.journal.write(AttemptEnded(model=live.model, attempt=live.attempt, node_id=node_id, ended=d.ended,
-                                        reason=d.reason, retry=retry, stream=self._lag(live)))
+                                        reason=d.reason, retry=retry, stream=self._lag(live),
+                                        servers_not_stopped=left))
         if retry:
             self.progress.update(live.model, status="node lost, retrying")
             return True
