@@ -4,8 +4,8 @@ A checkpoint's final status comes from its newest eligible run row (same TRTMC r
 identity as the ledger, the checkpoint's normal profile, and the current run key: the configured model's key
 now when given, else the newest keyed row's; any other row is named stale with what changed), else from the inventory's own evidence-backed
 `unsupported`/`blocked` verdict. The group can close only when every in-scope checkpoint has a final
-status backed by evidence and none is unrun, failed without a reason, or qualified on an L0/partial
-profile. Variants are listed apart and never counted as models.
+status backed by evidence and none is unrun, failed (an unresolved failure blocks until fixed and rerun),
+or qualified on an L0/partial profile. Variants are listed apart and never counted as models.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from orchestrator.runkey import key_changes
 __all__ = ["FINAL_STATUSES", "LOAD_ONLY_COMMANDS", "Ledger", "LedgerLine", "LedgerRun", "OpenItem", "RunRowRef",
            "VariantLine", "build_ledger"]
 
-# Statuses that end a checkpoint's story (`failed` only with a reason); others are stops on the way.
+# Statuses that end a checkpoint's story; others are stops on the way. A `failed` row is final but blocks
+# closing until fixed and rerun; `unsupported`/`blocked` from a run count only with capability evidence.
 FINAL_STATUSES = ("aiperf-qualified", "unsupported", "blocked", "failed")
 # Runs that load a server without judging its checkpoint: listed, never a checkpoint's status.
 LOAD_ONLY_COMMANDS = frozenset({"run-aiperf", "soak", "ingest"})
@@ -157,9 +158,15 @@ def _from_run(line: LedgerLine, run: RunEvidence, rr: ModelRow, row: RowView) ->
     ref = _ref(run, rr)
     blockers: list[str] = []
     final = rr.status in FINAL_STATUSES
-    if rr.status == "failed" and not rr.reason:
+    if rr.status == "failed":
+        # The owners' rule: an unresolved failure cannot close the group, with or without its reason.
         final = False
-        blockers.append(f"failed at {rr.failed_stage or 'an unnamed stage'} without a reason in run {run.run_id}")
+        blockers.append(f"failed at {rr.failed_stage or 'an unnamed stage'} in run {run.run_id}: "
+                        f"{rr.reason or 'no reason given'}; fix it and rerun")
+    elif rr.status in ("unsupported", "blocked") and not (rr.reason and any(c.evidence for c in rr.capability)):
+        final = False
+        blockers.append(f"run {run.run_id} says `{rr.status}` without its capability evidence"
+                        + ("" if rr.reason else " or a reason"))
     elif not final:
         blockers.append(f"run {run.run_id} ended it `{rr.status}`"
                         + (f" ({rr.reason})" if rr.reason else "") + ", not a final status")
