@@ -13,7 +13,7 @@ import re
 import socket
 import tempfile
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import msgspec
@@ -124,6 +124,37 @@ def machine_facts(extra_hosts: Iterable[str] = (), extra_users: Iterable[str] = 
     )
 
 
+def _credentials(text: str) -> Iterator[tuple[str, int]]:
+    """Credentials by shape, by the setting that names them, and by entropy: (kind, column)."""
+    for m in _TOKENS.finditer(text):
+        yield next(_TOKEN_SHAPES[int(k[1:])][0] for k, v in m.groupdict().items() if v is not None), m.start()
+    for pattern, kind in ((_PRIVATE_KEY, "private key"), (_URL_CREDENTIALS, "URL with credentials")):
+        if m2 := pattern.search(text):
+            yield kind, m2.start()
+    for m in _BEARER.finditer(text):
+        yield "bearer or basic credential", m.start()
+    for setting in (_ASSIGNMENT, _FLAG_VALUE):
+        for m in setting.finditer(text):
+            if m["val"].lower() not in _SCHEMES and not m["val"].startswith(("$", "{")) and _holds_credential(m["name"]):
+                yield "credential setting", m.start("val")
+    for m in _RUN.finditer(text):
+        run = m[0].strip("=-_/+")
+        if _HEX_OR_UUID.fullmatch(run) or len(run) < 24:
+            continue
+        classes = sum((any(c.islower() for c in run), any(c.isupper() for c in run), any(c.isdigit() for c in run)))
+        if classes == 3 and shannon_bits(run) >= _ENTROPY_BITS:
+            yield "high-entropy token", m.start()
+
+
+def _places(text: str) -> Iterator[tuple[str, int]]:
+    """Email addresses and home, scratch and temporary paths: (kind, column)."""
+    if m := _EMAIL.search(text):
+        yield "email address", m.start()
+    for shape, kind in ((_HOME_PATH, "home path"), (_SCRATCH_PATH, "scratch path"), (_TMP_PATH, "temporary path")):
+        if m := shape.search(text):
+            yield kind, m.start()
+
+
 def _holds_credential(name: str) -> bool:
     spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name.lstrip("-"))
     parts = [p for p in re.split(r"[_.\-]+", spaced.lower()) if p]
@@ -162,49 +193,23 @@ class Detectors:
     def line(self, text: str, lineno: int) -> list[Detected]:
         """Every kind found on this line, once per kind (the leftmost), in column order."""
         found: dict[str, int] = {}
-
-        def hit(kind: str, column: int) -> None:
+        for kind, column in (*_credentials(text), *self._machine(text), *_places(text)):
             if kind not in found or column < found[kind]:
                 found[kind] = column
+        return [Detected(line=lineno, column=col + 1, kind=kind) for kind, col in sorted(found.items(), key=lambda kv: kv[1])]
 
-        for m in _TOKENS.finditer(text):
-            kind = next(_TOKEN_SHAPES[int(k[1:])][0] for k, v in m.groupdict().items() if v is not None)
-            hit(kind, m.start())
-        if m2 := _PRIVATE_KEY.search(text):
-            hit("private key", m2.start())
-        if m2 := _URL_CREDENTIALS.search(text):
-            hit("URL with credentials", m2.start())
-        for m in _BEARER.finditer(text):
-            hit("bearer or basic credential", m.start())
-        for setting in (_ASSIGNMENT, _FLAG_VALUE):
-            for m in setting.finditer(text):
-                if m["val"].lower() in _SCHEMES or m["val"].startswith(("$", "{")):
-                    continue
-                if _holds_credential(m["name"]):
-                    hit("credential setting", m.start("val"))
-        for m in _RUN.finditer(text):
-            run = m[0].strip("=-_/+")
-            if _HEX_OR_UUID.fullmatch(run) or len(run) < 24:
-                continue
-            classes = sum((any(c.islower() for c in run), any(c.isupper() for c in run), any(c.isdigit() for c in run)))
-            if classes == 3 and shannon_bits(run) >= _ENTROPY_BITS:
-                hit("high-entropy token", m.start())
-        if m2 := _EMAIL.search(text):
-            hit("email address", m2.start())
+    def _machine(self, text: str) -> Iterator[tuple[str, int]]:
+        """This machine's names and addresses, and the known secret values."""
         for pattern, kind in ((self._hosts, "host name"), (self._users, "user name"), (self._tmp, "temporary path")):
-            if pattern is not None and (m2 := pattern.search(text)):
-                hit(kind, m2.start())
+            if pattern is not None and (m := pattern.search(text)):
+                yield kind, m.start()
         for m in _IPV4.finditer(text):
             if _private_ipv4(m, self._own):
-                hit("IP address", m.start())
-        for shape, kind in ((_HOME_PATH, "home path"), (_SCRATCH_PATH, "scratch path"), (_TMP_PATH, "temporary path")):
-            if m2 := shape.search(text):
-                hit(kind, m2.start())
+                yield "IP address", m.start()
         for value in self._known:
             if (col := text.find(value)) >= 0:
-                hit("known secret value", col)
+                yield "known secret value", col
                 break
-        return [Detected(line=lineno, column=col + 1, kind=kind) for kind, col in sorted(found.items(), key=lambda kv: kv[1])]
 
     def text(self, text: str) -> list[Detected]:
         """Every finding of a whole text, line by line."""
