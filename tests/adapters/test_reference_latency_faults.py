@@ -11,7 +11,6 @@ from adapters.reference.faults import FaultSettings, FaultState, item_draw
 from adapters.reference.serve import add_server_arguments, settings_from_args
 
 
-
 def _parse(*argv: str) -> argparse.Namespace:
     p = argparse.ArgumentParser()
     add_server_arguments(p)

@@ -24,8 +24,8 @@ from orchestrator.judge.intervals import clustered_quantile_changes, tail_share_
 ROOT = Path(__file__).resolve().parents[2]
 QUALIFY_V1 = ROOT / "tests" / "data" / "journals" / "qualify-v1" / "events.jsonl.gz"
 # Realistic noise within a run: Student's t (3 df) on the log scale, an AR(1) factor (lag-1 correlation
-# 0.9, sd 10 %) and a 10 % drift from first to last request, the same in both runs.
-NOISY = RunSpec(requests=800, items=40, noise=0.15, tail_df=3.0, ar_phi=0.9, ar_sd=0.1, drift=0.1)
+# 0.9, sd 5 %) and a 10 % drift from first to last request, the same in both runs.
+NOISY = RunSpec(requests=1600, items=40, noise=0.15, tail_df=3.0, ar_phi=0.9, ar_sd=0.05, drift=0.1)
 PLANTED = {"uniform +10 %": {"scale": 1.10},
            "40 % of items 2x": {"slow_item_share": 0.4, "slow_factor": 2.0},
            "15 % of requests 3x": {"slow_request_share": 0.15, "slow_factor": 3.0}}
