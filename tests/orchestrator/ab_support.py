@@ -12,7 +12,16 @@ from config_support import make_config
 
 from orchestrator.ab.blocks import window_name
 from orchestrator.ab.plan import block_order
-from orchestrator.events import AbPhase, AnyEvent, HostFacts, PhaseFinished, PhaseStarted, RequestCorrelated, RunFinished, RunStarted
+from orchestrator.events import (
+    AbPhase,
+    AnyEvent,
+    HostFacts,
+    PhaseFinished,
+    PhaseStarted,
+    RequestCorrelated,
+    RunFinished,
+    RunStarted,
+)
 from orchestrator.journal import encode_event
 
 T0 = 1_764_547_200_000_000_000
