@@ -93,6 +93,11 @@ async def run_ab_session(a: Config, b: Config, opts: AbOptions, interrupt: Inter
         specs = {side: ServerSpec.from_config(cfg, models[side], run.run_dir / side,
                                               parts=toolkit.server_parts(cfg.server.kind))
                  for side, cfg in (("A", a), ("B", b))}
+        for _retry in range(3):  # two free ports picked before either server binds may coincide
+            if b.server.port or specs["B"].port != specs["A"].port:
+                break
+            specs["B"] = ServerSpec.from_config(b, models["B"], run.run_dir / "B",
+                                                parts=toolkit.server_parts(b.server.kind))
         if specs["A"].port == specs["B"].port and not opts.sequential:
             raise UsageError(f"both configs fix [server] port {specs['A'].port}: two servers cannot share it; "
                              f"set different ports, leave them unset, or pass --sequential")

@@ -36,7 +36,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from orchestrator.ab import AbOptions, decide, run_ab_session, write_result
+    from orchestrator.ab import AbOptions, check_comparable, decide, run_ab_session, write_result
     from orchestrator.commands.wiring import real_toolkit
     from orchestrator.config import load_config
     from orchestrator.errors import UsageError
@@ -46,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--pairs {args.pairs}, --block-requests {args.block_requests} must be at least 1 and "
                          f"--block-warmup {args.block_warmup} at least 0")
     a, b = load_config(args.baseline), load_config(args.candidate)
+    check_comparable(a, b)  # before any server or AIPerf starts
     opts = AbOptions(baseline=args.baseline, candidate=args.candidate, model=args.model, pairs=args.pairs,
                      block_requests=args.block_requests, block_warmup=args.block_warmup, seed=args.seed,
                      max_duration_s=args.max_duration, sequential=args.sequential)

@@ -5,6 +5,7 @@ regressions the issue names are."""
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 
 import pytest
@@ -12,8 +13,10 @@ from ab_support import AbSpec, write_session
 
 from orchestrator.ab import decide, render_markdown
 from orchestrator.ab.plan import block_order, pairs_of
+from orchestrator.cli import main
 from orchestrator.config import CompareConfig
 
+ROOT = Path(__file__).resolve().parents[2]
 PLANTED = {"uniform +10 %": {"scale": 1.10, "pairs": 10, "block_requests": 100},
            "40 % of items 2x": {"slow_item_share": 0.4, "slow_factor": 2.0},
            "15 % of requests 3x": {"slow_request_share": 0.15, "slow_factor": 3.0, "block_requests": 100}}
@@ -62,3 +65,22 @@ class TestReport:
         assert latency["latency.client.p90"].note == "too few requests a block for p90 (at least 50: --block-requests)"
         md = render_markdown(result)
         assert "order `" in md and "## Pairs" in md
+
+
+class TestUsage:
+    @pytest.mark.parametrize(("old", "new", "message"), [
+        ('name = "audioqa-v2"', 'name = "audioqa-v1"', r"name different datasets"),
+        ("requests = 48", "requests = 49", r"differ in \[workload\] requests; an A/B changes the server only")])
+    def test_incomparable_configs_exit_2_before_anything_starts(self, tmp_path: Path, old: str, new: str,
+                                                                  message: str, capsys: pytest.CaptureFixture[str]) -> None:
+        """Configs with different datasets or workloads are refused with exit 2, naming what differs."""
+        text = (ROOT / "bench.toml").read_text()
+        assert old in text
+        (tmp_path / "a.toml").write_text(text.replace('output_dir = "runs"', f'output_dir = "{tmp_path / "runs"}"'))
+        (tmp_path / "b.toml").write_text(text.replace(old, new).replace('output_dir = "runs"',
+                                                                        f'output_dir = "{tmp_path / "runs"}"'))
+        code = main(["--log-level", "error", "ab", "--baseline", str(tmp_path / "a.toml"), "--candidate",
+                     str(tmp_path / "b.toml")])
+        assert code == 2
+        assert re.search(message, capsys.readouterr().err)
+        assert not (tmp_path / "runs").exists()
