@@ -63,8 +63,12 @@ def _model(cfg: Config, name: str, flag: str) -> ModelConfig:
     return models[name] if name else cfg.models[0]
 
 
-def check_comparable(a: Config, b: Config) -> None:
-    """UsageError (exit 2) unless both configs load the same dataset with the same workload."""
+def check_comparable(a: Config, b: Config, *, sequential: bool = False) -> None:
+    """UsageError (exit 2) unless both configs load the same dataset with the same workload, and (both
+    servers running at once) do not fix the same port."""
+    if a.server.port and a.server.port == b.server.port and not sequential:
+        raise UsageError(f"--baseline {a.source} and --candidate {b.source} both fix [server] port {a.server.port}: "
+                         f"two servers cannot share it; set different ports, leave them unset, or pass --sequential")
     if resolve_dataset_path(a.dataset) != resolve_dataset_path(b.dataset):
         raise UsageError(f"--baseline {a.source} and --candidate {b.source} name different datasets "
                          f"({resolve_dataset_path(a.dataset)} vs {resolve_dataset_path(b.dataset)}); an A/B needs one")
@@ -77,7 +81,7 @@ def check_comparable(a: Config, b: Config) -> None:
 async def run_ab_session(a: Config, b: Config, opts: AbOptions, interrupt: Interrupt, toolkit: Toolkit,
                          *, compare_confidence: float, tolerances: tuple[float, float]) -> Path:
     """Run the session; returns its journal. Raises UsageError before anything starts on bad input."""
-    check_comparable(a, b)
+    check_comparable(a, b, sequential=opts.sequential)
     models = {"A": _model(a, opts.model, "--baseline"), "B": _model(b, opts.model, "--candidate")}
     install = await anyio.to_thread.run_sync(toolkit.aiperf.check_install)
     tokenizer = await anyio.to_thread.run_sync(toolkit.aiperf.ensure_tokenizer, models["A"].tokenizer)
@@ -98,9 +102,6 @@ async def run_ab_session(a: Config, b: Config, opts: AbOptions, interrupt: Inter
                 break
             specs["B"] = ServerSpec.from_config(b, models["B"], run.run_dir / "B",
                                                 parts=toolkit.server_parts(b.server.kind))
-        if specs["A"].port == specs["B"].port and not opts.sequential:
-            raise UsageError(f"both configs fix [server] port {specs['A'].port}: two servers cannot share it; "
-                             f"set different ports, leave them unset, or pass --sequential")
         work = run.run_dir / "aiperf"
         rows = interleave_kinds(await anyio.to_thread.run_sync(prepare_arms, dataset, list(a.workload.arms),
                                                                work / "wire"), dataset)

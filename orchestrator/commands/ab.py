@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--pairs {args.pairs}, --block-requests {args.block_requests} must be at least 1 and "
                          f"--block-warmup {args.block_warmup} at least 0")
     a, b = load_config(args.baseline), load_config(args.candidate)
-    check_comparable(a, b)  # before any server or AIPerf starts
+    check_comparable(a, b, sequential=args.sequential)  # before any server or AIPerf starts
     opts = AbOptions(baseline=args.baseline, candidate=args.candidate, model=args.model, pairs=args.pairs,
                      block_requests=args.block_requests, block_warmup=args.block_warmup, seed=args.seed,
                      max_duration_s=args.max_duration, sequential=args.sequential)

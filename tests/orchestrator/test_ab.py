@@ -70,13 +70,15 @@ class TestReport:
 class TestUsage:
     @pytest.mark.parametrize(("old", "new", "message"), [
         ('name = "audioqa-v2"', 'name = "audioqa-v1"', r"name different datasets"),
-        ("requests = 48", "requests = 49", r"differ in \[workload\] requests; an A/B changes the server only")])
+        ("requests = 48", "requests = 49", r"differ in \[workload\] requests; an A/B changes the server only"),
+        ("# port = 8000 ", "port = 8000 #", r"both fix \[server\] port 8000: two servers cannot share it")])
     def test_incomparable_configs_exit_2_before_anything_starts(self, tmp_path: Path, old: str, new: str,
                                                                   message: str, capsys: pytest.CaptureFixture[str]) -> None:
-        """Configs with different datasets or workloads are refused with exit 2, naming what differs."""
+        """Configs with different datasets or workloads, or both fixing one port, are refused with exit 2."""
         text = (ROOT / "bench.toml").read_text()
         assert old in text
-        (tmp_path / "a.toml").write_text(text.replace('output_dir = "runs"', f'output_dir = "{tmp_path / "runs"}"'))
+        base = text.replace(old, new) if "port" in old else text  # a fixed port clashes only when both fix it
+        (tmp_path / "a.toml").write_text(base.replace('output_dir = "runs"', f'output_dir = "{tmp_path / "runs"}"'))
         (tmp_path / "b.toml").write_text(text.replace(old, new).replace('output_dir = "runs"',
                                                                         f'output_dir = "{tmp_path / "runs"}"'))
         code = main(["--log-level", "error", "ab", "--baseline", str(tmp_path / "a.toml"), "--candidate",
