@@ -166,9 +166,11 @@ async def _block(run: RunScope, toolkit: Toolkit, handle: ServerHandle, model: M
     cfg = run.config
     aiperf = toolkit.aiperf
     window = window_name(model.name, k, side)
+    folder = run.run_dir / "aiperf" / f"block-{k:02d}-{side}"
+    # Each block its own live tap: a shared one would replay earlier blocks' requests into this window.
     cmd = aiperf.build_command(cfg.workload, base_url=handle.base_url, model=model.name, input_file=input_file,
-                               artifact_dir=run.run_dir / "aiperf" / f"block-{k:02d}-{side}", tokenizer=tokenizer,
-                               requests=opts.block_requests, warmup=opts.block_warmup)
+                               artifact_dir=folder / "artifacts", tokenizer=tokenizer, requests=opts.block_requests,
+                               warmup=opts.block_warmup, tap_dir=folder / "tap")
     await run.bus.publish(PhaseStarted(source="ab", phase="aiperf", model=model.name,
                                        detail=AiperfRunPhase(arms=list(cfg.workload.arms), rows=len(rows),
                                                              window=window)))
