@@ -11,6 +11,7 @@ from typing import TypeAlias
 
 import msgspec
 
+from orchestrator.events.ab import AbPhase
 from orchestrator.events.payloads import (
     AiperfSettings,
     AnswerMismatch,
@@ -128,7 +129,7 @@ class SoakPhase(_Phase, frozen=True, kw_only=True, tag="soak"):
 
 PHASE_DETAILS: tuple[type[msgspec.Struct], ...] = (
     DatasetPhase, ModelPhase, ServerPhase, CapabilityPhase, CorrectnessPhase, IdentityPhase, AiperfPhase,
-    AiperfRunPhase, ReferencePhase, NoninferiorityPhase, SoakPhase, SweepPhase)
+    AiperfRunPhase, ReferencePhase, NoninferiorityPhase, SoakPhase, AbPhase, SweepPhase)
 PhaseDetail: TypeAlias = (DatasetPhase | ModelPhase | ServerPhase | CapabilityPhase | CorrectnessPhase
                           | IdentityPhase | AiperfPhase | AiperfRunPhase | ReferencePhase | NoninferiorityPhase
-                          | SoakPhase | SweepPhase)
+                          | SoakPhase | AbPhase | SweepPhase)
