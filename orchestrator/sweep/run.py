@@ -292,7 +292,7 @@ async def _sweep(run: RunScope, opts: SweepOptions, toolkit: Toolkit, model: Mod
     await run.bus.publish(ModelResult(source="sweep", model=model.name, status=status,
                                       failed_stage="" if balanced else "sweep",
                                       row=ResultRow(**facts, aiperf_command=" ; ".join(sweeper.commands),
-                                                    reason=concluded.summary, noninferiority=None)))
+                                                    reason=concluded.summary, noninferiority=None, keyed_by=None)))
     await run.bus.publish(PhaseFinished(source="sweep", phase="model", model=model.name, outcome=status,
                                         reason=concluded.summary))
     print(_summary(concluded, judged), file=sys.stderr, flush=True)
