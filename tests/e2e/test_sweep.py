@@ -64,7 +64,9 @@ def test_swapped_answers_under_load_bracket_the_capacity(tmp_path: Path) -> None
     """Concurrency 1 holds every SLO; at 2 the server answers with another request's answer, which breaks
     the answers SLO: capacity 1, bracketed, each point balanced, reports rebuilt identically."""
     argv = ["{python}", "-m", "adapters.reference", "--host", "{host}", "--port", "{port}", "--model-name",
-            "{model}", "--records", "{records}", "--replicas", "{replicas}", "--fault-swap-above", "1"]
+            "{model}", "--records", "{records}", "--replicas", "{replicas}", "--fault-swap-above", "1",
+            # 100 ms per answer: at concurrency 2 both requests are in the engine together, so the swap happens.
+            "--fault-latency-ms", "100"]
     config = tmp_path / "bench.toml"
     config.write_text(_CONFIG.format(out=tmp_path / "runs", argv=json.dumps(argv),
                                      dataset=ROOT / "datasets" / "audioqa-v1"))
