@@ -110,6 +110,7 @@ from orchestrator.events.values import (
     ServerExitFact,
     SoakLimits,
     Summary,
+    TrendPlan,
     WindowStats,
 )
 from orchestrator.events.verdicts import (
@@ -124,6 +125,7 @@ from orchestrator.events.verdicts import (
     ProcessCheck,
     RestartDetail,
     RunAccount,
+    SampledMemoryDetail,
     TailDetail,
     TrendNumbers,
     VerdictDetail,
@@ -139,13 +141,13 @@ __all__ = [
     "HostFacts", "IncompleteAnswer", "ItemRef", "Json", "FOREIGN_JSON", "NoninferiorityResult", "NoticeContext",
     "ResultRow",
     # values
-    "Summary", "GateResult", "MemorySummary", "WindowStats", "SoakLimits", "ServerExitFact", "AiperfRunFact",
+    "Summary", "GateResult", "MemorySummary", "WindowStats", "SoakLimits", "ServerExitFact", "AiperfRunFact", "TrendPlan",
     # phase details
     "PhaseDetail", "PHASE_DETAILS", "DatasetPhase", "ModelPhase", "ServerPhase", "CapabilityPhase",
     "CorrectnessPhase", "IdentityPhase", "AiperfPhase", "AiperfRunPhase", "ReferencePhase", "NoninferiorityPhase",
     "SoakPhase",
     # soak verdict details
-    "VerdictDetail", "VERDICT_DETAILS", "TrendNumbers", "MemoryDetail", "DriftDetail", "TailDetail",
+    "VerdictDetail", "VERDICT_DETAILS", "TrendNumbers", "MemoryDetail", "SampledMemoryDetail", "DriftDetail", "TailDetail",
     "ErrorRateDetail", "WindowCorrectness", "PooledGate", "CorrectnessDetail", "RestartDetail", "ProcessCheck",
     "WindowGap", "GapDetail", "RunAccount", "AccountingDetail", "verdict_numbers",
     # capability evidence

@@ -220,7 +220,8 @@ class TestSchemaVersions:
 # THIS_RELEASE: what report.json and soak.json gained with journal schema 3 (reports hold typed values): a
 # capability check's evidence is tagged by its `kind`, a window's `soak` and a row's `aiperf_settings` are null
 # where they were {}, `served_models` lists the server's /v1/models entries (ServerReady's; the keys of the
-# /v1/models object before), report.json's version is 2; soak.json (version 3) keeps each verdict as journaled.
+# /v1/models object before), report.json's version is 2; soak.json (version 3) keeps each verdict as journaled,
+# and its settings show issue 29's new [soak] keys (warmup_s, rss_wander_mib) at their defaults.
 
 
 def _report_json_now(old: dict[str, Any], journal: Path) -> dict[str, Any]:
@@ -260,6 +261,8 @@ def _assert_soak_json_now(got: dict[str, Any], old: dict[str, Any]) -> None:
     journaled, its detail typed, holding every number the old row's detail held."""
     assert got["report_version"] == 3
     old = _gates_applicable(copy.deepcopy(old))
+    # Issue 29's [soak] keys read from a config snapshot without them: their defaults.
+    old["settings"].update(warmup_s=60.0, rss_wander_mib=3.0)
     assert {k: v for k, v in got.items() if k not in ("report_version", "verdicts")} == \
         {k: v for k, v in old.items() if k not in ("report_version", "verdicts")}
     assert [v["metric"] for v in got["verdicts"]] == [v["metric"] for v in old["verdicts"]]
