@@ -50,6 +50,7 @@ from orchestrator.events import (
     ServerReady,
     ServerRestarting,
     ServerSpawned,
+    SoakVerdict,
     SoakWindowClosed,
     SubscriberFailed,
     VerdictReached,
@@ -173,6 +174,7 @@ class ReportFold:
         self._gpus: dict[int, str] = {}
         self._aiperf_fingerprint = ""
         self._aiperf_version = ""
+        self._soak_final: dict[str, str] = {}  # a soak's final verdicts: metric -> outcome
 
     # ------------------------------------------------------------------------------- feeding
 
@@ -210,6 +212,10 @@ class ReportFold:
 
     def _on_run_finished(self, ev: RunFinished) -> None:
         self._finished = ev
+
+    def _on_soak_verdict(self, ev: SoakVerdict) -> None:
+        if ev.final:
+            self._soak_final[ev.metric] = ev.outcome
 
     def _on_phase_started(self, ev: PhaseStarted) -> None:
         if ev.phase in ("reference", "noninferiority"):  # the reference side's server is not the model's
@@ -513,9 +519,23 @@ class ReportFold:
         open_stage = next((p for p, s in reversed(m.stages.items()) if s.finished_ns is None and p != "model"), "") \
             or next((p for p, s in reversed(m.stages.items()) if s.outcome == "failed" and p != "model"), "")
         f = self._finished
+        soaked = m.stages.get("model")
+        if soaked is not None and soaked.outcome.startswith("soak-"):
+            return self._soak_status(m, soaked.outcome)
         if f is None or f.status == "interrupted":
             return "interrupted", open_stage, f"the run was interrupted before this model's result{_why(f)}"
         return "error", open_stage, f"the run ended before this model's result{_why(f)}"
+
+    def _soak_status(self, m: _Model, outcome: str) -> tuple[str, str, str]:
+        """A soak's model: soak-failed, soak-inconclusive or soak-passed from its final verdicts (the model
+        phase's outcome where none was journaled)."""
+        failed = [k for k, v in self._soak_final.items() if v == "fail"]
+        undecided = [k for k, v in self._soak_final.items() if v == "inconclusive"]
+        if failed or (outcome == "soak-failed" and not self._soak_final):
+            return "soak-failed", "soak", self._stage_reason(m, "soak") or f"failed: {', '.join(failed)}"
+        if undecided:
+            return "soak-inconclusive", "", f"inconclusive (the evidence cannot decide): {', '.join(undecided)}"
+        return "soak-passed", "", ""
 
     @staticmethod
     def _stage_reason(m: _Model, stage: str) -> str:
@@ -569,6 +589,7 @@ _HANDLERS: dict[type, Any] = {
     RequestUnmatched: ReportFold._on_unmatched,
     AccountingChecked: ReportFold._on_accounting,
     SoakWindowClosed: ReportFold._on_soak_window,
+    SoakVerdict: ReportFold._on_soak_verdict,
     Warned: ReportFold._on_warned,
     Failed: ReportFold._on_failed,
     EventsDropped: ReportFold._on_dropped,

@@ -236,8 +236,10 @@ def _headline(report: SoakReport) -> str:
         verdict = f"FAILED ({', '.join(failed)})"
     elif not report.verdicts:
         verdict = "not judged yet"
+    elif undecided:  # no verdict failed, but these decided nothing: no pass
+        verdict = f"INCONCLUSIVE ({', '.join(undecided)}; no verdict failed)"
     else:
-        verdict = "PASSED" + (f" with {len(undecided)} inconclusive" if undecided else "")
+        verdict = "PASSED"
     return f"Soak {verdict}; verdicts: {state}; run status: {report.status}; windows closed: {len(report.windows)}"
 
 
