@@ -16,12 +16,14 @@ BLOCK_S = 10
 
 
 def memory_series(rng: np.random.Generator, seconds: int, *, phi: float, slope_per_h: float = 0.0,
-                  wander: float = 3.0, noise: float = 2.0) -> tuple[np.ndarray, np.ndarray]:
-    """(times in s, RSS in MiB) of `seconds` 1 Hz samples."""
+                  wander: float = 3.0, noise: float = 2.0, heavy: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(times in s, RSS in MiB) of `seconds` 1 Hz samples; `heavy`: spikes of 20 x (1 + Pareto(1.5)) MiB,
+    a heavy tail with no variance, instead of 20-80 MiB."""
     t = np.arange(seconds, dtype=float)
     period = rng.uniform(20, 40)
     sawtooth = 20 * ((t + rng.uniform(0, period)) % period) / period
-    spikes = np.where(rng.random(seconds) < 0.02, rng.uniform(20, 80, seconds), 0.0)
+    size = 20 * (1 + rng.pareto(1.5, seconds)) if heavy else rng.uniform(20, 80, seconds)
+    spikes = np.where(rng.random(seconds) < 0.02, size, 0.0)
     shifts = _ar1(rng, seconds // WANDER_S + 2, phi, wander)
     phase = rng.uniform(0, WANDER_S)
     level = shifts[((t + phase) // WANDER_S).astype(int)]
