@@ -215,7 +215,7 @@ class _Soak:
         await self.phase("server")
         spec = ServerSpec.from_config(self.cfg, m, run.run_dir, parts=self.toolkit.server_parts(self.cfg.server.kind))
         verdicts: list[MetricVerdict] = []
-        plan = plan_trends(s.duration_s, s.limits)
+        plan = plan_trends(s.duration_s, s.limits, s.window_s)
         started = False
         server_failure = ""
         try:

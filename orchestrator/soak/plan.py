@@ -1,10 +1,11 @@
-"""What a soak's plan can decide, said before the load starts: one TrendPlan per memory verdict.
+"""What a soak's plan can decide, said before the load starts: one TrendPlan per trend verdict.
 
 From the settings alone (duration, warmup, limits, the stated wander); measures nothing. Pure.
 """
 
 from __future__ import annotations
 
+import math
 from statistics import NormalDist
 
 from orchestrator.events import SoakLimits, TrendPlan
@@ -16,8 +17,9 @@ __all__ = ["plan_trends"]
 _MEMORY = ("server_rss", "orchestrator_rss", "aiperf_rss")
 
 
-def plan_trends(duration_s: float, limits: SoakLimits) -> list[TrendPlan]:
-    """Each memory verdict's plan over the judged span (duration minus warmup)."""
+def plan_trends(duration_s: float, limits: SoakLimits, window_s: float | None = None) -> list[TrendPlan]:
+    """Each memory verdict's plan over the judged span (duration minus warmup), then, given `window_s`,
+    each latency trend's over its judged windows."""
     rule = sampled_rule(limits)
     span = max(0.0, duration_s - limits.warmup_s)
     growth = batch_count(span, rule) >= 3
@@ -38,4 +40,21 @@ def plan_trends(duration_s: float, limits: SoakLimits) -> list[TrendPlan]:
                     f"{3 * rule.min_batch_s:g} s any verdict needs: it cannot decide")
         out.append(TrendPlan(metric=metric, judged_span_s=span, slope_decides=slope, growth_decides=growth,
                              detectable_slope=detectable, limit=rule.limit_per_h, unit="MiB/h", text=text))
+    if window_s:
+        out += _latency_plans(duration_s, window_s, limits)
     return out
+
+
+def _latency_plans(duration_s: float, window_s: float, limits: SoakLimits) -> list[TrendPlan]:
+    """Latency trends are judged per window: enough judged windows, and their mid-points far enough apart."""
+    windows = max(0, math.ceil(duration_s / window_s - 1e-9) - limits.warmup_windows)
+    span = max(0.0, (windows - 1) * window_s)
+    decides = windows >= limits.min_trend_windows and span >= limits.min_trend_span_s
+    if decides:
+        why = f"judges {windows} windows spanning {span / 60:.1f} min: it can decide"
+    else:
+        why = (f"judges {windows} window(s) spanning {span / 60:.1f} min, under the {limits.min_trend_windows} "
+               f"windows over {limits.min_trend_span_s / 60:g} min it needs: it cannot decide")
+    return [TrendPlan(metric=m, judged_span_s=span, slope_decides=decides, growth_decides=False,
+                      limit=limits.p99_latency_limit_pct_per_h, unit="%/h", text=f"{m}: {why}")
+            for m in ("latency_drift", "server_p99_latency")]

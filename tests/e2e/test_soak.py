@@ -223,7 +223,8 @@ class TestSoak:
         assert detail["detectable_slope"] > 8.0 and rss["reason"].startswith("grows beyond the cap")
         [plan] = [e["detail"]["plan"] for e in events if e["kind"] == "phase_started" and e["phase"] == "soak"]
         assert [(p["metric"], p["slope_decides"], p["growth_decides"]) for p in plan] == \
-            [(m, False, True) for m in ("server_rss", "orchestrator_rss", "aiperf_rss")]
+            [(m, False, True) for m in ("server_rss", "orchestrator_rss", "aiperf_rss")] + \
+            [(m, False, False) for m in ("latency_drift", "server_p99_latency")]
         assert "soak plan:" in out and "only growth beyond 64 MiB can decide" in out
         assert "aiperf_rss" in verdicts and verdicts["aiperf_rss"]["outcome"] != "fail", verdicts["aiperf_rss"]
         assert "| server_rss | FAIL | final |" in (run_dir / "soak.md").read_text()

@@ -110,6 +110,14 @@ class TestPlan:
         assert "only growth beyond 64 MiB can decide" in short.text
         assert long.slope_decides and long.detectable_slope is not None and 8 < long.detectable_slope < 40
 
+    def test_the_plan_says_whether_latency_trends_can_decide(self) -> None:
+        """Latency trends are judged per window: 30 minutes of 5-minute windows leave 5 after warmup, under
+        the 6 needed; an hour can decide."""
+        half = {p.metric: p for p in plan_trends(1800, SoakLimits(), 300)}
+        hour = {p.metric: p for p in plan_trends(3600, SoakLimits(), 300)}
+        assert not half["latency_drift"].slope_decides and "5 window(s)" in half["latency_drift"].text
+        assert hour["latency_drift"].slope_decides and hour["server_p99_latency"].slope_decides
+
 
 class TestSampleSeries:
     def test_blocks_keep_medians_and_every_sample_is_counted(self) -> None:
