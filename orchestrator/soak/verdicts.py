@@ -457,7 +457,7 @@ def judge_soak(windows: Sequence[WindowStats], limits: SoakLimits, *, exits: Seq
     judged = ordered[skipped:]
     if samples is not None and load_span_ns is not None:
         verdicts = [_sampled_memory(metric, samples.get(metric), limits, load_span_ns, source)
-                    for metric, source in _SAMPLED if metric in samples or metric in ("server_rss", "orchestrator_rss")]
+                    for metric, source in _SAMPLED if metric in samples or metric != "server_gpu_memory"]
     else:
         verdicts = [
             _memory("server_rss", judged, lambda w: w.rss, limits, skipped,
