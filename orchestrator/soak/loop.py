@@ -486,10 +486,12 @@ class _Soak:
 
 
     def _load_span(self) -> tuple[int, int] | None:
-        """The load's span so far (wall-clock ns): the first window's start to the last closed one's end."""
+        """The load's span so far (wall-clock ns): its first request (AIPerf's start-up is no load) to the
+        last closed window's end."""
         if not self.windows:
             return None
-        return min(w.start_unix_ns for w in self.windows), max(w.end_unix_ns for w in self.windows)
+        first = min(w.first_request_unix_ns or w.start_unix_ns for w in self.windows)
+        return first, max(w.end_unix_ns for w in self.windows)
 
 
 def aiperf_run_name(segment: int) -> str:

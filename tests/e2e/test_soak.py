@@ -192,7 +192,9 @@ class TestSoak:
         assert proc.returncode == 0, out[-3000:]
         for metric in ("server_rss", "latency_drift", "server_p99_latency"):
             assert verdicts[metric]["outcome"] == "inconclusive", verdicts[metric]["reason"]
-        # 30 s of samples after the 60 s warmup: under the 45 s (three batches) any memory verdict needs.
+        # 30 s of samples after the 60 s warmup (from the first request): under the 45 s (three batches) any
+        # memory verdict needs.
+        assert verdicts["server_rss"]["detail"]["kind"] == "sampled_memory"
         assert "45 s at least" in verdicts["server_rss"]["reason"], verdicts["server_rss"]["reason"]
         assert not [m for m, v in verdicts.items() if v["outcome"] == "fail"]
         assert re.search(r"INCONCLUSIVE: .*server_rss.*latency_drift.*server_p99_latency.*: the evidence cannot "
