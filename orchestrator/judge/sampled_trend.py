@@ -132,7 +132,8 @@ def _half_width(se_batch: float, df: int, span_s: float, rule: SampledTrendRule)
 
 def judge_sampled_trend(times_s: Sequence[float], values: Sequence[float], rule: SampledTrendRule, *,
                         unit: str = "MiB") -> SampledTrend:
-    """Judge a sampled series (`times_s` seconds, any origin, ascending; `values` in `unit`) under `rule`.
+    """Judge a sampled series (`times_s` seconds, any origin, ascending; `values` in `unit`: raw samples or,
+    as the soak passes them, 10 s block medians, called points) under `rule`.
 
     Raises ValueError on mismatched lengths or non-finite input."""
     t = np.asarray(times_s, dtype=float)
@@ -154,7 +155,7 @@ def judge_sampled_trend(times_s: Sequence[float], values: Sequence[float], rule:
                             confidence=rule.confidence, **fields)  # type: ignore[arg-type]
 
     if k < 3:
-        return verdict(INCONCLUSIVE, f"not enough evidence: {t.size} sample(s) over {span_s:.0f} s, "
+        return verdict(INCONCLUSIVE, f"not enough evidence: {t.size} point(s) over {span_s:.0f} s, "
                                      f"{3 * rule.min_batch_s:g} s at least")
     edges = t[0] + span_s * np.arange(1, k) / k
     which = np.searchsorted(edges, t, side="right")
@@ -187,7 +188,7 @@ def judge_sampled_trend(times_s: Sequence[float], values: Sequence[float], rule:
     how = (f"slope {slope:+.3g} {per_h}, {level} interval [{interval[0]:+.3g}, {interval[1]:+.3g}] {per_h}; "
            f"limit {rule.limit_per_h:g} {per_h}; growth {growth:+.3g} {unit} [{g_interval[0]:+.3g}, "
            f"{g_interval[1]:+.3g}] (cap {rule.growth_limit:g} {unit}) over {span_s / 60:.1f} min, {t.size} "
-           f"samples in {k} batches; at this noise a slope of {detectable:.3g} {per_h} or more would FAIL")
+           f"points in {k} batches; at this noise a slope of {detectable:.3g} {per_h} or more would FAIL")
     if g_interval[0] > rule.growth_limit:
         return verdict(FAIL, f"grows beyond the cap: the growth's interval lies wholly above it: {how}", **numbers)
     if span_s < rule.min_span_s:
