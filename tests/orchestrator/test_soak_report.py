@@ -19,6 +19,8 @@ from orchestrator.events import (
     RunStarted,
     ServerExited,
     ServerRestarting,
+    SoakLimits,
+    SoakPhase,
     SoakVerdict,
     SoakWindowClosed,
     SoakWindowOpened,
@@ -28,6 +30,7 @@ from orchestrator.journal import read_journal
 from orchestrator.reports.fold import fold
 from orchestrator.reports.markdown import render_markdown
 from orchestrator.reports.soak import fold_soak, render_soak_html, render_soak_markdown
+from orchestrator.soak.plan import plan_trends
 from orchestrator.view.soak import SoakView, format_status
 
 T0 = 1_800_000_000 * 10**9
@@ -265,3 +268,17 @@ class TestSoakModelStatus:
     def test_a_failed_soak_is_a_failure_with_its_reason(self) -> None:
         md = self._report({"server_rss": "fail", "restarts": "pass"}, "soak-failed")
         assert "### m: soak-failed at soak" in md and "Reason: failed: server_rss" in md
+
+
+def test_the_plan_said_before_the_load_is_in_the_soak_report() -> None:
+    """SoakPhase's plan (what each trend verdict could decide) is listed in soak.md and soak.html and kept in
+    soak.json (issue 29)."""
+    plan = plan_trends(240, SoakLimits(), 15)
+    events = [RunStarted(command="soak"), PhaseStarted(source="soak", phase="soak", detail=SoakPhase(plan=plan)),
+              _window(1, 300), RunFinished(status="ok")]
+    report = fold_soak(events)
+    assert report.plan == plan
+    md = render_soak_markdown(report)
+    assert "## What the plan could decide (said before the load)" in md
+    assert "- server_rss: judges 3.0 min, under the 10 min a slope needs: only growth beyond 64 MiB" in md
+    assert "only growth beyond 64 MiB can decide" in render_soak_html(report)
