@@ -165,9 +165,10 @@ class SoakTracker:
             if ev.phase == "profiling" and ev.ok:
                 return self._verdict(acc, ev)
         elif isinstance(ev, ResourceSampled):
-            self._sample("server_rss", ev.ts_ns, ev.rss_bytes)
-            if ev.gpu_memory_bytes is not None:
-                self._sample("server_gpu_memory", ev.ts_ns, ev.gpu_memory_bytes)
+            if not ev.pre_ready:  # a (re)starting server's climb to its level is no leak
+                self._sample("server_rss", ev.ts_ns, ev.rss_bytes)
+                if ev.gpu_memory_bytes is not None:
+                    self._sample("server_gpu_memory", ev.ts_ns, ev.gpu_memory_bytes)
             if acc is not None:
                 acc.add_resource(ev.rss_bytes, ev.gpu_memory_bytes)
         elif isinstance(ev, ProcessSampled):
