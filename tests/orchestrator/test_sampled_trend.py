@@ -16,10 +16,10 @@ RULE = SampledTrendRule()  # the [soak] defaults: 8 MiB/h, 64 MiB, 10 min, 98 %,
 WARMUP_S = 60
 
 
-def _outcomes(seconds: int, *, phi: float, slope_per_h: float, seeds: range) -> list[str]:
+def _outcomes(seconds: int, *, phi: float, slope_per_h: float, seeds: range, heavy: bool = False) -> list[str]:
     out = []
     for seed in seeds:
-        t, y = memory_series(np.random.default_rng(seed), seconds, phi=phi, slope_per_h=slope_per_h)
+        t, y = memory_series(np.random.default_rng(seed), seconds, phi=phi, slope_per_h=slope_per_h, heavy=heavy)
         bt, by = block_medians(t, y)
         keep = bt >= WARMUP_S
         out.append(judge_sampled_trend(bt[keep], by[keep], RULE).outcome)
@@ -34,6 +34,11 @@ class TestFalseFails:
         for seconds in (1800, 3600):
             outcomes = _outcomes(seconds, phi=phi, slope_per_h=0.0, seeds=range(200))
             assert outcomes.count("fail") <= 2, (seconds, outcomes.count("fail"))
+
+    def test_heavy_tailed_spikes_fail_a_flat_series_at_most_one_percent(self) -> None:
+        """Spikes of 20 x (1 + Pareto(1.5)) MiB (no finite variance) on a flat series: at most 1 % FAIL."""
+        outcomes = _outcomes(1800, phi=0.5, slope_per_h=0.0, seeds=range(200), heavy=True)
+        assert outcomes.count("fail") <= 2
 
     def test_a_slope_at_half_the_limit_fails_at_most_one_percent(self) -> None:
         """Drift under the limit (4 MiB/h against 8) is no FAIL either, at the strongest correlation tried."""
