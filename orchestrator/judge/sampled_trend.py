@@ -130,7 +130,8 @@ def _half_width(se_batch: float, df: int, span_s: float, rule: SampledTrendRule)
     return math.hypot(t_quantile(p, df) * se_batch, NormalDist().inv_cdf(p) * wander_sd_per_h(span_s, rule))
 
 
-def judge_sampled_trend(times_s: Sequence[float], values: Sequence[float], rule: SampledTrendRule, *,
+def judge_sampled_trend(times_s: Sequence[float] | np.ndarray, values: Sequence[float] | np.ndarray,
+                        rule: SampledTrendRule, *,
                         unit: str = "MiB") -> SampledTrend:
     """Judge a sampled series (`times_s` seconds, any origin, ascending; `values` in `unit`: raw samples or,
     as the soak passes them, 10 s block medians, called points) under `rule`.
@@ -160,12 +161,9 @@ def judge_sampled_trend(times_s: Sequence[float], values: Sequence[float], rule:
     edges = t[0] + span_s * np.arange(1, k) / k
     which = np.searchsorted(edges, t, side="right")
     counts = np.bincount(which, minlength=k)
-    if np.any(counts == 0):  # a gap in the samples: only the batches that hold some
-        keep = counts > 0
-    else:
-        keep = np.ones(k, dtype=bool)
-    bt = (np.bincount(which, weights=t, minlength=k)[keep] / counts[keep])
-    by = (np.bincount(which, weights=y, minlength=k)[keep] / counts[keep])
+    keep = counts > 0  # a gap in the samples can leave a batch empty: only the batches that hold some
+    bt = np.bincount(which, weights=t, minlength=k)[keep] / counts[keep]
+    by = np.bincount(which, weights=y, minlength=k)[keep] / counts[keep]
     k = int(bt.size)
     if k < 3:
         return verdict(INCONCLUSIVE, f"not enough evidence: samples in {k} of the span's batches")

@@ -41,7 +41,7 @@ from orchestrator.events import (
 )
 from orchestrator.judge.gates import ScoredAnswer, evaluate_gates, not_applicable
 from orchestrator.judge.paired import Judged, capacity_rejection
-from orchestrator.logs import get_logger
+from orchestrator.logs import get_logger, say
 from orchestrator.ports import Toolkit
 from orchestrator.qualify.aiperf_stage import aiperf_stage, publish_gates
 from orchestrator.qualify.answers import (
@@ -108,11 +108,10 @@ async def qualify(cfg: Config, opts: QualifyOptions, interrupt: Interrupt, toolk
                    reason=", ".join(f"{m}: {s}" for m, s in statuses.items()),
                    counts={s: sum(v == s for v in statuses.values()) for s in set(statuses.values())})
     paths = await anyio.to_thread.run_sync(write_reports, run.journal_path, run.run_dir)
-    print(f"\nqualify: {run.run_dir}", file=sys.stderr)
+    say(f"\nqualify: {run.run_dir}")
     for model_name, status in statuses.items():
-        print(f"  {model_name}: {status}" + (f": {plans[model_name]}" if plans.get(model_name) else ""),
-              file=sys.stderr)
-    print(f"  reports: {', '.join(str(p) for p in paths)}", file=sys.stderr)
+        say(f"  {model_name}: {status}" + (f": {plans[model_name]}" if plans.get(model_name) else ""))
+    say(f"  reports: {', '.join(str(p) for p in paths)}")
     return exit_code
 
 

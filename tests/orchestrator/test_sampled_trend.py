@@ -17,7 +17,7 @@ WARMUP_S = 60
 
 
 def _outcomes(seconds: int, *, phi: float, slope_per_h: float, seeds: range, heavy: bool = False) -> list[str]:
-    out = []
+    out: list[str] = []
     for seed in seeds:
         t, y = memory_series(np.random.default_rng(seed), seconds, phi=phi, slope_per_h=slope_per_h, heavy=heavy)
         bt, by = block_medians(t, y)
