@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TypeAlias, Union
 
+from orchestrator.events.ab import AbPhase
 from orchestrator.events.base import SCHEMA_VERSION, Event, snake_tag
 from orchestrator.events.evidence import (
     CAPABILITY_EVIDENCE,
@@ -37,6 +38,7 @@ from orchestrator.events.judging import (
     SoakWindowOpened,
     VerdictReached,
 )
+from orchestrator.events.key import RunKey
 from orchestrator.events.load import (
     AccountingChecked,
     AiperfExited,
@@ -140,12 +142,14 @@ __all__ = [
     "AiperfSettings", "AnswerMismatch", "AudioFacts", "CompletenessChange", "GateCitation", "GateCounts",
     "HostFacts", "IncompleteAnswer", "ItemRef", "Json", "FOREIGN_JSON", "NoninferiorityResult", "NoticeContext",
     "ResultRow",
+    "RunKey",
     # values
     "Summary", "GateResult", "MemorySummary", "WindowStats", "SoakLimits", "ServerExitFact", "AiperfRunFact", "TrendPlan",
     # phase details
     "PhaseDetail", "PHASE_DETAILS", "DatasetPhase", "ModelPhase", "ServerPhase", "CapabilityPhase",
     "CorrectnessPhase", "IdentityPhase", "AiperfPhase", "AiperfRunPhase", "ReferencePhase", "NoninferiorityPhase",
     "SoakPhase",
+    "AbPhase",
     # soak verdict details
     "VerdictDetail", "VERDICT_DETAILS", "TrendNumbers", "MemoryDetail", "SampledMemoryDetail", "DriftDetail", "TailDetail",
     "ErrorRateDetail", "WindowCorrectness", "PooledGate", "CorrectnessDetail", "RestartDetail", "ProcessCheck",

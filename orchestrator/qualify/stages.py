@@ -61,6 +61,7 @@ from orchestrator.qualify.capability import (
     select_probe_pairs,
 )
 from orchestrator.qualify.context import ModelRun, QualifyOptions, StageFailed
+from orchestrator.qualify.keyed import result_key
 from orchestrator.qualify.plan import describe_plan
 from orchestrator.qualify.reference import describe, judge_against_reference, resolve_gate
 from orchestrator.qualify.serving import sha256_path, supervise_to_the_end
@@ -164,7 +165,7 @@ async def _qualify_model(m: ModelRun) -> str:
         source="qualify", model=model.name, status=status, failed_stage=failed_stage,
         row=ResultRow(**model.identity_fields(), bundle_sha256=m.bundle_sha256,
                       qualify_command=_qualify_command(m.cfg, model), aiperf_command=m.aiperf_shell, reason=reason,
-                      noninferiority=m.noninferiority)))
+                      noninferiority=m.noninferiority, keyed_by=await result_key(m))))
     await m.phase_end("model", status, reason)
     return status
 

@@ -476,6 +476,7 @@ class ReportFold:
             model=m.name,
             **ident.identity_fields(),
             bundle_sha256=res_row.bundle_sha256 or (server_detail.bundle_sha256 if server_detail else ""),
+            keyed_by=res_row.keyed_by,
             dataset_name=self._dataset.name if self._dataset else "",
             dataset_identity=self._dataset.identity if self._dataset else "",
             status=status,

@@ -8,7 +8,15 @@ from __future__ import annotations
 
 import msgspec
 
-from orchestrator.events import AiperfSettings, CapabilityEvidence, Json, NoninferiorityResult, Summary, WindowStats
+from orchestrator.events import (
+    AiperfSettings,
+    CapabilityEvidence,
+    Json,
+    NoninferiorityResult,
+    RunKey,
+    Summary,
+    WindowStats,
+)
 from orchestrator.identity import ModelIdentity
 
 __all__ = [
@@ -407,6 +415,8 @@ class ModelRow(ModelIdentity, frozen=True, kw_only=True):
     completeness: list[CompletenessLine] = []
     # The model against its reference (paired non-inferiority); None when it has no reference.
     noninferiority: NoninferiorityResult | None = None
+    # What the row depends on (orchestrator/runkey.py); None in journals written before keys existed.
+    keyed_by: RunKey | None = None
 
 
 class LatencyPoint(_S, frozen=True, kw_only=True):

@@ -152,7 +152,7 @@ async def _phase(run: RunScope, opts: RunAiperfOptions, toolkit: Toolkit, model:
     await run.bus.publish(ModelResult(source="run-aiperf", model=model.name, status=status,
                                       failed_stage="" if ok else "aiperf",
                                       row=ResultRow(**facts, bundle_sha256=bundle_sha256, aiperf_command=cmd.shell,
-                                                    reason=reason, noninferiority=None)))
+                                                    reason=reason, noninferiority=None, keyed_by=None)))
     await run.bus.publish(PhaseFinished(source="run-aiperf", phase="model", model=model.name, outcome=status,
                                         reason=reason))
     say(_summary(window, outcome, acc, live))

@@ -262,6 +262,7 @@ def _report_json_now(old: dict[str, Any], journal: Path) -> dict[str, Any]:
             check["evidence"] = {"kind": check["check"], **check["evidence"]} if check["evidence"] else None
         row["aiperf_settings"] = row["aiperf_settings"] or None
         row["server"]["served_models"] = ready["models"]
+        row["keyed_by"] = None  # issue 34: the run key, unknown before
         # issue 35: restarts and spans with their causes, stops whose traceback was expected
         row["server"].update(restart_causes=[], state_spans=[], expected_stops=[])
         row["counts"]["error_answers"] = []  # issue 35: what failed requests were answered
