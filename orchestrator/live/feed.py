@@ -1,6 +1,6 @@
 """The live page's feed: a lossy bus subscriber folding events into page changes, kept as ready-to-send
-server-sent-event frames in a bounded ring, and the page's state rebuilt from the journal for a page that
-opens (or falls behind) mid-run.
+server-sent-event frames in a bounded ring; and the page's state from the journal (tail.py, the same fold)
+for a page that opens, or falls behind the ring, mid-run.
 
 It never waits on a page: frames are encoded once, and a page too slow for the ring is told to reload its
 state. It must not publish on the bus or touch the run's state.
@@ -19,7 +19,8 @@ from anyio.abc import TaskStatus
 
 from orchestrator.bus import Bus, Subscription
 from orchestrator.journal import iter_journal
-from orchestrator.live.state import Change, PageFold, PageState
+from orchestrator.live.state import Change, PageFold
+from orchestrator.live.tail import JournalTail
 
 __all__ = ["LiveFeed", "Frame", "FEED_NAME"]
 
@@ -35,11 +36,6 @@ _encoder = msgspec.json.Encoder()
 class Frame(msgspec.Struct, frozen=True):
     """One server-sent event ready to write: its id (the last event seq it covers) and its bytes."""
 
-    seq: int
-    data: bytes
-
-
-class _Snapshot(msgspec.Struct, frozen=True):
     seq: int
     data: bytes
 
@@ -74,8 +70,8 @@ class LiveFeed:
         self._ring: deque[Frame] = deque(maxlen=ring)
         self._evicted = 0  # the seq of the newest frame the ring let go
         self._changed = anyio.Event()
-        self._limiter = anyio.CapacityLimiter(1)  # one journal fold at a time
-        self._snapshot: _Snapshot | None = None
+        self._limiter = anyio.CapacityLimiter(1)  # one journal read at a time
+        self._tail = JournalTail(journal)
         self._sub_size = sub_size
         self.sub: Subscription | None = None
         self.fold = PageFold()
@@ -161,27 +157,14 @@ class LiveFeed:
                 await self._changed.wait()
 
     async def state_json(self) -> bytes:
-        """The page's state as JSON, rebuilt from the journal when the cached one is older than the ring can
-        bring up to date. Blocks while folding (in a worker thread, one fold at a time)."""
-        async with self._limiter:
-            snap = self._snapshot
-            if snap is None or snap.seq < self._evicted:
-                if self._flush is not None:
-                    await self._flush()
-                state = await anyio.to_thread.run_sync(_fold_journal, self.journal)
-                snap = self._snapshot = _Snapshot(state.seq, _encoder.encode(self._scrub(msgspec.to_builtins(state))))
-        return snap.data
+        """The page's state as JSON, from the journal (what the journal writer has flushed by now). Blocks while
+        the journal's new lines are folded (in a worker thread, one read at a time)."""
+        if self._flush is not None:
+            await self._flush()
+        state = await anyio.to_thread.run_sync(self._tail.state, limiter=self._limiter)
+        return _encoder.encode(self._scrub(msgspec.to_builtins(state)))
 
 
 def _read_events(journal: Path) -> list[Any]:
     """The journal so far (at the start of a run: a few lines). Blocks."""
     return list(iter_journal(journal, on_torn=lambda _: None)) if journal.exists() else []
-
-
-def _fold_journal(journal: Path) -> PageState:
-    """The page's state from the journal alone. Blocks (reads the file); memory stays bounded (streamed)."""
-    fold = PageFold()
-    if journal.exists():
-        for ev in iter_journal(journal, on_torn=lambda _: None):
-            fold.add(ev)
-    return fold.state()

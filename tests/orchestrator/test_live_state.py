@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import msgspec
 import pytest
 from config_support import make_config
 
-from orchestrator.errors import UsageError
+from orchestrator.errors import JournalError, UsageError
 from orchestrator.events import (
     AnyEvent,
     GateEvaluated,
@@ -26,9 +28,11 @@ from orchestrator.events import (
     SoakWindowOpened,
     WindowStats,
 )
+from orchestrator.journal import encode_event
 from orchestrator.live.address import parse_serve
 from orchestrator.live.feed import coalesce
 from orchestrator.live.state import SERIES_CAP, Change, PageFold, PageState
+from orchestrator.live.tail import JournalTail
 
 
 def _stamp(events: list[AnyEvent]) -> list[AnyEvent]:
@@ -134,6 +138,28 @@ def _apply(page: dict[str, object], change: Change) -> None:
                 break
         else:
             section.append(value)
+
+
+class TestJournalTail:
+    def test_each_call_folds_only_the_new_whole_lines(self, tmp_path: Path) -> None:
+        """A line still being written waits for the next call; the state then equals the fold of everything."""
+        events = _soak_events()
+        path = tmp_path / "events.jsonl"
+        lines = [encode_event(ev) + b"\n" for ev in events]
+        path.write_bytes(b"".join(lines[:5]) + lines[5][:10])
+        tail = JournalTail(path)
+        assert tail.state().seq == 5
+        with path.open("ab") as fh:
+            fh.write(lines[5][10:] + b"".join(lines[6:]))
+        whole = PageFold()
+        whole.add_all(events)
+        assert tail.state() == whole.state()
+
+    def test_a_corrupt_line_is_named(self, tmp_path: Path) -> None:
+        path = tmp_path / "events.jsonl"
+        path.write_bytes(encode_event(_soak_events()[0]) + b"\n{not json\n")
+        with pytest.raises(JournalError, match=r"events.jsonl: line 2 does not decode"):
+            JournalTail(path).state()
 
 
 class TestCoalesce:
