@@ -230,3 +230,37 @@ def _no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
     # aiohttp's client honours proxy variables only with trust_env; keep loopback requests local anyway.
     for name in ("http_proxy", "HTTP_PROXY"):
         monkeypatch.delenv(name, raising=False)
+
+
+class TestServeCommandLine:
+    def test_soak_and_qualify_take_serve_and_refuse_a_public_address_without_the_flag(self) -> None:
+        """`--serve` parses on both commands; 0.0.0.0 needs --serve-public, and --serve-public alone is an error."""
+        from orchestrator.cli import build_parser
+        from orchestrator.commands.serve_args import serve_address
+        from orchestrator.errors import UsageError
+
+        parser = build_parser()
+        for command in ("soak", "qualify"):
+            assert serve_address(parser.parse_args([command, "--serve", "8090"])) == ServeAddress(port=8090)
+            with pytest.raises(UsageError, match="Add --serve-public"):
+                serve_address(parser.parse_args([command, "--serve", "0.0.0.0:8090"]))
+            public = serve_address(parser.parse_args([command, "--serve", "0.0.0.0:8090", "--serve-public"]))
+            assert public is not None and not public.loopback
+            with pytest.raises(UsageError, match="--serve-public needs --serve"):
+                serve_address(parser.parse_args([command, "--serve-public"]))
+            assert serve_address(parser.parse_args([command])) is None
+
+    async def test_a_taken_port_stops_before_the_run_with_the_address(self, tmp_path: Path) -> None:
+        """Another listener on the port: the page's start raises UsageError naming it, nothing is left serving."""
+        from orchestrator.errors import UsageError
+
+        with socket.socket() as taken:
+            taken.bind(("127.0.0.1", 0))
+            taken.listen()
+            port = taken.getsockname()[1]
+            bus = Bus("live-test")
+            feed = LiveFeed(bus, tmp_path / "events.jsonl", scrub=lambda x: x)
+            async with anyio.create_task_group() as tg:
+                with pytest.raises(UsageError, match=rf"--serve 127.0.0.1:{port}: cannot listen there .*choose "
+                                                     r"another port, or 0"):
+                    await tg.start(LivePage(feed, ServeAddress(port=port)).run)
