@@ -37,6 +37,7 @@ from orchestrator.events import (
     SoakVerdict,
     SoakWindowClosed,
     SoakWindowOpened,
+    TrendNumbers,
     verdict_numbers,
 )
 from orchestrator.reports.windows import Thinned
@@ -175,6 +176,9 @@ def detects(v: SoakVerdict) -> str:
             "cannot yet tell it from the limit"
         return f"a slope beyond ±{half:.3g} {unit} ({verdict} {limit:.3g})" if limit is not None else \
             f"a slope beyond ±{half:.3g} {unit}"
+    if isinstance(v.detail, TrendNumbers):
+        # No interval on the slope yet (too few windows or too short a span): it can detect nothing so far.
+        return f"nothing yet: no interval on the slope (limit {limit:.3g} {unit})" if limit is not None else ""
     if limit is not None:
         return f"a value above {limit:.3g} {unit}".rstrip()
     return ""

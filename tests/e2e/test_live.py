@@ -122,4 +122,6 @@ class TestLivePage:
         assert shown["restarts"][1:3] == ["FAIL", "final"], shown
         assert {"server_rss", "error_rate", "accounting"} <= set(shown), shown
         assert all(row[2] == "final" for row in verdicts), verdicts
-        assert re.search(r"a slope beyond ±[0-9.e+-]+ MiB/h", shown["server_rss"][7]), shown["server_rss"]
+        # What it can detect: a slope beyond the interval's half-width, or nothing yet (no interval).
+        assert re.search(r"^(a slope beyond ±\S+|nothing yet: no interval on the slope) .*MiB/h", shown["server_rss"][7]), \
+            shown["server_rss"]

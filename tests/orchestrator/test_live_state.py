@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
@@ -11,6 +12,7 @@ from config_support import make_config
 from orchestrator.errors import JournalError, UsageError
 from orchestrator.events import (
     AnyEvent,
+    ErrorRateDetail,
     GateEvaluated,
     ModelResult,
     PhaseFinished,
@@ -26,12 +28,13 @@ from orchestrator.events import (
     SoakVerdict,
     SoakWindowClosed,
     SoakWindowOpened,
+    TrendNumbers,
     WindowStats,
 )
 from orchestrator.journal import encode_event
 from orchestrator.live.address import parse_serve
 from orchestrator.live.feed import coalesce
-from orchestrator.live.state import SERIES_CAP, Change, PageFold, PageState
+from orchestrator.live.state import SERIES_CAP, Change, PageFold, PageState, detects
 from orchestrator.live.tail import JournalTail
 
 
@@ -138,6 +141,20 @@ def _apply(page: dict[str, object], change: Change) -> None:
                 break
         else:
             section.append(value)
+
+
+class TestDetects:
+    @pytest.mark.parametrize(("detail", "text"), [
+        (TrendNumbers(slope=2.0, interval=[-1.0, 5.0], limit=10.0, unit="MiB/h"),
+         "a slope beyond ±3 MiB/h (can tell it from the limit 10)"),
+        (TrendNumbers(slope=2.0, interval=[-30.0, 34.0], limit=10.0, unit="MiB/h"),
+         "a slope beyond ±32 MiB/h (cannot yet tell it from the limit 10)"),
+        (TrendNumbers(limit=10.0, unit="MiB/h"), "nothing yet: no interval on the slope (limit 10 MiB/h)"),
+        (ErrorRateDetail(limit=0.001), "a value above 0.001"),
+        (None, "")])
+    def test_each_verdict_says_what_its_evidence_can_detect(self, detail: Any, text: str) -> None:
+        """A trend's interval half-width against its limit; nothing without an interval; a rate's limit."""
+        assert detects(SoakVerdict(metric="m", passed=True, detail=detail)) == text
 
 
 class TestJournalTail:
