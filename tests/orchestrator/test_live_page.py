@@ -43,5 +43,6 @@ class TestLivePageInABrowser:
             await page.wait_text("verdicts", lambda t: "server_rssPASSfinal" in t, 30)
             live.feed.finish()  # what the run's end does
             await page.wait_text("link", lambda t: "run has ended" in t, 30)
+            assert await page.text("status") == "ended"
             assert await page.text("issued") == "12"
             assert await page.eval("document.querySelectorAll('#latency-chart polyline').length") == 2
