@@ -25,9 +25,12 @@ from orchestrator.live.tail import JournalTail
 __all__ = ["LiveFeed", "Frame", "FEED_NAME"]
 
 FEED_NAME = "live-page"
-# Frames kept for pages that reconnect (Last-Event-ID); one frame per bus batch, so at a few hundred
-# requests per second this is minutes of history. Older than that, a page reloads its state.
+# Frames kept for pages that reconnect (Last-Event-ID): at one frame per FRAME_EVERY_S, minutes of history.
+# Older than that, a page reloads its state.
 RING_FRAMES = 2048
+# A frame at most this often: a person reads a page a few times a second, and each frame costs one write
+# per open page (bench/live_page.py: one frame per event made 20 pages slow the run's own subscribers).
+FRAME_EVERY_S = 0.1
 _SUB_SIZE = 4096  # events the bus buffers for the feed before dropping its oldest
 _BATCH = 512
 _encoder = msgspec.json.Encoder()
@@ -62,7 +65,7 @@ class LiveFeed:
 
     def __init__(self, bus: Bus, journal: Path, *, scrub: Callable[[Any], Any],
                  flush: Callable[[], Awaitable[bool]] | None = None, ring: int = RING_FRAMES,
-                 sub_size: int = _SUB_SIZE) -> None:
+                 sub_size: int = _SUB_SIZE, frame_every_s: float = FRAME_EVERY_S) -> None:
         self.bus = bus
         self.journal = journal
         self._scrub = scrub
@@ -77,6 +80,11 @@ class LiveFeed:
         self.fold = PageFold()
         self.closed = False
         self.frames = 0
+        self._frame_every_s = frame_every_s
+        self._pending: list[Change] = []
+        self._pending_seq = 0
+        self._pending_ts = 0
+        self._dropped_sent = 0
 
     @property
     def dropped(self) -> int:
@@ -89,21 +97,35 @@ class LiveFeed:
         return self._ring[-1].seq if self._ring else 0
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        """Fold the bus into frames until the bus closes or this is cancelled (then `finish`)."""
+        """Fold the bus into changes as it delivers, and send them as one frame every `frame_every_s`, until
+        the bus closes or this is cancelled (then `finish`)."""
         async with self.bus.subscribe(FEED_NAME, size=self._sub_size, lossy=True) as sub:
             self.sub = sub
             try:
                 # Subscribed first, then the journal so far: the fold skips what both hand it (by seq).
                 await self._catch_up()
-                task_status.started()
-                async for batch in sub.batches(_BATCH):
-                    self._push(self.fold.add_all(batch), batch[-1].seq, batch[-1].ts_ns)
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(self._tick)
+                    task_status.started()
+                    async for batch in sub.batches(_BATCH):
+                        self._take(batch)
+                    tg.cancel_scope.cancel()
             finally:
                 self.finish()
 
+    async def _tick(self) -> None:
+        # One frame per tick however fast the run publishes: pages cost writes per frame, not per event.
+        while True:
+            await anyio.sleep(self._frame_every_s)
+            self._emit()
+
+    def _take(self, batch: list[Any]) -> None:
+        self._pending += self.fold.add_all(batch)
+        self._pending_seq, self._pending_ts = batch[-1].seq, batch[-1].ts_ns
+
     def finish(self) -> None:
-        """Fold what the bus already handed over (the run's last verdicts), then close. Synchronous: a
-        cancellation cannot cut it short. Idempotent."""
+        """Fold and send what the bus already handed over (the run's last verdicts), then close. Synchronous:
+        a cancellation cannot cut it short. Idempotent."""
         if self.closed:
             return
         batch: list[Any] = []
@@ -113,7 +135,8 @@ class LiveFeed:
             except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
                 break
         if batch:
-            self._push(self.fold.add_all(batch), batch[-1].seq, batch[-1].ts_ns)
+            self._take(batch)
+        self._emit()
         self.close()
 
     async def _catch_up(self) -> None:
@@ -122,13 +145,16 @@ class LiveFeed:
         events = await anyio.to_thread.run_sync(_read_events, self.journal, limiter=self._limiter)
         self.fold.add_all(events)
 
-    def _push(self, changes: list[Change], seq: int, ts_ns: int) -> None:
-        dropped = self.dropped
-        if dropped:
-            changes.append(Change(seq=seq, op="set", section="live_dropped", value=dropped))
+    def _emit(self) -> None:
+        """The changes pending since the last frame, as one frame (nothing when none)."""
+        changes, seq = self._pending, self._pending_seq
+        if self.dropped != self._dropped_sent and seq:
+            self._dropped_sent = self.dropped
+            changes.append(Change(seq=seq, op="set", section="live_dropped", value=self.dropped))
         if not changes:
             return
-        payload = {"seq": seq, "ts_ns": ts_ns, "changes": coalesce(changes)}
+        self._pending = []
+        payload = {"seq": seq, "ts_ns": self._pending_ts, "changes": coalesce(changes)}
         body = _encoder.encode(self._scrub(msgspec.to_builtins(payload)))
         if len(self._ring) == self._ring.maxlen:
             self._evicted = self._ring[0].seq
