@@ -138,7 +138,7 @@ def main() -> None:
             # The cyclic GC is paused as ingest pauses it, so this row compares like with like.
             gc.disable()
             try:
-                kept = [rec_dec.decode(line) for line in rec_lines]
+                kept: list[object] = [rec_dec.decode(line) for line in rec_lines]
                 kept += [exp_dec.decode(line) for line in exp_lines]
             finally:
                 gc.enable()

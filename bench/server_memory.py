@@ -88,7 +88,7 @@ def _start(name: str, out: Path, args: argparse.Namespace) -> Variant:
     folder = out / name
     folder.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    log = open(folder / "stderr.log", "ab")  # the child writes it for its whole life
+    log = open(folder / "stderr.log", "ab")  # noqa: SIM115  # the child writes it for its whole life
     if name == "engine":
         argv = [sys.executable, str(Path(__file__).resolve()), "engine-loop", "--out", str(folder),
                 "--threads", str(args.concurrency), "--replicas", str(args.replicas)]
@@ -149,7 +149,8 @@ async def _drive(session, v: Variant, bodies: list[bytes], offset: int, stop: as
 def _engine_count(v: Variant) -> int:
     """The engine loop's answers so far (it rewrites DIR/engine/answers.txt every 5 s)."""
     try:
-        return int((Path(v.proc.args[v.proc.args.index("--out") + 1]) / "answers.txt").read_text() or 0)
+        argv = list(v.proc.args)  # type: ignore[arg-type]  # started with a list of str
+        return int((Path(str(argv[argv.index("--out") + 1])) / "answers.txt").read_text() or 0)
     except (OSError, ValueError):
         return 0
 

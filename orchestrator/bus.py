@@ -203,10 +203,7 @@ class Bus:
         )
 
     def _has_room(self) -> bool:
-        for sub in self._lossless:
-            if sub._send.statistics().current_buffer_used >= sub.size:
-                return False
-        return True
+        return all(sub._send.statistics().current_buffer_used < sub.size for sub in self._lossless)
 
     async def publish(self, event: E) -> E:
         """Stamp and deliver `event` to every subscriber; waits while a lossless subscriber is full.

@@ -61,9 +61,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"aqbench {__version__}")
     parser.add_argument("--log-format", choices=["console", "json"], default=None,
-                        help="stderr log format (default: console on a terminal, json otherwise)")
-    parser.add_argument("--log-level", default="info",
-                        choices=["debug", "info", "warning", "error"], help="what stderr shows (default: info); the run's aqbench.log keeps info and above")
+                        help="stderr log format (default: console on a terminal, json otherwise); with json, progress lines "
+                             "are JSON records too (event \"say\"), so the stream holds one format")
+    parser.add_argument("--log-level", default=None, choices=["debug", "info", "warning", "error"],
+                        help="what stderr shows (default: warning on a terminal, where the live view owns the screen, "
+                             "info otherwise); the run's aqbench.log keeps info and above")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in COMMAND_MODULES:
         module.register(sub)

@@ -109,7 +109,7 @@ def _type(t: mi.Type) -> str:
     raise TypeError(f"config_reference: no wording for the type {t!r}; add one to _type()")
 
 
-def _toml(value: Any) -> str:
+def _toml(value: object) -> str:
     """A default as TOML would write it."""
     if isinstance(value, bool):
         return "true" if value else "false"

@@ -190,9 +190,7 @@ def read_lines(path: Path, decode: Callable[[bytes], T], *, what: str = "journal
         raise JournalError(f"{path}: cannot open {what}: {exc.strerror}" + (f"; {hint}" if hint else "")) from None
     with fh:
         pending: tuple[int, bytes] | None = None
-        lineno = 0
-        for raw in fh:
-            lineno += 1
+        for lineno, raw in enumerate(fh, 1):
             if pending is not None:
                 yield (*pending, _decode_or_raise(path, *pending, decode, what))
             pending = (lineno, raw)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Mapping, MutableMapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ import structlog
 
 from orchestrator.redaction import Redactor
 
-__all__ = ["configure_logging", "attach_run_log", "detach_run_log", "get_logger"]
+__all__ = ["configure_logging", "attach_run_log", "detach_run_log", "get_logger", "say"]
 
 _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
 _ROOT = "aqbench"  # every logger of ours is a child of this one; the handlers hang here
@@ -25,6 +26,7 @@ _encoder = msgspec.json.Encoder()
 _redactor = Redactor.from_environ()
 _run_handler: logging.Handler | None = None
 _stderr_handler: logging.Handler | None = None
+_stderr_json = False  # stderr carries JSON lines: the human lines go there as JSON records too
 
 
 def _redact(logger: Any, method: str, event_dict: MutableMapping[str, Any]) -> Mapping[str, Any]:
@@ -47,15 +49,19 @@ def _formatter(renderer: Any) -> structlog.stdlib.ProcessorFormatter:
     )
 
 
-def configure_logging(*, fmt: str | None = None, level: str = "info") -> None:
+def configure_logging(*, fmt: str | None = None, level: str | None = None) -> None:
     """Configure logging for this process. `fmt` None: console on a terminal, JSON otherwise.
 
-    `level` is what stderr shows; the run's aqbench.log keeps info and above whatever it is, so a
-    quiet console (`--log-level warning`) never thins the log that `aqbench ingest` reads later."""
-    global _redactor, _stderr_handler
+    `level` is what stderr shows (None: warning on a terminal, where the live view owns the screen, info
+    otherwise); the run's aqbench.log keeps info and above whatever it is, so a quiet console never thins
+    the log that `aqbench ingest` reads later."""
+    global _redactor, _stderr_handler, _stderr_json
     _redactor = Redactor.from_environ()
     if fmt is None:
         fmt = "console" if sys.stderr.isatty() else "json"
+    if level is None:
+        level = "warning" if sys.stderr.isatty() else "info"
+    _stderr_json = fmt == "json"
     renderer = structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty()) if fmt == "console" else _json()
     root = logging.getLogger(_ROOT)
     if _stderr_handler is not None:
@@ -81,6 +87,16 @@ def configure_logging(*, fmt: str | None = None, level: str = "info") -> None:
         wrapper_class=structlog.stdlib.BoundLogger,
         cache_logger_on_first_use=False,
     )
+
+
+def say(text: str) -> None:
+    """A line for the person running aqbench, on stderr in that stream's one format: as it is beside console
+    logs, or as a JSON record (`"event": "say"`, the line in `text`) beside JSON logs. Blocks (a write)."""
+    if _stderr_json:
+        now = datetime.now(UTC).isoformat().replace("+00:00", "Z")
+        text = _encoder.encode({"text": text, "event": "say", "level": "info", "timestamp": now}).decode()
+    sys.stderr.write(text + "\n")
+    sys.stderr.flush()
 
 
 class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]

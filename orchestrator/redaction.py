@@ -1,5 +1,7 @@
 """Credential redaction shared by every writer (journal, aqbench.log, reports, publish): secret-looking
-environment values, flags and Authorization headers become `<redacted>`.
+environment values, flags and Authorization headers, credentials by their issuers' shapes (`hf_...`,
+`sk-...`, `ghp_...`, `nvapi-...`, AWS key ids, JWTs, private key blocks) and passwords in URLs become
+`<redacted>`.
 
 A name is secret-looking when one of its parts (split at `_ - .` and camelCase) is TOKEN, KEY, SECRET,
 PASSWORD, PASSWD, CREDENTIAL(S) or AUTHORIZATION: `HF_TOKEN`, `--api-key`, `apiKey` are; `tokenizer` and
@@ -45,10 +47,20 @@ _FLAG_RE = re.compile(r"""(?P<name>--?[A-Za-z][A-Za-z0-9_-]*)(?P<sep>\s+['"]?)(?
 _AUTH_RE = re.compile(r"""(?i)(?P<head>authorization["']?\s*[:=]\s*["']?)(?:(?P<scheme>bearer|basic|token)\s+)?"""
                       r"""(?P<val>[^\s"',}]+)""")
 _BEARER_RE = re.compile(r"(?i)\b(?P<head>bearer\s+)(?P<val>[A-Za-z0-9._~+/=-]{8,})")
+# Credentials by shape, whatever names them: the issuers' documented prefixes, as whole tokens.
+_SHAPE_RE = re.compile(
+    r"(?<![A-Za-z0-9_-])(?:hf_[A-Za-z0-9]{16,}|sk-(?:proj-|ant-|svcacct-)?[A-Za-z0-9_-]{16,}"
+    r"|gh[pousr]_[A-Za-z0-9]{16,}|github_pat_[A-Za-z0-9_]{16,}|nvapi-[A-Za-z0-9_-]{16,}"
+    r"|(?:AKIA|ASIA|AGPA|AIDA|AROA)[A-Z0-9]{16}|xox[abprs]-[A-Za-z0-9-]{8,}"
+    r"|eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,})(?![A-Za-z0-9_])")
+_PEM_RE = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----|\Z)",
+                     re.DOTALL)
+_URL_PASSWORD_RE = re.compile(r"(?P<head>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<cred>[^\s/@:\"'<>]+:[^\s/@\"'<>]+)@")
+_SHAPE_HINTS = ("hf_", "sk-", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "nvapi-", "akia", "asia", "agpa", "aida", "aroa", "xox", "eyj", "private key")
 # Every rule above needs one of these words: text without them (and without a known value) is skipped.
 # Substring tests on the lowered text: a case-insensitive regex alternation is ~30x slower here.
 _HINTS = ("token", "key", "secret", "passw", "credential", "authoriz", "bearer")
-_HINTS_BYTES = tuple(h.encode() for h in _HINTS)
+_HINTS_BYTES = tuple(h.encode() for h in (*_HINTS, *_SHAPE_HINTS, "@"))
 _encoder = msgspec.json.Encoder()
 
 
@@ -94,12 +106,17 @@ class Redactor:
         return self if more <= self.values else Redactor(self.values | more)
 
     def text(self, text: str) -> str:
-        """`text` with secret assignments, secret flags' values, Authorization headers, bearer tokens
-        and known secret values replaced by REDACTED."""
+        """`text` with known secret values, passwords in URLs, credentials by shape, secret assignments,
+        secret flags' values, Authorization headers and bearer tokens replaced by REDACTED."""
         for value in self._ordered:
             if value in text:
                 text = text.replace(value, REDACTED)
         low = text.lower()
+        if "@" in text and "://" in text:
+            text = _URL_PASSWORD_RE.sub(lambda m: m["head"] + REDACTED + "@", text)
+        if any(h in low for h in _SHAPE_HINTS):
+            text = _PEM_RE.sub(REDACTED, text)
+            text = _SHAPE_RE.sub(REDACTED, text)
         if not any(h in low for h in _HINTS):
             return text
         text = _AUTH_RE.sub(lambda m: m["head"] + (m["scheme"] + " " if m["scheme"] else "") + REDACTED, text)

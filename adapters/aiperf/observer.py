@@ -25,7 +25,7 @@ _METRICS = {"request_latency": "request_latency_ms", "time_to_first_token": "ttf
 _encoder = msgspec.json.Encoder()
 
 
-class LiveTapObserver(AIPerfLifecycleMixin):
+class LiveTapObserver(AIPerfLifecycleMixin):  # type: ignore[misc]  # AIPerf is not type-checked here
     """Appends each record as one line to `$AQBENCH_TAP_DIR/tap-<pid>.jsonl`, unbuffered.
 
     One `os.write` per line on an O_APPEND descriptor, so a reader never sees two records interleaved

@@ -102,7 +102,7 @@ class NativeWorker:
             raise ServerError(f"native worker {self.argv} closed its output (exit code {code}); "
                               f"stderr in {self.log_path}") from None
         try:
-            return msgspec.json.decode(line)
+            return msgspec.json.decode(line, type=dict[str, Any])  # ValidationError is a DecodeError
         except msgspec.DecodeError:
             raise ServerError(f"native worker {self.argv} wrote a line that is not JSON: {line[:200]!r}") from None
 

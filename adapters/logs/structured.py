@@ -29,7 +29,7 @@ def decode_object(line: bytes) -> dict[str, Any]:
     return _object.decode(line)
 
 
-def _first(fields: dict[str, Any], keys: tuple[str, ...]) -> Any:
+def _first(fields: dict[str, Any], keys: tuple[str, ...]) -> Any:  # noqa: ANN401  # a foreign log field
     for key in keys:
         if key in fields:
             return fields[key]

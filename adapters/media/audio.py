@@ -124,7 +124,8 @@ def to_mono(samples: np.ndarray) -> np.ndarray:
     """Average channels of a (frames, channels) array into one float32 vector."""
     if samples.ndim == 1:
         return samples.astype(np.float32, copy=False)
-    return samples.mean(axis=1, dtype=np.float32)
+    mono: np.ndarray = samples.mean(axis=1, dtype=np.float32)
+    return mono
 
 
 def resample(x: np.ndarray, src_hz: int, dst_hz: int) -> np.ndarray:
@@ -134,7 +135,8 @@ def resample(x: np.ndarray, src_hz: int, dst_hz: int) -> np.ndarray:
     from scipy.signal import resample_poly  # imported here: scipy is slow to import
 
     g = gcd(int(src_hz), int(dst_hz))
-    return resample_poly(x, dst_hz // g, src_hz // g).astype(np.float32)
+    out: np.ndarray = resample_poly(x, dst_hz // g, src_hz // g).astype(np.float32)
+    return out
 
 
 def encode_wav(samples: np.ndarray, sample_rate_hz: int) -> bytes:

@@ -14,10 +14,12 @@ import uuid
 from collections import Counter, deque
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import anyio
 import anyio.to_thread
 from aiohttp import web
+from aiohttp.typedefs import Handler
 
 from adapters.media import AudioDecodeError, DecodedAudio, decode_audio
 from adapters.reference.chat import REQUEST_ID_RE, ApiError, ChatRequest, parse_chat
@@ -60,8 +62,8 @@ class ServerState:
     draining: bool = False
     dead_replicas: int = 0  # --fault-worker-crash-after: replicas that "exited" and never come back
     active: int = 0
-    requests: Counter = field(default_factory=Counter)  # (route, status) -> count
-    durations_ms: deque = field(default_factory=lambda: deque(maxlen=_DURATIONS_KEPT))
+    requests: Counter[tuple[str, int]] = field(default_factory=Counter)  # (route, status) -> count
+    durations_ms: deque[float] = field(default_factory=lambda: deque(maxlen=_DURATIONS_KEPT))
     duration_sum_ms: float = 0.0
     idle: asyncio.Event = field(default_factory=asyncio.Event)
     hang: asyncio.Event = field(default_factory=asyncio.Event)  # never set: hung handlers wait on it
@@ -89,7 +91,7 @@ def _error_response(err: ApiError, request_id: str) -> web.Response:
 
 
 @web.middleware
-async def _request_id_middleware(request: web.Request, handler) -> web.StreamResponse:
+async def _request_id_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Validate X-Request-ID (one header, trtmc-server's pattern), make one up if absent, echo it."""
     state = request.app[_STATE]
     if state.faults.hanging:
@@ -188,7 +190,7 @@ def _finish_reason(ans: EngineAnswer, openai: bool) -> str | None:
     return "length" if ans.truncated else "stop"
 
 
-def _answer_body(req: ChatRequest, ans: EngineAnswer, request_id: str, model: str, openai: bool) -> dict:
+def _answer_body(req: ChatRequest, ans: EngineAnswer, request_id: str, model: str, openai: bool) -> dict[str, Any]:
     return {
         "id": f"chatcmpl-{request_id}", "object": "chat.completion", "created": int(time.time()),
         "model": model,
@@ -319,7 +321,7 @@ async def _chat_inner(request: web.Request, state: ServerState, request_id: str,
     ans = await _call_engine(state, replica, audio, req, out)
     headers = {"x-request-id": request_id, "Server-Timing": f"model;dur={ans.model_call_ms:.3f}"}
     if not req.stream:
-        resp = web.json_response(_answer_body(req, ans, request_id, s.model_name, s.openai_finish_reason),
+        resp: web.StreamResponse = web.json_response(_answer_body(req, ans, request_id, s.model_name, s.openai_finish_reason),
                                  headers=headers)
         await resp.prepare(request)
         await resp.write_eof()
@@ -388,7 +390,7 @@ async def _call_engine(state: ServerState, replica: str, audio: DecodedAudio | N
 
 
 @web.middleware
-async def _error_middleware(request: web.Request, handler) -> web.StreamResponse:
+async def _error_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Every error leaves in trtmc-server's body shape (aiohttp's own 404/405 included)."""
     try:
         return await handler(request)
@@ -398,8 +400,8 @@ async def _error_middleware(request: web.Request, handler) -> web.StreamResponse
         if exc.status < 400:
             raise
         code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status, "invalid_request")
-        err = ApiError(exc.status, code, f"{exc.reason}: {request.method} {request.path}")
-        return _error_response(err, request.get("request_id", ""))
+        mapped = ApiError(exc.status, code, f"{exc.reason}: {request.method} {request.path}")
+        return _error_response(mapped, request.get("request_id", ""))
 
 
 def build_app(state: ServerState) -> web.Application:

@@ -65,7 +65,7 @@ def _bad(message: str, param: str | None = None, code: str = "invalid_request") 
     return ApiError(400, code, message, param)
 
 
-def _b64(data: Any, where: str) -> bytes:
+def _b64(data: object, where: str) -> bytes:
     if not isinstance(data, str) or not data:
         raise _bad(f"{where} must be a non-empty base64 string", where)
     try:
@@ -106,7 +106,7 @@ def _audio_part(part: dict[str, Any], where: str) -> AudioPart:
     return AudioPart(_b64(m.group(2), f"{where}.audio_url.url (base64 part)"), fmt, where)
 
 
-def _content(content: Any, where: str, allow_audio: bool) -> tuple[list[str], list[AudioPart]]:
+def _content(content: object, where: str, allow_audio: bool) -> tuple[list[str], list[AudioPart]]:
     if isinstance(content, str):
         return [content], []
     if not isinstance(content, list) or not content:

@@ -59,9 +59,11 @@ def frame_rms(x: np.ndarray, rate: int) -> np.ndarray:
     hop = max(1, int(round(rate * FRAME_S)))
     n = len(x) // hop
     if n == 0:
-        return np.sqrt(np.mean(np.square(x, dtype=np.float64), keepdims=True))
+        whole: np.ndarray = np.sqrt(np.mean(np.square(x, dtype=np.float64), keepdims=True))
+        return whole
     frames = x[: n * hop].reshape(n, hop).astype(np.float64)
-    return np.sqrt(np.mean(frames * frames, axis=1))
+    rms: np.ndarray = np.sqrt(np.mean(frames * frames, axis=1))
+    return rms
 
 
 def is_silent(samples: np.ndarray) -> bool:
@@ -131,9 +133,9 @@ def tone_events(x: np.ndarray, rate: int) -> list[ToneEvent]:
     (small second difference: steady or gliding) and a flat level over its middle.
     """
     freq, tonality, rms = tone_track(x, rate)
-    if rms.size == 0 or _db(rms.max()) < _SILENCE_DBFS:
+    if rms.size == 0 or _db(float(rms.max())) < _SILENCE_DBFS:
         return []
-    level = _db(rms)
+    level = np.asarray(_db(rms))
     mask = ((level > max(float(level.max()) - 35.0, _SILENCE_DBFS)) & (tonality > _TONAL_FRACTION)
             & (freq >= _MIN_TONE_HZ))
     # A jump in peak frequency between two frames of the mask separates two sounds (a beep, then the noise

@@ -164,9 +164,8 @@ def route(question: str) -> Route:
         return make(Kind.SILENCE)
     if ws & _SPEECH and ((w[:1] and w[0] in {"is", "are", "does", "do", "can", "was", "did", "has"})
                          or has("or noise", "or music", "or not", "any speech", "contain",
-                                "contains", "present")):
-        if not has("what", "which word", "who"):
-            return make(Kind.SPEECH_PRESENCE)
+                                "contains", "present")) and not has("what", "which word", "who"):
+        return make(Kind.SPEECH_PRESENCE)
     if has("how many", "how much", "what is the total", "what's the total", "sum", "altogether"):
         return make(Kind.SPOKEN_NUMBER)
     if has("what", "which", "who", "where", "when", "whom", "whose", "why", "how", "name", "tell",

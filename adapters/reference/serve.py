@@ -138,6 +138,7 @@ async def serve(settings: ServerSettings, cpu_threads: int = 0, compute_type: st
                 heap: HeapSettings = HeapSettings()) -> int:
     """Load the engine, then listen; on SIGINT/SIGTERM stop admitting, finish running requests, 0."""
     if settings.faults.startup_delay_s:
+        _log("startup_delay", s=settings.faults.startup_delay_s)  # said first: tests wait for it, not a fixed time
         await asyncio.sleep(settings.faults.startup_delay_s)
     t0 = time.perf_counter()
     engine = await anyio.to_thread.run_sync(lambda: Engine(workers=settings.replicas,
@@ -157,8 +158,13 @@ async def serve(settings: ServerSettings, cpu_threads: int = 0, compute_type: st
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     received: list[str] = []
+
+    def _on_signal(sig: signal.Signals) -> None:
+        received.append(sig.name)
+        stop.set()
+
     for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, lambda s=sig: (received.append(s.name), stop.set()))
+        loop.add_signal_handler(sig, _on_signal, sig)
     family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

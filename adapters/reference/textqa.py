@@ -174,5 +174,5 @@ def answer_comparison(transcript: str, question: str) -> str | None:
         winners = {a for a, _ in edges}
         pick = names - beaten if top in q else names - winners
         if len(pick) == 1:
-            return pick.pop()
+            return str(pick.pop())
     return None

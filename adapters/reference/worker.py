@@ -29,7 +29,7 @@ class _RequestError(Exception):
         self.type = type_
 
 
-def _audio(spec: Any) -> DecodedAudio | None:
+def _audio(spec: object) -> DecodedAudio | None:
     if spec is None:
         return None
     if not isinstance(spec, dict):

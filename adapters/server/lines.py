@@ -48,9 +48,9 @@ def parse_log_line(text: str) -> ParsedLine:
     if stripped.startswith("{") and stripped.endswith("}"):
         if (parsed := _json_line(stripped)) is not None:
             return parsed
-    elif (prefixed := _PREFIXED_JSON_RE.match(stripped)) is not None:
-        if (parsed := _json_line(prefixed.group(2), prefixed.group(1).lower())) is not None:
-            return parsed
+    elif ((prefixed := _PREFIXED_JSON_RE.match(stripped)) is not None
+          and (parsed := _json_line(prefixed.group(2), prefixed.group(1).lower())) is not None):
+        return parsed
     match = _LEVEL_RE.match(stripped)
     level = match.group(1).lower() if match else ""
     return ParsedLine(text=text, level="warning" if level == "warn" else level)
@@ -68,7 +68,7 @@ class LineSplitter:
         lines = [_decode(raw) for raw in complete]
         if len(rest) > MAX_LINE_BYTES:
             lines.append(_decode(rest[:MAX_LINE_BYTES]) + f" [cut at {MAX_LINE_BYTES} bytes]")
-            rest = b""
+            rest = bytearray()
         self._pending = bytearray(rest)
         return lines
 

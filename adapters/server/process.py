@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
 import signal
 import subprocess
+import sys
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -32,10 +34,32 @@ from orchestrator.errors import ServerError
 from orchestrator.events import LogLine
 from orchestrator.ports import EventSink, Orphan, ParsedLine, StopResult
 
-__all__ = ["SubprocessLauncher", "ManagedProcess", "MARKER_ENV", "TAIL_LINES"]
+__all__ = ["SubprocessLauncher", "ManagedProcess", "MARKER_ENV", "TAIL_LINES", "PARENT_DEATH_SIGNAL"]
 
 # Inherited by every descendant unless it clears its environment: finds orphans never seen by the sampler.
 MARKER_ENV = "AQBENCH_SERVER_TOKEN"
+# What a server gets when the process supervising it dies without stopping it: its graceful stop signal.
+PARENT_DEATH_SIGNAL = signal.SIGTERM
+_PDEATHSIG = Path(__file__).with_name("pdeathsig.py")
+
+
+def _with_parent_death_signal(argv: Sequence[str]) -> list[str]:
+    """argv behind the launcher that arms the parent-death signal and execs it (same pid, same argv)."""
+    if not sys.platform.startswith("linux"):
+        return list(argv)
+    return [sys.executable, "-I", str(_PDEATHSIG), str(int(PARENT_DEATH_SIGNAL)), str(os.getpid()), *argv]
+
+
+def _check_executable(program: str, path: str | None, cwd: str) -> None:
+    """Raise OSError as exec would, before the launcher hides it behind its own exit."""
+    if os.sep in program:
+        target = Path(cwd or ".") / program
+        if not target.is_file():
+            raise FileNotFoundError(2, "No such file or directory", program)
+        if not os.access(target, os.X_OK):
+            raise PermissionError(13, "Permission denied", program)
+    elif shutil.which(program, path=path) is None:
+        raise FileNotFoundError(2, "No such file or directory", program)
 TAIL_LINES = 40
 _CHUNK = 64 * 1024
 _REAP_TIMEOUT_S = 10.0
@@ -243,8 +267,9 @@ class SubprocessLauncher:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with log_path.open("ab") as log_fh:
             try:
+                _check_executable(argv[0], full_env.get("PATH"), cwd)
                 proc = await anyio.open_process(
-                    list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                    _with_parent_death_signal(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                     cwd=cwd or None, env=full_env, start_new_session=True,
                 )
             except OSError as exc:

@@ -60,7 +60,7 @@ class RecordWriter:
     """
 
     def __init__(self, path: str | Path | None) -> None:
-        self._file: IO[bytes] | None = open(path, "ab") if path else None
+        self._file: IO[bytes] | None = open(path, "ab") if path else None  # noqa: SIM115  # open for the writer's life
         self._buf = bytearray()
 
     def write(self, record: RecordLine) -> None:

@@ -6,7 +6,6 @@ The tailer learns each incarnation's file from ServerSpawned.records_path; it ne
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
@@ -15,6 +14,7 @@ from adapters.fswatch import FolderWatch
 from adapters.tail import LineFollower
 from adapters.trtmc.records import ServerRecordParseError, parse_server_record
 from orchestrator.events import ServerSpawned, Warned
+from orchestrator.ports import EventBus
 
 __all__ = ["ServerRecordsTailer"]
 
@@ -28,7 +28,7 @@ class ServerRecordsTailer:
     A follower reads when the file's folder reports a change (or every `poll_s` without notification).
     """
 
-    def __init__(self, bus: Any, *, poll_s: float = 0.01, name: str = "server-records") -> None:
+    def __init__(self, bus: EventBus, *, poll_s: float = 0.01, name: str = "server-records") -> None:
         self._bus = bus
         self._poll_s = poll_s
         self._name = name

@@ -38,13 +38,15 @@ from orchestrator.campaign.journal import CampaignJournal, read_campaign
 from orchestrator.campaign.ports import AttemptSpec, Cluster, Delivery
 from orchestrator.campaign.progress import Progress
 from orchestrator.campaign.report import write_campaign_reports
+from orchestrator.campaign.resume import still_current
 from orchestrator.config import Config, ModelConfig
 from orchestrator.errors import AqbenchError, UsageError
-from orchestrator.events import Event, ModelResult, PhaseStarted, RunFinished
+from orchestrator.events import Event, ModelResult, PhaseStarted, RunFinished, ServerExited, ServerSpawned
 from orchestrator.journal import decode_event
 from orchestrator.logs import get_logger
 from orchestrator.reports import write_reports
 from orchestrator.run import new_run_id
+from orchestrator.runkey_now import current_keys
 
 __all__ = ["CampaignOptions", "StopRequest", "run_campaign", "final_models"]
 
@@ -87,6 +89,7 @@ class _Live:
         self.result: ModelResult | None = None
         self.run_finished = False
         self.lags_ns: list[int] = []
+        self.servers: dict[int, int] = {}  # pid -> incarnation, spawned and not yet exited
 
 
 def final_models(campaign_dir: Path) -> dict[str, ModelFinished]:
@@ -216,6 +219,10 @@ class _Driver:
                 self.progress.update(live.model, status=ev.status)
             elif isinstance(ev, RunFinished):
                 live.run_finished = True
+            elif isinstance(ev, ServerSpawned):
+                live.servers[ev.pid] = ev.incarnation
+            elif isinstance(ev, ServerExited):
+                live.servers.pop(ev.pid, None)
 
     def _close_journal(self, live: _Live) -> None:
         if live.fh is not None:
@@ -269,8 +276,11 @@ class _Driver:
             if facts is None or not facts.alive:
                 self.journal.write(NodeLost(node_id=node_id, node_address=facts.address if facts else "",
                                             reason=d.reason))
+        # A stream that broke before the server's exit was journaled: nobody on the driver saw it stop.
+        left = [f"pid {pid} (incarnation {inc})" for pid, inc in sorted(live.servers.items())]
         self.journal.write(AttemptEnded(model=live.model, attempt=live.attempt, node_id=node_id, ended=d.ended,
-                                        reason=d.reason, retry=retry, stream=self._lag(live)))
+                                        reason=d.reason, retry=retry, stream=self._lag(live),
+                                        servers_not_stopped=left))
         if retry:
             self.progress.update(live.model, status="node lost, retrying")
             return True
@@ -310,10 +320,11 @@ def run_campaign(cfg: Config, opts: CampaignOptions, cluster: Cluster, stop: Sto
         if not (folder / "campaign.jsonl").is_file():
             raise UsageError(f"--resume {folder}: no campaign.jsonl there; pass the folder of an earlier campaign "
                              f"(runs/<campaign>)")
-        done = final_models(folder)
+        done, stale = still_current(folder, final_models(folder),
+                                    current_keys(cfg, [m.name for m in models]))
     else:
         folder = Path(cfg.run.output_dir) / new_run_id("campaign")
-        done = {}
+        done, stale = {}, {}
     folder.mkdir(parents=True, exist_ok=True)
     todo = [m for m in models if m.name not in done]
     progress = Progress([m.name for m in todo], out=progress_out)  # type: ignore[arg-type]
@@ -322,7 +333,7 @@ def run_campaign(cfg: Config, opts: CampaignOptions, cluster: Cluster, stop: Sto
         campaign_id=folder.name, argv=list(opts.argv or sys.argv), config_path=cfg.source,
         config_sha256=cfg.sha256, address=cluster.address, models=[m.name for m in todo],
         skipped=sorted(m.name for m in models if m.name in done), max_parallel=driver.max_parallel,
-        max_retries=cfg.campaign.max_retries, nodes=cluster.nodes()))
+        max_retries=cfg.campaign.max_retries, nodes=cluster.nodes(), stale=stale))
     status, reason = "ok", ""
     try:
         driver.run(deque((m.name, 1) for m in todo))

@@ -82,6 +82,8 @@ class CampaignStarted(CampaignEvent, frozen=True, kw_only=True):
     max_parallel: int = 0
     max_retries: int = 0
     nodes: list[NodeFacts] = []
+    # Models --resume runs again although their row was final: its run key is not the current one (what changed).
+    stale: dict[str, str] = {}
 
 
 class ModelSubmitted(CampaignEvent, frozen=True, kw_only=True):
@@ -118,6 +120,8 @@ class AttemptEnded(CampaignEvent, frozen=True, kw_only=True):
     retry: bool = False
     # Streaming from the task: lines received and their lag (driver receipt minus the event's ts_ns), in ms.
     stream: dict[str, float] = {}
+    # Servers the attempt's journal shows spawned and never exited when its stream broke (`pid N (incarnation K)`).
+    servers_not_stopped: list[str] = []
 
 
 class NodeLost(CampaignEvent, frozen=True, kw_only=True):

@@ -37,6 +37,7 @@ class AttemptRow(msgspec.Struct, frozen=True, kw_only=True):
     ended: str = "running"
     reason: str = ""
     status: str = ""
+    servers_not_stopped: list[str] = []
 
 
 class CampaignRow(msgspec.Struct, frozen=True, kw_only=True):
@@ -114,7 +115,8 @@ def fold_campaign(path: str | Path) -> CampaignReport:
         elif isinstance(ev, AttemptEnded):
             prev = attempts.get((ev.model, ev.attempt), AttemptRow(attempt=ev.attempt))
             attempts[(ev.model, ev.attempt)] = msgspec.structs.replace(
-                prev, ended_unix_ns=ev.unix_ns, ended=ev.ended, reason=ev.reason, status=ev.status)
+                prev, ended_unix_ns=ev.unix_ns, ended=ev.ended, reason=ev.reason, status=ev.status,
+                servers_not_stopped=ev.servers_not_stopped)
         elif isinstance(ev, ModelFinished):
             finished[ev.model] = ev
         elif isinstance(ev, NodeLost):

@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # the campaign package is heavy: imported by run(), not by `aqbench --help` or another command
     from orchestrator.campaign.ports import StopNotice
     from orchestrator.config import Config
+    from orchestrator.qualify import QualifyOptions
 
-__all__ = ["register", "qualify_one"]
+__all__ = ["register", "qualify_one", "qualify_options"]
 
 EXTRA_MISSING = ("aqbench campaign needs Ray, which is not installed; install the extra: "
                  "pip install 'aqbench[campaign]' (or pip install ray)")
@@ -38,7 +39,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--max-parallel", type=int, default=None, metavar="N",
                    help="at most N models at once (default: [campaign] max_parallel; 0 = as resources allow)")
     p.add_argument("--resume", default="", metavar="CAMPAIGN_DIR",
-                   help="continue this campaign: skip models whose final rows exist, run the rest")
+                   help="continue this campaign: skip models whose final row has the current run key, run the rest "
+                        "(a row made under another key is run again; campaign.jsonl says what changed)")
     p.set_defaults(func=run)
 
 
@@ -50,12 +52,12 @@ async def qualify_one(cfg: Config, model: str, stop: StopNotice) -> int:
 
     from adapters.ray.gpus import only_visible_gpus, visible_gpus
     from orchestrator.commands.wiring import real_toolkit
-    from orchestrator.qualify import QualifyOptions, qualify
+    from orchestrator.qualify import qualify
     from orchestrator.run import Interrupt
 
     interrupt = Interrupt()
     stop.attach(interrupt)
-    opts = QualifyOptions(models=[model], argv=["aqbench", "qualify", "--config", cfg.source, "--model", model])
+    opts = await anyio.to_thread.run_sync(qualify_options, cfg, model)  # reads the owners' files (git)
     toolkit = real_toolkit()
     visible = visible_gpus(cfg.server.env.get("CUDA_VISIBLE_DEVICES", ""))
     if visible is not None:  # the GPUs Ray gave this task: the sampler reports those and no others
@@ -67,6 +69,19 @@ async def qualify_one(cfg: Config, model: str, stop: StopNotice) -> int:
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(_write_interrupted_reports, Path(cfg.run.output_dir))
         raise
+
+
+def qualify_options(cfg: Config, model: str) -> QualifyOptions:
+    """What `aqbench qualify --model MODEL` would be given, the owners' gates included: the files its
+    `[models.correctness.noninferiority] source` names, read on this node as qualify reads them. Blocks."""
+    import msgspec
+
+    from orchestrator.commands.wiring import owner_files
+    from orchestrator.qualify import QualifyOptions
+
+    only = msgspec.structs.replace(cfg, models=[m for m in cfg.models if m.name == model])
+    return QualifyOptions(models=[model], argv=["aqbench", "qualify", "--config", cfg.source, "--model", model],
+                          owners=owner_files(only))
 
 
 def _write_interrupted_reports(output_dir: Path) -> None:

@@ -11,7 +11,9 @@ __all__ = ["register"]
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("config", help="inspect the configuration")
+    p = sub.add_parser("config", help="inspect the configuration",
+                       description="Exit 0 when the file is valid (or the reference was written), 2 on a configuration "
+                       "or usage error (each problem named with its key), 3 when aqbench itself failed.")
     csub = p.add_subparsers(dest="config_command", metavar="ACTION", required=True)
     check = csub.add_parser("check", help="validate bench.toml and print it resolved (paths absolute)")
     check.add_argument("path", nargs="?", default=None, help="configuration file (default: bench.toml)")

@@ -9,7 +9,9 @@ __all__ = ["register", "run"]
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("dataset", help="inspect an audio-QA dataset")
+    p = sub.add_parser("dataset", help="inspect an audio-QA dataset",
+                       description="Exit 0 when every file, hash and property checks out, 2 when one does not (each "
+                       "named) or on a usage error, 3 when aqbench itself failed.")
     dsub = p.add_subparsers(dest="dataset_command", metavar="ACTION", required=True)
     check = dsub.add_parser("check", help="verify every file, hash and property; print the dataset's table")
     check.add_argument("path", nargs="?", default=None,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import re
 import shlex
 import shutil
@@ -139,21 +140,50 @@ def _server(cfg: Config) -> list[Check]:
                          + ("" if found or not module else " (module not importable)"),
                          fix="" if found or not module else "install aqbench in this interpreter"))
         if found:
-            out.append(_server_flags(sys.executable, cfg.server.argv))
+            out.append(_server_flags(sys.executable, cfg.server.argv, cfg.server.env))
     else:
         path = shutil.which(argv0) or (argv0 if Path(argv0).is_file() else "")
         out.append(Check(name="server", ok=bool(path), detail=f"{argv0} -> {path or 'not found'}",
                          fix="" if path else "put the server on PATH or give its absolute path in [server] argv"))
         if path:
-            out.append(_server_flags(path, cfg.server.argv))
+            out.append(_server_flags(path, cfg.server.argv, cfg.server.env))
     uses_bundle = any("{bundle}" in a for a in cfg.server.argv)
     for model in cfg.models:
         bundle = model.bundle or cfg.server.bundle
         if not uses_bundle and not bundle:
             continue
-        ok = bool(bundle) and Path(bundle).exists()
-        out.append(Check(name=f"bundle ({model.name})", ok=ok, detail=bundle or "no bundle configured",
-                         fix="" if ok else "build the bundle or fix models.bundle / server.bundle in bench.toml"))
+        out.append(_bundle(cfg, model.name, bundle))
+    out += _flag_paths(cfg)
+    return out
+
+
+def _bundle(cfg: Config, model: str, bundle: str) -> Check:
+    """The bundle exists, and is a file where the server takes only a file (trtmc-server: one `.bundle`)."""
+    name = f"bundle ({model})"
+    if not bundle or not Path(bundle).exists():
+        return Check(name=name, ok=False, detail=f"{bundle or 'no bundle configured'} does not exist",
+                     fix="build the bundle or fix models.bundle / server.bundle in bench.toml")
+    if cfg.server.kind == "trtmc-server" and not Path(bundle).is_file():
+        return Check(name=name, ok=False, detail=f"{bundle} is a directory; trtmc-server takes a .bundle file",
+                     fix="point models.bundle / server.bundle at the .bundle file inside it")
+    return Check(name=name, ok=True, detail=f"{bundle} ({'file' if Path(bundle).is_file() else 'directory'})")
+
+
+# Server flags whose value must already exist (not --records or --runtime-root: the server makes those).
+_INPUT_PATH_FLAGS = frozenset({"--worker-binary"})
+
+
+def _flag_paths(cfg: Config) -> list[Check]:
+    """Every path [server] argv gives a flag the server reads from exists (trtmc-server checks them only when
+    a worker starts, minutes in)."""
+    argv = cfg.server.argv
+    out = []
+    for i, arg in enumerate(argv[:-1]):
+        flag, value = (arg.split("=", 1) if "=" in arg else (arg, argv[i + 1]))
+        if flag in _INPUT_PATH_FLAGS and "{" not in value:
+            ok = Path(value).exists()
+            out.append(Check(name=f"server {flag}", ok=ok, detail=f"{value} {'exists' if ok else 'does not exist'}",
+                             fix="" if ok else f"fix the path after {flag} in [server] argv"))
     return out
 
 
@@ -168,7 +198,7 @@ def _help_argv(path: str, argv: list[str]) -> tuple[list[str], list[str]]:
     return [path, "--help"], argv[1:]
 
 
-def _server_flags(path: str, argv: list[str]) -> Check:
+def _server_flags(path: str, argv: list[str], env: dict[str, str]) -> Check:
     """Every --flag of [server] argv should appear in the server's own --help: TRTMC has shipped servers
     without --records (older trtmc-server) and with other flags altogether (`trtmc serve`). A flag the
     help does not list is a warning, never a failure: servers hide real flags from --help
@@ -177,12 +207,20 @@ def _server_flags(path: str, argv: list[str]) -> Check:
     flags = sorted({a.split("=", 1)[0] for a in server_args if a.startswith("--")})
     shown = shlex.join(help_argv)
     try:
-        done = subprocess.run(help_argv, capture_output=True, text=True, timeout=60)
+        # As the supervisor starts it: [server] env over ours (`python -P` finds trtmc_server through it).
+        done = subprocess.run(help_argv, capture_output=True, text=True, timeout=60, env={**os.environ, **env})
     except (OSError, subprocess.TimeoutExpired) as exc:
         return Check(name="server flags", ok=False, required=False, warning=True,
                      detail=f"`{shown}` failed: {exc}; the flags of [server] argv were not checked",
                      fix=f"run `{shown}` by hand to see why")
     text = done.stdout + done.stderr
+    if done.returncode != 0 and "usage" not in text.lower():
+        # It did not print its help: listing every flag as missing would advise dropping them all.
+        last = next((line.strip() for line in reversed(text.splitlines()) if line.strip()), "no output")
+        return Check(name="server flags", ok=False, required=False, warning=True,
+                     detail=f"`{shown}` exited {done.returncode} without printing its help: {last}; the flags of "
+                            "[server] argv were not checked",
+                     fix=f"run `{shown}` by hand (with [server] env) to see why")
     missing = [f for f in flags if not re.search(rf"(?<![\w-]){re.escape(f)}(?![\w-])", text)]
     checked = f"checked the {len(flags)} --flag(s) of [server] argv against the output of `{shown}` (exit {done.returncode})"
     if missing:

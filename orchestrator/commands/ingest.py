@@ -20,7 +20,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="ingest journals, AIPerf exports, server records and JSON/text logs; join and summarise",
         description="Read aqbench journals, AIPerf profile_export(.raw).jsonl, trtmc-server/reference "
         "records, structlog/uvicorn JSON and plain-text logs (gzip/zstd too), join client and server "
-        "records by request id and print a summary. Folders are walked for known names.",
+        "records by request id and print a summary. Folders are walked for known names. Exit 0 when the summary "
+        "was printed (--follow: after Ctrl-C too), 2 on a usage error or, with --strict, a bad line (named by "
+        "file:line), 3 when aqbench itself failed.",
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="file, glob, folder, or - for standard input")
     p.add_argument("--follow", action="store_true",
@@ -70,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"ingest: --until {args.until!r} is not after --since {args.since!r}")
     if args.follow and "-" in args.paths:
         raise UsageError("ingest: --follow cannot follow standard input; give files, globs or folders")
-    out = open(args.out, "wb") if args.out else None
+    out = open(args.out, "wb") if args.out else None  # noqa: SIM115  # the Ingest writes it; closed below
     codecs = log_codecs()
     ingest = Ingest(new_joiner(), codecs, since_ns=since, until_ns=until, strict=args.strict, out=out)
 

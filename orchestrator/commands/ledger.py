@@ -17,13 +17,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "(a run's row with its run id, or the inventory's own unsupported/blocked verdict with its evidence); "
         "variants listed apart, never counted as models. Result rows are folded from each run's events.jsonl. "
         "A run made against another TRTMC revision than the inventory's, or with another dataset identity, is "
-        "named and not counted. Exit codes: 0 the group can close, 1 it cannot (the blockers are listed), "
+        "named and not counted; so is a row whose run key (digests of the model's configuration, dataset, bundle, server "
+        "command, aqbench and AIPerf) is not the current one: the key --config gives now, else the newest row's. "
+        "Exit codes: 0 the group can close, 1 it cannot (the blockers are listed), "
         "2 bad input (no inventory, not an inventory, a folder without events.jsonl).",
     )
     p.add_argument("--inventory", required=True, metavar="INV.json", help="written by `aqbench inventory --json`")
     p.add_argument("runs", nargs="*", metavar="RUN_DIR", help="run folders (qualify, run-aiperf, campaign)")
     p.add_argument("--dataset-identity", default="", metavar="ID",
                    help="the dataset identity runs must have (default: the one most result rows used)")
+    p.add_argument("--config", default="", metavar="PATH",
+                   help="bench.toml whose models' run keys are current (reads the dataset, hashes the bundles); "
+                        "default: the newest keyed row of each checkpoint")
     p.add_argument("--json", default="", metavar="OUT", help="write the ledger as JSON ('-' = stdout)")
     p.add_argument("--markdown", default="", metavar="OUT",
                    help="write the Markdown ledger ('-' = stdout; the default when neither output is given)")
@@ -41,7 +46,13 @@ def run(args: argparse.Namespace) -> int:
     from orchestrator.logs import get_logger
 
     inv = load_inventory(args.inventory)
-    ledger = build_ledger(inv, [read_run(r) for r in args.runs], dataset_identity=args.dataset_identity)
+    keys = None
+    if args.config:
+        from orchestrator.config import load_config
+        from orchestrator.runkey_now import current_keys
+
+        keys = current_keys(load_config(args.config))
+    ledger = build_ledger(inv, [read_run(r) for r in args.runs], dataset_identity=args.dataset_identity, keys=keys)
     if args.json:
         write_output(args.json, ledger_json(ledger))
     if args.markdown or not args.json:

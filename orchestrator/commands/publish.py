@@ -1,6 +1,7 @@
 """`aqbench publish RUN_DIR... --out DIR`: what may be posted, private details replaced and scanned.
 
-Exit 0 written and clean, 1 the final scan found private data (file and line listed), 2 bad input.
+Exit 0 written and clean, 1 the final scan found private data (file, line and kind listed; nothing
+written), 2 bad input.
 """
 
 from __future__ import annotations
@@ -20,18 +21,23 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="write the result rows, ledger, commands and a paste-ready comment, with private details replaced",
         description="Write into --out: comment.md (a Markdown comment ready to paste into the tracking issue), "
         "rows.json (the result rows, folded from each run's events.jsonl), commands.md (the reproducible "
-        "commands) and, with --ledger, ledger.md and ledger.json. Paths become placeholders relative to named "
+        "commands), runs/<run_id>/events.jsonl (each run's journal, every event scrubbed, from which "
+        "`aqbench report` rebuilds the reports) and, with --ledger, ledger.md and ledger.json. Paths become placeholders relative to named "
         "roots (<run-dir>, <venv>, <checkout>, <bundle-dir>, <dataset>, <trtmc>, <home>, and [publish] roots); host and "
-        "user names become <host>/<user>; ports and temporary folders go; environment values outside "
-        "[publish] allowed_env become <env>; credentials become <redacted>. A final scan of every file written "
-        "refuses to finish if an absolute path, host name, user name, non-loopback IP or secret value remains. "
-        "Exit codes: 0 written and clean, 1 the scan found private data (each file:line listed; do not post), "
-        "2 bad input (no journal, unreadable inventory or bench.toml).",
+        "user names become <host>/<user>, email addresses <email>; ports and temporary folders go; environment "
+        "values outside [publish] allowed_env become <env>; credentials (by name, by shape such as hf_/sk-/ghp_/"
+        "nvapi-/AKIA/JWT, or by entropy) become <redacted>. A final scan with its own detectors refuses to write "
+        "anything if a credential, email address, this machine's host names, addresses or user names, a home, "
+        "scratch or temporary path, or a folder outside the named roots remains. "
+        "Exit codes: 0 written and clean, 1 the scan found private data (each file:line and kind listed, never "
+        "the value; nothing written; do not post), 2 bad input (no journal, unreadable inventory or bench.toml).",
     )
     p.add_argument("runs", nargs="+", metavar="RUN_DIR", help="run folders (qualify, run-aiperf, campaign)")
     p.add_argument("--out", required=True, metavar="DIR", help="where to write what may be posted")
     p.add_argument("--ledger", default="", metavar="INV.json",
                    help="also write the group ledger of these runs against this inventory (aqbench inventory --json)")
+    p.add_argument("--no-journals", dest="journals", action="store_false",
+                   help="do not copy the runs' journals (runs/<run_id>/events.jsonl); rows and comment only")
     p.add_argument("--config", default=None, metavar="PATH",
                    help=f"bench.toml for [publish] roots, names and allowed_env (default: ./{_DEFAULT_CONFIG} if present)")
     p.set_defaults(func=run)
@@ -55,16 +61,15 @@ def run(args: argparse.Namespace) -> int:
     inventory = load_inventory(args.ledger) if args.ledger else None
     ledger = build_ledger(inventory, runs) if inventory is not None else None
     facts = gather_facts(runs, publish_cfg, inventory)
-    result = write_publication(render_publication(runs, ledger), args.out, facts)
+    result = write_publication(render_publication(runs, ledger, journals=args.journals), args.out, facts)
     log = get_logger("publish")
     if result.findings:
         for finding in result.findings:
             print(f"aqbench: private: {Path(args.out) / finding.file}:{finding.line}: {finding.kind}"
-                  + (f" ({finding.excerpt})" if finding.excerpt and finding.kind != "secret value" else ""),
-                  file=sys.stderr)
-        print(f"aqbench: error: {len(result.findings)} private details remain in {args.out}; do not post it. "
-              "Add the folders to [publish] roots or the names to [publish] names in bench.toml and run again.",
-              file=sys.stderr)
+                  + (f" ({finding.excerpt})" if finding.excerpt else ""), file=sys.stderr)
+        print(f"aqbench: error: {len(result.findings)} private details would remain in {args.out}; nothing was "
+              "written. Add the folders to [publish] roots or the names to [publish] names in bench.toml, or remove "
+              "the credential from the run's inputs, and run again.", file=sys.stderr)
         log.warning("publish_refused", findings=len(result.findings))
         return 1
     for path in result.files:

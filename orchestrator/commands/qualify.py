@@ -15,7 +15,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                        description="Runs each model in bench.toml through server start, capability probe, family "
                        "correctness, native/HTTP identity and a real AIPerf run; writes runs/<id>/report.{json,md,html}. "
                        "Exit 0 when every model is aiperf-qualified, 1 otherwise, 2 on configuration errors, 3 when "
-                       "the run itself failed.")
+                       "the run itself failed, 130/143 when interrupted by SIGINT/SIGTERM.")
     p.add_argument("--config", default="bench.toml", help="configuration file (default: bench.toml)")
     p.add_argument("--model", action="append", default=[], metavar="NAME",
                    help="qualify only this configured model (repeatable)")

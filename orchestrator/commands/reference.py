@@ -11,7 +11,9 @@ __all__ = ["register", "run_answer", "run_worker"]
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("reference", help="call the reference engine in-process (no HTTP)")
+    p = sub.add_parser("reference", help="call the reference engine in-process (no HTTP)",
+                       description="Exit 0 when it answered (or the worker ended), 2 on a usage error (an unreadable "
+                       "audio file), 3 when aqbench itself failed, 130 when interrupted.")
     rsub = p.add_subparsers(dest="reference_command", metavar="ACTION", required=True)
     a = rsub.add_parser("answer", help="answer one question about one audio file; prints JSON")
     a.add_argument("--audio", required=True, type=Path, help="wav, mp3, flac or ogg file")

@@ -17,11 +17,12 @@ from adapters import logs as _logs
 from adapters.chat import ChatClient, NativeWorker
 from adapters.server import server_parts
 from adapters.tail import LineFollower
-from adapters.trtmc.qual_files import read_owner_files
+from adapters.trtmc.qual_files import MODELS_DIR, TASKS_FILE, parse_owner_files
 from adapters.trtmc.records import incarnation_from_name
 from adapters.trtmc.records_tail import ServerRecordsTailer
 from orchestrator.config import Config, WorkloadConfig
 from orchestrator.events import Event, LogLine
+from orchestrator.inventory.tree import open_checkout, read_checkout_files
 from orchestrator.ports import (
     AiperfFacts,
     AiperfInvocation,
@@ -34,7 +35,7 @@ from orchestrator.ports import (
     Toolkit,
 )
 
-__all__ = ["real_toolkit", "log_codecs", "owner_files"]
+__all__ = ["real_toolkit", "log_codecs", "owner_files", "read_owner_files"]
 
 
 class _Aiperf:
@@ -67,6 +68,24 @@ def real_toolkit() -> Toolkit:
     """The adapters a real run uses."""
     return Toolkit(server_parts=server_parts, records_tailer=ServerRecordsTailer, chat_client=ChatClient,
                    native_worker=NativeWorker, aiperf=_Aiperf())
+
+
+def read_owner_files(checkout: str | Path, profile: str, revision: str = "") -> OwnerFiles:
+    """The owners' tasks.yaml and the profile's exceptions from a checkout, read as the inventory reads it:
+    the working tree, `revision` through git, or a bare repository at its HEAD. The revision cited is the
+    resolved commit, HEAD with `+worktree` for a working tree, or `unversioned` outside git. Raises
+    InventoryError (folder, revision) or ConfigError (no tasks.yaml there, naming the revision). Blocks."""
+    source = open_checkout(checkout, revision)
+    profile_rel = f"{MODELS_DIR}/{profile}.yaml" if profile else ""
+    found = read_checkout_files(source, [TASKS_FILE, *([profile_rel] if profile_rel else [])])
+    if source.read_via == "git":
+        cited = source.commit
+        where = f"{source.root} at {source.commit[:12]}" + (f" ({revision})" if revision else " (HEAD of a bare repository)")
+    else:
+        cited = f"{source.commit}+worktree" if source.commit else "unversioned"
+        where = f"{source.root} (working tree{f' on {source.commit[:12]}' if source.commit else ''})"
+    return parse_owner_files(found.get(TASKS_FILE), found.get(profile_rel) if profile_rel else None, profile=profile,
+                             revision=cited, where=where)
 
 
 def owner_files(cfg: Config, trtmc: str = "", rev: str = "") -> dict[str, OwnerFiles]:
@@ -103,10 +122,10 @@ class _LogCodecs:
     def is_log(self, item: object) -> bool:
         return isinstance(item, _logs.OtelLog)
 
-    def severity(self, item: Any) -> str:
+    def severity(self, item: Any) -> str:  # noqa: ANN401  # the LogCodecs port's signature
         return str(item.severity_text)
 
-    def to_log_line(self, item: Any, *, stream: str, source: str) -> Event:
+    def to_log_line(self, item: Any, *, stream: str, source: str) -> Event:  # noqa: ANN401  # as severity
         return _logs.to_log_line(item, stream=stream, source=source)
 
     def severity_of_line(self, line: LogLine) -> str:

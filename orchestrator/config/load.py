@@ -58,7 +58,7 @@ def _allowed(key: str) -> list[str]:
     return [repr(v) for v in typing.get_args(tp)] if typing.get_origin(tp) is Literal else []
 
 
-def _unwrap(tp: Any) -> Any:
+def _unwrap(tp: Any) -> Any:  # noqa: ANN401  # a type annotation, as typing.get_origin takes it
     while True:
         origin = typing.get_origin(tp)
         if origin is Annotated:

@@ -37,6 +37,7 @@ from orchestrator.events.judging import (
     SoakWindowOpened,
     VerdictReached,
 )
+from orchestrator.events.key import RunKey
 from orchestrator.events.load import (
     AccountingChecked,
     AiperfExited,
@@ -138,6 +139,7 @@ __all__ = [
     "AiperfSettings", "AnswerMismatch", "AudioFacts", "CompletenessChange", "GateCitation", "GateCounts",
     "HostFacts", "IncompleteAnswer", "ItemRef", "Json", "FOREIGN_JSON", "NoninferiorityResult", "NoticeContext",
     "ResultRow",
+    "RunKey",
     # values
     "Summary", "GateResult", "MemorySummary", "WindowStats", "SoakLimits", "ServerExitFact", "AiperfRunFact",
     # phase details

@@ -12,6 +12,7 @@ from typing import Any
 
 import msgspec
 
+from orchestrator.events.key import RunKey
 from orchestrator.identity import ModelIdentity
 
 __all__ = ["Json", "FOREIGN_JSON", "HostFacts", "ItemRef", "AnswerMismatch", "AiperfSettings", "IncompleteAnswer",
@@ -156,6 +157,8 @@ class ResultRow(ModelIdentity, frozen=True, kw_only=True):
     aiperf_command: str = ""
     reason: str = ""
     noninferiority: NoninferiorityResult | None = None
+    # What the row depends on (orchestrator/runkey.py); None in journals written before keys existed.
+    keyed_by: RunKey | None = None
 
 
 class GateCounts(msgspec.Struct, frozen=True, kw_only=True):

@@ -51,7 +51,7 @@ def expand_inputs(specs: Iterable[str], *, known_name: Callable[[str], bool], al
 def _open(path: str) -> BinaryIO:
     if path == "-":
         return sys.stdin.buffer
-    fh = open(path, "rb")
+    fh = open(path, "rb")  # noqa: SIM115  # returned open: the caller reads and closes it
     magic = fh.read(4)
     fh.seek(0)
     if magic[:2] == b"\x1f\x8b":

@@ -441,7 +441,7 @@ class Ingest:
             self._write(rec if rec.source else _replace(rec, source=source))
         self._derived(self.joiner.add_client(rec))
 
-    def _log(self, rec: Any, f: _File, ts: int | None) -> None:
+    def _log(self, rec: Any, f: _File, ts: int | None) -> None:  # noqa: ANN401  # the log codec's record type
         level = self.codecs.severity(rec).lower() or "unspecified"
         self._severities[level] = self._severities.get(level, 0) + 1
         if ts:
@@ -467,7 +467,7 @@ class Ingest:
         if self.out is not None:
             self._write(ev)
 
-    def _derived(self, produced: Any) -> None:
+    def _derived(self, produced: Any) -> None:  # noqa: ANN401  # a joiner's output: an event, a list or None
         if not produced:
             return
         if self.out is None and isinstance(produced, list):

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
-from typing import Any
 
 import msgspec
 
@@ -24,7 +23,7 @@ _DEPTH = 4
 _MOST = 3  # citations per checkpoint: enough to check, few enough to read
 
 
-def _strings(value: Any, field: str, depth: int) -> Iterator[tuple[str, str]]:
+def _strings(value: object, field: str, depth: int) -> Iterator[tuple[str, str]]:
     if isinstance(value, str):
         yield field, value
     elif depth > 0 and isinstance(value, dict):

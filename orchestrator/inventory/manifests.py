@@ -70,7 +70,7 @@ def _cases(data: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     return cases
 
 
-def _media(value: Any) -> list[str]:
+def _media(value: object) -> list[str]:
     if isinstance(value, str) and value:
         return [value]
     if isinstance(value, list):
@@ -80,7 +80,7 @@ def _media(value: Any) -> list[str]:
     return []
 
 
-def _is_audio_input(key: str, value: Any, nested: bool) -> bool:
+def _is_audio_input(key: str, value: object, nested: bool) -> bool:
     """An audio file the model is fed: a known input key, or under `inputs` a key naming audio (or
     speech, when its value is an audio file), but never the reference output it is compared with."""
     if key in _AUDIO_INPUT_KEYS:
@@ -92,7 +92,7 @@ def _is_audio_input(key: str, value: Any, nested: bool) -> bool:
     return "speech" in key and any(v.lower().endswith(_AUDIO_EXTENSIONS) for v in _media(value))
 
 
-def _nested(value: Any, field: str, depth: int) -> Iterator[tuple[str, str, Any]]:
+def _nested(value: object, field: str, depth: int) -> Iterator[tuple[str, str, Any]]:
     """(field path, key, value) of every key inside nested objects, `depth` levels down at most."""
     if depth <= 0 or not isinstance(value, dict):
         return
@@ -184,7 +184,7 @@ def _same_clip(p: Profile) -> None:
     p.audio_inputs = [str(ev.value) for ev in kept]
 
 
-def _control(p: Profile, kind: str, field: str, value: Any) -> None:
+def _control(p: Profile, kind: str, field: str, value: Any) -> None:  # noqa: ANN401  # a manifest's own YAML value
     key = field.rsplit(".", 1)[-1]
     ev = Evidence(claim=f"control:{kind}", file=p.doc.path, field=field, value=value)
     for i, c in enumerate(p.controls):

@@ -6,11 +6,10 @@ A fold over `events.jsonl` only (RunStarted, CapabilityProbed, ModelResult); nev
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from orchestrator.config import ModelConfig
 from orchestrator.errors import InventoryError
-from orchestrator.events import CapabilityProbed, ModelResult, ResultRow, RunStarted, TransportEvidence
+from orchestrator.events import CapabilityProbed, Event, ModelResult, ResultRow, RunStarted, TransportEvidence
 from orchestrator.inventory.records import Evidence, ProbeOutcome
 from orchestrator.journal import iter_journal
 
@@ -35,7 +34,7 @@ def _identity(configured: dict[str, ModelConfig], name: str, row: ResultRow) -> 
     }
 
 
-def _where(event: Any) -> str:
+def _where(event: Event) -> str:
     """A journal line by its sequence number and event tag (`seq 7 (model_result)`)."""
     return f"seq {event.seq} ({type(event).__struct_config__.tag})"
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import msgspec
 
 from orchestrator.inventory.records import Control, Evidence, ManifestDocument
@@ -44,7 +42,7 @@ class Profile(msgspec.Struct, kw_only=True):
     capability_evidence: list[Evidence] = []
     capability_why: str = ""
 
-    def note(self, claim: str, field: str, value: Any) -> Evidence:
+    def note(self, claim: str, field: str, value: object) -> Evidence:
         ev = Evidence(claim=claim, file=self.doc.path, field=field, value=value)
         self.evidence.setdefault(claim, []).append(ev)
         return ev

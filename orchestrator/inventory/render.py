@@ -54,7 +54,7 @@ def to_json(inv: Inventory) -> bytes:
     return msgspec.json.format(_encoder.encode(inv), indent=2) + b"\n"
 
 
-def _cell(value: Any) -> str:
+def _cell(value: object) -> str:
     if value is None or value == "" or value == []:
         return "-"
     if isinstance(value, list):
@@ -68,7 +68,7 @@ def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
     return lines
 
 
-def _value(value: Any) -> str:
+def _value(value: object) -> str:
     text = msgspec.json.encode(value).decode() if isinstance(value, (dict, list)) else str(value)
     return text if len(text) <= 100 else text[:97] + "..."
 

@@ -27,7 +27,8 @@ from orchestrator.inventory.paths import (
 )
 from orchestrator.inventory.records import LAYOUTS, CodeSources, ManifestDocument, SourceDocument, TreeSource
 
-__all__ = ["MANIFEST_GLOBS", "SUPPORT_MATRIX", "read_tree", "read_task_sources", "read_code_sources"]
+__all__ = ["MANIFEST_GLOBS", "SUPPORT_MATRIX", "open_checkout", "read_checkout_files", "read_tree", "read_task_sources",
+           "read_code_sources"]
 
 _GIT_TIMEOUT_S = 60.0
 _MAX_SOURCE_BYTES = 2 << 20
@@ -219,3 +220,40 @@ def read_tree(root: str | Path, rev: str = "") -> tuple[list[ManifestDocument], 
             "is this a TensorRT-Model-Connect checkout?"
         )
     return docs, source
+
+
+def open_checkout(root: str | Path, rev: str = "") -> TreeSource:
+    """Where a checkout's files will be read from, as `read_tree` decides it but without needing manifests:
+    the folder, or `rev` through git, or (a bare repository without `rev`) its HEAD through git.
+    Raises InventoryError when the folder is missing or the revision unknown. Blocks (git)."""
+    path = Path(root).expanduser()
+    if not path.is_dir():
+        raise InventoryError(f"{path}: no such folder; pass --trtmc PATH to a TensorRT-Model-Connect checkout")
+    path = path.resolve()
+    bare = not rev and _is_bare(path)
+    if rev or bare:
+        asked = rev or "HEAD"
+        resolved = _git(path, "rev-parse", "--verify", "-q", f"{asked}^{{commit}}")
+        if resolved.returncode != 0:
+            if _git(path, "rev-parse", "--git-dir").returncode != 0:
+                raise InventoryError(f"{path}: not a git repository; --rev {rev} needs one (or drop --rev)")
+            raise InventoryError(f"{path}: revision {asked!r} does not name a commit; try a branch, tag or sha")
+        return TreeSource(root=str(path), rev=rev, commit=resolved.stdout.decode().strip(), read_via="git", bare=bare)
+    commit, dirty = _head(path)
+    return TreeSource(root=str(path), commit=commit, dirty=dirty, read_via="folder")
+
+
+def read_checkout_files(source: TreeSource, paths: list[str]) -> dict[str, bytes]:
+    """The files of `paths` (checkout-relative) that exist where `source` reads; absent ones are left out.
+    Blocks (file reads, or one `git ls-tree` and one `git cat-file` process)."""
+    root = Path(source.root)
+    if source.read_via == "git":
+        present = {p for p, _ in _listing(root, source.commit, *paths)}
+        wanted = [p for p in paths if p in present]
+        return dict(zip(wanted, _cat_files(root, source.commit, wanted), strict=True))
+    out = {}
+    for rel in paths:
+        file = root / rel
+        if file.is_file():
+            out[rel] = file.read_bytes()
+    return out

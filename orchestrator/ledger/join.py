@@ -1,10 +1,11 @@
 """The group ledger: inventory rows joined with run result rows, and the closing rules. Pure.
 
 A checkpoint's final status comes from its newest eligible run row (same TRTMC revision and dataset
-identity as the ledger, the checkpoint's normal profile), else from the inventory's own evidence-backed
+identity as the ledger, the checkpoint's normal profile, and the current run key: the configured model's key
+now when given, else the newest keyed row's; any other row is named stale with what changed), else from the inventory's own evidence-backed
 `unsupported`/`blocked` verdict. The group can close only when every in-scope checkpoint has a final
-status backed by evidence and none is unrun, failed without a reason, or qualified on an L0/partial
-profile. Variants are listed apart and never counted as models.
+status backed by evidence and none is unrun, failed (an unresolved failure blocks until fixed and rerun),
+or qualified on an L0/partial profile. Variants are listed apart and never counted as models.
 """
 
 from __future__ import annotations
@@ -13,14 +14,17 @@ from collections import Counter
 
 import msgspec
 
+from orchestrator.events import RunKey
 from orchestrator.ledger.inventory_view import InventoryView, RowView, VariantView
 from orchestrator.ledger.runs import RunEvidence
 from orchestrator.reports.schema import ModelRow
+from orchestrator.runkey import key_changes
 
 __all__ = ["FINAL_STATUSES", "LOAD_ONLY_COMMANDS", "Ledger", "LedgerLine", "LedgerRun", "OpenItem", "RunRowRef",
            "VariantLine", "build_ledger"]
 
-# Statuses that end a checkpoint's story (`failed` only with a reason); others are stops on the way.
+# Statuses that end a checkpoint's story; others are stops on the way. A `failed` row is final but blocks
+# closing until fixed and rerun; `unsupported`/`blocked` from a run count only with capability evidence.
 FINAL_STATUSES = ("aiperf-qualified", "unsupported", "blocked", "failed")
 # Runs that load a server without judging its checkpoint: listed, never a checkpoint's status.
 LOAD_ONLY_COMMANDS = frozenset({"run-aiperf", "soak", "ingest"})
@@ -154,9 +158,15 @@ def _from_run(line: LedgerLine, run: RunEvidence, rr: ModelRow, row: RowView) ->
     ref = _ref(run, rr)
     blockers: list[str] = []
     final = rr.status in FINAL_STATUSES
-    if rr.status == "failed" and not rr.reason:
+    if rr.status == "failed":
+        # The owners' rule: an unresolved failure cannot close the group, with or without its reason.
         final = False
-        blockers.append(f"failed at {rr.failed_stage or 'an unnamed stage'} without a reason in run {run.run_id}")
+        blockers.append(f"failed at {rr.failed_stage or 'an unnamed stage'} in run {run.run_id}: "
+                        f"{rr.reason or 'no reason given'}; fix it and rerun")
+    elif rr.status in ("unsupported", "blocked") and not (rr.reason and any(c.evidence for c in rr.capability)):
+        final = False
+        blockers.append(f"run {run.run_id} says `{rr.status}` without its capability evidence"
+                        + ("" if rr.reason else " or a reason"))
     elif not final:
         blockers.append(f"run {run.run_id} ended it `{rr.status}`"
                         + (f" ({rr.reason})" if rr.reason else "") + ", not a final status")
@@ -192,10 +202,31 @@ def _from_inventory(line: LedgerLine, row: RowView) -> LedgerLine:
     return msgspec.structs.replace(line, source="inventory", evidence=evidence, blockers=[f"unrun: {what}"])
 
 
-def build_ledger(inv: InventoryView, runs: list[RunEvidence], *, dataset_identity: str = "") -> Ledger:
+def _current(eligible: list[tuple[RunEvidence, ModelRow]],
+             keys: dict[str, RunKey]) -> tuple[list[tuple[RunEvidence, ModelRow]], list[RunRowRef]]:
+    """The rows made under the current key, and the others named stale with what changed. The current key
+    is the configured model's (`keys`), else the newest keyed row's; with neither, every row counts."""
+    current = next((keys[rr.model] for _, rr in eligible if rr.model in keys), None)
+    current = current or next((rr.keyed_by for _, rr in eligible if rr.keyed_by is not None), None)
+    if current is None:
+        return eligible, []
+    kept, stale = [], []
+    for run, rr in eligible:
+        changes = key_changes(rr.keyed_by, current)
+        if changes:
+            stale.append(_ref(run, rr, note=f"stale, not counted: run key {rr.keyed_by.digest if rr.keyed_by else 'none'} is "
+                                            f"not the current {current.digest}: {'; '.join(changes)}"))
+        else:
+            kept.append((run, rr))
+    return kept, stale
+
+
+def build_ledger(inv: InventoryView, runs: list[RunEvidence], *, dataset_identity: str = "",
+                 keys: dict[str, RunKey] | None = None) -> Ledger:
     """Join `inv` with every result row of `runs` (newest run first wins) and apply the closing rules.
 
-    `dataset_identity` pins the ledger's dataset; by default it is the identity most rows used.
+    `dataset_identity` pins the ledger's dataset; by default it is the identity most rows used. `keys`
+    (model name -> run key now, orchestrator/runkey_now.py) decide which rows are current.
     """
     runs = sorted(runs, key=lambda r: -r.started_unix_ns)
     if not dataset_identity:
@@ -227,6 +258,8 @@ def build_ledger(inv: InventoryView, runs: list[RunEvidence], *, dataset_identit
                                                      f"the inventory row is {row.revision}"))
                 else:
                     eligible.append((run, rr))
+        eligible, stale = _current(eligible, keys or {})
+        others += stale
         # Newest final row wins; an interrupted newer run does not undo an older final result.
         chosen = next((e for e in eligible if e[1].status in FINAL_STATUSES), eligible[0] if eligible else None)
         for entry in eligible:
@@ -235,6 +268,10 @@ def build_ledger(inv: InventoryView, runs: list[RunEvidence], *, dataset_identit
                 others.append(_ref(*entry, note=f"newer, without a final status; run {chosen[0].run_id} counts"
                                    if newer else f"superseded by run {chosen[0].run_id}"))
         line = _from_run(line, *chosen, row) if chosen else _from_inventory(line, row)
+        if chosen is None and stale and not line.final:
+            line = msgspec.structs.replace(line, blockers=[f"only stale rows (run {stale[0].run_id}: "
+                                                           f"{stale[0].note.split(': ', 1)[1]}); rerun it",
+                                                           *(b for b in line.blockers if not b.startswith("unrun:"))])
         partial_only = [v for v in inv.variants if v.checkpoint.lower() == row.checkpoint.lower() and v.partial
                         and any(r.status == "aiperf-qualified" for r in variant_runs.get(v.profile, []))]
         if partial_only and not line.final:

@@ -1,6 +1,7 @@
 """Private details to placeholders for `aqbench publish`: paths relative to named roots (`<run-dir>`,
-`<venv>`, `<checkout>`, `<bundle-dir>`, `<home>`, `<tmp>`, ...), host and user names, non-loopback IPs,
-loopback ports, environment values outside an allow-list, and credentials (through orchestrator.redaction.Redactor).
+`<venv>`, `<checkout>`, `<bundle-dir>`, `<home>`, `<tmp>`, ...), host and user names, email addresses,
+non-loopback IPs, loopback ports, environment values outside an allow-list, high-entropy tokens and
+credentials (through orchestrator.redaction.Redactor).
 
 Pure once built: `PrivateFacts` says what is private; `Scrubber` replaces it; the scan (scan.py) checks
 the same facts. Reads no files.
@@ -8,12 +9,14 @@ the same facts. Reads no files.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable
 from typing import Any
 
 import msgspec
 
+from orchestrator.events import AnyEvent
 from orchestrator.redaction import REDACTED, Redactor, is_secret_name
 
 __all__ = ["FS_TOPS", "PrivateFacts", "Scrubber", "ipv4_private", "word_re"]
@@ -28,6 +31,17 @@ FS_TOPS = frozenset({
 _IPV4 = re.compile(r"(?<![\w.])(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})(?![\w.]*\d)")
 _LOOPBACK_PORT = re.compile(r"(?P<host>\b127(?:\.\d{1,3}){3}|\blocalhost|\[::1\]|\b0\.0\.0\.0|<host>):(?P<port>\d{2,5})\b")
 _PORT_FLAG = re.compile(r"(?P<flag>--port[= ]['\"]?)(?P<port>\d{2,5})\b")
+_EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b")
+# Random-looking runs of a key alphabet (all of lower, upper and digits, 20+ characters, over 4 bits a
+# character): what an unprefixed API key looks like. Hex digests and uuids are identities, not secrets.
+_RANDOM_RUN = re.compile(r"(?<![A-Za-z0-9+/_=-])[A-Za-z0-9+/_=-]{20,}(?![A-Za-z0-9+/_=-])")
+_HEX_ID = re.compile(r"[0-9a-fA-F-]+")
+_RANDOM_BITS = 4.0
+# Folders outside every named root that still name a person or a site: anyone's home becomes `<home>`; a
+# shared or scratch file system keeps only the last part, as a temporary folder does.
+_ANY_HOME = re.compile(r"(?<![\w.<>~-])(?:/home/[^/\s\"'<>]+|/Users/[^/\s\"'<>]+|/root(?=[/\s\"',;:)\]}]|$))")
+_SHARED_FS = re.compile(r"(?<![\w.<>~-])/(?:scratch|lustre|gpfs|nfs|fsx|beegfs|mnt|cluster|shared)"
+                        r"(?P<rest>(?:/[^/\s\"'`,;:)\]}<>|]+)*)")
 _ENV_ASSIGN = re.compile(r"(?<![\w./-])(?P<name>[A-Z][A-Z0-9_]*)=(?P<q>['\"]?)(?P<val>[^\s'\"]*)(?P=q)")
 
 
@@ -37,6 +51,19 @@ def ipv4_private(match: re.Match[str]) -> bool:
     if any(o > 255 for o in octets):
         return False
     return octets[0] != 127 and octets != [0, 0, 0, 0]
+
+
+def _bits(text: str) -> float:
+    n = len(text)
+    return -sum(text.count(c) / n * math.log2(text.count(c) / n) for c in set(text))
+
+
+def _random(m: re.Match[str]) -> str:
+    run = m[0]
+    if _HEX_ID.fullmatch(run) or not (any(c.islower() for c in run) and any(c.isupper() for c in run)
+                                      and any(c.isdigit() for c in run)):
+        return run
+    return REDACTED if _bits(run) >= _RANDOM_BITS else run
 
 
 def word_re(words: Iterable[str]) -> re.Pattern[str] | None:
@@ -94,8 +121,14 @@ class Scrubber:
     def text(self, text: str) -> str:
         """`text` with every private detail replaced by its placeholder."""
         text = self.redactor.text(text)
+        if "@" in text:
+            text = _EMAIL.sub("<email>", text)
+        text = _RANDOM_RUN.sub(_random, text)
         if self._root_re is not None and "/" in text:
             text = self._root_re.sub(self._root, text)
+        if "/" in text:
+            text = _ANY_HOME.sub("<home>", text)
+            text = _SHARED_FS.sub(lambda m: "<scratch>" + ("/" + m["rest"].rsplit("/", 1)[-1] if m["rest"] else ""), text)
         for pattern, placeholder in ((self._hosts, "<host>"), (self._users, "<user>"), (self._names, "<name>")):
             if pattern is not None:
                 text = pattern.sub(placeholder, text)
@@ -124,4 +157,31 @@ class Scrubber:
             if value and all(isinstance(v, str) for v in value):
                 return [self.text(v) for v in self.redactor.argv(value)]
             return [self.data(v, key) for v in value]
+        return value
+
+    def event(self, event: AnyEvent) -> AnyEvent:
+        """The journal event with every string (keys included) scrubbed and numbers kept, so that the copy
+        is still a journal `aqbench report` reads. Raises ValueError when a scrubbed value no longer fits
+        its field (never expected: placeholders replace strings with strings)."""
+        raw = msgspec.to_builtins(event)
+        clean = self._strings(raw)
+        try:
+            return msgspec.convert(clean, type(event))
+        except msgspec.ValidationError as exc:
+            raise ValueError(f"{type(event).__name__} seq {event.seq}: scrubbed event no longer valid: {exc}") from None
+
+    def _strings(self, value: Any, key: str = "") -> Any:
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, dict):
+            if key == "env":
+                return {k: (self.text(v) if k in self._allowed else "<env>") if isinstance(v, str) else v
+                        for k, v in value.items()}
+            return {self.text(k) if isinstance(k, str) else k:
+                    (REDACTED if isinstance(k, str) and is_secret_name(k) and isinstance(v, str) and v
+                     else self._strings(v, k if isinstance(k, str) else "")) for k, v in value.items()}
+        if isinstance(value, list):
+            if value and all(isinstance(v, str) for v in value):
+                return [self.text(v) for v in self.redactor.argv(value)]
+            return [self._strings(v, key) for v in value]
         return value

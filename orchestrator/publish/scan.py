@@ -1,5 +1,7 @@
-"""The final scan of what `aqbench publish` wrote: every absolute path, host name, user name, other
-private name, non-loopback IP or credential still present, by file and line. Reads files; writes none.
+"""The final scan of what `aqbench publish` wrote, by file and line: the independent detectors
+(detect.py: credentials by shape and entropy, emails, this machine's names, addresses and users, home,
+scratch and temporary paths) plus the run's own facts (folders outside every named root, configured
+private names, known secret values). Reads files; writes none.
 """
 
 from __future__ import annotations
@@ -11,15 +13,14 @@ from pathlib import Path
 
 import msgspec
 
-from orchestrator.publish.private import FS_TOPS, PrivateFacts, ipv4_private, word_re
-from orchestrator.redaction import REDACTED, is_secret_name
+from orchestrator.publish.detect import Detectors
+from orchestrator.publish.private import FS_TOPS, PrivateFacts, word_re
 
 __all__ = ["Finding", "scan_files", "scan_text"]
 
 _ABS_PATH = re.compile(r"(?<![\w.~<>/:@-])/(?P<top>[A-Za-z0-9._@+-]+)(?:/[A-Za-z0-9._@+-]*)*")
-_IPV4 = re.compile(r"(?<![\w.])(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})(?![\w.]*\d)")
-_ASSIGN = re.compile(r"""(?P<name>[A-Za-z_][A-Za-z0-9_.-]*)["']?\s*[=:]\s*["']?(?P<val>[^\s"',;&}]+)""")
-_AUTH = re.compile(r"""(?i)authorization["']?\s*[:=]\s*["']?(?:(?:bearer|basic|token)\s+)?(?P<val>[^\s"',}]+)""")
+# Kinds whose excerpt helps and gives nothing away (a folder to add to [publish] roots); others never show.
+_SHOWN = frozenset({"absolute path"})
 
 
 class Finding(msgspec.Struct, frozen=True, kw_only=True):
@@ -45,40 +46,31 @@ def _fs_tops(facts: PrivateFacts) -> frozenset[str]:
     return frozenset(t for t in tops if t)
 
 
-def scan_text(text: str, facts: PrivateFacts, *, file: str = "<text>") -> list[Finding]:
-    """Every private detail of `text` (one Finding per kind and line)."""
+def scan_text(text: str, facts: PrivateFacts, detectors: Detectors | None = None, *,
+              file: str = "<text>") -> list[Finding]:
+    """Every private detail of `text`, one Finding per kind and line (leftmost first)."""
     tops = _fs_tops(facts)
-    checks = [("host name", word_re(facts.hosts)), ("user name", word_re(facts.users)),
-              ("private name", word_re(facts.names))]
-    secrets = [v for v in facts.secret_values if v and v != REDACTED]
+    names = word_re(facts.names)
     found: list[Finding] = []
     for lineno, line in enumerate(text.splitlines(), 1):
         kinds: dict[str, str] = {}
+        if detectors is not None:
+            for d in detectors.line(line, lineno):
+                kinds.setdefault(d.kind, "")
         for m in _ABS_PATH.finditer(line):
             if m["top"] in tops:
                 kinds.setdefault("absolute path", m[0][:80])
-        for kind, pattern in checks:
-            if pattern is not None and (m2 := pattern.search(line)):
-                kinds.setdefault(kind, m2[0])
-        for m in _IPV4.finditer(line):
-            if ipv4_private(m):
-                kinds.setdefault("IP address", m[0])
-        if any(v in line for v in secrets):
-            kinds.setdefault("secret value", "")
-        for m in _ASSIGN.finditer(line):
-            if (is_secret_name(m["name"]) and m["val"] != REDACTED and not m["val"].startswith("<")
-                    and not m["name"].lower().endswith("authorization")):
-                kinds.setdefault("secret value", f"{m['name']}=...")
-        if (m3 := _AUTH.search(line)) and m3["val"] != REDACTED:
-            kinds.setdefault("secret value", "Authorization header")
-        found += [Finding(file=file, line=lineno, kind=k, excerpt=e) for k, e in kinds.items()]
+        if names is not None and names.search(line):
+            kinds.setdefault("private name", "")
+        found += [Finding(file=file, line=lineno, kind=k, excerpt=e if k in _SHOWN else "") for k, e in kinds.items()]
     return found
 
 
-def scan_files(paths: Iterable[Path], facts: PrivateFacts, *, relative_to: Path | None = None) -> list[Finding]:
+def scan_files(paths: Iterable[Path], facts: PrivateFacts, detectors: Detectors | None = None, *,
+               relative_to: Path | None = None) -> list[Finding]:
     """Scan every file of `paths` as UTF-8 text (undecodable bytes replaced). Blocks (file reads)."""
     found: list[Finding] = []
     for path in paths:
-        name = str(path.relative_to(relative_to)) if relative_to else str(path)
-        found += scan_text(path.read_text(encoding="utf-8", errors="replace"), facts, file=name)
+        name = path.relative_to(relative_to).as_posix() if relative_to else str(path)
+        found += scan_text(path.read_text(encoding="utf-8", errors="replace"), facts, detectors, file=name)
     return found

@@ -1,11 +1,15 @@
 """`aqbench publish`'s steps: gather what is private about these runs and this machine, render the
-publication, scrub it, write it, and scan what was written. Blocks (file writes and reads).
+publication (with a scrubbed copy of each run's journal), scrub it, write it into a staging folder, scan
+what was written with the independent detectors, and move it into place only when the scan is clean.
+Blocks (file writes and reads).
 """
 
 from __future__ import annotations
 
 import getpass
 import os
+import pwd
+import shutil
 import socket
 import sys
 import tempfile
@@ -15,23 +19,34 @@ from typing import Any
 import msgspec
 
 from orchestrator.config import PUBLISH_ALLOWED_ENV, PublishConfig
+from orchestrator.events import SCHEMA_VERSION, RunStarted
+from orchestrator.journal import iter_journal
 from orchestrator.ledger import InventoryView, Ledger, RunEvidence, ledger_markdown
 from orchestrator.publish.comment import commands_markdown, comment_markdown, rows_json
+from orchestrator.publish.detect import Detectors, machine_facts
 from orchestrator.publish.private import PrivateFacts, Scrubber
 from orchestrator.publish.scan import Finding, scan_files
 from orchestrator.redaction import secret_values
 
-__all__ = ["Publication", "gather_facts", "render_publication", "write_publication"]
+__all__ = ["JournalCopy", "Publication", "gather_facts", "render_publication", "write_publication"]
 
 _CHECKOUT = Path(__file__).resolve().parents[2]
 _encoder = msgspec.json.Encoder(order="deterministic")
+_line_encoder = msgspec.json.Encoder()
 
 
 class Publication(msgspec.Struct, frozen=True, kw_only=True):
-    """What was written (paths) and what the final scan found in it (empty = safe to post)."""
+    """What was written (paths) and what the final scan found (empty = safe to post). With findings
+    nothing was written: `files` is empty and the output folder is as it was."""
 
     files: list[str]
     findings: list[Finding]
+
+
+class JournalCopy(msgspec.Struct, frozen=True, kw_only=True):
+    """A run's journal to publish: every event, of every type, scrubbed line by line."""
+
+    source: str
 
 
 def _both(path: str | Path) -> list[str]:
@@ -54,7 +69,10 @@ def gather_facts(runs: list[RunEvidence], config: PublishConfig | None = None,
     roots: dict[str, set[str]] = {"venv": {*_both(sys.prefix)}, "checkout": {*_both(_CHECKOUT)},
                                   "home": {*_both(Path.home())}}
     hosts = {socket.gethostname(), socket.getfqdn()}
-    users = {getpass.getuser(), os.environ.get("USER", ""), os.environ.get("LOGNAME", ""), Path.home().name}
+    # Every login account of this machine, not only the one running: a journal may name a colleague's home.
+    users = {getpass.getuser(), os.environ.get("USER", ""), os.environ.get("LOGNAME", ""), Path.home().name,
+             *(p.pw_name for p in pwd.getpwall() if p.pw_uid >= 1000 and p.pw_name != "nobody"
+               and not p.pw_shell.endswith(("nologin", "false")))}
     secrets = set(secret_values(os.environ))
     for run in runs:
         prov = run.report.provenance
@@ -82,6 +100,8 @@ def gather_facts(runs: list[RunEvidence], config: PublishConfig | None = None,
             roots.setdefault("inventory-dir", set()).update(_both(Path(inventory.path).parent))
     for name, path in cfg.roots.items():
         roots.setdefault(name, set()).update(_both(path))
+    # A full name (gpu-7.site.example) also appears short (gpu-7) in logs and prompts.
+    hosts |= {h.split(".", 1)[0] for h in hosts if h and not h[0].isdigit()}
     tmp = {tempfile.gettempdir(), "/tmp", "/var/tmp", "/dev/shm", os.environ.get("TMPDIR", "")}
     return PrivateFacts(
         roots={k: sorted(v) for k, v in sorted(roots.items()) if v},
@@ -93,8 +113,10 @@ def gather_facts(runs: list[RunEvidence], config: PublishConfig | None = None,
     )
 
 
-def render_publication(runs: list[RunEvidence], ledger: Ledger | None = None) -> dict[str, Any]:
-    """File name -> content before scrubbing: text for `.md`, plain data for `.json`."""
+def render_publication(runs: list[RunEvidence], ledger: Ledger | None = None, *,
+                       journals: bool = True) -> dict[str, Any]:
+    """File name -> content before scrubbing: text for `.md`, plain data for `.json`, and with `journals`
+    a JournalCopy per run (`runs/<run_id>/events.jsonl`, from which `aqbench report` rebuilds its reports)."""
     out: dict[str, Any] = {
         "comment.md": comment_markdown(runs, ledger),
         "rows.json": rows_json(runs),
@@ -103,23 +125,62 @@ def render_publication(runs: list[RunEvidence], ledger: Ledger | None = None) ->
     if ledger is not None:
         out["ledger.md"] = ledger_markdown(ledger)
         out["ledger.json"] = msgspec.to_builtins(ledger)
+    if journals:
+        for run in runs:
+            out[f"runs/{run.run_id}/events.jsonl"] = JournalCopy(source=run.journal)
     return out
 
 
+def _journal_bytes(copy: JournalCopy, scrubber: Scrubber) -> bytes:
+    buf = bytearray()
+    for event in iter_journal(copy.source):
+        if isinstance(event, RunStarted):
+            # Read through the upgrades, every event is written in this schema: the copy says so.
+            event = msgspec.structs.replace(event, schema_version=SCHEMA_VERSION)
+        buf += _line_encoder.encode(scrubber.event(event))
+        buf += b"\n"
+    return bytes(buf)
+
+
+def _staging(out: Path) -> Path:
+    staging = out.parent / f".{out.name}.publishing-{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    return staging
+
+
 def write_publication(content: dict[str, Any], out_dir: str | Path, facts: PrivateFacts, *,
-                      scrub: bool = True) -> Publication:
-    """Write `content` into `out_dir` (scrubbed unless `scrub` is False, which only tests of the scan
-    want), then scan every file written. Blocks (file writes and reads)."""
+                      scrub: bool = True, detectors: Detectors | None = None) -> Publication:
+    """Write `content` (scrubbed unless `scrub` is False, which only tests of the scan want) into a staging
+    folder beside `out_dir`, scan every file with `detectors` (default: this machine's, knowing the facts'
+    secret values) and the facts, then move the files into `out_dir` only when nothing was found. With
+    findings nothing reaches `out_dir` and the staging folder is removed. Blocks (file writes and reads)."""
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     scrubber = Scrubber(facts)
-    written: list[Path] = []
-    for name, value in content.items():
-        if isinstance(value, str):
-            data = (scrubber.text(value) if scrub else value).encode()
-        else:
-            data = msgspec.json.format(_encoder.encode(scrubber.data(value) if scrub else value), indent=2) + b"\n"
-        path = out / name
-        path.write_bytes(data)
-        written.append(path)
-    return Publication(files=[str(p) for p in written], findings=scan_files(written, facts, relative_to=out))
+    detectors = detectors or Detectors(machine_facts(facts.hosts, facts.users), facts.secret_values)
+    staging = _staging(out)
+    try:
+        written: list[Path] = []
+        for name, value in content.items():
+            if isinstance(value, JournalCopy):
+                data = _journal_bytes(value, scrubber) if scrub else Path(value.source).read_bytes()
+            elif isinstance(value, str):
+                data = (scrubber.text(value) if scrub else value).encode()
+            else:
+                data = msgspec.json.format(_encoder.encode(scrubber.data(value) if scrub else value), indent=2) + b"\n"
+            path = staging / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+            written.append(path)
+        findings = scan_files(written, facts, detectors, relative_to=staging)
+        if findings:
+            return Publication(files=[], findings=findings)
+        placed = []
+        for path in written:
+            target = out / path.relative_to(staging)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(path, target)
+            placed.append(str(target))
+        return Publication(files=placed, findings=[])
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)

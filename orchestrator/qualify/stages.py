@@ -42,7 +42,7 @@ from orchestrator.events import (
 from orchestrator.judge.gates import ScoredAnswer, evaluate_gates, not_applicable
 from orchestrator.judge.paired import Judged, capacity_rejection
 from orchestrator.live.start import start_live_page
-from orchestrator.logs import get_logger
+from orchestrator.logs import get_logger, say
 from orchestrator.ports import Toolkit
 from orchestrator.qualify.aiperf_stage import aiperf_stage, publish_gates
 from orchestrator.qualify.answers import (
@@ -62,6 +62,7 @@ from orchestrator.qualify.capability import (
     select_probe_pairs,
 )
 from orchestrator.qualify.context import ModelRun, QualifyOptions, StageFailed
+from orchestrator.qualify.keyed import result_key
 from orchestrator.qualify.plan import describe_plan
 from orchestrator.qualify.reference import describe, judge_against_reference, resolve_gate
 from orchestrator.qualify.serving import sha256_path, supervise_to_the_end
@@ -110,11 +111,10 @@ async def qualify(cfg: Config, opts: QualifyOptions, interrupt: Interrupt, toolk
                    reason=", ".join(f"{m}: {s}" for m, s in statuses.items()),
                    counts={s: sum(v == s for v in statuses.values()) for s in set(statuses.values())})
     paths = await anyio.to_thread.run_sync(write_reports, run.journal_path, run.run_dir)
-    print(f"\nqualify: {run.run_dir}", file=sys.stderr)
+    say(f"\nqualify: {run.run_dir}")
     for model_name, status in statuses.items():
-        print(f"  {model_name}: {status}" + (f": {plans[model_name]}" if plans.get(model_name) else ""),
-              file=sys.stderr)
-    print(f"  reports: {', '.join(str(p) for p in paths)}", file=sys.stderr)
+        say(f"  {model_name}: {status}" + (f": {plans[model_name]}" if plans.get(model_name) else ""))
+    say(f"  reports: {', '.join(str(p) for p in paths)}")
     return exit_code
 
 
@@ -167,7 +167,7 @@ async def _qualify_model(m: ModelRun) -> str:
         source="qualify", model=model.name, status=status, failed_stage=failed_stage,
         row=ResultRow(**model.identity_fields(), bundle_sha256=m.bundle_sha256,
                       qualify_command=_qualify_command(m.cfg, model), aiperf_command=m.aiperf_shell, reason=reason,
-                      noninferiority=m.noninferiority)))
+                      noninferiority=m.noninferiority, keyed_by=await result_key(m))))
     await m.phase_end("model", status, reason)
     return status
 

@@ -50,6 +50,7 @@ from orchestrator.events import (
     ServerReady,
     ServerRestarting,
     ServerSpawned,
+    ServerStateChanged,
     SoakWindowClosed,
     SubscriberFailed,
     VerdictReached,
@@ -66,6 +67,7 @@ from orchestrator.reports.correctness import (
     path_correctness,
     verdict_grids,
 )
+from orchestrator.reports.row_status import chosen_models, model_status
 from orchestrator.reports.schema import (
     CapabilityCheck,
     Commands,
@@ -88,6 +90,7 @@ from orchestrator.reports.schema import (
     Timing,
     TornInfo,
 )
+from orchestrator.reports.server_story import ServerStory
 from orchestrator.reports.windows import HISTOGRAM_BINS, MAX_POINTS, Thinned, WindowTally
 
 __all__ = ["ReportFold", "fold", "build_report", "MAX_POINTS", "MAX_GRID_ITEMS", "HISTOGRAM_BINS"]
@@ -141,7 +144,7 @@ class _Model:
     result: ModelResult | None = None
     argv: list[str] = field(default_factory=list)
     incarnations: set[int] = field(default_factory=set)
-    restarts: int = 0
+    story: ServerStory = field(default_factory=ServerStory)
     exits: list[ServerExit] = field(default_factory=list)
     orphans: int = 0
     startup_ns: int | None = None
@@ -259,13 +262,19 @@ class ReportFold:
             m.served = m.served or list(ev.models)
 
     def _on_server_exited(self, ev: ServerExited) -> None:
+        if (m := self._model("")) is not None:
+            m.story.exited(ev)
         if (m := self._model("")) is not None and not ev.expected:
             m.exits.append(ServerExit(incarnation=ev.incarnation, pid=ev.pid, returncode=ev.returncode,
                                       signal=ev.signal, during=ev.during, output_tail=list(ev.output_tail[-20:])))
 
     def _on_server_restarting(self, ev: ServerRestarting) -> None:
         if (m := self._model("")) is not None:
-            m.restarts += 1
+            m.story.restarting(ev, self._t(ev.ts_ns))
+
+    def _on_server_state(self, ev: ServerStateChanged) -> None:
+        if (m := self._model("")) is not None:
+            m.story.state(ev, self._t(ev.ts_ns))
 
     def _on_orphan_killed(self, ev: OrphanKilled) -> None:
         if (m := self._model("")) is not None:
@@ -400,7 +409,8 @@ class ReportFold:
         one model (run-aiperf, soak): the models the journal names, never the rest of bench.toml."""
         if self._started is not None and self._started.command not in ("", "qualify"):
             return list(self._models)
-        names = [m.name for m in self._config_models()]
+        chosen = chosen_models(self._started.argv if self._started else [])
+        names = [m.name for m in self._config_models() if not chosen or m.name in chosen]
         return names + [n for n in self._models if n not in names]
 
     def _provenance(self, torn: TornLine | None) -> Provenance:
@@ -447,7 +457,9 @@ class ReportFold:
         # The result row states the identity; a model without one (interrupted, soak) has its phase's or config's.
         ident = ModelIdentity.first_known(res_row, m.detail, conf)
         server_detail = _detail(m, "server", ServerPhase)
-        status, failed_stage, reason = self._status(m)
+        status, failed_stage, reason = model_status(m.result, {p: (st.outcome, st.reason, st.finished_ns is not None)
+                                                               for p, st in m.stages.items()}, self._finished)
+        restarts, spans, stops = m.story.finish()
         gate_arm = (conf.correctness.arm if conf is not None else "") or "audio"
         window = self._row_window(m)
         summary = window.summary() if window else None
@@ -457,6 +469,7 @@ class ReportFold:
             model=m.name,
             **ident.identity_fields(),
             bundle_sha256=res_row.bundle_sha256 or (server_detail.bundle_sha256 if server_detail else ""),
+            keyed_by=res_row.keyed_by,
             dataset_name=self._dataset.name if self._dataset else "",
             dataset_identity=self._dataset.identity if self._dataset else "",
             status=status,
@@ -481,11 +494,12 @@ class ReportFold:
             counts=summary.counts if summary else Counts(),
             timing=summary.timing if summary else Timing(),
             server=ServerFacts(
-                argv=list(m.argv), incarnations=len(m.incarnations), restarts=m.restarts,
+                argv=list(m.argv), incarnations=len(m.incarnations), restarts=len(restarts),
                 unexpected_exits=list(m.exits), orphans_killed=m.orphans,
                 startup_s=m.startup_ns / 1e9 if m.startup_ns is not None else None,
                 peak_rss_bytes=m.peak_rss, peak_gpu_memory_bytes=m.peak_gpu,
                 peak_device_memory_used_bytes=m.peak_device, served_models=list(m.served),
+                restart_causes=restarts, state_spans=spans, expected_stops=stops,
             ),
             commands=Commands(qualify=res_row.qualify_command,
                               aiperf=res_row.aiperf_command
@@ -502,24 +516,6 @@ class ReportFold:
             return w
         ran = [self._windows[n] for n in m.windows if self._windows[n].started is not None]
         return ran[-1] if ran else None
-
-    def _status(self, m: _Model) -> tuple[str, str, str]:
-        if m.result is not None:
-            reason = m.result.row.reason or self._stage_reason(m, m.result.failed_stage)
-            return m.result.status, m.result.failed_stage, reason
-        if not m.stages:
-            return "not-run", "", "the run ended before this model was reached"
-        # The stage it stopped in: one left open, else the last one that failed.
-        open_stage = next((p for p, s in reversed(m.stages.items()) if s.finished_ns is None and p != "model"), "") \
-            or next((p for p, s in reversed(m.stages.items()) if s.outcome == "failed" and p != "model"), "")
-        f = self._finished
-        if f is None or f.status == "interrupted":
-            return "interrupted", open_stage, f"the run was interrupted before this model's result{_why(f)}"
-        return "error", open_stage, f"the run ended before this model's result{_why(f)}"
-
-    @staticmethod
-    def _stage_reason(m: _Model, stage: str) -> str:
-        return m.stages[stage].reason if stage in m.stages else ""
 
     def _correctness(self, m: _Model) -> dict[str, PathCorrectness]:
         return path_correctness(m.cells, m.load)
@@ -543,10 +539,6 @@ def _detail(m: _Model, phase: str, kind: type[_P]) -> _P | None:
     return stage.detail if stage is not None and isinstance(stage.detail, kind) else None
 
 
-def _why(f: RunFinished | None) -> str:
-    return f": {f.reason}" if f is not None and f.reason else ""
-
-
 _HANDLERS: dict[type, Any] = {
     RunStarted: ReportFold._on_run_started,
     RunFinished: ReportFold._on_run_finished,
@@ -556,6 +548,7 @@ _HANDLERS: dict[type, Any] = {
     ServerReady: ReportFold._on_server_ready,
     ServerExited: ReportFold._on_server_exited,
     ServerRestarting: ReportFold._on_server_restarting,
+    ServerStateChanged: ReportFold._on_server_state,
     OrphanKilled: ReportFold._on_orphan_killed,
     ResourceSampled: ReportFold._on_resource,
     GpuSampled: ReportFold._on_gpu,

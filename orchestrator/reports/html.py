@@ -26,15 +26,19 @@ from orchestrator.reports.svg import grid_chart, histogram_chart, line_chart, sc
 from orchestrator.reports.templating import render
 from orchestrator.reports.text import (
     COMPLETENESS_HEAD,
+    ERROR_ANSWER_HEAD,
     INCOMPLETE_HEAD,
+    aiperf_in_words,
     causes_text,
     completeness_rows,
     dash,
+    error_answer_rows,
     incomplete_rows,
     json_text,
     ms,
     num,
     rate_cell,
+    server_story_lines,
     settings_rows,
 )
 
@@ -60,7 +64,8 @@ def render_html(report: RunReport) -> str:
         causes=causes_text, answers=_answers, gate_rows=gate_rows, completeness_rows=completeness_rows,
         incomplete_rows=incomplete_rows, correctness_head=_correctness_head, correctness_rows=_correctness_rows,
         noninferiority_head=NONINFERIORITY_HEAD, noninferiority_rows=noninferiority_rows, settings_rows=settings_rows,
-        json_text=json_text,
+        json_text=json_text, server_story_lines=server_story_lines, error_answer_head=ERROR_ANSWER_HEAD,
+        error_answer_rows=error_answer_rows, aiperf_in_words=aiperf_in_words,
     )
 
 

@@ -6,16 +6,20 @@ Pure rendering of the report; computes nothing that is not already in it.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, NamedTuple
 
 from orchestrator.reports.noninferiority import NONINFERIORITY_HEAD, noninferiority_rows
 from orchestrator.reports.schema import ModelRow, PassRate, RunReport, Summary
 from orchestrator.reports.text import (
     COMPLETENESS_HEAD,
+    ERROR_ANSWER_HEAD,
     INCOMPLETE_HEAD,
+    aiperf_in_words,
     causes_text,
     completeness_rows,
     dash,
+    error_answer_rows,
+    gate_pct,
     incomplete_rows,
     json_text,
     mib,
@@ -23,6 +27,7 @@ from orchestrator.reports.text import (
     num,
     pct,
     rate_cell,
+    server_story_lines,
     settings_rows,
     signed_pct,
 )
@@ -40,10 +45,24 @@ def is_failure(row: ModelRow) -> bool:
     return row.status not in _FINE
 
 
+# A model that ended with one of these did not reach a final status: the run stopped short of it.
+_UNFINISHED = frozenset({"not-run", "interrupted", "error", "planned"})
+
+
 def run_state(report: RunReport) -> str:
-    """The header's run status: interrupted "no RunFinished" only when the journal has none."""
+    """The header's run status: interrupted "no RunFinished" only when the journal has none; for qualify,
+    "completed" when every model reached a final status, whatever it is (blocked, unsupported, failed...), and
+    the run itself raised no error (its exit code, in the provenance, still says whether all qualified); else
+    the journaled status."""
     p = report.provenance
-    return "INTERRUPTED (no RunFinished)" if p.finished_unix_ns is None else p.status
+    if p.finished_unix_ns is None:
+        return "INTERRUPTED (no RunFinished)"
+    run_errors = [n for n in report.notices if n.kind != "warned"]
+    # qualify only: a soak or run-aiperf fails on its own verdicts, not on how its models ended.
+    if (p.command == "qualify" and p.status == "failed" and report.rows and not run_errors
+            and all(r.status not in _UNFINISHED for r in report.rows)):
+        return "completed"
+    return p.status
 
 
 def _ungated_kinds(row: ModelRow, arm: str) -> list[tuple[str, PassRate]]:
@@ -61,7 +80,7 @@ def gate_rows(row: ModelRow) -> list[list[Any]]:
     averages over without a gate of its own, so a kind at 0 % cannot hide behind a passing average."""
     out: list[list[Any]] = []
     for g in row.gates:
-        out.append([g.gate, g.scope, g.required, g.observed if g.applicable else dash,
+        out.append([g.gate, g.scope, f"≥ {pct(g.required)}", gate_pct(g.observed, g.required) if g.applicable else dash,
                     g.passed if g.applicable else "not applicable (no answers)"])
         if g.scope.startswith("arm:"):
             for kind, rate in _ungated_kinds(row, g.scope.removeprefix("arm:")):
@@ -70,14 +89,22 @@ def gate_rows(row: ModelRow) -> list[list[Any]]:
     return out
 
 
-def kind_flags(row: ModelRow) -> list[str]:
+class KindFlag(NamedTuple):
+    """`<model>: kind <kind> <rest>`; each renderer sets the kind as code its own way."""
+
+    model: str
+    kind: str
+    rest: str
+
+
+def kind_flags(row: ModelRow) -> list[KindFlag]:
     """Kinds with no correct answer on a gate arm that only an overall gate covers."""
     out = []
     for g in row.gates:
         if g.scope.startswith("arm:") and g.applicable:
             arm = g.scope.removeprefix("arm:")
-            out += [f"{row.model}: kind `{kind}` {rate.correct}/{rate.total} correct on the {arm} arm "
-                    f"(no gate of its own; the overall gate {'passed' if g.passed else 'failed'})"
+            out += [KindFlag(row.model, kind, f"{rate.correct}/{rate.total} correct on the {arm} arm (no gate of its "
+                             f"own; the overall gate {'passed' if g.passed else 'failed'})")
                     for kind, rate in _ungated_kinds(row, arm) if not rate.correct]
     return out
 
@@ -88,10 +115,17 @@ NOTICE_HEAD = ["Kind", "Code", "Model", "Message"]
 def split_notices(report: RunReport) -> tuple[list[list[str]], list[list[str]]]:
     """Table rows of the run's errors (shown with the failures) and of its warnings (e.g. no GPU to
     sample: notices in the details), as both renderers show them."""
+    # One row per notice text: the model's and the reference side's samplers both say "no GPU to sample", and
+    # a reader needs it once, beside the models it concerns (a dash only where it concerns none).
+    merged: dict[tuple[str, str, str], list[str]] = {}
+    for n in report.notices:
+        models = merged.setdefault((n.kind, n.code, n.message), [])
+        if n.model and n.model not in models:
+            models.append(n.model)
     errors: list[list[str]] = []
     warnings: list[list[str]] = []
-    for n in report.notices:
-        (warnings if n.kind == "warned" else errors).append([n.kind, n.code, n.model, n.message])
+    for (kind, code, message), models in merged.items():
+        (warnings if kind == "warned" else errors).append([kind, code, ", ".join(models), message])
     return errors, warnings
 
 
@@ -144,7 +178,7 @@ def render_markdown(report: RunReport) -> str:
                    "Req/s"], [_headline(r) for r in report.rows])
     flags = [f for r in report.rows for f in kind_flags(r)]
     if flags:
-        out += ["Flagged:", "", *(f"- {f}" for f in flags), ""]
+        out += ["Flagged:", "", *(f"- {f.model}: kind `{f.kind}` {f.rest}" for f in flags), ""]
     planned = [r for r in report.rows if r.status == "planned"]
     if planned:
         out += ["## Plan", "", "Nothing was run (`--plan`). What a run would do:", ""]
@@ -204,7 +238,8 @@ def _failure(row: ModelRow) -> list[str]:
     failed_gates = [g for g in row.gates if g.applicable and not g.passed]
     if failed_gates:
         out += _table(["Gate", "Scope", "Required", "Observed"],
-                      [[g.gate, g.scope, g.required, g.observed] for g in failed_gates])
+                      [[g.gate, g.scope, f"≥ {pct(g.required)}", gate_pct(g.observed, g.required)]
+                       for g in failed_gates])
     if row.failing_items:
         out += ["Failing items:", ""]
         out += _table(["Item", "Arm", "Kind", "Verdict", "Answer", "Gold"],
@@ -219,6 +254,9 @@ def _failure(row: ModelRow) -> list[str]:
         out += _table(["Phase", "Issued", "OK", "Errors", "By cause"],
                       [[name, pc.issued, pc.ok, pc.errors, causes_text(pc)]
                        for name, pc in (("warmup", counts.warmup), ("profiling", counts.profiling)) if pc.issued])
+    if counts.error_answers:
+        out += ["What the failed requests were answered:", ""]
+        out += _table(ERROR_ANSWER_HEAD, error_answer_rows(counts))
     if counts.accounting_problems:
         out += ["Accounting problems: " + "; ".join(counts.accounting_problems), ""]
     for label, mismatches in (("Native/HTTP", row.identity.mismatches), ("Under load", row.load_identity_mismatches)):
@@ -228,7 +266,7 @@ def _failure(row: ModelRow) -> list[str]:
                           [[m.item_id, m.arm, "; ".join(f"{k}: {v!r}" for k, v in m.answers.items())]
                            for m in mismatches])
     if row.aiperf and row.aiperf.classification not in ("", "complete"):
-        out += [f"AIPerf run {row.aiperf.classification}: {row.aiperf.reason or dash}", ""]
+        out += [aiperf_in_words(row.aiperf, counts), ""]
     return out
 
 
@@ -306,6 +344,7 @@ def _details(row: ModelRow) -> list[str]:
             + (f", device memory used {mib(s.peak_device_memory_used_bytes)}"
                if s.peak_device_memory_used_bytes is not None else "")
             + (f"; ready after {num(s.startup_s)} s." if s.startup_s is not None else "."), ""]
+    out += [*(f"- {line}" for line in server_story_lines(s)), ""] if server_story_lines(s) else []
     if row.commands.qualify or row.commands.aiperf:
         out += ["Reproduce:", ""]
         out += _code("\n".join(x for x in (row.commands.qualify, row.commands.aiperf) if x))

@@ -8,7 +8,15 @@ from __future__ import annotations
 
 import msgspec
 
-from orchestrator.events import AiperfSettings, CapabilityEvidence, Json, NoninferiorityResult, Summary, WindowStats
+from orchestrator.events import (
+    AiperfSettings,
+    CapabilityEvidence,
+    Json,
+    NoninferiorityResult,
+    RunKey,
+    Summary,
+    WindowStats,
+)
 from orchestrator.identity import ModelIdentity
 
 __all__ = [
@@ -24,6 +32,10 @@ __all__ = [
     "AudioLift",
     "PathCorrectness",
     "GateRow",
+    "ErrorAnswer",
+    "Restart",
+    "ExpectedStop",
+    "StateSpan",
     "FailingItem",
     "Mismatch",
     "IncompleteAnswer",
@@ -250,6 +262,17 @@ class PhaseCounts(_S, frozen=True, kw_only=True):
     by_rule: dict[str, int] = {}
 
 
+class ErrorAnswer(_S, frozen=True, kw_only=True):
+    """Failed requests of one phase, cause and HTTP status that got the same answer (`message`: the server's
+    body as AIPerf recorded it, or the client's error), with how many did."""
+
+    phase: str
+    cause: str
+    http_status: int | None = None
+    count: int = 0
+    message: str = ""
+
+
 class Counts(_S, frozen=True, kw_only=True):
     """Warmup and profiling apart; unmatched halves by cause; the accounting invariant's verdict."""
 
@@ -260,6 +283,8 @@ class Counts(_S, frozen=True, kw_only=True):
     accounting_balanced: bool | None = None
     accounting_problems: list[str] = []
     late_events: int = 0
+    # What the failed requests were answered, grouped; a few distinct answers kept per phase, cause and status.
+    error_answers: list[ErrorAnswer] = []
 
 
 class Timing(_S, frozen=True, kw_only=True):
@@ -289,6 +314,38 @@ class ServerExit(_S, frozen=True, kw_only=True):
     output_tail: list[str] = []
 
 
+class Restart(_S, frozen=True, kw_only=True):
+    """The supervisor started `incarnation` again, `at_s` run seconds in, because of `reason`."""
+
+    incarnation: int
+    attempt: int
+    at_s: float
+    backoff_s: float = 0.0
+    reason: str = ""
+
+
+class StateSpan(_S, frozen=True, kw_only=True):
+    """A span the server was `degraded` or `unhealthy`, from `from_s` to `until_s` run seconds (None: until the
+    journal ends), with the readiness answer that began it and the state that ended it."""
+
+    state: str
+    incarnation: int
+    from_s: float
+    until_s: float | None = None
+    reason: str = ""
+    ended_by: str = ""
+
+
+class ExpectedStop(_S, frozen=True, kw_only=True):
+    """An incarnation stopped by the supervisor's own signal whose output ends in a traceback: the server's
+    handling of that signal (uvicorn re-raises SIGINT as KeyboardInterrupt), expected and not an error."""
+
+    incarnation: int
+    returncode: int | None = None
+    signal: str = ""
+    last_line: str = ""
+
+
 class ServerFacts(_S, frozen=True, kw_only=True):
     """The supervisor's facts for one model's server."""
 
@@ -303,6 +360,9 @@ class ServerFacts(_S, frozen=True, kw_only=True):
     peak_device_memory_used_bytes: int | None = None
     # The server's `/v1/models` entries as ServerReady journaled them (foreign: payloads.FOREIGN_JSON).
     served_models: list[Json] = []
+    restart_causes: list[Restart] = []
+    state_spans: list[StateSpan] = []
+    expected_stops: list[ExpectedStop] = []
 
 
 class Commands(_S, frozen=True, kw_only=True):
@@ -355,6 +415,8 @@ class ModelRow(ModelIdentity, frozen=True, kw_only=True):
     completeness: list[CompletenessLine] = []
     # The model against its reference (paired non-inferiority); None when it has no reference.
     noninferiority: NoninferiorityResult | None = None
+    # What the row depends on (orchestrator/runkey.py); None in journals written before keys existed.
+    keyed_by: RunKey | None = None
 
 
 class LatencyPoint(_S, frozen=True, kw_only=True):

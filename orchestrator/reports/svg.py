@@ -16,7 +16,10 @@ COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b")
 VERDICT_COLORS = {"correct": "#2ca02c", "wrong": "#d62728", "unparsed": "#ffbf00", "error": "#7f7f7f",
                   "incomplete": "#9467bd"}
 _W, _H = 760, 280
-_L, _R, _T, _B = 64, 16, 28, 40  # margins: room for tick labels and the legend
+_L, _R, _T, _B = 64, 16, 44, 40  # margins: room for tick labels, and above the plot the title and the legend
+# The title has the top row to itself and the legend the row below it, so neither can run into the other
+# however long a model's name or a series' name is.
+_TITLE_Y, _LEGEND_Y = 16, 34
 
 
 def _nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
@@ -74,7 +77,7 @@ class _Frame:
             x = self.x(t)
             out.append(f'<line x1="{x:.1f}" y1="{_H - _B}" x2="{x:.1f}" y2="{_H - _B + 4}" stroke="#333"/>')
             label = _fmt(t, t if self.log_x else _step(ticks))
-            out.append(f'<text x="{x:.1f}" y="{_H - _B + 16}" text-anchor="middle">{label}</text>')
+            out.append(f'<text x="{x:.1f}" y="{_H - _B + 18}" text-anchor="middle">{label}</text>')
         out.append(f'<text x="{(_L + _W - _R) / 2}" y="{_H - 6}" text-anchor="middle">{escape(x_label)}</text>')
         out.append(f'<text x="14" y="{(_T + _H - _B) / 2}" text-anchor="middle" '
                    f'transform="rotate(-90 14 {(_T + _H - _B) / 2})">{escape(y_label)}</text>')
@@ -88,16 +91,15 @@ def _step(ticks: Sequence[float]) -> float:
 def _legend(names: Sequence[tuple[str, str]]) -> list[str]:
     out, x = [], _L
     for name, color in names:
-        out.append(f'<rect x="{x}" y="8" width="10" height="10" fill="{color}"/>')
-        out.append(f'<text x="{x + 14}" y="17">{escape(name)}</text>')
+        out.append(f'<rect x="{x}" y="{_LEGEND_Y - 9}" width="10" height="10" fill="{color}"/>')
+        out.append(f'<text x="{x + 14}" y="{_LEGEND_Y}">{escape(name)}</text>')
         x += 24 + 7 * len(name)
     return out
 
 
 def _svg(chart: str, title: str, body: list[str], height: int = _H, width: int = _W, caption: bool = True) -> str:
-    # The caption is drawn top right (the legend is top left); <title> also gives it to screen readers.
-    shown = (f'<text x="{width - _R}" y="17" text-anchor="end" font-weight="bold">{escape(title)}</text>'
-             if caption else "")
+    # The caption is the top row (the legend is the row below); <title> also gives it to screen readers.
+    shown = (f'<text x="8" y="{_TITLE_Y}" font-weight="bold">{escape(title)}</text>' if caption else "")
     return (f'<svg class="chart" data-chart="{escape(chart)}" xmlns="http://www.w3.org/2000/svg" '
             f'viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
             f'font-family="sans-serif" font-size="11"><title>{escape(title)}</title>{shown}'
@@ -172,7 +174,7 @@ def grid_chart(chart: str, title: str, arms: Sequence[str],
     """Items (rows) by arms (columns), one coloured cell per verdict; each cell's tooltip has the answer."""
     if not rows:
         return _empty(chart, title, "no verdicts")
-    cell_w, cell_h, label_w, top = 90, 14, 260, 40
+    cell_w, cell_h, label_w, top = 90, 14, 260, _T + 12
     height = top + cell_h * len(rows) + 30
     body = []
     for j, arm in enumerate(arms):
@@ -189,8 +191,8 @@ def grid_chart(chart: str, title: str, arms: Sequence[str],
                         f'</rect>')
     x = 8
     for verdict, color in VERDICT_COLORS.items():
-        body.append(f'<rect x="{x}" y="8" width="10" height="10" fill="{color}"/>'
-                    f'<text x="{x + 14}" y="17">{verdict}</text>')
+        body.append(f'<rect x="{x}" y="{_LEGEND_Y - 9}" width="10" height="10" fill="{color}"/>'
+                    f'<text x="{x + 14}" y="{_LEGEND_Y}">{verdict}</text>')
         x += 30 + 7 * len(verdict)
     width = max(_W, label_w + cell_w * len(arms) + 20)
     return _svg(chart, title, body, height=height, width=width)

@@ -20,6 +20,7 @@ from orchestrator.judge.stats import summarize
 from orchestrator.reports.schema import (
     AiperfRun,
     Counts,
+    ErrorAnswer,
     Histogram,
     PassRate,
     PhaseCounts,
@@ -36,6 +37,10 @@ MAX_POINTS = 1500  # per picture series; enough for a 1000 px wide chart
 
 
 HISTOGRAM_BINS = 40
+
+MAX_ANSWERS = 5  # distinct error answers kept per phase, cause and HTTP status (every one is counted)
+ANSWER_CHARS = 1000
+_NOT_KEPT = "(other answers, not kept)"
 
 
 TIMING_FIELDS = ("request_latency_ms", "client_lifecycle_ms", "handler_ms", "model_call_ms",
@@ -105,6 +110,8 @@ class WindowTally:
     late: int = 0
     timing: Timing | None = None
     histogram: Histogram = field(default_factory=Histogram)
+    # (phase, cause, http status) -> answer text -> count; bounded by MAX_ANSWERS texts per key.
+    answers: dict[tuple[str, str, int | None], Counter[str]] = field(default_factory=dict)
 
     def add(self, ev: RequestCorrelated) -> None:
         key = ev.phase if ev.phase in ("warmup", "profiling") else "other"
@@ -117,6 +124,10 @@ class WindowTally:
             tally.by_rule[f"{ev.cause}/{ev.cause_rule}"] += 1
         if ev.ok:
             tally.ok += 1
+        elif ev.error_message or ev.http_status is not None:
+            said = self.answers.setdefault((key, ev.cause, ev.http_status), Counter())
+            text = ev.error_message[:ANSWER_CHARS]
+            said[text if text in said or len(said) < MAX_ANSWERS else _NOT_KEPT] += 1
         if self.timing is not None:
             self.late += 1  # counted, but the window's percentiles are already final
             return
@@ -188,6 +199,8 @@ class WindowTally:
             accounting_balanced=self.balanced,
             accounting_problems=list(self.problems),
             late_events=self.late,
+            error_answers=[ErrorAnswer(phase=phase, cause=cause, http_status=status, count=n, message=text)
+                           for (phase, cause, status), said in self.answers.items() for text, n in said.most_common()],
         )
 
 

@@ -7,7 +7,6 @@ Reports are folded from the journal at the end, an interrupted or failed run's t
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import anyio
@@ -24,7 +23,7 @@ from orchestrator.dataset import (
     resolve_dataset_path,
     write_aiperf_input,
 )
-from orchestrator.errors import UsageError
+from orchestrator.errors import ServerError, UsageError
 from orchestrator.events import (
     AccountingChecked,
     AiperfRunPhase,
@@ -35,8 +34,9 @@ from orchestrator.events import (
     PhaseStarted,
     ResultRow,
 )
-from orchestrator.logs import get_logger
+from orchestrator.logs import get_logger, say
 from orchestrator.ports import AiperfFacts, AiperfResult, Toolkit
+from orchestrator.qualify.serving import sha256_path
 from orchestrator.reports import write_reports
 from orchestrator.run import Interrupt, RunScope, open_run
 from orchestrator.server_spec import ServerSpec
@@ -90,7 +90,7 @@ async def _write_reports(run: RunScope) -> None:
     except Exception as exc:  # the run's own outcome stands; a report failure is said, not raised over it
         log.error("report_failed", error=repr(exc))
         return
-    print(f"  reports: {', '.join(str(p) for p in paths)}", file=sys.stderr, flush=True)
+    say(f"  reports: {', '.join(str(p) for p in paths)}")
 
 
 async def _phase(run: RunScope, opts: RunAiperfOptions, toolkit: Toolkit, model: ModelConfig, arms: list[str],
@@ -104,9 +104,11 @@ async def _phase(run: RunScope, opts: RunAiperfOptions, toolkit: Toolkit, model:
                                                             path=str(dataset.root), items=len(dataset.items),
                                                             arms=arms)))
     facts = model.identity_fields()
+    bundle = model.bundle or cfg.server.bundle
+    bundle_sha256 = await _bundle_digest(bundle)
     # The model phase frames everything this run journals (server lifecycle, samples) as this model's.
     await run.bus.publish(PhaseStarted(source="run-aiperf", phase="model", model=model.name,
-                                       detail=ModelPhase(**facts, bundle=model.bundle or cfg.server.bundle)))
+                                       detail=ModelPhase(**facts, bundle=bundle)))
     live = LiveLine(run.bus)
     await run.tg.start(live.run)
     await run.tg.start(toolkit.records_tailer(run.bus).run)
@@ -149,17 +151,28 @@ async def _phase(run: RunScope, opts: RunAiperfOptions, toolkit: Toolkit, model:
     status = f"aiperf-{outcome.classification}" if acc.balanced else "accounting-breach"
     await run.bus.publish(ModelResult(source="run-aiperf", model=model.name, status=status,
                                       failed_stage="" if ok else "aiperf",
-                                      row=ResultRow(**facts, aiperf_command=cmd.shell, reason=reason,
-                                                    noninferiority=None)))
+                                      row=ResultRow(**facts, bundle_sha256=bundle_sha256, aiperf_command=cmd.shell,
+                                                    reason=reason, noninferiority=None, keyed_by=None)))
     await run.bus.publish(PhaseFinished(source="run-aiperf", phase="model", model=model.name, outcome=status,
                                         reason=reason))
-    print(_summary(window, outcome, acc, live), file=sys.stderr, flush=True)
+    say(_summary(window, outcome, acc, live))
     if not acc.balanced:
         run.finish(status="error", exit_code=3, reason="accounting breach: " + "; ".join(acc.problems))
         return 3
     run.finish(status="ok" if ok else "failed", exit_code=0 if ok else 1, reason=outcome.reason,
                counts={f"{p}_issued": n for p, n in acc.issued.items()})
     return 0 if ok else 1
+
+
+async def _bundle_digest(bundle: str) -> str:
+    """The bundle's sha256, as qualify journals it, so a run-aiperf row names exactly what it measured; empty
+    without a bundle, or where it is missing (the server's start then says so)."""
+    if not bundle:
+        return ""
+    try:
+        return await anyio.to_thread.run_sync(sha256_path, Path(bundle))
+    except ServerError:
+        return ""
 
 
 def _summary(window: str, outcome: AiperfResult, acc: AccountingChecked, live: LiveLine) -> str:

@@ -30,11 +30,15 @@ from orchestrator.events import (
     ServerExited,
     ServerReady,
     ServerRestarting,
+    ServerStateChanged,
     VerdictReached,
 )
 from orchestrator.view.live import LiveOutput
 
-__all__ = ["ConsoleView"]
+__all__ = ["ConsoleView", "clip"]
+
+# Server states a person follows (ready has its own line, from ServerReady; starting is implied by it).
+_STATES_SHOWN = frozenset({"degraded", "unhealthy", "stopping", "stopped", "failed"})
 
 
 class ConsoleView:
@@ -85,7 +89,7 @@ class ConsoleView:
                 self._bar(force=True)
                 self.out.end_bar()
             self._total = 0
-            self._print(f"  {ev.phase}: {ev.outcome}{' - ' + ev.reason[:300] if ev.reason else ''}")
+            self._print(f"  {ev.phase}: {ev.outcome}{' - ' + clip(ev.reason, 300) if ev.reason else ''}")
         elif isinstance(ev, VerdictReached) and ev.path != "aiperf":
             self._done += 1
             # Silence and transcript arms are expected to miss; only audio-arm misses are news.
@@ -97,13 +101,16 @@ class ConsoleView:
             self._bad += not ev.ok
             self._bar()
         elif isinstance(ev, CapabilityProbed):
-            self._print(f"    {ev.check}: {'pass' if ev.passed else 'FAIL'} - {ev.reason[:200]}")
+            self._print(f"    {ev.check}: {'pass' if ev.passed else 'FAIL'} - {clip(ev.reason, 200)}")
         elif isinstance(ev, ServerReady):
             self._print(f"  server ready (incarnation {ev.incarnation}, pid {ev.pid}, "
                         f"{ev.startup_ns / 1e9:.1f} s) at {ev.url}")
         elif isinstance(ev, ServerExited) and not ev.expected:
             self._print(f"  server exited unexpectedly (incarnation {ev.incarnation}, code {ev.returncode}, "
                         f"{ev.signal or 'no signal'})")
+        elif isinstance(ev, ServerStateChanged) and ev.state in _STATES_SHOWN:
+            # From the bus, so in the order things happened (a log line would overtake this view's lines).
+            self._print(f"  server {ev.state} (incarnation {ev.incarnation}){': ' + ev.reason[:200] if ev.reason else ''}")
         elif isinstance(ev, ServerRestarting):
             self._print(f"  server restarting (attempt {ev.attempt}, in {ev.backoff_s:.1f} s): {ev.reason}")
         elif isinstance(ev, AiperfStarted):
@@ -113,6 +120,16 @@ class ConsoleView:
         elif isinstance(ev, ModelResult):
             self._print(f"== {ev.model}: {ev.status.upper()}"
                         f"{' at ' + ev.failed_stage if ev.failed_stage else ''}")
+
+
+def clip(text: str, limit: int) -> str:
+    """`text` cut to about `limit` characters, keeping its last line whole: an error's useful line is its last
+    (`trtmc-server: error: bundle does not exist` after the usage text), so the cut falls before it."""
+    if len(text) <= limit:
+        return text
+    last = next((line.strip() for line in reversed(text.splitlines()) if line.strip()), "")
+    room = limit - len(last) - 3
+    return (text[:room].rstrip() + " … " + last) if room > 20 else "… " + last
 
 
 def _expected_answers(d: PhaseDetail | None) -> int:

@@ -4,6 +4,7 @@ terminal, plain lines (progress at most every few seconds) otherwise, so logs an
 
 from __future__ import annotations
 
+import sys
 import time
 from typing import TextIO
 
@@ -11,6 +12,8 @@ from rich.console import Console
 from rich.live import Live
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.text import Text
+
+from orchestrator.logs import say
 
 __all__ = ["LiveOutput"]
 
@@ -31,7 +34,10 @@ class LiveOutput:
         self._last_plain = 0.0
 
     def line(self, text: str) -> None:
-        """One line, above the bar when one is shown."""
+        """One line, above the bar when one is shown; off a terminal on stderr, in stderr's format (logs.say)."""
+        if not self.tty and self.stream is sys.stderr:
+            say(text)
+            return
         if self._progress is not None:
             self._progress.console.print(text)
         elif self._live is not None:

@@ -77,8 +77,8 @@ class TestJudgeArtifacts:
     def test_classifications(self, tmp_path: Path) -> None:
         """Complete, partial (errors or no marker), cancelled and failed follow the files, not the exit code."""
         agg = {"request_count": {"avg": 8.0}, "error_request_count": {"avg": 0.0}, "was_cancelled": False}
-        ok = self._folder(tmp_path / "ok", marker={"ready": True, "was_cancelled": False, "partial": False}, agg=agg) \
-            if (tmp_path / "ok").mkdir() is None else None
+        (tmp_path / "ok").mkdir()
+        ok = self._folder(tmp_path / "ok", marker={"ready": True, "was_cancelled": False, "partial": False}, agg=agg)
         assert judge_artifacts(ok, returncode=0, stopped_early=False, records=8).classification == "complete"
         assert judge_artifacts(ok, returncode=0, stopped_early=True, records=8).classification == "cancelled"
         (tmp_path / "err").mkdir()

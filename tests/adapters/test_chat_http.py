@@ -38,8 +38,8 @@ async def test_reply_carries_finish_reason_and_completion_tokens(body: dict[str,
 
     app = web.Application()
     app.add_routes([web.post("/v1/chat/completions", chat)])
-    async with TestServer(app, host="127.0.0.1") as server:
-        async with ChatClient(str(server.make_url("")), "m", timeout_s=10, max_tokens=8) as client:
-            reply = await client.ask("What colour?", None, request_id="r-1")
+    async with (TestServer(app, host="127.0.0.1") as server,
+                ChatClient(str(server.make_url("")), "m", timeout_s=10, max_tokens=8) as client):
+        reply = await client.ask("What colour?", None, request_id="r-1")
     assert (reply.status, reply.text, reply.finish_reason, reply.completion_tokens) == (200, text, finish, tokens)
     assert seen[0]["max_completion_tokens"] == 8  # the limit the completeness check compares against

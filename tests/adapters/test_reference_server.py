@@ -9,10 +9,11 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from _reference_server import DATASET, reference_server, wait_ready
+from _reference_server import DATASET, Server, reference_server, wait_ready
 
 MODEL = "ref-test"
 MEETING = DATASET / "audio" / "meeting.wav"
@@ -65,13 +66,25 @@ def _record(server, request_id: str) -> dict:
         time.sleep(0.05)
 
 
-@pytest.fixture
-def server(tmp_path):
-    # Function-scoped: the suite's conftest requires every test to end with no child process alive.
-    with reference_server(tmp_path, "--replicas", "2", "--max-body-bytes", "2000000") as s:
-        yield s
-        s.proc.send_signal(signal.SIGINT)
-        assert s.proc.wait(timeout=20) == 0
+def _wait_until(check: Callable[[], bool], timeout_s: float = 30.0) -> None:
+    """Poll `check` until it holds; fail after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        assert time.monotonic() < deadline, f"not within {timeout_s} s: {check}"
+        time.sleep(0.02)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory, shared_processes: set[int]) -> Iterator[Server]:
+    """One server for the tests that only send requests and read their own records (by request id)."""
+    with reference_server(tmp_path_factory.mktemp("server"), "--replicas", "2", "--max-body-bytes", "2000000") as s:
+        shared_processes.add(s.proc.pid)
+        try:
+            yield s
+            s.proc.send_signal(signal.SIGINT)
+            assert s.proc.wait(timeout=20) == 0
+        finally:
+            shared_processes.discard(s.proc.pid)
 
 
 class TestRoutes:
@@ -109,11 +122,11 @@ class TestRoutes:
         assert float(headers["Server-Timing"].split("=")[1]) == pytest.approx(rec["model_call_ms"], abs=0.01)
         assert rec["start_unix_ns"] < rec["end_unix_ns"]
         # stream:true gives one content chunk, a usage chunk, then [DONE]; audio_url data URLs work.
-        body = _chat_body()
+        sse = _chat_body()
         url = "data:audio/wav;base64," + _b64(MEETING)
-        body["messages"][0]["content"][1] = {"type": "audio_url", "audio_url": {"url": url}}
-        body.update(stream=True, stream_options={"include_usage": True})
-        status, headers, raw = _post(server.url, body, {"X-Request-ID": "sse-1"})
+        sse["messages"][0]["content"][1] = {"type": "audio_url", "audio_url": {"url": url}}
+        sse.update(stream=True, stream_options={"include_usage": True})
+        status, headers, raw = _post(server.url, sse, {"X-Request-ID": "sse-1"})
         assert status == 200 and headers["x-request-id"] == "sse-1"
         events = [line[6:] for line in raw.decode().splitlines() if line.startswith("data: ")]
         assert events[-1] == "[DONE]"
@@ -230,13 +243,13 @@ class TestBusyAndDrain:
 
             t = threading.Thread(target=slow)
             t.start()
-            time.sleep(0.8)
+            _wait_until(lambda: "aqbench_reference_busy_replicas 1" in _get(s.url + "/metrics")[2].decode())
             status, headers, out = _post(s.url, _chat_body(), {"X-Request-ID": "busy-1"})
             assert status == 429 and headers["Retry-After"] == "1"
             assert json.loads(out)["error"] | {"message": ""} == {"message": "", "type": "rate_limit_error", "param": None,
                                                               "code": "server_busy"}
             s.proc.send_signal(signal.SIGTERM)
-            time.sleep(0.3)
+            _wait_until(lambda: _get(s.url + "/health/ready")[0] == 503)  # draining
             status, _, out = _post(s.url, _chat_body(audio=None), {"X-Request-ID": "late-1"})
             assert status == 503 and json.loads(out)["error"]["code"] == "server_draining"
             assert _get(s.url + "/health/ready")[0] == 503
@@ -282,7 +295,7 @@ class TestFaults:
     def test_startup_delay_keeps_port_closed(self, tmp_path):
         """With --fault-startup-delay-s the port refuses connections until the engine is loaded."""
         with reference_server(tmp_path, "--fault-startup-delay-s", "2", wait=False) as s:
-            time.sleep(0.5)
+            _wait_until(lambda: " reference startup_delay " in s.stderr.read_text())  # running, in its delay
             with pytest.raises(urllib.error.URLError):
                 urllib.request.urlopen(s.url + "/health/live", timeout=1)
             wait_ready(s)

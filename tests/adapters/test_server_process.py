@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
 import sys
+import time
 from pathlib import Path
 
 import anyio
@@ -120,3 +122,53 @@ class TestPorts:
             sock.listen()
             with pytest.raises(ServerError, match=rf"port {port} on 127.0.0.1 is already in use by pid {os.getpid()}"):
                 check_port_free("127.0.0.1", port)
+
+
+SUPERVISOR = """
+import sys, anyio
+from pathlib import Path
+from adapters.server.lines import parse_log_line
+from adapters.server.process import SubprocessLauncher
+
+class Sink:
+    async def publish(self, event): pass
+    def publish_nowait(self, event): pass
+
+async def main():
+    server = [sys.executable, "-c", "import time; time.sleep(600)"]  # silent: no broken pipe ends it
+    async with SubprocessLauncher().open(server, env={}, cwd="", log_path=Path(sys.argv[1]), sink=Sink(),
+                                         incarnation=1, parse_line=parse_log_line) as proc:
+        print(proc.pid, flush=True)
+        await anyio.sleep(600)
+
+anyio.run(main)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
+class TestParentDeath:
+    def test_a_killed_supervisor_takes_its_server_along(self, tmp_path: Path) -> None:
+        """SIGKILL the process supervising a server (as a lost Ray node kills its worker): the server, running
+        the real argv under the same pid, gets SIGTERM from the kernel and exits instead of being orphaned."""
+        import subprocess
+
+        pid = 0
+        sup = subprocess.Popen([sys.executable, "-c", SUPERVISOR, str(tmp_path / "server.log")],
+                               stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[2])
+        try:
+            assert sup.stdout is not None
+            pid = int(sup.stdout.readline())
+            server = psutil.Process(pid)
+            deadline = time.monotonic() + 10
+            while "time.sleep(600)" not in " ".join(server.cmdline()):  # the launcher has exec'd the server
+                assert time.monotonic() < deadline, server.cmdline()
+                time.sleep(0.01)
+            sup.kill()
+            sup.wait(timeout=10)
+            server.wait(timeout=10)  # raises TimeoutExpired if the server outlived its supervisor
+            assert not psutil.pid_exists(pid) or server.status() == psutil.STATUS_ZOMBIE
+        finally:
+            if sup.poll() is None:
+                sup.kill()
+            with contextlib.suppress(psutil.NoSuchProcess, ValueError):
+                psutil.Process(pid).kill()  # only when the test failed: never leave the server behind

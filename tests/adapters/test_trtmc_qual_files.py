@@ -4,14 +4,15 @@ every gate cited by file, revision and key; a Task without this workload's bench
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from adapters.trtmc.qual_files import read_owner_files
-from orchestrator.errors import ConfigError
+from orchestrator.commands.wiring import read_owner_files
+from orchestrator.errors import ConfigError, InventoryError
 from orchestrator.events import GateCitation
 from orchestrator.judge.owners import deep_merge, owners_gate
 from orchestrator.judge.paired import ChosenGate
@@ -124,13 +125,72 @@ class TestOwnersGate:
         assert now.profile == {"absolute": ["mmlu"]}
 
     def test_a_bad_checkout_or_revision_is_named(self, tmp_path: Path) -> None:
-        """A folder without tasks.yaml and an unknown revision raise ConfigError naming them."""
-        with pytest.raises(ConfigError, match=r"tasks\.yaml: not found; is .* a TensorRT-Model-Connect checkout"):
+        """A folder without tasks.yaml raises ConfigError saying so; an unknown revision InventoryError naming it."""
+        with pytest.raises(ConfigError, match=r"\(working tree\): has no apps/aiperf_qual/config/tasks\.yaml, so the "
+                                              r"owners' gates cannot be read"):
             read_owner_files(tmp_path, "p")
-        with pytest.raises(ConfigError, match=r"--rev nope: not a commit of"):
+        with pytest.raises(InventoryError, match=r"revision 'nope' does not name a commit"):
             read_owner_files(checkout(tmp_path), "p", revision="nope")
 
     def test_deep_merge_merges_mappings_and_replaces_lists(self) -> None:
         """Mappings merge key by key; lists and scalars replace."""
         merged = deep_merge({"a": {"x": 1, "y": [1, 2]}, "b": 1}, {"a": {"y": [3]}, "c": 2})
         assert merged == {"a": {"x": 1, "y": [3]}, "b": 1, "c": 2}
+
+
+def _git(*args: str) -> None:
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false", *args],
+                   check=True, capture_output=True)
+
+
+class TestOwnersLayout:
+    """The owners' files as TRTMC lays them out, read the way the inventory reads a checkout."""
+
+    def test_a_bare_repository_is_read_at_its_head(self, tmp_path: Path) -> None:
+        """`qualify --trtmc BARE.git` reads tasks.yaml and the profile's exceptions at HEAD, citing the commit."""
+        root = checkout(tmp_path)
+        bare = tmp_path / "trtmc.git"
+        _git("clone", "-q", "--bare", str(root), str(bare))
+        head = subprocess.run(["git", "-C", str(bare), "rev-parse", "HEAD"], capture_output=True, text=True,
+                              check=True).stdout.strip()
+        files = read_owner_files(bare, "cascade-int8")
+        assert files.revision == head and files.profile_file == "apps/aiperf_qual/config/models/cascade-int8.yaml"
+        gate = owners_gate(files, task="audio_text_to_text", benchmark="audioqa-v1", quantized=True, sampled=False)
+        assert isinstance(gate, ChosenGate) and gate.margin == 10.0
+        assert read_owner_files(bare, "cascade-int8", revision="HEAD").revision == head
+
+    def test_the_inventory_fixture_of_current_main_as_a_bare_repository(self, tmp_path: Path) -> None:
+        """The fixture checkout of TRTMC's current layout, committed and cloned bare: its Task entries over
+        `defaults` (YAML anchors and merge keys included) and the profile's exceptions are read."""
+        work = tmp_path / "main"
+        shutil.copytree(Path(__file__).resolve().parents[1] / "data" / "inventory" / "main", work)
+        _git("-C", str(work), "init", "-q")
+        _git("-C", str(work), "add", "-A")
+        _git("-C", str(work), "commit", "-qm", "fixture")
+        bare = tmp_path / "main.git"
+        _git("clone", "-q", "--bare", str(work), str(bare))
+        files = read_owner_files(bare, "omnivox-30b")
+        assert files.tasks["tasks"]["transcription_streaming"] == {"absolute": ["librispeech"]}
+        assert files.profile == {"absolute": ["mmlu"]}
+        gate = owners_gate(files, task="text_generation", benchmark="mmlu", quantized=False, sampled=False)
+        assert isinstance(gate, ChosenGate) and gate.margin == 1.0
+        # The profile's exceptions replace its Task's list: the thinker is judged on mmlu only.
+        reason = owners_gate(files, task="transcription", benchmark="librispeech", quantized=False, sampled=False)
+        assert isinstance(reason, str) and "(its benchmarks: mmlu); no gate applied" in reason
+
+    def test_a_revision_without_apps_aiperf_qual_says_so_naming_it(self, tmp_path: Path) -> None:
+        """An older revision (before the owners' AIPerf qualification) is named, not a bare 'not found'."""
+        root = tmp_path / "old"
+        (root / "families").mkdir(parents=True)
+        (root / "families" / "README.md").write_text("older layout\n")
+        _git("-C", str(root), "init", "-q")
+        _git("-C", str(root), "add", "-A")
+        _git("-C", str(root), "commit", "-qm", "before aiperf_qual")
+        bare = tmp_path / "old.git"
+        _git("clone", "-q", "--bare", str(root), str(bare))
+        head = subprocess.run(["git", "-C", str(bare), "rev-parse", "HEAD"], capture_output=True, text=True,
+                              check=True).stdout.strip()
+        with pytest.raises(ConfigError, match=rf"old\.git at {head[:12]} \(HEAD of a bare repository\): has no "
+                                              r"apps/aiperf_qual/config/tasks\.yaml, .* \(revisions before the owners' "
+                                              r"AIPerf qualification have no apps/aiperf_qual"):
+            read_owner_files(bare, "p")

@@ -6,6 +6,7 @@ qualification ends early (capability) in seconds: rows, live streaming, a lost n
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -120,8 +121,15 @@ def test_two_models_on_two_nodes_end_with_final_rows_and_reports(cluster: object
     streamed to the driver is byte for byte the node's (reports fold from it); the GPU model gets Ray's GPU."""
     cfg = campaign_config(tmp_path, stub_argv("reject-audio"), gpu_model=True)
     proc = start_driver(cfg, cluster.address)  # type: ignore[attr-defined]
-    _, err = proc.communicate(timeout=240)
+    started: set[str] = set()  # what the driver started under it: joining, it starts no Ray of its own
+    deadline = time.monotonic() + 240
+    while proc.poll() is None and time.monotonic() < deadline:
+        with contextlib.suppress(psutil.Error):
+            started |= {c.name() for c in psutil.Process(proc.pid).children(recursive=True)}
+        time.sleep(0.1)
+    _, err = proc.communicate(timeout=30)
     assert proc.returncode == 1, err[-3000:]
+    assert not {n for n in started if n.startswith(("raylet", "gcs_server", "ray::"))}, started
     folder = campaign_dir(cfg)
     final = rows(folder)
     assert {m: r.status for m, r in final.items()} == {"reference-audioqa": "blocked", "whisper-like": "unsupported"}
@@ -197,9 +205,15 @@ def test_events_stream_live_and_a_lost_node_is_retried_elsewhere(cluster: object
     assert "#1 on 127.0.0.1: node-lost" in md and "#2 on 127.0.0.1: finished" in md
     report = fold_campaign(folder / "campaign.jsonl")
     assert report.accounting.balanced and any(n.lost for n in report.nodes)
-    # The lost node's server had no one left to stop it: the test sweeps it (a real lost host takes it along).
-    for line in our_processes(tmp_path):
+    # The journal ended before the lost node's server exited: the attempt names it ...
+    assert ends[0].servers_not_stopped and "not seen to stop" in md
+    # ... and the kernel stopped it with its killed supervisor (parent-death signal): nothing is left running.
+    deadline = time.monotonic() + 30
+    while (left := our_processes(tmp_path)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    for line in left:  # never leave them running, even when the assertion below fails
         psutil.Process(int(line.split()[0])).kill()
+    assert left == []
 
 
 @pytest.mark.slow
@@ -261,6 +275,7 @@ def test_resume_runs_only_the_models_without_a_final_row(cluster: object, tmp_pa
     starts = [e for e in read_campaign(folder / "campaign.jsonl") if isinstance(e, CampaignStarted)]
     assert [(s.models, s.skipped) for s in starts] == [(["whisper-like"], []),
                                                       (["reference-audioqa"], ["whisper-like"])]
+    assert starts[1].stale == {}  # the same configuration, dataset and code: whisper-like's row still counts
     assert (folder / "models" / "whisper-like" / "events.jsonl").read_bytes() == first_journal
     report = fold_campaign(folder / "campaign.jsonl")
     assert {r.model: r.status for r in report.rows} == {"reference-audioqa": "blocked", "whisper-like": "unsupported"}

@@ -192,8 +192,9 @@ def test_publish_qualify_and_run_aiperf(tmp_path: Path, qualify_run: Path, load_
     out = tmp_path / "pub"
     proc = aqbench("publish", str(qualify_run), str(load_run), "--ledger", str(inv), "--out", str(out))
     assert proc.returncode == 0, proc.stderr
-    assert sorted(p.name for p in out.iterdir()) == ["commands.md", "comment.md", "ledger.json", "ledger.md",
-                                                     "rows.json"]
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()) == sorted([
+        "commands.md", "comment.md", "ledger.json", "ledger.md", "rows.json",
+        f"runs/{qualify_run.name}/events.jsonl", f"runs/{load_run.name}/events.jsonl"])
     comment = (out / "comment.md").read_text()
     assert "| client request_latency | server public_task_call_wall |" in comment
     assert ("| reference-audioqa | reference-cascade-cpu-int8 | aqbench/reference-cascade | int8 | audio-qa ("
@@ -205,8 +206,12 @@ def test_publish_qualify_and_run_aiperf(tmp_path: Path, qualify_run: Path, load_
     assert rows["runs"][0]["rows"][0]["status"] == "aiperf-qualified"
     commands = (out / "commands.md").read_text()
     assert "--url http://127.0.0.1:<port>" in commands and "<venv>/bin/aiperf profile" in commands
-    for path in out.iterdir():
-        assert _private_words(path.read_text()) == [], path.name
+    for path in out.rglob("*"):
+        if path.is_file():
+            assert _private_words(path.read_text()) == [], path.name
+    # The published journal is a journal: the report folds from it to the same row.
+    published, torn = read_journal(out / "runs" / qualify_run.name / "events.jsonl")
+    assert torn is None and isinstance(published[0], RunStarted)
 
 
 def test_scan_catches_each_planted_detail_when_redaction_is_bypassed(
@@ -225,7 +230,8 @@ def test_scan_catches_each_planted_detail_when_redaction_is_bypassed(
     facts = gather_facts(runs, cfg, inv)
     raw = write_publication(content, tmp_path / "raw", facts, scrub=False)
     found = {(f.file, f.line, f.kind) for f in raw.findings}
-    expected = ["absolute path", "host name", "user name", "IP address", "secret value", "secret value"]
+    expected = ["absolute path", "host name", "user name", "IP address", "known secret value",
+                "bearer or basic credential"]
     for offset, kind in enumerate(expected):
         assert ("comment.md", first + offset, kind) in found, (kind, sorted(found))
     assert {f.file for f in raw.findings if f.kind == "absolute path"} >= {"rows.json", "commands.md"}

@@ -189,14 +189,22 @@ def test_default_qualify_passes_and_a_tenth_wrong_fails_non_inferiority(tmp_path
     assert "| aiperf | 48 | 48 | complete |" in md
 
 
-def test_trtmc_like_server_rejecting_audio_is_blocked_or_unsupported(tmp_path: Path) -> None:
-    """A server that 400s input_audio (as trtmc-server does) makes an audio_text_to_text checkpoint
-    `blocked` and any other checkpoint `unsupported`, with the 400 body kept as evidence."""
+@pytest.fixture(scope="module")
+def rejecting_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, str, Path]:
+    """One qualify of two models on a server that 400s input_audio (as trtmc-server does), shared by the
+    tests that read its journal: the audio-QA model and a transcription one."""
+    tmp_path = tmp_path_factory.mktemp("rejecting")
     other = ('\n[[models]]\nname = "whisper-like"\nfamily = "whisper"\ncheckpoint = "openai/whisper-tiny"\n'
              'native_task = "speech_transcription"\n[models.correctness]\nmin_pass_rate = 0.9\n')
     cfg = config(tmp_path, server_argv=stub_argv("reject-audio"), kind="trtmc-server",
                  dataset=mini_dataset(tmp_path, MINI_ITEMS), extra_models=other)
-    rc, stderr, run_dir = qualify(cfg)
+    return qualify(cfg)
+
+
+def test_trtmc_like_server_rejecting_audio_is_blocked_or_unsupported(rejecting_run: tuple[int, str, Path]) -> None:
+    """A server that 400s input_audio (as trtmc-server does) makes an audio_text_to_text checkpoint
+    `blocked` and any other checkpoint `unsupported`, with the 400 body kept as evidence."""
+    rc, stderr, run_dir = rejecting_run
     assert rc == 1, stderr[-3000:]
     res = results(run_dir)
     assert res["reference-audioqa"].status == "blocked"
@@ -212,19 +220,16 @@ def test_trtmc_like_server_rejecting_audio_is_blocked_or_unsupported(tmp_path: P
     assert evidence.without_audio.status == 200
 
 
-def test_two_models_get_their_own_records_files_and_no_record_is_journaled_twice(tmp_path: Path) -> None:
+def test_two_models_get_their_own_records_files_and_no_record_is_journaled_twice(
+        rejecting_run: tuple[int, str, Path]) -> None:
     """Each model's server writes its own records file (per model and incarnation), so the second model's
     tailer never re-reads the first one's lines: every server record is journaled exactly once."""
-    other = ('\n[[models]]\nname = "second-model"\nfamily = "whisper"\ncheckpoint = "openai/whisper-tiny"\n'
-             'native_task = "speech_transcription"\n[models.correctness]\nmin_pass_rate = 0.9\n')
-    cfg = config(tmp_path, server_argv=stub_argv("reject-audio"), kind="trtmc-server",
-                 dataset=mini_dataset(tmp_path, MINI_ITEMS), extra_models=other)
-    rc, stderr, run_dir = qualify(cfg)
+    rc, stderr, run_dir = rejecting_run
     assert rc == 1, stderr[-3000:]
     events, _ = read_journal(run_dir / "events.jsonl")
     paths = [e.records_path for e in events if isinstance(e, ServerSpawned)]
     assert len(paths) == 2 and len(set(paths)) == 2, paths
-    assert [Path(p).parent.name for p in paths] == ["reference-audioqa", "second-model"]
+    assert [Path(p).parent.name for p in paths] == ["reference-audioqa", "whisper-like"]
     records = [e.request_id for e in events if isinstance(e, ServerRecord)]
     assert records and len(records) == len(set(records)), sorted(records)
     written = sum(len(Path(p).read_text().splitlines()) for p in paths)

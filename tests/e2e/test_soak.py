@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -91,6 +92,17 @@ def _wait_for(tmp_path: Path, pred: Any, timeout_s: float) -> dict[str, Any]:
                     return ev
         time.sleep(0.2)
     raise AssertionError(f"no matching event within {timeout_s} s")
+
+
+def _wait_in_flight(port: int, timeout_s: float = 60.0) -> None:
+    """Until the reference server on `port` is answering a request (its /metrics gauge says so)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
+            if "aqbench_reference_active_requests 0\n" not in resp.read().decode():
+                return
+        time.sleep(0.05)
+    raise AssertionError(f"no request in flight on port {port} within {timeout_s} s")
 
 
 def _final_verdicts(events: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -224,8 +236,8 @@ class TestSoak:
             run_dir = _run_dir(tmp_path)
             # Kill while a request is in flight: just after the window's first answer, the next one is running.
             _wait_for(tmp_path, lambda e: e["kind"] == "request_correlated" and e["window"] == "soak/w0002", 60)
-            time.sleep(0.5)
             spawned = [e for e in _events(run_dir) if e["kind"] == "server_spawned"]
+            _wait_in_flight(spawned[-1]["port"])
             os.kill(spawned[-1]["pid"], signal.SIGKILL)
             out, _ = proc.communicate(timeout=420)
         finally:

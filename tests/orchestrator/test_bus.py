@@ -71,7 +71,7 @@ class TestBus:
             await tg.start(consume)
             async with anyio.create_task_group() as publishers:
                 for p in range(5):
-                    publishers.start_soon(lambda p=p: _publish_many(bus, p))
+                    publishers.start_soon(_publish_many, bus, p)
             await bus.aclose()
         assert seen == sorted(seen) and len(seen) == 5 * 50
 

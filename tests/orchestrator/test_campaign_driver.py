@@ -25,7 +25,7 @@ from orchestrator.campaign.events import (
 )
 from orchestrator.campaign.journal import read_campaign
 from orchestrator.campaign.ports import AttemptSpec, Delivery
-from orchestrator.events import ModelResult, ResultRow, RunFinished, RunStarted
+from orchestrator.events import ModelResult, ResultRow, RunFinished, RunStarted, ServerExited, ServerSpawned
 from orchestrator.journal import encode_event
 
 
@@ -139,6 +139,26 @@ class TestDriver:
         assert (folder / "models" / "m1" / "report.json").exists()
         assert (folder / "models" / "m1" / "earlier" / "1-events.jsonl").exists()
         assert "m2 | node-lost" in (folder / "report.md").read_text()
+
+    def test_a_server_not_seen_to_stop_on_a_lost_node_is_named(self, cfg) -> None:  # type: ignore[no-untyped-def]
+        """When a node is lost after its journal showed a server spawned (and the first one exited), the
+        attempt names the server still running there, and the report says it may be left behind."""
+        lines = b"".join(encode_event(e) + b"\n" for e in (
+            RunStarted(run_id="r", seq=1, ts_ns=time.time_ns(), command="qualify"),
+            ServerSpawned(run_id="r", seq=2, ts_ns=time.time_ns(), incarnation=1, pid=4241, argv=["srv"]),
+            ServerExited(run_id="r", seq=3, ts_ns=time.time_ns(), incarnation=1, pid=4241, returncode=1),
+            ServerSpawned(run_id="r", seq=4, ts_ns=time.time_ns(), incarnation=2, pid=4242, argv=["srv"])))
+        cluster = FakeCluster({("m1", 1): ([TaskPlaced(node_id="n1"), JournalChunk(lines=lines)], "node-lost"),
+                               ("m1", 2): (finished("m1", "failed"), None)})
+        rc, folder = run_campaign(cfg, CampaignOptions(models=["m1"], argv=["t"]), cluster, StopRequest(),
+                                  progress_out=io.StringIO())
+        assert rc == 1
+        [lost, done] = [e for e in read_campaign(folder / "campaign.jsonl") if isinstance(e, AttemptEnded)]
+        assert (lost.ended, lost.servers_not_stopped, done.servers_not_stopped) == (
+            "node-lost", ["pid 4242 (incarnation 2)"], [])
+        assert ("#1 on 10.0.0.1: node-lost (node-lost happened); server pid 4242 (incarnation 2) not seen to stop: "
+                "its supervisor's death signals it to stop (SIGTERM) where 10.0.0.1 still runs; if that host cannot "
+                "be reached, it is left behind there") in (folder / "report.md").read_text()
 
     def test_max_parallel_caps_running_attempts(self, cfg) -> None:  # type: ignore[no-untyped-def]
         """--max-parallel 1 never has two attempts in flight."""

@@ -61,3 +61,35 @@ def test_run_aiperf_live_line_redraws_on_a_terminal_and_prints_lines_elsewhere()
         assert ("\x1b[" in text) is in_place
         if not in_place:
             assert text.count("live: done 3") == 2
+
+
+def test_server_stop_follows_the_stages_last_progress_line() -> None:
+    """The server's stopping and stopped lines come from the bus, after the stage's final progress line,
+    in the order the events happened."""
+    from orchestrator.events import ServerStateChanged
+
+    out = io.StringIO()
+    view = ConsoleView(Bus("run-test"), stream=out)
+    view.show(PhaseStarted(phase="correctness", model="m", detail=CorrectnessPhase(requests=1, native=False)))
+    view.show(VerdictReached(model="m", path="http", item_id="i0", arm="audio", verdict="correct", item_kind="content"))
+    view.show(PhaseFinished(phase="correctness", model="m", outcome="passed"))
+    view.show(ServerStateChanged(incarnation=1, state="stopping", previous="ready", reason="stop requested"))
+    view.show(ServerStateChanged(incarnation=1, state="stopped", previous="stopping"))
+    lines = out.getvalue().splitlines()
+    assert lines[-4].strip().startswith("correctness") and lines[-4].endswith("1/1  audio-arm misses: http 0")
+    assert lines[-3:] == ["  correctness: passed", "  server stopping (incarnation 1): stop requested",
+                          "  server stopped (incarnation 1)"]
+
+
+def test_a_long_reason_keeps_its_last_line_whole() -> None:
+    """A server's usage text followed by its error is cut before the error line, never through it."""
+    from orchestrator.view.console import clip
+
+    reason = ("server did not start: usage: trtmc-server [-h] [--model-name MODEL_NAME] [--request-timeout "
+              "REQUEST_TIMEOUT] " * 4 + "\ntrtmc-server: error: bundle does not exist")
+    out = io.StringIO()
+    ConsoleView(Bus("run-test"), stream=out).show(PhaseFinished(phase="server", model="m", outcome="failed",
+                                                                reason=reason))
+    line = out.getvalue().strip()
+    assert line.endswith(" … trtmc-server: error: bundle does not exist") and len(line) < 340, line
+    assert clip("short", 300) == "short"

@@ -48,7 +48,7 @@ class TestDoctor:
         assert f"`{fake} --help`" in check.detail and "it does not list --records;" in check.detail
 
     def test_module_launcher_runs_the_modules_help_and_a_hidden_flag_is_a_warning(
-            self, tmp_path: Path, monkeypatch, capsys) -> None:
+            self, tmp_path: Path, capsys) -> None:
         """`python -P -m trtmc_server ...`: doctor runs `python -P -m trtmc_server --help` (not python's
         own), and a flag that help hides (trtmc-server's --worker-binary) is a warning naming it; doctor
         still exits 0."""
@@ -67,12 +67,17 @@ class TestDoctor:
             "p.add_argument('--worker-binary', help=argparse.SUPPRESS)\n"
             "p.add_argument('bundle')\n"
             "p.parse_args()\n")
-        monkeypatch.setenv("PYTHONPATH", f"{tmp_path / 'lib'}:{ROOT}")
+        worker = tmp_path / "worker"
+        worker.write_text("")
+        bundle = tmp_path / "m.bundle"
+        bundle.write_text("")
         text = (ROOT / "bench.toml").read_text().replace('kind = "reference"', 'kind = "trtmc-server"')
         text = text.replace('argv = ["{python}", "-m", "adapters.reference",',
                             f'argv = ["{sys.executable}", "-P", "-m", "fake_trtmc_server", "{{bundle}}", '
-                            '"--worker-binary", "/opt/worker",')
-        text = text.replace('[server]\n', f'[server]\nbundle = "{tmp_path}"\n', 1)
+                            f'"--worker-binary", "{worker}",')
+        # The module is found only through [server] env, as the supervisor would start it.
+        text = text.replace('[server]\n', f'[server]\nbundle = "{bundle}"\nenv = {{ PYTHONPATH = '
+                                           f'"{tmp_path / "lib"}:{ROOT}" }}\n', 1)
         cfg_path = tmp_path / "bench.toml"
         cfg_path.write_text(text)
         check = next(c for c in run_checks(load_config(cfg_path)) if c.name == "server flags")
@@ -80,6 +85,29 @@ class TestDoctor:
         assert check.warning and not check.required and "it does not list --worker-binary;" in check.detail
         assert "--records" not in check.detail.split("it does not list")[1]
         capsys.readouterr()
-        main(["doctor", "--config", str(cfg_path)])
+        assert main(["doctor", "--config", str(cfg_path)]) == 0
         out = capsys.readouterr().out
         assert "warn server flags:" in out and "--worker-binary" in out and "FAIL server flags" not in out
+        assert f"ok   server --worker-binary: {worker} exists" in out
+
+    def test_what_trtmc_server_would_reject_fails(self, tmp_path: Path) -> None:
+        """A directory as trtmc-server's bundle and a --worker-binary that does not exist fail, each with a
+        fix; a --help that fails is said with its last line, not as every flag missing."""
+        fake = tmp_path / "trtmc-server"
+        fake.write_text("#!/bin/sh\necho 'Traceback (most recent call last):' >&2\n"
+                        "echo 'ModuleNotFoundError: No module named trtmc_server' >&2\nexit 1\n")
+        fake.chmod(0o755)
+        text = (ROOT / "bench.toml").read_text().replace('kind = "reference"', 'kind = "trtmc-server"')
+        text = text.replace('argv = ["{python}", "-m", "adapters.reference",',
+                            f'argv = ["{fake}", "{{bundle}}", "--worker-binary", "{tmp_path / "no-worker"}",')
+        text = text.replace('[server]\n', f'[server]\nbundle = "{tmp_path}"\n', 1)
+        cfg_path = tmp_path / "bench.toml"
+        cfg_path.write_text(text)
+        checks = {c.name: c for c in run_checks(load_config(cfg_path))}
+        bundle = next(c for name, c in checks.items() if name.startswith("bundle"))
+        assert not bundle.ok and bundle.required and "is a directory; trtmc-server takes a .bundle file" in bundle.detail
+        worker = checks["server --worker-binary"]
+        assert not worker.ok and worker.required and "does not exist" in worker.detail
+        flags = checks["server flags"]
+        assert flags.warning and "exited 1 without printing its help: ModuleNotFoundError: No module named " \
+            "trtmc_server" in flags.detail and "does not list" not in flags.detail

@@ -36,9 +36,18 @@ def test_unexpected_exception_exits_3_with_a_journaled_failure(tmp_path: Path, m
     assert isinstance(finished, RunFinished) and (finished.status, finished.exit_code) == ("error", 3)
 
 
-@pytest.mark.parametrize("command", ["run-aiperf", "doctor", "qualify", "report"])
+@pytest.mark.parametrize("command", ["run-aiperf", "doctor", "qualify", "report", "config", "reference", "dataset",
+                                     "ingest", "soak"])
 def test_help_states_exit_codes(command: str) -> None:
     parser = build_parser()
     sub = next(a for a in parser._actions if a.dest == "command")
-    text = " ".join(sub.choices[command].format_help().split())
+    text = " ".join(sub.choices[command].format_help().split())  # type: ignore[index]
     assert "Exit 0 when" in text and re.search(r"\b2 (when|on)\b", text) and re.search(r"\b3 when\b", text), text
+
+
+@pytest.mark.parametrize("command", ["run-aiperf", "qualify", "soak", "campaign"])
+def test_interruptible_commands_list_their_signal_codes(command: str) -> None:
+    """A command that a signal can stop (run_main: 128+n) says so in its help, as every other one does."""
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    assert "130/143" in " ".join(sub.choices[command].format_help().split())  # type: ignore[index]

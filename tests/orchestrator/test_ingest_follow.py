@@ -39,24 +39,44 @@ def _wait_written(out: Path, needle: bytes, timeout_s: float = 60.0) -> None:
     raise AssertionError(f"{out} did not receive {needle!r} within {timeout_s} s")
 
 
+def _count_passes(ing: Ingest) -> list[int]:
+    """A one-item counter of run_follow's passes over its files (each pass ends in `flush_out`)."""
+    passes = [0]
+    flush = ing.flush_out
+
+    def counted() -> None:
+        passes[0] += 1
+        flush()
+
+    ing.flush_out = counted  # type: ignore[method-assign]
+    return passes
+
+
+async def _wait_passes(passes: list[int], n: int = 2) -> None:
+    """Until the follower has made `n` more whole passes: whatever was on disk before was seen."""
+    start = passes[0]
+    await _wait_for(lambda: passes[0] >= start + n)
+
+
 class TestFollow:
     @pytest.mark.anyio
     async def test_append_rotate_truncate_while_reading(self, tmp_path: Path) -> None:
         """A writer appends, rotates (rename + new file) and truncates; every line is read exactly once."""
         path = tmp_path / "records-1.jsonl"
         ing = Ingest(new_joiner(), log_codecs())
+        passes = _count_passes(ing)
         stop = anyio.Event()
         servers = lambda: ing.summary().server_records  # noqa: E731
         async with anyio.create_task_group() as tg:
             tg.start_soon(lambda: run_follow(ing, [str(path)], poll_s=0.01, rescan_s=0.05, stop=stop))
-            await anyio.sleep(0.05)  # the file does not exist yet: follow waits for it
+            await _wait_passes(passes)  # the file does not exist yet: follow waits for it
             with path.open("a") as fh:
                 fh.write(_server(0) + _server(1))
                 fh.flush()
                 await _wait_for(lambda: servers() == 2)
                 fh.write(_server(2)[:20])  # half a line: not read until its newline arrives
                 fh.flush()
-                await anyio.sleep(0.1)
+                await _wait_passes(passes)
                 assert servers() == 2
                 fh.write(_server(2)[20:] + _server(3))
             await _wait_for(lambda: servers() == 4)
@@ -69,7 +89,7 @@ class TestFollow:
             # Truncation in place: reading restarts at byte 0.
             with path.open("r+") as fh:
                 fh.truncate(0)
-            await anyio.sleep(0.1)
+            await _wait_passes(passes)  # the truncation is seen before the file grows again
             path.write_text(_server(7) + '{"request_id": "torn"')
             await _wait_for(lambda: servers() == 8)
             stop.set()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Hashable
 
 import msgspec
 import numpy as np
@@ -108,12 +109,12 @@ class TestQuantileChange:
             quantile_change([1.0], [float("nan")], 0.5)
 
 
-def _runs_by_item(rng: np.random.Generator, items: int, slowdown: float) -> tuple[dict[int, list[float]],
-                                                                                  dict[int, list[float]]]:
+def _runs_by_item(rng: np.random.Generator, items: int, slowdown: float) -> tuple[dict[Hashable, list[float]],
+                                                                                  dict[Hashable, list[float]]]:
     """Two runs over the same items; item costs differ widely (the workload mix), requests add noise."""
     cost = rng.lognormal(3.0, 1.0, items)
-    baseline = {i: list(cost[i] * rng.lognormal(0.0, 0.1, 3)) for i in range(items)}
-    candidate = {i: list(cost[i] * slowdown * rng.lognormal(0.0, 0.1, 3)) for i in range(items)}
+    baseline: dict[Hashable, list[float]] = {i: list(cost[i] * rng.lognormal(0.0, 0.1, 3)) for i in range(items)}
+    candidate: dict[Hashable, list[float]] = {i: list(cost[i] * slowdown * rng.lognormal(0.0, 0.1, 3)) for i in range(items)}
     return baseline, candidate
 
 

@@ -1,28 +1,18 @@
-"""Tests for `aqbench inventory`: the audit, both manifest layouts, git revisions, probes and the command."""
+"""`aqbench inventory`'s audit: classes and statuses, variants, the shapes TRTMC main uses, task declarations,
+errors and evidence (probes, the tree and the command have files of their own)."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import subprocess
-import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import msgspec
 import pytest
-from config_support import make_config
 
 from orchestrator.commands import inventory as inventory_command
-from orchestrator.errors import InventoryError
-from orchestrator.events import (
-    CapabilityProbed,
-    HttpExchange,
-    ModelResult,
-    RunFinished,
-    RunStarted,
-    TransportEvidence,
-)
 from orchestrator.inventory import (
     CAPABILITY_CLASSES,
     STATUSES,
@@ -32,13 +22,10 @@ from orchestrator.inventory import (
     ManifestDocument,
     TreeSource,
     audit,
-    read_probes,
     read_task_sources,
     read_tree,
-    to_json,
     to_markdown,
 )
-from orchestrator.journal import encode_event
 
 NEW = "families/{fam}/tests/manifests/{name}.json"
 OLD = "tests/e2e/models/{fam}/manifests/{name}.json"
@@ -190,7 +177,7 @@ def docs_of(files: dict[str, Any]) -> list[ManifestDocument]:
         layout = "families" if rel.startswith("families/") else "tests/e2e/models"
         fam = rel.split("/")[1] if layout == "families" else rel.split("/")[3]
         data = (content if isinstance(content, str) else json.dumps(content)).encode()
-        out.append(ManifestDocument(path=rel, layout=layout, family_dir=fam, data=data))
+        out.append(ManifestDocument(path=rel, layout=layout, family_dir=fam, data=data))  # type: ignore[arg-type]
     return out
 
 
@@ -425,7 +412,7 @@ EDGY_SOURCES = {
 
 
 class TestTaskDeclarations:
-    def _inventory(self, tmp_path: Path, *, rev: str = "", candidates: list[str] = ()) -> Inventory:
+    def _inventory(self, tmp_path: Path, *, rev: str = "", candidates: Sequence[str] = ()) -> Inventory:
         root = write_tree(tmp_path / "trtmc", {**manifests(), **EDGY_SOURCES})
         if rev:
             git(root, "init", "-q")
@@ -504,181 +491,6 @@ class TestErrorsAndEvidence:
         assert rec.configured_outside_group == ["bert (acme/bertish-base)"]
 
 
-def write_journal(run_dir: Path, events: list[Any]) -> Path:
-    run_dir.mkdir(parents=True)
-    with (run_dir / "events.jsonl").open("wb") as fh:
-        for ev in events:
-            fh.write(encode_event(ev) + b"\n")
-    return run_dir
-
-
-def qualify_run(run_dir: Path, ts_ns: int, results: list[tuple[str, str, str, str]],
-                transport: dict[str, bool]) -> Path:
-    """A qualify journal: (model, checkpoint, status, failed_stage) results and transport checks."""
-    models = [{"name": m, "checkpoint": c, "profile": "", "revision": ""} for m, c, _, _ in results]
-    events: list[Any] = [RunStarted(run_id=run_dir.name, ts_ns=ts_ns, seq=0, command="qualify",
-                                    config=make_config(models=models))]
-    for seq, (model, passed) in enumerate(transport.items(), start=1):
-        evidence = None if passed else TransportEvidence(
-            with_audio=HttpExchange(status=400, body='{"error": {"code": "invalid_request"}}'),
-            without_audio=HttpExchange(status=200))
-        events.append(CapabilityProbed(seq=seq, model=model, check="transport", passed=passed,
-                                       reason="" if passed else "input_audio answered 400; text-only 200",
-                                       evidence=evidence))
-    for model, ckpt, status, stage in results:
-        events.append(ModelResult(seq=len(events), model=model, status=status, failed_stage=stage,
-                                  row={"checkpoint": ckpt, "profile": "", "revision": ""}))
-    events.append(RunFinished(seq=len(events), status="ok"))
-    return write_journal(run_dir, events)
-
-
-class TestProbes:
-    def test_probe_upgrades_to_aiperf_qualified(self, tmp_path: Path) -> None:
-        """A qualify run that ended aiperf-qualified upgrades the planned row, citing the journal line."""
-        run = qualify_run(tmp_path / "q1", 10, [("aqa", "acme/aqaish-1b", "aiperf-qualified", "")], {"aqa": True})
-        r = row(full_audit(probes=read_probes(run)), "acme/aqaish-1b")
-        assert (r.status, r.gap) == ("aiperf-qualified", "")
-        assert any(e.claim == "probe:result:aiperf-qualified" and e.field == "seq 2 (model_result)"
-                   for e in r.evidence)
-
-    def test_failures_after_capability_keep_earlier_stages(self, tmp_path: Path) -> None:
-        """Failed at correctness means implemented; failed at aiperf means family-validated."""
-        run = qualify_run(tmp_path / "q1", 10, [("aqa", "acme/aqaish-1b", "failed", "correctness"),
-                                                ("g", "acme/gemmaish-e4b", "failed", "aiperf")], {})
-        inv = full_audit(probes=read_probes(run))
-        assert row(inv, "acme/aqaish-1b").status == "implemented"
-        assert row(inv, "acme/gemmaish-e4b").status == "family-validated"
-
-    def test_live_400_outranks_manifest_and_newer_run_wins(self, tmp_path: Path) -> None:
-        """A transport 400 makes an audio-qa row unsupported; a newer qualified run supersedes it."""
-        old = qualify_run(tmp_path / "old", 10, [("g", "acme/gemmaish-e4b", "unsupported", "")], {"g": False})
-        r = row(full_audit(probes=read_probes(old)), "acme/gemmaish-e4b")
-        assert (r.status, r.gap) == ("unsupported", "live probe (old): input_audio answered 400; text-only 200")
-        assert any(e.claim == "probe:transport:failed" and e.value.with_audio.status == 400 for e in r.evidence)
-        new = qualify_run(tmp_path / "new", 20, [("g", "acme/gemmaish-e4b", "family-validated", "")], {"g": True})
-        r = row(full_audit(probes=read_probes(old) + read_probes(new)), "acme/gemmaish-e4b")
-        assert r.status == "family-validated"
-
-    def test_interrupted_run_with_failed_transport_is_evidence(self, tmp_path: Path) -> None:
-        """Without a ModelResult, a failed transport check alone yields unsupported, mapped via the config."""
-        run = write_journal(tmp_path / "cut", [
-            RunStarted(run_id="cut", ts_ns=5, config=make_config(models=[{"name": "g", "checkpoint": "acme/gemmaish-e4b"}])),
-            CapabilityProbed(seq=1, model="g", check="transport", passed=False,
-                             evidence=TransportEvidence(with_audio=HttpExchange(status=400))),
-        ])
-        [outcome] = read_probes(run)
-        assert (outcome.checkpoint, outcome.status, outcome.reason) == (
-            "acme/gemmaish-e4b", "unsupported", "input_audio answered 400")
-
-    def test_probe_for_unknown_checkpoint_is_listed(self, tmp_path: Path) -> None:
-        """A probe of a checkpoint the checkout does not hold is reported, not dropped."""
-        run = qualify_run(tmp_path / "ref", 1, [("reference-audioqa", "aqbench/reference-cascade",
-                                                 "aiperf-qualified", "")], {})
-        rec = full_audit(probes=read_probes(run)).reconciliation
-        assert rec.probes_unmatched == [f"reference-audioqa (aqbench/reference-cascade) in {run}"]
-
-    def test_missing_journal_is_an_inventory_error(self, tmp_path: Path) -> None:
-        """--probe on a folder without events.jsonl says what it expected."""
-        with pytest.raises(InventoryError, match="no journal; --probe takes a qualify run folder"):
-            read_probes(tmp_path)
-
-
 def git(root: Path, *args: str) -> str:
     return subprocess.run(["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t", *args],
                           check=True, capture_output=True, text=True).stdout.strip()
-
-
-class TestTree:
-    def test_folder_reads_both_layouts_and_ignores_other_json(self, tmp_path: Path) -> None:
-        """Manifests in both layouts are read; thresholds and deeper files are not manifests."""
-        write_tree(tmp_path, manifests())
-        write_tree(tmp_path, {"families/whisperish/tests/thresholds/x.json": {"hf_id": "nope"},
-                              "families/whisperish/tests/manifests/sub/y.json": {"hf_id": "nope"}})
-        docs, source = read_tree(tmp_path)
-        assert len(docs) == 16 and {d.layout for d in docs} == {"families", "tests/e2e/models"}
-        assert (source.commit, source.dirty, source.read_via) == ("", None, "folder")
-
-    def test_git_revision_is_read_at_that_commit(self, tmp_path: Path) -> None:
-        """Auditing the first of two commits sees only its manifests and records its sha."""
-        files = manifests()
-        first = {k: v for k, v in files.items() if "whisperish" in k or "brokenish" in k}
-        write_tree(tmp_path, first)
-        git(tmp_path, "init", "-q")
-        git(tmp_path, "add", "-A")
-        git(tmp_path, "commit", "-q", "-m", "one")
-        sha1 = git(tmp_path, "rev-parse", "HEAD")
-        write_tree(tmp_path, files)
-        (tmp_path / NEW.format(fam="whisperish", name="whisperish-tiny-fp16")).write_text(
-            json.dumps(_variant(WHISPERISH, task_strategy="audio_text_to_text")))
-        git(tmp_path, "add", "-A")
-        git(tmp_path, "commit", "-q", "-m", "two")
-        docs, source = read_tree(tmp_path, sha1[:10])
-        assert (source.commit, source.rev, source.read_via) == (sha1, sha1[:10], "git")
-        assert sorted(d.path for d in docs) == sorted(first)
-        inv = audit(docs, source=source)
-        assert row(inv, "acme/whisperish-tiny").capability_class == "transcription-only"
-        assert [e.file for e in inv.errors] == [NEW.format(fam="brokenish", name="brokenish")]
-        # The working folder shows the second commit, and a local edit marks it dirty.
-        _, head = read_tree(tmp_path)
-        assert head.commit != sha1 and head.dirty is False
-        (tmp_path / NEW.format(fam="aqaish", name="aqaish-1b")).write_text("{}")
-        assert read_tree(tmp_path)[1].dirty is True
-
-    def test_bad_revision_and_empty_tree_are_errors(self, tmp_path: Path) -> None:
-        """An unknown revision, a non-repository and a tree without manifests raise InventoryError."""
-        with pytest.raises(InventoryError, match="no model manifests in either layout"):
-            read_tree(tmp_path)
-        with pytest.raises(InventoryError, match="not a git repository"):
-            read_tree(tmp_path, "HEAD")
-        write_tree(tmp_path, {NEW.format(fam="w", name="w"): WHISPERISH})
-        git(tmp_path, "init", "-q")
-        with pytest.raises(InventoryError, match="revision 'nope' does not name a commit"):
-            read_tree(tmp_path, "nope")
-        with pytest.raises(InventoryError, match="no such folder"):
-            read_tree(tmp_path / "missing")
-
-
-class TestCommand:
-    def test_markdown_and_json_outputs_exit_1_with_error_rows(self, tmp_path: Path) -> None:
-        """The command writes both outputs; the broken manifest makes it exit 1."""
-        trtmc = write_tree(tmp_path / "trtmc", manifests())
-        (tmp_path / "bench.toml").write_text(BENCH_TOML)
-        code = main(["inventory", "--trtmc", str(trtmc), "--config", str(tmp_path / "bench.toml"),
-                     "--json", str(tmp_path / "inv.json"), "--markdown", str(tmp_path / "inv.md")])
-        assert code == 1
-        data = json.loads((tmp_path / "inv.json").read_text())
-        assert data["schema_version"] == 3 and not data["accounted"]
-        assert {r["checkpoint"] for r in data["rows"]} >= {"acme/aqaish-1b", "acme/not-in-trtmc"}
-        md = (tmp_path / "inv.md").read_text()
-        assert "| acme/aqaish-1b | audio-qa | planned | aqaish-1b | audio_text_to_text | - |" in md
-        assert ("- blocked by route: no served route: the checkout has no served chat schema (no trtmc-server front "
-                "end) (apps/server/python/trtmc_server/schemas.py is absent)") in md
-        assert "(unreadable)" in md and "`reference-audioqa (aqbench/reference-cascade)`" in md
-
-    def test_clean_tree_exits_0_in_a_subprocess(self, tmp_path: Path) -> None:
-        """Without broken manifests every checkpoint is accounted for and the real CLI exits 0."""
-        files = {k: v for k, v in manifests().items() if "brokenish" not in k and "anonymous" not in k}
-        trtmc = write_tree(tmp_path / "trtmc", files)
-        (tmp_path / "bench.toml").write_text(BENCH_TOML)
-        proc = subprocess.run([sys.executable, "-m", "orchestrator", "--log-format", "json", "inventory",
-                               "--trtmc", str(trtmc), "--config", str(tmp_path / "bench.toml"), "--json", "-"],
-                              capture_output=True, timeout=60, cwd=tmp_path)
-        assert proc.returncode == 0, proc.stderr.decode()
-        inv = msgspec.json.decode(proc.stdout, type=Inventory)
-        assert inv.accounted and not inv.errors and len(inv.rows) == 10
-
-    def test_default_bench_toml_candidates_are_always_rows(self, tmp_path: Path) -> None:
-        """The repository's bench.toml candidates appear even when the checkout lacks them."""
-        trtmc = write_tree(tmp_path / "trtmc", {NEW.format(fam="w", name="w"): WHISPERISH})
-        out = tmp_path / "inv.json"
-        bench = Path(__file__).resolve().parents[2] / "bench.toml"
-        assert main(["inventory", "--trtmc", str(trtmc), "--config", str(bench), "--json", str(out)]) == 0
-        rows = {r["checkpoint"]: r for r in json.loads(out.read_text())["rows"]}
-        for cand in ("Qwen/Qwen3-Omni-30B-A3B-Instruct", "microsoft/Phi-4-multimodal-instruct",
-                     "nvidia/NVIDIA-NemotronLabs-VoiceChat-11B", "nvidia/personaplex-7b-v1", "google/gemma-4-E4B-it"):
-            assert rows[cand]["status"] == "unsupported" and "no manifest in this TRTMC checkout" in rows[cand]["gap"]
-
-    def test_render_is_deterministic(self) -> None:
-        """Rendering the same audit twice gives identical bytes (reports can be diffed)."""
-        assert to_json(full_audit()) == to_json(full_audit())
-        assert to_markdown(full_audit()) == to_markdown(full_audit())

@@ -106,16 +106,22 @@ def test_a_short_batch_after_a_long_one_writes_only_its_own_events(tmp_path: Pat
 
     path = tmp_path / "events.jsonl"
 
+    async def written(stream: bytes, n: int) -> None:
+        """Until the journal holds `n` lines of `stream`: the writer drained its batch."""
+        with anyio.fail_after(30):
+            while path.read_bytes().count(b'"stream":"' + stream + b'"') < n:
+                await anyio.sleep(0.01)
+
     async def main() -> None:
         bus = Bus("batches")
         async with anyio.create_task_group() as tg:
             await tg.start(JournalWriter(path).run, bus)
             for i in range(1000):
                 bus.publish_nowait(LogLine(stream="long", text="x" * 2000 + str(i)))
-            await anyio.sleep(0.2)
-            for i in range(3):
+            await written(b"long", 1000)
+            for i in range(3):  # each short event its own batch, after the long one
                 await bus.publish(LogLine(stream="short", text=str(i)))
-                await anyio.sleep(0.05)
+                await written(b"short", i + 1)
             await bus.aclose()
 
     anyio.run(main)
@@ -233,11 +239,16 @@ def _report_json_now(old: dict[str, Any], journal: Path) -> dict[str, Any]:
             check["evidence"] = {"kind": check["check"], **check["evidence"]} if check["evidence"] else None
         row["aiperf_settings"] = row["aiperf_settings"] or None
         row["server"]["served_models"] = ready["models"]
+        row["keyed_by"] = None  # issue 34: the run key, unknown before
+        # issue 35: restarts and spans with their causes, stops whose traceback was expected
+        row["server"].update(restart_causes=[], state_spans=[], expected_stops=[])
+        row["counts"]["error_answers"] = []  # issue 35: what failed requests were answered
         if row.get("noninferiority") is not None:  # issue 30: what the decision could detect (unknown before)
             row["noninferiority"].update(fail_from_b=None, detectable_regression=None,
                                          detectable_power_regression=None)
     for window in new["windows"]:
         window["soak"] = window["soak"] or None
+        window["counts"]["error_answers"] = []
     return _gates_applicable(new)
 
 

@@ -18,7 +18,16 @@ from test_inventory import NEW, manifests, write_tree
 from orchestrator.commands import inventory as inventory_command
 from orchestrator.commands import ledger as ledger_command
 from orchestrator.errors import UsageError
-from orchestrator.events import DatasetPhase, ModelResult, PhaseFinished, RunFinished, RunStarted
+from orchestrator.events import (
+    CapabilityProbed,
+    DatasetPhase,
+    HttpExchange,
+    ModelResult,
+    PhaseFinished,
+    RunFinished,
+    RunStarted,
+    TransportEvidence,
+)
 from orchestrator.journal import encode_event
 from orchestrator.ledger import Ledger
 
@@ -140,18 +149,46 @@ class TestClosing:
         assert "**Can the group close? yes.** 11 of 11 checkpoints" in md
         assert led.dataset_identity == DATASET
 
-    def test_failed_without_reason_blocks_and_with_reason_is_final(self, tmp_path: Path) -> None:
-        """`failed` counts as final only with its reason."""
+    def test_a_failed_row_blocks_until_fixed_and_rerun(self, tmp_path: Path) -> None:
+        """The owners' rule: an unresolved failure cannot close the group, with or without its reason; a
+        newer qualified run of the checkpoint resolves it."""
         inv = inventory(tmp_path, configure_aqa=False)
         bare = qualify_journal(tmp_path / "runs" / "bare", 100, [ref_row("failed", failed_stage="aiperf")])
         code, led, _ = ledger(tmp_path, inv, bare)
         assert code == 1 and led.blockers == [
-            "aqbench/reference-cascade: failed at aiperf without a reason in run bare"]
+            "aqbench/reference-cascade: failed at aiperf in run bare: no reason given; fix it and rerun"]
         why = qualify_journal(tmp_path / "runs" / "why", 200,
                               [ref_row("failed", failed_stage="correctness", reason="arm:audio 5/8 < 0.9")])
         code, led, _ = ledger(tmp_path, inv, bare, why)
-        assert code == 0 and line(led, REF).reason == "arm:audio 5/8 < 0.9"
+        assert code == 1 and line(led, REF).reason == "arm:audio 5/8 < 0.9"
+        assert led.blockers == ["aqbench/reference-cascade: failed at correctness in run why: arm:audio 5/8 < 0.9; "
+                                "fix it and rerun"]
         assert [(r.run_id, r.note) for r in line(led, REF).other_runs] == [("bare", "superseded by run why")]
+        fixed = qualify_journal(tmp_path / "runs" / "fixed", 300, [ref_row()])
+        code, led, _ = ledger(tmp_path, inv, bare, why, fixed)
+        assert code == 0 and line(led, REF).run.run_id == "fixed"
+
+    def test_unsupported_or_blocked_from_a_run_counts_only_with_its_evidence(self, tmp_path: Path) -> None:
+        """A run's `blocked` row without capability evidence blocks closing; the inventory's own verdicts keep
+        counting with theirs."""
+        inv = inventory(tmp_path, configure_aqa=False)
+        run = qualify_journal(tmp_path / "runs" / "b", 100, [ref_row("blocked", failed_stage="capability",
+                                                                     reason="input_audio rejected")])
+        code, led, _ = ledger(tmp_path, inv, run)
+        assert code == 1 and led.blockers == [
+            "aqbench/reference-cascade: run b says `blocked` without its capability evidence"]
+        with_evidence = qualify_journal(tmp_path / "runs" / "e", 200, [ref_row(
+            "blocked", failed_stage="capability", reason="input_audio rejected")])
+        probe = CapabilityProbed(seq=3, ts_ns=201, model="reference-audioqa", check="transport", passed=False,
+                                 reason="input_audio rejected (400)", evidence=TransportEvidence(
+                                     with_audio=HttpExchange(status=400, body='{"error": {}}'),
+                                     without_audio=HttpExchange(status=200, body="{}")))
+        journal = with_evidence / "events.jsonl"
+        docs = [json.loads(ln) for ln in journal.read_text().splitlines()]
+        docs.insert(2, json.loads(encode_event(probe)))
+        journal.write_text("".join(json.dumps({**d, "seq": n}) + "\n" for n, d in enumerate(docs, 1)))
+        code, led, _ = ledger(tmp_path, inv, run, with_evidence)
+        assert code == 0 and (line(led, REF).status, line(led, REF).run.run_id) == ("blocked", "e")
 
     def test_a_stage_short_of_final_blocks_and_an_interrupted_newer_run_does_not_undo(self, tmp_path: Path) -> None:
         """family-validated is not final; a newer run without a final status leaves an older final one counting."""

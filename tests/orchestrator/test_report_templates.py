@@ -172,7 +172,8 @@ class TestReportHtml:
                      "<h3>Notices</h3>", "<h3>Request windows</h3>", "torn and skipped", "Failing items:",
                      "Incomplete answers:", "identity mismatches:", "with signal SIGKILL", "with code 3",
                      "<pre>boom &lt;oom&gt;\nbye</pre>", "peak GPU memory 2048.0 MiB", "Reproduce:",
-                     "server model_call_ms (public_task_call_wall)", "AIPerf run failed: exit 1 &lt;stderr&gt;"):
+                     "server model_call_ms (public_task_call_wall)", "AIPerf ended failed (no exit code); 1 of 8 profiling requests failed (timeout 1). Judged from its files: "
+                     "exit 1 &lt;stderr&gt;"):
             assert text in html, text
         assert html.count('data-chart="verdict-grid-http"') == 1 and html.endswith("</body></html>\n")
         # AIPerf settings by name, each with its value.

@@ -33,7 +33,9 @@ class TestStartAndStop:
             assert handle.state == "ready"
             assert handle.base_url == f"http://127.0.0.1:{spec.port}"
             await handle.wait_ready(1.0)
-            await anyio.sleep(0.5)  # a few samples and health probes
+            with anyio.fail_after(10):  # samples 0.2 s apart, one after readiness (the one a peak counts)
+                while handle.statistics().samples < 3 or not handle.statistics().peak_rss_bytes:
+                    await anyio.sleep(0.02)
             stats = handle.statistics()
         events = drain(sub)
         spawned = kinds(events, "ServerSpawned")[0]
@@ -117,7 +119,7 @@ class TestStartAndStop:
         """A grandchild that left the process group is found after stop, killed and reported."""
         bus, sub = new_bus()
         async with supervised(make_spec(tmp_path, "--grandchild"), bus):
-            await anyio.sleep(0.1)
+            pass  # the server starts its grandchild and announces it before it listens, so before ready
         events = drain(sub)
         announced = [line.fields["grandchild_pid"] for line in kinds(events, "LogLine")
                      if line.fields and "grandchild_pid" in line.fields]
@@ -242,7 +244,8 @@ class TestCrashAndRestart:
         with pytest.raises(ServerError, match=r"(?s)failed: .*readiness probes failed in a row.*; "
                                               r"restart limit reached: 1 restarts within 60 s"):
             async with supervised(spec, bus) as handle:
-                await anyio.sleep(20)
+                with anyio.fail_after(20):  # the restart limit cancels this body long before
+                    await anyio.sleep_forever()
         events = drain(sub)
         assert handle.state == "failed"
         assert [s.incarnation for s in kinds(events, "ServerSpawned")] == [1, 2]
@@ -257,7 +260,8 @@ class TestCrashAndRestart:
         with pytest.raises(ServerError, match=r"(?s)exited during run \(killed by SIGTERM\).*restart policy is 'never'"):
             async with supervised(spec, bus) as handle:
                 os.kill(handle.pid, signal.SIGTERM)
-                await anyio.sleep(10)
+                with anyio.fail_after(10):  # the crash cancels this body long before
+                    await anyio.sleep_forever()
         assert not kinds(drain(sub), "ServerRestarting")
 
     async def test_degraded_is_its_own_state(self, tmp_path):

@@ -16,7 +16,7 @@ from adapters.server.subreaper import is_subreaper
 from orchestrator.supervisor import supervised
 
 pytestmark = [pytest.mark.anyio,
-              pytest.mark.skipif(not hasattr(os, "fork") or not os.uname().sysname == "Linux",
+              pytest.mark.skipif(not hasattr(os, "fork") or os.uname().sysname != "Linux",
                                  reason="PR_SET_CHILD_SUBREAPER is Linux only")]
 
 

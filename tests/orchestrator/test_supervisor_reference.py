@@ -73,10 +73,10 @@ async def test_dead_worker_in_a_live_server_is_restarted_by_health(tmp_path):
     async with supervised(spec, bus) as handle:
         first_pid = handle.pid
         body = {"model": handle.model, "messages": [{"role": "user", "content": "What is two plus two?"}]}
-        async with aiohttp.ClientSession() as http:
-            async with http.post(f"{handle.base_url}/v1/chat/completions", json=body,
-                                 timeout=aiohttp.ClientTimeout(total=30)) as resp:
-                assert resp.status == 503 and (await resp.json())["error"]["code"] == "worker_crashed"
+        async with (aiohttp.ClientSession() as http,
+                    http.post(f"{handle.base_url}/v1/chat/completions", json=body,
+                              timeout=aiohttp.ClientTimeout(total=30)) as resp):
+            assert resp.status == 503 and (await resp.json())["error"]["code"] == "worker_crashed"
         with anyio.fail_after(90):
             while handle.incarnation < 2 or handle.state != "ready":
                 await anyio.sleep(0.05)

@@ -101,7 +101,7 @@ async def main(args: argparse.Namespace) -> None:
         )
         _say("grandchild", grandchild_pid=child.pid)
     if args.gpu_mib:
-        import torch  # only the GPU test asks for this; it holds the tensor for the server's life
+        import torch  # type: ignore[import-not-found]  # only the GPU test asks for this; it holds the tensor for the server's life
 
         args.gpu_tensor = torch.empty(args.gpu_mib * 2**20, dtype=torch.uint8, device="cuda")
         _say("gpu_allocated", mib=args.gpu_mib)
@@ -120,8 +120,12 @@ async def main(args: argparse.Namespace) -> None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     else:
+        def on_signal(sig: signal.Signals) -> None:
+            stopped_by.append(sig)
+            stop.set()
+
         for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, lambda s=sig: (stopped_by.append(s), stop.set()))
+            loop.add_signal_handler(sig, on_signal, sig)
     server = await asyncio.start_server(lambda r, w: _handle(r, w, b), args.host, args.port)
     b.ready_at = time.monotonic()
     _say("listening", port=args.port)

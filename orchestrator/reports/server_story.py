@@ -1,0 +1,57 @@
+"""A model's server story for the reports: each restart with its cause, and each span the server served while
+degraded or unhealthy, each asked-for stop that left a traceback. Fed by reports/fold.py from
+ServerRestarting, ServerStateChanged and ServerExited; pure and bounded (one entry per restart, state change
+or incarnation)."""
+
+from __future__ import annotations
+
+from orchestrator.events import ServerExited, ServerRestarting, ServerStateChanged
+from orchestrator.reports.schema import ExpectedStop, Restart, StateSpan
+
+__all__ = ["ServerStory"]
+
+# States in which a server answered, or should have, short of ready: the ones a reader must see with their span.
+_TROUBLED = frozenset({"degraded", "unhealthy"})
+
+
+class ServerStory:
+    """One model's restarts and troubled spans, fed event by event with the event's time in run seconds."""
+
+    def __init__(self) -> None:
+        self.restarts: list[Restart] = []
+        self.spans: list[StateSpan] = []
+        self.stops: list[ExpectedStop] = []
+        self._open: StateSpan | None = None
+
+    def restarting(self, ev: ServerRestarting, t_s: float) -> None:
+        self.restarts.append(Restart(incarnation=ev.incarnation, attempt=ev.attempt, at_s=t_s,
+                                     backoff_s=ev.backoff_s, reason=ev.reason))
+
+    def state(self, ev: ServerStateChanged, t_s: float) -> None:
+        """A troubled state opens a span; any other state (or another troubled one) closes the open span."""
+        if self._open is not None and (ev.state != self._open.state or ev.incarnation != self._open.incarnation):
+            self._close(t_s, ev.state)
+        if ev.state in _TROUBLED and self._open is None:
+            self._open = StateSpan(state=ev.state, incarnation=ev.incarnation, from_s=t_s, reason=ev.reason)
+
+    def exited(self, ev: ServerExited) -> None:
+        """A stop we asked for whose output ends in a traceback (uvicorn re-raising our SIGINT as
+        KeyboardInterrupt): noted as the server's own handling of the signal, so nobody reads it as a crash."""
+        if ev.expected and any(line.startswith("Traceback") for line in ev.output_tail):
+            last = next((line.strip() for line in reversed(ev.output_tail) if line.strip()), "")
+            self.stops.append(ExpectedStop(incarnation=ev.incarnation, returncode=ev.returncode, signal=ev.signal,
+                                           last_line=last))
+
+    def finish(self) -> tuple[list[Restart], list[StateSpan], list[ExpectedStop]]:
+        """The restarts, spans and noted stops; a span still open ends with the journal (`until` stays None)."""
+        if self._open is not None:
+            self.spans.append(self._open)
+            self._open = None
+        return list(self.restarts), list(self.spans), list(self.stops)
+
+    def _close(self, t_s: float, next_state: str) -> None:
+        assert self._open is not None
+        o = self._open
+        self.spans.append(StateSpan(state=o.state, incarnation=o.incarnation, from_s=o.from_s, until_s=t_s,
+                                    reason=o.reason, ended_by=next_state))
+        self._open = None
