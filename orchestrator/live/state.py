@@ -8,7 +8,7 @@ events; no I/O, no clocks. Every list it holds is bounded (windows by the run's 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import msgspec
 
@@ -184,6 +184,9 @@ def detects(v: SoakVerdict) -> str:
     return ""
 
 
+_Row = TypeVar("_Row", WindowRow, ModelRow, VerdictRow)
+
+
 class PageFold:
     """Feed events in seq order with `add` (it returns the changes they made); `state()` at any time."""
 
@@ -236,7 +239,7 @@ class PageFold:
         self._server = msgspec.structs.replace(self._server, **fields)
         return [Change(seq=self.seq, op="set", section="server", value=self._server)]
 
-    def _put(self, section: str, rows: dict[str, Any], key: str, row: Any) -> list[Change]:
+    def _put(self, section: str, rows: dict[str, _Row], key: str, row: _Row) -> list[Change]:
         rows[key] = row
         return [Change(seq=self.seq, op="put", section=section, value=row)]
 

@@ -10,7 +10,7 @@ import pytest
 from chromium_page import ChromiumPage, chromium_or_skip
 from test_live_server import _live, _request
 
-from orchestrator.events import ProcessSampled, ResourceSampled, ServerRestarting, SoakVerdict, TrendNumbers
+from orchestrator.events import MemoryDetail, ProcessSampled, ResourceSampled, ServerRestarting, SoakVerdict
 
 pytestmark = pytest.mark.anyio
 
@@ -39,7 +39,7 @@ class TestLivePageInABrowser:
             assert "model_call_ms (server) (11)" in await page.text("latency-chart")
             await live.bus.publish(SoakVerdict(
                 source="soak", metric="server_rss", passed=True, final=True, outcome="pass", interval=[-1.0, 5.0],
-                limit=10.0, unit="MiB/h", detail=TrendNumbers(slope=2.0, interval=[-1.0, 5.0], limit=10.0, unit="MiB/h")))
+                limit=10.0, unit="MiB/h", detail=MemoryDetail(slope=2.0, interval=[-1.0, 5.0], limit=10.0, unit="MiB/h")))
             await page.wait_text("verdicts", lambda t: "server_rssPASSfinal" in t, 30)
             live.feed.finish()  # what the run's end does
             await page.wait_text("link", lambda t: "run has ended" in t, 30)

@@ -18,7 +18,7 @@ import pytest
 from config_support import make_config
 
 from orchestrator.bus import Bus
-from orchestrator.events import RequestCorrelated, RunStarted, ServerRestarting, SoakVerdict, TrendNumbers
+from orchestrator.events import MemoryDetail, RequestCorrelated, RunStarted, ServerRestarting, SoakVerdict
 from orchestrator.journal import JournalWriter
 from orchestrator.live.address import ServeAddress
 from orchestrator.live.feed import LiveFeed
@@ -100,9 +100,9 @@ def _counters(frame: dict[str, Any]) -> dict[str, Any]:
 class TestLiveState:
     async def test_a_late_page_loads_everything_so_far_from_the_journal(self, tmp_path: Path) -> None:
         """A page opened after 30 requests reads them all in /state, folded from the journal."""
-        async with _live(tmp_path, before=30) as live, aiohttp.ClientSession() as http:
-            async with http.get(live.page.url + "state") as resp:
-                body = await resp.json()
+        async with _live(tmp_path, before=30) as live, aiohttp.ClientSession() as http, \
+                http.get(live.page.url + "state") as resp:
+            body = await resp.json()
         assert body["state"]["counters"]["issued"] == 30
         assert body["state"]["run"]["command"] == "soak"
         assert body["state"]["seq"] >= 31  # RunStarted and the 30 requests
@@ -204,15 +204,15 @@ class TestLiveEvents:
 
     async def test_the_final_verdicts_reach_the_page_and_the_stream_ends(self, tmp_path: Path) -> None:
         """A final verdict (with its interval and what it can detect) arrives, and closing the feed ends streams."""
-        async with _live(tmp_path) as live, aiohttp.ClientSession() as http:
-            async with http.get(live.page.url + "events?since=0") as stream:
-                detail = TrendNumbers(slope=2.0, interval=[-1.0, 5.0], limit=10.0, unit="MiB/h")
-                await live.bus.publish(SoakVerdict(source="soak", metric="server_rss", passed=True, final=True,
-                                                   outcome="pass", slope=2.0, interval=[-1.0, 5.0], limit=10.0,
-                                                   unit="MiB/h", detail=detail, reason="within the limit"))
-                [frame] = await _sse(stream, 1)
-                live.feed.close()
-                [end] = await _sse(stream, 1)
+        async with _live(tmp_path) as live, aiohttp.ClientSession() as http, \
+                http.get(live.page.url + "events?since=0") as stream:
+            detail = MemoryDetail(slope=2.0, interval=[-1.0, 5.0], limit=10.0, unit="MiB/h")
+            await live.bus.publish(SoakVerdict(source="soak", metric="server_rss", passed=True, final=True,
+                                               outcome="pass", slope=2.0, interval=[-1.0, 5.0], limit=10.0,
+                                               unit="MiB/h", detail=detail, reason="within the limit"))
+            [frame] = await _sse(stream, 1)
+            live.feed.close()
+            [end] = await _sse(stream, 1)
         verdict = frame["data"]["changes"][-1][3]
         assert verdict["name"] == "server_rss" and verdict["final"] and verdict["interval"] == [-1.0, 5.0]
         assert verdict["detects"] == "a slope beyond ±3 MiB/h (can tell it from the limit 10)"

@@ -14,6 +14,7 @@ from orchestrator.events import (
     AnyEvent,
     ErrorRateDetail,
     GateEvaluated,
+    MemoryDetail,
     ModelResult,
     PhaseFinished,
     PhaseStarted,
@@ -28,7 +29,6 @@ from orchestrator.events import (
     SoakVerdict,
     SoakWindowClosed,
     SoakWindowOpened,
-    TrendNumbers,
     WindowStats,
 )
 from orchestrator.journal import encode_event
@@ -145,11 +145,11 @@ def _apply(page: dict[str, object], change: Change) -> None:
 
 class TestDetects:
     @pytest.mark.parametrize(("detail", "text"), [
-        (TrendNumbers(slope=2.0, interval=[-1.0, 5.0], limit=10.0, unit="MiB/h"),
+        (MemoryDetail(slope=2.0, interval=[-1.0, 5.0], limit=10.0, unit="MiB/h"),
          "a slope beyond ±3 MiB/h (can tell it from the limit 10)"),
-        (TrendNumbers(slope=2.0, interval=[-30.0, 34.0], limit=10.0, unit="MiB/h"),
+        (MemoryDetail(slope=2.0, interval=[-30.0, 34.0], limit=10.0, unit="MiB/h"),
          "a slope beyond ±32 MiB/h (cannot yet tell it from the limit 10)"),
-        (TrendNumbers(limit=10.0, unit="MiB/h"), "nothing yet: no interval on the slope (limit 10 MiB/h)"),
+        (MemoryDetail(limit=10.0, unit="MiB/h"), "nothing yet: no interval on the slope (limit 10 MiB/h)"),
         (ErrorRateDetail(limit=0.001), "a value above 0.001"),
         (None, "")])
     def test_each_verdict_says_what_its_evidence_can_detect(self, detail: Any, text: str) -> None:
