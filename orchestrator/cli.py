@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from orchestrator import __version__
 from orchestrator.commands import (
+    ab,
     campaign,
     compare,
     config_check,
@@ -43,6 +44,7 @@ COMMAND_MODULES = [
     inventory,
     report,
     compare,
+    ab,
     dataset,
     ingest,
     soak,

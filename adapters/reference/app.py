@@ -361,7 +361,7 @@ async def _call_engine(state: ServerState, replica: str, audio: DecodedAudio | N
                        req: ChatRequest, out: _Outcome) -> EngineAnswer:
     """One engine call on `replica`; the replica is freed when the thread ends, even after a timeout."""
     loop = asyncio.get_running_loop()
-    latency_s = state.settings.faults.latency_ms / 1000.0
+    latency_s = state.faults.latency_s(req.audio.data if req.audio is not None else None, req.question)
 
     def work() -> EngineAnswer:
         try:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import random
 from dataclasses import dataclass, field
 
 __all__ = ["FaultSettings", "FaultState", "WRONG_ANSWER", "item_draw"]
@@ -25,7 +26,9 @@ class FaultSettings:
     # keeps running, readiness turns degraded (some replicas left) or 503 not_ready (none left).
     worker_crash_after: int | None = None
     hang_after: int | None = None  # after N chat requests every route (health too) stops answering
-    latency_ms: float = 0.0  # added inside every engine call (so it counts in model_call_ms)
+    latency_ms: float = 0.0  # added inside engine calls (so it counts in model_call_ms); every call unless:
+    latency_share: float = 1.0  # only this seeded share of chat requests (drawn per request, seed 0)
+    latency_item_share: float = 1.0  # only this share of items, chosen by item_draw (the same items every time)
     error_rate: float = 0.0  # share of chat requests answered 500, on an exact deterministic pattern
     startup_delay_s: float = 0.0  # sleep before loading the engine (the port stays closed)
     leak_mib: float = 0.0  # MiB kept forever per chat request
@@ -44,6 +47,7 @@ class FaultSettings:
                      "wrong_item_share"):
             if getattr(self, name):
                 names.append(name)
+        names += [n for n in ("latency_share", "latency_item_share") if self.latency_ms and getattr(self, n) < 1.0]
         return names
 
 
@@ -55,6 +59,8 @@ class FaultState:
     seen: int = 0
     hanging: bool = False
     _leaked: list[bytearray] = field(default_factory=list)
+    # Fixed seed: the same server run slows the same request numbers (AIPerf's order decides which items).
+    _latency_draws: random.Random = field(default_factory=lambda: random.Random(0))
 
     def admit(self) -> str | None:
         """Count one chat request; returns "crash", "worker_crash", "hang", "error" or None (no fault)."""
@@ -76,6 +82,16 @@ class FaultState:
                 (self.seen - 1) * s.error_rate):
             return "error"
         return None
+
+    def latency_s(self, audio: bytes | None, question: str) -> float:
+        """The latency to add to this engine call: --fault-latency-ms for the chosen items and requests."""
+        s = self.settings
+        if s.latency_ms <= 0:
+            return 0.0
+        # Draw for every request whatever the item, so the request share does not depend on the item share.
+        request_slow = self._latency_draws.random() < s.latency_share
+        item_slow = s.latency_item_share >= 1.0 or item_draw(audio, question) < s.latency_item_share
+        return s.latency_ms / 1000.0 if request_slow and item_slow else 0.0
 
     def wrong_item(self, audio: bytes | None, question: str) -> bool:
         """Whether this item is among the --fault-wrong-item-share answered wrongly."""

@@ -71,7 +71,13 @@ def add_server_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--fault-hang-after", type=int, default=None, metavar="N",
                    help="after N chat requests stop answering every route, health included")
     g.add_argument("--fault-latency-ms", type=float, default=0.0, metavar="MS",
-                   help="extra latency inside every engine call")
+                   help="extra latency inside every engine call (or those chosen by the two shares below)")
+    g.add_argument("--fault-latency-share", type=float, default=1.0, metavar="S",
+                   help="add --fault-latency-ms to this share of chat requests only (0..1), drawn per request "
+                        "from a fixed seed (default 1: every request)")
+    g.add_argument("--fault-latency-item-share", type=float, default=1.0, metavar="S",
+                   help="add --fault-latency-ms to this share of items only (0..1), chosen by a hash of the audio "
+                        "and question, so the same items are slow on every request (default 1: every item)")
     g.add_argument("--fault-error-rate", type=float, default=0.0, metavar="F",
                    help="answer this share of chat requests with 500 (exact, deterministic pattern)")
     g.add_argument("--fault-startup-delay-s", type=float, default=0.0, metavar="S",
@@ -99,7 +105,7 @@ def settings_from_args(args: argparse.Namespace) -> ServerSettings:
         raise ValueError(f"--port {args.port} is out of range 0-65535")
     if args.replicas < 1:
         raise ValueError(f"--replicas {args.replicas} must be at least 1")
-    for flag in ("fault_error_rate", "fault_wrong_item_share"):
+    for flag in ("fault_error_rate", "fault_wrong_item_share", "fault_latency_share", "fault_latency_item_share"):
         if not 0.0 <= getattr(args, flag) <= 1.0:
             raise ValueError(f"--{flag.replace('_', '-')} {getattr(args, flag)} must be within 0..1")
     for flag in ("max_body_bytes", "request_timeout", "max_audio_seconds"):
@@ -112,7 +118,8 @@ def settings_from_args(args: argparse.Namespace) -> ServerSettings:
         openai_finish_reason=args.openai_finish_reason,
         faults=FaultSettings(crash_after=args.fault_crash_after, worker_crash_after=args.fault_worker_crash_after,
                              hang_after=args.fault_hang_after,
-                             latency_ms=args.fault_latency_ms, error_rate=args.fault_error_rate,
+                             latency_ms=args.fault_latency_ms, latency_share=args.fault_latency_share,
+                             latency_item_share=args.fault_latency_item_share, error_rate=args.fault_error_rate,
                              startup_delay_s=args.fault_startup_delay_s, leak_mib=args.fault_leak_mib,
                              wrong_kinds=tuple(args.fault_wrong_kind),
                              wrong_item_share=args.fault_wrong_item_share))

@@ -81,7 +81,9 @@ def compare_runs(baseline: Path, candidate: Path, cfg: CompareConfig, *, model: 
     regressed = [f"{name}: {f.name}" for name, f in changes if f.change == "regressed"]
     inconclusive = [f"{name}: {f.name}" for name, f in changes if f.change == "inconclusive"]
     if regressed:
-        return result("regressed", 1, "regressed: " + "; ".join(regressed), models=models)
+        # The console prints "<outcome>: <reason>": the reason does not repeat the outcome word.
+        return result("regressed", 1, f"{len(regressed)} figure(s) worse beyond tolerance: " + "; ".join(regressed),
+                      models=models)
     if inconclusive:
         return result("inconclusive", 1 if strict else 0, f"no regression; {len(inconclusive)} figure(s) inconclusive"
                       + (" (--strict: exit 1)" if strict else ""), models=models)

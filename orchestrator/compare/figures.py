@@ -3,11 +3,16 @@
 Methods (all from orchestrator/judge/intervals.py; two-sided intervals at [compare] confidence, 90 %
 by default, so each direction errs at most 5 %; a figure is `unchanged` when its interval lies within
 the tolerance, `regressed`/`improved` when wholly beyond it, else `inconclusive`):
-- latency p50/p90/p99 (client request latency, server handler_ms, server model_call_ms), over requests:
-  exact percentile bootstrap of the order statistic, runs resampled independently; interval of
-  candidate / baseline - 1 against the relative tolerance;
+- latency p50/p90/p99 (client request latency, server handler_ms, server model_call_ms), over requests;
+  interval of candidate / baseline - 1 against the relative tolerance. When both runs sent the same
+  dataset items (paired): items resampled jointly, every request of a drawn item on both sides (cluster
+  bootstrap: the workload mix is held equal and the tail stays the requests'); otherwise the exact
+  percentile bootstrap of the order statistic, runs resampled independently;
 - paired latency, when both runs sent the same dataset items: the median over items of the per-item
-  ratio of median latencies, items as bootstrap units (removes the workload mix);
+  ratio of median latencies, items as bootstrap units (removes the workload mix); and the tail share,
+  the share of candidate requests beyond their item's baseline p90 less the share expected of an
+  unchanged server (sees 40 % of items or 15 % of requests gone slow, which medians miss), against
+  [compare] tail_tolerance;
 - throughput: completed requests per slice in 20 equal slices of each run's profiling span, the
   median slice compared as a quantile (bootstrap);
 - error rate, all causes and per cause: Newcombe's hybrid score interval of two independent rates;
@@ -17,12 +22,13 @@ the tolerance, `regressed`/`improved` when wholly beyond it, else `inconclusive`
 - audio lift (audio minus silence over all items, audio minus transcript over speech items): for a
   deterministic model on the same items the exact difference; otherwise the audio-arm change minus the
   other arm's change, the interval combined from the two (Bonferroni: coverage at least 1 - 2 alpha);
-- completeness: for a deterministic model any item whose defects changed, either way, regresses
-  (issue 22); otherwise the incomplete fraction as a rate (Newcombe).
+- completeness: for a deterministic model any item newly incomplete (or with a new defect) regresses
+  and is named; items only made complete improve; otherwise the incomplete fraction as a rate (Newcombe).
 """
 
 from __future__ import annotations
 
+import math
 from array import array
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Literal, cast
@@ -32,16 +38,20 @@ import numpy as np
 from numpy.typing import NDArray
 
 from orchestrator.compare.load import ModelSamples
+from orchestrator.compare.noise_floor import NoiseFloor, noise_floor
 from orchestrator.compare.schema import ChangedAnswer, Figure, ModelComparison
 from orchestrator.config import CompareConfig
 from orchestrator.judge.intervals import (
     Change,
+    QuantileChange,
     RateChange,
     classify_change,
+    clustered_quantile_changes,
     item_ratio_change,
     paired_rate_change,
     quantile_change,
     rate_change,
+    tail_share_change,
 )
 from orchestrator.judge.noninferiority import pair_counts
 
@@ -63,15 +73,20 @@ def compare_model(base: ModelSamples, cand: ModelSamples, *, deterministic: bool
     paired = bool(base_sent) and base_sent == cand_sent and all(item for item, _arm in base_sent)
     figures: list[Figure] = []
     cdfs: dict[str, list[tuple[float, float]]] = {}
+    floors: dict[str, NoiseFloor | None] = {}
     for short, label, attr in _SERIES:
         b, c = _finite(getattr(base, attr)), _finite(getattr(cand, attr))
-        figures += [_quantile_figure(f"latency.{short}.p{round(q * 100)}", f"{label} p{round(q * 100)}", b, c, q, cfg)
-                    for q in QUANTILES]
-        if paired:
-            figures.append(_ratio_figure(short, label, base, cand, attr, cfg))  # type: ignore[arg-type]
+        by_item = (_by_item(base, attr), _by_item(cand, attr)) if paired else None  # type: ignore[arg-type]
+        paired_changes = _paired_quantiles(by_item, cfg) if by_item is not None else [None] * len(QUANTILES)
+        series = [_quantile_figure(f"latency.{short}.p{round(q * 100)}", f"{label} p{round(q * 100)}", b, c, q, cfg,
+                                   paired=pc) for q, pc in zip(QUANTILES, paired_changes, strict=True)]
+        if by_item is not None:
+            series += [_ratio_figure(short, label, *by_item, cfg), _tail_figure(short, label, *by_item, cfg)]
+        floors[short] = floor = noise_floor(base, cand, attr, cfg.confidence)
+        figures += [_beyond_floor(f, floor) for f in series]
         if short != "handler":
             cdfs[f"{short}/baseline"], cdfs[f"{short}/candidate"] = _cdf(b), _cdf(c)
-    figures.append(_throughput_figure(base, cand, cfg))
+    figures.append(_beyond_floor(_throughput_figure(base, cand, cfg), floors["client"]))
     figures += _error_figures(base, cand, cfg)
     figures += _correctness_figures(base, cand, deterministic, cfg)
     figures += _lift_figures(base, cand, deterministic, cfg)
@@ -80,6 +95,30 @@ def compare_model(base: ModelSamples, cand: ModelSamples, *, deterministic: bool
     return ModelComparison(model=base.name, deterministic=deterministic, paired=paired,
                            shared_items=len(base_sent & cand_sent), figures=figures, changed_answers=changed,
                            answers_compared=compared, cdfs=cdfs)
+
+
+def _beyond_floor(f: Figure, floor: NoiseFloor | None) -> Figure:
+    """Widen a latency or throughput figure's interval by what drift alone moves two runs apart (in
+    quadrature: independent errors); a change within it is `inconclusive`: differs, not attributable."""
+    if floor is None or f.lower is None or f.upper is None or f.baseline is None or f.candidate is None:
+        return f
+    if f.key.endswith(".tail_share"):
+        estimate, half = f.candidate - f.baseline, floor.tail
+    elif f.key.endswith(".item_ratio"):
+        estimate, half = f.candidate - 1.0, floor.level
+    elif f.baseline > 0.0:
+        estimate, half = f.candidate / f.baseline - 1.0, floor.level
+    else:
+        return f
+    lower = estimate - math.hypot(max(0.0, estimate - f.lower), half)
+    upper = estimate + math.hypot(max(0.0, f.upper - estimate), half)
+    change = f.change if f.change == "inconclusive" else classify_change(lower, upper, f.tolerance, f.higher_is_worse)
+    unit = "pt" if f.key.endswith(".tail_share") else "%"
+    note = f"drift between runs: ±{half * 100:.1f} {unit} ({floor.blocks} blocks a run)"
+    if change != f.change and f.change in ("regressed", "improved"):
+        note = f"differs, not attributable: {f.change} only within the runs' own drift; " + note
+    return _replace(f, lower=lower, upper=upper, change=change, note="; ".join(x for x in (f.note, note) if x),
+                    method=f.method + " + block noise floor")
 
 
 def _finite(values: array[float]) -> NDArray[np.float64]:
@@ -94,20 +133,35 @@ def _cdf(values: NDArray[np.float64]) -> list[tuple[float, float]]:
     return [(float(x), float(f)) for x, f in zip(np.quantile(values, fractions), fractions, strict=True)]
 
 
-def _missing(key: str, name: str, unit: str, why: str, **known: float | int | None) -> Figure:
+def _missing(key: str, name: str, unit: str, why: str, *, tolerance: float = 0.0, relative: bool = False,
+             higher_is_worse: bool = True, **known: float | int | None) -> Figure:
     return Figure(key=key, name=name, unit=unit, baseline=known.get("baseline"),
-                  candidate=known.get("candidate"), change="inconclusive", note=why,
+                  candidate=known.get("candidate"), change="inconclusive", note=why, tolerance=tolerance,
+                  relative=relative, higher_is_worse=higher_is_worse,
                   n_baseline=int(known.get("n_baseline") or 0), n_candidate=int(known.get("n_candidate") or 0))
+
+
+ByItem = tuple[dict[tuple[str, str], NDArray[np.float64]], dict[tuple[str, str], NDArray[np.float64]]]
+
+
+def _paired_quantiles(by_item: ByItem, cfg: CompareConfig) -> list[QuantileChange | None]:
+    """p50, p90, p99 over requests with items resampled jointly; None (unpaired) when no item is shared."""
+    try:
+        return list(clustered_quantile_changes(cast(PerItem, by_item[0]), cast(PerItem, by_item[1]), QUANTILES,
+                                               confidence=cfg.confidence, resamples=cfg.resamples, seed=cfg.seed))
+    except ValueError:
+        return [None] * len(QUANTILES)
 
 
 def _quantile_figure(key: str, name: str, b: NDArray[np.float64], c: NDArray[np.float64], q: float,
                      cfg: CompareConfig, *, unit: str = "ms", higher_is_worse: bool = True,
-                     tolerance: float | None = None, note: str = "") -> Figure:
+                     tolerance: float | None = None, note: str = "", paired: QuantileChange | None = None) -> Figure:
     tol = cfg.latency_tolerance if tolerance is None else tolerance
     if b.size == 0 or c.size == 0:
         return _missing(key, name, unit, "no samples on " + ("either side" if b.size == c.size else
-                        "the baseline" if b.size == 0 else "the candidate"), n_baseline=b.size, n_candidate=c.size)
-    qc = quantile_change(b, c, q, confidence=cfg.confidence, resamples=cfg.resamples, seed=cfg.seed)
+                        "the baseline" if b.size == 0 else "the candidate"), n_baseline=b.size, n_candidate=c.size,
+                        tolerance=tol, relative=True, higher_is_worse=higher_is_worse)
+    qc = paired or quantile_change(b, c, q, confidence=cfg.confidence, resamples=cfg.resamples, seed=cfg.seed)
     change: Change
     if qc.relative_lower is None or qc.relative_upper is None:
         change, note = "inconclusive", "the baseline value is not positive: no relative change"
@@ -135,20 +189,32 @@ def _by_item(m: ModelSamples, attr: Series) -> dict[tuple[str, str], NDArray[np.
             if group.size}
 
 
-def _ratio_figure(short: str, label: str, base: ModelSamples, cand: ModelSamples, attr: Series,
-                  cfg: CompareConfig) -> Figure:
+def _ratio_figure(short: str, label: str, b: dict[tuple[str, str], NDArray[np.float64]],
+                  c: dict[tuple[str, str], NDArray[np.float64]], cfg: CompareConfig) -> Figure:
     key, name = f"latency.{short}.item_ratio", f"{label}, per item (paired)"
-    b, c = _by_item(base, attr), _by_item(cand, attr)
     try:
         rc = item_ratio_change(cast(PerItem, b), cast(PerItem, c), confidence=cfg.confidence, resamples=cfg.resamples, seed=cfg.seed)
     except ValueError as exc:
-        return _missing(key, name, "ratio", str(exc), n_baseline=len(b), n_candidate=len(c))
+        return _missing(key, name, "ratio", str(exc), n_baseline=len(b), n_candidate=len(c),
+                        tolerance=cfg.latency_tolerance, relative=True)
     change = classify_change(rc.relative_lower, rc.relative_upper, cfg.latency_tolerance,
                              enough_samples=rc.enough_samples)
     return Figure(key=key, name=name, unit="ratio", baseline=1.0, candidate=rc.ratio, change=change,
                   lower=rc.relative_lower, upper=rc.relative_upper, relative=True, tolerance=cfg.latency_tolerance,
                   confidence=cfg.confidence, n_baseline=rc.items, n_candidate=rc.items, method=rc.method,
                   note="" if rc.enough_samples else "too few shared items")
+
+
+def _tail_figure(short: str, label: str, b: dict[tuple[str, str], NDArray[np.float64]],
+                 c: dict[tuple[str, str], NDArray[np.float64]], cfg: CompareConfig) -> Figure:
+    key, name = f"latency.{short}.tail_share", f"{label}, share beyond the item's baseline p90 (paired)"
+    try:
+        rc = tail_share_change(cast(PerItem, b), cast(PerItem, c), confidence=cfg.confidence,
+                               resamples=cfg.resamples, seed=cfg.seed)
+    except ValueError as exc:
+        return _missing(key, name, "fraction", str(exc), n_baseline=len(b), n_candidate=len(c),
+                        tolerance=cfg.tail_tolerance)
+    return _rate_figure(key, name, rc, cfg.tail_tolerance, cfg, higher_is_worse=True)
 
 
 def _slice_rates(m: ModelSamples) -> NDArray[np.float64]:
@@ -167,7 +233,8 @@ def _throughput_figure(base: ModelSamples, cand: ModelSamples, cfg: CompareConfi
     if b.size and c.size and min(np.quantile(b, 0.5, method="inverted_cdf"), np.quantile(c, 0.5, method="inverted_cdf")) == 0.0:
         # Fewer completions than slices: most slices are empty and the median says nothing.
         return _missing(key, name, "req/s", f"too few completions for {THROUGHPUT_SLICES} slices",
-                        n_baseline=base.ok, n_candidate=cand.ok)
+                        n_baseline=base.ok, n_candidate=cand.ok, tolerance=cfg.throughput_tolerance, relative=True,
+                        higher_is_worse=False)
     return _quantile_figure(key, name, b, c, 0.5, cfg, unit="req/s", higher_is_worse=False,
                             tolerance=cfg.throughput_tolerance)
 
@@ -314,14 +381,20 @@ def _completeness_figures(base: ModelSamples, cand: ModelSamples, deterministic:
             out.append(_rate_figure(key, name, rc, cfg.correctness_tolerance, cfg, higher_is_worse=True))
             continue
         shared = sorted(set(b) & set(c))
+        # Worse: a defect the baseline did not have. Better: defects only lost (incomplete -> complete).
+        worse = [k for k in shared if set(c[k]) - set(b[k])]
+        better = [k for k in shared if k not in worse and set(b[k]) - set(c[k])]
         changed = [f"{i}/{a}: {','.join(b[(i, a)]) or 'complete'} -> {','.join(c[(i, a)]) or 'complete'}"
-                   for i, a in shared if b[(i, a)] != c[(i, a)]]
-        change: Change = "regressed" if changed else ("unchanged" if shared else "inconclusive")
+                   for i, a in worse + better]
+        change: Change = ("regressed" if worse else "improved" if better else
+                          "unchanged" if shared else "inconclusive")
         out.append(Figure(key=key, name=name, unit="fraction", baseline=rc.baseline, candidate=rc.candidate,
                           change=change, lower=rc.lower, upper=rc.upper, tolerance=0.0, confidence=cfg.confidence,
                           n_baseline=len(b), n_candidate=len(c), items=changed,
-                          method="deterministic: any item whose completeness changed regresses",
-                          note=f"completeness changed on {len(changed)} of {len(shared)} shared items"))
+                          method="deterministic: an item newly incomplete (or with a new defect) regresses; "
+                                 "one made complete improves",
+                          note=f"completeness worse on {len(worse)}, better on {len(better)} of {len(shared)} "
+                               f"shared items"))
     return out
 
 

@@ -25,8 +25,11 @@ class CompareConfig(Section, frozen=True, kw_only=True):
     """Absolute fraction of requests, for all causes together and for each cause."""
     correctness_tolerance: Fraction = 0.02
     """Absolute fraction of items, on pass rates, audio lift and incomplete answers of sampling models only: a
-    deterministic model regresses on any newly wrong item, and on any item whose completeness changed."""
+    deterministic model regresses on any newly wrong item, and on any item newly incomplete."""
     resamples: Annotated[int, Meta(ge=200)] = 2000
     """Bootstrap resamples per interval."""
     seed: NonNegInt = 0
     """The bootstrap's seed (the same runs always compare the same)."""
+    tail_tolerance: Fraction = 0.05
+    """Absolute fraction of requests, on the tail share: candidate requests beyond their item's baseline p90,
+    less the share an unchanged server leaves there (about 10 to 18 %, by requests per item)."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TypeAlias, Union
 
+from orchestrator.events.ab import AbPhase
 from orchestrator.events.base import SCHEMA_VERSION, Event, snake_tag
 from orchestrator.events.evidence import (
     CAPABILITY_EVIDENCE,
@@ -146,6 +147,7 @@ __all__ = [
     "PhaseDetail", "PHASE_DETAILS", "DatasetPhase", "ModelPhase", "ServerPhase", "CapabilityPhase",
     "CorrectnessPhase", "IdentityPhase", "AiperfPhase", "AiperfRunPhase", "ReferencePhase", "NoninferiorityPhase",
     "SoakPhase",
+    "AbPhase",
     # soak verdict details
     "VerdictDetail", "VERDICT_DETAILS", "TrendNumbers", "MemoryDetail", "DriftDetail", "TailDetail",
     "ErrorRateDetail", "WindowCorrectness", "PooledGate", "CorrectnessDetail", "RestartDetail", "ProcessCheck",

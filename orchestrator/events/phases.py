@@ -11,6 +11,7 @@ from typing import TypeAlias
 
 import msgspec
 
+from orchestrator.events.ab import AbPhase
 from orchestrator.events.payloads import (
     AiperfSettings,
     AnswerMismatch,
@@ -127,7 +128,7 @@ class SoakPhase(_Phase, frozen=True, kw_only=True, tag="soak"):
 
 PHASE_DETAILS: tuple[type[msgspec.Struct], ...] = (
     DatasetPhase, ModelPhase, ServerPhase, CapabilityPhase, CorrectnessPhase, IdentityPhase, AiperfPhase,
-    AiperfRunPhase, ReferencePhase, NoninferiorityPhase, SoakPhase)
+    AiperfRunPhase, ReferencePhase, NoninferiorityPhase, SoakPhase, AbPhase)
 PhaseDetail: TypeAlias = (DatasetPhase | ModelPhase | ServerPhase | CapabilityPhase | CorrectnessPhase
                           | IdentityPhase | AiperfPhase | AiperfRunPhase | ReferencePhase | NoninferiorityPhase
-                          | SoakPhase)
+                          | SoakPhase | AbPhase)

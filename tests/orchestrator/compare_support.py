@@ -58,12 +58,40 @@ class RunSpec:
     command: str = "run-aiperf"
     aiperf_version: str = "0.13.0"
     timing_scope: str = "public_task_call_wall"
+    # Realistic noise: request noise from Student's t on the log scale (heavy tails) when `tail_df` is set;
+    # an AR(1) factor on the log scale (`ar_sd` its stationary sd, `ar_phi` its lag-1 correlation); and a
+    # linear drift of the whole run (`drift`: the factor reached by the last request, minus 1).
+    tail_df: float | None = None
+    ar_phi: float = 0.0
+    ar_sd: float = 0.0
+    drift: float = 0.0
+    # Planted regressions: every latency times `scale`; this share of items (the same items in every run of
+    # one dataset_seed) and, independently, this share of requests (drawn per request) times `slow_factor`.
+    scale: float = 1.0
+    slow_item_share: float = 0.0
+    slow_request_share: float = 0.0
+    slow_factor: float = 1.0
 
 
 def item_costs(spec: RunSpec) -> np.ndarray:
     """Each (item, arm)'s typical model-call time in ms: lognormal around 200 ms."""
     rng = np.random.default_rng(spec.dataset_seed)
     return 200.0 * rng.lognormal(0.0, 0.5, size=spec.items * len(spec.arms))
+
+
+def _noise(spec: RunSpec, rng: np.random.Generator) -> np.ndarray:
+    """Each request's multiplicative noise: heavy-tailed or lognormal, times AR(1) and drift factors."""
+    n = spec.requests
+    log = spec.noise * (rng.standard_t(spec.tail_df, n) if spec.tail_df else rng.standard_normal(n))
+    if spec.ar_sd:
+        shocks = rng.standard_normal(n) * spec.ar_sd * np.sqrt(1.0 - spec.ar_phi ** 2)
+        state = rng.standard_normal() * spec.ar_sd
+        ar = np.empty(n)
+        for i in range(n):
+            state = spec.ar_phi * state + shocks[i]
+            ar[i] = state
+        log += ar
+    return np.exp(log) * (1.0 + spec.drift * np.arange(n) / max(1, n - 1))
 
 
 def write_run(folder: Path, spec: RunSpec) -> Path:
@@ -92,8 +120,12 @@ def write_run(folder: Path, spec: RunSpec) -> Path:
         put(PhaseStarted(phase="aiperf", model=spec.model, detail=AiperfRunPhase(arms=list(spec.arms))), T0 + 2)
         put(AiperfStarted(window=window, argv=argv, shell=" ".join(argv), artifact_dir="/a",
                           version=spec.aiperf_version), T0 + 3)
-        model_call = costs[np.arange(spec.requests) % len(keys)] * rng.lognormal(0.0, spec.noise, spec.requests) \
+        model_call = costs[np.arange(spec.requests) % len(keys)] * _noise(spec, rng) * spec.scale \
             + spec.model_call_extra_ms
+        slow_items = np.random.default_rng(spec.dataset_seed + 1).permutation(len(keys))[
+            :round(spec.slow_item_share * len(keys))]
+        slow = np.isin(np.arange(spec.requests) % len(keys), slow_items) | (rng.random(spec.requests) < spec.slow_request_share)
+        model_call = np.where(slow, model_call * spec.slow_factor, model_call)
         overhead = rng.exponential(3.0, spec.requests)
         fails = rng.random(spec.requests) < spec.error_rate
         clock = T0 + 10**9

@@ -1,0 +1,188 @@
+"""`aqbench ab`'s session: both servers supervised, A and B blocks of real AIPerf load in the seeded order,
+each block its own window, accounted with warmup excluded; all journaled. Decides nothing (verdict.py).
+
+Why aqbench's own blocks and not AIPerf's multi-run: a `--variant` may set `url`, but AIPerf 0.13.0 runs
+variations in their declared order (A B A B: B always later, so linear drift falls on B) and spawns one
+process tree for the whole sweep, where aqbench accounts and correlates one window per AIPerf run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import anyio
+import msgspec
+
+from orchestrator.ab.blocks import window_name
+from orchestrator.ab.plan import block_order, t_quantile
+from orchestrator.config import Config, ModelConfig
+from orchestrator.correlate import Correlator
+from orchestrator.dataset import (
+    ArmRequest,
+    interleave_kinds,
+    load_dataset,
+    parse_session_key,
+    prepare_arms,
+    resolve_dataset_path,
+    write_aiperf_input,
+)
+from orchestrator.errors import UsageError
+from orchestrator.events import AbPhase, AiperfRunPhase, DatasetPhase, PhaseFinished, PhaseStarted
+from orchestrator.logs import get_logger
+from orchestrator.ports import AiperfFacts, Toolkit
+from orchestrator.run import Interrupt, RunScope, open_run
+from orchestrator.server_spec import ServerSpec
+from orchestrator.supervisor import ServerHandle, supervise, supervised
+
+__all__ = ["AbOptions", "check_comparable", "run_ab_session"]
+
+log = get_logger("aqbench.ab")
+
+
+class AbOptions(msgspec.Struct, frozen=True, kw_only=True):
+    """What the command line chose."""
+
+    baseline: str
+    candidate: str
+    model: str = ""
+    pairs: int = 6
+    block_requests: int = 40
+    block_warmup: int = 4
+    seed: int = 0
+    max_duration_s: float | None = None
+    sequential: bool = False
+
+
+def _model(cfg: Config, name: str, flag: str) -> ModelConfig:
+    models = {m.name: m for m in cfg.models}
+    if name and name not in models:
+        raise UsageError(f"--model {name!r}: not in {flag} {cfg.source}; choose one of {', '.join(models)}")
+    return models[name] if name else cfg.models[0]
+
+
+def check_comparable(a: Config, b: Config, *, sequential: bool = False) -> None:
+    """UsageError (exit 2) unless both configs load the same dataset with the same workload, and (both
+    servers running at once) do not fix the same port."""
+    if a.server.port and a.server.port == b.server.port and not sequential:
+        raise UsageError(f"--baseline {a.source} and --candidate {b.source} both fix [server] port {a.server.port}: "
+                         f"two servers cannot share it; set different ports, leave them unset, or pass --sequential")
+    if resolve_dataset_path(a.dataset) != resolve_dataset_path(b.dataset):
+        raise UsageError(f"--baseline {a.source} and --candidate {b.source} name different datasets "
+                         f"({resolve_dataset_path(a.dataset)} vs {resolve_dataset_path(b.dataset)}); an A/B needs one")
+    if a.workload != b.workload:
+        diff = [k for k in a.workload.__struct_fields__ if getattr(a.workload, k) != getattr(b.workload, k)]
+        raise UsageError(f"--baseline {a.source} and --candidate {b.source} differ in [workload] "
+                         f"{', '.join(diff)}; an A/B changes the server only")
+
+
+async def run_ab_session(a: Config, b: Config, opts: AbOptions, interrupt: Interrupt, toolkit: Toolkit,
+                         *, compare_confidence: float, tolerances: tuple[float, float]) -> Path:
+    """Run the session; returns its journal. Raises UsageError before anything starts on bad input."""
+    check_comparable(a, b, sequential=opts.sequential)
+    models = {"A": _model(a, opts.model, "--baseline"), "B": _model(b, opts.model, "--candidate")}
+    install = await anyio.to_thread.run_sync(toolkit.aiperf.check_install)
+    tokenizer = await anyio.to_thread.run_sync(toolkit.aiperf.ensure_tokenizer, models["A"].tokenizer)
+    dataset = await anyio.to_thread.run_sync(load_dataset, resolve_dataset_path(a.dataset))
+    order = block_order(opts.pairs, opts.seed)
+    async with open_run(a, command="ab", interrupt=interrupt) as run:
+        await run.bus.publish(PhaseFinished(source="ab", phase="dataset", outcome="passed", detail=DatasetPhase(
+            name=dataset.name, identity=dataset.identity, path=str(dataset.root), items=len(dataset.items),
+            arms=list(a.workload.arms))))
+        await run.tg.start(toolkit.records_tailer(run.bus).run)
+        correlator = Correlator(run.bus, key_parser=parse_session_key, match_timeout_s=5.0, answer_grace_s=1.0)
+        await run.tg.start(correlator.run)
+        specs = {side: ServerSpec.from_config(cfg, models[side], run.run_dir / side,
+                                              parts=toolkit.server_parts(cfg.server.kind))
+                 for side, cfg in (("A", a), ("B", b))}
+        for _retry in range(3):  # two free ports picked before either server binds may coincide
+            if b.server.port or specs["B"].port != specs["A"].port:
+                break
+            specs["B"] = ServerSpec.from_config(b, models["B"], run.run_dir / "B",
+                                                parts=toolkit.server_parts(b.server.kind))
+        work = run.run_dir / "aiperf"
+        rows = interleave_kinds(await anyio.to_thread.run_sync(prepare_arms, dataset, list(a.workload.arms),
+                                                               work / "wire"), dataset)
+        input_file = await anyio.to_thread.run_sync(write_aiperf_input, rows, work / "inputs.jsonl")
+        plan = AbPhase(baseline=opts.baseline, candidate=opts.candidate, baseline_url=specs["A"].base_url,
+                       candidate_url=specs["B"].base_url, order=order, seed=opts.seed,
+                       block_requests=opts.block_requests, block_warmup=opts.block_warmup, sequential=opts.sequential,
+                       max_duration_s=opts.max_duration_s, confidence=compare_confidence,
+                       t_quantile=t_quantile(opts.pairs, compare_confidence), latency_tolerance=tolerances[0],
+                       tail_tolerance=tolerances[1])
+        await run.bus.publish(PhaseStarted(source="ab", phase="ab", model=models["A"].name, detail=plan))
+        print(f"ab: {opts.pairs} pairs in order {order}, {opts.block_requests} requests a block "
+              f"(+{opts.block_warmup} warmup); servers {'one at a time' if opts.sequential else 'both running'}",
+              file=sys.stderr, flush=True)
+        ran, stop = await _blocks(run, opts, toolkit, specs, models, order, input_file, tokenizer, install, rows,
+                                  correlator)
+        await run.bus.publish(PhaseFinished(source="ab", phase="ab", model=models["A"].name, outcome="finished",
+                                            reason=stop, detail=AbPhase(blocks_run=ran, stop_reason=stop)))
+        run.finish(status="ok", exit_code=0, reason=stop)
+        return run.journal_path
+
+
+@contextlib.asynccontextmanager
+async def _servers(run: RunScope, specs: dict[str, ServerSpec], sequential: bool) -> AsyncIterator[
+        dict[str, ServerHandle]]:
+    """Both servers up for the whole session (started one after the other), unless --sequential."""
+    handles: dict[str, ServerHandle] = {}
+    if not sequential:
+        for side in ("A", "B"):
+            handles[side] = await run.tg.start(supervise, specs[side], run.bus)
+    try:
+        yield handles
+    finally:
+        with anyio.CancelScope(shield=True), anyio.move_on_after(60):
+            for handle in handles.values():
+                await handle.stop()
+
+
+async def _blocks(run: RunScope, opts: AbOptions, toolkit: Toolkit, specs: dict[str, ServerSpec],
+                  models: dict[str, ModelConfig], order: str, input_file: Path, tokenizer: Path, install: AiperfFacts,
+                  rows: list[ArmRequest], correlator: Correlator) -> tuple[int, str]:
+    started = anyio.current_time()
+    async with _servers(run, specs, opts.sequential) as handles:
+        for k, side in enumerate(order):
+            elapsed = anyio.current_time() - started
+            if opts.max_duration_s and k and k % 2 == 0 and elapsed + elapsed / (k // 2) > opts.max_duration_s:
+                return k, f"--max-duration {opts.max_duration_s:g} s: another pair would not fit ({k // 2} run)"
+            if opts.sequential:
+                async with supervised(specs[side], run.bus) as handle:
+                    await _block(run, toolkit, handle, models[side], k, side, input_file, tokenizer, install, rows,
+                                 opts, correlator)
+            else:
+                await _block(run, toolkit, handles[side], models[side], k, side, input_file, tokenizer, install,
+                             rows, opts, correlator)
+    return len(order), f"every planned block ran ({len(order) // 2} pairs)"
+
+
+async def _block(run: RunScope, toolkit: Toolkit, handle: ServerHandle, model: ModelConfig, k: int, side: str,
+                 input_file: Path, tokenizer: Path, install: AiperfFacts, rows: list[ArmRequest], opts: AbOptions,
+                 correlator: Correlator) -> None:
+    """One block: one AIPerf window against one side; raises UsageError-free AqbenchError when it fails."""
+    cfg = run.config
+    aiperf = toolkit.aiperf
+    window = window_name(model.name, k, side)
+    folder = run.run_dir / "aiperf" / f"block-{k:02d}-{side}"
+    # Each block its own live tap: a shared one would replay earlier blocks' requests into this window.
+    cmd = aiperf.build_command(cfg.workload, base_url=handle.base_url, model=model.name, input_file=input_file,
+                               artifact_dir=folder / "artifacts", tokenizer=tokenizer, requests=opts.block_requests,
+                               warmup=opts.block_warmup, tap_dir=folder / "tap")
+    await run.bus.publish(PhaseStarted(source="ab", phase="aiperf", model=model.name,
+                                       detail=AiperfRunPhase(arms=list(cfg.workload.arms), rows=len(rows),
+                                                             window=window)))
+    outcome = await aiperf.run_aiperf(cmd, run.bus, window=window, deadline_s=cfg.workload.deadline_s,
+                                      stop_grace_s=cfg.workload.stop_grace_s, install=install)
+    acc = await correlator.close_window(window, expected=outcome.issued, expected_from=outcome.issued_from)
+    ok = acc.balanced and outcome.classification == "complete"
+    await run.bus.publish(PhaseFinished(source="ab", phase="aiperf", model=model.name,
+                                        outcome="passed" if ok else "failed",
+                                        reason=outcome.reason if acc.balanced else "; ".join(acc.problems),
+                                        detail=AiperfRunPhase(classification=outcome.classification,
+                                                              balanced=acc.balanced)))
+    print(f"  block {k:02d} {side}: {outcome.classification}, {sum(acc.issued.values())} requests"
+          f"{'' if acc.balanced else ' (NOT BALANCED)'}", file=sys.stderr, flush=True)
+    log.info("ab_block", block=k, side=side, classification=outcome.classification, balanced=acc.balanced)

@@ -1,0 +1,73 @@
+"""`aqbench ab --baseline A.toml --candidate B.toml`: did the candidate regress, measured interleaved?
+Exit 0 no, 1 yes, 2 bad usage. Composition root: the real adapters go to orchestrator/ab/."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+__all__ = ["register", "run"]
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "ab", help="interleaved A/B of two servers in one session, block-paired (exit 1 on a regression)",
+        description="Serve the baseline and the candidate configs' servers in one session and alternate real "
+        "AIPerf load between them in short blocks, in a seeded balanced order (ABBA BAAB ...), so that a "
+        "machine's drift falls on both sides alike. Blocks are paired (one A, one B, back to back) and each "
+        "latency figure (p50, p90, p99 and the tail share beyond each item's baseline p90) is decided from the "
+        "pairs' changes with a t interval against the [compare] tolerances. Writes ab.json and ab.md into the "
+        "run folder. Exit 0: no regression; 1: a figure regressed (or, with --strict, is inconclusive); 2: usage "
+        "error (configs with different datasets or workloads, a bad flag).")
+    p.add_argument("--baseline", required=True, metavar="A.toml", help="the reference server's configuration")
+    p.add_argument("--candidate", required=True, metavar="B.toml", help="the server under judgement")
+    p.add_argument("--model", default="", help="[[models]] name in both configs (default: each config's first)")
+    p.add_argument("--pairs", type=int, default=6, help="pairs of blocks (default 6; at least 3 to decide)")
+    p.add_argument("--block-requests", type=int, default=40, help="profiling requests a block (default 40)")
+    p.add_argument("--block-warmup", type=int, default=4, help="warmup requests a block, not counted (default 4)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the block order (default 0)")
+    p.add_argument("--max-duration", type=float, default=None, metavar="S",
+                   help="start no pair that would end past S seconds (default: run every planned pair)")
+    p.add_argument("--sequential", action="store_true",
+                   help="run one server at a time (each block starts and stops its server) when two do not fit")
+    p.add_argument("--strict", action="store_true", help="exit 1 when any figure is inconclusive")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from orchestrator.ab import AbOptions, check_comparable, decide, run_ab_session, write_result
+    from orchestrator.commands.wiring import real_toolkit
+    from orchestrator.config import load_config
+    from orchestrator.errors import UsageError
+    from orchestrator.run import run_main
+
+    if args.pairs < 1 or args.block_requests < 1 or args.block_warmup < 0:
+        raise UsageError(f"--pairs {args.pairs}, --block-requests {args.block_requests} must be at least 1 and "
+                         f"--block-warmup {args.block_warmup} at least 0")
+    a, b = load_config(args.baseline), load_config(args.candidate)
+    check_comparable(a, b, sequential=args.sequential)  # before any server or AIPerf starts
+    opts = AbOptions(baseline=args.baseline, candidate=args.candidate, model=args.model, pairs=args.pairs,
+                     block_requests=args.block_requests, block_warmup=args.block_warmup, seed=args.seed,
+                     max_duration_s=args.max_duration, sequential=args.sequential)
+    toolkit = real_toolkit()
+    journals: list[Path] = []
+
+    async def body(interrupt: object) -> int:
+        journals.append(await run_ab_session(a, b, opts, interrupt, toolkit,  # type: ignore[arg-type]
+                                             compare_confidence=a.compare.confidence,
+                                             tolerances=(a.compare.latency_tolerance, a.compare.tail_tolerance)))
+        return 0
+
+    code = run_main(body)
+    if code != 0 or not journals:
+        return code
+    result = decide(journals[0], a.compare, strict=args.strict)
+    paths = write_result(result, journals[0].parent)
+    for f in result.figures:
+        if f.change == "regressed":
+            print(f"  regressed: {f.name}: [{(f.lower or 0) * 100:+.1f}, {(f.upper or 0) * 100:+.1f}] "
+                  f"{'%' if f.relative else 'pt'}", file=sys.stderr)
+    print(f"{result.outcome}: {result.reason}")
+    print(f"wrote {paths[0]}, {paths[1]}")
+    return result.exit_code

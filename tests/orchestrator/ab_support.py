@@ -1,0 +1,88 @@
+"""Synthetic `aqbench ab` journals: blocks in the plan's order, latencies from per-item costs times a
+machine factor that drifts over the session (and may jump, as when a CPU hog starts), times request noise."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import msgspec
+import numpy as np
+from config_support import make_config
+
+from orchestrator.ab.blocks import window_name
+from orchestrator.ab.plan import block_order
+from orchestrator.events import (
+    AbPhase,
+    AnyEvent,
+    HostFacts,
+    PhaseFinished,
+    PhaseStarted,
+    RequestCorrelated,
+    RunFinished,
+    RunStarted,
+)
+from orchestrator.journal import encode_event
+
+T0 = 1_764_547_200_000_000_000
+
+
+@dataclass(frozen=True)
+class AbSpec:
+    """One synthetic session. The candidate (B) gets the planted regression; both sides the machine's drift."""
+
+    pairs: int = 6
+    block_requests: int = 40
+    items: int = 20
+    seed: int = 0
+    noise: float = 0.2
+    tail_df: float = 3.0
+    drift: float = 0.3  # the machine factor grows linearly by this much over the session
+    hog_at: float | None = None  # fraction of the session after which the machine is `hog` slower
+    hog: float = 0.5
+    scale: float = 1.0
+    slow_item_share: float = 0.0
+    slow_request_share: float = 0.0
+    slow_factor: float = 1.0
+
+
+def write_session(folder: Path, spec: AbSpec) -> Path:
+    """Write `folder`/events.jsonl; returns the journal."""
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(spec.seed)
+    costs = 200.0 * np.random.default_rng(7).lognormal(0.0, 0.5, spec.items)
+    slow_items = set(np.random.default_rng(8).permutation(spec.items)[:round(spec.slow_item_share * spec.items)].tolist())
+    order = block_order(spec.pairs, spec.seed)
+    total = len(order) * spec.block_requests
+    seq = 0
+    journal = folder / "events.jsonl"
+    with journal.open("wb") as fh:
+
+        def put(ev: AnyEvent) -> None:
+            nonlocal seq
+            seq += 1
+            fh.write(encode_event(msgspec.structs.replace(ev, seq=seq, ts_ns=T0 + seq, run_id="ab-run")) + b"\n")
+
+        put(RunStarted(command="ab", config=make_config(), host=HostFacts(hostname="box", cpu="cpu", cpus=2)))
+        put(PhaseStarted(phase="ab", model="m", detail=AbPhase(order=order, seed=spec.seed, confidence=0.9,
+                                                                block_requests=spec.block_requests)))
+        n = 0
+        for k, side in enumerate(order):
+            window = window_name("m", k, side)
+            for i in range(spec.block_requests):
+                t = n / total
+                machine = (1.0 + spec.drift * t) * (1.0 + spec.hog if spec.hog_at is not None and t >= spec.hog_at else 1.0)
+                item = i % spec.items
+                value = float(costs[item]) * machine * float(np.exp(spec.noise * rng.standard_t(spec.tail_df)))
+                if side == "B":
+                    value *= spec.scale
+                    if item in slow_items or rng.random() < spec.slow_request_share:
+                        value *= spec.slow_factor
+                put(RequestCorrelated(request_id=f"r{n}", window=window, phase="profiling", conversation_id=f"c{n}",
+                                      item_id=f"item-{item:03d}", arm="audio", ok=True, cause="ok", http_status=200,
+                                      request_latency_ms=value + 3.0, handler_ms=value + 1.0, model_call_ms=value))
+                n += 1
+        put(PhaseFinished(phase="ab", model="m", outcome="finished", detail=AbPhase(blocks_run=len(order),
+                                                                                    stop_reason="every planned block ran")))
+        put(RunFinished(status="ok"))
+    return journal

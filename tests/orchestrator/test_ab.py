@@ -1,0 +1,88 @@
+"""`aqbench ab`'s plan and verdict over synthetic session journals: the order is balanced and seeded, an
+A/A session under drift and a CPU hog starting mid-session is not called regressed, and the planted
+regressions the issue names are."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+import pytest
+from ab_support import AbSpec, write_session
+
+from orchestrator.ab import decide, render_markdown
+from orchestrator.ab.plan import block_order, pairs_of
+from orchestrator.cli import main
+from orchestrator.config import CompareConfig
+
+ROOT = Path(__file__).resolve().parents[2]
+PLANTED = {"uniform +10 %": {"scale": 1.10, "pairs": 10, "block_requests": 100},
+           "40 % of items 2x": {"slow_item_share": 0.4, "slow_factor": 2.0},
+           "15 % of requests 3x": {"slow_request_share": 0.15, "slow_factor": 3.0, "block_requests": 100}}
+
+
+class TestPlan:
+    def test_order_is_balanced_seeded_and_paired(self) -> None:
+        """Quads are ABBA or BAAB from the seed; every pair holds one A and one B; the same seed, the same order."""
+        order = block_order(5, seed=3)
+        assert len(order) == 10 and order == block_order(5, seed=3)
+        assert all(order[i:i + 4] in ("ABBA", "BAAB") for i in range(0, 8, 4))
+        assert all(order[a] == "A" and order[b] == "B" for a, b in pairs_of(order))
+        assert len({block_order(6, seed=s) for s in range(20)}) > 1
+
+
+class TestErrorRates:
+    def test_aa_under_drift_and_a_mid_session_hog_is_not_regressed(self, tmp_path: Path) -> None:
+        """100 A/A sessions, the machine 30 % slower by the end and 50 % slower from a random point on:
+        none is `regressed` (the stated 1 % allows at most 1)."""
+        outcomes = []
+        for seed in range(100):
+            spec = AbSpec(seed=seed, hog_at=0.2 + 0.6 * ((seed * 37) % 100) / 100)
+            outcomes.append(decide(write_session(tmp_path / f"s{seed}", spec), CompareConfig(resamples=200)).outcome)
+        assert outcomes.count("regressed") <= 1, outcomes
+
+    @pytest.mark.parametrize("plant", list(PLANTED))
+    def test_planted_regressions_are_caught(self, tmp_path: Path, plant: str) -> None:
+        """Each planted regression is `regressed` in at least 19 of 20 seeds, under a drift of 30 % over the
+        session (the plan sized per effect: 6 pairs of 40 requests, 100 where p90 or a 10 % shift must show)."""
+        outcomes = [decide(write_session(tmp_path / f"s{seed}", dataclasses.replace(AbSpec(seed=seed),
+                                                                                   **PLANTED[plant])),  # type: ignore[arg-type]
+                           CompareConfig(resamples=200)) for seed in range(20)]
+        assert sum(r.outcome == "regressed" and r.exit_code == 1 for r in outcomes) >= 19, [r.reason for r in outcomes]
+
+
+class TestReport:
+    def test_too_few_pairs_is_inconclusive_and_says_so(self, tmp_path: Path) -> None:
+        """Two pairs decide nothing: every latency figure is inconclusive, naming the pairs needed."""
+        result = decide(write_session(tmp_path / "s", AbSpec(pairs=2, slow_request_share=0.5, slow_factor=3.0)),
+                        CompareConfig())
+        latency = {f.key: f for f in result.figures if f.key.startswith("latency.")}
+        assert result.outcome == "inconclusive" and result.exit_code == 0
+        assert all(f.change == "inconclusive" for f in latency.values())
+        assert latency["latency.client.p50"].note == latency["latency.model_call.tail_share"].note == \
+            "2 pair(s): at least 3 needed"
+        assert latency["latency.client.p90"].note == "too few requests a block for p90 (at least 50: --block-requests)"
+        md = render_markdown(result)
+        assert "order `" in md and "## Pairs" in md
+
+
+class TestUsage:
+    @pytest.mark.parametrize(("old", "new", "message"), [
+        ('name = "audioqa-v2"', 'name = "audioqa-v1"', r"name different datasets"),
+        ("requests = 48", "requests = 49", r"differ in \[workload\] requests; an A/B changes the server only"),
+        ("# port = 8000 ", "port = 8000 #", r"both fix \[server\] port 8000: two servers cannot share it")])
+    def test_incomparable_configs_exit_2_before_anything_starts(self, tmp_path: Path, old: str, new: str,
+                                                                  message: str, capsys: pytest.CaptureFixture[str]) -> None:
+        """Configs with different datasets or workloads, or both fixing one port, are refused with exit 2."""
+        text = (ROOT / "bench.toml").read_text()
+        assert old in text
+        base = text.replace(old, new) if "port" in old else text  # a fixed port clashes only when both fix it
+        (tmp_path / "a.toml").write_text(base.replace('output_dir = "runs"', f'output_dir = "{tmp_path / "runs"}"'))
+        (tmp_path / "b.toml").write_text(text.replace(old, new).replace('output_dir = "runs"',
+                                                                        f'output_dir = "{tmp_path / "runs"}"'))
+        code = main(["--log-level", "error", "ab", "--baseline", str(tmp_path / "a.toml"), "--candidate",
+                     str(tmp_path / "b.toml")])
+        assert code == 2
+        assert re.search(message, capsys.readouterr().err)
+        assert not (tmp_path / "runs").exists()
