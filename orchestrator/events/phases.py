@@ -19,7 +19,7 @@ from orchestrator.events.payloads import (
     IncompleteAnswer,
     ItemRef,
 )
-from orchestrator.events.values import SoakLimits
+from orchestrator.events.values import SoakLimits, TrendPlan
 from orchestrator.identity import ModelIdentity
 
 __all__ = ["PhaseDetail", "PHASE_DETAILS", "DatasetPhase", "ModelPhase", "ServerPhase", "CapabilityPhase",
@@ -124,6 +124,8 @@ class SoakPhase(_Phase, frozen=True, kw_only=True, tag="soak"):
     arms: list[str] = []
     limits: SoakLimits | None = None
     windows: int | None = None
+    # What each memory verdict can decide under this plan (said before the load starts).
+    plan: list[TrendPlan] = []
 
 
 PHASE_DETAILS: tuple[type[msgspec.Struct], ...] = (
