@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from orchestrator.commands.serve_args import add_serve_arguments, serve_address
+
 __all__ = ["register"]
 
 
@@ -31,6 +33,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--model", default="", metavar="NAME", help="configured model to soak (default: the first)")
     p.add_argument("--strict", action="store_true",
                    help="exit 1 when any verdict is inconclusive, not only when one fails")
+    add_serve_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -49,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
         duration_s=parse_duration(args.duration, what="--duration") if args.duration else None,
         window_s=parse_duration(args.window, what="--window") if args.window else None,
         request_rate=args.rate, concurrency=args.concurrency, model=args.model, argv=sys.argv,
-        strict=args.strict)
+        strict=args.strict, serve=serve_address(args))
     from orchestrator.commands.wiring import real_toolkit
 
     toolkit = real_toolkit()

@@ -56,6 +56,7 @@ from orchestrator.events import (
     verdict_numbers,
 )
 from orchestrator.judge.outcome import INCONCLUSIVE
+from orchestrator.live.start import start_live_page
 from orchestrator.logs import get_logger
 from orchestrator.ports import AiperfFacts, AiperfInvocation, AiperfResult, Toolkit
 from orchestrator.run import Interrupt, RunScope, new_run_id, open_run
@@ -132,6 +133,7 @@ async def _soak(cfg: Config, opts: SoakOptions, settings: SoakSettings, model: M
     async with open_run(cfg, command="soak", argv=opts.argv or sys.argv, interrupt=interrupt,
                         run_dir=run_dir) as run:
         await run.tg.start(SoakView(run.bus, duration_s=settings.duration_s).run)
+        await start_live_page(run, opts.serve)
         await run.bus.publish(PhaseFinished(
             source="soak", phase="dataset", outcome="passed",
             detail=DatasetPhase(name=dataset.name, identity=dataset.identity, path=str(dataset.root),
