@@ -7,6 +7,13 @@ each request over its own item's baseline; memory with a growth cap). Both see t
 warmup discarded) from the same seeds. Workload: see `_latency` and `_memory` below.
 
     .venv/bin/python bench/soak_verdicts.py [--seeds 1000] [--max-windows 36]
+
+`--sampled` (issue 29) instead judges memory on every 1 Hz sample (orchestrator.judge.sampled_trend, the
+[soak] defaults, 60 s warmup) under tests/orchestrator/sampled_series.py's noise model: false fails of flat
+series by AR(1) coefficient (heavy-tailed spikes too), the power curve by multiple of the 8 MiB/h limit
+against judged minutes, and the smallest slope that would FAIL at 30 and 60 minutes:
+
+    .venv/bin/python bench/soak_verdicts.py --sampled [--seeds 500]
 """
 
 from __future__ import annotations
@@ -20,9 +27,11 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "orchestrator"))
 
 from orchestrator.judge.latency import item_ratios
 from orchestrator.judge.memory import MemoryRule, judge_memory_medians
+from orchestrator.judge.sampled_trend import SampledTrendRule, judge_sampled_trend, wander_sd_per_h
 from orchestrator.judge.trend import judge_trend
 from orchestrator.soak.verdicts import fit_trend
 
@@ -118,7 +127,63 @@ def _windows_needed(fails: np.ndarray, share: float) -> str:
     return str(hits[0]) if hits else f">{rates.size - 1}"
 
 
+SAMPLED_MINUTES = (5, 10, 15, 20, 30, 45, 60)
+SAMPLED_MULTIPLES = (0.0, 2.0, 3.0, 5.0, 10.0, 30.0)
+PHIS = (0.0, 0.5, 0.8, 0.95)
+WARMUP_S = 60
+
+
+def sampled(seeds: int) -> None:
+    """The sampled memory rule's error rates and power (see the module docstring)."""
+    from sampled_series import block_medians, memory_series  # tests/orchestrator: the one noise model
+
+    rule = SampledTrendRule()
+    started = time.perf_counter()
+    fails: dict[tuple[str, float, int], int] = {}
+    detectable: dict[tuple[str, int], list[float]] = {}
+    cases = [(f"phi {phi:g}", phi, False) for phi in PHIS] + [("phi 0.5, heavy tails", 0.5, True)]
+    for name, phi, heavy in cases:
+        for seed in range(seeds):
+            t, flat = memory_series(np.random.default_rng(seed), SAMPLED_MINUTES[-1] * 60 + WARMUP_S, phi=phi,
+                                    heavy=heavy)
+            for m in SAMPLED_MULTIPLES if not heavy else (0.0,):
+                bt, by = block_medians(t, flat + m * RSS_LIMIT * t / 3600)
+                for minutes in SAMPLED_MINUTES:
+                    keep = (bt >= WARMUP_S) & (bt < WARMUP_S + minutes * 60)
+                    v = judge_sampled_trend(bt[keep], by[keep], rule)
+                    fails[name, m, minutes] = fails.get((name, m, minutes), 0) + (v.outcome == "fail")
+                    if m == 0 and v.detectable_per_h is not None:
+                        detectable.setdefault((name, minutes), []).append(v.detectable_per_h)
+    head = " ".join(f"{f'{n} min':>8}" for n in SAMPLED_MINUTES)
+    print(f"{seeds} seeds per case; 1 Hz samples, 10 s block medians, 60 s warmup; limit {RSS_LIMIT:g} MiB/h, cap "
+          f"64 MiB, 98 % two-sided, wander {rule.wander:g} MiB per {rule.wander_s:g} s")
+    print(f"\nfalse fails, flat series (share of seeds that FAIL), by judged minutes\n{'case':<22} {head}")
+    for name, _, _ in cases:
+        print(f"{name:<22} " + " ".join(f"{fails[name, 0.0, n] / seeds:>8.1%}" for n in SAMPLED_MINUTES))
+    for name in ("phi 0.5", "phi 0.95"):
+        print(f"\npower, {name}: share of seeds that FAIL, by multiple of the limit and judged minutes\n"
+              f"{'multiple':<22} {head}")
+        for m in SAMPLED_MULTIPLES[1:]:
+            print(f"{f'{m:g}x ({m * RSS_LIMIT:g} MiB/h)':<22} "
+                  + " ".join(f"{fails[name, m, n] / seeds:>8.1%}" for n in SAMPLED_MINUTES))
+    print("\nsmallest slope that would FAIL (MiB/h): median over flat seeds [95th percentile]; the plan's figure "
+          "(stated wander alone)")
+    for minutes in (30, 60):
+        z = 2.3263  # the 98 % two-sided rule's one-sided quantile
+        plan = RSS_LIMIT + z * wander_sd_per_h(minutes * 60, rule)
+        cells = [f"{name}: {np.median(detectable[name, minutes]):.3g} [{np.quantile(detectable[name, minutes], 0.95):.3g}]"
+                 for name, _, _ in cases]
+        print(f"{minutes} min: plan {plan:.3g}; " + "; ".join(cells))
+    print(f"\n{time.perf_counter() - started:.0f} s")
+
+
 def main() -> None:
+    if "--sampled" in sys.argv:
+        parser = argparse.ArgumentParser(description="the sampled memory rule (issue 29)")
+        parser.add_argument("--sampled", action="store_true")
+        parser.add_argument("--seeds", type=int, default=500)
+        sampled(parser.parse_args().seeds)
+        return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=1000)
     parser.add_argument("--max-windows", type=int, default=36)

@@ -58,6 +58,8 @@ def test_wheel_ships_dataset_as_package_data(tmp_path: Path) -> None:
     templates = ROOT / "orchestrator" / "reports" / "templates"
     assert {f"orchestrator/reports/templates/{p.name}" for p in templates.glob("*.html")} <= set(names)
     assert sum(n.startswith("orchestrator/reports/templates/") for n in names) >= 4
+    # The live page's script and style sheet (no CDN: served from the package).
+    assert {f"orchestrator/live/static/page.{ext}" for ext in ("html", "js", "css")} <= set(names)
     site = tmp_path / "site"
     inst = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-compile",
                            "--target", str(site), str(wheel)], capture_output=True, text=True, timeout=300)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from orchestrator.commands.serve_args import add_serve_arguments, serve_address
+
 __all__ = ["register"]
 
 
@@ -23,6 +25,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="a TensorRT-Model-Connect checkout: judge each model that has a [models.reference] by the "
                         "owners' gates in apps/aiperf_qual/config (tasks.yaml, models/<profile>.yaml)")
     p.add_argument("--rev", default="", metavar="REV", help="read the --trtmc files at this git revision")
+    add_serve_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -38,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
 
         raise UsageError("--rev REV needs --trtmc PATH (the checkout to read at that revision)")
     opts = QualifyOptions(models=args.model, plan_only=args.plan, skip_aiperf=args.skip_aiperf, argv=sys.argv,
-                          owners=owner_files(cfg, args.trtmc, args.rev))
+                          owners=owner_files(cfg, args.trtmc, args.rev), serve=serve_address(args))
 
     toolkit = real_toolkit()
     return run_main(lambda interrupt: qualify(cfg, opts, interrupt, toolkit))

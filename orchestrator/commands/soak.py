@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from orchestrator.commands.serve_args import add_serve_arguments, serve_address
+
 __all__ = ["register"]
 
 
@@ -14,9 +16,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                        "for the whole soak, runs/<id>/aiperf/), cut into windows by time, journals per-window "
                        "aggregates and verdicts at every checkpoint, and writes runs/<id>/report.{json,md,html} and "
                        "soak.{json,md,html}. SIGINT ends the load gracefully and still writes the report. "
+                       "Memory (server, aqbench, AIPerf) is judged on every sample after [soak] warmup_s; before "
+                       "the load the soak says what each trend verdict can decide. "
                        "Each verdict is PASS, FAIL or INCONCLUSIVE: inconclusive means the evidence cannot decide "
-                       "(too few judged windows, too short a span, too few samples for a tail quantile: [soak] "
-                       "min_trend_windows, min_trend_span_s) and names what is missing; inconclusive verdicts are "
+                       "(too short a judged span, too few judged windows, too few samples for a tail quantile: "
+                       "[soak] min_trend_span_s, min_trend_windows) and names what is missing; inconclusive verdicts are "
                        "listed at the end of the run and at the top of soak.md. Exit 0 when no verdict failed "
                        "(inconclusive ones included, unless --strict), 1 when one failed, 2 on configuration "
                        "errors, 3 when the run itself failed, 130/143 when interrupted.")
@@ -29,6 +33,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--model", default="", metavar="NAME", help="configured model to soak (default: the first)")
     p.add_argument("--strict", action="store_true",
                    help="exit 1 when any verdict is inconclusive, not only when one fails")
+    add_serve_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -47,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
         duration_s=parse_duration(args.duration, what="--duration") if args.duration else None,
         window_s=parse_duration(args.window, what="--window") if args.window else None,
         request_rate=args.rate, concurrency=args.concurrency, model=args.model, argv=sys.argv,
-        strict=args.strict)
+        strict=args.strict, serve=serve_address(args))
     from orchestrator.commands.wiring import real_toolkit
 
     toolkit = real_toolkit()

@@ -19,7 +19,7 @@ class SoakConfig(Section, frozen=True, kw_only=True):
     window_s: PositiveFloat = 300.0
     """Length of one window (`--window` overrides it)."""
     warmup_windows: NonNegInt = 1
-    """First windows left out of the trend and error-rate verdicts."""
+    """First windows left out of the latency trend and error-rate verdicts (memory uses `warmup_s`)."""
     checkpoint_every_s: PositiveFloat = 1800.0
     """How often verdicts are journaled and `soak.*` rewritten while the soak runs."""
     rss_limit_mib_per_h: NonNegFloat = 8.0
@@ -29,16 +29,22 @@ class SoakConfig(Section, frozen=True, kw_only=True):
     max_error_rate: Fraction = 0.001
     """The largest share of failed requests over the windows after warmup."""
     min_trend_windows: Annotated[int, Meta(ge=3)] = 6
-    """Judged windows (after warmup) a trend verdict needs; fewer: inconclusive."""
+    """Judged windows (after warmup) a latency trend verdict needs; fewer: inconclusive."""
     min_trend_span_s: NonNegFloat = 600.0
-    """Time from the first to the last judged window a trend verdict needs; shorter: inconclusive."""
-    trend_confidence: Annotated[float, Meta(ge=0.5, lt=1.0)] = 0.95
-    """Two-sided confidence level of a trend's slope interval."""
+    """Judged span a slope verdict needs (memory: of samples after `warmup_s`; latency: first to last judged
+    window); shorter: inconclusive (memory growth beyond its cap FAILs at any span)."""
+    trend_confidence: Annotated[float, Meta(ge=0.5, lt=1.0)] = 0.98
+    """Two-sided confidence level of a trend's slope interval (0.98: a flat series FAILs at most 1 % of the time)."""
     rss_growth_limit_mib: NonNegFloat = 64.0
-    """Memory growth over the soak that fails (median of the last third of the windows minus the first third's)."""
+    """Memory growth over the judged span (slope x span) that FAILs once its interval lies wholly above it."""
     latency_baseline_windows: PositiveInt = 3
     """Judged windows whose per-item medians are each item's latency baseline."""
     max_window_gap_s: NonNegFloat = 1.0
     """The longest time without load allowed between two consecutive windows."""
     max_gap_fraction: Fraction = 0.01
     """The share of the soak all gaps together may take."""
+    warmup_s: NonNegFloat = 60.0
+    """Time after the load starts left out of the memory verdicts (which judge every sample after it)."""
+    rss_wander_mib: NonNegFloat = 3.0
+    """Slow wander of a healthy process's memory level (sd per 5 minutes, MiB) that the memory verdicts allow
+    for: a span too short to show its own wander is widened by it."""

@@ -135,6 +135,7 @@ class Joiner:
         self._keys: dict[str, tuple[str, str]] = {}
         self._starts: deque[tuple[int, str]] = deque(maxlen=_WINDOWS_KEPT)
         self._limits: dict[str, int] = {}
+        self._bound = 0  # bound_in_flight's: windows started without their own concurrency take it
         self._closed: deque[str] = deque(maxlen=_WINDOWS_KEPT)
         self.correlated = self.unmatched = self.duplicates = 0
 
@@ -148,9 +149,10 @@ class Joiner:
         server began them when `start_unix_ns` (the load client's launch) is given, else to the window
         started last. With launch times, a straggler of window N that reaches the server's records after
         N+1 was launched still counts in N, so windows may overlap in their finalisation.
-        `concurrency` (0: unknown or rate mode) bounds how many requests a crash can have in flight."""
+        `concurrency` (0: the bound set by `bound_in_flight`, else none) bounds how many requests a crash can
+        have in flight."""
         self.window = window
-        self._limits[window] = concurrency
+        self._limits[window] = concurrency or self._bound
         if len(self._limits) > _WINDOWS_KEPT:
             del self._limits[next(iter(self._limits))]
         if window in self._closed:  # a name reused after its close (qualify's runs): a new window
@@ -287,6 +289,13 @@ class Joiner:
                 if end is not None and end > last.get(rec.incarnation, 0):
                     last[rec.incarnation] = end
         return out
+
+    def bound_in_flight(self, limit: int) -> None:
+        """How many requests the load client can have open at once (a soak's AIPerf run, whose windows are
+        cut by time): the bound of the window open now and of those started later without their own."""
+        self._bound = limit
+        if self.window:
+            self._limits[self.window] = limit
 
     def _answered(self, rec: ServerRecord) -> None:
         end = rec.end_unix_ns

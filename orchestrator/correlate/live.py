@@ -3,6 +3,7 @@ request, ticks timeouts; the join itself (join.py) stays pure."""
 
 from __future__ import annotations
 
+import math
 import time
 from collections import deque
 from collections.abc import Iterable
@@ -24,20 +25,36 @@ from orchestrator.events import (
 )
 from orchestrator.pulse import Pulse
 
-__all__ = ["Correlator"]
+__all__ = ["Correlator", "in_flight_bound"]
 
 
-def _concurrency(argv: list[str]) -> int:
-    """AIPerf's `--concurrency N` (either spelling); 0 when absent or not a number."""
+def _flag(argv: list[str], name: str) -> str | None:
+    """The value of AIPerf's `--name V` or `--name=V` (None when absent)."""
     for i, arg in enumerate(argv):
-        value = arg.partition("=")[2] if arg.startswith("--concurrency=") else (
-            argv[i + 1] if arg == "--concurrency" and i + 1 < len(argv) else None)
-        if value is not None:
-            try:
-                return max(0, int(value))
-            except ValueError:
-                return 0
-    return 0
+        if arg.startswith(f"{name}="):
+            return arg.partition("=")[2]
+        if arg == name and i + 1 < len(argv):
+            return argv[i + 1]
+    return None
+
+
+def in_flight_bound(argv: list[str]) -> int:
+    """How many requests AIPerf could have had open at once: `--concurrency N`; in rate mode, as many as
+    its rate can start within one request timeout (R x T, plus 6 of its sd and 6 with Poisson arrivals,
+    whose bursts past that have odds under 1e-9), plus one; 0 when it cannot be told."""
+    try:
+        concurrency = int(_flag(argv, "--concurrency") or 0)
+        rate = float(_flag(argv, "--request-rate") or 0)
+        timeout = float(_flag(argv, "--request-timeout-seconds") or 0)
+    except ValueError:
+        return 0
+    if concurrency > 0:
+        return concurrency
+    if rate <= 0 or timeout <= 0:
+        return 0
+    mean = rate * timeout
+    burst = 6 * math.sqrt(mean) + 6 if _flag(argv, "--arrival-pattern") == "poisson" else 0.0
+    return math.ceil(mean + burst) + 1
 
 
 class Correlator:
@@ -108,8 +125,10 @@ class Correlator:
             return self.joiner.server_exited(ev.incarnation, ev.exited_unix_ns or ev.ts_ns, now)
         if isinstance(ev, SoakWindowOpened):
             self.joiner.start_window(ev.window, ev.start_unix_ns)
-        elif isinstance(ev, AiperfStarted) and not self.joiner.cut_by_time:
-            self.joiner.start_window(ev.window, ev.ts_ns, concurrency=_concurrency(ev.argv))
+        elif isinstance(ev, AiperfStarted) and self.joiner.cut_by_time:
+            self.joiner.bound_in_flight(in_flight_bound(ev.argv))  # a soak's windows are cut from this run
+        elif isinstance(ev, AiperfStarted):
+            self.joiner.start_window(ev.window, ev.ts_ns, concurrency=in_flight_bound(ev.argv))
         return ()
 
     async def _publish(self, ev: Event) -> Event:

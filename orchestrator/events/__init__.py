@@ -113,6 +113,7 @@ from orchestrator.events.values import (
     ServerExitFact,
     SoakLimits,
     Summary,
+    TrendPlan,
     WindowStats,
 )
 from orchestrator.events.verdicts import (
@@ -127,6 +128,7 @@ from orchestrator.events.verdicts import (
     ProcessCheck,
     RestartDetail,
     RunAccount,
+    SampledMemoryDetail,
     TailDetail,
     TrendNumbers,
     VerdictDetail,
@@ -143,14 +145,14 @@ __all__ = [
     "ResultRow",
     "RunKey",
     # values
-    "Summary", "GateResult", "MemorySummary", "WindowStats", "SoakLimits", "ServerExitFact", "AiperfRunFact",
+    "Summary", "GateResult", "MemorySummary", "WindowStats", "SoakLimits", "ServerExitFact", "AiperfRunFact", "TrendPlan",
     # phase details
     "PhaseDetail", "PHASE_DETAILS", "DatasetPhase", "ModelPhase", "ServerPhase", "CapabilityPhase",
     "CorrectnessPhase", "IdentityPhase", "AiperfPhase", "AiperfRunPhase", "ReferencePhase", "NoninferiorityPhase",
     "SoakPhase",
     "AbPhase",
     # soak verdict details
-    "VerdictDetail", "VERDICT_DETAILS", "TrendNumbers", "MemoryDetail", "DriftDetail", "TailDetail",
+    "VerdictDetail", "VERDICT_DETAILS", "TrendNumbers", "MemoryDetail", "SampledMemoryDetail", "DriftDetail", "TailDetail",
     "ErrorRateDetail", "WindowCorrectness", "PooledGate", "CorrectnessDetail", "RestartDetail", "ProcessCheck",
     "WindowGap", "GapDetail", "RunAccount", "AccountingDetail", "verdict_numbers",
     # capability evidence

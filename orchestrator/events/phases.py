@@ -19,8 +19,12 @@ from orchestrator.events.payloads import (
     IncompleteAnswer,
     ItemRef,
 )
+<<<<<<< HEAD
 from orchestrator.events.sweep import SweepPhase
 from orchestrator.events.values import SoakLimits
+=======
+from orchestrator.events.values import SoakLimits, TrendPlan
+>>>>>>> main
 from orchestrator.identity import ModelIdentity
 
 __all__ = ["PhaseDetail", "PHASE_DETAILS", "DatasetPhase", "ModelPhase", "ServerPhase", "CapabilityPhase",
@@ -125,6 +129,8 @@ class SoakPhase(_Phase, frozen=True, kw_only=True, tag="soak"):
     arms: list[str] = []
     limits: SoakLimits | None = None
     windows: int | None = None
+    # What each memory verdict can decide under this plan (said before the load starts).
+    plan: list[TrendPlan] = []
 
 
 PHASE_DETAILS: tuple[type[msgspec.Struct], ...] = (

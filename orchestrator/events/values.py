@@ -12,7 +12,7 @@ import msgspec
 from orchestrator.config import SoakConfig
 
 __all__ = ["Summary", "GateResult", "MemorySummary", "WindowStats", "SoakLimits", "ServerExitFact",
-           "AiperfRunFact"]
+           "AiperfRunFact", "TrendPlan"]
 
 
 class Summary(msgspec.Struct, frozen=True, kw_only=True):
@@ -133,11 +133,13 @@ class SoakLimits(msgspec.Struct, frozen=True, kw_only=True):
     warmup_windows: int = 1
     min_trend_windows: int = 6
     min_trend_span_s: float = 600.0
-    trend_confidence: float = 0.95
+    trend_confidence: float = 0.98
     rss_growth_limit_mib: float = 64.0
     latency_baseline_windows: int = 3
     max_window_gap_s: float = 1.0
     max_gap_fraction: float = 0.01
+    warmup_s: float = 60.0
+    rss_wander_mib: float = 3.0
 
     @classmethod
     def from_config(cls, soak: SoakConfig) -> SoakLimits:
@@ -147,7 +149,8 @@ class SoakLimits(msgspec.Struct, frozen=True, kw_only=True):
                    min_trend_windows=soak.min_trend_windows, min_trend_span_s=soak.min_trend_span_s,
                    trend_confidence=soak.trend_confidence, rss_growth_limit_mib=soak.rss_growth_limit_mib,
                    latency_baseline_windows=soak.latency_baseline_windows,
-                   max_window_gap_s=soak.max_window_gap_s, max_gap_fraction=soak.max_gap_fraction)
+                   max_window_gap_s=soak.max_window_gap_s, max_gap_fraction=soak.max_gap_fraction,
+                   warmup_s=soak.warmup_s, rss_wander_mib=soak.rss_wander_mib)
 
 
 class ServerExitFact(msgspec.Struct, frozen=True, kw_only=True):
@@ -169,3 +172,18 @@ class AiperfRunFact(msgspec.Struct, frozen=True, kw_only=True):
     name: str
     issued: dict[str, int] = {}
     issued_from: dict[str, str] = {}
+
+
+class TrendPlan(msgspec.Struct, frozen=True, kw_only=True):
+    """What one trend verdict can decide under the soak's plan, said before the load starts: the span it
+    will judge, whether its slope and its growth can decide at all, and the smallest slope that could FAIL
+    from the stated wander alone (the sample noise the soak will measure only adds to it); `text` says it."""
+
+    metric: str
+    judged_span_s: float
+    slope_decides: bool
+    growth_decides: bool
+    detectable_slope: float | None = None
+    limit: float | None = None
+    unit: str = ""
+    text: str = ""

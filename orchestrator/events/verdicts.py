@@ -13,7 +13,7 @@ import msgspec
 
 from orchestrator.events.values import GateResult, ServerExitFact
 
-__all__ = ["VerdictDetail", "VERDICT_DETAILS", "TrendNumbers", "MemoryDetail", "DriftDetail", "TailDetail",
+__all__ = ["VerdictDetail", "VERDICT_DETAILS", "TrendNumbers", "MemoryDetail", "SampledMemoryDetail", "DriftDetail", "TailDetail",
            "ErrorRateDetail", "WindowCorrectness", "PooledGate", "CorrectnessDetail", "RestartDetail",
            "ProcessCheck", "WindowGap", "GapDetail", "RunAccount", "AccountingDetail", "verdict_numbers"]
 
@@ -47,6 +47,23 @@ class MemoryDetail(TrendNumbers, frozen=True, kw_only=True, tag="memory"):
     times_h: list[float] = []
     growth_mib: float | None = None
     growth_limit_mib: float | None = None
+
+
+class SampledMemoryDetail(TrendNumbers, frozen=True, kw_only=True, tag="sampled_memory"):
+    """Memory judged on every sample after `warmup_s` (judge/sampled_trend.py): `n` batches of block medians
+    (MiB) at `batch_times_h` from the span's start, the growth over the span with its interval, and
+    `detectable_slope`, the smallest slope (MiB/h) that would FAIL at the noise seen."""
+
+    source: str = ""
+    warmup_s: float = 0.0
+    samples: int = 0
+    batch_times_h: list[float] = []
+    series: list[float] = []
+    growth_mib: float | None = None
+    growth_interval: list[float] | None = None
+    growth_limit_mib: float | None = None
+    detectable_slope: float | None = None
+    wander_mib: float | None = None
 
 
 class DriftDetail(TrendNumbers, frozen=True, kw_only=True, tag="drift"):
@@ -179,9 +196,9 @@ class AccountingDetail(_Detail, frozen=True, kw_only=True, tag="accounting"):
 
 VERDICT_DETAILS: tuple[type[_Detail], ...] = (MemoryDetail, DriftDetail, TailDetail, ErrorRateDetail,
                                               CorrectnessDetail, RestartDetail, ProcessCheck, GapDetail,
-                                              AccountingDetail)
+                                              AccountingDetail, SampledMemoryDetail)
 VerdictDetail: TypeAlias = (MemoryDetail | DriftDetail | TailDetail | ErrorRateDetail | CorrectnessDetail
-                            | RestartDetail | ProcessCheck | GapDetail | AccountingDetail)
+                            | RestartDetail | ProcessCheck | GapDetail | AccountingDetail | SampledMemoryDetail)
 
 
 def verdict_numbers(detail: VerdictDetail | None) -> tuple[float | None, list[float] | None, float | None, str]:

@@ -13,6 +13,7 @@ from orchestrator.correlate import Correlator
 from orchestrator.dataset import ArmRequest, Dataset, parse_session_key, session_key
 from orchestrator.events import ClientRecord, NoninferiorityResult, PhaseDetail, PhaseFinished, PhaseStarted
 from orchestrator.judge.paired import ChosenGate, Judged
+from orchestrator.live.address import ServeAddress
 from orchestrator.ports import ChatAnswer, ChatSession, OwnerFiles, Toolkit
 from orchestrator.qualify.answers import AnswerBook
 from orchestrator.qualify.shared import SharedReferences
@@ -30,6 +31,8 @@ class QualifyOptions(msgspec.Struct, frozen=True, kw_only=True):
     argv: list[str] = []
     # TRTMC's qualification files per model name (qualify --trtmc, or its noninferiority source).
     owners: dict[str, OwnerFiles] = {}
+    # --serve: the live page's address (None: no page).
+    serve: ServeAddress | None = None
 
 
 class StageFailed(Exception):

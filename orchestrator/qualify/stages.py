@@ -41,6 +41,7 @@ from orchestrator.events import (
 )
 from orchestrator.judge.gates import ScoredAnswer, evaluate_gates, not_applicable
 from orchestrator.judge.paired import Judged, capacity_rejection
+from orchestrator.live.start import start_live_page
 from orchestrator.logs import get_logger, say
 from orchestrator.ports import Toolkit
 from orchestrator.qualify.aiperf_stage import aiperf_stage, publish_gates
@@ -88,6 +89,7 @@ async def qualify(cfg: Config, opts: QualifyOptions, interrupt: Interrupt, toolk
     statuses: dict[str, str] = {}
     async with open_run(cfg, command="qualify", argv=opts.argv or sys.argv, interrupt=interrupt) as run:
         await run.tg.start(ConsoleView(run.bus).run)
+        await start_live_page(run, opts.serve)
         await run.bus.publish(PhaseFinished(
             source="qualify", phase="dataset", outcome="passed",
             detail=DatasetPhase(name=dataset.name, identity=dataset.identity, path=str(dataset.root),

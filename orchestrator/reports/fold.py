@@ -51,6 +51,7 @@ from orchestrator.events import (
     ServerRestarting,
     ServerSpawned,
     ServerStateChanged,
+    SoakVerdict,
     SoakWindowClosed,
     SubscriberFailed,
     VerdictReached,
@@ -67,7 +68,7 @@ from orchestrator.reports.correctness import (
     path_correctness,
     verdict_grids,
 )
-from orchestrator.reports.row_status import chosen_models, model_status
+from orchestrator.reports.row_status import chosen_models, model_status, soak_status
 from orchestrator.reports.schema import (
     CapabilityCheck,
     Commands,
@@ -176,6 +177,7 @@ class ReportFold:
         self._gpus: dict[int, str] = {}
         self._aiperf_fingerprint = ""
         self._aiperf_version = ""
+        self._soak_final: dict[str, str] = {}  # a soak's final verdicts: metric -> outcome
 
     # ------------------------------------------------------------------------------- feeding
 
@@ -213,6 +215,10 @@ class ReportFold:
 
     def _on_run_finished(self, ev: RunFinished) -> None:
         self._finished = ev
+
+    def _on_soak_verdict(self, ev: SoakVerdict) -> None:
+        if ev.final:
+            self._soak_final[ev.metric] = ev.outcome
 
     def _on_phase_started(self, ev: PhaseStarted) -> None:
         if ev.phase in ("reference", "noninferiority"):  # the reference side's server is not the model's
@@ -457,8 +463,9 @@ class ReportFold:
         # The result row states the identity; a model without one (interrupted, soak) has its phase's or config's.
         ident = ModelIdentity.first_known(res_row, m.detail, conf)
         server_detail = _detail(m, "server", ServerPhase)
-        status, failed_stage, reason = model_status(m.result, {p: (st.outcome, st.reason, st.finished_ns is not None)
-                                                               for p, st in m.stages.items()}, self._finished)
+        stages = {p: (st.outcome, st.reason, st.finished_ns is not None) for p, st in m.stages.items()}
+        soaked = soak_status(stages, self._soak_final) if m.result is None else None
+        status, failed_stage, reason = soaked or model_status(m.result, stages, self._finished)
         restarts, spans, stops = m.story.finish()
         gate_arm = (conf.correctness.arm if conf is not None else "") or "audio"
         window = self._row_window(m)
@@ -562,6 +569,7 @@ _HANDLERS: dict[type, Any] = {
     RequestUnmatched: ReportFold._on_unmatched,
     AccountingChecked: ReportFold._on_accounting,
     SoakWindowClosed: ReportFold._on_soak_window,
+    SoakVerdict: ReportFold._on_soak_verdict,
     Warned: ReportFold._on_warned,
     Failed: ReportFold._on_failed,
     EventsDropped: ReportFold._on_dropped,

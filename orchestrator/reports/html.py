@@ -12,7 +12,15 @@ from typing import Any
 
 from markupsafe import Markup
 
-from orchestrator.reports.markdown import NOTICE_HEAD, gate_rows, is_failure, kind_flags, run_state, split_notices
+from orchestrator.reports.markdown import (
+    NOTICE_HEAD,
+    gate_rows,
+    is_failure,
+    kind_flags,
+    none_text,
+    run_state,
+    split_notices,
+)
 from orchestrator.reports.noninferiority import NONINFERIORITY_HEAD, noninferiority_rows
 from orchestrator.reports.schema import (
     ModelCharts,
@@ -54,7 +62,7 @@ def render_html(report: RunReport) -> str:
     return render(
         "report.html", report=report, run_state=run_state(report),
         flags=[f for r in report.rows for f in kind_flags(r)],
-        planned=[r for r in report.rows if r.status == "planned"],
+        planned=[r for r in report.rows if r.status == "planned"], none_text=none_text(report),
         failures=[r for r in report.rows if is_failure(r)], errors=errors, warnings=warnings,
         provenance_rows=_provenance_rows(report.provenance),
         models=[(r, _figures(r, ch) if (ch := report.charts.get(r.model)) is not None else None) for r in report.rows],

@@ -36,13 +36,23 @@ __all__ = ["render_markdown", "is_failure", "run_state", "gate_rows", "kind_flag
 
 QUALIFIED = "aiperf-qualified"
 # Rows that need no explaining: a qualified model, a --plan row, a run-aiperf run AIPerf fully answered.
-_FINE = frozenset({QUALIFIED, "planned", "aiperf-complete"})
+# A soak that no verdict failed is no failure: inconclusive verdicts are listed in its soak report.
+_FINE = frozenset({QUALIFIED, "planned", "aiperf-complete", "soak-passed", "soak-inconclusive"})
 
 
 def is_failure(row: ModelRow) -> bool:
     """A row that needs explaining: anything short of aiperf-qualified (a plan, or a run-aiperf run that
     AIPerf completed, needs none)."""
     return row.status not in _FINE
+
+
+def none_text(report: RunReport) -> str:
+    """What the Failures section says when nothing failed."""
+    if any(r.status == "planned" for r in report.rows):
+        return "None."
+    if report.provenance.command == "soak":
+        return "None: no soak verdict failed."
+    return "None: every model is aiperf-qualified."
 
 
 # A model that ended with one of these did not reach a final status: the run stopped short of it.
@@ -188,7 +198,7 @@ def render_markdown(report: RunReport) -> str:
     errors, warnings = split_notices(report)
     out += ["## Failures", ""]
     if not failures and not errors:
-        out += ["None." if planned else "None: every model is aiperf-qualified.", ""]
+        out += [none_text(report), ""]
     for row in failures:
         out += _failure(row)
     if errors:

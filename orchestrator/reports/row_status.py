@@ -9,7 +9,7 @@ from collections.abc import Mapping
 
 from orchestrator.events import ModelResult, RunFinished
 
-__all__ = ["chosen_models", "model_status", "StageState"]
+__all__ = ["chosen_models", "model_status", "soak_status", "StageState"]
 
 # A stage as the fold saw it: (outcome, reason, finished).
 StageState = tuple[str, str, bool]
@@ -38,3 +38,18 @@ def model_status(result: ModelResult | None, stages: Mapping[str, StageState],
     if finished is None or finished.status == "interrupted":
         return "interrupted", open_stage, f"the run was interrupted before this model's result{why}"
     return "error", open_stage, f"the run ended before this model's result{why}"
+
+
+def soak_status(stages: Mapping[str, StageState], final: Mapping[str, str]) -> tuple[str, str, str] | None:
+    """A soak's model (its model phase ended `soak-...`): soak-failed, soak-inconclusive or soak-passed from
+    its final verdicts (metric -> outcome; the phase's outcome where none was journaled). None: no soak."""
+    outcome, _, _ = stages.get("model", ("", "", False))
+    if not outcome.startswith("soak-"):
+        return None
+    failed = [k for k, v in final.items() if v == "fail"]
+    undecided = [k for k, v in final.items() if v == "inconclusive"]
+    if failed or (outcome == "soak-failed" and not final):
+        return "soak-failed", "soak", stages.get("soak", ("", "", False))[1] or f"failed: {', '.join(failed)}"
+    if undecided:
+        return "soak-inconclusive", "", f"inconclusive (the evidence cannot decide): {', '.join(undecided)}"
+    return "soak-passed", "", ""

@@ -19,12 +19,15 @@ from orchestrator.config import SoakConfig
 from orchestrator.events import (
     AnyEvent,
     MemorySummary,
+    PhaseStarted,
     RunFinished,
     RunStarted,
     ServerExited,
     ServerRestarting,
+    SoakPhase,
     SoakVerdict,
     SoakWindowClosed,
+    TrendPlan,
     WindowStats,
 )
 from orchestrator.journal import TornLine, iter_journal
@@ -71,6 +74,8 @@ class SoakReport(msgspec.Struct, frozen=True, kw_only=True):
     exits: list[SoakExit] = []
     restarts: int = 0
     torn_line: int | None = None
+    # What each trend verdict could decide under the soak's plan, said before the load (SoakPhase.plan).
+    plan: list[TrendPlan] = []
 
 
 def fold_soak(events: Iterable[AnyEvent], torn: TornLine | None = None, *, live: bool = False) -> SoakReport:
@@ -85,6 +90,7 @@ def fold_soak(events: Iterable[AnyEvent], torn: TornLine | None = None, *, live:
     checkpoint_seqs: set[int] = set()
     exits: list[SoakExit] = []
     restarts = 0
+    plan: list[TrendPlan] = []
     for ev in events:
         if isinstance(ev, RunStarted):
             started = ev
@@ -105,6 +111,8 @@ def fold_soak(events: Iterable[AnyEvent], torn: TornLine | None = None, *, live:
                                   during=ev.during, unix_ns=ev.ts_ns, output_tail=list(ev.output_tail[-5:])))
         elif isinstance(ev, ServerRestarting):
             restarts += 1
+        elif isinstance(ev, PhaseStarted) and isinstance(ev.detail, SoakPhase):
+            plan = list(ev.detail.plan)
     verdicts = list(latest.values())
     return SoakReport(
         run_id=started.run_id if started else "", command=started.command if started else "",
@@ -115,7 +123,7 @@ def fold_soak(events: Iterable[AnyEvent], torn: TornLine | None = None, *, live:
         settings=started.config.soak if started is not None and started.config is not None else None,
         windows=[windows[i] for i in sorted(windows)], verdicts=verdicts,
         verdicts_final=bool(verdicts) and all(v.final for v in verdicts), checkpoints=len(checkpoint_seqs),
-        exits=exits, restarts=restarts, torn_line=torn.line if torn else None)
+        exits=exits, restarts=restarts, torn_line=torn.line if torn else None, plan=plan)
 
 
 def build_soak_report(journal_path: str | Path, *, live: bool = False) -> SoakReport:
@@ -236,8 +244,10 @@ def _headline(report: SoakReport) -> str:
         verdict = f"FAILED ({', '.join(failed)})"
     elif not report.verdicts:
         verdict = "not judged yet"
+    elif undecided:  # no verdict failed, but these decided nothing: no pass
+        verdict = f"INCONCLUSIVE ({', '.join(undecided)}; no verdict failed)"
     else:
-        verdict = "PASSED" + (f" with {len(undecided)} inconclusive" if undecided else "")
+        verdict = "PASSED"
     return f"Soak {verdict}; verdicts: {state}; run status: {report.status}; windows closed: {len(report.windows)}"
 
 
@@ -255,6 +265,8 @@ def render_soak_markdown(report: SoakReport) -> str:
                   *(f"- {u}" for u in undecided), ""]
     if report.torn_line is not None:
         lines += [f"Note: the journal's last line ({report.torn_line}) is torn and was skipped.", ""]
+    if report.plan:
+        lines += ["## What the plan could decide (said before the load)", "", *(f"- {p.text}" for p in report.plan), ""]
     lines += ["## Verdicts", "", *_md_table(_VERDICT_HEAD, _verdict_rows(report))]
     lines += ["## Windows", "", *_md_table(_WINDOW_HEAD, _window_rows(report))]
     if report.exits:

@@ -56,6 +56,7 @@ from orchestrator.events import (
     verdict_numbers,
 )
 from orchestrator.judge.outcome import INCONCLUSIVE
+from orchestrator.live.start import start_live_page
 from orchestrator.logs import get_logger
 from orchestrator.ports import AiperfFacts, AiperfInvocation, AiperfResult, Toolkit
 from orchestrator.run import Interrupt, RunScope, new_run_id, open_run
@@ -64,6 +65,7 @@ from orchestrator.soak.checkpoint import CheckpointReportFailed, write_checkpoin
 from orchestrator.soak.heap import keep_large_blocks_off_heap, trim_heap
 from orchestrator.soak.leftovers import check_processes
 from orchestrator.soak.observer import ObserverSampler
+from orchestrator.soak.plan import plan_trends
 from orchestrator.soak.settings import SoakOptions, SoakSettings, resolve_settings, select_model
 from orchestrator.soak.summary import exit_code, print_summary, write_all_reports
 from orchestrator.soak.tracker import SoakTracker
@@ -131,6 +133,7 @@ async def _soak(cfg: Config, opts: SoakOptions, settings: SoakSettings, model: M
     async with open_run(cfg, command="soak", argv=opts.argv or sys.argv, interrupt=interrupt,
                         run_dir=run_dir) as run:
         await run.tg.start(SoakView(run.bus, duration_s=settings.duration_s).run)
+        await start_live_page(run, opts.serve)
         await run.bus.publish(PhaseFinished(
             source="soak", phase="dataset", outcome="passed",
             detail=DatasetPhase(name=dataset.name, identity=dataset.identity, path=str(dataset.root),
@@ -214,6 +217,7 @@ class _Soak:
         await self.phase("server")
         spec = ServerSpec.from_config(self.cfg, m, run.run_dir, parts=self.toolkit.server_parts(self.cfg.server.kind))
         verdicts: list[MetricVerdict] = []
+        plan = plan_trends(s.duration_s, s.limits, s.window_s)
         started = False
         server_failure = ""
         try:
@@ -230,7 +234,8 @@ class _Soak:
                     await self.phase("soak", detail=SoakPhase(
                         duration_s=s.duration_s, window_s=s.window_s, checkpoint_every_s=s.checkpoint_every_s,
                         request_rate=s.request_rate, concurrency=s.concurrency, warmup_requests=s.warmup_requests,
-                        arms=s.arms, limits=s.limits))
+                        arms=s.arms, limits=s.limits, plan=plan))
+                    print("soak plan:\n" + "\n".join(f"  {p.text}" for p in plan), file=sys.stderr)
                     await self._windows(handle, correlator, install, tokenizer, rows)
                 finally:
                     with anyio.CancelScope(shield=True):
@@ -473,13 +478,22 @@ class _Soak:
     async def _verdicts(self, *, final: bool, processes: ProcessCheck | None = None) -> list[MetricVerdict]:
         verdicts = judge_soak(self.windows, self.settings.limits, exits=self.tracker.exits, processes=processes,
                               cut_short=self.cut_short, runs=self.runs, running=self._aiperf_name,
-                              stopped=set(self.stopped_at))
+                              stopped=set(self.stopped_at), samples=self.tracker.samples, load_span_ns=self._load_span())
         for v in verdicts:
             slope, interval, limit, unit = verdict_numbers(v.detail)
             await self.bus.publish(SoakVerdict(
                 source="soak", metric=v.metric, passed=v.passed, final=final, outcome=v.outcome, reason=v.reason,
                 windows_closed=self.done, slope=slope, interval=interval, limit=limit, unit=unit, detail=v.detail))
         return verdicts
+
+
+    def _load_span(self) -> tuple[int, int] | None:
+        """The load's span so far (wall-clock ns): its first request (AIPerf's start-up is no load) to the
+        last closed window's end."""
+        if not self.windows:
+            return None
+        first = min(w.first_request_unix_ns or w.start_unix_ns for w in self.windows)
+        return first, max(w.end_unix_ns for w in self.windows)
 
 
 def aiperf_run_name(segment: int) -> str:

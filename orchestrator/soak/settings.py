@@ -7,6 +7,7 @@ import msgspec
 from orchestrator.config import Config, ModelConfig
 from orchestrator.errors import ConfigError, UsageError
 from orchestrator.events import SoakLimits
+from orchestrator.live.address import ServeAddress
 
 __all__ = ["SoakOptions", "SoakSettings", "select_model", "resolve_settings"]
 
@@ -22,6 +23,8 @@ class SoakOptions(msgspec.Struct, frozen=True, kw_only=True):
     argv: list[str] = []
     # Any inconclusive verdict exits 1 as a failed one would.
     strict: bool = False
+    # --serve: the live page's address (None: no page).
+    serve: ServeAddress | None = None
 
 
 

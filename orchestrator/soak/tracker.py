@@ -33,6 +33,7 @@ from orchestrator.events import (
 )
 from orchestrator.judge.answers import judge_answer
 from orchestrator.judge.gates import ScoredAnswer
+from orchestrator.soak.samples import SampleSeries
 from orchestrator.soak.window import WindowAccumulator, WindowStats
 
 __all__ = ["SoakTracker"]
@@ -69,6 +70,8 @@ class SoakTracker:
         self.exits: list[ServerExitFact] = []
         self.orphans_killed = 0
         self.restarts = 0
+        # Every memory sample, by verdict (the sampled trend rule judges them, not window medians).
+        self.samples: dict[str, SampleSeries] = {}
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         async with self._bus.subscribe("soak", size=self._size) as sub:
@@ -162,9 +165,14 @@ class SoakTracker:
             if ev.phase == "profiling" and ev.ok:
                 return self._verdict(acc, ev)
         elif isinstance(ev, ResourceSampled):
+            if not ev.pre_ready:  # a (re)starting server's climb to its level is no leak
+                self._sample("server_rss", ev.ts_ns, ev.rss_bytes)
+                if ev.gpu_memory_bytes is not None:
+                    self._sample("server_gpu_memory", ev.ts_ns, ev.gpu_memory_bytes)
             if acc is not None:
                 acc.add_resource(ev.rss_bytes, ev.gpu_memory_bytes)
         elif isinstance(ev, ProcessSampled):
+            self._sample("orchestrator_rss" if ev.role == "orchestrator" else "aiperf_rss", ev.ts_ns, ev.rss_bytes)
             if acc is not None:
                 acc.add_process(ev.role, ev.rss_bytes)
         elif isinstance(ev, ServerExited) and not ev.expected:
@@ -187,6 +195,12 @@ class SoakTracker:
         elif isinstance(ev, OrphanKilled):
             self.orphans_killed += 1
         return ()
+
+    def _sample(self, metric: str, unix_ns: int, value_bytes: int) -> None:
+        series = self.samples.get(metric)
+        if series is None:
+            series = self.samples[metric] = SampleSeries()
+        series.add(unix_ns, value_bytes / 2.0**20)
 
     def _verdict(self, acc: WindowAccumulator, ev: RequestCorrelated) -> tuple[Event, ...]:
         """The answer's VerdictReached, after its AnswerIncomplete when it is not whole. A missing text

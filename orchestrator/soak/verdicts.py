@@ -9,7 +9,7 @@ benchmarks that compare the two. No I/O, no clock.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from fractions import Fraction
 from statistics import median
 from typing import TypeVar
@@ -29,6 +29,7 @@ from orchestrator.events import (
     ProcessCheck,
     RestartDetail,
     RunAccount,
+    SampledMemoryDetail,
     ServerExitFact,
     SoakLimits,
     TailDetail,
@@ -41,7 +42,9 @@ from orchestrator.judge.intervals import wilson_interval
 from orchestrator.judge.latency import judge_item_drift, min_tail_samples
 from orchestrator.judge.memory import MemoryRule, MemoryVerdict, judge_memory_medians
 from orchestrator.judge.outcome import FAIL, INCONCLUSIVE, PASS, Outcome
+from orchestrator.judge.sampled_trend import SampledTrendRule, judge_sampled_trend
 from orchestrator.judge.trend import TrendRule, TrendVerdict, judge_relative_trend
+from orchestrator.soak.samples import SampleSeries
 
 __all__ = [
     "SoakLimits",
@@ -52,6 +55,7 @@ __all__ = [
     "AiperfRunFact",
     "trend_rule",
     "memory_rule",
+    "sampled_rule",
     "fit_trend",
     "judge_soak",
 ]
@@ -70,6 +74,13 @@ def memory_rule(limits: SoakLimits) -> MemoryRule:
     """The memory rule's limits, as `[soak]` sets them."""
     return MemoryRule(limit_mib_per_h=limits.rss_limit_mib_per_h, growth_limit_mib=limits.rss_growth_limit_mib,
                       trend=trend_rule(limits))
+
+
+def sampled_rule(limits: SoakLimits) -> SampledTrendRule:
+    """The sampled memory rule's limits and evidence, as `[soak]` sets them."""
+    return SampledTrendRule(limit_per_h=limits.rss_limit_mib_per_h, growth_limit=limits.rss_growth_limit_mib,
+                            min_span_s=limits.min_trend_span_s, confidence=limits.trend_confidence,
+                            wander=limits.rss_wander_mib)
 
 
 class Trend(msgspec.Struct, frozen=True, kw_only=True):
@@ -157,6 +168,24 @@ def _memory(metric: str, windows: Sequence[WindowStats], pick: Callable[[WindowS
     detail = msgspec.structs.replace(_with_trend(base, v.trend), growth_mib=v.growth_mib,
                                      growth_limit_mib=v.growth_limit_mib, times_h=[round(t, 6) for t in times])
     return MetricVerdict(metric=metric, outcome=v.outcome, reason=v.reason, detail=detail)
+
+
+def _sampled_memory(metric: str, series: SampleSeries | None, limits: SoakLimits, span_ns: tuple[int, int],
+                    source: str) -> MetricVerdict:
+    """The sampled trend rule (judge.sampled_trend) on every sample of `series` in the judged span: from
+    `warmup_s` after the load's start to its end."""
+    start_ns = span_ns[0] + int(limits.warmup_s * 1e9)
+    times, values, samples = series.between(start_ns, span_ns[1]) if series else ([], [], 0)
+    rule = sampled_rule(limits)
+    v = judge_sampled_trend(times, values, rule)
+    detail = SampledMemoryDetail(
+        source=source, warmup_s=limits.warmup_s, samples=samples, batch_times_h=v.batch_times_h,
+        series=v.batch_values, growth_mib=v.growth, growth_interval=list(v.growth_interval) if v.growth_interval else None,
+        growth_limit_mib=rule.growth_limit, detectable_slope=v.detectable_per_h, wander_mib=rule.wander,
+        slope=v.slope_per_h, interval=list(v.interval_per_h) if v.interval_per_h else None, limit=rule.limit_per_h,
+        unit="MiB/h", n=len(v.batch_values), span_s=v.span_s, confidence=v.confidence, method=v.method)
+    reason = v.reason if samples else f"no sample in the judged span (after the {limits.warmup_s:g} s warmup)"
+    return MetricVerdict(metric=metric, outcome=v.outcome, reason=reason, detail=detail)
 
 
 def _server_timed(windows: Sequence[WindowStats]) -> bool:
@@ -403,27 +432,43 @@ def _accounting(windows: Sequence[WindowStats], runs: Sequence[AiperfRunFact], r
                                 f"run(s) issued exactly what was seen" + still)
 
 
+_SAMPLED = (
+    ("server_rss", "resident memory of the server's process tree, every sample (MiB)"),
+    ("server_gpu_memory", "GPU memory of the server's processes, every sample (MiB)"),
+    ("orchestrator_rss", "resident memory of aqbench's own process, every sample (MiB)"),
+    ("aiperf_rss", "resident memory of the load generator's (AIPerf's) process tree, every sample (MiB)"),
+)
+
+
 def judge_soak(windows: Sequence[WindowStats], limits: SoakLimits, *, exits: Sequence[ServerExitFact] = (),
                processes: ProcessCheck | None = None, cut_short: Collection[str] = (),
-               runs: Sequence[AiperfRunFact] = (), running: str = "", stopped: Collection[str] = ()) -> list[MetricVerdict]:
+               runs: Sequence[AiperfRunFact] = (), running: str = "", stopped: Collection[str] = (),
+               samples: Mapping[str, SampleSeries] | None = None,
+               load_span_ns: tuple[int, int] | None = None) -> list[MetricVerdict]:
     """Every verdict over the closed windows so far (in index order). `processes` is given only at the
     end (the process check is a final verdict); checkpoints leave it None. `cut_short` names the windows
     a stop (SIGINT/SIGTERM) cut short: the error rate reports them and does not judge them. `runs` are the
     AIPerf runs that have ended, `running` the one still going (a checkpoint's), `stopped` those the stop
-    signal ended, for the accounting."""
+    signal ended, for the accounting. With `samples` (every memory sample, by verdict) and the load's
+    `load_span_ns`, memory is judged on the samples (judge.sampled_trend), aiperf_rss too; without them,
+    on the windows' medians (judge.memory)."""
     ordered = sorted(windows, key=lambda w: w.index)
     skipped = min(limits.warmup_windows, len(ordered))
     judged = ordered[skipped:]
-    verdicts = [
-        _memory("server_rss", judged, lambda w: w.rss, limits, skipped,
-                "median resident memory of the server's process tree per window (MiB)"),
-    ]
-    if any(w.gpu_memory.samples for w in ordered):
-        verdicts.append(_memory("server_gpu_memory", judged, lambda w: w.gpu_memory, limits, skipped,
-                                "median GPU memory of the server's processes per window (MiB)"))
+    if samples is not None and load_span_ns is not None:
+        verdicts = [_sampled_memory(metric, samples.get(metric), limits, load_span_ns, source)
+                    for metric, source in _SAMPLED if metric in samples or metric != "server_gpu_memory"]
+    else:
+        verdicts = [
+            _memory("server_rss", judged, lambda w: w.rss, limits, skipped,
+                    "median resident memory of the server's process tree per window (MiB)"),
+        ]
+        if any(w.gpu_memory.samples for w in ordered):
+            verdicts.append(_memory("server_gpu_memory", judged, lambda w: w.gpu_memory, limits, skipped,
+                                    "median GPU memory of the server's processes per window (MiB)"))
+        verdicts.append(_memory("orchestrator_rss", judged, lambda w: w.orchestrator_rss, limits, skipped,
+                                "median resident memory of aqbench's own process per window (MiB)"))
     verdicts += [
-        _memory("orchestrator_rss", judged, lambda w: w.orchestrator_rss, limits, skipped,
-                "median resident memory of aqbench's own process per window (MiB)"),
         _item_drift(judged, limits, skipped),
         _tail(judged, limits, skipped),
         _error_rate(judged, limits.max_error_rate, skipped, cut_short),

@@ -7,7 +7,9 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import json
+from collections.abc import Hashable
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import numpy as np
@@ -104,8 +106,9 @@ class TestPairedIntervals:
     def test_clustered_quantiles_are_the_requests_quantiles(self) -> None:
         """Point values are numpy's inverted-cdf quantiles of every request of the shared items."""
         rng = np.random.default_rng(3)
-        base = {i: rng.lognormal(0, 0.3, 12) for i in range(30)}
-        cand = {i: v * 1.5 for i, v in base.items()}
+        # Arrays stand in for the request latencies of each item (keys: item ids).
+        base: dict[Hashable, Any] = {i: rng.lognormal(0, 0.3, 12) for i in range(30)}
+        cand: dict[Hashable, Any] = {i: v * 1.5 for i, v in base.items()}
         changes = clustered_quantile_changes(base, cand, (0.5, 0.9), resamples=500)
         everything = np.concatenate(list(base.values()))
         assert [c.baseline for c in changes] == [float(np.quantile(everything, q, method="inverted_cdf"))
@@ -118,8 +121,8 @@ class TestPairedIntervals:
         rng = np.random.default_rng(5)
         misses, differences = 0, []
         for _ in range(400):
-            base = {i: rng.lognormal(0, 1, 7) for i in range(25)}
-            cand = {i: rng.lognormal(0, 1, 5) for i in range(25)}
+            base: dict[Hashable, Any] = {i: rng.lognormal(0, 1, 7) for i in range(25)}
+            cand: dict[Hashable, Any] = {i: rng.lognormal(0, 1, 5) for i in range(25)}
             tc = tail_share_change(base, cand, resamples=400, seed=int(rng.integers(1 << 30)))
             differences.append(tc.difference)
             misses += tc.lower > 0 or tc.upper < 0

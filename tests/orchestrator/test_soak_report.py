@@ -12,18 +12,25 @@ from config_support import make_config
 from orchestrator.events import (
     AnyEvent,
     MemorySummary,
+    PhaseFinished,
+    PhaseStarted,
     RequestCorrelated,
     RunFinished,
     RunStarted,
     ServerExited,
     ServerRestarting,
+    SoakLimits,
+    SoakPhase,
     SoakVerdict,
     SoakWindowClosed,
     SoakWindowOpened,
     WindowStats,
 )
 from orchestrator.journal import read_journal
+from orchestrator.reports.fold import fold
+from orchestrator.reports.markdown import render_markdown
 from orchestrator.reports.soak import fold_soak, render_soak_html, render_soak_markdown
+from orchestrator.soak.plan import plan_trends
 from orchestrator.view.soak import SoakView, format_status
 
 T0 = 1_800_000_000 * 10**9
@@ -112,8 +119,8 @@ class TestSoakReport:
         assert "soak-gaps" in html and "soak-observer" in html
 
     def test_inconclusive_verdicts_are_listed_at_the_top(self, tmp_path: Path) -> None:
-        """An inconclusive verdict is no failure: the headline passes and names the count, and the verdict
-        is listed with its reason before the verdict table."""
+        """An inconclusive verdict is no failure and no pass: the headline says INCONCLUSIVE, naming it (issue
+        29: it read PASSED), and the verdict is listed with its reason before the verdict table."""
         events = [RunStarted(command="soak"), _window(1, 300),
                   SoakVerdict(metric="server_rss", passed=False, final=True, outcome="inconclusive",
                               detail={"reason": "not enough evidence (2 of 6 windows)"}),
@@ -121,7 +128,8 @@ class TestSoakReport:
                               detail={"reason": "no unexpected server exit"}),
                   RunFinished(status="ok")]
         md = render_soak_markdown(fold_soak(_schema_2(tmp_path, events)))
-        assert "Soak PASSED with 1 inconclusive; verdicts: final; run status: ok" in md
+        assert "Soak INCONCLUSIVE (server_rss; no verdict failed); verdicts: final; run status: ok" in md
+        assert "PASSED" not in md
         top = md.index("Inconclusive (the evidence cannot decide; not a failure unless run with --strict):")
         assert top < md.index("## Verdicts")
         assert "- server_rss: not enough evidence (2 of 6 windows)" in md
@@ -232,3 +240,45 @@ def test_soak_html_escapes_what_the_journal_says() -> None:
     html = render_soak_html(fold_soak(events))
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "<script>" not in html
     assert html.startswith("<!DOCTYPE html>")
+
+
+class TestSoakModelStatus:
+    """report.{md,json} of a soak: the model reads as its soak's outcome, never "error" (issue 29)."""
+
+    @staticmethod
+    def _report(outcomes: dict[str, str], model_outcome: str) -> str:
+        events = [RunStarted(command="soak"),
+                  PhaseStarted(source="soak", phase="model", model="m"),
+                  PhaseFinished(source="soak", phase="soak", model="m", outcome="passed"),
+                  *(SoakVerdict(metric=k, passed=v == "pass", final=True, outcome=v) for k, v in outcomes.items()),
+                  PhaseFinished(source="soak", phase="model", model="m", outcome=model_outcome),
+                  RunFinished(status="ok")]
+        return render_markdown(fold(events))
+
+    def test_a_passing_soak_lists_no_failure(self) -> None:
+        """Every final verdict passed: status soak-passed, and the Failures section says none failed."""
+        md = self._report({"server_rss": "pass", "restarts": "pass"}, "soak-passed")
+        assert "| **soak-passed** |" in md and "## Failures\n\nNone: no soak verdict failed." in md
+        assert "error" not in md
+
+    def test_an_inconclusive_soak_is_not_read_as_passed(self) -> None:
+        md = self._report({"server_rss": "inconclusive", "restarts": "pass"}, "soak-passed")
+        assert "| **soak-inconclusive** |" in md and "None: no soak verdict failed." in md
+
+    def test_a_failed_soak_is_a_failure_with_its_reason(self) -> None:
+        md = self._report({"server_rss": "fail", "restarts": "pass"}, "soak-failed")
+        assert "### m: soak-failed at soak" in md and "Reason: failed: server_rss" in md
+
+
+def test_the_plan_said_before_the_load_is_in_the_soak_report() -> None:
+    """SoakPhase's plan (what each trend verdict could decide) is listed in soak.md and soak.html and kept in
+    soak.json (issue 29)."""
+    plan = plan_trends(240, SoakLimits(), 15)
+    events = [RunStarted(command="soak"), PhaseStarted(source="soak", phase="soak", detail=SoakPhase(plan=plan)),
+              _window(1, 300), RunFinished(status="ok")]
+    report = fold_soak(events)
+    assert report.plan == plan
+    md = render_soak_markdown(report)
+    assert "## What the plan could decide (said before the load)" in md
+    assert "- server_rss: judges 3.0 min, under the 10 min a slope needs: only growth beyond 64 MiB" in md
+    assert "only growth beyond 64 MiB can decide" in render_soak_html(report)

@@ -46,6 +46,23 @@ class TestSoakTracker:
         assert second.orchestrator_rss.median_bytes == 50 * 2**20 and second.aiperf_rss.peak_bytes == 800 * 2**20
         assert tracker.current is None
 
+    def test_every_memory_sample_is_kept_for_the_verdicts_open_window_or_not(self) -> None:
+        """Each memory sample reaches its verdict's series (server, GPU, aqbench, AIPerf), also when no window
+        is open: the sampled memory rule judges samples, not windows (issue 29). A restarting server's samples
+        before it is ready are left out: its climb to its level is no leak."""
+        tracker = _tracker()
+        for s in range(20):
+            for ev in (ResourceSampled(incarnation=1, pid=5, rss_bytes=(100 + s) * 2**20, gpu_memory_bytes=2**30,
+                                       ts_ns=T0 + s * 10**9),
+                       ProcessSampled(role="orchestrator", pid=7, rss_bytes=50 * 2**20, ts_ns=T0 + s * 10**9),
+                       ProcessSampled(role="aiperf", pid=11, rss_bytes=800 * 2**20, ts_ns=T0 + s * 10**9)):
+                list(tracker._handle(ev))
+        list(tracker._handle(ResourceSampled(incarnation=2, pid=6, rss_bytes=2**20, pre_ready=True, ts_ns=T0 + 2)))
+        assert sorted(tracker.samples) == ["aiperf_rss", "orchestrator_rss", "server_gpu_memory", "server_rss"]
+        times, values, samples = tracker.samples["server_rss"].between(T0, T0 + 20 * 10**9)
+        assert samples == 20 and values == [104.5, 114.5] and times == [T0 / 1e9 + 4.5, T0 / 1e9 + 14.5]
+        assert tracker.samples["server_gpu_memory"].between(T0, T0 + 20 * 10**9)[1] == [1024.0, 1024.0]
+
     def test_first_profiling_request_of_an_aiperf_run_is_remembered(self) -> None:
         """The first profiling client record of an AIPerf run fixes its start (warmup records do not)."""
         tracker = _tracker()

@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 
 from orchestrator.config import CorrectnessCriteria
-from orchestrator.events import RunAccount, SoakWindowClosed, WindowGap
+from orchestrator.events import RunAccount, SampledMemoryDetail, SoakWindowClosed, WindowGap
 from orchestrator.journal import decode_event, encode_event
 from orchestrator.judge.gates import ScoredAnswer
 from orchestrator.judge.stats import Summary
 from orchestrator.soak import exit_code
+from orchestrator.soak.samples import SampleSeries
 from orchestrator.soak.verdicts import (
     AiperfRunFact,
     MetricVerdict,
@@ -435,3 +436,41 @@ class TestWindowAccumulator:
         first, second = (list(w.item_server_ms) + list(w.item_client_ms) for w in closed)
         assert first == second == ["item-07", "item-08"] * 2
         assert all(a is b for a, b in zip(first, second, strict=True))
+
+
+class TestSampledMemory:
+    """With every sample (the soak's tracker) and the load's span, memory is judged on the samples."""
+
+    @staticmethod
+    def _series(minutes: int, mib_per_s: float, seed: int) -> SampleSeries:
+        rng = np.random.default_rng(seed)
+        series = SampleSeries()
+        for s in range(minutes * 60):
+            series.add(T0 + s * 10**9, 400 + mib_per_s * s + rng.normal(0, 2))
+        return series
+
+    def test_a_fast_leak_fails_in_a_short_soak_and_aiperf_is_judged(self) -> None:
+        """A 4-minute soak of two 2-minute windows: the server leaking 3 MiB/s FAILs server_rss on its growth,
+        while aqbench and AIPerf (flat) stay inconclusive: 3 judged minutes are too few for a slope."""
+        windows = _windows([400.0, 400.0])
+        span = (T0, T0 + 240 * 10**9)
+        samples = {"server_rss": self._series(4, 3.0, 1), "orchestrator_rss": self._series(4, 0.0, 2),
+                   "aiperf_rss": self._series(4, 0.0, 3)}
+        verdicts = judge_soak(windows, SoakLimits(), samples=samples, load_span_ns=span)
+        server, own, aiperf = (_verdict(verdicts, m) for m in ("server_rss", "orchestrator_rss", "aiperf_rss"))
+        assert server.outcome == "fail" and own.outcome == "inconclusive" and aiperf.outcome == "inconclusive"
+        assert isinstance(server.detail, SampledMemoryDetail)
+        assert server.detail.samples == 180 and server.detail.span_s == pytest.approx(170, abs=10)
+        assert server.detail.growth_interval is not None and server.detail.growth_interval[0] > 64
+        assert "the load generator's (AIPerf's)" in aiperf.detail.source  # type: ignore[union-attr]
+        assert exit_code(verdicts, strict=False) == 1
+
+    def test_a_flat_hour_passes_with_its_detectable_slope(self) -> None:
+        """An hour of flat samples PASSes server_rss and journals the smallest slope it could have failed."""
+        windows = _windows([400.0] * 12)
+        verdicts = judge_soak(windows, SoakLimits(), samples={"server_rss": self._series(60, 0.0, 4)},
+                              load_span_ns=(T0, T0 + 3600 * 10**9))
+        server = _verdict(verdicts, "server_rss")
+        assert server.outcome == "pass", server.reason
+        assert isinstance(server.detail, SampledMemoryDetail) and server.detail.detectable_slope is not None
+        assert 8 < server.detail.detectable_slope < 20

@@ -9,6 +9,7 @@ import pytest
 
 from orchestrator.bus import Bus
 from orchestrator.correlate import Correlator, Joiner
+from orchestrator.correlate.live import in_flight_bound
 from orchestrator.events import (
     AccountingChecked,
     AiperfStarted,
@@ -270,6 +271,33 @@ class TestJoiner:
         [acc] = only(j.close_window("w1"), AccountingChecked)
         assert not acc.balanced
         assert any("than the client's concurrency 2" in p for p in acc.problems), acc.problems
+
+    def test_a_soaks_time_cut_windows_take_the_runs_bound(self) -> None:
+        """Issue 29: a soak's windows are cut by time from one AIPerf run and carry no concurrency of their
+        own; the run's bound (bound_in_flight) applies to them, so three requests lost at concurrency 2 breach."""
+        j = Joiner(match_timeout_s=1.0)
+        j.start_window("soak/w0001", T0)
+        j.bound_in_flight(in_flight_bound(["aiperf", "profile", "--concurrency", "2"]))
+        j.start_window("soak/w0002", T0 + S)
+        crash = T0 + 5 * S
+        for i in range(3):
+            j.add_client(client(f"r{i}", status=None, error_type="ServerDisconnectedError",
+                                error="Server disconnected", start=crash - S // 2, end=crash, window="soak/w0002"), 0)
+        j.server_exited(1, crash, 0)
+        [inflight] = only(j.expire(3 * S), RequestsInFlight)
+        assert inflight.limit == 2
+        [acc] = only(j.close_window("soak/w0002"), AccountingChecked)
+        assert any("than the client's concurrency 2" in p for p in acc.problems), acc.problems
+
+    @pytest.mark.parametrize(("argv", "bound"), [
+        (["--concurrency", "2"], 2), (["--concurrency=8", "--request-rate", "5"], 8),
+        (["--request-rate", "2", "--request-timeout-seconds", "60", "--arrival-pattern", "constant"], 121),
+        (["--request-rate", "2", "--request-timeout-seconds", "60", "--arrival-pattern", "poisson"], 193),
+        (["--request-rate", "2"], 0), (["--concurrency", "x"], 0), ([], 0)])
+    def test_the_in_flight_bound_is_what_aiperf_could_have_open(self, argv: list[str], bound: int) -> None:
+        """Concurrency when given; in rate mode, what the rate starts within one timeout (Poisson bursts
+        allowed for), plus one; 0 when the command line cannot tell."""
+        assert in_flight_bound(argv) == bound
 
     def test_slots_refilled_while_the_process_dies_are_not_a_breach(self) -> None:
         """Four requests lost to one crash at concurrency 2, never more than two open together (the first

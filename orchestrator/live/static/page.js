@@ -1,0 +1,213 @@
+// aqbench live page: loads the run's state (/state, rebuilt from the journal), then applies the changes
+// the server sends on /events (server-sent events; the browser resumes with Last-Event-ID). Read-only.
+// Charts are plain SVG drawn here; every value is written as text, never as markup.
+"use strict";
+
+const CAP = 1000; // points per series, as the server's fold keeps them
+const SVG = "http://www.w3.org/2000/svg";
+let state = null;
+let liveDropped = 0;
+let reloads = 0;
+let source = null;
+let ended = false;
+let pending = false;
+let lastTs = 0;
+
+function byId(id) { return document.getElementById(id); }
+function fmt(v, digits) {
+  if (v === null || v === undefined) return "-";
+  if (typeof v !== "number") return String(v);
+  return Math.abs(v) >= 1000 || Number.isInteger(v) ? String(Math.round(v)) : v.toPrecision(digits || 3);
+}
+function setText(id, v) { const el = byId(id); if (el) el.textContent = v; }
+function hms(s) {
+  s = Math.max(0, Math.floor(s));
+  return `${Math.floor(s / 3600)}:${String(Math.floor(s % 3600 / 60)).padStart(2, "0")}:${String(s % 60).padStart(2, "0")}`;
+}
+
+// ---------------------------------------------------------------------------------------- state
+
+function thin(list) { return list.length > CAP ? list.filter((_, i) => i % 2 === 0) : list; }
+
+function apply(change) {
+  const [seq, op, section, value] = change;
+  if (seq <= state.seq && section !== "live_dropped") return; // already in the state loaded from the journal
+  if (section === "live_dropped") { liveDropped = value; return; }
+  if (op === "set") state[section] = value;
+  else if (op === "add") state[section] = thin([...state[section], value]);
+  else if (op === "put") {
+    const rows = state[section];
+    const i = rows.findIndex((r) => r.name === value.name);
+    if (i >= 0) rows[i] = value; else rows.push(value);
+  }
+}
+
+async function load() {
+  setText("link", "loading the run's state…");
+  const resp = await fetch("/state", {cache: "no-store"});
+  const body = await resp.json();
+  state = body.state;
+  liveDropped = body.live_dropped;
+  render();
+  listen();
+}
+
+function listen() {
+  if (source) source.close();
+  source = new EventSource(`/events?since=${state.seq}`);
+  source.onopen = () => setText("link", "live");
+  source.onerror = () => { if (!ended) setText("link", "connection lost; reconnecting…"); };
+  source.addEventListener("changes", (e) => {
+    const msg = JSON.parse(e.data);
+    for (const ch of msg.changes) apply(ch);
+    state.seq = Math.max(state.seq, msg.seq);
+    lastTs = msg.ts_ns;
+    schedule();
+  });
+  source.addEventListener("reload", () => {
+    // The server's ring no longer holds what this page missed: reload the state from the journal.
+    reloads += 1;
+    source.close();
+    load().catch(showError);
+  });
+  source.addEventListener("end", () => {
+    ended = true;
+    source.close();
+    // The page server stops with the run, before the run's last word (RunFinished) reaches it.
+    if (state.run.status === "running") state.run.status = "ended";
+    setText("link", "the run has ended; this page shows its last state (the reports hold the final numbers)");
+    render();
+  });
+}
+
+function schedule() {
+  if (pending) return;
+  pending = true;
+  setTimeout(() => { pending = false; render(); }, 200);
+}
+
+function showError(err) { setText("link", `cannot load the run's state: ${err}`); }
+
+// ---------------------------------------------------------------------------------------- render
+
+function row(table, cells, cls) {
+  const tr = document.createElement("tr");
+  cells.forEach((c, i) => {
+    const td = document.createElement("td");
+    td.textContent = c;
+    if (cls && cls[i]) td.className = cls[i];
+    tr.appendChild(td);
+  });
+  byId(table).tBodies[0].appendChild(tr);
+}
+function clear(table) { byId(table).tBodies[0].replaceChildren(); }
+
+function render() {
+  const run = state.run;
+  setText("command", run.command || "run");
+  setText("run-id", run.run_id);
+  const status = byId("status");
+  status.textContent = run.status;
+  status.className = `badge ${run.status}`;
+  setText("reason", run.reason);
+  const now = run.finished_unix_ns || Date.now() * 1e6;
+  const elapsed = run.started_unix_ns ? (now - run.started_unix_ns) / 1e9 : 0;
+  const frac = run.total ? Math.min(1, run.done / run.total) : 0;
+  byId("progress-bar").style.width = `${(100 * frac).toFixed(1)}%`;
+  const lag = lastTs ? ` · live lag ${((Date.now() * 1e6 - lastTs) / 1e9).toFixed(1)} s` : "";
+  setText("progress-text", `${run.phase ? "phase " + run.phase + " · " : ""}` +
+    `${run.total ? run.done + " of " + run.total + " " + run.unit + " · " : ""}elapsed ${hms(elapsed)}` +
+    `${run.duration_s ? " of " + hms(run.duration_s) + " under load" : ""}${lag}`);
+
+  const c = state.counters;
+  setText("issued", fmt(c.issued)); setText("ok", fmt(c.ok)); setText("errors", fmt(c.errors));
+  setText("in-flight", fmt(c.in_flight)); setText("warmup", fmt(c.warmup)); setText("unmatched", fmt(c.unmatched));
+  const causes = Object.entries(c.by_cause).map(([k, n]) => `${k} ${n}`).join(", ");
+  setText("by-cause", causes || "none");
+  setText("live-dropped", fmt(liveDropped));
+  const dropped = Object.entries(state.dropped).map(([k, n]) => `${k} ${n}`).join(", ");
+  setText("dropped", dropped || "none");
+  setText("reloads", fmt(reloads));
+
+  clear("verdicts");
+  for (const v of state.verdicts) {
+    row("verdicts", [v.name, v.outcome.toUpperCase(), v.final ? "final" : "checkpoint", fmt(v.estimate),
+      v.interval ? `[${fmt(v.interval[0])}, ${fmt(v.interval[1])}]` : "-", fmt(v.limit), v.unit, v.detects, v.reason],
+      [null, v.outcome]);
+  }
+  const s = state.server;
+  setText("server-state", s.state || "-"); setText("incarnation", fmt(s.incarnation)); setText("restarts", fmt(s.restarts));
+  list("restart-causes", s.causes.map((x) => `restart: ${x}`));
+  list("server-exits", s.exits.map((x) => `unexpected exit: ${x}`));
+  clear("windows");
+  for (const w of state.windows) {
+    row("windows", [w.name, w.state, fmt(w.issued), fmt(w.ok), fmt(w.errors),
+      `${fmt(w.client_p50_ms)}/${fmt(w.client_p99_ms)}`, fmt(w.model_call_p50_ms),
+      w.balanced === null ? "-" : w.balanced ? "balanced" : "NOT balanced"]);
+  }
+  clear("models");
+  for (const m of state.models) row("models", [m.name, m.stage, m.state, m.reason]);
+  chart("latency-chart", "ms", [
+    {name: "client latency", color: "#2f6db5", points: state.latency.filter((p) => p[1] !== null).map((p) => [p[0], p[1]])},
+    {name: "model_call_ms (server)", color: "#c2571a", points: state.latency.filter((p) => p[2] !== null).map((p) => [p[0], p[2]])},
+  ]);
+  const mem = (role) => state.memory.filter((p) => p[0] === role).map((p) => [p[1], p[2] / 1048576]);
+  chart("memory-chart", "MiB", [
+    {name: "server RSS", color: "#2f6db5", points: mem("server")},
+    {name: "aqbench RSS", color: "#3a8f3a", points: mem("aqbench")},
+    {name: "AIPerf tree RSS", color: "#c2571a", points: mem("aiperf")},
+  ]);
+}
+
+function list(id, items) {
+  const ul = byId(id);
+  ul.replaceChildren(...items.map((t) => { const li = document.createElement("li"); li.textContent = t; return li; }));
+}
+
+// ---------------------------------------------------------------------------------------- charts
+
+function el(name, attrs, text) {
+  const e = document.createElementNS(SVG, name);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+function chart(id, unit, series) {
+  const W = 1000, H = 260, L = 60, R = 10, T = 24, B = 30;
+  const pts = series.flatMap((s) => s.points);
+  const svg = el("svg", {viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "img"});
+  if (!pts.length) {
+    svg.appendChild(el("text", {x: L, y: H / 2, fill: "#888"}, "no samples yet"));
+    byId(id).replaceChildren(svg);
+    return;
+  }
+  const xs = pts.map((p) => p[0]), ys = pts.map((p) => p[1]);
+  const x0 = Math.min(...xs), x1 = Math.max(...xs, x0 + 1e-9);
+  const y0 = Math.min(0, ...ys), y1 = Math.max(...ys, y0 + 1e-9) * 1.05;
+  const sx = (x) => L + (x - x0) / (x1 - x0) * (W - L - R);
+  const sy = (y) => H - B - (y - y0) / (y1 - y0) * (H - T - B);
+  svg.appendChild(el("line", {x1: L, y1: H - B, x2: W - R, y2: H - B, stroke: "#999"}));
+  svg.appendChild(el("line", {x1: L, y1: T, x2: L, y2: H - B, stroke: "#999"}));
+  for (const f of [0, 0.5, 1]) {
+    const y = y0 + f * (y1 - y0);
+    svg.appendChild(el("text", {x: L - 4, y: sy(y) + 4, "text-anchor": "end", "font-size": 11}, fmt(y)));
+  }
+  svg.appendChild(el("text", {x: L, y: H - 8, "font-size": 11}, `${hms(x0)}`));
+  svg.appendChild(el("text", {x: W - R, y: H - 8, "font-size": 11, "text-anchor": "end"}, `${hms(x1)} since start`));
+  svg.appendChild(el("text", {x: 4, y: 14, "font-size": 11}, unit));
+  let lx = L + 40;
+  for (const s of series) {
+    if (s.points.length) {
+      const d = s.points.map((p) => `${sx(p[0]).toFixed(1)},${sy(p[1]).toFixed(1)}`).join(" ");
+      svg.appendChild(el("polyline", {points: d, fill: "none", stroke: s.color, "stroke-width": 1.2}));
+    }
+    svg.appendChild(el("rect", {x: lx, y: 6, width: 10, height: 10, fill: s.color}));
+    svg.appendChild(el("text", {x: lx + 14, y: 15, "font-size": 11}, `${s.name} (${s.points.length})`));
+    lx += 200;
+  }
+  byId(id).replaceChildren(svg);
+}
+
+setInterval(() => { if (state && !ended) render(); }, 5000); // the elapsed time moves between events
+load().catch(showError);

@@ -1,0 +1,47 @@
+"""Seeded synthetic 1 Hz memory series for the sampled trend rule (tests and bench/soak_verdicts.py).
+
+Noise model (MiB): a level of 400; a GC sawtooth of 0-20 MiB with a period of 20-40 s; 2 % of samples
+spiked by 20-80 MiB; slow wander, a level shift every 5 minutes (random phase) following AR(1) across
+shifts with coefficient `phi` and stationary sd `wander` (3 MiB: the clean 2-hour soak's scatter after its
+first 10 minutes); and AR(1) sample noise at 1 Hz with the same `phi`, stationary sd 2 MiB. A leak adds
+`slope_per_h` MiB per hour.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+WANDER_S = 300
+BLOCK_S = 10
+
+
+def memory_series(rng: np.random.Generator, seconds: int, *, phi: float, slope_per_h: float = 0.0,
+                  wander: float = 3.0, noise: float = 2.0, heavy: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(times in s, RSS in MiB) of `seconds` 1 Hz samples; `heavy`: spikes of 20 x (1 + Pareto(1.5)) MiB,
+    a heavy tail with no variance, instead of 20-80 MiB."""
+    t = np.arange(seconds, dtype=float)
+    period = rng.uniform(20, 40)
+    sawtooth = 20 * ((t + rng.uniform(0, period)) % period) / period
+    size = 20 * (1 + rng.pareto(1.5, seconds)) if heavy else rng.uniform(20, 80, seconds)
+    spikes = np.where(rng.random(seconds) < 0.02, size, 0.0)
+    shifts = _ar1(rng, seconds // WANDER_S + 2, phi, wander)
+    phase = rng.uniform(0, WANDER_S)
+    level = shifts[((t + phase) // WANDER_S).astype(int)]
+    sample_noise = _ar1(rng, seconds, phi, noise)
+    return t, 400 + sawtooth + spikes + level + sample_noise + slope_per_h * t / 3600
+
+
+def _ar1(rng: np.random.Generator, n: int, phi: float, sd: float) -> np.ndarray:
+    """A stationary AR(1) series of n values with marginal sd `sd`."""
+    eps = rng.normal(0, sd * np.sqrt(1 - phi**2), n)
+    out = np.empty(n)
+    out[0] = rng.normal(0, sd)
+    for i in range(1, n):
+        out[i] = phi * out[i - 1] + eps[i]
+    return out
+
+
+def block_medians(t: np.ndarray, y: np.ndarray, block_s: int = BLOCK_S) -> tuple[np.ndarray, np.ndarray]:
+    """Medians of consecutive `block_s`-second blocks at their mean times (what the soak keeps)."""
+    n = t.size // block_s * block_s
+    return t[:n].reshape(-1, block_s).mean(axis=1), np.median(y[:n].reshape(-1, block_s), axis=1)

@@ -1,0 +1,48 @@
+"""The live page in headless Chromium against a real aiohttp server and bus (no AIPerf): the page's script
+loads the state, applies the changes as they stream, draws its charts, and keeps the last state at the end.
+The real soak watched the same way is tests/e2e/test_live.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from chromium_page import ChromiumPage, chromium_or_skip
+from test_live_server import _live, _request
+
+from orchestrator.events import MemoryDetail, ProcessSampled, ResourceSampled, ServerRestarting, SoakVerdict
+
+pytestmark = pytest.mark.anyio
+
+
+class TestLivePageInABrowser:
+    async def test_the_numbers_change_as_the_run_goes(self, tmp_path: Path) -> None:
+        """Opened after 5 requests the page shows 5; more requests, a restart, memory samples and a final
+        verdict show up without a reload; the end of the feed leaves the last state on the page."""
+        chromium_or_skip()
+        async with _live(tmp_path, before=5) as live, ChromiumPage(live.page.url) as page:
+            await page.wait_text("issued", lambda t: t == "5", 30)
+            await page.wait_text("link", lambda t: t == "live", 30)
+            for i in range(5, 12):
+                await live.bus.publish(_request(i, ok=i != 7))
+            await page.wait_text("issued", lambda t: t == "12", 30)
+            assert await page.text("by-cause") == "timeout 1"
+            await live.bus.publish(ServerRestarting(source="supervisor", incarnation=1, attempt=1, backoff_s=1.0,
+                                                    reason="exited with SIGKILL"))
+            for role in ("orchestrator", "aiperf"):
+                await live.bus.publish(ProcessSampled(source="soak", role=role, pid=1, rss_bytes=50 << 20))
+            await live.bus.publish(ResourceSampled(source="sampler", incarnation=1, pid=1, rss_bytes=80 << 20))
+            await page.wait_text("restarts", lambda t: t == "1", 30)
+            assert "exited with SIGKILL" in await page.text("restart-causes")
+            await page.wait_text("memory-chart", lambda t: "AIPerf tree RSS (1)" in t, 30)
+            assert "client latency (11)" in await page.text("latency-chart")
+            assert "model_call_ms (server) (11)" in await page.text("latency-chart")
+            await live.bus.publish(SoakVerdict(
+                source="soak", metric="server_rss", passed=True, final=True, outcome="pass", interval=[-1.0, 5.0],
+                limit=10.0, unit="MiB/h", detail=MemoryDetail(slope=2.0, interval=[-1.0, 5.0], limit=10.0, unit="MiB/h")))
+            await page.wait_text("verdicts", lambda t: "server_rssPASSfinal" in t, 30)
+            live.feed.finish()  # what the run's end does
+            await page.wait_text("link", lambda t: "run has ended" in t, 30)
+            assert await page.text("status") == "ended"
+            assert await page.text("issued") == "12"
+            assert await page.eval("document.querySelectorAll('#latency-chart polyline').length") == 2

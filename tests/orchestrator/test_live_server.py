@@ -1,0 +1,266 @@
+"""The live page's HTTP side against a real aiohttp server on a free loopback port: the state a late page
+loads from the journal, server-sent events as the bus publishes, Last-Event-ID resumption, reloads when a
+page is behind the ring, drop counting, redaction and read-only routes."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import anyio
+import pytest
+from config_support import make_config
+
+from orchestrator.bus import Bus
+from orchestrator.events import MemoryDetail, RequestCorrelated, RunStarted, ServerRestarting, SoakVerdict
+from orchestrator.journal import JournalWriter
+from orchestrator.live.address import ServeAddress
+from orchestrator.live.feed import LiveFeed
+from orchestrator.live.privacy import page_scrubber
+from orchestrator.live.server import LivePage
+
+pytestmark = pytest.mark.anyio
+
+SECRET = "hf_live_secret_value_123"
+
+
+@dataclass
+class Live:
+    bus: Bus
+    writer: JournalWriter
+    feed: LiveFeed
+    page: LivePage
+    run_dir: Path
+
+    async def flush(self) -> bool:
+        return await self.writer.wait_written(self.bus.statistics().published, 10.0)
+
+
+def _request(i: int, *, ok: bool = True) -> RequestCorrelated:
+    return RequestCorrelated(source="correlate", request_id=f"r{i}", window="soak/w0001", phase="profiling", ok=ok,
+                             cause="ok" if ok else "timeout", request_latency_ms=100.0 + i, model_call_ms=80.0 + i,
+                             request_start_ns=1, request_end_ns=2)
+
+
+@asynccontextmanager
+async def _live(tmp_path: Path, *, before: int = 0, ring: int = 2048, sub_size: int = 4096) -> AsyncIterator[Live]:
+    """A bus with its journal writer, `before` requests published before the page starts, and the page."""
+    run_dir = tmp_path / "run"
+    config = make_config(server={"env": {"HF_TOKEN": SECRET}})
+    bus = Bus("live-test")
+    writer = JournalWriter(run_dir / "events.jsonl")
+    async with anyio.create_task_group() as tg:
+        await tg.start(writer.run, bus)
+        await bus.publish(RunStarted(source="run", command="soak", config=config, run_dir=str(run_dir)))
+        for i in range(before):
+            await bus.publish(_request(i))
+        live = Live(bus, writer, None, None, run_dir)  # type: ignore[arg-type]
+        scrub = page_scrubber(config, "live-test", run_dir, ["aqbench", "soak"])
+        live.feed = LiveFeed(bus, writer.path, scrub=scrub, flush=live.flush, ring=ring, sub_size=sub_size)
+        live.page = LivePage(live.feed, ServeAddress(port=0))
+        try:
+            await tg.start(live.feed.run)
+            await tg.start(live.page.run)
+            yield live
+        finally:
+            tg.cancel_scope.cancel()
+            with anyio.CancelScope(shield=True):
+                await bus.aclose(timeout_s=5)
+
+
+async def _sse(resp: aiohttp.ClientResponse, count: int, timeout_s: float = 10.0) -> list[dict[str, Any]]:
+    """The next `count` events of a stream: {'id', 'event', 'data'} (comments and retry lines skipped)."""
+    out: list[dict[str, Any]] = []
+    current: dict[str, Any] = {}
+    with anyio.fail_after(timeout_s):
+        while len(out) < count:
+            line = (await resp.content.readline()).decode().rstrip("\n")
+            if not line:
+                if "event" in current:
+                    out.append(current)
+                current = {}
+            elif line.startswith(":") or line.startswith("retry:"):
+                continue
+            else:
+                field, _, value = line.partition(": ")
+                current[field] = json.loads(value) if field == "data" else value
+    return out
+
+
+def _counters(frame: dict[str, Any]) -> dict[str, Any]:
+    return next(ch[3] for ch in reversed(frame["data"]["changes"]) if ch[2] == "counters")
+
+
+class TestLiveState:
+    async def test_a_late_page_loads_everything_so_far_from_the_journal(self, tmp_path: Path) -> None:
+        """A page opened after 30 requests reads them all in /state, folded from the journal."""
+        async with _live(tmp_path, before=30) as live, aiohttp.ClientSession() as http, \
+                http.get(live.page.url + "state") as resp:
+            body = await resp.json()
+        assert body["state"]["counters"]["issued"] == 30
+        assert body["state"]["run"]["command"] == "soak"
+        assert body["state"]["seq"] >= 31  # RunStarted and the 30 requests
+        assert len(body["state"]["latency"]) == 30 and body["state"]["latency"][0][1:] == [100.0, 80.0]
+        assert body["live_dropped"] == 0
+
+    async def test_the_page_is_read_only(self, tmp_path: Path) -> None:
+        """Only GET routes exist: a POST is refused and an unknown path is not found."""
+        async with _live(tmp_path) as live, aiohttp.ClientSession() as http:
+            async with http.post(live.page.url + "state", data=b"{}") as resp:
+                assert resp.status == 405
+            async with http.get(live.page.url + "../etc/passwd") as resp:
+                assert resp.status == 404
+            async with http.get(live.page.url) as resp:
+                assert resp.status == 200 and "aqbench" in await resp.text()
+
+
+class TestLiveEvents:
+    async def test_changes_stream_as_the_bus_publishes(self, tmp_path: Path) -> None:
+        """A page following from its state's seq gets the counters of each new request, in order."""
+        async with _live(tmp_path, before=2) as live, aiohttp.ClientSession() as http:
+            async with http.get(live.page.url + "state") as resp:
+                seq = (await resp.json())["state"]["seq"]
+            async with http.get(live.page.url + f"events?since={seq}") as stream:
+                assert stream.headers["Content-Type"] == "text/event-stream"
+                await live.bus.publish(_request(2))
+                [first] = await _sse(stream, 1)
+                await live.bus.publish(_request(3, ok=False))
+                [second] = await _sse(stream, 1)
+        assert first["event"] == "changes" and int(first["id"]) > seq
+        assert _counters(first)["issued"] == 3
+        assert _counters(second) | {} == {**_counters(second), "issued": 4, "errors": 1, "by_cause": {"timeout": 1}}
+        assert int(second["id"]) > int(first["id"])
+
+    async def test_a_reconnecting_page_resumes_after_its_last_event_id(self, tmp_path: Path) -> None:
+        """Reconnecting with Last-Event-ID sends only what came after it: nothing is repeated or lost."""
+        async with _live(tmp_path) as live, aiohttp.ClientSession() as http:
+            async with http.get(live.page.url + "events?since=0") as stream:
+                await live.bus.publish(_request(0))
+                [seen] = await _sse(stream, 1)
+            for i in range(1, 4):  # published while the page is away
+                await live.bus.publish(_request(i))
+            await _wait(lambda: live.feed.head >= live.bus.statistics().published)
+            async with http.get(live.page.url + "events", headers={"Last-Event-ID": seen["id"]}) as stream:
+                frames = await _sse(stream, 1)
+                while _counters(frames[-1])["issued"] < 4:
+                    frames += await _sse(stream, 1)
+        changes = [ch for f in frames for ch in f["data"]["changes"]]
+        assert all(ch[0] > int(seen["id"]) for ch in changes)
+        latency = [ch[3] for ch in changes if ch[2] == "latency"]
+        assert [p[1] for p in latency] == [101.0, 102.0, 103.0]  # each once, in order
+
+    async def test_a_page_behind_the_ring_is_told_to_reload(self, tmp_path: Path) -> None:
+        """When the ring no longer holds what a page missed, the stream says `reload` (and the page counts it)."""
+        async with _live(tmp_path, ring=2) as live, aiohttp.ClientSession() as http:
+            for i in range(6):
+                await live.bus.publish(_request(i))
+                await _wait(lambda: live.feed.head >= live.bus.statistics().published)
+            async with http.get(live.page.url + "events", headers={"Last-Event-ID": "1"}) as stream:
+                [reload] = await _sse(stream, 1)
+            async with http.get(live.page.url + "state") as resp:
+                state = (await resp.json())["state"]
+        assert reload["event"] == "reload" and live.page.reloads == 1
+        assert state["counters"]["issued"] == 6  # the reload gets everything, from the journal
+
+    async def test_a_slow_feed_counts_its_drops_and_shows_them(self, tmp_path: Path) -> None:
+        """Events published faster than the feed reads are dropped, never waited for; the count reaches the page."""
+        async with _live(tmp_path, sub_size=2) as live, aiohttp.ClientSession() as http:
+            for i in range(50):  # no await between them: the feed cannot read, its buffer holds 2
+                live.bus.publish_nowait(_request(i))
+            assert live.feed.dropped >= 40
+            async with http.get(live.page.url + "events?since=0") as stream:
+                frames = await _sse(stream, 1)
+                while not any(ch[2] == "live_dropped" for f in frames for ch in f["data"]["changes"]):
+                    frames += await _sse(stream, 1)
+            async with http.get(live.page.url + "state") as resp:
+                body = await resp.json()
+        dropped = [ch[3] for f in frames for ch in f["data"]["changes"] if ch[2] == "live_dropped"]
+        assert dropped[-1] == live.feed.dropped
+        assert body["live_dropped"] == live.feed.dropped
+        assert body["state"]["counters"]["issued"] == 50  # the journal lost nothing
+
+    async def test_only_what_publish_lets_through_is_shown(self, tmp_path: Path) -> None:
+        """A restart cause naming a secret, the run folder and this host reaches the page with placeholders."""
+        async with _live(tmp_path) as live, aiohttp.ClientSession() as http:
+            async with http.get(live.page.url + "events?since=0") as stream:
+                reason = (f"HF_TOKEN={SECRET} crashed; see {live.run_dir}/server.log on {socket.gethostname()} "
+                          f"(Authorization: Bearer abcdefghijk123)")
+                await live.bus.publish(ServerRestarting(source="supervisor", incarnation=1, attempt=1, backoff_s=1.0,
+                                                        reason=reason))
+                [frame] = await _sse(stream, 1)
+            async with http.get(live.page.url + "state") as resp:
+                state_text = await resp.text()
+        for text in (json.dumps(frame["data"]), state_text):
+            assert SECRET not in text and str(live.run_dir) not in text and "abcdefghijk123" not in text
+            assert socket.gethostname() not in text
+        [cause] = frame["data"]["changes"][-1][3]["causes"]
+        assert "<run-dir>/server.log" in cause and "<host>" in cause and "<redacted>" in cause
+
+    async def test_the_final_verdicts_reach_the_page_and_the_stream_ends(self, tmp_path: Path) -> None:
+        """A final verdict (with its interval and what it can detect) arrives, and closing the feed ends streams."""
+        async with _live(tmp_path) as live, aiohttp.ClientSession() as http, \
+                http.get(live.page.url + "events?since=0") as stream:
+            detail = MemoryDetail(slope=2.0, interval=[-1.0, 5.0], limit=10.0, unit="MiB/h")
+            await live.bus.publish(SoakVerdict(source="soak", metric="server_rss", passed=True, final=True,
+                                               outcome="pass", slope=2.0, interval=[-1.0, 5.0], limit=10.0,
+                                               unit="MiB/h", detail=detail, reason="within the limit"))
+            [frame] = await _sse(stream, 1)
+            live.feed.close()
+            [end] = await _sse(stream, 1)
+        verdict = frame["data"]["changes"][-1][3]
+        assert verdict["name"] == "server_rss" and verdict["final"] and verdict["interval"] == [-1.0, 5.0]
+        assert verdict["detects"] == "a slope beyond ±3 MiB/h (can tell it from the limit 10)"
+        assert end["event"] == "end"
+
+
+async def _wait(pred: Any, timeout_s: float = 10.0) -> None:
+    with anyio.fail_after(timeout_s):
+        while not pred():
+            await anyio.sleep(0.01)
+
+
+@pytest.fixture(autouse=True)
+def _no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    # aiohttp's client honours proxy variables only with trust_env; keep loopback requests local anyway.
+    for name in ("http_proxy", "HTTP_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+
+
+class TestServeCommandLine:
+    def test_soak_and_qualify_take_serve_and_refuse_a_public_address_without_the_flag(self) -> None:
+        """`--serve` parses on both commands; 0.0.0.0 needs --serve-public, and --serve-public alone is an error."""
+        from orchestrator.cli import build_parser
+        from orchestrator.commands.serve_args import serve_address
+        from orchestrator.errors import UsageError
+
+        parser = build_parser()
+        for command in ("soak", "qualify"):
+            assert serve_address(parser.parse_args([command, "--serve", "8090"])) == ServeAddress(port=8090)
+            with pytest.raises(UsageError, match="Add --serve-public"):
+                serve_address(parser.parse_args([command, "--serve", "0.0.0.0:8090"]))
+            public = serve_address(parser.parse_args([command, "--serve", "0.0.0.0:8090", "--serve-public"]))
+            assert public is not None and not public.loopback
+            with pytest.raises(UsageError, match="--serve-public needs --serve"):
+                serve_address(parser.parse_args([command, "--serve-public"]))
+            assert serve_address(parser.parse_args([command])) is None
+
+    async def test_a_taken_port_stops_before_the_run_with_the_address(self, tmp_path: Path) -> None:
+        """Another listener on the port: the page's start raises UsageError naming it, nothing is left serving."""
+        from orchestrator.errors import UsageError
+
+        with socket.socket() as taken:
+            taken.bind(("127.0.0.1", 0))
+            taken.listen()
+            port = taken.getsockname()[1]
+            bus = Bus("live-test")
+            feed = LiveFeed(bus, tmp_path / "events.jsonl", scrub=lambda x: x)
+            async with anyio.create_task_group() as tg:
+                with pytest.raises(UsageError, match=rf"--serve 127.0.0.1:{port}: cannot listen there .*choose "
+                                                     r"another port, or 0"):
+                    await tg.start(LivePage(feed, ServeAddress(port=port)).run)

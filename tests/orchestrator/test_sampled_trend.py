@@ -1,0 +1,136 @@
+"""The sampled trend rule (orchestrator/judge/sampled_trend.py) on seeded 1 Hz memory series: both error
+rates, the growth cap at short spans, and what the data could detect."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sampled_series import block_medians, memory_series
+
+from orchestrator.events import SoakLimits
+from orchestrator.judge.sampled_trend import SampledTrendRule, judge_sampled_trend, t_quantile
+from orchestrator.soak.plan import plan_trends
+from orchestrator.soak.samples import SampleSeries
+
+RULE = SampledTrendRule()  # the [soak] defaults: 8 MiB/h, 64 MiB, 10 min, 98 %, wander 3 MiB
+WARMUP_S = 60
+
+
+def _outcomes(seconds: int, *, phi: float, slope_per_h: float, seeds: range, heavy: bool = False) -> list[str]:
+    out: list[str] = []
+    for seed in seeds:
+        t, y = memory_series(np.random.default_rng(seed), seconds, phi=phi, slope_per_h=slope_per_h, heavy=heavy)
+        bt, by = block_medians(t, y)
+        keep = bt >= WARMUP_S
+        out.append(judge_sampled_trend(bt[keep], by[keep], RULE).outcome)
+    return out
+
+
+class TestFalseFails:
+    @pytest.mark.parametrize("phi", [0.0, 0.5, 0.8, 0.95])
+    def test_flat_series_fail_at_most_one_percent(self, phi: float) -> None:
+        """Flat series with sawtooth, spikes, 5-minute wander and AR(1) noise at `phi` FAIL in at most 1 % of
+        200 seeds, over 30 minutes and over 60 (the checkpoints of a default soak)."""
+        for seconds in (1800, 3600):
+            outcomes = _outcomes(seconds, phi=phi, slope_per_h=0.0, seeds=range(200))
+            assert outcomes.count("fail") <= 2, (seconds, outcomes.count("fail"))
+
+    def test_heavy_tailed_spikes_fail_a_flat_series_at_most_one_percent(self) -> None:
+        """Spikes of 20 x (1 + Pareto(1.5)) MiB (no finite variance) on a flat series: at most 1 % FAIL."""
+        outcomes = _outcomes(1800, phi=0.5, slope_per_h=0.0, seeds=range(200), heavy=True)
+        assert outcomes.count("fail") <= 2
+
+    def test_a_slope_at_half_the_limit_fails_at_most_one_percent(self) -> None:
+        """Drift under the limit (4 MiB/h against 8) is no FAIL either, at the strongest correlation tried."""
+        outcomes = _outcomes(3600, phi=0.8, slope_per_h=4.0, seeds=range(200))
+        assert outcomes.count("fail") <= 2
+
+
+class TestPower:
+    def test_ten_times_the_limit_fails_within_30_minutes(self) -> None:
+        """80 MiB/h FAILs in at least 95 % of seeds once 29 minutes are judged (a default 30-minute soak)."""
+        outcomes = _outcomes(1800, phi=0.8, slope_per_h=80.0, seeds=range(100))
+        assert outcomes.count("fail") >= 95
+
+    def test_a_1000_mib_per_hour_leak_fails_a_default_30_minute_soak(self) -> None:
+        """Issue 29's case: +333 MiB over 30 minutes is decided (FAIL), not left inconclusive for want of windows."""
+        outcomes = _outcomes(1800, phi=0.5, slope_per_h=1000.0, seeds=range(20))
+        assert outcomes == ["fail"] * 20
+
+    def test_growth_beyond_the_cap_fails_a_short_span(self) -> None:
+        """1 MiB per request at 3 requests/s for 90 judged seconds: growth wholly above 64 MiB FAILs though the
+        span is far under the 10 minutes a slope needs."""
+        t, y = memory_series(np.random.default_rng(7), 150, phi=0.8, slope_per_h=3 * 3600.0)
+        bt, by = block_medians(t, y)
+        v = judge_sampled_trend(bt[bt >= WARMUP_S], by[bt >= WARMUP_S], RULE)
+        assert v.outcome == "fail" and v.growth_interval is not None and v.growth_interval[0] > 64
+        assert v.reason.startswith("grows beyond the cap")
+
+
+class TestEvidence:
+    def test_a_short_clean_span_is_inconclusive_and_says_why(self) -> None:
+        """Three clean minutes: no FAIL, no PASS; the reason names the span the slope needs."""
+        t, y = memory_series(np.random.default_rng(3), 240, phi=0.5)
+        bt, by = block_medians(t, y)
+        v = judge_sampled_trend(bt[bt >= WARMUP_S], by[bt >= WARMUP_S], RULE)
+        assert v.outcome == "inconclusive"
+        assert v.reason.startswith("slope not judged: span 2.8 min of 10 min")
+
+    def test_under_45_seconds_nothing_is_judged(self) -> None:
+        """Fewer than three 15-second batches: inconclusive with no figures."""
+        v = judge_sampled_trend([0.0, 10.0, 20.0, 30.0], [1.0, 2.0, 3.0, 4.0], RULE)
+        assert v.outcome == "inconclusive" and v.slope_per_h is None and "45 s at least" in v.reason
+
+    def test_the_detectable_slope_shrinks_with_the_span(self) -> None:
+        """The smallest slope that would FAIL is given at every look and falls as the span grows."""
+        t, y = memory_series(np.random.default_rng(11), 7200, phi=0.5)
+        bt, by = block_medians(t, y)
+        figures = []
+        for minutes in (15, 30, 60, 120):
+            keep = (bt >= WARMUP_S) & (bt < minutes * 60)
+            v = judge_sampled_trend(bt[keep], by[keep], RULE)
+            assert v.detectable_per_h is not None and v.detectable_per_h > RULE.limit_per_h
+            figures.append(v.detectable_per_h)
+        assert figures == sorted(figures, reverse=True)
+        assert f"a slope of {figures[-1]:.3g} MiB/h or more would FAIL" in v.reason
+
+    def test_bad_input_is_refused(self) -> None:
+        with pytest.raises(ValueError, match="equally long"):
+            judge_sampled_trend([0.0, 1.0], [1.0], RULE)
+        with pytest.raises(ValueError, match="finite"):
+            judge_sampled_trend([0.0, 1.0], [1.0, float("nan")], RULE)
+
+    @pytest.mark.parametrize(("p", "df", "want"), [(0.99, 1, 31.821), (0.99, 3, 4.541), (0.99, 4, 3.747),
+                                                   (0.99, 10, 2.764), (0.995, 8, 3.355)])
+    def test_t_quantiles_match_the_tables(self, p: float, df: int, want: float) -> None:
+        assert t_quantile(p, df) == pytest.approx(want, abs=2e-3)
+
+
+class TestPlan:
+    def test_the_plan_says_what_each_duration_can_decide(self) -> None:
+        """Before the load: a 4-minute soak judges 3 minutes, where only growth can decide; a 30-minute soak's
+        slope decides, with the detectable slope from the stated wander."""
+        short, long = plan_trends(240, SoakLimits())[0], plan_trends(1800, SoakLimits())[0]
+        assert (short.judged_span_s, short.slope_decides, short.growth_decides) == (180, False, True)
+        assert "only growth beyond 64 MiB can decide" in short.text
+        assert long.slope_decides and long.detectable_slope is not None and 8 < long.detectable_slope < 40
+
+    def test_the_plan_says_whether_latency_trends_can_decide(self) -> None:
+        """Latency trends are judged per window: 30 minutes of 5-minute windows leave 5 after warmup, under
+        the 6 needed; an hour can decide."""
+        half = {p.metric: p for p in plan_trends(1800, SoakLimits(), 300)}
+        hour = {p.metric: p for p in plan_trends(3600, SoakLimits(), 300)}
+        assert not half["latency_drift"].slope_decides and "5 window(s)" in half["latency_drift"].text
+        assert hour["latency_drift"].slope_decides and hour["server_p99_latency"].slope_decides
+
+
+class TestSampleSeries:
+    def test_blocks_keep_medians_and_every_sample_is_counted(self) -> None:
+        """Ten-second blocks hold each block's median (a spike drops out) and `between` counts every sample."""
+        series = SampleSeries()
+        for s in range(30):
+            series.add(int((1000 + s) * 1e9), 500.0 if s == 5 else float(s // 10))
+        times, values, samples = series.between(int(1000e9), int(1030e9))
+        assert values == [0.0, 1.0, 2.0] and samples == 30
+        assert times == [pytest.approx(1004.5), pytest.approx(1014.5), pytest.approx(1024.5)]
+        assert series.between(int(1010e9), int(1020e9))[1] == [1.0]
