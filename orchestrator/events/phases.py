@@ -19,12 +19,8 @@ from orchestrator.events.payloads import (
     IncompleteAnswer,
     ItemRef,
 )
-<<<<<<< HEAD
 from orchestrator.events.sweep import SweepPhase
-from orchestrator.events.values import SoakLimits
-=======
 from orchestrator.events.values import SoakLimits, TrendPlan
->>>>>>> main
 from orchestrator.identity import ModelIdentity
 
 __all__ = ["PhaseDetail", "PHASE_DETAILS", "DatasetPhase", "ModelPhase", "ServerPhase", "CapabilityPhase",
