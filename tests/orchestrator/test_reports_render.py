@@ -169,9 +169,10 @@ def _sweep_journal(path: Path) -> Path:
                              achieved_rps=min(offered, 3.1) * 0.98, goodput_rps=min(offered, 3.1) * 0.95,
                              latency_p50_ms=p99 / 3, latency_p90_ms=p99 / 2, latency_p99_ms=p99,
                              model_call_p50_ms=p99 / 5, model_call_p99_ms=p99 / 4, answers_compared=300,
+                             answers_differing=3 if outcome == "fail" else 0,
                              span_s=300 / offered))
 
-    events = [RunStarted(command="sweep"),
+    events = [RunStarted(command="sweep", run_id="sweep-20261202T100000Z"),
               PhaseStarted(phase="sweep", detail=SweepPhase(mode="rate", points=[0.5, 1.0, 2.0, 4.0, 8.0],
                                                            requests_per_point=300, slo={"p99_latency_ms": 8000.0},
                                                            argv=["aqbench", "sweep", "--rates", "0.5,1,2,4,8"])),
