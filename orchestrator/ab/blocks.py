@@ -9,6 +9,7 @@ from pathlib import Path
 
 from orchestrator.events import AbPhase, PhaseFinished, PhaseStarted, RequestCorrelated, RunFinished, RunStarted
 from orchestrator.journal import iter_journal
+from orchestrator.judge.intervals import RateChange
 
 __all__ = ["SERIES", "BlockSamples", "Session", "load_session", "window_name"]
 
@@ -44,6 +45,7 @@ class Session:
     blocks: dict[int, BlockSamples] = field(default_factory=dict)
     run_id: str = ""
     status: str = "in progress"
+    memo: dict[tuple[str, int, int, int, int], RateChange | None] = field(default_factory=dict)  # the verdict's per-pair figures
 
 
 def load_session(journal: Path) -> Session:

@@ -18,7 +18,9 @@ import msgspec
 
 from orchestrator.ab.blocks import window_name
 from orchestrator.ab.plan import block_order, t_quantile
-from orchestrator.config import Config, ModelConfig
+from orchestrator.ab.sequential import Boundary, critical_values, describe
+from orchestrator.ab.verdict import AbResult, decide, stop_reason
+from orchestrator.config import CompareConfig, Config, ModelConfig
 from orchestrator.correlate import Correlator
 from orchestrator.dataset import (
     ArmRequest,
@@ -54,6 +56,8 @@ class AbOptions(msgspec.Struct, frozen=True, kw_only=True):
     seed: int = 0
     max_duration_s: float | None = None
     sequential: bool = False
+    boundary: Boundary = "obrien-fleming"
+    stop_early: bool = True
 
 
 def _model(cfg: Config, name: str, flag: str) -> ModelConfig:
@@ -79,7 +83,7 @@ def check_comparable(a: Config, b: Config, *, sequential: bool = False) -> None:
 
 
 async def run_ab_session(a: Config, b: Config, opts: AbOptions, interrupt: Interrupt, toolkit: Toolkit,
-                         *, compare_confidence: float, tolerances: tuple[float, float]) -> Path:
+                         *, compare: CompareConfig) -> Path:
     """Run the session; returns its journal. Raises UsageError before anything starts on bad input."""
     check_comparable(a, b, sequential=opts.sequential)
     models = {"A": _model(a, opts.model, "--baseline"), "B": _model(b, opts.model, "--candidate")}
@@ -87,6 +91,7 @@ async def run_ab_session(a: Config, b: Config, opts: AbOptions, interrupt: Inter
     tokenizer = await anyio.to_thread.run_sync(toolkit.aiperf.ensure_tokenizer, models["A"].tokenizer)
     dataset = await anyio.to_thread.run_sync(load_dataset, resolve_dataset_path(a.dataset))
     order = block_order(opts.pairs, opts.seed)
+    critical = await anyio.to_thread.run_sync(critical_values, opts.pairs, compare.confidence, opts.boundary)
     async with open_run(a, command="ab", interrupt=interrupt) as run:
         await run.bus.publish(PhaseFinished(source="ab", phase="dataset", outcome="passed", detail=DatasetPhase(
             name=dataset.name, identity=dataset.identity, path=str(dataset.root), items=len(dataset.items),
@@ -109,15 +114,18 @@ async def run_ab_session(a: Config, b: Config, opts: AbOptions, interrupt: Inter
         plan = AbPhase(baseline=opts.baseline, candidate=opts.candidate, baseline_url=specs["A"].base_url,
                        candidate_url=specs["B"].base_url, order=order, seed=opts.seed,
                        block_requests=opts.block_requests, block_warmup=opts.block_warmup, sequential=opts.sequential,
-                       max_duration_s=opts.max_duration_s, confidence=compare_confidence,
-                       t_quantile=t_quantile(opts.pairs, compare_confidence), latency_tolerance=tolerances[0],
-                       tail_tolerance=tolerances[1])
+                       max_duration_s=opts.max_duration_s, confidence=compare.confidence,
+                       t_quantile=critical[-1] if critical and opts.stop_early else t_quantile(opts.pairs, compare.confidence),
+                       latency_tolerance=compare.latency_tolerance,
+                       tail_tolerance=compare.tail_tolerance, boundary=opts.boundary if opts.stop_early else "",
+                       critical_t=critical if opts.stop_early else [])
         await run.bus.publish(PhaseStarted(source="ab", phase="ab", model=models["A"].name, detail=plan))
         print(f"ab: {opts.pairs} pairs in order {order}, {opts.block_requests} requests a block "
-              f"(+{opts.block_warmup} warmup); servers {'one at a time' if opts.sequential else 'both running'}",
+              f"(+{opts.block_warmup} warmup); servers {'one at a time' if opts.sequential else 'both running'}; "
+              + (describe(opts.boundary, critical, compare.confidence) if opts.stop_early else "no early stop"),
               file=sys.stderr, flush=True)
         ran, stop = await _blocks(run, opts, toolkit, specs, models, order, input_file, tokenizer, install, rows,
-                                  correlator)
+                                  correlator, compare)
         await run.bus.publish(PhaseFinished(source="ab", phase="ab", model=models["A"].name, outcome="finished",
                                             reason=stop, detail=AbPhase(blocks_run=ran, stop_reason=stop)))
         run.finish(status="ok", exit_code=0, reason=stop)
@@ -142,7 +150,7 @@ async def _servers(run: RunScope, specs: dict[str, ServerSpec], sequential: bool
 
 async def _blocks(run: RunScope, opts: AbOptions, toolkit: Toolkit, specs: dict[str, ServerSpec],
                   models: dict[str, ModelConfig], order: str, input_file: Path, tokenizer: Path, install: AiperfFacts,
-                  rows: list[ArmRequest], correlator: Correlator) -> tuple[int, str]:
+                  rows: list[ArmRequest], correlator: Correlator, compare: CompareConfig) -> tuple[int, str]:
     started = anyio.current_time()
     async with _servers(run, specs, opts.sequential) as handles:
         for k, side in enumerate(order):
@@ -156,7 +164,27 @@ async def _blocks(run: RunScope, opts: AbOptions, toolkit: Toolkit, specs: dict[
             else:
                 await _block(run, toolkit, handles[side], models[side], k, side, input_file, tokenizer, install,
                              rows, opts, correlator)
+            if opts.stop_early and k % 2 == 1 and k + 1 < len(order) and (reason := await _look(run, compare)):
+                return k + 1, f"{reason} (of at most {len(order) // 2}; {opts.boundary} boundary)"
     return len(order), f"every planned block ran ({len(order) // 2} pairs)"
+
+
+async def _look(run: RunScope, compare: CompareConfig) -> str | None:
+    """A look after a pair: the verdict so far from the journal (as `aqbench report` folds it); why to stop."""
+    if not await run.flush_journal():
+        return None  # the journal lags: look again after the next pair
+    result = await anyio.to_thread.run_sync(decide, run.journal_path, compare)
+    reason = stop_reason(result)
+    print(f"  look after {len(result.pairs)} pairs: "
+          + (reason or ", ".join(f"{n} {c}" for c, n in _counts(result).items())), file=sys.stderr, flush=True)
+    return reason
+
+
+def _counts(result: AbResult) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for f in result.figures:
+        out[f.change] = out.get(f.change, 0) + 1
+    return out
 
 
 async def _block(run: RunScope, toolkit: Toolkit, handle: ServerHandle, model: ModelConfig, k: int, side: str,

@@ -23,14 +23,16 @@ import numpy as np
 
 from orchestrator.ab.blocks import SERIES, BlockSamples, Session, load_session
 from orchestrator.ab.plan import MIN_PAIRS, pairs_of, t_quantile
+from orchestrator.ab.sequential import look_confidence
 from orchestrator.compare.schema import Figure
 from orchestrator.config import CompareConfig
 from orchestrator.events import AbPhase
-from orchestrator.judge.intervals import MIN_TAIL, classify_change, rate_change, tail_share_change
+from orchestrator.judge.intervals import MIN_TAIL, RateChange, classify_change, rate_change, tail_share_change
 
-__all__ = ["AbResult", "PairRow", "decide"]
+__all__ = ["AbResult", "PairRow", "decide", "decide_session", "stop_reason"]
 
 QUANTILES = (0.5, 0.9, 0.99)
+TOO_FEW_REQUESTS = "too few requests a block"
 
 
 class PairRow(msgspec.Struct, frozen=True, kw_only=True):
@@ -69,10 +71,21 @@ def _q(values: list[float], q: float) -> float | None:
     return float(np.quantile(np.asarray(values), q, method="inverted_cdf")) if values else None
 
 
+def _critical_t(plan: AbPhase | None, pairs: int, confidence: float) -> float | None:
+    """The look's critical t from the journaled plan; a plan without looks (older journals) gets the
+    fixed-size t, which is right only when nobody peeked."""
+    if pairs < MIN_PAIRS:
+        return None
+    if plan is not None and plan.critical_t:
+        return plan.critical_t[min(pairs, len(plan.critical_t) + MIN_PAIRS - 1) - MIN_PAIRS]
+    return t_quantile(pairs, confidence)
+
+
 def _paired_figure(key: str, name: str, changes: list[float], baseline: float | None, candidate: float | None,
-                   cfg: CompareConfig, *, tolerance: float, relative: bool, unit: str, n: tuple[int, int]) -> Figure:
+                   cfg: CompareConfig, *, tolerance: float, relative: bool, unit: str, n: tuple[int, int],
+                   plan: AbPhase | None) -> Figure:
     pairs = len(changes)
-    t = t_quantile(pairs, cfg.confidence)
+    t = _critical_t(plan, pairs, cfg.confidence)
     if t is None:
         return Figure(key=key, name=name, unit=unit, baseline=baseline, candidate=candidate, change="inconclusive",
                       relative=relative, tolerance=tolerance, confidence=cfg.confidence, n_baseline=n[0],
@@ -86,8 +99,21 @@ def _paired_figure(key: str, name: str, changes: list[float], baseline: float | 
     resolves = (math.expm1(t * se) if relative else t * se) + tolerance
     return Figure(key=key, name=name, unit=unit, baseline=baseline, candidate=candidate, change=change, lower=lower,
                   upper=upper, relative=relative, tolerance=tolerance, confidence=cfg.confidence, n_baseline=n[0],
-                  n_candidate=n[1], method=f"block-paired t over {pairs} pairs" + (" (log ratio)" if relative else ""),
+                  n_candidate=n[1], method=f"block-paired t over {pairs} pairs, t = {t:.2f}"
+                  + (" (log ratio)" if relative else ""),
                   note=f"smallest change this session resolves: {resolves * 100:.1f} {'%' if relative else 'pt'}")
+
+
+def _pair_share(session: Session, a: BlockSamples, b: BlockSamples, short: str, seed: int) -> RateChange | None:
+    """The pair's tail share change (memoised on the session: every look recomputes the earlier pairs)."""
+    key = (short, a.index, b.index, len(a.values[short]), len(b.values[short]))
+    if key not in session.memo:
+        try:
+            session.memo[key] = tail_share_change(_by_item(a, short), _by_item(b, short), resamples=200,
+                                                  seed=seed)
+        except ValueError:
+            session.memo[key] = None  # no item in both blocks of this pair
+    return session.memo[key]
 
 
 def _series_figures(session: Session, pairs: list[tuple[BlockSamples, BlockSamples]], cfg: CompareConfig) -> list[Figure]:
@@ -104,7 +130,7 @@ def _series_figures(session: Session, pairs: list[tuple[BlockSamples, BlockSampl
                 out.append(Figure(key=key, name=name, unit="ms", baseline=None, candidate=None, change="inconclusive",
                                   relative=True, tolerance=cfg.latency_tolerance, confidence=cfg.confidence,
                                   n_baseline=n[0], n_candidate=n[1], method="block-paired t",
-                                  note=f"too few requests a block for p{round(q * 100)} (at least "
+                                  note=f"{TOO_FEW_REQUESTS} for p{round(q * 100)} (at least "
                                        f"{math.ceil(MIN_TAIL / tail)}: --block-requests)"))
                 continue
             a_q = [_q(a.values[short], q) or 0.0 for a, _b in usable]
@@ -112,42 +138,64 @@ def _series_figures(session: Session, pairs: list[tuple[BlockSamples, BlockSampl
             changes = [math.log(y / x) for x, y in zip(a_q, b_q, strict=True)]
             out.append(_paired_figure(key, name, changes, float(np.median(a_q)) if a_q else None,
                                       float(np.median(b_q)) if b_q else None, cfg, tolerance=cfg.latency_tolerance,
-                                      relative=True, unit="ms", n=n))
-        shares = []
-        for a, b in usable:
-            try:
-                shares.append(tail_share_change(_by_item(a, short), _by_item(b, short), resamples=200, seed=cfg.seed))
-            except ValueError:
-                continue  # no item in both blocks of this pair
+                                      relative=True, unit="ms", n=n, plan=session.plan))
+        shares = [x for a, b in usable if (x := _pair_share(session, a, b, short, cfg.seed)) is not None]
         out.append(_paired_figure(f"latency.{short}.tail_share",
                                   f"{label}, share beyond the item's baseline p90 (block- and item-paired)",
-                                  [s.difference for s in shares],
-                                  float(np.mean([s.baseline or 0.0 for s in shares])) if shares else None,
-                                  float(np.mean([s.candidate or 0.0 for s in shares])) if shares else None, cfg,
-                                  tolerance=cfg.tail_tolerance, relative=False, unit="fraction", n=n))
+                                  [x.difference for x in shares],
+                                  float(np.mean([x.baseline or 0.0 for x in shares])) if shares else None,
+                                  float(np.mean([x.candidate or 0.0 for x in shares])) if shares else None, cfg,
+                                  tolerance=cfg.tail_tolerance, relative=False, unit="fraction", n=n,
+                                  plan=session.plan))
     return out
 
 
-def _errors(blocks: list[BlockSamples], cfg: CompareConfig) -> Figure:
+def _errors(blocks: list[BlockSamples], cfg: CompareConfig, plan: AbPhase | None, pairs: int) -> Figure:
+    """Pooled error rates, at the look's share of the error when the plan looks (else at [compare] confidence)."""
     a = [b for b in blocks if b.side == "A"]
     c = [b for b in blocks if b.side == "B"]
     issued_a, issued_b = sum(b.issued for b in a), sum(b.issued for b in c)
+    t = _critical_t(plan, pairs, cfg.confidence) if plan is not None and plan.critical_t else None
+    confidence = max(cfg.confidence, look_confidence(t, pairs)) if t is not None else cfg.confidence
     rc = rate_change(issued_a - sum(b.ok for b in a), issued_a, issued_b - sum(b.ok for b in c), issued_b,
-                     confidence=cfg.confidence)
+                     confidence=confidence)
     change = classify_change(rc.lower, rc.upper, cfg.error_rate_tolerance, enough_samples=rc.enough_samples)
     return Figure(key="errors.all", name="error rate, all causes (pooled blocks)", unit="fraction",
                   baseline=rc.baseline, candidate=rc.candidate, change=change, lower=rc.lower, upper=rc.upper,
-                  tolerance=cfg.error_rate_tolerance, confidence=cfg.confidence, n_baseline=issued_a,
+                  tolerance=cfg.error_rate_tolerance, confidence=confidence, n_baseline=issued_a,
                   n_candidate=issued_b, method=rc.method, note="" if rc.enough_samples else "too few samples")
+
+
+def decidable(f: Figure) -> bool:
+    """Whether more pairs of this plan could decide the figure (a p99 of 40-request blocks never can)."""
+    return not f.note.startswith(TOO_FEW_REQUESTS) and f.note != "too few samples"
+
+
+def stop_reason(result: AbResult) -> str | None:
+    """Why the session may stop after this look, or None: every figure that more pairs could decide is
+    decided (unchanged, improved or regressed; the repeated intervals keep the error rates at any stop)."""
+    looked = [f for f in result.figures if decidable(f)]
+    if not result.pairs or len(result.pairs) < MIN_PAIRS or not looked:
+        return None
+    if any(f.change == "inconclusive" for f in looked):
+        return None
+    return f"every figure decided after {len(result.pairs)} pairs"
 
 
 def decide(journal: Path, cfg: CompareConfig, *, strict: bool = False) -> AbResult:
     """Fold an `ab` journal into its verdict (blocks: reads the journal; CPU light)."""
-    session = load_session(journal)
+    return decide_session(load_session(journal), cfg, strict=strict)
+
+
+def decide_session(session: Session, cfg: CompareConfig, *, strict: bool = False,
+                   upto_pairs: int | None = None) -> AbResult:
+    """The verdict over the session's complete pairs (the first `upto_pairs` of them, when given: a look)."""
+    journal = session.journal
     order = session.plan.order if session.plan else ""
     pairs = [(session.blocks[i], session.blocks[j]) for i, j in pairs_of(order)
-             if i in session.blocks and j in session.blocks]
-    figures = _series_figures(session, pairs, cfg) + [_errors(list(session.blocks.values()), cfg)]
+             if i in session.blocks and j in session.blocks][:upto_pairs]
+    blocks = [x for pair in pairs for x in pair]
+    figures = _series_figures(session, pairs, cfg) + [_errors(blocks, cfg, session.plan, len(pairs))]
     rows = [PairRow(baseline_block=a.index, candidate_block=b.index, baseline_p90_ms=_q(a.values["model_call"], 0.9),
                     candidate_p90_ms=_q(b.values["model_call"], 0.9)) for a, b in pairs]
     regressed = [f.name for f in figures if f.change == "regressed"]

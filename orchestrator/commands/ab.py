@@ -17,13 +17,23 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "AIPerf load between them in short blocks, in a seeded balanced order (ABBA BAAB ...), so that a "
         "machine's drift falls on both sides alike. Blocks are paired (one A, one B, back to back) and each "
         "latency figure (p50, p90, p99 and the tail share beyond each item's baseline p90) is decided from the "
-        "pairs' changes with a t interval against the [compare] tolerances. Writes ab.json and ab.md into the "
+        "pairs' changes with a t interval against the [compare] tolerances. After every pair from the third on, the "
+        "session looks at the verdict and stops once every figure is decided; the intervals are widened for the "
+        "looks (a group-sequential boundary journaled in the plan), so peeking keeps the error rates. Writes ab.json and ab.md into the "
         "run folder. Exit 0: no regression; 1: a figure regressed (or, with --strict, is inconclusive); 2: usage "
         "error (configs with different datasets or workloads, a bad flag).")
     p.add_argument("--baseline", required=True, metavar="A.toml", help="the reference server's configuration")
     p.add_argument("--candidate", required=True, metavar="B.toml", help="the server under judgement")
     p.add_argument("--model", default="", help="[[models]] name in both configs (default: each config's first)")
-    p.add_argument("--pairs", type=int, default=6, help="pairs of blocks (default 6; at least 3 to decide)")
+    p.add_argument("--pairs", type=int, default=6,
+                   help="the most pairs of blocks (default 6; at least 3 to decide); the session stops sooner "
+                   "once every figure is decided")
+    p.add_argument("--boundary", choices=("obrien-fleming", "pocock"),  # orchestrator.ab.sequential.BOUNDARIES
+                   default="obrien-fleming",
+                   help="how the early stop spends the error over the looks: obrien-fleming (default) keeps the "
+                   "last look almost as sharp as a fixed plan; pocock stops sooner on moderate changes")
+    p.add_argument("--no-early-stop", action="store_true",
+                   help="run every planned pair and decide once, at the fixed-size t")
     p.add_argument("--block-requests", type=int, default=40, help="profiling requests a block (default 40)")
     p.add_argument("--block-warmup", type=int, default=4, help="warmup requests a block, not counted (default 4)")
     p.add_argument("--seed", type=int, default=0, help="seed of the block order (default 0)")
@@ -49,14 +59,14 @@ def run(args: argparse.Namespace) -> int:
     check_comparable(a, b, sequential=args.sequential)  # before any server or AIPerf starts
     opts = AbOptions(baseline=args.baseline, candidate=args.candidate, model=args.model, pairs=args.pairs,
                      block_requests=args.block_requests, block_warmup=args.block_warmup, seed=args.seed,
-                     max_duration_s=args.max_duration, sequential=args.sequential)
+                     max_duration_s=args.max_duration, sequential=args.sequential, boundary=args.boundary,
+                     stop_early=not args.no_early_stop)
     toolkit = real_toolkit()
     journals: list[Path] = []
 
     async def body(interrupt: object) -> int:
         journals.append(await run_ab_session(a, b, opts, interrupt, toolkit,  # type: ignore[arg-type]
-                                             compare_confidence=a.compare.confidence,
-                                             tolerances=(a.compare.latency_tolerance, a.compare.tail_tolerance)))
+                                             compare=a.compare))
         return 0
 
     code = run_main(body)

@@ -30,5 +30,10 @@ class AbPhase(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, tag
     t_quantile: float | None = None
     latency_tolerance: float = 0.0
     tail_tolerance: float = 0.0
+    # The group-sequential rule (orchestrator/ab/sequential.py): a look after every pair from the third on;
+    # critical_t[i] is look (i + 3)'s critical t. The session stops at the first look where every decidable
+    # figure is decided, and takes at most len(order) / 2 pairs. Empty: no looks (older journals).
+    boundary: str = ""
+    critical_t: list[float] = []
     blocks_run: int | None = None
     stop_reason: str = ""

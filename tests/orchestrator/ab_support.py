@@ -10,8 +10,11 @@ import msgspec
 import numpy as np
 from config_support import make_config
 
-from orchestrator.ab.blocks import window_name
-from orchestrator.ab.plan import block_order
+from orchestrator.ab.blocks import load_session, window_name
+from orchestrator.ab.plan import MIN_PAIRS, block_order
+from orchestrator.ab.sequential import Boundary, critical_values
+from orchestrator.ab.verdict import AbResult, decide_session, stop_reason
+from orchestrator.config import CompareConfig
 from orchestrator.events import (
     AbPhase,
     AnyEvent,
@@ -44,6 +47,9 @@ class AbSpec:
     slow_item_share: float = 0.0
     slow_request_share: float = 0.0
     slow_factor: float = 1.0
+    ar: float = 0.0  # AR(1) coefficient of the request noise: neighbouring requests share their luck
+    hog_blocks: float = 0.0  # share of blocks (drawn per block) under a CPU hog `hog` slower
+    boundary: Boundary | None = "obrien-fleming"  # the plan's looks; None: a fixed plan (no critical_t)
 
 
 def write_session(folder: Path, spec: AbSpec) -> Path:
@@ -64,16 +70,22 @@ def write_session(folder: Path, spec: AbSpec) -> Path:
             fh.write(encode_event(msgspec.structs.replace(ev, seq=seq, ts_ns=T0 + seq, run_id="ab-run")) + b"\n")
 
         put(RunStarted(command="ab", config=make_config(), host=HostFacts(hostname="box", cpu="cpu", cpus=2)))
+        critical = critical_values(spec.pairs, 0.9, spec.boundary) if spec.boundary else []
         put(PhaseStarted(phase="ab", model="m", detail=AbPhase(order=order, seed=spec.seed, confidence=0.9,
-                                                                block_requests=spec.block_requests)))
+                                                                block_requests=spec.block_requests,
+                                                                boundary=spec.boundary or "", critical_t=critical)))
         n = 0
+        luck = 0.0
         for k, side in enumerate(order):
             window = window_name("m", k, side)
+            hogged = rng.random() < spec.hog_blocks
             for i in range(spec.block_requests):
                 t = n / total
-                machine = (1.0 + spec.drift * t) * (1.0 + spec.hog if spec.hog_at is not None and t >= spec.hog_at else 1.0)
+                machine = (1.0 + spec.drift * t) * (1.0 + spec.hog if hogged or (
+                    spec.hog_at is not None and t >= spec.hog_at) else 1.0)
                 item = i % spec.items
-                value = float(costs[item]) * machine * float(np.exp(spec.noise * rng.standard_t(spec.tail_df)))
+                luck = spec.ar * luck + np.sqrt(1.0 - spec.ar ** 2) * float(rng.standard_t(spec.tail_df))
+                value = float(costs[item]) * machine * float(np.exp(spec.noise * luck))
                 if side == "B":
                     value *= spec.scale
                     if item in slow_items or rng.random() < spec.slow_request_share:
@@ -86,3 +98,15 @@ def write_session(folder: Path, spec: AbSpec) -> Path:
                                                                                     stop_reason="every planned block ran")))
         put(RunFinished(status="ok"))
     return journal
+
+
+def looked_verdict(journal: Path, cfg: CompareConfig) -> AbResult:
+    """The verdict the session would reach, looking after every pair from the third on as `aqbench ab` does
+    (orchestrator/ab/session.py `_look`) and stopping at the first look where every figure is decided."""
+    session = load_session(journal)
+    planned = len(session.plan.order) // 2 if session.plan else 0
+    for k in range(MIN_PAIRS, planned):
+        result = decide_session(session, cfg, upto_pairs=k)
+        if stop_reason(result):
+            return result
+    return decide_session(session, cfg)
