@@ -12,8 +12,8 @@ import pytest
 from ab_support import AbSpec, looked_verdict, write_session
 
 from orchestrator.ab import decide, render_markdown
-from orchestrator.ab.verdict import stop_reason
 from orchestrator.ab.plan import block_order, pairs_of
+from orchestrator.ab.verdict import stop_reason
 from orchestrator.cli import main
 from orchestrator.config import CompareConfig
 
