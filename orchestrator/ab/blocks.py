@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from orchestrator.config import CompareConfig
 from orchestrator.events import AbPhase, PhaseFinished, PhaseStarted, RequestCorrelated, RunFinished, RunStarted
 from orchestrator.journal import iter_journal
 from orchestrator.judge.intervals import RateChange
@@ -45,6 +46,7 @@ class Session:
     blocks: dict[int, BlockSamples] = field(default_factory=dict)
     run_id: str = ""
     status: str = "in progress"
+    compare: CompareConfig | None = None  # the run's [compare], as RunStarted journaled it
     memo: dict[tuple[str, int, int, int, int], RateChange | None] = field(default_factory=dict)  # the verdict's per-pair figures
 
 
@@ -54,6 +56,7 @@ def load_session(journal: Path) -> Session:
     for ev in iter_journal(journal):
         if isinstance(ev, RunStarted):
             session.run_id = ev.run_id
+            session.compare = ev.config.compare if ev.config is not None else None
         elif isinstance(ev, RunFinished):
             session.status = ev.status
         elif isinstance(ev, PhaseStarted) and isinstance(ev.detail, AbPhase):

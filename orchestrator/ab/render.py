@@ -6,10 +6,11 @@ from pathlib import Path
 
 import msgspec
 
-from orchestrator.ab.verdict import AbResult
+from orchestrator.ab.sequential import describe
+from orchestrator.ab.verdict import AbResult, decide
 from orchestrator.compare.schema import Figure
 
-__all__ = ["render_markdown", "write_result"]
+__all__ = ["render_markdown", "write_ab_report", "write_result"]
 
 
 def _value(v: float | None, unit: str) -> str:
@@ -31,14 +32,19 @@ def render_markdown(r: AbResult) -> str:
     out = [f"# aqbench ab: {r.outcome}", "", f"Journal `{r.journal}` ({r.run_id}, {r.status}). Exit code {r.exit_code}.",
            "", r.reason, ""]
     if p is not None:
-        t = f"t = {p.t_quantile:.2f}" if p.t_quantile is not None else "too few pairs to decide"
+        t = (f"the look's t (t = {p.t_quantile:.2f} at the last)" if p.critical_t else f"t = {p.t_quantile:.2f}") \
+            if p.t_quantile is not None else "too few pairs to decide"
         out += ["## Plan (journaled before the first block)", "",
                 f"- baseline (A): `{p.baseline}` at {p.baseline_url}; candidate (B): `{p.candidate}` at {p.candidate_url}",
                 f"- order `{p.order}` (seed {p.seed}; pairs are blocks 1-2, 3-4, ...), {p.block_requests} requests a "
                 f"block after {p.block_warmup} warmup, servers {'one at a time' if p.sequential else 'both running'}",
                 f"- a figure regresses when the pairs' mean change less {t} standard errors exceeds the tolerance "
                 f"(latency ±{p.latency_tolerance * 100:g} %, tail share ±{p.tail_tolerance * 100:g} pt), at "
-                f"{p.confidence:.0%} two-sided", ""]
+                f"{p.confidence:.0%} two-sided",
+                f"- early stop: a look after every pair from the third; {describe(p.boundary, p.critical_t, p.confidence)}"
+                f"; stops at the first look where every figure that more pairs could decide is decided, after "
+                f"{len(p.order) // 2} pairs at most ({len(p.order) * (p.block_requests + p.block_warmup)} requests)"
+                if p.critical_t else "- no early stop: every planned pair runs, decided once at the fixed-size t", ""]
     out += [f"Stopped: {r.stop_reason}.", "", "## Figures", "",
             "| figure | baseline | candidate | change [interval] | tolerance | class | method |", "|---|---|---|---|---|---|---|"]
     for f in r.figures:
@@ -50,6 +56,11 @@ def render_markdown(r: AbResult) -> str:
     out += [f"| {x.baseline_block + 1} | {x.candidate_block + 1} | {_value(x.baseline_p90_ms, 'ms')} | "
             f"{_value(x.candidate_p90_ms, 'ms')} |" for x in r.pairs]
     return "\n".join(out) + "\n"
+
+
+def write_ab_report(journal: Path, out: Path) -> list[Path]:
+    """ab.json and ab.md rebuilt from an `ab` journal alone (`aqbench report`). Blocks (file reads, writes)."""
+    return list(write_result(decide(journal), out))
 
 
 def write_result(r: AbResult, out: Path) -> tuple[Path, Path]:

@@ -26,7 +26,7 @@ from scipy.stats import t as student_t
 
 from orchestrator.ab.plan import MIN_PAIRS
 
-__all__ = ["BOUNDARIES", "Boundary", "critical_values", "look_confidence"]
+__all__ = ["BOUNDARIES", "Boundary", "critical_values", "describe", "look_confidence"]
 
 Boundary = Literal["obrien-fleming", "pocock"]
 BOUNDARIES: tuple[Boundary, ...] = ("obrien-fleming", "pocock")
@@ -69,7 +69,7 @@ def look_confidence(critical_t: float, pairs: int) -> float:
     return 1.0 - 2.0 * float(student_t.sf(critical_t, pairs - 1)) if pairs >= 2 else 0.0
 
 
-def describe(boundary: Boundary, critical_t: list[float], confidence: float) -> str:
+def describe(boundary: str, critical_t: list[float], confidence: float) -> str:
     """One sentence for the plan: the boundary, the first and last looks' t and how sharp the last is."""
     if not critical_t:
         return "too few pairs to decide"

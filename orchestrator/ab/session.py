@@ -58,6 +58,7 @@ class AbOptions(msgspec.Struct, frozen=True, kw_only=True):
     sequential: bool = False
     boundary: Boundary = "obrien-fleming"
     stop_early: bool = True
+    strict: bool = False
 
 
 def _model(cfg: Config, name: str, flag: str) -> ModelConfig:
@@ -118,7 +119,7 @@ async def run_ab_session(a: Config, b: Config, opts: AbOptions, interrupt: Inter
                        t_quantile=critical[-1] if critical and opts.stop_early else t_quantile(opts.pairs, compare.confidence),
                        latency_tolerance=compare.latency_tolerance,
                        tail_tolerance=compare.tail_tolerance, boundary=opts.boundary if opts.stop_early else "",
-                       critical_t=critical if opts.stop_early else [])
+                       critical_t=critical if opts.stop_early else [], strict=opts.strict)
         await run.bus.publish(PhaseStarted(source="ab", phase="ab", model=models["A"].name, detail=plan))
         print(f"ab: {opts.pairs} pairs in order {order}, {opts.block_requests} requests a block "
               f"(+{opts.block_warmup} warmup); servers {'one at a time' if opts.sequential else 'both running'}; "

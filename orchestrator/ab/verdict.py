@@ -182,9 +182,13 @@ def stop_reason(result: AbResult) -> str | None:
     return f"every figure decided after {len(result.pairs)} pairs"
 
 
-def decide(journal: Path, cfg: CompareConfig, *, strict: bool = False) -> AbResult:
-    """Fold an `ab` journal into its verdict (blocks: reads the journal; CPU light)."""
-    return decide_session(load_session(journal), cfg, strict=strict)
+def decide(journal: Path, cfg: CompareConfig | None = None, *, strict: bool | None = None) -> AbResult:
+    """Fold an `ab` journal into its verdict (blocks: reads the journal; CPU light). By default with the
+    journaled [compare] and --strict, so that `aqbench report` rebuilds what the session wrote."""
+    session = load_session(journal)
+    if strict is None:
+        strict = session.plan.strict if session.plan is not None else False
+    return decide_session(session, cfg or session.compare or CompareConfig(), strict=strict)
 
 
 def decide_session(session: Session, cfg: CompareConfig, *, strict: bool = False,

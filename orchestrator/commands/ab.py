@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     opts = AbOptions(baseline=args.baseline, candidate=args.candidate, model=args.model, pairs=args.pairs,
                      block_requests=args.block_requests, block_warmup=args.block_warmup, seed=args.seed,
                      max_duration_s=args.max_duration, sequential=args.sequential, boundary=args.boundary,
-                     stop_early=not args.no_early_stop)
+                     stop_early=not args.no_early_stop, strict=args.strict)
     toolkit = real_toolkit()
     journals: list[Path] = []
 
@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     code = run_main(body)
     if code != 0 or not journals:
         return code
-    result = decide(journals[0], a.compare, strict=args.strict)
+    result = decide(journals[0])  # as `aqbench report` rebuilds it: the journaled [compare] and --strict
     paths = write_result(result, journals[0].parent)
     for f in result.figures:
         if f.change == "regressed":

@@ -14,7 +14,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "report",
         help="rebuild a run's reports from its events.jsonl",
         description="Rebuild report.json, report.md and report.html from RUN_DIR/events.jsonl alone, and for a "
-        "soak's journal soak.json, soak.md and soak.html too (a sweep's: sweep.json, sweep.md and sweep.html). "
+        "soak's journal soak.json, soak.md and soak.html too (a sweep's: sweep.json, sweep.md and sweep.html; an ab's: ab.json and ab.md). "
         "The same journal always gives a byte-identical report.json. Exit 0 when the reports were written "
         "(whatever the run's verdict), 2 when RUN_DIR has no journal or an empty one, 3 when the journal is corrupt "
         "(a bad line before the last, or a duplicated or moved line: its seq does not grow).",
@@ -66,5 +66,9 @@ def run(args: argparse.Namespace) -> int:
         written += list(write_soak_report(journal, out))
     if prov.command == "sweep":
         written += write_sweep_report(journal, out)
+    if prov.command == "ab":
+        from orchestrator.ab.render import write_ab_report
+
+        written += write_ab_report(journal, out)
     print(f"wrote {', '.join(str(p) for p in written)}")
     return 0

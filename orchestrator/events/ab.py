@@ -33,6 +33,7 @@ class AbPhase(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, tag
     # The group-sequential rule (orchestrator/ab/sequential.py): a look after every pair from the third on;
     # critical_t[i] is look (i + 3)'s critical t. The session stops at the first look where every decidable
     # figure is decided, and takes at most len(order) / 2 pairs. Empty: no looks (older journals).
+    strict: bool = False  # --strict: an inconclusive figure exits 1
     boundary: str = ""
     critical_t: list[float] = []
     blocks_run: int | None = None

@@ -8,6 +8,7 @@ import dataclasses
 import re
 from pathlib import Path
 
+import msgspec
 import pytest
 from ab_support import AbSpec, looked_verdict, write_session
 
@@ -110,3 +111,20 @@ class TestUsage:
         assert code == 2
         assert re.search(message, capsys.readouterr().err)
         assert not (tmp_path / "runs").exists()
+
+
+class TestRebuild:
+    def test_report_rebuilds_ab_json_and_md_from_the_journal(self, tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+        """`aqbench report RUN_DIR` on an ab journal writes ab.json and ab.md, the same bytes as the verdict the
+        session folds (journaled [compare] and plan), and the same again on a second rebuild."""
+        journal = write_session(tmp_path / "run", AbSpec(seed=4, pairs=6, block_requests=60, slow_item_share=0.4,
+                                                         slow_factor=2.0))
+        assert main(["--log-level", "error", "report", str(journal.parent)]) == 0
+        assert "ab.json" in capsys.readouterr().out
+        first = (journal.parent / "ab.json").read_bytes()
+        assert msgspec.json.decode(first)["outcome"] == decide(journal).outcome == "regressed"
+        assert "early stop: a look after every pair from the third; obrien-fleming boundary" in \
+            (journal.parent / "ab.md").read_text()
+        assert main(["--log-level", "error", "report", str(journal.parent)]) == 0
+        assert (journal.parent / "ab.json").read_bytes() == first
