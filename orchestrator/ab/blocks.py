@@ -1,5 +1,5 @@
-"""One `aqbench ab` session's blocks, read back from its journal: per block its side and its profiling
-requests (latencies by item); the plan as journaled. Computes no statistics."""
+"""One `aqbench ab` session's blocks, read back from its journal: per block its side, its profiling
+requests (latencies by item) and its answers' verdicts per arm; the plan as journaled. Computes no statistics."""
 
 from __future__ import annotations
 
@@ -8,7 +8,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from orchestrator.config import CompareConfig
-from orchestrator.events import AbPhase, PhaseFinished, PhaseStarted, RequestCorrelated, RunFinished, RunStarted
+from orchestrator.events import (
+    AbPhase,
+    PhaseFinished,
+    PhaseStarted,
+    RequestCorrelated,
+    RunFinished,
+    RunStarted,
+    VerdictReached,
+)
 from orchestrator.journal import iter_journal
 from orchestrator.judge.intervals import RateChange
 
@@ -34,6 +42,7 @@ class BlockSamples:
     ok: int = 0
     values: dict[str, list[float]] = field(default_factory=lambda: {s: [] for s, _l, _a in SERIES})
     items: dict[str, list[str]] = field(default_factory=lambda: {s: [] for s, _l, _a in SERIES})
+    verdicts: dict[str, dict[str, int]] = field(default_factory=dict)  # arm -> verdict -> answers (VerdictReached)
 
 
 @dataclass
@@ -47,6 +56,7 @@ class Session:
     run_id: str = ""
     status: str = "in progress"
     compare: CompareConfig | None = None  # the run's [compare], as RunStarted journaled it
+    request_blocks: dict[str, int] = field(default_factory=dict)  # request id -> its block
     memo: dict[tuple[str, int, int, int, int], RateChange | None] = field(default_factory=dict)  # the verdict's per-pair figures
 
 
@@ -66,6 +76,7 @@ def load_session(journal: Path) -> Session:
         elif isinstance(ev, RequestCorrelated) and ev.phase == "profiling" and (m := _WINDOW.search(ev.window)):
             block = session.blocks.setdefault(int(m[1]), BlockSamples(index=int(m[1]), side=m[2]))
             block.issued += 1
+            session.request_blocks[ev.request_id] = block.index
             if not ev.ok:
                 continue
             block.ok += 1
@@ -75,4 +86,7 @@ def load_session(journal: Path) -> Session:
                 if value is not None and value > 0:
                     block.values[short].append(float(value))
                     block.items[short].append(item)
+        elif isinstance(ev, VerdictReached) and ev.source == "ab" and ev.request_id in session.request_blocks:
+            arm = session.blocks[session.request_blocks[ev.request_id]].verdicts.setdefault(ev.arm, {})
+            arm[ev.verdict] = arm.get(ev.verdict, 0) + 1
     return session

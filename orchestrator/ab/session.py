@@ -16,6 +16,7 @@ from pathlib import Path
 import anyio
 import msgspec
 
+from orchestrator.ab.answers import judge_answers
 from orchestrator.ab.blocks import window_name
 from orchestrator.ab.plan import block_order, t_quantile
 from orchestrator.ab.sequential import Boundary, critical_values, describe
@@ -35,6 +36,8 @@ from orchestrator.errors import UsageError
 from orchestrator.events import AbPhase, AiperfRunPhase, DatasetPhase, PhaseFinished, PhaseStarted
 from orchestrator.logs import get_logger
 from orchestrator.ports import AiperfFacts, Toolkit
+from orchestrator.qualify.answers import AnswerBook
+from orchestrator.qualify.collect import WindowCollector
 from orchestrator.run import Interrupt, RunScope, open_run
 from orchestrator.server_spec import ServerSpec
 from orchestrator.supervisor import ServerHandle, supervise, supervised
@@ -42,6 +45,7 @@ from orchestrator.supervisor import ServerHandle, supervise, supervised
 __all__ = ["AbOptions", "check_comparable", "run_ab_session"]
 
 log = get_logger("aqbench.ab")
+_COLLECT_TIMEOUT_S = 30.0  # for the correlator's accounting to reach the block's collector (as qualify waits)
 
 
 class AbOptions(msgspec.Struct, frozen=True, kw_only=True):
@@ -126,7 +130,9 @@ async def run_ab_session(a: Config, b: Config, opts: AbOptions, interrupt: Inter
               + (describe(opts.boundary, critical, compare.confidence) if opts.stop_early else "no early stop"),
               file=sys.stderr, flush=True)
         ran, stop = await _blocks(run, opts, toolkit, specs, models, order, input_file, tokenizer, install, rows,
-                                  correlator, compare)
+                                  correlator, compare, {side: AnswerBook(run.bus, models[side], dataset,
+                                                                         a.workload.max_tokens, source="ab")
+                                                        for side in ("A", "B")})
         await run.bus.publish(PhaseFinished(source="ab", phase="ab", model=models["A"].name, outcome="finished",
                                             reason=stop, detail=AbPhase(blocks_run=ran, stop_reason=stop)))
         run.finish(status="ok", exit_code=0, reason=stop)
@@ -151,7 +157,8 @@ async def _servers(run: RunScope, specs: dict[str, ServerSpec], sequential: bool
 
 async def _blocks(run: RunScope, opts: AbOptions, toolkit: Toolkit, specs: dict[str, ServerSpec],
                   models: dict[str, ModelConfig], order: str, input_file: Path, tokenizer: Path, install: AiperfFacts,
-                  rows: list[ArmRequest], correlator: Correlator, compare: CompareConfig) -> tuple[int, str]:
+                  rows: list[ArmRequest], correlator: Correlator, compare: CompareConfig,
+                  books: dict[str, AnswerBook]) -> tuple[int, str]:
     started = anyio.current_time()
     async with _servers(run, specs, opts.sequential) as handles:
         for k, side in enumerate(order):
@@ -161,10 +168,10 @@ async def _blocks(run: RunScope, opts: AbOptions, toolkit: Toolkit, specs: dict[
             if opts.sequential:
                 async with supervised(specs[side], run.bus) as handle:
                     await _block(run, toolkit, handle, models[side], k, side, input_file, tokenizer, install, rows,
-                                 opts, correlator)
+                                 opts, correlator, books[side])
             else:
                 await _block(run, toolkit, handles[side], models[side], k, side, input_file, tokenizer, install,
-                             rows, opts, correlator)
+                             rows, opts, correlator, books[side])
             if opts.stop_early and k % 2 == 1 and k + 1 < len(order) and (reason := await _look(run, compare)):
                 return k + 1, f"{reason} (of at most {len(order) // 2}; {opts.boundary} boundary)"
     return len(order), f"every planned block ran ({len(order) // 2} pairs)"
@@ -190,22 +197,29 @@ def _counts(result: AbResult) -> dict[str, int]:
 
 async def _block(run: RunScope, toolkit: Toolkit, handle: ServerHandle, model: ModelConfig, k: int, side: str,
                  input_file: Path, tokenizer: Path, install: AiperfFacts, rows: list[ArmRequest], opts: AbOptions,
-                 correlator: Correlator) -> None:
+                 correlator: Correlator, book: AnswerBook) -> None:
     """One block: one AIPerf window against one side; raises UsageError-free AqbenchError when it fails."""
     cfg = run.config
     aiperf = toolkit.aiperf
     window = window_name(model.name, k, side)
     folder = run.run_dir / "aiperf" / f"block-{k:02d}-{side}"
     # Each block its own live tap: a shared one would replay earlier blocks' requests into this window.
+    collector = WindowCollector(run.bus, window, name=f"ab:{window}")
     cmd = aiperf.build_command(cfg.workload, base_url=handle.base_url, model=model.name, input_file=input_file,
                                artifact_dir=folder / "artifacts", tokenizer=tokenizer, requests=opts.block_requests,
                                warmup=opts.block_warmup, tap_dir=folder / "tap")
     await run.bus.publish(PhaseStarted(source="ab", phase="aiperf", model=model.name,
                                        detail=AiperfRunPhase(arms=list(cfg.workload.arms), rows=len(rows),
                                                              window=window)))
-    outcome = await aiperf.run_aiperf(cmd, run.bus, window=window, deadline_s=cfg.workload.deadline_s,
-                                      stop_grace_s=cfg.workload.stop_grace_s, install=install)
-    acc = await correlator.close_window(window, expected=outcome.issued, expected_from=outcome.issued_from)
+    async with anyio.create_task_group() as tg:
+        await tg.start(collector.run)
+        outcome = await aiperf.run_aiperf(cmd, run.bus, window=window, deadline_s=cfg.workload.deadline_s,
+                                          stop_grace_s=cfg.workload.stop_grace_s, install=install)
+        acc = await correlator.close_window(window, expected=outcome.issued, expected_from=outcome.issued_from)
+        await collector.wait_accounted(_COLLECT_TIMEOUT_S)
+        tg.cancel_scope.cancel()
+    # Every answer checked against the dataset as qualify checks it (its AnswerBook journals VerdictReached).
+    judged = await judge_answers(book, rows, collector.events)
     ok = acc.balanced and outcome.classification == "complete"
     await run.bus.publish(PhaseFinished(source="ab", phase="aiperf", model=model.name,
                                         outcome="passed" if ok else "failed",
@@ -213,5 +227,5 @@ async def _block(run: RunScope, toolkit: Toolkit, handle: ServerHandle, model: M
                                         detail=AiperfRunPhase(classification=outcome.classification,
                                                               balanced=acc.balanced)))
     print(f"  block {k:02d} {side}: {outcome.classification}, {sum(acc.issued.values())} requests"
-          f"{'' if acc.balanced else ' (NOT BALANCED)'}", file=sys.stderr, flush=True)
+          f"{'' if acc.balanced else ' (NOT BALANCED)'}, {judged}", file=sys.stderr, flush=True)
     log.info("ab_block", block=k, side=side, classification=outcome.classification, balanced=acc.balanced)

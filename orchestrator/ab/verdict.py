@@ -166,6 +166,29 @@ def _errors(blocks: list[BlockSamples], cfg: CompareConfig, plan: AbPhase | None
                   n_candidate=issued_b, method=rc.method, note="" if rc.enough_samples else "too few samples")
 
 
+def _correctness(blocks: list[BlockSamples], cfg: CompareConfig, plan: AbPhase | None, pairs: int) -> list[Figure]:
+    """Per arm, the share of answers correct (checked against the dataset as qualify checks them), pooled over
+    each side's blocks, at the look's share of the error; lower is worse. None when no answer was judged."""
+    t = _critical_t(plan, pairs, cfg.confidence) if plan is not None and plan.critical_t else None
+    confidence = max(cfg.confidence, look_confidence(t, pairs)) if t is not None else cfg.confidence
+    out: list[Figure] = []
+    for arm in sorted({arm for b in blocks for arm in b.verdicts}):
+        counts = {side: [sum(b.verdicts.get(arm, {}).get("correct", 0) for b in blocks if b.side == side),
+                         sum(sum(b.verdicts.get(arm, {}).values()) for b in blocks if b.side == side)]
+                  for side in "AB"}
+        if not counts["A"][1] or not counts["B"][1]:
+            continue
+        rc = rate_change(counts["A"][0], counts["A"][1], counts["B"][0], counts["B"][1], confidence=confidence)
+        change = classify_change(rc.lower, rc.upper, cfg.correctness_tolerance, higher_is_worse=False,
+                                 enough_samples=rc.enough_samples)
+        out.append(Figure(key=f"correctness.{arm}", name=f"answers correct, {arm} arm (pooled blocks)",
+                          unit="fraction", baseline=rc.baseline, candidate=rc.candidate, change=change,
+                          lower=rc.lower, upper=rc.upper, tolerance=cfg.correctness_tolerance, confidence=confidence,
+                          n_baseline=counts["A"][1], n_candidate=counts["B"][1], method=rc.method,
+                          note="" if rc.enough_samples else "too few samples"))
+    return out
+
+
 def decidable(f: Figure) -> bool:
     """Whether more pairs of this plan could decide the figure (a p99 of 40-request blocks never can)."""
     return not f.note.startswith(TOO_FEW_REQUESTS) and f.note != "too few samples"
@@ -199,7 +222,8 @@ def decide_session(session: Session, cfg: CompareConfig, *, strict: bool = False
     pairs = [(session.blocks[i], session.blocks[j]) for i, j in pairs_of(order)
              if i in session.blocks and j in session.blocks][:upto_pairs]
     blocks = [x for pair in pairs for x in pair]
-    figures = _series_figures(session, pairs, cfg) + [_errors(blocks, cfg, session.plan, len(pairs))]
+    figures = _series_figures(session, pairs, cfg) + [_errors(blocks, cfg, session.plan, len(pairs))] + \
+        _correctness(blocks, cfg, session.plan, len(pairs))
     rows = [PairRow(baseline_block=a.index, candidate_block=b.index, baseline_p90_ms=_q(a.values["model_call"], 0.9),
                     candidate_p90_ms=_q(b.values["model_call"], 0.9)) for a, b in pairs]
     regressed = [f.name for f in figures if f.change == "regressed"]

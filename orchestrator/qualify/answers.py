@@ -77,8 +77,10 @@ def incomplete_reason(entries: list[IncompleteAnswer], shown: int = 12, note: st
 class AnswerBook:
     """Judges and journals one model's answers; `max_tokens` is the limit its requests asked for."""
 
-    def __init__(self, bus: EventSink, model: ModelConfig, dataset: Dataset, max_tokens: int | None) -> None:
+    def __init__(self, bus: EventSink, model: ModelConfig, dataset: Dataset, max_tokens: int | None,
+                 *, source: str = "qualify") -> None:
         self.bus = bus
+        self.source = source  # the command journaling the answers (ab judges its blocks' answers here too)
         self.model = model
         self.dataset = dataset
         self.max_tokens = max_tokens
@@ -118,7 +120,7 @@ class AnswerBook:
             self.checked[path] += 1
             await self._incomplete(path, req, got, completeness)
         await self.bus.publish(VerdictReached(
-            source="qualify", model=self.model.name, item_id=req.item_id, arm=req.arm, path=path,  # type: ignore[arg-type]
+            source=self.source, model=self.model.name, item_id=req.item_id, arm=req.arm, path=path,  # type: ignore[arg-type]
             verdict=verdict, answer=got.text, gold=item.answer, item_kind=item.kind,  # type: ignore[arg-type]
             scoring=item.scoring, request_id=got.request_id, detail=detail))
         return verdict, completeness
@@ -140,7 +142,7 @@ class AnswerBook:
         if text is not None and len(text) > ANSWER_EXCERPT_CHARS:
             text = text[:ANSWER_EXCERPT_CHARS - 1] + "…"
         await self.bus.publish(AnswerIncomplete(
-            source="qualify", model=self.model.name, path=path, defects=list(completeness.defects),  # type: ignore[arg-type]
+            source=self.source, model=self.model.name, path=path, defects=list(completeness.defects),  # type: ignore[arg-type]
             details=list(completeness.details), item_id=req.item_id, arm=req.arm, request_id=got.request_id,
             answer=text, finish_reason=got.finish_reason, completion_tokens=got.completion_tokens,
             max_tokens=self.max_tokens))

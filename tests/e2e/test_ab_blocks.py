@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.events import AbPhase, AccountingChecked, PhaseStarted
+from orchestrator.events import AbPhase, AccountingChecked, PhaseStarted, VerdictReached
 from orchestrator.journal import read_journal
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -76,3 +76,7 @@ def test_ab_catches_a_planted_tail_regression(tmp_path: Path) -> None:
     accounted = [e for e in events if isinstance(e, AccountingChecked)]
     assert len(accounted) == 6 and all(e.balanced and e.issued.get("profiling") == 50 for e in accounted)
     assert "regressed: " in proc.stdout
+    # Every answer checked against the dataset as qualify does: a correctness figure per arm, none regressed.
+    judged = [e for e in events if isinstance(e, VerdictReached) and e.source == "ab"]
+    assert len(judged) == 300 and {f"correctness.{arm}" for arm in ("audio", "transcript")} <= set(changes)
+    assert changes["correctness.audio"] != "regressed", result["figures"]

@@ -24,6 +24,7 @@ from orchestrator.events import (
     RequestCorrelated,
     RunFinished,
     RunStarted,
+    VerdictReached,
 )
 from orchestrator.journal import encode_event
 
@@ -49,6 +50,7 @@ class AbSpec:
     slow_factor: float = 1.0
     ar: float = 0.0  # AR(1) coefficient of the request noise: neighbouring requests share their luck
     hog_blocks: float = 0.0  # share of blocks (drawn per block) under a CPU hog `hog` slower
+    wrong_share: float = 0.0  # share of the candidate's answers wrong (the baseline answers every item right)
     boundary: Boundary | None = "obrien-fleming"  # the plan's looks; None: a fixed plan (no critical_t)
 
 
@@ -93,6 +95,9 @@ def write_session(folder: Path, spec: AbSpec) -> Path:
                 put(RequestCorrelated(request_id=f"r{n}", window=window, phase="profiling", conversation_id=f"c{n}",
                                       item_id=f"item-{item:03d}", arm="audio", ok=True, cause="ok", http_status=200,
                                       request_latency_ms=value + 3.0, handler_ms=value + 1.0, model_call_ms=value))
+                wrong = side == "B" and rng.random() < spec.wrong_share
+                put(VerdictReached(source="ab", model="m", item_id=f"item-{item:03d}", arm="audio", path="aiperf",
+                                   verdict="wrong" if wrong else "correct", request_id=f"r{n}"))
                 n += 1
         put(PhaseFinished(phase="ab", model="m", outcome="finished", detail=AbPhase(blocks_run=len(order),
                                                                                     stop_reason="every planned block ran")))

@@ -113,6 +113,20 @@ class TestUsage:
         assert not (tmp_path / "runs").exists()
 
 
+class TestAnswers:
+    def test_answers_are_figures_per_arm(self, tmp_path: Path) -> None:
+        """The answers' verdicts (journaled as qualify journals them) give a correctness figure per arm: a
+        candidate answering 20 % wrong regresses it; an A/A leaves it unchanged, and ab.md shows it."""
+        worse = decide(write_session(tmp_path / "w", AbSpec(seed=2, pairs=6, block_requests=60, wrong_share=0.2)))
+        same = decide(write_session(tmp_path / "s", AbSpec(seed=2, pairs=6, block_requests=60)))
+        [bad] = [f for f in worse.figures if f.key == "correctness.audio"]
+        [good] = [f for f in same.figures if f.key == "correctness.audio"]
+        assert bad.change == "regressed" and worse.outcome == "regressed" and bad.n_candidate == 360
+        assert bad.baseline == 1.0 and bad.candidate is not None and 0.7 < bad.candidate < 0.9
+        assert good.change == "unchanged"
+        assert "| answers correct, audio arm (pooled blocks) | 100.0 % |" in render_markdown(worse)
+
+
 class TestRebuild:
     def test_report_rebuilds_ab_json_and_md_from_the_journal(self, tmp_path: Path,
                                                               capsys: pytest.CaptureFixture[str]) -> None:
