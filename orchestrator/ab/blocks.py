@@ -10,6 +10,8 @@ from pathlib import Path
 from orchestrator.config import CompareConfig
 from orchestrator.events import (
     AbPhase,
+    AiperfRunPhase,
+    HostSampled,
     PhaseFinished,
     PhaseStarted,
     RequestCorrelated,
@@ -43,6 +45,7 @@ class BlockSamples:
     values: dict[str, list[float]] = field(default_factory=lambda: {s: [] for s, _l, _a in SERIES})
     items: dict[str, list[str]] = field(default_factory=lambda: {s: [] for s, _l, _a in SERIES})
     verdicts: dict[str, dict[str, int]] = field(default_factory=dict)  # arm -> verdict -> answers (VerdictReached)
+    host: list[HostSampled] = field(default_factory=list)  # the host's samples taken while the block ran
 
 
 @dataclass
@@ -63,6 +66,7 @@ class Session:
 def load_session(journal: Path) -> Session:
     """Fold an `ab` journal (blocks; streams it once)."""
     session = Session(journal=journal)
+    running: BlockSamples | None = None  # the block whose AIPerf window is open
     for ev in iter_journal(journal):
         if isinstance(ev, RunStarted):
             session.run_id = ev.run_id
@@ -71,6 +75,13 @@ def load_session(journal: Path) -> Session:
             session.status = ev.status
         elif isinstance(ev, PhaseStarted) and isinstance(ev.detail, AbPhase):
             session.plan = ev.detail
+        elif isinstance(ev, PhaseStarted) and isinstance(ev.detail, AiperfRunPhase) and (
+                m := _WINDOW.search(ev.detail.window)):
+            running = session.blocks.setdefault(int(m[1]), BlockSamples(index=int(m[1]), side=m[2]))
+        elif isinstance(ev, PhaseFinished) and ev.phase == "aiperf":
+            running = None
+        elif isinstance(ev, HostSampled) and running is not None:
+            running.host.append(ev)
         elif isinstance(ev, PhaseFinished) and isinstance(ev.detail, AbPhase):
             session.finished = ev.detail
         elif isinstance(ev, RequestCorrelated) and ev.phase == "profiling" and (m := _WINDOW.search(ev.window)):

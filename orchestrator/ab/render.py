@@ -9,6 +9,7 @@ import msgspec
 from orchestrator.ab.sequential import describe
 from orchestrator.ab.verdict import AbResult, decide
 from orchestrator.compare.schema import Figure
+from orchestrator.host_condition import describe_host
 
 __all__ = ["render_markdown", "write_ab_report", "write_result"]
 
@@ -17,6 +18,10 @@ def _value(v: float | None, unit: str) -> str:
     if v is None:
         return "-"
     return f"{v:.1f} ms" if unit == "ms" else f"{v * 100:.1f} %"
+
+
+def _cpus(v: float | None) -> str:
+    return "-" if v is None else f"{v:.2f}"
 
 
 def _interval(f: Figure) -> str:
@@ -52,9 +57,15 @@ def render_markdown(r: AbResult) -> str:
         note = f" ({f.note})" if f.note else ""
         out.append(f"| {f.name} | {_value(f.baseline, f.unit)} | {_value(f.candidate, f.unit)} | {_interval(f)} | "
                    f"{tol} | {f.change}{note} | {f.method} |")
-    out += ["", "## Pairs (model-call p90 per block)", "", "| A block | B block | A p90 | B p90 |", "|---|---|---|---|"]
+    out += ["", "## Host while the blocks ran", "", f"- baseline (A) blocks: {describe_host(r.host_baseline)}",
+            f"- candidate (B) blocks: {describe_host(r.host_candidate)}", "",
+            "Outside CPU is what processes other than this run (its servers and AIPerf included) took. The pairs "
+            "cancel a busier machine that lasts longer than a pair; a side whose blocks alone ran busier shows here.",
+            "", "## Pairs (model-call p90 per block; outside CPU while it ran)", "",
+            "| A block | B block | A p90 | B p90 | A outside CPU | B outside CPU |", "|---|---|---|---|---|---|"]
     out += [f"| {x.baseline_block + 1} | {x.candidate_block + 1} | {_value(x.baseline_p90_ms, 'ms')} | "
-            f"{_value(x.candidate_p90_ms, 'ms')} |" for x in r.pairs]
+            f"{_value(x.candidate_p90_ms, 'ms')} | {_cpus(x.baseline_outside_cpus)} | "
+            f"{_cpus(x.candidate_outside_cpus)} |" for x in r.pairs]
     return "\n".join(out) + "\n"
 
 

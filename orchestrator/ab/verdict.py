@@ -27,6 +27,7 @@ from orchestrator.ab.sequential import look_confidence
 from orchestrator.compare.schema import Figure
 from orchestrator.config import CompareConfig
 from orchestrator.events import AbPhase
+from orchestrator.host_condition import HostCondition, summarize_host
 from orchestrator.judge.intervals import MIN_TAIL, RateChange, classify_change, rate_change, tail_share_change
 
 __all__ = ["AbResult", "PairRow", "decide", "decide_session", "stop_reason"]
@@ -42,6 +43,8 @@ class PairRow(msgspec.Struct, frozen=True, kw_only=True):
     candidate_block: int
     baseline_p90_ms: float | None
     candidate_p90_ms: float | None
+    baseline_outside_cpus: float | None = None  # CPU other processes took while the block ran (HostSampled)
+    candidate_outside_cpus: float | None = None
 
 
 class AbResult(msgspec.Struct, frozen=True, kw_only=True):
@@ -58,6 +61,9 @@ class AbResult(msgspec.Struct, frozen=True, kw_only=True):
     pairs: list[PairRow] = []
     figures: list[Figure] = []
     strict: bool = False
+    # The host while each side's blocks ran: a side that ran on a busier machine is named beside the figures.
+    host_baseline: HostCondition | None = None
+    host_candidate: HostCondition | None = None
 
 
 def _by_item(block: BlockSamples, short: str) -> Mapping[Hashable, Sequence[float]]:
@@ -189,6 +195,11 @@ def _correctness(blocks: list[BlockSamples], cfg: CompareConfig, plan: AbPhase |
     return out
 
 
+def _outside(block: BlockSamples) -> float | None:
+    c = summarize_host(block.host)
+    return c.outside_cpus if c is not None else None
+
+
 def decidable(f: Figure) -> bool:
     """Whether more pairs of this plan could decide the figure (a p99 of 40-request blocks never can)."""
     return not f.note.startswith(TOO_FEW_REQUESTS) and f.note != "too few samples"
@@ -225,7 +236,8 @@ def decide_session(session: Session, cfg: CompareConfig, *, strict: bool = False
     figures = _series_figures(session, pairs, cfg) + [_errors(blocks, cfg, session.plan, len(pairs))] + \
         _correctness(blocks, cfg, session.plan, len(pairs))
     rows = [PairRow(baseline_block=a.index, candidate_block=b.index, baseline_p90_ms=_q(a.values["model_call"], 0.9),
-                    candidate_p90_ms=_q(b.values["model_call"], 0.9)) for a, b in pairs]
+                    candidate_p90_ms=_q(b.values["model_call"], 0.9), baseline_outside_cpus=_outside(a),
+                    candidate_outside_cpus=_outside(b)) for a, b in pairs]
     regressed = [f.name for f in figures if f.change == "regressed"]
     inconclusive = [f.name for f in figures if f.change == "inconclusive"]
     stop = session.finished.stop_reason if session.finished else "the session did not finish"
@@ -233,7 +245,8 @@ def decide_session(session: Session, cfg: CompareConfig, *, strict: bool = False
     def result(outcome: Literal["no-regression", "regressed", "inconclusive"], code: int, reason: str) -> AbResult:
         return AbResult(outcome=outcome, exit_code=code, reason=reason, journal=str(journal), run_id=session.run_id,
                         status=session.status, plan=session.plan, stop_reason=stop, pairs=rows, figures=figures,
-                        strict=strict)
+                        strict=strict, host_baseline=summarize_host([s for a, _b in pairs for s in a.host]),
+                        host_candidate=summarize_host([s for _a, b in pairs for s in b.host]))
 
     if regressed:
         return result("regressed", 1, f"{len(regressed)} figure(s) worse beyond tolerance: " + "; ".join(regressed))

@@ -26,6 +26,7 @@ from orchestrator.events.evidence import (
     TranscriptionEvidence,
     TransportEvidence,
 )
+from orchestrator.events.host import HostSampled
 from orchestrator.events.judging import (
     AnswerIncomplete,
     CapabilityProbed,
@@ -165,7 +166,7 @@ __all__ = [
     "AiperfExited", "ClientRecord", "ServerRecord", "RequestsInFlight", "RequestCorrelated", "RequestUnmatched",
     "AccountingChecked", "Phase", "CauseCode", "CapabilityProbed", "VerdictReached", "GateEvaluated", "ModelResult",
     "SoakWindowClosed", "SoakVerdict", "AnswerIncomplete", "SoakWindowOpened", "ProcessSampled",
-    "NoninferiorityJudged",
+    "NoninferiorityJudged", "HostSampled",
     # sweep
     "SloCheck", "PointStats", "SweepPointJudged", "SweepConcluded", "SweepPhase",
 ]

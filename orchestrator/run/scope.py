@@ -24,6 +24,7 @@ from anyio.abc import TaskGroup
 from orchestrator.bus import Bus
 from orchestrator.config import Config
 from orchestrator.events import Failed, RunFinished, RunStarted
+from orchestrator.hostwatch import HostSampler
 from orchestrator.journal import JournalWriter
 from orchestrator.logs import attach_run_log, detach_run_log, get_logger
 from orchestrator.run.provenance import host_facts, tool_versions
@@ -116,6 +117,8 @@ async def open_run(
                         tool_versions=tool_versions(), host=host_facts(), run_dir=str(run_dir.resolve()),
                     ))
                     log.info("run_started", run_dir=str(run_dir), command=command)
+                    # Every run samples the host's condition (load, steal, outside CPU): compare and ab show it.
+                    await tg.start(HostSampler(bus).run)
                     yield scope
                     # The body is done: background tasks it started (live views, samplers) stop now;
                     # their shielded cleanups still run before RunFinished is journaled.

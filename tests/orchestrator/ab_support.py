@@ -17,6 +17,8 @@ from orchestrator.ab.verdict import AbResult, decide_session, stop_reason
 from orchestrator.config import CompareConfig
 from orchestrator.events import (
     AbPhase,
+    AiperfRunPhase,
+    HostSampled,
     AnyEvent,
     HostFacts,
     PhaseFinished,
@@ -81,6 +83,7 @@ def write_session(folder: Path, spec: AbSpec) -> Path:
         for k, side in enumerate(order):
             window = window_name("m", k, side)
             hogged = rng.random() < spec.hog_blocks
+            put(PhaseStarted(phase="aiperf", model="m", detail=AiperfRunPhase(window=window)))
             for i in range(spec.block_requests):
                 t = n / total
                 machine = (1.0 + spec.drift * t) * (1.0 + spec.hog if hogged or (
@@ -99,6 +102,10 @@ def write_session(folder: Path, spec: AbSpec) -> Path:
                 put(VerdictReached(source="ab", model="m", item_id=f"item-{item:03d}", arm="audio", path="aiperf",
                                    verdict="wrong" if wrong else "correct", request_id=f"r{n}"))
                 n += 1
+            busy = hogged or (spec.hog_at is not None and n / total >= spec.hog_at)
+            put(HostSampled(source="host", interval_s=2.0, load1=3.0 if busy else 1.0, cpus=2, busy_cpus=1.0,
+                            run_cpus=0.8, outside_cpus=1.5 if busy else 0.1, steal_share=0.0))
+            put(PhaseFinished(phase="aiperf", model="m", outcome="passed", detail=AiperfRunPhase(window=window)))
         put(PhaseFinished(phase="ab", model="m", outcome="finished", detail=AbPhase(blocks_run=len(order),
                                                                                     stop_reason="every planned block ran")))
         put(RunFinished(status="ok"))

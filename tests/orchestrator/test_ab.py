@@ -127,6 +127,19 @@ class TestAnswers:
         assert "| answers correct, audio arm (pooled blocks) | 100.0 % |" in render_markdown(worse)
 
 
+class TestHost:
+    def test_host_condition_per_side_and_block(self, tmp_path: Path) -> None:
+        """The host's samples taken while each block ran are summed per side and shown per pair: a CPU hog on
+        some blocks shows as their outside CPU, and in ab.md."""
+        result = decide(write_session(tmp_path / "s", AbSpec(seed=3, pairs=6, block_requests=60, hog_blocks=0.5)))
+        outside = [v for x in result.pairs for v in (x.baseline_outside_cpus, x.candidate_outside_cpus)]
+        assert set(outside) == {0.1, 1.5}
+        assert result.host_baseline is not None and result.host_baseline.samples == 6
+        assert result.host_candidate is not None and result.host_candidate.outside_cpus_max == 1.5
+        md = render_markdown(result)
+        assert "- baseline (A) blocks: load" in md and "| A outside CPU | B outside CPU |" in md
+
+
 class TestRebuild:
     def test_report_rebuilds_ab_json_and_md_from_the_journal(self, tmp_path: Path,
                                                               capsys: pytest.CaptureFixture[str]) -> None:
