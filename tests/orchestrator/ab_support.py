@@ -18,9 +18,9 @@ from orchestrator.config import CompareConfig
 from orchestrator.events import (
     AbPhase,
     AiperfRunPhase,
-    HostSampled,
     AnyEvent,
     HostFacts,
+    HostSampled,
     PhaseFinished,
     PhaseStarted,
     RequestCorrelated,
