@@ -11,6 +11,7 @@ from orchestrator.compare.provenance import provenance_diff
 from orchestrator.compare.schema import Comparison, ModelComparison, RunRef
 from orchestrator.config import CompareConfig
 from orchestrator.errors import UsageError
+from orchestrator.host_condition import describe_host, summarize_host
 
 __all__ = ["compare_runs", "journal_of"]
 
@@ -38,7 +39,7 @@ def _ref(run: RunSamples) -> RunRef:
     s, f = run.started, run.finished
     return RunRef(journal=str(run.journal), run_id=s.run_id if s else "", command=s.command if s else "",
                   status=f.status if f else "in progress", started_unix_ns=s.ts_ns if s else None,
-                  torn_line=run.torn.line if run.torn else None)
+                  torn_line=run.torn.line if run.torn else None, host=summarize_host(run.host_samples))
 
 
 def compare_runs(baseline: Path, candidate: Path, cfg: CompareConfig, *, model: str = "",
@@ -80,11 +81,15 @@ def compare_runs(baseline: Path, candidate: Path, cfg: CompareConfig, *, model: 
     changes = [(m.model, f) for m in models for f in m.figures]
     regressed = [f"{name}: {f.name}" for name, f in changes if f.change == "regressed"]
     inconclusive = [f"{name}: {f.name}" for name, f in changes if f.change == "inconclusive"]
+    # Runs taken apart in time: where a figure differs only within drift, name what the host was doing in each.
+    host = "" if not any(f.note.startswith("differs, not attributable") for _n, f in changes) else (
+        f"; differs, not attributable: host while each ran: baseline {describe_host(_ref(base).host)}; "
+        f"candidate {describe_host(_ref(cand).host)}")
     if regressed:
         # The console prints "<outcome>: <reason>": the reason does not repeat the outcome word.
         return result("regressed", 1, f"{len(regressed)} figure(s) worse beyond tolerance: " + "; ".join(regressed),
                       models=models)
     if inconclusive:
         return result("inconclusive", 1 if strict else 0, f"no regression; {len(inconclusive)} figure(s) inconclusive"
-                      + (" (--strict: exit 1)" if strict else ""), models=models)
+                      + (" (--strict: exit 1)" if strict else "") + host, models=models)
     return result("no-regression", 0, "no regression; every figure unchanged or improved", models=models)

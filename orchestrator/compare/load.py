@@ -26,6 +26,7 @@ from orchestrator.events import (
     DatasetPhase,
     GpuSampled,
     HostFacts,
+    HostSampled,
     PhaseFinished,
     PhaseStarted,
     RequestCorrelated,
@@ -117,6 +118,7 @@ class RunSamples:
     server_models: str = ""
     bundle_sha256: set[str] = field(default_factory=set)
     models: dict[str, ModelSamples] = field(default_factory=dict)
+    host_samples: list[HostSampled] = field(default_factory=list)  # the host's condition while it ran
 
     @property
     def config(self) -> Config | None:
@@ -143,7 +145,7 @@ class _Loader:
             RunStarted: self._run_started, RunFinished: self._run_finished, PhaseStarted: self._phase_started,
             PhaseFinished: self._phase_finished, AiperfStarted: self._aiperf_started, GpuSampled: self._gpu,
             ServerReady: self._server_ready, RequestCorrelated: self._correlated, VerdictReached: self._verdict,
-            AnswerIncomplete: self._incomplete,
+            AnswerIncomplete: self._incomplete, HostSampled: self.run.host_samples.append,
         }
 
     def add(self, ev: AnyEvent) -> None:

@@ -12,6 +12,7 @@ import msgspec
 from markupsafe import Markup
 
 from orchestrator.compare.schema import ChangedAnswer, Comparison, Figure, ModelComparison
+from orchestrator.host_condition import describe_host
 from orchestrator.reports.svg import line_chart
 from orchestrator.reports.templating import render
 
@@ -104,6 +105,8 @@ def render_markdown(c: Comparison) -> str:
            c.reason, ""]
     if c.refusals:
         out += ["## Not comparable", ""] + [f"- {r}" for r in c.refusals] + [""]
+    out += [f"Host while each ran: baseline {describe_host(c.baseline.host)}; candidate "
+            f"{describe_host(c.candidate.host)}.", ""]
     differs = [p for p in c.provenance if p.differs]
     out += ["## Provenance differences", ""]
     out += _md_table(["fact", "baseline", "candidate", "blocks"],

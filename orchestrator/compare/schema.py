@@ -9,6 +9,7 @@ from typing import Literal
 
 import msgspec
 
+from orchestrator.host_condition import HostCondition
 from orchestrator.judge.intervals import Change
 
 __all__ = [
@@ -37,6 +38,7 @@ class RunRef(_S, frozen=True, kw_only=True):
     status: str = ""
     started_unix_ns: int | None = None
     torn_line: int | None = None
+    host: HostCondition | None = None  # the host while the run ran (None: not sampled, an older run)
 
 
 class ProvenanceRow(_S, frozen=True, kw_only=True):

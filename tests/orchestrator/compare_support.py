@@ -18,6 +18,7 @@ from orchestrator.events import (
     AnyEvent,
     DatasetPhase,
     HostFacts,
+    HostSampled,
     PhaseFinished,
     PhaseStarted,
     RequestCorrelated,
@@ -71,6 +72,7 @@ class RunSpec:
     slow_item_share: float = 0.0
     slow_request_share: float = 0.0
     slow_factor: float = 1.0
+    outside_cpus: float | None = None  # HostSampled every 100 requests with this outside CPU (None: no samples)
 
 
 def item_costs(spec: RunSpec) -> np.ndarray:
@@ -136,6 +138,9 @@ def write_run(folder: Path, spec: RunSpec) -> Path:
             handler, client = call + 1.5, call + 1.5 + float(overhead[i])
             clock += int(client * 1e6 / spec.concurrency)
             failed = bool(fails[i])
+            if spec.outside_cpus is not None and i % 100 == 99:
+                put(HostSampled(source="host", interval_s=2.0, load1=1.0 + spec.outside_cpus, cpus=2, busy_cpus=1.5,
+                                run_cpus=0.5, outside_cpus=spec.outside_cpus, steal_share=0.01), clock)
             put(RequestCorrelated(
                 request_id=f"req-{i:07d}", window=window, phase="profiling", conversation_id=f"{name}#0",
                 item_id=item_id, arm=arm, ok=not failed, cause="http_5xx" if failed else "ok",

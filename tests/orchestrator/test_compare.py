@@ -177,6 +177,22 @@ class TestCalibration:
         assert "regressed" not in changes.values() and result.exit_code == 0
 
 
+class TestHost:
+    def test_both_hosts_are_shown_and_named_where_a_change_is_not_attributable(self, tmp_path: Path) -> None:
+        """Each run's host samples are summed into compare.json and compare.md; where a 12 % slower candidate
+        differs only within the runs' own drift, the reason names both hosts (here: the candidate's busier)."""
+        base = RunSpec(requests=800, items=40, seed=1, drift=0.6, outside_cpus=0.1)
+        a = write_run(tmp_path / "a", base)
+        b = write_run(tmp_path / "b", dataclasses.replace(base, seed=2, scale=1.12, outside_cpus=1.4))
+        assert main(["--log-level", "error", "compare", str(a), str(b), "--out", str(tmp_path / "out")]) == 0
+        result = json.loads((tmp_path / "out" / "compare.json").read_text())
+        assert result["baseline"]["host"]["outside_cpus"] == 0.1 and result["candidate"]["host"]["samples"] == 8
+        assert result["outcome"] == "inconclusive"
+        assert "differs, not attributable: host while each ran: baseline load 1.10 on 2 CPUs, outside CPU 0.10" \
+            in result["reason"] and "candidate load 2.40 on 2 CPUs, outside CPU 1.40" in result["reason"]
+        assert "Host while each ran: baseline load 1.10" in (tmp_path / "out" / "compare.md").read_text()
+
+
 class TestRefusals:
     def test_missing_half_is_a_usage_error(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         """A candidate folder without events.jsonl: exit 2 naming the path and what to pass."""
