@@ -206,11 +206,15 @@ def decidable(f: Figure) -> bool:
 
 
 def stop_reason(result: AbResult) -> str | None:
-    """Why the session may stop after this look, or None: every figure that more pairs could decide is
-    decided (unchanged, improved or regressed; the repeated intervals keep the error rates at any stop)."""
+    """Why the session may stop after this look, or None: a figure regressed (the exit code is decided; a
+    real session's pooled error and answer rates, with no error at all, need more requests than a short
+    session sends to read `unchanged`), or every figure that more pairs could decide is decided. The
+    repeated intervals keep the error rates at any stop."""
     looked = [f for f in result.figures if decidable(f)]
     if not result.pairs or len(result.pairs) < MIN_PAIRS or not looked:
         return None
+    if regressed := [f.name for f in looked if f.change == "regressed"]:
+        return f"{len(regressed)} figure(s) regressed after {len(result.pairs)} pairs"
     if any(f.change == "inconclusive" for f in looked):
         return None
     return f"every figure decided after {len(result.pairs)} pairs"

@@ -18,7 +18,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "machine's drift falls on both sides alike. Blocks are paired (one A, one B, back to back) and each "
         "latency figure (p50, p90, p99 and the tail share beyond each item's baseline p90) is decided from the "
         "pairs' changes with a t interval against the [compare] tolerances. After every pair from the third on, the "
-        "session looks at the verdict and stops once every figure is decided; the intervals are widened for the "
+        "session looks at the verdict and stops once a figure regressed or every figure is decided; the intervals are widened for the "
         "looks (a group-sequential boundary journaled in the plan), so peeking keeps the error rates. Writes ab.json and ab.md into the "
         "run folder. Exit 0: no regression; 1: a figure regressed (or, with --strict, is inconclusive); 2: usage "
         "error (configs with different datasets or workloads, a bad flag).")

@@ -64,17 +64,28 @@ class TestErrorRates:
         assert sum(r.outcome == "regressed" and r.exit_code == 1 for r in outcomes) >= 19, [r.reason for r in outcomes]
 
     def test_a_clear_regression_stops_early_and_says_why(self, tmp_path: Path) -> None:
-        """40 % of items 2x decides every figure well before 12 pairs in most seeds; the verdict of the pairs run
-        keeps the look's critical t (method names it)."""
+        """40 % of items 2x regresses well before 12 pairs in most seeds, and the session stops there; the verdict
+        of the pairs run keeps the look's critical t (method names it)."""
         results = [looked_verdict(write_session(tmp_path / f"s{seed}", AbSpec(
             seed=seed, pairs=12, block_requests=100, ar=0.5, slow_item_share=0.4, slow_factor=2.0)),
             CompareConfig(resamples=200)) for seed in range(10)]
         assert sum(len(r.pairs) <= 8 for r in results) >= 8, [len(r.pairs) for r in results]
         early = next(r for r in results if len(r.pairs) <= 8)
-        assert stop_reason(early) == f"every figure decided after {len(early.pairs)} pairs"
+        assert re.fullmatch(rf"\d+ figure\(s\) regressed after {len(early.pairs)} pairs", stop_reason(early) or "")
         assert early.plan is not None and early.plan.critical_t
         t = early.plan.critical_t[len(early.pairs) - 3]
         assert f"t = {t:.2f}" in next(f.method for f in early.figures if f.key == "latency.client.p50")
+
+
+class TestEquivalenceStop:
+    def test_a_quiet_aa_stops_once_every_figure_is_unchanged(self, tmp_path: Path) -> None:
+        """A quiet A/A of 400-request blocks stops before its 8 pairs once every decidable figure reads
+        unchanged (p99 of 400 requests can never be decided and does not hold it); exit 0."""
+        result = looked_verdict(write_session(tmp_path / "s", AbSpec(seed=1, pairs=8, block_requests=400, noise=0.02,
+                                                                     drift=0.0)), CompareConfig(resamples=200))
+        assert len(result.pairs) < 8 and result.exit_code == 0
+        assert stop_reason(result) == f"every figure decided after {len(result.pairs)} pairs"
+        assert {f.change for f in result.figures if not f.key.endswith(".p99")} == {"unchanged"}
 
 
 class TestReport:
