@@ -52,6 +52,7 @@ from orchestrator.run import Interrupt, RunScope, open_run
 from orchestrator.server_spec import ServerSpec
 from orchestrator.supervisor import ServerHandle, supervise
 from orchestrator.sweep.judge import Baseline, PointRequest, judge_point, point_stats, saturation_signs, worst
+from orchestrator.sweep.power import plan
 from orchestrator.sweep.search import Judged, conclude, next_point
 from orchestrator.sweep.watch import PointWatch
 
@@ -238,9 +239,13 @@ async def _sweep(run: RunScope, opts: SweepOptions, toolkit: Toolkit, model: Mod
     sweeper = _Sweeper(run, toolkit, model, install, tokenizer, dataset, rows, input_file, handle, correlator)
     limits = {k: float(v) for k, v in msgspec.to_builtins(slo).items()
               if isinstance(v, float | int) and not isinstance(v, bool)}
+    # Said before any load: what a point can decide at its planned requests (a pass may need more than it has).
+    detects = plan(slo, sw.requests_per_point)
+    print("sweep: each point of " + f"{sw.requests_per_point} requests can decide:\n  "
+          + "\n  ".join(d.statement for d in detects), file=sys.stderr, flush=True)
     await run.bus.publish(PhaseStarted(source="sweep", phase="sweep", model=model.name, detail=SweepPhase(
         mode=sw.mode, points=list(sw.points), requests_per_point=sw.requests_per_point,
-        warmup_requests=cfg.workload.warmup_requests, slo=limits, argv=list(opts.argv))))
+        warmup_requests=cfg.workload.warmup_requests, slo=limits, argv=list(opts.argv), detects=detects)))
 
     def left_s() -> float:
         return (sw.max_duration_s - (time.monotonic() - started)) if sw.max_duration_s else float("inf")
