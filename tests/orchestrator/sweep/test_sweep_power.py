@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Sequence
 from statistics import NormalDist
 
 import pytest
@@ -38,7 +39,7 @@ def _true_p99(median_ms: float) -> float:
     return median_ms * math.exp(SIGMA * Z99)
 
 
-def _share(outcomes: list[str], which: str) -> float:
+def _share(outcomes: Sequence[str], which: str) -> float:
     return outcomes.count(which) / len(outcomes)
 
 
