@@ -46,6 +46,8 @@ from orchestrator.live.start import start_live_page
 from orchestrator.logs import get_logger
 from orchestrator.ports import AiperfFacts, Toolkit
 from orchestrator.qualify.answers import answered_load
+from orchestrator.qualify.context import StageFailed
+from orchestrator.qualify.probe import ProbeSession, capability_probe
 from orchestrator.reports import write_reports
 from orchestrator.reports.sweep import write_sweep_report
 from orchestrator.run import Interrupt, RunScope, open_run
@@ -237,6 +239,9 @@ async def _sweep(run: RunScope, opts: SweepOptions, toolkit: Toolkit, model: Mod
     rows = interleave_kinds(await anyio.to_thread.run_sync(prepare_arms, dataset, arms, work / "wire"), dataset)
     input_file = await anyio.to_thread.run_sync(write_aiperf_input, rows, work / "inputs.jsonl")
     sweeper = _Sweeper(run, toolkit, model, install, tokenizer, dataset, rows, input_file, handle, correlator)
+    # qualify's capability probe first: a server that cannot do audio QA (text-only) has no capacity to find.
+    if (stopped := await _probe(run, toolkit, model, dataset, rows, correlator, handle)) is not None:
+        return stopped
     limits = {k: float(v) for k, v in msgspec.to_builtins(slo).items()
               if isinstance(v, float | int) and not isinstance(v, bool)}
     # Said before any load: what a point can decide at its planned requests (a pass may need more than it has).
@@ -312,6 +317,30 @@ async def _sweep(run: RunScope, opts: SweepOptions, toolkit: Toolkit, model: Mod
     run.finish(status="ok" if ok else "failed", exit_code=0 if ok else 1, reason=concluded.summary,
                counts={"points": len(judged)})
     return 0 if ok else 1
+
+
+async def _probe(run: RunScope, toolkit: Toolkit, model: ModelConfig, dataset: Dataset, rows: list[ArmRequest],
+                 correlator: Correlator, handle: ServerHandle) -> int | None:
+    """qualify's capability probe against the served model; on a server that cannot do audio QA the sweep
+    stops there with the probe's evidence (exit 1), else None."""
+    cfg = run.config
+    host = ProbeSession(source="sweep", bus=run.bus, toolkit=toolkit, model=model, dataset=dataset, requests=rows,
+                        correlator=correlator, request_timeout_s=cfg.workload.request_timeout_s,
+                        max_tokens=cfg.workload.max_tokens)
+    try:
+        await capability_probe(host, handle.base_url, run.run_dir / "aiperf" / "wire")
+    except StageFailed as exc:
+        await handle.stop()
+        reason = f"{exc.status} at the capability probe, before any load: {exc.reason}"
+        await run.bus.publish(ModelResult(source="sweep", model=model.name, status=exc.status, failed_stage="capability",
+                                          row=ResultRow(**model.identity_fields(), reason=reason, noninferiority=None,
+                                                        keyed_by=None)))
+        await run.bus.publish(PhaseFinished(source="sweep", phase="model", model=model.name, outcome=exc.status,
+                                            reason=reason))
+        print(f"sweep: {reason}", file=sys.stderr, flush=True)
+        run.finish(status="failed", exit_code=1, reason=reason)
+        return 1
+    return None
 
 
 def _above_failure(value: float, judged: dict[float, Judged]) -> bool:
