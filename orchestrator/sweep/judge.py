@@ -13,7 +13,7 @@ concurrency-1 answer fails a deterministic model.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import msgspec
 
@@ -96,13 +96,16 @@ def quantile_check(slo: str, values: Sequence[float], q: float, limit_ms: float,
 
 
 def rate_check(failed: int, n: int, max_rate: float, confidence: float, *,
-               failures_in_order: Sequence[bool] = ()) -> SloCheck:
+               failures_in_order: Sequence[bool] = (), causes: Mapping[str, int] | None = None) -> SloCheck:
     """The share of failed requests against `max_rate`, by the same test; `failures_in_order` (each
     request failed or not, in start order) lets bursts of failures count as the less evidence they are."""
     deff, r = failure_design_effect(failures_in_order)
     outcome = decide(failed, n, max_rate, 1.0 - confidence, deff)
     observed = failed / n if n else None
-    seen = f"{failed} of {n} failed" + (f" ({observed:.1%})" if observed is not None else "")
+    # By cause, so an overloaded server's refusals (server_busy: HTTP 429) read as what they are.
+    by_cause = ", ".join(f"{c} {k}" for c, k in sorted((causes or {}).items(), key=lambda x: -x[1]))
+    seen = f"{failed} of {n} failed" + (f" ({observed:.1%}{': ' + by_cause if by_cause else ''})"
+                                        if observed is not None else "")
     worth = _worth(n, deff, r, "failures")
     if outcome == "inconclusive":
         reason = (f"{seen}: too few requests to decide against {max_rate:.1%} at {confidence:.0%} confidence "
@@ -184,8 +187,12 @@ def judge_point(requests: Sequence[PointRequest], slo: SloConfig, baseline: Base
         checks.append(quantile_check("p99_model_call", model_calls, 0.99, slo.p99_model_call_ms, slo.confidence))
     # Requests cancelled by the client (a point stopped early) say nothing about the server.
     judged = [r for r in requests if r.cause != "cancelled"]
+    causes: dict[str, int] = {}
+    for r in judged:
+        if not r.ok:
+            causes[r.cause] = causes.get(r.cause, 0) + 1
     checks.append(rate_check(sum(not r.ok for r in judged), len(judged), slo.max_error_rate, slo.confidence,
-                             failures_in_order=[not r.ok for r in judged]))
+                             failures_in_order=[not r.ok for r in judged], causes=causes))
     answered = [r for r in requests if r.ok]
     for wanted, name in ((slo.answers, "answers"), (slo.complete_outputs, "complete_outputs")):
         if not wanted:
