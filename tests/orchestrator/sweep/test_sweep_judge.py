@@ -85,7 +85,8 @@ class TestRateCheck:
 
     def test_an_overloaded_servers_refusals_are_named_by_cause(self) -> None:
         """Failures are said by cause in the verdict, so an overload's HTTP 429s read as server_busy."""
-        reqs = ([_answered("i1", "a")] * 3 + [PointRequest(ok=False, cause="server_busy")]) * 3
+        reqs = [PointRequest(ok=True, latency_ms=1.0, start_ns=i) if i % 4
+                else PointRequest(ok=False, cause="server_busy", start_ns=i) for i in range(1, 13)]
         check = next(c for c in judge_point(reqs, SloConfig(), None, DET) if c.slo == "error_rate")
         assert check.outcome == "fail" and check.reason.startswith("3 of 12 failed (25.0%: server_busy 3)")
 
