@@ -19,17 +19,11 @@ from orchestrator.correlate import Correlator
 from orchestrator.dataset import (
     ArmRequest,
     Dataset,
-    interleave_kinds,
     load_dataset,
-    parse_session_key,
-    prepare_arms,
     resolve_dataset_path,
-    write_aiperf_input,
 )
 from orchestrator.errors import UsageError
 from orchestrator.events import (
-    DatasetPhase,
-    ModelPhase,
     ModelResult,
     PhaseFinished,
     PhaseStarted,
@@ -51,8 +45,8 @@ from orchestrator.qualify.probe import ProbeSession, capability_probe
 from orchestrator.reports import write_reports
 from orchestrator.reports.sweep import write_sweep_report
 from orchestrator.run import Interrupt, RunScope, open_run
-from orchestrator.server_spec import ServerSpec
-from orchestrator.supervisor import ServerHandle, supervise
+from orchestrator.run_aiperf.serving import run_window, serve_correlated
+from orchestrator.supervisor import ServerHandle
 from orchestrator.sweep.judge import Baseline, PointRequest, judge_point, point_stats, saturation_signs, worst
 from orchestrator.sweep.power import plan
 from orchestrator.sweep.search import Judged, conclude, next_point
@@ -169,18 +163,8 @@ class _Sweeper:
                            stop=stop)
         async with anyio.create_task_group() as tg:
             await tg.start(watch.run)
-            try:
-                outcome = await aiperf.run_aiperf(cmd, self.run.bus, window=window, deadline_s=deadline_s,
-                                                  stop_grace_s=cfg.workload.stop_grace_s, install=self.install,
-                                                  stop=stop)
-            except anyio.get_cancelled_exc_class():
-                # Interrupted: still journal what the window accounted so far (its open requests as in flight).
-                with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-                    for ev in self.correlator.joiner.close_window(window):
-                        await self.run.bus.publish(ev)
-                raise
-            acc = await self.correlator.close_window(window, expected=outcome.issued,
-                                                     expected_from=outcome.issued_from)
+            outcome, acc = await run_window(self.run, self.toolkit, self.correlator, cmd, window=window,
+                                            deadline_s=deadline_s, install=self.install, stop=stop)
             collected = await watch.wait_accounted(_COLLECT_TIMEOUT_S)
             tg.cancel_scope.cancel()
         into.windows.append(window)
@@ -221,23 +205,10 @@ async def _sweep(run: RunScope, opts: SweepOptions, toolkit: Toolkit, model: Mod
     cfg = run.config
     sw, slo = cfg.sweep, cfg.slo
     started = time.monotonic()
-    arms: list[str] = list(cfg.workload.arms)
-    await run.bus.publish(PhaseFinished(source="sweep", phase="dataset", outcome="passed",
-                                        detail=DatasetPhase(name=dataset.name, identity=dataset.identity,
-                                                            path=str(dataset.root), items=len(dataset.items),
-                                                            arms=arms)))
     facts = model.identity_fields()
-    await run.bus.publish(PhaseStarted(source="sweep", phase="model", model=model.name,
-                                       detail=ModelPhase(**facts, bundle=model.bundle or cfg.server.bundle)))
-    await run.tg.start(toolkit.records_tailer(run.bus).run)
-    correlator = Correlator(run.bus, key_parser=parse_session_key, match_timeout_s=opts.match_timeout_s,
-                            answer_grace_s=1.0)
-    await run.tg.start(correlator.run)
-    spec = ServerSpec.from_config(cfg, model, run.run_dir, parts=toolkit.server_parts(cfg.server.kind))
-    handle = await run.tg.start(supervise, spec, run.bus)
-    work = run.run_dir / "aiperf"
-    rows = interleave_kinds(await anyio.to_thread.run_sync(prepare_arms, dataset, arms, work / "wire"), dataset)
-    input_file = await anyio.to_thread.run_sync(write_aiperf_input, rows, work / "inputs.jsonl")
+    served = await serve_correlated(run, toolkit, model, dataset, list(cfg.workload.arms), source="sweep",
+                                    match_timeout_s=opts.match_timeout_s)
+    handle, correlator, rows, input_file = served.handle, served.correlator, served.rows, served.input_file
     sweeper = _Sweeper(run, toolkit, model, install, tokenizer, dataset, rows, input_file, handle, correlator)
     # qualify's capability probe first: a server that cannot do audio QA (text-only) has no capacity to find.
     if (stopped := await _probe(run, toolkit, model, dataset, rows, correlator, handle)) is not None:
