@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from orchestrator.commands.load_args import add_model_arguments, check_positive
 from orchestrator.commands.serve_args import add_serve_arguments, serve_address
 
 __all__ = ["register", "run"]
@@ -34,8 +35,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                        "undecided. Exit 0 when the capacity is bracketed or every point held, 1 when it is "
                        "undecided or the lowest point broke an SLO, 2 on configuration or usage errors, 3 when the "
                        "run itself failed (an accounting breach included), 130/143 when interrupted.")
-    p.add_argument("--config", default="bench.toml", help="configuration file (default: bench.toml)")
-    p.add_argument("--model", default="", metavar="NAME", help="[[models]] name to serve (default: the first)")
+    add_model_arguments(p, verb="sweep")
     load = p.add_mutually_exclusive_group()
     load.add_argument("--rates", type=_points, metavar="R,R,...", help="open-loop points, requests per second")
     load.add_argument("--concurrencies", type=_points, metavar="C,C,...", help="closed-loop points")
@@ -53,13 +53,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace) -> int:
     from orchestrator.commands.wiring import real_toolkit
     from orchestrator.config import load_config, parse_duration
-    from orchestrator.errors import UsageError
     from orchestrator.run import run_main
     from orchestrator.sweep import SweepOptions, sweep
 
     cfg = load_config(args.config)
-    if args.requests_per_point is not None and args.requests_per_point <= 0:
-        raise UsageError(f"--requests-per-point {args.requests_per_point}: must be a positive number of requests")
+    check_positive(args.requests_per_point, "--requests-per-point", "requests")
     mode, points = ("rate", args.rates) if args.rates else ("concurrency", args.concurrencies) \
         if args.concurrencies else (None, None)
     opts = SweepOptions(model=args.model, mode=mode, points=points, requests_per_point=args.requests_per_point,
