@@ -32,8 +32,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                        "answers equal to the concurrency-1 answers, complete outputs) and report the capacity: the "
                        "highest point that held every SLO and the lowest that broke one, in runs/<id>/sweep.{json,"
                        "md,html}. A point whose evidence cannot decide is rerun ([sweep] repeats), then said "
-                       "undecided. Exit 0 when the capacity is bracketed or every point held, 1 when it is "
-                       "undecided or the lowest point broke an SLO, 2 on configuration or usage errors, 3 when the "
+                       "undecided. qualify's capability probe runs first: a server that cannot do audio QA stops there. "
+                       "Exit 0 when the capacity is bracketed or every point held, 1 when it is "
+                       "undecided, the lowest point broke an SLO or the probe found no audio QA, 2 on configuration or usage errors, 3 when the "
                        "run itself failed (an accounting breach included), 130/143 when interrupted.")
     add_model_arguments(p, verb="sweep")
     load = p.add_mutually_exclusive_group()
