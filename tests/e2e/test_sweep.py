@@ -88,7 +88,11 @@ def test_swapped_answers_under_load_bracket_the_capacity(tmp_path: Path) -> None
     # One AIPerf run per point, against one server; each window accounted against AIPerf's own count.
     assert [e.window for e in events if isinstance(e, AiperfStarted)] == ["reference-audioqa/c1-1",
                                                                             "reference-audioqa/c2-1"]
-    accounts = [e for e in events if isinstance(e, AccountingChecked)]
+    # The capability probe's requests first (qualify's probe, before any load), then each point's.
+    probe, *accounts = [e for e in events if isinstance(e, AccountingChecked)]
+    assert probe.window == "reference-audioqa/capability" and probe.balanced
+    assert [e.passed for e in events if isinstance(e, CapabilityProbed)] and all(
+        e.passed for e in events if isinstance(e, CapabilityProbed))
     assert [a.balanced for a in accounts] == [True, True]
     assert accounts[0].issued == accounts[0].expected == {"warmup": 2, "profiling": 12}
     assert accounts[1].issued == accounts[1].expected, accounts[1]
