@@ -21,7 +21,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from orchestrator.events import AiperfExited, AiperfStarted, PhaseFinished, PhaseStarted, RequestCorrelated
+from orchestrator.events import (
+    AiperfExited,
+    AiperfStarted,
+    AnyEvent,
+    PhaseFinished,
+    PhaseStarted,
+    RequestCorrelated,
+    SweepPhase,
+)
 from orchestrator.journal import read_journal
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,11 +44,50 @@ def _config(tmp: Path) -> Path:
     return cfg
 
 
+def analyse(events: list[AnyEvent], wall: float) -> None:
+    """Print the planned durations beside the journal's own times (wall: the sweep's wall time)."""
+    started = {e.window: e.ts_ns for e in events if isinstance(e, AiperfStarted)}
+    exited = {e.window: e.ts_ns for e in events if isinstance(e, AiperfExited)}
+    reqs: dict[str, list[RequestCorrelated]] = {}
+    for e in events:
+        if isinstance(e, RequestCorrelated):
+            reqs.setdefault(e.window, []).append(e)
+    plan = next(e.detail for e in events if isinstance(e, PhaseStarted) and isinstance(e.detail, SweepPhase))
+    warmup, requests = plan.warmup_requests or 0, plan.requests_per_point or 0
+    points = [w for w in started if "/rate" in w]
+    planned = startup = 0.0
+    print(f"{'window':<30} {'planned s':>9} {'AIPerf s':>8} {'start-up s':>10} {'sending s':>9} {'exit s':>6} {'gap s':>6}")
+    for w in [*(x for x in started if x.endswith("/baseline")), *points]:
+        rate = float(w.rsplit("/rate", 1)[1].rsplit("-", 1)[0]) if "/rate" in w else None
+        plan_s = (requests + warmup) / rate if rate else 0.0
+        planned += plan_s
+        sends = [r.request_start_ns for r in reqs.get(w, []) if r.request_start_ns]
+        ends = [r.request_end_ns for r in reqs.get(w, []) if r.request_end_ns]
+        first, last_end = (min(sends), max(ends)) if sends and ends else (started[w], started[w])
+        startup += (first - started[w]) / 1e9 if rate else 0.0
+        nxt = points.index(w) + 1 if w in points else 0
+        gap = (started[points[nxt]] - exited[w]) / 1e9 if nxt < len(points) else 0.0
+        print(f"{w:<30} {plan_s:9.1f} {(exited[w] - started[w]) / 1e9:8.1f} {(first - started[w]) / 1e9:10.1f} "
+              f"{(last_end - first) / 1e9:9.1f} {(exited[w] - last_end) / 1e9:6.1f} {gap:6.1f}")
+    span = (exited[points[-1]] - started[points[0]]) / 1e9 if points else 0.0
+    marks = {(e.phase, isinstance(e, PhaseFinished)): e.ts_ns for e in events if isinstance(e, PhaseStarted | PhaseFinished)}
+    probe = (marks.get(("capability", True), 0) - marks.get(("capability", False), 0)) / 1e9
+    print(f"planned sum (points, the baseline has none) {planned:.1f} s")
+    print(f"points' span {span:.1f} s = {span / planned:.2f}x planned; their AIPerf start-ups {startup:.1f} s")
+    print(f"whole sweep {wall:.1f} s = {wall / planned:.2f}x planned (target <= {TARGET:.2f}x); capability probe "
+          f"{probe:.1f} s")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rates", default="2,4", help="open-loop points, req/s (default 2,4)")
     ap.add_argument("--requests", type=int, default=60, help="profiling requests per point (default 60)")
+    ap.add_argument("--journal", type=Path, help="analyse this finished sweep's events.jsonl instead of running one")
     args = ap.parse_args()
+    if args.journal:
+        events, _ = read_journal(args.journal)
+        analyse(events, (events[-1].ts_ns - events[0].ts_ns) / 1e9)
+        return 0
     with tempfile.TemporaryDirectory(prefix="aqbench-sweep-wall-") as d:
         tmp = Path(d)
         cfg = _config(tmp)
@@ -52,40 +99,12 @@ def main() -> int:
         wall = time.monotonic() - t0
         [run_dir] = list((tmp / "runs").iterdir())
         events, _ = read_journal(run_dir / "events.jsonl")
-    print(f"aqbench sweep exit {proc.returncode}; load average before {load0:.2f}, after {os.getloadavg()[0]:.2f} "
-          "(2 cores shared with other sessions)")
+    print(f"aqbench sweep --rates {args.rates} --requests-per-point {args.requests}: exit {proc.returncode}; load "
+          f"average before {load0:.2f}, after {os.getloadavg()[0]:.2f} (2 cores shared with other sessions)")
     if proc.returncode not in (0, 1):
         print(proc.stderr[-3000:], file=sys.stderr)
         return 1
-    started = {e.window: e.ts_ns for e in events if isinstance(e, AiperfStarted)}
-    exited = {e.window: e.ts_ns for e in events if isinstance(e, AiperfExited)}
-    reqs: dict[str, list[RequestCorrelated]] = {}
-    for e in events:
-        if isinstance(e, RequestCorrelated):
-            reqs.setdefault(e.window, []).append(e)
-    warmup = next((e.detail.warmup_requests for e in events if isinstance(e, PhaseStarted) and e.phase == "sweep"
-                   and e.detail is not None and hasattr(e.detail, "warmup_requests")), 0) or 0
-    points = [w for w in started if "/rate" in w]
-    planned = 0.0
-    print(f"{'window':<32} {'planned s':>9} {'start-up s':>10} {'requests s':>10} {'tail s':>7} {'gap s':>6}")
-    for i, w in enumerate(points):
-        rate = float(w.rsplit("/rate", 1)[1].rsplit("-", 1)[0])
-        plan = (args.requests + warmup) / rate
-        planned += plan
-        starts = [r.request_start_ns for r in reqs.get(w, []) if r.request_start_ns]
-        ends = [r.request_end_ns for r in reqs.get(w, []) if r.request_end_ns]
-        first, last_start = (min(starts), max(starts)) if starts else (started[w], started[w])
-        gap = (started[points[i + 1]] - exited[w]) / 1e9 if i + 1 < len(points) else 0.0
-        print(f"{w:<32} {plan:9.1f} {(first - started[w]) / 1e9:10.1f} {(last_start - first) / 1e9:10.1f} "
-              f"{(exited[w] - last_start) / 1e9:7.1f} {gap:6.1f}" + (f"  (last answer {(max(ends) - last_start) / 1e9:.1f} s after the last send)" if ends else ""))
-    span = (exited[points[-1]] - started[points[0]]) / 1e9 if points else 0.0
-    phases = {(e.phase, type(e).__name__): e.ts_ns for e in events if isinstance(e, PhaseStarted | PhaseFinished)}
-    cap = ((phases.get(("capability", "PhaseFinished"), 0) - phases.get(("capability", "PhaseStarted"), 0)) / 1e9)
-    base = [w for w in started if w.endswith("/baseline")]
-    base_s = (exited[base[0]] - started[base[0]]) / 1e9 if base else 0.0
-    print(f"planned sum {planned:.1f} s; points' span {span:.1f} s = {span / planned:.2f}x; whole sweep {wall:.1f} s "
-          f"= {wall / planned:.2f}x (target <= {TARGET:.2f}x); of which capability probe {cap:.1f} s, "
-          f"concurrency-1 baseline {base_s:.1f} s")
+    analyse(events, wall)
     return 0
 
 
