@@ -56,7 +56,9 @@ __all__ = ["SweepOptions", "sweep"]
 
 log = get_logger("aqbench.sweep")
 _COLLECT_TIMEOUT_S = 30.0
-_START_S = 10.0  # AIPerf's start-up and exit, beside a point's planned requests, when planning the sweep's time
+# AIPerf's start-up and exit beside a point's planned requests, when planning the sweep's time: at least this,
+# else what the last run took beyond its requests (14-50 s per run on a loaded 2-core machine).
+_START_S = 10.0
 
 
 class SweepOptions(msgspec.Struct, frozen=True, kw_only=True):
@@ -234,25 +236,29 @@ async def _sweep(run: RunScope, opts: SweepOptions, toolkit: Toolkit, model: Mod
     points: dict[float, _Point] = {}
     baseline: Baseline | None = None
     base = _Point()
+    overhead_s = _START_S
     if not (sw.mode == "concurrency" and sw.points[0] == 1):
+        t0 = time.monotonic()
         await sweeper.load(f"{model.name}/baseline", concurrency=1, rate=None, deadline_s=deadline(), into=base,
                            baseline=None, early_stop=False)
+        overhead_s = max(_START_S, time.monotonic() - t0 - base.span_s)
         baseline = Baseline.of(base.requests) if base.balanced and base.requests else None
     judged: dict[float, Judged] = {}
     last_run_s = 0.0
     while (value := next_point(sw.points, judged, mode=sw.mode, repeats=sw.repeats, refine=sw.refine)) is not None:
         # A point cut short by the sweep's time loses its requests in flight: one that cannot finish is not started.
-        planned_s = ((sw.requests_per_point + cfg.workload.warmup_requests) / value + _START_S
+        planned_s = ((sw.requests_per_point + cfg.workload.warmup_requests) / value + overhead_s
                      if sw.mode == "rate" else last_run_s)
         if planned_s > left_s():
             break
         point = points.setdefault(value, _Point())
         window = _window(model.name, sw.mode, value, len(point.windows) + 1)
         conc, rate = (int(value), None) if sw.mode == "concurrency" else (None, value)
-        t0 = time.monotonic()
+        t0, span_before = time.monotonic(), point.span_s
         await sweeper.load(window, concurrency=conc, rate=rate, deadline_s=deadline(), into=point,
                            baseline=baseline, early_stop=sw.stop_early)
         last_run_s = time.monotonic() - t0
+        overhead_s = max(_START_S, last_run_s - (point.span_s - span_before))
         if baseline is None and sw.mode == "concurrency" and value == 1 and point.balanced:
             baseline = Baseline.of(point.requests)
         checks = judge_point(point.requests, slo, baseline, model.correctness)
