@@ -163,8 +163,9 @@ def render_sweep_markdown(report: SweepReport) -> str:
         lines += ["SLO: " + ", ".join(f"{k} {v:g}" for k, v in sorted(report.slo.items())), ""]
     if report.detects:
         lines += ["What each point could decide (planned before it ran):", "", *(f"- {d}" for d in report.detects), ""]
-    lines += ["## Points", "", *_md_table(_POINT_HEAD, _point_rows(report)), "", "## SLO checks", "",
-              *_md_table(_CHECK_HEAD, _check_rows(report)), ""]
+    if report.points:  # none when the sweep stopped before any load (e.g. at the capability probe)
+        lines += ["## Points", "", *_md_table(_POINT_HEAD, _point_rows(report)), "", "## SLO checks", "",
+                  *_md_table(_CHECK_HEAD, _check_rows(report)), ""]
     if report.command:
         lines += ["## Reproduce", "", "```", report.command, "```", ""]
     return "\n".join(lines)

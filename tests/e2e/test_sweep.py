@@ -143,3 +143,4 @@ def test_a_text_only_server_stops_at_the_capability_probe(tmp_path: Path) -> Non
     assert "text-only:" in result.row.reason and "before any load" in result.row.reason
     report = msgspec.json.decode((run_dir / "sweep.json").read_bytes())
     assert report["capacity"] is None and "unsupported at the capability probe" in report["reason"]
+    assert "## Points" not in (run_dir / "sweep.md").read_text()  # no empty tables where no load ran
