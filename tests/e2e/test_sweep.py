@@ -17,6 +17,7 @@ from orchestrator.events import (
     AiperfStarted,
     CapabilityProbed,
     ModelResult,
+    PhaseStarted,
     SweepConcluded,
     SweepPointJudged,
 )
@@ -111,6 +112,12 @@ def test_swapped_answers_under_load_bracket_the_capacity(tmp_path: Path) -> None
     assert data["capacity"]["value"] == 1.0 and data["capacity"]["unit"] == "concurrent requests"
     assert [(p["offered"], p["accounting_balanced"]) for p in data["points"]] == [(1.0, True), (2.0, True)]
     assert "Capacity 1 concurrent requests" in (run_dir / "sweep.md").read_text()
+    # What a point of 12 requests could decide was journaled before the first point ran.
+    [plan] = [e for e in events if isinstance(e, PhaseStarted) and e.phase == "sweep"]
+    assert plan.seq < min(e.seq for e in events if isinstance(e, AiperfStarted))
+    assert [d.slo for d in plan.detail.detects] == ["error_rate", "answers", "complete_outputs"]
+    assert plan.detail.detects[0].statement.startswith("error_rate at 12 requests: can pass (needs 11)")
+    assert "What each point could decide (planned before it ran):" in (run_dir / "sweep.md").read_text()
     assert "<svg" in (run_dir / "sweep.html").read_text()
     # The reports are folds of the journal: rebuilt from it alone, byte for byte.
     (run_dir / "sweep.json").unlink()
