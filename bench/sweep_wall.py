@@ -104,6 +104,7 @@ def main() -> int:
     if proc.returncode not in (0, 1):
         print(proc.stderr[-3000:], file=sys.stderr)
         return 1
+    print("\n".join(ln for ln in proc.stderr.splitlines() if ln.startswith(("sweep: ", "  ")) and "reports:" not in ln))
     analyse(events, wall)
     return 0
 
