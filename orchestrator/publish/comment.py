@@ -5,7 +5,6 @@ the Markdown comment ready to paste into the tracking issue. Pure: reads only th
 from __future__ import annotations
 
 import shlex
-from typing import Any
 
 import msgspec
 
@@ -18,7 +17,7 @@ __all__ = ["capability_cell", "commands_markdown", "comment_markdown", "hardware
 _encoder = msgspec.json.Encoder(order="deterministic")
 
 
-def rows_json(runs: list[RunEvidence]) -> dict[str, Any]:
+def rows_json(runs: list[RunEvidence]) -> dict[str, list[dict[str, object]]]:
     """The result rows of every run with the provenance that makes them comparable (plain data)."""
     out = []
     for run in runs:
@@ -74,12 +73,12 @@ def _ms(s: Summary) -> str:
     return f"p50 {s.p50:.1f} / p99 {s.p99:.1f} ms (n={s.count})"
 
 
-def _cell(value: Any) -> str:
+def _cell(value: object) -> str:
     text = "-" if value in (None, "") else str(value)
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def _result_cells(run: RunEvidence) -> list[list[Any]]:
+def _result_cells(run: RunEvidence) -> list[list[str]]:
     """Comment rows of one run: one per judged model, or one per AIPerf window of a load-only run."""
     if run.command not in LOAD_ONLY_COMMANDS:
         cells = []

@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable
-from typing import Any
 
 import msgspec
 
@@ -142,7 +141,7 @@ class Scrubber:
             return m[0]
         return f"{m['name']}=<env>"
 
-    def data(self, value: Any, key: str = "") -> Any:
+    def data(self, value: object, key: str = "") -> object:
         """JSON-like data scrubbed: strings through `text`, `env` mappings keep allowed values only,
         secret-named keys are redacted, ports are dropped."""
         if isinstance(value, str):
@@ -170,7 +169,7 @@ class Scrubber:
         except msgspec.ValidationError as exc:
             raise ValueError(f"{type(event).__name__} seq {event.seq}: scrubbed event no longer valid: {exc}") from None
 
-    def _strings(self, value: Any, key: str = "") -> Any:
+    def _strings(self, value: object, key: str = "") -> object:
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, dict):

@@ -14,7 +14,6 @@ import socket
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
 import msgspec
 
@@ -114,10 +113,10 @@ def gather_facts(runs: list[RunEvidence], config: PublishConfig | None = None,
 
 
 def render_publication(runs: list[RunEvidence], ledger: Ledger | None = None, *,
-                       journals: bool = True) -> dict[str, Any]:
+                       journals: bool = True) -> dict[str, object]:
     """File name -> content before scrubbing: text for `.md`, plain data for `.json`, and with `journals`
     a JournalCopy per run (`runs/<run_id>/events.jsonl`, from which `aqbench report` rebuilds its reports)."""
-    out: dict[str, Any] = {
+    out: dict[str, object] = {
         "comment.md": comment_markdown(runs, ledger),
         "rows.json": rows_json(runs),
         "commands.md": commands_markdown(runs),
@@ -149,7 +148,7 @@ def _staging(out: Path) -> Path:
     return staging
 
 
-def write_publication(content: dict[str, Any], out_dir: str | Path, facts: PrivateFacts, *,
+def write_publication(content: dict[str, object], out_dir: str | Path, facts: PrivateFacts, *,
                       scrub: bool = True, detectors: Detectors | None = None) -> Publication:
     """Write `content` (scrubbed unless `scrub` is False, which only tests of the scan want) into a staging
     folder beside `out_dir`, scan every file with `detectors` (default: this machine's, knowing the facts'
