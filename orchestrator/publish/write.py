@@ -22,6 +22,7 @@ from orchestrator.events import SCHEMA_VERSION, RunStarted
 from orchestrator.journal import iter_journal
 from orchestrator.ledger import InventoryView, Ledger, RunEvidence, ledger_markdown
 from orchestrator.publish.comment import commands_markdown, comment_markdown, rows_json
+from orchestrator.publish.current import KeyCheck, check_keys
 from orchestrator.publish.detect import Detectors, machine_facts
 from orchestrator.publish.private import PrivateFacts, Scrubber
 from orchestrator.publish.scan import Finding, scan_files
@@ -112,13 +113,16 @@ def gather_facts(runs: list[RunEvidence], config: PublishConfig | None = None,
     )
 
 
-def render_publication(runs: list[RunEvidence], ledger: Ledger | None = None, *,
-                       journals: bool = True) -> dict[str, object]:
+def render_publication(runs: list[RunEvidence], ledger: Ledger | None = None, *, journals: bool = True,
+                       keys: KeyCheck | None = None) -> dict[str, object]:
     """File name -> content before scrubbing: text for `.md`, plain data for `.json`, and with `journals`
-    a JournalCopy per run (`runs/<run_id>/events.jsonl`, from which `aqbench report` rebuilds its reports)."""
+    a JournalCopy per run (`runs/<run_id>/events.jsonl`, from which `aqbench report` rebuilds its reports).
+    Rows under another run key than the current one (`keys`; default: the newest keyed row of each model)
+    are marked stale in the comment and rows.json."""
+    keys = keys or check_keys(runs)
     out: dict[str, object] = {
-        "comment.md": comment_markdown(runs, ledger),
-        "rows.json": rows_json(runs),
+        "comment.md": comment_markdown(runs, keys, ledger),
+        "rows.json": rows_json(runs, keys),
         "commands.md": commands_markdown(runs),
     }
     if ledger is not None:

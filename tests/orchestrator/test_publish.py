@@ -8,21 +8,27 @@ import json
 import re
 from pathlib import Path
 
+import msgspec
 import pytest
 from test_ledger import inventory, qualify_journal, ref_row
+from test_runkey import key
 
 from orchestrator.commands import publish as publish_command
+from orchestrator.config import load_config
 from orchestrator.errors import UsageError
 from orchestrator.publish.detect import Detectors, MachineFacts
 from orchestrator.publish.private import PrivateFacts, Scrubber
 from orchestrator.publish.scan import scan_text
 from orchestrator.redaction import REDACTED
+from orchestrator.runkey import rekeyed
+from orchestrator.runkey_now import current_keys
 
 FACTS = PrivateFacts(
     roots={"run-dir": ["/work/runs/q-1"], "venv": ["/work/venv"], "checkout": ["/work"], "home": ["/home/alice"]},
     tmp=["/tmp"], hosts=["gpu-node-7"], users=["alice"], names=["project-x"], secret_values=["s3cr3t-value"],
     allowed_env=["AIPERF_RECORD_EXPORT_BATCH_SIZE"],
 )
+ROOT = Path(__file__).resolve().parents[2]
 DETECTORS = Detectors(MachineFacts(hosts=["gpu-node-7"], users=["alice"]), ["s3cr3t-value"])
 
 
@@ -79,6 +85,57 @@ class TestScan:
         """What the Scrubber writes, the scan accepts."""
         text = "/work/runs/q-1/x gpu-node-7 alice 10.0.0.1 s3cr3t-value HF_TOKEN=abcdef123 /tmp/a/b"
         assert scan_text(Scrubber(FACTS).text(text), FACTS, DETECTORS) == []
+
+
+class TestRunKeys:
+    def test_with_config_a_row_under_another_key_is_stale_everywhere_and_not_counted(self, tmp_path: Path) -> None:
+        """`publish --config` computes each model's key now, as `ledger --config` does: a row made under another
+        configuration is marked stale in comment.md and rows.json and the ledger cannot close on it; a rerun
+        under the current key is presented as current and closes the group."""
+        config = tmp_path / "cfg" / "bench.toml"  # beside the inventory's own bench.toml
+        config.parent.mkdir()
+        config.write_text((ROOT / "bench.toml").read_text())
+        now = current_keys(load_config(config))["reference-audioqa"]
+        old = rekeyed(now, config_sha256="0" * 64)
+        inv = inventory(tmp_path, configure_aqa=False)
+        stale_run = qualify_journal(tmp_path / "runs" / "q-old", 100, [ref_row(keyed_by=msgspec.to_builtins(old))])
+        note = (f"run key {old.digest} is not the current {now.digest}: "
+                f"configuration {'0' * 12} -> {now.config_sha256[:12]}")
+        out = tmp_path / "pub"
+        assert main(["publish", str(stale_run), "--ledger", str(inv), "--config", str(config), "--out", str(out)]) == 0
+        comment = (out / "comment.md").read_text()
+        assert f"| stale, not counted (was aiperf-qualified): {note} |" in comment
+        assert "Run keys: current under the run keys bench.toml gives now; 1 stale row(s) marked, not counted." \
+            in comment
+        assert "**Group ledger: cannot close**" in comment
+        rows = json.loads((out / "rows.json").read_text())
+        assert rows["runs"][0]["rows"][0]["stale"] == note
+        assert rows["current_keys"] == "the run keys bench.toml gives now"
+        fresh = qualify_journal(tmp_path / "runs" / "q-new", 200, [ref_row(keyed_by=msgspec.to_builtins(now))])
+        out = tmp_path / "pub2"
+        assert main(["publish", str(stale_run), str(fresh), "--ledger", str(inv), "--config", str(config),
+                     "--out", str(out)]) == 0
+        comment = (out / "comment.md").read_text()
+        assert "| aiperf-qualified | - | - | - | q-new |" in comment and comment.count("stale, not counted") == 1
+        assert "**Group ledger: can close**" in comment
+        assert [("stale" in r) for run in json.loads((out / "rows.json").read_text())["runs"] for r in run["rows"]] \
+            == [True, False]
+
+    def test_without_config_the_newest_keyed_row_of_a_model_is_current(self, tmp_path: Path) -> None:
+        """With no --config the current key is the newest keyed row's: an older row under another AIPerf is
+        marked stale, saying what changed and how to check against a configuration."""
+        older = qualify_journal(tmp_path / "runs" / "q1", 100, [ref_row(keyed_by=msgspec.to_builtins(key()))])
+        newer = qualify_journal(tmp_path / "runs" / "q2", 200, [ref_row(
+            "failed", failed_stage="correctness", reason="arm:audio 5/8 < 0.9",
+            keyed_by=msgspec.to_builtins(key(aiperf_version="0.14.0")))])
+        out = tmp_path / "pub"
+        assert main(["publish", str(older), str(newer), "--out", str(out)]) == 0
+        comment = (out / "comment.md").read_text()
+        assert (f"| stale, not counted (was aiperf-qualified): run key {key().digest} is not the current "
+                f"{key(aiperf_version='0.14.0').digest}: AIPerf version 0.13.0 -> 0.14.0 |") in comment
+        assert "| failed at correctness: arm:audio 5/8 < 0.9 |" in comment
+        assert ("Run keys: current under the newest keyed row of each model among these runs (pass --config to "
+                "check against a configuration); 1 stale row(s) marked, not counted.") in comment
 
 
 class TestCommand:
