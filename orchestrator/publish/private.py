@@ -82,6 +82,8 @@ class PrivateFacts(msgspec.Struct, frozen=True, kw_only=True):
     hosts: list[str] = []
     users: list[str] = []
     names: list[str] = []
+    # This machine's own addresses (IPv4 and IPv6): `<ip>` wherever they appear, public ones included.
+    addresses: list[str] = []
     secret_values: list[str] = []
     allowed_env: list[str] = []
 
@@ -104,6 +106,9 @@ class Scrubber:
         self._hosts = word_re(facts.hosts)
         self._users = word_re(facts.users)
         self._names = word_re(facts.names)
+        own = sorted({a for a in facts.addresses if a}, key=len, reverse=True)
+        self._addresses = re.compile(r"(?<![\w.:])(?:" + "|".join(map(re.escape, own)) + r")(?![\w:]|\.\d)",
+                                     re.IGNORECASE) if own else None
         self._allowed = frozenset(facts.allowed_env)
 
     def _root(self, m: re.Match[str]) -> str:
@@ -131,6 +136,8 @@ class Scrubber:
         for pattern, placeholder in ((self._hosts, "<host>"), (self._users, "<user>"), (self._names, "<name>")):
             if pattern is not None:
                 text = pattern.sub(placeholder, text)
+        if self._addresses is not None:
+            text = self._addresses.sub("<ip>", text)
         text = _IPV4.sub(lambda m: "<ip>" if ipv4_private(m) else m[0], text)
         text = _LOOPBACK_PORT.sub(lambda m: m["host"] + ":<port>", text)
         text = _PORT_FLAG.sub(lambda m: m["flag"] + "<port>", text)

@@ -16,6 +16,7 @@ import tempfile
 from pathlib import Path
 
 import msgspec
+import psutil
 
 from orchestrator.config import PUBLISH_ALLOWED_ENV, PublishConfig
 from orchestrator.events import SCHEMA_VERSION, RunStarted
@@ -58,6 +59,13 @@ def _both(path: str | Path) -> list[str]:
 def _venv_of(executable: str) -> str:
     p = Path(executable)
     return str(p.parent.parent) if p.is_absolute() and p.parent.name in ("bin", "Scripts") else ""
+
+
+def _own_addresses() -> list[str]:
+    """This machine's interface addresses, loopback aside (read here, apart from the final scan's own list)."""
+    found = {a.address.split("%", 1)[0] for addrs in psutil.net_if_addrs().values() for a in addrs
+             if a.family in (socket.AF_INET, socket.AF_INET6)}
+    return sorted(a for a in found if not a.startswith("127.") and a not in ("::1", "::", "0.0.0.0"))
 
 
 def gather_facts(runs: list[RunEvidence], config: PublishConfig | None = None,
@@ -108,7 +116,7 @@ def gather_facts(runs: list[RunEvidence], config: PublishConfig | None = None,
         tmp=sorted({p for t in tmp if t for p in _both(t)}),
         hosts=sorted(h for h in hosts if h and h not in ("localhost", "localhost.localdomain")),
         users=sorted(u for u in users if len(u) >= 2),
-        names=sorted(cfg.names), secret_values=sorted(secrets),
+        names=sorted(cfg.names), addresses=_own_addresses(), secret_values=sorted(secrets),
         allowed_env=list(cfg.allowed_env),
     )
 

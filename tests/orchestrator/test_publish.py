@@ -6,9 +6,11 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import socket
 from pathlib import Path
 
 import msgspec
+import psutil
 import pytest
 from test_ledger import inventory, qualify_journal, ref_row
 from test_runkey import key
@@ -16,7 +18,7 @@ from test_runkey import key
 from orchestrator.commands import publish as publish_command
 from orchestrator.config import load_config
 from orchestrator.errors import UsageError
-from orchestrator.publish.detect import Detectors, MachineFacts
+from orchestrator.publish.detect import Detectors, MachineFacts, machine_facts
 from orchestrator.publish.private import PrivateFacts, Scrubber
 from orchestrator.publish.scan import scan_text
 from orchestrator.redaction import REDACTED
@@ -85,6 +87,25 @@ class TestScan:
         """What the Scrubber writes, the scan accepts."""
         text = "/work/runs/q-1/x gpu-node-7 alice 10.0.0.1 s3cr3t-value HF_TOKEN=abcdef123 /tmp/a/b"
         assert scan_text(Scrubber(FACTS).text(text), FACTS, DETECTORS) == []
+
+    def test_this_machines_own_addresses_are_found_public_and_ipv6_included(self) -> None:
+        """The host's own addresses, public IPv4 and IPv6 too, are found as whole addresses; the scrubber, given
+        them apart, writes `<ip>`, and what it writes scans clean."""
+        own = ["192.0.2.2", "2001:db8::7"]
+        detectors = Detectors(MachineFacts(addresses=own))
+        text = "from 192.0.2.2\nfrom [2001:db8::7]:8000\nnot 192.0.2.20 nor 2001:db8::77 nor 8.8.8.8"
+        assert [(d.line, d.kind) for d in detectors.text(text)] == [(1, "IP address"), (2, "IP address")]
+        scrubbed = Scrubber(PrivateFacts(addresses=own)).text(text)
+        assert scrubbed.splitlines()[:2] == ["from <ip>", "from [<ip>]:8000"] and "2001:db8::77" in scrubbed
+        assert detectors.text(scrubbed) == []
+
+    def test_machine_facts_hold_every_interface_address(self) -> None:
+        """The scan's facts include each non-loopback address of this machine's interfaces, which a name lookup
+        of the host name can miss."""
+        ifaces = {a.address.split("%")[0] for addrs in psutil.net_if_addrs().values() for a in addrs
+                  if a.family in (socket.AF_INET, socket.AF_INET6)}
+        expected = {a for a in ifaces if not a.startswith("127.") and a not in ("::1", "::", "0.0.0.0")}
+        assert expected <= set(machine_facts().addresses)
 
 
 class TestRunKeys:
