@@ -34,7 +34,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "Exit codes: 0 written and clean, 1 the scan found private data (each file:line and kind listed, never "
         "the value; nothing written; do not post), 2 bad input (no journal, unreadable inventory or bench.toml).",
     )
-    p.add_argument("runs", nargs="+", metavar="RUN_DIR", help="run folders (qualify, run-aiperf, campaign)")
+    p.add_argument("runs", nargs="+", metavar="RUN_DIR",
+                   help="run folders (qualify, run-aiperf); a campaign folder stands for each of its models' runs")
     p.add_argument("--out", required=True, metavar="DIR", help="where to write what may be posted")
     p.add_argument("--ledger", default="", metavar="INV.json",
                    help="also write the group ledger of these runs against this inventory (aqbench inventory --json)")
@@ -50,7 +51,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from orchestrator.config import load_config
-    from orchestrator.ledger import build_ledger, load_inventory, read_run
+    from orchestrator.ledger import build_ledger, load_inventory, read_run, run_folders
     from orchestrator.logs import get_logger
     from orchestrator.publish.current import check_keys
     from orchestrator.publish.write import (
@@ -64,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     if config_path is None and Path(_DEFAULT_CONFIG).is_file():
         config_path = _DEFAULT_CONFIG
     cfg = load_config(config_path) if config_path else None
-    runs = [read_run(r) for r in args.runs]
+    runs = [read_run(r) for r in run_folders(args.runs)]
     # Only a configuration named on the command line says which keys are current: ./bench.toml may be
     # another than the one the runs were made with.
     keys = current_keys(cfg) if cfg is not None and args.config is not None else None

@@ -12,9 +12,11 @@ from pathlib import Path
 import msgspec
 import psutil
 import pytest
-from test_ledger import inventory, qualify_journal, ref_row
+from test_ledger import inventory, ledger, qualify_journal, ref_row
 from test_runkey import key
 
+from orchestrator.campaign.events import CampaignStarted
+from orchestrator.campaign.journal import CampaignJournal
 from orchestrator.commands import publish as publish_command
 from orchestrator.config import load_config
 from orchestrator.errors import UsageError
@@ -190,6 +192,32 @@ class TestCommand:
         assert main(["publish", str(run), "--ledger", str(inv), "--config", str(bench),
                      "--out", str(tmp_path / "pub2")]) == 0
         assert "notes in <share>/notes.txt" in (tmp_path / "pub2" / "ledger.md").read_text()
+
+    def test_a_campaign_folder_stands_for_each_models_run(self, tmp_path: Path) -> None:
+        """`publish` and `ledger` given a campaign folder read the run of each of its models (models/<name>/);
+        one whose models have not started yet is a usage error saying so."""
+        folder = tmp_path / "runs" / "campaign-1"
+        folder.mkdir(parents=True)
+        CampaignJournal(folder / "campaign.jsonl").write(CampaignStarted(campaign_id="campaign-1"))
+        with pytest.raises(UsageError, match="a campaign folder with no model journal") as info:
+            main(["publish", str(folder), "--out", str(tmp_path / "pub0")])
+        assert info.value.exit_code == 2
+        qualify_journal(folder / "models" / "reference-audioqa" / "q-ref", 100, [ref_row()])
+        qualify_journal(folder / "models" / "aqa" / "q-aqa", 200, [{
+            "model": "aqa", "checkpoint": "acme/aqaish-1b", "profile": "aqaish-1b", "status": "failed",
+            "failed_stage": "correctness", "reason": "arm:audio 1/8 < 0.9"}])
+        for model in ("reference-audioqa", "aqa"):  # as the driver streams it: models/<name>/events.jsonl
+            run = next((folder / "models" / model).iterdir())
+            (run / "events.jsonl").rename(folder / "models" / model / "events.jsonl")
+            run.rmdir()
+        inv = inventory(tmp_path, configure_aqa=True)
+        assert main(["publish", str(folder), "--ledger", str(inv), "--out", str(tmp_path / "pub")]) == 0
+        comment = (tmp_path / "pub" / "comment.md").read_text()
+        assert "| q-ref |" in comment and "| failed at correctness: arm:audio 1/8 < 0.9 |" in comment
+        assert sorted(p.name for p in (tmp_path / "pub" / "runs").iterdir()) == ["q-aqa", "q-ref"]
+        assert "- acme/aqaish-1b: failed at correctness in run q-aqa" in comment
+        code, led, _ = ledger(tmp_path, inv, folder)
+        assert code == 1 and {r.run_id for r in led.runs} == {"q-ref", "q-aqa"}
 
     def test_a_folder_without_a_journal_is_a_usage_error(self, tmp_path: Path) -> None:
         """publish on a folder that is not a run exits 2 with what it expected."""
