@@ -87,5 +87,7 @@ def run(args: argparse.Namespace) -> int:
         return 1
     for path in result.files:
         print(f"wrote {path}")
+    for stale in key_check.stale:  # published, marked: never presented as current
+        print(f"aqbench: stale, not counted: {stale.run_id} {stale.model}: {stale.note}", file=sys.stderr)
     log.info("publish_done", files=len(result.files), runs=len(runs))
     return 0

@@ -111,7 +111,8 @@ class TestScan:
 
 
 class TestRunKeys:
-    def test_with_config_a_row_under_another_key_is_stale_everywhere_and_not_counted(self, tmp_path: Path) -> None:
+    def test_with_config_a_row_under_another_key_is_stale_everywhere_and_not_counted(
+            self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         """`publish --config` computes each model's key now, as `ledger --config` does: a row made under another
         configuration is marked stale in comment.md and rows.json and the ledger cannot close on it; a rerun
         under the current key is presented as current and closes the group."""
@@ -134,6 +135,7 @@ class TestRunKeys:
         rows = json.loads((out / "rows.json").read_text())
         assert rows["runs"][0]["rows"][0]["stale"] == note
         assert rows["current_keys"] == "the run keys bench.toml gives now"
+        assert f"aqbench: stale, not counted: q-old reference-audioqa: {note}" in capsys.readouterr().err
         fresh = qualify_journal(tmp_path / "runs" / "q-new", 200, [ref_row(keyed_by=msgspec.to_builtins(now))])
         out = tmp_path / "pub2"
         assert main(["publish", str(stale_run), str(fresh), "--ledger", str(inv), "--config", str(config),
