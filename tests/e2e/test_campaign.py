@@ -63,7 +63,7 @@ def _started(shared: set[int], start: Callable[[], object]) -> set[int]:
 
 @pytest.fixture(scope="module")
 def ray_cluster(shared_processes: set[int]) -> Iterator[object]:
-    """A head and one worker node, one CPU each; the head also carries one (simulated) GPU."""
+    """The head node: one CPU and one (simulated) GPU; `cluster` adds the worker node (one CPU)."""
     holder: list[object] = []
     pids = _started(shared_processes, lambda: holder.append(ray_cluster_utils.Cluster(
         initialize_head=True, head_node_args=HEAD)))
@@ -82,6 +82,7 @@ def cluster(ray_cluster: object, shared_processes: set[int]) -> object:
     c = ray_cluster
     if not c.worker_nodes:  # type: ignore[attr-defined]
         added = _started(shared_processes, lambda: c.add_node(**WORKER))  # type: ignore[attr-defined]
+        # Kept on the cluster so that the module's teardown unregisters every worker node's processes too.
         c._test_pids = getattr(c, "_test_pids", set()) | added  # type: ignore[attr-defined]
     c.wait_for_nodes()  # type: ignore[attr-defined]
     state = c.global_state  # type: ignore[attr-defined]  # what ray.available_resources() reads, unconnected
@@ -329,8 +330,8 @@ def test_resume_runs_only_the_models_without_a_final_row(cluster: object, tmp_pa
 def test_the_default_reference_model_is_aiperf_qualified_through_a_campaign(cluster: object, tmp_path: Path) -> None:
     """The default configuration's reference model (real reference server, real AIPerf, 8 items and 8 profiling
     requests) runs as one Ray task on the cluster and ends `aiperf-qualified`, exit 0: AIPerf ran inside the task
-    (its artifacts are in the node's run folder; the driver started no process), the driver's reports fold from
-    the streamed journal to the node's own, and nothing is left running."""
+    (its artifacts are in the node's run folder; no Ray, server or AIPerf process ran under the driver), the
+    driver's reports fold from the streamed journal to the node's own, and nothing is left running."""
     cfg = config(tmp_path, dataset=mini_dataset(tmp_path, MINI_ITEMS),
                  replace={"requests = 48": "requests = 8", "warmup_requests = 4": "warmup_requests = 2"})
     proc = start_driver(cfg, cluster.address)  # type: ignore[attr-defined]
