@@ -33,6 +33,7 @@ from orchestrator.events import (
 )
 from orchestrator.judge.answers import judge_answer
 from orchestrator.judge.gates import ScoredAnswer
+from orchestrator.soak.ratios import ItemRatioSeries
 from orchestrator.soak.samples import SampleSeries
 from orchestrator.soak.window import WindowAccumulator, WindowStats
 
@@ -48,7 +49,7 @@ class SoakTracker:
     waits on its own full queue (it drains that queue into a local backlog)."""
 
     def __init__(self, bus: Bus, dataset: Dataset, model: ModelConfig, *, size: int = 8192,
-                 max_tokens: int | None = None) -> None:
+                 max_tokens: int | None = None, warmup_s: float = 60.0, baseline_s: float = 120.0) -> None:
         self._bus = bus
         self._max_tokens = max_tokens  # the limit AIPerf sends (workload.max_tokens), for length_limit
         self._dataset = dataset
@@ -72,6 +73,8 @@ class SoakTracker:
         self.restarts = 0
         # Every memory sample, by verdict (the sampled trend rule judges them, not window medians).
         self.samples: dict[str, SampleSeries] = {}
+        # Each profiling request's latency over its own item's baseline, by timing source (latency_drift).
+        self.ratios = {kind: ItemRatioSeries(warmup_s=warmup_s, baseline_s=baseline_s) for kind in ("server", "client")}
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         async with self._bus.subscribe("soak", size=self._size) as sub:
@@ -150,6 +153,8 @@ class SoakTracker:
         if isinstance(ev, ClientRecord):
             if ev.phase == "profiling" and ev.request_start_ns and ev.window not in self.first_profiling_ns:
                 self.first_profiling_ns[ev.window] = ev.request_start_ns
+                for series in self.ratios.values():
+                    series.start(ev.request_start_ns)
                 self._first_seen.set()
                 self._first_seen = anyio.Event()
             return ()
@@ -163,6 +168,7 @@ class SoakTracker:
                             request_start_ns=ev.request_start_ns, request_end_ns=ev.request_end_ns,
                             incarnation=ev.incarnation, item_id=ev.item_id)
             if ev.phase == "profiling" and ev.ok:
+                self._ratio(ev)
                 return self._verdict(acc, ev)
         elif isinstance(ev, ResourceSampled):
             if not ev.pre_ready:  # a (re)starting server's climb to its level is no leak
@@ -195,6 +201,15 @@ class SoakTracker:
         elif isinstance(ev, OrphanKilled):
             self.orphans_killed += 1
         return ()
+
+    def _ratio(self, ev: RequestCorrelated) -> None:
+        """The request's latency over its item's baseline, server-timed and client-timed."""
+        if ev.request_start_ns is None:
+            return
+        if ev.handler_ms is not None:
+            self.ratios["server"].add(ev.request_start_ns, ev.item_id, ev.handler_ms)
+        if ev.request_latency_ms is not None:
+            self.ratios["client"].add(ev.request_start_ns, ev.item_id, ev.request_latency_ms)
 
     def _sample(self, metric: str, unix_ns: int, value_bytes: int) -> None:
         series = self.samples.get(metric)
