@@ -219,7 +219,7 @@ class _Soak:
         await self.phase("server")
         spec = ServerSpec.from_config(self.cfg, m, run.run_dir, parts=self.toolkit.server_parts(self.cfg.server.kind))
         verdicts: list[MetricVerdict] = []
-        plan = plan_trends(s.duration_s, s.limits, s.window_s)
+        plan = plan_trends(s.duration_s, s.limits, s.window_s, cycle_requests=len(rows), request_rate=s.request_rate)
         started = False
         server_failure = ""
         try:

@@ -24,9 +24,11 @@ PLAN_RATIO_SCATTER_PCT = 8.0
 _MEMORY = ("server_rss", "orchestrator_rss", "aiperf_rss")
 
 
-def plan_trends(duration_s: float, limits: SoakLimits, window_s: float | None = None) -> list[TrendPlan]:
+def plan_trends(duration_s: float, limits: SoakLimits, window_s: float | None = None, *, cycle_requests: int = 0,
+                request_rate: float | None = None) -> list[TrendPlan]:
     """Each memory verdict's plan over the judged span (duration minus warmup), then, given `window_s`,
-    each latency trend's over its judged windows."""
+    each latency trend's. `cycle_requests`: the requests after which AIPerf's input comes round to the
+    same items again (an item's second request is its first ratio); with `request_rate`, its time."""
     rule = sampled_rule(limits)
     span = max(0.0, duration_s - limits.warmup_s)
     growth = batch_count(span, rule) >= 3
@@ -48,22 +50,25 @@ def plan_trends(duration_s: float, limits: SoakLimits, window_s: float | None = 
         out.append(TrendPlan(metric=metric, judged_span_s=span, slope_decides=slope, growth_decides=growth,
                              detectable_slope=detectable, limit=rule.limit_per_h, unit="MiB/h", text=text))
     if window_s:
-        out += _latency_plans(duration_s, window_s, limits)
+        cycle_s = cycle_requests / request_rate if cycle_requests and request_rate else None
+        out += [_drift_plan(duration_s, limits, cycle_requests, cycle_s), _tail_plan(duration_s, window_s, limits)]
     return out
 
 
-def _latency_plans(duration_s: float, window_s: float, limits: SoakLimits) -> list[TrendPlan]:
-    return [_drift_plan(duration_s, limits), _tail_plan(duration_s, window_s, limits)]
-
-
-def _drift_plan(duration_s: float, limits: SoakLimits) -> TrendPlan:
-    """`latency_drift` judges ratios from the first items' baselines (warmup + baseline) to the end."""
+def _drift_plan(duration_s: float, limits: SoakLimits, cycle_requests: int, cycle_s: float | None) -> TrendPlan:
+    """`latency_drift` judges ratios from the first items' second requests to the end: after the warmup and
+    the longer of the baseline and (where the rate says it) the time the input takes to come round."""
     rule = drift_rule(limits)
-    span = max(0.0, duration_s - limits.warmup_s - limits.latency_baseline_s)
+    wait = max(limits.latency_baseline_s, cycle_s or 0.0)
+    span = max(0.0, duration_s - limits.warmup_s - wait)
     k = batch_count(span, rule)
     decides = k >= 3 and span >= rule.min_span_s
-    start = f"judges ratios over {span / 60:.1f} min (after the {limits.warmup_s:g} s warmup and each item's " \
-            f"{limits.latency_baseline_s:g} s baseline)"
+    why = f"each item's {limits.latency_baseline_s:g} s baseline" if wait == limits.latency_baseline_s else \
+        f"the {wait:.0f} s the {cycle_requests} requests of the input take to come round to an item again"
+    start = f"judges ratios over {span / 60:.1f} min (after the {limits.warmup_s:g} s warmup and {why})"
+    if cycle_requests and cycle_s is None:
+        start += (f"; an item's first ratio is its next request after its baseline, so at a pace slower than "
+                  f"{cycle_requests} requests per {limits.latency_baseline_s:g} s the ratios start later")
     if not decides:
         text = (f"latency_drift: {start}, under the {rule.min_span_s / 60:g} min its slope needs: it cannot decide")
         return TrendPlan(metric="latency_drift", judged_span_s=span, slope_decides=False, growth_decides=False,

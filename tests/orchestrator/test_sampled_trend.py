@@ -129,6 +129,9 @@ class TestPlan:
         assert hour["latency_drift"].detectable_slope is not None
         assert 10 < hour["latency_drift"].detectable_slope < drift.detectable_slope
         assert not half["server_p99_latency"].slope_decides and "5 window(s)" in half["server_p99_latency"].text
+        # At 0.2 requests/s, audioqa-v2's 416 requests take 2,080 s to come round: an hour judges 24 minutes.
+        slow = plan_trends(3600, SoakLimits(), 300, cycle_requests=416, request_rate=0.2)[3]
+        assert slow.judged_span_s == 3600 - 60 - 2080 and "come round to an item again" in slow.text
         assert hour["server_p99_latency"].slope_decides
 
 
