@@ -8,13 +8,15 @@ command line keeps its argv ("... aiperf profile ..."). Prints, per process, its
 minute and at the end, the growth, and the growth per 1,000 requests the soak's journal counted over
 the same span (RequestCorrelated events). Heavy: hold /tmp/aqbench-heavy.lock.
 
-    flock /tmp/aqbench-heavy.lock .venv/bin/python bench/aiperf_processes.py --duration 240 --rate 20
+    flock /tmp/aqbench-heavy.lock .venv/bin/python bench/aiperf_processes.py --duration 240 --rate 20 \
+        [--env MALLOC_MMAP_THRESHOLD_=131072]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import subprocess
 import sys
@@ -92,12 +94,15 @@ def main() -> int:
     ap.add_argument("--rate", type=float, default=20.0, help="requests per second")
     ap.add_argument("--every", type=float, default=2.0, help="seconds between samples")
     ap.add_argument("--skip", type=float, default=60.0, help="seconds of load before the first compared sample")
+    ap.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                    help="set in the soak's environment, which AIPerf inherits (e.g. MALLOC_MMAP_THRESHOLD_=131072)")
     args = ap.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="aqb-aiperf-procs-"))
     config = _config(folder, args.duration, args.window)
     soak = subprocess.Popen([sys.executable, "-m", "orchestrator", "--log-level", "warning", "soak", "--config",
                              str(config), "--rate", f"{args.rate:g}"], cwd=REPO, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+                            stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, **dict(kv.split("=", 1) for kv in args.env)})
     root = psutil.Process(soak.pid)
     series: dict[str, list[tuple[int, float]]] = {}
     roles: dict[str, str] = {}
