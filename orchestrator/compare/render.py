@@ -27,7 +27,7 @@ h1{font-size:22px}h2{border-bottom:1px solid #ccc;padding-bottom:4px;margin-top:
 table{border-collapse:collapse;margin:8px 0 16px;font-size:13px}
 th,td{border:1px solid #d0d0d0;padding:3px 8px;text-align:left;vertical-align:top}
 th{background:#f3f3f3}td.num{text-align:right;font-variant-numeric:tabular-nums}
-.status{font-weight:bold;padding:1px 6px;border-radius:3px}
+.status{font-weight:bold;padding:1px 6px;border-radius:3px;white-space:nowrap}
 .st-regressed,.st-refused{background:#f8d0d0}.st-improved,.st-no-regression{background:#d8f0d8}
 .st-inconclusive{background:#f0e0c0}.st-unchanged{background:#eef}
 tr.differs td{background:#fff6d8}tr.blocks td{background:#f8d0d0}
