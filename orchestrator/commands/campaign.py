@@ -30,7 +30,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                        "its journal back live: runs/<campaign>/campaign.jsonl, models/<name>/events.jsonl and "
                        "reports, and the campaign's report.{json,md,html}. Without --address (and without "
                        "RAY_ADDRESS) starts a local Ray on 127.0.0.1 with no dashboard. Exit 0 when every model "
-                       "is aiperf-qualified, 1 otherwise, 2 on configuration errors, 130/143 when interrupted.")
+                       "is aiperf-qualified, 1 otherwise, 2 on configuration errors, 3 when the campaign itself failed, "
+                       "130/143 when interrupted.")
     p.add_argument("--config", default="bench.toml", help="configuration file (default: bench.toml)")
     p.add_argument("--address", default=None, help="join the Ray cluster at this address (default: RAY_ADDRESS, "
                    "else a local Ray on 127.0.0.1)")

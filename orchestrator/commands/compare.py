@@ -18,7 +18,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "by item, each classified improved / regressed / unchanged / inconclusive against the [compare] "
         "tolerances. Writes compare.json, compare.md and compare.html. Exit 0: no regression; 1: a figure "
         "regressed (or, with --strict, is inconclusive); 2: usage error, a missing journal, a run without "
-        "RunFinished, or runs that cannot be compared (different datasets or workload settings).",
+        "RunFinished, or runs that cannot be compared (different datasets or workload settings); 3: aqbench "
+        "itself failed (a corrupt journal).",
     )
     p.add_argument("baseline", metavar="BASELINE_RUN", help="the reference run folder (or its events.jsonl)")
     p.add_argument("candidate", metavar="CANDIDATE_RUN", help="the run under judgement (folder or events.jsonl)")

@@ -20,7 +20,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "named and not counted; so is a row whose run key (digests of the model's configuration, dataset, bundle, server "
         "command, aqbench and AIPerf) is not the current one: the key --config gives now, else the newest row's. "
         "Exit codes: 0 the group can close, 1 it cannot (the blockers are listed), "
-        "2 bad input (no inventory, not an inventory, a folder without events.jsonl).",
+        "2 bad input (no inventory, not an inventory, a folder without events.jsonl), 3 aqbench itself failed (a "
+        "corrupt journal).",
     )
     p.add_argument("--inventory", required=True, metavar="INV.json", help="written by `aqbench inventory --json`")
     p.add_argument("runs", nargs="*", metavar="RUN_DIR",

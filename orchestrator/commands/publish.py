@@ -32,7 +32,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "anything if a credential, email address, this machine's host names, addresses or user names, a home, "
         "scratch or temporary path, or a folder outside the named roots remains. "
         "Exit codes: 0 written and clean, 1 the scan found private data (each file:line and kind listed, never "
-        "the value; nothing written; do not post), 2 bad input (no journal, unreadable inventory or bench.toml).",
+        "the value; nothing written; do not post), 2 bad input (no journal, unreadable inventory or bench.toml), "
+        "3 aqbench itself failed (a corrupt journal).",
     )
     p.add_argument("runs", nargs="+", metavar="RUN_DIR",
                    help="run folders (qualify, run-aiperf); a campaign folder stands for each of its models' runs")

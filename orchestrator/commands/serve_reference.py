@@ -12,7 +12,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p: argparse.ArgumentParser = sub.add_parser(
         "serve-reference", help="run the embedded reference audio-QA server",
         description="Serve trtmc-server's HTTP contract plus input_audio over the "
-        "reference cascade engine. SIGINT/SIGTERM drain and exit 0.")
+        "reference cascade engine. Exit 0 when SIGINT/SIGTERM drained it, 2 on a usage error (a bad flag or "
+        "value), 3 when the server itself failed (its port taken, the engine would not load).")
     parse = p.parse_known_args
 
     def add_flags_then_parse(args: Sequence[str] | None = None,

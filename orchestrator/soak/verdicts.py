@@ -45,6 +45,7 @@ from orchestrator.judge.memory import MemoryRule, MemoryVerdict, judge_memory_me
 from orchestrator.judge.outcome import FAIL, INCONCLUSIVE, PASS, Outcome
 from orchestrator.judge.sampled_trend import SampledTrendRule, judge_sampled_trend
 from orchestrator.judge.trend import TrendRule, TrendVerdict, judge_relative_trend
+from orchestrator.reports.text import gate_pct
 from orchestrator.soak.ratios import ItemRatioSeries
 from orchestrator.soak.samples import SampleSeries
 
@@ -306,7 +307,7 @@ def _error_rate(windows: Sequence[WindowStats], limit: float, skipped: int,
                              reason=f"no profiling request was recorded in {len(windows)} window(s) after warmup")
     rate = errors / issued
     causes = ", ".join(f"{k}: {v}" for k, v in sorted(by_cause.items()))
-    text = (f"{errors}/{issued} = {rate:.4%} (limit {limit:.4%}) over {len(windows)} window(s)"
+    text = (f"{errors}/{issued} = {gate_pct(rate, limit)} (limit {limit * 100:g}%) over {len(windows)} window(s)"
             + (f" after {skipped} warmup window(s)" if skipped else "") + (f"; by cause: {causes}" if causes else "")
             + cut_text)
     if rate > limit:
