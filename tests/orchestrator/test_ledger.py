@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 import pytest
 from config_support import make_config
-from test_inventory import NEW, manifests, write_tree
+from inventory_support import NEW, manifests, write_tree
 
 from orchestrator.commands import inventory as inventory_command
 from orchestrator.commands import ledger as ledger_command
