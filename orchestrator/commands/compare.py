@@ -33,6 +33,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Imported here, not at the top: the comparison (and its judges) load only for this command.
     from orchestrator.compare import compare_runs, journal_of, write_comparison
     from orchestrator.config import CompareConfig, load_config
 

@@ -9,6 +9,7 @@ import argparse
 import sys
 
 from orchestrator.commands.serve_args import add_serve_arguments, serve_address
+from orchestrator.errors import UsageError
 
 __all__ = ["register", "run"]
 
@@ -51,9 +52,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Imported here, not at the top: `aqbench --help` and the light commands must not load the sweep and the
+    # adapters (through wiring).
     from orchestrator.commands.wiring import real_toolkit
     from orchestrator.config import load_config, parse_duration
-    from orchestrator.errors import UsageError
     from orchestrator.run import run_main
     from orchestrator.sweep import SweepOptions, sweep
 
