@@ -114,8 +114,9 @@ def test_the_comment_check_finds_a_bare_block_and_accepts_a_commented_one(tmp_pa
     """A block of local imports right under `def` is reported; the same block under a comment, and imports at
     module level, are not."""
     (tmp_path / "orchestrator" / "commands").mkdir(parents=True)
-    (tmp_path / "orchestrator" / "commands" / "bare.py").write_text(
+    (tmp_path / "orchestrator" / "commands" / "report.py").write_text(
         "import json\n\n\ndef run():\n    import os\n    import sys\n    if os:\n        import re\n")
-    (tmp_path / "orchestrator" / "commands" / "said.py").write_text(
+    (tmp_path / "orchestrator" / "commands" / "ingest.py").write_text(
         "def run():\n    # start-up: only this command needs it\n    import os\n    import sys\n")
-    assert uncommented_root_imports(tmp_path) == ["orchestrator/commands/bare.py:5", "orchestrator/commands/bare.py:8"]
+    assert uncommented_root_imports(tmp_path) == ["orchestrator/commands/report.py:5",
+                                                 "orchestrator/commands/report.py:8"]
