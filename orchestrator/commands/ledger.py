@@ -23,7 +23,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "2 bad input (no inventory, not an inventory, a folder without events.jsonl).",
     )
     p.add_argument("--inventory", required=True, metavar="INV.json", help="written by `aqbench inventory --json`")
-    p.add_argument("runs", nargs="*", metavar="RUN_DIR", help="run folders (qualify, run-aiperf, campaign)")
+    p.add_argument("runs", nargs="*", metavar="RUN_DIR",
+                   help="run folders (qualify, run-aiperf); a campaign folder stands for each of its models' runs")
     p.add_argument("--dataset-identity", default="", metavar="ID",
                    help="the dataset identity runs must have (default: the one most result rows used)")
     p.add_argument("--config", default="", metavar="PATH",
@@ -43,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
         ledger_markdown,
         load_inventory,
         read_run,
+        run_folders,
     )
     from orchestrator.logs import get_logger
 
@@ -54,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
         from orchestrator.runkey_now import current_keys
 
         keys = current_keys(load_config(args.config))
-    ledger = build_ledger(inv, [read_run(r) for r in args.runs], dataset_identity=args.dataset_identity, keys=keys)
+    ledger = build_ledger(inv, [read_run(r) for r in run_folders(args.runs)], dataset_identity=args.dataset_identity, keys=keys)
     if args.json:
         write_output(args.json, ledger_json(ledger))
     if args.markdown or not args.json:

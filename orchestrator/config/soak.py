@@ -38,7 +38,10 @@ class SoakConfig(Section, frozen=True, kw_only=True):
     rss_growth_limit_mib: NonNegFloat = 64.0
     """Memory growth over the judged span (slope x span) that FAILs once its interval lies wholly above it."""
     latency_baseline_windows: PositiveInt = 3
-    """Judged windows whose per-item medians are each item's latency baseline."""
+    """Judged windows whose per-window quantiles are the tail verdict's baseline (`server_p99_latency`)."""
+    latency_baseline_s: PositiveFloat = 120.0
+    """Each item's baseline for `latency_drift`: the median latency of its requests in its first judged
+    `latency_baseline_s` (from its first request after `warmup_s`); later requests are judged as ratios to it."""
     max_window_gap_s: NonNegFloat = 1.0
     """The longest time without load allowed between two consecutive windows."""
     max_gap_fraction: Fraction = 0.01

@@ -140,6 +140,7 @@ class SoakLimits(msgspec.Struct, frozen=True, kw_only=True):
     max_gap_fraction: float = 0.01
     warmup_s: float = 60.0
     rss_wander_mib: float = 3.0
+    latency_baseline_s: float = 120.0
 
     @classmethod
     def from_config(cls, soak: SoakConfig) -> SoakLimits:
@@ -150,7 +151,8 @@ class SoakLimits(msgspec.Struct, frozen=True, kw_only=True):
                    trend_confidence=soak.trend_confidence, rss_growth_limit_mib=soak.rss_growth_limit_mib,
                    latency_baseline_windows=soak.latency_baseline_windows,
                    max_window_gap_s=soak.max_window_gap_s, max_gap_fraction=soak.max_gap_fraction,
-                   warmup_s=soak.warmup_s, rss_wander_mib=soak.rss_wander_mib)
+                   warmup_s=soak.warmup_s, rss_wander_mib=soak.rss_wander_mib,
+                   latency_baseline_s=soak.latency_baseline_s)
 
 
 class ServerExitFact(msgspec.Struct, frozen=True, kw_only=True):
