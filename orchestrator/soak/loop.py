@@ -481,7 +481,7 @@ class _Soak:
         verdicts = judge_soak(self.windows, self.settings.limits, exits=self.tracker.exits, processes=processes,
                               cut_short=self.cut_short, runs=self.runs, running=self._aiperf_name,
                               stopped=set(self.stopped_at), samples=self.tracker.samples, load_span_ns=self._load_span(),
-                              ratios=self.tracker.ratios)
+                              ratios=self.tracker.ratios if self.settings.limits.latency_drift_rule == "sampled" else None)
         for v in verdicts:
             slope, interval, limit, unit = verdict_numbers(v.detail)
             await self.bus.publish(SoakVerdict(

@@ -51,7 +51,9 @@ def plan_trends(duration_s: float, limits: SoakLimits, window_s: float | None = 
                              detectable_slope=detectable, limit=rule.limit_per_h, unit="MiB/h", text=text))
     if window_s:
         cycle_s = cycle_requests / request_rate if cycle_requests and request_rate else None
-        out += [_drift_plan(duration_s, limits, cycle_requests, cycle_s), _tail_plan(duration_s, window_s, limits)]
+        drift = _drift_plan(duration_s, limits, cycle_requests, cycle_s) if limits.latency_drift_rule == "sampled" \
+            else _tail_plan(duration_s, window_s, limits, "latency_drift")
+        out += [drift, _tail_plan(duration_s, window_s, limits)]
     return out
 
 
@@ -85,8 +87,10 @@ def _drift_plan(duration_s: float, limits: SoakLimits, cycle_requests: int, cycl
                      detectable_slope=detectable, limit=rule.limit_per_h, unit="%/h", text=text)
 
 
-def _tail_plan(duration_s: float, window_s: float, limits: SoakLimits) -> TrendPlan:
-    """The tail trend is judged per window: enough judged windows, and their mid-points far enough apart."""
+def _tail_plan(duration_s: float, window_s: float, limits: SoakLimits,
+               metric: str = "server_p99_latency") -> TrendPlan:
+    """A per-window trend (the tail; the drift under `latency_drift_rule = "window"`): enough judged windows,
+    and their mid-points far enough apart."""
     windows = max(0, math.ceil(duration_s / window_s - 1e-9) - limits.warmup_windows)
     span = max(0.0, (windows - 1) * window_s)
     decides = windows >= limits.min_trend_windows and span >= limits.min_trend_span_s
@@ -95,5 +99,5 @@ def _tail_plan(duration_s: float, window_s: float, limits: SoakLimits) -> TrendP
     else:
         why = (f"judges {windows} window(s) spanning {span / 60:.1f} min, under the {limits.min_trend_windows} "
                f"windows over {limits.min_trend_span_s / 60:g} min it needs: it cannot decide")
-    return TrendPlan(metric="server_p99_latency", judged_span_s=span, slope_decides=decides, growth_decides=False,
-                     limit=limits.p99_latency_limit_pct_per_h, unit="%/h", text=f"server_p99_latency: {why}")
+    return TrendPlan(metric=metric, judged_span_s=span, slope_decides=decides, growth_decides=False,
+                     limit=limits.p99_latency_limit_pct_per_h, unit="%/h", text=f"{metric}: {why}")

@@ -208,9 +208,6 @@ class TestSoak:
         # memory verdict needs.
         assert verdicts["server_rss"]["detail"]["kind"] == "sampled_memory"
         assert "45 s at least" in verdicts["server_rss"]["reason"], verdicts["server_rss"]["reason"]
-        # Latency drift is judged on each request's ratio to its item's baseline: none yet in 90 s.
-        assert verdicts["latency_drift"]["detail"]["kind"] == "sampled_drift"
-        assert verdicts["latency_drift"]["reason"].startswith("no ratio yet"), verdicts["latency_drift"]["reason"]
         assert not [m for m, v in verdicts.items() if v["outcome"] == "fail"]
         assert re.search(r"INCONCLUSIVE: .*server_rss.*latency_drift.*server_p99_latency.*: the evidence cannot "
                          r"decide; not failures", out)
