@@ -37,6 +37,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Imported here, not at the top: `aqbench --help` and the other commands never load the A/B session and
+    # the adapters (through wiring).
     from orchestrator.ab import AbOptions, check_comparable, decide, run_ab_session, write_result
     from orchestrator.commands.wiring import real_toolkit
     from orchestrator.config import load_config

@@ -38,6 +38,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Imported here, not at the top: the ledger (and the inventory types it reads) load only for this command.
     from orchestrator.ledger import (
         build_ledger,
         ledger_json,
@@ -51,6 +52,7 @@ def run(args: argparse.Namespace) -> int:
     inv = load_inventory(args.inventory)
     keys = None
     if args.config:
+        # Imported here: the run keys read the dataset and hash the bundles, only when --config asks for them.
         from orchestrator.config import load_config
         from orchestrator.runkey_now import current_keys
 

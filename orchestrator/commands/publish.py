@@ -51,6 +51,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Imported here, not at the top: publishing (redaction, the ledger) loads only for this command.
     from orchestrator.config import load_config
     from orchestrator.ledger import build_ledger, load_inventory, read_run, run_folders
     from orchestrator.logs import get_logger

@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from orchestrator.errors import UsageError
+
 __all__ = ["register", "run"]
 
 
@@ -51,7 +53,7 @@ def _ab_reports(journal: Path, out: Path) -> list[Path] | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from orchestrator.errors import UsageError
+    # Imported here, not at the top: the reports (Jinja2 templates) load only for the commands that write one.
     from orchestrator.reports import write_reports
     from orchestrator.reports.soak import write_soak_report
     from orchestrator.reports.sweep import write_sweep_report

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 from collections.abc import Sequence
+
+from orchestrator.errors import UsageError
 
 __all__ = ["register", "run"]
 
@@ -32,10 +35,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import asyncio
-
+    # Imported here, not at the top: the server's package loads the engine (faster-whisper, aiohttp: ~1.5 s).
     from adapters.reference.serve import heap_from_args, serve, settings_from_args
-    from orchestrator.errors import UsageError
 
     try:
         settings = settings_from_args(args)

@@ -112,7 +112,7 @@ def load_run(tmp_path_factory: pytest.TempPathFactory, qualify_run: Path) -> Pat
     return run
 
 
-# Our own manifests in TRTMC's shapes (see tests/orchestrator/test_inventory.py): a transcription-only
+# Our own manifests in TRTMC's shapes (see tests/orchestrator/inventory_support.py): a transcription-only
 # checkpoint (unsupported), an audio-QA one (blocked, or planned once configured), a vision-language candidate.
 MANIFESTS = {
     "families/whisperish/tests/manifests/whisperish-tiny-fp16.json": {

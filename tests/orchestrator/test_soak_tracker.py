@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from types import SimpleNamespace
+from typing import Literal
 
 from orchestrator.config import CorrectnessCriteria
 from orchestrator.events import AiperfStarted, ClientRecord, ProcessSampled, RequestCorrelated, ResourceSampled
@@ -66,7 +67,9 @@ class TestSoakTracker:
     def test_first_profiling_request_of_an_aiperf_run_is_remembered(self) -> None:
         """The first profiling client record of an AIPerf run fixes its start (warmup records do not)."""
         tracker = _tracker()
-        for phase, start in (("warmup", T0), ("profiling", T0 + 7), ("profiling", T0 + 5)):
+        records: list[tuple[Literal["warmup", "profiling"], int]] = [("warmup", T0), ("profiling", T0 + 7),
+                                                                     ("profiling", T0 + 5)]
+        for phase, start in records:
             list(tracker._handle(ClientRecord(request_id=f"r{start}", window="soak/aiperf01", phase=phase,
                                               request_start_ns=start)))
         assert tracker.first_profiling_ns == {"soak/aiperf01": T0 + 7}
