@@ -40,6 +40,7 @@ def _ab_reports(journal: Path, out: Path) -> list[Path] | None:
     """An `ab` journal's ab.json, ab.md and ab.html (what `aqbench ab` writes; no report.*, whose per-model
     qualification rows an A/B session has none of), decided with the [compare] tolerances its run journaled
     (without `--strict`, which only the command line knew). None for any other journal."""
+    # Imported here, not at the top: ab's deciding and rendering load only when a journal is an ab session's.
     from orchestrator.ab import decide, write_result
     from orchestrator.config import CompareConfig
     from orchestrator.events import RunStarted
