@@ -14,7 +14,7 @@ from ab_support import AbSpec, write_session
 from browser import Browser
 from compare_support import RunSpec, write_run
 from test_campaign_report import journal as campaign_journal
-from test_inventory import BENCH_TOML, manifests, write_tree
+from inventory_support import BENCH_TOML, manifests, write_tree
 from test_reports import T0, qualify_journal
 
 from orchestrator.campaign import write_campaign_reports
