@@ -8,6 +8,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from orchestrator.commands.serve_args import add_serve_arguments, serve_address
+
 __all__ = ["register", "run"]
 
 # Flags that override an [slo] key, by key.
@@ -44,6 +46,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         p.add_argument("--" + key.replace("_", "-"), type=float, default=None, help=f"override [slo] {key}")
     p.add_argument("--match-timeout-s", type=float, default=5.0,
                    help="how long a request's half waits for the other half (default 5)")
+    add_serve_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -63,6 +66,7 @@ def run(args: argparse.Namespace) -> int:
                         max_duration_s=parse_duration(args.max_duration, what="--max-duration")
                         if args.max_duration else None,
                         slo={k: v for k in _SLO_FLAGS if (v := getattr(args, k)) is not None},
-                        argv=["aqbench", *sys.argv[1:]], match_timeout_s=args.match_timeout_s)
+                        argv=["aqbench", *sys.argv[1:]], match_timeout_s=args.match_timeout_s,
+                        serve=serve_address(args))
     toolkit = real_toolkit()
     return run_main(lambda interrupt: sweep(cfg, opts, interrupt, toolkit))

@@ -37,13 +37,16 @@ from orchestrator.events import (
     SoakVerdict,
     SoakWindowClosed,
     SoakWindowOpened,
+    SweepConcluded,
+    SweepPhase,
+    SweepPointJudged,
     TrendNumbers,
     verdict_numbers,
 )
 from orchestrator.reports.windows import Thinned
 
 __all__ = ["PageFold", "PageState", "Change", "RunInfo", "Counters", "WindowRow", "ModelRow", "VerdictRow",
-           "ServerInfo", "LatencyPoint", "MemoryPoint", "SERIES_CAP", "detects"]
+           "PointRow", "SloState", "ServerInfo", "LatencyPoint", "MemoryPoint", "SERIES_CAP", "detects"]
 
 # Points per chart series: a page draws ~1000 px wide; the page halves its copy at the same cap.
 SERIES_CAP = 1000
@@ -102,6 +105,34 @@ class ModelRow(_S, frozen=True, kw_only=True):
     reason: str = ""
 
 
+class SloState(_S, frozen=True, kw_only=True):
+    """One SLO at a sweep point: its outcome, and why when it did not pass."""
+
+    slo: str
+    outcome: str
+    reason: str = ""
+
+
+class PointRow(_S, frozen=True, kw_only=True):
+    """A sweep's load point as of its latest judgement (a rerun replaces it): the load offered and achieved,
+    its tail latencies and each SLO's state. `name` is the offered load with its unit, the row's key."""
+
+    name: str
+    offered: float
+    unit: str = ""
+    outcome: str = ""
+    runs: int = 0
+    requests: int = 0
+    ok: int = 0
+    achieved_rps: float | None = None
+    client_p99_ms: float | None = None
+    model_call_p99_ms: float | None = None
+    slos: list[SloState] = []
+    balanced: bool = True
+    stopped_early: bool = False
+    saturation: list[str] = []
+
+
 class VerdictRow(_S, frozen=True, kw_only=True):
     """A verdict as the page lists it: the latest per name (soak metric, gate, non-inferiority). No field is
     named like a credential (`key`, `token`): publish's scrubber would hide its value."""
@@ -149,6 +180,7 @@ class PageState(_S, frozen=True, kw_only=True):
     counters: Counters = Counters()
     windows: list[WindowRow] = []
     models: list[ModelRow] = []
+    points: list[PointRow] = []
     verdicts: list[VerdictRow] = []
     server: ServerInfo = ServerInfo()
     latency: list[LatencyPoint] = []
@@ -158,7 +190,7 @@ class PageState(_S, frozen=True, kw_only=True):
 
 class Change(_S, frozen=True, kw_only=True, array_like=True):
     """[seq, op, section, value]: `set` a section (run, counters, server, dropped), `put` a row by name (windows,
-    models, verdicts) or `add` a point (latency, memory). The page skips changes at or before its state's seq."""
+    models, points, verdicts) or `add` a point (latency, memory). The page skips changes at or before its state's seq."""
 
     seq: int
     op: Literal["set", "put", "add"]
@@ -184,7 +216,7 @@ def detects(v: SoakVerdict) -> str:
     return ""
 
 
-_Row = TypeVar("_Row", WindowRow, ModelRow, VerdictRow)
+_Row = TypeVar("_Row", WindowRow, ModelRow, PointRow, VerdictRow)
 
 
 class PageFold:
@@ -197,6 +229,7 @@ class PageFold:
         self._by_cause: dict[str, int] = {}
         self._windows: dict[str, WindowRow] = {}
         self._models: dict[str, ModelRow] = {}
+        self._points: dict[str, PointRow] = {}
         self._verdicts: dict[str, VerdictRow] = {}
         self._server = ServerInfo()
         self._latency = Thinned(SERIES_CAP)
@@ -208,7 +241,7 @@ class PageFold:
     def state(self) -> PageState:
         mem = sorted((p for t in self._memory.values() for p in t.points), key=lambda p: p.t_s)
         return PageState(seq=self.seq, run=self._run, counters=self._counters, windows=list(self._windows.values()),
-                         models=list(self._models.values()), verdicts=list(self._verdicts.values()),
+                         models=list(self._models.values()), points=list(self._points.values()), verdicts=list(self._verdicts.values()),
                          server=self._server, latency=list(self._latency.points), memory=mem, dropped=dict(self._dropped))
 
     def add_all(self, events: Iterable[AnyEvent]) -> list[Change]:
@@ -262,6 +295,8 @@ class PageFold:
         if isinstance(ev.detail, SoakPhase) and ev.detail.duration_s and ev.detail.window_s:
             planned = max(1, -(-int(ev.detail.duration_s * 1000) // int(ev.detail.window_s * 1000)))
             out = self._set_run(total=planned, unit="windows", duration_s=ev.detail.duration_s)
+        if isinstance(ev.detail, SweepPhase) and ev.detail.points:
+            out = self._set_run(total=len(ev.detail.points), unit="points")
         if ev.phase == "model" and ev.model:
             self._current = ev.model
         if ev.model and ev.phase not in ("dataset", "reference"):
@@ -367,6 +402,34 @@ class PageFold:
             interval=[r.lower, r.upper] if r.lower is not None and r.upper is not None else None,
             unit="points", detects=detect))
 
+    def _on_point(self, ev: SweepPointJudged) -> list[Change]:
+        unit = "req/s" if ev.mode == "rate" else "concurrent"
+        st = ev.stats
+        row = PointRow(
+            name=f"{ev.offered:g} {unit}", offered=ev.offered, unit=unit, outcome=ev.outcome, runs=len(ev.windows),
+            requests=st.requests, ok=st.ok, achieved_rps=st.achieved_rps, client_p99_ms=st.latency_p99_ms,
+            model_call_p99_ms=st.model_call_p99_ms, balanced=ev.accounting_balanced, stopped_early=ev.stopped_early,
+            saturation=ev.saturation[:5],
+            slos=[SloState(slo=c.slo, outcome=c.outcome, reason="" if c.outcome == "pass" else c.reason[:300])
+                  for c in ev.checks])
+        out = self._put("points", self._points, row.name, row)
+        # Refinement adds points between the planned ones: the total grows with them.
+        done = len(self._points)
+        return out + self._set_run(done=done, total=max(done, self._run.total), unit="points")
+
+    def _on_concluded(self, ev: SweepConcluded) -> list[Change]:
+        # The capacity is the sweep's one verdict, its interval the bracket of points run around it; points above
+        # a broken one are never run, so progress ends full.
+        outcome = "pass" if ev.outcome in ("bracketed", "all_passed") else \
+            "fail" if ev.outcome == "none_passed" else "inconclusive"
+        bracket = [ev.highest_passing, ev.lowest_failing]
+        interval = [b for b in bracket if b is not None] if None not in bracket else None
+        detects = (f"the capacity to within the points run ({ev.highest_passing:g} held, {ev.lowest_failing:g} broke)"
+                   if interval else f"undecided: {'; '.join(ev.undecided)[:200]}" if ev.undecided else "")
+        row = VerdictRow(name="capacity", outcome=outcome, final=True, estimate=ev.capacity, interval=interval,
+                         unit=ev.unit, reason=f"{ev.outcome}: {ev.summary}"[:400], detects=detects)
+        return self._put("verdicts", self._verdicts, row.name, row) + self._set_run(total=len(self._points))
+
     def _on_server_state(self, ev: ServerStateChanged) -> list[Change]:
         return self._set_server(state=ev.state, incarnation=ev.incarnation)
 
@@ -417,6 +480,8 @@ _HANDLERS: dict[type, Any] = {
     SoakVerdict: PageFold._on_soak_verdict,
     GateEvaluated: PageFold._on_gate,
     NoninferiorityJudged: PageFold._on_noninferiority,
+    SweepPointJudged: PageFold._on_point,
+    SweepConcluded: PageFold._on_concluded,
     ServerStateChanged: PageFold._on_server_state,
     ServerRestarting: PageFold._on_server_restarting,
     ServerExited: PageFold._on_server_exited,

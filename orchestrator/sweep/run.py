@@ -41,6 +41,8 @@ from orchestrator.events import (
     SweepPointJudged,
 )
 from orchestrator.judge.answers import judge_answer
+from orchestrator.live.address import ServeAddress
+from orchestrator.live.start import start_live_page
 from orchestrator.logs import get_logger
 from orchestrator.ports import AiperfFacts, Toolkit
 from orchestrator.qualify.answers import answered_load
@@ -71,6 +73,7 @@ class SweepOptions(msgspec.Struct, frozen=True, kw_only=True):
     slo: dict[str, float] = {}  # [slo] limits given as flags, by key
     argv: list[str] = []
     match_timeout_s: float = 5.0
+    serve: ServeAddress | None = None  # --serve: the live page's address (None: no page)
 
 
 class _Point(msgspec.Struct, kw_only=True):
@@ -115,6 +118,7 @@ async def sweep(cfg: Config, opts: SweepOptions, interrupt: Interrupt, toolkit: 
     try:
         async with open_run(cfg, command="sweep", argv=opts.argv or None, interrupt=interrupt) as run:
             opened.append(run)
+            await start_live_page(run, opts.serve)
             return await _sweep(run, opts, toolkit, model, install, tokenizer, dataset)
     finally:
         if opened:

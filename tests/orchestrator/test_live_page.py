@@ -10,7 +10,17 @@ import pytest
 from chromium_page import ChromiumPage, chromium_or_skip
 from test_live_server import _live, _request
 
-from orchestrator.events import MemoryDetail, ProcessSampled, ResourceSampled, ServerRestarting, SoakVerdict
+from orchestrator.events import (
+    MemoryDetail,
+    PointStats,
+    ProcessSampled,
+    ResourceSampled,
+    ServerRestarting,
+    SloCheck,
+    SoakVerdict,
+    SweepConcluded,
+    SweepPointJudged,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -46,3 +56,25 @@ class TestLivePageInABrowser:
             assert await page.text("status") == "ended"
             assert await page.text("issued") == "12"
             assert await page.eval("document.querySelectorAll('#latency-chart polyline').length") == 2
+
+    async def test_a_sweeps_points_and_capacity_appear_as_they_are_judged(self, tmp_path: Path) -> None:
+        """No points: no points table. Each judged point shows up with its SLOs' states and why one broke;
+        the concluded capacity shows as the final verdict."""
+        chromium_or_skip()
+
+        def point(offered: float, outcome: str, reason: str) -> SweepPointJudged:
+            return SweepPointJudged(source="sweep", index=0, mode="rate", offered=offered, outcome=outcome,  # type: ignore[arg-type]
+                                    windows=[f"m/rate{offered:g}-1"], stats=PointStats(requests=300, ok=300),
+                                    checks=[SloCheck(slo="p99_latency", outcome=outcome, reason=reason)])  # type: ignore[arg-type]
+
+        async with _live(tmp_path) as live, ChromiumPage(live.page.url) as page:
+            await page.wait_text("link", lambda t: t == "live", 30)
+            assert await page.eval("document.getElementById('points-section').hidden") is True
+            await live.bus.publish(point(1.0, "pass", "p99 500 ms <= 8000 ms"))
+            await page.wait_text("points", lambda t: "1 req/sPASS" in t, 30)
+            assert await page.eval("document.getElementById('points-section').hidden") is False
+            await live.bus.publish(point(2.0, "fail", "p99 9100 ms > 8000 ms"))
+            await page.wait_text("points", lambda t: "p99_latency fail" in t and "p99_latency: p99 9100 ms" in t, 30)
+            await live.bus.publish(SweepConcluded(source="sweep", outcome="bracketed", mode="rate", unit="req/s",
+                                                  capacity=1.0, highest_passing=1.0, lowest_failing=2.0))
+            await page.wait_text("verdicts", lambda t: "capacityPASSfinal1[1, 2]" in t, 30)

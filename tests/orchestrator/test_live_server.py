@@ -233,14 +233,14 @@ def _no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 class TestServeCommandLine:
-    def test_soak_and_qualify_take_serve_and_refuse_a_public_address_without_the_flag(self) -> None:
-        """`--serve` parses on both commands; 0.0.0.0 needs --serve-public, and --serve-public alone is an error."""
+    def test_soak_qualify_and_sweep_take_serve_and_refuse_a_public_address_without_the_flag(self) -> None:
+        """`--serve` parses on each command; 0.0.0.0 needs --serve-public, and --serve-public alone is an error."""
         from orchestrator.cli import build_parser
         from orchestrator.commands.serve_args import serve_address
         from orchestrator.errors import UsageError
 
         parser = build_parser()
-        for command in ("soak", "qualify"):
+        for command in ("soak", "qualify", "sweep"):
             assert serve_address(parser.parse_args([command, "--serve", "8090"])) == ServeAddress(port=8090)
             with pytest.raises(UsageError, match="Add --serve-public"):
                 serve_address(parser.parse_args([command, "--serve", "0.0.0.0:8090"]))

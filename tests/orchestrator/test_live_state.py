@@ -18,6 +18,7 @@ from orchestrator.events import (
     ModelResult,
     PhaseFinished,
     PhaseStarted,
+    PointStats,
     ProcessSampled,
     RequestCorrelated,
     ResourceSampled,
@@ -25,10 +26,14 @@ from orchestrator.events import (
     RunStarted,
     ServerExited,
     ServerRestarting,
+    SloCheck,
     SoakPhase,
     SoakVerdict,
     SoakWindowClosed,
     SoakWindowOpened,
+    SweepConcluded,
+    SweepPhase,
+    SweepPointJudged,
     WindowStats,
 )
 from orchestrator.journal import encode_event
@@ -120,6 +125,54 @@ class TestPageFold:
         assert [(m.name, m.stage) for m in s.models] == [("a", "model"), ("b", "server")]
         [gate] = s.verdicts
         assert (gate.name, gate.outcome, gate.estimate, gate.limit) == ("a min_pass_rate", "pass", 0.95, 0.9)
+
+    def test_a_sweep_journal_lists_points_with_their_slo_states(self) -> None:
+        """sweep: one row per point as of its latest judgement (a rerun replaces it), each SLO's state and the
+        reason of the one that broke; progress in points; the capacity as the final verdict with its bracket."""
+        broke = SloCheck(slo="p99_latency", outcome="fail", observed=9100.0, limit=8000.0,
+                         reason="p99 9100 ms > 8000 ms")
+
+        def point(offered: float, outcome: str, runs: int = 1) -> SweepPointJudged:
+            checks = [broke] if outcome == "fail" else [SloCheck(slo="p99_latency", outcome=outcome, reason="why")]  # type: ignore[arg-type]
+            return SweepPointJudged(index=0, mode="rate", offered=offered, outcome=outcome,  # type: ignore[arg-type]
+                                    windows=[f"m/rate{offered:g}-{i}" for i in range(1, runs + 1)],
+                                    checks=[*checks, SloCheck(slo="error_rate", outcome="pass", reason="0 of 300")],
+                                    stats=PointStats(requests=300 * runs, ok=300 * runs, latency_p99_ms=500.0))
+
+        events = _stamp([
+            RunStarted(command="sweep", config=make_config()),
+            PhaseStarted(phase="sweep", detail=SweepPhase(mode="rate", points=[1.0, 3.0, 3.4, 5.0])),
+            point(1.0, "pass"), point(3.0, "inconclusive"), point(3.0, "pass", runs=2)])
+        fold = PageFold()
+        fold.add_all(events)
+        s = fold.state()
+        assert (s.run.done, s.run.total, s.run.unit) == (2, 4, "points")
+        assert [(p.name, p.outcome, p.runs, p.requests) for p in s.points] == [
+            ("1 req/s", "pass", 1, 300), ("3 req/s", "pass", 2, 600)]
+        fold.add_all(_stamp([*events, point(3.4, "fail"), SweepConcluded(
+            outcome="bracketed", mode="rate", unit="req/s", capacity=3.0, highest_passing=3.0, lowest_failing=3.4,
+            broken=[broke], summary="capacity 3 req/s")])[len(events):])
+        s = fold.state()
+        assert (s.run.done, s.run.total) == (3, 3)  # 5 req/s is above the broken point: never run
+        last = s.points[-1]
+        assert (last.name, last.outcome) == ("3.4 req/s", "fail")
+        assert [(c.slo, c.outcome, c.reason) for c in last.slos] == [
+            ("p99_latency", "fail", "p99 9100 ms > 8000 ms"), ("error_rate", "pass", "")]
+        [capacity] = s.verdicts
+        assert (capacity.name, capacity.outcome, capacity.estimate, capacity.interval, capacity.unit) == (
+            "capacity", "pass", 3.0, [3.0, 3.4], "req/s")
+        assert capacity.final and capacity.reason == "bracketed: capacity 3 req/s"
+
+    @pytest.mark.parametrize(("outcome", "shown"), [("none_passed", "fail"), ("inconclusive", "inconclusive"),
+                                                    ("all_passed", "pass")])
+    def test_the_capacity_verdict_says_how_far_the_points_decided_it(self, outcome: str, shown: str) -> None:
+        """No point held: fail; undecided points: inconclusive, naming them; every point held: pass."""
+        fold = PageFold()
+        fold.add_all(_stamp([SweepConcluded(outcome=outcome, mode="concurrency", unit="concurrent requests",  # type: ignore[arg-type]
+                                            undecided=["4: p99 needs 100 requests"] if shown == "inconclusive" else [])]))
+        [capacity] = fold.state().verdicts
+        assert capacity.outcome == shown
+        assert ("4: p99 needs 100 requests" in capacity.detects) == (shown == "inconclusive")
 
 
 def _apply(page: dict[str, object], change: Change) -> None:

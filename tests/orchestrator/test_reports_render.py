@@ -9,6 +9,7 @@ import gzip
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from browser import Browser
 from compare_support import RunSpec, write_run
 from test_reports import T0, qualify_journal
@@ -17,13 +18,21 @@ from orchestrator.cli import main
 from orchestrator.events import (
     AnyEvent,
     GateEvaluated,
+    PhaseStarted,
+    PointStats,
     RunFinished,
+    RunStarted,
     ServerReady,
     ServerRestarting,
     ServerStateChanged,
+    SloCheck,
+    SweepConcluded,
+    SweepPhase,
+    SweepPointJudged,
     Warned,
 )
 from orchestrator.reports import write_reports
+from orchestrator.reports.sweep import write_sweep_report
 
 _JOURNALS = Path(__file__).resolve().parents[1] / "data" / "journals"
 
@@ -125,6 +134,58 @@ class TestOtherReports:
         seen = browser.open(tmp_path / "cmp" / "compare.html")
         _assert_reads_right(seen.layout_problems())
         assert len([c for c in seen.charts if not c.empty]) >= 2
+
+    def test_sweep_report_reads_right(self, browser: Browser, tmp_path: Path) -> None:
+        """sweep.html of a bracketed rate sweep (a rerun point, a broken one with long reasons and saturation
+        signs) lays out cleanly with both charts drawn and the capacity first."""
+        seen = browser.open(write_sweep_report(_sweep_journal(tmp_path / "events.jsonl"), tmp_path)[2])
+        _assert_reads_right(seen.layout_problems())
+        assert "`" not in seen.text
+        assert {c.chart for c in seen.charts if not c.empty} == {"latency", "throughput"}
+        assert all(c.width > 300 and c.height > 100 for c in seen.charts)
+        assert seen.text.index("Capacity 2 req/s") < seen.text.index("Latency against offered load")
+
+
+def _sweep_journal(path: Path) -> Path:
+    """A sweep's journal built from its events: 0.5, 1 and 2 req/s held (2 after a rerun), 4 broke p99 latency
+    and answers while saturating."""
+    lat = SloCheck(slo="p99_latency", outcome="fail", observed=9100.0, limit=8000.0, n=300, beyond=40,
+                   reason="p99 9100 ms > 8000 ms: 40 of 300 requests beyond, 90% confidence that the p99 is above")
+    answers = SloCheck(slo="answers", outcome="fail", observed=3.0, limit=0.0, n=300, beyond=3,
+                       reason="3 of 300 answers differ from the concurrency-1 answers: item-0042 (kind language) "
+                       "answered 'French' where the baseline said 'German'; item-0107; item-0311")
+
+    def point(offered: float, outcome: str, windows: int = 1, p99: float = 800.0) -> SweepPointJudged:
+        checks = [lat, answers] if outcome == "fail" else [
+            SloCheck(slo="p99_latency", outcome=outcome, observed=p99, limit=8000.0, n=300,  # type: ignore[arg-type]
+                     reason=f"p99 {p99:g} ms <= 8000 ms" if outcome == "pass" else "p99 needs 300 requests, 120 ok"),
+            SloCheck(slo="error_rate", outcome="pass", observed=0.0, limit=0.01, n=300, reason="0 of 300 failed")]
+        return SweepPointJudged(
+            index=0, mode="rate", offered=offered, outcome=outcome,  # type: ignore[arg-type]
+            windows=[f"ref/rate{offered:g}-{i}" for i in range(1, windows + 1)], checks=checks,
+            aiperf=["complete"] * windows, saturation=["achieved 3.1 req/s of 4 offered", "latency grew 4x over the "
+                                                       "run"] if outcome == "fail" else [],
+            stats=PointStats(requests=300, ok=297, errors_by_cause={"http_5xx": 3}, error_rate=0.01,
+                             achieved_rps=min(offered, 3.1) * 0.98, goodput_rps=min(offered, 3.1) * 0.95,
+                             latency_p50_ms=p99 / 3, latency_p90_ms=p99 / 2, latency_p99_ms=p99,
+                             model_call_p50_ms=p99 / 5, model_call_p99_ms=p99 / 4, answers_compared=300,
+                             answers_differing=3 if outcome == "fail" else 0,
+                             span_s=300 / offered))
+
+    events = [RunStarted(command="sweep", run_id="sweep-20261202T100000Z"),
+              PhaseStarted(phase="sweep", detail=SweepPhase(mode="rate", points=[0.5, 1.0, 2.0, 4.0, 8.0],
+                                                           requests_per_point=300, slo={"p99_latency_ms": 8000.0},
+                                                           argv=["aqbench", "sweep", "--rates", "0.5,1,2,4,8"])),
+              point(0.5, "pass", p99=600.0), point(1.0, "pass", p99=700.0), point(2.0, "inconclusive"),
+              point(2.0, "pass", windows=2, p99=2500.0), point(4.0, "fail", p99=9100.0),
+              SweepConcluded(outcome="bracketed", mode="rate", unit="req/s", capacity=2.0, highest_passing=2.0,
+                             lowest_failing=4.0, broken=[lat, answers],
+                             summary="capacity 2 req/s: 2 held every SLO, 4 broke p99 client latency (p99 9100 ms > "
+                             "8000 ms) and answers (3 of 300 differ)"),
+              RunFinished(status="ok")]
+    stamped = [msgspec.structs.replace(e, seq=i, ts_ns=T0 + i * 1_000_000_000) for i, e in enumerate(events, 1)]
+    path.write_bytes(b"".join(msgspec.json.encode(e) + b"\n" for e in stamped))
+    return path
 
 
 class TestHarness:

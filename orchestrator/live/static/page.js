@@ -145,6 +145,16 @@ function render() {
       `${fmt(w.client_p50_ms)}/${fmt(w.client_p99_ms)}`, fmt(w.model_call_p50_ms),
       w.balanced === null ? "-" : w.balanced ? "balanced" : "NOT balanced"]);
   }
+  byId("points-section").hidden = !state.points.length;
+  clear("points");
+  for (const p of state.points) {
+    const why = p.slos.filter((c) => c.reason).map((c) => `${c.slo}: ${c.reason}`);
+    if (!p.balanced) why.push("accounting did not balance");
+    if (p.stopped_early) why.push("stopped early once an SLO clearly broke");
+    row("points", [p.name, p.outcome.toUpperCase(), fmt(p.runs), fmt(p.requests), fmt(p.ok), fmt(p.achieved_rps),
+      fmt(p.client_p99_ms), fmt(p.model_call_p99_ms), p.slos.map((c) => `${c.slo} ${c.outcome}`).join(", "),
+      [...why, ...p.saturation].join("; ")], [null, p.outcome]);
+  }
   clear("models");
   for (const m of state.models) row("models", [m.name, m.stage, m.state, m.reason]);
   chart("latency-chart", "ms", [
