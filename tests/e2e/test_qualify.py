@@ -236,14 +236,29 @@ def test_two_models_get_their_own_records_files_and_no_record_is_journaled_twice
     assert len(records) == written
 
 
-@pytest.mark.parametrize(("mode", "reason"), [("text-only", "text-only:"), ("transcribe", "transcription-only:")])
-def test_flawed_servers_are_unsupported_with_reason(tmp_path: Path, mode: str, reason: str) -> None:
+FLAWED = [("text-only", "text-only:"), ("transcribe", "transcription-only:")]
+
+
+@pytest.fixture(scope="module")
+def flawed_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, str, Path]:
+    """One qualify of two copies of the default model, each on a flawed server whose mode its name names
+    (`flawed--text-only`, `flawed--transcribe`), shared by the cases below: one run instead of one per flaw."""
+    tmp_path = tmp_path_factory.mktemp("flawed")
+    cfg = config(tmp_path, server_argv=stub_argv("from-model"), dataset=mini_dataset(tmp_path, MINI_ITEMS))
+    text = cfg.read_text()
+    block = text[text.index("[[models]]"):text.index("\n[dataset]")]
+    cfg.write_text(text.replace(block, "\n".join(block.replace('name = "reference-audioqa"', f'name = "flawed--{mode}"')
+                                                 for mode, _ in FLAWED)))
+    return qualify(cfg)
+
+
+@pytest.mark.parametrize(("mode", "reason"), FLAWED)
+def test_flawed_servers_are_unsupported_with_reason(flawed_run: tuple[int, str, Path], mode: str, reason: str) -> None:
     """A server that ignores the audio, or one that only transcribes, ends `unsupported` at capability
     with the reason named."""
-    cfg = config(tmp_path, server_argv=stub_argv(mode), dataset=mini_dataset(tmp_path, MINI_ITEMS))
-    rc, stderr, run_dir = qualify(cfg)
+    rc, stderr, run_dir = flawed_run
     assert rc == 1, stderr[-3000:]
-    res = results(run_dir)["reference-audioqa"]
+    res = results(run_dir)[f"flawed--{mode}"]
     assert res.status == "unsupported" and res.failed_stage == "capability"
     assert reason in res.row.reason, res.row.reason
     assert "answers do not follow the audio" in res.row.reason
