@@ -104,8 +104,9 @@ _CLOCK_BOUND = ("test_soak.py", "test_live.py")
 
 def _serial(item: pytest.Item) -> bool:
     in_dir = any(part in _SERIAL_DIRS for part in item.path.relative_to(Path(__file__).parent).parts[:-1])
-    return in_dir or any(item.get_closest_marker(m) is not None for m in ("servers", "aiperf")) \
-        or "browser" in getattr(item, "fixturenames", ())
+    # The browser: the session's (the `browser` fixture) or a module's own (tests/chromium_page.py).
+    chromium = "browser" in getattr(item, "fixturenames", ()) or hasattr(getattr(item, "module", None), "ChromiumPage")
+    return in_dir or chromium or any(item.get_closest_marker(m) is not None for m in ("servers", "aiperf"))
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the group marks
