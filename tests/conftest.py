@@ -12,7 +12,11 @@ from typing import TYPE_CHECKING
 
 import psutil
 import pytest
-from _pytest.nodeid import NodeId
+
+try:  # pytest 9's node ids; older pytest has none (and xdist's own grouping works there)
+    from _pytest.nodeid import NodeId
+except ImportError:  # pragma: no cover
+    NodeId = None  # type: ignore[assignment,misc]
 from browser import browser, browser_pids
 
 if TYPE_CHECKING:
@@ -115,7 +119,7 @@ def _join_group(item: pytest.Item, group: str) -> None:
     scheduler reads. Its own hook sets `_nodeid`, which pytest 9 no longer reads (the id is `_id`), so
     without this every group is split across the workers."""
     nodeid = f"{item.nodeid}@{group}"
-    if hasattr(item, "_id") and not item.nodeid.endswith(f"@{group}"):
+    if NodeId is not None and hasattr(item, "_id") and not item.nodeid.endswith(f"@{group}"):
         item._id = NodeId.parse(nodeid)
 
 
