@@ -129,6 +129,7 @@ from orchestrator.events.verdicts import (
     ProcessCheck,
     RestartDetail,
     RunAccount,
+    SampledDriftDetail,
     SampledMemoryDetail,
     TailDetail,
     TrendNumbers,
@@ -153,7 +154,7 @@ __all__ = [
     "SoakPhase",
     "AbPhase",
     # soak verdict details
-    "VerdictDetail", "VERDICT_DETAILS", "TrendNumbers", "MemoryDetail", "SampledMemoryDetail", "DriftDetail", "TailDetail",
+    "VerdictDetail", "VERDICT_DETAILS", "TrendNumbers", "MemoryDetail", "SampledMemoryDetail", "SampledDriftDetail", "DriftDetail", "TailDetail",
     "ErrorRateDetail", "WindowCorrectness", "PooledGate", "CorrectnessDetail", "RestartDetail", "ProcessCheck",
     "WindowGap", "GapDetail", "RunAccount", "AccountingDetail", "verdict_numbers",
     # capability evidence
