@@ -176,6 +176,11 @@ class LiveFeed:
             return None
         return [f for f in self._ring if f.seq > seq]
 
+    async def wait_closed(self) -> None:
+        """Block until the feed closes (the bus closed, or `close`)."""
+        while not self.closed:
+            await self._changed.wait()
+
     async def wait_after(self, seq: int, timeout_s: float) -> None:
         """Block until a frame newer than `seq` exists, the feed closes, or `timeout_s` passes."""
         with anyio.move_on_after(timeout_s):

@@ -1,7 +1,8 @@
 """The live page's HTTP server (aiohttp): the page and its script, `/state` (the page rebuilt from the journal)
 and `/events` (server-sent events from the feed, resumable with Last-Event-ID). Read-only: GET only.
 
-It runs in the run's task group and ends with it; a page never slows the run (the feed never waits on one).
+It serves until its feed closes (the bus closed, after RunFinished) or it is cancelled; a page never slows the
+run (the feed never waits on one).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ def _static() -> dict[str, bytes]:
 
 
 class LivePage:
-    """`url = await tg.start(page.run)`: serves `feed` at `address` until cancelled. Counts pages served and
+    """`url = await tg.start(page.run)`: serves `feed` at `address` until the feed closes or it is cancelled. Counts pages served and
     the reloads that pages too far behind the ring were told to do (`reloads`)."""
 
     def __init__(self, feed: LiveFeed, address: ServeAddress) -> None:
@@ -58,8 +59,8 @@ class LivePage:
         return app
 
     async def run(self, *, task_status: TaskStatus[str] = anyio.TASK_STATUS_IGNORED) -> None:
-        """Serve until cancelled; `task_status.started(url)` once listening. Cleanup is shielded and bounded:
-        open streams are told the run ended, then the server stops."""
+        """Serve until the feed closes or this is cancelled; `task_status.started(url)` once listening. Cleanup
+        is shielded and bounded: open streams get the last frames and `end`, then the server stops."""
         runner = web.AppRunner(self.app(), handle_signals=False, access_log=None, shutdown_timeout=_CLEANUP_S)
         await runner.setup()
         try:
@@ -78,7 +79,7 @@ class LivePage:
                             note="--serve-public: any machine that reaches this address sees the page")
             self.url = url
             task_status.started(url)
-            await anyio.sleep_forever()
+            await self.feed.wait_closed()
         finally:
             with anyio.CancelScope(shield=True), anyio.move_on_after(_CLEANUP_S):
                 self.feed.finish()  # open streams get the last frames, then `end`

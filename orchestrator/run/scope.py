@@ -59,6 +59,9 @@ class RunScope:
     reason: str = ""
     counts: dict[str, int] = field(default_factory=dict)
     writer: JournalWriter | None = None
+    # Tasks that outlive the body and the run's task group: they end after the bus closes, so they see
+    # RunFinished (the live page). Shield them and bound their cleanup: the run waits for them.
+    after: TaskGroup | None = None
 
     @property
     def journal_path(self) -> Path:
@@ -107,6 +110,7 @@ async def open_run(
             # events (server exits, orphans, RunFinished) are written. It ends when the bus closes.
             scope.writer = JournalWriter(run_dir / "events.jsonl")
             await outer.start(_write_journal, scope.writer, bus)
+            scope.after = outer
             try:
                 async with anyio.create_task_group() as tg:
                     scope.tg = tg
@@ -117,7 +121,7 @@ async def open_run(
                     ))
                     log.info("run_started", run_dir=str(run_dir), command=command)
                     yield scope
-                    # The body is done: background tasks it started (live views, samplers) stop now;
+                    # The body is done: background tasks it started (samplers, the console view) stop now;
                     # their shielded cleanups still run before RunFinished is journaled.
                     tg.cancel_scope.cancel()
             except BaseException as exc:

@@ -264,3 +264,56 @@ class TestServeCommandLine:
                 with pytest.raises(UsageError, match=rf"--serve 127.0.0.1:{port}: cannot listen there .*choose "
                                                      r"another port, or 0"):
                     await tg.start(LivePage(feed, ServeAddress(port=port)).run)
+
+
+class TestTheRunsEnd:
+    """`start_live_page` inside a real `open_run`: the page outlives the run's task group until the bus closes."""
+
+    async def _watch_run(self, tmp_path: Path, *, cancel: bool) -> tuple[list[dict[str, Any]], str]:
+        """Run a short run with a page and one stream on it; the frames the stream got, and the page's url."""
+        from orchestrator.live.start import start_live_page
+        from orchestrator.run import open_run
+
+        cfg = make_config()
+        frames: list[dict[str, Any]] = []
+        url = ""
+        with anyio.CancelScope() as outer:
+            async with open_run(cfg, command="soak", argv=[], run_dir=tmp_path / "run", close_timeout_s=5) as run:
+                page = await start_live_page(run, ServeAddress(port=0))
+                assert page is not None
+                url = page.url
+                http = aiohttp.ClientSession()
+                stream = await http.get(url + "events?since=0")
+
+                async def read() -> None:
+                    try:  # shielded like the page: it reads on while the run is cancelled
+                        with anyio.CancelScope(shield=True):
+                            while not frames or frames[-1]["event"] != "end":
+                                frames.extend(await _sse(stream, 1))
+                    finally:
+                        stream.close()
+                        await http.close()
+
+                run.after.start_soon(read)  # type: ignore[union-attr]
+                await run.bus.publish(_request(1))
+                if cancel:
+                    outer.cancel()
+                    await anyio.sleep_forever()
+        return frames, url
+
+    async def test_the_page_shows_the_final_status_then_stops_serving(self, tmp_path: Path) -> None:
+        """The stream's last frame before `end` carries RunFinished's status; afterwards nothing listens."""
+        frames, url = await self._watch_run(tmp_path, cancel=False)
+        assert frames[-1]["event"] == "end"
+        runs = [ch[3] for f in frames[:-1] for ch in f["data"]["changes"] if ch[2] == "run"]
+        assert runs[-1]["status"] == "ok" and runs[-1]["finished_unix_ns"] > 0
+        async with aiohttp.ClientSession() as http:
+            with pytest.raises(aiohttp.ClientConnectionError):
+                await http.get(url + "state")
+
+    async def test_an_interrupted_run_says_so_on_the_page(self, tmp_path: Path) -> None:
+        """Cancelled mid-run (as SIGINT does), the page still gets RunFinished: status `interrupted`."""
+        frames, _ = await self._watch_run(tmp_path, cancel=True)
+        runs = [ch[3] for f in frames[:-1] for ch in f["data"]["changes"] if ch[2] == "run"]
+        assert frames[-1]["event"] == "end" and runs[-1]["status"] == "interrupted"
+        assert runs[-1]["reason"] == "cancelled"

@@ -73,7 +73,8 @@ function listen() {
   source.addEventListener("end", () => {
     ended = true;
     source.close();
-    // The page server stops with the run, before the run's last word (RunFinished) reaches it.
+    // The stream ends after the run's last word (RunFinished) set the final status; a run whose bus could
+    // not close in time never says it, and the page says only that it ended.
     if (state.run.status === "running") state.run.status = "ended";
     setText("link", "the run has ended; this page shows its last state (the reports hold the final numbers)");
     render();
