@@ -16,7 +16,7 @@ from anyio.abc import TaskStatus
 
 from orchestrator.errors import UsageError
 from orchestrator.live.address import ServeAddress
-from orchestrator.live.feed import LiveFeed
+from orchestrator.live.ring import FrameRing
 from orchestrator.logs import get_logger
 
 __all__ = ["LivePage", "HEARTBEAT_S"]
@@ -41,7 +41,7 @@ class LivePage:
     """`url = await tg.start(page.run)`: serves `feed` at `address` until the feed closes or it is cancelled. Counts pages served and
     the reloads that pages too far behind the ring were told to do (`reloads`)."""
 
-    def __init__(self, feed: LiveFeed, address: ServeAddress) -> None:
+    def __init__(self, feed: FrameRing, address: ServeAddress) -> None:
         self.feed = feed
         self.address = address
         self.streams = 0  # event streams open now

@@ -46,7 +46,7 @@ from orchestrator.events import (
 from orchestrator.reports.windows import Thinned
 
 __all__ = ["PageFold", "PageState", "Change", "RunInfo", "Counters", "WindowRow", "ModelRow", "VerdictRow",
-           "PointRow", "SloState", "ServerInfo", "LatencyPoint", "MemoryPoint", "SERIES_CAP", "detects"]
+           "PointRow", "CampaignModelRow", "SloState", "ServerInfo", "LatencyPoint", "MemoryPoint", "SERIES_CAP", "detects"]
 
 # Points per chart series: a page draws ~1000 px wide; the page halves its copy at the same cap.
 SERIES_CAP = 1000
@@ -103,6 +103,23 @@ class ModelRow(_S, frozen=True, kw_only=True):
     stage: str = ""
     state: str = "running"
     reason: str = ""
+
+
+class CampaignModelRow(_S, frozen=True, kw_only=True):
+    """A campaign's model: where its current attempt runs, how far its qualify got (from the model's journal),
+    its state (queued, submitted, running, retrying, then its final status) and its verdicts so far."""
+
+    name: str
+    node: str = ""
+    attempt: int = 0
+    stage: str = ""
+    state: str = "queued"
+    reason: str = ""
+    issued: int = 0
+    ok: int = 0
+    errors: int = 0
+    restarts: int = 0
+    verdicts: dict[str, int] = {}  # outcome -> how many (pass, fail, inconclusive)
 
 
 class SloState(_S, frozen=True, kw_only=True):
@@ -181,6 +198,7 @@ class PageState(_S, frozen=True, kw_only=True):
     windows: list[WindowRow] = []
     models: list[ModelRow] = []
     points: list[PointRow] = []
+    campaign: list[CampaignModelRow] = []
     verdicts: list[VerdictRow] = []
     server: ServerInfo = ServerInfo()
     latency: list[LatencyPoint] = []
@@ -190,7 +208,7 @@ class PageState(_S, frozen=True, kw_only=True):
 
 class Change(_S, frozen=True, kw_only=True, array_like=True):
     """[seq, op, section, value]: `set` a section (run, counters, server, dropped), `put` a row by name (windows,
-    models, points, verdicts) or `add` a point (latency, memory). The page skips changes at or before its state's seq."""
+    models, points, campaign, verdicts) or `add` a point (latency, memory). The page skips changes at or before its state's seq."""
 
     seq: int
     op: Literal["set", "put", "add"]

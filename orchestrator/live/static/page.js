@@ -156,6 +156,13 @@ function render() {
       fmt(p.client_p99_ms), fmt(p.model_call_p99_ms), p.slos.map((c) => `${c.slo} ${c.outcome}`).join(", "),
       [...why, ...p.saturation].join("; ")], [null, p.outcome]);
   }
+  byId("campaign-section").hidden = !state.campaign.length;
+  clear("campaign");
+  for (const m of state.campaign) {
+    const verdicts = Object.entries(m.verdicts).map(([k, n]) => `${k} ${n}`).join(", ");
+    row("campaign", [m.name, m.node || "-", fmt(m.attempt), m.stage || "-", m.state, fmt(m.issued), fmt(m.ok),
+      fmt(m.errors), fmt(m.restarts), verdicts || "-", m.reason], [null, null, null, null, m.state]);
+  }
   clear("models");
   for (const m of state.models) row("models", [m.name, m.stage, m.state, m.reason]);
   chart("latency-chart", "ms", [
