@@ -118,6 +118,8 @@ async def main(rate: float, seconds: float, pages: int, rounds: int) -> None:
     print("|---|---|---|---|")
     print(f"| run lag p99 (publish -> lossless subscriber) | {run1:.2f} ms | {runN:.2f} ms | {runN / run1:.2f} |")
     print(f"| page lag p99 (publish -> page) | {page1:.2f} ms | {pageN:.2f} ms | {pageN / page1:.2f} |")
+    fr1, frN = (np.median([x[2] for x in results[k]]) / seconds for k in (0, pages))
+    print(f"| frames per second a page gets | {fr1:.1f} | {frN:.1f} | {frN / fr1:.2f} |")
 
 
 if __name__ == "__main__":

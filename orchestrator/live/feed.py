@@ -27,6 +27,10 @@ FEED_NAME = "live-page"
 # A frame at most this often: a person reads a page a few times a second, and each frame costs one write
 # per open page (bench/live_page.py: one frame per event made 20 pages slow the run's own subscribers).
 FRAME_EVERY_S = 0.1
+# With more pages open, fewer frames: the tick stretches by one FRAME_EVERY_S per this many pages, up to
+# _TICK_MAX_S, so the run's loop does about the same number of page writes per second however many pages watch.
+_PAGES_PER_TICK = 4
+_TICK_MAX_S = 1.0
 _SUB_SIZE = 4096  # events the bus buffers for the feed before dropping its oldest
 _BATCH = 512
 _encoder = msgspec.json.Encoder()
@@ -102,8 +106,12 @@ class LiveFeed(FrameRing):
     async def _tick(self) -> None:
         # One frame per tick however fast the run publishes: pages cost writes per frame, not per event.
         while True:
-            await anyio.sleep(self._frame_every_s)
+            await anyio.sleep(self.tick_s())
             self._emit()
+
+    def tick_s(self) -> float:
+        """The time between frames now: `frame_every_s`, longer with many pages open."""
+        return min(max(self._frame_every_s, _TICK_MAX_S), self._frame_every_s * max(1.0, self.readers / _PAGES_PER_TICK))
 
     def _take(self, batch: list[Any]) -> None:
         self._pending += self.fold.add_all(batch)

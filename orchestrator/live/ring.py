@@ -35,6 +35,7 @@ class FrameRing:
         self._changed = anyio.Event()
         self.closed = False
         self.frames = 0
+        self.readers = 0  # event streams open now (the page server counts them)
 
     @property
     def dropped(self) -> int:
@@ -75,7 +76,15 @@ class FrameRing:
         """Frames newer than `seq`, or None when the ring no longer holds every frame after it (reload)."""
         if seq < self._evicted:
             return None
-        return [f for f in self._ring if f.seq > seq]
+        # From the newest back: each page asks after every frame, so this costs the frames it has not seen,
+        # not the ring's length (a scan of 2048 frames per page per frame was most of 20 pages' cost).
+        out: list[Frame] = []
+        for frame in reversed(self._ring):
+            if frame.seq <= seq:
+                break
+            out.append(frame)
+        out.reverse()
+        return out
 
     async def wait_closed(self) -> None:
         """Block until the feed closes."""

@@ -44,10 +44,14 @@ class LivePage:
     def __init__(self, feed: FrameRing, address: ServeAddress) -> None:
         self.feed = feed
         self.address = address
-        self.streams = 0  # event streams open now
         self.reloads = 0
         self.url = ""
         self._files = _static()
+
+    @property
+    def streams(self) -> int:
+        """Event streams open now."""
+        return self.feed.readers
 
     def app(self) -> web.Application:
         app = web.Application()
@@ -104,7 +108,7 @@ class LivePage:
         resp = web.StreamResponse(headers={**_HEADERS, "Content-Type": "text/event-stream",
                                            "X-Accel-Buffering": "no"})
         await resp.prepare(request)
-        self.streams += 1
+        self.feed.readers += 1
         try:
             await resp.write(b"retry: %d\n\n" % _RETRY_MS)
             while True:
@@ -126,7 +130,7 @@ class LivePage:
         except (ConnectionResetError, ConnectionError):
             pass  # the page went away
         finally:
-            self.streams -= 1
+            self.feed.readers -= 1
         return resp
 
 

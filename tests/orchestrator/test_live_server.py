@@ -317,3 +317,14 @@ class TestTheRunsEnd:
         runs = [ch[3] for f in frames[:-1] for ch in f["data"]["changes"] if ch[2] == "run"]
         assert frames[-1]["event"] == "end" and runs[-1]["status"] == "interrupted"
         assert runs[-1]["reason"] == "cancelled"
+
+
+class TestFewerFramesWithManyPages:
+    def test_the_tick_stretches_with_the_pages_open_up_to_a_second(self, tmp_path: Path) -> None:
+        """One page: a frame every 0.1 s; 20 pages: every 0.5 s; never slower than once a second."""
+        feed = LiveFeed(Bus("live-test"), tmp_path / "events.jsonl", scrub=lambda x: x)
+        ticks = {}
+        for readers in (0, 1, 4, 20, 100):
+            feed.readers = readers
+            ticks[readers] = feed.tick_s()
+        assert ticks == {0: 0.1, 1: 0.1, 4: 0.1, 20: pytest.approx(0.5), 100: 1.0}
