@@ -106,7 +106,7 @@ class TestLiveState:
         assert body["state"]["counters"]["issued"] == 30
         assert body["state"]["run"]["command"] == "soak"
         assert body["state"]["seq"] >= 31  # RunStarted and the 30 requests
-        assert len(body["state"]["latency"]) == 30 and body["state"]["latency"][0][1:] == [100.0, 80.0]
+        assert len(body["state"]["latency"]) == 30 and body["state"]["latency"][0][1:] == [100.0, None, 80.0]
         assert body["live_dropped"] == 0
 
     async def test_the_page_is_read_only(self, tmp_path: Path) -> None:

@@ -167,9 +167,10 @@ function render() {
   for (const m of state.models) row("models", [m.name, m.stage, m.state, m.reason]);
   chart("latency-chart", "ms", [
     {name: "client latency", color: "#2f6db5", points: state.latency.filter((p) => p[1] !== null).map((p) => [p[0], p[1]])},
-    {name: "model_call_ms (server)", color: "#c2571a", points: state.latency.filter((p) => p[2] !== null).map((p) => [p[0], p[2]])},
+    {name: "model_call_ms (server)", color: "#c2571a", points: state.latency.filter((p) => p[3] !== null).map((p) => [p[0], p[3]])},
   ]);
-  const mem = (role) => state.memory.filter((p) => p[0] === role).map((p) => [p[1], p[2] / 1048576]);
+  // [t_s, rss_bytes, gpu_memory_bytes, role] and [t_s, client_ms, handler_ms, model_call_ms] (state.py)
+  const mem = (role) => state.memory.filter((p) => p[3] === role).map((p) => [p[0], p[1] / 1048576]);
   chart("memory-chart", "MiB", [
     {name: "server RSS", color: "#2f6db5", points: mem("server")},
     {name: "aqbench RSS", color: "#3a8f3a", points: mem("aqbench")},
