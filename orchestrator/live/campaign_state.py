@@ -95,7 +95,7 @@ class CampaignTail:
     def _on(self, ev: AnyCampaignEvent) -> None:
         if isinstance(ev, CampaignStarted):
             for n in ev.nodes:
-                self._nodes[n.node_id] = n.address or n.hostname or n.node_id[:12]
+                self._nodes[n.node_id] = n.hostname or n.address or n.node_id[:12]
             for name in ev.skipped:
                 self._rows.setdefault(name, CampaignModelRow(name=name, state="final before --resume"))
             for name in ev.models:
@@ -108,7 +108,8 @@ class CampaignTail:
             self._row(ev.model, attempt=ev.attempt, state="submitted" if ev.attempt == 1 else f"retry {ev.attempt - 1}",
                       reason="")
         elif isinstance(ev, AttemptPlaced):
-            node = self._nodes.setdefault(ev.node_id, ev.node_address or ev.hostname or ev.node_id[:12])
+            # The host's name first: the page hides IP addresses as publish does.
+            node = ev.hostname or self._nodes.get(ev.node_id) or ev.node_address or ev.node_id[:12]
             self._row(ev.model, attempt=ev.attempt, node=node, state="running")
         elif isinstance(ev, AttemptEnded) and ev.retry:
             self._row(ev.model, state="node lost, retrying", reason=ev.reason[:300])

@@ -63,7 +63,7 @@ def _lines(model: str, status: str, *, passed: bool, requests: int = 3) -> bytes
 
 
 def _script(model: str, status: str, *, passed: bool) -> list[AnyTaskMessage]:
-    return [TaskPlaced(node_id="n1", node_address="10.0.0.1"), JournalChunk(lines=_lines(model, status, passed=passed)),
+    return [TaskPlaced(node_id="n1", node_address="10.0.0.1", hostname="gpu-node-1"), JournalChunk(lines=_lines(model, status, passed=passed)),
             TaskDone(exit_code=0, folder_tar=_tar())]
 
 
@@ -87,7 +87,7 @@ class TestCampaignTail:
         _, folder = run_campaign(cfg, CampaignOptions(), _cluster(), StopRequest(), progress_out=io.StringIO())
         st = CampaignTail(folder).state()
         rows = {r.name: r for r in st.campaign}
-        assert (rows["m1"].state, rows["m1"].attempt, rows["m1"].node) == ("aiperf-qualified", 1, "10.0.0.1")
+        assert (rows["m1"].state, rows["m1"].attempt, rows["m1"].node) == ("aiperf-qualified", 1, "gpu-node-1")
         assert (rows["m2"].state, rows["m2"].attempt) == ("failed", 2)
         assert rows["m1"].verdicts == {"pass": 1} and rows["m2"].verdicts == {"fail": 1}
         assert (rows["m2"].stage, rows["m2"].issued, rows["m2"].ok, rows["m2"].errors) == ("done", 3, 2, 1)

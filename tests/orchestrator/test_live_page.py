@@ -107,7 +107,7 @@ class TestCampaignPageInABrowser:
                 await page.wait_text("campaign", lambda t: "aiperf-qualified" in t and "failed" in t, 30)
                 await page.wait_text("status", lambda t: t == "failed", 30)
                 table = await page.text("campaign")
-                assert "m1" in table and "10.0.0.1" in table and "pass 1" in table and "fail 1" in table
+                assert "m1" in table and "gpu-node-1" in table and "pass 1" in table and "fail 1" in table
                 assert await page.eval("document.getElementById('campaign-section').hidden") is False
                 assert "2 of 2 models" in await page.text("progress-text")
                 assert "m2 accuracyFAIL" in await page.text("verdicts")
