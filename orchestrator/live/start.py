@@ -18,10 +18,12 @@ from orchestrator.run import RunScope
 __all__ = ["start_live_page"]
 
 
-async def start_live_page(run: RunScope, address: ServeAddress | None) -> LivePage | None:
+async def start_live_page(run: RunScope, address: ServeAddress | None, *,
+                          sample_processes: bool = False) -> LivePage | None:
     """Serve the run's live page at `address` (nothing when None) until the run's bus closes, so that the page
     shows RunFinished (the final status). Blocks until the page listens; a port already taken raises
-    UsageError here, before any load starts."""
+    UsageError here, before any load starts. `sample_processes`: also sample aqbench's and AIPerf's memory for
+    the page's chart (for commands that do not already, as soak does)."""
     if address is None:
         return None
     scrub = page_scrubber(run.config, run.run_id, run.run_dir, list(sys.argv))
@@ -32,6 +34,10 @@ async def start_live_page(run: RunScope, address: ServeAddress | None) -> LivePa
     tg = run.after or run.tg
     await tg.start(_shielded, feed.run)
     await tg.start(_shielded, page.run)
+    if sample_processes:
+        from orchestrator.live.observe import sample_processes as sample
+
+        await run.tg.start(sample, run)  # it publishes: it stops with the run's task group, before the bus closes
     return page
 
 

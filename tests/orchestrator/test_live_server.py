@@ -328,3 +328,37 @@ class TestFewerFramesWithManyPages:
             feed.readers = readers
             ticks[readers] = feed.tick_s()
         assert ticks == {0: 0.1, 1: 0.1, 4: 0.1, 20: pytest.approx(0.5), 100: 1.0}
+
+
+class TestMemoryOfQualifyAndSweep:
+    async def test_aqbench_and_the_running_aiperfs_memory_reach_the_page(self, tmp_path: Path) -> None:
+        """`sample_processes` (qualify, sweep): aqbench's RSS, and that of the process AiperfStarted names (a real
+        child process here), reach the page's memory series."""
+        import sys
+
+        from orchestrator.events import AiperfStarted
+        from orchestrator.live.start import start_live_page
+        from orchestrator.run import open_run
+
+        cfg = make_config(server={"sample_period_s": 0.05})
+        async with await anyio.open_process([sys.executable, "-c", "import time; time.sleep(60)"]) as child, \
+                open_run(cfg, command="qualify", argv=[], run_dir=tmp_path / "run", close_timeout_s=5) as run:
+            run.tg.start_soon(_kill_at_exit, child)
+            page = await start_live_page(run, ServeAddress(port=0), sample_processes=True)
+            assert page is not None
+            await run.bus.publish(AiperfStarted(source="aiperf", window="m/aiperf", argv=[], shell="", artifact_dir="",
+                                                pid=child.pid))
+            roles: set[str] = set()
+            async with aiohttp.ClientSession() as http:
+                with anyio.fail_after(20):
+                    while roles != {"aqbench", "aiperf"}:
+                        async with http.get(page.url + "state") as resp:
+                            roles = {p[3] for p in (await resp.json())["state"]["memory"]}
+                        await anyio.sleep(0.05)
+
+
+async def _kill_at_exit(proc: anyio.abc.Process) -> None:
+    try:
+        await anyio.sleep_forever()
+    finally:
+        proc.kill()
