@@ -152,7 +152,8 @@ class CampaignTail:
         done = sum(r.state not in ("queued", "submitted", "running", "node lost, retrying")
                    and not r.state.startswith("retry") for r in rows)
         run = msgspec.structs.replace(self._run, done=done, total=len(rows))
-        return PageState(seq=self.seq, run=run, counters=Counters(by_cause=by_cause, **totals), campaign=rows,
+        return PageState(seq=self.seq, run=run, counters=msgspec.structs.replace(Counters(by_cause=by_cause), **totals),
+                         campaign=rows,
                          verdicts=verdicts, windows=windows)
 
 
