@@ -151,3 +151,32 @@ class TestCampaignPageServed:
         assert runs[-1]["status"] == "failed" and runs[-1]["done"] == 2
         assert rows["m1"]["state"] == "aiperf-qualified" and rows["m2"]["state"] == "failed"
         assert cfg.run.output_dir not in str(frames)
+
+
+class TestCampaignServeCommandLine:
+    def test_campaign_takes_serve_and_refuses_a_public_address_without_the_flag(self) -> None:
+        from orchestrator.cli import build_parser
+        from orchestrator.commands.serve_args import serve_address
+        from orchestrator.errors import UsageError
+
+        parser = build_parser()
+        assert serve_address(parser.parse_args(["campaign", "--serve", "8090"])) == ServeAddress(port=8090)
+        with pytest.raises(UsageError, match="Add --serve-public"):
+            serve_address(parser.parse_args(["campaign", "--serve", "0.0.0.0:8090"]))
+        assert serve_address(parser.parse_args(["campaign"])) is None
+
+    def test_a_taken_port_stops_before_the_campaign_and_leaves_no_thread(self, cfg: Config) -> None:
+        """The page starts first: a taken port raises UsageError naming it, and its thread is gone."""
+        import socket
+
+        from orchestrator.errors import UsageError
+
+        before = threading.active_count()
+        with socket.socket() as taken:
+            taken.bind(("127.0.0.1", 0))
+            taken.listen()
+            port = taken.getsockname()[1]
+            with pytest.raises(UsageError, match=rf"--serve 127.0.0.1:{port}: cannot listen there"), \
+                    serve_campaign(cfg, ServeAddress(port=port), ["aqbench"]):
+                pytest.fail("the campaign must not start")
+        assert threading.active_count() == before

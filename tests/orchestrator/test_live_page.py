@@ -84,6 +84,7 @@ class TestCampaignPageInABrowser:
     async def test_a_campaigns_models_and_final_status_appear_as_the_driver_writes(self, tmp_path: Path) -> None:
         """`campaign --serve` as a person sees it: the campaign table fills with each model's node, state and
         verdicts as the real driver writes its files; the badge ends on the campaign's final status."""
+        import os
         import threading
 
         import anyio
@@ -111,3 +112,5 @@ class TestCampaignPageInABrowser:
                 assert await page.eval("document.getElementById('campaign-section').hidden") is False
                 assert "2 of 2 models" in await page.text("progress-text")
                 assert "m2 accuracyFAIL" in await page.text("verdicts")
+                if shot := os.environ.get("AQBENCH_LIVE_CAMPAIGN_SCREENSHOT"):  # docs/live-campaign.png
+                    await page.screenshot(Path(shot))
