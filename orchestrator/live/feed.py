@@ -64,7 +64,8 @@ class LiveFeed(FrameRing):
 
     def __init__(self, bus: Bus, journal: Path, *, scrub: Callable[[Any], Any],
                  flush: Callable[[], Awaitable[bool]] | None = None, ring: int = RING_FRAMES,
-                 sub_size: int = _SUB_SIZE, frame_every_s: float = FRAME_EVERY_S) -> None:
+                 sub_size: int = _SUB_SIZE, frame_every_s: float = FRAME_EVERY_S,
+                 pages_per_tick: int | None = _PAGES_PER_TICK) -> None:
         super().__init__(ring)
         self.bus = bus
         self.journal = journal
@@ -76,6 +77,7 @@ class LiveFeed(FrameRing):
         self.sub: Subscription | None = None
         self.fold = PageFold()
         self._frame_every_s = frame_every_s
+        self._pages_per_tick = pages_per_tick  # None: the same tick however many pages (bench/live_page.py)
         self._pending: list[Change] = []
         self._pending_seq = 0
         self._pending_ts = 0
@@ -111,7 +113,10 @@ class LiveFeed(FrameRing):
 
     def tick_s(self) -> float:
         """The time between frames now: `frame_every_s`, longer with many pages open."""
-        return min(max(self._frame_every_s, _TICK_MAX_S), self._frame_every_s * max(1.0, self.readers / _PAGES_PER_TICK))
+        if self._pages_per_tick is None:
+            return self._frame_every_s
+        stretch = max(1.0, self.readers / self._pages_per_tick)
+        return min(max(self._frame_every_s, _TICK_MAX_S), self._frame_every_s * stretch)
 
     def _take(self, batch: list[Any]) -> None:
         self._pending += self.fold.add_all(batch)
