@@ -33,7 +33,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from orchestrator.commands.compare_sweep import run_if_sweeps
     from orchestrator.compare import compare_runs, journal_of, write_comparison
+
+    if (code := run_if_sweeps(args)) is not None:  # two sweeps: the change in capacity
+        return code
     from orchestrator.config import CompareConfig, load_config
 
     baseline, candidate = journal_of(args.baseline, "baseline"), journal_of(args.candidate, "candidate")

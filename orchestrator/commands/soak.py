@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from orchestrator.commands.load_args import add_model_arguments, check_positive
 from orchestrator.commands.serve_args import add_serve_arguments, serve_address
 
 __all__ = ["register"]
@@ -24,13 +25,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                        "listed at the end of the run and at the top of soak.md. Exit 0 when no verdict failed "
                        "(inconclusive ones included, unless --strict), 1 when one failed, 2 on configuration "
                        "errors, 3 when the run itself failed, 130/143 when interrupted.")
-    p.add_argument("--config", default="bench.toml", help="configuration file (default: bench.toml)")
+    add_model_arguments(p, verb="soak")
     p.add_argument("--duration", metavar="DURATION", help="total soak time, e.g. 8h, 90m (default: [soak] duration_s)")
     p.add_argument("--window", metavar="DURATION", help="length of one window, e.g. 5m (default: [soak] window_s)")
     load = p.add_mutually_exclusive_group()
     load.add_argument("--rate", type=float, metavar="R", help="open-loop request rate per second")
     load.add_argument("--concurrency", type=int, metavar="C", help="closed-loop concurrent requests")
-    p.add_argument("--model", default="", metavar="NAME", help="configured model to soak (default: the first)")
     p.add_argument("--strict", action="store_true",
                    help="exit 1 when any verdict is inconclusive, not only when one fails")
     add_serve_arguments(p)
@@ -39,15 +39,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from orchestrator.config import load_config, parse_duration
-    from orchestrator.errors import UsageError
     from orchestrator.run import run_main
     from orchestrator.soak import SoakOptions, soak
 
     cfg = load_config(args.config)
-    if args.rate is not None and args.rate <= 0:
-        raise UsageError(f"--rate {args.rate:g}: must be a positive number of requests per second")
-    if args.concurrency is not None and args.concurrency <= 0:
-        raise UsageError(f"--concurrency {args.concurrency}: must be a positive number of concurrent requests")
+    check_positive(args.rate, "--rate", "requests per second")
+    check_positive(args.concurrency, "--concurrency", "concurrent requests")
     opts = SoakOptions(
         duration_s=parse_duration(args.duration, what="--duration") if args.duration else None,
         window_s=parse_duration(args.window, what="--window") if args.window else None,

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from orchestrator.commands.load_args import add_model_arguments, check_positive
 from orchestrator.commands.serve_args import add_serve_arguments, serve_address
 
 __all__ = ["register", "run"]
@@ -31,11 +32,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                        "answers equal to the concurrency-1 answers, complete outputs) and report the capacity: the "
                        "highest point that held every SLO and the lowest that broke one, in runs/<id>/sweep.{json,"
                        "md,html}. A point whose evidence cannot decide is rerun ([sweep] repeats), then said "
-                       "undecided. Exit 0 when the capacity is bracketed or every point held, 1 when it is "
-                       "undecided or the lowest point broke an SLO, 2 on configuration or usage errors, 3 when the "
+                       "undecided. qualify's capability probe runs first: a server that cannot do audio QA stops there. "
+                       "Exit 0 when the capacity is bracketed or every point held, 1 when it is "
+                       "undecided, the lowest point broke an SLO or the probe found no audio QA, 2 on configuration or usage errors, 3 when the "
                        "run itself failed (an accounting breach included), 130/143 when interrupted.")
-    p.add_argument("--config", default="bench.toml", help="configuration file (default: bench.toml)")
-    p.add_argument("--model", default="", metavar="NAME", help="[[models]] name to serve (default: the first)")
+    add_model_arguments(p, verb="sweep")
     load = p.add_mutually_exclusive_group()
     load.add_argument("--rates", type=_points, metavar="R,R,...", help="open-loop points, requests per second")
     load.add_argument("--concurrencies", type=_points, metavar="C,C,...", help="closed-loop points")
@@ -53,13 +54,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace) -> int:
     from orchestrator.commands.wiring import real_toolkit
     from orchestrator.config import load_config, parse_duration
-    from orchestrator.errors import UsageError
     from orchestrator.run import run_main
     from orchestrator.sweep import SweepOptions, sweep
 
     cfg = load_config(args.config)
-    if args.requests_per_point is not None and args.requests_per_point <= 0:
-        raise UsageError(f"--requests-per-point {args.requests_per_point}: must be a positive number of requests")
+    check_positive(args.requests_per_point, "--requests-per-point", "requests")
     mode, points = ("rate", args.rates) if args.rates else ("concurrency", args.concurrencies) \
         if args.concurrencies else (None, None)
     opts = SweepOptions(model=args.model, mode=mode, points=points, requests_per_point=args.requests_per_point,

@@ -105,7 +105,7 @@ from orchestrator.events.server import (
     ServerState,
     ServerStateChanged,
 )
-from orchestrator.events.sweep import PointStats, SloCheck, SweepConcluded, SweepPhase, SweepPointJudged
+from orchestrator.events.sweep import PointStats, SloCheck, SloPower, SweepConcluded, SweepPhase, SweepPointJudged
 from orchestrator.events.values import (
     AiperfRunFact,
     GateResult,
@@ -167,7 +167,7 @@ __all__ = [
     "SoakWindowClosed", "SoakVerdict", "AnswerIncomplete", "SoakWindowOpened", "ProcessSampled",
     "NoninferiorityJudged",
     # sweep
-    "SloCheck", "PointStats", "SweepPointJudged", "SweepConcluded", "SweepPhase",
+    "SloCheck", "SloPower", "PointStats", "SweepPointJudged", "SweepConcluded", "SweepPhase",
 ]
 
 

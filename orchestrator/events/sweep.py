@@ -9,7 +9,7 @@ import msgspec
 
 from orchestrator.events.base import Event
 
-__all__ = ["SloName", "SloOutcome", "SloCheck", "PointStats", "SweepPointJudged", "SweepConcluded", "SweepPhase"]
+__all__ = ["SloName", "SloOutcome", "SloCheck", "SloPower", "PointStats", "SweepPointJudged", "SweepConcluded", "SweepPhase"]
 
 SloName = Literal["p99_latency", "p90_latency", "p99_model_call", "error_rate", "answers", "complete_outputs",
                   "evidence"]
@@ -27,6 +27,22 @@ class SloCheck(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     n: int = 0
     beyond: int = 0
     reason: str = ""
+    # The requests' worth as independent evidence (n over the design effect of their correlation in start
+    # order); absent where they count as independent.
+    effective_n: float | None = None
+
+
+class SloPower(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """What a point of `n` requests can decide for one SLO, stated before the sweep runs (independent
+    requests assumed): the requests a pass needs with none beyond, the count beyond that fails, and the true
+    share beyond the limit it detects with 90% power."""
+
+    slo: str
+    n: int
+    pass_needs: int
+    fail_at: int | None = None
+    detects_share: float | None = None
+    statement: str = ""
 
 
 class PointStats(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -96,3 +112,4 @@ class SweepPhase(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, 
     slo: dict[str, float] = {}
     points_run: int | None = None
     argv: list[str] = []
+    detects: list[SloPower] = []  # what each point can decide at its planned request count

@@ -10,12 +10,13 @@ import msgspec
 
 from orchestrator.config import ModelConfig
 from orchestrator.correlate import Correlator
-from orchestrator.dataset import ArmRequest, Dataset, parse_session_key, session_key
-from orchestrator.events import ClientRecord, NoninferiorityResult, PhaseDetail, PhaseFinished, PhaseStarted
+from orchestrator.dataset import ArmRequest, Dataset, parse_session_key
+from orchestrator.events import NoninferiorityResult, PhaseDetail, PhaseFinished, PhaseStarted
 from orchestrator.judge.paired import ChosenGate, Judged
 from orchestrator.live.address import ServeAddress
 from orchestrator.ports import ChatAnswer, ChatSession, OwnerFiles, Toolkit
 from orchestrator.qualify.answers import AnswerBook
+from orchestrator.qualify.asking import ask_journaled
 from orchestrator.qualify.shared import SharedReferences
 from orchestrator.run import RunScope
 
@@ -49,6 +50,8 @@ class ModelRun:
     `gate` is the model's non-inferiority gate (qualify/reference.py's resolve_gate): None without a
     reference, a sentence when none applies. The correlator is started by the server stage.
     """
+
+    source = "qualify"  # what its journaled events say they came from (the capability probe's ProbeHost)
 
     def __init__(self, run: RunScope, model: ModelConfig, dataset: Dataset, requests: list[ArmRequest],
                  opts: QualifyOptions, toolkit: Toolkit, gate: ChosenGate | str | None,
@@ -90,18 +93,8 @@ class ModelRun:
     async def ask(self, client: ChatSession, req: ArmRequest, stage: str) -> ChatAnswer:
         """Ask over HTTP and journal the exchange as a ClientRecord, so the correlator joins it with the
         server's record and accounts it in the window `<model>/<stage>` like any AIPerf request."""
-        rid = self.request_id(stage)
-        reply = await client.ask(req.text, req.audio_path, request_id=rid)
-        timeout = reply.status == 0 and "Timeout" in reply.error
-        await self.bus.publish(ClientRecord(
-            source="qualify", request_id=rid, via="probe", window=f"{self.model.name}/{stage}",
-            conversation_id=session_key(req.item_id, req.arm), phase="profiling",
-            request_start_ns=reply.start_unix_ns, request_end_ns=reply.end_unix_ns,
-            status_code=reply.status or None, error_type="timeout" if timeout else ("connection" if reply.status == 0 else ""),
-            error_message=reply.error or ("" if reply.status == 200 else reply.body[:500]),
-            request_latency_ms=reply.latency_ms, answer=reply.text, server_timing_ms=reply.server_timing_ms,
-            echoed_request_id=reply.echoed_request_id))
-        return reply
+        return await ask_journaled(self.bus, client, req, request_id=self.request_id(stage),
+                                   window=f"{self.model.name}/{stage}", source=self.source)
 
     def client(self, base_url: str) -> ChatSession:
         return self.toolkit.chat_client(base_url, self.model.name, timeout_s=self.cfg.workload.request_timeout_s,

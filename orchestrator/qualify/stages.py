@@ -14,7 +14,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 import anyio
-import msgspec
 
 from orchestrator.config import Config, ModelConfig
 from orchestrator.dataset import (
@@ -26,8 +25,6 @@ from orchestrator.dataset import (
 from orchestrator.errors import ConfigError, ServerError, UsageError
 from orchestrator.events import (
     AnswerMismatch,
-    CapabilityPhase,
-    CapabilityProbed,
     CorrectnessPhase,
     DatasetPhase,
     IdentityPhase,
@@ -51,19 +48,10 @@ from orchestrator.qualify.answers import (
     incomplete_entry,
     incomplete_reason,
 )
-from orchestrator.qualify.capability import (
-    AUDIO_QA_TASKS,
-    CheckResult,
-    ProbeAnswer,
-    judge_conditioning,
-    judge_text_only,
-    judge_transcription_only,
-    judge_transport,
-    select_probe_pairs,
-)
 from orchestrator.qualify.context import ModelRun, QualifyOptions, StageFailed
 from orchestrator.qualify.keyed import result_key
 from orchestrator.qualify.plan import describe_plan
+from orchestrator.qualify.probe import capability_probe
 from orchestrator.qualify.reference import describe, judge_against_reference, resolve_gate
 from orchestrator.qualify.serving import sha256_path, supervise_to_the_end
 from orchestrator.qualify.shared import SharedReferences
@@ -243,74 +231,7 @@ async def _run_stages(m: ModelRun, handle: ServerHandle, spec: ServerSpec) -> st
 
 
 async def _capability(m: ModelRun, base_url: str) -> None:
-    await m.phase_start("capability")
-    ds = m.dataset
-    by_key = {(r.item_id, r.arm): r for r in m.requests}
-    pairs = select_probe_pairs(ds)
-    probe_items = sorted({i for p in pairs for i in (p.first, p.second)},
-                         key=lambda i: [it.id for it in ds.items].index(i))
-    # The probe asks its items on both arms, and the first audio row, even where the correctness stage runs
-    # fewer arms or a conditioning subset.
-    missing = [(i, arm) for i in [ds.items[0].id, *probe_items] for arm in ("audio", "silence")
-               if (i, arm) not in by_key]
-    if missing:
-        extra = await anyio.to_thread.run_sync(functools.partial(
-            prepare_arms, ds, ("audio", "silence"), m.run.run_dir / "wire", only=missing))
-        by_key.update({(r.item_id, r.arm): r for r in extra})
-    async with m.client(base_url) as client:
-        first = next((r for (_, arm), r in by_key.items() if arm == "audio"), None)
-        if first is None:
-            raise StageFailed("capability", "failed", "the dataset has no audio-arm requests to probe with")
-        with_audio = await m.ask(client, first, "capability")
-        text_only = await m.ask(client, msgspec.structs.replace(first, audio_path=None), "capability")
-        # The text-only request withholds the clip on purpose: its answer is evidence of the route, not an
-        # answer to judge (the reference echoes the question from text alone), so only the other is checked.
-        await m.answers.probe(first, answered_http(with_audio))
-        ids = (with_audio.request_id, text_only.request_id)
-        transport = judge_transport(with_audio.status, with_audio.body or with_audio.error, text_only.status,
-                                    text_only.body or text_only.error, request_ids=ids)
-        await _publish_check(m, transport)
-        if not transport.passed:
-            await m.close_window("capability")
-            native = m.model.native_task in AUDIO_QA_TASKS
-            status = "blocked" if native and with_audio.status == 400 and text_only.status == 200 else "unsupported"
-            if status == "blocked":
-                reason = (f"{transport.reason}; the native Task {m.model.native_task} takes audio and a question, "
-                          f"but no served route reaches it")
-            else:
-                reason = transport.reason
-            if with_audio.status not in (200, 400) or text_only.status != 200:
-                status = "failed"
-            await m.phase_end("capability", "failed", reason, CapabilityPhase(answers_checked=m.answers.checked["capability"]))
-            raise StageFailed("capability", status, reason)
-
-        answers: list[ProbeAnswer] = []
-        for item_id in probe_items:
-            for arm in ("audio", "silence"):
-                req = by_key.get((item_id, arm))
-                if req is None:
-                    continue
-                reply = await m.ask(client, req, "capability")
-                await m.answers.probe(req, answered_http(reply))
-                answers.append(ProbeAnswer(item_id=item_id, arm=arm, answer=reply.text, status=reply.status,
-                                           request_id=reply.request_id))
-    await m.close_window("capability")
-    checks = [judge_conditioning(ds, pairs, answers), judge_text_only(answers),
-              judge_transcription_only([ds.item(i) for i in probe_items], answers)]
-    for check in checks:
-        await _publish_check(m, check)
-    failed = [c for c in checks if not c.passed]
-    if failed:
-        reason = "; ".join(c.reason for c in failed)
-        await m.phase_end("capability", "failed", reason, CapabilityPhase(answers_checked=m.answers.checked["capability"]))
-        raise StageFailed("capability", "unsupported", reason)
-    await m.phase_end("capability", "passed", "; ".join(c.reason for c in checks),
-                      CapabilityPhase(answers_checked=m.answers.checked["capability"]))
-
-
-async def _publish_check(m: ModelRun, check: CheckResult) -> None:
-    await m.bus.publish(CapabilityProbed(source="qualify", model=m.model.name, check=check.check,  # type: ignore[arg-type]
-                                         passed=check.passed, reason=check.reason, evidence=check.evidence))
+    await capability_probe(m, base_url, m.run.run_dir / "wire")
 
 
 # --------------------------------------------------------------------------------------- correctness

@@ -64,6 +64,8 @@ class SweepReport(msgspec.Struct, frozen=True, kw_only=True):
     mode: str = ""
     slo: dict[str, float] = {}
     command: str = ""
+    # What each point could decide at its planned request count, stated before the sweep ran.
+    detects: list[str] = []
     capacity: Capacity | None = None
     points: list[SweepPoint] = []
     torn_line: int | None = None
@@ -96,6 +98,7 @@ def fold_sweep(events: Iterable[AnyEvent], torn: TornLine | None = None) -> Swee
         reason=finished.reason if finished else "the journal has no RunFinished: the sweep was interrupted",
         mode=phase.mode if phase else "", slo=dict(phase.slo) if phase else {},
         command=shlex.join(phase.argv) if phase and phase.argv else "", capacity=capacity,
+        detects=[d.statement for d in phase.detects] if phase else [],
         points=[SweepPoint(offered=p.offered, achieved_rps=p.stats.achieved_rps, latency_p99_ms=p.stats.latency_p99_ms,
                            accounting_balanced=p.accounting_balanced, outcome=p.outcome, judged=p)
                 for _v, p in sorted(points.items())],
@@ -158,8 +161,11 @@ def render_sweep_markdown(report: SweepReport) -> str:
         lines += ["Undecided (the evidence cannot decide):", "", *(f"- {u}" for u in report.capacity.undecided), ""]
     if report.slo:
         lines += ["SLO: " + ", ".join(f"{k} {v:g}" for k, v in sorted(report.slo.items())), ""]
-    lines += ["## Points", "", *_md_table(_POINT_HEAD, _point_rows(report)), "", "## SLO checks", "",
-              *_md_table(_CHECK_HEAD, _check_rows(report)), ""]
+    if report.detects:
+        lines += ["What each point could decide (planned before it ran):", "", *(f"- {d}" for d in report.detects), ""]
+    if report.points:  # none when the sweep stopped before any load (e.g. at the capability probe)
+        lines += ["## Points", "", *_md_table(_POINT_HEAD, _point_rows(report)), "", "## SLO checks", "",
+                  *_md_table(_CHECK_HEAD, _check_rows(report)), ""]
     if report.command:
         lines += ["## Reproduce", "", "```", report.command, "```", ""]
     return "\n".join(lines)

@@ -13,22 +13,15 @@ import anyio
 import msgspec
 
 from orchestrator.config import Config, ModelConfig
-from orchestrator.correlate import Correlator
 from orchestrator.dataset import (
     Dataset,
-    interleave_kinds,
     load_dataset,
-    parse_session_key,
-    prepare_arms,
     resolve_dataset_path,
-    write_aiperf_input,
 )
 from orchestrator.errors import ServerError, UsageError
 from orchestrator.events import (
     AccountingChecked,
     AiperfRunPhase,
-    DatasetPhase,
-    ModelPhase,
     ModelResult,
     PhaseFinished,
     PhaseStarted,
@@ -39,8 +32,7 @@ from orchestrator.ports import AiperfFacts, AiperfResult, Toolkit
 from orchestrator.qualify.serving import sha256_path
 from orchestrator.reports import write_reports
 from orchestrator.run import Interrupt, RunScope, open_run
-from orchestrator.server_spec import ServerSpec
-from orchestrator.supervisor import supervise
+from orchestrator.run_aiperf.serving import run_window, serve_correlated
 from orchestrator.view.line import LiveLine
 
 __all__ = ["RunAiperfOptions", "run_aiperf_phase"]
@@ -98,48 +90,22 @@ async def _phase(run: RunScope, opts: RunAiperfOptions, toolkit: Toolkit, model:
     """The run's body: the model's server, one AIPerf window, its accounting and the model's result."""
     cfg = run.config
     window = f"{model.name}/aiperf-1"
-    # The dataset's identity, as qualify journals it, so compare and the ledger can tell datasets apart.
-    await run.bus.publish(PhaseFinished(source="run-aiperf", phase="dataset", outcome="passed",
-                                        detail=DatasetPhase(name=dataset.name, identity=dataset.identity,
-                                                            path=str(dataset.root), items=len(dataset.items),
-                                                            arms=arms)))
-    facts = model.identity_fields()
-    bundle = model.bundle or cfg.server.bundle
-    bundle_sha256 = await _bundle_digest(bundle)
-    # The model phase frames everything this run journals (server lifecycle, samples) as this model's.
-    await run.bus.publish(PhaseStarted(source="run-aiperf", phase="model", model=model.name,
-                                       detail=ModelPhase(**facts, bundle=bundle)))
+    bundle_sha256 = await _bundle_digest(model.bundle or cfg.server.bundle)
     live = LiveLine(run.bus)
     await run.tg.start(live.run)
-    await run.tg.start(toolkit.records_tailer(run.bus).run)
-    # The live tap carries the answer text; an export half that wins the race waits briefly for it.
-    correlator = Correlator(run.bus, key_parser=parse_session_key, match_timeout_s=opts.match_timeout_s,
-                            answer_grace_s=1.0)
-    await run.tg.start(correlator.run)
-    spec = ServerSpec.from_config(cfg, model, run.run_dir, parts=toolkit.server_parts(cfg.server.kind))
-    handle = await run.tg.start(supervise, spec, run.bus)
-    work = run.run_dir / "aiperf"
-    # Dealt round-robin by kind: AIPerf sends rows in order, so a short run still asks every kind.
-    rows = interleave_kinds(await anyio.to_thread.run_sync(prepare_arms, dataset, arms, work / "wire"), dataset)
-    input_file = await anyio.to_thread.run_sync(write_aiperf_input, rows, work / "inputs.jsonl")
-    aiperf = toolkit.aiperf
-    cmd = aiperf.build_command(cfg.workload, base_url=handle.base_url, model=model.name, input_file=input_file,
-                               artifact_dir=work / "artifacts", tokenizer=tokenizer, requests=opts.requests,
-                               warmup=opts.warmup_requests, concurrency=opts.concurrency,
-                               request_rate=opts.request_rate)
+    served = await serve_correlated(run, toolkit, model, dataset, arms, source="run-aiperf",
+                                    match_timeout_s=opts.match_timeout_s)
+    handle, rows, work = served.handle, served.rows, run.run_dir / "aiperf"
+    facts = model.identity_fields()
+    cmd = toolkit.aiperf.build_command(cfg.workload, base_url=handle.base_url, model=model.name,
+                                       input_file=served.input_file, artifact_dir=work / "artifacts",
+                                       tokenizer=tokenizer, requests=opts.requests, warmup=opts.warmup_requests,
+                                       concurrency=opts.concurrency, request_rate=opts.request_rate)
     await anyio.to_thread.run_sync(cmd.save, work)
     await run.bus.publish(PhaseStarted(source="run-aiperf", phase="aiperf", model=model.name,
                                        detail=AiperfRunPhase(arms=arms, rows=len(rows), window=window)))
-    try:
-        outcome = await aiperf.run_aiperf(cmd, run.bus, window=window, deadline_s=cfg.workload.deadline_s,
-                                          stop_grace_s=cfg.workload.stop_grace_s, install=install)
-    except anyio.get_cancelled_exc_class():
-        # Interrupted: still journal what the window accounted so far (its open requests as in flight).
-        with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-            for ev in correlator.joiner.close_window(window):
-                await run.bus.publish(ev)
-        raise
-    acc = await correlator.close_window(window, expected=outcome.issued, expected_from=outcome.issued_from)
+    outcome, acc = await run_window(run, toolkit, served.correlator, cmd, window=window,
+                                    deadline_s=cfg.workload.deadline_s, install=install)
     await handle.stop()
     ok = acc.balanced and outcome.classification == "complete"
     reason = outcome.reason if acc.balanced else "accounting: " + "; ".join(acc.problems)

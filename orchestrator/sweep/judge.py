@@ -4,22 +4,23 @@ Method: a limit on a quantile q is a claim that at most a share 1-q of requests 
 requests of which k lie beyond, the point fails when k is too many for that share (binomial upper tail
 <= 1-confidence) and passes when k is too few to hide a larger share (lower tail <= 1-confidence); in
 between it is inconclusive and says how many requests a decision needs. Distribution-free (no shape of
-the latency distribution is assumed), and exact for independent requests; autocorrelated latencies make
-it optimistic, which the confidence margin and the repeats of a point partly offset. The error rate is
-the same test on failed requests. Answers are exact evidence: one answer under load differing from the
+the latency distribution is assumed). Requests correlated in start order (a slow stretch, a burst of
+failures, drift) are worth fewer independent ones: both counts are shrunk by their design effect first
+(orchestrator/sweep/power.py). The error rate is the same test on failed requests. Answers are exact evidence: one answer under load differing from the
 concurrency-1 answer fails a deterministic model.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import msgspec
 
 from orchestrator.config import CorrectnessCriteria, SloConfig
 from orchestrator.events import PointStats, SloCheck
 from orchestrator.judge.gates import ScoredAnswer, evaluate_gates
+from orchestrator.sweep.power import decide, failure_design_effect, latency_design_effect, needed
 
 __all__ = ["PointRequest", "Baseline", "judge_point", "point_stats", "quantile_check", "rate_check", "worst",
            "saturation_signs"]
@@ -62,26 +63,6 @@ class Baseline(msgspec.Struct, frozen=True, kw_only=True):
         return cls(answers=answers, complete=complete)
 
 
-def _binom_cdf(k: int, n: int, p: float) -> float:
-    """P(X <= k) for X ~ Binomial(n, p), summed in log space (n up to many thousands)."""
-    if k < 0:
-        return 0.0
-    if k >= n or p <= 0.0:
-        return 1.0
-    if p >= 1.0:
-        return 0.0
-    lp, lq = math.log(p), math.log1p(-p)
-    total = 0.0
-    for i in range(k + 1):
-        total += math.exp(math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * lp + (n - i) * lq)
-    return min(total, 1.0)
-
-
-def _needed(share: float, alpha: float) -> int:
-    """Requests a pass needs with none beyond the limit: the least n with (1-share)^n <= alpha."""
-    return math.ceil(math.log(alpha) / math.log1p(-share)) if share > 0 else 1
-
-
 def _nearest_rank(values: Sequence[float], q: float) -> float | None:
     if not values:
         return None
@@ -89,49 +70,50 @@ def _nearest_rank(values: Sequence[float], q: float) -> float | None:
     return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
 
 
-def _decide(k: int, n: int, share: float, alpha: float) -> str:
-    """fail when k beyond is too many for `share`, pass when too few to hide more, else inconclusive."""
-    if n == 0:
-        return "inconclusive"
-    if share <= 0.0:  # a limit of zero: any one beyond fails; none beyond is all the evidence there can be
-        return "fail" if k else "pass"
-    if k and 1.0 - _binom_cdf(k - 1, n, share) <= alpha:
-        return "fail"
-    if _binom_cdf(k, n, share) <= alpha:
-        return "pass"
-    return "inconclusive"
+def _worth(n: int, deff: float, r: float, what: str) -> str:
+    """Said when correlation shrank the evidence: how many independent requests the n were worth."""
+    return f"; {what} correlated in sequence (lag-1 {r:.2f}): worth {n / deff:.0f} independent" if deff > 1.05 else ""
 
 
 def quantile_check(slo: str, values: Sequence[float], q: float, limit_ms: float, confidence: float) -> SloCheck:
-    """The q-quantile of `values` against `limit_ms` (see the module's method)."""
+    """The q-quantile of `values` (in start order) against `limit_ms` (see the module's method)."""
     n, alpha, share = len(values), 1.0 - confidence, 1.0 - q
     k = sum(v > limit_ms for v in values)
-    outcome = _decide(k, n, share, alpha)
+    deff, r = latency_design_effect(values, share)
+    outcome = decide(k, n, share, alpha, deff)
     observed = _nearest_rank(values, q)
     label = f"p{round(q * 100):d}"
     seen = f"{label} {observed:.0f} ms" if observed is not None else f"no {label}"
+    worth = _worth(n, deff, r, "latencies")
     if outcome == "inconclusive":
         reason = (f"{seen} on {n} requests, {k} beyond {limit_ms:g} ms: too few to decide at {confidence:.0%} "
-                  f"confidence (a pass needs at least {_needed(share, alpha)} with none beyond)")
+                  f"confidence (a pass needs at least {needed(share, alpha, deff)} with none beyond{worth})")
     else:
         rel = ">" if outcome == "fail" else "<="
-        reason = f"{seen} {rel} {limit_ms:g} ms ({k} of {n} beyond; {confidence:.0%} confidence)"
+        reason = f"{seen} {rel} {limit_ms:g} ms ({k} of {n} beyond; {confidence:.0%} confidence{worth})"
     return SloCheck(slo=slo, outcome=outcome, observed=observed, limit=limit_ms, n=n, beyond=k,  # type: ignore[arg-type]
-                    reason=reason)
+                    reason=reason, effective_n=round(n / deff, 1) if deff > 1.0 else None)
 
 
-def rate_check(failed: int, n: int, max_rate: float, confidence: float) -> SloCheck:
-    """The share of failed requests against `max_rate`, by the same test."""
-    outcome = _decide(failed, n, max_rate, 1.0 - confidence)
+def rate_check(failed: int, n: int, max_rate: float, confidence: float, *,
+               failures_in_order: Sequence[bool] = (), causes: Mapping[str, int] | None = None) -> SloCheck:
+    """The share of failed requests against `max_rate`, by the same test; `failures_in_order` (each
+    request failed or not, in start order) lets bursts of failures count as the less evidence they are."""
+    deff, r = failure_design_effect(failures_in_order)
+    outcome = decide(failed, n, max_rate, 1.0 - confidence, deff)
     observed = failed / n if n else None
-    seen = f"{failed} of {n} failed" + (f" ({observed:.1%})" if observed is not None else "")
+    # By cause, so an overloaded server's refusals (server_busy: HTTP 429) read as what they are.
+    by_cause = ", ".join(f"{c} {k}" for c, k in sorted((causes or {}).items(), key=lambda x: -x[1]))
+    seen = f"{failed} of {n} failed" + (f" ({observed:.1%}{': ' + by_cause if by_cause else ''})"
+                                        if observed is not None else "")
+    worth = _worth(n, deff, r, "failures")
     if outcome == "inconclusive":
         reason = (f"{seen}: too few requests to decide against {max_rate:.1%} at {confidence:.0%} confidence "
-                  f"(a pass needs at least {_needed(max_rate, 1.0 - confidence)} with none failed)")
+                  f"(a pass needs at least {needed(max_rate, 1.0 - confidence, deff)} with none failed{worth})")
     else:
-        reason = f"{seen}, {'above' if outcome == 'fail' else 'within'} {max_rate:.1%}"
+        reason = f"{seen}, {'above' if outcome == 'fail' else 'within'} {max_rate:.1%}{worth and ' (' + worth[2:] + ')'}"
     return SloCheck(slo="error_rate", outcome=outcome, observed=observed, limit=max_rate, n=n, beyond=failed,  # type: ignore[arg-type]
-                    reason=reason)
+                    reason=reason, effective_n=round(n / deff, 1) if deff > 1.0 else None)
 
 
 def _answers_check(answered: Sequence[PointRequest], baseline: Baseline, min_answers: int,
@@ -193,6 +175,8 @@ def judge_point(requests: Sequence[PointRequest], slo: SloConfig, baseline: Base
     """Every SLO [slo] sets, checked on one point's pooled profiling requests. The answers and completeness
     checks need the concurrency-1 baseline: without one (its own run failed) they are inconclusive."""
     checks: list[SloCheck] = []
+    # In start order: the correlation between neighbouring requests is what the tests discount.
+    requests = sorted(requests, key=lambda r: r.start_ns if r.start_ns is not None else -1)
     latencies = [r.latency_ms for r in requests if r.ok and r.latency_ms is not None]
     model_calls = [r.model_call_ms for r in requests if r.ok and r.model_call_ms is not None]
     if slo.p99_latency_ms is not None:
@@ -203,7 +187,12 @@ def judge_point(requests: Sequence[PointRequest], slo: SloConfig, baseline: Base
         checks.append(quantile_check("p99_model_call", model_calls, 0.99, slo.p99_model_call_ms, slo.confidence))
     # Requests cancelled by the client (a point stopped early) say nothing about the server.
     judged = [r for r in requests if r.cause != "cancelled"]
-    checks.append(rate_check(sum(not r.ok for r in judged), len(judged), slo.max_error_rate, slo.confidence))
+    causes: dict[str, int] = {}
+    for r in judged:
+        if not r.ok:
+            causes[r.cause] = causes.get(r.cause, 0) + 1
+    checks.append(rate_check(sum(not r.ok for r in judged), len(judged), slo.max_error_rate, slo.confidence,
+                             failures_in_order=[not r.ok for r in judged], causes=causes))
     answered = [r for r in requests if r.ok]
     for wanted, name in ((slo.answers, "answers"), (slo.complete_outputs, "complete_outputs")):
         if not wanted:

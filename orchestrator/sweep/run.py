@@ -19,17 +19,11 @@ from orchestrator.correlate import Correlator
 from orchestrator.dataset import (
     ArmRequest,
     Dataset,
-    interleave_kinds,
     load_dataset,
-    parse_session_key,
-    prepare_arms,
     resolve_dataset_path,
-    write_aiperf_input,
 )
 from orchestrator.errors import UsageError
 from orchestrator.events import (
-    DatasetPhase,
-    ModelPhase,
     ModelResult,
     PhaseFinished,
     PhaseStarted,
@@ -46,12 +40,15 @@ from orchestrator.live.start import start_live_page
 from orchestrator.logs import get_logger
 from orchestrator.ports import AiperfFacts, Toolkit
 from orchestrator.qualify.answers import answered_load
+from orchestrator.qualify.context import StageFailed
+from orchestrator.qualify.probe import ProbeSession, capability_probe
 from orchestrator.reports import write_reports
 from orchestrator.reports.sweep import write_sweep_report
 from orchestrator.run import Interrupt, RunScope, open_run
-from orchestrator.server_spec import ServerSpec
-from orchestrator.supervisor import ServerHandle, supervise
+from orchestrator.run_aiperf.serving import run_window, serve_correlated
+from orchestrator.supervisor import ServerHandle
 from orchestrator.sweep.judge import Baseline, PointRequest, judge_point, point_stats, saturation_signs, worst
+from orchestrator.sweep.power import plan
 from orchestrator.sweep.search import Judged, conclude, next_point
 from orchestrator.sweep.watch import PointWatch
 
@@ -59,7 +56,9 @@ __all__ = ["SweepOptions", "sweep"]
 
 log = get_logger("aqbench.sweep")
 _COLLECT_TIMEOUT_S = 30.0
-_START_S = 10.0  # AIPerf's start-up and exit, beside a point's planned requests, when planning the sweep's time
+# AIPerf's start-up and exit beside a point's planned requests, when planning the sweep's time: at least this,
+# else what the last run took beyond its requests (14-50 s per run on a loaded 2-core machine).
+_START_S = 10.0
 
 
 class SweepOptions(msgspec.Struct, frozen=True, kw_only=True):
@@ -166,18 +165,8 @@ class _Sweeper:
                            stop=stop)
         async with anyio.create_task_group() as tg:
             await tg.start(watch.run)
-            try:
-                outcome = await aiperf.run_aiperf(cmd, self.run.bus, window=window, deadline_s=deadline_s,
-                                                  stop_grace_s=cfg.workload.stop_grace_s, install=self.install,
-                                                  stop=stop)
-            except anyio.get_cancelled_exc_class():
-                # Interrupted: still journal what the window accounted so far (its open requests as in flight).
-                with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-                    for ev in self.correlator.joiner.close_window(window):
-                        await self.run.bus.publish(ev)
-                raise
-            acc = await self.correlator.close_window(window, expected=outcome.issued,
-                                                     expected_from=outcome.issued_from)
+            outcome, acc = await run_window(self.run, self.toolkit, self.correlator, cmd, window=window,
+                                            deadline_s=deadline_s, install=self.install, stop=stop)
             collected = await watch.wait_accounted(_COLLECT_TIMEOUT_S)
             tg.cancel_scope.cancel()
         into.windows.append(window)
@@ -218,29 +207,23 @@ async def _sweep(run: RunScope, opts: SweepOptions, toolkit: Toolkit, model: Mod
     cfg = run.config
     sw, slo = cfg.sweep, cfg.slo
     started = time.monotonic()
-    arms: list[str] = list(cfg.workload.arms)
-    await run.bus.publish(PhaseFinished(source="sweep", phase="dataset", outcome="passed",
-                                        detail=DatasetPhase(name=dataset.name, identity=dataset.identity,
-                                                            path=str(dataset.root), items=len(dataset.items),
-                                                            arms=arms)))
     facts = model.identity_fields()
-    await run.bus.publish(PhaseStarted(source="sweep", phase="model", model=model.name,
-                                       detail=ModelPhase(**facts, bundle=model.bundle or cfg.server.bundle)))
-    await run.tg.start(toolkit.records_tailer(run.bus).run)
-    correlator = Correlator(run.bus, key_parser=parse_session_key, match_timeout_s=opts.match_timeout_s,
-                            answer_grace_s=1.0)
-    await run.tg.start(correlator.run)
-    spec = ServerSpec.from_config(cfg, model, run.run_dir, parts=toolkit.server_parts(cfg.server.kind))
-    handle = await run.tg.start(supervise, spec, run.bus)
-    work = run.run_dir / "aiperf"
-    rows = interleave_kinds(await anyio.to_thread.run_sync(prepare_arms, dataset, arms, work / "wire"), dataset)
-    input_file = await anyio.to_thread.run_sync(write_aiperf_input, rows, work / "inputs.jsonl")
+    served = await serve_correlated(run, toolkit, model, dataset, list(cfg.workload.arms), source="sweep",
+                                    match_timeout_s=opts.match_timeout_s)
+    handle, correlator, rows, input_file = served.handle, served.correlator, served.rows, served.input_file
     sweeper = _Sweeper(run, toolkit, model, install, tokenizer, dataset, rows, input_file, handle, correlator)
+    # qualify's capability probe first: a server that cannot do audio QA (text-only) has no capacity to find.
+    if (stopped := await _probe(run, toolkit, model, dataset, rows, correlator, handle)) is not None:
+        return stopped
     limits = {k: float(v) for k, v in msgspec.to_builtins(slo).items()
               if isinstance(v, float | int) and not isinstance(v, bool)}
+    # Said before any load: what a point can decide at its planned requests (a pass may need more than it has).
+    detects = plan(slo, sw.requests_per_point)
+    print("sweep: each point of " + f"{sw.requests_per_point} requests can decide:\n  "
+          + "\n  ".join(d.statement for d in detects), file=sys.stderr, flush=True)
     await run.bus.publish(PhaseStarted(source="sweep", phase="sweep", model=model.name, detail=SweepPhase(
         mode=sw.mode, points=list(sw.points), requests_per_point=sw.requests_per_point,
-        warmup_requests=cfg.workload.warmup_requests, slo=limits, argv=list(opts.argv))))
+        warmup_requests=cfg.workload.warmup_requests, slo=limits, argv=list(opts.argv), detects=detects)))
 
     def left_s() -> float:
         return (sw.max_duration_s - (time.monotonic() - started)) if sw.max_duration_s else float("inf")
@@ -253,25 +236,29 @@ async def _sweep(run: RunScope, opts: SweepOptions, toolkit: Toolkit, model: Mod
     points: dict[float, _Point] = {}
     baseline: Baseline | None = None
     base = _Point()
+    overhead_s = _START_S
     if not (sw.mode == "concurrency" and sw.points[0] == 1):
+        t0 = time.monotonic()
         await sweeper.load(f"{model.name}/baseline", concurrency=1, rate=None, deadline_s=deadline(), into=base,
                            baseline=None, early_stop=False)
+        overhead_s = max(_START_S, time.monotonic() - t0 - base.span_s)
         baseline = Baseline.of(base.requests) if base.balanced and base.requests else None
     judged: dict[float, Judged] = {}
     last_run_s = 0.0
     while (value := next_point(sw.points, judged, mode=sw.mode, repeats=sw.repeats, refine=sw.refine)) is not None:
         # A point cut short by the sweep's time loses its requests in flight: one that cannot finish is not started.
-        planned_s = ((sw.requests_per_point + cfg.workload.warmup_requests) / value + _START_S
+        planned_s = ((sw.requests_per_point + cfg.workload.warmup_requests) / value + overhead_s
                      if sw.mode == "rate" else last_run_s)
         if planned_s > left_s():
             break
         point = points.setdefault(value, _Point())
         window = _window(model.name, sw.mode, value, len(point.windows) + 1)
         conc, rate = (int(value), None) if sw.mode == "concurrency" else (None, value)
-        t0 = time.monotonic()
+        t0, span_before = time.monotonic(), point.span_s
         await sweeper.load(window, concurrency=conc, rate=rate, deadline_s=deadline(), into=point,
                            baseline=baseline, early_stop=sw.stop_early)
         last_run_s = time.monotonic() - t0
+        overhead_s = max(_START_S, last_run_s - (point.span_s - span_before))
         if baseline is None and sw.mode == "concurrency" and value == 1 and point.balanced:
             baseline = Baseline.of(point.requests)
         checks = judge_point(point.requests, slo, baseline, model.correctness)
@@ -307,6 +294,30 @@ async def _sweep(run: RunScope, opts: SweepOptions, toolkit: Toolkit, model: Mod
     run.finish(status="ok" if ok else "failed", exit_code=0 if ok else 1, reason=concluded.summary,
                counts={"points": len(judged)})
     return 0 if ok else 1
+
+
+async def _probe(run: RunScope, toolkit: Toolkit, model: ModelConfig, dataset: Dataset, rows: list[ArmRequest],
+                 correlator: Correlator, handle: ServerHandle) -> int | None:
+    """qualify's capability probe against the served model; on a server that cannot do audio QA the sweep
+    stops there with the probe's evidence (exit 1), else None."""
+    cfg = run.config
+    host = ProbeSession(source="sweep", bus=run.bus, toolkit=toolkit, model=model, dataset=dataset, requests=rows,
+                        correlator=correlator, request_timeout_s=cfg.workload.request_timeout_s,
+                        max_tokens=cfg.workload.max_tokens)
+    try:
+        await capability_probe(host, handle.base_url, run.run_dir / "aiperf" / "wire")
+    except StageFailed as exc:
+        await handle.stop()
+        reason = f"{exc.status} at the capability probe, before any load: {exc.reason}"
+        await run.bus.publish(ModelResult(source="sweep", model=model.name, status=exc.status, failed_stage="capability",
+                                          row=ResultRow(**model.identity_fields(), reason=reason, noninferiority=None,
+                                                        keyed_by=None)))
+        await run.bus.publish(PhaseFinished(source="sweep", phase="model", model=model.name, outcome=exc.status,
+                                            reason=reason))
+        print(f"sweep: {reason}", file=sys.stderr, flush=True)
+        run.finish(status="failed", exit_code=1, reason=reason)
+        return 1
+    return None
 
 
 def _above_failure(value: float, judged: dict[float, Judged]) -> bool:

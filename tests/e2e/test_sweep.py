@@ -12,12 +12,19 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from orchestrator.events import AccountingChecked, AiperfStarted, SweepConcluded, SweepPointJudged
+from orchestrator.events import (
+    AccountingChecked,
+    AiperfStarted,
+    CapabilityProbed,
+    ModelResult,
+    PhaseStarted,
+    SweepConcluded,
+    SweepPointJudged,
+)
 from orchestrator.journal import read_journal
 
 ROOT = Path(__file__).resolve().parents[2]
-# Two real AIPerf runs and one reference server: about a minute on a busy 2-core box.
-pytestmark = [pytest.mark.aiperf, pytest.mark.slow, pytest.mark.timeout(480)]
+STUB = ROOT / "tests" / "data" / "servers" / "chat_stub.py"
 
 _CONFIG = """
 [run]
@@ -60,6 +67,9 @@ requests_per_point = 12
 """
 
 
+@pytest.mark.aiperf
+@pytest.mark.slow
+@pytest.mark.timeout(480)  # two real AIPerf runs and one reference server: about a minute on a busy 2-core box
 def test_swapped_answers_under_load_bracket_the_capacity(tmp_path: Path) -> None:
     """Concurrency 1 holds every SLO; at 2 the server answers with another request's answer, which breaks
     the answers SLO: capacity 1, bracketed, each point balanced, reports rebuilt identically."""
@@ -79,7 +89,11 @@ def test_swapped_answers_under_load_bracket_the_capacity(tmp_path: Path) -> None
     # One AIPerf run per point, against one server; each window accounted against AIPerf's own count.
     assert [e.window for e in events if isinstance(e, AiperfStarted)] == ["reference-audioqa/c1-1",
                                                                             "reference-audioqa/c2-1"]
-    accounts = [e for e in events if isinstance(e, AccountingChecked)]
+    # The capability probe's requests first (qualify's probe, before any load), then each point's.
+    probe, *accounts = [e for e in events if isinstance(e, AccountingChecked)]
+    assert probe.window == "reference-audioqa/capability" and probe.balanced
+    assert [e.passed for e in events if isinstance(e, CapabilityProbed)] and all(
+        e.passed for e in events if isinstance(e, CapabilityProbed))
     assert [a.balanced for a in accounts] == [True, True]
     assert accounts[0].issued == accounts[0].expected == {"warmup": 2, "profiling": 12}
     assert accounts[1].issued == accounts[1].expected, accounts[1]
@@ -98,6 +112,12 @@ def test_swapped_answers_under_load_bracket_the_capacity(tmp_path: Path) -> None
     assert data["capacity"]["value"] == 1.0 and data["capacity"]["unit"] == "concurrent requests"
     assert [(p["offered"], p["accounting_balanced"]) for p in data["points"]] == [(1.0, True), (2.0, True)]
     assert "Capacity 1 concurrent requests" in (run_dir / "sweep.md").read_text()
+    # What a point of 12 requests could decide was journaled before the first point ran.
+    [plan] = [e for e in events if isinstance(e, PhaseStarted) and e.phase == "sweep"]
+    assert plan.seq < min(e.seq for e in events if isinstance(e, AiperfStarted))
+    assert [d.slo for d in plan.detail.detects] == ["error_rate", "answers", "complete_outputs"]
+    assert plan.detail.detects[0].statement.startswith("error_rate at 12 requests: can pass (needs 11)")
+    assert "What each point could decide (planned before it ran):" in (run_dir / "sweep.md").read_text()
     assert "<svg" in (run_dir / "sweep.html").read_text()
     # The reports are folds of the journal: rebuilt from it alone, byte for byte.
     (run_dir / "sweep.json").unlink()
@@ -105,3 +125,29 @@ def test_swapped_answers_under_load_bracket_the_capacity(tmp_path: Path) -> None
                              capture_output=True, text=True, timeout=120)
     assert rebuilt.returncode == 0, rebuilt.stderr
     assert (run_dir / "sweep.json").read_bytes() == sweep_json
+
+
+@pytest.mark.timeout(120)
+def test_a_text_only_server_stops_at_the_capability_probe(tmp_path: Path) -> None:
+    """A server that answers from the question alone has no capacity to find: the sweep runs qualify's
+    capability probe before any load and stops there `unsupported` with its evidence, exit 1, no AIPerf run."""
+    argv = ["{python}", str(STUB), "--mode", "text-only", "--host", "{host}", "--port", "{port}",
+            "--model-name", "{model}", "--records", "{records}"]
+    config = tmp_path / "bench.toml"
+    config.write_text(_CONFIG.format(out=tmp_path / "runs", argv=json.dumps(argv),
+                                     dataset=ROOT / "datasets" / "audioqa-v1"))
+    proc = subprocess.run([sys.executable, "-m", "orchestrator", "--log-level", "warning", "sweep", "--config",
+                           str(config)], cwd=ROOT, capture_output=True, text=True, timeout=110)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    [run_dir] = list((tmp_path / "runs").iterdir())
+    events, torn = read_journal(run_dir / "events.jsonl")
+    assert not torn
+    assert not [e for e in events if isinstance(e, AiperfStarted | SweepPointJudged)]
+    probed = [e for e in events if isinstance(e, CapabilityProbed)]
+    assert probed and not all(p.passed for p in probed)
+    [result] = [e for e in events if isinstance(e, ModelResult)]
+    assert (result.status, result.failed_stage) == ("unsupported", "capability")
+    assert "text-only:" in result.row.reason and "before any load" in result.row.reason
+    report = msgspec.json.decode((run_dir / "sweep.json").read_bytes())
+    assert report["capacity"] is None and "unsupported at the capability probe" in report["reason"]
+    assert "## Points" not in (run_dir / "sweep.md").read_text()  # no empty tables where no load ran

@@ -53,3 +53,17 @@ class TestSweepFlags:
         err = capsys.readouterr().err
         assert f"the command line and {config}: sweep.points: [4.0, 2.0]: list the offered loads in ascending order" in err
         assert not (tmp_path / "runs").exists()
+
+    @pytest.mark.parametrize(("argv", "said"), [
+        (["sweep", "--requests-per-point", "0"], "--requests-per-point 0: must be a positive number of requests"),
+        (["soak", "--rate", "-1"], "--rate -1: must be a positive number of requests per second"),
+        (["soak", "--concurrency", "0"], "--concurrency 0: must be a positive number of concurrent requests")])
+    def test_sweep_and_soak_refuse_a_load_that_is_not_positive(self, tmp_path: Path, argv: list[str], said: str,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+        """The shared load options: zero or negative is refused before anything starts, exit 2."""
+        from orchestrator.cli import main
+
+        config = _write(tmp_path, "")
+        assert main(["--log-level", "error", *argv, "--config", str(config)]) == 2
+        assert said in capsys.readouterr().err
+        assert not (tmp_path / "runs").exists()

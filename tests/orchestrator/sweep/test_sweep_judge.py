@@ -50,8 +50,8 @@ class TestQuantileCheck:
         assert quantile_check("p99_latency", [100.0] * 230, 0.99, 1000.0, 0.90).outcome == "pass"
 
     def test_many_beyond_fail_even_on_few_requests(self) -> None:
-        """5 of 20 requests beyond a p90 limit is a fail: far more than 10% could explain."""
-        check = quantile_check("p90_latency", [100.0] * 15 + [5000.0] * 5, 0.90, 1000.0, 0.90)
+        """5 of 20 requests beyond a p90 limit, spread through the run, is a fail: far more than 10% could explain."""
+        check = quantile_check("p90_latency", [100.0, 110.0, 120.0, 5000.0] * 5, 0.90, 1000.0, 0.90)
         assert check.outcome == "fail"
         assert check.beyond == 5 and check.reason.startswith("p90 5000 ms > 1000 ms")
 
@@ -82,6 +82,13 @@ class TestRateCheck:
         """No failure in 20 requests cannot show a rate under 1%."""
         check = rate_check(0, 20, 0.01, 0.90)
         assert check.outcome == "inconclusive" and "at least 230" in check.reason
+
+    def test_an_overloaded_servers_refusals_are_named_by_cause(self) -> None:
+        """Failures are said by cause in the verdict, so an overload's HTTP 429s read as server_busy."""
+        reqs = [PointRequest(ok=True, latency_ms=1.0, start_ns=i) if i % 4
+                else PointRequest(ok=False, cause="server_busy", start_ns=i) for i in range(1, 13)]
+        check = next(c for c in judge_point(reqs, SloConfig(), None, DET) if c.slo == "error_rate")
+        assert check.outcome == "fail" and check.reason.startswith("3 of 12 failed (25.0%: server_busy 3)")
 
     def test_a_zero_limit_fails_on_one_failure(self) -> None:
         """max_error_rate 0: any failure fails, none passes."""

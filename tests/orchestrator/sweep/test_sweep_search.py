@@ -16,7 +16,7 @@ UNDECIDED = Judged(outcome="inconclusive", checks=[SloCheck(slo="error_rate", ou
                                                             reason="too few requests")])
 
 
-def _stub_server(rate: float, knee: float, rng: random.Random, n: int = 300) -> list[PointRequest]:
+def _stub_server(rate: float, knee: float, rng: random.Random, n: int = 500) -> list[PointRequest]:
     """A stub server whose latency rises sharply (queueing) above `knee` req/s, with autocorrelated noise."""
     out, z = [], 0.0
     for _ in range(n):

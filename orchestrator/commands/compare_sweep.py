@@ -1,0 +1,37 @@
+"""`aqbench compare` of two sweeps (orchestrator/sweep/compare.py): the change in capacity."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+__all__ = ["run_if_sweeps"]
+
+
+def run_if_sweeps(args: argparse.Namespace) -> int | None:
+    """Compare two sweep runs and return the exit code; None when neither run is a sweep (the usual compare).
+    One sweep against another kind of run is a usage error."""
+    from orchestrator.compare import journal_of
+    from orchestrator.errors import UsageError
+    from orchestrator.sweep.compare import compare_sweeps, is_sweep, load_side, write_sweep_comparison
+
+    baseline, candidate = journal_of(args.baseline, "baseline"), journal_of(args.candidate, "candidate")
+    kinds = (is_sweep(baseline), is_sweep(candidate))
+    if not any(kinds):
+        return None
+    if not all(kinds):
+        sweep, other = (baseline, candidate) if kinds[0] else (candidate, baseline)
+        raise UsageError(f"{sweep} is a sweep and {other} is not: a sweep compares only with another sweep")
+    if args.model:
+        raise UsageError("--model: a sweep serves one model; compare two sweeps without it")
+    change = compare_sweeps(load_side(baseline), load_side(candidate), strict=args.strict)
+    for side in (change.baseline, change.candidate):
+        if side.torn_line is not None:
+            print(f"aqbench: warning: {side.journal}:{side.torn_line}: torn last line skipped", file=sys.stderr)
+    paths = write_sweep_comparison(change, Path(args.out) if args.out else candidate.parent / "compare")
+    if change.change == "not_comparable":
+        print(f"aqbench: error: not comparable: {change.reason}", file=sys.stderr)
+    print(f"capacity {change.change}: {change.reason}")
+    print(f"wrote {paths[0]}, {paths[1]}")
+    return change.exit_code

@@ -1,0 +1,22 @@
+"""Options shared by the commands that load one served model (soak, sweep): its configuration file and model,
+and the positive-number checks of their load flags."""
+
+from __future__ import annotations
+
+import argparse
+
+__all__ = ["add_model_arguments", "check_positive"]
+
+
+def add_model_arguments(p: argparse.ArgumentParser, *, verb: str) -> None:
+    """`--config` and `--model`: which bench.toml, and which of its [[models]] the command is to `verb`."""
+    p.add_argument("--config", default="bench.toml", help="configuration file (default: bench.toml)")
+    p.add_argument("--model", default="", metavar="NAME", help=f"configured model to {verb} (default: the first)")
+
+
+def check_positive(value: float | None, flag: str, unit: str) -> None:
+    """UsageError when a flag given (not None) is zero or negative."""
+    if value is not None and value <= 0:
+        from orchestrator.errors import UsageError
+
+        raise UsageError(f"{flag} {value:g}: must be a positive number of {unit}")

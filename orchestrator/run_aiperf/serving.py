@@ -1,0 +1,84 @@
+"""Correlated serving, the steps run-aiperf and sweep share: journal the dataset and the model, start the
+records tailer, the correlator and the supervised server, write AIPerf's input; then run AIPerf windows
+against it, each accounted by request identity as it closes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import msgspec
+
+from orchestrator.config import ModelConfig
+from orchestrator.correlate import Correlator
+from orchestrator.dataset import (
+    ArmRequest,
+    Dataset,
+    interleave_kinds,
+    parse_session_key,
+    prepare_arms,
+    write_aiperf_input,
+)
+from orchestrator.events import AccountingChecked, DatasetPhase, ModelPhase, PhaseFinished, PhaseStarted
+from orchestrator.ports import AiperfFacts, AiperfInvocation, AiperfResult, Toolkit
+from orchestrator.run import RunScope
+from orchestrator.server_spec import ServerSpec
+from orchestrator.supervisor import ServerHandle, supervise
+
+__all__ = ["Served", "serve_correlated", "run_window"]
+
+
+class Served(msgspec.Struct, kw_only=True, frozen=True):
+    """The server and what its AIPerf runs share: the correlator, the input rows and the input file."""
+
+    handle: ServerHandle
+    correlator: Correlator
+    rows: list[ArmRequest]
+    input_file: Path
+
+
+async def serve_correlated(run: RunScope, toolkit: Toolkit, model: ModelConfig, dataset: Dataset, arms: list[str], *,
+                           source: str, match_timeout_s: float) -> Served:
+    """Journal the dataset and the model phase, start the records tailer, the correlator and the model's server
+    (all in the run's task group), and write AIPerf's input under runs/<id>/aiperf/."""
+    cfg = run.config
+    # The dataset's identity, as qualify journals it, so compare and the ledger can tell datasets apart.
+    await run.bus.publish(PhaseFinished(source=source, phase="dataset", outcome="passed",
+                                        detail=DatasetPhase(name=dataset.name, identity=dataset.identity,
+                                                            path=str(dataset.root), items=len(dataset.items),
+                                                            arms=arms)))
+    # The model phase frames everything this run journals (server lifecycle, samples) as this model's.
+    await run.bus.publish(PhaseStarted(source=source, phase="model", model=model.name,
+                                       detail=ModelPhase(**model.identity_fields(),
+                                                         bundle=model.bundle or cfg.server.bundle)))
+    await run.tg.start(toolkit.records_tailer(run.bus).run)
+    # The live tap carries the answer text; an export half that wins the race waits briefly for it.
+    correlator = Correlator(run.bus, key_parser=parse_session_key, match_timeout_s=match_timeout_s,
+                            answer_grace_s=1.0)
+    await run.tg.start(correlator.run)
+    spec = ServerSpec.from_config(cfg, model, run.run_dir, parts=toolkit.server_parts(cfg.server.kind))
+    handle = await run.tg.start(supervise, spec, run.bus)
+    work = run.run_dir / "aiperf"
+    # Dealt round-robin by kind: AIPerf sends rows in order, so a short run still asks every kind.
+    rows = interleave_kinds(await anyio.to_thread.run_sync(prepare_arms, dataset, arms, work / "wire"), dataset)
+    input_file = await anyio.to_thread.run_sync(write_aiperf_input, rows, work / "inputs.jsonl")
+    return Served(handle=handle, correlator=correlator, rows=rows, input_file=input_file)
+
+
+async def run_window(run: RunScope, toolkit: Toolkit, correlator: Correlator, cmd: AiperfInvocation, *, window: str,
+                     deadline_s: float, install: AiperfFacts | None = None,
+                     stop: anyio.Event | None = None) -> tuple[AiperfResult, AccountingChecked]:
+    """One AIPerf run as `window`, then its accounting (issued against AIPerf's own count). Interrupted, it
+    still journals what the window accounted so far (its open requests as in flight)."""
+    cfg = run.config
+    try:
+        outcome = await toolkit.aiperf.run_aiperf(cmd, run.bus, window=window, deadline_s=deadline_s,
+                                                  stop_grace_s=cfg.workload.stop_grace_s, install=install, stop=stop)
+    except anyio.get_cancelled_exc_class():
+        with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+            for ev in correlator.joiner.close_window(window):
+                await run.bus.publish(ev)
+        raise
+    acc = await correlator.close_window(window, expected=outcome.issued, expected_from=outcome.issued_from)
+    return outcome, acc
