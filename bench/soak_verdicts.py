@@ -14,6 +14,14 @@ series by AR(1) coefficient (heavy-tailed spikes too), the power curve by multip
 against judged minutes, and the smallest slope that would FAIL at 30 and 60 minutes:
 
     .venv/bin/python bench/soak_verdicts.py --sampled [--seeds 500]
+
+`--latency` (issue 29) judges latency drift on each request's ratio to its own item's baseline
+(orchestrator.soak.ratios, the sampled trend rule at 10 %/h with no wander floor) under
+tests/orchestrator/latency_requests.py's noise model: false fails and passes with no drift by AR(1)
+coefficient (the item mix changing halfway, and steady), the power curve by multiple of the limit against
+judged minutes, and the smallest drift that would FAIL at 30 and 60 minutes:
+
+    .venv/bin/python bench/soak_verdicts.py --latency [--seeds 200] [--rate 1]
 """
 
 from __future__ import annotations
@@ -177,7 +185,72 @@ def sampled(seeds: int) -> None:
     print(f"\n{time.perf_counter() - started:.0f} s")
 
 
+LATENCY_LIMIT = 10.0  # [soak] p99_latency_limit_pct_per_h: the drift limit, % of baseline per hour
+LATENCY_MINUTES = (10, 15, 20, 30, 45, 60, 90)
+LATENCY_BASELINE_S = 120.0
+
+
+def latency(seeds: int, rate: float) -> None:
+    """The same-item latency drift rule's error rates and power (see the module docstring)."""
+    from latency_requests import latency_requests, ratio_series  # tests/orchestrator: the one noise model
+
+    from orchestrator.events import SoakLimits
+    from orchestrator.soak.verdicts import drift_rule
+
+    rule = drift_rule(SoakLimits())
+    started = time.perf_counter()
+    outcomes: dict[tuple[str, float, int], list[str]] = {}
+    detectable: dict[tuple[str, int], list[float]] = {}
+    cases = [(f"phi {phi:g}", phi, True) for phi in PHIS] + [("phi 0.5, steady mix", 0.5, False)]
+    seconds = WARMUP_S + LATENCY_MINUTES[-1] * 60
+    for name, phi, mix in cases:
+        for seed in range(seeds):
+            starts, items, flat = latency_requests(np.random.default_rng(seed), seconds, phi=phi, rate=rate,
+                                                   mix_change=mix)
+            for m in SAMPLED_MULTIPLES if mix else (0.0,):
+                series = ratio_series(starts, items, flat, warmup_s=WARMUP_S, baseline_s=LATENCY_BASELINE_S,
+                                      drift_pct_per_h=m * LATENCY_LIMIT)
+                assert series.judged_from_ns is not None
+                for minutes in LATENCY_MINUTES:
+                    t, y, _ = series.series.between(series.judged_from_ns, series.judged_from_ns + minutes * 60 * 10**9)
+                    v = judge_sampled_trend(t, y, rule, unit="%")
+                    outcomes.setdefault((name, m, minutes), []).append(v.outcome)
+                    if m == 0 and v.detectable_per_h is not None:
+                        detectable.setdefault((name, minutes), []).append(v.detectable_per_h)
+    head = " ".join(f"{f'{n} min':>8}" for n in LATENCY_MINUTES)
+    print(f"{seeds} seeds per case; {rate:g} requests/s, each item's baseline over its first {LATENCY_BASELINE_S:g} "
+          f"s after a {WARMUP_S} s warmup, 10 s block medians of the ratios; limit {LATENCY_LIMIT:g} %/h, 98 % "
+          f"two-sided, no wander floor; minutes are judged minutes after the warmup")
+    for what, outcome in (("false fails, no drift (share of seeds that FAIL)", "fail"),
+                          ("no drift: share of seeds that PASS", "pass")):
+        print(f"\n{what}\n{'case':<22} {head}")
+        for name, _, _ in cases:
+            print(f"{name:<22} " + " ".join(f"{outcomes[name, 0.0, n].count(outcome) / seeds:>8.1%}"
+                                            for n in LATENCY_MINUTES))
+    for name in ("phi 0.5", "phi 0.95"):
+        print(f"\npower, {name}: share of seeds that FAIL (PASS in brackets), by multiple of the limit and judged "
+              f"minutes\n{'multiple':<22} {head}")
+        for m in SAMPLED_MULTIPLES[1:]:
+            cells = [f"{outcomes[name, m, n].count('fail') / seeds:.0%} [{outcomes[name, m, n].count('pass') / seeds:.0%}]"
+                     for n in LATENCY_MINUTES]
+            print(f"{f'{m:g}x ({m * LATENCY_LIMIT:g} %/h)':<22} " + " ".join(f"{c:>8}" for c in cells))
+    print("\nsmallest drift that would FAIL (%/h): median over flat seeds [95th percentile]")
+    for minutes in (30, 60):
+        cells = [f"{name}: {np.median(detectable[name, minutes]):.3g} [{np.quantile(detectable[name, minutes], 0.95):.3g}]"
+                 for name, _, _ in cases]
+        print(f"{minutes} min: " + "; ".join(cells))
+    print(f"\n{time.perf_counter() - started:.0f} s")
+
+
 def main() -> None:
+    if "--latency" in sys.argv:
+        parser = argparse.ArgumentParser(description="the same-item latency drift rule (issue 29)")
+        parser.add_argument("--latency", action="store_true")
+        parser.add_argument("--seeds", type=int, default=200)
+        parser.add_argument("--rate", type=float, default=1.0, help="requests per second")
+        args = parser.parse_args()
+        latency(args.seeds, args.rate)
+        return
     if "--sampled" in sys.argv:
         parser = argparse.ArgumentParser(description="the sampled memory rule (issue 29)")
         parser.add_argument("--sampled", action="store_true")

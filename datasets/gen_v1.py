@@ -27,26 +27,15 @@ def clips() -> list[Clip]:
     )
     c: list[Clip] = [
         # Spoken content and reasoning (flite voices: recognisers transcribe them reliably).
-        Clip("meeting", "wav", 16000, "flite kal16", lambda r: said("flite", "kal16", meeting, r), meeting),
-        Clip("folder", "flac", 22050, "flite slt", lambda r: said("flite", "slt", folder, r), folder),
-        Clip("sister", "mp3", 24000, "flite rms",
-             lambda r: said("flite", "rms", "My sister lives in Lisbon and works as a teacher.", r),
-             "My sister lives in Lisbon and works as a teacher."),
-        Clip("platform", "ogg", 44100, "flite awb",
-             lambda r: said("flite", "awb", "The train to the airport leaves from platform seven.", r),
-             "The train to the airport leaves from platform seven."),
-        Clip("street", "wav", 8000, "flite kal (8 kHz diphone)",
-             lambda r: said("flite", "kal", "The bank is next to the bakery on Green Street.", r),
-             "The bank is next to the bakery on Green Street."),
-        Clip("euros", "flac", 16000, "flite awb",
-             lambda r: said("flite", "awb", "I had ten euros and spent four.", r),
-             "I had ten euros and spent four."),
-        Clip("apples", "wav", 24000, "flite slt",
-             lambda r: said("flite", "slt", "There are four boxes, and each box holds three apples.", r),
-             "There are four boxes, and each box holds three apples."),
-        Clip("ages", "ogg", 16000, "flite rms",
-             lambda r: said("flite", "rms", "David is older than Sam, and Sam is older than Tom.", r),
-             "David is older than Sam, and Sam is older than Tom."),
+        _spoken("meeting", "wav", 16000, "flite", "kal16", meeting),
+        _spoken("folder", "flac", 22050, "flite", "slt", folder),
+        _spoken("sister", "mp3", 24000, "flite", "rms", "My sister lives in Lisbon and works as a teacher."),
+        _spoken("platform", "ogg", 44100, "flite", "awb", "The train to the airport leaves from platform seven."),
+        _spoken("street", "wav", 8000, "flite", "kal", "The bank is next to the bakery on Green Street.",
+                recipe="flite kal (8 kHz diphone)"),
+        _spoken("euros", "flac", 16000, "flite", "awb", "I had ten euros and spent four."),
+        _spoken("apples", "wav", 24000, "flite", "slt", "There are four boxes, and each box holds three apples."),
+        _spoken("ages", "ogg", 16000, "flite", "rms", "David is older than Sam, and Sam is older than Tom."),
         # Counting: 1 kHz beeps, 150 ms on, 250 ms off.
         Clip("beeps-5", "wav", 16000, "5 beeps of 1 kHz, 0.15 s on, 0.25 s off", lambda r: beeps(5, r)),
         Clip("beeps-3", "flac", 48000, "3 beeps of 1 kHz in both channels",
@@ -107,13 +96,12 @@ def clips() -> list[Clip]:
         Clip("words-beep-2", "wav", 16000, "flite kal16 words apple, beep, banana, cherry",
              lambda r: _words(["apple", None, "banana", "cherry"], r), "Apple. Banana. Cherry."),
         # Speaker sex (median F0: slt at target 200 ~195 Hz, en+f3 -p 70 ~215 Hz; rms ~100 Hz, en+m3 ~90 Hz).
-        Clip("female-slt", "wav", 16000, "flite slt (female), mean F0 target 200 Hz",
-             lambda r: said("flite", "slt", morning, r, pitch=200), morning),
-        Clip("male-rms", "mp3", 22050, "flite rms (male)", lambda r: said("flite", "rms", morning, r), morning),
-        Clip("female-espeak", "ogg", 22050, "espeak-ng en+f3 (female), pitch 70",
-             lambda r: said("espeak-ng", "en+f3", morning, r, pitch=70), morning),
-        Clip("male-espeak", "flac", 22050, "espeak-ng en+m3 (male)",
-             lambda r: said("espeak-ng", "en+m3", morning, r), morning),
+        _spoken("female-slt", "wav", 16000, "flite", "slt", morning, pitch=200,
+                recipe="flite slt (female), mean F0 target 200 Hz"),
+        _spoken("male-rms", "mp3", 22050, "flite", "rms", morning, recipe="flite rms (male)"),
+        _spoken("female-espeak", "ogg", 22050, "espeak-ng", "en+f3", morning, pitch=70,
+                recipe="espeak-ng en+f3 (female), pitch 70"),
+        _spoken("male-espeak", "flac", 22050, "espeak-ng", "en+m3", morning, recipe="espeak-ng en+m3 (male)"),
         # Speaker count.
         Clip("two-speakers", "wav", 16000, "flite slt then flite rms, same sentence, 0.6 s apart",
              lambda r: cat(tts("flite", "slt", weather, r), gap(0.6, r), tts("flite", "rms", weather, r)),
@@ -129,20 +117,24 @@ def clips() -> list[Clip]:
              lambda r: cat(tts("flite", "kal16", rate_s, r, stretch=0.7), gap(0.7, r),
                            tts("flite", "kal16", rate_s, r, stretch=1.6)), f"{rate_s} {rate_s}"),
         # Language (espeak-ng).
-        Clip("lang-de", "wav", 22050, "espeak-ng de",
-             lambda r: said("espeak-ng", "de", "Guten Morgen. Wie geht es Ihnen heute? Das Wetter ist schön.", r),
-             "Guten Morgen. Wie geht es Ihnen heute? Das Wetter ist schön."),
-        Clip("lang-es", "mp3", 48000, "espeak-ng es",
-             lambda r: said("espeak-ng", "es", "Buenos días. ¿Cómo está usted hoy? Hace muy buen tiempo.", r),
-             "Buenos días. ¿Cómo está usted hoy? Hace muy buen tiempo."),
-        Clip("lang-fr", "flac", 44100, "espeak-ng fr",
-             lambda r: said("espeak-ng", "fr", "Bonjour. Comment allez-vous aujourd'hui? Il fait très beau.", r),
-             "Bonjour. Comment allez-vous aujourd'hui? Il fait très beau."),
+        _spoken("lang-de", "wav", 22050, "espeak-ng", "de",
+                "Guten Morgen. Wie geht es Ihnen heute? Das Wetter ist schön."),
+        _spoken("lang-es", "mp3", 48000, "espeak-ng", "es",
+                "Buenos días. ¿Cómo está usted hoy? Hace muy buen tiempo."),
+        _spoken("lang-fr", "flac", 44100, "espeak-ng", "fr",
+                "Bonjour. Comment allez-vous aujourd'hui? Il fait très beau."),
         # A long passage.
         Clip("passage", "flac", 16000, "flite slt, one paragraph",
              lambda r: cat(gap(0.3, r), tts("flite", "slt", passage, r), gap(0.3, r)), passage),
     ]
     return c
+
+
+def _spoken(name: str, container: str, rate: int, engine: str, voice: str, text: str, *, pitch: int | None = None,
+            recipe: str = "") -> Clip:
+    """A clip that only says `text` (with said()'s padding); its recipe is the engine and voice unless given."""
+    return Clip(name, container, rate, recipe or f"{engine} {voice}",
+                lambda r: said(engine, voice, text, r, pitch=pitch), text)
 
 
 def _over_noise(speech: np.ndarray, rate: int, seed: int) -> np.ndarray:
@@ -170,6 +162,10 @@ _SEX = {"female": ["woman", "girl", "feminine", "lady"], "male": ["man", "boy", 
 _UPDOWN = {"rising": ["rises", "rise", "up", "upward", "upwards", "ascending", "increasing"],
            "falling": ["falls", "fall", "down", "downward", "downwards", "descending", "decreasing"]}
 _LR_ALIASES = {"left": ["left channel", "left side"], "right": ["right channel", "right side"]}
+_MF = ("male", "female")
+_ABC = ("apple", "banana", "cherry")
+_SILENT_SOUND = {"silent": ["silence", "nothing", "no sound"], "sound": ["hum", "tone", "noise", "a sound"]}
+_TIMES = {"first": ["first time"], "second": ["second time"]}
 
 
 def questions() -> list[Q]:
@@ -235,9 +231,9 @@ def questions() -> list[Q]:
         Q("speech-library", "library", "speech_presence", speech_q, "yes", "choice", True,
           choices=("yes", "no"), aliases=yes_no),
         Q("silence-silent", "silent", "silence", silent_q, "silent", "choice", choices=("silent", "sound"),
-          aliases={"silent": ["silence", "nothing", "no sound"], "sound": ["hum", "tone", "noise", "a sound"]}),
+          aliases=_SILENT_SOUND),
         Q("silence-hum", "hum", "silence", silent_q, "sound", "choice", choices=("silent", "sound"),
-          aliases={"silent": ["silence", "nothing", "no sound"], "sound": ["hum", "tone", "noise", "a sound"]}),
+          aliases=_SILENT_SOUND),
         Q("channel-voice-left", "voice-left", "channel", voice_ch, "left", "choice", choices=_LR,
           aliases=_LR_ALIASES),
         Q("channel-voice-right", "voice-right", "channel", voice_ch, "right", "choice", choices=_LR,
@@ -249,26 +245,26 @@ def questions() -> list[Q]:
         Q("timing-beep-2s", "beep-at-2s", "timing", "How many seconds into the recording does the beep start?",
           "2", "numeric", tolerance=0.3),
         Q("order-after-beep-3", "words-beep-3", "order", after_beep, "cherry", "choice",
-          choices=("apple", "banana", "cherry")),
+          choices=_ABC),
         Q("order-before-beep-3", "words-beep-3", "order",
           "Which word is spoken right before the beep: apple, banana or cherry?", "banana", "choice",
-          choices=("apple", "banana", "cherry")),
+          choices=_ABC),
         Q("order-after-beep-2", "words-beep-2", "order", after_beep, "banana", "choice",
-          choices=("apple", "banana", "cherry")),
-        Q("sex-female-slt", "female-slt", "speaker_sex", sex_q, "female", "choice", choices=("male", "female"),
+          choices=_ABC),
+        Q("sex-female-slt", "female-slt", "speaker_sex", sex_q, "female", "choice", choices=_MF,
           aliases=_SEX),
-        Q("sex-male-rms", "male-rms", "speaker_sex", sex_q, "male", "choice", choices=("male", "female"),
+        Q("sex-male-rms", "male-rms", "speaker_sex", sex_q, "male", "choice", choices=_MF,
           aliases=_SEX),
         Q("sex-female-espeak", "female-espeak", "speaker_sex", sex_q, "female", "choice",
-          choices=("male", "female"), aliases=_SEX),
-        Q("sex-male-espeak", "male-espeak", "speaker_sex", sex_q, "male", "choice", choices=("male", "female"),
+          choices=_MF, aliases=_SEX),
+        Q("sex-male-espeak", "male-espeak", "speaker_sex", sex_q, "male", "choice", choices=_MF,
           aliases=_SEX),
         Q("speakers-two", "two-speakers", "speaker_count", people_q, "2", "numeric"),
         Q("speakers-one", "one-speaker", "speaker_count", people_q, "1", "numeric"),
         Q("rate-faster-second", "slow-fast", "speaking_rate", rate_q, "second", "choice", choices=_FS,
-          aliases={"first": ["first time"], "second": ["second time"]}),
+          aliases=_TIMES),
         Q("rate-faster-first", "fast-slow", "speaking_rate", rate_q, "first", "choice", choices=_FS,
-          aliases={"first": ["first time"], "second": ["second time"]}),
+          aliases=_TIMES),
         Q("language-de", "lang-de", "language", lang_q, "german", "choice", True, choices=_LANGS,
           aliases={"german": ["deutsch"]}),
         Q("language-es", "lang-es", "language", lang_q, "spanish", "choice", True, choices=_LANGS,

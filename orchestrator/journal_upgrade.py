@@ -8,7 +8,7 @@ reports its release wrote. Imports events only.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, TypeGuard
 
 import msgspec
 
@@ -76,7 +76,7 @@ def _v1_to_v2(obj: Obj) -> Obj:
     return obj
 
 
-def _v1_mismatch(entry: Any) -> Obj:
+def _v1_mismatch(entry: object) -> Obj:
     """v1 kept a mismatch's answers beside its ids: {item_id, arm, request_id?, <path>: answer, ...}."""
     if not isinstance(entry, dict):
         return {"item_id": str(entry)}
@@ -105,7 +105,7 @@ def _v2_to_v3(obj: Obj, command: str) -> Obj:
     return obj
 
 
-def _phase_detail(phase: str, command: str, detail: Any) -> Obj | None:
+def _phase_detail(phase: str, command: str, detail: object) -> Obj | None:
     if not isinstance(detail, dict) or not detail or phase not in _PHASE_TAGS:
         return None
     detail = dict(detail)
@@ -148,21 +148,22 @@ def _soak_verdict(obj: Obj) -> None:
     obj["detail"] = {**detail, "kind": tag}
 
 
-def _number(key: str, value: Any) -> Any:
+def _number(key: str, value: object) -> float | list[float] | str | None:
     """A verdict table's number as schema 2 published it: a float, a two-float interval, a unit string."""
     if key == "unit":
         return str(value or "")
     if key == "interval":
-        ok = isinstance(value, list) and len(value) == 2 and all(_is_number(x) for x in value)
-        return [float(x) for x in value] if ok else None
+        if isinstance(value, list) and len(value) == 2 and all(_is_number(x) for x in value):
+            return [float(x) for x in value]
+        return None
     return float(value) if _is_number(value) else None
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: object) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _audio(audio: Any) -> Obj | None:
+def _audio(audio: object) -> Obj | None:
     """A server record's `audio` object, keeping the fields of the expected type (the correlator read only
     well-typed seconds and bytes)."""
     if not isinstance(audio, dict):

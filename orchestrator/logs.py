@@ -11,10 +11,11 @@ import sys
 from collections.abc import Mapping, MutableMapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import msgspec
 import structlog
+from structlog.typing import Processor, WrappedLogger
 
 from orchestrator.redaction import Redactor
 
@@ -29,7 +30,7 @@ _stderr_handler: logging.Handler | None = None
 _stderr_json = False  # stderr carries JSON lines: the human lines go there as JSON records too
 
 
-def _redact(logger: Any, method: str, event_dict: MutableMapping[str, Any]) -> Mapping[str, Any]:
+def _redact(logger: WrappedLogger, method: str, event_dict: MutableMapping[str, Any]) -> Mapping[str, Any]:
     """Credentials never reach stderr or aqbench.log: secret-named keys, secret flags in argv lists,
     Authorization headers and this process's secret environment values are redacted."""
     clean = _redactor.data(event_dict)
@@ -40,7 +41,7 @@ def _json(**_: Any) -> structlog.processors.JSONRenderer:
     return structlog.processors.JSONRenderer(serializer=lambda obj, **__: _encoder.encode(obj).decode())
 
 
-def _formatter(renderer: Any) -> structlog.stdlib.ProcessorFormatter:
+def _formatter(renderer: Processor) -> structlog.stdlib.ProcessorFormatter:
     # Records from plain logging (libraries) get the same level and time stamp as ours.
     foreign: list[Any] = [structlog.stdlib.add_log_level, structlog.processors.TimeStamper(fmt="iso", utc=True)]
     return structlog.stdlib.ProcessorFormatter(
@@ -103,11 +104,11 @@ class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
     """A StreamHandler on whatever sys.stderr is at the time of the write."""
 
     @property
-    def stream(self) -> Any:
+    def stream(self) -> TextIO:
         return sys.stderr
 
     @stream.setter
-    def stream(self, _value: Any) -> None:
+    def stream(self, _value: TextIO) -> None:
         pass
 
 
@@ -135,6 +136,6 @@ def detach_run_log() -> None:
         _run_handler = None
 
 
-def get_logger(name: str = _ROOT) -> Any:
+def get_logger(name: str = _ROOT) -> structlog.stdlib.BoundLogger:
     """A structlog logger under the `aqbench` logging hierarchy (`aqbench.qualify`, ...)."""
-    return structlog.get_logger(name if name == _ROOT or name.startswith(_ROOT + ".") else f"{_ROOT}.{name}")
+    return structlog.stdlib.get_logger(name if name == _ROOT or name.startswith(_ROOT + ".") else f"{_ROOT}.{name}")

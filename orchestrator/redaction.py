@@ -15,7 +15,6 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
-from typing import Any
 
 import msgspec
 
@@ -150,7 +149,7 @@ class Redactor:
             out.append(self.text(arg))
         return out
 
-    def data(self, value: Any) -> Any:
+    def data(self, value: object) -> object:
         """JSON-like data with secret-named keys' values, secret flags in string lists and secrets in
         strings redacted; returns `value` itself when nothing changed."""
         if isinstance(value, str):

@@ -38,6 +38,7 @@ from orchestrator.events import (
 from orchestrator.logs import get_logger
 from orchestrator.ports import EventSink, HttpProbe, Readiness, ResourceSampler, ServerProcess
 from orchestrator.server_spec import ServerSpec
+from orchestrator.stop_traceback import stop_traceback
 
 __all__ = ["ServerSpec", "ServerHandle", "SupervisorStatistics", "supervise", "supervised", "signal_name"]
 
@@ -458,8 +459,10 @@ class _Supervisor:
             # Uvicorn re-raises the stop signal: dying of our own signal (or 128+sig from a shell) is clean.
             expected = rc in (0, -sig, 128 + sig) or (result.forced and rc == -signal.SIGKILL)
             await proc.wait_output_closed(_TAIL_WAIT_S)
+            tail = proc.output_tail()
             await self.publish(ServerExited(incarnation=inc, pid=proc.pid, returncode=rc, signal=signal_name(rc),
-                                            expected=expected, during="stop", output_tail=proc.output_tail()))
+                                            expected=expected, during="stop", output_tail=tail,
+                                            stop_traceback=stop_traceback(tail, sig) if expected else ""))
             if result.forced:
                 await self.publish(Warned(code="server_stop_forced", message=(
                     f"server pid {proc.pid} did not stop within {cfg.stop_grace_s:g} s of {cfg.stop_signal} "

@@ -1,26 +1,33 @@
-"""Headless Chromium for tests: open a page (an HTML file or a URL) at a set width and read what a person sees.
+"""Headless Chromium for tests, the project's one browser driver: open a page (an HTML file or a URL) at a set
+width and read what a person sees, or keep a tab open on a live page and watch it change.
 
 Drives Debian's `chromium` through Playwright (`executable_path`, no browser download), one browser per test
-session on a thread of its own. The `browser` fixture skips, with the reason, where chromium or playwright is missing. `Seen` holds
-what the page showed: its text, console errors, horizontal overflow, chart sizes, overlapping chart texts,
-clipped boxes and badges broken over two lines, measured by a small script run in the page.
+session on a thread of its own. The `browser` fixture skips, with the reason, where chromium or playwright is
+missing. `Seen` holds what the page showed: its text, console errors, horizontal overflow, chart sizes,
+overlapping chart texts, clipped boxes and badges broken over two lines, measured by a small script run in the
+page. `Browser.tab` is for async tests (a live page served by the test's own event loop): each call hops to the
+browser's thread, so the loop keeps serving the page meanwhile.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import queue
 import shutil
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+import anyio
+import anyio.to_thread
 import psutil
 import pytest
 
-__all__ = ["Browser", "Seen", "browser", "browser_pids", "CHROMIUM"]
+__all__ = ["CHROMIUM", "Browser", "Seen", "Tab", "browser", "browser_pids"]
 
 # AQBENCH_CHROMIUM names another build; Debian's package installs /usr/bin/chromium.
 CHROMIUM = os.environ.get("AQBENCH_CHROMIUM") or shutil.which("chromium")
@@ -144,6 +151,67 @@ class Browser:
                 context.close()
 
         return self._worker.call(job, timeout_s=timeout_s * 4)
+
+    @asynccontextmanager
+    async def tab(self, url: str, *, width: int = 1280, height: int = 900,
+                  timeout_s: float = 30.0) -> AsyncIterator[Tab]:
+        """`async with browser.tab(url) as tab:` a tab left open on `url` for an async test to watch; closed
+        on exit (shielded, so a failing test still closes it)."""
+        def open_tab(browser: Any) -> tuple[Any, Any, list[str]]:
+            context = browser.new_context(viewport={"width": width, "height": height})
+            page = context.new_page()
+            errors: list[str] = []
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            try:
+                page.goto(url, wait_until="load", timeout=timeout_s * 1000)
+            except BaseException:
+                context.close()
+                raise
+            return context, page, errors
+
+        context, page, errors = await self._run(open_tab, timeout_s * 4)
+        try:
+            yield Tab(self, page, errors)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self._run(lambda _browser: context.close(), 60.0)
+
+    async def _run(self, fn: Callable[[Any], T], timeout_s: float) -> T:
+        """`fn(browser)` on the browser's thread, awaited from an event loop without blocking it."""
+        return await anyio.to_thread.run_sync(lambda: self._worker.call(fn, timeout_s=timeout_s))
+
+
+class Tab:
+    """An open tab for async tests: read the page, poll an element until its text says what the test waits
+    for, take a screenshot. `errors` holds the console and page errors seen so far."""
+
+    def __init__(self, browser: Browser, page: Any, errors: list[str]) -> None:
+        self._browser, self._page, self.errors = browser, page, errors
+
+    async def eval(self, expression: str) -> Any:
+        """The value of a JavaScript expression (or function) in the page (JSON-able values only)."""
+        return await self._browser._run(lambda _b: self._page.evaluate(expression), 30.0)
+
+    async def text(self, element_id: str) -> str:
+        """The text of the element with id `element_id` ('' when there is none)."""
+        value = await self.eval(f"(document.getElementById({json.dumps(element_id)}) || {{}}).textContent || ''")
+        return str(value)
+
+    async def wait_text(self, element_id: str, pred: Callable[[str], bool], timeout_s: float) -> str:
+        """Poll the element's text until `pred(text)` holds; AssertionError with the last text otherwise."""
+        last = ""
+        with anyio.move_on_after(timeout_s):
+            while True:
+                last = await self.text(element_id)
+                if pred(last):
+                    return last
+                await anyio.sleep(0.25)
+        raise AssertionError(f"#{element_id} never matched within {timeout_s} s; last text: {last!r}")
+
+    async def screenshot(self, path: Path) -> None:
+        """A PNG of the whole page as shown (the docs' picture)."""
+        await self._browser._run(lambda _b: self._page.screenshot(path=str(path), full_page=True), 60.0)
 
 
 class _BrowserThread(threading.Thread):

@@ -1,13 +1,26 @@
-"""Shared test fixtures: asyncio-only anyio backend, a check that no test leaves a process behind, and the
-session's headless Chromium (`browser`, from tests/browser.py)."""
+"""Shared test fixtures: asyncio-only anyio backend, a check that no test leaves a process behind, the
+session's headless Chromium (`browser`, from tests/browser.py) and default reference server, and the xdist
+lanes."""
 
 from __future__ import annotations
 
 import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import psutil
 import pytest
+
+try:  # pytest 9's node ids; older pytest has none (and xdist's own grouping works there)
+    from _pytest.nodeid import NodeId
+except ImportError:  # pragma: no cover
+    NodeId = None  # type: ignore[assignment,misc]
 from browser import browser, browser_pids
+
+if TYPE_CHECKING:
+    from _reference_server import Server
 
 __all__ = ["anyio_backend", "browser"]
 
@@ -26,6 +39,24 @@ _SHARED_PIDS: set[int] = set()
 def shared_processes() -> set[int]:
     """Add the pid of a process a wider-scoped fixture starts (and stops itself before it returns)."""
     return _SHARED_PIDS
+
+
+@pytest.fixture(scope="session")
+def default_server(tmp_path_factory: pytest.TempPathFactory, shared_processes: set[int]) -> Iterator[Server]:
+    """The reference server on its default flags (trtmc-server's behaviour), started once for the adapter tests
+    that only send it requests instead of once per test; at the end it stops on SIGINT with exit 0, as each
+    test's own server had to."""
+    # Imported here: tests/adapters joins sys.path only once its modules are collected (no package).
+    from _reference_server import reference_server
+
+    with reference_server(tmp_path_factory.mktemp("default-server")) as s:
+        shared_processes.add(s.proc.pid)
+        try:
+            yield s
+            s.proc.send_signal(signal.SIGINT)
+            assert s.proc.wait(timeout=20) == 0
+        finally:
+            shared_processes.discard(s.proc.pid)
 
 
 def _is_shared(proc: psutil.Process) -> bool:
@@ -65,15 +96,49 @@ SLOW_TIMEOUT_S = 600
 DEFAULT_TIMEOUT_S = 120
 
 
+# Under pytest-xdist (`-n 2 --dist loadgroup`, as .ci/run runs the suite) every test that starts a real server,
+# AIPerf, Ray or the browser runs in this one group, on one worker and one at a time as without xdist: they
+# load both cores, and their ports, process checks and timing assume no other such run beside them. The unit
+# tests fill the other worker meanwhile. Marked `servers` where the path alone does not say it.
+SERIAL_GROUP = "servers"
+_SERIAL_DIRS = ("e2e", "adapters")
+# Soaks last as long as their clock says, whatever the CPU left to them (they send fewer requests), while
+# work-bound tests take longer beside the unit tests: the soaks run first, so the unit tests overlap them.
+_CLOCK_BOUND = ("test_soak.py", "test_live.py")
+
+
+def _serial(item: pytest.Item) -> bool:
+    in_dir = any(part in _SERIAL_DIRS for part in item.path.relative_to(Path(__file__).parent).parts[:-1])
+    # The browser: the session's (the `browser` fixture) or a module's own (tests/chromium_page.py).
+    chromium = "browser" in getattr(item, "fixturenames", ()) or hasattr(getattr(item, "module", None), "ChromiumPage")
+    return in_dir or chromium or any(item.get_closest_marker(m) is not None for m in ("servers", "aiperf"))
+
+
+def _join_group(item: pytest.Item, group: str) -> None:
+    """What pytest-xdist 3.8 does for an xdist_group mark: the group after an `@` in the node id, which its
+    scheduler reads. Its own hook sets `_nodeid`, which pytest 9 no longer reads (the id is `_id`), so
+    without this every group is split across the workers."""
+    nodeid = f"{item.nodeid}@{group}"
+    if NodeId is not None and hasattr(item, "_id") and not item.nodeid.endswith(f"@{group}"):
+        item._id = NodeId.parse(nodeid)
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the group marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     over = []
+    grouping = config.getoption("loadgroup", default=False)  # set in an xdist worker under --dist loadgroup
     for item in items:
+        if _serial(item):
+            item.add_marker(pytest.mark.xdist_group(SERIAL_GROUP))
+            if grouping:
+                _join_group(item, SERIAL_GROUP)
         limit = item.get_closest_marker("timeout")
         if item.get_closest_marker("slow") is None:
             if limit is not None and limit.args and limit.args[0] > DEFAULT_TIMEOUT_S:
                 over.append(f"{item.nodeid} (timeout {limit.args[0]} s)")
         elif limit is None:
             item.add_marker(pytest.mark.timeout(SLOW_TIMEOUT_S))
+    items.sort(key=lambda item: item.path.name not in _CLOCK_BOUND)  # stable: each module stays in order
     if over:
         raise pytest.UsageError(f"tests not marked slow may not exceed the {DEFAULT_TIMEOUT_S} s per-test timeout; "
                                 f"mark them slow or make them faster: {over}")

@@ -79,3 +79,46 @@ def test_the_scan_finds_nested_imports_and_skips_module_level_and_commands(tmp_p
         "async def f():\n    if True:\n        import os.path\n")
     (tmp_path / "orchestrator" / "commands" / "report.py").write_text("def run():\n    import adapters\n")
     assert local_imports("orchestrator", tmp_path) == {("orchestrator/bus.py", ".b"), ("orchestrator/bus.py", "os.path")}
+
+
+def uncommented_root_imports(root: Path = ROOT) -> list[str]:
+    """`file:line` of each block of function-local imports in the composition roots (orchestrator/commands/)
+    whose line above is not a comment saying why the block is not at the top of its module."""
+    found: list[str] = []
+    for path in sorted((root / "orchestrator" / "commands").glob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        source = path.read_text()
+        lines = source.splitlines()
+        for node in ast.walk(ast.parse(source, rel)):
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            for sub in ast.walk(node):
+                for body in (getattr(sub, name, None) for name in ("body", "orelse", "finalbody")):
+                    if not isinstance(body, list):
+                        continue
+                    for i, stmt in enumerate(body):
+                        starts_block = (isinstance(stmt, ast.Import | ast.ImportFrom)
+                                        and not (i and isinstance(body[i - 1], ast.Import | ast.ImportFrom)))
+                        if starts_block and not lines[stmt.lineno - 2].strip().startswith("#"):
+                            found.append(f"{rel}:{stmt.lineno}")
+    return sorted(set(found))
+
+
+def test_each_block_of_local_imports_in_the_composition_roots_says_why() -> None:
+    """In orchestrator/commands/, every block of function-local imports has a comment right above it saying why
+    it is not at the top (start-up time of `aqbench --help` and the light commands, an optional extra...)."""
+    missing = uncommented_root_imports()
+    assert not missing, (f"function-local imports without a comment above them: {missing}; hoist each to the top "
+                         "of its module, or say in a comment right above the block why it must stay local")
+
+
+def test_the_comment_check_finds_a_bare_block_and_accepts_a_commented_one(tmp_path: Path) -> None:
+    """A block of local imports right under `def` is reported; the same block under a comment, and imports at
+    module level, are not."""
+    (tmp_path / "orchestrator" / "commands").mkdir(parents=True)
+    (tmp_path / "orchestrator" / "commands" / "report.py").write_text(
+        "import json\n\n\ndef run():\n    import os\n    import sys\n    if os:\n        import re\n")
+    (tmp_path / "orchestrator" / "commands" / "ingest.py").write_text(
+        "def run():\n    # start-up: only this command needs it\n    import os\n    import sys\n")
+    assert uncommented_root_imports(tmp_path) == ["orchestrator/commands/report.py:5",
+                                                 "orchestrator/commands/report.py:8"]

@@ -29,7 +29,7 @@ class Judgement(msgspec.Struct, frozen=True, kw_only=True):
     ready: bool
 
 
-def _read_json(path: Path) -> Any:
+def _read_json(path: Path) -> object:
     try:
         return msgspec.json.decode(path.read_bytes())
     except (FileNotFoundError, msgspec.DecodeError):
@@ -69,8 +69,9 @@ def judge_artifacts(folder: Path, *, returncode: int | None, stopped_early: bool
     """Classify: complete (every request answered), partial (finished with errors or without
     aggregates), cancelled (stopped early: by us, by SIGINT or by AIPerf's failure threshold),
     failed (no records at all). Blocks (small file reads)."""
-    marker = _read_json(folder / READY_MARKER)
-    ready = isinstance(marker, dict) and bool(marker.get("ready"))
+    raw = _read_json(folder / READY_MARKER)
+    marker: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    ready = bool(marker.get("ready"))
     agg = _aggregate(folder)
     cancelled = stopped_early or bool(agg.get("was_cancelled")) or (ready and bool(marker.get("was_cancelled")))
     errors = agg.get("error_request_count") or 0

@@ -9,13 +9,17 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 from aiperf.common.exceptions import PostProcessorDisabled
 from aiperf.common.mixins import AIPerfLifecycleMixin
 from aiperf.metrics.metric_dicts import MetricRecordDict
 from aiperf.metrics.metric_registry import MetricRegistry
+
+if TYPE_CHECKING:  # AIPerf's own types, named for the reader (AIPerf is not type-checked here)
+    from aiperf.config.resolution.plan import BenchmarkRun
+    from aiperf.post_processors.record_observer_context import RecordObserverContext
 
 __all__ = ["TAP_ENV", "LiveTapObserver"]
 
@@ -32,7 +36,7 @@ class LiveTapObserver(AIPerfLifecycleMixin):  # type: ignore[misc]  # AIPerf is 
     and sees each one within microseconds of `observe` returning.
     """
 
-    def __init__(self, service_id: str | None = None, run: Any = None, **kwargs: Any) -> None:
+    def __init__(self, service_id: str | None = None, run: BenchmarkRun | None = None, **kwargs: Any) -> None:
         folder = os.environ.get(TAP_ENV, "")
         if not folder or not Path(folder).is_dir():
             raise PostProcessorDisabled(f"aqbench live tap disabled ({TAP_ENV} does not name a folder)")
@@ -41,7 +45,7 @@ class LiveTapObserver(AIPerfLifecycleMixin):  # type: ignore[misc]  # AIPerf is 
         self.path = Path(folder) / f"tap-{os.getpid()}-{safe}.jsonl"
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
 
-    async def observe(self, ctx: Any) -> None:
+    async def observe(self, ctx: RecordObserverContext) -> None:
         md = ctx.metadata
         request = ctx.record.request
         trace = request.trace_data

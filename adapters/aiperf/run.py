@@ -65,7 +65,7 @@ class _Counts:
         self.sent: dict[str, int] = {}  # per phase kind, from AIPerf's own log
 
 
-async def _publish_lines(bus: Any, lines: list[bytes], via: str, window: str, counts: _Counts) -> None:
+async def _publish_lines(bus: EventSink, lines: list[bytes], via: str, window: str, counts: _Counts) -> None:
     parse = parse_tap_line if via == "tap" else parse_export_line
     for line in lines:
         try:
@@ -78,7 +78,7 @@ async def _publish_lines(bus: Any, lines: list[bytes], via: str, window: str, co
         await bus.publish(rec)
 
 
-async def _tail_export(path: Path, bus: Any, window: str, stop: anyio.Event, counts: _Counts) -> None:
+async def _tail_export(path: Path, bus: EventSink, window: str, stop: anyio.Event, counts: _Counts) -> None:
     follower = LineFollower(path)
     try:
         async for batch in follower.follow(stop):
@@ -87,7 +87,7 @@ async def _tail_export(path: Path, bus: Any, window: str, stop: anyio.Event, cou
         follower.close()
 
 
-async def _tail_taps(folder: Path, bus: Any, window: str, stop: anyio.Event, counts: _Counts) -> None:
+async def _tail_taps(folder: Path, bus: EventSink, window: str, stop: anyio.Event, counts: _Counts) -> None:
     # One file per record-processor process; new files can appear while AIPerf starts its services.
     # Woken by the folder's change notifications (each tap line is one write), not by a timer.
     followers: dict[Path, LineFollower] = {}
@@ -111,13 +111,13 @@ async def _tail_taps(folder: Path, bus: Any, window: str, stop: anyio.Event, cou
             follower.close()
 
 
-async def _pump_logs(proc: Process, bus: Any, tail: list[str], scope: anyio.CancelScope, counts: _Counts) -> None:
+async def _pump_logs(proc: Process, bus: EventSink, tail: list[str], scope: anyio.CancelScope, counts: _Counts) -> None:
     assert proc.stdout is not None
     with scope:
         await _pump(proc, bus, tail, counts)
 
 
-async def _pump(proc: Process, bus: Any, tail: list[str], counts: _Counts) -> None:
+async def _pump(proc: Process, bus: EventSink, tail: list[str], counts: _Counts) -> None:
     assert proc.stdout is not None
     buf = b""
     async for chunk in proc.stdout:

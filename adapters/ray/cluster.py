@@ -16,7 +16,7 @@ import ray
 import ray.exceptions
 
 from adapters.ray.task import run_attempt
-from orchestrator.campaign.events import AnyTaskMessage, NodeFacts, TaskDone, TaskPlaced
+from orchestrator.campaign.events import AnyTaskMessage, AttemptEnd, NodeFacts, TaskDone, TaskPlaced
 from orchestrator.campaign.ports import AttemptSpec, Delivery, ModelRunner
 
 __all__ = ["RayCluster"]
@@ -54,7 +54,7 @@ _remote_attempt = ray.remote(num_returns="streaming", max_retries=0)(run_attempt
 
 
 class _Attempt:
-    def __init__(self, spec: AttemptSpec, stream: Any) -> None:
+    def __init__(self, spec: AttemptSpec, stream: ray.ObjectRefGenerator) -> None:
         self.spec = spec
         self.stream = stream
         self.node_id = ""
@@ -145,7 +145,7 @@ class RayCluster:
             if not ray.wait([att.stream], timeout=0)[0]:
                 return out
 
-    def _end(self, att: _Attempt, ended: Any, exc: BaseException) -> Delivery:
+    def _end(self, att: _Attempt, ended: AttemptEnd, exc: BaseException) -> Delivery:
         self._attempts.pop(att.stream, None)
         text = str(exc).strip().splitlines()
         reason = f"{type(exc).__name__}: {text[0] if text else ''}"[:500]

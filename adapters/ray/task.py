@@ -16,7 +16,7 @@ import tarfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.from_thread
@@ -24,6 +24,9 @@ import msgspec
 
 from orchestrator.campaign.events import AnyTaskMessage, JournalChunk, KeptFile, TaskDone, TaskPlaced
 from orchestrator.campaign.ports import AttemptSpec, ModelRunner, StopNotice
+
+if TYPE_CHECKING:  # the task imports Ray inside (it runs on a worker); the name is for the reader
+    from ray.actor import ActorHandle
 
 __all__ = ["run_attempt", "JournalFollower", "pack_folder"]
 
@@ -75,7 +78,7 @@ def pack_folder(folder: Path, *, limit_bytes: int, skip: tuple[str, ...] = ("eve
     return buf.getvalue(), kept
 
 
-def run_attempt(spec_bytes: bytes, runner: ModelRunner, stop_flag: Any) -> Iterator[bytes]:
+def run_attempt(spec_bytes: bytes, runner: ModelRunner, stop_flag: ActorHandle) -> Iterator[bytes]:
     """The body of the Ray task: yields encoded TaskPlaced, JournalChunks as lines appear, then TaskDone.
 
     Blocks. Raises what the runner raised (after streaming every line it wrote).

@@ -271,17 +271,7 @@ async def _chat_inner(request: web.Request, state: ServerState, request_id: str,
         os._exit(70)  # fault: die mid-request, like a crashed process (no cleanup, no record)
     if fault == "hang":
         await state.hang.wait()
-    if request.content_length is not None and request.content_length > s.max_body_bytes:
-        raise ApiError(413, "content_too_large", f"request body of {request.content_length} bytes "
-                       f"exceeds --max-body-bytes {s.max_body_bytes}")
-    _check_content_type(request)
-    raw = bytearray()
-    async for chunk in request.content.iter_chunked(1 << 16):
-        raw.extend(chunk)
-        if len(raw) > s.max_body_bytes:
-            raise ApiError(413, "content_too_large", f"request body exceeds --max-body-bytes "
-                           f"{s.max_body_bytes}")
-    req = parse_chat(bytes(raw))
+    req = parse_chat(await _read_body(request, s.max_body_bytes))
     out.model = req.model
     out.streaming = "buffered" if req.stream else "none"
     if req.model != s.model_name:
@@ -289,20 +279,56 @@ async def _chat_inner(request: web.Request, state: ServerState, request_id: str,
                        f"available: {s.model_name!r}", "model")
     if fault == "error":
         raise ApiError(500, "engine_error", "injected fault: --fault-error-rate", error_type="server_error")
-    audio: DecodedAudio | None = None
-    if req.audio is not None:
-        part = req.audio
-        try:
-            audio = await anyio.to_thread.run_sync(decode_audio, part.data, part.format,
-                                                   limiter=state.decode_limiter)
-        except AudioDecodeError as exc:
-            raise ApiError(400, "invalid_audio", f"{part.where}: {exc}", part.where) from None
-        out.audio = AudioInfo(format=audio.format, sample_rate_hz=audio.sample_rate_hz,
-                              channels=audio.channels, seconds=round(audio.seconds, 6),
-                              bytes=audio.bytes)
-        if audio.seconds > s.max_audio_s:
-            raise ApiError(400, "audio_too_long", f"{part.where}: audio is {audio.seconds:.2f} s long; "
-                           f"the limit is {s.max_audio_s:g} s", part.where)
+    audio = await _decode_request_audio(state, req, out)
+    replica = _take_replica(state, fault, out)
+    ans = await _call_engine(state, replica, audio, req, out)
+    headers = {"x-request-id": request_id, "Server-Timing": f"model;dur={ans.model_call_ms:.3f}"}
+    if not req.stream:
+        resp: web.StreamResponse = web.json_response(_answer_body(req, ans, request_id, s.model_name, s.openai_finish_reason),
+                                 headers=headers)
+        await resp.prepare(request)
+        await resp.write_eof()
+        return resp
+    return await _stream_answer(request, req, ans, request_id, headers, s)
+
+
+async def _read_body(request: web.Request, max_body_bytes: int) -> bytes:
+    """The request body, refused (413) as soon as it is known to exceed `max_body_bytes`."""
+    if request.content_length is not None and request.content_length > max_body_bytes:
+        raise ApiError(413, "content_too_large", f"request body of {request.content_length} bytes "
+                       f"exceeds --max-body-bytes {max_body_bytes}")
+    _check_content_type(request)
+    raw = bytearray()
+    async for chunk in request.content.iter_chunked(1 << 16):
+        raw.extend(chunk)
+        if len(raw) > max_body_bytes:
+            raise ApiError(413, "content_too_large", f"request body exceeds --max-body-bytes "
+                           f"{max_body_bytes}")
+    return bytes(raw)
+
+
+async def _decode_request_audio(state: ServerState, req: ChatRequest, out: _Outcome) -> DecodedAudio | None:
+    """The request's audio decoded off the event loop (None without audio); 400 if undecodable or too long."""
+    if req.audio is None:
+        return None
+    part = req.audio
+    try:
+        audio = await anyio.to_thread.run_sync(decode_audio, part.data, part.format,
+                                               limiter=state.decode_limiter)
+    except AudioDecodeError as exc:
+        raise ApiError(400, "invalid_audio", f"{part.where}: {exc}", part.where) from None
+    out.audio = AudioInfo(format=audio.format, sample_rate_hz=audio.sample_rate_hz,
+                          channels=audio.channels, seconds=round(audio.seconds, 6),
+                          bytes=audio.bytes)
+    if audio.seconds > state.settings.max_audio_s:
+        raise ApiError(400, "audio_too_long", f"{part.where}: audio is {audio.seconds:.2f} s long; "
+                       f"the limit is {state.settings.max_audio_s:g} s", part.where)
+    return audio
+
+
+def _take_replica(state: ServerState, fault: str | None, out: _Outcome) -> str:
+    """A free replica for this request, or 503/429 (no queue: a busy server refuses at once)."""
+    s = state.settings
     ta = time.perf_counter()
     if state.dead_replicas >= s.replicas:
         raise ApiError(503, "worker_unavailable", f"every one of the {s.replicas} replicas exited; this server "
@@ -318,14 +344,12 @@ async def _chat_inner(request: web.Request, state: ServerState, request_id: str,
                        "--fault-worker-crash-after); the server keeps serving with the replicas left",
                        error_type="server_error")
     out.admission_ms = round((time.perf_counter() - ta) * 1000.0, 3)
-    ans = await _call_engine(state, replica, audio, req, out)
-    headers = {"x-request-id": request_id, "Server-Timing": f"model;dur={ans.model_call_ms:.3f}"}
-    if not req.stream:
-        resp: web.StreamResponse = web.json_response(_answer_body(req, ans, request_id, s.model_name, s.openai_finish_reason),
-                                 headers=headers)
-        await resp.prepare(request)
-        await resp.write_eof()
-        return resp
+    return replica
+
+
+async def _stream_answer(request: web.Request, req: ChatRequest, ans: EngineAnswer, request_id: str,
+                         headers: dict[str, str], s: ServerSettings) -> web.StreamResponse:
+    """The answer as server-sent events: one content chunk, the finish reason, usage if asked, [DONE]."""
     resp = web.StreamResponse(headers={**headers, "Content-Type": "text/event-stream",
                                        "Cache-Control": "no-cache"})
     await resp.prepare(request)

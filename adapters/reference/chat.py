@@ -142,32 +142,17 @@ def _int_field(body: dict[str, Any], name: str) -> int | None:
     return value
 
 
-def parse_chat(raw: bytes) -> ChatRequest:
-    """Validate a chat body; raises ApiError (400) naming the field and what was allowed."""
-    try:
-        body = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise _bad(f"request body is not valid JSON: {exc}") from None
-    if not isinstance(body, dict):
-        raise _bad("request body must be a JSON object")
+def _check_field_names(body: dict[str, Any]) -> None:
     for name in body:
         if name in _UNSUPPORTED:
             raise _bad(f"parameter {name!r} is not supported by this server", name,
                        code="unsupported_parameter")
         if name not in _KNOWN_FIELDS:
             raise _bad(f"unknown field {name!r}; allowed: {', '.join(sorted(_KNOWN_FIELDS))}", name)
-    model = body.get("model")
-    if not isinstance(model, str) or not model:
-        raise _bad("model must be a non-empty string", "model")
-    if body.get("n") not in (None, 1):
-        raise _bad(f"n must be 1, got {body['n']!r}", "n", code="unsupported_parameter")
-    stream = body.get("stream", False)
-    if not isinstance(stream, bool):
-        raise _bad(f"stream must be true or false, got {stream!r}", "stream")
-    options = body.get("stream_options") or {}
-    if not isinstance(options, dict) or set(options) - {"include_usage"}:
-        raise _bad("stream_options may only hold include_usage", "stream_options")
-    max_tokens = _int_field(body, "max_completion_tokens") or _int_field(body, "max_tokens")
+
+
+def _messages(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The messages list: one user message, optionally after one system message."""
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         raise _bad("messages must be a non-empty list", "messages")
@@ -183,6 +168,31 @@ def parse_chat(raw: bytes) -> ChatRequest:
     if roles.count("user") != 1 or roles[-1] != "user" or len(messages) > 2:
         raise _bad(f"messages must be one user message, optionally preceded by one system message; "
                    f"got roles {roles}", "messages")
+    return messages
+
+
+def parse_chat(raw: bytes) -> ChatRequest:
+    """Validate a chat body; raises ApiError (400) naming the field and what was allowed."""
+    try:
+        body = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise _bad(f"request body is not valid JSON: {exc}") from None
+    if not isinstance(body, dict):
+        raise _bad("request body must be a JSON object")
+    _check_field_names(body)
+    model = body.get("model")
+    if not isinstance(model, str) or not model:
+        raise _bad("model must be a non-empty string", "model")
+    if body.get("n") not in (None, 1):
+        raise _bad(f"n must be 1, got {body['n']!r}", "n", code="unsupported_parameter")
+    stream = body.get("stream", False)
+    if not isinstance(stream, bool):
+        raise _bad(f"stream must be true or false, got {stream!r}", "stream")
+    options = body.get("stream_options") or {}
+    if not isinstance(options, dict) or set(options) - {"include_usage"}:
+        raise _bad("stream_options may only hold include_usage", "stream_options")
+    max_tokens = _int_field(body, "max_completion_tokens") or _int_field(body, "max_tokens")
+    messages = _messages(body)
     if len(messages) == 2:
         _content(messages[0].get("content"), "messages[0]", allow_audio=False)
     texts, audio = _content(messages[-1].get("content"), f"messages[{len(messages) - 1}]",

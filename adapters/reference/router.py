@@ -107,68 +107,94 @@ def _choices(text: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(o for o in options if o))
 
 
-def route(question: str) -> Route:
-    """Choose the analysis for `question` (pure, fast, deterministic)."""
-    w = words_of(question)
-    ws = set(w)
-    text = " ".join(w)
-    choices = _choices(question)
+@dataclass(frozen=True, slots=True)
+class _Words:
+    """A question's words, as a sequence, a set and one spaced string, for the rules below."""
 
-    def has(*needles: str) -> bool:
-        return any((" " in n and f" {n} " in f" {text} ") or n in ws for n in needles)
+    w: tuple[str, ...]
+    ws: frozenset[str]
+    text: str
 
-    def make(kind: Kind, lowest: bool = False) -> Route:
-        return Route(kind=kind, words=w, choices=choices, lowest=lowest)
+    def has(self, *needles: str) -> bool:
+        return any((" " in n and f" {n} " in f" {self.text} ") or n in self.ws for n in needles)
 
+
+# A rule's answer: the analysis and whether the question asks for the minimum; None lets the next rule decide.
+_Pick = tuple[Kind, bool] | None
+
+
+def _about_speakers(q: _Words) -> _Pick:
+    """Languages, speakers' sex and number, who said it, how fast."""
+    has, w, ws = q.has, q.w, q.ws
     if has("language", "languages") or len(ws & set(LANGUAGES)) >= 2:
-        return make(Kind.LANGUAGE)
+        return Kind.LANGUAGE, False
     if has("male", "female", "man", "woman", "gender", "sex", "boy", "girl"):
-        return make(Kind.SPEAKER_SEX)
+        return Kind.SPEAKER_SEX, False
     if has("how many") and ws & _PEOPLE and not ws & {"beep", "beeps", "tone", "tones"}:
-        return make(Kind.SPEAKER_COUNT)
+        return Kind.SPEAKER_COUNT, False
     # "Who is the youngest / shortest?" asks about what is said, whatever comparative it uses.
     if w[:1] and w[0] in {"who", "whom", "whose"}:
-        return make(Kind.SPOKEN_CONTENT)
+        return Kind.SPOKEN_CONTENT, False
     if has("faster", "slower", "quicker", "speed", "rate", "tempo", "fast", "slowly", "quickly"):
-        return make(Kind.SPEAKING_RATE, lowest=has("slower", "slowly", "slowest"))
+        return Kind.SPEAKING_RATE, has("slower", "slowly", "slowest")
     if ws & _TONE and ws & {"word", "words", "said", "spoken", "say", "says"} and has("after the", "before the", "follows", "following", "precedes", "preceding",
                           "right after", "just after", "right before", "just before"):
-        return make(Kind.WORD_AROUND_TONE, lowest=has("before", "precedes", "preceding"))
+        return Kind.WORD_AROUND_TONE, has("before", "precedes", "preceding")
+    return None
+
+
+def _about_signal(q: _Words) -> _Pick:
+    """Channels, sweeps, loudness, pitch, frequency, onsets, counts of tones."""
+    has, ws = q.has, q.ws
     # "left" alone is ambiguous ("how many are left?"): ask for a channel word or both sides.
     if has("channel", "channels", "ear", "ears", "stereo", "side", "sides") \
             or (has("left") and has("right")):
-        return make(Kind.CHANNEL)
+        return Kind.CHANNEL, False
     if has("rising", "falling", "rise", "fall", "sweep", "ascending", "descending", "upward",
            "downward", "go up", "go down", "goes up", "goes down", "direction", "increase", "decrease",
            "climb", "climbs", "drop", "drops", "ascend", "descend", "move up", "move down", "moves up",
            "moves down"):
-        return make(Kind.SWEEP)
+        return Kind.SWEEP, False
     if has("louder", "loudest", "volume", "loud", "stronger", "strongest", *_QUIET):
-        return make(Kind.LOUDNESS, lowest=has(*_QUIET))
+        return Kind.LOUDNESS, has(*_QUIET)
     if has("higher", "highest", *_LOW_PITCH) and has("pitch", "tone", "tones", "note", "notes", "beep", "beeps",
                                                       "first", "second", "sound"):
-        return make(Kind.PITCH_COMPARE, lowest=has(*_LOW_PITCH))
+        return Kind.PITCH_COMPARE, has(*_LOW_PITCH)
     if has("frequency", "hz", "hertz", "pitch"):
-        return make(Kind.FREQUENCY)
+        return Kind.FREQUENCY, False
     if (ws & _SPEECH or ws & _TONE) and has("start", "starts", "begin", "begins", "onset", "appear",
                                              "appears", "come in", "comes in") \
             and has("when", "how many seconds", "how long", "at what time", "after how many",
                     "how much time", "what time", "seconds", "which second", "what second", "at which"):
-        return make(Kind.ONSET)
+        return Kind.ONSET, False
     if has("how many", "count", "number of") and ws & _TONE and not ws & _UNITS:
-        return make(Kind.COUNT_TONES)
+        return Kind.COUNT_TONES, False
+    return None
+
+
+def _about_content(q: _Words) -> _Pick:
+    """Durations, silence, whether there is speech, and what was said."""
+    has, w, ws = q.has, q.w, q.ws
     if has("how long", "duration", "how many seconds", "how many milliseconds", "length", "last",
            "lasts", "longer", "shorter", "longest", "shortest", "briefer", "briefest"):
-        return make(Kind.DURATION)
+        return Kind.DURATION, False
     if has("silent", "silence", "quiet", "empty", "any sound", "anything", "audible", "blank"):
-        return make(Kind.SILENCE)
+        return Kind.SILENCE, False
     if ws & _SPEECH and ((w[:1] and w[0] in {"is", "are", "does", "do", "can", "was", "did", "has"})
                          or has("or noise", "or music", "or not", "any speech", "contain",
                                 "contains", "present")) and not has("what", "which word", "who"):
-        return make(Kind.SPEECH_PRESENCE)
+        return Kind.SPEECH_PRESENCE, False
     if has("how many", "how much", "what is the total", "what's the total", "sum", "altogether"):
-        return make(Kind.SPOKEN_NUMBER)
+        return Kind.SPOKEN_NUMBER, False
     if has("what", "which", "who", "where", "when", "whom", "whose", "why", "how", "name", "tell",
            "is", "does", "did", "do", "are"):
-        return make(Kind.SPOKEN_CONTENT)
-    return make(Kind.UNSUPPORTED)
+        return Kind.SPOKEN_CONTENT, False
+    return None
+
+
+def route(question: str) -> Route:
+    """Choose the analysis for `question` (pure, fast, deterministic): the first rule that matches, in order."""
+    w = words_of(question)
+    q = _Words(w=w, ws=frozenset(w), text=" ".join(w))
+    pick = _about_speakers(q) or _about_signal(q) or _about_content(q) or (Kind.UNSUPPORTED, False)
+    return Route(kind=pick[0], words=w, choices=_choices(question), lowest=pick[1])

@@ -1,15 +1,19 @@
-"""ab.json and ab.md from an AbResult; writes only into the folder it is given."""
+"""ab.json, ab.md and ab.html from an AbResult; writes only into the folder it is given."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import msgspec
+from markupsafe import Markup
 
 from orchestrator.ab.verdict import AbResult
+from orchestrator.compare.render import CSS
 from orchestrator.compare.schema import Figure
+from orchestrator.reports.svg import line_chart
+from orchestrator.reports.templating import render
 
-__all__ = ["render_markdown", "write_result"]
+__all__ = ["render_html", "render_markdown", "write_result"]
 
 
 def _value(v: float | None, unit: str) -> str:
@@ -25,37 +29,70 @@ def _interval(f: Figure) -> str:
         f"[{f.lower * 100:+.1f}, {f.upper * 100:+.1f}] pt"
 
 
+_FIGURE_HEAD = ["figure", "baseline", "candidate", "change [interval]", "tolerance", "class", "method"]
+_PAIR_HEAD = ["A block", "B block", "A p90", "B p90"]
+
+
+def _plan_lines(r: AbResult) -> list[str]:
+    """The plan as journaled before the first block, one sentence each (backticks mark names for ab.md)."""
+    p = r.plan
+    if p is None:
+        return []
+    t = f"t = {p.t_quantile:.2f}" if p.t_quantile is not None else "too few pairs to decide"
+    return [f"baseline (A): `{p.baseline}` at {p.baseline_url}; candidate (B): `{p.candidate}` at {p.candidate_url}",
+            f"order `{p.order}` (seed {p.seed}; pairs are blocks 1-2, 3-4, ...), {p.block_requests} requests a "
+            f"block after {p.block_warmup} warmup, servers {'one at a time' if p.sequential else 'both running'}",
+            f"a figure regresses when the pairs' mean change less {t} standard errors exceeds the tolerance "
+            f"(latency ±{p.latency_tolerance * 100:g} %, tail share ±{p.tail_tolerance * 100:g} pt), at "
+            f"{p.confidence:.0%} two-sided"]
+
+
+def _figure_rows(r: AbResult) -> list[list[str]]:
+    rows = []
+    for f in r.figures:
+        note = f" ({f.note})" if f.note else ""
+        rows.append([f.name, _value(f.baseline, f.unit), _value(f.candidate, f.unit), _interval(f),
+                     f"±{f.tolerance * 100:g} {'%' if f.relative else 'pt'}", f"{f.change}{note}", f.method])
+    return rows
+
+
+def _pair_rows(r: AbResult) -> list[list[str]]:
+    return [[str(x.baseline_block + 1), str(x.candidate_block + 1), _value(x.baseline_p90_ms, "ms"),
+             _value(x.candidate_p90_ms, "ms")] for x in r.pairs]
+
+
 def render_markdown(r: AbResult) -> str:
     """ab.md: the verdict, the plan as journaled before the first block, the figures, the pairs."""
-    p = r.plan
     out = [f"# aqbench ab: {r.outcome}", "", f"Journal `{r.journal}` ({r.run_id}, {r.status}). Exit code {r.exit_code}.",
            "", r.reason, ""]
-    if p is not None:
-        t = f"t = {p.t_quantile:.2f}" if p.t_quantile is not None else "too few pairs to decide"
-        out += ["## Plan (journaled before the first block)", "",
-                f"- baseline (A): `{p.baseline}` at {p.baseline_url}; candidate (B): `{p.candidate}` at {p.candidate_url}",
-                f"- order `{p.order}` (seed {p.seed}; pairs are blocks 1-2, 3-4, ...), {p.block_requests} requests a "
-                f"block after {p.block_warmup} warmup, servers {'one at a time' if p.sequential else 'both running'}",
-                f"- a figure regresses when the pairs' mean change less {t} standard errors exceeds the tolerance "
-                f"(latency ±{p.latency_tolerance * 100:g} %, tail share ±{p.tail_tolerance * 100:g} pt), at "
-                f"{p.confidence:.0%} two-sided", ""]
-    out += [f"Stopped: {r.stop_reason}.", "", "## Figures", "",
-            "| figure | baseline | candidate | change [interval] | tolerance | class | method |", "|---|---|---|---|---|---|---|"]
-    for f in r.figures:
-        tol = f"±{f.tolerance * 100:g} {'%' if f.relative else 'pt'}"
-        note = f" ({f.note})" if f.note else ""
-        out.append(f"| {f.name} | {_value(f.baseline, f.unit)} | {_value(f.candidate, f.unit)} | {_interval(f)} | "
-                   f"{tol} | {f.change}{note} | {f.method} |")
-    out += ["", "## Pairs (model-call p90 per block)", "", "| A block | B block | A p90 | B p90 |", "|---|---|---|---|"]
-    out += [f"| {x.baseline_block + 1} | {x.candidate_block + 1} | {_value(x.baseline_p90_ms, 'ms')} | "
-            f"{_value(x.candidate_p90_ms, 'ms')} |" for x in r.pairs]
+    if plan := _plan_lines(r):
+        out += ["## Plan (journaled before the first block)", "", *(f"- {line}" for line in plan), ""]
+    out += [f"Stopped: {r.stop_reason}.", "", "## Figures", "", "| " + " | ".join(_FIGURE_HEAD) + " |",
+            "|---" * len(_FIGURE_HEAD) + "|"]
+    out += ["| " + " | ".join(row) + " |" for row in _figure_rows(r)]
+    out += ["", "## Pairs (model-call p90 per block)", "", "| " + " | ".join(_PAIR_HEAD) + " |", "|---" * 4 + "|"]
+    out += ["| " + " | ".join(row) + " |" for row in _pair_rows(r)]
     return "\n".join(out) + "\n"
 
 
-def write_result(r: AbResult, out: Path) -> tuple[Path, Path]:
-    """Write ab.json and ab.md into `out` (created). Blocks (file writes)."""
+def render_html(r: AbResult) -> str:
+    """ab.html (templates/ab.html): what ab.md says, plus each pair's model-call p90 on one chart, A against B;
+    self-contained (inline CSS and SVG, no scripts, no links out)."""
+    series = [(side, [(float(i + 1), v) for i, x in enumerate(r.pairs)
+                      if (v := (x.baseline_p90_ms if side == "baseline (A)" else x.candidate_p90_ms)) is not None])
+              for side in ("baseline (A)", "candidate (B)")]
+    chart = line_chart("ab-pairs", "model-call p90 per pair", series, x_label="pair", y_label="ms")
+    # ab.md marks names with backticks; the page shows the names themselves.
+    plan = [line.replace("`", "") for line in _plan_lines(r)]
+    return render("ab.html", r=r, css=Markup(CSS), plan=plan, figure_head=_FIGURE_HEAD, figure_rows=_figure_rows(r),
+                  pair_head=_PAIR_HEAD, pair_rows=_pair_rows(r), chart=Markup(chart))
+
+
+def write_result(r: AbResult, out: Path) -> tuple[Path, Path, Path]:
+    """Write ab.json, ab.md and ab.html into `out` (created). Blocks (file writes)."""
     out.mkdir(parents=True, exist_ok=True)
-    paths = (out / "ab.json", out / "ab.md")
+    paths = (out / "ab.json", out / "ab.md", out / "ab.html")
     paths[0].write_bytes(msgspec.json.format(msgspec.json.encode(r), indent=1) + b"\n")
     paths[1].write_text(render_markdown(r), encoding="utf-8")
+    paths[2].write_text(render_html(r), encoding="utf-8")
     return paths

@@ -20,7 +20,7 @@ def timeline_svg(report: CampaignReport) -> str:
     height = _LANE * max(1, len(lanes)) + 40
     scale = _WIDTH / max(report.wall_s, 1e-9)
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{_LEFT + _WIDTH + 20}" height="{height}" '
-             f'role="img" aria-label="models per node over time">']
+             f'role="img" aria-label="models per node over time" data-chart="campaign-timeline">']
     for i, nid in enumerate(lanes):
         y = 10 + i * _LANE
         parts.append(f'<text x="4" y="{y + 17}" font-size="12">{escape(names[nid])}</text>')

@@ -17,9 +17,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "AIPerf load between them in short blocks, in a seeded balanced order (ABBA BAAB ...), so that a "
         "machine's drift falls on both sides alike. Blocks are paired (one A, one B, back to back) and each "
         "latency figure (p50, p90, p99 and the tail share beyond each item's baseline p90) is decided from the "
-        "pairs' changes with a t interval against the [compare] tolerances. Writes ab.json and ab.md into the "
+        "pairs' changes with a t interval against the [compare] tolerances. Writes ab.json, ab.md and ab.html into the "
         "run folder. Exit 0: no regression; 1: a figure regressed (or, with --strict, is inconclusive); 2: usage "
-        "error (configs with different datasets or workloads, a bad flag).")
+        "error (configs with different datasets or workloads, a bad flag); 3: the session itself failed (a server "
+        "that would not start, an accounting breach); 130/143: interrupted by SIGINT/SIGTERM.")
     p.add_argument("--baseline", required=True, metavar="A.toml", help="the reference server's configuration")
     p.add_argument("--candidate", required=True, metavar="B.toml", help="the server under judgement")
     p.add_argument("--model", default="", help="[[models]] name in both configs (default: each config's first)")
@@ -36,6 +37,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Imported here, not at the top: `aqbench --help` and the other commands never load the A/B session and
+    # the adapters (through wiring).
     from orchestrator.ab import AbOptions, check_comparable, decide, run_ab_session, write_result
     from orchestrator.commands.wiring import real_toolkit
     from orchestrator.config import load_config
@@ -69,5 +72,5 @@ def run(args: argparse.Namespace) -> int:
             print(f"  regressed: {f.name}: [{(f.lower or 0) * 100:+.1f}, {(f.upper or 0) * 100:+.1f}] "
                   f"{'%' if f.relative else 'pt'}", file=sys.stderr)
     print(f"{result.outcome}: {result.reason}")
-    print(f"wrote {paths[0]}, {paths[1]}")
+    print(f"wrote {paths[0]}, {paths[1]}, {paths[2]}")
     return result.exit_code

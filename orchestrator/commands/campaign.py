@@ -7,11 +7,17 @@ Composition root: builds the Ray cluster adapter (a local 127.0.0.1 instance, or
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import os
 import signal
 import sys
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
+
+import msgspec
+
+from orchestrator.errors import UsageError
 
 if TYPE_CHECKING:  # the campaign package is heavy: imported by run(), not by `aqbench --help` or another command
     from orchestrator.campaign.ports import StopNotice
@@ -32,7 +38,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                        "its journal back live: runs/<campaign>/campaign.jsonl, models/<name>/events.jsonl and "
                        "reports, and the campaign's report.{json,md,html}. Without --address (and without "
                        "RAY_ADDRESS) starts a local Ray on 127.0.0.1 with no dashboard. Exit 0 when every model "
-                       "is aiperf-qualified, 1 otherwise, 2 on configuration errors, 130/143 when interrupted.")
+                       "is aiperf-qualified, 1 otherwise, 2 on configuration errors, 3 when the campaign itself failed, "
+                       "130/143 when interrupted.")
     p.add_argument("--config", default="bench.toml", help="configuration file (default: bench.toml)")
     p.add_argument("--address", default=None, help="join the Ray cluster at this address (default: RAY_ADDRESS, "
                    "else a local Ray on 127.0.0.1)")
@@ -49,8 +56,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 async def qualify_one(cfg: Config, model: str, stop: StopNotice) -> int:
     """Qualify one model in this process (on a cluster node); on cancellation, reports are still written."""
-    import dataclasses
-
+    # Imported here: this runs in a Ray task on a node; the driver's command line never loads qualify or anyio.
     import anyio
 
     from adapters.ray.gpus import only_visible_gpus, visible_gpus
@@ -77,8 +83,7 @@ async def qualify_one(cfg: Config, model: str, stop: StopNotice) -> int:
 def qualify_options(cfg: Config, model: str) -> QualifyOptions:
     """What `aqbench qualify --model MODEL` would be given, the owners' gates included: the files its
     `[models.correctness.noninferiority] source` names, read on this node as qualify reads them. Blocks."""
-    import msgspec
-
+    # Imported here, as in qualify_one: qualify and the owners' file readers load on the node that runs it.
     from orchestrator.commands.wiring import owner_files
     from orchestrator.qualify import QualifyOptions
 
@@ -89,6 +94,7 @@ def qualify_options(cfg: Config, model: str) -> QualifyOptions:
 
 def _write_interrupted_reports(output_dir: Path) -> None:
     """qualify writes its reports only when it ends on its own; a stopped run gets them here."""
+    # Imported here: the reports (Jinja2) load only when a stopped run needs them.
     from orchestrator.reports import write_reports
 
     for journal in output_dir.glob("*/events.jsonl"):
@@ -96,22 +102,22 @@ def _write_interrupted_reports(output_dir: Path) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Imported here, not at the top: the campaign package (Ray glue) costs every other command start-up time.
     from orchestrator.campaign import CampaignOptions, StopRequest, run_campaign
     from orchestrator.config import load_config
-    from orchestrator.errors import UsageError
 
     cfg = load_config(args.config)
     serve = serve_address(args)
     if args.max_parallel is not None and args.max_parallel < 0:
         raise UsageError(f"--max-parallel {args.max_parallel}: must be 0 (as resources allow) or more")
-    import os
-
+    # Imported here: the loopback pin must run before Ray is imported, and only for this command.
     from adapters.ray.loopback import pin_to_loopback
 
     address = args.address or os.environ.get("RAY_ADDRESS") or None
     if address is None:
         pin_to_loopback()  # before Ray is imported: the local default listens on 127.0.0.1 only
     try:
+        # Ray is the optional extra `aqbench[campaign]`: its absence is a usage error, said below.
         from adapters.ray.cluster import RayCluster
     except ModuleNotFoundError as exc:
         if exc.name != "ray":

@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from orchestrator.config import CompareConfig, load_config
+
 __all__ = ["register", "run"]
 
 
@@ -18,7 +20,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "by item, each classified improved / regressed / unchanged / inconclusive against the [compare] "
         "tolerances. Writes compare.json, compare.md and compare.html. Exit 0: no regression; 1: a figure "
         "regressed (or, with --strict, is inconclusive); 2: usage error, a missing journal, a run without "
-        "RunFinished, or runs that cannot be compared (different datasets or workload settings).",
+        "RunFinished, or runs that cannot be compared (different datasets or workload settings); 3: aqbench "
+        "itself failed (a corrupt journal).",
     )
     p.add_argument("baseline", metavar="BASELINE_RUN", help="the reference run folder (or its events.jsonl)")
     p.add_argument("candidate", metavar="CANDIDATE_RUN", help="the run under judgement (folder or events.jsonl)")
@@ -33,13 +36,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Imported here, not at the top: the comparison (and its judges) load only for this command.
     from orchestrator.commands.compare_sweep import run_if_sweeps
     from orchestrator.compare import compare_runs, journal_of, write_comparison
 
     if (code := run_if_sweeps(args)) is not None:  # two sweeps: the change in capacity
         return code
-    from orchestrator.config import CompareConfig, load_config
-
     baseline, candidate = journal_of(args.baseline, "baseline"), journal_of(args.candidate, "candidate")
     config = args.config or ("bench.toml" if Path("bench.toml").is_file() else None)
     tolerances = load_config(config).compare if config else CompareConfig()

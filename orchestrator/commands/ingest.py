@@ -8,6 +8,8 @@ import sys
 import time
 from typing import Any
 
+from orchestrator.errors import UsageError
+
 __all__ = ["register", "run", "parse_time"]
 
 _RELATIVE = re.compile(r"^-?(\d+(?:\.\d+)?)(ms|s|m|h|d)$")
@@ -40,8 +42,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def parse_time(value: str, *, now_ns: int | None = None) -> int:
     """Unix ns of an ISO 8601 time, a unix timestamp (s/ms/us/ns by magnitude) or a relative
     `-15m` / `2h` (that long before now). Raises UsageError naming the value and the forms allowed."""
+    # Imported here, not at the top: the log adapters load only for `aqbench ingest`.
     from adapters.logs.timestamps import parse_timestamp
-    from orchestrator.errors import UsageError
 
     text = value.strip()
     match = _RELATIVE.match(text)
@@ -60,8 +62,8 @@ def parse_time(value: str, *, now_ns: int | None = None) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Imported here, not at the top: the ingest package and the log adapters (through wiring) load only for it.
     from orchestrator.commands.wiring import log_codecs
-    from orchestrator.errors import UsageError
     from orchestrator.ingest import Ingest, expand_inputs, new_joiner, run_follow, write_parquet
     from orchestrator.ingest.render import render_summary
     from orchestrator.run import run_main

@@ -27,7 +27,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "  1  anything unreadable or unclassified (a manifest, a family's support.py or build file, an audio Task\n"
         "     not in the Task list); or, with --against, the group changed as above (moves in or out of the\n"
         "     considered list included)\n"
-        "  2  usage error, or the checkout, revision or old JSON cannot be read\n",
+        "  2  usage error, or the checkout, revision or old JSON cannot be read\n"
+        "  3  aqbench itself failed (a bug; the message names it)\n",
     )
     p.add_argument("--trtmc", required=True, metavar="PATH",
                    help="TensorRT-Model-Connect checkout folder (a bare repository is read at its HEAD)")

@@ -20,10 +20,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "named and not counted; so is a row whose run key (digests of the model's configuration, dataset, bundle, server "
         "command, aqbench and AIPerf) is not the current one: the key --config gives now, else the newest row's. "
         "Exit codes: 0 the group can close, 1 it cannot (the blockers are listed), "
-        "2 bad input (no inventory, not an inventory, a folder without events.jsonl).",
+        "2 bad input (no inventory, not an inventory, a folder without events.jsonl), 3 aqbench itself failed (a "
+        "corrupt journal).",
     )
     p.add_argument("--inventory", required=True, metavar="INV.json", help="written by `aqbench inventory --json`")
-    p.add_argument("runs", nargs="*", metavar="RUN_DIR", help="run folders (qualify, run-aiperf, campaign)")
+    p.add_argument("runs", nargs="*", metavar="RUN_DIR",
+                   help="run folders (qualify, run-aiperf); a campaign folder stands for each of its models' runs")
     p.add_argument("--dataset-identity", default="", metavar="ID",
                    help="the dataset identity runs must have (default: the one most result rows used)")
     p.add_argument("--config", default="", metavar="PATH",
@@ -36,23 +38,26 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Imported here, not at the top: the ledger (and the inventory types it reads) load only for this command.
     from orchestrator.ledger import (
         build_ledger,
         ledger_json,
         ledger_markdown,
         load_inventory,
         read_run,
+        run_folders,
     )
     from orchestrator.logs import get_logger
 
     inv = load_inventory(args.inventory)
     keys = None
     if args.config:
+        # Imported here: the run keys read the dataset and hash the bundles, only when --config asks for them.
         from orchestrator.config import load_config
         from orchestrator.runkey_now import current_keys
 
         keys = current_keys(load_config(args.config))
-    ledger = build_ledger(inv, [read_run(r) for r in args.runs], dataset_identity=args.dataset_identity, keys=keys)
+    ledger = build_ledger(inv, [read_run(r) for r in run_folders(args.runs)], dataset_identity=args.dataset_identity, keys=keys)
     if args.json:
         write_output(args.json, ledger_json(ledger))
     if args.markdown or not args.json:

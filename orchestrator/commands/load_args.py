@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 
+from orchestrator.errors import UsageError
+
 __all__ = ["add_model_arguments", "check_positive"]
 
 
@@ -17,6 +19,4 @@ def add_model_arguments(p: argparse.ArgumentParser, *, verb: str) -> None:
 def check_positive(value: float | None, flag: str, unit: str) -> None:
     """UsageError when a flag given (not None) is zero or negative."""
     if value is not None and value <= 0:
-        from orchestrator.errors import UsageError
-
         raise UsageError(f"{flag} {value:g}: must be a positive number of {unit}")

@@ -22,7 +22,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description="Write into --out: comment.md (a Markdown comment ready to paste into the tracking issue), "
         "rows.json (the result rows, folded from each run's events.jsonl), commands.md (the reproducible "
         "commands), runs/<run_id>/events.jsonl (each run's journal, every event scrubbed, from which "
-        "`aqbench report` rebuilds the reports) and, with --ledger, ledger.md and ledger.json. Paths become placeholders relative to named "
+        "`aqbench report` rebuilds the reports) and, with --ledger, ledger.md and ledger.json. A result row made under "
+        "another run key than the current one (the key --config gives now, else the newest keyed row of its model) is "
+        "marked stale and never presented as current; the ledger does not count it. Paths become placeholders relative to named "
         "roots (<run-dir>, <venv>, <checkout>, <bundle-dir>, <dataset>, <trtmc>, <home>, and [publish] roots); host and "
         "user names become <host>/<user>, email addresses <email>; ports and temporary folders go; environment "
         "values outside [publish] allowed_env become <env>; credentials (by name, by shape such as hf_/sk-/ghp_/"
@@ -30,38 +32,51 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "anything if a credential, email address, this machine's host names, addresses or user names, a home, "
         "scratch or temporary path, or a folder outside the named roots remains. "
         "Exit codes: 0 written and clean, 1 the scan found private data (each file:line and kind listed, never "
-        "the value; nothing written; do not post), 2 bad input (no journal, unreadable inventory or bench.toml).",
+        "the value; nothing written; do not post), 2 bad input (no journal, unreadable inventory or bench.toml), "
+        "3 aqbench itself failed (a corrupt journal).",
     )
-    p.add_argument("runs", nargs="+", metavar="RUN_DIR", help="run folders (qualify, run-aiperf, campaign)")
+    p.add_argument("runs", nargs="+", metavar="RUN_DIR",
+                   help="run folders (qualify, run-aiperf); a campaign folder stands for each of its models' runs")
     p.add_argument("--out", required=True, metavar="DIR", help="where to write what may be posted")
     p.add_argument("--ledger", default="", metavar="INV.json",
                    help="also write the group ledger of these runs against this inventory (aqbench inventory --json)")
     p.add_argument("--no-journals", dest="journals", action="store_false",
                    help="do not copy the runs' journals (runs/<run_id>/events.jsonl); rows and comment only")
     p.add_argument("--config", default=None, metavar="PATH",
-                   help=f"bench.toml for [publish] roots, names and allowed_env (default: ./{_DEFAULT_CONFIG} if present)")
+                   help="bench.toml whose models' run keys are current, as for `aqbench ledger --config` (reads the "
+                        "dataset, hashes the bundles): a row made under another key is marked stale and not counted; "
+                        f"also its [publish] roots, names and allowed_env. Default: ./{_DEFAULT_CONFIG} if present, for "
+                        "[publish] only, with the newest keyed row of each model as the current key")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    # Imported here, not at the top: publishing (redaction, the ledger) loads only for this command.
     from orchestrator.config import load_config
-    from orchestrator.ledger import build_ledger, load_inventory, read_run
+    from orchestrator.ledger import build_ledger, load_inventory, read_run, run_folders
     from orchestrator.logs import get_logger
+    from orchestrator.publish.current import check_keys
     from orchestrator.publish.write import (
         gather_facts,
         render_publication,
         write_publication,
     )
+    from orchestrator.runkey_now import current_keys
 
     config_path = args.config
     if config_path is None and Path(_DEFAULT_CONFIG).is_file():
         config_path = _DEFAULT_CONFIG
-    publish_cfg = load_config(config_path).publish if config_path else None
-    runs = [read_run(r) for r in args.runs]
+    cfg = load_config(config_path) if config_path else None
+    runs = [read_run(r) for r in run_folders(args.runs)]
+    # Only a configuration named on the command line says which keys are current: ./bench.toml may be
+    # another than the one the runs were made with.
+    keys = current_keys(cfg) if cfg is not None and args.config is not None else None
+    key_check = check_keys(runs, keys, config=Path(args.config).name if args.config else "")
     inventory = load_inventory(args.ledger) if args.ledger else None
-    ledger = build_ledger(inventory, runs) if inventory is not None else None
-    facts = gather_facts(runs, publish_cfg, inventory)
-    result = write_publication(render_publication(runs, ledger, journals=args.journals), args.out, facts)
+    ledger = build_ledger(inventory, runs, keys=keys) if inventory is not None else None
+    facts = gather_facts(runs, cfg.publish if cfg is not None else None, inventory)
+    result = write_publication(render_publication(runs, ledger, journals=args.journals, keys=key_check), args.out,
+                               facts)
     log = get_logger("publish")
     if result.findings:
         for finding in result.findings:
@@ -74,5 +89,7 @@ def run(args: argparse.Namespace) -> int:
         return 1
     for path in result.files:
         print(f"wrote {path}")
+    for stale in key_check.stale:  # published, marked: never presented as current
+        print(f"aqbench: stale, not counted: {stale.run_id} {stale.model}: {stale.note}", file=sys.stderr)
     log.info("publish_done", files=len(result.files), runs=len(runs))
     return 0

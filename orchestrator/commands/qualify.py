@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from orchestrator.commands.serve_args import add_serve_arguments, serve_address
+from orchestrator.errors import UsageError
 
 __all__ = ["register"]
 
@@ -30,6 +31,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Imported here, not at the top: `aqbench --help` and the light commands must not load qualify and the
+    # adapters (through wiring).
     from orchestrator.commands.wiring import owner_files, real_toolkit
     from orchestrator.config import load_config
     from orchestrator.qualify import QualifyOptions, qualify
@@ -37,8 +40,6 @@ def run(args: argparse.Namespace) -> int:
 
     cfg = load_config(args.config)
     if args.rev and not args.trtmc:
-        from orchestrator.errors import UsageError
-
         raise UsageError("--rev REV needs --trtmc PATH (the checkout to read at that revision)")
     opts = QualifyOptions(models=args.model, plan_only=args.plan, skip_aiperf=args.skip_aiperf, argv=sys.argv,
                           owners=owner_files(cfg, args.trtmc, args.rev), serve=serve_address(args))

@@ -7,6 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+from orchestrator.errors import UsageError
+
 __all__ = ["register", "run_answer", "run_worker"]
 
 
@@ -26,9 +28,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run_answer(args: argparse.Namespace) -> int:
+    # Imported here, not at the top: the engine (faster-whisper, ~1.5 s) loads only for this command.
     from adapters.media import AudioDecodeError, decode_audio
     from adapters.reference.engine import Engine
-    from orchestrator.errors import UsageError
 
     fmt = (args.format or args.audio.suffix.lstrip(".")).lower()
     try:
@@ -49,6 +51,7 @@ def run_answer(args: argparse.Namespace) -> int:
 
 
 def run_worker(args: argparse.Namespace) -> int:
+    # Imported here: the worker's loop and engine load only in the worker process.
     from adapters.reference.worker import main
 
     del args

@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from orchestrator.errors import UsageError
+
 __all__ = ["register", "run"]
 
 
@@ -14,7 +16,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "report",
         help="rebuild a run's reports from its events.jsonl",
         description="Rebuild report.json, report.md and report.html from RUN_DIR/events.jsonl alone, and for a "
-        "soak's journal soak.json, soak.md and soak.html too (a sweep's: sweep.json, sweep.md and sweep.html). "
+        "soak's journal soak.json, soak.md and soak.html too (a sweep's: sweep.json, sweep.md and sweep.html); from "
+        "an ab session's journal ab.json, ab.md and ab.html instead. "
         "The same journal always gives a byte-identical report.json. Exit 0 when the reports were written "
         "(whatever the run's verdict), 2 when RUN_DIR has no journal or an empty one, 3 when the journal is corrupt "
         "(a bad line before the last, or a duplicated or moved line: its seq does not grow).",
@@ -33,8 +36,25 @@ def _is_empty(journal: Path) -> bool:
         return not any(line.strip() for line in fh)
 
 
+def _ab_reports(journal: Path, out: Path) -> list[Path] | None:
+    """An `ab` journal's ab.json, ab.md and ab.html (what `aqbench ab` writes; no report.*, whose per-model
+    qualification rows an A/B session has none of), decided with the [compare] tolerances its run journaled
+    (without `--strict`, which only the command line knew). None for any other journal."""
+    # Imported here, not at the top: ab's deciding and rendering load only when a journal is an ab session's.
+    from orchestrator.ab import decide, write_result
+    from orchestrator.config import CompareConfig
+    from orchestrator.events import RunStarted
+    from orchestrator.journal import iter_journal
+
+    first = next(iter_journal(journal), None)
+    if not (isinstance(first, RunStarted) and first.command == "ab"):
+        return None
+    cfg = first.config.compare if first.config else CompareConfig()
+    return list(write_result(decide(journal, cfg), out))
+
+
 def run(args: argparse.Namespace) -> int:
-    from orchestrator.errors import UsageError
+    # Imported here, not at the top: the reports (Jinja2 templates) load only for the commands that write one.
     from orchestrator.reports import write_reports
     from orchestrator.reports.soak import write_soak_report
     from orchestrator.reports.sweep import write_sweep_report
@@ -50,6 +70,9 @@ def run(args: argparse.Namespace) -> int:
     if args.checkpoint:
         soak = write_soak_report(journal, out, live=True)
         print(f"wrote {', '.join(str(p) for p in soak)}")
+        return 0
+    if (ab := _ab_reports(journal, out)) is not None:
+        print(f"wrote {', '.join(str(p) for p in ab)}")
         return 0
     paths = write_reports(journal, out)
     prov = paths.report.provenance

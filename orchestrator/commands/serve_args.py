@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from orchestrator.errors import UsageError
 from orchestrator.live.address import ServeAddress, parse_serve
 
 __all__ = ["add_serve_arguments", "serve_address"]
@@ -21,8 +22,6 @@ def serve_address(args: argparse.Namespace) -> ServeAddress | None:
     """The address `--serve` names (None without it); UsageError when it is not one or needs --serve-public."""
     if not args.serve:
         if args.serve_public:
-            from orchestrator.errors import UsageError
-
             raise UsageError("--serve-public needs --serve [HOST:]PORT (the address to serve the live page at)")
         return None
     return parse_serve(args.serve, public=args.serve_public)

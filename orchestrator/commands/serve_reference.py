@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 from collections.abc import Sequence
+
+from orchestrator.errors import UsageError
 
 __all__ = ["register", "run"]
 
@@ -12,7 +15,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p: argparse.ArgumentParser = sub.add_parser(
         "serve-reference", help="run the embedded reference audio-QA server",
         description="Serve trtmc-server's HTTP contract plus input_audio over the "
-        "reference cascade engine. SIGINT/SIGTERM drain and exit 0.")
+        "reference cascade engine. Exit 0 when SIGINT/SIGTERM drained it, 2 on a usage error (a bad flag or "
+        "value), 3 when the server itself failed (its port taken, the engine would not load).")
     parse = p.parse_known_args
 
     def add_flags_then_parse(args: Sequence[str] | None = None,
@@ -31,10 +35,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import asyncio
-
+    # Imported here, not at the top: the server's package loads the engine (faster-whisper, aiohttp: ~1.5 s).
     from adapters.reference.serve import heap_from_args, serve, settings_from_args
-    from orchestrator.errors import UsageError
 
     try:
         settings = settings_from_args(args)

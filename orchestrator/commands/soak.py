@@ -38,6 +38,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Imported here, not at the top: `aqbench --help` and the light commands must not load the soak loop.
     from orchestrator.config import load_config, parse_duration
     from orchestrator.run import run_main
     from orchestrator.soak import SoakOptions, soak
@@ -50,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
         window_s=parse_duration(args.window, what="--window") if args.window else None,
         request_rate=args.rate, concurrency=args.concurrency, model=args.model, argv=sys.argv,
         strict=args.strict, serve=serve_address(args))
+    # Imported here: the adapters (through wiring) load only once the command line is known to be good.
     from orchestrator.commands.wiring import real_toolkit
 
     toolkit = real_toolkit()

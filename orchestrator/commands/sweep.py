@@ -52,6 +52,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Imported here, not at the top: `aqbench --help` and the light commands must not load the sweep and the
+    # adapters (through wiring).
     from orchestrator.commands.wiring import real_toolkit
     from orchestrator.config import load_config, parse_duration
     from orchestrator.run import run_main

@@ -15,19 +15,19 @@ from orchestrator.compare.schema import ChangedAnswer, Comparison, Figure, Model
 from orchestrator.reports.svg import line_chart
 from orchestrator.reports.templating import render
 
-__all__ = ["render_json", "render_markdown", "render_html", "write_comparison", "MAX_LISTED"]
+__all__ = ["CSS", "MAX_LISTED", "render_html", "render_json", "render_markdown", "write_comparison"]
 
 MAX_LISTED = 200  # changed answers shown in md/html (compare.json keeps all)
 _ANSWER_CHARS = 160
 _HEAD = ["model", "figure", "baseline", "candidate", "change (interval)", "tolerance", "class", "n", "method"]
 
-_CSS = """
+CSS = """
 body{font-family:system-ui,sans-serif;margin:24px auto;max-width:1100px;color:#222;padding:0 12px}
 h1{font-size:22px}h2{border-bottom:1px solid #ccc;padding-bottom:4px;margin-top:32px}h3{margin-top:24px}
 table{border-collapse:collapse;margin:8px 0 16px;font-size:13px}
 th,td{border:1px solid #d0d0d0;padding:3px 8px;text-align:left;vertical-align:top}
 th{background:#f3f3f3}td.num{text-align:right;font-variant-numeric:tabular-nums}
-.status{font-weight:bold;padding:1px 6px;border-radius:3px}
+.status{font-weight:bold;padding:1px 6px;border-radius:3px;white-space:nowrap}
 .st-regressed,.st-refused{background:#f8d0d0}.st-improved,.st-no-regression{background:#d8f0d8}
 .st-inconclusive{background:#f0e0c0}.st-unchanged{background:#eef}
 tr.differs td{background:#fff6d8}tr.blocks td{background:#f8d0d0}
@@ -143,7 +143,7 @@ def render_html(c: Comparison) -> str:
                "model_call_cdf": Markup(_cdf_chart(m, "model_call", "server model call")),
                "delta_rows": [_row(m.model, f)[1:] for f in m.figures],
                "answer_rows": [_answer_row(a) for a in m.changed_answers[:MAX_LISTED]]} for m in c.models]
-    return render("compare.html", c=c, css=Markup(_CSS), models=models, delta_head=_HEAD[1:],
+    return render("compare.html", c=c, css=Markup(CSS), models=models, delta_head=_HEAD[1:],
                   answer_head=_ANSWER_HEAD,
                   provenance_rows=[[p.name, p.baseline, p.candidate] for p in c.provenance],
                   provenance_class=["blocks" if p.blocks else "differs" if p.differs else "" for p in c.provenance],

@@ -7,14 +7,15 @@ import re
 import tomllib
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import msgspec
 
 from orchestrator.config.common import PLACEHOLDERS
-from orchestrator.config.correctness import CorrectnessCriteria
+from orchestrator.config.correctness import CorrectnessCriteria, NoninferiorityCriteria
+from orchestrator.config.models import ModelConfig
 from orchestrator.config.root import RESERVED_KEYS, Config
 from orchestrator.errors import ConfigError
 
@@ -73,6 +74,9 @@ def _unwrap(tp: Any) -> Any:  # noqa: ANN401  # a type annotation, as typing.get
             return tp
 
 
+_Fail = Callable[[str, str], None]
+
+
 def _check_semantics(cfg: Config, where: str) -> None:
     def fail(key: str, what: str) -> None:
         raise ConfigError(f"{where}: {key}: {what}")
@@ -86,36 +90,8 @@ def _check_semantics(cfg: Config, where: str) -> None:
         if name in names[:i]:
             fail(f"models[{i}].name", f"duplicate model name {name!r}; names must be unique")
     for i, m in enumerate(cfg.models):
-        c, ref = m.correctness, m.reference
-        if c.min_pass_rate is None and c.noninferiority is None:
-            fail(f"models[{i}].correctness", "set min_pass_rate, a [models.correctness.noninferiority] table, or both")
-        if c.min_pass_rate is None and c.min_pass_rate_by_kind:
-            fail(f"models[{i}].correctness.min_pass_rate_by_kind", "needs min_pass_rate beside it")
-        if c.noninferiority is not None:
-            ni = c.noninferiority
-            if ref is None:
-                fail(f"models[{i}].correctness.noninferiority", "needs a [models.reference] to compare against")
-            if not ni.source and ni.margin == 0.0 and ni.relative_margin == 0.0:
-                fail(f"models[{i}].correctness.noninferiority", "set margin > 0 or relative_margin > 0 (points), "
-                     "or source = a TRTMC checkout to read the owners' gates from")
-            if ni.source and (ni.margin or ni.relative_margin or ni.quantized_gate or ni.sampled_gate):
-                fail(f"models[{i}].correctness.noninferiority.source", "the owners' files give the gates: "
-                     "remove margin, relative_margin, quantized_gate and sampled_gate, or remove source")
-            for key, gate in (("quantized_gate", ni.quantized_gate), ("sampled_gate", ni.sampled_gate)):
-                if gate is not None and gate.margin == 0.0 and gate.relative_margin == 0.0:
-                    fail(f"models[{i}].correctness.noninferiority.{key}", "set margin > 0 or relative_margin > 0")
-        if ref is not None and bool(ref.argv) == bool(ref.native_argv):
-            fail(f"models[{i}].reference", "set exactly one of argv (a server) and native_argv (a worker)")
-        for j, arg in enumerate(ref.argv if ref is not None else []):
-            for field in re.findall(r"\{([^{}]*)\}", arg):
-                if field not in PLACEHOLDERS:
-                    fail(f"models[{i}].reference.argv[{j}]", f"unknown placeholder {{{field}}}; allowed: "
-                         + ", ".join("{" + p + "}" for p in PLACEHOLDERS))
-    for i, arg in enumerate(cfg.server.argv):
-        for field in re.findall(r"\{([^{}]*)\}", arg):
-            if field not in PLACEHOLDERS:
-                fail(f"server.argv[{i}]", f"unknown placeholder {{{field}}}; allowed: "
-                     + ", ".join("{" + p + "}" for p in PLACEHOLDERS))
+        _check_model(f"models[{i}]", m, fail)
+    _check_placeholders("server.argv", cfg.server.argv, fail)
     if cfg.server.host not in ("127.0.0.1", "localhost", "::1") and not cfg.server.host.startswith("127."):
         fail("server.host", f"{cfg.server.host!r} is not a loopback address; servers here bind loopback only")
     r = cfg.server.restart
@@ -129,7 +105,45 @@ def _check_semantics(cfg: Config, where: str) -> None:
         fail("dataset", "set name (a shipped dataset) or path (a dataset folder)")
 
 
-def _check_sweep(cfg: Config, fail: Callable[[str, str], None]) -> None:
+def _check_model(key: str, m: ModelConfig, fail: _Fail) -> None:
+    """One [[models]] entry: a correctness criterion, and a reference that can run and be compared."""
+    c, ref = m.correctness, m.reference
+    if c.min_pass_rate is None and c.noninferiority is None:
+        fail(f"{key}.correctness", "set min_pass_rate, a [models.correctness.noninferiority] table, or both")
+    if c.min_pass_rate is None and c.min_pass_rate_by_kind:
+        fail(f"{key}.correctness.min_pass_rate_by_kind", "needs min_pass_rate beside it")
+    if c.noninferiority is not None:
+        if ref is None:
+            fail(f"{key}.correctness.noninferiority", "needs a [models.reference] to compare against")
+        _check_noninferiority(f"{key}.correctness.noninferiority", c.noninferiority, fail)
+    if ref is not None and bool(ref.argv) == bool(ref.native_argv):
+        fail(f"{key}.reference", "set exactly one of argv (a server) and native_argv (a worker)")
+    _check_placeholders(f"{key}.reference.argv", ref.argv if ref is not None else [], fail)
+
+
+def _check_noninferiority(key: str, ni: NoninferiorityCriteria, fail: _Fail) -> None:
+    """Margins set by hand, or read from the owners' files (source), never both."""
+    if not ni.source and ni.margin == 0.0 and ni.relative_margin == 0.0:
+        fail(key, "set margin > 0 or relative_margin > 0 (points), "
+             "or source = a TRTMC checkout to read the owners' gates from")
+    if ni.source and (ni.margin or ni.relative_margin or ni.quantized_gate or ni.sampled_gate):
+        fail(f"{key}.source", "the owners' files give the gates: "
+             "remove margin, relative_margin, quantized_gate and sampled_gate, or remove source")
+    for name, gate in (("quantized_gate", ni.quantized_gate), ("sampled_gate", ni.sampled_gate)):
+        if gate is not None and gate.margin == 0.0 and gate.relative_margin == 0.0:
+            fail(f"{key}.{name}", "set margin > 0 or relative_margin > 0")
+
+
+def _check_placeholders(key: str, argv: Sequence[str], fail: _Fail) -> None:
+    """Every {placeholder} in an argv is one aqbench fills in."""
+    for j, arg in enumerate(argv):
+        for field in re.findall(r"\{([^{}]*)\}", arg):
+            if field not in PLACEHOLDERS:
+                fail(f"{key}[{j}]", f"unknown placeholder {{{field}}}; allowed: "
+                     + ", ".join("{" + p + "}" for p in PLACEHOLDERS))
+
+
+def _check_sweep(cfg: Config, fail: _Fail) -> None:
     """[sweep] points ascend, and are whole numbers of concurrent requests in concurrency mode."""
     points = cfg.sweep.points
     if not points:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from msgspec import Meta
 
@@ -38,7 +38,16 @@ class SoakConfig(Section, frozen=True, kw_only=True):
     rss_growth_limit_mib: NonNegFloat = 64.0
     """Memory growth over the judged span (slope x span) that FAILs once its interval lies wholly above it."""
     latency_baseline_windows: PositiveInt = 3
-    """Judged windows whose per-item medians are each item's latency baseline."""
+    """Judged windows whose per-window quantiles are the tail verdict's baseline (`server_p99_latency`)."""
+    latency_baseline_s: PositiveFloat = 120.0
+    """Each item's baseline for `latency_drift`: the median latency of its requests in its first judged
+    `latency_baseline_s` (from its first request after `warmup_s`); later requests are judged as ratios to it."""
+    latency_drift_rule: Literal["window", "sampled"] = "window"
+    """How `latency_drift` is judged. "window": each item's median per window over its median in the first
+    judged windows, the window trend rule. "sampled": every request's ratio to its item's baseline
+    (`latency_baseline_s`), 10 s block medians, the batch-means rule with no wander floor. "sampled" is
+    opt-in: on a shared host a healthy 55-minute soak FAILed it (host load moves latency for minutes; no
+    latency wander floor is stated yet)."""
     max_window_gap_s: NonNegFloat = 1.0
     """The longest time without load allowed between two consecutive windows."""
     max_gap_fraction: Fraction = 0.01

@@ -128,6 +128,7 @@ from orchestrator.events.verdicts import (
     ProcessCheck,
     RestartDetail,
     RunAccount,
+    SampledDriftDetail,
     SampledMemoryDetail,
     TailDetail,
     TrendNumbers,
@@ -152,7 +153,7 @@ __all__ = [
     "SoakPhase",
     "AbPhase",
     # soak verdict details
-    "VerdictDetail", "VERDICT_DETAILS", "TrendNumbers", "MemoryDetail", "SampledMemoryDetail", "DriftDetail", "TailDetail",
+    "VerdictDetail", "VERDICT_DETAILS", "TrendNumbers", "MemoryDetail", "SampledMemoryDetail", "SampledDriftDetail", "DriftDetail", "TailDetail",
     "ErrorRateDetail", "WindowCorrectness", "PooledGate", "CorrectnessDetail", "RestartDetail", "ProcessCheck",
     "WindowGap", "GapDetail", "RunAccount", "AccountingDetail", "verdict_numbers",
     # capability evidence

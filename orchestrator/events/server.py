@@ -75,6 +75,10 @@ class ServerExited(Event, frozen=True, kw_only=True):
     # Wall clock when the exit was seen (the wait returned), before the output tail was collected; 0 in
     # journals written before this field (then ts_ns, a little later, stands in for it).
     exited_unix_ns: int = 0
+    # On a stop we asked for: the exception line ("KeyboardInterrupt") of the traceback that our stop signal
+    # raised in the server (uvicorn re-raises SIGINT), so the folds label it expected; "" when there is none
+    # (and in journals written before this field).
+    stop_traceback: str = ""
 
 
 class ServerRestarting(Event, frozen=True, kw_only=True):

@@ -7,6 +7,8 @@ Schema evolution as for events: add fields at the end with defaults.
 
 from __future__ import annotations
 
+from typing import Literal
+
 import msgspec
 
 from orchestrator.config import SoakConfig
@@ -140,6 +142,9 @@ class SoakLimits(msgspec.Struct, frozen=True, kw_only=True):
     max_gap_fraction: float = 0.01
     warmup_s: float = 60.0
     rss_wander_mib: float = 3.0
+    latency_baseline_s: float = 120.0
+    # Journals written before the sampled rule existed were judged per window.
+    latency_drift_rule: Literal["window", "sampled"] = "window"
 
     @classmethod
     def from_config(cls, soak: SoakConfig) -> SoakLimits:
@@ -150,7 +155,8 @@ class SoakLimits(msgspec.Struct, frozen=True, kw_only=True):
                    trend_confidence=soak.trend_confidence, rss_growth_limit_mib=soak.rss_growth_limit_mib,
                    latency_baseline_windows=soak.latency_baseline_windows,
                    max_window_gap_s=soak.max_window_gap_s, max_gap_fraction=soak.max_gap_fraction,
-                   warmup_s=soak.warmup_s, rss_wander_mib=soak.rss_wander_mib)
+                   warmup_s=soak.warmup_s, rss_wander_mib=soak.rss_wander_mib,
+                   latency_baseline_s=soak.latency_baseline_s, latency_drift_rule=soak.latency_drift_rule)
 
 
 class ServerExitFact(msgspec.Struct, frozen=True, kw_only=True):

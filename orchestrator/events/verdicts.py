@@ -13,7 +13,7 @@ import msgspec
 
 from orchestrator.events.values import GateResult, ServerExitFact
 
-__all__ = ["VerdictDetail", "VERDICT_DETAILS", "TrendNumbers", "MemoryDetail", "SampledMemoryDetail", "DriftDetail", "TailDetail",
+__all__ = ["VerdictDetail", "VERDICT_DETAILS", "TrendNumbers", "MemoryDetail", "SampledMemoryDetail", "SampledDriftDetail", "DriftDetail", "TailDetail",
            "ErrorRateDetail", "WindowCorrectness", "PooledGate", "CorrectnessDetail", "RestartDetail",
            "ProcessCheck", "WindowGap", "GapDetail", "RunAccount", "AccountingDetail", "verdict_numbers"]
 
@@ -64,6 +64,22 @@ class SampledMemoryDetail(TrendNumbers, frozen=True, kw_only=True, tag="sampled_
     growth_limit_mib: float | None = None
     detectable_slope: float | None = None
     wander_mib: float | None = None
+
+
+class SampledDriftDetail(TrendNumbers, frozen=True, kw_only=True, tag="sampled_drift"):
+    """Latency drift on each request's ratio to its own item's baseline (%), judged on every ratio after
+    `warmup_s` (judge/sampled_trend.py, no wander floor): `n` batches of 10 s block medians at
+    `batch_times_h`, and `detectable_slope`, the smallest drift (%/h) that would FAIL at the noise seen."""
+
+    source: str = ""
+    warmup_s: float = 0.0
+    baseline_s: float = 0.0
+    baseline_items: int = 0
+    baseline_requests: int = 0
+    ratios: int = 0
+    batch_times_h: list[float] = []
+    series: list[float] = []
+    detectable_slope: float | None = None
 
 
 class DriftDetail(TrendNumbers, frozen=True, kw_only=True, tag="drift"):
@@ -196,9 +212,10 @@ class AccountingDetail(_Detail, frozen=True, kw_only=True, tag="accounting"):
 
 VERDICT_DETAILS: tuple[type[_Detail], ...] = (MemoryDetail, DriftDetail, TailDetail, ErrorRateDetail,
                                               CorrectnessDetail, RestartDetail, ProcessCheck, GapDetail,
-                                              AccountingDetail, SampledMemoryDetail)
+                                              AccountingDetail, SampledMemoryDetail, SampledDriftDetail)
 VerdictDetail: TypeAlias = (MemoryDetail | DriftDetail | TailDetail | ErrorRateDetail | CorrectnessDetail
-                            | RestartDetail | ProcessCheck | GapDetail | AccountingDetail | SampledMemoryDetail)
+                            | RestartDetail | ProcessCheck | GapDetail | AccountingDetail | SampledMemoryDetail
+                            | SampledDriftDetail)
 
 
 def verdict_numbers(detail: VerdictDetail | None) -> tuple[float | None, list[float] | None, float | None, str]:

@@ -6,6 +6,7 @@ Pure; never raises on data (a bad manifest is an ErrorRow).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 
 import msgspec
 
@@ -30,13 +31,14 @@ from orchestrator.inventory.records import (
     ProbeOutcome,
     Reconciliation,
     SourceDocument,
+    TaskSeen,
     TreeSource,
     VariantRow,
 )
 from orchestrator.inventory.route import read_route
 from orchestrator.inventory.rows import checkpoint_row, checkpoints, family_defaults, match
 from orchestrator.inventory.task_names import speaks_of_audio, task_class
-from orchestrator.inventory.tasks import declarations, tasks_seen
+from orchestrator.inventory.tasks import Declared, declarations, tasks_seen
 
 __all__ = ["audit"]
 
@@ -66,6 +68,65 @@ def audit(
             the support matrix, the served chat schema, the owners' qualification config, the Task SDK.
     """
     docs = sorted(documents, key=lambda d: d.path)
+    profiles, errors = _profiles(docs)
+    families = family_facts(task_sources, code.family_code)
+    default, default_evidence = precision_default(code.precision_defaults)
+    for p in profiles:
+        facts = _family_of(p, families)
+        _resolve_precision(p, default, default_evidence, facts.default_precision() if facts else None)
+    owner = read_support_matrix(code.support_matrix)
+    owners = read_owner_configs(code.owner_tasks, code.owner_models,
+                                [q for f in families.values() for q in f.qualification], code.qualification_scheme)
+    checkout = Checkout(route=read_route(code.server_schema), owners=owners)
+    groups = checkpoints(profiles)
+    candidate_hits: dict[str, tuple[str, str]] = {}
+    for cand in candidates:
+        for key, members in groups.items():
+            if match(cand, key[0], (p.name for p in members)):
+                candidate_hits.setdefault(cand, key)
+    used = _Uses(models=models, probes=probes)
+    rows, variants, outside_configured = _manifest_rows(groups, family_defaults(profiles), candidate_hits, used,
+                                                        families, checkout)
+    declared, notes = declarations(families)
+    rows += _declared_rows(declared, {key[0] for key in groups}, candidates, candidate_hits, used, families,
+                           checkout)
+    for cand in candidates:
+        if cand in candidate_hits:
+            continue
+        configured = [m for m in models if match(m.checkpoint, cand, ()) or m.profile.lower() == cand.lower()]
+        used.models_seen.update(m.name for m in configured)
+        matched = [pr for pr in probes if match(pr.checkpoint, cand, ()) or pr.profile.lower() == cand.lower()]
+        used.probes_seen.update(id(pr) for pr in matched)
+        rows.append(candidate_row(cand, configured, matched, source, near(cand, groups)))
+    reconciliation = Reconciliation(
+        config_path=config_path,
+        group_missing_from_config=[f"{r.checkpoint}@{r.revision}" if r.revision else r.checkpoint
+                                   for r in rows if r.file and not r.configured_as],
+        configured_absent_from_checkout=[f"{m.name} ({m.checkpoint})" for m in models
+                                         if m.name not in used.models_seen],
+        configured_outside_group=outside_configured,
+        probes_unmatched=[f"{pr.model} ({pr.checkpoint}) in {pr.run_dir}" for pr in probes
+                          if id(pr) not in used.probes_seen],
+    )
+    rows = [msgspec.structs.replace(r, owner_status=owner.get(r.checkpoint.lower(), [])) for r in rows]
+    left_out = considered(profiles, {r.checkpoint.lower() for r in rows})
+    # A family a declaration note already explains needs no second note for having no manifest.
+    notes += _family_notes(families, {p.doc.family_dir for p in profiles} | {p.family for p in profiles},
+                           set(declared) | {n.family for n in notes})
+    seen = tasks_seen(_task_names(profiles, families, checkout), code.task_sdk)
+    unaccounted = _unaccounted(errors, rows, notes, seen, checkout)
+    layout, layout_evidence = _layout(docs, families, code)
+    return Inventory(
+        source=source, layouts_found=sorted({d.layout for d in docs}), manifests_scanned=len(docs),
+        manifests_in_group=sum(1 for p in profiles if p.in_group), rows=rows, variants=variants, errors=errors,
+        reconciliation=reconciliation, accounted=not unaccounted, unaccounted=unaccounted, considered=left_out,
+        precision_default=default_evidence[0] if default else None, layout=layout, layout_evidence=layout_evidence,
+        served_route=checkout.route, tasks_seen=seen, family_notes=notes,
+    )
+
+
+def _profiles(docs: Sequence[ManifestDocument]) -> tuple[list[Profile], list[ErrorRow]]:
+    """The manifests that name a checkpoint, and an error row for each that cannot be read or named."""
     errors: list[ErrorRow] = []
     profiles: list[Profile] = []
     for doc in docs:
@@ -80,59 +141,65 @@ def audit(
                                        error="audio-conditioned manifest without hf_id: cannot name its checkpoint"))
             continue
         profiles.append(p)
-    families = family_facts(task_sources, code.family_code)
+    return profiles, errors
 
-    def family_of(p: Profile) -> FamilyFacts | None:
-        return families.get(p.doc.family_dir) or families.get(p.family)
 
-    default, default_evidence = precision_default(code.precision_defaults)
-    for p in profiles:
-        facts = family_of(p)
-        _resolve_precision(p, default, default_evidence, facts.default_precision() if facts else None)
-    owner = read_support_matrix(code.support_matrix)
-    owners = read_owner_configs(code.owner_tasks, code.owner_models,
-                                [q for f in families.values() for q in f.qualification], code.qualification_scheme)
-    checkout = Checkout(route=read_route(code.server_schema), owners=owners)
-    defaults = family_defaults(profiles)
-    groups = checkpoints(profiles)
-    candidate_hits: dict[str, tuple[str, str]] = {}
-    for cand in candidates:
-        for key, members in groups.items():
-            if match(cand, key[0], (p.name for p in members)):
-                candidate_hits.setdefault(cand, key)
+def _family_of(p: Profile, families: dict[str, FamilyFacts]) -> FamilyFacts | None:
+    return families.get(p.doc.family_dir) or families.get(p.family)
+
+
+@dataclass
+class _Uses:
+    """bench.toml models and qualify probes matched to checkpoints, remembering which were used."""
+
+    models: Sequence[ConfiguredModel]
+    probes: Sequence[ProbeOutcome]
+    models_seen: set[str] = field(default_factory=set)
+    probes_seen: set[int] = field(default_factory=set)  # ids: probes are not hashable
+
+    def configured_for(self, hf_id: str, names: Iterable[str]) -> list[ConfiguredModel]:
+        names = list(names)
+        found = [m for m in self.models if match(m.checkpoint, hf_id, ()) or (m.profile and m.profile in names)]
+        self.models_seen.update(m.name for m in found)
+        return found
+
+    def probes_for(self, hf_id: str, names: Iterable[str]) -> list[ProbeOutcome]:
+        names = list(names)
+        found = [pr for pr in self.probes if match(pr.checkpoint, hf_id, ()) or (pr.profile and pr.profile in names)]
+        self.probes_seen.update(id(pr) for pr in found)
+        return found
+
+
+def _manifest_rows(groups: dict[tuple[str, str], list[Profile]], defaults: dict[str, str],
+                   candidate_hits: dict[str, tuple[str, str]], used: _Uses, families: dict[str, FamilyFacts],
+                   checkout: Checkout) -> tuple[list[CheckpointRow], list[VariantRow], list[str]]:
+    """A row per checkpoint the manifests name in the audio group (or a candidate names), its variants, and the
+    configured models whose checkpoint lies outside the group."""
     by_key_candidate = {key: cand for cand, key in candidate_hits.items()}
-
-    def configured_for(hf_id: str, names: Iterable[str]) -> list[ConfiguredModel]:
-        names = list(names)
-        return [m for m in models if match(m.checkpoint, hf_id, ()) or (m.profile and m.profile in names)]
-
-    def probes_for(hf_id: str, names: Iterable[str]) -> list[ProbeOutcome]:
-        names = list(names)
-        return [pr for pr in probes if match(pr.checkpoint, hf_id, ()) or (pr.profile and pr.profile in names)]
-
     rows: list[CheckpointRow] = []
     variants: list[VariantRow] = []
-    used_models: set[str] = set()
-    used_probes: set[int] = set()
     outside_configured: list[str] = []
     for key in sorted(groups):
         members = groups[key]
         names = [p.name for p in members]
-        configured = configured_for(key[0], names)
-        in_group = any(p.in_group for p in members)
-        used_models.update(m.name for m in configured)
-        if not in_group and key not in by_key_candidate:
+        configured = used.configured_for(key[0], names)
+        if not any(p.in_group for p in members) and key not in by_key_candidate:
             outside_configured += [f"{m.name} ({m.checkpoint})" for m in configured]
             continue
-        matched = probes_for(key[0], names)
-        used_probes.update(id(pr) for pr in matched)
+        matched = used.probes_for(key[0], names)
         row, vrows = checkpoint_row(key, members, defaults, candidate=by_key_candidate.get(key, ""),
-                                    configured=configured, probes=matched, family=family_of(members[0]),
+                                    configured=configured, probes=matched, family=_family_of(members[0], families),
                                     checkout=checkout)
         rows.append(row)
         variants += vrows
-    manifest_ids = {key[0] for key in groups}
-    declared, notes = declarations(families)
+    return rows, variants, outside_configured
+
+
+def _declared_rows(declared: dict[str, Declared], manifest_ids: set[str], candidates: Sequence[str],
+                   candidate_hits: dict[str, tuple[str, str]], used: _Uses, families: dict[str, FamilyFacts],
+                   checkout: Checkout) -> list[CheckpointRow]:
+    """A row per checkpoint a family declares and binds to an audio-QA Task but no manifest names."""
+    rows: list[CheckpointRow] = []
     for fam in declared.values():
         for hf_id in sorted(fam.named):
             if hf_id.lower() in manifest_ids:
@@ -140,35 +207,17 @@ def audit(
             cand = next((c for c in candidates if c not in candidate_hits and match(c, hf_id, ())), "")
             if cand:
                 candidate_hits[cand] = (hf_id.lower(), "")
-            configured = configured_for(hf_id, ())
-            used_models.update(m.name for m in configured)
-            matched = probes_for(hf_id, ())
-            used_probes.update(id(pr) for pr in matched)
+            configured = used.configured_for(hf_id, ())
+            matched = used.probes_for(hf_id, ())
             rows.append(declared_row(hf_id, fam, candidate=cand, configured=configured, probes=matched,
                                      family=families[fam.family], checkout=checkout))
-    for cand in candidates:
-        if cand in candidate_hits:
-            continue
-        configured = [m for m in models if match(m.checkpoint, cand, ()) or m.profile.lower() == cand.lower()]
-        used_models.update(m.name for m in configured)
-        matched = [pr for pr in probes if match(pr.checkpoint, cand, ()) or pr.profile.lower() == cand.lower()]
-        used_probes.update(id(pr) for pr in matched)
-        rows.append(candidate_row(cand, configured, matched, source, near(cand, groups)))
-    reconciliation = Reconciliation(
-        config_path=config_path,
-        group_missing_from_config=[f"{r.checkpoint}@{r.revision}" if r.revision else r.checkpoint
-                                   for r in rows if r.file and not r.configured_as],
-        configured_absent_from_checkout=[f"{m.name} ({m.checkpoint})" for m in models if m.name not in used_models],
-        configured_outside_group=outside_configured,
-        probes_unmatched=[f"{pr.model} ({pr.checkpoint}) in {pr.run_dir}" for pr in probes
-                          if id(pr) not in used_probes],
-    )
-    rows = [msgspec.structs.replace(r, owner_status=owner.get(r.checkpoint.lower(), [])) for r in rows]
-    left_out = considered(profiles, {r.checkpoint.lower() for r in rows})
-    # A family a declaration note already explains needs no second note for having no manifest.
-    notes += _family_notes(families, {p.doc.family_dir for p in profiles} | {p.family for p in profiles},
-                           set(declared) | {n.family for n in notes})
-    seen = tasks_seen(_task_names(profiles, families, checkout), code.task_sdk)
+    return rows
+
+
+def _unaccounted(errors: Sequence[ErrorRow], rows: Sequence[CheckpointRow], notes: Sequence[FamilyNote],
+                 seen: Sequence[TaskSeen], checkout: Checkout) -> list[str]:
+    """What a person must still look at: unreadable manifests, rows and notes with a gap, unclassified Tasks,
+    an unreadable served route, the owners' unreadable files."""
     unaccounted = [f"{e.file}: {e.error}" for e in errors]
     unaccounted += [f"{r.checkpoint}: {r.gap}" for r in rows if not r.accounted]
     unaccounted += [f"families/{n.family}: {n.text}" for n in notes if not n.accounted]
@@ -177,15 +226,8 @@ def audit(
     route = checkout.route
     if route.present and route.accepts_audio is None:
         unaccounted.append(f"{route.file}: {route.error}")
-    unaccounted += owners.errors
-    layout, layout_evidence = _layout(docs, families, code)
-    return Inventory(
-        source=source, layouts_found=sorted({d.layout for d in docs}), manifests_scanned=len(docs),
-        manifests_in_group=sum(1 for p in profiles if p.in_group), rows=rows, variants=variants, errors=errors,
-        reconciliation=reconciliation, accounted=not unaccounted, unaccounted=unaccounted, considered=left_out,
-        precision_default=default_evidence[0] if default else None, layout=layout, layout_evidence=layout_evidence,
-        served_route=route, tasks_seen=seen, family_notes=notes,
-    )
+    unaccounted += checkout.owners.errors
+    return unaccounted
 
 
 def _resolve_precision(p: Profile, default: str, evidence: list[Evidence], family_default: Evidence | None) -> None:

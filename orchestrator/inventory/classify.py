@@ -112,48 +112,60 @@ def _by_task(p: Profile) -> bool:
     return True
 
 
+# A class, the evidence for it, and why (as a row's gap says it).
+_Class = tuple[str, list[Evidence], str]
+
+
 def classify_profile(p: Profile) -> None:
     """Native capability class from the manifest's task, runtime, contracts and testcase inputs."""
     named = [ev for claim in ("task_strategy", "runtime_strategy", "user_contract", "test_type")
              for ev in p.evidence.get(claim, [])]
-
-    def first(parts: Iterable[str], tokens: set[str] = frozenset()) -> list[Evidence]:  # type: ignore[assignment]
-        return [ev for ev in named if has_part(str(ev.value), parts, tokens)][:2]
-
-    def done(cls: str, evidence: list[Evidence], why: str) -> None:
-        p.capability, p.capability_evidence, p.capability_why = cls, evidence, why
-
     if _by_task(p):
-        return None
-    ids = [ev for ev in named if task_class(str(ev.value)) == "audio-qa"] or first(_AUDIO_QA_PARTS)
+        return
     audio = p.evidence.get("audio_input", [])[:1]
     prompt = p.evidence.get("text_prompt", [])[:1]
+    p.capability, p.capability_evidence, p.capability_why = (
+        _by_words(p, named, audio, prompt) or _by_inputs(p, named, audio, prompt))
+
+
+def _first(named: list[Evidence], parts: Iterable[str], tokens: set[str] = frozenset()) -> list[Evidence]:  # type: ignore[assignment]
+    return [ev for ev in named if has_part(str(ev.value), parts, tokens)][:2]
+
+
+def _by_words(p: Profile, named: list[Evidence], audio: list[Evidence], prompt: list[Evidence]) -> _Class | None:
+    """The class the task, runtime, contract and test-type words name, if they name one."""
+    ids = [ev for ev in named if task_class(str(ev.value)) == "audio-qa"] or _first(named, _AUDIO_QA_PARTS)
     if ids:
-        return done("audio-qa", ids + audio + prompt, "ordered audio and text question parts -> text")
-    if ev := first(_DIALOGUE_PARTS):
-        return done("spoken-dialogue", ev + audio, _dialogue_why(p))
-    if ev := first(_TRANSCRIBE_PARTS, _TRANSCRIBE_TOKENS):
-        return done("transcription-only", ev + audio, CLASS_WHY["transcription-only"])
-    if ev := first(_AUDIO_VIDEO_PARTS):
-        return done("audio-video-generation", ev, CLASS_WHY["audio-video-generation"])
-    if ev := first(_SPEECH_OUT_PARTS, _SPEECH_OUT_TOKENS):
+        return "audio-qa", ids + audio + prompt, "ordered audio and text question parts -> text"
+    if ev := _first(named, _DIALOGUE_PARTS):
+        return "spoken-dialogue", ev + audio, _dialogue_why(p)
+    if ev := _first(named, _TRANSCRIBE_PARTS, _TRANSCRIBE_TOKENS):
+        return "transcription-only", ev + audio, CLASS_WHY["transcription-only"]
+    if ev := _first(named, _AUDIO_VIDEO_PARTS):
+        return "audio-video-generation", ev, CLASS_WHY["audio-video-generation"]
+    if ev := _first(named, _SPEECH_OUT_PARTS, _SPEECH_OUT_TOKENS):
         if audio:
-            return done("unknown", ev + audio, "speech output declared but the testcases also feed audio")
+            return "unknown", ev + audio, "speech output declared but the testcases also feed audio"
         if music := _music(p):
-            return done("music-generation", ev + music, CLASS_WHY["music-generation"])
-        return done("speech-output-only", ev, CLASS_WHY["speech-output-only"])
+            return "music-generation", ev + music, CLASS_WHY["music-generation"]
+        return "speech-output-only", ev, CLASS_WHY["speech-output-only"]
+    return None
+
+
+def _by_inputs(p: Profile, named: list[Evidence], audio: list[Evidence], prompt: list[Evidence]) -> _Class:
+    """The class the testcases' inputs and the contracts show, when no words named one."""
     if audio and prompt:
         text_contracts = [ev for ev in p.evidence.get("user_contract", [])]
         if text_contracts:
-            return done("audio-qa", audio + prompt + text_contracts[:1],
-                        "audio input and a text question with a text answer contract")
-        return done("unknown", audio + prompt, "audio and a text prompt, but no contract says what comes out")
+            return ("audio-qa", audio + prompt + text_contracts[:1],
+                    "audio input and a text question with a text answer contract")
+        return "unknown", audio + prompt, "audio and a text prompt, but no contract says what comes out"
     if audio:
-        return done("unknown", audio, "audio input, but no task or contract this audit recognises")
-    vision = first(_VISION_PARTS, _VISION_TOKENS) + p.evidence.get("image_input", [])[:1]
+        return "unknown", audio, "audio input, but no task or contract this audit recognises"
+    vision = _first(named, _VISION_PARTS, _VISION_TOKENS) + p.evidence.get("image_input", [])[:1]
     if vision:
-        return done("vision-language", vision, "audio not exposed by this TRTMC family: image and text only")
+        return "vision-language", vision, "audio not exposed by this TRTMC family: image and text only"
     text = [ev for ev in named if ev.claim in ("task_strategy", "runtime_strategy")][:2]
     if prompt or text:
-        return done("text-only", text + prompt, "text only: no audio input exposed by this TRTMC family")
-    return done("unknown", named[:2], "no task, contract or input this audit recognises")
+        return "text-only", text + prompt, "text only: no audio input exposed by this TRTMC family"
+    return "unknown", named[:2], "no task, contract or input this audit recognises"

@@ -103,6 +103,13 @@ def _nested(value: object, field: str, depth: int) -> Iterator[tuple[str, str, A
 
 
 def _collect_case(p: Profile, prefix: str, case: dict[str, Any]) -> None:
+    _case_labels(p, prefix, case)
+    _case_media(p, prefix, case)
+    _case_controls(p, prefix, case)
+
+
+def _case_labels(p: Profile, prefix: str, case: dict[str, Any]) -> None:
+    """The testcase's contract, test type, CI tier and skip."""
     for key in ("user_contract", "contract"):
         value = case.get(key)
         if isinstance(value, str) and value:
@@ -121,6 +128,10 @@ def _collect_case(p: Profile, prefix: str, case: dict[str, Any]) -> None:
     if skip:
         p.note("skip", prefix + "skip", skip)
         p.skips.append(str(skip) if isinstance(skip, str) else f"{prefix}skip={skip!r}")
+
+
+def _case_media(p: Profile, prefix: str, case: dict[str, Any]) -> None:
+    """The testcase's audio and image inputs, reference audio and prompts, at its top level and under `inputs`."""
     media: list[tuple[str, Any]] = [(prefix + k, v) for k, v in case.items()]
     inputs = case.get("inputs")
     if isinstance(inputs, dict):
@@ -144,6 +155,10 @@ def _collect_case(p: Profile, prefix: str, case: dict[str, Any]) -> None:
             p.has_prompt = True
         elif key in _SYSTEM_PROMPT_KEYS and _media(value):
             p.note("system_prompt", field, value)
+
+
+def _case_controls(p: Profile, prefix: str, case: dict[str, Any]) -> None:
+    """Output length, sampling and language controls."""
     # Controls at the testcase's top level and inside its nested settings (runtime_config.<engine>.seed).
     settings: list[tuple[str, str, Any]] = [(prefix + k, k, v) for k, v in case.items()]
     for k, v in case.items():
@@ -214,6 +229,23 @@ def parse_manifest(doc: ManifestDocument) -> Profile:
     if p.revision:
         p.note("revision", "hf_revision", p.revision)
     p.note("family", "family" if "family" in data else "(folder)", p.family)
+    _identity(p, data)
+    _parallelism(p, data)
+    _name_marks(p, name)
+    _partial_marks(p, data)
+    for prefix, case in _cases(data):
+        _collect_case(p, prefix, case)
+    tiers = p.evidence.get("ci_tier", [])
+    if tiers and all("l0" in words(str(ev.value)) for ev in tiers):
+        p.l0_tier = f"ci_tier {tiers[0].value}"
+    _same_clip(p)
+    select_group(p)
+    classify_profile(p)
+    return p
+
+
+def _identity(p: Profile, data: dict[str, Any]) -> None:
+    """Task, runtime, precision and cache length, each from the first field that gives it."""
     for key in _TASK_FIELDS:
         if value := _str_field(data, key, ""):
             p.task = value
@@ -231,6 +263,10 @@ def parse_manifest(doc: ManifestDocument) -> Profile:
             p.cache_length = cache
             p.note("cache_length", key, cache)
             break
+
+
+def _parallelism(p: Profile, data: dict[str, Any]) -> None:
+    """Tensor and context parallelism above 1, at the top level or in build_args."""
     parallel = [(k, k, v) for k, v in data.items()] + list(_nested(data.get("build_args"), "build_args",
                                                                      _NESTED_DEPTH))
     for field, key, value in parallel:
@@ -242,8 +278,11 @@ def parse_manifest(doc: ManifestDocument) -> Profile:
         elif key in _CP_FIELDS and p.context_parallel == 1:
             p.context_parallel = value
             p.note("context_parallel", field, value)
-    name_tokens = words(name)
-    for token in name_tokens:
+
+
+def _name_marks(p: Profile, name: str) -> None:
+    """What the profile's name parts say: parallelism, the PR-CI tier, a partial model."""
+    for token in words(name):
         if (m := _TP_TOKEN.match(token)) and p.tensor_parallel == 1 and int(m.group(1)) > 1:
             p.tensor_parallel = int(m.group(1))
             p.note("tensor_parallel", "name", name)
@@ -257,6 +296,10 @@ def parse_manifest(doc: ManifestDocument) -> Profile:
         if token in _PARTIAL_TOKENS or _PROBE_TOKEN.match(token):
             p.partial_reasons.append(f"name part {token!r}")
             p.note("partial", "name", name)
+
+
+def _partial_marks(p: Profile, data: dict[str, Any]) -> None:
+    """Partial-model fields, and the PR-CI stand-in this profile names."""
     for key in ("partial", "random_weights"):
         if data.get(key):
             p.partial_reasons.append(f"{key}={data[key]!r}")
@@ -264,12 +307,3 @@ def parse_manifest(doc: ManifestDocument) -> Profile:
     if data.get("l0_replacement"):
         # Names the small stand-in that runs in PR CI instead of this (full) profile: not a partial mark.
         p.note("l0_stand_in", "l0_replacement", data["l0_replacement"])
-    for prefix, case in _cases(data):
-        _collect_case(p, prefix, case)
-    tiers = p.evidence.get("ci_tier", [])
-    if tiers and all("l0" in words(str(ev.value)) for ev in tiers):
-        p.l0_tier = f"ci_tier {tiers[0].value}"
-    _same_clip(p)
-    select_group(p)
-    classify_profile(p)
-    return p

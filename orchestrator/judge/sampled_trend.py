@@ -45,6 +45,7 @@ class SampledTrendRule(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown
     """The limits and evidence of the sampled trend rule (see the module docstring).
 
     `confidence` is two-sided: 0.98 puts a flat series' chance of a FAIL at 1 % or less (one side).
+    `growth_limit` may be infinite (no cap).
     `wander` 3 MiB: the scatter of 5-minute medians of the clean reference server's 2-hour soak after its
     first 10 minutes (successive differences' sd / sqrt 2)."""
 
@@ -183,9 +184,11 @@ def judge_sampled_trend(times_s: Sequence[float] | np.ndarray, values: Sequence[
         slope_per_h=slope, interval_per_h=interval, growth=growth, growth_interval=g_interval,
         detectable_per_h=detectable, batch_times_h=[round(float(v), 6) for v in th],
         batch_values=[round(float(v), 6) for v in by])
+    # An infinite cap (latency drift has none) leaves the growth out of the text.
+    capped = (f"; growth {growth:+.3g} {unit} [{g_interval[0]:+.3g}, {g_interval[1]:+.3g}] (cap "
+              f"{rule.growth_limit:g} {unit})") if math.isfinite(rule.growth_limit) else ""
     how = (f"slope {slope:+.3g} {per_h}, {level} interval [{interval[0]:+.3g}, {interval[1]:+.3g}] {per_h}; "
-           f"limit {rule.limit_per_h:g} {per_h}; growth {growth:+.3g} {unit} [{g_interval[0]:+.3g}, "
-           f"{g_interval[1]:+.3g}] (cap {rule.growth_limit:g} {unit}) over {span_s / 60:.1f} min, {t.size} "
+           f"limit {rule.limit_per_h:g} {per_h}{capped} over {span_s / 60:.1f} min, {t.size} "
            f"points in {k} batches; at this noise a slope of {detectable:.3g} {per_h} or more would FAIL")
     if g_interval[0] > rule.growth_limit:
         return verdict(FAIL, f"grows beyond the cap: the growth's interval lies wholly above it: {how}", **numbers)

@@ -13,7 +13,7 @@ from orchestrator.ledger.join import (
     build_ledger,
 )
 from orchestrator.ledger.render import ledger_json, ledger_markdown
-from orchestrator.ledger.runs import RunEvidence, read_run
+from orchestrator.ledger.runs import RunEvidence, read_run, run_folders
 
 __all__ = [
     "FINAL_STATUSES",
@@ -31,4 +31,5 @@ __all__ = [
     "ledger_markdown",
     "load_inventory",
     "read_run",
+    "run_folders",
 ]

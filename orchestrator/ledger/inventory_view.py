@@ -7,7 +7,6 @@ inventory (renamed `class`, added tiers, owner status) still reads. Imports only
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import msgspec
 
@@ -22,7 +21,7 @@ class EvidenceView(msgspec.Struct, frozen=True, kw_only=True):
     claim: str = ""
     file: str = ""
     field: str = ""
-    value: Any = None
+    value: object = None
 
 
 class BlockerView(msgspec.Struct, frozen=True, kw_only=True):
@@ -59,10 +58,10 @@ class RowView(msgspec.Struct, frozen=True, kw_only=True):
     class_: str = msgspec.field(name="class", default="")
     status: str = ""
     gap: str = ""
-    gaps: list[Any] = []
+    gaps: list[object] = []
     evidence: list[EvidenceView] = []
-    variants: list[Any] = []
-    profiles: list[Any] = []
+    variants: list[object] = []
+    profiles: list[object] = []
     candidate: str = ""
     in_audio_group: bool = True
     full_model_coverage: bool = True
@@ -121,7 +120,7 @@ class InventoryView(msgspec.Struct, frozen=True, kw_only=True):
     rows: list[RowView] = []
     variants: list[VariantView] = []
     unaccounted: list[str] = []
-    errors: list[Any] = []
+    errors: list[object] = []
     path: str = ""
 
     @property

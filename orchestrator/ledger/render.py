@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import msgspec
 
 from orchestrator.ledger.join import Ledger, RunRowRef
@@ -18,7 +16,7 @@ def ledger_json(ledger: Ledger) -> bytes:
     return msgspec.json.format(_encoder.encode(ledger), indent=2) + b"\n"
 
 
-def _cell(value: Any) -> str:
+def _cell(value: object) -> str:
     if value is None or value == "" or value == []:
         return "-"
     if isinstance(value, list):
@@ -26,7 +24,7 @@ def _cell(value: Any) -> str:
     return str(value).replace("|", "\\|").replace("\n", " ")
 
 
-def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
+def _table(header: list[str], rows: list[list[object]]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     return lines + ["| " + " | ".join(_cell(v) for v in row) + " |" for row in rows]
 

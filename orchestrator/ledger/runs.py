@@ -5,6 +5,7 @@ in-memory state.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 import msgspec
@@ -15,7 +16,7 @@ from orchestrator.events import RunStarted
 from orchestrator.journal import iter_journal
 from orchestrator.reports import RunReport, build_report
 
-__all__ = ["RunEvidence", "journal_of", "read_run"]
+__all__ = ["RunEvidence", "journal_of", "read_run", "run_folders"]
 
 # Where a trtmc-server run may record the TRTMC revision it was built from (tool_versions keys).
 _TRTMC_KEYS = ("trtmc_commit", "trtmc_revision", "trtmc", "trtmc-server", "tensorrt-model-connect")
@@ -48,6 +49,24 @@ def journal_of(run: str | Path) -> Path:
     if not journal.is_file():
         raise UsageError(f"{journal}: no run journal here; pass a run folder (runs/<id>/) that holds events.jsonl")
     return journal
+
+
+def run_folders(paths: Iterable[str | Path]) -> list[Path]:
+    """Each path as a run folder, where a campaign folder (`campaign.jsonl`, no `events.jsonl`) stands for the
+    run of each of its models (`models/<name>/`: the final attempt's journal as streamed to the driver).
+    Raises UsageError for a campaign folder that holds no model journal yet."""
+    out: list[Path] = []
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir() and not (p / "events.jsonl").exists() and (p / "campaign.jsonl").is_file():
+            models = sorted(j.parent for j in p.glob("models/*/events.jsonl"))
+            if not models:
+                raise UsageError(f"{p}: a campaign folder with no model journal (models/<name>/events.jsonl); "
+                                 "no model of it has started yet")
+            out += models
+        else:
+            out.append(p)
+    return out
 
 
 def _started(journal: Path) -> RunStarted | None:

@@ -245,8 +245,8 @@ class PageFold:
         self._points: dict[str, PointRow] = {}
         self._verdicts: dict[str, VerdictRow] = {}
         self._server = ServerInfo()
-        self._latency = Thinned(SERIES_CAP)
-        self._memory: dict[str, Thinned] = {}
+        self._latency: Thinned[LatencyPoint] = Thinned(SERIES_CAP)
+        self._memory: dict[str, Thinned[MemoryPoint]] = {}
         self._dropped: dict[str, int] = {}
         self._origin = 0
         self._current = ""

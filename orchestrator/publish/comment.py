@@ -5,12 +5,12 @@ the Markdown comment ready to paste into the tracking issue. Pure: reads only th
 from __future__ import annotations
 
 import shlex
-from typing import Any
 
 import msgspec
 
 from orchestrator.judge.stats import Summary
 from orchestrator.ledger import LOAD_ONLY_COMMANDS, Ledger, RunEvidence
+from orchestrator.publish.current import KeyCheck
 from orchestrator.reports.schema import ModelRow, PassRate, Provenance
 
 __all__ = ["capability_cell", "commands_markdown", "comment_markdown", "hardware_class", "rows_json"]
@@ -18,8 +18,9 @@ __all__ = ["capability_cell", "commands_markdown", "comment_markdown", "hardware
 _encoder = msgspec.json.Encoder(order="deterministic")
 
 
-def rows_json(runs: list[RunEvidence]) -> dict[str, Any]:
-    """The result rows of every run with the provenance that makes them comparable (plain data)."""
+def rows_json(runs: list[RunEvidence], keys: KeyCheck) -> dict[str, object]:
+    """The result rows of every run with the provenance that makes them comparable (plain data); a row made
+    under another run key than the current one carries `stale` (what changed)."""
     out = []
     for run in runs:
         prov = run.report.provenance
@@ -27,9 +28,16 @@ def rows_json(runs: list[RunEvidence]) -> dict[str, Any]:
             "run_id": run.run_id, "command": run.command, "status": prov.status, "started_at": prov.started_at,
             "finished_at": prov.finished_at, "versions": _versions(prov), "hardware": hardware_class(prov),
             "dataset": msgspec.to_builtins(prov.dataset) if prov.dataset else None,
-            "trtmc_revision": run.trtmc_revision, "rows": [msgspec.to_builtins(r) for r in run.report.rows],
+            "trtmc_revision": run.trtmc_revision, "rows": [_row_data(run, r, keys) for r in run.report.rows],
         })
-    return {"runs": out}
+    return {"current_keys": keys.source, "runs": out}
+
+
+def _row_data(run: RunEvidence, row: ModelRow, keys: KeyCheck) -> dict[str, object]:
+    data: dict[str, object] = msgspec.to_builtins(row)
+    if note := keys.note(run.run_id, row.model):
+        data["stale"] = note
+    return data
 
 
 def _versions(prov: Provenance) -> str:
@@ -74,12 +82,12 @@ def _ms(s: Summary) -> str:
     return f"p50 {s.p50:.1f} / p99 {s.p99:.1f} ms (n={s.count})"
 
 
-def _cell(value: Any) -> str:
+def _cell(value: object) -> str:
     text = "-" if value in (None, "") else str(value)
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def _result_cells(run: RunEvidence) -> list[list[Any]]:
+def _result_cells(run: RunEvidence, keys: KeyCheck) -> list[list[str]]:
     """Comment rows of one run: one per judged model, or one per AIPerf window of a load-only run."""
     if run.command not in LOAD_ONLY_COMMANDS:
         cells = []
@@ -87,6 +95,8 @@ def _result_cells(run: RunEvidence) -> list[list[Any]]:
             status = row.status + (f" at {row.failed_stage}" if row.failed_stage else "")
             if row.reason and row.status != "aiperf-qualified":
                 status += f": {row.reason}"
+            if note := keys.note(run.run_id, row.model):  # never shown as a current result
+                status = f"stale, not counted (was {status}): {note}"
             cells.append([row.model, row.profile, row.checkpoint, row.precision, capability_cell(row), status,
                           _correctness(row), _ms(row.timing.request_latency_ms), _ms(row.timing.model_call_ms),
                           run.run_id])
@@ -124,15 +134,16 @@ def commands_markdown(runs: list[RunEvidence]) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
-def comment_markdown(runs: list[RunEvidence], ledger: Ledger | None = None) -> str:
+def comment_markdown(runs: list[RunEvidence], keys: KeyCheck, ledger: Ledger | None = None) -> str:
     """The Markdown comment to paste into the tracking issue: one row per result, timing with the client's
-    request latency and the server's `public_task_call_wall` apart, then provenance and the ledger verdict."""
+    request latency and the server's `public_task_call_wall` apart (a row under another run key than the
+    current one marked stale), then provenance, the run-key rule and the ledger verdict."""
     out = ["### aqbench results", ""]
     header = ["model", "profile", "checkpoint", "precision", "native audio capability", "status", "correctness (audio arm)",
               "client request_latency", "server public_task_call_wall", "run"]
     out += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for run in runs:
-        out += ["| " + " | ".join(_cell(c) for c in cells) + " |" for cells in _result_cells(run)]
+        out += ["| " + " | ".join(_cell(c) for c in cells) + " |" for cells in _result_cells(run, keys)]
     out += ["", "| run | command | versions | hardware class | dataset identity | TRTMC revision |", "|---|---|---|---|---|---|"]
     for run in runs:
         prov = run.report.provenance
@@ -140,6 +151,8 @@ def comment_markdown(runs: list[RunEvidence], ledger: Ledger | None = None) -> s
         dataset = f"{ds.name} {ds.identity[:16]} ({ds.items} items)" if ds else "-"
         cells = [run.run_id, run.command, _versions(prov), hardware_class(prov), dataset, run.trtmc_revision[:12]]
         out.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+    out += ["", f"Run keys: current under {keys.source}; "
+            + (f"{len(keys.stale)} stale row(s) marked, not counted." if keys.stale else "every row is current.")]
     if ledger is not None:
         in_scope = [ln for ln in ledger.lines if ln.in_scope]
         out += ["", (f"**Group ledger: {'can close' if ledger.can_close else 'cannot close'}** "

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import msgspec
+import psutil
 
 __all__ = ["Detected", "Detectors", "MachineFacts", "machine_facts", "shannon_bits"]
 
@@ -99,9 +100,18 @@ def _login_users() -> set[str]:
     return users
 
 
+def _interface_addresses() -> set[str]:
+    """Every IPv4 and IPv6 address of this machine's network interfaces (zone ids dropped): a name lookup
+    misses those the host name does not resolve to."""
+    out: set[str] = set()
+    for addrs in psutil.net_if_addrs().values():
+        out.update(a.address.split("%", 1)[0] for a in addrs if a.family in (socket.AF_INET, socket.AF_INET6))
+    return out
+
+
 def machine_facts(extra_hosts: Iterable[str] = (), extra_users: Iterable[str] = ()) -> MachineFacts:
-    """Read this machine's host names and addresses (socket), login users (passwd) and temporary folders.
-    Blocks briefly (name lookups)."""
+    """Read this machine's host names and addresses (socket, network interfaces), login users (passwd) and
+    temporary folders. Blocks briefly (name lookups)."""
     hosts = {socket.gethostname(), socket.getfqdn(), *extra_hosts}
     addresses: set[str] = set()
     for name in list(hosts):
@@ -111,6 +121,7 @@ def machine_facts(extra_hosts: Iterable[str] = (), extra_users: Iterable[str] = 
             continue
         hosts.update([canonical, *aliases])
         addresses.update(addrs)
+    addresses |= _interface_addresses()
     hosts |= {h.split(".", 1)[0] for h in hosts}
     users = {getpass.getuser(), os.environ.get("USER", ""), os.environ.get("LOGNAME", ""), Path.home().name,
              *_login_users(), *extra_users}
@@ -118,7 +129,7 @@ def machine_facts(extra_hosts: Iterable[str] = (), extra_users: Iterable[str] = 
     loopback = {"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"}
     return MachineFacts(
         hosts=sorted(h for h in hosts if h and h.lower() not in loopback and not _IPV4.fullmatch(h)),
-        addresses=sorted(a for a in addresses if a and not a.startswith("127.") and a != "0.0.0.0"),
+        addresses=sorted(a for a in addresses if a and not a.startswith("127.") and a not in ("0.0.0.0", "::", "::1")),
         users=sorted(u for u in users if len(u) >= 2),
         tmp=sorted(t.rstrip("/") for t in tmp if t and t.rstrip("/") not in ("", "/tmp")),
     )
@@ -187,6 +198,10 @@ class Detectors:
         self._hosts = _words(machine.hosts)
         self._users = _words(machine.users)
         self._own = frozenset(machine.addresses)
+        # IPv6 addresses as whole literals (IPv4 ones are matched by _IPV4 and looked up in _own).
+        six = sorted({a.lower() for a in machine.addresses if ":" in a}, key=len, reverse=True)
+        self._own6 = re.compile(r"(?<![0-9A-Fa-f:])(?:" + "|".join(map(re.escape, six)) + r")(?![0-9A-Fa-f:])",
+                                re.IGNORECASE) if six else None
         self._tmp = _words(machine.tmp) if machine.tmp else None
         self._known = sorted({k for k in known if len(k) >= 6}, key=len, reverse=True)
 
@@ -206,6 +221,8 @@ class Detectors:
         for m in _IPV4.finditer(text):
             if _private_ipv4(m, self._own):
                 yield "IP address", m.start()
+        if self._own6 is not None and ":" in text and (m6 := self._own6.search(text)):
+            yield "IP address", m6.start()
         for value in self._known:
             if (col := text.find(value)) >= 0:
                 yield "known secret value", col

@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable
-from typing import Any
 
 import msgspec
 
@@ -83,6 +82,8 @@ class PrivateFacts(msgspec.Struct, frozen=True, kw_only=True):
     hosts: list[str] = []
     users: list[str] = []
     names: list[str] = []
+    # This machine's own addresses (IPv4 and IPv6): `<ip>` wherever they appear, public ones included.
+    addresses: list[str] = []
     secret_values: list[str] = []
     allowed_env: list[str] = []
 
@@ -105,6 +106,9 @@ class Scrubber:
         self._hosts = word_re(facts.hosts)
         self._users = word_re(facts.users)
         self._names = word_re(facts.names)
+        own = sorted({a for a in facts.addresses if a}, key=len, reverse=True)
+        self._addresses = re.compile(r"(?<![\w.:])(?:" + "|".join(map(re.escape, own)) + r")(?![\w:]|\.\d)",
+                                     re.IGNORECASE) if own else None
         self._allowed = frozenset(facts.allowed_env)
 
     def _root(self, m: re.Match[str]) -> str:
@@ -132,6 +136,8 @@ class Scrubber:
         for pattern, placeholder in ((self._hosts, "<host>"), (self._users, "<user>"), (self._names, "<name>")):
             if pattern is not None:
                 text = pattern.sub(placeholder, text)
+        if self._addresses is not None:
+            text = self._addresses.sub("<ip>", text)
         text = _IPV4.sub(lambda m: "<ip>" if ipv4_private(m) else m[0], text)
         text = _LOOPBACK_PORT.sub(lambda m: m["host"] + ":<port>", text)
         text = _PORT_FLAG.sub(lambda m: m["flag"] + "<port>", text)
@@ -142,7 +148,7 @@ class Scrubber:
             return m[0]
         return f"{m['name']}=<env>"
 
-    def data(self, value: Any, key: str = "") -> Any:
+    def data(self, value: object, key: str = "") -> object:
         """JSON-like data scrubbed: strings through `text`, `env` mappings keep allowed values only,
         secret-named keys are redacted, ports are dropped."""
         if isinstance(value, str):
@@ -170,7 +176,7 @@ class Scrubber:
         except msgspec.ValidationError as exc:
             raise ValueError(f"{type(event).__name__} seq {event.seq}: scrubbed event no longer valid: {exc}") from None
 
-    def _strings(self, value: Any, key: str = "") -> Any:
+    def _strings(self, value: object, key: str = "") -> object:
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, dict):

@@ -59,7 +59,11 @@ def scan_text(text: str, facts: PrivateFacts, detectors: Detectors | None = None
                 kinds.setdefault(d.kind, "")
         for m in _ABS_PATH.finditer(line):
             if m["top"] in tops:
-                kinds.setdefault("absolute path", m[0][:80])
+                # The folder is shown (to add to [publish] roots) unless it holds a private detail itself.
+                shown = m[0][:80]
+                if (detectors is not None and detectors.line(shown, lineno)) or (names and names.search(shown)):
+                    shown = ""
+                kinds.setdefault("absolute path", shown)
         if names is not None and names.search(line):
             kinds.setdefault("private name", "")
         found += [Finding(file=file, line=lineno, kind=k, excerpt=e if k in _SHOWN else "") for k, e in kinds.items()]

@@ -14,15 +14,16 @@ import socket
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
 import msgspec
+import psutil
 
 from orchestrator.config import PUBLISH_ALLOWED_ENV, PublishConfig
 from orchestrator.events import SCHEMA_VERSION, RunStarted
 from orchestrator.journal import iter_journal
 from orchestrator.ledger import InventoryView, Ledger, RunEvidence, ledger_markdown
 from orchestrator.publish.comment import commands_markdown, comment_markdown, rows_json
+from orchestrator.publish.current import KeyCheck, check_keys
 from orchestrator.publish.detect import Detectors, machine_facts
 from orchestrator.publish.private import PrivateFacts, Scrubber
 from orchestrator.publish.scan import Finding, scan_files
@@ -58,6 +59,13 @@ def _both(path: str | Path) -> list[str]:
 def _venv_of(executable: str) -> str:
     p = Path(executable)
     return str(p.parent.parent) if p.is_absolute() and p.parent.name in ("bin", "Scripts") else ""
+
+
+def _own_addresses() -> list[str]:
+    """This machine's interface addresses, loopback aside (read here, apart from the final scan's own list)."""
+    found = {a.address.split("%", 1)[0] for addrs in psutil.net_if_addrs().values() for a in addrs
+             if a.family in (socket.AF_INET, socket.AF_INET6)}
+    return sorted(a for a in found if not a.startswith("127.") and a not in ("::1", "::", "0.0.0.0"))
 
 
 def gather_facts(runs: list[RunEvidence], config: PublishConfig | None = None,
@@ -108,18 +116,21 @@ def gather_facts(runs: list[RunEvidence], config: PublishConfig | None = None,
         tmp=sorted({p for t in tmp if t for p in _both(t)}),
         hosts=sorted(h for h in hosts if h and h not in ("localhost", "localhost.localdomain")),
         users=sorted(u for u in users if len(u) >= 2),
-        names=sorted(cfg.names), secret_values=sorted(secrets),
+        names=sorted(cfg.names), addresses=_own_addresses(), secret_values=sorted(secrets),
         allowed_env=list(cfg.allowed_env),
     )
 
 
-def render_publication(runs: list[RunEvidence], ledger: Ledger | None = None, *,
-                       journals: bool = True) -> dict[str, Any]:
+def render_publication(runs: list[RunEvidence], ledger: Ledger | None = None, *, journals: bool = True,
+                       keys: KeyCheck | None = None) -> dict[str, object]:
     """File name -> content before scrubbing: text for `.md`, plain data for `.json`, and with `journals`
-    a JournalCopy per run (`runs/<run_id>/events.jsonl`, from which `aqbench report` rebuilds its reports)."""
-    out: dict[str, Any] = {
-        "comment.md": comment_markdown(runs, ledger),
-        "rows.json": rows_json(runs),
+    a JournalCopy per run (`runs/<run_id>/events.jsonl`, from which `aqbench report` rebuilds its reports).
+    Rows under another run key than the current one (`keys`; default: the newest keyed row of each model)
+    are marked stale in the comment and rows.json."""
+    keys = keys or check_keys(runs)
+    out: dict[str, object] = {
+        "comment.md": comment_markdown(runs, keys, ledger),
+        "rows.json": rows_json(runs, keys),
         "commands.md": commands_markdown(runs),
     }
     if ledger is not None:
@@ -149,7 +160,7 @@ def _staging(out: Path) -> Path:
     return staging
 
 
-def write_publication(content: dict[str, Any], out_dir: str | Path, facts: PrivateFacts, *,
+def write_publication(content: dict[str, object], out_dir: str | Path, facts: PrivateFacts, *,
                       scrub: bool = True, detectors: Detectors | None = None) -> Publication:
     """Write `content` (scrubbed unless `scrub` is False, which only tests of the scan want) into a staging
     folder beside `out_dir`, scan every file with `detectors` (default: this machine's, knowing the facts'

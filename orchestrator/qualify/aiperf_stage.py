@@ -4,11 +4,14 @@ before AIPerf starts which gates its plan cannot reach."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import anyio
 
-from orchestrator.dataset import write_aiperf_input
+from orchestrator.dataset import ArmRequest, write_aiperf_input
 from orchestrator.errors import AqbenchError
 from orchestrator.events import (
+    AccountingChecked,
     AiperfPhase,
     AiperfSettings,
     AnswerMismatch,
@@ -18,9 +21,11 @@ from orchestrator.events import (
     GateResult,
     IncompleteAnswer,
     NoticeContext,
+    RequestCorrelated,
     Warned,
 )
 from orchestrator.judge.gates import ScoredAnswer, evaluate_gates, not_applicable
+from orchestrator.ports import AiperfResult
 from orchestrator.qualify.answers import answered_load, incomplete_entry, incomplete_reason
 from orchestrator.qualify.collect import WindowCollector
 from orchestrator.qualify.context import ModelRun, StageFailed
@@ -76,41 +81,10 @@ async def aiperf_stage(m: ModelRun, handle: ServerHandle) -> None:
         collected_all = await collector.wait_accounted(_COLLECT_TIMEOUT_S)
         tg.cancel_scope.cancel()
     profiling = [c for c in collector.events if c.phase == "profiling"]
-    problems: list[str] = []
-    if not collected_all:
-        problems.append(f"the window's accounting did not reach the stage within {_COLLECT_TIMEOUT_S:g} s")
-    if handle.failure:
-        problems.append(f"server failed during the AIPerf stage: {handle.failure}")
-    if outcome.classification != "complete":
-        problems.append(f"AIPerf run {outcome.classification}: {outcome.reason}")
-    if not accounting.balanced:
-        problems.append("accounting not balanced: " + "; ".join(accounting.problems))
-    failures = [c for c in profiling if not c.ok]
-    if failures:
-        causes: dict[str, int] = {}
-        for c in failures:
-            causes[c.cause] = causes.get(c.cause, 0) + 1
-        problems.append(f"{len(failures)} failed requests ({', '.join(f'{k}: {v}' for k, v in sorted(causes.items()))})")
-    scored: list[ScoredAnswer] = []
-    mismatches = []
-    incomplete: list[IncompleteAnswer] = []
-    changed: list[CompletenessChange] = []
-    for c in profiling:
-        if not c.ok:
-            continue
-        req = next((r for r in rows if r.item_id == c.item_id and r.arm == c.arm), None)
-        if req is None:
-            problems.append(f"request {c.request_id}: conversation {c.conversation_id!r} maps to no dataset row")
-            continue
-        verdict, completeness = await m.answers.verdict(req, answered_load(c), "aiperf")
-        if completeness is not None and not completeness.complete:
-            incomplete.append(incomplete_entry(req, "aiperf", c.request_id, verdict, completeness))
-        changed.extend(x for x in [m.answers.change("http", req, c.request_id, completeness)] if x)
-        scored.append(ScoredAnswer(item_id=c.item_id, arm=c.arm, kind=m.dataset.item(c.item_id).kind, verdict=verdict))
-        expected = m.http_answers.get((c.item_id, c.arm))
-        if m.model.correctness.deterministic and c.answer != expected:
-            mismatches.append(AnswerMismatch(request_id=c.request_id, item_id=c.item_id, arm=c.arm,
-                                             answers={"under_load": c.answer, "correctness_stage": expected}))
+    problems = _run_problems(collected_all, handle, outcome, accounting, profiling)
+    answers = await _check_answers(m, rows, profiling, problems)
+    scored, mismatches, incomplete, changed = (answers.scored, answers.mismatches, answers.incomplete,
+                                               answers.changed)
     if mismatches:
         problems.append(f"{len(mismatches)} answers under load differ from the correctness stage")
     problems += [f"{len(changed)} answers under load changed completeness from the correctness stage"] if changed else []
@@ -130,6 +104,62 @@ async def aiperf_stage(m: ModelRun, handle: ServerHandle) -> None:
     await m.phase_end("aiperf", "passed", "; ".join([f"{len(profiling)} profiling requests, all correlated and "
                                                      "answered", *notes]),
                       AiperfPhase(settings=settings, incomplete=incomplete))
+
+
+def _run_problems(collected_all: bool, handle: ServerHandle, outcome: AiperfResult, accounting: AccountingChecked,
+                  profiling: list[RequestCorrelated]) -> list[str]:
+    """What went wrong with the run itself: the collection, the server, AIPerf, the accounting, failed requests."""
+    problems: list[str] = []
+    if not collected_all:
+        problems.append(f"the window's accounting did not reach the stage within {_COLLECT_TIMEOUT_S:g} s")
+    if handle.failure:
+        problems.append(f"server failed during the AIPerf stage: {handle.failure}")
+    if outcome.classification != "complete":
+        problems.append(f"AIPerf run {outcome.classification}: {outcome.reason}")
+    if not accounting.balanced:
+        problems.append("accounting not balanced: " + "; ".join(accounting.problems))
+    failures = [c for c in profiling if not c.ok]
+    if failures:
+        causes: dict[str, int] = {}
+        for c in failures:
+            causes[c.cause] = causes.get(c.cause, 0) + 1
+        problems.append(f"{len(failures)} failed requests ({', '.join(f'{k}: {v}' for k, v in sorted(causes.items()))})")
+    return problems
+
+
+@dataclass
+class _Answers:
+    """The answers under load: scored, those that differ from the correctness stage's, incomplete ones, and
+    those whose completeness changed from the correctness stage."""
+
+    scored: list[ScoredAnswer] = field(default_factory=list)
+    mismatches: list[AnswerMismatch] = field(default_factory=list)
+    incomplete: list[IncompleteAnswer] = field(default_factory=list)
+    changed: list[CompletenessChange] = field(default_factory=list)
+
+
+async def _check_answers(m: ModelRun, rows: list[ArmRequest], profiling: list[RequestCorrelated],
+                         problems: list[str]) -> _Answers:
+    """Score every answered profiling request; a request that maps to no dataset row is added to `problems`."""
+    out = _Answers()
+    for c in profiling:
+        if not c.ok:
+            continue
+        req = next((r for r in rows if r.item_id == c.item_id and r.arm == c.arm), None)
+        if req is None:
+            problems.append(f"request {c.request_id}: conversation {c.conversation_id!r} maps to no dataset row")
+            continue
+        verdict, completeness = await m.answers.verdict(req, answered_load(c), "aiperf")
+        if completeness is not None and not completeness.complete:
+            out.incomplete.append(incomplete_entry(req, "aiperf", c.request_id, verdict, completeness))
+        out.changed.extend(x for x in [m.answers.change("http", req, c.request_id, completeness)] if x)
+        out.scored.append(ScoredAnswer(item_id=c.item_id, arm=c.arm, kind=m.dataset.item(c.item_id).kind,
+                                       verdict=verdict))
+        expected = m.http_answers.get((c.item_id, c.arm))
+        if m.model.correctness.deterministic and c.answer != expected:
+            out.mismatches.append(AnswerMismatch(request_id=c.request_id, item_id=c.item_id, arm=c.arm,
+                                                 answers={"under_load": c.answer, "correctness_stage": expected}))
+    return out
 
 
 async def publish_gates(m: ModelRun, gates: list[GateResult], prefix: str = "") -> None:

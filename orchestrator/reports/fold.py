@@ -153,8 +153,8 @@ class _Model:
     peak_gpu: int | None = None
     peak_device: int | None = None
     served: list[Json] = field(default_factory=list)
-    latency: Thinned = field(default_factory=Thinned)
-    memory: Thinned = field(default_factory=Thinned)
+    latency: Thinned[LatencyPoint] = field(default_factory=Thinned)
+    memory: Thinned[MemoryPoint] = field(default_factory=Thinned)
     completeness: CompletenessTally = field(default_factory=CompletenessTally)
     noninferiority: NoninferiorityResult | None = None
 

@@ -9,7 +9,7 @@ import json
 from typing import Any, NamedTuple
 
 from orchestrator.reports.noninferiority import NONINFERIORITY_HEAD, noninferiority_rows
-from orchestrator.reports.schema import ModelRow, PassRate, RunReport, Summary
+from orchestrator.reports.schema import ModelRow, PassRate, PathCorrectness, RunReport, Summary
 from orchestrator.reports.text import (
     COMPLETENESS_HEAD,
     ERROR_ANSWER_HEAD,
@@ -139,7 +139,7 @@ def split_notices(report: RunReport) -> tuple[list[list[str]], list[list[str]]]:
     return errors, warnings
 
 
-def _cell(value: Any) -> str:
+def _cell(value: object) -> str:
     text = dash if value is None or value == "" else str(value)
     return text.replace("|", "\\|").replace("\n", " ")
 
@@ -150,7 +150,7 @@ def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
     return out + [""]
 
 
-def _code(value: Any, limit: int = 1500) -> list[str]:
+def _code(value: object, limit: int = 1500) -> list[str]:
     text = value if isinstance(value, str) else json.dumps(value, indent=1, sort_keys=True, ensure_ascii=False)
     if len(text) > limit:
         text = text[:limit] + "\n… (truncated; see report.json)"
@@ -285,11 +285,22 @@ def _summary_row(name: str, s: Summary) -> list[Any]:
 
 
 def _details(row: ModelRow) -> list[str]:
+    """One model's details: identity, stages, what was checked, what was measured, its server, how to rerun."""
     out = [f"### {row.model}", ""]
     out += _table(["Checkpoint", "Profile", "Revision", "Family", "Native Task", "Precision", "Bundle sha256",
                    "Dataset"],
                   [[row.checkpoint, row.profile, row.revision, row.family, row.native_task, row.precision,
                     row.bundle_sha256, f"{row.dataset_name} {row.dataset_identity[:12]}"]])
+    out += _checks(row) + _aiperf_lines(row) + _measured(row) + _server_lines(row)
+    if row.commands.qualify or row.commands.aiperf:
+        out += ["Reproduce:", ""]
+        out += _code("\n".join(x for x in (row.commands.qualify, row.commands.aiperf) if x))
+    return out
+
+
+def _checks(row: ModelRow) -> list[str]:
+    """Stages, capability probes, correctness per path, non-inferiority, completeness, gates and identity."""
+    out: list[str] = []
     stages = [s for s in row.stages if s.phase != "model"]
     if stages:
         out += _table(["Stage", "Outcome", "Seconds", "Reason"],
@@ -298,19 +309,7 @@ def _details(row: ModelRow) -> list[str]:
         out += _table(["Capability check", "Passed", "Reason"],
                       [[c.check, c.passed, c.reason] for c in row.capability])
     for path, pc in row.correctness.items():
-        arms = list(pc.by_arm)
-        out += [f"Correctness via {path}:", ""]
-        out += _table(["Kind", *arms], [["all arms", *(rate_cell(pc.by_arm[a]) for a in arms)]]
-                      + [[k, *(rate_cell(v.get(a)) for a in arms)] for k, v in pc.by_kind.items()])
-        lift = pc.audio_lift
-        if path != "aiperf":
-            silenced = pc.by_arm["silence"].total if "silence" in pc.by_arm else 0
-            audio_n = pc.by_arm["audio"].total if "audio" in pc.by_arm else 0
-            over = f" over the {silenced} items of the silence arm" if 0 < silenced < audio_n else ""
-            out += [f"Audio lift: {signed_pct(lift.vs_silence)} vs silence{over} (audio {pct(lift.audio_rate)}, "
-                    f"silence {pct(lift.silence_rate)}); {signed_pct(lift.vs_transcript)} vs transcript over "
-                    f"{lift.speech_items} speech items (audio {pct(lift.audio_rate_speech)}, transcript "
-                    f"{pct(lift.transcript_rate)}).", ""]
+        out += _correctness(path, pc)
     if row.noninferiority is not None:
         out += _table(NONINFERIORITY_HEAD, noninferiority_rows(row.noninferiority))
     if row.completeness:
@@ -324,38 +323,69 @@ def _details(row: ModelRow) -> list[str]:
         out += [f"Native/HTTP identity: {row.identity.outcome}, {row.identity.compared} compared, "
                 f"{len(row.identity.mismatches)} mismatches; under load: "
                 f"{len(row.load_identity_mismatches)} mismatches.", ""]
-    if row.aiperf or row.aiperf_settings:
-        if row.aiperf:
-            out += [f"AIPerf {row.aiperf.version} ({row.aiperf.classification or 'not finished'}, "
-                    f"exit {row.aiperf.returncode}), window `{row.aiperf.window}`:", ""]
-        if row.aiperf_settings:
-            out += _table(["Setting", "Value"], settings_rows(row.aiperf_settings))
-    c = row.counts
-    if c.profiling.issued or c.warmup.issued:
-        out += _table(["Phase", "Issued", "OK", "Errors", "By cause"],
-                      [[n, pc.issued, pc.ok, pc.errors, causes_text(pc)]
-                       for n, pc in (("warmup", c.warmup), ("profiling", c.profiling), ("other", c.other))
-                       if pc.issued])
-        if c.unmatched:
-            out += ["Unmatched halves: " + ", ".join(f"{k} {v}" for k, v in c.unmatched.items()), ""]
-        t = row.timing
-        scope = f" ({t.timing_scope})" if t.timing_scope else ""
-        out += _table(["Timing (profiling, ok)", "n", "p50 ms", "p90 ms", "p99 ms", "mean ms"], [
-            _summary_row("client request_latency", t.request_latency_ms),
-            _summary_row("server handler_ms", t.handler_ms),
-            _summary_row(f"server model_call_ms{scope}", t.model_call_ms),
-        ])
-        out += [f"Throughput: {num(t.requests_per_s)} requests/s and {num(t.audio_seconds_per_s)} audio s/s "
-                f"over {num(t.span_s)} s.", ""]
-    s = row.server
-    out += [f"Server: {s.incarnations} incarnation(s), {s.restarts} restart(s), {len(s.unexpected_exits)} "
-            f"unexpected exit(s), {s.orphans_killed} orphan(s) killed; peak RSS {mib(s.peak_rss_bytes)}"
-            + (f", peak GPU memory {mib(s.peak_gpu_memory_bytes)}" if s.peak_gpu_memory_bytes is not None else "")
-            + (f", device memory used {mib(s.peak_device_memory_used_bytes)}"
-               if s.peak_device_memory_used_bytes is not None else "")
-            + (f"; ready after {num(s.startup_s)} s." if s.startup_s is not None else "."), ""]
-    out += [*(f"- {line}" for line in server_story_lines(s)), ""] if server_story_lines(s) else []
-    if row.commands.qualify or row.commands.aiperf:
-        out += ["Reproduce:", ""]
-        out += _code("\n".join(x for x in (row.commands.qualify, row.commands.aiperf) if x))
     return out
+
+
+def _correctness(path: str, pc: PathCorrectness) -> list[str]:
+    """One path's pass rates by arm and kind and, off AIPerf, its audio lift."""
+    arms = list(pc.by_arm)
+    out = [f"Correctness via {path}:", ""]
+    out += _table(["Kind", *arms], [["all arms", *(rate_cell(pc.by_arm[a]) for a in arms)]]
+                  + [[k, *(rate_cell(v.get(a)) for a in arms)] for k, v in pc.by_kind.items()])
+    lift = pc.audio_lift
+    if path != "aiperf":
+        silenced = pc.by_arm["silence"].total if "silence" in pc.by_arm else 0
+        audio_n = pc.by_arm["audio"].total if "audio" in pc.by_arm else 0
+        over = f" over the {silenced} items of the silence arm" if 0 < silenced < audio_n else ""
+        out += [f"Audio lift: {signed_pct(lift.vs_silence)} vs silence{over} (audio {pct(lift.audio_rate)}, "
+                f"silence {pct(lift.silence_rate)}); {signed_pct(lift.vs_transcript)} vs transcript over "
+                f"{lift.speech_items} speech items (audio {pct(lift.audio_rate_speech)}, transcript "
+                f"{pct(lift.transcript_rate)}).", ""]
+    return out
+
+
+def _aiperf_lines(row: ModelRow) -> list[str]:
+    """The AIPerf run's version, outcome and window, and the settings it ran with."""
+    out: list[str] = []
+    if row.aiperf:
+        out += [f"AIPerf {row.aiperf.version} ({row.aiperf.classification or 'not finished'}, "
+                f"exit {row.aiperf.returncode}), window `{row.aiperf.window}`:", ""]
+    if row.aiperf_settings:
+        out += _table(["Setting", "Value"], settings_rows(row.aiperf_settings))
+    return out
+
+
+def _measured(row: ModelRow) -> list[str]:
+    """Requests by phase and cause, timing percentiles and throughput (nothing when no request was issued)."""
+    c = row.counts
+    if not (c.profiling.issued or c.warmup.issued):
+        return []
+    out = _table(["Phase", "Issued", "OK", "Errors", "By cause"],
+                 [[n, pc.issued, pc.ok, pc.errors, causes_text(pc)]
+                  for n, pc in (("warmup", c.warmup), ("profiling", c.profiling), ("other", c.other))
+                  if pc.issued])
+    if c.unmatched:
+        out += ["Unmatched halves: " + ", ".join(f"{k} {v}" for k, v in c.unmatched.items()), ""]
+    t = row.timing
+    scope = f" ({t.timing_scope})" if t.timing_scope else ""
+    out += _table(["Timing (profiling, ok)", "n", "p50 ms", "p90 ms", "p99 ms", "mean ms"], [
+        _summary_row("client request_latency", t.request_latency_ms),
+        _summary_row("server handler_ms", t.handler_ms),
+        _summary_row(f"server model_call_ms{scope}", t.model_call_ms),
+    ])
+    out += [f"Throughput: {num(t.requests_per_s)} requests/s and {num(t.audio_seconds_per_s)} audio s/s "
+            f"over {num(t.span_s)} s.", ""]
+    return out
+
+
+def _server_lines(row: ModelRow) -> list[str]:
+    """The server's incarnations, exits and peaks in one line, then its story (restarts, troubled spans)."""
+    s = row.server
+    out = [f"Server: {s.incarnations} incarnation(s), {s.restarts} restart(s), {len(s.unexpected_exits)} "
+           f"unexpected exit(s), {s.orphans_killed} orphan(s) killed; peak RSS {mib(s.peak_rss_bytes)}"
+           + (f", peak GPU memory {mib(s.peak_gpu_memory_bytes)}" if s.peak_gpu_memory_bytes is not None else "")
+           + (f", device memory used {mib(s.peak_device_memory_used_bytes)}"
+              if s.peak_device_memory_used_bytes is not None else "")
+           + (f"; ready after {num(s.startup_s)} s." if s.startup_s is not None else "."), ""]
+    story = server_story_lines(s)
+    return out + ([*(f"- {line}" for line in story), ""] if story else [])

@@ -35,12 +35,12 @@ class ServerStory:
             self._open = StateSpan(state=ev.state, incarnation=ev.incarnation, from_s=t_s, reason=ev.reason)
 
     def exited(self, ev: ServerExited) -> None:
-        """A stop we asked for whose output ends in a traceback (uvicorn re-raising our SIGINT as
-        KeyboardInterrupt): noted as the server's own handling of the signal, so nobody reads it as a crash."""
-        if ev.expected and any(line.startswith("Traceback") for line in ev.output_tail):
-            last = next((line.strip() for line in reversed(ev.output_tail) if line.strip()), "")
+        """A stop we asked for whose output ends in a traceback our signal raised (uvicorn re-raising SIGINT as
+        KeyboardInterrupt), as the supervisor journaled it: noted as the server's own handling of the signal,
+        so nobody reads it as a crash."""
+        if ev.expected and ev.stop_traceback:
             self.stops.append(ExpectedStop(incarnation=ev.incarnation, returncode=ev.returncode, signal=ev.signal,
-                                           last_line=last))
+                                           last_line=ev.stop_traceback))
 
     def finish(self) -> tuple[list[Restart], list[StateSpan], list[ExpectedStop]]:
         """The restarts, spans and noted stops; a span still open ends with the journal (`until` stays None)."""

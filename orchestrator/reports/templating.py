@@ -21,7 +21,7 @@ __all__ = ["TEMPLATES", "render"]
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 
-def _quotes_as_stdlib(value: Any) -> Any:
+def _quotes_as_stdlib(value: object) -> object:
     """A printed value whose quotes are escaped as the stdlib's html.escape writes them (`&quot;`, `&#x27;`)
     where markupsafe would write `&#34;` and `&#39;`: the same characters, and the bytes the f-string pages
     wrote. Anything else is left to autoescape; markup (macro output, charts) passes as it is."""
@@ -33,12 +33,12 @@ def _quotes_as_stdlib(value: Any) -> Any:
     return Markup(escape(text)) if "'" in text or '"' in text else text
 
 
-def _cell(value: Any, blank: str = dash) -> Any:
+def _cell(value: object, blank: str = dash) -> object:
     """A table cell's value, or `blank` (the report dash) where there is none (None or an empty string)."""
     return blank if value is None or value == "" else value
 
 
-def _pretty(value: Any, limit: int = 3000) -> str:
+def _pretty(value: object, limit: int = 3000) -> str:
     """Text for a <pre>: a string as it is, anything else as indented JSON; cut at `limit` characters."""
     text = value if isinstance(value, str) else json.dumps(value, indent=1, sort_keys=True, ensure_ascii=False)
     return text[:limit]

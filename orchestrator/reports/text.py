@@ -110,7 +110,7 @@ def json_text(value: msgspec.Struct) -> str:
                       ensure_ascii=False)
 
 
-def _bodies_opened(value: Any) -> Any:
+def _bodies_opened(value: object) -> object:
     if isinstance(value, dict):
         return {k: _bodies_opened(v) for k, v in value.items()}
     if isinstance(value, list):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from array import array
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Generic, TypeVar
 
 import numpy as np
 
@@ -47,21 +47,24 @@ TIMING_FIELDS = ("request_latency_ms", "client_lifecycle_ms", "handler_ms", "mod
                   "worker_roundtrip_ms")  # the RequestCorrelated fields kept per window, in ms
 
 
-class Thinned:
+P = TypeVar("P")
+
+
+class Thinned(Generic[P]):
     """Keeps every `stride`-th point; doubles the stride (dropping every other kept point) when the
     cap is passed. Deterministic, order-preserving, at most `cap` points for any number of adds.
     Callers ask `due()` first so that points that would be dropped are never built."""
 
     def __init__(self, cap: int = MAX_POINTS) -> None:
         self.cap, self.stride, self.seen = cap, 1, 0
-        self.points: list[Any] = []
+        self.points: list[P] = []
 
     def due(self) -> bool:
         """Count one point; True when it is to be kept (then pass it to `keep`)."""
         self.seen += 1
         return (self.seen - 1) % self.stride == 0
 
-    def keep(self, point: Any) -> None:
+    def keep(self, point: P) -> None:
         self.points.append(point)
         if len(self.points) > self.cap:
             self.points = self.points[::2]
@@ -115,6 +118,15 @@ class WindowTally:
 
     def add(self, ev: RequestCorrelated) -> None:
         key = ev.phase if ev.phase in ("warmup", "profiling") else "other"
+        self._count(ev, key)
+        if self.timing is not None:
+            self.late += 1  # counted, but the window's percentiles are already final
+            return
+        if ev.phase == "profiling":
+            self._time(ev)
+
+    def _count(self, ev: RequestCorrelated, key: str) -> None:
+        """The request in its phase's tally by cause and rule, and a failed one's answer (bounded)."""
         tally = self.phases.get(key)
         if tally is None:
             tally = self.phases[key] = PhaseTally()
@@ -128,11 +140,9 @@ class WindowTally:
             said = self.answers.setdefault((key, ev.cause, ev.http_status), Counter())
             text = ev.error_message[:ANSWER_CHARS]
             said[text if text in said or len(said) < MAX_ANSWERS else _NOT_KEPT] += 1
-        if self.timing is not None:
-            self.late += 1  # counted, but the window's percentiles are already final
-            return
-        if ev.phase != "profiling":
-            return
+
+    def _time(self, ev: RequestCorrelated) -> None:
+        """A profiling request's span, and an ok one's timings, timing scope and audio seconds."""
         start, end = ev.request_start_ns, ev.request_end_ns
         if start is not None and (self.first_start is None or start < self.first_start):
             self.first_start = start

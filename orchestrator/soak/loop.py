@@ -185,7 +185,9 @@ class _Soak:
         self._sent = 0  # requests of the closed windows: where the next AIPerf run's input starts
         self._next_checkpoint = 0.0
         self._last_end_ns: int | None = None  # the last answer of the windows finalised so far
-        self.tracker = SoakTracker(run.bus, dataset, model, max_tokens=run.config.workload.max_tokens)
+        limits = settings.limits
+        self.tracker = SoakTracker(run.bus, dataset, model, max_tokens=run.config.workload.max_tokens,
+                                   warmup_s=limits.warmup_s, baseline_s=limits.latency_baseline_s)
         # AIPerf's ZeroMQ sockets live under TMPDIR and their paths must fit in 107 bytes: a short
         # folder per soak (not the run folder), removed at the end with AIPerf's leftovers.
         self.tmp_dir = Path(tempfile.mkdtemp(prefix="aqb-soak-"))
@@ -217,7 +219,7 @@ class _Soak:
         await self.phase("server")
         spec = ServerSpec.from_config(self.cfg, m, run.run_dir, parts=self.toolkit.server_parts(self.cfg.server.kind))
         verdicts: list[MetricVerdict] = []
-        plan = plan_trends(s.duration_s, s.limits, s.window_s)
+        plan = plan_trends(s.duration_s, s.limits, s.window_s, cycle_requests=len(rows), request_rate=s.request_rate)
         started = False
         server_failure = ""
         try:
@@ -478,7 +480,8 @@ class _Soak:
     async def _verdicts(self, *, final: bool, processes: ProcessCheck | None = None) -> list[MetricVerdict]:
         verdicts = judge_soak(self.windows, self.settings.limits, exits=self.tracker.exits, processes=processes,
                               cut_short=self.cut_short, runs=self.runs, running=self._aiperf_name,
-                              stopped=set(self.stopped_at), samples=self.tracker.samples, load_span_ns=self._load_span())
+                              stopped=set(self.stopped_at), samples=self.tracker.samples, load_span_ns=self._load_span(),
+                              ratios=self.tracker.ratios if self.settings.limits.latency_drift_rule == "sampled" else None)
         for v in verdicts:
             slope, interval, limit, unit = verdict_numbers(v.detail)
             await self.bus.publish(SoakVerdict(

@@ -33,6 +33,7 @@ from orchestrator.events import (
 )
 from orchestrator.judge.answers import judge_answer
 from orchestrator.judge.gates import ScoredAnswer
+from orchestrator.soak.ratios import ItemRatioSeries
 from orchestrator.soak.samples import SampleSeries
 from orchestrator.soak.window import WindowAccumulator, WindowStats
 
@@ -48,7 +49,7 @@ class SoakTracker:
     waits on its own full queue (it drains that queue into a local backlog)."""
 
     def __init__(self, bus: Bus, dataset: Dataset, model: ModelConfig, *, size: int = 8192,
-                 max_tokens: int | None = None) -> None:
+                 max_tokens: int | None = None, warmup_s: float = 60.0, baseline_s: float = 120.0) -> None:
         self._bus = bus
         self._max_tokens = max_tokens  # the limit AIPerf sends (workload.max_tokens), for length_limit
         self._dataset = dataset
@@ -72,6 +73,8 @@ class SoakTracker:
         self.restarts = 0
         # Every memory sample, by verdict (the sampled trend rule judges them, not window medians).
         self.samples: dict[str, SampleSeries] = {}
+        # Each profiling request's latency over its own item's baseline, by timing source (latency_drift).
+        self.ratios = {kind: ItemRatioSeries(warmup_s=warmup_s, baseline_s=baseline_s) for kind in ("server", "client")}
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         async with self._bus.subscribe("soak", size=self._size) as sub:
@@ -148,23 +151,49 @@ class SoakTracker:
 
     def _handle(self, ev: AnyEvent) -> Iterable[Event]:
         if isinstance(ev, ClientRecord):
-            if ev.phase == "profiling" and ev.request_start_ns and ev.window not in self.first_profiling_ns:
-                self.first_profiling_ns[ev.window] = ev.request_start_ns
-                self._first_seen.set()
-                self._first_seen = anyio.Event()
+            self._client_record(ev)
+        elif isinstance(ev, RequestCorrelated):
+            return self._request(ev)
+        elif isinstance(ev, ResourceSampled | ProcessSampled | ServerExited | ServerRestarting):
+            self._sampled_or_server(ev, self.at(ev.ts_ns) if self._open else None)
+        elif isinstance(ev, AccountingChecked):
+            self.accounting[ev.window] = ev
+        elif isinstance(ev, AiperfStarted):
+            # Keyed by the AIPerf run's own name (one per AIPerf process: a handful per soak).
+            self.aiperf_pids[ev.window] = ev.pid
+            self.aiperf_launch_ns[ev.window] = ev.ts_ns
+        elif isinstance(ev, OrphanKilled):
+            self.orphans_killed += 1
+        return ()
+
+    def _client_record(self, ev: ClientRecord) -> None:
+        """The first profiling record of an AIPerf run fixes its start (and the latency ratios' origin)."""
+        if ev.phase == "profiling" and ev.request_start_ns and ev.window not in self.first_profiling_ns:
+            self.first_profiling_ns[ev.window] = ev.request_start_ns
+            for series in self.ratios.values():
+                series.start(ev.request_start_ns)
+            self._first_seen.set()
+            self._first_seen = anyio.Event()
+
+    def _request(self, ev: RequestCorrelated) -> Iterable[Event]:
+        """A correlated request counts in the window the join named (none once that window closed)."""
+        acc = self._open.get(ev.window)
+        if acc is None:
             return ()
-        acc = self.at(ev.ts_ns) if self._open else None
-        if isinstance(ev, RequestCorrelated):
-            acc = self._open.get(ev.window)
-            if acc is None:
-                return ()
-            acc.add_request(phase=ev.phase, ok=ev.ok, cause=ev.cause, request_latency_ms=ev.request_latency_ms,
-                            handler_ms=ev.handler_ms, model_call_ms=ev.model_call_ms,
-                            request_start_ns=ev.request_start_ns, request_end_ns=ev.request_end_ns,
-                            incarnation=ev.incarnation, item_id=ev.item_id)
-            if ev.phase == "profiling" and ev.ok:
-                return self._verdict(acc, ev)
-        elif isinstance(ev, ResourceSampled):
+        acc.add_request(phase=ev.phase, ok=ev.ok, cause=ev.cause, request_latency_ms=ev.request_latency_ms,
+                        handler_ms=ev.handler_ms, model_call_ms=ev.model_call_ms,
+                        request_start_ns=ev.request_start_ns, request_end_ns=ev.request_end_ns,
+                        incarnation=ev.incarnation, item_id=ev.item_id)
+        if ev.phase == "profiling" and ev.ok:
+            self._ratio(ev)
+            return self._verdict(acc, ev)
+        return ()
+
+    def _sampled_or_server(self, ev: ResourceSampled | ProcessSampled | ServerExited | ServerRestarting,
+                           acc: WindowAccumulator | None) -> None:
+        """Memory samples go to their verdict's series and the open window of their time; so do
+        unexpected exits and restarts (to the window only)."""
+        if isinstance(ev, ResourceSampled):
             if not ev.pre_ready:  # a (re)starting server's climb to its level is no leak
                 self._sample("server_rss", ev.ts_ns, ev.rss_bytes)
                 if ev.gpu_memory_bytes is not None:
@@ -175,26 +204,28 @@ class SoakTracker:
             self._sample("orchestrator_rss" if ev.role == "orchestrator" else "aiperf_rss", ev.ts_ns, ev.rss_bytes)
             if acc is not None:
                 acc.add_process(ev.role, ev.rss_bytes)
-        elif isinstance(ev, ServerExited) and not ev.expected:
+        elif isinstance(ev, ServerExited):
+            if ev.expected:
+                return
             self.exits.append(ServerExitFact(incarnation=ev.incarnation, returncode=ev.returncode, signal=ev.signal,
                                              unix_ns=ev.ts_ns, output_tail=list(ev.output_tail[-5:])))
             if acc is not None:
                 acc.add_unexpected_exit()
-        elif isinstance(ev, ServerRestarting):
+        else:
             self.restarts += 1
             if self.exits:
                 self.exits[-1] = msgspec.structs.replace(self.exits[-1], restarted=True)
             if acc is not None:
                 acc.add_restart()
-        elif isinstance(ev, AccountingChecked):
-            self.accounting[ev.window] = ev
-        elif isinstance(ev, AiperfStarted):
-            # Keyed by the AIPerf run's own name (one per AIPerf process: a handful per soak).
-            self.aiperf_pids[ev.window] = ev.pid
-            self.aiperf_launch_ns[ev.window] = ev.ts_ns
-        elif isinstance(ev, OrphanKilled):
-            self.orphans_killed += 1
-        return ()
+
+    def _ratio(self, ev: RequestCorrelated) -> None:
+        """The request's latency over its item's baseline, server-timed and client-timed."""
+        if ev.request_start_ns is None:
+            return
+        if ev.handler_ms is not None:
+            self.ratios["server"].add(ev.request_start_ns, ev.item_id, ev.handler_ms)
+        if ev.request_latency_ms is not None:
+            self.ratios["client"].add(ev.request_start_ns, ev.item_id, ev.request_latency_ms)
 
     def _sample(self, metric: str, unix_ns: int, value_bytes: int) -> None:
         series = self.samples.get(metric)

@@ -29,6 +29,7 @@ from orchestrator.events import (
     ProcessCheck,
     RestartDetail,
     RunAccount,
+    SampledDriftDetail,
     SampledMemoryDetail,
     ServerExitFact,
     SoakLimits,
@@ -44,6 +45,8 @@ from orchestrator.judge.memory import MemoryRule, MemoryVerdict, judge_memory_me
 from orchestrator.judge.outcome import FAIL, INCONCLUSIVE, PASS, Outcome
 from orchestrator.judge.sampled_trend import SampledTrendRule, judge_sampled_trend
 from orchestrator.judge.trend import TrendRule, TrendVerdict, judge_relative_trend
+from orchestrator.reports.text import gate_pct
+from orchestrator.soak.ratios import ItemRatioSeries
 from orchestrator.soak.samples import SampleSeries
 
 __all__ = [
@@ -56,6 +59,7 @@ __all__ = [
     "trend_rule",
     "memory_rule",
     "sampled_rule",
+    "drift_rule",
     "fit_trend",
     "judge_soak",
 ]
@@ -81,6 +85,13 @@ def sampled_rule(limits: SoakLimits) -> SampledTrendRule:
     return SampledTrendRule(limit_per_h=limits.rss_limit_mib_per_h, growth_limit=limits.rss_growth_limit_mib,
                             min_span_s=limits.min_trend_span_s, confidence=limits.trend_confidence,
                             wander=limits.rss_wander_mib)
+
+
+def drift_rule(limits: SoakLimits) -> SampledTrendRule:
+    """The same-item latency drift rule: the sampled trend rule in % of baseline per hour, with no wander
+    floor and no growth cap (a drift decides by its slope alone, over `min_trend_span_s` or more)."""
+    return SampledTrendRule(limit_per_h=limits.p99_latency_limit_pct_per_h, growth_limit=math.inf,
+                            min_span_s=limits.min_trend_span_s, confidence=limits.trend_confidence, wander=0.0)
 
 
 class Trend(msgspec.Struct, frozen=True, kw_only=True):
@@ -188,6 +199,33 @@ def _sampled_memory(metric: str, series: SampleSeries | None, limits: SoakLimits
     return MetricVerdict(metric=metric, outcome=v.outcome, reason=reason, detail=detail)
 
 
+def _sampled_drift(ratios: Mapping[str, ItemRatioSeries], limits: SoakLimits, end_ns: int) -> MetricVerdict:
+    """The sampled trend rule on every request's ratio to its own item's baseline, server timing where the
+    server reported it, else the client's."""
+    kind = "server" if (s := ratios.get("server")) is not None and (s.ratios or s.baselines) else "client"
+    series = ratios.get(kind)
+    source = ("server handler_ms" if kind == "server" else "client request latency (the server reported no "
+              "timing)") + " of each request over its own item's baseline, in %, 10 s block medians"
+    rule = drift_rule(limits)
+    times, values, n = ([], [], 0) if series is None or series.judged_from_ns is None else \
+        series.series.between(series.judged_from_ns, end_ns)
+    v = judge_sampled_trend(times, values, rule, unit="%")
+    detail = SampledDriftDetail(
+        source=source, warmup_s=limits.warmup_s, baseline_s=limits.latency_baseline_s,
+        baseline_items=len(series.baselines) if series else 0,
+        baseline_requests=series.baseline_requests if series else 0, ratios=n, batch_times_h=v.batch_times_h,
+        series=v.batch_values, detectable_slope=v.detectable_per_h, slope=v.slope_per_h,
+        interval=list(v.interval_per_h) if v.interval_per_h else None, limit=rule.limit_per_h, unit="%/h",
+        n=len(v.batch_values), span_s=v.span_s, confidence=v.confidence, method=v.method)
+    items = len(series.baselines) if series else 0
+    reason = (f"each request over its own item's baseline ({items} items, baseline over each item's first "
+              f"{limits.latency_baseline_s:g} s after the {limits.warmup_s:g} s warmup): {v.reason}") if n else \
+        (f"no ratio yet: an item's requests are ratios once its baseline ({limits.latency_baseline_s:g} s after its "
+         f"first request past the {limits.warmup_s:g} s warmup) is set")
+    return MetricVerdict(metric="latency_drift", outcome=v.outcome if n else INCONCLUSIVE, reason=reason,
+                         detail=detail)
+
+
 def _server_timed(windows: Sequence[WindowStats]) -> bool:
     return any(w.server_latency_ms.count for w in windows)
 
@@ -269,7 +307,7 @@ def _error_rate(windows: Sequence[WindowStats], limit: float, skipped: int,
                              reason=f"no profiling request was recorded in {len(windows)} window(s) after warmup")
     rate = errors / issued
     causes = ", ".join(f"{k}: {v}" for k, v in sorted(by_cause.items()))
-    text = (f"{errors}/{issued} = {rate:.4%} (limit {limit:.4%}) over {len(windows)} window(s)"
+    text = (f"{errors}/{issued} = {gate_pct(rate, limit)} (limit {limit * 100:g}%) over {len(windows)} window(s)"
             + (f" after {skipped} warmup window(s)" if skipped else "") + (f"; by cause: {causes}" if causes else "")
             + cut_text)
     if rate > limit:
@@ -444,14 +482,16 @@ def judge_soak(windows: Sequence[WindowStats], limits: SoakLimits, *, exits: Seq
                processes: ProcessCheck | None = None, cut_short: Collection[str] = (),
                runs: Sequence[AiperfRunFact] = (), running: str = "", stopped: Collection[str] = (),
                samples: Mapping[str, SampleSeries] | None = None,
-               load_span_ns: tuple[int, int] | None = None) -> list[MetricVerdict]:
+               load_span_ns: tuple[int, int] | None = None,
+               ratios: Mapping[str, ItemRatioSeries] | None = None) -> list[MetricVerdict]:
     """Every verdict over the closed windows so far (in index order). `processes` is given only at the
     end (the process check is a final verdict); checkpoints leave it None. `cut_short` names the windows
     a stop (SIGINT/SIGTERM) cut short: the error rate reports them and does not judge them. `runs` are the
     AIPerf runs that have ended, `running` the one still going (a checkpoint's), `stopped` those the stop
     signal ended, for the accounting. With `samples` (every memory sample, by verdict) and the load's
     `load_span_ns`, memory is judged on the samples (judge.sampled_trend), aiperf_rss too; without them,
-    on the windows' medians (judge.memory)."""
+    on the windows' medians (judge.memory). With `ratios` (each request's ratio to its item's baseline, by
+    timing source) and `load_span_ns`, latency drift is judged on them; without, on per-window medians."""
     ordered = sorted(windows, key=lambda w: w.index)
     skipped = min(limits.warmup_windows, len(ordered))
     judged = ordered[skipped:]
@@ -469,7 +509,8 @@ def judge_soak(windows: Sequence[WindowStats], limits: SoakLimits, *, exits: Seq
         verdicts.append(_memory("orchestrator_rss", judged, lambda w: w.orchestrator_rss, limits, skipped,
                                 "median resident memory of aqbench's own process per window (MiB)"))
     verdicts += [
-        _item_drift(judged, limits, skipped),
+        _sampled_drift(ratios, limits, load_span_ns[1]) if ratios is not None and load_span_ns is not None
+        else _item_drift(judged, limits, skipped),
         _tail(judged, limits, skipped),
         _error_rate(judged, limits.max_error_rate, skipped, cut_short),
         _correctness(ordered),

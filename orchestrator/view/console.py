@@ -71,25 +71,9 @@ class ConsoleView:
 
     def show(self, ev: object) -> None:
         if isinstance(ev, PhaseStarted):
-            d = ev.detail
-            if ev.phase == "model":
-                ident = d if isinstance(d, ModelPhase) else ModelPhase()
-                self._print(f"== {ev.model}: {ident.checkpoint} ({ident.profile})")
-                return
-            self._stage, self._done, self._bad, self._misses = ev.phase, 0, 0, {}
-            self._total = _expected_answers(d)
-            self._print(f"  {ev.phase}: started")
+            self._phase_started(ev)
         elif isinstance(ev, PhaseFinished):
-            if ev.phase in ("model", "dataset"):
-                if isinstance(ev.detail, DatasetPhase):
-                    self._print(f"dataset {ev.detail.name} ({ev.detail.items} items, "
-                                f"identity {ev.detail.identity[:12]})")
-                return
-            if self._total:
-                self._bar(force=True)
-                self.out.end_bar()
-            self._total = 0
-            self._print(f"  {ev.phase}: {ev.outcome}{' - ' + clip(ev.reason, 300) if ev.reason else ''}")
+            self._phase_finished(ev)
         elif isinstance(ev, VerdictReached) and ev.path != "aiperf":
             self._done += 1
             # Silence and transcript arms are expected to miss; only audio-arm misses are news.
@@ -100,26 +84,53 @@ class ConsoleView:
             self._done += 1
             self._bad += not ev.ok
             self._bar()
-        elif isinstance(ev, CapabilityProbed):
-            self._print(f"    {ev.check}: {'pass' if ev.passed else 'FAIL'} - {clip(ev.reason, 200)}")
-        elif isinstance(ev, ServerReady):
-            self._print(f"  server ready (incarnation {ev.incarnation}, pid {ev.pid}, "
-                        f"{ev.startup_ns / 1e9:.1f} s) at {ev.url}")
-        elif isinstance(ev, ServerExited) and not ev.expected:
-            self._print(f"  server exited unexpectedly (incarnation {ev.incarnation}, code {ev.returncode}, "
-                        f"{ev.signal or 'no signal'})")
-        elif isinstance(ev, ServerStateChanged) and ev.state in _STATES_SHOWN:
-            # From the bus, so in the order things happened (a log line would overtake this view's lines).
-            self._print(f"  server {ev.state} (incarnation {ev.incarnation}){': ' + ev.reason[:200] if ev.reason else ''}")
-        elif isinstance(ev, ServerRestarting):
-            self._print(f"  server restarting (attempt {ev.attempt}, in {ev.backoff_s:.1f} s): {ev.reason}")
-        elif isinstance(ev, AiperfStarted):
-            self._print(f"    aiperf: {ev.shell[:160]}{'...' if len(ev.shell) > 160 else ''}")
-        elif isinstance(ev, AiperfExited):
-            self._print(f"    aiperf exited {ev.returncode}: {ev.classification}{' - ' + ev.reason if ev.reason else ''}")
-        elif isinstance(ev, ModelResult):
-            self._print(f"== {ev.model}: {ev.status.upper()}"
-                        f"{' at ' + ev.failed_stage if ev.failed_stage else ''}")
+        elif (line := _event_line(ev)) is not None:
+            self._print(line)
+
+    def _phase_started(self, ev: PhaseStarted) -> None:
+        d = ev.detail
+        if ev.phase == "model":
+            ident = d if isinstance(d, ModelPhase) else ModelPhase()
+            self._print(f"== {ev.model}: {ident.checkpoint} ({ident.profile})")
+            return
+        self._stage, self._done, self._bad, self._misses = ev.phase, 0, 0, {}
+        self._total = _expected_answers(d)
+        self._print(f"  {ev.phase}: started")
+
+    def _phase_finished(self, ev: PhaseFinished) -> None:
+        if ev.phase in ("model", "dataset"):
+            if isinstance(ev.detail, DatasetPhase):
+                self._print(f"dataset {ev.detail.name} ({ev.detail.items} items, "
+                            f"identity {ev.detail.identity[:12]})")
+            return
+        if self._total:
+            self._bar(force=True)
+            self.out.end_bar()
+        self._total = 0
+        self._print(f"  {ev.phase}: {ev.outcome}{' - ' + clip(ev.reason, 300) if ev.reason else ''}")
+
+
+def _event_line(ev: object) -> str | None:
+    """The one line an event prints outside the progress bars, or None when it prints nothing."""
+    if isinstance(ev, CapabilityProbed):
+        return f"    {ev.check}: {'pass' if ev.passed else 'FAIL'} - {clip(ev.reason, 200)}"
+    if isinstance(ev, ServerReady):
+        return f"  server ready (incarnation {ev.incarnation}, pid {ev.pid}, {ev.startup_ns / 1e9:.1f} s) at {ev.url}"
+    if isinstance(ev, ServerExited) and not ev.expected:
+        return (f"  server exited unexpectedly (incarnation {ev.incarnation}, code {ev.returncode}, "
+                f"{ev.signal or 'no signal'})")
+    if isinstance(ev, ServerStateChanged) and ev.state in _STATES_SHOWN:
+        # From the bus, so in the order things happened (a log line would overtake this view's lines).
+        return f"  server {ev.state} (incarnation {ev.incarnation}){': ' + ev.reason[:200] if ev.reason else ''}"
+    if isinstance(ev, ServerRestarting):
+        return f"  server restarting (attempt {ev.attempt}, in {ev.backoff_s:.1f} s): {ev.reason}"
+    if isinstance(ev, AiperfStarted):
+        return f"    aiperf: {ev.shell[:160]}{'...' if len(ev.shell) > 160 else ''}"
+    if isinstance(ev, AiperfExited):
+        return f"    aiperf exited {ev.returncode}: {ev.classification}{' - ' + ev.reason if ev.reason else ''}"
+    if isinstance(ev, ModelResult):
+        return f"== {ev.model}: {ev.status.upper()}{' at ' + ev.failed_stage if ev.failed_stage else ''}"
+    return None
 
 
 def clip(text: str, limit: int) -> str:

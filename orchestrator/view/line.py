@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any, TextIO
+from typing import TextIO
 
 import anyio
 from anyio.abc import TaskStatus
@@ -50,7 +50,7 @@ class LiveLine:
         self.out.end_bar()
 
     def line(self) -> str:
-        def ms(q: Any) -> str:
+        def ms(q: StreamingQuantiles) -> str:
             value = q.quantile(50)
             return f"{value:.1f} ms" if value is not None else "-"
 

@@ -114,20 +114,7 @@ class SoakView:
         """Update the counts from one event; print when the line is due (or something notable happened)."""
         notable = ""
         if isinstance(ev, RequestCorrelated):
-            if ev.phase == "profiling":
-                if ev.ok:
-                    self.ok += 1
-                else:
-                    self.errors += 1
-            if ev.window.startswith("soak/") and ev.request_start_ns:
-                if ev.window == self._next:
-                    self.window = self._running = ev.window
-                span = self._spans.get(ev.window)
-                end = ev.request_end_ns or ev.request_start_ns
-                if span is None:
-                    self._spans[ev.window] = [ev.request_start_ns, end]
-                else:
-                    span[0], span[1] = min(span[0], ev.request_start_ns), max(span[1], end)
+            self._request(ev)
         elif isinstance(ev, ResourceSampled):
             self.rss_bytes = ev.rss_bytes
         elif isinstance(ev, SoakWindowOpened):
@@ -136,18 +123,7 @@ class SoakView:
         elif isinstance(ev, AiperfExited) and ev.window.startswith("soak/"):
             self._running = ""
         elif isinstance(ev, SoakWindowClosed):
-            self.windows = max(self.windows, ev.index)
-            if self.window == ev.window:
-                self.window = ""  # windows overlap: N closes after N+1 started
-            self.last = ev.summary
-            span = self._spans.pop(ev.window, None)
-            first = ev.summary.first_request_unix_ns if ev.summary is not None else None
-            last = ev.summary.last_request_unix_ns if ev.summary is not None else None
-            if not (isinstance(first, int) and isinstance(last, int)) and span is not None:
-                first, last = span
-            if isinstance(first, int) and isinstance(last, int) and last > max(first, self._covered_ns):
-                self._loaded_closed_s += (last - max(first, self._covered_ns)) / 1e9
-                self._covered_ns = last
+            self._window_closed(ev)
             notable = "window"
         elif isinstance(ev, ServerRestarting):
             self.restarts += 1
@@ -163,6 +139,38 @@ class SoakView:
         if notable or now - self._last_print >= self.interval_s:
             self._last_print = now
             self._emit(self.line(), status=True)
+
+    def _request(self, ev: RequestCorrelated) -> None:
+        """Count a profiling request, and widen its soak window's span (the window runs from its first one)."""
+        if ev.phase == "profiling":
+            if ev.ok:
+                self.ok += 1
+            else:
+                self.errors += 1
+        if ev.window.startswith("soak/") and ev.request_start_ns:
+            if ev.window == self._next:
+                self.window = self._running = ev.window
+            span = self._spans.get(ev.window)
+            end = ev.request_end_ns or ev.request_start_ns
+            if span is None:
+                self._spans[ev.window] = [ev.request_start_ns, end]
+            else:
+                span[0], span[1] = min(span[0], ev.request_start_ns), max(span[1], end)
+
+    def _window_closed(self, ev: SoakWindowClosed) -> None:
+        """A closed window: counted, its summary kept, and its loaded time added once (windows overlap)."""
+        self.windows = max(self.windows, ev.index)
+        if self.window == ev.window:
+            self.window = ""  # windows overlap: N closes after N+1 started
+        self.last = ev.summary
+        span = self._spans.pop(ev.window, None)
+        first = ev.summary.first_request_unix_ns if ev.summary is not None else None
+        last = ev.summary.last_request_unix_ns if ev.summary is not None else None
+        if not (isinstance(first, int) and isinstance(last, int)) and span is not None:
+            first, last = span
+        if isinstance(first, int) and isinstance(last, int) and last > max(first, self._covered_ns):
+            self._loaded_closed_s += (last - max(first, self._covered_ns)) / 1e9
+            self._covered_ns = last
 
     def _emit(self, text: str, *, status: bool) -> None:
         # On a terminal the status line is redrawn in place; other messages scroll above it.

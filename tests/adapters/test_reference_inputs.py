@@ -11,7 +11,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from _reference_server import DATASET, reference_server
+from _reference_server import DATASET, Server, reference_server
 
 from adapters.media import AudioDecodeError, decode_audio
 
@@ -63,24 +63,23 @@ def _stop(server) -> None:
 
 
 class TestServerInputs:
-    def test_default_inputs_and_finish_reason_as_trtmc_server(self, tmp_path: Path) -> None:
+    def test_default_inputs_and_finish_reason_as_trtmc_server(self, default_server: Server) -> None:
         """400 truncated, no repr in a decode error, 415 for text/plain, finish_reason null and no
         finish chunk (trtmc-server's behaviour) unless asked for."""
-        with reference_server(tmp_path) as server:
-            status, out = _post(server.url, _body("How many beeps do you hear?", BEEPS.read_bytes()[:1000]))
-            err = json.loads(out)["error"]
-            assert status == 400 and err["code"] == "invalid_audio" and "truncated" in err["message"]
-            status, out = _post(server.url, _body("q", b"RIFF" + b"\0" * 40))
-            assert status == 400 and "object at 0x" not in json.loads(out)["error"]["message"]
-            status, out = _post(server.url, _body("How many beeps do you hear?", BEEPS.read_bytes()), "text/plain")
-            err = json.loads(out)["error"]
-            assert status == 415 and "text/plain" in err["message"] and "application/json" in err["message"]
-            status, out = _post(server.url, _body("How many beeps do you hear?", BEEPS.read_bytes()))
-            assert status == 200 and json.loads(out)["choices"][0]["finish_reason"] is None
-            status, out = _post(server.url, _body("How many beeps do you hear?", BEEPS.read_bytes(), stream=True))
-            events = _stream_events(out)
-            assert [e["choices"][0]["finish_reason"] for e in events] == [None]
-            _stop(server)
+        server = default_server
+        status, out = _post(server.url, _body("How many beeps do you hear?", BEEPS.read_bytes()[:1000]))
+        err = json.loads(out)["error"]
+        assert status == 400 and err["code"] == "invalid_audio" and "truncated" in err["message"]
+        status, out = _post(server.url, _body("q", b"RIFF" + b"\0" * 40))
+        assert status == 400 and "object at 0x" not in json.loads(out)["error"]["message"]
+        status, out = _post(server.url, _body("How many beeps do you hear?", BEEPS.read_bytes()), "text/plain")
+        err = json.loads(out)["error"]
+        assert status == 415 and "text/plain" in err["message"] and "application/json" in err["message"]
+        status, out = _post(server.url, _body("How many beeps do you hear?", BEEPS.read_bytes()))
+        assert status == 200 and json.loads(out)["choices"][0]["finish_reason"] is None
+        status, out = _post(server.url, _body("How many beeps do you hear?", BEEPS.read_bytes(), stream=True))
+        events = _stream_events(out)
+        assert [e["choices"][0]["finish_reason"] for e in events] == [None]
 
     def test_openai_finish_reason_flag(self, tmp_path: Path) -> None:
         """--openai-finish-reason: "stop" for a whole answer, "length" when max_tokens cut it (with the

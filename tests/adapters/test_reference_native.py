@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import base64
 import json
-import signal
 import subprocess
 import sys
 import urllib.request
 
-from _reference_server import DATASET, REPO, reference_server
+from _reference_server import DATASET, REPO, Server
 
 ITEMS = [  # (file, format, question): signal-only and speech items, every container
     ("meeting.wav", "wav", "At what hour is the meeting?"),
@@ -32,7 +31,7 @@ def _http_answer(url: str, path, fmt: str, question: str) -> str:
 
 
 class TestNativeWorker:
-    def test_worker_protocol_and_identity_with_http(self, tmp_path):
+    def test_worker_protocol_and_identity_with_http(self, default_server: Server) -> None:
         """The worker says ready (protocol 2, audio_text_to_text), answers path and base64 audio with
         the same text as the HTTP server, reports errors per request, and exits on shutdown."""
         proc = subprocess.Popen([sys.executable, "-m", "adapters.reference", "worker"], cwd=REPO,
@@ -67,10 +66,7 @@ class TestNativeWorker:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
-        with reference_server(tmp_path) as s:
-            http = {name: _http_answer(s.url, DATASET / "audio" / name, fmt, q) for name, fmt, q in ITEMS}
-            s.proc.send_signal(signal.SIGINT)
-            assert s.proc.wait(timeout=20) == 0
+        http = {name: _http_answer(default_server.url, DATASET / "audio" / name, fmt, q) for name, fmt, q in ITEMS}
         assert http == native
         assert native["beeps-5.wav"] == "5" and native["folder.flac"] == "blue"
 

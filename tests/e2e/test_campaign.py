@@ -1,7 +1,10 @@
 """`aqbench campaign` end to end on a simulated two-node Ray cluster on 127.0.0.1 (one CPU per node).
 
 The driver runs as its own process joined to the cluster; models run scripted servers so that each
-qualification ends early (capability) in seconds: rows, live streaming, a lost node, SIGINT and --resume.
+qualification ends early (capability) in seconds: rows, live streaming, a lost node, SIGINT and --resume;
+and the default reference model goes all the way to `aiperf-qualified`, AIPerf running inside its Ray task.
+One cluster serves the whole module (starting one costs seconds); each test gets it with two live nodes
+and every resource free.
 """
 
 from __future__ import annotations
@@ -25,12 +28,12 @@ pin_to_loopback()  # before Ray is imported: the simulated nodes listen on 127.0
 
 ray_cluster_utils = pytest.importorskip("ray.cluster_utils")
 
-from test_qualify import MINI_ITEMS, ROOT, config, mini_dataset, stub_argv  # noqa: E402
+from test_qualify import MINI_ITEMS, ROOT, config, mini_dataset, results, stub_argv  # noqa: E402
 
 from orchestrator.campaign import fold_campaign  # noqa: E402
 from orchestrator.campaign.events import AttemptEnded, AttemptPlaced, CampaignStarted, ModelFinished  # noqa: E402
 from orchestrator.campaign.journal import read_campaign  # noqa: E402
-from orchestrator.events import ModelResult, RunFinished, RunStarted, ServerSpawned  # noqa: E402
+from orchestrator.events import AiperfExited, AiperfStarted, ModelResult, RunFinished, RunStarted, ServerSpawned  # noqa: E402
 from orchestrator.journal import read_journal  # noqa: E402
 
 SCRIPTED = ROOT / "tests" / "data" / "servers" / "scripted_server.py"
@@ -40,17 +43,55 @@ OTHER = ('\n[[models]]\nname = "whisper-like"\nfamily = "whisper"\ncheckpoint = 
 SYSTEM = {"health_check_initial_delay_ms": 0, "health_check_period_ms": 500, "health_check_failure_threshold": 3}
 
 
-@pytest.fixture
-def cluster() -> Iterator[object]:
-    """A head and one worker node, one CPU each; the head also carries one (simulated) GPU."""
-    c = ray_cluster_utils.Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "num_gpus": 1,
-                                                                        "_system_config": SYSTEM})
-    c.add_node(num_cpus=1, num_gpus=0)
-    c.wait_for_nodes()
+HEAD = {"num_cpus": 1, "num_gpus": 1, "include_dashboard": False, "_system_config": SYSTEM}
+WORKER = {"num_cpus": 1, "num_gpus": 0}
+
+
+def _children() -> set[int]:
+    return {c.pid for c in psutil.Process().children()}
+
+
+def _started(shared: set[int], start: Callable[[], object]) -> set[int]:
+    """Run `start` and register the processes it started under this one (Ray's GCS, raylet, agents, reaper) as
+    the module fixture's: the leftover check then accepts them and everything below them (Ray's workers)."""
+    before = _children()
+    start()
+    new = _children() - before
+    shared.update(new)
+    return new
+
+
+@pytest.fixture(scope="module")
+def ray_cluster(shared_processes: set[int]) -> Iterator[object]:
+    """The head node: one CPU and one (simulated) GPU; `cluster` adds the worker node (one CPU)."""
+    holder: list[object] = []
+    pids = _started(shared_processes, lambda: holder.append(ray_cluster_utils.Cluster(
+        initialize_head=True, head_node_args=HEAD)))
+    c = holder[0]
     try:
         yield c
     finally:
-        c.shutdown()
+        c.shutdown()  # type: ignore[attr-defined]
+        shared_processes.difference_update(pids | getattr(c, "_test_pids", set()))
+
+
+@pytest.fixture
+def cluster(ray_cluster: object, shared_processes: set[int]) -> object:
+    """The module's cluster with two live nodes (a test may have removed the worker) and every resource free
+    (a finished campaign's stop actor frees its share once the GCS has seen its driver go)."""
+    c = ray_cluster
+    if not c.worker_nodes:  # type: ignore[attr-defined]
+        added = _started(shared_processes, lambda: c.add_node(**WORKER))  # type: ignore[attr-defined]
+        # Kept on the cluster so that the module's teardown unregisters every worker node's processes too.
+        c._test_pids = getattr(c, "_test_pids", set()) | added  # type: ignore[attr-defined]
+    c.wait_for_nodes()  # type: ignore[attr-defined]
+    state = c.global_state  # type: ignore[attr-defined]  # what ray.available_resources() reads, unconnected
+    deadline = time.monotonic() + 60
+    while (free := state.available_resources()) != (total := state.cluster_resources()) or total.get("CPU") != 2:
+        assert time.monotonic() < deadline, f"resources not back to full: {free} of {total}"
+        time.sleep(0.1)
+    assert total["GPU"] == 1
+    return c
 
 
 def scripted_argv(delay_s: float) -> str:
@@ -282,3 +323,47 @@ def test_resume_runs_only_the_models_without_a_final_row(cluster: object, tmp_pa
     assert report.sessions == 2 and report.accounting.balanced
     assert [e for e in read_journal(folder / "models" / "reference-audioqa" / "events.jsonl")[0]
             if isinstance(e, ServerSpawned)]
+
+
+@pytest.mark.aiperf
+@pytest.mark.slow
+def test_the_default_reference_model_is_aiperf_qualified_through_a_campaign(cluster: object, tmp_path: Path) -> None:
+    """The default configuration's reference model (real reference server, real AIPerf, 8 items and 8 profiling
+    requests) runs as one Ray task on the cluster and ends `aiperf-qualified`, exit 0: AIPerf ran inside the task
+    (its artifacts are in the node's run folder; no Ray, server or AIPerf process ran under the driver), the
+    driver's reports fold from the streamed journal to the node's own, and nothing is left running."""
+    cfg = config(tmp_path, dataset=mini_dataset(tmp_path, MINI_ITEMS),
+                 replace={"requests = 48": "requests = 8", "warmup_requests = 4": "warmup_requests = 2"})
+    proc = start_driver(cfg, cluster.address)  # type: ignore[attr-defined]
+    started: set[str] = set()
+    deadline = time.monotonic() + 480
+    while proc.poll() is None and time.monotonic() < deadline:
+        with contextlib.suppress(psutil.Error):
+            started |= {" ".join(c.cmdline())[:120] for c in psutil.Process(proc.pid).children(recursive=True)}
+        time.sleep(0.2)
+    if proc.poll() is None:
+        proc.kill()
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err[-4000:]
+    # Joined: no Ray of its own under the driver, and the server and AIPerf ran in the task, not here.
+    assert not [c for c in started if any(w in c for w in ("raylet", "gcs_server", "aiperf", "adapters.reference"))]
+    folder = campaign_dir(cfg)
+    final = rows(folder)
+    assert {m: (r.status, r.attempts) for m, r in final.items()} == {"reference-audioqa": ("aiperf-qualified", 1)}
+    placed = next(e for e in read_campaign(folder / "campaign.jsonl") if isinstance(e, AttemptPlaced))
+    assert placed.node_id in {n["NodeID"] for n in cluster.global_state.node_table()}  # type: ignore[attr-defined]
+    model = folder / "models" / "reference-audioqa"
+    evs, torn = read_journal(model / "events.jsonl")
+    assert torn is None and isinstance(evs[-1], RunFinished) and evs[-1].status == "ok"
+    aiperf = [e for e in evs if isinstance(e, AiperfStarted)]
+    assert len(aiperf) == 1 and [e.classification for e in evs if isinstance(e, AiperfExited)] == ["complete"]
+    assert aiperf[0].artifact_dir.startswith(placed.run_folder)  # on the node, under the task's folder
+    [node_run] = [p.parent for p in Path(placed.run_folder).glob("*/events.jsonl")]
+    assert (model / "events.jsonl").read_bytes() == (node_run / "events.jsonl").read_bytes()
+    assert list(Path(aiperf[0].artifact_dir).rglob("profile_export*")), "AIPerf wrote no export on the node"
+    assert results(model)["reference-audioqa"].status == "aiperf-qualified"
+    assert (model / "report.json").read_bytes() == (model / "run" / "report.json").read_bytes()
+    report = fold_campaign(folder / "campaign.jsonl")
+    assert report.status == "ok" and report.exit_code == 0 and report.accounting.balanced
+    assert "| reference-audioqa | aiperf-qualified |" in (folder / "report.md").read_text()
+    assert our_processes(tmp_path) == []

@@ -9,42 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from reference_run import ROOT, aqbench_argv, only_run, write_config
 
-ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.aiperf, pytest.mark.slow, pytest.mark.timeout(600)]
-
-_CONFIG = """
-[run]
-output_dir = "{out}"
-name = "aa"
-
-[server]
-kind = "reference"
-replicas = 2
-startup_timeout_s = 120.0
-stop_grace_s = 10.0
-
-[[models]]
-name = "reference-audioqa"
-family = "aqbench-reference"
-checkpoint = "aqbench/reference-cascade"
-
-[models.correctness]
-min_pass_rate = 0.0
-deterministic = true
-
-[dataset]
-path = "{dataset}"
-
-[workload]
-warmup_requests = 2
-requests = 40
-concurrency = 2
-request_timeout_s = 60.0
-arms = ["audio", "transcript"]
-deadline_s = 400.0
-"""
-
 
 @pytest.fixture(scope="session")
 def aa_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
@@ -54,18 +21,14 @@ def aa_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("compare-aa")
     procs = []
     for side in ("a", "b"):
-        config = root / side / "bench.toml"
-        config.parent.mkdir()
-        config.write_text(_CONFIG.format(out=root / side / "runs", dataset=ROOT / "datasets" / "audioqa-v1"))
-        procs.append(subprocess.Popen(
-            [sys.executable, "-m", "orchestrator", "--log-level", "warning", "run-aiperf", "--config", str(config)],
-            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        config = write_config(root / side / "bench.toml", out=root / side / "runs", name="aa", deterministic=True,
+                              deadline_s=400.0)
+        procs.append(subprocess.Popen(aqbench_argv("run-aiperf", "--config", str(config)), cwd=ROOT,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     outputs = [p.communicate(timeout=540) for p in procs]
     for p, (_out, err) in zip(procs, outputs, strict=True):
         assert p.returncode == 0, err[-3000:]
-    [a] = list((root / "a" / "runs").iterdir())
-    [b] = list((root / "b" / "runs").iterdir())
-    return a, b
+    return only_run(root / "a" / "runs"), only_run(root / "b" / "runs")
 
 
 def test_aa_two_clean_runs_never_regress(aa_runs: tuple[Path, Path], tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 import aiohttp
 import anyio
 import pytest
-from chromium_page import ChromiumPage, chromium_or_skip
+from browser import Browser
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -86,10 +86,9 @@ def _int(text: str) -> int:
 
 
 class TestLivePage:
-    async def test_a_person_watches_a_soak_through_a_restart_to_its_verdicts(self, tmp_path: Path) -> None:
+    async def test_a_person_watches_a_soak_through_a_restart_to_its_verdicts(self, browser: Browser, tmp_path: Path) -> None:
         """Headless Chromium on `--serve`: issued requests count up, a killed server shows as a restart with its
         cause while the counts go on, and once the run ends the page lists the final verdicts."""
-        chromium_or_skip()
         port = _free_port()
         url = f"http://127.0.0.1:{port}/"
         proc = subprocess.Popen([sys.executable, "-m", "orchestrator", "--log-level", "warning", "soak", "--config",
@@ -97,7 +96,7 @@ class TestLivePage:
                                 stderr=subprocess.STDOUT, text=True)
         try:
             await _wait_listening(url, proc, 120)
-            async with ChromiumPage(url) as page:
+            async with browser.tab(url) as page:
                 first = _int(await page.wait_text("issued", lambda t: _int(t) > 0, 240))
                 await page.wait_text("issued", lambda t: _int(t) > first, 60)
                 spawned = [e for e in _events(tmp_path) if e["kind"] == "server_spawned"]

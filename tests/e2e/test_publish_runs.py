@@ -112,7 +112,7 @@ def load_run(tmp_path_factory: pytest.TempPathFactory, qualify_run: Path) -> Pat
     return run
 
 
-# Our own manifests in TRTMC's shapes (see tests/orchestrator/test_inventory.py): a transcription-only
+# Our own manifests in TRTMC's shapes (see tests/orchestrator/inventory_support.py): a transcription-only
 # checkpoint (unsupported), an audio-QA one (blocked, or planned once configured), a vision-language candidate.
 MANIFESTS = {
     "families/whisperish/tests/manifests/whisperish-tiny-fp16.json": {
@@ -224,8 +224,9 @@ def test_scan_catches_each_planted_detail_when_redaction_is_bypassed(
     content = render_publication(runs, build_ledger(inv, runs))
     planted = ["path /srv/private-share/clip.wav", f"host {socket.gethostname()}", f"user {getpass.getuser()}",
                "peer 10.20.30.40", f"key {ENV_SECRET}", "-H 'Authorization: Bearer plantedBearer123456'"]
-    content["comment.md"] += "\n".join(planted) + "\n"
-    first = content["comment.md"].count("\n") - len(planted) + 1
+    comment = str(content["comment.md"]) + "\n".join(planted) + "\n"
+    content["comment.md"] = comment
+    first = comment.count("\n") - len(planted) + 1
     cfg = PublishConfig(roots={"share": "/srv/private-share"})
     facts = gather_facts(runs, cfg, inv)
     raw = write_publication(content, tmp_path / "raw", facts, scrub=False)

@@ -236,14 +236,29 @@ def test_two_models_get_their_own_records_files_and_no_record_is_journaled_twice
     assert len(records) == written
 
 
-@pytest.mark.parametrize(("mode", "reason"), [("text-only", "text-only:"), ("transcribe", "transcription-only:")])
-def test_flawed_servers_are_unsupported_with_reason(tmp_path: Path, mode: str, reason: str) -> None:
+FLAWED = [("text-only", "text-only:"), ("transcribe", "transcription-only:")]
+
+
+@pytest.fixture(scope="module")
+def flawed_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, str, Path]:
+    """One qualify of two copies of the default model, each on a flawed server whose mode its name names
+    (`flawed--text-only`, `flawed--transcribe`), shared by the cases below: one run instead of one per flaw."""
+    tmp_path = tmp_path_factory.mktemp("flawed")
+    cfg = config(tmp_path, server_argv=stub_argv("from-model"), dataset=mini_dataset(tmp_path, MINI_ITEMS))
+    text = cfg.read_text()
+    block = text[text.index("[[models]]"):text.index("\n[dataset]")]
+    cfg.write_text(text.replace(block, "\n".join(block.replace('name = "reference-audioqa"', f'name = "flawed--{mode}"')
+                                                 for mode, _ in FLAWED)))
+    return qualify(cfg)
+
+
+@pytest.mark.parametrize(("mode", "reason"), FLAWED)
+def test_flawed_servers_are_unsupported_with_reason(flawed_run: tuple[int, str, Path], mode: str, reason: str) -> None:
     """A server that ignores the audio, or one that only transcribes, ends `unsupported` at capability
     with the reason named."""
-    cfg = config(tmp_path, server_argv=stub_argv(mode), dataset=mini_dataset(tmp_path, MINI_ITEMS))
-    rc, stderr, run_dir = qualify(cfg)
+    rc, stderr, run_dir = flawed_run
     assert rc == 1, stderr[-3000:]
-    res = results(run_dir)["reference-audioqa"]
+    res = results(run_dir)[f"flawed--{mode}"]
     assert res.status == "unsupported" and res.failed_stage == "capability"
     assert reason in res.row.reason, res.row.reason
     assert "answers do not follow the audio" in res.row.reason
@@ -344,25 +359,43 @@ def _defect_config(tmp_path: Path, models: dict[str, str], *extra: str) -> Path:
                            "request_timeout_s = 60.0": "request_timeout_s = 60.0\nmax_tokens = 40"})
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize(("model", "native", "path", "defect"), [
+INCOMPLETE = [
     ("stub--empty", "", "http", "empty"),
     ("stub--truncate-finish", "", "http", "length_limit"),
     ("stub--truncate-count", "", "http", "length_limit"),
     ("stub--echo", "", "http", "echo"),
     ("stub--repeat", "", "http", "repetition"),
     ("native--clean", "truncate-count", "native", "length_limit"),
-])
+]
+
+
+def _model_md(md: str, model: str) -> str:
+    """The report.md sections headed by `model` (its details, its failure if any): another model's lines of
+    the shared run cannot stand in for its own."""
+    return "\n".join(s for s in md.split("\n### ") if s.split("\n", 1)[0] == model or s.startswith(f"{model}: "))
+
+
+@pytest.fixture(scope="module")
+def incomplete_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, str, Path]:
+    """One qualify of every defect model (each on its own server, its defect named by its model name), shared
+    by the tests that read its journal: one run instead of one per defect."""
+    tmp_path = tmp_path_factory.mktemp("incomplete")
+    cfg = _defect_config(tmp_path, {model: native for model, native, _, _ in INCOMPLETE})
+    return qualify(cfg, *[a for model, *_ in INCOMPLETE for a in ("--model", model)], "--skip-aiperf",
+                   timeout=560)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("model", "native", "path", "defect"), INCOMPLETE)
 def test_incomplete_answers_are_named_journaled_reported_and_counted_wrong(
-        tmp_path: Path, model: str, native: str, path: str, defect: str) -> None:
+        incomplete_run: tuple[int, str, Path], model: str, native: str, path: str, defect: str) -> None:
     """A server (or native worker) whose answer to one question is empty, cut at the limit (told by
     finish_reason, or by the count where finish_reason is null), an echo of the question or a repetition:
     the defect is named and journaled with the request id, the verdict is `incomplete` (a wrong answer for
     every gate), the report lists the answer beside its verdict, and the one defect fails nothing on its own:
     the model, above its gate with that answer counted wrong, goes on (family-validated; a native answer cut
     where HTTP's is whole differs from it, which the identity stage fails)."""
-    cfg = _defect_config(tmp_path, {model: native})
-    rc, stderr, run_dir = qualify(cfg, "--model", model, "--skip-aiperf")
+    rc, stderr, run_dir = incomplete_run
     assert rc == 1, stderr[-3000:]  # --skip-aiperf: family-validated at best, not aiperf-qualified
     res = results(run_dir)[model]
     if path == "native":  # the cut native answer differs from the HTTP one: the identity stage says so
@@ -370,24 +403,24 @@ def test_incomplete_answers_are_named_journaled_reported_and_counted_wrong(
     else:
         assert res.status == "family-validated" and res.failed_stage == "", res.row.reason
     events, _ = read_journal(run_dir / "events.jsonl")
-    found = [e for e in events if isinstance(e, AnswerIncomplete)]
+    found = [e for e in events if isinstance(e, AnswerIncomplete) and e.model == model]
     assert [(e.path, e.item_id, e.defects[0]) for e in found] == [(path, "frequency-1k", defect)], found
     rid = found[0].request_id
     assert rid.startswith(f"aqb-{model}-")
     verdict = [e for e in events if isinstance(e, VerdictReached) and e.request_id == rid]
     assert [v.verdict for v in verdict] == ["incomplete"]
     # Every other answer, probes included, was whole.
-    checked = [e for e in events if isinstance(e, PhaseFinished) and e.phase == "capability"][0]
+    checked = [e for e in events if isinstance(e, PhaseFinished) and e.phase == "capability" and e.model == model][0]
     assert checked.detail.answers_checked >= 8
-    end = [e for e in events if isinstance(e, PhaseFinished) and e.phase == "correctness"][0]
+    end = [e for e in events if isinstance(e, PhaseFinished) and e.phase == "correctness" and e.model == model][0]
     assert end.outcome == "passed"
     assert "1 incomplete answers, counted wrong" in end.reason and f"frequency-1k|audio via {path}" in end.reason
     assert [(i.item_id, i.verdict, i.defects[0]) for i in end.detail.incomplete] == \
         [("frequency-1k", "incomplete", defect)]
     if path == "http":  # the gate counted it wrong: 6 of the 7 audio answers right
-        gate = [e for e in events if isinstance(e, GateEvaluated) and e.scope == "arm:audio"][0]
+        gate = [e for e in events if isinstance(e, GateEvaluated) and e.scope == "arm:audio" and e.model == model][0]
         assert (gate.detail.correct, gate.detail.total) == (6, 7) and "frequency-1k" in gate.detail.failing_items
-    md = (run_dir / "report.md").read_text()
+    md = _model_md((run_dir / "report.md").read_text(), model)
     assert f"| {path} | " in md and f"{defect} 1" in md and rid in md
     assert rid in (run_dir / "report.html").read_text()
 

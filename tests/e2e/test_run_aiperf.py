@@ -4,11 +4,10 @@ from the run's journal (clean run, injected 500s and delays, server killed mid-r
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from reference_run import REFERENCE_ARGV, aqbench, only_run, write_config
 
 from orchestrator.events import (
     AccountingChecked,
@@ -21,57 +20,23 @@ from orchestrator.events import (
 )
 from orchestrator.journal import read_journal
 
-ROOT = Path(__file__).resolve().parents[2]
 # Each test is one real AIPerf run plus a reference server: minutes on a busy 2-core box.
 pytestmark = [pytest.mark.aiperf, pytest.mark.slow, pytest.mark.timeout(480)]
 
-_CONFIG = """
-[run]
-output_dir = "{out}"
-name = "e2e"
-
-[server]
-kind = "reference"
-argv = {argv}
-replicas = 2
-startup_timeout_s = 120.0
-stop_grace_s = 10.0
-
+# Crashes restart quickly, so that the requests after one meet a server again.
+_RESTART = """
 [server.restart]
 policy = "on-failure"
 max_restarts = 5
 backoff_s = 0.2
-
-[[models]]
-name = "reference-audioqa"
-family = "aqbench-reference"
-checkpoint = "aqbench/reference-cascade"
-
-[models.correctness]
-min_pass_rate = 0.0
-
-[dataset]
-path = "{dataset}"
-
-[workload]
-warmup_requests = 2
-requests = {requests}
-concurrency = 2
-request_timeout_s = 60.0
-arms = [{arms}]
-deadline_s = 300.0
 """
 
 
-def _run(tmp_path: Path, *, requests: int, arms: str, faults: list[str]) -> tuple[int, list, str]:
-    argv = ["{python}", "-m", "adapters.reference", "--host", "{host}", "--port", "{port}", "--model-name",
-            "{model}", "--records", "{records}", "--replicas", "{replicas}", *faults]
-    config = tmp_path / "bench.toml"
-    config.write_text(_CONFIG.format(out=tmp_path / "runs", argv=json.dumps(argv), requests=requests,
-                                     dataset=ROOT / "datasets" / "audioqa-v1", arms=arms))
-    proc = subprocess.run([sys.executable, "-m", "orchestrator", "--log-level", "warning", "run-aiperf",
-                           "--config", str(config)], cwd=ROOT, capture_output=True, text=True, timeout=450)
-    [run_dir] = list((tmp_path / "runs").iterdir())
+def _run(tmp_path: Path, *, requests: int, arms: tuple[str, ...], faults: list[str]) -> tuple[int, list, str]:
+    config = write_config(tmp_path / "bench.toml", out=tmp_path / "runs", name="e2e", argv=[*REFERENCE_ARGV, *faults],
+                          server_extra=_RESTART, requests=requests, arms=arms)
+    proc = aqbench("run-aiperf", "--config", str(config), timeout=450)
+    run_dir = only_run(tmp_path / "runs")
     events, torn = read_journal(run_dir / "events.jsonl")
     assert not torn
     return proc.returncode, events, proc.stderr
@@ -103,7 +68,7 @@ def _timeline(events: list) -> str:
 
 def test_clean_run_every_request_correlated(tmp_path: Path) -> None:
     """Every request is joined, server model_call_ms < client latency, the accounting balances."""
-    rc, events, stderr = _run(tmp_path, requests=4, arms='"audio"', faults=[])
+    rc, events, stderr = _run(tmp_path, requests=4, arms=("audio",), faults=[])
     assert rc == 0, stderr[-3000:]
     [exited] = _of(events, AiperfExited)
     assert exited.classification == "complete"
@@ -122,7 +87,7 @@ def test_clean_run_every_request_correlated(tmp_path: Path) -> None:
 
 def test_injected_errors_and_delays_counted_by_cause(tmp_path: Path) -> None:
     """With a 25% injected 500 rate and added latency, http_5xx equals the server's 500s exactly."""
-    rc, events, _stderr = _run(tmp_path, requests=12, arms='"transcript"',
+    rc, events, _stderr = _run(tmp_path, requests=12, arms=("transcript",),
                               faults=["--fault-error-rate", "0.25", "--fault-latency-ms", "150"])
     [acc] = _of(events, AccountingChecked)
     assert acc.balanced, acc.problems
@@ -139,7 +104,7 @@ def test_server_killed_mid_run_accounts_in_flight_as_crash(tmp_path: Path) -> No
     """A server dying mid-run: its in-flight requests are server_crash, AIPerf is partial and survives the
     orphan sweep, and every request AIPerf sent is accounted, by id and against its own count."""
     # 300 ms per answer at concurrency 2: when the 5th answer ends the server, another request is open.
-    rc, events, stderr = _run(tmp_path, requests=12, arms='"transcript"', faults=["--fault-crash-after", "5",
+    rc, events, stderr = _run(tmp_path, requests=12, arms=("transcript",), faults=["--fault-crash-after", "5",
                                                                           "--fault-latency-ms", "300"])
     crashes = [e for e in _of(events, ServerExited) if not e.expected]
     assert crashes, stderr[-3000:]
@@ -161,7 +126,7 @@ def test_server_killed_mid_run_accounts_in_flight_as_crash(tmp_path: Path) -> No
     refused = [e for e in _of(events, RequestCorrelated) if e.request_start_ns > crashes[0].ts_ns and not e.ok]
     assert all(e.cause == "connection" for e in refused)
     # Every request AIPerf recorded is accounted, by id.
-    [run_dir] = list((tmp_path / "runs").iterdir())
+    run_dir = only_run(tmp_path / "runs")
     export = (run_dir / "aiperf" / "artifacts" / "profile_export.jsonl").read_text().splitlines()
     exported = {json.loads(line)["metadata"]["x_request_id"] for line in export if line.strip()}
     accounted = {e.request_id for e in _of(events, RequestCorrelated)}

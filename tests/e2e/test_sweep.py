@@ -4,13 +4,13 @@ answers SLO, every point is accounted, and `aqbench report` rebuilds sweep.json 
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
 
 import msgspec
 import pytest
+from reference_run import REFERENCE_ARGV, ROOT, aqbench, only_run, write_config
 
 from orchestrator.events import (
     AccountingChecked,
@@ -23,39 +23,9 @@ from orchestrator.events import (
 )
 from orchestrator.journal import read_journal
 
-ROOT = Path(__file__).resolve().parents[2]
 STUB = ROOT / "tests" / "data" / "servers" / "chat_stub.py"
 
-_CONFIG = """
-[run]
-output_dir = "{out}"
-name = "sweep"
-
-[server]
-kind = "reference"
-argv = {argv}
-replicas = 2
-startup_timeout_s = 120.0
-
-[[models]]
-name = "reference-audioqa"
-family = "aqbench-reference"
-checkpoint = "aqbench/reference-cascade"
-
-[models.correctness]
-min_pass_rate = 0.0
-
-[dataset]
-path = "{dataset}"
-
-[workload]
-warmup_requests = 2
-requests = 12
-concurrency = 1
-request_timeout_s = 60.0
-arms = ["transcript"]
-deadline_s = 300.0
-
+_SWEEP = """
 [slo]
 max_error_rate = 0.2
 min_answers = 5
@@ -67,22 +37,22 @@ requests_per_point = 12
 """
 
 
+def _config(tmp_path: Path, argv: list[str]) -> Path:
+    return write_config(tmp_path / "bench.toml", out=tmp_path / "runs", name="sweep", argv=argv, stop_grace=False,
+                        requests=12, concurrency=1, arms=("transcript",), extra=_SWEEP)
+
+
 @pytest.mark.aiperf
 @pytest.mark.slow
 @pytest.mark.timeout(480)  # two real AIPerf runs and one reference server: about a minute on a busy 2-core box
 def test_swapped_answers_under_load_bracket_the_capacity(tmp_path: Path) -> None:
     """Concurrency 1 holds every SLO; at 2 the server answers with another request's answer, which breaks
     the answers SLO: capacity 1, bracketed, each point balanced, reports rebuilt identically."""
-    argv = ["{python}", "-m", "adapters.reference", "--host", "{host}", "--port", "{port}", "--model-name",
-            "{model}", "--records", "{records}", "--replicas", "{replicas}", "--fault-swap-above", "1",
+    argv = [*REFERENCE_ARGV, "--fault-swap-above", "1",
             # 100 ms per answer: at concurrency 2 both requests are in the engine together, so the swap happens.
             "--fault-latency-ms", "100"]
-    config = tmp_path / "bench.toml"
-    config.write_text(_CONFIG.format(out=tmp_path / "runs", argv=json.dumps(argv),
-                                     dataset=ROOT / "datasets" / "audioqa-v1"))
-    proc = subprocess.run([sys.executable, "-m", "orchestrator", "--log-level", "warning", "sweep", "--config",
-                           str(config)], cwd=ROOT, capture_output=True, text=True, timeout=450)
-    [run_dir] = list((tmp_path / "runs").iterdir())
+    proc = aqbench("sweep", "--config", str(_config(tmp_path, argv)), timeout=450)
+    run_dir = only_run(tmp_path / "runs")
     events, torn = read_journal(run_dir / "events.jsonl")
     assert not torn
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -133,13 +103,9 @@ def test_a_text_only_server_stops_at_the_capability_probe(tmp_path: Path) -> Non
     capability probe before any load and stops there `unsupported` with its evidence, exit 1, no AIPerf run."""
     argv = ["{python}", str(STUB), "--mode", "text-only", "--host", "{host}", "--port", "{port}",
             "--model-name", "{model}", "--records", "{records}"]
-    config = tmp_path / "bench.toml"
-    config.write_text(_CONFIG.format(out=tmp_path / "runs", argv=json.dumps(argv),
-                                     dataset=ROOT / "datasets" / "audioqa-v1"))
-    proc = subprocess.run([sys.executable, "-m", "orchestrator", "--log-level", "warning", "sweep", "--config",
-                           str(config)], cwd=ROOT, capture_output=True, text=True, timeout=110)
+    proc = aqbench("sweep", "--config", str(_config(tmp_path, argv)), timeout=110)
     assert proc.returncode == 1, proc.stderr[-3000:]
-    [run_dir] = list((tmp_path / "runs").iterdir())
+    run_dir = only_run(tmp_path / "runs")
     events, torn = read_journal(run_dir / "events.jsonl")
     assert not torn
     assert not [e for e in events if isinstance(e, AiperfStarted | SweepPointJudged)]

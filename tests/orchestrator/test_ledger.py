@@ -7,13 +7,14 @@ import argparse
 import json
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
 from config_support import make_config
-from test_inventory import NEW, manifests, write_tree
+from inventory_support import NEW, manifests, write_tree
 
 from orchestrator.commands import inventory as inventory_command
 from orchestrator.commands import ledger as ledger_command
@@ -24,6 +25,7 @@ from orchestrator.events import (
     HttpExchange,
     ModelResult,
     PhaseFinished,
+    ResultRow,
     RunFinished,
     RunStarted,
     TransportEvidence,
@@ -99,7 +101,7 @@ def qualify_journal(run_dir: Path, ts_ns: int, rows: list[dict[str, Any]], *, da
     for r in rows:
         row = {k: v for k, v in r.items() if k not in ("model", "status", "failed_stage")}
         events.append(ModelResult(seq=len(events) + 1, ts_ns=ts_ns + 2, model=r["model"], status=r["status"],
-                                  failed_stage=r.get("failed_stage", ""), row=row))
+                                  failed_stage=r.get("failed_stage", ""), row=msgspec.convert(row, ResultRow)))
     events.append(RunFinished(seq=len(events) + 1, ts_ns=ts_ns + 3, status="ok"))
     run_dir.mkdir(parents=True)
     (run_dir / "events.jsonl").write_bytes(b"".join(encode_event(e) + b"\n" for e in events))
@@ -111,7 +113,7 @@ def ref_row(status: str = "aiperf-qualified", **kw: Any) -> dict[str, Any]:
             "status": status, **kw}
 
 
-def ledger(tmp_path: Path, inv: Path, *runs: Path, extra: list[str] = ()) -> tuple[int, Ledger, str]:
+def ledger(tmp_path: Path, inv: Path, *runs: Path, extra: Sequence[str] = ()) -> tuple[int, Ledger, str]:
     out_json, out_md = tmp_path / "ledger.json", tmp_path / "ledger.md"
     code = main(["ledger", "--inventory", str(inv), *map(str, runs), "--json", str(out_json),
                  "--markdown", str(out_md), *extra])

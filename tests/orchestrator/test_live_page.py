@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from chromium_page import ChromiumPage, chromium_or_skip
+from browser import Browser
 from test_live_server import _live, _request
 
 from orchestrator.events import (
@@ -26,11 +26,10 @@ pytestmark = pytest.mark.anyio
 
 
 class TestLivePageInABrowser:
-    async def test_the_numbers_change_as_the_run_goes(self, tmp_path: Path) -> None:
+    async def test_the_numbers_change_as_the_run_goes(self, browser: Browser, tmp_path: Path) -> None:
         """Opened after 5 requests the page shows 5; more requests, a restart, memory samples and a final
         verdict show up without a reload; the end of the feed leaves the last state on the page."""
-        chromium_or_skip()
-        async with _live(tmp_path, before=5) as live, ChromiumPage(live.page.url) as page:
+        async with _live(tmp_path, before=5) as live, browser.tab(live.page.url) as page:
             await page.wait_text("issued", lambda t: t == "5", 30)
             await page.wait_text("link", lambda t: t == "live", 30)
             for i in range(5, 12):
@@ -56,18 +55,18 @@ class TestLivePageInABrowser:
             assert await page.text("status") == "ended"
             assert await page.text("issued") == "12"
             assert await page.eval("document.querySelectorAll('#latency-chart polyline').length") == 2
+            assert page.errors == []
 
-    async def test_a_sweeps_points_and_capacity_appear_as_they_are_judged(self, tmp_path: Path) -> None:
+    async def test_a_sweeps_points_and_capacity_appear_as_they_are_judged(self, browser: Browser, tmp_path: Path) -> None:
         """No points: no points table. Each judged point shows up with its SLOs' states and why one broke;
         the concluded capacity shows as the final verdict."""
-        chromium_or_skip()
 
         def point(offered: float, outcome: str, reason: str) -> SweepPointJudged:
             return SweepPointJudged(source="sweep", index=0, mode="rate", offered=offered, outcome=outcome,  # type: ignore[arg-type]
                                     windows=[f"m/rate{offered:g}-1"], stats=PointStats(requests=300, ok=300),
                                     checks=[SloCheck(slo="p99_latency", outcome=outcome, reason=reason)])  # type: ignore[arg-type]
 
-        async with _live(tmp_path) as live, ChromiumPage(live.page.url) as page:
+        async with _live(tmp_path) as live, browser.tab(live.page.url) as page:
             await page.wait_text("link", lambda t: t == "live", 30)
             assert await page.eval("document.getElementById('points-section').hidden") is True
             await live.bus.publish(point(1.0, "pass", "p99 500 ms <= 8000 ms"))

@@ -6,23 +6,33 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import socket
 from pathlib import Path
 
+import msgspec
+import psutil
 import pytest
-from test_ledger import inventory, qualify_journal, ref_row
+from test_ledger import inventory, ledger, qualify_journal, ref_row
+from test_runkey import key
 
+from orchestrator.campaign.events import CampaignStarted
+from orchestrator.campaign.journal import CampaignJournal
 from orchestrator.commands import publish as publish_command
+from orchestrator.config import load_config
 from orchestrator.errors import UsageError
-from orchestrator.publish.detect import Detectors, MachineFacts
+from orchestrator.publish.detect import Detectors, MachineFacts, machine_facts
 from orchestrator.publish.private import PrivateFacts, Scrubber
 from orchestrator.publish.scan import scan_text
 from orchestrator.redaction import REDACTED
+from orchestrator.runkey import rekeyed
+from orchestrator.runkey_now import current_keys
 
 FACTS = PrivateFacts(
     roots={"run-dir": ["/work/runs/q-1"], "venv": ["/work/venv"], "checkout": ["/work"], "home": ["/home/alice"]},
     tmp=["/tmp"], hosts=["gpu-node-7"], users=["alice"], names=["project-x"], secret_values=["s3cr3t-value"],
     allowed_env=["AIPERF_RECORD_EXPORT_BATCH_SIZE"],
 )
+ROOT = Path(__file__).resolve().parents[2]
 DETECTORS = Detectors(MachineFacts(hosts=["gpu-node-7"], users=["alice"]), ["s3cr3t-value"])
 
 
@@ -80,6 +90,78 @@ class TestScan:
         text = "/work/runs/q-1/x gpu-node-7 alice 10.0.0.1 s3cr3t-value HF_TOKEN=abcdef123 /tmp/a/b"
         assert scan_text(Scrubber(FACTS).text(text), FACTS, DETECTORS) == []
 
+    def test_this_machines_own_addresses_are_found_public_and_ipv6_included(self) -> None:
+        """The host's own addresses, public IPv4 and IPv6 too, are found as whole addresses; the scrubber, given
+        them apart, writes `<ip>`, and what it writes scans clean."""
+        own = ["192.0.2.2", "2001:db8::7"]
+        detectors = Detectors(MachineFacts(addresses=own))
+        text = "from 192.0.2.2\nfrom [2001:db8::7]:8000\nnot 192.0.2.20 nor 2001:db8::77 nor 8.8.8.8"
+        assert [(d.line, d.kind) for d in detectors.text(text)] == [(1, "IP address"), (2, "IP address")]
+        scrubbed = Scrubber(PrivateFacts(addresses=own)).text(text)
+        assert scrubbed.splitlines()[:2] == ["from <ip>", "from [<ip>]:8000"] and "2001:db8::77" in scrubbed
+        assert detectors.text(scrubbed) == []
+
+    def test_machine_facts_hold_every_interface_address(self) -> None:
+        """The scan's facts include each non-loopback address of this machine's interfaces, which a name lookup
+        of the host name can miss."""
+        ifaces = {a.address.split("%")[0] for addrs in psutil.net_if_addrs().values() for a in addrs
+                  if a.family in (socket.AF_INET, socket.AF_INET6)}
+        expected = {a for a in ifaces if not a.startswith("127.") and a not in ("::1", "::", "0.0.0.0")}
+        assert expected <= set(machine_facts().addresses)
+
+
+class TestRunKeys:
+    def test_with_config_a_row_under_another_key_is_stale_everywhere_and_not_counted(
+            self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """`publish --config` computes each model's key now, as `ledger --config` does: a row made under another
+        configuration is marked stale in comment.md and rows.json and the ledger cannot close on it; a rerun
+        under the current key is presented as current and closes the group."""
+        config = tmp_path / "cfg" / "bench.toml"  # beside the inventory's own bench.toml
+        config.parent.mkdir()
+        config.write_text((ROOT / "bench.toml").read_text())
+        now = current_keys(load_config(config))["reference-audioqa"]
+        old = rekeyed(now, config_sha256="0" * 64)
+        inv = inventory(tmp_path, configure_aqa=False)
+        stale_run = qualify_journal(tmp_path / "runs" / "q-old", 100, [ref_row(keyed_by=msgspec.to_builtins(old))])
+        note = (f"run key {old.digest} is not the current {now.digest}: "
+                f"configuration {'0' * 12} -> {now.config_sha256[:12]}")
+        out = tmp_path / "pub"
+        assert main(["publish", str(stale_run), "--ledger", str(inv), "--config", str(config), "--out", str(out)]) == 0
+        comment = (out / "comment.md").read_text()
+        assert f"| stale, not counted (was aiperf-qualified): {note} |" in comment
+        assert "Run keys: current under the run keys bench.toml gives now; 1 stale row(s) marked, not counted." \
+            in comment
+        assert "**Group ledger: cannot close**" in comment
+        rows = json.loads((out / "rows.json").read_text())
+        assert rows["runs"][0]["rows"][0]["stale"] == note
+        assert rows["current_keys"] == "the run keys bench.toml gives now"
+        assert f"aqbench: stale, not counted: q-old reference-audioqa: {note}" in capsys.readouterr().err
+        fresh = qualify_journal(tmp_path / "runs" / "q-new", 200, [ref_row(keyed_by=msgspec.to_builtins(now))])
+        out = tmp_path / "pub2"
+        assert main(["publish", str(stale_run), str(fresh), "--ledger", str(inv), "--config", str(config),
+                     "--out", str(out)]) == 0
+        comment = (out / "comment.md").read_text()
+        assert "| aiperf-qualified | - | - | - | q-new |" in comment and comment.count("stale, not counted") == 1
+        assert "**Group ledger: can close**" in comment
+        assert [("stale" in r) for run in json.loads((out / "rows.json").read_text())["runs"] for r in run["rows"]] \
+            == [True, False]
+
+    def test_without_config_the_newest_keyed_row_of_a_model_is_current(self, tmp_path: Path) -> None:
+        """With no --config the current key is the newest keyed row's: an older row under another AIPerf is
+        marked stale, saying what changed and how to check against a configuration."""
+        older = qualify_journal(tmp_path / "runs" / "q1", 100, [ref_row(keyed_by=msgspec.to_builtins(key()))])
+        newer = qualify_journal(tmp_path / "runs" / "q2", 200, [ref_row(
+            "failed", failed_stage="correctness", reason="arm:audio 5/8 < 0.9",
+            keyed_by=msgspec.to_builtins(key(aiperf_version="0.14.0")))])
+        out = tmp_path / "pub"
+        assert main(["publish", str(older), str(newer), "--out", str(out)]) == 0
+        comment = (out / "comment.md").read_text()
+        assert (f"| stale, not counted (was aiperf-qualified): run key {key().digest} is not the current "
+                f"{key(aiperf_version='0.14.0').digest}: AIPerf version 0.13.0 -> 0.14.0 |") in comment
+        assert "| failed at correctness: arm:audio 5/8 < 0.9 |" in comment
+        assert ("Run keys: current under the newest keyed row of each model among these runs (pass --config to "
+                "check against a configuration); 1 stale row(s) marked, not counted.") in comment
+
 
 class TestCommand:
     def test_clean_runs_publish_and_exit_0(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -112,6 +194,32 @@ class TestCommand:
         assert main(["publish", str(run), "--ledger", str(inv), "--config", str(bench),
                      "--out", str(tmp_path / "pub2")]) == 0
         assert "notes in <share>/notes.txt" in (tmp_path / "pub2" / "ledger.md").read_text()
+
+    def test_a_campaign_folder_stands_for_each_models_run(self, tmp_path: Path) -> None:
+        """`publish` and `ledger` given a campaign folder read the run of each of its models (models/<name>/);
+        one whose models have not started yet is a usage error saying so."""
+        folder = tmp_path / "runs" / "campaign-1"
+        folder.mkdir(parents=True)
+        CampaignJournal(folder / "campaign.jsonl").write(CampaignStarted(campaign_id="campaign-1"))
+        with pytest.raises(UsageError, match="a campaign folder with no model journal") as info:
+            main(["publish", str(folder), "--out", str(tmp_path / "pub0")])
+        assert info.value.exit_code == 2
+        qualify_journal(folder / "models" / "reference-audioqa" / "q-ref", 100, [ref_row()])
+        qualify_journal(folder / "models" / "aqa" / "q-aqa", 200, [{
+            "model": "aqa", "checkpoint": "acme/aqaish-1b", "profile": "aqaish-1b", "status": "failed",
+            "failed_stage": "correctness", "reason": "arm:audio 1/8 < 0.9"}])
+        for model in ("reference-audioqa", "aqa"):  # as the driver streams it: models/<name>/events.jsonl
+            run = next((folder / "models" / model).iterdir())
+            (run / "events.jsonl").rename(folder / "models" / model / "events.jsonl")
+            run.rmdir()
+        inv = inventory(tmp_path, configure_aqa=True)
+        assert main(["publish", str(folder), "--ledger", str(inv), "--out", str(tmp_path / "pub")]) == 0
+        comment = (tmp_path / "pub" / "comment.md").read_text()
+        assert "| q-ref |" in comment and "| failed at correctness: arm:audio 1/8 < 0.9 |" in comment
+        assert sorted(p.name for p in (tmp_path / "pub" / "runs").iterdir()) == ["q-aqa", "q-ref"]
+        assert "- acme/aqaish-1b: failed at correctness in run q-aqa" in comment
+        code, led, _ = ledger(tmp_path, inv, folder)
+        assert code == 1 and {r.run_id for r in led.runs} == {"q-ref", "q-aqa"}
 
     def test_a_folder_without_a_journal_is_a_usage_error(self, tmp_path: Path) -> None:
         """publish on a folder that is not a run exits 2 with what it expected."""

@@ -8,6 +8,7 @@ import argparse
 import copy
 import getpass
 import gzip
+import ipaddress
 import json
 import re
 import socket
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+import psutil
 import pytest
 
 from orchestrator.commands import publish as publish_command
@@ -29,6 +31,22 @@ from orchestrator.reports import build_report
 FIXTURE = Path(__file__).resolve().parents[1] / "data" / "journals" / "qualify-v2" / "events.jsonl.gz"
 ENV_SECRET = "plantedEnvSecret-5e7a-value"
 FQDN = "gpu-node-7.site.example"
+
+
+def _own_address() -> str:
+    """One of this machine's interface addresses that no private-range rule covers (IPv6 or public IPv4), or
+    "" when it has none: only its being this machine's makes it private."""
+    for addrs in psutil.net_if_addrs().values():
+        for a in addrs:
+            if a.family not in (socket.AF_INET, socket.AF_INET6):
+                continue
+            ip = ipaddress.ip_address(a.address.split("%")[0])
+            if not (ip.is_loopback or ip.is_link_local) and (ip.version == 6 or not ip.is_private):
+                return str(ip)
+    return ""
+
+
+OWN_ADDRESS = _own_address()
 
 # (what the detector calls it, the text planted, the part that must never be published)
 CORPUS: list[tuple[str, str, str]] = [
@@ -66,6 +84,7 @@ CORPUS: list[tuple[str, str, str]] = [
     ("Slack token", "xoxb-123456789012-abcdefghijkl", "xoxb-123456789012"),
     ("IP address", "peer 10.20.30.40 replied", r"\b10\.20\.30\.40\b"),
     ("credential setting", "client_secret: 7hG2kP9qL4xW1zN8", "7hG2kP9qL4xW1zN8"),
+    *([("IP address", f"this host answered from {OWN_ADDRESS} then", re.escape(OWN_ADDRESS))] if OWN_ADDRESS else []),
 ]
 # Fields never planted: identity and tags that other events refer to.
 _SKIP_KEYS = frozenset({"kind", "run_id", "source", "request_id", "window", "model", "phase", "item_id", "arm",
@@ -229,9 +248,13 @@ class TestPlantedCorpus:
         line = next(p[0] for p in planted if p[1] == "Hugging Face token")
         assert f"pub/runs/{run.name}/events.jsonl:{line}: Hugging Face token" in err
         assert "nothing was written" in err
-        for _, _, needle in planted:
-            if not needle.startswith(("\\b", "(?<", "/")):
+        for _, kind, needle in planted:
+            if kind.endswith("path"):  # a folder is shown to add to [publish] roots, unless it names someone
+                assert needle not in err or not Detectors(MachineFacts(users=[getpass.getuser()])).line(needle, 1)
+            elif not needle.startswith(("\\b", "(?<")):
                 assert needle not in err
+            else:
+                assert not re.search(needle, err), kind
         assert not (tmp_path / "pub").exists()
 
 
@@ -240,7 +263,7 @@ class TestDetectorsAlone:
         """With no facts at all, shapes, entropy, emails and home/scratch/temporary paths are still found."""
         detectors = Detectors(MachineFacts())
         for kind, text, _ in CORPUS:
-            if kind in ("host name", "user name", "known secret value"):
+            if kind in ("host name", "user name", "known secret value") or (OWN_ADDRESS and OWN_ADDRESS in text):
                 continue
             assert kind in {d.kind for d in detectors.line(text.replace("\n", " "), 1)}, text
 
@@ -259,8 +282,9 @@ class TestDetectorsAlone:
         """What the scrubber makes of each planted text, the detectors accept."""
         facts = PrivateFacts(hosts=[socket.gethostname(), FQDN, "gpu-node-7"], users=[getpass.getuser()],
                              tmp=["/tmp"], roots={"home": ["/home/alice", "/root"], "scratch": ["/scratch/team"]},
-                             secret_values=[ENV_SECRET])
-        detectors = Detectors(MachineFacts(hosts=facts.hosts, users=facts.users), [ENV_SECRET])
+                             secret_values=[ENV_SECRET], addresses=[OWN_ADDRESS] if OWN_ADDRESS else [])
+        detectors = Detectors(MachineFacts(hosts=facts.hosts, users=facts.users, addresses=facts.addresses),
+                              [ENV_SECRET])
         scrubber = Scrubber(facts)
         for _, text, _ in CORPUS:
             assert detectors.text(scrubber.text(text)) == [], (text, scrubber.text(text))

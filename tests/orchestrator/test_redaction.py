@@ -16,6 +16,7 @@ from orchestrator.events import (
     LogLine,
     ModelResult,
     PhaseStarted,
+    ResultRow,
     RunStarted,
     ServerSpawned,
 )
@@ -88,7 +89,7 @@ async def test_planted_secrets_never_reach_journal_log_or_reports(tmp_path: Path
             await run.bus.publish(LogLine(stream="stdout", text=f"loaded {ENV_SECRET} and {CONFIG_SECRET}"))
             await run.bus.publish(AiperfStarted(window="m/aiperf", argv=["aiperf", "profile"], artifact_dir="a",
                                                 shell=f"OPENAI_API_KEY={FLAG_SECRET} aiperf profile"))
-            await run.bus.publish(ModelResult(model="m", status="failed", row={"qualify_command": f"x --token {BEARER}"}))
+            await run.bus.publish(ModelResult(model="m", status="failed", row=ResultRow(qualify_command=f"x --token {BEARER}")))
             get_logger("t").info("server_spawned", argv=argv, env={"HF_TOKEN": CONFIG_SECRET},
                                  note=f"key is {ENV_SECRET}")
             journal = run.journal_path

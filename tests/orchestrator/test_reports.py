@@ -34,6 +34,7 @@ from orchestrator.events import (
     RequestCorrelated,
     RequestUnmatched,
     ResourceSampled,
+    ResultRow,
     RunFinished,
     RunStarted,
     ServerExited,
@@ -115,11 +116,11 @@ def _request(j: _Journal, window: str, rid: str, *, phase: str, start_s: float, 
 
 
 def _result(j: _Journal, m: str, status: str, stage: str = "", reason: str = "") -> None:
-    j.add(ModelResult(model=m, status=status, failed_stage=stage, row={
-        "checkpoint": f"org/{m}", "profile": f"{m}-profile", "revision": "r1", "family": "audioqa",
-        "native_task": "AudioQA", "precision": "bf16", "bundle_sha256": "b" * 64,
-        "qualify_command": f"aqbench qualify --config bench.toml --model {m}",
-        "aiperf_command": f"aiperf profile --model {m} --concurrency 2", "reason": reason}))
+    j.add(ModelResult(model=m, status=status, failed_stage=stage, row=ResultRow(
+        checkpoint=f"org/{m}", profile=f"{m}-profile", revision="r1", family="audioqa",
+        native_task="AudioQA", precision="bf16", bundle_sha256="b" * 64,
+        qualify_command=f"aqbench qualify --config bench.toml --model {m}",
+        aiperf_command=f"aiperf profile --model {m} --concurrency 2", reason=reason)))
     j.add(PhaseFinished(phase="model", model=m, outcome=status))
 
 

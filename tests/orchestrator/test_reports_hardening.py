@@ -10,7 +10,7 @@ from pathlib import Path
 from config_support import make_config
 from test_reports import qualify_journal
 
-from orchestrator.events import ModelPhase, RunFinished
+from orchestrator.events import ModelPhase, ResultRow, RunFinished
 
 
 def _report(*args: str) -> subprocess.CompletedProcess:
@@ -180,7 +180,7 @@ class TestRunAiperfRows:
         j.add(ServerSpawned(incarnation=2, pid=11, argv=["srv"]))
         j.add(PhaseFinished(phase="aiperf", model="a", outcome="failed", reason="3 of 12 failed"))
         j.add(ModelResult(model="a", status="aiperf-partial", failed_stage="aiperf",
-                          row={"checkpoint": "org/a", "reason": "3 of 12 failed"}))
+                          row=ResultRow(checkpoint="org/a", reason="3 of 12 failed")))
         j.add(PhaseFinished(phase="model", model="a", outcome="aiperf-partial"))
         j.add(RunFinished(status="failed", exit_code=1))
         [row] = fold(j.events).rows

@@ -10,10 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+from ab_support import AbSpec, write_session
 from browser import Browser
 from compare_support import RunSpec, write_run
+from test_campaign_report import journal as campaign_journal
+from inventory_support import BENCH_TOML, manifests, write_tree
 from test_reports import T0, qualify_journal
 
+from orchestrator.campaign import write_campaign_reports
 from orchestrator.cli import main
 from orchestrator.events import (
     AnyEvent,
@@ -144,6 +148,40 @@ class TestOtherReports:
         assert {c.chart for c in seen.charts if not c.empty} == {"latency", "throughput"}
         assert all(c.width > 300 and c.height > 100 for c in seen.charts)
         assert seen.text.index("Capacity 2 req/s") < seen.text.index("Latency against offered load")
+
+    def test_ab_report_reads_right(self, browser: Browser, tmp_path: Path) -> None:
+        """ab.html of a session with a planted 30 % slowdown, rebuilt by `aqbench report` from its journal:
+        clean layout, the verdict badge on one line, the pairs chart drawn, names without Markdown backticks."""
+        run = tmp_path / "ab"
+        write_session(run, AbSpec(scale=1.3))
+        assert main(["--log-level", "error", "report", str(run)]) == 0
+        seen = browser.open(run / "ab.html")
+        _assert_reads_right(seen.layout_problems())
+        assert "`" not in seen.text and "aqbench ab: regressed" in seen.text
+        assert [(c.chart, c.empty) for c in seen.charts] == [("ab-pairs", False)]
+        assert all(c.width > 300 and c.height > 100 for c in seen.charts)
+
+    def test_campaign_report_reads_right(self, browser: Browser, tmp_path: Path) -> None:
+        """A campaign's report.html (a lost node, a retried model, a failed one, a file kept on a node) lays out
+        cleanly with its timeline drawn."""
+        campaign_journal(tmp_path)
+        write_campaign_reports(tmp_path)
+        seen = browser.open(tmp_path / "report.html")
+        _assert_reads_right(seen.layout_problems())
+        assert "10.0.0.1 (lost)" in seen.text and "`" not in seen.text
+        assert seen.charts and all(c.width > 300 and c.height > 20 for c in seen.charts if not c.empty)
+
+    def test_inventory_report_reads_right(self, browser: Browser, tmp_path: Path) -> None:
+        """`aqbench inventory --html` of a checkout with planned, unsupported and broken manifests lays out
+        cleanly, long gap reasons and paths included."""
+        trtmc = write_tree(tmp_path / "trtmc", manifests())
+        (tmp_path / "bench.toml").write_text(BENCH_TOML)
+        page = tmp_path / "inventory.html"
+        main(["--log-level", "error", "inventory", "--trtmc", str(trtmc), "--config", str(tmp_path / "bench.toml"),
+              "--html", str(page)])
+        seen = browser.open(page)
+        _assert_reads_right(seen.layout_problems())
+        assert "acme/aqaish-1b" in seen.text and "`" not in seen.text
 
 
 def _sweep_journal(path: Path) -> Path:

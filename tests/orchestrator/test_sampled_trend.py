@@ -116,12 +116,33 @@ class TestPlan:
         assert long.slope_decides and long.detectable_slope is not None and 8 < long.detectable_slope < 40
 
     def test_the_plan_says_whether_latency_trends_can_decide(self) -> None:
-        """Latency trends are judged per window: 30 minutes of 5-minute windows leave 5 after warmup, under
-        the 6 needed; an hour can decide."""
+        """Latency drift is judged on ratios: 30 minutes can decide (27 judged minutes after warmup and
+        baseline), with the detectable drift stated, and falls with the span; 12 minutes cannot. The p99 is
+        still judged per window: 30 minutes of 5-minute windows leave 5, under the 6 needed; an hour can."""
+        sampled = SoakLimits(latency_drift_rule="sampled")
+        short = {p.metric: p for p in plan_trends(720, sampled, 300)}
+        half = {p.metric: p for p in plan_trends(1800, sampled, 300)}
+        hour = {p.metric: p for p in plan_trends(3600, sampled, 300)}
+        assert not short["latency_drift"].slope_decides and short["latency_drift"].detectable_slope is None
+        drift = half["latency_drift"]
+        assert drift.slope_decides and drift.judged_span_s == 1620 and drift.detectable_slope is not None
+        assert f"a drift of {drift.detectable_slope:.3g} %/h or more can FAIL (limit 10)" in drift.text
+        assert hour["latency_drift"].detectable_slope is not None
+        assert 10 < hour["latency_drift"].detectable_slope < drift.detectable_slope
+        assert not half["server_p99_latency"].slope_decides and "5 window(s)" in half["server_p99_latency"].text
+        # At 0.2 requests/s, audioqa-v2's 416 requests take 2,080 s to come round: an hour judges 24 minutes.
+        slow = plan_trends(3600, sampled, 300, cycle_requests=416, request_rate=0.2)[3]
+        assert slow.judged_span_s == 3600 - 60 - 2080 and "come round to an item again" in slow.text
+        assert hour["server_p99_latency"].slope_decides
+
+    def test_the_default_drift_rule_plans_per_window(self) -> None:
+        """`latency_drift_rule = "window"` (the default): the drift is planned as the p99 is, per judged window,
+        and the soak loop hands the verdicts no per-request ratios."""
         half = {p.metric: p for p in plan_trends(1800, SoakLimits(), 300)}
         hour = {p.metric: p for p in plan_trends(3600, SoakLimits(), 300)}
         assert not half["latency_drift"].slope_decides and "5 window(s)" in half["latency_drift"].text
-        assert hour["latency_drift"].slope_decides and hour["server_p99_latency"].slope_decides
+        assert hour["latency_drift"].slope_decides and "judges 11 windows" in hour["latency_drift"].text
+        assert hour["latency_drift"].detectable_slope is None
 
 
 class TestSampleSeries:

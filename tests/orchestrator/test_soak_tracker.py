@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from types import SimpleNamespace
+from typing import Literal
 
 from orchestrator.config import CorrectnessCriteria
 from orchestrator.events import AiperfStarted, ClientRecord, ProcessSampled, RequestCorrelated, ResourceSampled
@@ -66,7 +67,9 @@ class TestSoakTracker:
     def test_first_profiling_request_of_an_aiperf_run_is_remembered(self) -> None:
         """The first profiling client record of an AIPerf run fixes its start (warmup records do not)."""
         tracker = _tracker()
-        for phase, start in (("warmup", T0), ("profiling", T0 + 7), ("profiling", T0 + 5)):
+        records: list[tuple[Literal["warmup", "profiling"], int]] = [("warmup", T0), ("profiling", T0 + 7),
+                                                                     ("profiling", T0 + 5)]
+        for phase, start in records:
             list(tracker._handle(ClientRecord(request_id=f"r{start}", window="soak/aiperf01", phase=phase,
                                               request_start_ns=start)))
         assert tracker.first_profiling_ns == {"soak/aiperf01": T0 + 7}
@@ -79,3 +82,23 @@ class TestSoakTracker:
         tracker.open_window(2, T0 + 2 * 10**9)
         list(tracker._handle(_request("soak/w0001", "straggler")))
         assert tracker.close_window("soak/w0002", T0 + 3 * 10**9).issued == 0
+
+    def test_each_answer_feeds_the_latency_ratios_by_timing_source(self) -> None:
+        """An answered profiling request adds its handler_ms to the server ratios and its client latency to
+        the client ratios; the judged span starts `warmup_s` after the first profiling record's start."""
+        dataset = SimpleNamespace(item=lambda item_id: (_ for _ in ()).throw(KeyError(item_id)))
+        model = SimpleNamespace(correctness=CorrectnessCriteria(min_pass_rate=0.5), name="m")
+        tracker = SoakTracker(None, dataset, model, warmup_s=10, baseline_s=20)  # type: ignore[arg-type]
+        tracker.open_window(1, T0)
+        list(tracker._handle(ClientRecord(request_id="r0", window="soak/aiperf01", phase="profiling",
+                                          request_start_ns=T0)))
+        for s, handler in ((5, None), (12, 100.0), (40, 150.0), (41, None)):
+            list(tracker._handle(RequestCorrelated(
+                request_id=f"r{s}", window="soak/w0001", phase="profiling", ok=True, item_id="a",
+                request_start_ns=T0 + s * 10**9, request_end_ns=T0 + s * 10**9 + 1, handler_ms=handler,
+                request_latency_ms=200.0)))
+        server, client = tracker.ratios["server"], tracker.ratios["client"]
+        assert server.judged_from_ns == client.judged_from_ns == T0 + 10 * 10**9
+        assert (server.warmup, server.baseline_requests, server.ratios) == (0, 1, 1)
+        assert (client.warmup, client.baseline_requests, client.ratios) == (1, 1, 2)
+        assert server.series.between(T0, T0 + 60 * 10**9)[1] == [150.0]

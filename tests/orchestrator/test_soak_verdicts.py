@@ -166,7 +166,7 @@ class TestOtherVerdicts:
         """Two errors in 4000 profiling requests (0.05 %) pass; ten (0.25 %) fail and list the cause."""
         ok = _verdict(judge_soak(_windows([500.0] * 5, errors=[50, 1, 0, 1, 0]), LIMITS), "error_rate")
         assert ok.outcome == "pass" and ok.detail.errors == 2  # the warmup window's 50 are discarded
-        assert "2/4000 = 0.0500% (limit 0.1000%) over 4 window(s) after 1 warmup window(s)" in ok.reason
+        assert "2/4000 = 0.05% (limit 0.1%) over 4 window(s) after 1 warmup window(s)" in ok.reason
         bad = _verdict(judge_soak(_windows([500.0] * 5, errors=[0, 4, 3, 3, 0]), LIMITS), "error_rate")
         assert bad.outcome == "fail"
         assert "http_5xx: 10" in bad.reason

@@ -15,7 +15,7 @@ from adapters.server import server_parts
 from orchestrator.config import load_config
 from orchestrator.supervisor import ServerSpec, supervised
 
-pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.servers]
 REPO = Path(__file__).resolve().parents[2]
 
 

@@ -93,6 +93,7 @@ def test_signal_cleanup_is_journaled(tmp_path, mode):
 
 
 @pytest.mark.slow
+@pytest.mark.servers
 @pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_real_aqbench_command_stops_server_on_signal(tmp_path, signum, code):
     """`aqbench run-aiperf` signalled once its server is ready: exit 128+n, server and orphan gone."""

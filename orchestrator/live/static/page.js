@@ -202,7 +202,8 @@ function chart(id, unit, series) {
     return;
   }
   const xs = pts.map((p) => p[0]), ys = pts.map((p) => p[1]);
-  const x0 = Math.min(...xs), x1 = Math.max(...xs, x0 + 1e-9);
+  // All samples at one instant: a one-second axis (x0 + 1e-9 rounds back to x0 far from zero, dividing by 0).
+  const x0 = Math.min(...xs), x1 = Math.max(...xs) > x0 ? Math.max(...xs) : x0 + 1;
   const y0 = Math.min(0, ...ys), y1 = Math.max(...ys, y0 + 1e-9) * 1.05;
   const sx = (x) => L + (x - x0) / (x1 - x0) * (W - L - R);
   const sy = (y) => H - B - (y - y0) / (y1 - y0) * (H - T - B);

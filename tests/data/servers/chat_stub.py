@@ -2,8 +2,10 @@
 
 Modes: `reject-audio` answers 400 to any non-text part exactly as trtmc-server does today;
 `text-only` ignores the audio and answers from the question alone; `transcribe` returns the clip's
-transcript (real Whisper tiny.en) whatever the question. Speaks trtmc-server's readiness, models,
-X-Request-ID and records contract so the orchestrator treats it like any server.
+transcript (real Whisper tiny.en) whatever the question. `from-model` takes the mode from the model name's
+suffix after its last `--` (`flawed--transcribe` -> transcribe), so one qualify serves several flawed models.
+Speaks trtmc-server's readiness, models, X-Request-ID and records contract so the orchestrator treats it like
+any server.
 """
 
 from __future__ import annotations
@@ -23,14 +25,21 @@ from aiohttp import web
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
 
+MODES = ("reject-audio", "text-only", "transcribe")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--mode", choices=["reject-audio", "text-only", "transcribe"], required=True)
+    ap.add_argument("--mode", choices=[*MODES, "from-model"], required=True)
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--model-name", required=True)
     ap.add_argument("--records", default="")
     args = ap.parse_args()
+    if args.mode == "from-model":
+        args.mode = args.model_name.rsplit("--", 1)[-1]
+        if args.mode not in MODES:
+            ap.error(f"mode {args.mode!r} (from model {args.model_name!r}) is not one of {MODES}")
     recognizer = None
     if args.mode == "transcribe":
         from adapters.reference.asr import Recognizer

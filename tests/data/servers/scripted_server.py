@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+import traceback
 
 
 def _say(event: str, **fields: object) -> None:
@@ -134,6 +135,12 @@ async def main(args: argparse.Namespace) -> None:
     _say("stopped", signal=stopped_by[0])
     if args.daemon_at_stop:
         _say("daemonized", daemon_pid=_daemonize())
+    if args.traceback_at_stop:  # as uvicorn's KeyboardInterrupt unwinding prints one (or a shutdown bug would)
+        try:
+            raise {"KeyboardInterrupt": KeyboardInterrupt, "RuntimeError": RuntimeError}[args.traceback_at_stop]()
+        except BaseException:
+            traceback.print_exc()
+            sys.stderr.flush()
     # Uvicorn re-raises the stop signal, so the parent sees death by that signal even on a clean stop.
     signal.signal(stopped_by[0], signal.SIG_DFL)
     os.kill(os.getpid(), stopped_by[0])
@@ -156,4 +163,6 @@ if __name__ == "__main__":
     p.add_argument("--gpu-mib", type=int, default=0)
     p.add_argument("--hold-mib", type=int, default=0)
     p.add_argument("--daemon-at-stop", action="store_true")
+    p.add_argument("--traceback-at-stop", choices=["KeyboardInterrupt", "RuntimeError"], default="",
+                   help="print this exception's traceback on stderr as the stop unwinds")
     asyncio.run(main(p.parse_args()))

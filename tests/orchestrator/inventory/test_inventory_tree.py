@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from test_inventory import NEW, WHISPERISH, _variant, git, manifests, row, write_tree
+from inventory_support import NEW, WHISPERISH, git, manifests, row, variant, write_tree
 
 from orchestrator.errors import InventoryError
 from orchestrator.inventory import audit, read_tree
@@ -33,7 +33,7 @@ class TestTree:
         sha1 = git(tmp_path, "rev-parse", "HEAD")
         write_tree(tmp_path, files)
         (tmp_path / NEW.format(fam="whisperish", name="whisperish-tiny-fp16")).write_text(
-            json.dumps(_variant(WHISPERISH, task_strategy="audio_text_to_text")))
+            json.dumps(variant(WHISPERISH, task_strategy="audio_text_to_text")))
         git(tmp_path, "add", "-A")
         git(tmp_path, "commit", "-q", "-m", "two")
         docs, source = read_tree(tmp_path, sha1[:10])

@@ -25,7 +25,7 @@ from orchestrator.ingest import Ingest, expand_inputs, new_joiner
 from orchestrator.journal import JournalWriter, read_journal
 from orchestrator.reports.fold import build_report
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 DATA = REPO / "tests" / "data"
 T0 = 1_714_564_800_000_000_000
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from config_support import make_config
-from test_inventory import full_audit, row
+from inventory_support import full_audit, row
 
 from orchestrator.errors import InventoryError
 from orchestrator.events import (

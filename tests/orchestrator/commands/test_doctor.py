@@ -7,7 +7,7 @@ from pathlib import Path
 from orchestrator.commands.doctor import run_checks
 from orchestrator.config import load_config
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 class TestDoctor:

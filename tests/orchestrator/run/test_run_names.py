@@ -9,7 +9,7 @@ import pytest
 from orchestrator.config import load_config
 from orchestrator.run import open_run
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _config(tmp_path: Path, name: str | None) -> Path:

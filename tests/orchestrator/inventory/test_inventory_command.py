@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import msgspec
-from test_inventory import BENCH_TOML, NEW, WHISPERISH, full_audit, main, manifests, write_tree
+from inventory_support import BENCH_TOML, NEW, WHISPERISH, full_audit, main, manifests, write_tree
 
 from orchestrator.inventory import Inventory, to_json, to_markdown
 
@@ -46,7 +46,7 @@ class TestCommand:
         """The repository's bench.toml candidates appear even when the checkout lacks them."""
         trtmc = write_tree(tmp_path / "trtmc", {NEW.format(fam="w", name="w"): WHISPERISH})
         out = tmp_path / "inv.json"
-        bench = Path(__file__).resolve().parents[2] / "bench.toml"
+        bench = Path(__file__).resolve().parents[3] / "bench.toml"
         assert main(["inventory", "--trtmc", str(trtmc), "--config", str(bench), "--json", str(out)]) == 0
         rows = {r["checkpoint"]: r for r in json.loads(out.read_text())["rows"]}
         for cand in ("Qwen/Qwen3-Omni-30B-A3B-Instruct", "microsoft/Phi-4-multimodal-instruct",

@@ -24,7 +24,7 @@ from orchestrator.inventory import CheckpointRow, Inventory, audit, read_code_so
 from orchestrator.inventory.render import to_markdown
 from orchestrator.ledger import Ledger
 
-MAIN = Path(__file__).resolve().parents[1] / "data" / "inventory" / "main"
+MAIN = Path(__file__).resolve().parents[2] / "data" / "inventory" / "main"
 LYRA = ("acme/lyra-4-A2B-it", "acme/lyra-4-A4B-it", "acme/lyra-4-12B-it")
 README = "families/lyra/edge_llm/README.md"
 SCHEMA = "apps/server/python/trtmc_server/schemas.py"

@@ -11,9 +11,9 @@ import pytest
 from orchestrator.dataset import load_dataset
 from orchestrator.judge.completeness import check_completeness
 
-DATASETS = Path(__file__).resolve().parents[2] / "datasets"
+DATASETS = Path(__file__).resolve().parents[3] / "datasets"
 DATASET = DATASETS / "audioqa-v1"
-CORPUS = Path(__file__).resolve().parents[1] / "data" / "completeness" / "answers.jsonl"
+CORPUS = Path(__file__).resolve().parents[2] / "data" / "completeness" / "answers.jsonl"
 Q = "What colour is the folder?"
 
 

@@ -16,7 +16,7 @@ import pytest
 from orchestrator.commands.wiring import log_codecs
 from orchestrator.ingest import Ingest, new_joiner, run_follow
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def _server(i: int) -> str:

@@ -11,7 +11,7 @@ import pytest
 from orchestrator.config import load_config, parse_duration
 from orchestrator.errors import ConfigError
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 DEFAULT = (ROOT / "bench.toml").read_text()
 
 

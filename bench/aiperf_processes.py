@@ -1,0 +1,141 @@
+"""Which of AIPerf's processes grows over a soak: each one's RSS, sampled by its process title.
+
+Runs a real `aqbench soak` (real AIPerf 0.13.0, one process tree for the whole soak) against the fast
+scripted stub server (tests/data/stub_server.py, 2 ms per answer) in rate mode, and samples every
+`--every` seconds the RSS of each process under it. AIPerf names its services' processes by
+setproctitle ("aiperf worker_1a2b...", "aiperf records_manager", ...); the process that runs AIPerf's
+command line keeps its argv ("... aiperf profile ..."). Prints, per process, its RSS after the first
+minute and at the end, the growth, and the growth per 1,000 requests the soak's journal counted over
+the same span (RequestCorrelated events). Heavy: hold /tmp/aqbench-heavy.lock.
+
+    flock /tmp/aqbench-heavy.lock .venv/bin/python bench/aiperf_processes.py --duration 240 --rate 20 \
+        [--env MALLOC_MMAP_THRESHOLD_=131072]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _config(folder: Path, duration_s: float, window_s: float) -> Path:
+    text = (REPO / "bench.toml").read_text()
+    text = text.replace("request_timeout_s = 60.0", "request_timeout_s = 10.0", 1)
+    text = text.replace('output_dir = "runs"', f'output_dir = "{folder / "runs"}"')
+    stub = REPO / "tests" / "data" / "stub_server.py"
+    text = re.sub(r'argv = \[.*?\]\n', f'argv = ["{{python}}", "{stub}", "--host", "{{host}}", "--port", "{{port}}", '
+                  f'"--model-name", "{{model}}", "--records", "{{records}}", "--latency-ms", "2"]\n', text, count=1,
+                  flags=re.S)
+    text = re.sub(r"duration_s = 28800.0\nwindow_s = 300.0", f"duration_s = {duration_s}\nwindow_s = {window_s}", text)
+    # The stub's answers are not the dataset's: correctness is not what this bench measures.
+    text = text.replace("min_pass_rate = 0.9", "min_pass_rate = 0.0").replace("count = 1.0", "count = 0.0")
+    path = folder / "bench.toml"
+    path.write_text(text)
+    return path
+
+
+def _role(proc: psutil.Process) -> str | None:
+    """AIPerf's service name for its process (hex ids dropped), None for a process that is not AIPerf's."""
+    try:
+        argv = " ".join(proc.cmdline())
+    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+        return None
+    if argv.startswith("aiperf "):
+        return re.sub(r"_[0-9a-f]{6,}", "", argv.split()[1])
+    if "aiperf" in argv and " profile " in f"{argv} ":
+        return "main (aiperf profile)"
+    return None
+
+
+def _sample(root: psutil.Process) -> dict[str, tuple[str, float]]:
+    out: dict[str, tuple[str, float]] = {}
+    try:
+        children = root.children(recursive=True)
+    except psutil.NoSuchProcess:
+        return out
+    for proc in children:
+        role = _role(proc)
+        if role is None:
+            continue
+        try:
+            out[f"{role}#{proc.pid}"] = (role, proc.memory_info().rss / 2**20)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return out
+
+
+def _requests(run_dir: Path) -> list[int]:
+    """The end times (ns) of every correlated profiling request in the journal, sorted."""
+    ends = []
+    for line in (run_dir / "events.jsonl").read_text().splitlines():
+        if '"request_correlated"' not in line:
+            continue
+        ev = json.loads(line)
+        if ev.get("phase") == "profiling":
+            ends.append(int(ev["ts_ns"]))
+    return sorted(ends)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--duration", type=float, default=240.0, help="soak seconds")
+    ap.add_argument("--window", type=float, default=60.0, help="window seconds")
+    ap.add_argument("--rate", type=float, default=20.0, help="requests per second")
+    ap.add_argument("--every", type=float, default=2.0, help="seconds between samples")
+    ap.add_argument("--skip", type=float, default=60.0, help="seconds of load before the first compared sample")
+    ap.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                    help="set in the soak's environment, which AIPerf inherits (e.g. MALLOC_MMAP_THRESHOLD_=131072)")
+    args = ap.parse_args()
+    folder = Path(tempfile.mkdtemp(prefix="aqb-aiperf-procs-"))
+    config = _config(folder, args.duration, args.window)
+    soak = subprocess.Popen([sys.executable, "-m", "orchestrator", "--log-level", "warning", "soak", "--config",
+                             str(config), "--rate", f"{args.rate:g}"], cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, **dict(kv.split("=", 1) for kv in args.env)})
+    root = psutil.Process(soak.pid)
+    series: dict[str, list[tuple[int, float]]] = {}
+    roles: dict[str, str] = {}
+    while soak.poll() is None:
+        now = time.time_ns()
+        for key, (role, rss) in _sample(root).items():
+            roles[key] = role
+            series.setdefault(key, []).append((now, rss))
+        time.sleep(args.every)
+    output = soak.stdout.read() if soak.stdout else ""
+    (folder / "rss.json").write_text(json.dumps({"roles": roles, "series": series}))
+    runs = sorted((folder / "runs").glob("*soak-*"))
+    if not runs:
+        print(output[-3000:])
+        return 1
+    ends = _requests(runs[0])
+    print(f"soak exit {soak.returncode}; {len(ends)} profiling requests; run dir {runs[0]}; samples "
+          f"{folder / 'rss.json'}")
+    if not ends:
+        return 1
+    t0 = ends[0] + int(args.skip * 1e9)
+    print(f"{'process':<34} {'samples':>7} {'RSS at +' + format(args.skip, 'g') + ' s':>12} {'RSS at end':>10} "
+          f"{'growth':>8} {'requests':>8} {'KiB/request':>11}")
+    for key, points in sorted(series.items(), key=lambda kv: roles[kv[0]]):
+        later = [(t, v) for t, v in points if t >= t0]
+        if len(later) < 2:
+            continue
+        (ta, va), (tb, vb) = later[0], later[-1]
+        n = sum(1 for e in ends if ta <= e <= tb)
+        per = (vb - va) * 1024 / n if n else float("nan")
+        print(f"{key:<34} {len(points):>7} {va:>10.1f} M {vb:>8.1f} M {vb - va:>+7.1f}M {n:>8} {per:>11.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
