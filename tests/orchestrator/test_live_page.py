@@ -80,7 +80,8 @@ class TestLivePageInABrowser:
 
 
 class TestCampaignPageInABrowser:
-    async def test_a_campaigns_models_and_final_status_appear_as_the_driver_writes(self, tmp_path: Path) -> None:
+    async def test_a_campaigns_models_and_final_status_appear_as_the_driver_writes(self, browser: Browser,
+                                                                                  tmp_path: Path) -> None:
         """`campaign --serve` as a person sees it: the campaign table fills with each model's node, state and
         verdicts as the real driver writes its files; the badge ends on the campaign's final status."""
         import os
@@ -90,7 +91,6 @@ class TestCampaignPageInABrowser:
         from config_support import make_config
         from test_live_campaign import _drive
 
-        chromium_or_skip()
         cfg = make_config(models=[{"name": "m1"}, {"name": "m2"}], run={"output_dir": str(tmp_path)},
                           campaign={"max_retries": 1, "max_parallel": 0, "stop_grace_s": 120.0})
         url: list[str] = []
@@ -100,7 +100,7 @@ class TestCampaignPageInABrowser:
             with anyio.fail_after(30):
                 while not url:
                     await anyio.sleep(0.01)
-            async with ChromiumPage(url[0]) as page:
+            async with browser.tab(url[0]) as page:
                 await page.wait_text("link", lambda t: t == "live", 30)
                 assert await page.eval("document.getElementById('campaign-section').hidden") is True
                 opened.set()
