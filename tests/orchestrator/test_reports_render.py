@@ -13,8 +13,8 @@ import msgspec
 from ab_support import AbSpec, write_session
 from browser import Browser
 from compare_support import RunSpec, write_run
-from test_campaign_report import journal as campaign_journal
 from inventory_support import BENCH_TOML, manifests, write_tree
+from test_campaign_report import journal as campaign_journal
 from test_reports import T0, qualify_journal
 
 from orchestrator.campaign import write_campaign_reports
