@@ -6,7 +6,8 @@ page's feed and aiohttp server on it (as `--serve` runs them). Two lags are meas
   the run's own live work), p99;
 - page lag: publish of a frame's last event to its arrival at a page, p99 (the probe page).
 Pages are separate processes (as browsers are), each reading its streams; configurations alternate
-(1 page, 21 pages, 1 page, ...) so that the machine's drift falls on both.
+(1 page, 21 pages, 1 page, ...) so that the machine's drift falls on both. Each is run with the feed as it
+ships (fewer frames per second with many pages) and with a fixed 0.1 s tick (the feed before that change).
 
 Run: .venv/bin/python bench/live_page.py [--rate 200] [--seconds 10] [--pages 20] [--rounds 3]
 """
@@ -51,7 +52,7 @@ asyncio.run(main(sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"))
 """
 
 
-async def _one(folder: Path, *, rate: float, seconds: float, pages: int) -> tuple[float, float, int]:
+async def _one(folder: Path, *, rate: float, seconds: float, pages: int, adaptive: bool) -> tuple[float, float, int]:
     """(run lag p99 ms, page lag p99 ms, frames seen by the probe) with `pages` pages besides the probe."""
     bus = Bus("bench-live-page")
     writer = JournalWriter(folder / "events.jsonl")
@@ -60,7 +61,8 @@ async def _one(folder: Path, *, rate: float, seconds: float, pages: int) -> tupl
     async with anyio.create_task_group() as tg:
         await tg.start(writer.run, bus)
         await bus.publish(RunStarted(source="run", command="soak", config=config))
-        feed = LiveFeed(bus, writer.path, scrub=page_scrubber(config, "bench", folder, ["bench"]))
+        feed = LiveFeed(bus, writer.path, scrub=page_scrubber(config, "bench", folder, ["bench"]),
+                        **({} if adaptive else {"pages_per_tick": None}))
         page = LivePage(feed, ServeAddress(port=0))
         await tg.start(feed.run)
         await tg.start(page.run)
@@ -103,21 +105,25 @@ async def _one(folder: Path, *, rate: float, seconds: float, pages: int) -> tupl
 
 
 async def main(rate: float, seconds: float, pages: int, rounds: int) -> None:
-    results: dict[int, list[tuple[float, float, int]]] = {0: [], pages: []}
+    modes = {"as shipped (fewer frames with many pages)": True, "fixed 0.1 s tick (before)": False}
+    results: dict[tuple[str, int], list[tuple[float, float, int]]] = {(m, n): [] for m in modes for n in (0, pages)}
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(rounds):
-            for n in (0, pages):
-                folder = Path(tmp) / f"{r}-{n}"
-                folder.mkdir()
-                results[n].append(await _one(folder, rate=rate, seconds=seconds, pages=n))
-    print(json.dumps({str(k): v for k, v in results.items()}))
-    run1, runN = (np.median([x[0] for x in results[k]]) for k in (0, pages))
-    page1, pageN = (np.median([x[1] for x in results[k]]) for k in (0, pages))
+            for mode, adaptive in modes.items():
+                for n in (0, pages):
+                    folder = Path(tmp) / f"{r}-{adaptive}-{n}"
+                    folder.mkdir()
+                    results[(mode, n)].append(await _one(folder, rate=rate, seconds=seconds, pages=n, adaptive=adaptive))
+    print(json.dumps({f"{m} / {n}": v for (m, n), v in results.items()}))
     print(f"rate {rate:g} events/s for {seconds:g} s, {rounds} rounds (median of the rounds' p99)")
-    print(f"| measure | 1 page | {pages + 1} pages | ratio |")
-    print("|---|---|---|---|")
-    print(f"| run lag p99 (publish -> lossless subscriber) | {run1:.2f} ms | {runN:.2f} ms | {runN / run1:.2f} |")
-    print(f"| page lag p99 (publish -> page) | {page1:.2f} ms | {pageN:.2f} ms | {pageN / page1:.2f} |")
+    print(f"| feed | measure | 1 page | {pages + 1} pages | ratio |")
+    print("|---|---|---|---|---|")
+    for mode in modes:
+        med = {(i, n): float(np.median([x[i] for x in results[(mode, n)]])) for i in range(3) for n in (0, pages)}
+        for i, what, unit in ((0, "run lag p99 (publish -> lossless subscriber)", " ms"),
+                              (1, "page lag p99 (publish -> page)", " ms"), (2, "frames a page got", "")):
+            one, many = med[(i, 0)], med[(i, pages)]
+            print(f"| {mode} | {what} | {one:.2f}{unit} | {many:.2f}{unit} | {many / one:.2f} |")
 
 
 if __name__ == "__main__":

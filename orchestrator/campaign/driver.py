@@ -15,6 +15,7 @@ import sys
 import tarfile
 import time
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
@@ -308,8 +309,9 @@ class _Driver:
 
 
 def run_campaign(cfg: Config, opts: CampaignOptions, cluster: Cluster, stop: StopRequest, *,
-                 progress_out: object = None) -> tuple[int, Path]:
+                 progress_out: object = None, on_folder: Callable[[Path], object] | None = None) -> tuple[int, Path]:
     """Run the campaign to its end (or until `stop` is set); returns (exit code, campaign folder). Blocks.
+    `on_folder` is told the campaign's folder once campaign.jsonl is started (the live page follows it).
 
     Exit 0 when every model of this session is aiperf-qualified, 1 otherwise, 128+signum when stopped.
     The campaign's reports are written before it returns, also when stopped.
@@ -334,6 +336,8 @@ def run_campaign(cfg: Config, opts: CampaignOptions, cluster: Cluster, stop: Sto
         config_sha256=cfg.sha256, address=cluster.address, models=[m.name for m in todo],
         skipped=sorted(m.name for m in models if m.name in done), max_parallel=driver.max_parallel,
         max_retries=cfg.campaign.max_retries, nodes=cluster.nodes(), stale=stale))
+    if on_folder is not None:
+        on_folder(folder)
     status, reason = "ok", ""
     try:
         driver.run(deque((m.name, 1) for m in todo))

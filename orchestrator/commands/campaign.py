@@ -24,6 +24,8 @@ if TYPE_CHECKING:  # the campaign package is heavy: imported by run(), not by `a
     from orchestrator.config import Config
     from orchestrator.qualify import QualifyOptions
 
+from orchestrator.commands.serve_args import add_serve_arguments, serve_address
+
 __all__ = ["register", "qualify_one", "qualify_options"]
 
 EXTRA_MISSING = ("aqbench campaign needs Ray, which is not installed; install the extra: "
@@ -48,6 +50,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--resume", default="", metavar="CAMPAIGN_DIR",
                    help="continue this campaign: skip models whose final row has the current run key, run the rest "
                         "(a row made under another key is run again; campaign.jsonl says what changed)")
+    add_serve_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -104,6 +107,7 @@ def run(args: argparse.Namespace) -> int:
     from orchestrator.config import load_config
 
     cfg = load_config(args.config)
+    serve = serve_address(args)
     if args.max_parallel is not None and args.max_parallel < 0:
         raise UsageError(f"--max-parallel {args.max_parallel}: must be 0 (as resources allow) or more")
     # Imported here: the loopback pin must run before Ray is imported, and only for this command.
@@ -125,15 +129,19 @@ def run(args: argparse.Namespace) -> int:
     def on_signal(signum: int, frame: FrameType | None) -> None:
         stop.set(signum)
 
-    cluster = RayCluster(qualify_one, address=address)
-    # After Ray's start, so that these handlers (not Ray's) decide what a signal does to the driver.
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        exit_code, folder = run_campaign(cfg, opts, cluster, stop)
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
-        cluster.close()
+    from orchestrator.live.campaign import serve_campaign
+
+    # The page first: a taken port stops the campaign before Ray starts. It follows the files the driver writes.
+    with serve_campaign(cfg, serve, list(sys.argv)) as page:
+        cluster = RayCluster(qualify_one, address=address)
+        # After Ray's start, so that these handlers (not Ray's) decide what a signal does to the driver.
+        previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            exit_code, folder = run_campaign(cfg, opts, cluster, stop, on_folder=page.attach if page else None)
+        finally:
+            for s, handler in previous.items():
+                signal.signal(s, handler)
+            cluster.close()
     print(f"\ncampaign: {folder}", file=sys.stderr)
     print(f"  reports: {folder / 'report.md'}, {folder / 'report.html'}, {folder / 'report.json'}", file=sys.stderr)
     return exit_code

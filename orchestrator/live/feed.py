@@ -1,14 +1,12 @@
 """The live page's feed: a lossy bus subscriber folding events into page changes, kept as ready-to-send
-server-sent-event frames in a bounded ring; and the page's state from the journal (tail.py, the same fold)
-for a page that opens, or falls behind the ring, mid-run.
+server-sent-event frames in a bounded ring (ring.py); and the page's state from the journal (tail.py, the same
+fold) for a page that opens, or falls behind the ring, mid-run.
 
-It never waits on a page: frames are encoded once, and a page too slow for the ring is told to reload its
-state. It must not publish on the bus or touch the run's state.
+It must not publish on the bus or touch the run's state.
 """
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -19,28 +17,23 @@ from anyio.abc import TaskStatus
 
 from orchestrator.bus import Bus, Subscription
 from orchestrator.journal import iter_journal
+from orchestrator.live.ring import RING_FRAMES, Frame, FrameRing
 from orchestrator.live.state import Change, PageFold
 from orchestrator.live.tail import JournalTail
 
-__all__ = ["LiveFeed", "Frame", "FEED_NAME"]
+__all__ = ["LiveFeed", "Frame", "FEED_NAME", "coalesce", "encode_changes"]
 
 FEED_NAME = "live-page"
-# Frames kept for pages that reconnect (Last-Event-ID): at one frame per FRAME_EVERY_S, minutes of history.
-# Older than that, a page reloads its state.
-RING_FRAMES = 2048
 # A frame at most this often: a person reads a page a few times a second, and each frame costs one write
 # per open page (bench/live_page.py: one frame per event made 20 pages slow the run's own subscribers).
 FRAME_EVERY_S = 0.1
+# With more pages open, fewer frames: the tick stretches by one FRAME_EVERY_S per this many pages, up to
+# _TICK_MAX_S, so the run's loop does about the same number of page writes per second however many pages watch.
+_PAGES_PER_TICK = 4
+_TICK_MAX_S = 1.0
 _SUB_SIZE = 4096  # events the bus buffers for the feed before dropping its oldest
 _BATCH = 512
 _encoder = msgspec.json.Encoder()
-
-
-class Frame(msgspec.Struct, frozen=True):
-    """One server-sent event ready to write: its id (the last event seq it covers) and its bytes."""
-
-    seq: int
-    data: bytes
 
 
 def _key(ch: Change) -> tuple[str, str, str]:
@@ -59,28 +52,32 @@ def coalesce(changes: list[Change]) -> list[Change]:
     return [ch for i, ch in enumerate(changes) if ch.op == "add" or last[_key(ch)] == i]
 
 
-class LiveFeed:
+def encode_changes(seq: int, ts_ns: int, changes: list[Change], scrub: Callable[[Any], Any]) -> bytes:
+    """A `changes` frame's JSON: the batch coalesced, made fit to show by `scrub`."""
+    payload = {"seq": seq, "ts_ns": ts_ns, "changes": coalesce(changes)}
+    return _encoder.encode(scrub(msgspec.to_builtins(payload)))
+
+
+class LiveFeed(FrameRing):
     """`await tg.start(feed.run)`; pages read `frames_after`, `wait_after` and `state_json`. Ends when the bus
     closes or on cancellation (then `closed` is set and waiting pages wake)."""
 
     def __init__(self, bus: Bus, journal: Path, *, scrub: Callable[[Any], Any],
                  flush: Callable[[], Awaitable[bool]] | None = None, ring: int = RING_FRAMES,
-                 sub_size: int = _SUB_SIZE, frame_every_s: float = FRAME_EVERY_S) -> None:
+                 sub_size: int = _SUB_SIZE, frame_every_s: float = FRAME_EVERY_S,
+                 pages_per_tick: int | None = _PAGES_PER_TICK) -> None:
+        super().__init__(ring)
         self.bus = bus
         self.journal = journal
         self._scrub = scrub
         self._flush = flush
-        self._ring: deque[Frame] = deque(maxlen=ring)
-        self._evicted = 0  # the seq of the newest frame the ring let go
-        self._changed = anyio.Event()
         self._limiter = anyio.CapacityLimiter(1)  # one journal read at a time
         self._tail = JournalTail(journal)
         self._sub_size = sub_size
         self.sub: Subscription | None = None
         self.fold = PageFold()
-        self.closed = False
-        self.frames = 0
         self._frame_every_s = frame_every_s
+        self._pages_per_tick = pages_per_tick  # None: the same tick however many pages (bench/live_page.py)
         self._pending: list[Change] = []
         self._pending_seq = 0
         self._pending_ts = 0
@@ -90,11 +87,6 @@ class LiveFeed:
     def dropped(self) -> int:
         """Events the bus dropped for this feed (it was behind): the page's numbers may lag the journal's."""
         return self.sub.dropped if self.sub is not None else 0
-
-    @property
-    def head(self) -> int:
-        """The seq of the newest frame (0 before the first)."""
-        return self._ring[-1].seq if self._ring else 0
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Fold the bus into changes as it delivers, and send them as one frame every `frame_every_s`, until
@@ -116,8 +108,15 @@ class LiveFeed:
     async def _tick(self) -> None:
         # One frame per tick however fast the run publishes: pages cost writes per frame, not per event.
         while True:
-            await anyio.sleep(self._frame_every_s)
+            await anyio.sleep(self.tick_s())
             self._emit()
+
+    def tick_s(self) -> float:
+        """The time between frames now: `frame_every_s`, longer with many pages open."""
+        if self._pages_per_tick is None:
+            return self._frame_every_s
+        stretch = max(1.0, self.readers / self._pages_per_tick)
+        return min(max(self._frame_every_s, _TICK_MAX_S), self._frame_every_s * stretch)
 
     def _take(self, batch: list[Any]) -> None:
         self._pending += self.fold.add_all(batch)
@@ -154,33 +153,7 @@ class LiveFeed:
         if not changes:
             return
         self._pending = []
-        payload = {"seq": seq, "ts_ns": self._pending_ts, "changes": coalesce(changes)}
-        body = _encoder.encode(self._scrub(msgspec.to_builtins(payload)))
-        if len(self._ring) == self._ring.maxlen:
-            self._evicted = self._ring[0].seq
-        self._ring.append(Frame(seq, b"id: %d\nevent: changes\ndata: %s\n\n" % (seq, body)))
-        self.frames += 1
-        self._changed.set()
-        self._changed = anyio.Event()
-
-    def close(self) -> None:
-        """No more frames: waiting pages wake and end their streams."""
-        self.closed = True
-        self._changed.set()
-
-    # ------------------------------------------------------------------------------- for pages
-
-    def frames_after(self, seq: int) -> list[Frame] | None:
-        """Frames newer than `seq`, or None when the ring no longer holds every frame after it (reload)."""
-        if seq < self._evicted:
-            return None
-        return [f for f in self._ring if f.seq > seq]
-
-    async def wait_after(self, seq: int, timeout_s: float) -> None:
-        """Block until a frame newer than `seq` exists, the feed closes, or `timeout_s` passes."""
-        with anyio.move_on_after(timeout_s):
-            while self.head <= seq and not self.closed:
-                await self._changed.wait()
+        self.push(seq, encode_changes(seq, self._pending_ts, changes, self._scrub))
 
     async def state_json(self) -> bytes:
         """The page's state as JSON, from the journal (what the journal writer has flushed by now). Blocks while

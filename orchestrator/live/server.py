@@ -1,7 +1,8 @@
 """The live page's HTTP server (aiohttp): the page and its script, `/state` (the page rebuilt from the journal)
 and `/events` (server-sent events from the feed, resumable with Last-Event-ID). Read-only: GET only.
 
-It runs in the run's task group and ends with it; a page never slows the run (the feed never waits on one).
+It serves until its feed closes (the bus closed, after RunFinished) or it is cancelled; a page never slows the
+run (the feed never waits on one).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from anyio.abc import TaskStatus
 
 from orchestrator.errors import UsageError
 from orchestrator.live.address import ServeAddress
-from orchestrator.live.feed import LiveFeed
+from orchestrator.live.ring import FrameRing
 from orchestrator.logs import get_logger
 
 __all__ = ["LivePage", "HEARTBEAT_S"]
@@ -37,16 +38,20 @@ def _static() -> dict[str, bytes]:
 
 
 class LivePage:
-    """`url = await tg.start(page.run)`: serves `feed` at `address` until cancelled. Counts pages served and
+    """`url = await tg.start(page.run)`: serves `feed` at `address` until the feed closes or it is cancelled. Counts pages served and
     the reloads that pages too far behind the ring were told to do (`reloads`)."""
 
-    def __init__(self, feed: LiveFeed, address: ServeAddress) -> None:
+    def __init__(self, feed: FrameRing, address: ServeAddress) -> None:
         self.feed = feed
         self.address = address
-        self.streams = 0  # event streams open now
         self.reloads = 0
         self.url = ""
         self._files = _static()
+
+    @property
+    def streams(self) -> int:
+        """Event streams open now."""
+        return self.feed.readers
 
     def app(self) -> web.Application:
         app = web.Application()
@@ -58,8 +63,8 @@ class LivePage:
         return app
 
     async def run(self, *, task_status: TaskStatus[str] = anyio.TASK_STATUS_IGNORED) -> None:
-        """Serve until cancelled; `task_status.started(url)` once listening. Cleanup is shielded and bounded:
-        open streams are told the run ended, then the server stops."""
+        """Serve until the feed closes or this is cancelled; `task_status.started(url)` once listening. Cleanup
+        is shielded and bounded: open streams get the last frames and `end`, then the server stops."""
         runner = web.AppRunner(self.app(), handle_signals=False, access_log=None, shutdown_timeout=_CLEANUP_S)
         await runner.setup()
         try:
@@ -78,7 +83,7 @@ class LivePage:
                             note="--serve-public: any machine that reaches this address sees the page")
             self.url = url
             task_status.started(url)
-            await anyio.sleep_forever()
+            await self.feed.wait_closed()
         finally:
             with anyio.CancelScope(shield=True), anyio.move_on_after(_CLEANUP_S):
                 self.feed.finish()  # open streams get the last frames, then `end`
@@ -103,7 +108,7 @@ class LivePage:
         resp = web.StreamResponse(headers={**_HEADERS, "Content-Type": "text/event-stream",
                                            "X-Accel-Buffering": "no"})
         await resp.prepare(request)
-        self.streams += 1
+        self.feed.readers += 1
         try:
             await resp.write(b"retry: %d\n\n" % _RETRY_MS)
             while True:
@@ -125,7 +130,7 @@ class LivePage:
         except (ConnectionResetError, ConnectionError):
             pass  # the page went away
         finally:
-            self.streams -= 1
+            self.feed.readers -= 1
         return resp
 
 

@@ -43,10 +43,12 @@ from orchestrator.events import (
     TrendNumbers,
     verdict_numbers,
 )
+from orchestrator.reports import schema
+from orchestrator.reports.schema import PhaseCounts
 from orchestrator.reports.windows import Thinned
 
 __all__ = ["PageFold", "PageState", "Change", "RunInfo", "Counters", "WindowRow", "ModelRow", "VerdictRow",
-           "PointRow", "SloState", "ServerInfo", "LatencyPoint", "MemoryPoint", "SERIES_CAP", "detects"]
+           "PointRow", "CampaignModelRow", "SloState", "ServerInfo", "LatencyPoint", "MemoryPoint", "SERIES_CAP", "detects"]
 
 # Points per chart series: a page draws ~1000 px wide; the page halves its copy at the same cap.
 SERIES_CAP = 1000
@@ -73,13 +75,10 @@ class RunInfo(_S, frozen=True, kw_only=True):
     duration_s: float | None = None
 
 
-class Counters(_S, frozen=True, kw_only=True):
-    """Requests of the profiling phase so far; `in_flight` as the last window's accounting or a crash left it."""
+class Counters(PhaseCounts, frozen=True, kw_only=True):
+    """Requests of the profiling phase so far (the report's PhaseCounts), with the warmup's, the unmatched
+    halves and `in_flight` as the last window's accounting or a crash left it."""
 
-    issued: int = 0
-    ok: int = 0
-    errors: int = 0
-    by_cause: dict[str, int] = {}
     warmup: int = 0
     unmatched: int = 0
     in_flight: int = 0
@@ -103,6 +102,23 @@ class ModelRow(_S, frozen=True, kw_only=True):
     stage: str = ""
     state: str = "running"
     reason: str = ""
+
+
+class CampaignModelRow(_S, frozen=True, kw_only=True):
+    """A campaign's model: where its current attempt runs, how far its qualify got (from the model's journal),
+    its state (queued, submitted, running, retrying, then its final status) and its verdicts so far."""
+
+    name: str
+    node: str = ""
+    attempt: int = 0
+    stage: str = ""
+    state: str = "queued"
+    reason: str = ""
+    issued: int = 0
+    ok: int = 0
+    errors: int = 0
+    restarts: int = 0
+    verdicts: dict[str, int] = {}  # outcome -> how many (pass, fail, inconclusive)
 
 
 class SloState(_S, frozen=True, kw_only=True):
@@ -156,20 +172,16 @@ class ServerInfo(_S, frozen=True, kw_only=True):
     exits: list[str] = []
 
 
-class LatencyPoint(_S, frozen=True, kw_only=True, array_like=True):
-    """[t_s, client_ms, model_call_ms]: array-like, the page's most frequent payload."""
-
-    t_s: float
-    client_ms: float | None = None
-    model_call_ms: float | None = None
+class LatencyPoint(schema.LatencyPoint, frozen=True, kw_only=True, array_like=True):
+    """The report's latency point, array-like on the wire (the page's most frequent payload):
+    [t_s, client_ms, handler_ms, model_call_ms]."""
 
 
-class MemoryPoint(_S, frozen=True, kw_only=True, array_like=True):
-    """[role, t_s, rss_bytes]; role is `server`, `aqbench` or `aiperf`."""
+class MemoryPoint(schema.MemoryPoint, frozen=True, kw_only=True, array_like=True):
+    """The report's memory point with whose it is, array-like on the wire: [t_s, rss_bytes, gpu_memory_bytes,
+    role]; role is `server`, `aqbench` or `aiperf`."""
 
-    role: str
-    t_s: float
-    rss_bytes: int
+    role: str = ""
 
 
 class PageState(_S, frozen=True, kw_only=True):
@@ -181,6 +193,7 @@ class PageState(_S, frozen=True, kw_only=True):
     windows: list[WindowRow] = []
     models: list[ModelRow] = []
     points: list[PointRow] = []
+    campaign: list[CampaignModelRow] = []
     verdicts: list[VerdictRow] = []
     server: ServerInfo = ServerInfo()
     latency: list[LatencyPoint] = []
@@ -190,7 +203,7 @@ class PageState(_S, frozen=True, kw_only=True):
 
 class Change(_S, frozen=True, kw_only=True, array_like=True):
     """[seq, op, section, value]: `set` a section (run, counters, server, dropped), `put` a row by name (windows,
-    models, points, verdicts) or `add` a point (latency, memory). The page skips changes at or before its state's seq."""
+    models, points, campaign, verdicts) or `add` a point (latency, memory). The page skips changes at or before its state's seq."""
 
     seq: int
     op: Literal["set", "put", "add"]
@@ -334,7 +347,8 @@ class PageFold:
                 w, issued=w.issued + 1, ok=w.ok + ev.ok, errors=w.errors + (not ev.ok)))
         if ev.ok and self._latency.due():
             point = LatencyPoint(t_s=self._t(ev.request_end_ns or ev.request_start_ns or ev.ts_ns),
-                                 client_ms=ev.request_latency_ms, model_call_ms=ev.model_call_ms)
+                                 client_ms=ev.request_latency_ms, handler_ms=ev.handler_ms,
+                                 model_call_ms=ev.model_call_ms)
             self._latency.keep(point)
             out.append(Change(seq=self.seq, op="add", section="latency", value=point))
         return out

@@ -1,20 +1,62 @@
-"""The page's state from the journal of a run being written: the page fold fed the journal's new whole lines
-on each call, so a page that opens after hours costs only the lines since the last page opened.
+"""Journals being written, read incrementally: each call reads only the whole lines appended since the last
+(`LineTail`), so a page that opens after hours costs only the lines since the last page opened. `JournalTail`
+folds a run's journal into the page's state.
 
-Reads the file; never writes. Blocks (file reads): async callers run it in a worker thread, one at a time.
+Reads the files; never writes. Blocks (file reads): async callers run it in a worker thread, one at a time.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
 from pathlib import Path
 
 from orchestrator.errors import JournalError
 from orchestrator.journal import decode_event
 from orchestrator.live.state import PageFold, PageState
 
-__all__ = ["JournalTail"]
+__all__ = ["JournalTail", "LineTail"]
 
 _CHUNK_BYTES = 8 << 20  # read this much at a time: memory stays bounded on a journal of gigabytes
+
+
+class LineTail:
+    """`lines()` yields (line number, line) for every whole line appended since the last call. A file replaced
+    at its path (another inode, or shorter than what was read) is read again from its start: `replaced` is
+    then set until the caller clears it. Not thread-safe: one caller at a time."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.offset = 0
+        self.line = 0
+        self.replaced = False
+        self._inode: int | None = None
+
+    def lines(self) -> Iterator[tuple[int, bytes]]:
+        """A line still being written (no newline yet) waits for the next call. Raises JournalError for a line
+        longer than the read chunk."""
+        try:
+            fh = self.path.open("rb")
+        except FileNotFoundError:
+            return
+        with fh:
+            st = os.fstat(fh.fileno())
+            if self._inode is not None and (st.st_ino != self._inode or st.st_size < self.offset):
+                self.offset, self.line, self.replaced = 0, 0, True
+            self._inode = st.st_ino
+            fh.seek(self.offset)
+            while chunk := fh.read(_CHUNK_BYTES):
+                end = chunk.rfind(b"\n")
+                if end < 0:
+                    if len(chunk) < _CHUNK_BYTES:
+                        break  # a torn or growing last line: the next call reads it whole
+                    raise JournalError(f"{self.path}: line {self.line + 1} is longer than {_CHUNK_BYTES} bytes")
+                for line in chunk[: end + 1].splitlines():
+                    self.line += 1
+                    if line.strip():
+                        yield self.line, line
+                self.offset += end + 1
+                fh.seek(self.offset)
 
 
 class JournalTail:
@@ -24,30 +66,14 @@ class JournalTail:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.fold = PageFold()
-        self._offset = 0
-        self._line = 0
+        self._lines = LineTail(path)
 
     def state(self) -> PageState:
         """The state of every whole line in the file now (a line still being written waits for the next call).
         Raises JournalError naming the line when one does not decode."""
-        if not self.path.exists():
-            return self.fold.state()
-        with self.path.open("rb") as fh:
-            fh.seek(self._offset)
-            while chunk := fh.read(_CHUNK_BYTES):
-                end = chunk.rfind(b"\n")
-                if end < 0:
-                    if len(chunk) < _CHUNK_BYTES:
-                        break  # a torn or growing last line: the next call reads it whole
-                    raise JournalError(f"{self.path}: line {self._line + 1} is longer than {_CHUNK_BYTES} bytes")
-                for line in chunk[: end + 1].splitlines():
-                    self._line += 1
-                    if not line.strip():
-                        continue
-                    try:
-                        self.fold.add(decode_event(line))
-                    except ValueError as exc:  # msgspec's DecodeError and ValidationError
-                        raise JournalError(f"{self.path}: line {self._line} does not decode: {exc}") from exc
-                self._offset += end + 1
-                fh.seek(self._offset)
+        for number, line in self._lines.lines():
+            try:
+                self.fold.add(decode_event(line))
+            except ValueError as exc:  # msgspec's DecodeError and ValidationError
+                raise JournalError(f"{self.path}: line {number} does not decode: {exc}") from exc
         return self.fold.state()

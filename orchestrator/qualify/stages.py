@@ -77,7 +77,7 @@ async def qualify(cfg: Config, opts: QualifyOptions, interrupt: Interrupt, toolk
     statuses: dict[str, str] = {}
     async with open_run(cfg, command="qualify", argv=opts.argv or sys.argv, interrupt=interrupt) as run:
         await run.tg.start(ConsoleView(run.bus).run)
-        await start_live_page(run, opts.serve)
+        await start_live_page(run, opts.serve, sample_processes=True)
         await run.bus.publish(PhaseFinished(
             source="qualify", phase="dataset", outcome="passed",
             detail=DatasetPhase(name=dataset.name, identity=dataset.identity, path=str(dataset.root),

@@ -60,6 +60,9 @@ class RunScope:
     reason: str = ""
     counts: dict[str, int] = field(default_factory=dict)
     writer: JournalWriter | None = None
+    # Tasks that outlive the body and the run's task group: they end after the bus closes, so they see
+    # RunFinished (the live page). Shield them and bound their cleanup: the run waits for them.
+    after: TaskGroup | None = None
 
     @property
     def journal_path(self) -> Path:
@@ -108,6 +111,7 @@ async def open_run(
             # events (server exits, orphans, RunFinished) are written. It ends when the bus closes.
             scope.writer = JournalWriter(run_dir / "events.jsonl")
             await outer.start(_write_journal, scope.writer, bus)
+            scope.after = outer
             try:
                 async with anyio.create_task_group() as tg:
                     scope.tg = tg
@@ -120,7 +124,7 @@ async def open_run(
                     # Every run samples the host's condition (load, steal, outside CPU): compare and ab show it.
                     await tg.start(HostSampler(bus).run)
                     yield scope
-                    # The body is done: background tasks it started (live views, samplers) stop now;
+                    # The body is done: background tasks it started (samplers, the console view) stop now;
                     # their shielded cleanups still run before RunFinished is journaled.
                     tg.cancel_scope.cancel()
             except BaseException as exc:

@@ -117,7 +117,7 @@ async def sweep(cfg: Config, opts: SweepOptions, interrupt: Interrupt, toolkit: 
     try:
         async with open_run(cfg, command="sweep", argv=opts.argv or None, interrupt=interrupt) as run:
             opened.append(run)
-            await start_live_page(run, opts.serve)
+            await start_live_page(run, opts.serve, sample_processes=True)
             return await _sweep(run, opts, toolkit, model, install, tokenizer, dataset)
     finally:
         if opened:

@@ -108,6 +108,7 @@ class TestLivePage:
                 after = _int(await page.text("issued"))
                 await page.wait_text("issued", lambda t: _int(t) > after, 120)
                 await page.wait_text("link", lambda t: "run has ended" in t, 300)
+                status = await page.text("status")  # RunFinished reached the page before its server stopped
                 verdicts = await page.eval(
                     "[...document.querySelectorAll('#verdicts tbody tr')].map(r => [...r.cells].map(c => c.textContent))")
                 if shot := os.environ.get("AQBENCH_LIVE_SCREENSHOT"):
@@ -118,6 +119,7 @@ class TestLivePage:
                 proc.kill()
                 proc.communicate()
         assert proc.returncode == 1, out[-3000:]  # the restart verdict fails: the server was killed
+        assert status == "failed", status
         shown = {row[0]: row for row in verdicts}
         assert shown["restarts"][1:3] == ["FAIL", "final"], shown
         assert {"server_rss", "error_rate", "accounting"} <= set(shown), shown

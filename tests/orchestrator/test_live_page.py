@@ -77,3 +77,39 @@ class TestLivePageInABrowser:
             await live.bus.publish(SweepConcluded(source="sweep", outcome="bracketed", mode="rate", unit="req/s",
                                                   capacity=1.0, highest_passing=1.0, lowest_failing=2.0))
             await page.wait_text("verdicts", lambda t: "capacityPASSfinal1[1, 2]" in t, 30)
+
+
+class TestCampaignPageInABrowser:
+    async def test_a_campaigns_models_and_final_status_appear_as_the_driver_writes(self, browser: Browser,
+                                                                                  tmp_path: Path) -> None:
+        """`campaign --serve` as a person sees it: the campaign table fills with each model's node, state and
+        verdicts as the real driver writes its files; the badge ends on the campaign's final status."""
+        import os
+        import threading
+
+        import anyio
+        from config_support import make_config
+        from test_live_campaign import _drive
+
+        cfg = make_config(models=[{"name": "m1"}, {"name": "m2"}], run={"output_dir": str(tmp_path)},
+                          campaign={"max_retries": 1, "max_parallel": 0, "stop_grace_s": 120.0})
+        url: list[str] = []
+        opened = threading.Event()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(anyio.to_thread.run_sync, _drive, cfg, url, opened, ["aqbench", "campaign"])
+            with anyio.fail_after(30):
+                while not url:
+                    await anyio.sleep(0.01)
+            async with browser.tab(url[0]) as page:
+                await page.wait_text("link", lambda t: t == "live", 30)
+                assert await page.eval("document.getElementById('campaign-section').hidden") is True
+                opened.set()
+                await page.wait_text("campaign", lambda t: "aiperf-qualified" in t and "failed" in t, 30)
+                await page.wait_text("status", lambda t: t == "failed", 30)
+                table = await page.text("campaign")
+                assert "m1" in table and "gpu-node-1" in table and "pass 1" in table and "fail 1" in table
+                assert await page.eval("document.getElementById('campaign-section').hidden") is False
+                assert "2 of 2 models" in await page.text("progress-text")
+                assert "m2 accuracyFAIL" in await page.text("verdicts")
+                if shot := os.environ.get("AQBENCH_LIVE_CAMPAIGN_SCREENSHOT"):  # docs/live-campaign.png
+                    await page.screenshot(Path(shot))

@@ -106,7 +106,7 @@ class TestLiveState:
         assert body["state"]["counters"]["issued"] == 30
         assert body["state"]["run"]["command"] == "soak"
         assert body["state"]["seq"] >= 31  # RunStarted and the 30 requests
-        assert len(body["state"]["latency"]) == 30 and body["state"]["latency"][0][1:] == [100.0, 80.0]
+        assert len(body["state"]["latency"]) == 30 and body["state"]["latency"][0][1:] == [100.0, None, 80.0]
         assert body["live_dropped"] == 0
 
     async def test_the_page_is_read_only(self, tmp_path: Path) -> None:
@@ -264,3 +264,101 @@ class TestServeCommandLine:
                 with pytest.raises(UsageError, match=rf"--serve 127.0.0.1:{port}: cannot listen there .*choose "
                                                      r"another port, or 0"):
                     await tg.start(LivePage(feed, ServeAddress(port=port)).run)
+
+
+class TestTheRunsEnd:
+    """`start_live_page` inside a real `open_run`: the page outlives the run's task group until the bus closes."""
+
+    async def _watch_run(self, tmp_path: Path, *, cancel: bool) -> tuple[list[dict[str, Any]], str]:
+        """Run a short run with a page and one stream on it; the frames the stream got, and the page's url."""
+        from orchestrator.live.start import start_live_page
+        from orchestrator.run import open_run
+
+        cfg = make_config()
+        frames: list[dict[str, Any]] = []
+        url = ""
+        with anyio.CancelScope() as outer:
+            async with open_run(cfg, command="soak", argv=[], run_dir=tmp_path / "run", close_timeout_s=5) as run:
+                page = await start_live_page(run, ServeAddress(port=0))
+                assert page is not None
+                url = page.url
+                http = aiohttp.ClientSession()
+                stream = await http.get(url + "events?since=0")
+
+                async def read() -> None:
+                    try:  # shielded like the page: it reads on while the run is cancelled
+                        with anyio.CancelScope(shield=True):
+                            while not frames or frames[-1]["event"] != "end":
+                                frames.extend(await _sse(stream, 1))
+                    finally:
+                        stream.close()
+                        await http.close()
+
+                run.after.start_soon(read)  # type: ignore[union-attr]
+                await run.bus.publish(_request(1))
+                if cancel:
+                    outer.cancel()
+                    await anyio.sleep_forever()
+        return frames, url
+
+    async def test_the_page_shows_the_final_status_then_stops_serving(self, tmp_path: Path) -> None:
+        """The stream's last frame before `end` carries RunFinished's status; afterwards nothing listens."""
+        frames, url = await self._watch_run(tmp_path, cancel=False)
+        assert frames[-1]["event"] == "end"
+        runs = [ch[3] for f in frames[:-1] for ch in f["data"]["changes"] if ch[2] == "run"]
+        assert runs[-1]["status"] == "ok" and runs[-1]["finished_unix_ns"] > 0
+        async with aiohttp.ClientSession() as http:
+            with pytest.raises(aiohttp.ClientConnectionError):
+                await http.get(url + "state")
+
+    async def test_an_interrupted_run_says_so_on_the_page(self, tmp_path: Path) -> None:
+        """Cancelled mid-run (as SIGINT does), the page still gets RunFinished: status `interrupted`."""
+        frames, _ = await self._watch_run(tmp_path, cancel=True)
+        runs = [ch[3] for f in frames[:-1] for ch in f["data"]["changes"] if ch[2] == "run"]
+        assert frames[-1]["event"] == "end" and runs[-1]["status"] == "interrupted"
+        assert runs[-1]["reason"] == "cancelled"
+
+
+class TestFewerFramesWithManyPages:
+    def test_the_tick_stretches_with_the_pages_open_up_to_a_second(self, tmp_path: Path) -> None:
+        """One page: a frame every 0.1 s; 20 pages: every 0.5 s; never slower than once a second."""
+        feed = LiveFeed(Bus("live-test"), tmp_path / "events.jsonl", scrub=lambda x: x)
+        ticks = {}
+        for readers in (0, 1, 4, 20, 100):
+            feed.readers = readers
+            ticks[readers] = feed.tick_s()
+        assert ticks == {0: 0.1, 1: 0.1, 4: 0.1, 20: pytest.approx(0.5), 100: 1.0}
+
+
+class TestMemoryOfQualifyAndSweep:
+    async def test_aqbench_and_the_running_aiperfs_memory_reach_the_page(self, tmp_path: Path) -> None:
+        """`sample_processes` (qualify, sweep): aqbench's RSS, and that of the process AiperfStarted names (a real
+        child process here), reach the page's memory series."""
+        import sys
+
+        from orchestrator.events import AiperfStarted
+        from orchestrator.live.start import start_live_page
+        from orchestrator.run import open_run
+
+        cfg = make_config(server={"sample_period_s": 0.05})
+        async with await anyio.open_process([sys.executable, "-c", "import time; time.sleep(60)"]) as child, \
+                open_run(cfg, command="qualify", argv=[], run_dir=tmp_path / "run", close_timeout_s=5) as run:
+            run.tg.start_soon(_kill_at_exit, child)
+            page = await start_live_page(run, ServeAddress(port=0), sample_processes=True)
+            assert page is not None
+            await run.bus.publish(AiperfStarted(source="aiperf", window="m/aiperf", argv=[], shell="", artifact_dir="",
+                                                pid=child.pid))
+            roles: set[str] = set()
+            async with aiohttp.ClientSession() as http:
+                with anyio.fail_after(20):
+                    while roles != {"aqbench", "aiperf"}:
+                        async with http.get(page.url + "state") as resp:
+                            roles = {p[3] for p in (await resp.json())["state"]["memory"]}
+                        await anyio.sleep(0.05)
+
+
+async def _kill_at_exit(proc: anyio.abc.Process) -> None:
+    try:
+        await anyio.sleep_forever()
+    finally:
+        proc.kill()

@@ -73,7 +73,8 @@ function listen() {
   source.addEventListener("end", () => {
     ended = true;
     source.close();
-    // The page server stops with the run, before the run's last word (RunFinished) reaches it.
+    // The stream ends after the run's last word (RunFinished) set the final status; a run whose bus could
+    // not close in time never says it, and the page says only that it ended.
     if (state.run.status === "running") state.run.status = "ended";
     setText("link", "the run has ended; this page shows its last state (the reports hold the final numbers)");
     render();
@@ -155,13 +156,21 @@ function render() {
       fmt(p.client_p99_ms), fmt(p.model_call_p99_ms), p.slos.map((c) => `${c.slo} ${c.outcome}`).join(", "),
       [...why, ...p.saturation].join("; ")], [null, p.outcome]);
   }
+  byId("campaign-section").hidden = !state.campaign.length;
+  clear("campaign");
+  for (const m of state.campaign) {
+    const verdicts = Object.entries(m.verdicts).map(([k, n]) => `${k} ${n}`).join(", ");
+    row("campaign", [m.name, m.node || "-", fmt(m.attempt), m.stage || "-", m.state, fmt(m.issued), fmt(m.ok),
+      fmt(m.errors), fmt(m.restarts), verdicts || "-", m.reason], [null, null, null, null, m.state]);
+  }
   clear("models");
   for (const m of state.models) row("models", [m.name, m.stage, m.state, m.reason]);
   chart("latency-chart", "ms", [
     {name: "client latency", color: "#2f6db5", points: state.latency.filter((p) => p[1] !== null).map((p) => [p[0], p[1]])},
-    {name: "model_call_ms (server)", color: "#c2571a", points: state.latency.filter((p) => p[2] !== null).map((p) => [p[0], p[2]])},
+    {name: "model_call_ms (server)", color: "#c2571a", points: state.latency.filter((p) => p[3] !== null).map((p) => [p[0], p[3]])},
   ]);
-  const mem = (role) => state.memory.filter((p) => p[0] === role).map((p) => [p[1], p[2] / 1048576]);
+  // [t_s, rss_bytes, gpu_memory_bytes, role] and [t_s, client_ms, handler_ms, model_call_ms] (state.py)
+  const mem = (role) => state.memory.filter((p) => p[3] === role).map((p) => [p[0], p[1] / 1048576]);
   chart("memory-chart", "MiB", [
     {name: "server RSS", color: "#2f6db5", points: mem("server")},
     {name: "aqbench RSS", color: "#3a8f3a", points: mem("aqbench")},
