@@ -129,6 +129,7 @@ def run(args: argparse.Namespace) -> int:
     def on_signal(signum: int, frame: FrameType | None) -> None:
         stop.set(signum)
 
+    # Imported here, not at the top: the live page's aiohttp server loads only for a campaign that runs.
     from orchestrator.live.campaign import serve_campaign
 
     # The page first: a taken port stops the campaign before Ray starts. It follows the files the driver writes.
