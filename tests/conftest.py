@@ -96,7 +96,7 @@ SLOW_TIMEOUT_S = 600
 DEFAULT_TIMEOUT_S = 120
 
 
-# Under pytest-xdist (`-n 2 --dist loadgroup`) every test that starts a real server,
+# Under pytest-xdist (`-n 2 --dist loadgroup`, as .ci/run runs the suite) every test that starts a real server,
 # AIPerf, Ray or the browser runs in this one group, on one worker and one at a time as without xdist: they
 # load both cores, and their ports, process checks and timing assume no other such run beside them. The unit
 # tests fill the other worker meanwhile. Marked `servers` where the path alone does not say it.

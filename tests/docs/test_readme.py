@@ -9,7 +9,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 MAIN_JOB = "python3 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/aqbench qualify"
-TESTS = "python3 -m venv .venv && .venv/bin/pip install -q -e '.[test]' && .venv/bin/pytest"
+TESTS = "python3 -m venv .venv && .venv/bin/pip install -q -e '.[test]' && .venv/bin/pytest -n 2 --dist loadgroup"
 _LINK = re.compile(r"\[[^\]\n]*\]\(([^)\s]+)\)")
 
 
