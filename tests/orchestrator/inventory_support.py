@@ -6,10 +6,12 @@ from __future__ import annotations
 import argparse
 import json
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from orchestrator.commands import inventory as inventory_command
+from orchestrator.commands import ledger as ledger_command
 from orchestrator.inventory import (
     CheckpointRow,
     ConfiguredModel,
@@ -17,6 +19,9 @@ from orchestrator.inventory import (
     ManifestDocument,
     TreeSource,
     audit,
+    read_code_sources,
+    read_task_sources,
+    read_tree,
 )
 
 NEW = "families/{fam}/tests/manifests/{name}.json"
@@ -153,14 +158,23 @@ CANDIDATES = ["acme/phi4ish-multimodal-instruct", "omnish-30b-thinker", "acme/no
 
 
 def main(argv: list[str]) -> int:
-    """Run `aqbench inventory` in-process through its own parser.
+    """Run `aqbench inventory` or `aqbench ledger` in-process through their own parsers.
 
     (orchestrator.cli is not imported: under pytest `tests/orchestrator` shadows the package's __init__.)
     """
     parser = argparse.ArgumentParser(prog="aqbench")
-    inventory_command.register(parser.add_subparsers(dest="command"))
+    sub = parser.add_subparsers(dest="command")
+    inventory_command.register(sub)
+    ledger_command.register(sub)
     args = parser.parse_args(argv)
-    return args.func(args)
+    return int(args.func(args))
+
+
+def inventory_of(root: Path, rev: str = "", candidates: Sequence[str] = ()) -> Inventory:
+    """The audit of a checkout on disk (at `rev`, or its work tree), as `aqbench inventory` reads one."""
+    docs, source = read_tree(root, rev)
+    return audit(docs, source=source, candidates=list(candidates), task_sources=read_task_sources(source),
+                 code=read_code_sources(source))
 
 
 def docs_of(files: dict[str, Any]) -> list[ManifestDocument]:

@@ -3,7 +3,6 @@ with small qualify journals; the closing rules, named runs, variants, and exit c
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
@@ -14,10 +13,8 @@ from typing import Any
 import msgspec
 import pytest
 from config_support import make_config
-from inventory_support import NEW, manifests, write_tree
+from inventory_support import NEW, main, manifests, write_tree
 
-from orchestrator.commands import inventory as inventory_command
-from orchestrator.commands import ledger as ledger_command
 from orchestrator.errors import UsageError
 from orchestrator.events import (
     CapabilityProbed,
@@ -58,16 +55,6 @@ profile = "aqaish-1b"
 [models.correctness]
 min_pass_rate = 0.9
 """
-
-
-def main(argv: list[str]) -> int:
-    """Run `aqbench inventory` or `aqbench ledger` in-process through their own parsers."""
-    parser = argparse.ArgumentParser(prog="aqbench")
-    sub = parser.add_subparsers(dest="command")
-    inventory_command.register(sub)
-    ledger_command.register(sub)
-    args = parser.parse_args(argv)
-    return int(args.func(args))
 
 
 def inventory(tmp_path: Path, *, configure_aqa: bool, extra_files: dict[str, Any] | None = None,

@@ -8,19 +8,15 @@ The checkout is tests/data/inventory/main: our own files in TRTMC's shapes, copi
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
+from inventory_support import git, inventory_of, main, row
 
-from orchestrator.commands import inventory as inventory_command
-from orchestrator.commands import ledger as ledger_command
-from orchestrator.inventory import CheckpointRow, Inventory, audit, read_code_sources, read_task_sources, read_tree
 from orchestrator.inventory.render import to_markdown
 from orchestrator.ledger import Ledger
 
@@ -41,37 +37,12 @@ candidates = ["acme/Prism-multimodal", "acme/lyra-4-A4B-it"]
 """
 
 
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t", *args],
-                          check=True, capture_output=True, text=True).stdout.strip()
-
-
 @pytest.fixture
 def checkout(tmp_path: Path) -> Path:
     root = tmp_path / "trtmc"
     shutil.copytree(MAIN, root)
     (root / "README.md").unlink()  # ours, describing the fixture; not part of the stand-in
     return root
-
-
-def inventory_of(root: Path, rev: str = "", candidates: list[str] = ()) -> Inventory:  # type: ignore[assignment]
-    docs, source = read_tree(root, rev)
-    return audit(docs, source=source, candidates=candidates, task_sources=read_task_sources(source),
-                 code=read_code_sources(source))
-
-
-def row(inv: Inventory, checkpoint: str) -> CheckpointRow:
-    [found] = [r for r in inv.rows if r.checkpoint.lower() == checkpoint.lower()]
-    return found
-
-
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="aqbench")
-    sub = parser.add_subparsers(dest="command")
-    inventory_command.register(sub)
-    ledger_command.register(sub)
-    args = parser.parse_args(argv)
-    return int(args.func(args))
 
 
 def lines(path: Path) -> list[str]:

@@ -3,19 +3,17 @@ reconciliation between revisions (issue #17). Fixture checkouts are our own file
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
+from inventory_support import git, inventory_of, main, row, write_tree
 
-from orchestrator.commands import inventory as inventory_command
 from orchestrator.errors import InventoryError
-from orchestrator.inventory import CheckpointRow, Inventory, audit, read_task_sources, read_tree, to_markdown
+from orchestrator.inventory import read_tree, to_markdown
 from orchestrator.inventory.html import to_html
-from orchestrator.inventory.tree import read_code_sources
 
 M = "tests/e2e/models/{fam}/manifests/{name}.json"
 
@@ -76,41 +74,10 @@ def files() -> dict[str, Any]:
     return out
 
 
-def write_tree(root: Path, content: dict[str, Any]) -> Path:
-    for rel, value in content.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(value if isinstance(value, str) else json.dumps(value, indent=2))
-    return root
-
-
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t", *args],
-                          check=True, capture_output=True, text=True).stdout.strip()
-
-
 def commit_all(root: Path, message: str) -> str:
     git(root, "add", "-A")
     git(root, "commit", "-qm", message)
     return git(root, "rev-parse", "HEAD")
-
-
-def inventory_of(root: Path, rev: str = "", candidates: list[str] = ()) -> Inventory:  # type: ignore[assignment]
-    docs, source = read_tree(root, rev)
-    return audit(docs, source=source, candidates=candidates, task_sources=read_task_sources(source),
-                 code=read_code_sources(source))
-
-
-def row(inv: Inventory, checkpoint: str) -> CheckpointRow:
-    [found] = [r for r in inv.rows if r.checkpoint.lower() == checkpoint.lower()]
-    return found
-
-
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="aqbench")
-    inventory_command.register(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(argv)
-    return args.func(args)
 
 
 @pytest.fixture
