@@ -5,7 +5,6 @@ lanes."""
 from __future__ import annotations
 
 import os
-import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -47,16 +46,10 @@ def default_server(tmp_path_factory: pytest.TempPathFactory, shared_processes: s
     that only send it requests instead of once per test; at the end it stops on SIGINT with exit 0, as each
     test's own server had to."""
     # Imported here: tests/adapters joins sys.path only once its modules are collected (no package).
-    from _reference_server import reference_server
+    from _reference_server import shared_reference_server
 
-    with reference_server(tmp_path_factory.mktemp("default-server")) as s:
-        shared_processes.add(s.proc.pid)
-        try:
-            yield s
-            s.proc.send_signal(signal.SIGINT)
-            assert s.proc.wait(timeout=20) == 0
-        finally:
-            shared_processes.discard(s.proc.pid)
+    with shared_reference_server(tmp_path_factory.mktemp("default-server"), shared_processes) as s:
+        yield s
 
 
 def _is_shared(proc: psutil.Process) -> bool:

@@ -52,6 +52,20 @@ def reference_server(tmp: Path, *flags: str, model: str = "ref-test", wait: bool
         proc.wait(timeout=10)
 
 
+@contextmanager
+def shared_reference_server(tmp: Path, shared: set[int], *flags: str) -> Iterator[Server]:
+    """A reference server shared by several tests: its pid is in `shared` (conftest's `shared_processes`, so the
+    per-test leftover check lets it be) while it runs, and at the end it stops on SIGINT with exit 0."""
+    with reference_server(tmp, *flags) as s:
+        shared.add(s.proc.pid)
+        try:
+            yield s
+            s.proc.send_signal(signal.SIGINT)
+            assert s.proc.wait(timeout=20) == 0
+        finally:
+            shared.discard(s.proc.pid)
+
+
 def wait_ready(server: Server, timeout_s: float = 180.0) -> None:  # model load and warm-up on a busy machine
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from _reference_server import DATASET, Server, reference_server, wait_ready
+from _reference_server import DATASET, Server, reference_server, shared_reference_server, wait_ready
 
 MODEL = "ref-test"
 MEETING = DATASET / "audio" / "meeting.wav"
@@ -77,14 +77,9 @@ def _wait_until(check: Callable[[], bool], timeout_s: float = 30.0) -> None:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, shared_processes: set[int]) -> Iterator[Server]:
     """One server for the tests that only send requests and read their own records (by request id)."""
-    with reference_server(tmp_path_factory.mktemp("server"), "--replicas", "2", "--max-body-bytes", "2000000") as s:
-        shared_processes.add(s.proc.pid)
-        try:
-            yield s
-            s.proc.send_signal(signal.SIGINT)
-            assert s.proc.wait(timeout=20) == 0
-        finally:
-            shared_processes.discard(s.proc.pid)
+    with shared_reference_server(tmp_path_factory.mktemp("server"), shared_processes, "--replicas", "2",
+                                 "--max-body-bytes", "2000000") as s:
+        yield s
 
 
 class TestRoutes:
