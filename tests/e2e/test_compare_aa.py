@@ -38,7 +38,7 @@ def test_aa_two_clean_runs_never_regress(aa_runs: tuple[Path, Path], tmp_path: P
     # meet different load. Measured A/A pairs here differed per item by 10 % (client) and 30 % (handler,
     # interval -40 % to -15 %): real differences of conditions, not of servers, which a 5 % tolerance
     # rightly calls changes. Every other tolerance is bench.toml's; the 5 % latency level is checked on
-    # recorded journals in tests/orchestrator/test_compare.py.
+    # recorded journals in tests/orchestrator/compare/test_compare.py.
     config = tmp_path / "bench.toml"
     # The tail share reads the same difference of conditions as a share of requests: 0.5 is as lax.
     config.write_text((ROOT / "bench.toml").read_text().replace("latency_tolerance = 0.05", "latency_tolerance = 1.0")

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import msgspec
 from config_support import make_config
-from test_ledger import REF, inventory, ledger, line, qualify_journal, ref_row
+from ledger_support import REF, inventory, ledger, line, qualify_journal, ref_row
+from runkey_support import key
 
 from orchestrator.campaign.events import ModelFinished
 from orchestrator.campaign.resume import still_current
@@ -18,17 +19,10 @@ from orchestrator.config import load_config
 from orchestrator.events import ModelResult, ResultRow, RunKey
 from orchestrator.journal import encode_event, read_journal
 from orchestrator.ledger import build_ledger, load_inventory, read_run
-from orchestrator.runkey import config_digest, key_changes, rekeyed, run_key
+from orchestrator.runkey import config_digest, key_changes, rekeyed
 from orchestrator.runkey_now import current_keys
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def key(**changes: str) -> RunKey:
-    cfg = make_config(models=[{"name": "reference-audioqa"}])
-    base = run_key(cfg, cfg.models[0], dataset_identity="d" * 64, bundle_sha256="", aqbench_version="0.1.0",
-                   aqbench_commit="c" * 40, aiperf_version="0.13.0")
-    return rekeyed(base, **changes) if changes else base
 
 
 class TestKey:

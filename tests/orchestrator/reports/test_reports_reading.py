@@ -8,7 +8,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from test_reports import qualify_journal
+from reports_support import qualify_journal
 
 from orchestrator.events import (
     AiperfExited,

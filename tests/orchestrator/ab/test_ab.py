@@ -18,7 +18,7 @@ from orchestrator.ab.verdict import stop_reason
 from orchestrator.cli import main
 from orchestrator.config import CompareConfig
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 PLANTED = {"uniform +10 %": {"scale": 1.10, "pairs": 20, "block_requests": 200},
            "40 % of items 2x": {"slow_item_share": 0.4, "slow_factor": 2.0, "pairs": 12, "block_requests": 100,
                                 "ar": 0.5},

@@ -27,7 +27,7 @@ from orchestrator.reports.markdown import render_markdown
 from orchestrator.reports.windows import pass_rate
 from orchestrator.soak.tracker import SoakTracker
 
-DATASET = Path(__file__).resolve().parents[2] / "datasets" / "audioqa-v1"
+DATASET = Path(__file__).resolve().parents[3] / "datasets" / "audioqa-v1"
 
 
 def _stamp(events: list[Any]) -> list[AnyEvent]:

@@ -12,10 +12,10 @@ from typing import Any
 import msgspec
 from ab_support import AbSpec, write_session
 from browser import Browser
+from campaign_support import journal as campaign_journal
 from compare_support import RunSpec, write_run
 from inventory_support import BENCH_TOML, manifests, write_tree
-from test_campaign_report import journal as campaign_journal
-from test_reports import T0, qualify_journal
+from reports_support import T0, qualify_journal
 
 from orchestrator.campaign import write_campaign_reports
 from orchestrator.cli import main
@@ -38,7 +38,7 @@ from orchestrator.events import (
 from orchestrator.reports import write_reports
 from orchestrator.reports.sweep import write_sweep_report
 
-_JOURNALS = Path(__file__).resolve().parents[1] / "data" / "journals"
+_JOURNALS = Path(__file__).resolve().parents[2] / "data" / "journals"
 
 
 def _fixture_run(tmp_path: Path, name: str) -> Path:

@@ -22,7 +22,7 @@ from orchestrator.errors import ConfigError
 from orchestrator.events import SCHEMA_VERSION, RunStarted, VerdictReached
 from orchestrator.journal import encode_event, read_journal
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 QUALIFY_V1 = ROOT / "tests" / "data" / "journals" / "qualify-v1" / "events.jsonl.gz"
 
 

@@ -28,7 +28,7 @@ from orchestrator.publish.private import PrivateFacts, Scrubber
 from orchestrator.publish.write import gather_facts, render_publication, write_publication
 from orchestrator.reports import build_report
 
-FIXTURE = Path(__file__).resolve().parents[1] / "data" / "journals" / "qualify-v2" / "events.jsonl.gz"
+FIXTURE = Path(__file__).resolve().parents[2] / "data" / "journals" / "qualify-v2" / "events.jsonl.gz"
 ENV_SECRET = "plantedEnvSecret-5e7a-value"
 FQDN = "gpu-node-7.site.example"
 

@@ -23,7 +23,7 @@ from orchestrator.events import SCHEMA_VERSION, RequestCorrelated, RunStarted
 from orchestrator.journal import encode_event, read_journal
 from orchestrator.judge.intervals import clustered_quantile_changes, tail_share_change
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 QUALIFY_V1 = ROOT / "tests" / "data" / "journals" / "qualify-v1" / "events.jsonl.gz"
 # Realistic noise within a run: Student's t (3 df) on the log scale, an AR(1) factor (lag-1 correlation
 # 0.9, sd 5 %) and a 10 % drift from first to last request, the same in both runs.

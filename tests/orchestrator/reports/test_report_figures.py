@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 from ab_support import AbSpec, write_session
+from campaign_support import journal as campaign_journal
 from compare_support import RunSpec, write_run
-from test_campaign_report import journal as campaign_journal
 from test_reports_render import _fixture_run, _sweep_journal, _with_crashy_server_story
 
 from orchestrator.campaign import write_campaign_reports

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from config_support import make_config
-from test_reports import qualify_journal
+from reports_support import qualify_journal
 
 from orchestrator.events import ModelPhase, ResultRow, RunFinished
 
@@ -58,7 +58,7 @@ class TestJournalReplay:
         assert not (tmp_path / "report.json").exists()
 
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 class TestPlan:
@@ -130,7 +130,7 @@ class TestHeaderAndRows:
     def test_a_kind_at_zero_behind_a_passing_overall_gate_is_shown_and_flagged(self) -> None:
         """The overall audio gate passes at 2/4 while kind `pitch` is 0/2: the kind gets its own line under
         the gate and a flag under the results."""
-        from test_reports import _Journal, _result, _verdicts
+        from reports_support import _Journal, _result, _verdicts
 
         from orchestrator.events import GateEvaluated, PhaseStarted, RunStarted
 
@@ -157,7 +157,7 @@ class TestRunAiperfRows:
     def test_a_one_model_command_lists_only_its_model_with_incarnations_and_restarts(self) -> None:
         """A run-aiperf journal of a config with two models: one row (the served model), its two
         incarnations and one restart, the status AIPerf's run came to; no "never reached" row."""
-        from test_reports import _Journal
+        from reports_support import _Journal
 
         from orchestrator.events import (
             ModelResult,

@@ -13,8 +13,8 @@ import anyio
 import psutil
 import pytest
 from config_support import make_config
-from test_reports import _Journal
-from test_soak_report import _window
+from reports_support import _Journal
+from soak_support import _window
 
 from orchestrator.bus import Bus
 from orchestrator.events import RestartDetail, RunFinished, RunStarted, SoakVerdict, Warned
@@ -59,7 +59,7 @@ class TestReportCommand:
         assert json.loads((journal.parent / "soak.json").read_text())["status"] == "ok"
 
     def test_a_qualify_journal_gets_no_soak_report(self, tmp_path: Path) -> None:
-        from test_reports import qualify_journal
+        from reports_support import qualify_journal
 
         qualify_journal().write(tmp_path / "events.jsonl")
         assert _report(str(tmp_path)).returncode == 0

@@ -12,8 +12,8 @@ from pathlib import Path
 import msgspec
 import psutil
 import pytest
-from test_ledger import inventory, ledger, qualify_journal, ref_row
-from test_runkey import key
+from ledger_support import inventory, ledger, qualify_journal, ref_row
+from runkey_support import key
 
 from orchestrator.campaign.events import CampaignStarted
 from orchestrator.campaign.journal import CampaignJournal
@@ -32,7 +32,7 @@ FACTS = PrivateFacts(
     tmp=["/tmp"], hosts=["gpu-node-7"], users=["alice"], names=["project-x"], secret_values=["s3cr3t-value"],
     allowed_env=["AIPERF_RECORD_EXPORT_BATCH_SIZE"],
 )
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 DETECTORS = Detectors(MachineFacts(hosts=["gpu-node-7"], users=["alice"]), ["s3cr3t-value"])
 
 

@@ -14,8 +14,8 @@ from typing import Any
 import aiohttp
 import anyio
 import pytest
+from cluster_support import FakeCluster, _tar
 from config_support import make_config
-from test_campaign_driver import FakeCluster, _tar
 from test_live_server import _sse
 
 from orchestrator.campaign import CampaignOptions, StopRequest, run_campaign
