@@ -4,8 +4,7 @@ Usage: flock /tmp/aqbench-heavy.lock .venv/bin/python bench/aiperf_startup.py [-
 
 Starts the reference server of bench.toml once, then runs `aiperf profile` with the exact argv and environment
 `build_command` gives aqbench (concurrency 1, a few requests), alternating (order swapped every pair):
-- before: without `FAST_START_ARGS` / `FAST_START_ENV` (AIPerf tokenizes its prompt corpus and prefetches the
-  tokenizer);
+- before: without `FAST_START_ARGS` (AIPerf tokenizes its synthetic prompt corpus);
 - after: as aqbench runs it now.
 For each run it prints the start-up (spawn to AIPerf's "Phase warmup ... started" line: its first request) and
 spawn to exit, then the medians and their ratio. It also checks that both send the same requests: the payloads
@@ -30,7 +29,7 @@ from pathlib import Path
 import msgspec
 
 from adapters.aiperf import build_command, ensure_tokenizer
-from adapters.aiperf.command import FAST_START_ARGS, FAST_START_ENV, AiperfCommand
+from adapters.aiperf.command import FAST_START_ARGS, AiperfCommand
 from adapters.server import server_parts
 from orchestrator.config import WorkloadConfig, load_config
 from orchestrator.dataset import load_dataset, prepare_arms, resolve_dataset_path, write_aiperf_input
@@ -58,15 +57,14 @@ def _without_fast_start(cmd: AiperfCommand) -> AiperfCommand:
     argv = list(cmd.argv)
     at = argv.index(FAST_START_ARGS[0])
     del argv[at:at + len(FAST_START_ARGS)]
-    env = {k: v for k, v in cmd.env.items() if k not in FAST_START_ENV}
-    return msgspec.structs.replace(cmd, argv=argv, env=env)
+    return msgspec.structs.replace(cmd, argv=argv)
 
 
 def _run(cmd: AiperfCommand) -> dict[str, float]:
     """One AIPerf run: seconds from spawn to its first request's phase line, and to its exit."""
     for folder in (cmd.env["TMPDIR"], cmd.artifact_dir):
         Path(folder).mkdir(parents=True, exist_ok=True)
-    base = {k: v for k, v in os.environ.items() if k not in ("AQBENCH_TAP_DIR", *FAST_START_ENV)}
+    base = {k: v for k, v in os.environ.items() if k != "AQBENCH_TAP_DIR"}
     t0 = time.monotonic()
     first = float("nan")
     proc = subprocess.Popen(cmd.argv, env={**base, **cmd.env}, cwd=cmd.artifact_dir, start_new_session=True,

@@ -15,7 +15,7 @@ import msgspec
 
 from orchestrator.config import WorkloadConfig
 
-__all__ = ["AiperfCommand", "build_command", "FAST_START_ARGS", "FAST_START_ENV", "LOW_LAG_ENV", "SHORT_TMP_PREFIX"]
+__all__ = ["AiperfCommand", "build_command", "FAST_START_ARGS", "LOW_LAG_ENV", "SHORT_TMP_PREFIX"]
 
 SHORT_TMP_MAX = 48
 SHORT_TMP_PREFIX = "aqbench-tmp-"
@@ -39,14 +39,12 @@ def _default_executable() -> str:
 # A record reaches profile_export.jsonl ~60 ms after its request ends (defaults: up to 1 s).
 LOW_LAG_ENV = {"AIPERF_RECORD_EXPORT_BATCH_SIZE": "1", "AIPERF_METRICS_EXPORT_FLUSH_INTERVAL": "0.05"}
 
-# AIPerf's start-up without two steps that serve nothing here (bench/aiperf_startup.py; what is sent is the same):
-# - its synthetic prompt corpus: built even for a file dataset, it tokenizes 5 MB of text, 5 million tokens with
-#   aqbench's character-level tokenizer (5-10 s on 2 cores). Every input row carries its own text, so the random
-#   corpus (no text to tokenize) is never used either;
-# - its tokenizer prefetch: a process that imports transformers to fill the Hugging Face cache (2-4 s). The
-#   tokenizer is always a local folder (tokenizer.py), and offline mode is AIPerf's own switch to skip it.
+# AIPerf's start-up without its synthetic prompt corpus (bench/aiperf_startup.py; what is sent is the same): built
+# even for a file dataset, it tokenizes 5 MB of text, 5 million tokens with aqbench's character-level tokenizer (5-10 s
+# on 2 cores). Every input row carries its own text, so the random corpus (no text to tokenize) is never used either.
+# Not HF_HUB_OFFLINE=1, which would skip AIPerf's tokenizer prefetch (2-4 s): offline, AIPerf 0.13.0 resolves the
+# tokenizer as a hub repo id and fails on a local folder (HFValidationError), and aqbench's is always one.
 FAST_START_ARGS = ("--prompt-corpus", "random")
-FAST_START_ENV = {"HF_HUB_OFFLINE": "1"}
 
 
 class AiperfCommand(msgspec.Struct, frozen=True, kw_only=True):
@@ -139,7 +137,7 @@ def build_command(
         argv.append("--streaming")
     if workload.max_tokens is not None:
         argv += ["--extra-inputs", f"max_tokens:{workload.max_tokens}"]
-    env = {**LOW_LAG_ENV, **FAST_START_ENV}
+    env = dict(LOW_LAG_ENV)
     if live_tap and tap_dir is not None:
         env["AQBENCH_TAP_DIR"] = str(Path(tap_dir).resolve())
     if tmp_dir is not None:
