@@ -273,7 +273,7 @@ async def _sweep(run: RunScope, opts: SweepOptions, toolkit: Toolkit, model: Mod
             stats=point_stats(point.requests, checks, point.span_s or None), accounting_balanced=point.balanced,
             aiperf=list(point.aiperf), stopped_early=point.stopped_early, saturation=list(point.saturation)))
     not_run = [v for v in sw.points if v not in judged and not _above_failure(v, judged)]
-    concluded = conclude(judged, mode=sw.mode, not_run=not_run)
+    concluded = conclude(judged, mode=sw.mode, not_run=not_run, points=list(sw.points))
     await run.bus.publish(msgspec.structs.replace(concluded, source="sweep"))
     await handle.stop()
     balanced = base.balanced and all(p.balanced for p in points.values())
