@@ -57,7 +57,8 @@ __all__ = ["SweepOptions", "sweep"]
 log = get_logger("aqbench.sweep")
 _COLLECT_TIMEOUT_S = 30.0
 # AIPerf's start-up and exit beside a point's planned requests, when planning the sweep's time: at least this,
-# else what the last run took beyond its requests (11-15 s per run on a loaded 2-core machine since --prompt-corpus random; 14-50 s before).
+# else what the last run took beyond its requests (11-15 s per run on a loaded 2-core machine since
+# --prompt-corpus random; 14-50 s before).
 _START_S = 10.0
 
 
