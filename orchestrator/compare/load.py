@@ -43,8 +43,11 @@ __all__ = ["AnswerSeen", "ItemKey", "ModelSamples", "RunSamples", "load_run", "L
 ItemKey = tuple[str, str, str]  # (path, item_id, arm)
 # Answers of AIPerf requests are the `aiperf` path, as qualify's VerdictReached names it.
 LOAD_PATH = "aiperf"
-# AIPerf flags whose values differ between comparable runs (paths, ports) or only size the run.
-_WORKLOAD_FLAGS_SKIPPED = frozenset({"--url", "--input-file", "--artifact-dir", "--tokenizer", "--model"})
+# AIPerf flags whose values differ between comparable runs (paths, ports) or only size the run. --prompt-corpus
+# only shapes synthetic prompts, which aqbench's input file never uses (adapters/aiperf/command.py FAST_START_ARGS):
+# runs from before it was added compare with runs after.
+_WORKLOAD_FLAGS_SKIPPED = frozenset({"--url", "--input-file", "--artifact-dir", "--tokenizer", "--model",
+                                     "--prompt-corpus"})
 WORKLOAD_FLAGS_INFO = frozenset({"--request-count", "--warmup-request-count"})
 _NAN = math.nan
 

@@ -57,7 +57,8 @@ __all__ = ["SweepOptions", "sweep"]
 log = get_logger("aqbench.sweep")
 _COLLECT_TIMEOUT_S = 30.0
 # AIPerf's start-up and exit beside a point's planned requests, when planning the sweep's time: at least this,
-# else what the last run took beyond its requests (14-50 s per run on a loaded 2-core machine).
+# else what the last run took beyond its requests (11-15 s per run on a loaded 2-core machine since
+# --prompt-corpus random; 14-50 s before).
 _START_S = 10.0
 
 
@@ -273,7 +274,7 @@ async def _sweep(run: RunScope, opts: SweepOptions, toolkit: Toolkit, model: Mod
             stats=point_stats(point.requests, checks, point.span_s or None), accounting_balanced=point.balanced,
             aiperf=list(point.aiperf), stopped_early=point.stopped_early, saturation=list(point.saturation)))
     not_run = [v for v in sw.points if v not in judged and not _above_failure(v, judged)]
-    concluded = conclude(judged, mode=sw.mode, not_run=not_run)
+    concluded = conclude(judged, mode=sw.mode, not_run=not_run, points=list(sw.points))
     await run.bus.publish(msgspec.structs.replace(concluded, source="sweep"))
     await handle.stop()
     balanced = base.balanced and all(p.balanced for p in points.values())

@@ -85,16 +85,29 @@ def _broken(checks: Sequence[SloCheck]) -> str:
     return ", ".join(parts) or "an SLO"
 
 
-def conclude(judged: Mapping[float, Judged], *, mode: str, not_run: Sequence[float] = ()) -> SweepConcluded:
+def conclude(judged: Mapping[float, Judged], *, mode: str, not_run: Sequence[float] = (),
+             points: Sequence[float] | None = None) -> SweepConcluded:
     """The capacity the judged points give, bracketed where a pass and the next higher fail are adjacent
-    among the points run; `not_run` are configured points the sweep never reached (its time ran out)."""
+    among the points run; `not_run` are configured points the sweep never reached (its time ran out).
+
+    `points` (the configured points): a refinement midpoint, not among them, that could not decide between an
+    established pass and fail leaves the bracket standing (it would only have narrowed it); it is still listed
+    as undecided. A configured point undecided below the first failure leaves the capacity undecided."""
     unit = unit_of(mode)
     capacity = _capacity(judged)
     failing = sorted(v for v, j in judged.items() if j.outcome == "fail")
     lowest_fail = failing[0] if failing else None
-    undecided = [f"{_fmt(v)} {unit}: " + "; ".join(c.reason for c in j.checks if c.outcome == "inconclusive")
-                 for v, j in sorted(judged.items()) if j.outcome == "inconclusive"
-                 and (lowest_fail is None or v < lowest_fail)]
+
+    def narrowing(v: float) -> bool:
+        return (points is not None and v not in points and capacity is not None and lowest_fail is not None
+                and capacity < v < lowest_fail)
+
+    below = [(v, j) for v, j in sorted(judged.items()) if j.outcome == "inconclusive"
+             and (lowest_fail is None or v < lowest_fail)]
+    reasons = {v: f"{_fmt(v)} {unit}: " + "; ".join(c.reason for c in j.checks if c.outcome == "inconclusive")
+               for v, j in below}
+    inside = [reasons[v] for v, _ in below if narrowing(v)]
+    undecided = [reasons[v] for v, _ in below if not narrowing(v)]
     undecided += [f"{_fmt(v)} {unit}: not run (the sweep's time ran out)" for v in not_run]
     broken = [c for c in judged[lowest_fail].checks if c.outcome == "fail"] if lowest_fail is not None else []
     if not judged:
@@ -107,15 +120,17 @@ def conclude(judged: Mapping[float, Judged], *, mode: str, not_run: Sequence[flo
                                   f"{_broken(broken)}"))
     held = f"{_fmt(capacity)} held every SLO" if capacity is not None else "no point held every SLO"
     if lowest_fail is not None and not undecided and capacity is not None:
+        narrowed = ("; between them undecided: " + " | ".join(inside)) if inside else ""
         return SweepConcluded(outcome="bracketed", mode=mode, unit=unit, capacity=capacity,  # type: ignore[arg-type]
-                              highest_passing=capacity, lowest_failing=lowest_fail, broken=broken, summary=(
-                                  f"capacity {_fmt(capacity)} {unit}: {held}, {_fmt(lowest_fail)} broke "
-                                  f"{_broken(broken)}"))
+                              highest_passing=capacity, lowest_failing=lowest_fail, broken=broken, undecided=inside,
+                              summary=(f"capacity {_fmt(capacity)} {unit}: {held}, {_fmt(lowest_fail)} broke "
+                                       f"{_broken(broken)}{narrowed}"))
     if lowest_fail is None and not undecided:
         return SweepConcluded(outcome="all_passed", mode=mode, unit=unit, capacity=capacity,  # type: ignore[arg-type]
                               highest_passing=capacity, summary=(
                                   f"capacity at least {_fmt(capacity or 0)} {unit}: every point held every SLO; "
                                   "add higher points to find where it breaks"))
+    undecided = inside + undecided
     above = f", below {_fmt(lowest_fail)} ({_fmt(lowest_fail)} broke {_broken(broken)})" if lowest_fail else ""
     return SweepConcluded(outcome="inconclusive", mode=mode, unit=unit, capacity=capacity,  # type: ignore[arg-type]
                           highest_passing=capacity, lowest_failing=lowest_fail, broken=broken, undecided=undecided,

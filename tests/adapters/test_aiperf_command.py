@@ -40,6 +40,9 @@ class TestBuildCommand:
         assert tmp == str(tmp_path / "tmp") if len(str(tmp_path / "tmp")) <= 48 else tmp.startswith("/tmp/aqbench-tmp-")
         assert len(tmp) <= 48
         assert cmd.env["AIPERF_RECORD_EXPORT_BATCH_SIZE"] == "1"
+        # Fast start (bench/aiperf_startup.py): no prompt corpus to tokenize. Never offline mode: AIPerf 0.13.0
+        # then fails to load a local tokenizer folder.
+        assert _flag(a, "--prompt-corpus") == "random" and "HF_HUB_OFFLINE" not in cmd.env
 
     def test_rate_override_and_shell_round_trip(self, tmp_path: Path) -> None:
         """A request-rate override replaces concurrency; the shell line splits back into env + argv."""

@@ -117,3 +117,41 @@ def test_a_text_only_server_stops_at_the_capability_probe(tmp_path: Path) -> Non
     report = msgspec.json.decode((run_dir / "sweep.json").read_bytes())
     assert report["capacity"] is None and "unsupported at the capability probe" in report["reason"]
     assert "## Points" not in (run_dir / "sweep.md").read_text()  # no empty tables where no load ran
+
+
+_RATES = """
+[slo]
+max_error_rate = 0.2
+min_answers = 5
+
+[sweep]
+mode = "rate"
+points = [2, 8]
+requests_per_point = 20
+refine = 0
+"""
+
+
+@pytest.mark.aiperf
+@pytest.mark.slow
+@pytest.mark.timeout(600)  # two sweeps of three real AIPerf runs each: about two minutes on a busy 2-core box
+def test_added_latency_lowers_the_capacity(tmp_path: Path) -> None:
+    """The same reference server, twice: as shipped it holds 8 req/s (constant arrivals, 125 ms apart: its two
+    replicas answer a transcript in well under that); with --fault-latency-ms 400 each request holds a replica
+    for over 400 ms, so at 8 req/s every other request finds both busy (HTTP 429) and the error rate breaks,
+    while 2 req/s (500 ms apart) still holds. The capacity falls from at least 8 to 2, and compare says so."""
+    runs = {}
+    for name, extra in (("clean", []), ("slow", ["--fault-latency-ms", "400"])):
+        cfg = write_config(tmp_path / f"{name}.toml", out=tmp_path / name, name=name, argv=[*REFERENCE_ARGV, *extra],
+                           stop_grace=False, requests=20, concurrency=1, arms=("transcript",), extra=_RATES)
+        proc = aqbench("sweep", "--config", str(cfg), timeout=280)
+        runs[name] = only_run(tmp_path / name)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    clean, slow = (msgspec.json.decode((runs[n] / "sweep.json").read_bytes()) for n in ("clean", "slow"))
+    assert clean["capacity"]["outcome"] == "all_passed" and clean["capacity"]["value"] == 8.0, clean["capacity"]
+    assert (slow["capacity"]["outcome"], slow["capacity"]["value"]) == ("bracketed", 2.0), slow["capacity"]
+    assert slow["capacity"]["summary"].startswith("capacity 2 req/s: 2 held every SLO, 8 broke error rate")
+    assert all(p["accounting_balanced"] for p in clean["points"] + slow["points"])
+    cmp = aqbench("compare", str(runs["clean"]), str(runs["slow"]), "--out", str(tmp_path / "cmp"), timeout=120)
+    assert cmp.returncode == 1, cmp.stdout + cmp.stderr
+    assert cmp.stdout.startswith("capacity regressed: capacity fell: the candidate broke an SLO at 8 req/s")

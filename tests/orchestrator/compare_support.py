@@ -58,6 +58,7 @@ class RunSpec:
     finished: bool = True
     command: str = "run-aiperf"
     aiperf_version: str = "0.13.0"
+    aiperf_args: tuple[str, ...] = ()  # more AIPerf flags after ARGV's
     timing_scope: str = "public_task_call_wall"
     # Realistic noise: request noise from Student's t on the log scale (heavy tails) when `tail_df` is set;
     # an AR(1) factor on the log scale (`ar_sd` its stationary sd, `ar_phi` its lag-1 correlation); and a
@@ -106,7 +107,7 @@ def write_run(folder: Path, spec: RunSpec) -> Path:
                       workload={"concurrency": spec.concurrency, "requests": spec.requests, "arms": list(spec.arms)})
     window = f"{spec.model}/aiperf"
     argv = [a.format(port=8000 + spec.seed, run=f"r{spec.seed}", requests=spec.requests, concurrency=spec.concurrency)
-            for a in ARGV]
+            for a in ARGV] + list(spec.aiperf_args)
     seq = 0
     with (folder / "events.jsonl").open("wb") as fh:
 

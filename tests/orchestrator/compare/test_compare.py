@@ -234,6 +234,15 @@ class TestRefusals:
         assert result.exit_code != 2
         assert [(r.name, r.blocks) for r in result.provenance if r.differs] == [("m: AIPerf --request-count", False)]
 
+    def test_the_fast_start_flag_is_not_a_workload_difference(self, tmp_path: Path) -> None:
+        """A run from before aqbench passed --prompt-corpus random (AIPerf's synthetic prompts, unused by its
+        input file) compares with one after: not refused, and no provenance row differs."""
+        base = write_run(tmp_path / "base", RunSpec(seed=1))
+        cand = write_run(tmp_path / "cand", RunSpec(seed=2, aiperf_args=("--prompt-corpus", "random")))
+        result = compare_runs(base / "events.jsonl", cand / "events.jsonl", CompareConfig())
+        assert result.exit_code != 2 and not result.refusals
+        assert [r.name for r in result.provenance if r.differs] == []
+
     def test_different_model_call_scope_is_refused(self, tmp_path: Path) -> None:
         """model_call_ms measured over a different scope is not the same figure: refused, exit 2."""
         base = write_run(tmp_path / "base", RunSpec(seed=1))

@@ -80,6 +80,17 @@ class TestConclude:
         assert c.outcome == "inconclusive" and c.capacity == 1.0 and c.lowest_failing == 4.0
         assert c.undecided == ["2 req/s: too few requests"]
 
+    def test_an_undecided_midpoint_leaves_the_bracket_standing(self) -> None:
+        """Configured 1 passed and 2 failed; the refinement midpoint 1.5 could not decide (the time ran out
+        before its rerun): still bracketed [1, 2), the midpoint said undecided. Were 1.5 a configured point,
+        the capacity would stay undecided, as above."""
+        judged = {1.0: PASS, 2.0: FAIL, 1.5: UNDECIDED}
+        c = conclude(judged, mode="rate", points=[1.0, 2.0, 4.0])
+        assert (c.outcome, c.capacity, c.lowest_failing) == ("bracketed", 1.0, 2.0)
+        assert c.undecided == ["1.5 req/s: too few requests"]
+        assert c.summary.endswith("; between them undecided: 1.5 req/s: too few requests")
+        assert conclude(judged, mode="rate", points=[1.0, 1.5, 2.0]).outcome == "inconclusive"
+
     def test_points_not_reached_are_undecided(self) -> None:
         """Every point run passed but the time ran out: not all_passed, the rest is said undecided."""
         c = conclude({1.0: PASS}, mode="rate", not_run=[2.0])

@@ -1,0 +1,138 @@
+"""AIPerf's start-up with and without aqbench's fast-start settings, side by side in one run.
+
+Usage: flock /tmp/aqbench-heavy.lock .venv/bin/python bench/aiperf_startup.py [--pairs 3] [--requests 8]
+
+Starts the reference server of bench.toml once, then runs `aiperf profile` with the exact argv and environment
+`build_command` gives aqbench (concurrency 1, a few requests), alternating (order swapped every pair):
+- before: without `FAST_START_ARGS` (AIPerf tokenizes its synthetic prompt corpus);
+- after: as aqbench runs it now.
+For each run it prints the start-up (spawn to AIPerf's "Phase warmup ... started" line: its first request) and
+spawn to exit, then the medians and their ratio. It also checks that both send the same requests: the payloads
+of AIPerf's `inputs.json` must be equal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import msgspec
+
+from adapters.aiperf import build_command, ensure_tokenizer
+from adapters.aiperf.command import FAST_START_ARGS, AiperfCommand
+from adapters.server import server_parts
+from orchestrator.config import WorkloadConfig, load_config
+from orchestrator.dataset import load_dataset, prepare_arms, resolve_dataset_path, write_aiperf_input
+from orchestrator.server_spec import ServerSpec
+
+ROOT = Path(__file__).resolve().parents[1]
+_FIRST = "Phase warmup (warmup) started"
+
+
+def _wait_ready(url: str, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url + "/health/ready", timeout=1.0) as resp:
+                if resp.status == 200:
+                    return
+        except (urllib.error.URLError, OSError):
+            pass
+        time.sleep(0.1)
+    raise RuntimeError(f"server at {url} not ready within {timeout_s:g} s")
+
+
+def _without_fast_start(cmd: AiperfCommand) -> AiperfCommand:
+    """The command as aqbench built it before the fast-start settings."""
+    argv = list(cmd.argv)
+    at = argv.index(FAST_START_ARGS[0])
+    del argv[at:at + len(FAST_START_ARGS)]
+    return msgspec.structs.replace(cmd, argv=argv)
+
+
+def _run(cmd: AiperfCommand) -> dict[str, float]:
+    """One AIPerf run: seconds from spawn to its first request's phase line, and to its exit."""
+    for folder in (cmd.env["TMPDIR"], cmd.artifact_dir):
+        Path(folder).mkdir(parents=True, exist_ok=True)
+    base = {k: v for k, v in os.environ.items() if k != "AQBENCH_TAP_DIR"}
+    t0 = time.monotonic()
+    first = float("nan")
+    proc = subprocess.Popen(cmd.argv, env={**base, **cmd.env}, cwd=cmd.artifact_dir, start_new_session=True,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if _FIRST in line and first != first:
+            first = time.monotonic() - t0
+    rc = proc.wait()
+    if rc != 0:
+        raise RuntimeError(f"AIPerf exited {rc}; see {cmd.artifact_dir}")
+    return {"startup": first, "total": time.monotonic() - t0}
+
+
+def _payloads(artifact_dir: str) -> list[object]:
+    data = json.loads((Path(artifact_dir) / "inputs.json").read_text())
+    return [(session["session_id"], session["payloads"]) for session in data["data"]]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--pairs", type=int, default=3)
+    ap.add_argument("--requests", type=int, default=8)
+    ap.add_argument("--config", type=Path, default=ROOT / "bench.toml")
+    args = ap.parse_args()
+    cfg = load_config(args.config)
+    model = cfg.models[0]
+    results: dict[str, list[dict[str, float]]] = {"before": [], "after": []}
+    load0 = os.getloadavg()
+    with tempfile.TemporaryDirectory(prefix="aqbench-startup-") as d:
+        work = Path(d)
+        spec = ServerSpec.from_config(cfg, model, work, parts=server_parts(cfg.server.kind))
+        rows = prepare_arms(load_dataset(resolve_dataset_path(cfg.dataset)), list(cfg.workload.arms), work / "wire")
+        input_file = write_aiperf_input(rows, work / "inputs.jsonl")
+        tokenizer = ensure_tokenizer(model.tokenizer)
+        records = spec.records_path(1)
+        if records is not None:
+            records.parent.mkdir(parents=True, exist_ok=True)
+        server = subprocess.Popen(spec.argv(1), env={**os.environ, **spec.env}, cwd=spec.cwd or None,
+                                  start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        dirs: dict[str, str] = {}
+        try:
+            _wait_ready(spec.base_url, cfg.server.startup_timeout_s)
+            workload = WorkloadConfig(warmup_requests=2, requests=args.requests, concurrency=1)
+            for i in range(args.pairs):
+                order = ("before", "after") if i % 2 == 0 else ("after", "before")
+                for kind in order:
+                    cmd = build_command(workload, base_url=spec.base_url, model=model.name, input_file=input_file,
+                                        artifact_dir=work / f"{kind}-{i}" / "artifacts", tokenizer=tokenizer,
+                                        live_tap=False)
+                    cmd = _without_fast_start(cmd) if kind == "before" else cmd
+                    got = _run(cmd)
+                    dirs[kind] = cmd.artifact_dir
+                    results[kind].append(got)
+                    print(f"pair {i + 1} {kind:<6} start-up {got['startup']:5.1f} s  spawn to exit {got['total']:5.1f} s "
+                          f"(load average {os.getloadavg()[0]:.2f})", flush=True)
+            same = _payloads(dirs["before"]) == _payloads(dirs["after"])
+        finally:
+            os.killpg(server.pid, signal.Signals[cfg.server.stop_signal])
+            server.wait(cfg.server.stop_grace_s)
+    med = {k: {m: statistics.median(r[m] for r in v) for m in ("startup", "total")} for k, v in results.items()}
+    print(f"load average before {load0[0]:.2f}, after {os.getloadavg()[0]:.2f} (2 cores shared with other sessions)")
+    for k in ("before", "after"):
+        print(f"median {k:<6} start-up {med[k]['startup']:5.1f} s  spawn to exit {med[k]['total']:5.1f} s")
+    print(f"after / before: start-up {med['after']['startup'] / med['before']['startup']:.2f}x, spawn to exit "
+          f"{med['after']['total'] / med['before']['total']:.2f}x; same request payloads: {same}")
+    return 0 if same else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
