@@ -31,6 +31,7 @@ from orchestrator.events import (
     RunFinished,
     RunStarted,
     ServerExited,
+    ServerLoadSampled,
     ServerRestarting,
     ServerStateChanged,
     SoakPhase,
@@ -48,7 +49,7 @@ from orchestrator.reports.schema import PhaseCounts
 from orchestrator.reports.windows import Thinned
 
 __all__ = ["PageFold", "PageState", "Change", "RunInfo", "Counters", "WindowRow", "ModelRow", "VerdictRow",
-           "PointRow", "CampaignModelRow", "SloState", "ServerInfo", "LatencyPoint", "MemoryPoint", "SERIES_CAP", "detects"]
+           "PointRow", "CampaignModelRow", "SloState", "ServerInfo", "LatencyPoint", "MemoryPoint", "InFlightPoint", "SERIES_CAP", "detects"]
 
 # Points per chart series: a page draws ~1000 px wide; the page halves its copy at the same cap.
 SERIES_CAP = 1000
@@ -184,6 +185,13 @@ class MemoryPoint(schema.MemoryPoint, frozen=True, kw_only=True, array_like=True
     role: str = ""
 
 
+class InFlightPoint(_S, frozen=True, kw_only=True, array_like=True):
+    """The server's gauge of requests in flight at a time, array-like on the wire: [t_s, in_flight]."""
+
+    t_s: float
+    in_flight: int
+
+
 class PageState(_S, frozen=True, kw_only=True):
     """Everything the page shows, as of event `seq`."""
 
@@ -198,6 +206,7 @@ class PageState(_S, frozen=True, kw_only=True):
     server: ServerInfo = ServerInfo()
     latency: list[LatencyPoint] = []
     memory: list[MemoryPoint] = []
+    in_flight: list[InFlightPoint] = []
     dropped: dict[str, int] = {}
 
 
@@ -247,6 +256,7 @@ class PageFold:
         self._server = ServerInfo()
         self._latency: Thinned[LatencyPoint] = Thinned(SERIES_CAP)
         self._memory: dict[str, Thinned[MemoryPoint]] = {}
+        self._in_flight: Thinned[InFlightPoint] = Thinned(SERIES_CAP)
         self._dropped: dict[str, int] = {}
         self._origin = 0
         self._current = ""
@@ -255,7 +265,8 @@ class PageFold:
         mem = sorted((p for t in self._memory.values() for p in t.points), key=lambda p: p.t_s)
         return PageState(seq=self.seq, run=self._run, counters=self._counters, windows=list(self._windows.values()),
                          models=list(self._models.values()), points=list(self._points.values()), verdicts=list(self._verdicts.values()),
-                         server=self._server, latency=list(self._latency.points), memory=mem, dropped=dict(self._dropped))
+                         server=self._server, latency=list(self._latency.points), memory=mem,
+                         in_flight=list(self._in_flight.points), dropped=dict(self._dropped))
 
     def add_all(self, events: Iterable[AnyEvent]) -> list[Change]:
         out: list[Change] = []
@@ -364,6 +375,15 @@ class PageFold:
 
     def _on_in_flight(self, ev: RequestsInFlight) -> list[Change]:
         return self._set_counters(in_flight=len(ev.request_ids))
+
+    def _on_server_load(self, ev: ServerLoadSampled) -> list[Change]:
+        # The server's own gauge, read every sample period while it is ready: the page's live in-flight.
+        out = self._set_counters(in_flight=ev.in_flight)
+        if self._in_flight.due():
+            point = InFlightPoint(t_s=self._t(ev.ts_ns), in_flight=ev.in_flight)
+            self._in_flight.keep(point)
+            out.append(Change(seq=self.seq, op="add", section="in_flight", value=point))
+        return out
 
     def _on_aiperf_started(self, ev: AiperfStarted) -> list[Change]:
         if ev.window.startswith("soak/"):  # a soak's AIPerf runs are cut into windows of their own
@@ -487,6 +507,7 @@ _HANDLERS: dict[type, Any] = {
     RequestUnmatched: PageFold._on_unmatched,
     AccountingChecked: PageFold._on_accounting,
     RequestsInFlight: PageFold._on_in_flight,
+    ServerLoadSampled: PageFold._on_server_load,
     AiperfStarted: PageFold._on_aiperf_started,
     AiperfExited: PageFold._on_aiperf_exited,
     SoakWindowOpened: PageFold._on_window_opened,

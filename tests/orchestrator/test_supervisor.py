@@ -52,6 +52,27 @@ class TestStartAndStop:
         assert sampled.pid == spawned.pid and sampled.threads >= 1 and sampled.open_files >= 3
         assert not psutil.pid_exists(spawned.pid) or psutil.Process(spawned.pid).status() == "zombie"
 
+    async def test_the_servers_in_flight_gauge_is_published_when_it_changes(self, tmp_path):
+        """A ready server's own gauge of requests in flight (/metrics) is read with each periodic sample and
+        published as ServerLoadSampled only when it moved: up and down, never the same value twice in a row."""
+        bus, sub = new_bus()
+        async with supervised(make_spec(tmp_path, "--in-flight", "0,0,2,3,3,1,0"), bus) as handle:
+            with anyio.fail_after(10):  # samples 0.2 s apart
+                while handle.statistics().samples < 10:
+                    await anyio.sleep(0.05)
+        loads = kinds(drain(sub), "ServerLoadSampled")
+        assert [(e.incarnation, e.in_flight) for e in loads] == [(1, 0), (1, 2), (1, 3), (1, 1), (1, 0)]
+
+    async def test_a_server_without_the_gauge_publishes_no_load(self, tmp_path):
+        """No /metrics gauge (404): nothing is published, and the server is judged as before."""
+        bus, sub = new_bus()
+        async with supervised(make_spec(tmp_path), bus) as handle:
+            with anyio.fail_after(10):
+                while handle.statistics().samples < 4:
+                    await anyio.sleep(0.05)
+        events = drain(sub)
+        assert not kinds(events, "ServerLoadSampled") and states(events)[-1] == "stopped"
+
     async def test_output_lines_become_events_and_server_log(self, tmp_path):
         """JSON lines are parsed into fields, text lines stay raw, and both land in server.log."""
         bus, sub = new_bus()

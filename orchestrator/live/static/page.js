@@ -122,7 +122,8 @@ function render() {
 
   const c = state.counters;
   setText("issued", fmt(c.issued)); setText("ok", fmt(c.ok)); setText("errors", fmt(c.errors));
-  setText("in-flight", fmt(c.in_flight)); setText("warmup", fmt(c.warmup)); setText("unmatched", fmt(c.unmatched));
+  setText("in-flight", fmt(c.in_flight));
+  setText("in-flight-source", state.in_flight.length ? "(server gauge)" : "(accounting)"); setText("warmup", fmt(c.warmup)); setText("unmatched", fmt(c.unmatched));
   const causes = Object.entries(c.by_cause).map(([k, n]) => `${k} ${n}`).join(", ");
   setText("by-cause", causes || "none");
   setText("live-dropped", fmt(liveDropped));
@@ -168,6 +169,9 @@ function render() {
   chart("latency-chart", "ms", [
     {name: "client latency", color: "#2f6db5", points: state.latency.filter((p) => p[1] !== null).map((p) => [p[0], p[1]])},
     {name: "model_call_ms (server)", color: "#c2571a", points: state.latency.filter((p) => p[3] !== null).map((p) => [p[0], p[3]])},
+  ]);
+  chart("in-flight-chart", "requests", [
+    {name: "in flight (server)", color: "#7a3fb0", points: state.in_flight.map((p) => [p[0], p[1]])},
   ]);
   // [t_s, rss_bytes, gpu_memory_bytes, role] and [t_s, client_ms, handler_ms, model_call_ms] (state.py)
   const mem = (role) => state.memory.filter((p) => p[3] === role).map((p) => [p[0], p[1] / 1048576]);
