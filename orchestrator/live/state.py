@@ -49,7 +49,7 @@ from orchestrator.reports.schema import PhaseCounts
 from orchestrator.reports.windows import Thinned
 
 __all__ = ["PageFold", "PageState", "Change", "RunInfo", "Counters", "WindowRow", "ModelRow", "VerdictRow",
-           "PointRow", "CampaignModelRow", "SloState", "ServerInfo", "LatencyPoint", "MemoryPoint", "InFlightPoint", "SERIES_CAP", "detects"]
+           "PointRow", "CampaignModelRow", "SloState", "ServerInfo", "LatencyPoint", "MemoryPoint", "InFlightPoint", "ModelSeries", "SERIES_CAP", "detects"]
 
 # Points per chart series: a page draws ~1000 px wide; the page halves its copy at the same cap.
 SERIES_CAP = 1000
@@ -192,6 +192,14 @@ class InFlightPoint(_S, frozen=True, kw_only=True, array_like=True):
     in_flight: int
 
 
+class ModelSeries(_S, frozen=True, kw_only=True):
+    """One campaign model's chart series: `points` as [seconds since the campaign started, value], thinned to
+    a few hundred (a page shows many models)."""
+
+    name: str
+    points: list[tuple[float, float]] = []
+
+
 class PageState(_S, frozen=True, kw_only=True):
     """Everything the page shows, as of event `seq`."""
 
@@ -207,6 +215,9 @@ class PageState(_S, frozen=True, kw_only=True):
     latency: list[LatencyPoint] = []
     memory: list[MemoryPoint] = []
     in_flight: list[InFlightPoint] = []
+    # A campaign's charts: each model's client latency and server RSS over the campaign's time.
+    model_latency: list[ModelSeries] = []
+    model_memory: list[ModelSeries] = []
     dropped: dict[str, int] = {}
 
 

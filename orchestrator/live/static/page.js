@@ -164,6 +164,7 @@ function render() {
     row("campaign", [m.name, m.node || "-", fmt(m.attempt), m.stage || "-", m.state, fmt(m.issued), fmt(m.ok),
       fmt(m.errors), fmt(m.restarts), verdicts || "-", m.reason], [null, null, null, null, m.state]);
   }
+  if (state.campaign.length) campaignCharts();
   clear("models");
   for (const m of state.models) row("models", [m.name, m.stage, m.state, m.reason]);
   chart("latency-chart", "ms", [
@@ -182,6 +183,36 @@ function render() {
   ]);
 }
 
+// A campaign's charts: each model's requests as a bar, its latency and server memory as a line of its own.
+const PALETTE = ["#2f6db5", "#c2571a", "#3a8f3a", "#7a3fb0", "#b53a5a", "#1a8f8f", "#8f7a1a", "#555555"];
+function campaignCharts() {
+  const color = (i) => PALETTE[i % PALETTE.length];
+  const lines = (rows) => rows.map((r, i) => ({name: r.name, color: color(i), points: r.points}));
+  bars("campaign-progress-chart", state.campaign);
+  chart("campaign-latency-chart", "ms", lines(state.model_latency));
+  chart("campaign-memory-chart", "MiB", lines(state.model_memory));
+}
+
+function bars(id, rows) {
+  const W = 1000, L = 160, R = 220, BAR = 16, GAP = 8, T = 8;
+  const H = T + rows.length * (BAR + GAP) + 20;
+  const svg = el("svg", {viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "img"});
+  const most = Math.max(1, ...rows.map((r) => r.issued));
+  const sx = (n) => n / most * (W - L - R);
+  rows.forEach((r, i) => {
+    const y = T + i * (BAR + GAP);
+    svg.appendChild(el("text", {x: L - 6, y: y + BAR - 3, "text-anchor": "end", "font-size": 12}, r.name));
+    svg.appendChild(el("rect", {x: L, y, width: sx(r.ok).toFixed(1), height: BAR, fill: "#3a8f3a"},));
+    svg.appendChild(el("rect", {x: (L + sx(r.ok)).toFixed(1), y, width: sx(r.errors).toFixed(1), height: BAR,
+      fill: "#c23a3a"}));
+    svg.appendChild(el("text", {x: L + sx(r.issued) + 6, y: y + BAR - 3, "font-size": 12},
+      `${r.ok} ok, ${r.errors} errors · ${r.state}`));
+  });
+  svg.appendChild(el("text", {x: L, y: H - 4, "font-size": 11, fill: "#555"},
+    "requests of the profiling phase (green ok, red errors); the longest bar is the model with the most"));
+  byId(id).replaceChildren(svg);
+}
+
 function list(id, items) {
   const ul = byId(id);
   ul.replaceChildren(...items.map((t) => { const li = document.createElement("li"); li.textContent = t; return li; }));
@@ -197,7 +228,9 @@ function el(name, attrs, text) {
 }
 
 function chart(id, unit, series) {
-  const W = 1000, H = 260, L = 60, R = 10, T = 24, B = 30;
+  // The legend takes a row per four series (a campaign's chart has one series per model).
+  const PER_ROW = 4, rows = Math.max(1, Math.ceil(series.length / PER_ROW));
+  const W = 1000, L = 60, R = 10, T = 10 + 14 * rows, B = 30, H = 236 + T;
   const pts = series.flatMap((s) => s.points);
   const svg = el("svg", {viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "img"});
   if (!pts.length) {
@@ -220,16 +253,15 @@ function chart(id, unit, series) {
   svg.appendChild(el("text", {x: L, y: H - 8, "font-size": 11}, `${hms(x0)}`));
   svg.appendChild(el("text", {x: W - R, y: H - 8, "font-size": 11, "text-anchor": "end"}, `${hms(x1)} since start`));
   svg.appendChild(el("text", {x: 4, y: 14, "font-size": 11}, unit));
-  let lx = L + 40;
-  for (const s of series) {
+  series.forEach((s, i) => {
     if (s.points.length) {
       const d = s.points.map((p) => `${sx(p[0]).toFixed(1)},${sy(p[1]).toFixed(1)}`).join(" ");
       svg.appendChild(el("polyline", {points: d, fill: "none", stroke: s.color, "stroke-width": 1.2}));
     }
-    svg.appendChild(el("rect", {x: lx, y: 6, width: 10, height: 10, fill: s.color}));
-    svg.appendChild(el("text", {x: lx + 14, y: 15, "font-size": 11}, `${s.name} (${s.points.length})`));
-    lx += 200;
-  }
+    const lx = L + 40 + (i % PER_ROW) * 200, ly = 6 + 14 * Math.floor(i / PER_ROW);
+    svg.appendChild(el("rect", {x: lx, y: ly, width: 10, height: 10, fill: s.color}));
+    svg.appendChild(el("text", {x: lx + 14, y: ly + 9, "font-size": 11}, `${s.name} (${s.points.length})`));
+  });
   byId(id).replaceChildren(svg);
 }
 
