@@ -165,6 +165,8 @@ function render() {
       fmt(m.errors), fmt(m.restarts), verdicts || "-", m.reason], [null, null, null, null, m.state]);
   }
   if (state.campaign.length) campaignCharts();
+  // A campaign's own charts take the place of the run's (each model's report has its full ones).
+  byId("run-charts").hidden = run.command === "campaign";
   clear("models");
   for (const m of state.models) row("models", [m.name, m.stage, m.state, m.reason]);
   chart("latency-chart", "ms", [
@@ -172,7 +174,7 @@ function render() {
     {name: "model_call_ms (server)", color: "#c2571a", points: state.latency.filter((p) => p[3] !== null).map((p) => [p[0], p[3]])},
   ]);
   chart("in-flight-chart", "requests", [
-    {name: "in flight (server)", color: "#7a3fb0", points: state.in_flight.map((p) => [p[0], p[1]])},
+    {name: "in flight (server)", color: "#7a3fb0", step: true, points: state.in_flight.map((p) => [p[0], p[1]])},
   ]);
   // [t_s, rss_bytes, gpu_memory_bytes, role] and [t_s, client_ms, handler_ms, model_call_ms] (state.py)
   const mem = (role) => state.memory.filter((p) => p[3] === role).map((p) => [p[0], p[1] / 1048576]);
@@ -254,9 +256,13 @@ function chart(id, unit, series) {
   svg.appendChild(el("text", {x: W - R, y: H - 8, "font-size": 11, "text-anchor": "end"}, `${hms(x1)} since start`));
   svg.appendChild(el("text", {x: 4, y: 14, "font-size": 11}, unit));
   series.forEach((s, i) => {
-    if (s.points.length) {
-      const d = s.points.map((p) => `${sx(p[0]).toFixed(1)},${sy(p[1]).toFixed(1)}`).join(" ");
+    // A gauge (`step`) holds its value until the next reading: drawn as steps, not as a ramp between readings.
+    const pts = s.step ? s.points.flatMap((p, i) => i ? [[p[0], s.points[i - 1][1]], p] : [p]) : s.points;
+    if (pts.length > 1) {
+      const d = pts.map((p) => `${sx(p[0]).toFixed(1)},${sy(p[1]).toFixed(1)}`).join(" ");
       svg.appendChild(el("polyline", {points: d, fill: "none", stroke: s.color, "stroke-width": 1.2}));
+    } else if (pts.length) {  // one sample so far: a dot, as a line of one point draws nothing
+      svg.appendChild(el("circle", {cx: sx(pts[0][0]).toFixed(1), cy: sy(pts[0][1]).toFixed(1), r: 3, fill: s.color}));
     }
     const lx = L + 40 + (i % PER_ROW) * 200, ly = 6 + 14 * Math.floor(i / PER_ROW);
     svg.appendChild(el("rect", {x: lx, y: ly, width: 10, height: 10, fill: s.color}));

@@ -116,7 +116,9 @@ class TestCampaignPageInABrowser:
                 bars = await page.text("campaign-progress-chart")
                 assert "m1" in bars and "2 ok, 1 errors · aiperf-qualified" in bars and "2 ok, 1 errors · failed" in bars
                 for chart in ("campaign-latency-chart", "campaign-memory-chart"):
-                    lines = await page.eval(f"document.querySelectorAll('#{chart} polyline').length")
-                    assert lines == 2 and "m1 (" in await page.text(chart), chart
+                    # A line per model (a dot while a model has one sample), the run's own charts hidden.
+                    drawn = await page.eval(f"document.querySelectorAll('#{chart} polyline, #{chart} circle').length")
+                    assert drawn == 2 and "m1 (" in await page.text(chart), chart
+                assert await page.eval("document.getElementById('run-charts').hidden") is True
                 if shot := os.environ.get("AQBENCH_LIVE_CAMPAIGN_SCREENSHOT"):  # docs/live-campaign.png
                     await page.screenshot(Path(shot))
