@@ -94,6 +94,13 @@ class ServerKind(Protocol):
         """Split one printed line into fields and level."""
         ...
 
+    # The route of the server's own gauge of requests in flight ("" when the kind has none known).
+    in_flight_path: str
+
+    def parse_in_flight(self, body: bytes) -> int | None:
+        """Requests in flight from a `GET in_flight_path` answer; None when the answer does not say."""
+        ...
+
 
 class EventSink(Protocol):
     """Where adapters publish events (the run's Bus satisfies this)."""

@@ -28,6 +28,7 @@ from orchestrator.events import (
     ResourceSampled,
     ServerExited,
     ServerHealthChanged,
+    ServerLoadSampled,
     ServerReady,
     ServerRestarting,
     ServerSpawned,
@@ -218,6 +219,7 @@ class _Supervisor:
         self.first_ready = anyio.Event()
         self.announced = False
         self.ready_now = False  # this incarnation passed its start-up gate
+        self.last_in_flight: tuple[int, int] | None = None  # (incarnation, requests) last published
 
     # -- events and state ------------------------------------------------------------------------
 
@@ -440,10 +442,27 @@ class _Supervisor:
                                           memory_used_bytes=gpu.memory_used_bytes,
                                           memory_total_bytes=gpu.memory_total_bytes,
                                           utilization_percent=gpu.utilization_percent))
+        if not pre_ready and trigger == "period":
+            await self._read_in_flight()
         if self.sampler.gpu_unavailable and not self.gpu_warned:
             self.gpu_warned = True
             await self.publish(Warned(code="gpu_sampling_unavailable", message=self.sampler.gpu_unavailable))
         return True
+
+    async def _read_in_flight(self) -> None:
+        """The server's own gauge of requests in flight (a kind that has one), published when it changed.
+        A failed read publishes nothing: the health probe judges the server, not this."""
+        kind = self.spec.parts.kind
+        if not kind.in_flight_path:
+            return
+        got = await self._get(kind.in_flight_path, self.cfg.health_timeout_s)
+        if isinstance(got, str) or got[0] != 200:
+            return
+        in_flight = kind.parse_in_flight(got[1])
+        if in_flight is None or (self.handle.incarnation, in_flight) == self.last_in_flight:
+            return
+        self.last_in_flight = (self.handle.incarnation, in_flight)
+        await self.publish(ServerLoadSampled(incarnation=self.handle.incarnation, in_flight=in_flight))
 
     async def _finish(self, proc: ServerProcess, outcome: _Outcome | None) -> None:
         """Stop what is left of this incarnation (shielded by the caller) and sweep its orphans."""

@@ -11,11 +11,14 @@ from orchestrator.ports import ParsedLine, Readiness
 
 __all__ = ["ReferenceServerKind"]
 
+_ACTIVE = "aqbench_reference_active_requests"
+
 
 class ReferenceServerKind:
     """`python -m adapters.reference ...`: same health routes as trtmc-server, so the same parsing."""
 
     name = "reference"
+    in_flight_path = "/metrics"
 
     def render_argv(self, template: Sequence[str], values: Mapping[str, str]) -> list[str]:
         return openai_health.render_argv(template, values, kind=self.name)
@@ -28,3 +31,14 @@ class ReferenceServerKind:
 
     def parse_log_line(self, text: str) -> ParsedLine:
         return parse_log_line(text)
+
+    def parse_in_flight(self, body: bytes) -> int | None:
+        """The `aqbench_reference_active_requests` gauge of its Prometheus text (chat requests being handled)."""
+        for line in body.decode("utf-8", "replace").splitlines():
+            name, _, value = line.partition(" ")
+            if name == _ACTIVE:
+                try:
+                    return int(float(value))
+                except ValueError:
+                    return None
+        return None

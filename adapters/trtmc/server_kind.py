@@ -22,6 +22,7 @@ class TrtmcServerKind:
     """`trtmc-server BUNDLE --model-name NAME ...`; readiness 200 `{"status":"ready","degraded":bool}`."""
 
     name = "trtmc-server"
+    in_flight_path = ""  # no gauge of requests in flight known to aqbench: the live page keeps the accounting's
 
     def render_argv(self, template: Sequence[str], values: Mapping[str, str]) -> list[str]:
         argv = openai_health.render_argv(template, values, kind=self.name)
@@ -47,3 +48,6 @@ class TrtmcServerKind:
     def parse_log_line(self, text: str) -> ParsedLine:
         # Uvicorn prints "INFO:     Application startup complete."; the generic parser reads that level.
         return parse_log_line(text)
+
+    def parse_in_flight(self, body: bytes) -> int | None:
+        return None

@@ -100,6 +100,7 @@ from orchestrator.events.server import (
     ResourceSampled,
     ServerExited,
     ServerHealthChanged,
+    ServerLoadSampled,
     ServerReady,
     ServerRestarting,
     ServerSpawned,
@@ -163,7 +164,7 @@ __all__ = [
     # events
     "RunStarted", "RunFinished", "PhaseStarted", "PhaseFinished", "Warned", "Failed", "EventsDropped",
     "SubscriberFailed", "ServerSpawned", "ServerStateChanged", "ServerReady", "ServerHealthChanged", "ServerExited",
-    "ServerRestarting", "OrphanKilled", "ResourceSampled", "GpuSampled", "LogLine", "ServerState", "AiperfStarted",
+    "ServerRestarting", "OrphanKilled", "ResourceSampled", "ServerLoadSampled", "GpuSampled", "LogLine", "ServerState", "AiperfStarted",
     "AiperfExited", "ClientRecord", "ServerRecord", "RequestsInFlight", "RequestCorrelated", "RequestUnmatched",
     "AccountingChecked", "Phase", "CauseCode", "CapabilityProbed", "VerdictReached", "GateEvaluated", "ModelResult",
     "SoakWindowClosed", "SoakVerdict", "AnswerIncomplete", "SoakWindowOpened", "ProcessSampled",

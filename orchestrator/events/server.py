@@ -9,7 +9,7 @@ from orchestrator.events.payloads import (
     Json,
 )
 
-__all__ = ["ServerSpawned", "ServerStateChanged", "ServerReady", "ServerHealthChanged", "ServerExited", "ServerRestarting", "OrphanKilled", "ResourceSampled", "GpuSampled", "LogLine", "ServerState"]
+__all__ = ["ServerSpawned", "ServerStateChanged", "ServerReady", "ServerHealthChanged", "ServerExited", "ServerRestarting", "OrphanKilled", "ResourceSampled", "ServerLoadSampled", "GpuSampled", "LogLine", "ServerState"]
 
 
 # ------------------------------------------------------------------------------- server lifecycle
@@ -118,6 +118,15 @@ class ResourceSampled(Event, frozen=True, kw_only=True):
     # "ready" (at readiness) or "stop" (just before the stop signal); "" in older journals.
     pre_ready: bool = False
     trigger: str = ""
+
+
+class ServerLoadSampled(Event, frozen=True, kw_only=True):
+    """How many requests the server says it is handling now, by its own gauge (the reference server's
+    `/metrics` `aqbench_reference_active_requests`), read beside a resource sample once the incarnation is ready.
+    Published only when the number changed since the last reading (a gauge of a server kind that has one)."""
+
+    incarnation: int
+    in_flight: int
 
 
 class GpuSampled(Event, frozen=True, kw_only=True):

@@ -27,6 +27,7 @@ from orchestrator.live.state import (
     CampaignModelRow,
     Change,
     Counters,
+    ModelSeries,
     PageFold,
     PageState,
     RunInfo,
@@ -38,7 +39,8 @@ from orchestrator.live.tail import LineTail
 __all__ = ["CampaignTail", "changes_between"]
 
 _decode_campaign = msgspec.json.Decoder(AnyCampaignEvent).decode
-_ROWS = ("windows", "models", "points", "campaign", "verdicts")
+_ROWS = ("windows", "models", "points", "campaign", "verdicts", "model_latency", "model_memory")
+_MODEL_POINTS = 300  # per model and chart: every put resends a model's whole series
 _SETS = ("run", "counters", "server", "dropped")
 
 
@@ -126,7 +128,7 @@ class CampaignTail:
     # ------------------------------------------------------------------------------- the page
 
     def _page(self) -> PageState:
-        rows, verdicts, windows = [], [], []
+        rows, verdicts, windows, latency, memory = [], [], [], [], []
         by_cause: dict[str, int] = {}
         totals = dict.fromkeys(("issued", "ok", "errors", "warmup", "unmatched", "in_flight"), 0)
         for name, row in self._rows.items():
@@ -147,14 +149,29 @@ class CampaignTail:
             rows.append(msgspec.structs.replace(
                 row, stage=mine.stage if mine else row.stage, issued=c.issued, ok=c.ok, errors=c.errors,
                 restarts=st.server.restarts, verdicts=outcomes))
+            # On the campaign's clock: each model's series starts at its own journal's RunStarted.
+            shift = (st.run.started_unix_ns - self._run.started_unix_ns) / 1e9 \
+                if st.run.started_unix_ns and self._run.started_unix_ns else 0.0
+            latency.append(ModelSeries(name=name, points=_thin(
+                [(round(p.t_s + shift, 3), p.client_ms) for p in st.latency if p.client_ms is not None])))
+            memory.append(ModelSeries(name=name, points=_thin(
+                [(round(p.t_s + shift, 3), p.rss_bytes / 2**20) for p in st.memory if p.role == "server"])))
             verdicts += [v if v.name.startswith(name) else _named(v, f"{name} {v.name}") for v in st.verdicts]
             windows += [w if w.name.startswith(name) else _named(w, f"{name} {w.name}") for w in st.windows]
         done = sum(r.state not in ("queued", "submitted", "running", "node lost, retrying")
                    and not r.state.startswith("retry") for r in rows)
         run = msgspec.structs.replace(self._run, done=done, total=len(rows))
         return PageState(seq=self.seq, run=run, counters=msgspec.structs.replace(Counters(by_cause=by_cause), **totals),
-                         campaign=rows,
-                         verdicts=verdicts, windows=windows)
+                         campaign=rows, verdicts=verdicts, windows=windows, model_latency=latency,
+                         model_memory=memory)
+
+
+def _thin(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """At most _MODEL_POINTS of `points`, evenly spaced, the last always kept (the newest value)."""
+    if len(points) <= _MODEL_POINTS:
+        return points
+    step = len(points) / _MODEL_POINTS
+    return [points[int(i * step)] for i in range(_MODEL_POINTS - 1)] + [points[-1]]
 
 
 _Named = TypeVar("_Named", VerdictRow, WindowRow)
@@ -166,7 +183,7 @@ def _named(row: _Named, name: str) -> _Named:
 
 def changes_between(old: PageState, new: PageState) -> list[Change]:
     """What a page holding `old` must apply to show `new`: sections that differ are set, rows that differ are
-    put (a row never leaves the page). Charts are not diffed: a campaign's page has none."""
+    put (a row never leaves the page): a model's chart series is one row, resent whole when it changed."""
     out = [Change(seq=new.seq, op="set", section=s, value=getattr(new, s)) for s in _SETS
            if getattr(old, s) != getattr(new, s)]
     for section in _ROWS:

@@ -1,5 +1,7 @@
 """The live page's state: a pure fold of journal events into what the page shows, and the small changes
-(`Change`) each event makes, which the page applies as they arrive.
+(`Change`) each event makes, which the page applies as they arrive. The rows the reports also show (soak
+windows and verdicts, sweep points and capacity, the server's restarts and exits) come from the reports' own
+folds (report_rows.py), fed the same events.
 
 Fed the journal it rebuilds the page of a run already under way; fed the bus it says what changed. Reads only
 events; no I/O, no clocks. Every list it holds is bounded (windows by the run's length, series thinned).
@@ -8,7 +10,7 @@ events; no I/O, no clocks. Every list it holds is bounded (windows by the run's 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -31,6 +33,7 @@ from orchestrator.events import (
     RunFinished,
     RunStarted,
     ServerExited,
+    ServerLoadSampled,
     ServerRestarting,
     ServerStateChanged,
     SoakPhase,
@@ -40,193 +43,33 @@ from orchestrator.events import (
     SweepConcluded,
     SweepPhase,
     SweepPointJudged,
-    TrendNumbers,
-    verdict_numbers,
 )
-from orchestrator.reports import schema
-from orchestrator.reports.schema import PhaseCounts
+from orchestrator.live.page_types import (
+    CampaignModelRow,
+    Change,
+    Counters,
+    InFlightPoint,
+    LatencyPoint,
+    MemoryPoint,
+    ModelRow,
+    ModelSeries,
+    PageState,
+    PointRow,
+    RunInfo,
+    ServerInfo,
+    SloState,
+    VerdictRow,
+    WindowRow,
+)
+from orchestrator.live.report_rows import ReportSections, detects, exit_text
 from orchestrator.reports.windows import Thinned
 
 __all__ = ["PageFold", "PageState", "Change", "RunInfo", "Counters", "WindowRow", "ModelRow", "VerdictRow",
-           "PointRow", "CampaignModelRow", "SloState", "ServerInfo", "LatencyPoint", "MemoryPoint", "SERIES_CAP", "detects"]
+           "PointRow", "CampaignModelRow", "SloState", "ServerInfo", "LatencyPoint", "MemoryPoint", "InFlightPoint", "ModelSeries", "SERIES_CAP", "detects"]
 
 # Points per chart series: a page draws ~1000 px wide; the page halves its copy at the same cap.
 SERIES_CAP = 1000
 _CAUSES_KEPT = 20  # restart causes and unexpected exits listed, the latest
-
-
-class _S(msgspec.Struct, frozen=True, kw_only=True):
-    pass
-
-
-class RunInfo(_S, frozen=True, kw_only=True):
-    """The run and how far it got: windows closed of planned (soak), models finished of configured (qualify)."""
-
-    run_id: str = ""
-    command: str = ""
-    started_unix_ns: int = 0
-    status: str = "running"
-    reason: str = ""
-    finished_unix_ns: int = 0
-    phase: str = ""
-    done: int = 0
-    total: int = 0
-    unit: str = ""
-    duration_s: float | None = None
-
-
-class Counters(PhaseCounts, frozen=True, kw_only=True):
-    """Requests of the profiling phase so far (the report's PhaseCounts), with the warmup's, the unmatched
-    halves and `in_flight` as the last window's accounting or a crash left it."""
-
-    warmup: int = 0
-    unmatched: int = 0
-    in_flight: int = 0
-
-
-class WindowRow(_S, frozen=True, kw_only=True):
-    name: str
-    index: int = 0
-    state: Literal["open", "closed"] = "open"
-    issued: int = 0
-    ok: int = 0
-    errors: int = 0
-    client_p50_ms: float | None = None
-    client_p99_ms: float | None = None
-    model_call_p50_ms: float | None = None
-    balanced: bool | None = None
-
-
-class ModelRow(_S, frozen=True, kw_only=True):
-    name: str
-    stage: str = ""
-    state: str = "running"
-    reason: str = ""
-
-
-class CampaignModelRow(_S, frozen=True, kw_only=True):
-    """A campaign's model: where its current attempt runs, how far its qualify got (from the model's journal),
-    its state (queued, submitted, running, retrying, then its final status) and its verdicts so far."""
-
-    name: str
-    node: str = ""
-    attempt: int = 0
-    stage: str = ""
-    state: str = "queued"
-    reason: str = ""
-    issued: int = 0
-    ok: int = 0
-    errors: int = 0
-    restarts: int = 0
-    verdicts: dict[str, int] = {}  # outcome -> how many (pass, fail, inconclusive)
-
-
-class SloState(_S, frozen=True, kw_only=True):
-    """One SLO at a sweep point: its outcome, and why when it did not pass."""
-
-    slo: str
-    outcome: str
-    reason: str = ""
-
-
-class PointRow(_S, frozen=True, kw_only=True):
-    """A sweep's load point as of its latest judgement (a rerun replaces it): the load offered and achieved,
-    its tail latencies and each SLO's state. `name` is the offered load with its unit, the row's key."""
-
-    name: str
-    offered: float
-    unit: str = ""
-    outcome: str = ""
-    runs: int = 0
-    requests: int = 0
-    ok: int = 0
-    achieved_rps: float | None = None
-    client_p99_ms: float | None = None
-    model_call_p99_ms: float | None = None
-    slos: list[SloState] = []
-    balanced: bool = True
-    stopped_early: bool = False
-    saturation: list[str] = []
-
-
-class VerdictRow(_S, frozen=True, kw_only=True):
-    """A verdict as the page lists it: the latest per name (soak metric, gate, non-inferiority). No field is
-    named like a credential (`key`, `token`): publish's scrubber would hide its value."""
-
-    name: str
-    outcome: str
-    final: bool = False
-    reason: str = ""
-    interval: list[float] | None = None
-    estimate: float | None = None
-    limit: float | None = None
-    unit: str = ""
-    detects: str = ""
-
-
-class ServerInfo(_S, frozen=True, kw_only=True):
-    state: str = ""
-    incarnation: int = 0
-    restarts: int = 0
-    causes: list[str] = []
-    exits: list[str] = []
-
-
-class LatencyPoint(schema.LatencyPoint, frozen=True, kw_only=True, array_like=True):
-    """The report's latency point, array-like on the wire (the page's most frequent payload):
-    [t_s, client_ms, handler_ms, model_call_ms]."""
-
-
-class MemoryPoint(schema.MemoryPoint, frozen=True, kw_only=True, array_like=True):
-    """The report's memory point with whose it is, array-like on the wire: [t_s, rss_bytes, gpu_memory_bytes,
-    role]; role is `server`, `aqbench` or `aiperf`."""
-
-    role: str = ""
-
-
-class PageState(_S, frozen=True, kw_only=True):
-    """Everything the page shows, as of event `seq`."""
-
-    seq: int = 0
-    run: RunInfo = RunInfo()
-    counters: Counters = Counters()
-    windows: list[WindowRow] = []
-    models: list[ModelRow] = []
-    points: list[PointRow] = []
-    campaign: list[CampaignModelRow] = []
-    verdicts: list[VerdictRow] = []
-    server: ServerInfo = ServerInfo()
-    latency: list[LatencyPoint] = []
-    memory: list[MemoryPoint] = []
-    dropped: dict[str, int] = {}
-
-
-class Change(_S, frozen=True, kw_only=True, array_like=True):
-    """[seq, op, section, value]: `set` a section (run, counters, server, dropped), `put` a row by name (windows,
-    models, points, campaign, verdicts) or `add` a point (latency, memory). The page skips changes at or before its state's seq."""
-
-    seq: int
-    op: Literal["set", "put", "add"]
-    section: str
-    value: Any
-
-
-def detects(v: SoakVerdict) -> str:
-    """What a soak verdict can detect with the evidence it has: a trend's interval half-width (a drift
-    beyond it shows), or the limit a rate or gap is held to."""
-    _slope, interval, limit, unit = verdict_numbers(v.detail)
-    if interval is not None and len(interval) == 2:
-        half = (interval[1] - interval[0]) / 2
-        verdict = "can tell it from the limit" if limit is not None and half < abs(limit) else \
-            "cannot yet tell it from the limit"
-        return f"a slope beyond ±{half:.3g} {unit} ({verdict} {limit:.3g})" if limit is not None else \
-            f"a slope beyond ±{half:.3g} {unit}"
-    if isinstance(v.detail, TrendNumbers):
-        # No interval on the slope yet (too few windows or too short a span): it can detect nothing so far.
-        return f"nothing yet: no interval on the slope (limit {limit:.3g} {unit})" if limit is not None else ""
-    if limit is not None:
-        return f"a value above {limit:.3g} {unit}".rstrip()
-    return ""
 
 
 _Row = TypeVar("_Row", WindowRow, ModelRow, PointRow, VerdictRow)
@@ -247,15 +90,18 @@ class PageFold:
         self._server = ServerInfo()
         self._latency: Thinned[LatencyPoint] = Thinned(SERIES_CAP)
         self._memory: dict[str, Thinned[MemoryPoint]] = {}
+        self._in_flight: Thinned[InFlightPoint] = Thinned(SERIES_CAP)
         self._dropped: dict[str, int] = {}
         self._origin = 0
         self._current = ""
+        self.reports = ReportSections()
 
     def state(self) -> PageState:
         mem = sorted((p for t in self._memory.values() for p in t.points), key=lambda p: p.t_s)
         return PageState(seq=self.seq, run=self._run, counters=self._counters, windows=list(self._windows.values()),
                          models=list(self._models.values()), points=list(self._points.values()), verdicts=list(self._verdicts.values()),
-                         server=self._server, latency=list(self._latency.points), memory=mem, dropped=dict(self._dropped))
+                         server=self._server, latency=list(self._latency.points), memory=mem,
+                         in_flight=list(self._in_flight.points), dropped=dict(self._dropped))
 
     def add_all(self, events: Iterable[AnyEvent]) -> list[Change]:
         out: list[Change] = []
@@ -268,6 +114,7 @@ class PageFold:
         if ev.seq and ev.seq <= self.seq:
             return []  # already folded (a journal fold handed over to the bus)
         self.seq = ev.seq or self.seq
+        self.reports.add(ev)
         handler = _HANDLERS.get(type(ev))
         return handler(self, ev) if handler is not None else []
 
@@ -365,6 +212,15 @@ class PageFold:
     def _on_in_flight(self, ev: RequestsInFlight) -> list[Change]:
         return self._set_counters(in_flight=len(ev.request_ids))
 
+    def _on_server_load(self, ev: ServerLoadSampled) -> list[Change]:
+        # The server's own gauge, read every sample period while it is ready: the page's live in-flight.
+        out = self._set_counters(in_flight=ev.in_flight)
+        if self._in_flight.due():
+            point = InFlightPoint(t_s=self._t(ev.ts_ns), in_flight=ev.in_flight)
+            self._in_flight.keep(point)
+            out.append(Change(seq=self.seq, op="add", section="in_flight", value=point))
+        return out
+
     def _on_aiperf_started(self, ev: AiperfStarted) -> list[Change]:
         if ev.window.startswith("soak/"):  # a soak's AIPerf runs are cut into windows of their own
             return []
@@ -379,23 +235,14 @@ class PageFold:
         return self._put("windows", self._windows, ev.window, WindowRow(name=ev.window, index=ev.index))
 
     def _on_window_closed(self, ev: SoakWindowClosed) -> list[Change]:
-        s = ev.summary
-        row = WindowRow(name=ev.window, index=ev.index, state="closed") if s is None else WindowRow(
-            name=ev.window, index=ev.index, state="closed", issued=s.issued, ok=s.ok, errors=s.errors,
-            client_p50_ms=s.client_latency_ms.p50, client_p99_ms=s.client_latency_ms.p99,
-            model_call_p50_ms=s.model_call_ms.p50, balanced=s.accounting_balanced)
+        row = self.reports.window(ev.index)
         closed = sum(w.state == "closed" for w in self._windows.values()) + (
-            self._windows.get(ev.window, row).state != "closed")
+            self._windows.get(ev.window, WindowRow(name="")).state != "closed")
         return self._put("windows", self._windows, ev.window, row) + self._set_run(done=closed)
 
     def _on_soak_verdict(self, ev: SoakVerdict) -> list[Change]:
-        prior = self._verdicts.get(ev.metric)
-        if prior is not None and prior.final and not ev.final:
-            return []  # a final verdict is never replaced by a checkpoint's
-        return self._put("verdicts", self._verdicts, ev.metric, VerdictRow(
-            name=ev.metric, outcome=ev.outcome or ("pass" if ev.passed else "fail"), final=ev.final,
-            reason=ev.reason[:400], interval=ev.interval, estimate=ev.slope, limit=ev.limit, unit=ev.unit,
-            detects=detects(ev)))
+        row = self.reports.verdict(ev.metric)  # a final verdict is never replaced by a checkpoint's
+        return [] if self._verdicts.get(ev.metric) == row else self._put("verdicts", self._verdicts, ev.metric, row)
 
     def _on_gate(self, ev: GateEvaluated) -> list[Change]:
         key = f"{ev.model} {ev.gate}" + (f" ({ev.scope})" if ev.scope else "")
@@ -417,46 +264,30 @@ class PageFold:
             unit="points", detects=detect))
 
     def _on_point(self, ev: SweepPointJudged) -> list[Change]:
-        unit = "req/s" if ev.mode == "rate" else "concurrent"
-        st = ev.stats
-        row = PointRow(
-            name=f"{ev.offered:g} {unit}", offered=ev.offered, unit=unit, outcome=ev.outcome, runs=len(ev.windows),
-            requests=st.requests, ok=st.ok, achieved_rps=st.achieved_rps, client_p99_ms=st.latency_p99_ms,
-            model_call_p99_ms=st.model_call_p99_ms, balanced=ev.accounting_balanced, stopped_early=ev.stopped_early,
-            saturation=ev.saturation[:5],
-            slos=[SloState(slo=c.slo, outcome=c.outcome, reason="" if c.outcome == "pass" else c.reason[:300])
-                  for c in ev.checks])
+        row = self.reports.point(ev.offered)
         out = self._put("points", self._points, row.name, row)
         # Refinement adds points between the planned ones: the total grows with them.
         done = len(self._points)
         return out + self._set_run(done=done, total=max(done, self._run.total), unit="points")
 
     def _on_concluded(self, ev: SweepConcluded) -> list[Change]:
-        # The capacity is the sweep's one verdict, its interval the bracket of points run around it; points above
-        # a broken one are never run, so progress ends full.
-        outcome = "pass" if ev.outcome in ("bracketed", "all_passed") else \
-            "fail" if ev.outcome == "none_passed" else "inconclusive"
-        bracket = [ev.highest_passing, ev.lowest_failing]
-        interval = [b for b in bracket if b is not None] if None not in bracket else None
-        detects = (f"the capacity to within the points run ({ev.highest_passing:g} held, {ev.lowest_failing:g} broke)"
-                   if interval else f"undecided: {'; '.join(ev.undecided)[:200]}" if ev.undecided else "")
-        row = VerdictRow(name="capacity", outcome=outcome, final=True, estimate=ev.capacity, interval=interval,
-                         unit=ev.unit, reason=f"{ev.outcome}: {ev.summary}"[:400], detects=detects)
-        return self._put("verdicts", self._verdicts, row.name, row) + self._set_run(total=len(self._points))
+        # The capacity is the sweep's one verdict; points above a broken one are never run, so progress ends full.
+        row = self.reports.capacity()
+        out = self._put("verdicts", self._verdicts, row.name, row) if row is not None else []
+        return out + self._set_run(total=len(self._points))
 
     def _on_server_state(self, ev: ServerStateChanged) -> list[Change]:
         return self._set_server(state=ev.state, incarnation=ev.incarnation)
 
     def _on_server_restarting(self, ev: ServerRestarting) -> list[Change]:
         cause = f"incarnation {ev.incarnation} attempt {ev.attempt}: {ev.reason[:200]}"
-        return self._set_server(restarts=self._server.restarts + 1,
+        return self._set_server(restarts=self.reports.soak.restarts,
                                 causes=[*self._server.causes, cause][-_CAUSES_KEPT:])
 
     def _on_server_exited(self, ev: ServerExited) -> list[Change]:
         if ev.expected:
             return []
-        text = f"incarnation {ev.incarnation} exited {ev.returncode} {ev.signal} during {ev.during}".replace("  ", " ")
-        return self._set_server(exits=[*self._server.exits, text][-_CAUSES_KEPT:])
+        return self._set_server(exits=[exit_text(e) for e in self.reports.soak.exits[-_CAUSES_KEPT:]])
 
     def _on_resource(self, ev: ResourceSampled) -> list[Change]:
         return self._memory_point("server", ev.ts_ns, ev.rss_bytes)
@@ -487,6 +318,7 @@ _HANDLERS: dict[type, Any] = {
     RequestUnmatched: PageFold._on_unmatched,
     AccountingChecked: PageFold._on_accounting,
     RequestsInFlight: PageFold._on_in_flight,
+    ServerLoadSampled: PageFold._on_server_load,
     AiperfStarted: PageFold._on_aiperf_started,
     AiperfExited: PageFold._on_aiperf_exited,
     SoakWindowOpened: PageFold._on_window_opened,

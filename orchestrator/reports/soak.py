@@ -35,7 +35,7 @@ from orchestrator.reports.svg import line_chart
 from orchestrator.reports.templating import render
 from orchestrator.reports.text import dash
 
-__all__ = ["SoakReport", "SoakExit", "fold_soak", "build_soak_report", "inconclusive_lines",
+__all__ = ["SoakReport", "SoakExit", "SoakFold", "fold_soak", "build_soak_report", "inconclusive_lines",
            "render_soak_markdown", "render_soak_html", "write_soak_report"]
 
 # 2: verdicts carry `outcome` (pass/fail/inconclusive) instead of passed/judged; `in progress` status.
@@ -78,52 +78,70 @@ class SoakReport(msgspec.Struct, frozen=True, kw_only=True):
     plan: list[TrendPlan] = []
 
 
+class SoakFold:
+    """fold_soak, fed one event at a time (`add`), its report at any point (`report`): the live page folds a
+    running soak's journal with it, as the checkpoint and final reports do. Memory: one summary per window and
+    one verdict per metric."""
+
+    def __init__(self) -> None:
+        self.started: RunStarted | None = None
+        self.finished: RunFinished | None = None
+        self.windows: dict[int, WindowStats] = {}
+        self.latest: dict[str, SoakVerdict] = {}
+        self.checkpoint_seqs: set[int] = set()
+        self.exits: list[SoakExit] = []
+        self.restarts = 0
+        self.plan: list[TrendPlan] = []
+
+    def add(self, ev: AnyEvent) -> None:
+        if isinstance(ev, RunStarted):
+            self.started = ev
+        elif isinstance(ev, RunFinished):
+            self.finished = ev
+        elif isinstance(ev, SoakWindowClosed):
+            self.windows[ev.index] = ev.summary or WindowStats(window=ev.window, index=ev.index, start_unix_ns=0,
+                                                               end_unix_ns=0)
+        elif isinstance(ev, SoakVerdict):
+            prior = self.latest.get(ev.metric)
+            if prior is not None and prior.final and not ev.final:
+                return  # a final verdict is never replaced by a checkpoint's
+            self.latest[ev.metric] = ev
+            if not ev.final:
+                self.checkpoint_seqs.add(ev.windows_closed)
+        elif isinstance(ev, ServerExited) and not ev.expected:
+            self.exits.append(SoakExit(incarnation=ev.incarnation, returncode=ev.returncode, signal=ev.signal,
+                                       during=ev.during, unix_ns=ev.ts_ns, output_tail=list(ev.output_tail[-5:])))
+        elif isinstance(ev, ServerRestarting):
+            self.restarts += 1
+        elif isinstance(ev, PhaseStarted) and isinstance(ev.detail, SoakPhase):
+            self.plan = list(ev.detail.plan)
+
+    def report(self, torn: TornLine | None = None, *, live: bool = False) -> SoakReport:
+        """The report of what was added so far (`live`: see fold_soak)."""
+        started, finished, windows = self.started, self.finished, self.windows
+        verdicts = list(self.latest.values())
+        return SoakReport(
+            run_id=started.run_id if started else "", command=started.command if started else "",
+            status=finished.status if finished else ("in progress" if live else "interrupted"),
+            reason=finished.reason if finished else (
+                f"the soak is running; this checkpoint report covers the {len(windows)} window(s) closed so far"
+                if live else "the journal has no RunFinished: the run was interrupted"),
+            settings=started.config.soak if started is not None and started.config is not None else None,
+            windows=[windows[i] for i in sorted(windows)], verdicts=verdicts,
+            verdicts_final=bool(verdicts) and all(v.final for v in verdicts),
+            checkpoints=len(self.checkpoint_seqs), exits=list(self.exits), restarts=self.restarts,
+            torn_line=torn.line if torn else None, plan=list(self.plan))
+
+
 def fold_soak(events: Iterable[AnyEvent], torn: TornLine | None = None, *, live: bool = False) -> SoakReport:
-    """Pure fold of a soak journal. Memory: one summary per window and one verdict per metric.
+    """Pure fold of a soak journal (SoakFold). Memory: one summary per window and one verdict per metric.
 
     `live`: the journal is being written by a running soak (a checkpoint report): without RunFinished
     the status is `in progress`, not `interrupted`."""
-    started: RunStarted | None = None
-    finished: RunFinished | None = None
-    windows: dict[int, WindowStats] = {}
-    latest: dict[str, SoakVerdict] = {}
-    checkpoint_seqs: set[int] = set()
-    exits: list[SoakExit] = []
-    restarts = 0
-    plan: list[TrendPlan] = []
+    f = SoakFold()
     for ev in events:
-        if isinstance(ev, RunStarted):
-            started = ev
-        elif isinstance(ev, RunFinished):
-            finished = ev
-        elif isinstance(ev, SoakWindowClosed):
-            windows[ev.index] = ev.summary or WindowStats(window=ev.window, index=ev.index, start_unix_ns=0,
-                                                          end_unix_ns=0)
-        elif isinstance(ev, SoakVerdict):
-            prior = latest.get(ev.metric)
-            if prior is not None and prior.final and not ev.final:
-                continue  # a final verdict is never replaced by a checkpoint's
-            latest[ev.metric] = ev
-            if not ev.final:
-                checkpoint_seqs.add(ev.windows_closed)
-        elif isinstance(ev, ServerExited) and not ev.expected:
-            exits.append(SoakExit(incarnation=ev.incarnation, returncode=ev.returncode, signal=ev.signal,
-                                  during=ev.during, unix_ns=ev.ts_ns, output_tail=list(ev.output_tail[-5:])))
-        elif isinstance(ev, ServerRestarting):
-            restarts += 1
-        elif isinstance(ev, PhaseStarted) and isinstance(ev.detail, SoakPhase):
-            plan = list(ev.detail.plan)
-    verdicts = list(latest.values())
-    return SoakReport(
-        run_id=started.run_id if started else "", command=started.command if started else "",
-        status=finished.status if finished else ("in progress" if live else "interrupted"),
-        reason=finished.reason if finished else (
-            f"the soak is running; this checkpoint report covers the {len(windows)} window(s) closed so far"
-            if live else "the journal has no RunFinished: the run was interrupted"),
-        settings=started.config.soak if started is not None and started.config is not None else None,
-        windows=[windows[i] for i in sorted(windows)], verdicts=verdicts,
-        verdicts_final=bool(verdicts) and all(v.final for v in verdicts), checkpoints=len(checkpoint_seqs),
-        exits=exits, restarts=restarts, torn_line=torn.line if torn else None, plan=plan)
+        f.add(ev)
+    return f.report(torn, live=live)
 
 
 def build_soak_report(journal_path: str | Path, *, live: bool = False) -> SoakReport:

@@ -25,7 +25,7 @@ from orchestrator.journal import TornLine, iter_journal
 from orchestrator.reports.svg import line_chart
 from orchestrator.reports.templating import render
 
-__all__ = ["SweepReport", "SweepPoint", "Capacity", "fold_sweep", "build_sweep_report", "render_sweep_markdown",
+__all__ = ["SweepReport", "SweepPoint", "Capacity", "SweepFold", "fold_sweep", "build_sweep_report", "render_sweep_markdown",
            "render_sweep_html", "write_sweep_report"]
 
 SWEEP_REPORT_VERSION = 1
@@ -71,38 +71,54 @@ class SweepReport(msgspec.Struct, frozen=True, kw_only=True):
     torn_line: int | None = None
 
 
-def fold_sweep(events: Iterable[AnyEvent], torn: TornLine | None = None) -> SweepReport:
-    """Pure fold of a sweep journal; each point is its latest verdict (a rerun point pools its runs)."""
-    started: RunStarted | None = None
-    finished: RunFinished | None = None
-    phase: SweepPhase | None = None
-    points: dict[float, SweepPointJudged] = {}
-    concluded: SweepConcluded | None = None
-    for ev in events:
+class SweepFold:
+    """fold_sweep, fed one event at a time (`add`), its report at any point (`report`): the live page folds a
+    running sweep's journal with it, as the sweep report does."""
+
+    def __init__(self) -> None:
+        self.started: RunStarted | None = None
+        self.finished: RunFinished | None = None
+        self.phase: SweepPhase | None = None
+        self.points: dict[float, SweepPointJudged] = {}
+        self.concluded: SweepConcluded | None = None
+
+    def add(self, ev: AnyEvent) -> None:
         if isinstance(ev, RunStarted):
-            started = ev
+            self.started = ev
         elif isinstance(ev, RunFinished):
-            finished = ev
+            self.finished = ev
         elif isinstance(ev, PhaseStarted) and isinstance(ev.detail, SweepPhase):
-            phase = ev.detail
+            self.phase = ev.detail
         elif isinstance(ev, SweepPointJudged):
-            points[ev.offered] = ev
+            self.points[ev.offered] = ev
         elif isinstance(ev, SweepConcluded):
-            concluded = ev
-    capacity = None if concluded is None else Capacity(
-        value=concluded.capacity, unit=concluded.unit, outcome=concluded.outcome,
-        highest_passing=concluded.highest_passing, lowest_failing=concluded.lowest_failing,
-        summary=concluded.summary, undecided=list(concluded.undecided))
-    return SweepReport(
-        run_id=started.run_id if started else "", status=finished.status if finished else "interrupted",
-        reason=finished.reason if finished else "the journal has no RunFinished: the sweep was interrupted",
-        mode=phase.mode if phase else "", slo=dict(phase.slo) if phase else {},
-        command=shlex.join(phase.argv) if phase and phase.argv else "", capacity=capacity,
-        detects=[d.statement for d in phase.detects] if phase else [],
-        points=[SweepPoint(offered=p.offered, achieved_rps=p.stats.achieved_rps, latency_p99_ms=p.stats.latency_p99_ms,
-                           accounting_balanced=p.accounting_balanced, outcome=p.outcome, judged=p)
-                for _v, p in sorted(points.items())],
-        torn_line=torn.line if torn else None)
+            self.concluded = ev
+
+    def report(self, torn: TornLine | None = None) -> SweepReport:
+        started, finished, phase, concluded = self.started, self.finished, self.phase, self.concluded
+        capacity = None if concluded is None else Capacity(
+            value=concluded.capacity, unit=concluded.unit, outcome=concluded.outcome,
+            highest_passing=concluded.highest_passing, lowest_failing=concluded.lowest_failing,
+            summary=concluded.summary, undecided=list(concluded.undecided))
+        return SweepReport(
+            run_id=started.run_id if started else "", status=finished.status if finished else "interrupted",
+            reason=finished.reason if finished else "the journal has no RunFinished: the sweep was interrupted",
+            mode=phase.mode if phase else "", slo=dict(phase.slo) if phase else {},
+            command=shlex.join(phase.argv) if phase and phase.argv else "", capacity=capacity,
+            detects=[d.statement for d in phase.detects] if phase else [],
+            points=[SweepPoint(offered=p.offered, achieved_rps=p.stats.achieved_rps,
+                               latency_p99_ms=p.stats.latency_p99_ms, accounting_balanced=p.accounting_balanced,
+                               outcome=p.outcome, judged=p)
+                    for _v, p in sorted(self.points.items())],
+            torn_line=torn.line if torn else None)
+
+
+def fold_sweep(events: Iterable[AnyEvent], torn: TornLine | None = None) -> SweepReport:
+    """Pure fold of a sweep journal (SweepFold); each point is its latest verdict (a rerun point pools its runs)."""
+    f = SweepFold()
+    for ev in events:
+        f.add(ev)
+    return f.report(torn)
 
 
 def build_sweep_report(journal_path: str | Path) -> SweepReport:

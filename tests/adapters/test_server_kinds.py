@@ -57,6 +57,16 @@ class TestArgv:
     def test_trtmc_accepts_loopback_ip_literals(self, host):
         assert TrtmcServerKind().render_argv(["trtmc-server", "--host", host], {})[-1] == host
 
+    def test_in_flight_gauge_of_the_reference_server(self):
+        """The reference kind reads its /metrics gauge of chat requests in flight; trtmc-server has none known."""
+        text = (b"# TYPE aqbench_reference_ready gauge\naqbench_reference_ready 1\n"
+                b"# TYPE aqbench_reference_active_requests gauge\naqbench_reference_active_requests 3\n")
+        ref = ReferenceServerKind()
+        assert (ref.in_flight_path, ref.parse_in_flight(text)) == ("/metrics", 3)
+        assert ref.parse_in_flight(b"aqbench_reference_ready 1\n") is None
+        assert ref.parse_in_flight(b"aqbench_reference_active_requests nope\n") is None
+        assert TrtmcServerKind().in_flight_path == ""
+
     def test_unknown_kind_lists_valid(self):
         """server_parts names the valid kinds for an unknown one."""
         with pytest.raises(ConfigError, match="unknown kind 'vllm'; valid: reference, trtmc-server"):

@@ -87,8 +87,9 @@ def _int(text: str) -> int:
 
 class TestLivePage:
     async def test_a_person_watches_a_soak_through_a_restart_to_its_verdicts(self, browser: Browser, tmp_path: Path) -> None:
-        """Headless Chromium on `--serve`: issued requests count up, a killed server shows as a restart with its
-        cause while the counts go on, and once the run ends the page lists the final verdicts."""
+        """Headless Chromium on `--serve`: issued requests count up, in flight follows the server's own gauge,
+        a killed server shows as a restart with its cause while the counts go on, and once the run ends the page
+        lists the final verdicts."""
         port = _free_port()
         url = f"http://127.0.0.1:{port}/"
         proc = subprocess.Popen([sys.executable, "-m", "orchestrator", "--log-level", "warning", "soak", "--config",
@@ -98,6 +99,9 @@ class TestLivePage:
             await _wait_listening(url, proc, 120)
             async with browser.tab(url) as page:
                 first = _int(await page.wait_text("issued", lambda t: _int(t) > 0, 240))
+                # In flight is the server's own gauge, live: one request at a time under load.
+                await page.wait_text("in-flight", lambda t: t == "1", 60)
+                assert await page.text("in-flight-source") == "(server gauge)"
                 await page.wait_text("issued", lambda t: _int(t) > first, 60)
                 spawned = [e for e in _events(tmp_path) if e["kind"] == "server_spawned"]
                 os.kill(spawned[-1]["pid"], signal.SIGKILL)
@@ -120,6 +124,8 @@ class TestLivePage:
                 proc.communicate()
         assert proc.returncode == 1, out[-3000:]  # the restart verdict fails: the server was killed
         assert status == "failed", status
+        gauge = [e["in_flight"] for e in _events(tmp_path) if e["kind"] == "server_load_sampled"]
+        assert 0 in gauge and 1 in gauge and max(gauge) <= 1, gauge  # up and down, never above the concurrency
         shown = {row[0]: row for row in verdicts}
         assert shown["restarts"][1:3] == ["FAIL", "final"], shown
         assert {"server_rss", "error_rate", "accounting"} <= set(shown), shown

@@ -52,6 +52,37 @@ class TestStartAndStop:
         assert sampled.pid == spawned.pid and sampled.threads >= 1 and sampled.open_files >= 3
         assert not psutil.pid_exists(spawned.pid) or psutil.Process(spawned.pid).status() == "zombie"
 
+    async def test_the_servers_in_flight_gauge_is_published_when_it_changes(self, tmp_path):
+        """A ready server's own gauge of requests in flight (/metrics) is read with each periodic sample and
+        published as ServerLoadSampled only when it moved: up and down, never the same value twice in a row."""
+        bus, sub = new_bus()
+        events: list = []
+
+        def gauge() -> list[int]:
+            events.extend(drain(sub))
+            return [e.in_flight for e in kinds(events, "ServerLoadSampled")]
+
+        async with supervised(make_spec(tmp_path, "--in-flight", "0,0,2,3,3,1,0"), bus):
+            with anyio.fail_after(20):  # samples 0.2 s apart; the script is read once it is ready
+                while not (len(gauge()) > 1 and gauge()[-1] == 0):
+                    await anyio.sleep(0.05)
+        got = gauge()
+        assert {e.incarnation for e in kinds(events, "ServerLoadSampled")} == {1}
+        # The script's changes in order (a reading that timed out on a loaded machine is skipped, never repeated).
+        assert got[0] == 0 and max(got) > 0 and all(a != b for a, b in zip(got, got[1:], strict=False))
+        left = iter([0, 2, 3, 1, 0])
+        assert all(v in left for v in got), got
+
+    async def test_a_server_without_the_gauge_publishes_no_load(self, tmp_path):
+        """No /metrics gauge (404): nothing is published, and the server is judged as before."""
+        bus, sub = new_bus()
+        async with supervised(make_spec(tmp_path), bus) as handle:
+            with anyio.fail_after(10):
+                while handle.statistics().samples < 4:
+                    await anyio.sleep(0.05)
+        events = drain(sub)
+        assert not kinds(events, "ServerLoadSampled") and states(events)[-1] == "stopped"
+
     async def test_output_lines_become_events_and_server_log(self, tmp_path):
         """JSON lines are parsed into fields, text lines stay raw, and both land in server.log."""
         bus, sub = new_bus()

@@ -89,3 +89,30 @@ async def test_dead_worker_in_a_live_server_is_restarted_by_health(tmp_path):
     assert [(e.incarnation, e.during, e.expected) for e in exited] == [(1, "stop", True), (2, "stop", True)]
     assert [r.incarnation for r in kinds(events, "ServerRestarting")] == [2]
     assert [r.incarnation for r in kinds(events, "ServerReady")] == [1, 2]
+
+
+
+async def test_the_reference_servers_in_flight_gauge_goes_up_and_down(tmp_path):
+    """The real server's /metrics gauge through the supervisor: 0 once ready, 1 while a slow chat is answered,
+    0 again after it (ServerLoadSampled, published only when it changed)."""
+    bus, sub = new_bus()
+    spec = _spec(tmp_path, "--fault-latency-ms", "2500")
+    events: list = []
+
+    def gauge() -> list[int]:
+        events.extend(drain(sub))
+        return [e.in_flight for e in kinds(events, "ServerLoadSampled")]
+
+    async with supervised(spec, bus) as handle:
+        with anyio.fail_after(10):
+            while gauge() != [0]:
+                await anyio.sleep(0.1)
+        body = {"model": handle.model, "messages": [{"role": "user", "content": "What is two plus two?"}]}
+        async with (aiohttp.ClientSession() as http,
+                    http.post(f"{handle.base_url}/v1/chat/completions", json=body,
+                              timeout=aiohttp.ClientTimeout(total=60)) as resp):
+            assert resp.status == 200
+        with anyio.fail_after(10):  # the next sample after the answer reads 0
+            while gauge()[-1] != 0 or len(gauge()) < 3:
+                await anyio.sleep(0.1)
+    assert gauge()[:3] == [0, 1, 0]

@@ -122,7 +122,8 @@ function render() {
 
   const c = state.counters;
   setText("issued", fmt(c.issued)); setText("ok", fmt(c.ok)); setText("errors", fmt(c.errors));
-  setText("in-flight", fmt(c.in_flight)); setText("warmup", fmt(c.warmup)); setText("unmatched", fmt(c.unmatched));
+  setText("in-flight", fmt(c.in_flight));
+  setText("in-flight-source", state.in_flight.length ? "(server gauge)" : "(accounting)"); setText("warmup", fmt(c.warmup)); setText("unmatched", fmt(c.unmatched));
   const causes = Object.entries(c.by_cause).map(([k, n]) => `${k} ${n}`).join(", ");
   setText("by-cause", causes || "none");
   setText("live-dropped", fmt(liveDropped));
@@ -163,11 +164,17 @@ function render() {
     row("campaign", [m.name, m.node || "-", fmt(m.attempt), m.stage || "-", m.state, fmt(m.issued), fmt(m.ok),
       fmt(m.errors), fmt(m.restarts), verdicts || "-", m.reason], [null, null, null, null, m.state]);
   }
+  if (state.campaign.length) campaignCharts();
+  // A campaign's own charts take the place of the run's (each model's report has its full ones).
+  byId("run-charts").hidden = run.command === "campaign";
   clear("models");
   for (const m of state.models) row("models", [m.name, m.stage, m.state, m.reason]);
   chart("latency-chart", "ms", [
     {name: "client latency", color: "#2f6db5", points: state.latency.filter((p) => p[1] !== null).map((p) => [p[0], p[1]])},
     {name: "model_call_ms (server)", color: "#c2571a", points: state.latency.filter((p) => p[3] !== null).map((p) => [p[0], p[3]])},
+  ]);
+  chart("in-flight-chart", "requests", [
+    {name: "in flight (server)", color: "#7a3fb0", step: true, points: state.in_flight.map((p) => [p[0], p[1]])},
   ]);
   // [t_s, rss_bytes, gpu_memory_bytes, role] and [t_s, client_ms, handler_ms, model_call_ms] (state.py)
   const mem = (role) => state.memory.filter((p) => p[3] === role).map((p) => [p[0], p[1] / 1048576]);
@@ -176,6 +183,36 @@ function render() {
     {name: "aqbench RSS", color: "#3a8f3a", points: mem("aqbench")},
     {name: "AIPerf tree RSS", color: "#c2571a", points: mem("aiperf")},
   ]);
+}
+
+// A campaign's charts: each model's requests as a bar, its latency and server memory as a line of its own.
+const PALETTE = ["#2f6db5", "#c2571a", "#3a8f3a", "#7a3fb0", "#b53a5a", "#1a8f8f", "#8f7a1a", "#555555"];
+function campaignCharts() {
+  const color = (i) => PALETTE[i % PALETTE.length];
+  const lines = (rows) => rows.map((r, i) => ({name: r.name, color: color(i), points: r.points}));
+  bars("campaign-progress-chart", state.campaign);
+  chart("campaign-latency-chart", "ms", lines(state.model_latency));
+  chart("campaign-memory-chart", "MiB", lines(state.model_memory));
+}
+
+function bars(id, rows) {
+  const W = 1000, L = 160, R = 220, BAR = 16, GAP = 8, T = 8;
+  const H = T + rows.length * (BAR + GAP) + 20;
+  const svg = el("svg", {viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "img"});
+  const most = Math.max(1, ...rows.map((r) => r.issued));
+  const sx = (n) => n / most * (W - L - R);
+  rows.forEach((r, i) => {
+    const y = T + i * (BAR + GAP);
+    svg.appendChild(el("text", {x: L - 6, y: y + BAR - 3, "text-anchor": "end", "font-size": 12}, r.name));
+    svg.appendChild(el("rect", {x: L, y, width: sx(r.ok).toFixed(1), height: BAR, fill: "#3a8f3a"},));
+    svg.appendChild(el("rect", {x: (L + sx(r.ok)).toFixed(1), y, width: sx(r.errors).toFixed(1), height: BAR,
+      fill: "#c23a3a"}));
+    svg.appendChild(el("text", {x: L + sx(r.issued) + 6, y: y + BAR - 3, "font-size": 12},
+      `${r.ok} ok, ${r.errors} errors · ${r.state}`));
+  });
+  svg.appendChild(el("text", {x: L, y: H - 4, "font-size": 11, fill: "#555"},
+    "requests of the profiling phase (green ok, red errors); the longest bar is the model with the most"));
+  byId(id).replaceChildren(svg);
 }
 
 function list(id, items) {
@@ -193,7 +230,9 @@ function el(name, attrs, text) {
 }
 
 function chart(id, unit, series) {
-  const W = 1000, H = 260, L = 60, R = 10, T = 24, B = 30;
+  // The legend takes a row per four series (a campaign's chart has one series per model).
+  const PER_ROW = 4, rows = Math.max(1, Math.ceil(series.length / PER_ROW));
+  const W = 1000, L = 60, R = 10, T = 10 + 14 * rows, B = 30, H = 236 + T;
   const pts = series.flatMap((s) => s.points);
   const svg = el("svg", {viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "img"});
   if (!pts.length) {
@@ -216,16 +255,19 @@ function chart(id, unit, series) {
   svg.appendChild(el("text", {x: L, y: H - 8, "font-size": 11}, `${hms(x0)}`));
   svg.appendChild(el("text", {x: W - R, y: H - 8, "font-size": 11, "text-anchor": "end"}, `${hms(x1)} since start`));
   svg.appendChild(el("text", {x: 4, y: 14, "font-size": 11}, unit));
-  let lx = L + 40;
-  for (const s of series) {
-    if (s.points.length) {
-      const d = s.points.map((p) => `${sx(p[0]).toFixed(1)},${sy(p[1]).toFixed(1)}`).join(" ");
+  series.forEach((s, i) => {
+    // A gauge (`step`) holds its value until the next reading: drawn as steps, not as a ramp between readings.
+    const pts = s.step ? s.points.flatMap((p, i) => i ? [[p[0], s.points[i - 1][1]], p] : [p]) : s.points;
+    if (pts.length > 1) {
+      const d = pts.map((p) => `${sx(p[0]).toFixed(1)},${sy(p[1]).toFixed(1)}`).join(" ");
       svg.appendChild(el("polyline", {points: d, fill: "none", stroke: s.color, "stroke-width": 1.2}));
+    } else if (pts.length) {  // one sample so far: a dot, as a line of one point draws nothing
+      svg.appendChild(el("circle", {cx: sx(pts[0][0]).toFixed(1), cy: sy(pts[0][1]).toFixed(1), r: 3, fill: s.color}));
     }
-    svg.appendChild(el("rect", {x: lx, y: 6, width: 10, height: 10, fill: s.color}));
-    svg.appendChild(el("text", {x: lx + 14, y: 15, "font-size": 11}, `${s.name} (${s.points.length})`));
-    lx += 200;
-  }
+    const lx = L + 40 + (i % PER_ROW) * 200, ly = 6 + 14 * Math.floor(i / PER_ROW);
+    svg.appendChild(el("rect", {x: lx, y: ly, width: 10, height: 10, fill: s.color}));
+    svg.appendChild(el("text", {x: lx + 14, y: ly + 9, "font-size": 11}, `${s.name} (${s.points.length})`));
+  });
   byId(id).replaceChildren(svg);
 }
 

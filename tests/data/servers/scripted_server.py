@@ -52,6 +52,7 @@ class Behaviour:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
         self.ready_at = 0.0
+        self.in_flight = [int(v) for v in args.in_flight.split(",") if v]
 
     def since_ready(self) -> float:
         return time.monotonic() - self.ready_at
@@ -80,6 +81,14 @@ async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, b:
             status, doc = 200, b.models()
         elif path == "/health/live":
             status, doc = 200, {"status": "live"}
+        elif path == "/metrics" and b.in_flight:
+            # The reference server's gauge, as Prometheus text: the next scripted value (the last one stays).
+            value = b.in_flight.pop(0) if len(b.in_flight) > 1 else b.in_flight[0]
+            text = f"# TYPE aqbench_reference_active_requests gauge\naqbench_reference_active_requests {value}\n"
+            writer.write(f"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {len(text)}\r\n"
+                         "Connection: close\r\n\r\n".encode() + text.encode())
+            await writer.drain()
+            return
         else:
             status, doc = 404, {"error": {"message": f"no route {path}", "code": "not_found"}}
         body = json.dumps(doc).encode()
@@ -163,6 +172,7 @@ if __name__ == "__main__":
     p.add_argument("--gpu-mib", type=int, default=0)
     p.add_argument("--hold-mib", type=int, default=0)
     p.add_argument("--daemon-at-stop", action="store_true")
+    p.add_argument("--in-flight", default="", help="serve /metrics with these active-request gauge values, in turn")
     p.add_argument("--traceback-at-stop", choices=["KeyboardInterrupt", "RuntimeError"], default="",
                    help="print this exception's traceback on stderr as the stop unwinds")
     asyncio.run(main(p.parse_args()))

@@ -34,6 +34,7 @@ from orchestrator.events import (
     ModelResult,
     PhaseStarted,
     RequestCorrelated,
+    ResourceSampled,
     ResultRow,
     RunFinished,
     RunStarted,
@@ -47,14 +48,18 @@ pytestmark = pytest.mark.anyio
 
 
 def _lines(model: str, status: str, *, passed: bool, requests: int = 3) -> bytes:
-    """A model's qualify journal: started, a stage, requests, a gate, its result, finished."""
+    """A model's qualify journal: started, a stage, a server memory sample, requests (the i-th ends i s after the
+    start, taking 100 * i ms), a gate, its result, finished."""
     now = time.time_ns()
     events: list[Any] = [RunStarted(run_id="r", seq=1, ts_ns=now, command="qualify"),
-                         PhaseStarted(run_id="r", seq=2, ts_ns=now, phase="correctness", model=model)]
-    events += [RequestCorrelated(run_id="r", seq=3 + i, ts_ns=now, request_id=f"q{i}", window=f"{model}/aiperf",
-                                 phase="profiling", ok=i != 0, cause="ok" if i else "timeout")
+                         PhaseStarted(run_id="r", seq=2, ts_ns=now, phase="correctness", model=model),
+                         ResourceSampled(run_id="r", seq=3, ts_ns=now + 500_000_000, incarnation=1, pid=9,
+                                         rss_bytes=(100 + requests) << 20)]
+    events += [RequestCorrelated(run_id="r", seq=4 + i, ts_ns=now, request_id=f"q{i}", window=f"{model}/aiperf",
+                                 phase="profiling", ok=i != 0, cause="ok" if i else "timeout",
+                                 request_latency_ms=100.0 * i, request_end_ns=now + i * 1_000_000_000)
                for i in range(requests)]
-    seq = 3 + requests
+    seq = 4 + requests
     events += [GateEvaluated(run_id="r", seq=seq, ts_ns=now, model=model, gate="accuracy", required=0.8,
                              observed=0.9 if passed else 0.5, passed=passed),
                ModelResult(run_id="r", seq=seq + 1, ts_ns=now, model=model, status=status, row=ResultRow()),
@@ -95,6 +100,12 @@ class TestCampaignTail:
         assert (st.counters.issued, st.counters.by_cause) == (6, {"timeout": 2})
         assert (st.run.command, st.run.run_id, st.run.status) == ("campaign", folder.name, "failed")
         assert (st.run.done, st.run.total, st.run.finished_unix_ns > 0) == (2, 2, True)
+        # The charts: each model's client latency (ok requests) and server memory, on the campaign's clock.
+        latency = {s.name: s.points for s in st.model_latency}
+        assert [v for _t, v in latency["m1"]] == [100.0, 200.0] == [v for _t, v in latency["m2"]]
+        assert all(t > 0 for s in latency.values() for t, _v in s)
+        assert latency["m1"][1][0] - latency["m1"][0][0] == pytest.approx(1.0, abs=0.01)
+        assert {s.name: [v for _t, v in s.points] for s in st.model_memory} == {"m1": [103.0], "m2": [103.0]}
 
     def test_reads_only_new_whole_lines_and_starts_over_on_a_retrys_journal(self, tmp_path: Path) -> None:
         """A torn last line waits; a model journal the driver moves aside (a lost node) is read anew."""

@@ -83,7 +83,8 @@ class TestCampaignPageInABrowser:
     async def test_a_campaigns_models_and_final_status_appear_as_the_driver_writes(self, browser: Browser,
                                                                                   tmp_path: Path) -> None:
         """`campaign --serve` as a person sees it: the campaign table fills with each model's node, state and
-        verdicts as the real driver writes its files; the badge ends on the campaign's final status."""
+        verdicts as the real driver writes its files, its charts draw each model's requests, latency and memory,
+        and the badge ends on the campaign's final status."""
         import os
         import threading
 
@@ -111,5 +112,13 @@ class TestCampaignPageInABrowser:
                 assert await page.eval("document.getElementById('campaign-section').hidden") is False
                 assert "2 of 2 models" in await page.text("progress-text")
                 assert "m2 accuracyFAIL" in await page.text("verdicts")
+                # The campaign's charts: a bar per model, a line per model for latency and for memory.
+                bars = await page.text("campaign-progress-chart")
+                assert "m1" in bars and "2 ok, 1 errors · aiperf-qualified" in bars and "2 ok, 1 errors · failed" in bars
+                for chart in ("campaign-latency-chart", "campaign-memory-chart"):
+                    # A line per model (a dot while a model has one sample), the run's own charts hidden.
+                    drawn = await page.eval(f"document.querySelectorAll('#{chart} polyline, #{chart} circle').length")
+                    assert drawn == 2 and "m1 (" in await page.text(chart), chart
+                assert await page.eval("document.getElementById('run-charts').hidden") is True
                 if shot := os.environ.get("AQBENCH_LIVE_CAMPAIGN_SCREENSHOT"):  # docs/live-campaign.png
                     await page.screenshot(Path(shot))

@@ -11,6 +11,7 @@ from config_support import make_config
 
 from orchestrator.errors import JournalError, UsageError
 from orchestrator.events import (
+    AccountingChecked,
     AnyEvent,
     ErrorRateDetail,
     GateEvaluated,
@@ -25,6 +26,7 @@ from orchestrator.events import (
     RunFinished,
     RunStarted,
     ServerExited,
+    ServerLoadSampled,
     ServerRestarting,
     SloCheck,
     SoakPhase,
@@ -101,6 +103,20 @@ class TestPageFold:
             _apply(page, ch)
         page["seq"] = live.seq
         assert page == msgspec.to_builtins(whole.state())
+
+    def test_the_servers_gauge_is_the_live_in_flight(self) -> None:
+        """ServerLoadSampled moves the in-flight counter up and down and draws its chart; a window's accounting
+        at its close (nothing left open) sets it too."""
+        fold = PageFold()
+        changes = fold.add_all(_stamp([RunStarted(command="soak"), *(ServerLoadSampled(incarnation=1, in_flight=n)
+                                                                      for n in (0, 2, 4, 1)),
+                                       AccountingChecked(window="soak/w0001", balanced=True, in_flight=0)]))
+        s = fold.state()
+        assert [(p.t_s, p.in_flight) for p in s.in_flight] == [(1.0, 0), (2.0, 2), (3.0, 4), (4.0, 1)]
+        assert s.counters.in_flight == 0
+        shown = [ch.value.in_flight for ch in changes if ch.section == "counters"]
+        assert shown == [0, 2, 4, 1, 0]
+        assert msgspec.json.encode(s.in_flight) == b"[[1.0,0],[2.0,2],[3.0,4],[4.0,1]]"
 
     def test_series_stay_bounded(self) -> None:
         """Thousands of requests keep at most SERIES_CAP latency points, evenly thinned from the start."""
