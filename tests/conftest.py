@@ -20,6 +20,7 @@ from browser import browser, browser_pids
 
 if TYPE_CHECKING:
     from _reference_server import Server
+    from reference_run import CleanRun
 
 __all__ = ["anyio_backend", "browser"]
 
@@ -50,6 +51,17 @@ def default_server(tmp_path_factory: pytest.TempPathFactory, shared_processes: s
 
     with shared_reference_server(tmp_path_factory.mktemp("default-server"), shared_processes) as s:
         yield s
+
+
+@pytest.fixture(scope="session")
+def aa_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[CleanRun, CleanRun]:
+    """Two `aqbench run-aiperf` runs of the same clean reference server, made at once and once per session:
+    compare's A/A test compares them, and run-aiperf's clean-run test reads the first one's journal (one
+    server and AIPerf start-up fewer than a run of its own)."""
+    # Imported here: tests/e2e joins sys.path only once its modules are collected (no package).
+    from reference_run import clean_runs_at_once
+
+    return clean_runs_at_once(tmp_path_factory.mktemp("compare-aa"))
 
 
 def _is_shared(proc: psutil.Process) -> bool:
