@@ -20,6 +20,7 @@ from browser import browser, browser_pids
 
 if TYPE_CHECKING:
     from _reference_server import Server
+    from killed_soak import KilledSoak
     from reference_run import CleanRun
 
 __all__ = ["anyio_backend", "browser"]
@@ -62,6 +63,21 @@ def aa_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[CleanRun, CleanRu
     from reference_run import clean_runs_at_once
 
     return clean_runs_at_once(tmp_path_factory.mktemp("compare-aa"))
+
+
+@pytest.fixture(scope="session")
+def killed_soak(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> KilledSoak:
+    """One short real soak whose server is killed in window 2, watched on its live page where there is a browser:
+    tests/e2e/test_soak.py reads its journal and tests/e2e/test_live.py its page (one soak for both). Without a
+    browser it still runs, unwatched, and the page's test skips as the browser fixture says."""
+    # Imported here: tests/e2e joins sys.path only once its modules are collected (no package).
+    from killed_soak import run_killed_soak
+
+    try:
+        watcher = request.getfixturevalue("browser")
+    except pytest.skip.Exception:
+        watcher = None
+    return run_killed_soak(tmp_path_factory.mktemp("killed-soak"), watcher)
 
 
 def _is_shared(proc: psutil.Process) -> bool:
