@@ -17,6 +17,8 @@ pytestmark = [pytest.mark.aiperf, pytest.mark.slow, pytest.mark.timeout(600)]
 def test_aa_two_clean_runs_never_regress(aa_runs: tuple[CleanRun, CleanRun], tmp_path: Path) -> None:
     """A/A (tests/conftest.py's two clean run-aiperf runs, made at once): every figure is unchanged or
     inconclusive, no answer changed, exit 0; the reports are written."""
+    for run in aa_runs:
+        assert run.returncode == 0, run.stderr[-3000:]
     a, b = (run.dir for run in aa_runs)
     # Latency tolerance 100 %: two runs on this shared 2-core machine (load average ~10 from other work)
     # meet different load. Measured A/A pairs here differed per item by 10 % (client) and 30 % (handler,

@@ -68,9 +68,10 @@ def _timeline(events: list) -> str:
 
 def test_clean_run_every_request_correlated(aa_runs: tuple[CleanRun, CleanRun]) -> None:
     """Every request is joined, server model_call_ms < client latency, the accounting balances. The run is the
-    first of tests/conftest.py's clean A/A pair (40 requests over both arms, exit 0), which compare's test
+    first of tests/conftest.py's clean A/A pair (40 requests over both arms), which compare's test
     reads too: one server and AIPerf start-up fewer than a run of its own."""
     run = aa_runs[0]
+    assert run.returncode == 0, run.stderr[-3000:]
     events, torn = read_journal(run.dir / "events.jsonl")
     assert not torn
     [exited] = _of(events, AiperfExited)
