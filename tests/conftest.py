@@ -20,6 +20,8 @@ from browser import browser, browser_pids
 
 if TYPE_CHECKING:
     from _reference_server import Server
+    from killed_soak import KilledSoak
+    from reference_run import CleanRun
 
 __all__ = ["anyio_backend", "browser"]
 
@@ -50,6 +52,32 @@ def default_server(tmp_path_factory: pytest.TempPathFactory, shared_processes: s
 
     with shared_reference_server(tmp_path_factory.mktemp("default-server"), shared_processes) as s:
         yield s
+
+
+@pytest.fixture(scope="session")
+def aa_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[CleanRun, CleanRun]:
+    """Two `aqbench run-aiperf` runs of the same clean reference server, made at once and once per session:
+    compare's A/A test compares them, and run-aiperf's clean-run test reads the first one's journal (one
+    server and AIPerf start-up fewer than a run of its own)."""
+    # Imported here: tests/e2e joins sys.path only once its modules are collected (no package).
+    from reference_run import clean_runs_at_once
+
+    return clean_runs_at_once(tmp_path_factory.mktemp("compare-aa"))
+
+
+@pytest.fixture(scope="session")
+def killed_soak(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> KilledSoak:
+    """One short real soak whose server is killed in window 2, watched on its live page where there is a browser:
+    tests/e2e/test_soak.py reads its journal and tests/e2e/test_live.py its page (one soak for both). Without a
+    browser it still runs, unwatched, and the page's test skips as the browser fixture says."""
+    # Imported here: tests/e2e joins sys.path only once its modules are collected (no package).
+    from killed_soak import run_killed_soak
+
+    try:
+        watcher = request.getfixturevalue("browser")
+    except pytest.skip.Exception:
+        watcher = None
+    return run_killed_soak(tmp_path_factory.mktemp("killed-soak"), watcher)
 
 
 def _is_shared(proc: psutil.Process) -> bool:
@@ -101,7 +129,10 @@ _CLOCK_BOUND = ("test_soak.py", "test_live.py")
 
 
 def _serial(item: pytest.Item) -> bool:
-    in_dir = any(part in _SERIAL_DIRS for part in item.path.relative_to(Path(__file__).parent).parts[:-1])
+    # A module of those folders marked `inprocess` runs only in-process code or stand-in executables: it does not
+    # need the serial lane, and its CPU time is better spent beside the clock-bound soaks.
+    in_dir = item.get_closest_marker("inprocess") is None and any(
+        part in _SERIAL_DIRS for part in item.path.relative_to(Path(__file__).parent).parts[:-1])
     # The browser: the session's (the `browser` fixture) or a module's own (a ChromiumPage class).
     chromium = "browser" in getattr(item, "fixturenames", ()) or hasattr(getattr(item, "module", None), "ChromiumPage")
     return in_dir or chromium or any(item.get_closest_marker(m) is not None for m in ("servers", "aiperf"))
@@ -119,9 +150,13 @@ def _join_group(item: pytest.Item, group: str) -> None:
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the group marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     over = []
+    heavy_units: set[Path] = set()  # modules outside the serial lane with a slow or an in-process heavy test
     grouping = config.getoption("loadgroup", default=False)  # set in an xdist worker under --dist loadgroup
     for item in items:
-        if _serial(item):
+        if not _serial(item):
+            if any(item.get_closest_marker(m) is not None for m in ("slow", "inprocess")):
+                heavy_units.add(item.path)
+        else:
             item.add_marker(pytest.mark.xdist_group(SERIAL_GROUP))
             if grouping:
                 _join_group(item, SERIAL_GROUP)
@@ -131,7 +166,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 over.append(f"{item.nodeid} (timeout {limit.args[0]} s)")
         elif limit is None:
             item.add_marker(pytest.mark.timeout(SLOW_TIMEOUT_S))
-    items.sort(key=lambda item: item.path.name not in _CLOCK_BOUND)  # stable: each module stays in order
+    # Then the modules outside the serial lane with slow tests (the static checks, the wheel build, the reference
+    # engine's accuracy...): the other worker runs them while the soaks wait on their clocks, not beside the
+    # serial lane's CPU-bound start-ups later. The serial lane's own order is unchanged; the sort is stable, so
+    # each module stays whole and in order.
+    items.sort(key=lambda item: (item.path.name not in _CLOCK_BOUND, _serial(item) or item.path not in heavy_units))
     if over:
         raise pytest.UsageError(f"tests not marked slow may not exceed the {DEFAULT_TIMEOUT_S} s per-test timeout; "
                                 f"mark them slow or make them faster: {over}")

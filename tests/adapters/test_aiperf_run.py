@@ -16,6 +16,8 @@ from orchestrator.bus import Bus
 from orchestrator.events import AiperfExited, AiperfStarted, ClientRecord, LogLine, Warned
 
 FAKE = Path(__file__).resolve().parents[1] / "data" / "fake_aiperf.py"
+# A stand-in for AIPerf, no server: these run beside the serial lane (tests/conftest.py).
+pytestmark = pytest.mark.inprocess
 
 
 def _cmd(tmp_path: Path, mode: str, *, tap: bool = True) -> AiperfCommand:

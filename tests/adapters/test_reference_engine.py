@@ -17,6 +17,9 @@ from adapters.media import DecodedAudio, decode_audio, encode_wav
 from adapters.reference.engine import UNSUPPORTED_ANSWER, Engine
 from adapters.reference.router import Kind, route
 
+# In-process (Whisper loaded here, no server): it runs beside the serial lane (tests/conftest.py).
+pytestmark = pytest.mark.inprocess
+
 SR = 16000
 
 

@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parents[2]
 DATASET = ROOT / "datasets" / "audioqa-v1"
@@ -76,3 +77,27 @@ def only_run(runs: Path) -> Path:
     """The one run folder under `runs`."""
     [run_dir] = list(runs.iterdir())
     return run_dir
+
+
+class CleanRun(NamedTuple):
+    """A finished `aqbench run-aiperf` run: its exit code, its folder and what it wrote on stderr."""
+
+    returncode: int
+    dir: Path
+    stderr: str
+
+
+def clean_runs_at_once(root: Path) -> tuple[CleanRun, CleanRun]:
+    """Two run-aiperf runs (40 requests, both arms) of the same clean, deterministic reference server, under
+    `root`/a and `root`/b. They run at the same time so that both meet the same load on the shared machine
+    (sequential runs on a busy box differ by whatever else ran in between, which no statistic can take for the
+    server's doing). Each test reading one checks its exit code (one run's failure is not the other's)."""
+    procs = []
+    for side in ("a", "b"):
+        config = write_config(root / side / "bench.toml", out=root / side / "runs", name="aa", deterministic=True,
+                              deadline_s=400.0)
+        procs.append(subprocess.Popen(aqbench_argv("run-aiperf", "--config", str(config)), cwd=ROOT,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    outputs = [p.communicate(timeout=540) for p in procs]
+    return (CleanRun(procs[0].returncode, only_run(root / "a" / "runs"), outputs[0][1]),
+            CleanRun(procs[1].returncode, only_run(root / "b" / "runs"), outputs[1][1]))

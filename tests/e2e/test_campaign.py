@@ -186,9 +186,9 @@ def test_two_models_on_two_nodes_end_with_final_rows_and_reports(cluster: object
         assert journal.read_bytes() == node_copy.read_bytes()
         assert [e.status for e in evs if isinstance(e, ModelResult)] == [final[model].status]
         # Folded on the driver from the streamed copy: the very bytes qualify wrote on the node.
-        report = (folder / "models" / model / "report.json").read_bytes()
-        assert report == (folder / "models" / model / "run" / "report.json").read_bytes()
-        assert {row["model"]: row["status"] for row in json.loads(report)["rows"]}[model] == final[model].status
+        folded = (folder / "models" / model / "report.json").read_bytes()
+        assert folded == (folder / "models" / model / "run" / "report.json").read_bytes()
+        assert {row["model"]: row["status"] for row in json.loads(folded)["rows"]}[model] == final[model].status
         assert (folder / "models" / model / "run" / "aqbench.log").exists()
     gpu_run = read_journal(folder / "models" / "reference-audioqa" / "events.jsonl")[0][0]
     assert isinstance(gpu_run, RunStarted) and gpu_run.config.server.env["CUDA_VISIBLE_DEVICES"] == "0"

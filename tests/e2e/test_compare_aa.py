@@ -9,31 +9,17 @@ import sys
 from pathlib import Path
 
 import pytest
-from reference_run import ROOT, aqbench_argv, only_run, write_config
+from reference_run import ROOT, CleanRun
 
 pytestmark = [pytest.mark.aiperf, pytest.mark.slow, pytest.mark.timeout(600)]
 
-@pytest.fixture(scope="session")
-def aa_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """Two run-aiperf runs of the same clean reference server, made once per session. They run at the
-    same time so that both meet the same load on the shared machine (sequential runs on a busy box
-    differ by whatever else ran in between, which no statistic can take for the server's doing)."""
-    root = tmp_path_factory.mktemp("compare-aa")
-    procs = []
-    for side in ("a", "b"):
-        config = write_config(root / side / "bench.toml", out=root / side / "runs", name="aa", deterministic=True,
-                              deadline_s=400.0)
-        procs.append(subprocess.Popen(aqbench_argv("run-aiperf", "--config", str(config)), cwd=ROOT,
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-    outputs = [p.communicate(timeout=540) for p in procs]
-    for p, (_out, err) in zip(procs, outputs, strict=True):
-        assert p.returncode == 0, err[-3000:]
-    return only_run(root / "a" / "runs"), only_run(root / "b" / "runs")
 
-
-def test_aa_two_clean_runs_never_regress(aa_runs: tuple[Path, Path], tmp_path: Path) -> None:
-    """A/A: every figure is unchanged or inconclusive, no answer changed, exit 0; the reports are written."""
-    a, b = aa_runs
+def test_aa_two_clean_runs_never_regress(aa_runs: tuple[CleanRun, CleanRun], tmp_path: Path) -> None:
+    """A/A (tests/conftest.py's two clean run-aiperf runs, made at once): every figure is unchanged or
+    inconclusive, no answer changed, exit 0; the reports are written."""
+    for run in aa_runs:
+        assert run.returncode == 0, run.stderr[-3000:]
+    a, b = (run.dir for run in aa_runs)
     # Latency tolerance 100 %: two runs on this shared 2-core machine (load average ~10 from other work)
     # meet different load. Measured A/A pairs here differed per item by 10 % (client) and 30 % (handler,
     # interval -40 % to -15 %): real differences of conditions, not of servers, which a 5 % tolerance

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from reference_run import REFERENCE_ARGV, aqbench, only_run, write_config
+from reference_run import REFERENCE_ARGV, CleanRun, aqbench, only_run, write_config
 
 from orchestrator.events import (
     AccountingChecked,
@@ -66,23 +66,28 @@ def _timeline(events: list) -> str:
     return "\n".join(lines)
 
 
-def test_clean_run_every_request_correlated(tmp_path: Path) -> None:
-    """Every request is joined, server model_call_ms < client latency, the accounting balances."""
-    rc, events, stderr = _run(tmp_path, requests=4, arms=("audio",), faults=[])
-    assert rc == 0, stderr[-3000:]
+def test_clean_run_every_request_correlated(aa_runs: tuple[CleanRun, CleanRun]) -> None:
+    """Every request is joined, server model_call_ms < client latency, the accounting balances. The run is the
+    first of tests/conftest.py's clean A/A pair (40 requests over both arms), which compare's test
+    reads too: one server and AIPerf start-up fewer than a run of its own."""
+    run = aa_runs[0]
+    assert run.returncode == 0, run.stderr[-3000:]
+    events, torn = read_journal(run.dir / "events.jsonl")
+    assert not torn
     [exited] = _of(events, AiperfExited)
     assert exited.classification == "complete"
     [acc] = _of(events, AccountingChecked)
-    assert acc.balanced and acc.issued == {"warmup": 2, "profiling": 4} and acc.expected == acc.issued
+    assert acc.balanced and acc.issued == {"warmup": 2, "profiling": 40} and acc.expected == acc.issued
     # AIPerf's count is its own log's (requests sent), not the manifest's (records kept).
     assert acc.expected_from == {"warmup": "aiperf_log", "profiling": "aiperf_log"}
     corr = _of(events, RequestCorrelated)
-    assert len(corr) == 6 and len({c.request_id for c in corr}) == 6
+    assert len(corr) == 42 and len({c.request_id for c in corr}) == 42
     for c in corr:
-        assert c.ok and c.has_server and c.item_id and c.arm == "audio", c
+        assert c.ok and c.has_server and c.item_id and c.arm in ("audio", "transcript"), c
         assert c.model_call_ms is not None and c.model_call_ms < c.request_latency_ms
         assert c.timing_scope == "public_task_call_wall" and c.answer
-    assert "accounting: balanced" in stderr
+    assert {c.arm for c in corr} == {"audio", "transcript"}
+    assert "accounting: balanced" in run.stderr
 
 
 def test_injected_errors_and_delays_counted_by_cause(tmp_path: Path) -> None:

@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
+from killed_soak import KilledSoak
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -92,17 +91,6 @@ def _wait_for(tmp_path: Path, pred: Any, timeout_s: float) -> dict[str, Any]:
                     return ev
         time.sleep(0.2)
     raise AssertionError(f"no matching event within {timeout_s} s")
-
-
-def _wait_in_flight(port: int, timeout_s: float = 60.0) -> None:
-    """Until the reference server on `port` is answering a request (its /metrics gauge says so)."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
-            if "aqbench_reference_active_requests 0\n" not in resp.read().decode():
-                return
-        time.sleep(0.05)
-    raise AssertionError(f"no request in flight on port {port} within {timeout_s} s")
 
 
 def _final_verdicts(events: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -251,26 +239,13 @@ class TestSoak:
             timeout=120).stdout
         _windows_consecutive(events, run_dir)
 
-    def test_killed_server_is_restarted_and_its_requests_accounted(self, tmp_path: Path) -> None:
+    def test_killed_server_is_restarted_and_its_requests_accounted(self, killed_soak: KilledSoak) -> None:
         """SIGKILL to the server in window 2: it restarts, in-flight requests become server_crash, the
-        restart verdict fails naming the exit, and every window still balances."""
-        # 1.5 s of injected latency per request keeps one in flight at almost any moment.
-        proc = _start(_config(tmp_path, max_error_rate=1.0, server_extra=["--fault-latency-ms", "1500"]))
-        try:
-            _wait_for(tmp_path, lambda e: e["kind"] == "soak_window_opened" and e["window"] == "soak/w0002", 240)
-            run_dir = _run_dir(tmp_path)
-            # Kill while a request is in flight: just after the window's first answer, the next one is running.
-            _wait_for(tmp_path, lambda e: e["kind"] == "request_correlated" and e["window"] == "soak/w0002", 60)
-            spawned = [e for e in _events(run_dir) if e["kind"] == "server_spawned"]
-            _wait_in_flight(spawned[-1]["port"])
-            os.kill(spawned[-1]["pid"], signal.SIGKILL)
-            out, _ = proc.communicate(timeout=420)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.communicate()
-        events = _events(run_dir)
-        assert proc.returncode == 1, out[-3000:]
+        restart verdict fails naming the exit, and every window still balances. (The soak is tests/conftest.py's
+        `killed_soak`, whose live page tests/e2e/test_live.py reads: 1.5 s of injected latency per request keeps
+        one in flight at almost any moment, and the kill waits for one just after window 2's first answer.)"""
+        out, run_dir, events = killed_soak.out, killed_soak.run_dir, killed_soak.events
+        assert killed_soak.returncode == 1, out[-3000:]
         assert any(e["kind"] == "server_restarting" for e in events)
         crashed = [e for e in events if e["kind"] == "request_correlated" and e["cause"] == "server_crash"]
         assert crashed and all(e["window"] == "soak/w0002" for e in crashed)
