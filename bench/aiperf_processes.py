@@ -9,7 +9,10 @@ minute and at the end, the growth, and the growth per 1,000 requests the soak's 
 the same span (RequestCorrelated events). Heavy: hold /tmp/aqbench-heavy.lock.
 
     flock /tmp/aqbench-heavy.lock .venv/bin/python bench/aiperf_processes.py --duration 240 --rate 20 \
-        [--env MALLOC_MMAP_THRESHOLD_=131072]
+        [--stock-gc] [--env MALLOC_MMAP_THRESHOLD_=131072]
+
+`--stock-gc` keeps AIPerf 0.13.0's own collector setting in its worker (off), the "without" side of the
+worker-GC comparison; by default the soak turns it on (adapters/aiperf/worker.py).
 """
 
 from __future__ import annotations
@@ -75,16 +78,23 @@ def _sample(root: psutil.Process) -> dict[str, tuple[str, float]]:
     return out
 
 
-def _requests(run_dir: Path) -> list[int]:
-    """The end times (ns) of every correlated profiling request in the journal, sorted."""
-    ends = []
+def _requests(run_dir: Path) -> tuple[list[int], list[float]]:
+    """The end times (ns) of every correlated profiling request in the journal, sorted, and the client
+    latencies (ms) of the ok ones."""
+    ends, latencies = [], []
     for line in (run_dir / "events.jsonl").read_text().splitlines():
         if '"request_correlated"' not in line:
             continue
         ev = json.loads(line)
         if ev.get("phase") == "profiling":
             ends.append(int(ev["ts_ns"]))
-    return sorted(ends)
+            if ev.get("ok") and ev.get("request_latency_ms") is not None:
+                latencies.append(float(ev["request_latency_ms"]))
+    return sorted(ends), sorted(latencies)
+
+
+def _pct(sorted_values: list[float], q: float) -> float:
+    return sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))] if sorted_values else float("nan")
 
 
 def main() -> int:
@@ -94,6 +104,8 @@ def main() -> int:
     ap.add_argument("--rate", type=float, default=20.0, help="requests per second")
     ap.add_argument("--every", type=float, default=2.0, help="seconds between samples")
     ap.add_argument("--skip", type=float, default=60.0, help="seconds of load before the first compared sample")
+    ap.add_argument("--stock-gc", action="store_true",
+                    help="keep AIPerf's own collector setting (off) in its worker, though the soak asks for it on")
     ap.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                     help="set in the soak's environment, which AIPerf inherits (e.g. MALLOC_MMAP_THRESHOLD_=131072)")
     args = ap.parse_args()
@@ -102,7 +114,8 @@ def main() -> int:
     soak = subprocess.Popen([sys.executable, "-m", "orchestrator", "--log-level", "warning", "soak", "--config",
                              str(config), "--rate", f"{args.rate:g}"], cwd=REPO, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True,
-                            env={**os.environ, **dict(kv.split("=", 1) for kv in args.env)})
+                            env={**os.environ, **dict(kv.split("=", 1) for kv in args.env),
+                                 **({"AQBENCH_WORKER_GC_STOCK": "1"} if args.stock_gc else {})})
     root = psutil.Process(soak.pid)
     series: dict[str, list[tuple[int, float]]] = {}
     roles: dict[str, str] = {}
@@ -118,9 +131,11 @@ def main() -> int:
     if not runs:
         print(output[-3000:])
         return 1
-    ends = _requests(runs[0])
+    ends, lat = _requests(runs[0])
     print(f"soak exit {soak.returncode}; {len(ends)} profiling requests; run dir {runs[0]}; samples "
           f"{folder / 'rss.json'}")
+    print(f"client latency of ok profiling requests (ms): p50 {_pct(lat, 0.5):.2f} p90 {_pct(lat, 0.9):.2f} "
+          f"p99 {_pct(lat, 0.99):.2f} p99.9 {_pct(lat, 0.999):.2f} max {lat[-1] if lat else float('nan'):.2f}")
     if not ends:
         return 1
     t0 = ends[0] + int(args.skip * 1e9)
