@@ -1,4 +1,4 @@
-"""A heap probe that rides into AIPerf's spawned service processes (bench/aiperf_worker_heap.py).
+"""A heap probe (and a timing-manager spin switch) that rides into AIPerf's spawned service processes (bench/aiperf_worker_heap.py).
 
 Put this folder on PYTHONPATH with AQB_TRACE_OUT=<folder>: every Python process imports it at start-up,
 and a daemon thread waits until its process title says it is AIPerf's worker ("aiperf worker_...").
@@ -6,6 +6,7 @@ and a daemon thread waits until its process title says it is AIPerf's worker ("a
 Only there it starts tracemalloc (AQB_TRACE_FRAMES frames), snapshots every AQB_TRACE_EVERY seconds,
 and writes, per snapshot, the process's RSS, the traced total, counts of live objects by type and the
 allocation sites grown most since the first snapshot. Any other process: the thread ends at once.
+AQB_TIMING_NO_SPIN=<seconds> (bench/aiperf_processes.py --env): see _no_spin.
 """
 
 from __future__ import annotations
@@ -100,6 +101,28 @@ def _referrers(out_dir: str) -> None:
             fh.write(json.dumps(row) + "\n")
 
 
+def _no_spin() -> None:
+    """AQB_TIMING_NO_SPIN=<seconds>: in AIPerf's timing manager, the rate loop's bare yields (a spin while
+    every concurrency slot is taken) become sleeps of that long. A measurement of what the spin costs,
+    not a fix: it delays the next credit by up to that long after a slot frees."""
+    import asyncio
+
+    for _ in range(120):
+        if _title().startswith("aiperf timing_manager"):
+            break
+        time.sleep(0.5)
+    else:
+        return
+    from aiperf.timing.strategies import request_rate
+
+    pause = float(os.environ["AQB_TIMING_NO_SPIN"])
+
+    def _sleep() -> object:
+        return asyncio.sleep(pause)
+
+    request_rate.yield_to_event_loop = _sleep  # type: ignore[assignment]
+
+
 def _probe(out_dir: str) -> None:
     import json
     import tracemalloc
@@ -141,6 +164,8 @@ def _probe(out_dir: str) -> None:
 
 
 def _start() -> None:
+    if os.environ.get("AQB_TIMING_NO_SPIN"):
+        threading.Thread(target=_no_spin, daemon=True, name="aqb-no-spin").start()
     out = os.environ.get("AQB_TRACE_OUT")
     if out:
         threading.Thread(target=_probe, args=(out,), daemon=True, name="aqb-trace").start()
