@@ -5,11 +5,15 @@ scripted stub server (tests/data/stub_server.py, 2 ms per answer) in rate mode, 
 `--every` seconds the RSS of each process under it. AIPerf names its services' processes by
 setproctitle ("aiperf worker_1a2b...", "aiperf records_manager", ...); the process that runs AIPerf's
 command line keeps its argv ("... aiperf profile ..."). Prints, per process, its RSS after the first
-minute and at the end, the growth, and the growth per 1,000 requests the soak's journal counted over
-the same span (RequestCorrelated events). Heavy: hold /tmp/aqbench-heavy.lock.
+minute and at the end, the growth, the growth per request the soak's journal counted over the same
+span (RequestCorrelated events), and its CPU use while under load (% of one core); then the client
+latency percentiles of the ok profiling requests. Heavy: hold /tmp/aqbench-heavy.lock.
 
     flock /tmp/aqbench-heavy.lock .venv/bin/python bench/aiperf_processes.py --duration 240 --rate 20 \
-        [--env MALLOC_MMAP_THRESHOLD_=131072]
+        [--stock-gc] [--env MALLOC_MMAP_THRESHOLD_=131072]
+
+`--stock-gc` keeps AIPerf 0.13.0's own collector setting in its worker (off), the "without" side of the
+worker-GC comparison; by default the soak turns it on (adapters/aiperf/worker.py).
 """
 
 from __future__ import annotations
@@ -58,8 +62,9 @@ def _role(proc: psutil.Process) -> str | None:
     return None
 
 
-def _sample(root: psutil.Process) -> dict[str, tuple[str, float]]:
-    out: dict[str, tuple[str, float]] = {}
+def _sample(root: psutil.Process) -> dict[str, tuple[str, float, float]]:
+    """Per AIPerf process: its role, RSS (MiB) and CPU seconds so far (user + system)."""
+    out: dict[str, tuple[str, float, float]] = {}
     try:
         children = root.children(recursive=True)
     except psutil.NoSuchProcess:
@@ -69,22 +74,30 @@ def _sample(root: psutil.Process) -> dict[str, tuple[str, float]]:
         if role is None:
             continue
         try:
-            out[f"{role}#{proc.pid}"] = (role, proc.memory_info().rss / 2**20)
+            cpu = proc.cpu_times()
+            out[f"{role}#{proc.pid}"] = (role, proc.memory_info().rss / 2**20, cpu.user + cpu.system)
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
     return out
 
 
-def _requests(run_dir: Path) -> list[int]:
-    """The end times (ns) of every correlated profiling request in the journal, sorted."""
-    ends = []
+def _requests(run_dir: Path) -> tuple[list[int], list[float]]:
+    """The end times (ns) of every correlated profiling request in the journal, sorted, and the client
+    latencies (ms) of the ok ones."""
+    ends, latencies = [], []
     for line in (run_dir / "events.jsonl").read_text().splitlines():
         if '"request_correlated"' not in line:
             continue
         ev = json.loads(line)
         if ev.get("phase") == "profiling":
             ends.append(int(ev["ts_ns"]))
-    return sorted(ends)
+            if ev.get("ok") and ev.get("request_latency_ms") is not None:
+                latencies.append(float(ev["request_latency_ms"]))
+    return sorted(ends), sorted(latencies)
+
+
+def _pct(sorted_values: list[float], q: float) -> float:
+    return sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))] if sorted_values else float("nan")
 
 
 def main() -> int:
@@ -92,25 +105,30 @@ def main() -> int:
     ap.add_argument("--duration", type=float, default=240.0, help="soak seconds")
     ap.add_argument("--window", type=float, default=60.0, help="window seconds")
     ap.add_argument("--rate", type=float, default=20.0, help="requests per second")
+    ap.add_argument("--concurrency", type=int, default=0, help="closed loop at this concurrency instead of --rate")
     ap.add_argument("--every", type=float, default=2.0, help="seconds between samples")
     ap.add_argument("--skip", type=float, default=60.0, help="seconds of load before the first compared sample")
+    ap.add_argument("--stock-gc", action="store_true",
+                    help="keep AIPerf's own collector setting (off) in its worker, though the soak asks for it on")
     ap.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                     help="set in the soak's environment, which AIPerf inherits (e.g. MALLOC_MMAP_THRESHOLD_=131072)")
     args = ap.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="aqb-aiperf-procs-"))
     config = _config(folder, args.duration, args.window)
     soak = subprocess.Popen([sys.executable, "-m", "orchestrator", "--log-level", "warning", "soak", "--config",
-                             str(config), "--rate", f"{args.rate:g}"], cwd=REPO, stdout=subprocess.PIPE,
+                             str(config), *(["--concurrency", str(args.concurrency)] if args.concurrency
+                                            else ["--rate", f"{args.rate:g}"])], cwd=REPO, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True,
-                            env={**os.environ, **dict(kv.split("=", 1) for kv in args.env)})
+                            env={**os.environ, **dict(kv.split("=", 1) for kv in args.env),
+                                 **({"AQBENCH_WORKER_GC_STOCK": "1"} if args.stock_gc else {})})
     root = psutil.Process(soak.pid)
-    series: dict[str, list[tuple[int, float]]] = {}
+    series: dict[str, list[tuple[int, float, float]]] = {}
     roles: dict[str, str] = {}
     while soak.poll() is None:
         now = time.time_ns()
-        for key, (role, rss) in _sample(root).items():
+        for key, (role, rss, cpu_s) in _sample(root).items():
             roles[key] = role
-            series.setdefault(key, []).append((now, rss))
+            series.setdefault(key, []).append((now, rss, cpu_s))
         time.sleep(args.every)
     output = soak.stdout.read() if soak.stdout else ""
     (folder / "rss.json").write_text(json.dumps({"roles": roles, "series": series}))
@@ -118,22 +136,30 @@ def main() -> int:
     if not runs:
         print(output[-3000:])
         return 1
-    ends = _requests(runs[0])
+    ends, lat = _requests(runs[0])
     print(f"soak exit {soak.returncode}; {len(ends)} profiling requests; run dir {runs[0]}; samples "
           f"{folder / 'rss.json'}")
+    print(f"client latency of ok profiling requests (ms): p50 {_pct(lat, 0.5):.2f} p90 {_pct(lat, 0.9):.2f} "
+          f"p99 {_pct(lat, 0.99):.2f} p99.9 {_pct(lat, 0.999):.2f} max {lat[-1] if lat else float('nan'):.2f}")
     if not ends:
         return 1
     t0 = ends[0] + int(args.skip * 1e9)
     print(f"{'process':<34} {'samples':>7} {'RSS at +' + format(args.skip, 'g') + ' s':>12} {'RSS at end':>10} "
-          f"{'growth':>8} {'requests':>8} {'KiB/request':>11}")
+          f"{'growth':>8} {'requests':>8} {'KiB/request':>11} {'CPU % under load':>16}")
+    last_end = ends[-1]
     for key, points in sorted(series.items(), key=lambda kv: roles[kv[0]]):
-        later = [(t, v) for t, v in points if t >= t0]
+        later = [p for p in points if p[0] >= t0]
         if len(later) < 2:
             continue
-        (ta, va), (tb, vb) = later[0], later[-1]
+        (ta, va, _), (tb, vb, _) = later[0], later[-1]
         n = sum(1 for e in ends if ta <= e <= tb)
         per = (vb - va) * 1024 / n if n else float("nan")
-        print(f"{key:<34} {len(points):>7} {va:>10.1f} M {vb:>8.1f} M {vb - va:>+7.1f}M {n:>8} {per:>11.2f}")
+        # CPU over the loaded span only (from +skip to the last request), not the exports after it.
+        loaded = [p for p in later if p[0] <= last_end]
+        cpu = ((loaded[-1][2] - loaded[0][2]) / ((loaded[-1][0] - loaded[0][0]) / 1e9) * 100
+               if len(loaded) >= 2 and loaded[-1][0] > loaded[0][0] else float("nan"))
+        print(f"{key:<34} {len(points):>7} {va:>10.1f} M {vb:>8.1f} M {vb - va:>+7.1f}M {n:>8} {per:>11.2f} "
+              f"{cpu:>16.1f}")
     return 0
 
 

@@ -388,8 +388,10 @@ class AiperfTools(Protocol):
     def build_command(self, workload: WorkloadConfig, *, base_url: str, model: str, input_file: Path,
                       artifact_dir: Path, tokenizer: Path, executable: str = "", requests: int | None = None,
                       warmup: int | None = None, concurrency: int | None = None, request_rate: float | None = None,
-                      tap_dir: Path | None = None, tmp_dir: Path | None = None) -> AiperfInvocation:
-        """The `aiperf profile` command for one run; the overrides (requests, ...) win over `workload`."""
+                      tap_dir: Path | None = None, tmp_dir: Path | None = None,
+                      worker_gc: bool = False) -> AiperfInvocation:
+        """The `aiperf profile` command for one run; the overrides (requests, ...) win over `workload`.
+        `worker_gc` (soaks) turns the cycle collector back on in AIPerf's worker, bounding its memory."""
         ...
     async def run_aiperf(self, cmd: AiperfInvocation, bus: EventBus, *, window: str, deadline_s: float,
                          stop_grace_s: float, install: AiperfFacts | None = None,

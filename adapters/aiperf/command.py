@@ -15,7 +15,7 @@ import msgspec
 
 from orchestrator.config import WorkloadConfig
 
-__all__ = ["AiperfCommand", "build_command", "FAST_START_ARGS", "LOW_LAG_ENV", "SHORT_TMP_PREFIX"]
+__all__ = ["AiperfCommand", "build_command", "FAST_START_ARGS", "LOW_LAG_ENV", "SHORT_TMP_PREFIX", "WORKER_GC_ENV"]
 
 SHORT_TMP_MAX = 48
 SHORT_TMP_PREFIX = "aqbench-tmp-"
@@ -38,6 +38,8 @@ def _default_executable() -> str:
 
 # A record reaches profile_export.jsonl ~60 ms after its request ends (defaults: up to 1 s).
 LOW_LAG_ENV = {"AIPERF_RECORD_EXPORT_BATCH_SIZE": "1", "AIPERF_METRICS_EXPORT_FLUSH_INTERVAL": "0.05"}
+# Read by aqbench's worker entry (adapters/aiperf/worker.py, loaded by AIPerf; not imported here).
+WORKER_GC_ENV = "AQBENCH_WORKER_GC"
 
 # AIPerf's start-up without its synthetic prompt corpus (bench/aiperf_startup.py; what is sent is the same): built
 # even for a file dataset, it tokenizes 5 MB of text, 5 million tokens with aqbench's character-level tokenizer (5-10 s
@@ -88,11 +90,14 @@ def build_command(
     tap_dir: Path | None = None,
     tmp_dir: Path | None = None,
     live_tap: bool = True,
+    worker_gc: bool = False,
 ) -> AiperfCommand:
     """Build the AIPerf command for one run. Overrides (requests, ...) win over `workload`.
 
     `concurrency` and `request_rate` are exclusive; passing one drops the workload's other mode.
     The live tap folder and TMPDIR default to `tap/` and `tmp/` beside `artifact_dir`.
+    `worker_gc` (soaks) turns Python's cycle collector back on in AIPerf's worker, which AIPerf 0.13.0
+    turns off: without it the worker keeps ~14 KiB per request (adapters/aiperf/worker.py).
     """
     artifact_dir = Path(artifact_dir).resolve()
     executable = executable or _default_executable()
@@ -140,6 +145,8 @@ def build_command(
     env = dict(LOW_LAG_ENV)
     if live_tap and tap_dir is not None:
         env["AQBENCH_TAP_DIR"] = str(Path(tap_dir).resolve())
+    if worker_gc:
+        env[WORKER_GC_ENV] = "1"
     if tmp_dir is not None:
         env["TMPDIR"] = str(Path(tmp_dir).resolve())
     # TMPDIR is a short folder of this run's own (often removed when AIPerf ends): a copied command line

@@ -50,11 +50,13 @@ class _Aiperf:
     def build_command(self, workload: WorkloadConfig, *, base_url: str, model: str, input_file: Path,
                       artifact_dir: Path, tokenizer: Path, executable: str = "", requests: int | None = None,
                       warmup: int | None = None, concurrency: int | None = None, request_rate: float | None = None,
-                      tap_dir: Path | None = None, tmp_dir: Path | None = None) -> AiperfInvocation:
+                      tap_dir: Path | None = None, tmp_dir: Path | None = None,
+                      worker_gc: bool = False) -> AiperfInvocation:
         return _aiperf.build_command(workload, base_url=base_url, model=model, input_file=input_file,
                                      artifact_dir=artifact_dir, tokenizer=tokenizer, executable=executable,
                                      requests=requests, warmup=warmup, concurrency=concurrency,
-                                     request_rate=request_rate, tap_dir=tap_dir, tmp_dir=tmp_dir)
+                                     request_rate=request_rate, tap_dir=tap_dir, tmp_dir=tmp_dir,
+                                     worker_gc=worker_gc)
 
     async def run_aiperf(self, cmd: AiperfInvocation, bus: EventBus, *, window: str, deadline_s: float,
                          stop_grace_s: float, install: AiperfFacts | None = None,

@@ -67,6 +67,17 @@ class TestBuildCommand:
         assert "TMPDIR" not in cmd.shell and cmd.env["TMPDIR"] not in cmd.shell
         assert f"AQBENCH_TAP_DIR={deep.parent / 'tap'}" in cmd.shell
 
+    def test_worker_gc_is_asked_for_only_when_wanted(self, tmp_path: Path) -> None:
+        """`worker_gc` (what soaks pass) asks aqbench's AIPerf worker entry to keep the cycle collector on,
+        in the environment and in the reproduce line; a run without it leaves AIPerf's own setting."""
+        kw = dict(base_url="http://h", model="m", input_file=tmp_path / "i", artifact_dir=tmp_path / "a",
+                  tokenizer=tmp_path / "t")
+        soak = build_command(WorkloadConfig(), worker_gc=True, **kw)  # type: ignore[arg-type]
+        plain = build_command(WorkloadConfig(), **kw)  # type: ignore[arg-type]
+        assert soak.env["AQBENCH_WORKER_GC"] == "1" and "AQBENCH_WORKER_GC=1" in soak.shell
+        assert "AQBENCH_WORKER_GC" not in plain.env and "AQBENCH_WORKER_GC" not in plain.shell
+        assert soak.argv == plain.argv
+
 
 class TestJudgeArtifacts:
     def _folder(self, tmp_path: Path, *, marker: dict | None, agg: dict | None) -> Path:

@@ -157,6 +157,9 @@ class TestSoak:
         assert all(e["summary"]["ok"] > 0 for e in closed)
         assert all(e["summary"]["orchestrator_rss"]["samples"] > 0 for e in closed)
         assert (run_dir / "aiperf" / "a01" / "artifacts" / "profile_export.jsonl").is_file()
+        # A soak's AIPerf runs its worker with the cycle collector on (AIPerf's memory bounded).
+        assert json.loads((run_dir / "aiperf" / "a01" / "aiperf_command.json").read_text())["env"][
+            "AQBENCH_WORKER_GC"] == "1"
         _accounting_balanced(events)
         assert len(_windows_consecutive(events, run_dir)) == 2
         assert events[-1]["kind"] == "run_finished" and events[-1]["status"] == "ok"
