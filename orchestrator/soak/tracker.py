@@ -35,6 +35,7 @@ from orchestrator.judge.answers import judge_answer
 from orchestrator.judge.gates import ScoredAnswer
 from orchestrator.soak.ratios import ItemRatioSeries
 from orchestrator.soak.samples import SampleSeries
+from orchestrator.soak.sessions import SessionLedger
 from orchestrator.soak.window import WindowAccumulator, WindowStats
 
 __all__ = ["SoakTracker"]
@@ -68,6 +69,8 @@ class SoakTracker:
         # Per AIPerf run (its window name): the start of its first profiling request, once a record shows it.
         self.first_profiling_ns: dict[str, int] = {}
         self._first_seen = anyio.Event()
+        # Per AIPerf run: the profiling session numbers seen (when a window holds all its requests).
+        self.sessions: dict[str, SessionLedger] = {}
         self.exits: list[ServerExitFact] = []
         self.orphans_killed = 0
         self.restarts = 0
@@ -122,6 +125,12 @@ class SoakTracker:
             await self._first_seen.wait()
         return self.first_profiling_ns[aiperf_window]
 
+    async def wait_covered(self, aiperf_window: str, boundary_ns: int) -> None:
+        """Block until every request of AIPerf run `aiperf_window` that started before `boundary_ns` has
+        been seen (its client record; see SessionLedger). Cancel the caller's scope to stop waiting."""
+        while not ((ledger := self.sessions.get(aiperf_window)) is not None and ledger.covers(boundary_ns)):
+            await self._seen.wait()
+
     def window(self, window: str) -> WindowAccumulator | None:
         """An open window's accumulator by name."""
         return self._open.get(window)
@@ -167,7 +176,13 @@ class SoakTracker:
         return ()
 
     def _client_record(self, ev: ClientRecord) -> None:
-        """The first profiling record of an AIPerf run fixes its start (and the latency ratios' origin)."""
+        """A profiling record's session number is seen; the first profiling record of an AIPerf run fixes
+        its start (and the latency ratios' origin)."""
+        if ev.phase == "profiling":
+            ledger = self.sessions.get(ev.window)
+            if ledger is None:
+                ledger = self.sessions[ev.window] = SessionLedger()
+            ledger.add(ev.session_num, ev.credit_issued_ns)
         if ev.phase == "profiling" and ev.request_start_ns and ev.window not in self.first_profiling_ns:
             self.first_profiling_ns[ev.window] = ev.request_start_ns
             for series in self.ratios.values():
