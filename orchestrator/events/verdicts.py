@@ -64,6 +64,12 @@ class SampledMemoryDetail(TrendNumbers, frozen=True, kw_only=True, tag="sampled_
     growth_limit_mib: float | None = None
     detectable_slope: float | None = None
     wander_mib: float | None = None
+    # The first pass over the input (its `first_pass_requests` requests): its end in s after the judged
+    # span's start (None while it goes on; the slope is judged after it), and its growth (the cap alone).
+    first_pass_requests: int = 0
+    first_pass_end_s: float | None = None
+    first_pass_growth_mib: float | None = None
+    first_pass_growth_interval: list[float] | None = None
 
 
 class SampledDriftDetail(TrendNumbers, frozen=True, kw_only=True, tag="sampled_drift"):

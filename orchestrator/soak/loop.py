@@ -208,6 +208,7 @@ class _Soak:
         tokenizer = await anyio.to_thread.run_sync(self.toolkit.aiperf.ensure_tokenizer, m.tokenizer)
         rows = interleave_kinds(await anyio.to_thread.run_sync(prepare_arms, self.dataset, s.arms, run.run_dir / "wire"),
                                 self.dataset)
+        self.tracker.cycle = len(rows)  # the first pass over the input (the memory verdicts' cut)
         await run.tg.start(self.toolkit.records_tailer(self.bus).run)
         correlator = Correlator(self.bus, key_parser=parse_session_key, answer_grace_s=2.0, cut_by_time=True)
         await run.tg.start(correlator.run)
@@ -488,7 +489,8 @@ class _Soak:
         verdicts = judge_soak(self.windows, self.settings.limits, exits=self.tracker.exits, processes=processes,
                               cut_short=self.cut_short, runs=self.runs, running=self._aiperf_name,
                               stopped=set(self.stopped_at), samples=self.tracker.samples, load_span_ns=self._load_span(),
-                              ratios=self.tracker.ratios if self.settings.limits.latency_drift_rule == "sampled" else None)
+                              ratios=self.tracker.ratios if self.settings.limits.latency_drift_rule == "sampled" else None,
+                              first_pass=self.tracker.first_pass())
         for v in verdicts:
             slope, interval, limit, unit = verdict_numbers(v.detail)
             await self.bus.publish(SoakVerdict(
