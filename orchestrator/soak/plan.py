@@ -1,8 +1,8 @@
 """What a soak's plan can decide, said before the load starts: one TrendPlan per trend verdict.
 
 From the settings alone (duration, warmup, limits, the stated wander); measures nothing. Memory's detectable
-slope comes from the stated wander. Latency drift has no wander floor, so its detectable drift is stated at
-an assumed scatter, `PLAN_RATIO_SCATTER_PCT`: the sd of one minute's mean of the same-item ratios, in % of
+slope comes from the stated wander. Latency drift's wander floor is estimated from the ratios themselves,
+unknown before the load, so its detectable drift is stated with no wander, at an assumed scatter, `PLAN_RATIO_SCATTER_PCT`: the sd of one minute's mean of the same-item ratios, in % of
 baseline (8 %: the synthetic noise model of tests/orchestrator/latency_requests.py at 1 request/s, AR(1)
 load up to phi 0.8). A batch of b seconds is taken to scatter by that x sqrt(60 / b). The soak's
 checkpoints give the figure at the scatter it measures. Pure.
@@ -91,8 +91,9 @@ def _drift_plan(duration_s: float, limits: SoakLimits, cycle_requests: int, cycl
     scatter = PLAN_RATIO_SCATTER_PCT * math.sqrt(60 / batch_s)
     detectable = rule.limit_per_h + t_quantile(0.5 + rule.confidence / 2, k - 2) * scatter / math.sqrt(sxx)
     text = (f"latency_drift: {start}; at a same-item ratio scatter of {PLAN_RATIO_SCATTER_PCT:g} % per minute "
-            f"(assumed; checkpoints give the measured figure) a drift of {detectable:.3g} %/h or more can FAIL "
-            f"(limit {rule.limit_per_h:g})")
+            f"(assumed; checkpoints give the measured figure) and no wander a drift of {detectable:.3g} %/h or more "
+            f"can FAIL (limit {rule.limit_per_h:g}); the wander floor the ratios show raises it (a busy host's "
+            f"minutes-long load bumps several-fold)")
     return TrendPlan(metric="latency_drift", judged_span_s=span, slope_decides=True, growth_decides=False,
                      detectable_slope=detectable, limit=rule.limit_per_h, unit="%/h", text=text)
 

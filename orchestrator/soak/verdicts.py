@@ -43,7 +43,7 @@ from orchestrator.judge.intervals import wilson_interval
 from orchestrator.judge.latency import judge_item_drift, min_tail_samples
 from orchestrator.judge.memory import MemoryRule, MemoryVerdict, judge_memory_medians
 from orchestrator.judge.outcome import FAIL, INCONCLUSIVE, PASS, Outcome
-from orchestrator.judge.sampled_trend import SampledTrend, SampledTrendRule, judge_sampled_trend
+from orchestrator.judge.sampled_trend import SampledTrend, SampledTrendRule, estimate_wander, judge_sampled_trend
 from orchestrator.judge.trend import TrendRule, TrendVerdict, judge_relative_trend
 from orchestrator.reports.text import gate_pct
 from orchestrator.soak.ratios import ItemRatioSeries
@@ -88,11 +88,18 @@ def sampled_rule(limits: SoakLimits) -> SampledTrendRule:
                             wander=limits.rss_wander_mib)
 
 
-def drift_rule(limits: SoakLimits) -> SampledTrendRule:
-    """The same-item latency drift rule: the sampled trend rule in % of baseline per hour, with no wander
-    floor and no growth cap (a drift decides by its slope alone, over `min_trend_span_s` or more)."""
+# The time scale of latency's wander on a shared host (load that moves latency for minutes): the drift
+# rule's wander floor is the level sd the ratios themselves show between segments this long.
+LATENCY_WANDER_S = 300.0
+
+
+def drift_rule(limits: SoakLimits, wander_pct: float = 0.0, wander_s: float = LATENCY_WANDER_S) -> SampledTrendRule:
+    """The same-item latency drift rule: the sampled trend rule in % of baseline per hour with no growth cap
+    (a drift decides by its slope alone, over `min_trend_span_s` or more), and a wander floor of `wander_pct`
+    per `wander_s`, which the soak estimates from the ratios themselves (judge.sampled_trend.estimate_wander)."""
     return SampledTrendRule(limit_per_h=limits.p99_latency_limit_pct_per_h, growth_limit=math.inf,
-                            min_span_s=limits.min_trend_span_s, confidence=limits.trend_confidence, wander=0.0)
+                            min_span_s=limits.min_trend_span_s, confidence=limits.trend_confidence,
+                            wander=wander_pct, wander_s=wander_s)
 
 
 class Trend(msgspec.Struct, frozen=True, kw_only=True):
@@ -254,9 +261,9 @@ def _sampled_drift(ratios: Mapping[str, ItemRatioSeries], limits: SoakLimits, en
     series = ratios.get(kind)
     source = ("server handler_ms" if kind == "server" else "client request latency (the server reported no "
               "timing)") + " of each request over its own item's baseline, in %, 10 s block medians"
-    rule = drift_rule(limits)
     times, values, n = ([], [], 0) if series is None or series.judged_from_ns is None else \
         series.series.between(series.judged_from_ns, end_ns)
+    rule = drift_rule(limits, *estimate_wander(times, values, LATENCY_WANDER_S))
     v = judge_sampled_trend(times, values, rule, unit="%")
     detail = SampledDriftDetail(
         source=source, warmup_s=limits.warmup_s, baseline_s=limits.latency_baseline_s,
@@ -264,10 +271,12 @@ def _sampled_drift(ratios: Mapping[str, ItemRatioSeries], limits: SoakLimits, en
         baseline_requests=series.baseline_requests if series else 0, ratios=n, batch_times_h=v.batch_times_h,
         series=v.batch_values, detectable_slope=v.detectable_per_h, slope=v.slope_per_h,
         interval=list(v.interval_per_h) if v.interval_per_h else None, limit=rule.limit_per_h, unit="%/h",
-        n=len(v.batch_values), span_s=v.span_s, confidence=v.confidence, method=v.method)
+        n=len(v.batch_values), span_s=v.span_s, confidence=v.confidence, method=v.method,
+        wander_pct=rule.wander, wander_s=rule.wander_s)
     items = len(series.baselines) if series else 0
     reason = (f"each request over its own item's baseline ({items} items, baseline over each item's first "
-              f"{limits.latency_baseline_s:g} s after the {limits.warmup_s:g} s warmup): {v.reason}") if n else \
+              f"{limits.latency_baseline_s:g} s after the {limits.warmup_s:g} s warmup; wander floor "
+              f"{rule.wander:.3g} % per {rule.wander_s:g} s, from the ratios): {v.reason}") if n else \
         (f"no ratio yet: an item's requests are ratios once its baseline ({limits.latency_baseline_s:g} s after its "
          f"first request past the {limits.warmup_s:g} s warmup) is set")
     return MetricVerdict(metric="latency_drift", outcome=v.outcome if n else INCONCLUSIVE, reason=reason,
