@@ -370,7 +370,8 @@ class Joiner:
         halves as server-without-client; returns those events, crash lists and AccountingChecked last.
         Forgets the window's settled ids. `carry` (a soak's window closed on time, cut_by_time, while a
         later window is open): its open halves stay open and, once settled, count in the oldest open
-        window as `carried` (each request still counts once), not as a breach."""
+        window as `carried` (each request still counts once), not as a breach; its settled ids are kept
+        until the next close, so a late half from the other source is merged."""
         out: list[Event] = []
         if carry:
             self._carrying.append(window)
@@ -392,7 +393,10 @@ class Joiner:
             out.extend(self._crash_list(crash))
         tally = self._tallies.pop(window, None) or WindowTally(window)
         out.append(tally.check(expected=expected, expected_from=expected_from, in_flight_ids=in_flight))
-        self._settled = {k: v for k, v in self._settled.items() if v[0] != window}
+        # A window closed on time keeps its settled ids until the next close: the other source's half of a
+        # request it settled (the export's, just after the tap's) is then merged, not counted again.
+        stale = {w for w in self._carrying if w != window} | (set() if carry else {window})
+        self._settled = {k: v for k, v in self._settled.items() if v[0] not in stale}
         self._closed.append(window)
         return out
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import msgspec
+
 from orchestrator.correlate import Joiner
 from orchestrator.events import AccountingChecked, ClientRecord, RequestUnmatched, ServerRecord
 
@@ -128,6 +130,20 @@ class TestTimeCuts:
         assert {e.request_id: e.window for e in out} == {"half": "w2", "slow": "w2", "new": "w2"}
         acc2 = _accounting(j.close_window("w2"))
         assert acc2.balanced and acc2.issued == {"profiling": 3} and acc2.carried == 2, acc2.problems
+
+    def test_the_other_sources_half_of_a_request_settled_before_an_on_time_close_is_merged(self) -> None:
+        """The tap's record settles a request, the window closes on time, then AIPerf's export describes the
+        same request: merged (no second count, no unmatched half), as before a late close."""
+        j = Joiner(match_timeout_s=1.0, cut_by_time=True)
+        j.start_window("w1", T0)
+        j.start_window("w2", T0 + 10 * S)
+        j.add_client(msgspec.structs.replace(_client("a", "aiperf01", T0 + 9 * S), via="tap"), 0)
+        j.add_server(_server("a", end=T0 + 9 * S + S // 10), 0)
+        assert _accounting(j.close_window("w1", carry=True)).issued == {"profiling": 1}
+        assert j.add_client(_client("a", "aiperf01", T0 + 9 * S), 0) == []  # the export's half
+        assert j.expire(10 * S) == []
+        acc2 = _accounting(j.close_window("w2"))
+        assert acc2.balanced and acc2.issued == {} and acc2.carried == 0, acc2.problems
 
     def test_a_carried_server_half_without_its_client_half_is_a_breach_where_carried(self) -> None:
         """A server record of a window closed on time whose client record never comes is counted (as a server
