@@ -11,6 +11,7 @@ import os
 from collections.abc import Callable, Iterable
 from decimal import Decimal
 from pathlib import Path
+from typing import Literal
 
 import msgspec
 from markupsafe import Markup
@@ -91,6 +92,7 @@ def fold_soak(events: Iterable[AnyEvent], torn: TornLine | None = None, *, live:
     exits: list[SoakExit] = []
     restarts = 0
     plan: list[TrendPlan] = []
+    rule: Literal["window", "sampled"] | None = None  # the latency drift rule the soak journaled
     for ev in events:
         if isinstance(ev, RunStarted):
             started = ev
@@ -113,14 +115,20 @@ def fold_soak(events: Iterable[AnyEvent], torn: TornLine | None = None, *, live:
             restarts += 1
         elif isinstance(ev, PhaseStarted) and isinstance(ev.detail, SoakPhase):
             plan = list(ev.detail.plan)
+            rule = ev.detail.limits.latency_drift_rule if ev.detail.limits is not None else None
     verdicts = list(latest.values())
+    settings = started.config.soak if started is not None and started.config is not None else None
+    if settings is not None and rule is not None:
+        # The rule the soak judged by, as journaled: a configuration snapshot from before the key existed
+        # reads as today's default, which it was not judged by.
+        settings = msgspec.structs.replace(settings, latency_drift_rule=rule)
     return SoakReport(
         run_id=started.run_id if started else "", command=started.command if started else "",
         status=finished.status if finished else ("in progress" if live else "interrupted"),
         reason=finished.reason if finished else (
             f"the soak is running; this checkpoint report covers the {len(windows)} window(s) closed so far"
             if live else "the journal has no RunFinished: the run was interrupted"),
-        settings=started.config.soak if started is not None and started.config is not None else None,
+        settings=settings,
         windows=[windows[i] for i in sorted(windows)], verdicts=verdicts,
         verdicts_final=bool(verdicts) and all(v.final for v in verdicts), checkpoints=len(checkpoint_seqs),
         exits=exits, restarts=restarts, torn_line=torn.line if torn else None, plan=plan)
