@@ -4,6 +4,7 @@ up once while it first sees the items and is flat afterwards does not FAIL; a le
 from __future__ import annotations
 
 from types import SimpleNamespace
+from typing import Literal
 
 import anyio
 import numpy as np
@@ -104,8 +105,9 @@ async def test_the_tracker_ends_the_first_pass_once_every_input_row_was_answered
     tracker.cycle = 3
     async with anyio.create_task_group() as tg:
         await tg.start(tracker.run)
-        for k, (item, arm, phase) in enumerate((("a", "audio", "warmup"), ("a", "audio", "profiling"),
-                                                ("b", "audio", "profiling"), ("a", "text", "profiling"))):
+        rows: list[tuple[str, str, Literal["warmup", "profiling"]]] = [
+            ("a", "audio", "warmup"), ("a", "audio", "profiling"), ("b", "audio", "profiling"), ("a", "text", "profiling")]
+        for k, (item, arm, phase) in enumerate(rows):
             await bus.publish(RequestCorrelated(request_id=f"r{k}", window="soak/w0001", phase=phase, ok=True,
                                                 cause="ok", item_id=item, arm=arm, request_start_ns=T0 + k * S,
                                                 request_end_ns=T0 + k * S + (5 * S if k == 1 else S // 2)))
