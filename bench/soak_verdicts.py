@@ -16,12 +16,12 @@ against judged minutes, and the smallest slope that would FAIL at 30 and 60 minu
     .venv/bin/python bench/soak_verdicts.py --sampled [--seeds 500]
 
 `--latency` (issue 29) judges latency drift on each request's ratio to its own item's baseline
-(orchestrator.soak.ratios, the sampled trend rule at 10 %/h with no wander floor) under
+(orchestrator.soak.ratios, the sampled trend rule at 10 %/h with the wander floor each series shows) under
 tests/orchestrator/latency_requests.py's noise model: false fails and passes with no drift by AR(1)
 coefficient (the item mix changing halfway, and steady), the power curve by multiple of the limit against
 judged minutes, and the smallest drift that would FAIL at 30 and 60 minutes:
 
-    .venv/bin/python bench/soak_verdicts.py --latency [--seeds 200] [--rate 1]
+    .venv/bin/python bench/soak_verdicts.py --latency [--seeds 200] [--rate 1] [--no-floor]
 """
 
 from __future__ import annotations
@@ -168,7 +168,7 @@ def sampled(seeds: int) -> None:
     print(f"\nfalse fails, flat series (share of seeds that FAIL), by judged minutes\n{'case':<22} {head}")
     for name, _, _ in cases:
         print(f"{name:<22} " + " ".join(f"{fails[name, 0.0, n] / seeds:>8.1%}" for n in SAMPLED_MINUTES))
-    for name in ("phi 0.5", "phi 0.95"):
+    for name in ("phi 0.5", "phi 0.95", "phi 0.8, bumps, cold"):
         print(f"\npower, {name}: share of seeds that FAIL, by multiple of the limit and judged minutes\n"
               f"{'multiple':<22} {head}")
         for m in SAMPLED_MULTIPLES[1:]:
@@ -190,29 +190,34 @@ LATENCY_MINUTES = (10, 15, 20, 30, 45, 60, 90)
 LATENCY_BASELINE_S = 120.0
 
 
-def latency(seeds: int, rate: float) -> None:
+def latency(seeds: int, rate: float, floor: bool = True) -> None:
     """The same-item latency drift rule's error rates and power (see the module docstring)."""
     from latency_requests import latency_requests, ratio_series  # tests/orchestrator: the one noise model
 
     from orchestrator.events import SoakLimits
-    from orchestrator.soak.verdicts import drift_rule
+    from orchestrator.judge.sampled_trend import estimate_wander
+    from orchestrator.soak.verdicts import LATENCY_WANDER_S, drift_rule
 
-    rule = drift_rule(SoakLimits())
+    limits = SoakLimits()
     started = time.perf_counter()
     outcomes: dict[tuple[str, float, int], list[str]] = {}
     detectable: dict[tuple[str, int], list[float]] = {}
-    cases = [(f"phi {phi:g}", phi, True) for phi in PHIS] + [("phi 0.5, steady mix", 0.5, False)]
+    # (name, phi, mix change, host-load bumps and cold first requests, drift multiples judged)
+    cases = [(f"phi {phi:g}", phi, True, False, SAMPLED_MULTIPLES) for phi in PHIS] + [
+        ("phi 0.5, steady mix", 0.5, False, False, (0.0,))] + [
+        (f"phi {phi:g}, bumps, cold", phi, True, True, (0.0, 10.0)) for phi in (0.0, 0.8, 0.95)]
     seconds = WARMUP_S + LATENCY_MINUTES[-1] * 60
-    for name, phi, mix in cases:
+    for name, phi, mix, rough, multiples in cases:
         for seed in range(seeds):
             starts, items, flat = latency_requests(np.random.default_rng(seed), seconds, phi=phi, rate=rate,
-                                                   mix_change=mix)
-            for m in SAMPLED_MULTIPLES if mix else (0.0,):
+                                                   mix_change=mix, bumps=rough, cold_first=rough)
+            for m in multiples:
                 series = ratio_series(starts, items, flat, warmup_s=WARMUP_S, baseline_s=LATENCY_BASELINE_S,
                                       drift_pct_per_h=m * LATENCY_LIMIT)
                 assert series.judged_from_ns is not None
                 for minutes in LATENCY_MINUTES:
                     t, y, _ = series.series.between(series.judged_from_ns, series.judged_from_ns + minutes * 60 * 10**9)
+                    rule = drift_rule(limits, *estimate_wander(t, y, LATENCY_WANDER_S)) if floor else drift_rule(limits)
                     v = judge_sampled_trend(t, y, rule, unit="%")
                     outcomes.setdefault((name, m, minutes), []).append(v.outcome)
                     if m == 0 and v.detectable_per_h is not None:
@@ -220,24 +225,25 @@ def latency(seeds: int, rate: float) -> None:
     head = " ".join(f"{f'{n} min':>8}" for n in LATENCY_MINUTES)
     print(f"{seeds} seeds per case; {rate:g} requests/s, each item's baseline over its first {LATENCY_BASELINE_S:g} "
           f"s after a {WARMUP_S} s warmup, 10 s block medians of the ratios; limit {LATENCY_LIMIT:g} %/h, 98 % "
-          f"two-sided, no wander floor; minutes are judged minutes after the warmup")
+          f"two-sided, {'the wander floor estimated from each series' if floor else 'no wander floor'}; minutes "
+          f"are judged minutes after the warmup; 'bumps, cold': host-load bumps and slow first requests")
     for what, outcome in (("false fails, no drift (share of seeds that FAIL)", "fail"),
                           ("no drift: share of seeds that PASS", "pass")):
         print(f"\n{what}\n{'case':<22} {head}")
-        for name, _, _ in cases:
+        for name, *_ in cases:
             print(f"{name:<22} " + " ".join(f"{outcomes[name, 0.0, n].count(outcome) / seeds:>8.1%}"
                                             for n in LATENCY_MINUTES))
-    for name in ("phi 0.5", "phi 0.95"):
+    for name in ("phi 0.5", "phi 0.95", "phi 0.8, bumps, cold"):
         print(f"\npower, {name}: share of seeds that FAIL (PASS in brackets), by multiple of the limit and judged "
               f"minutes\n{'multiple':<22} {head}")
-        for m in SAMPLED_MULTIPLES[1:]:
+        for m in [m for m in SAMPLED_MULTIPLES[1:] if (name, m, LATENCY_MINUTES[0]) in outcomes]:
             cells = [f"{outcomes[name, m, n].count('fail') / seeds:.0%} [{outcomes[name, m, n].count('pass') / seeds:.0%}]"
                      for n in LATENCY_MINUTES]
             print(f"{f'{m:g}x ({m * LATENCY_LIMIT:g} %/h)':<22} " + " ".join(f"{c:>8}" for c in cells))
     print("\nsmallest drift that would FAIL (%/h): median over flat seeds [95th percentile]")
     for minutes in (30, 60):
         cells = [f"{name}: {np.median(detectable[name, minutes]):.3g} [{np.quantile(detectable[name, minutes], 0.95):.3g}]"
-                 for name, _, _ in cases]
+                 for name, *_ in cases]
         print(f"{minutes} min: " + "; ".join(cells))
     print(f"\n{time.perf_counter() - started:.0f} s")
 
@@ -248,8 +254,9 @@ def main() -> None:
         parser.add_argument("--latency", action="store_true")
         parser.add_argument("--seeds", type=int, default=200)
         parser.add_argument("--rate", type=float, default=1.0, help="requests per second")
+        parser.add_argument("--no-floor", action="store_true", help="judge without the wander floor (as before)")
         args = parser.parse_args()
-        latency(args.seeds, args.rate)
+        latency(args.seeds, args.rate, floor=not args.no_floor)
         return
     if "--sampled" in sys.argv:
         parser = argparse.ArgumentParser(description="the sampled memory rule (issue 29)")

@@ -92,6 +92,8 @@ class WindowTally:
         self.server_without_client: list[str] = []
         self.client_without_server: list[str] = []
         self.problems: list[str] = []
+        # Requests of an earlier window closed on time before they ended, counted here (a soak's carry).
+        self.carried = 0
         self._counts = {"duplicates": 0, "server_without_client": 0, "client_ok_without_server": 0}
 
     @property
@@ -175,4 +177,5 @@ class WindowTally:
             duplicates=list(self.duplicates), server_without_client=list(self.server_without_client),
             client_without_server=list(self.client_without_server), problems=problems,
             by_category=by_category, expected=dict(expected or {}), expected_from=dict(expected_from or {}),
+            carried=self.carried,
         )

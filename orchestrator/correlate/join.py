@@ -137,6 +137,9 @@ class Joiner:
         self._limits: dict[str, int] = {}
         self._bound = 0  # bound_in_flight's: windows started without their own concurrency take it
         self._closed: deque[str] = deque(maxlen=_WINDOWS_KEPT)
+        # Windows closed on time with requests possibly still open (close_window(carry=True)): their
+        # stragglers are carried into the oldest open window, by design, not as a problem.
+        self._carrying: deque[str] = deque(maxlen=_WINDOWS_KEPT)
         self.correlated = self.unmatched = self.duplicates = 0
 
     # ------------------------------------------------------------------ inputs
@@ -362,12 +365,17 @@ class Joiner:
         return out
 
     def close_window(self, window: str, *, expected: dict[str, int] | None = None,
-                     expected_from: dict[str, str] | None = None) -> list[Event]:
+                     expected_from: dict[str, str] | None = None, carry: bool = False) -> list[Event]:
         """End `window`: its still-open client halves count as in flight (a breach), open server
         halves as server-without-client; returns those events, crash lists and AccountingChecked last.
-        Forgets the window's settled ids."""
+        Forgets the window's settled ids. `carry` (a soak's window closed on time, cut_by_time, while a
+        later window is open): its open halves stay open and, once settled, count in the oldest open
+        window as `carried` (each request still counts once), not as a breach; its settled ids are kept
+        until the next close, so a late half from the other source is merged."""
         out: list[Event] = []
-        in_flight = [rid for rid, p in self._clients.items() if self.client_window(p.client) == window]
+        if carry:
+            self._carrying.append(window)
+        in_flight = [] if carry else [rid for rid, p in self._clients.items() if self.client_window(p.client) == window]
         for rid in list(in_flight):
             pending = self._clients.pop(rid)
             if pending.server is not None:  # complete but for the answer text: not in flight
@@ -378,14 +386,17 @@ class Joiner:
             out.append(self._unmatched(rid, "client", "timeout", pending.client))
             out.append(self._settle(pending.client, tuple(pending.vias), None, in_flight=True))
         for rid, (server, _) in list(self._servers.items()):
-            if self.server_window(server) == window:
+            if not carry and self.server_window(server) == window:
                 del self._servers[rid]
                 out.extend(self._server_only(rid, window))
         for crash in self._crashes:
             out.extend(self._crash_list(crash))
         tally = self._tallies.pop(window, None) or WindowTally(window)
         out.append(tally.check(expected=expected, expected_from=expected_from, in_flight_ids=in_flight))
-        self._settled = {k: v for k, v in self._settled.items() if v[0] != window}
+        # A window closed on time keeps its settled ids until the next close: the other source's half of a
+        # request it settled (the export's, just after the tap's) is then merged, not counted again.
+        stale = {w for w in self._carrying if w != window} | (set() if carry else {window})
+        self._settled = {k: v for k, v in self._settled.items() if v[0] not in stale}
         self._closed.append(window)
         return out
 
@@ -462,7 +473,11 @@ class Joiner:
         rid = client.request_id
         window = client.window or self.window
         if self.cut_by_time and self._starts and (cut := self._cut(client)) != (window := self.client_window(client)):
-            self._tally(window).problems.append(f"request {rid} started in {cut}, closed before it ended; counted here")
+            if cut in self._carrying:
+                self._tally(window).carried += 1
+            else:
+                self._tally(window).problems.append(f"request {rid} started in {cut}, closed before it ended; "
+                                                    "counted here")
         status = client.status_code
         crash: _Crash | None = None
         rule = ""
@@ -528,6 +543,8 @@ class Joiner:
     def _server_only(self, rid: str, window: str) -> list[Event]:
         # A straggler of a window already closed is journaled under it but tallied nowhere: its
         # accounting is published, and a tally recreated for it would never be checked or freed.
+        if window in self._carrying:  # a carried straggler without its client half: a breach where carried
+            window = next((w for _, w in self._starts if w not in self._closed), window)
         if window not in self._closed:
             self._tally(window).server_only(rid)
             self._remember(rid, (window, (), True))

@@ -137,15 +137,15 @@ class Correlator:
 
     async def close_window(self, window: str, *, expected: dict[str, int] | None = None,
                            expected_from: dict[str, str] | None = None,
-                           timeout_s: float | None = None) -> AccountingChecked:
+                           timeout_s: float | None = None, carry: bool = False) -> AccountingChecked:
         """Wait until everything published so far is processed and the window's client halves have
-        settled (at most match timeout + 1 s), then publish the window's accounting and return it.
-        Blocks; cancellation leaves the window open."""
+        settled (at most `timeout_s`, by default match timeout + 1 s), then publish the window's accounting
+        and return it. `carry`: see Joiner.close_window. Blocks; cancellation leaves the window open."""
         await self._caught_up(timeout_s if timeout_s is not None else self.match_timeout_s + 1.0, window)
         async with self._lock:
             await self._process_backlog()
             checked: Event | None = None
-            for ev in self.joiner.close_window(window, expected=expected, expected_from=expected_from):
+            for ev in self.joiner.close_window(window, expected=expected, expected_from=expected_from, carry=carry):
                 stamped = await self._publish(ev)
                 if isinstance(stamped, AccountingChecked):
                     checked = stamped

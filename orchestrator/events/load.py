@@ -182,3 +182,6 @@ class AccountingChecked(Event, frozen=True, kw_only=True):
     # Per phase: where `expected` comes from: "aiperf_log" (its sending-complete line: requests sent) or
     # "phase_manifest" (phase_manifest.json: records kept, which misses a request AIPerf lost).
     expected_from: dict[str, str] = {}
+    # Requests that started in an earlier window, closed on time before they ended, counted here instead
+    # (a soak's window closes within a second of its end; every request still counts in exactly one window).
+    carried: int = 0

@@ -64,12 +64,19 @@ class SampledMemoryDetail(TrendNumbers, frozen=True, kw_only=True, tag="sampled_
     growth_limit_mib: float | None = None
     detectable_slope: float | None = None
     wander_mib: float | None = None
+    # The first pass over the input (its `first_pass_requests` requests): its end in s after the judged
+    # span's start (None while it goes on; the slope is judged after it), and its growth (the cap alone).
+    first_pass_requests: int = 0
+    first_pass_end_s: float | None = None
+    first_pass_growth_mib: float | None = None
+    first_pass_growth_interval: list[float] | None = None
 
 
 class SampledDriftDetail(TrendNumbers, frozen=True, kw_only=True, tag="sampled_drift"):
     """Latency drift on each request's ratio to its own item's baseline (%), judged on every ratio after
-    `warmup_s` (judge/sampled_trend.py, no wander floor): `n` batches of 10 s block medians at
-    `batch_times_h`, and `detectable_slope`, the smallest drift (%/h) that would FAIL at the noise seen."""
+    `warmup_s` (judge/sampled_trend.py): `n` batches of 10 s block medians at `batch_times_h`, the wander
+    floor the series itself shows (`wander_pct`, a level sd in % of baseline per `wander_s`), and
+    `detectable_slope`, the smallest drift (%/h) that would FAIL at the noise and wander seen."""
 
     source: str = ""
     warmup_s: float = 0.0
@@ -80,6 +87,8 @@ class SampledDriftDetail(TrendNumbers, frozen=True, kw_only=True, tag="sampled_d
     batch_times_h: list[float] = []
     series: list[float] = []
     detectable_slope: float | None = None
+    wander_pct: float | None = None
+    wander_s: float | None = None
 
 
 class DriftDetail(TrendNumbers, frozen=True, kw_only=True, tag="drift"):

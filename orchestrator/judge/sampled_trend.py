@@ -31,13 +31,16 @@ from statistics import NormalDist
 
 import msgspec
 import numpy as np
+from scipy.stats import chi2
 
 from orchestrator.judge.outcome import FAIL, INCONCLUSIVE, PASS, Outcome
 
 __all__ = ["METHOD", "SampledTrendRule", "SampledTrend", "judge_sampled_trend", "wander_sd_per_h",
-           "batch_count", "t_quantile"]
+           "batch_count", "t_quantile", "estimate_wander"]
 
 METHOD = "batch-means least-squares slope, Student t on K-2 df, stated wander floor"
+# The one-sided confidence to which an estimated wander (latency's floor) is raised (estimate_wander).
+WANDER_UPPER = 0.9
 _S_PER_H = 3600.0
 
 
@@ -123,6 +126,31 @@ def wander_sd_per_h(span_s: float, rule: SampledTrendRule) -> float:
         return math.inf
     t_h, w_h = span_s / _S_PER_H, rule.wander_s / _S_PER_H
     return math.sqrt(12 * rule.wander**2 * min(w_h, t_h) / t_h**3)
+
+
+def estimate_wander(times_s: Sequence[float] | np.ndarray, values: Sequence[float] | np.ndarray,
+                    wander_s: float, *, upper: float = WANDER_UPPER) -> tuple[float, float]:
+    """The level wander a series shows at the time scale `wander_s`, from its own variation: the means of
+    consecutive `wander_s` segments of the span (shorter, span / 4, when the span holds fewer than 4), and
+    the sd of their successive differences around the differences' mean, over sqrt 2 (a level sd: a
+    difference of two independent levels has twice its variance). Centring the differences leaves a linear
+    trend out (it adds the same amount to each), so a drift does not raise its own floor. A short span has
+    few differences and the sd is then often far too low, so the estimate is raised to its one-sided
+    `upper` confidence bound (chi-square on the differences' degrees of freedom; 0.9 by default). Returns
+    (level sd, the segment length used, s); (0, wander_s) with fewer than 3 segments holding points."""
+    t = np.asarray(times_s, dtype=float)
+    y = np.asarray(values, dtype=float)
+    if t.size < 3:
+        return 0.0, wander_s
+    length = min(wander_s, float(t[-1] - t[0]) / 4) or wander_s
+    segment = np.minimum(((t - t[0]) // length).astype(int), max(0, int((t[-1] - t[0]) // length) - 1))
+    counts = np.bincount(segment)
+    means = np.bincount(segment, weights=y)[counts > 0] / counts[counts > 0]
+    if means.size < 3:
+        return 0.0, length
+    df = means.size - 2  # successive differences, less their mean
+    sd = float(np.std(np.diff(means), ddof=1) / math.sqrt(2))
+    return sd * math.sqrt(df / float(chi2.ppf(1.0 - upper, df))), length
 
 
 def _half_width(se_batch: float, df: int, span_s: float, rule: SampledTrendRule) -> float:

@@ -11,6 +11,7 @@ import os
 from collections.abc import Callable, Iterable
 from decimal import Decimal
 from pathlib import Path
+from typing import Literal
 
 import msgspec
 from markupsafe import Markup
@@ -92,6 +93,7 @@ class SoakFold:
         self.exits: list[SoakExit] = []
         self.restarts = 0
         self.plan: list[TrendPlan] = []
+        self.rule: Literal["window", "sampled"] | None = None  # the latency drift rule the soak journaled
 
     def add(self, ev: AnyEvent) -> None:
         if isinstance(ev, RunStarted):
@@ -115,18 +117,24 @@ class SoakFold:
             self.restarts += 1
         elif isinstance(ev, PhaseStarted) and isinstance(ev.detail, SoakPhase):
             self.plan = list(ev.detail.plan)
+            self.rule = ev.detail.limits.latency_drift_rule if ev.detail.limits is not None else None
 
     def report(self, torn: TornLine | None = None, *, live: bool = False) -> SoakReport:
         """The report of what was added so far (`live`: see fold_soak)."""
         started, finished, windows = self.started, self.finished, self.windows
         verdicts = list(self.latest.values())
+        settings = started.config.soak if started is not None and started.config is not None else None
+        if settings is not None and self.rule is not None:
+            # The rule the soak judged by, as journaled: a configuration snapshot from before the key existed
+            # reads as today's default, which it was not judged by.
+            settings = msgspec.structs.replace(settings, latency_drift_rule=self.rule)
         return SoakReport(
             run_id=started.run_id if started else "", command=started.command if started else "",
             status=finished.status if finished else ("in progress" if live else "interrupted"),
             reason=finished.reason if finished else (
                 f"the soak is running; this checkpoint report covers the {len(windows)} window(s) closed so far"
                 if live else "the journal has no RunFinished: the run was interrupted"),
-            settings=started.config.soak if started is not None and started.config is not None else None,
+            settings=settings,
             windows=[windows[i] for i in sorted(windows)], verdicts=verdicts,
             verdicts_final=bool(verdicts) and all(v.final for v in verdicts),
             checkpoints=len(self.checkpoint_seqs), exits=list(self.exits), restarts=self.restarts,

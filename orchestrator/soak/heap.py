@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-from typing import Any
 
 __all__ = ["MMAP_THRESHOLD_BYTES", "MallInfo", "keep_large_blocks_off_heap", "mallinfo", "trim_heap"]
 
 MMAP_THRESHOLD_BYTES = 128 * 1024  # glibc's own starting value, before its dynamic rise
 _M_MMAP_THRESHOLD = -3  # <malloc.h>
-_libc: Any = None
+_libc: ctypes.CDLL | bool | None = None  # None: not looked up yet; False: no glibc
 
 
 class MallInfo(ctypes.Structure):
@@ -32,7 +31,8 @@ class MallInfo(ctypes.Structure):
         "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
 
 
-def _glibc() -> Any:
+def _glibc() -> ctypes.CDLL | None:
+    """glibc, with the argument types set, or None (not glibc: musl, macOS); looked up once."""
     global _libc
     if _libc is None:
         try:
@@ -44,25 +44,28 @@ def _glibc() -> Any:
             _libc = lib
         except (OSError, AttributeError):  # not glibc (musl, macOS)
             _libc = False
-    return _libc
+    return _libc if isinstance(_libc, ctypes.CDLL) else None
 
 
 def keep_large_blocks_off_heap(threshold: int = MMAP_THRESHOLD_BYTES) -> bool:
     """Fix glibc's mmap threshold at `threshold` bytes for the rest of the process; False where unavailable.
     Affects later allocations only, so call it before the soak starts."""
     lib = _glibc()
-    return bool(lib) and lib.mallopt(_M_MMAP_THRESHOLD, threshold) == 1
+    return lib is not None and lib.mallopt(_M_MMAP_THRESHOLD, threshold) == 1
 
 
 def trim_heap() -> bool:
     """Hand the C heap's free pages back to the OS (glibc `malloc_trim(0)`); False where unavailable or
     nothing was released. Blocks for milliseconds."""
     lib = _glibc()
-    return bool(lib) and bool(lib.malloc_trim(0))
+    return lib is not None and bool(lib.malloc_trim(0))
 
 
 def mallinfo() -> MallInfo | None:
     """Where glibc's memory sits now (`mallinfo2`); None without glibc 2.33 or later. For benchmarks and
     tests: it walks every arena."""
     lib = _glibc()
-    return lib.mallinfo2() if lib and hasattr(lib, "mallinfo2") else None
+    if lib is None or not hasattr(lib, "mallinfo2"):
+        return None
+    info: MallInfo = lib.mallinfo2()
+    return info

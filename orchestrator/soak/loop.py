@@ -6,8 +6,9 @@ cut by time from the live per-request stream: a request belongs to the window in
 every request is in exactly one window (warmup apart, in the first). Chosen over launching each window's
 AIPerf early because AIPerf's start-up varies (5 s alone, 10 s and more on a busy 2-core host): an early
 start either leaves a gap or doubles the load while two runs overlap, and either one changes the load
-the server is judged under; one process has no seam at all. A window closes once its last request can
-have ended (its end + the request timeout), so several windows are open at once. A new AIPerf process
+the server is judged under; one process has no seam at all. A window closes within a second of its end
+(orchestrator/soak/closing.py), carrying a request still open into the next window; the next window is
+opened a whole window ahead, so two are open at once. A new AIPerf process
 starts only when one ends early (a failure), for the rest of the duration; its start-up is then a gap,
 shown and judged (`window_gap`). AIPerf is not restarted on a timer: its own memory is sampled per
 window instead (`aiperf_rss`). The adapters come in through a Toolkit from the composition root. Per-window aggregates stay in
@@ -62,6 +63,7 @@ from orchestrator.ports import AiperfFacts, AiperfInvocation, AiperfResult, Tool
 from orchestrator.run import Interrupt, RunScope, new_run_id, open_run
 from orchestrator.server_spec import ServerSpec
 from orchestrator.soak.checkpoint import CheckpointReportFailed, write_checkpoint_report
+from orchestrator.soak.closing import CLOSE_WAIT_S, wait_closable
 from orchestrator.soak.heap import keep_large_blocks_off_heap, trim_heap
 from orchestrator.soak.leftovers import check_processes
 from orchestrator.soak.observer import ObserverSampler
@@ -85,8 +87,6 @@ log = get_logger("aqbench.soak")
 
 # Requests per AIPerf run: the run ends by --benchmark-duration, never by this count.
 _WINDOW_REQUEST_CAP = 10_000_000
-# A window closes this long after its end plus the request timeout (the tap's and the join's delays).
-_CLOSE_SLACK_S = 3.0
 # Less duration than this left after an AIPerf run ended early: no new one is started.
 _MIN_RUN_S = 1.0
 _MAX_FAILED_RUNS = 3
@@ -208,6 +208,7 @@ class _Soak:
         tokenizer = await anyio.to_thread.run_sync(self.toolkit.aiperf.ensure_tokenizer, m.tokenizer)
         rows = interleave_kinds(await anyio.to_thread.run_sync(prepare_arms, self.dataset, s.arms, run.run_dir / "wire"),
                                 self.dataset)
+        self.tracker.cycle = len(rows)  # the first pass over the input (the memory verdicts' cut)
         await run.tg.start(self.toolkit.records_tailer(self.bus).run)
         correlator = Correlator(self.bus, key_parser=parse_session_key, answer_grace_s=2.0, cut_by_time=True)
         await run.tg.start(correlator.run)
@@ -330,14 +331,18 @@ class _Soak:
                 tg.start_soon(self._announce, announcer, cuts, first, count, length_s, seg)
             closed = 0
             while not done.is_set():
-                # The next window to close is due once its last request can have ended; until the
-                # announcer has opened it (or while the run's first request is awaited), look again in 1 s.
-                end_ns = cuts[closed].end_ns if closed < len(cuts) else None
-                due_s = (end_ns - time.time_ns()) / 1e9 + grace + _CLOSE_SLACK_S if end_ns is not None else 1.0
-                with anyio.move_on_after(max(0.0, due_s)):
-                    await done.wait()
-                if not done.is_set() and end_ns is not None:
-                    await self._finalise(cuts[closed], correlator, name, launch_ns=launch_ns, exit_ns=None)
+                # The next window closes on time (orchestrator/soak/closing.py), the run's last one once
+                # the run has ended; until the announcer has opened it (or while the run's first request is
+                # awaited), look again in 1 s.
+                end_ns = cuts[closed].end_ns if closed < len(cuts) and closed < count - 1 else None
+                if end_ns is None:
+                    with anyio.move_on_after(1.0):
+                        await done.wait()
+                    continue
+                await wait_closable(self.tracker, name, end_ns, done=done)
+                if not done.is_set():
+                    await self._finalise(cuts[closed], correlator, name, launch_ns=launch_ns, exit_ns=None,
+                                         carry_by_ns=end_ns + int(CLOSE_WAIT_S * 1e9))
                     closed += 1
             announcer.cancel()
         result = outcome[0] if outcome else None
@@ -412,9 +417,12 @@ class _Soak:
                 await self._open_window(start, segment, cuts, end)
 
     async def _finalise(self, cut: _Cut, correlator: Correlator, aiperf: str, *, launch_ns: int, exit_ns: int | None,
-                        last: bool = False, outcome: AiperfResult | None = None) -> None:
-        """Close one window's accounting and aggregates, journal them, and checkpoint when due."""
-        accounting = await correlator.close_window(cut.name)
+                        last: bool = False, outcome: AiperfResult | None = None,
+                        carry_by_ns: int | None = None) -> None:
+        """Close one window's accounting and aggregates, journal them, and checkpoint when due.
+        `carry_by_ns`: a close on time, by then at the latest, carrying what is still open (closing.py)."""
+        accounting = await (correlator.close_window(cut.name) if carry_by_ns is None else correlator.close_window(
+            cut.name, timeout_s=max(0.0, (carry_by_ns - time.time_ns()) / 1e9), carry=True))
         await self.tracker.wait_seen(accounting.seq)
         acc = self.tracker.window(cut.name)
         first = acc.first_request_ns if acc else None
@@ -482,7 +490,8 @@ class _Soak:
         verdicts = judge_soak(self.windows, self.settings.limits, exits=self.tracker.exits, processes=processes,
                               cut_short=self.cut_short, runs=self.runs, running=self._aiperf_name,
                               stopped=set(self.stopped_at), samples=self.tracker.samples, load_span_ns=self._load_span(),
-                              ratios=self.tracker.ratios if self.settings.limits.latency_drift_rule == "sampled" else None)
+                              ratios=self.tracker.ratios if self.settings.limits.latency_drift_rule == "sampled" else None,
+                              first_pass=self.tracker.first_pass())
         for v in verdicts:
             slope, interval, limit, unit = verdict_numbers(v.detail)
             await self.bus.publish(SoakVerdict(

@@ -1,8 +1,8 @@
 """What a soak's plan can decide, said before the load starts: one TrendPlan per trend verdict.
 
 From the settings alone (duration, warmup, limits, the stated wander); measures nothing. Memory's detectable
-slope comes from the stated wander. Latency drift has no wander floor, so its detectable drift is stated at
-an assumed scatter, `PLAN_RATIO_SCATTER_PCT`: the sd of one minute's mean of the same-item ratios, in % of
+slope comes from the stated wander. Latency drift's wander floor is estimated from the ratios themselves,
+unknown before the load, so its detectable drift is stated with no wander, at an assumed scatter, `PLAN_RATIO_SCATTER_PCT`: the sd of one minute's mean of the same-item ratios, in % of
 baseline (8 %: the synthetic noise model of tests/orchestrator/latency_requests.py at 1 request/s, AR(1)
 load up to phi 0.8). A batch of b seconds is taken to scatter by that x sqrt(60 / b). The soak's
 checkpoints give the figure at the scatter it measures. Pure.
@@ -32,18 +32,28 @@ def plan_trends(duration_s: float, limits: SoakLimits, window_s: float | None = 
     rule = sampled_rule(limits)
     span = max(0.0, duration_s - limits.warmup_s)
     growth = batch_count(span, rule) >= 3
-    slope = growth and span >= rule.min_span_s
+    # The slope is judged after the first pass over the input (a process may step up while it first sees
+    # the items); in rate mode its time is known, in concurrency mode it is the server's pace.
+    pass_s = cycle_requests / request_rate if cycle_requests and request_rate else None
+    steady = max(0.0, duration_s - max(limits.warmup_s, pass_s or 0.0))
+    slope = batch_count(steady, rule) >= 3 and steady >= rule.min_span_s
     z = NormalDist().inv_cdf(0.5 + rule.confidence / 2)
-    detectable = rule.limit_per_h + z * wander_sd_per_h(span, rule) if growth else None
+    detectable = rule.limit_per_h + z * wander_sd_per_h(steady, rule) if slope else None
+    first = ""
+    if cycle_requests:
+        first = (f"; the slope is judged after the first pass over the input's {cycle_requests} requests ("
+                 + (f"{pass_s / 60:.1f} min at {request_rate:g}/s" if pass_s else "when the server's pace has sent "
+                    "them") + f"), before it only growth beyond {rule.growth_limit:g} MiB can FAIL")
     out = []
     for metric in _MEMORY:
         if slope:
             text = (f"{metric}: judges {span / 60:.1f} min after a {limits.warmup_s:g} s warmup; at the stated wander "
                     f"({rule.wander:g} MiB per {rule.wander_s:g} s) a slope of {detectable:.3g} MiB/h or more can FAIL "
-                    f"(limit {rule.limit_per_h:g}), more where the samples are noisier")
+                    f"(limit {rule.limit_per_h:g}), more where the samples are noisier{first}")
         elif growth:
-            text = (f"{metric}: judges {span / 60:.1f} min, under the {rule.min_span_s / 60:g} min a slope needs: only "
-                    f"growth beyond {rule.growth_limit:g} MiB can decide (FAIL); the slope stays inconclusive")
+            text = (f"{metric}: judges {span / 60:.1f} min, under the {rule.min_span_s / 60:g} min a slope needs"
+                    + (" after the first pass over the input" if pass_s and steady < span else "")
+                    + f": only growth beyond {rule.growth_limit:g} MiB can decide (FAIL); the slope stays inconclusive")
         else:
             text = (f"{metric}: judges {span:.0f} s after a {limits.warmup_s:g} s warmup, under the "
                     f"{3 * rule.min_batch_s:g} s any verdict needs: it cannot decide")
@@ -81,8 +91,9 @@ def _drift_plan(duration_s: float, limits: SoakLimits, cycle_requests: int, cycl
     scatter = PLAN_RATIO_SCATTER_PCT * math.sqrt(60 / batch_s)
     detectable = rule.limit_per_h + t_quantile(0.5 + rule.confidence / 2, k - 2) * scatter / math.sqrt(sxx)
     text = (f"latency_drift: {start}; at a same-item ratio scatter of {PLAN_RATIO_SCATTER_PCT:g} % per minute "
-            f"(assumed; checkpoints give the measured figure) a drift of {detectable:.3g} %/h or more can FAIL "
-            f"(limit {rule.limit_per_h:g})")
+            f"(assumed; checkpoints give the measured figure) and no wander a drift of {detectable:.3g} %/h or more "
+            f"can FAIL (limit {rule.limit_per_h:g}); the wander floor the ratios show raises it (a busy host's "
+            f"minutes-long load bumps several-fold)")
     return TrendPlan(metric="latency_drift", judged_span_s=span, slope_decides=True, growth_decides=False,
                      detectable_slope=detectable, limit=rule.limit_per_h, unit="%/h", text=text)
 

@@ -35,6 +35,8 @@ from orchestrator.judge.answers import judge_answer
 from orchestrator.judge.gates import ScoredAnswer
 from orchestrator.soak.ratios import ItemRatioSeries
 from orchestrator.soak.samples import SampleSeries
+from orchestrator.soak.sessions import SessionLedger
+from orchestrator.soak.verdicts import FirstPass
 from orchestrator.soak.window import WindowAccumulator, WindowStats
 
 __all__ = ["SoakTracker"]
@@ -68,6 +70,14 @@ class SoakTracker:
         # Per AIPerf run (its window name): the start of its first profiling request, once a record shows it.
         self.first_profiling_ns: dict[str, int] = {}
         self._first_seen = anyio.Event()
+        # Per AIPerf run: the profiling session numbers seen (when a window holds all its requests).
+        self.sessions: dict[str, SessionLedger] = {}
+        # The rows of AIPerf's input (set by the loop; 0: unknown): the first pass over them is over once
+        # each was sent and answered (the memory verdicts judge their slope after it).
+        self.cycle = 0
+        self.first_pass_ns: int | None = None
+        self._first_rows: set[tuple[str, str]] = set()
+        self._latest_end_ns = 0
         self.exits: list[ServerExitFact] = []
         self.orphans_killed = 0
         self.restarts = 0
@@ -122,6 +132,12 @@ class SoakTracker:
             await self._first_seen.wait()
         return self.first_profiling_ns[aiperf_window]
 
+    async def wait_covered(self, aiperf_window: str, boundary_ns: int) -> None:
+        """Block until every request of AIPerf run `aiperf_window` that started before `boundary_ns` has
+        been seen (its client record; see SessionLedger). Cancel the caller's scope to stop waiting."""
+        while not ((ledger := self.sessions.get(aiperf_window)) is not None and ledger.covers(boundary_ns)):
+            await self._seen.wait()
+
     def window(self, window: str) -> WindowAccumulator | None:
         """An open window's accumulator by name."""
         return self._open.get(window)
@@ -167,7 +183,13 @@ class SoakTracker:
         return ()
 
     def _client_record(self, ev: ClientRecord) -> None:
-        """The first profiling record of an AIPerf run fixes its start (and the latency ratios' origin)."""
+        """A profiling record's session number is seen; the first profiling record of an AIPerf run fixes
+        its start (and the latency ratios' origin)."""
+        if ev.phase == "profiling":
+            ledger = self.sessions.get(ev.window)
+            if ledger is None:
+                ledger = self.sessions[ev.window] = SessionLedger()
+            ledger.add(ev.session_num, ev.credit_issued_ns)
         if ev.phase == "profiling" and ev.request_start_ns and ev.window not in self.first_profiling_ns:
             self.first_profiling_ns[ev.window] = ev.request_start_ns
             for series in self.ratios.values():
@@ -175,8 +197,24 @@ class SoakTracker:
             self._first_seen.set()
             self._first_seen = anyio.Event()
 
+    def first_pass(self) -> FirstPass | None:
+        """The load's first pass over its input (None when the input's size is not known)."""
+        return FirstPass(requests=self.cycle, end_ns=self.first_pass_ns) if self.cycle else None
+
+    def _pass(self, ev: RequestCorrelated) -> None:
+        """Count the request's input row toward the first pass (any phase: warmup requests reach the server
+        too); the pass ends at the latest answer so far once every row was seen."""
+        if ev.request_end_ns and ev.request_end_ns > self._latest_end_ns:
+            self._latest_end_ns = ev.request_end_ns
+        self._first_rows.add((ev.item_id or ev.conversation_id, ev.arm))
+        if len(self._first_rows) >= self.cycle:
+            self.first_pass_ns = self._latest_end_ns or ev.ts_ns
+            self._first_rows = set()
+
     def _request(self, ev: RequestCorrelated) -> Iterable[Event]:
         """A correlated request counts in the window the join named (none once that window closed)."""
+        if self.cycle and self.first_pass_ns is None:
+            self._pass(ev)
         acc = self._open.get(ev.window)
         if acc is None:
             return ()

@@ -43,7 +43,7 @@ from orchestrator.judge.intervals import wilson_interval
 from orchestrator.judge.latency import judge_item_drift, min_tail_samples
 from orchestrator.judge.memory import MemoryRule, MemoryVerdict, judge_memory_medians
 from orchestrator.judge.outcome import FAIL, INCONCLUSIVE, PASS, Outcome
-from orchestrator.judge.sampled_trend import SampledTrendRule, judge_sampled_trend
+from orchestrator.judge.sampled_trend import SampledTrend, SampledTrendRule, estimate_wander, judge_sampled_trend
 from orchestrator.judge.trend import TrendRule, TrendVerdict, judge_relative_trend
 from orchestrator.reports.text import gate_pct
 from orchestrator.soak.ratios import ItemRatioSeries
@@ -56,6 +56,7 @@ __all__ = [
     "ServerExitFact",
     "ProcessCheck",
     "AiperfRunFact",
+    "FirstPass",
     "trend_rule",
     "memory_rule",
     "sampled_rule",
@@ -87,11 +88,18 @@ def sampled_rule(limits: SoakLimits) -> SampledTrendRule:
                             wander=limits.rss_wander_mib)
 
 
-def drift_rule(limits: SoakLimits) -> SampledTrendRule:
-    """The same-item latency drift rule: the sampled trend rule in % of baseline per hour, with no wander
-    floor and no growth cap (a drift decides by its slope alone, over `min_trend_span_s` or more)."""
+# The time scale of latency's wander on a shared host (load that moves latency for minutes): the drift
+# rule's wander floor is the level sd the ratios themselves show between segments this long.
+LATENCY_WANDER_S = 300.0
+
+
+def drift_rule(limits: SoakLimits, wander_pct: float = 0.0, wander_s: float = LATENCY_WANDER_S) -> SampledTrendRule:
+    """The same-item latency drift rule: the sampled trend rule in % of baseline per hour with no growth cap
+    (a drift decides by its slope alone, over `min_trend_span_s` or more), and a wander floor of `wander_pct`
+    per `wander_s`, which the soak estimates from the ratios themselves (judge.sampled_trend.estimate_wander)."""
     return SampledTrendRule(limit_per_h=limits.p99_latency_limit_pct_per_h, growth_limit=math.inf,
-                            min_span_s=limits.min_trend_span_s, confidence=limits.trend_confidence, wander=0.0)
+                            min_span_s=limits.min_trend_span_s, confidence=limits.trend_confidence,
+                            wander=wander_pct, wander_s=wander_s)
 
 
 class Trend(msgspec.Struct, frozen=True, kw_only=True):
@@ -181,22 +189,69 @@ def _memory(metric: str, windows: Sequence[WindowStats], pick: Callable[[WindowS
     return MetricVerdict(metric=metric, outcome=v.outcome, reason=v.reason, detail=detail)
 
 
+class FirstPass(msgspec.Struct, frozen=True, kw_only=True):
+    """The load's first pass over its input: `requests` requests (each input row once), ended at `end_ns`
+    (wall clock: the latest answer when the last row was first answered; None while it goes on)."""
+
+    requests: int
+    end_ns: int | None = None
+
+
 def _sampled_memory(metric: str, series: SampleSeries | None, limits: SoakLimits, span_ns: tuple[int, int],
-                    source: str) -> MetricVerdict:
+                    source: str, first_pass: FirstPass | None = None) -> MetricVerdict:
     """The sampled trend rule (judge.sampled_trend) on every sample of `series` in the judged span: from
-    `warmup_s` after the load's start to its end."""
+    `warmup_s` after the load's start to its end. With `first_pass`, the span is cut where the load's first
+    pass over its input ended: a process may step up while it first sees the items, so before that cut
+    only growth beyond the cap FAILs (the slope limit does not apply), and the full rule judges after it."""
     start_ns = span_ns[0] + int(limits.warmup_s * 1e9)
-    times, values, samples = series.between(start_ns, span_ns[1]) if series else ([], [], 0)
     rule = sampled_rule(limits)
+    cut_ns = None if first_pass is None else min(span_ns[1], first_pass.end_ns or span_ns[1])
+    steady_ns = start_ns if cut_ns is None else max(start_ns, cut_ns)
+    times, values, samples = series.between(steady_ns, span_ns[1]) if series else ([], [], 0)
     v = judge_sampled_trend(times, values, rule)
+    first = None
+    if first_pass is not None and cut_ns is not None and cut_ns > start_ns:
+        ft, fv, fn = series.between(start_ns, cut_ns) if series else ([], [], 0)
+        first = judge_sampled_trend(ft, fv, msgspec.structs.replace(rule, limit_per_h=math.inf))
+        samples += fn
+    decided = first if first is not None and first.outcome == FAIL else v
     detail = SampledMemoryDetail(
-        source=source, warmup_s=limits.warmup_s, samples=samples, batch_times_h=v.batch_times_h,
-        series=v.batch_values, growth_mib=v.growth, growth_interval=list(v.growth_interval) if v.growth_interval else None,
+        source=source, warmup_s=limits.warmup_s, samples=samples, batch_times_h=decided.batch_times_h,
+        series=decided.batch_values, growth_mib=decided.growth,
+        growth_interval=list(decided.growth_interval) if decided.growth_interval else None,
         growth_limit_mib=rule.growth_limit, detectable_slope=v.detectable_per_h, wander_mib=rule.wander,
-        slope=v.slope_per_h, interval=list(v.interval_per_h) if v.interval_per_h else None, limit=rule.limit_per_h,
-        unit="MiB/h", n=len(v.batch_values), span_s=v.span_s, confidence=v.confidence, method=v.method)
-    reason = v.reason if samples else f"no sample in the judged span (after the {limits.warmup_s:g} s warmup)"
-    return MetricVerdict(metric=metric, outcome=v.outcome, reason=reason, detail=detail)
+        slope=decided.slope_per_h, interval=list(decided.interval_per_h) if decided.interval_per_h else None,
+        limit=rule.limit_per_h, unit="MiB/h", n=len(decided.batch_values), span_s=decided.span_s,
+        confidence=v.confidence, method=v.method,
+        first_pass_requests=first_pass.requests if first_pass else 0,
+        first_pass_end_s=(cut_ns - start_ns) / 1e9 if cut_ns is not None and first_pass and first_pass.end_ns else None,
+        first_pass_growth_mib=first.growth if first else None,
+        first_pass_growth_interval=list(first.growth_interval) if first and first.growth_interval else None)
+    outcome, reason = v.outcome, v.reason
+    if not samples:
+        return MetricVerdict(metric=metric, outcome=INCONCLUSIVE, detail=detail,
+                             reason=f"no sample in the judged span (after the {limits.warmup_s:g} s warmup)")
+    if first_pass is not None:
+        outcome, reason = _first_pass_outcome(v, first, first_pass, rule.growth_limit)
+    return MetricVerdict(metric=metric, outcome=outcome, reason=reason, detail=detail)
+
+
+def _first_pass_outcome(v: SampledTrend, first: SampledTrend | None, first_pass: FirstPass,
+                        cap: float) -> tuple[Outcome, str]:
+    """The verdict of a span cut at the end of the first pass: growth beyond the cap in the first pass FAILs;
+    otherwise the span after it decides (nothing while the pass goes on)."""
+    rows = f"the first pass over the input ({first_pass.requests} requests)"
+    so_far = ""
+    if first is not None and first.growth is not None and first.growth_interval is not None:
+        lo, hi = first.growth_interval
+        so_far = (f"growth {first.growth:+.3g} MiB [{lo:+.3g}, {hi:+.3g}] over its {first.span_s / 60:.1f} judged min "
+                  f"(cap {cap:g} MiB)")
+        if first.outcome == FAIL:
+            return FAIL, f"grows beyond the cap during {rows}: {so_far}, wholly above the cap"
+    if first_pass.end_ns is None:
+        return INCONCLUSIVE, (f"{rows} is not over: the slope is judged after it, and until then only growth "
+                              f"beyond the {cap:g} MiB cap can FAIL" + (f"; so far {so_far}" if so_far else ""))
+    return v.outcome, f"after {rows}: {v.reason}" + (f"; during it, {so_far}" if so_far else "")
 
 
 def _sampled_drift(ratios: Mapping[str, ItemRatioSeries], limits: SoakLimits, end_ns: int) -> MetricVerdict:
@@ -206,9 +261,9 @@ def _sampled_drift(ratios: Mapping[str, ItemRatioSeries], limits: SoakLimits, en
     series = ratios.get(kind)
     source = ("server handler_ms" if kind == "server" else "client request latency (the server reported no "
               "timing)") + " of each request over its own item's baseline, in %, 10 s block medians"
-    rule = drift_rule(limits)
     times, values, n = ([], [], 0) if series is None or series.judged_from_ns is None else \
         series.series.between(series.judged_from_ns, end_ns)
+    rule = drift_rule(limits, *estimate_wander(times, values, LATENCY_WANDER_S))
     v = judge_sampled_trend(times, values, rule, unit="%")
     detail = SampledDriftDetail(
         source=source, warmup_s=limits.warmup_s, baseline_s=limits.latency_baseline_s,
@@ -216,10 +271,12 @@ def _sampled_drift(ratios: Mapping[str, ItemRatioSeries], limits: SoakLimits, en
         baseline_requests=series.baseline_requests if series else 0, ratios=n, batch_times_h=v.batch_times_h,
         series=v.batch_values, detectable_slope=v.detectable_per_h, slope=v.slope_per_h,
         interval=list(v.interval_per_h) if v.interval_per_h else None, limit=rule.limit_per_h, unit="%/h",
-        n=len(v.batch_values), span_s=v.span_s, confidence=v.confidence, method=v.method)
+        n=len(v.batch_values), span_s=v.span_s, confidence=v.confidence, method=v.method,
+        wander_pct=rule.wander, wander_s=rule.wander_s)
     items = len(series.baselines) if series else 0
     reason = (f"each request over its own item's baseline ({items} items, baseline over each item's first "
-              f"{limits.latency_baseline_s:g} s after the {limits.warmup_s:g} s warmup): {v.reason}") if n else \
+              f"{limits.latency_baseline_s:g} s after the {limits.warmup_s:g} s warmup; wander floor "
+              f"{rule.wander:.3g} % per {rule.wander_s:g} s, from the ratios): {v.reason}") if n else \
         (f"no ratio yet: an item's requests are ratios once its baseline ({limits.latency_baseline_s:g} s after its "
          f"first request past the {limits.warmup_s:g} s warmup) is set")
     return MetricVerdict(metric="latency_drift", outcome=v.outcome if n else INCONCLUSIVE, reason=reason,
@@ -483,7 +540,8 @@ def judge_soak(windows: Sequence[WindowStats], limits: SoakLimits, *, exits: Seq
                runs: Sequence[AiperfRunFact] = (), running: str = "", stopped: Collection[str] = (),
                samples: Mapping[str, SampleSeries] | None = None,
                load_span_ns: tuple[int, int] | None = None,
-               ratios: Mapping[str, ItemRatioSeries] | None = None) -> list[MetricVerdict]:
+               ratios: Mapping[str, ItemRatioSeries] | None = None,
+               first_pass: FirstPass | None = None) -> list[MetricVerdict]:
     """Every verdict over the closed windows so far (in index order). `processes` is given only at the
     end (the process check is a final verdict); checkpoints leave it None. `cut_short` names the windows
     a stop (SIGINT/SIGTERM) cut short: the error rate reports them and does not judge them. `runs` are the
@@ -491,12 +549,13 @@ def judge_soak(windows: Sequence[WindowStats], limits: SoakLimits, *, exits: Seq
     signal ended, for the accounting. With `samples` (every memory sample, by verdict) and the load's
     `load_span_ns`, memory is judged on the samples (judge.sampled_trend), aiperf_rss too; without them,
     on the windows' medians (judge.memory). With `ratios` (each request's ratio to its item's baseline, by
-    timing source) and `load_span_ns`, latency drift is judged on them; without, on per-window medians."""
+    timing source) and `load_span_ns`, latency drift is judged on them; without, on per-window medians.
+    `first_pass` (the load's first pass over its input) cuts the sampled memory span (see _sampled_memory)."""
     ordered = sorted(windows, key=lambda w: w.index)
     skipped = min(limits.warmup_windows, len(ordered))
     judged = ordered[skipped:]
     if samples is not None and load_span_ns is not None:
-        verdicts = [_sampled_memory(metric, samples.get(metric), limits, load_span_ns, source)
+        verdicts = [_sampled_memory(metric, samples.get(metric), limits, load_span_ns, source, first_pass)
                     for metric, source in _SAMPLED if metric in samples or metric != "server_gpu_memory"]
     else:
         verdicts = [

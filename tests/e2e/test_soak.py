@@ -242,6 +242,35 @@ class TestSoak:
             timeout=120).stdout
         _windows_consecutive(events, run_dir)
 
+    def test_windows_close_on_time_on_a_loaded_machine(self, tmp_path: Path) -> None:
+        """Issue 29's item 6: with both cores busy (two spinning processes beside the soak) and every request
+        taking 1.5 s, so that requests are open at every cut, each window but the last closes within 1 s of its
+        planned end. The requests still open then are carried into the next window (`carried` in its
+        accounting), every window balances, and the windows together hold exactly what AIPerf says it sent."""
+        burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+        try:
+            proc = _start(_config(tmp_path, duration=30.0, window=10.0, max_error_rate=1.0, concurrency=2,
+                                  server_extra=["--fault-latency-ms", "1500"]))
+            out, _ = proc.communicate(timeout=420)
+        finally:
+            for burner in burners:
+                burner.kill()
+                burner.wait()
+        run_dir = _run_dir(tmp_path)
+        events = _events(run_dir)
+        assert proc.returncode in (0, 1), out[-3000:]
+        closed = [e for e in events if e["kind"] == "soak_window_closed"]
+        assert [e["index"] for e in closed] == [1, 2, 3]
+        late = [(e["ts_ns"] - e["summary"]["end_unix_ns"]) / 1e9 for e in closed[:-1]]
+        assert all(0.0 <= s <= 1.0 for s in late), late
+        _accounting_balanced(events)
+        checks = [e for e in events if e["kind"] == "accounting_checked" and e["window"].startswith("soak/w")]
+        assert sum(c.get("carried", 0) for c in checks) >= 1, checks
+        verdicts = _final_verdicts(events)
+        assert verdicts["accounting"]["outcome"] == "pass", verdicts["accounting"]["reason"]
+        [run] = verdicts["accounting"]["detail"]["runs"]
+        assert run["issued"]["profiling"] == sum(e["summary"]["issued"] for e in closed), run
+
     def test_killed_server_is_restarted_and_its_requests_accounted(self, killed_soak: KilledSoak) -> None:
         """SIGKILL to the server in window 2: it restarts, in-flight requests become server_crash, the
         restart verdict fails naming the exit, and every window still balances. (The soak is tests/conftest.py's

@@ -8,7 +8,8 @@ its requests on speech items and the second half 20 % (at random: the first and 
 A shared load level, AR(1) at 1 Hz on the log scale with coefficient `phi` and sd 0.15 (queueing: seconds
 to a minute of correlation at phi 0.95); per-request noise Student t with 3 degrees of freedom x 0.1 on
 the log scale (heavy-tailed); 1 % of requests 3-10 x slower (a stall). A drift multiplies every latency
-by 1 + `drift_pct_per_h` / 100 x hours. No slow wander: the rule states none for latency.
+by 1 + `drift_pct_per_h` / 100 x hours. Optional: minutes-long host-load bumps and each item's first request
+slower (see `latency_requests`).
 """
 
 from __future__ import annotations
@@ -22,10 +23,13 @@ ITEMS = 416
 
 def latency_requests(rng: np.random.Generator, seconds: int, *, phi: float, drift_pct_per_h: float = 0.0,
                      rate: float = 1.0, mix_change: bool = True, speech_share: tuple[float, float] = (0.7, 0.2),
-                     order: str = "cycle") -> tuple[np.ndarray, list[str], np.ndarray]:
+                     order: str = "cycle", bumps: bool = False,
+                     cold_first: bool = False) -> tuple[np.ndarray, list[str], np.ndarray]:
     """(starts in s, item ids, latencies in ms) of each request, in start order; `speech_share`: the share of
     requests on speech items in the first and second half of the cycle (or soak; `mix_change` False: the
-    first throughout)."""
+    first throughout). `bumps`: host-load bumps (a shared machine), one every 15 minutes on average (Poisson),
+    each 2-8 minutes long and 1.3-2.5 x slower. `cold_first`: each item's first request 1.5-3 x slower
+    (a cold first pass, seen on the reference server)."""
     speech = rng.random(ITEMS) < 0.7
     base = np.where(speech, rng.uniform(1000, 3000, ITEMS), rng.uniform(30, 70, ITEMS))
     n = rng.poisson(rate * seconds)
@@ -46,6 +50,13 @@ def latency_requests(rng: np.random.Generator, seconds: int, *, phi: float, drif
     stall = np.where(rng.random(n) < 0.01, rng.uniform(3, 10, n), 1.0)
     drift = 1 + drift_pct_per_h / 100 * starts / 3600
     latency = base[items] * np.exp(level + noise) * stall * drift
+    if bumps:
+        for _ in range(rng.poisson(seconds / 900)):
+            at, length = rng.uniform(-300, seconds), rng.uniform(120, 480)
+            latency = np.where((starts >= at) & (starts < at + length), latency * rng.uniform(1.3, 2.5), latency)
+    if cold_first:
+        _, first = np.unique(items, return_index=True)
+        latency[first] *= rng.uniform(1.5, 3.0, first.size)
     return starts, [f"item{i:03d}" for i in items], latency
 
 

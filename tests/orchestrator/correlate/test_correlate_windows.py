@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import msgspec
+
 from orchestrator.correlate import Joiner
 from orchestrator.events import AccountingChecked, ClientRecord, RequestUnmatched, ServerRecord
 
@@ -109,6 +111,51 @@ class TestTimeCuts:
         acc = _accounting(j.close_window("w2"))
         assert acc.issued == {"profiling": 1}
         assert acc.problems == ["request late started in w1, closed before it ended; counted here"]
+
+    def test_a_window_closed_on_time_carries_its_open_requests_into_the_next_one(self) -> None:
+        """A soak's window closed on time (carry): a request started in it, still open (no record, or only its
+        server half), is not in flight at the close; once settled it counts in the next window as carried, and
+        both windows balance. A straggler of a window closed the ordinary way stays a problem."""
+        j = Joiner(match_timeout_s=1.0, cut_by_time=True)
+        j.start_window("w1", T0)
+        j.start_window("w2", T0 + 10 * S)
+        out = j.add_client(_client("done", "aiperf01", T0 + S), 0) + j.add_server(_server("done", end=T0 + 2 * S), 0)
+        out += j.add_server(_server("half", end=T0 + 10 * S), 0)  # its client record is not here yet
+        acc1 = _accounting(j.close_window("w1", carry=True))
+        assert acc1.balanced and acc1.issued == {"profiling": 1} and acc1.in_flight == 0, acc1.problems
+        assert acc1.server_without_client == []
+        out = j.add_client(_client("half", "aiperf01", T0 + 9 * S), 0)
+        out += j.add_client(_client("slow", "aiperf01", T0 + 9 * S), 0) + j.add_server(_server("slow", end=T0 + 12 * S), 0)
+        out += j.add_client(_client("new", "aiperf01", T0 + 11 * S), 0) + j.add_server(_server("new", end=T0 + 12 * S), 0)
+        assert {e.request_id: e.window for e in out} == {"half": "w2", "slow": "w2", "new": "w2"}
+        acc2 = _accounting(j.close_window("w2"))
+        assert acc2.balanced and acc2.issued == {"profiling": 3} and acc2.carried == 2, acc2.problems
+
+    def test_the_other_sources_half_of_a_request_settled_before_an_on_time_close_is_merged(self) -> None:
+        """The tap's record settles a request, the window closes on time, then AIPerf's export describes the
+        same request: merged (no second count, no unmatched half), as before a late close."""
+        j = Joiner(match_timeout_s=1.0, cut_by_time=True)
+        j.start_window("w1", T0)
+        j.start_window("w2", T0 + 10 * S)
+        j.add_client(msgspec.structs.replace(_client("a", "aiperf01", T0 + 9 * S), via="tap"), 0)
+        j.add_server(_server("a", end=T0 + 9 * S + S // 10), 0)
+        assert _accounting(j.close_window("w1", carry=True)).issued == {"profiling": 1}
+        assert j.add_client(_client("a", "aiperf01", T0 + 9 * S), 0) == []  # the export's half
+        assert j.expire(10 * S) == []
+        acc2 = _accounting(j.close_window("w2"))
+        assert acc2.balanced and acc2.issued == {} and acc2.carried == 0, acc2.problems
+
+    def test_a_carried_server_half_without_its_client_half_is_a_breach_where_carried(self) -> None:
+        """A server record of a window closed on time whose client record never comes is counted (as a server
+        record without a client record) in the window that took that window's stragglers."""
+        j = Joiner(match_timeout_s=1.0, cut_by_time=True)
+        j.start_window("w1", T0)
+        j.start_window("w2", T0 + 10 * S)
+        j.add_server(_server("lost", end=T0 + 10 * S), 0)
+        assert _accounting(j.close_window("w1", carry=True)).balanced
+        j.expire(5 * S)
+        acc2 = _accounting(j.close_window("w2"))
+        assert not acc2.balanced and acc2.server_without_client == ["lost"]
 
     def test_a_window_opened_ahead_but_never_reached_is_discarded(self) -> None:
         """A cut the load never reached is forgotten; one that holds a request is not."""

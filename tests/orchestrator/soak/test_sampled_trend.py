@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from sampled_series import block_medians, memory_series
 
+from orchestrator.config.soak import SoakConfig
 from orchestrator.events import SoakLimits
 from orchestrator.judge.sampled_trend import SampledTrendRule, judge_sampled_trend, t_quantile
 from orchestrator.soak.plan import plan_trends
@@ -135,11 +136,14 @@ class TestPlan:
         assert slow.judged_span_s == 3600 - 60 - 2080 and "come round to an item again" in slow.text
         assert hour["server_p99_latency"].slope_decides
 
-    def test_the_default_drift_rule_plans_per_window(self) -> None:
-        """`latency_drift_rule = "window"` (the default): the drift is planned as the p99 is, per judged window,
-        and the soak loop hands the verdicts no per-request ratios."""
-        half = {p.metric: p for p in plan_trends(1800, SoakLimits(), 300)}
-        hour = {p.metric: p for p in plan_trends(3600, SoakLimits(), 300)}
+    def test_the_window_drift_rule_plans_per_window(self) -> None:
+        """`latency_drift_rule = "window"`: the drift is planned as the p99 is, per judged window, and the soak
+        loop hands the verdicts no per-request ratios. The configuration's default is "sampled" (a journal
+        from before the sampled rule, with no rule named, reads as "window")."""
+        assert SoakConfig().latency_drift_rule == "sampled" and SoakLimits().latency_drift_rule == "window"
+        window = SoakLimits(latency_drift_rule="window")
+        half = {p.metric: p for p in plan_trends(1800, window, 300)}
+        hour = {p.metric: p for p in plan_trends(3600, window, 300)}
         assert not half["latency_drift"].slope_decides and "5 window(s)" in half["latency_drift"].text
         assert hour["latency_drift"].slope_decides and "judges 11 windows" in hour["latency_drift"].text
         assert hour["latency_drift"].detectable_slope is None

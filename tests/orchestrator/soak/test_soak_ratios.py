@@ -19,16 +19,24 @@ RULE = drift_rule(LIMITS)
 S = 10**9
 
 
-def _outcomes(judged_minutes: int, *, phi: float, drift: float, seeds: range, mix_change: bool = True) -> list[str]:
-    """The verdict of each seed's requests over `judged_minutes` after the warmup (1 request/s)."""
+def _outcomes(judged_minutes: int, *, phi: float, drift: float, seeds: range, mix_change: bool = True,
+              rough: bool = False, floor: bool = True) -> list[str]:
+    """The `latency_drift` verdict of each seed's requests over `judged_minutes` after the warmup (1 request/s),
+    through judge_soak as the soak judges it (the wander floor estimated from the ratios); `rough`: host-load
+    bumps and slow first requests too; `floor` False: the rule without a floor (as it was)."""
     out: list[str] = []
+    end = (60 + judged_minutes * 60) * S
     for seed in seeds:
         starts, items, latency = latency_requests(np.random.default_rng(seed), 60 + judged_minutes * 60, phi=phi,
-                                                  mix_change=mix_change)
+                                                  mix_change=mix_change, bumps=rough, cold_first=rough)
         series = ratio_series(starts, items, latency, drift_pct_per_h=drift)
         assert series.judged_from_ns == 60 * S
-        t, y, _ = series.series.between(series.judged_from_ns, (60 + judged_minutes * 60) * S)
-        out.append(judge_sampled_trend(t, y, RULE, unit="%").outcome)
+        if floor:
+            verdicts = judge_soak([], LIMITS, samples={}, load_span_ns=(0, end), ratios={"server": series})
+            out.append(next(v.outcome for v in verdicts if v.metric == "latency_drift"))
+        else:
+            t, y, _ = series.series.between(series.judged_from_ns, end)
+            out.append(judge_sampled_trend(t, y, RULE, unit="%").outcome)
     return out
 
 
@@ -84,10 +92,27 @@ class TestFalseFails:
         outcomes = _outcomes(30, phi=phi, drift=0.0, seeds=range(200))
         assert outcomes.count("fail") <= 2, outcomes.count("fail")
 
-    def test_no_drift_over_an_hour_passes_mostly_and_never_fails_much(self) -> None:
-        """At phi 0.5 an hour decides: most flat seeds PASS, at most 1 % FAIL."""
-        outcomes = _outcomes(60, phi=0.5, drift=0.0, seeds=range(100))
-        assert outcomes.count("fail") <= 1 and outcomes.count("pass") >= 50
+    @pytest.mark.parametrize("phi", [0.0, 0.8, 0.95])
+    def test_host_load_bumps_and_cold_first_requests_fail_at_most_one_percent(self, phi: float) -> None:
+        """A shared host: besides the noise above, load bumps of 2-8 minutes making every request 1.3-2.5 x
+        slower (one every 15 minutes on average) and each item's first request 1.5-3 x slower. With the
+        wander floor estimated from the ratios, at most 1 % of 200 seeds FAIL at 20, 30 and 60 judged
+        minutes."""
+        for minutes in (20, 30, 60):
+            outcomes = _outcomes(minutes, phi=phi, drift=0.0, seeds=range(200), rough=True)
+            assert outcomes.count("fail") <= 2, (minutes, outcomes.count("fail"))
+
+    def test_without_the_floor_host_load_bumps_fail_a_flat_series_too_often(self) -> None:
+        """What the floor is for: the same bumpy series judged without it FAIL more than 1 % of the time."""
+        fails = sum(_outcomes(minutes, phi=0.5, drift=0.0, seeds=range(200), rough=True, floor=False).count("fail")
+                    for minutes in (30, 60))
+        assert fails > 4, fails
+
+    def test_no_drift_over_90_minutes_passes_mostly_and_never_fails_much(self) -> None:
+        """At phi 0.5, 90 judged minutes decide: most flat seeds PASS, at most 1 % FAIL (the wander floor
+        leaves most of them inconclusive after one hour; bench/RESULTS.md)."""
+        outcomes = _outcomes(90, phi=0.5, drift=0.0, seeds=range(100))
+        assert outcomes.count("fail") <= 1 and outcomes.count("pass") >= 80
 
     def test_the_mix_change_alone_would_fail_raw_latency_but_not_the_ratios(self) -> None:
         """The trap the ratios avoid: when the mix moves halfway from 20 % to 70 % of requests on slow

@@ -1,0 +1,47 @@
+"""When a soak window closes: within a second of its planned end, while its AIPerf run goes on.
+
+The rule (docs/soak.md, "Windows close on time"): a window closes as soon as every request that started
+before its end has been seen (AIPerf's gap-free session numbers, orchestrator/soak/sessions.py), and at
+the latest `CLOSE_WAIT_S` after its end. A request of the window still open then is not lost and the window
+is not reopened: once it ends it counts in the oldest open window, as `carried` in that window's
+accounting (Joiner.close_window(carry=True)), so every request still counts in exactly one window. The
+last window of an AIPerf run closes once that run has ended (its own count of what it sent is checked).
+"""
+
+from __future__ import annotations
+
+import time
+
+import anyio
+
+from orchestrator.soak.tracker import SoakTracker
+
+__all__ = ["CLOSE_WAIT_S", "wait_closable"]
+
+# The longest a window waits after its end for its last requests; the close itself (the join caught up,
+# the tracker caught up, the summary frozen) takes the rest of the second.
+CLOSE_WAIT_S = 0.5
+
+
+async def wait_closable(tracker: SoakTracker, aiperf_window: str, end_ns: int, *, done: anyio.Event,
+                        wait_s: float = CLOSE_WAIT_S) -> bool:
+    """Wait until the window of AIPerf run `aiperf_window` that ends at `end_ns` (wall clock) may close:
+    every request started before `end_ns` seen (True), or `wait_s` past `end_ns`, or the run ended
+    (False: a request may still be open, and will be carried)."""
+    covered = False
+    with anyio.move_on_after(max(0.0, (end_ns - time.time_ns()) / 1e9 + wait_s)):
+        async with anyio.create_task_group() as tg:
+
+            async def seen_all() -> None:
+                nonlocal covered
+                await tracker.wait_covered(aiperf_window, end_ns)
+                covered = True
+                tg.cancel_scope.cancel()
+
+            async def ended() -> None:
+                await done.wait()
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(seen_all)
+            tg.start_soon(ended)
+    return covered
