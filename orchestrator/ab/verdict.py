@@ -23,6 +23,7 @@ import numpy as np
 
 from orchestrator.ab.blocks import SERIES, BlockSamples, Session, load_session
 from orchestrator.ab.plan import MIN_PAIRS, pairs_of, t_quantile
+from orchestrator.ab.power import noise_of
 from orchestrator.ab.sequential import look_confidence
 from orchestrator.compare.schema import Figure
 from orchestrator.config import CompareConfig
@@ -64,6 +65,9 @@ class AbResult(msgspec.Struct, frozen=True, kw_only=True):
     # The host while each side's blocks ran: a side that ran on a busier machine is named beside the figures.
     host_baseline: HostCondition | None = None
     host_candidate: HostCondition | None = None
+    # Each p50 figure's own pair noise on the plan's scale (sd of pair log changes x sqrt(block requests)),
+    # beside the noise the plan's power statement assumed (plan.power.noise).
+    observed_noise: dict[str, float] = {}
 
 
 def _by_item(block: BlockSamples, short: str) -> Mapping[Hashable, Sequence[float]]:
@@ -122,7 +126,9 @@ def _pair_share(session: Session, a: BlockSamples, b: BlockSamples, short: str, 
     return session.memo[key]
 
 
-def _series_figures(session: Session, pairs: list[tuple[BlockSamples, BlockSamples]], cfg: CompareConfig) -> list[Figure]:
+def _series_figures(session: Session, pairs: list[tuple[BlockSamples, BlockSamples]], cfg: CompareConfig,
+                    noise: dict[str, float]) -> list[Figure]:
+    """The latency figures; fills `noise` with each p50 figure's pair noise on the plan's scale."""
     out: list[Figure] = []
     n = (sum(a.ok for a, _b in pairs), sum(b.ok for _a, b in pairs))
     for short, label, _attr in SERIES:
@@ -142,6 +148,8 @@ def _series_figures(session: Session, pairs: list[tuple[BlockSamples, BlockSampl
             a_q = [_q(a.values[short], q) or 0.0 for a, _b in usable]
             b_q = [_q(b.values[short], q) or 0.0 for _a, b in usable]
             changes = [math.log(y / x) for x, y in zip(a_q, b_q, strict=True)]
+            if q == 0.5 and session.plan is not None and (c := noise_of(changes, session.plan.block_requests)):
+                noise[key] = round(c, 4)
             out.append(_paired_figure(key, name, changes, float(np.median(a_q)) if a_q else None,
                                       float(np.median(b_q)) if b_q else None, cfg, tolerance=cfg.latency_tolerance,
                                       relative=True, unit="ms", n=n, plan=session.plan))
@@ -237,7 +245,8 @@ def decide_session(session: Session, cfg: CompareConfig, *, strict: bool = False
     pairs = [(session.blocks[i], session.blocks[j]) for i, j in pairs_of(order)
              if i in session.blocks and j in session.blocks][:upto_pairs]
     blocks = [x for pair in pairs for x in pair]
-    figures = _series_figures(session, pairs, cfg) + [_errors(blocks, cfg, session.plan, len(pairs))] + \
+    noise: dict[str, float] = {}
+    figures = _series_figures(session, pairs, cfg, noise) + [_errors(blocks, cfg, session.plan, len(pairs))] + \
         _correctness(blocks, cfg, session.plan, len(pairs))
     rows = [PairRow(baseline_block=a.index, candidate_block=b.index, baseline_p90_ms=_q(a.values["model_call"], 0.9),
                     candidate_p90_ms=_q(b.values["model_call"], 0.9), baseline_outside_cpus=_outside(a),
@@ -250,7 +259,7 @@ def decide_session(session: Session, cfg: CompareConfig, *, strict: bool = False
         return AbResult(outcome=outcome, exit_code=code, reason=reason, journal=str(journal), run_id=session.run_id,
                         status=session.status, plan=session.plan, stop_reason=stop, pairs=rows, figures=figures,
                         strict=strict, host_baseline=summarize_host([s for a, _b in pairs for s in a.host]),
-                        host_candidate=summarize_host([s for _a, b in pairs for s in b.host]))
+                        host_candidate=summarize_host([s for _a, b in pairs for s in b.host]), observed_noise=noise)
 
     if regressed:
         return result("regressed", 1, f"{len(regressed)} figure(s) worse beyond tolerance: " + "; ".join(regressed))
