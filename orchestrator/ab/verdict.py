@@ -102,16 +102,39 @@ def _paired_figure(key: str, name: str, changes: list[float], baseline: float | 
                       n_candidate=n[1], method="block-paired t", note=f"{pairs} pair(s): at least {MIN_PAIRS} needed")
     mean = float(np.mean(changes))
     se = float(np.std(changes, ddof=1)) / math.sqrt(pairs)
-    lower, upper = mean - t * se, mean + t * se
+    # Both servers running for the whole session: every pair compares the same two server processes, so a
+    # difference between them is in every pair alike and the pairing cannot cancel it. The interval widens by
+    # the plan's instance allowance (in quadrature, as compare's drift floor), stated before the first block.
+    allowance = _instance_allowance(plan, relative)
+    half = math.hypot(t * se, allowance)
+    lower, upper = mean - half, mean + half
     if relative:  # log ratios -> relative changes
         lower, upper = math.expm1(lower), math.expm1(upper)
     change = classify_change(lower, upper, tolerance)
-    resolves = (math.expm1(t * se) if relative else t * se) + tolerance
+    unit_word = "%" if relative else "pt"
+    resolves = (math.expm1(half) if relative else half) + tolerance
+    note = f"smallest change this session resolves: {resolves * 100:.1f} {unit_word}"
+    if allowance:
+        bare = classify_change(*((math.expm1(mean - t * se), math.expm1(mean + t * se)) if relative else
+                                 (mean - t * se, mean + t * se)), tolerance)
+        shown = math.expm1(allowance) if relative else allowance
+        note += f"; instance allowance ±{shown * 100:.0f} {unit_word} (one server process a side all session)"
+        if bare != change and bare in ("regressed", "improved"):
+            note = (f"differs, not attributable: {bare} only within what two identically configured server "
+                    f"processes differ by on this host (--sequential gives every block a fresh server); ") + note
     return Figure(key=key, name=name, unit=unit, baseline=baseline, candidate=candidate, change=change, lower=lower,
                   upper=upper, relative=relative, tolerance=tolerance, confidence=cfg.confidence, n_baseline=n[0],
                   n_candidate=n[1], method=f"block-paired t over {pairs} pairs, t = {t:.2f}"
-                  + (" (log ratio)" if relative else ""),
-                  note=f"smallest change this session resolves: {resolves * 100:.1f} {'%' if relative else 'pt'}")
+                  + (" (log ratio)" if relative else "") + (" + instance allowance" if allowance else ""),
+                  note=note)
+
+
+def _instance_allowance(plan: AbPhase | None, relative: bool) -> float:
+    """The plan's instance allowance on the figure's scale (log ratio for latency quantiles, points for tail
+    shares); 0 without one (--sequential, older journals)."""
+    if plan is None:
+        return 0.0
+    return math.log1p(plan.instance_allowance) if relative else plan.instance_tail_allowance
 
 
 def _pair_share(session: Session, a: BlockSamples, b: BlockSamples, short: str, seed: int) -> RateChange | None:

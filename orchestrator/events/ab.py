@@ -19,6 +19,7 @@ class AbPower(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     power: float = 0.95
     detectable: float | None = None  # relative change, 0.35 for +35 %; None: too few pairs to decide
     wanted: float = 0.10
+    allowance: float = 0.0  # the plan's instance allowance it counted (both servers running all session)
     pairs_for_wanted: int | None = None  # None: more than the planner's most pairs
     pairs_for_wanted_400: int | None = None
 
@@ -49,6 +50,11 @@ class AbPhase(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, tag
     strict: bool = False  # --strict: an inconclusive figure exits 1
     boundary: str = ""
     critical_t: list[float] = []
+    # Both servers running all session: what two identically configured server processes may differ by on one
+    # host (latency quantiles: relative; tail shares: points); every latency interval widens by it. 0 with
+    # --sequential (a fresh server every block: the difference is block noise) and in older journals.
+    instance_allowance: float = 0.0
+    instance_tail_allowance: float = 0.0
     power: AbPower | None = None  # what the plan can detect (older journals: not stated)
     blocks_run: int | None = None
     stop_reason: str = ""
