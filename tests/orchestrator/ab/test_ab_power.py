@@ -111,6 +111,7 @@ class TestInstances:
         assert p50.note.startswith("differs, not attributable: improved only within what two identically "
                                    "configured server processes differ by"), p50.note
         assert "instance allowance" in p50.method and result.exit_code == 0
+        assert "instance allowance ±50 % (latency), ±50 pt (tail shares)" in render_markdown(result)
         # The same pairs without the allowance (as --sequential journals it) read improved: the artefact.
         bare = decide(write_session(tmp_path / "b", dataclasses.replace(spec, instance_allowance=0.0,
                                                                           instance_tail_allowance=0.0)))
