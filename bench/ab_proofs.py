@@ -6,6 +6,7 @@ Run (under the heavy lock, it starts real servers and AIPerf):
 
 Cases (the candidate's reference server gets the fault flags; the baseline none):
   aa-hog       A/A, a CPU hog (one busy process per core) started once half the blocks have run: expect exit 0
+  aa           A/A without a hog (are two identically configured servers exchangeable?): expect exit 0
   latency-400  --fault-latency-ms 400: expect exit 1
   share-0.15   --fault-latency-ms 2000 --fault-latency-share 0.15: expect exit 1
   items-0.4    --fault-latency-ms 1000 --fault-latency-item-share 0.4: expect exit 1
@@ -59,7 +60,7 @@ request_timeout_s = 60.0
 arms = ["audio", "transcript"]
 deadline_s = 600.0
 """
-CASES = {"aa-hog": ([], 0), "latency-400": (["--fault-latency-ms", "400"], 1),
+CASES = {"aa-hog": ([], 0), "aa": ([], 0), "latency-400": (["--fault-latency-ms", "400"], 1),
          "share-0.15": (["--fault-latency-ms", "2000", "--fault-latency-share", "0.15"], 1),
          "items-0.4": (["--fault-latency-ms", "1000", "--fault-latency-item-share", "0.4"], 1)}
 _HOG = "import time\nend = time.monotonic() + {s}\nwhile time.monotonic() < end: pass\n"
@@ -77,7 +78,9 @@ def _ab(folder: Path, case: str, pairs: int, block_requests: int) -> dict[str, o
     a = _config(folder, f"{case}-a", [], 40)
     b = _config(folder, f"{case}-b", args, 40)
     cmd = AQBENCH + ["ab", "--baseline", str(a), "--candidate", str(b), "--pairs", str(pairs), "--block-requests",
-                     str(block_requests), "--block-warmup", "2", "--seed", "1"]
+                     str(block_requests), "--block-warmup", "2", "--seed", "1"] + (
+                         # the raw A/A: intervals without the instance allowance, to measure what it must cover
+                         ["--instance-allowance", "0", "--instance-tail-allowance", "0"] if case == "aa" else [])
     hogs: list[subprocess.Popen[bytes]] = []
     started = time.monotonic()
     with subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
@@ -97,10 +100,15 @@ def _ab(folder: Path, case: str, pairs: int, block_requests: int) -> dict[str, o
     runs = list((folder / "runs" / f"{case}-a").iterdir())
     result = json.loads((runs[0] / "ab.json").read_text()) if runs and (runs[0] / "ab.json").is_file() else {}
     regressed = [f["key"] for f in result.get("figures", []) if f["change"] == "regressed"]
+    improved = [f["key"] for f in result.get("figures", []) if f["change"] == "improved"]
+    p50s = {f["key"]: [round((f.get("lower") or 0) * 100, 1), round((f.get("upper") or 0) * 100, 1)]
+            for f in result.get("figures", []) if f["key"].endswith((".p50", ".p90", ".tail_share"))}
     host = (result.get("host_baseline") or {}, result.get("host_candidate") or {})
     return {"case": case, "exit": code, "expected": expected, "ok": code == expected, "wall_s": round(wall, 1),
             "pairs": len(result.get("pairs", [])), "outcome": result.get("outcome"), "stop": result.get("stop_reason"),
-            "regressed": regressed, "n_regressed": len(regressed), "outside_cpus": [h.get("outside_cpus") for h in host],
+            "regressed": regressed, "n_regressed": len(regressed), "improved": improved, "p50_intervals_pct": p50s,
+            "pair_p90_ms": [[x.get("baseline_p90_ms"), x.get("candidate_p90_ms")] for x in result.get("pairs", [])],
+            "observed_noise": result.get("observed_noise"), "outside_cpus": [h.get("outside_cpus") for h in host],
             "run": str(runs[0]) if runs else "", "tail": "" if code == expected else (out + "".join(err))[-3000:]}
 
 
@@ -126,7 +134,7 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--pairs", type=int, default=6)
     p.add_argument("--block-requests", type=int, default=50)
-    p.add_argument("--cases", default=",".join(CASES), help="comma-separated subset of " + ", ".join(CASES))
+    p.add_argument("--cases", default=",".join(c for c in CASES if c != "aa"), help="comma-separated subset of " + ", ".join(CASES))
     p.add_argument("--no-separate", action="store_true", help="skip the separate-runs timing")
     args = p.parse_args()
     rows = []

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import msgspec
 from markupsafe import Markup
 
+from orchestrator.ab.power import describe_power
 from orchestrator.ab.sequential import describe
 from orchestrator.ab.verdict import AbResult, decide
 from orchestrator.compare.render import CSS
@@ -51,7 +53,24 @@ def _plan_lines(r: AbResult) -> list[str]:
             f"early stop: a look after every pair from the third; {describe(p.boundary, p.critical_t, p.confidence)}; "
             f"stops at the first look where a figure regressed or every figure that more pairs could decide is "
             f"decided, after {len(p.order) // 2} pairs at most ({len(p.order) * (p.block_requests + p.block_warmup)} "
-            f"requests)" if p.critical_t else "no early stop: every planned pair runs, decided once at the fixed-size t"]
+            f"requests)" if p.critical_t else "no early stop: every planned pair runs, decided once at the fixed-size t"] \
+        + ([f"instance allowance ±{p.instance_allowance * 100:g} % (latency), ±{p.instance_tail_allowance * 100:g} pt "
+            "(tail shares): both servers run all session, so every pair compares the same two processes; every "
+            "latency interval widens by it and a change within it is `differs, not attributable`"]
+           if p.instance_allowance or p.instance_tail_allowance else []) \
+        + ([f"power: {describe_power(p.power, p.block_requests)}", _noise_line(r)] if p.power else [])
+
+
+def _noise_line(r: AbResult) -> str:
+    """The pair noise the power statement assumed beside what this session's p50s showed."""
+    assumed = r.plan.power.noise if r.plan is not None and r.plan.power is not None else 0.0
+    if not r.observed_noise:
+        return f"pair noise assumed {assumed:g}; this session's: not measured (fewer than 2 pairs)"
+    seen = ", ".join(f"{k.split('.')[1].replace('_', ' ')} {v:.2f}" for k, v in r.observed_noise.items())
+    worst = max(r.observed_noise.values())
+    return (f"pair noise assumed {assumed:g}; this session's p50s: {seen}"
+            + (" (noisier than assumed: the power statement was optimistic; pass --plan-noise "
+               f"{math.ceil(worst * 10) / 10:g} next time)" if worst > assumed else " (within the assumption)"))
 
 
 def _figure_rows(r: AbResult) -> list[list[str]]:

@@ -19,6 +19,13 @@ import msgspec
 from orchestrator.ab.answers import judge_answers
 from orchestrator.ab.blocks import window_name
 from orchestrator.ab.plan import block_order, t_quantile
+from orchestrator.ab.power import (
+    INSTANCE_ALLOWANCE,
+    INSTANCE_TAIL_ALLOWANCE,
+    PLAN_NOISE,
+    describe_power,
+    plan_power,
+)
 from orchestrator.ab.sequential import Boundary, critical_values, describe
 from orchestrator.ab.verdict import AbResult, decide, stop_reason
 from orchestrator.config import CompareConfig, Config, ModelConfig
@@ -63,6 +70,11 @@ class AbOptions(msgspec.Struct, frozen=True, kw_only=True):
     boundary: Boundary = "obrien-fleming"
     stop_early: bool = True
     strict: bool = False
+    plan_noise: float = PLAN_NOISE  # the pair noise the power statement assumes (orchestrator/ab/power.py)
+    # What two server processes may differ by, both running all session (latency: relative; tail share:
+    # points); ignored with --sequential, whose every block has a fresh server.
+    instance_allowance: float = INSTANCE_ALLOWANCE
+    instance_tail_allowance: float = INSTANCE_TAIL_ALLOWANCE
 
 
 def _model(cfg: Config, name: str, flag: str) -> ModelConfig:
@@ -97,6 +109,10 @@ async def run_ab_session(a: Config, b: Config, opts: AbOptions, interrupt: Inter
     dataset = await anyio.to_thread.run_sync(load_dataset, resolve_dataset_path(a.dataset))
     order = block_order(opts.pairs, opts.seed)
     critical = await anyio.to_thread.run_sync(critical_values, opts.pairs, compare.confidence, opts.boundary)
+    allowance = (0.0, 0.0) if opts.sequential else (opts.instance_allowance, opts.instance_tail_allowance)
+    power = await anyio.to_thread.run_sync(lambda: plan_power(
+        opts.pairs, opts.block_requests, compare.latency_tolerance, compare.confidence,
+        opts.boundary if opts.stop_early else None, opts.plan_noise, allowance[0]))
     async with open_run(a, command="ab", interrupt=interrupt) as run:
         await run.bus.publish(PhaseFinished(source="ab", phase="dataset", outcome="passed", detail=DatasetPhase(
             name=dataset.name, identity=dataset.identity, path=str(dataset.root), items=len(dataset.items),
@@ -123,12 +139,13 @@ async def run_ab_session(a: Config, b: Config, opts: AbOptions, interrupt: Inter
                        t_quantile=critical[-1] if critical and opts.stop_early else t_quantile(opts.pairs, compare.confidence),
                        latency_tolerance=compare.latency_tolerance,
                        tail_tolerance=compare.tail_tolerance, boundary=opts.boundary if opts.stop_early else "",
-                       critical_t=critical if opts.stop_early else [], strict=opts.strict)
+                       critical_t=critical if opts.stop_early else [], strict=opts.strict, power=power,
+                       instance_allowance=allowance[0], instance_tail_allowance=allowance[1])
         await run.bus.publish(PhaseStarted(source="ab", phase="ab", model=models["A"].name, detail=plan))
         print(f"ab: {opts.pairs} pairs in order {order}, {opts.block_requests} requests a block "
               f"(+{opts.block_warmup} warmup); servers {'one at a time' if opts.sequential else 'both running'}; "
-              + (describe(opts.boundary, critical, compare.confidence) if opts.stop_early else "no early stop"),
-              file=sys.stderr, flush=True)
+              + (describe(opts.boundary, critical, compare.confidence) if opts.stop_early else "no early stop")
+              + f"\nab: {describe_power(power, opts.block_requests)}", file=sys.stderr, flush=True)
         ran, stop = await _blocks(run, opts, toolkit, specs, models, order, input_file, tokenizer, install, rows,
                                   correlator, compare, {side: AnswerBook(run.bus, models[side], dataset,
                                                                          a.workload.max_tokens, source="ab")

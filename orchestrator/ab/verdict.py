@@ -23,6 +23,7 @@ import numpy as np
 
 from orchestrator.ab.blocks import SERIES, BlockSamples, Session, load_session
 from orchestrator.ab.plan import MIN_PAIRS, pairs_of, t_quantile
+from orchestrator.ab.power import noise_of
 from orchestrator.ab.sequential import look_confidence
 from orchestrator.compare.schema import Figure
 from orchestrator.config import CompareConfig
@@ -64,6 +65,9 @@ class AbResult(msgspec.Struct, frozen=True, kw_only=True):
     # The host while each side's blocks ran: a side that ran on a busier machine is named beside the figures.
     host_baseline: HostCondition | None = None
     host_candidate: HostCondition | None = None
+    # Each p50 figure's own pair noise on the plan's scale (sd of pair log changes x sqrt(block requests)),
+    # beside the noise the plan's power statement assumed (plan.power.noise).
+    observed_noise: dict[str, float] = {}
 
 
 def _by_item(block: BlockSamples, short: str) -> Mapping[Hashable, Sequence[float]]:
@@ -98,16 +102,39 @@ def _paired_figure(key: str, name: str, changes: list[float], baseline: float | 
                       n_candidate=n[1], method="block-paired t", note=f"{pairs} pair(s): at least {MIN_PAIRS} needed")
     mean = float(np.mean(changes))
     se = float(np.std(changes, ddof=1)) / math.sqrt(pairs)
-    lower, upper = mean - t * se, mean + t * se
+    # Both servers running for the whole session: every pair compares the same two server processes, so a
+    # difference between them is in every pair alike and the pairing cannot cancel it. The interval widens by
+    # the plan's instance allowance (in quadrature, as compare's drift floor), stated before the first block.
+    allowance = _instance_allowance(plan, relative)
+    half = math.hypot(t * se, allowance)
+    lower, upper = mean - half, mean + half
     if relative:  # log ratios -> relative changes
         lower, upper = math.expm1(lower), math.expm1(upper)
     change = classify_change(lower, upper, tolerance)
-    resolves = (math.expm1(t * se) if relative else t * se) + tolerance
+    unit_word = "%" if relative else "pt"
+    resolves = (math.expm1(half) if relative else half) + tolerance
+    note = f"smallest change this session resolves: {resolves * 100:.1f} {unit_word}"
+    if allowance:
+        bare = classify_change(*((math.expm1(mean - t * se), math.expm1(mean + t * se)) if relative else
+                                 (mean - t * se, mean + t * se)), tolerance)
+        shown = math.expm1(allowance) if relative else allowance
+        note += f"; instance allowance ±{shown * 100:.0f} {unit_word} (one server process a side all session)"
+        if bare != change and bare in ("regressed", "improved"):
+            note = (f"differs, not attributable: {bare} only within what two identically configured server "
+                    f"processes differ by on this host (--sequential gives every block a fresh server); ") + note
     return Figure(key=key, name=name, unit=unit, baseline=baseline, candidate=candidate, change=change, lower=lower,
                   upper=upper, relative=relative, tolerance=tolerance, confidence=cfg.confidence, n_baseline=n[0],
                   n_candidate=n[1], method=f"block-paired t over {pairs} pairs, t = {t:.2f}"
-                  + (" (log ratio)" if relative else ""),
-                  note=f"smallest change this session resolves: {resolves * 100:.1f} {'%' if relative else 'pt'}")
+                  + (" (log ratio)" if relative else "") + (" + instance allowance" if allowance else ""),
+                  note=note)
+
+
+def _instance_allowance(plan: AbPhase | None, relative: bool) -> float:
+    """The plan's instance allowance on the figure's scale (log ratio for latency quantiles, points for tail
+    shares); 0 without one (--sequential, older journals)."""
+    if plan is None:
+        return 0.0
+    return math.log1p(plan.instance_allowance) if relative else plan.instance_tail_allowance
 
 
 def _pair_share(session: Session, a: BlockSamples, b: BlockSamples, short: str, seed: int) -> RateChange | None:
@@ -122,7 +149,9 @@ def _pair_share(session: Session, a: BlockSamples, b: BlockSamples, short: str, 
     return session.memo[key]
 
 
-def _series_figures(session: Session, pairs: list[tuple[BlockSamples, BlockSamples]], cfg: CompareConfig) -> list[Figure]:
+def _series_figures(session: Session, pairs: list[tuple[BlockSamples, BlockSamples]], cfg: CompareConfig,
+                    noise: dict[str, float]) -> list[Figure]:
+    """The latency figures; fills `noise` with each p50 figure's pair noise on the plan's scale."""
     out: list[Figure] = []
     n = (sum(a.ok for a, _b in pairs), sum(b.ok for _a, b in pairs))
     for short, label, _attr in SERIES:
@@ -142,6 +171,8 @@ def _series_figures(session: Session, pairs: list[tuple[BlockSamples, BlockSampl
             a_q = [_q(a.values[short], q) or 0.0 for a, _b in usable]
             b_q = [_q(b.values[short], q) or 0.0 for _a, b in usable]
             changes = [math.log(y / x) for x, y in zip(a_q, b_q, strict=True)]
+            if q == 0.5 and session.plan is not None and (c := noise_of(changes, session.plan.block_requests)):
+                noise[key] = round(c, 4)
             out.append(_paired_figure(key, name, changes, float(np.median(a_q)) if a_q else None,
                                       float(np.median(b_q)) if b_q else None, cfg, tolerance=cfg.latency_tolerance,
                                       relative=True, unit="ms", n=n, plan=session.plan))
@@ -237,7 +268,8 @@ def decide_session(session: Session, cfg: CompareConfig, *, strict: bool = False
     pairs = [(session.blocks[i], session.blocks[j]) for i, j in pairs_of(order)
              if i in session.blocks and j in session.blocks][:upto_pairs]
     blocks = [x for pair in pairs for x in pair]
-    figures = _series_figures(session, pairs, cfg) + [_errors(blocks, cfg, session.plan, len(pairs))] + \
+    noise: dict[str, float] = {}
+    figures = _series_figures(session, pairs, cfg, noise) + [_errors(blocks, cfg, session.plan, len(pairs))] + \
         _correctness(blocks, cfg, session.plan, len(pairs))
     rows = [PairRow(baseline_block=a.index, candidate_block=b.index, baseline_p90_ms=_q(a.values["model_call"], 0.9),
                     candidate_p90_ms=_q(b.values["model_call"], 0.9), baseline_outside_cpus=_outside(a),
@@ -250,7 +282,7 @@ def decide_session(session: Session, cfg: CompareConfig, *, strict: bool = False
         return AbResult(outcome=outcome, exit_code=code, reason=reason, journal=str(journal), run_id=session.run_id,
                         status=session.status, plan=session.plan, stop_reason=stop, pairs=rows, figures=figures,
                         strict=strict, host_baseline=summarize_host([s for a, _b in pairs for s in a.host]),
-                        host_candidate=summarize_host([s for _a, b in pairs for s in b.host]))
+                        host_candidate=summarize_host([s for _a, b in pairs for s in b.host]), observed_noise=noise)
 
     if regressed:
         return result("regressed", 1, f"{len(regressed)} figure(s) worse beyond tolerance: " + "; ".join(regressed))

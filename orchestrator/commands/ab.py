@@ -43,6 +43,19 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--sequential", action="store_true",
                    help="run one server at a time (each block starts and stops its server) when two do not fit")
     p.add_argument("--strict", action="store_true", help="exit 1 when any figure is inconclusive")
+    p.add_argument("--plan-noise", type=float, default=0.9, metavar="C",  # orchestrator.ab.power.PLAN_NOISE
+                   help="the pair noise the plan's power statement assumes: sd of one pair's log p50 change times "
+                   "sqrt(--block-requests) (default 0.9; ab.md shows each session's own after it ran). Before the "
+                   "first block the plan says the smallest uniform slowdown it catches in 95 %% of sessions, and "
+                   "whether a uniform +10 %% is among them")
+    p.add_argument("--instance-allowance", type=float, default=0.5, metavar="F",  # power.INSTANCE_ALLOWANCE
+                   help="both servers running all session: what two identically configured server processes may "
+                   "differ by (relative, default 0.5, measured in a real A/A on a shared 2-core host); every latency "
+                   "interval widens by it, so no figure reads improved or regressed within it. --sequential (a "
+                   "fresh server every block) needs none and ignores it")
+    p.add_argument("--instance-tail-allowance", type=float, default=0.5, metavar="PT",
+                   help="the same for the tail-share figures, in points (default 0.5: a process 35-50 %% faster or "
+                   "slower moves a tail share by -25 to +59 points)")
     p.set_defaults(func=run)
 
 
@@ -55,15 +68,18 @@ def run(args: argparse.Namespace) -> int:
     from orchestrator.errors import UsageError
     from orchestrator.run import run_main
 
-    if args.pairs < 1 or args.block_requests < 1 or args.block_warmup < 0:
-        raise UsageError(f"--pairs {args.pairs}, --block-requests {args.block_requests} must be at least 1 and "
-                         f"--block-warmup {args.block_warmup} at least 0")
+    if args.pairs < 1 or args.block_requests < 1 or args.block_warmup < 0 or args.plan_noise <= 0 \
+            or args.instance_allowance < 0 or args.instance_tail_allowance < 0:
+        raise UsageError(f"--pairs {args.pairs}, --block-requests {args.block_requests} must be at least 1, "
+                         f"--block-warmup {args.block_warmup} at least 0, --plan-noise {args.plan_noise} positive and "
+                         f"the instance allowances at least 0")
     a, b = load_config(args.baseline), load_config(args.candidate)
     check_comparable(a, b, sequential=args.sequential)  # before any server or AIPerf starts
     opts = AbOptions(baseline=args.baseline, candidate=args.candidate, model=args.model, pairs=args.pairs,
                      block_requests=args.block_requests, block_warmup=args.block_warmup, seed=args.seed,
                      max_duration_s=args.max_duration, sequential=args.sequential, boundary=args.boundary,
-                     stop_early=not args.no_early_stop, strict=args.strict)
+                     stop_early=not args.no_early_stop, strict=args.strict, plan_noise=args.plan_noise,
+                     instance_allowance=args.instance_allowance, instance_tail_allowance=args.instance_tail_allowance)
     toolkit = real_toolkit()
     journals: list[Path] = []
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TypeAlias, Union
 
-from orchestrator.events.ab import AbPhase
+from orchestrator.events.ab import AbPhase, AbPower
 from orchestrator.events.base import SCHEMA_VERSION, Event, snake_tag
 from orchestrator.events.evidence import (
     CAPABILITY_EVIDENCE,
@@ -154,6 +154,7 @@ __all__ = [
     "CorrectnessPhase", "IdentityPhase", "AiperfPhase", "AiperfRunPhase", "ReferencePhase", "NoninferiorityPhase",
     "SoakPhase",
     "AbPhase",
+    "AbPower",
     # soak verdict details
     "VerdictDetail", "VERDICT_DETAILS", "TrendNumbers", "MemoryDetail", "SampledMemoryDetail", "SampledDriftDetail", "DriftDetail", "TailDetail",
     "ErrorRateDetail", "WindowCorrectness", "PooledGate", "CorrectnessDetail", "RestartDetail", "ProcessCheck",

@@ -7,7 +7,21 @@ from __future__ import annotations
 
 import msgspec
 
-__all__ = ["AbPhase"]
+__all__ = ["AbPhase", "AbPower"]
+
+
+class AbPower(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """What the plan can detect, stated before the first block (orchestrator/ab/power.py): the smallest uniform
+    change its p50 figure calls regressed in `power` of sessions at the assumed pair noise, and the pairs a
+    uniform `wanted` change would need (at the plan's block size, and at 400 requests a block)."""
+
+    noise: float  # assumed sd x sqrt(block requests) of one pair's log p50 change (--plan-noise)
+    power: float = 0.95
+    detectable: float | None = None  # relative change, 0.35 for +35 %; None: too few pairs to decide
+    wanted: float = 0.10
+    allowance: float = 0.0  # the plan's instance allowance it counted (both servers running all session)
+    pairs_for_wanted: int | None = None  # None: more than the planner's most pairs
+    pairs_for_wanted_400: int | None = None
 
 
 class AbPhase(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, tag_field="kind", tag="ab"):
@@ -36,5 +50,11 @@ class AbPhase(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, tag
     strict: bool = False  # --strict: an inconclusive figure exits 1
     boundary: str = ""
     critical_t: list[float] = []
+    # Both servers running all session: what two identically configured server processes may differ by on one
+    # host (latency quantiles: relative; tail shares: points); every latency interval widens by it. 0 with
+    # --sequential (a fresh server every block: the difference is block noise) and in older journals.
+    instance_allowance: float = 0.0
+    instance_tail_allowance: float = 0.0
+    power: AbPower | None = None  # what the plan can detect (older journals: not stated)
     blocks_run: int | None = None
     stop_reason: str = ""

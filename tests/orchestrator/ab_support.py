@@ -12,6 +12,7 @@ from config_support import make_config
 
 from orchestrator.ab.blocks import load_session, window_name
 from orchestrator.ab.plan import MIN_PAIRS, block_order
+from orchestrator.ab.power import PLAN_NOISE, plan_power
 from orchestrator.ab.sequential import Boundary, critical_values
 from orchestrator.ab.verdict import AbResult, decide_session, stop_reason
 from orchestrator.config import CompareConfig
@@ -54,6 +55,9 @@ class AbSpec:
     hog_blocks: float = 0.0  # share of blocks (drawn per block) under a CPU hog `hog` slower
     wrong_share: float = 0.0  # share of the candidate's answers wrong (the baseline answers every item right)
     boundary: Boundary | None = "obrien-fleming"  # the plan's looks; None: a fixed plan (no critical_t)
+    plan_noise: float = PLAN_NOISE  # the pair noise the plan's power statement assumes
+    instance_allowance: float = 0.0  # both servers running all session (ab's default 0.5); 0: --sequential
+    instance_tail_allowance: float = 0.0
 
 
 def write_session(folder: Path, spec: AbSpec) -> Path:
@@ -77,7 +81,14 @@ def write_session(folder: Path, spec: AbSpec) -> Path:
         critical = critical_values(spec.pairs, 0.9, spec.boundary) if spec.boundary else []
         put(PhaseStarted(phase="ab", model="m", detail=AbPhase(order=order, seed=spec.seed, confidence=0.9,
                                                                 block_requests=spec.block_requests,
-                                                                boundary=spec.boundary or "", critical_t=critical)))
+                                                                boundary=spec.boundary or "", critical_t=critical,
+                                                                latency_tolerance=0.05, tail_tolerance=0.05,
+                                                                instance_allowance=spec.instance_allowance,
+                                                                instance_tail_allowance=spec.instance_tail_allowance,
+                                                                power=plan_power(
+                                                                    spec.pairs, spec.block_requests, 0.05, 0.9,
+                                                                    spec.boundary, spec.plan_noise,
+                                                                    spec.instance_allowance))))
         n = 0
         luck = 0.0
         for k, side in enumerate(order):

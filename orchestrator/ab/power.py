@@ -1,0 +1,126 @@
+"""What an `aqbench ab` plan can detect, stated before the first block; pure.
+
+A uniform slowdown by a factor (1 + d) moves every block quantile's log by log(1 + d). The p50 figure calls
+it `regressed` when the pairs' mean log change less t_K standard errors exceeds log(1 + tolerance), t_K the
+last look's critical t. With pair changes of standard deviation sd, the mean over K pairs exceeds
+log(1 + tolerance) + t_K sd / sqrt(K) in a share `power` of sessions once
+
+    log(1 + d) >= log(1 + tolerance) + (t_K + t_power) sd / sqrt(K),   t_power Student's t at `power`, K - 1 df.
+
+That d is the plan's smallest detectable uniform change. It needs the pair noise sd before any block has
+run: the plan assumes sd = noise / sqrt(block requests), `noise` the spread of one pair's log p50 change
+scaled to one request (`--plan-noise`; the session's own is measured and shown beside it afterwards). The
+statement is conservative: it counts only the last look of one figure, where looks before it and the
+other figures (p90, tail share) can only add chances to catch the change.
+"""
+
+from __future__ import annotations
+
+import math
+
+from scipy.stats import t as student_t
+
+from orchestrator.ab.plan import MIN_PAIRS, t_quantile
+from orchestrator.ab.sequential import Boundary, critical_values
+from orchestrator.events import AbPower
+
+__all__ = ["describe_power", "INSTANCE_ALLOWANCE", "INSTANCE_TAIL_ALLOWANCE", "PLAN_NOISE", "POWER", "detectable_change", "noise_of", "pairs_needed", "plan_power"]
+
+# The pair noise the plan assumes, as sd x sqrt(block requests) of a pair's log p50 change: 0.6 for
+# independent request noise (t, 3 df, 20 % spread) and 0.8-0.9 when neighbouring requests share their luck
+# (AR 0.5), the synthetic model the seeded tests use (tests/orchestrator/ab_support.py); real reference
+# server A/A runs in bench/RESULTS.md.
+PLAN_NOISE = 0.9
+POWER = 0.95
+# Both servers running all session: what two identically configured reference server processes differed by
+# in a real A/A on this 2-core shared host (bench/RESULTS.md: model-call p50 [-40.6 %, -28.7 %] in one
+# session; the pairing cancels drift, not a difference between the two processes). Every latency interval of
+# such a session widens by it in quadrature, so no verdict reads improved or regressed within it;
+# --sequential starts a fresh server every block and needs none.
+INSTANCE_ALLOWANCE = 0.5  # relative, latency quantiles
+INSTANCE_TAIL_ALLOWANCE = 0.5  # points, tail shares: a process 35-50 % faster or slower moves them -25 to +59 pt (synthetic)
+WANTED = 0.10  # the change the plan line answers for: would this plan catch a uniform +10 %?
+_MAX_PAIRS = 40  # beyond, the plan line says "more than 40 pairs" (each K costs a critical-value simulation)
+
+
+def _last_t(pairs: int, confidence: float, boundary: Boundary | None) -> float | None:
+    if pairs < MIN_PAIRS:
+        return None
+    return critical_values(pairs, confidence, boundary)[-1] if boundary else t_quantile(pairs, confidence)
+
+
+def detectable_change(pairs: int, block_requests: int, tolerance: float, confidence: float,
+                      boundary: Boundary | None, noise: float, power: float = POWER,
+                      allowance: float = 0.0) -> float | None:
+    """The smallest uniform relative change the plan calls `regressed` in `power` of sessions (p50 figure,
+    last look; its interval widened in quadrature by the instance `allowance` when both servers run all
+    session); None below MIN_PAIRS pairs."""
+    t = _last_t(pairs, confidence, boundary)
+    if t is None:
+        return None
+    se = noise / math.sqrt(block_requests) / math.sqrt(pairs)
+    margin = math.hypot(t * se, math.log1p(allowance)) + float(student_t.ppf(power, pairs - 1)) * se
+    return math.expm1(math.log1p(tolerance) + margin)
+
+
+def pairs_needed(change: float, block_requests: int, tolerance: float, confidence: float,
+                 boundary: Boundary | None, noise: float, power: float = POWER, allowance: float = 0.0) -> int | None:
+    """The fewest pairs whose plan detects `change`; None when even _MAX_PAIRS do not (or change is within the
+    tolerance). Binary search: more pairs never detect less."""
+    if change <= tolerance:
+        return None
+
+    def ok(k: int) -> bool:
+        d = detectable_change(k, block_requests, tolerance, confidence, boundary, noise, power, allowance)
+        return d is not None and d <= change
+
+    if not ok(_MAX_PAIRS):
+        return None
+    lo, hi = MIN_PAIRS, _MAX_PAIRS
+    while lo < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if ok(mid) else (mid + 1, hi)
+    return lo
+
+
+def plan_power(pairs: int, block_requests: int, tolerance: float, confidence: float, boundary: Boundary | None,
+               noise: float = PLAN_NOISE, allowance: float = 0.0) -> AbPower:
+    """The statement for a plan (CPU: a few critical-value simulations, cached; well under a second each).
+    `allowance`: the plan's instance allowance (both servers running all session), 0 with --sequential."""
+    return AbPower(noise=noise, power=POWER, wanted=WANTED, allowance=allowance,
+                   detectable=detectable_change(pairs, block_requests, tolerance, confidence, boundary, noise,
+                                                allowance=allowance),
+                   pairs_for_wanted=pairs_needed(WANTED, block_requests, tolerance, confidence, boundary, noise,
+                                                 allowance=allowance),
+                   pairs_for_wanted_400=pairs_needed(WANTED, 400, tolerance, confidence, boundary, noise,
+                                                     allowance=allowance))
+
+
+def noise_of(changes: list[float], block_requests: int) -> float | None:
+    """The session's own pair noise on the plan's scale (sd of the pair log changes x sqrt(block requests))."""
+    if len(changes) < 2:
+        return None
+    mean = sum(changes) / len(changes)
+    sd = math.sqrt(sum((c - mean) ** 2 for c in changes) / (len(changes) - 1))
+    return sd * math.sqrt(block_requests)
+
+
+def describe_power(p: AbPower, block_requests: int) -> str:
+    """One sentence for the plan line and the console."""
+    if p.detectable is None:
+        return "too few pairs to detect anything"
+    wanted = f"+{p.wanted * 100:g} %"
+    if p.allowance and p.pairs_for_wanted is None and p.pairs_for_wanted_400 is None:
+        return (f"smallest uniform slowdown caught in {p.power:.0%} of sessions: +{p.detectable * 100:.1f} % "
+                f"(assumed pair noise {p.noise:g}/sqrt(block requests), --plan-noise; both servers running all "
+                f"session, so beyond the ±{p.allowance * 100:g} % two server processes may differ by); a uniform "
+                f"{wanted} is NOT detectable with both servers running at any size: --sequential gives every block "
+                f"a fresh server and no instance allowance")
+    verdict = (f"a uniform {wanted} is detectable" if p.detectable <= p.wanted else
+               f"a uniform {wanted} is NOT detectable: it needs "
+               + (f"about {p.pairs_for_wanted} pairs of {block_requests} requests" if p.pairs_for_wanted else
+                  f"more than {_MAX_PAIRS} pairs of {block_requests} requests")
+               + (f" (or {p.pairs_for_wanted_400} pairs of 400)" if p.pairs_for_wanted_400 and block_requests < 400
+                  else ""))
+    return (f"smallest uniform slowdown caught in {p.power:.0%} of sessions: +{p.detectable * 100:.1f} % "
+            f"(assumed pair noise {p.noise:g}/sqrt(block requests), --plan-noise); {verdict}")
