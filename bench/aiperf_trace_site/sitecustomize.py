@@ -1,4 +1,4 @@
-"""A heap probe (and a timing-manager spin switch) that rides into AIPerf's spawned service processes (bench/aiperf_worker_heap.py).
+"""A heap probe (and a timing-manager spin switch) that rides into AIPerf's spawned service processes (run by hand beside bench/aiperf_processes.py; bench/RESULTS.md says how).
 
 Put this folder on PYTHONPATH with AQB_TRACE_OUT=<folder>: every Python process imports it at start-up,
 and a daemon thread waits until its process title says it is AIPerf's worker ("aiperf worker_...").

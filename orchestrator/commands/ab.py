@@ -48,14 +48,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    "sqrt(--block-requests) (default 0.9; ab.md shows each session's own after it ran). Before the "
                    "first block the plan says the smallest uniform slowdown it catches in 95 %% of sessions, and "
                    "whether a uniform +10 %% is among them")
-    p.add_argument("--instance-allowance", type=float, default=0.5, metavar="F",  # power.INSTANCE_ALLOWANCE
+    p.add_argument("--instance-allowance", type=float, default=0.0, metavar="F",  # orchestrator.ab.power.INSTANCE_ALLOWANCE
                    help="both servers running all session: what two identically configured server processes may "
-                   "differ by (relative, default 0.5, measured in a real A/A on a shared 2-core host); every latency "
+                   "differ by (relative, default 0; 0.5 was measured in one real A/A with a CPU hog on a shared 2-core host); every latency "
                    "interval widens by it, so no figure reads improved or regressed within it. --sequential (a "
                    "fresh server every block) needs none and ignores it")
-    p.add_argument("--instance-tail-allowance", type=float, default=0.5, metavar="PT",
-                   help="the same for the tail-share figures, in points (default 0.5: a process 35-50 %% faster or "
-                   "slower moves a tail share by -25 to +59 points)")
+    p.add_argument("--instance-tail-allowance", type=float, default=0.0, metavar="PT",  # power.INSTANCE_TAIL_ALLOWANCE
+                   help="the same for the tail-share figures, in points (default 0; 0.5 covers a process 35-50 %% faster or "
+                   "slower, which moves a tail share by -25 to +59 points)")
     p.set_defaults(func=run)
 
 

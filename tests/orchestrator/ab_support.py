@@ -56,7 +56,7 @@ class AbSpec:
     wrong_share: float = 0.0  # share of the candidate's answers wrong (the baseline answers every item right)
     boundary: Boundary | None = "obrien-fleming"  # the plan's looks; None: a fixed plan (no critical_t)
     plan_noise: float = PLAN_NOISE  # the pair noise the plan's power statement assumes
-    instance_allowance: float = 0.0  # both servers running all session (ab's default 0.5); 0: --sequential
+    instance_allowance: float = 0.0  # both servers running all session (--instance-allowance; ab's default 0); 0: also --sequential
     instance_tail_allowance: float = 0.0
 
 
