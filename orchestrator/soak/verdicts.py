@@ -209,12 +209,17 @@ def _sampled_memory(metric: str, series: SampleSeries | None, limits: SoakLimits
     steady_ns = start_ns if cut_ns is None else max(start_ns, cut_ns)
     times, values, samples = series.between(steady_ns, span_ns[1]) if series else ([], [], 0)
     v = judge_sampled_trend(times, values, rule)
-    first = None
+    first = whole = None
     if first_pass is not None and cut_ns is not None and cut_ns > start_ns:
+        growth_only = msgspec.structs.replace(rule, limit_per_h=math.inf)
         ft, fv, fn = series.between(start_ns, cut_ns) if series else ([], [], 0)
-        first = judge_sampled_trend(ft, fv, msgspec.structs.replace(rule, limit_per_h=math.inf))
+        first = judge_sampled_trend(ft, fv, growth_only)
         samples += fn
-    decided = first if first is not None and first.outcome == FAIL else v
+        # The cap holds over the whole judged span, however the cut splits it: a leak that spans the cut is
+        # judged on all its samples, not on two short halves.
+        wt, wv, _wn = series.between(start_ns, span_ns[1]) if series else ([], [], 0)
+        whole = judge_sampled_trend(wt, wv, growth_only)
+    decided = next((x for x in (first, whole) if x is not None and x.outcome == FAIL), v)
     detail = SampledMemoryDetail(
         source=source, warmup_s=limits.warmup_s, samples=samples, batch_times_h=decided.batch_times_h,
         series=decided.batch_values, growth_mib=decided.growth,
@@ -233,6 +238,11 @@ def _sampled_memory(metric: str, series: SampleSeries | None, limits: SoakLimits
                              reason=f"no sample in the judged span (after the {limits.warmup_s:g} s warmup)")
     if first_pass is not None:
         outcome, reason = _first_pass_outcome(v, first, first_pass, rule.growth_limit)
+        if outcome != FAIL and whole is not None and whole.outcome == FAIL and whole.growth_interval is not None:
+            lo, hi = whole.growth_interval
+            outcome, reason = FAIL, (f"grows beyond the cap over the judged span: growth {whole.growth:+.3g} MiB "
+                                     f"[{lo:+.3g}, {hi:+.3g}] over {whole.span_s / 60:.1f} judged min, wholly above "
+                                     f"the {rule.growth_limit:g} MiB cap")
     return MetricVerdict(metric=metric, outcome=outcome, reason=reason, detail=detail)
 
 
