@@ -22,11 +22,10 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import msgspec
+from server_ready import wait_ready  # bench/ is on sys.path as the script's folder
 
 from adapters.aiperf import build_command, ensure_tokenizer
 from adapters.aiperf.command import FAST_START_ARGS, AiperfCommand
@@ -37,19 +36,6 @@ from orchestrator.server_spec import ServerSpec
 
 ROOT = Path(__file__).resolve().parents[1]
 _FIRST = "Phase warmup (warmup) started"
-
-
-def _wait_ready(url: str, timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(url + "/health/ready", timeout=1.0) as resp:
-                if resp.status == 200:
-                    return
-        except (urllib.error.URLError, OSError):
-            pass
-        time.sleep(0.1)
-    raise RuntimeError(f"server at {url} not ready within {timeout_s:g} s")
 
 
 def _without_fast_start(cmd: AiperfCommand) -> AiperfCommand:
@@ -107,7 +93,7 @@ def main() -> int:
                                   start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         dirs: dict[str, str] = {}
         try:
-            _wait_ready(spec.base_url, cfg.server.startup_timeout_s)
+            wait_ready(spec.base_url, cfg.server.startup_timeout_s)
             workload = WorkloadConfig(warmup_requests=2, requests=args.requests, concurrency=1)
             for i in range(args.pairs):
                 order = ("before", "after") if i % 2 == 0 else ("after", "before")

@@ -21,12 +21,11 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import msgspec
 import psutil
+from server_ready import wait_ready  # bench/ is on sys.path as the script's folder
 
 from adapters.aiperf import build_command, ensure_tokenizer
 from adapters.server import server_parts
@@ -49,19 +48,6 @@ def _load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def _wait_ready(url: str, timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(url + "/health/ready", timeout=1.0) as resp:
-                if resp.status == 200:
-                    return
-        except (urllib.error.URLError, OSError):
-            pass
-        time.sleep(0.1)  # the same probe period as aqbench's start-up probe
-    raise RuntimeError(f"server at {url} not ready within {timeout_s:g} s")
-
-
 def _bare(cfg_path: Path, work: Path) -> dict[str, float]:
     """(a): server start to ready, bare AIPerf, server stop. Returns wall and AIPerf launch-to-exit."""
     cfg = load_config(cfg_path)
@@ -82,7 +68,7 @@ def _bare(cfg_path: Path, work: Path) -> dict[str, float]:
     server = subprocess.Popen(argv, env={**os.environ, **spec.env}, cwd=spec.cwd or None, start_new_session=True,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        _wait_ready(spec.base_url, cfg.server.startup_timeout_s)
+        wait_ready(spec.base_url, cfg.server.startup_timeout_s)
         ready = time.monotonic()
         env = {k: v for k, v in os.environ.items() if k != "AQBENCH_TAP_DIR"}
         t_launch = time.monotonic()

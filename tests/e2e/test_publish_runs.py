@@ -64,20 +64,9 @@ concurrency = 2
 arms = ["audio"]
 deadline_s = 300.0
 """
-BENCH = """
-[[models]]
-name = "reference-audioqa"
-family = "aqbench-reference"
-checkpoint = "aqbench/reference-cascade"
-profile = "reference-cascade-cpu-int8"
-[models.correctness]
-min_pass_rate = 0.9
-{extra}
-[inventory]
-candidates = ["acme/phi4ish-multimodal-instruct", "aqbench/reference-cascade", "acme/not-in-trtmc"]
-"""
-AQA = '[[models]]\nname = "aqa"\nfamily = "aqaish"\ncheckpoint = "acme/aqaish-1b"\nprofile = "aqaish-1b"\n' \
-      '[models.correctness]\nmin_pass_rate = 0.9\n'
+# The inventory's bench.toml, with or without the aqa model (shared with tests/orchestrator/ledger_support.py).
+BENCH = (ROOT / "tests/data/configs/inventory-bench.toml.tmpl").read_text()
+AQA = (ROOT / "tests/data/configs/aqa-model.toml").read_text()
 
 
 def aqbench(*args: str, timeout: int = 120) -> subprocess.CompletedProcess[str]:

@@ -26,27 +26,9 @@ ROOT = Path(__file__).resolve().parents[2]
 REF = "aqbench/reference-cascade"
 DATASET = "d" * 64
 
-BENCH = """
-[[models]]
-name = "reference-audioqa"
-family = "aqbench-reference"
-checkpoint = "aqbench/reference-cascade"
-profile = "reference-cascade-cpu-int8"
-[models.correctness]
-min_pass_rate = 0.9
-{extra}
-[inventory]
-candidates = ["acme/phi4ish-multimodal-instruct", "aqbench/reference-cascade", "acme/not-in-trtmc"]
-"""
-AQA = """
-[[models]]
-name = "aqa"
-family = "aqaish"
-checkpoint = "acme/aqaish-1b"
-profile = "aqaish-1b"
-[models.correctness]
-min_pass_rate = 0.9
-"""
+# The inventory's bench.toml, with or without the aqa model (shared with tests/e2e/test_publish_runs.py).
+BENCH = (ROOT / "tests/data/configs/inventory-bench.toml.tmpl").read_text()
+AQA = (ROOT / "tests/data/configs/aqa-model.toml").read_text()
 
 
 def inventory(tmp_path: Path, *, configure_aqa: bool, extra_files: dict[str, Any] | None = None,
