@@ -7,9 +7,11 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 from killed_soak import KilledSoak
@@ -63,6 +65,93 @@ def _start(config: Path, *extra: str) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, "-m", "orchestrator", "--log-level", "warning", "soak",
                              "--config", str(config), *extra], cwd=REPO, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
+
+
+def _default_config(tmp_path: Path, *server_args: str) -> Path:
+    """The default bench.toml as it ships, writing its runs under `tmp_path` (and `server_args` added)."""
+    text = (REPO / "bench.toml").read_text().replace('output_dir = "runs"', f'output_dir = "{tmp_path / "runs"}"')
+    if server_args:
+        text = text.replace('"--replicas", "{replicas}"]',
+                            '"--replicas", "{replicas}", ' + ", ".join(f'"{a}"' for a in server_args) + "]")
+    config = tmp_path / "bench.toml"
+    config.write_text(text)
+    return config
+
+
+class Soak(NamedTuple):
+    returncode: int
+    out: str  # stdout and stderr
+    run_dir: Path
+    events: list[dict[str, Any]]  # the journal, raw
+
+
+class _Running:
+    """One `aqbench soak` subprocess started by the `soaks` fixture; its output goes to a file (nobody reads a
+    pipe while the others run)."""
+
+    def __init__(self, tmp_path: Path, config: Path, *extra: str) -> None:
+        self.tmp_path = tmp_path
+        self.log = tmp_path / "soak.out"
+        with self.log.open("w") as out:
+            self.proc = subprocess.Popen([sys.executable, "-m", "orchestrator", "--log-level", "warning", "soak",
+                                          "--config", str(config), *extra], cwd=REPO, stdout=out,
+                                         stderr=subprocess.STDOUT, text=True)
+        self.failure = ""  # what went wrong beside the run (the SIGINT watcher), if anything
+
+    def result(self, timeout_s: float = 420.0) -> Soak:
+        self.proc.wait(timeout=timeout_s)
+        assert not self.failure, self.failure
+        run_dir = _run_dir(self.tmp_path)
+        return Soak(self.proc.returncode, self.log.read_text(), run_dir, _events(run_dir))
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:  # a test failed before reading it: ask it to stop, then insist
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def _interrupt_in_window_2(run: _Running) -> None:
+    """SIGINT once window 2 has answered a request (the SIGINT test's cue)."""
+    try:
+        _wait_for(run.tmp_path, lambda e: e["kind"] == "request_correlated" and e["window"] == "soak/w0002", 300)
+        run.proc.send_signal(signal.SIGINT)
+    except AssertionError as exc:
+        run.failure = f"window 2 never answered: {exc}"
+        run.proc.kill()
+
+
+@pytest.fixture(scope="module")
+def soaks(tmp_path_factory: pytest.TempPathFactory, shared_processes: set[int]) -> Iterator[dict[str, _Running]]:
+    """The soaks whose length is their clock (clean, the default 90 s, the leak, SIGINT mid-window 2) start at
+    once: together they take the longest one's minutes instead of the sum, and the work each does (requests
+    served) shrinks with the CPU it gets, which none of their assertions needs more of. The loaded-machine
+    test keeps its own soak: its spinners are its condition."""
+    def tmp(name: str) -> Path:
+        return tmp_path_factory.mktemp(f"soak-{name}")
+
+    runs: dict[str, _Running] = {}
+    try:
+        t = tmp("clean")
+        runs["clean"] = _Running(t, _config(t))
+        t = tmp("default-90s")
+        runs["default-90s"] = _Running(t, _default_config(t), "--duration", "90s", "--window", "30s")
+        t = tmp("leak")
+        runs["leak"] = _Running(t, _default_config(t, "--fault-leak-mib", "1"), "--duration", "150s", "--window", "15s")
+        t = tmp("sigint")
+        runs["sigint"] = _Running(t, _config(t, duration=120.0))
+        shared_processes.update(r.proc.pid for r in runs.values())
+        watcher = threading.Thread(target=_interrupt_in_window_2, args=(runs["sigint"],), daemon=True)
+        watcher.start()
+        yield runs
+        watcher.join(timeout=5)
+    finally:
+        for run in runs.values():
+            run.stop()
+            shared_processes.discard(run.proc.pid)
 
 
 def _run_dir(tmp_path: Path) -> Path:
@@ -135,16 +224,13 @@ def _accounting_balanced(events: list[dict[str, Any]]) -> None:
 
 
 class TestSoak:
-    def test_clean_soak_passes_with_its_trends_inconclusive(self, tmp_path: Path) -> None:
+    def test_clean_soak_passes_with_its_trends_inconclusive(self, soaks: dict[str, _Running]) -> None:
         """Three 15 s windows of one AIPerf process against a healthy server: nothing fails (exit 0), the
         trend verdicts are inconclusive (memory: nothing after the 60 s warmup; latency: 2 judged windows) and
         say so, the cuts have no gap."""
-        proc = _start(_config(tmp_path))
-        out, _ = proc.communicate(timeout=420)
-        run_dir = _run_dir(tmp_path)
-        events = _events(run_dir)
+        returncode, out, run_dir, events = soaks["clean"].result()
         verdicts = _final_verdicts(events)
-        assert proc.returncode == 0, out[-3000:]
+        assert returncode == 0, out[-3000:]
         trends = {"server_rss", "orchestrator_rss", "aiperf_rss", "latency_drift", "server_p99_latency"}
         assert set(verdicts) == trends | {"error_rate", "correctness", "restarts", "window_gap", "accounting",
                                           "processes"}
@@ -180,19 +266,13 @@ class TestSoak:
         assert any(e["kind"] == "soak_verdict" and not e["final"] for e in events)
         assert not [e for e in events if e["kind"] == "warned" and e["code"] == "soak_checkpoint_report_failed"]
 
-    def test_default_90s_soak_exits_zero_with_drift_verdicts_inconclusive(self, tmp_path: Path) -> None:
+    def test_default_90s_soak_exits_zero_with_drift_verdicts_inconclusive(self, soaks: dict[str, _Running]) -> None:
         """Issue 15's case: `aqbench soak --duration 90s --window 30s` on the default bench.toml exits 0, its
         drift verdicts inconclusive (memory: the first pass over the input not over, or 30 s of samples after the
         warmup; latency: too short a span) and said so; no gap over 1 s."""
-        text = (REPO / "bench.toml").read_text().replace('output_dir = "runs"', f'output_dir = "{tmp_path / "runs"}"')
-        config = tmp_path / "bench.toml"
-        config.write_text(text)
-        proc = _start(config, "--duration", "90s", "--window", "30s")
-        out, _ = proc.communicate(timeout=420)
-        run_dir = _run_dir(tmp_path)
-        events = _events(run_dir)
+        returncode, out, run_dir, events = soaks["default-90s"].result()
         verdicts = _final_verdicts(events)
-        assert proc.returncode == 0, out[-3000:]
+        assert returncode == 0, out[-3000:]
         for metric in ("server_rss", "latency_drift", "server_p99_latency"):
             assert verdicts[metric]["outcome"] == "inconclusive", verdicts[metric]["reason"]
         # The slope is judged after the first pass over the input's 415 requests, which 90 s at concurrency 2
@@ -209,21 +289,14 @@ class TestSoak:
         _accounting_balanced(events)
         _windows_consecutive(events, run_dir)
 
-    def test_injected_leak_fails_the_memory_verdict_in_minutes(self, tmp_path: Path) -> None:
+    def test_injected_leak_fails_the_memory_verdict_in_minutes(self, soaks: dict[str, _Running]) -> None:
         """Issue 29's case: `aqbench soak --duration 150s --window 15s` on the default settings against the
         reference server keeping 1 MiB per request exits 1 with server_rss FAILed on every sample of its 90
         judged seconds (growth wholly above the 64 MiB cap). The plan said beforehand that only growth could
         decide so short a span, and the cap is held over the whole judged span, across the end of the first pass."""
-        text = (REPO / "bench.toml").read_text().replace('output_dir = "runs"', f'output_dir = "{tmp_path / "runs"}"')
-        text = text.replace('"--replicas", "{replicas}"]', '"--replicas", "{replicas}", "--fault-leak-mib", "1"]')
-        config = tmp_path / "bench.toml"
-        config.write_text(text)
-        proc = _start(config, "--duration", "150s", "--window", "15s")
-        out, _ = proc.communicate(timeout=420)
-        run_dir = _run_dir(tmp_path)
-        events = _events(run_dir)
+        returncode, out, run_dir, events = soaks["leak"].result()
         verdicts = _final_verdicts(events)
-        assert proc.returncode == 1, out[-3000:]
+        assert returncode == 1, out[-3000:]
         rss = verdicts["server_rss"]
         assert rss["outcome"] == "fail", rss["reason"]
         detail = rss["detail"]
@@ -301,21 +374,11 @@ class TestSoak:
         assert aiperf not in {e["pid"] for e in events if e["kind"] == "orphan_killed"}
         _windows_consecutive(events, run_dir, bounded=False)
 
-    def test_sigint_mid_window_writes_the_final_report(self, tmp_path: Path) -> None:
+    def test_sigint_mid_window_writes_the_final_report(self, soaks: dict[str, _Running]) -> None:
         """SIGINT during window 2 ends that window gracefully (its partial results judged), journals final
         verdicts and RunFinished(interrupted), writes soak.md, and exits 130."""
-        proc = _start(_config(tmp_path, duration=120.0))
-        try:
-            _wait_for(tmp_path, lambda e: e["kind"] == "request_correlated" and e["window"] == "soak/w0002", 300)
-            proc.send_signal(signal.SIGINT)
-            out, _ = proc.communicate(timeout=180)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.communicate()
-        run_dir = _run_dir(tmp_path)
-        events = _events(run_dir)
-        assert proc.returncode == 130, out[-3000:]
+        returncode, out, run_dir, events = soaks["sigint"].result()
+        assert returncode == 130, out[-3000:]
         closed = [e for e in events if e["kind"] == "soak_window_closed"]
         assert [e["index"] for e in closed] == [1, 2]
         assert closed[1]["summary"]["ok"] >= 1
