@@ -65,7 +65,7 @@ arms = ["audio"]
 deadline_s = 300.0
 """
 # The inventory's bench.toml, with or without the aqa model (shared with tests/orchestrator/ledger_support.py).
-BENCH = (ROOT / "tests/data/configs/inventory-bench.toml.tmpl").read_text()
+BENCH = (ROOT / "tests/data/configs/inventory-bench.template.toml").read_text()
 AQA = (ROOT / "tests/data/configs/aqa-model.toml").read_text()
 
 

@@ -27,7 +27,7 @@ REF = "aqbench/reference-cascade"
 DATASET = "d" * 64
 
 # The inventory's bench.toml, with or without the aqa model (shared with tests/e2e/test_publish_runs.py).
-BENCH = (ROOT / "tests/data/configs/inventory-bench.toml.tmpl").read_text()
+BENCH = (ROOT / "tests/data/configs/inventory-bench.template.toml").read_text()
 AQA = (ROOT / "tests/data/configs/aqa-model.toml").read_text()
 
 
