@@ -14,8 +14,8 @@ import anyio
 import psutil
 from anyio.abc import TaskStatus
 
-from orchestrator.bus import Bus
 from orchestrator.events import ProcessSampled
+from orchestrator.ports import EventSink
 
 __all__ = ["ObserverSampler", "tree_rss"]
 
@@ -44,7 +44,7 @@ class ObserverSampler:
     `trim`, when given) and one for the AIPerf process `aiperf_pid()` names (none while it names no
     process). Runs until cancelled."""
 
-    def __init__(self, bus: Bus, *, period_s: float, aiperf_pid: Callable[[], int | None],
+    def __init__(self, bus: EventSink, *, period_s: float, aiperf_pid: Callable[[], int | None],
                  trim: Callable[[], object] | None = None) -> None:
         self._bus = bus
         self._period_s = period_s

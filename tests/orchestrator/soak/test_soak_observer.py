@@ -5,23 +5,30 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from typing import TypeVar
 
 import anyio
 import pytest
 
-from orchestrator.events import ProcessSampled
+from orchestrator.events import Event, ProcessSampled
 from orchestrator.soak.observer import ObserverSampler, tree_rss
 
 pytestmark = pytest.mark.anyio
 
 
+E = TypeVar("E", bound=Event)
+
+
 class _Bus:
+    """An event sink that keeps what the sampler publishes and says when `want` samples have come."""
+
     def __init__(self, want: int) -> None:
         self.events: list[ProcessSampled] = []
         self.want = want
         self.enough = anyio.Event()
 
-    async def publish(self, ev: ProcessSampled) -> ProcessSampled:
+    async def publish(self, ev: E) -> E:
+        assert isinstance(ev, ProcessSampled)
         self.events.append(ev)
         if len(self.events) >= self.want:
             self.enough.set()

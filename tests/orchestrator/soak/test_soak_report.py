@@ -10,6 +10,7 @@ import msgspec
 from config_support import make_config
 from soak_support import T0, _stats, _window
 
+from orchestrator.bus import Bus
 from orchestrator.events import (
     AnyEvent,
     MemorySummary,
@@ -34,6 +35,11 @@ from orchestrator.soak.plan import plan_trends
 from orchestrator.view.soak import SoakView, format_status
 
 
+def _v2_verdict(**fields: Any) -> dict[str, Any]:
+    """A soak verdict line as a journal of schema 2 wrote it: its detail a dict of anything."""
+    return {"kind": "soak_verdict", **fields}
+
+
 def _schema_2(tmp_path: Path, events: list[Any]) -> list[AnyEvent]:
     """`events` as a journal of schema 2 wrote them (a verdict's detail a dict of anything), read back through
     the journal reader, which upgrades them."""
@@ -41,7 +47,8 @@ def _schema_2(tmp_path: Path, events: list[Any]) -> list[AnyEvent]:
         events = [RunStarted(command="soak"), *events]
     events = [msgspec.structs.replace(events[0], schema_version=2), *events[1:]]
     path = tmp_path / "events.jsonl"
-    path.write_bytes(b"".join(msgspec.json.encode(msgspec.structs.replace(e, seq=i + 1)) + b"\n"
+    path.write_bytes(b"".join(msgspec.json.encode({**e, "seq": i + 1} if isinstance(e, dict) else
+                                                  msgspec.structs.replace(e, seq=i + 1)) + b"\n"
                               for i, e in enumerate(events)))
     read, torn = read_journal(path)
     assert torn is None
@@ -55,13 +62,13 @@ class TestSoakReport:
         events = [
             RunStarted(command="soak", config=make_config(soak={"window_s": 15.0})),
             _window(1, 300), _window(2, 310),
-            SoakVerdict(metric="server_rss", passed=True, final=False,
+            _v2_verdict(metric="server_rss", passed=True, final=False,
                         detail={"judged": False, "reason": "not judged", "windows_closed": 2}),
             _window(3, 400),
-            SoakVerdict(metric="server_rss", passed=False, final=True,
+            _v2_verdict(metric="server_rss", passed=False, final=True,
                         detail={"judged": True, "reason": "drifts: slope +9e+03 MiB/h", "slope": 9000.0,
                                 "growth": 8000.0, "limit": 8.0, "unit": "MiB/h", "windows_closed": 3}),
-            SoakVerdict(metric="server_rss", passed=True, final=False, detail={"reason": "late checkpoint"}),
+            _v2_verdict(metric="server_rss", passed=True, final=False, detail={"reason": "late checkpoint"}),
             ServerExited(incarnation=1, pid=9, returncode=-9, signal="SIGKILL", expected=False),
             ServerRestarting(incarnation=2, attempt=1, backoff_s=1.0),
             RunFinished(status="failed"),
@@ -106,9 +113,9 @@ class TestSoakReport:
         """An inconclusive verdict is no failure and no pass: the headline says INCONCLUSIVE, naming it (issue
         29: it read PASSED), and the verdict is listed with its reason before the verdict table."""
         events = [RunStarted(command="soak"), _window(1, 300),
-                  SoakVerdict(metric="server_rss", passed=False, final=True, outcome="inconclusive",
+                  _v2_verdict(metric="server_rss", passed=False, final=True, outcome="inconclusive",
                               detail={"reason": "not enough evidence (2 of 6 windows)"}),
-                  SoakVerdict(metric="restarts", passed=True, final=True, outcome="pass",
+                  _v2_verdict(metric="restarts", passed=True, final=True, outcome="pass",
                               detail={"reason": "no unexpected server exit"}),
                   RunFinished(status="ok")]
         md = render_soak_markdown(fold_soak(_schema_2(tmp_path, events)))
@@ -121,9 +128,9 @@ class TestSoakReport:
 
     def test_old_journal_verdicts_map_to_three_outcomes(self, tmp_path: Path) -> None:
         """A journal from before the three outcomes: passed+judged is pass, passed unjudged is inconclusive."""
-        report = fold_soak(_schema_2(tmp_path, [SoakVerdict(metric="a", passed=True, detail={"judged": False}),
-                                                SoakVerdict(metric="b", passed=True, detail={"judged": True}),
-                                                SoakVerdict(metric="c", passed=False, detail={})]))
+        report = fold_soak(_schema_2(tmp_path, [_v2_verdict(metric="a", passed=True, detail={"judged": False}),
+                                                _v2_verdict(metric="b", passed=True, detail={"judged": True}),
+                                                _v2_verdict(metric="c", passed=False, detail={})]))
         assert [v.outcome for v in report.verdicts] == ["inconclusive", "pass", "fail"]
 
     def test_journal_without_run_finished_reads_interrupted(self) -> None:
@@ -162,7 +169,7 @@ class TestSoakView:
     def test_plain_output_prints_notable_events_as_lines(self) -> None:
         """Off a terminal, a closed window and a restart each print a plain line (no carriage returns)."""
         out = io.StringIO()
-        view = SoakView(object(), duration_s=60, stream=out)
+        view = SoakView(Bus("soak-view-test"), duration_s=60, stream=out)
         view.show(_window(1, 300))
         view.show(ServerRestarting(incarnation=2, attempt=1, backoff_s=1.0, reason="exited -9"))
         text = out.getvalue()
@@ -178,7 +185,7 @@ class TestSoakView:
                 return True
 
         out = Terminal()
-        view = SoakView(object(), duration_s=60, stream=out)
+        view = SoakView(Bus("soak-view-test"), duration_s=60, stream=out)
         view.show(_window(1, 300))
         view.show(ServerRestarting(incarnation=2, attempt=1, backoff_s=1.0, reason="exited -9"))
         view.out.end_bar()
@@ -189,7 +196,7 @@ class TestSoakView:
         """Closed windows count their request span, the running one up to now, a finalising one up to its
         last answer; AIPerf start-up gaps do not count. A window closing late keeps the running one named."""
         s = 10**9
-        view = SoakView(object(), duration_s=60, stream=io.StringIO())
+        view = SoakView(Bus("soak-view-test"), duration_s=60, stream=io.StringIO())
 
         def req(window: str, start_s: float, end_s: float) -> RequestCorrelated:
             return RequestCorrelated(request_id=f"{window}-{start_s}", window=window, phase="profiling", ok=True,
