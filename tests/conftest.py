@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from _reference_server import Server
     from killed_soak import KilledSoak
     from reference_run import CleanRun
+    from short_soaks import Running
 
 __all__ = ["anyio_backend", "browser"]
 
@@ -63,6 +64,17 @@ def aa_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[CleanRun, CleanRu
     from reference_run import clean_runs_at_once
 
     return clean_runs_at_once(tmp_path_factory.mktemp("compare-aa"))
+
+
+@pytest.fixture(scope="session")
+def short_soaks(tmp_path_factory: pytest.TempPathFactory, shared_processes: set[int]) -> Iterator[dict[str, Running]]:
+    """tests/e2e/test_soak.py's short soaks, started at once and once per session (tests/e2e/short_soaks.py):
+    each test reads its own when it ends."""
+    # Imported here: tests/e2e joins sys.path only once its modules are collected (no package).
+    from short_soaks import short_soaks as start_short_soaks
+
+    with start_short_soaks(tmp_path_factory, shared_processes) as runs:
+        yield runs
 
 
 @pytest.fixture(scope="session")

@@ -4,183 +4,18 @@ from __future__ import annotations
 
 import json
 import re
-import signal
 import subprocess
 import sys
-import threading
-import time
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import pytest
 from killed_soak import KilledSoak
+from short_soaks import Running, config, events_of, run_dir_of
 
 REPO = Path(__file__).resolve().parents[2]
 
 pytestmark = [pytest.mark.aiperf, pytest.mark.slow, pytest.mark.timeout(480)]
-
-# Short soaks on a shared 2-core machine: minutes, not hours, so a few MiB or a few percent between
-# short windows extrapolate to large hourly rates (a clean server's first pass over new items grew
-# ~15 MiB between two windows: ~3,300 MiB/h). The limits below are scaled to that, the injected leak
-# (1 MiB per request, at concurrency 2 for enough requests on a busy machine) is judged against a cap on the
-# growth over the soak of 32 MiB, twice the clean server's first-pass growth. The trend rules need 6 judged windows;
-# the span they need is lowered to what a 90 s soak has. The rules themselves are unit-tested.
-_SOAK = """[soak]
-duration_s = {duration}
-window_s = {window}
-warmup_windows = 1
-checkpoint_every_s = 20.0
-rss_limit_mib_per_h = {rss_limit}
-p99_latency_limit_pct_per_h = 1000000.0
-max_error_rate = {max_error_rate}
-min_trend_windows = 6
-min_trend_span_s = 60.0
-rss_growth_limit_mib = {growth_limit}
-
-"""
-
-
-def _config(tmp_path: Path, *, duration: float = 45.0, window: float = 15.0, server_extra: list[str] | None = None,
-            max_error_rate: float = 0.001, rss_limit: float = 6000.0, growth_limit: float = 64.0,
-            concurrency: int = 1) -> Path:
-    text = (REPO / "bench.toml").read_text()
-    text = text.replace('output_dir = "runs"', f'output_dir = "{tmp_path / "runs"}"')
-    text = re.sub(r"\[soak\][^\[]*", _SOAK.format(duration=duration, window=window, max_error_rate=max_error_rate,
-                                                   rss_limit=rss_limit, growth_limit=growth_limit),
-                  text)
-    # One request at a time (unless a test needs more) keeps the load inside what two shared cores can serve.
-    text = text.replace("concurrency = 2\n", f"concurrency = {concurrency}\n")
-    # Few items per window: a lower gate than qualify's, so one hard item does not fail a short window.
-    text = text.replace("min_pass_rate = 0.9", "min_pass_rate = 0.5").replace("count = 1.0", "count = 0.5")
-    if server_extra:
-        text = text.replace('"--replicas", "{replicas}"]',
-                            '"--replicas", "{replicas}", ' + ", ".join(f'"{a}"' for a in server_extra) + "]")
-    path = tmp_path / "bench.toml"
-    path.write_text(text)
-    return path
-
-
-def _start(config: Path, *extra: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "orchestrator", "--log-level", "warning", "soak",
-                             "--config", str(config), *extra], cwd=REPO, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
-
-
-def _default_config(tmp_path: Path, *server_args: str) -> Path:
-    """The default bench.toml as it ships, writing its runs under `tmp_path` (and `server_args` added)."""
-    text = (REPO / "bench.toml").read_text().replace('output_dir = "runs"', f'output_dir = "{tmp_path / "runs"}"')
-    if server_args:
-        text = text.replace('"--replicas", "{replicas}"]',
-                            '"--replicas", "{replicas}", ' + ", ".join(f'"{a}"' for a in server_args) + "]")
-    config = tmp_path / "bench.toml"
-    config.write_text(text)
-    return config
-
-
-class Soak(NamedTuple):
-    returncode: int
-    out: str  # stdout and stderr
-    run_dir: Path
-    events: list[dict[str, Any]]  # the journal, raw
-
-
-class _Running:
-    """One `aqbench soak` subprocess started by the `soaks` fixture; its output goes to a file (nobody reads a
-    pipe while the others run)."""
-
-    def __init__(self, tmp_path: Path, config: Path, *extra: str) -> None:
-        self.tmp_path = tmp_path
-        self.log = tmp_path / "soak.out"
-        with self.log.open("w") as out:
-            self.proc = subprocess.Popen([sys.executable, "-m", "orchestrator", "--log-level", "warning", "soak",
-                                          "--config", str(config), *extra], cwd=REPO, stdout=out,
-                                         stderr=subprocess.STDOUT, text=True)
-        self.failure = ""  # what went wrong beside the run (the SIGINT watcher), if anything
-
-    def result(self, timeout_s: float = 420.0) -> Soak:
-        self.proc.wait(timeout=timeout_s)
-        assert not self.failure, self.failure
-        run_dir = _run_dir(self.tmp_path)
-        return Soak(self.proc.returncode, self.log.read_text(), run_dir, _events(run_dir))
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:  # a test failed before reading it: ask it to stop, then insist
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-
-def _interrupt_in_window_2(run: _Running) -> None:
-    """SIGINT once window 2 has answered a request (the SIGINT test's cue)."""
-    try:
-        _wait_for(run.tmp_path, lambda e: e["kind"] == "request_correlated" and e["window"] == "soak/w0002", 300)
-        run.proc.send_signal(signal.SIGINT)
-    except AssertionError as exc:
-        run.failure = f"window 2 never answered: {exc}"
-        run.proc.kill()
-
-
-@pytest.fixture(scope="module")
-def soaks(tmp_path_factory: pytest.TempPathFactory, shared_processes: set[int]) -> Iterator[dict[str, _Running]]:
-    """The soaks whose length is their clock (clean, the default 90 s, the leak, SIGINT mid-window 2) start at
-    once: together they take the longest one's minutes instead of the sum, and the work each does (requests
-    served) shrinks with the CPU it gets, which none of their assertions needs more of. The loaded-machine
-    test keeps its own soak: its spinners are its condition."""
-    def tmp(name: str) -> Path:
-        return tmp_path_factory.mktemp(f"soak-{name}")
-
-    runs: dict[str, _Running] = {}
-    try:
-        t = tmp("clean")
-        runs["clean"] = _Running(t, _config(t))
-        t = tmp("default-90s")
-        runs["default-90s"] = _Running(t, _default_config(t), "--duration", "90s", "--window", "30s")
-        t = tmp("leak")
-        runs["leak"] = _Running(t, _default_config(t, "--fault-leak-mib", "1"), "--duration", "150s", "--window", "15s")
-        t = tmp("sigint")
-        runs["sigint"] = _Running(t, _config(t, duration=120.0))
-        shared_processes.update(r.proc.pid for r in runs.values())
-        watcher = threading.Thread(target=_interrupt_in_window_2, args=(runs["sigint"],), daemon=True)
-        watcher.start()
-        yield runs
-        watcher.join(timeout=5)
-    finally:
-        for run in runs.values():
-            run.stop()
-            shared_processes.discard(run.proc.pid)
-
-
-def _run_dir(tmp_path: Path) -> Path:
-    dirs = sorted((tmp_path / "runs").glob("*soak-*"))
-    assert len(dirs) == 1, dirs
-    return dirs[0]
-
-
-def _events(run_dir: Path) -> list[dict[str, Any]]:
-    out = []
-    for line in (run_dir / "events.jsonl").read_text().splitlines():
-        try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
-            pass  # a line being written right now
-    return out
-
-
-def _wait_for(tmp_path: Path, pred: Any, timeout_s: float) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        runs = sorted((tmp_path / "runs").glob("*soak-*/events.jsonl"))
-        if runs:
-            for ev in _events(runs[0].parent):
-                if pred(ev):
-                    return ev
-        time.sleep(0.2)
-    raise AssertionError(f"no matching event within {timeout_s} s")
-
 
 def _final_verdicts(events: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {e["metric"]: e for e in events if e["kind"] == "soak_verdict" and e["final"]}
@@ -224,11 +59,11 @@ def _accounting_balanced(events: list[dict[str, Any]]) -> None:
 
 
 class TestSoak:
-    def test_clean_soak_passes_with_its_trends_inconclusive(self, soaks: dict[str, _Running]) -> None:
+    def test_clean_soak_passes_with_its_trends_inconclusive(self, short_soaks: dict[str, Running]) -> None:
         """Three 15 s windows of one AIPerf process against a healthy server: nothing fails (exit 0), the
         trend verdicts are inconclusive (memory: nothing after the 60 s warmup; latency: 2 judged windows) and
         say so, the cuts have no gap."""
-        returncode, out, run_dir, events = soaks["clean"].result()
+        returncode, out, run_dir, events = short_soaks["clean"].result()
         verdicts = _final_verdicts(events)
         assert returncode == 0, out[-3000:]
         trends = {"server_rss", "orchestrator_rss", "aiperf_rss", "latency_drift", "server_p99_latency"}
@@ -266,11 +101,11 @@ class TestSoak:
         assert any(e["kind"] == "soak_verdict" and not e["final"] for e in events)
         assert not [e for e in events if e["kind"] == "warned" and e["code"] == "soak_checkpoint_report_failed"]
 
-    def test_default_90s_soak_exits_zero_with_drift_verdicts_inconclusive(self, soaks: dict[str, _Running]) -> None:
+    def test_default_90s_soak_exits_zero_with_drift_verdicts_inconclusive(self, short_soaks: dict[str, Running]) -> None:
         """Issue 15's case: `aqbench soak --duration 90s --window 30s` on the default bench.toml exits 0, its
         drift verdicts inconclusive (memory: the first pass over the input not over, or 30 s of samples after the
         warmup; latency: too short a span) and said so; no gap over 1 s."""
-        returncode, out, run_dir, events = soaks["default-90s"].result()
+        returncode, out, run_dir, events = short_soaks["default-90s"].result()
         verdicts = _final_verdicts(events)
         assert returncode == 0, out[-3000:]
         for metric in ("server_rss", "latency_drift", "server_p99_latency"):
@@ -289,12 +124,12 @@ class TestSoak:
         _accounting_balanced(events)
         _windows_consecutive(events, run_dir)
 
-    def test_injected_leak_fails_the_memory_verdict_in_minutes(self, soaks: dict[str, _Running]) -> None:
+    def test_injected_leak_fails_the_memory_verdict_in_minutes(self, short_soaks: dict[str, Running]) -> None:
         """Issue 29's case: `aqbench soak --duration 150s --window 15s` on the default settings against the
         reference server keeping 1 MiB per request exits 1 with server_rss FAILed on every sample of its 90
         judged seconds (growth wholly above the 64 MiB cap). The plan said beforehand that only growth could
         decide so short a span, and the cap is held over the whole judged span, across the end of the first pass."""
-        returncode, out, run_dir, events = soaks["leak"].result()
+        returncode, out, run_dir, events = short_soaks["leak"].result()
         verdicts = _final_verdicts(events)
         assert returncode == 1, out[-3000:]
         rss = verdicts["server_rss"]
@@ -330,15 +165,16 @@ class TestSoak:
         accounting), every window balances, and the windows together hold exactly what AIPerf says it sent."""
         burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
         try:
-            proc = _start(_config(tmp_path, duration=30.0, window=10.0, max_error_rate=1.0, concurrency=2,
-                                  server_extra=["--fault-latency-ms", "1500"]))
+            proc = subprocess.Popen([sys.executable, "-m", "orchestrator", "--log-level", "warning", "soak", "--config",
+                                     str(config(tmp_path, duration=30.0, window=10.0, max_error_rate=1.0, concurrency=2,
+                                                server_extra=["--fault-latency-ms", "1500"]))],
+                                    cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
             out, _ = proc.communicate(timeout=420)
         finally:
             for burner in burners:
                 burner.kill()
                 burner.wait()
-        run_dir = _run_dir(tmp_path)
-        events = _events(run_dir)
+        events = events_of(run_dir_of(tmp_path))
         assert proc.returncode in (0, 1), out[-3000:]
         closed = [e for e in events if e["kind"] == "soak_window_closed"]
         assert [e["index"] for e in closed] == [1, 2, 3]
@@ -374,10 +210,10 @@ class TestSoak:
         assert aiperf not in {e["pid"] for e in events if e["kind"] == "orphan_killed"}
         _windows_consecutive(events, run_dir, bounded=False)
 
-    def test_sigint_mid_window_writes_the_final_report(self, soaks: dict[str, _Running]) -> None:
+    def test_sigint_mid_window_writes_the_final_report(self, short_soaks: dict[str, Running]) -> None:
         """SIGINT during window 2 ends that window gracefully (its partial results judged), journals final
         verdicts and RunFinished(interrupted), writes soak.md, and exits 130."""
-        returncode, out, run_dir, events = soaks["sigint"].result()
+        returncode, out, run_dir, events = short_soaks["sigint"].result()
         assert returncode == 130, out[-3000:]
         closed = [e for e in events if e["kind"] == "soak_window_closed"]
         assert [e["index"] for e in closed] == [1, 2]
