@@ -86,6 +86,28 @@ class TestFirstPass:
                     for seed in range(100)]
         assert outcomes.count("fail") >= 95
 
+    @pytest.mark.parametrize("phi", [0.0, 0.5, 0.8, 0.95])
+    def test_a_step_under_the_cap_that_spans_the_end_of_the_pass_never_fails(self, phi: float) -> None:
+        """The cap is held over the whole judged span, across the end of the first pass. A 60 MiB step (under the
+        64 MiB cap) rising across that end, mid-span, where the growth read from the span's slope is largest
+        (about 1.5 times a mid-span step): no seed of 50 FAILs at any phi, 20 and 55 minutes."""
+        for seconds in (20 * 60, 55 * 60):
+            middle = seconds // 2
+            cut = FirstPass(requests=416, end_ns=T0 + (middle + 60) * S)
+            outcomes = [_server_rss(seed, seconds, phi=phi, first_pass=cut, step_mib=60, step_at_s=middle).outcome
+                        for seed in range(50)]
+            assert outcomes.count("fail") == 0, (seconds, outcomes.count("fail"))
+
+    def test_growth_beyond_the_cap_split_by_the_end_of_the_pass_fails_on_the_whole_span(self) -> None:
+        """400 MiB/h for 20 minutes, the pass over at 10: each side of the cut grows about 60 MiB, under the 64 MiB
+        cap, the whole judged span about 127 MiB: the cap over the whole span FAILs at least 95 % of 40 seeds
+        (judged as two halves it read inconclusive, as a real 1 MiB/request leak did)."""
+        cut = FirstPass(requests=416, end_ns=T0 + 10 * 60 * S)
+        verdicts = [_server_rss(seed, 20 * 60, phi=0.5, first_pass=cut, slope_per_h=400.0) for seed in range(40)]
+        fails = [v for v in verdicts if v.outcome == "fail"]
+        assert len(fails) >= 38, len(fails)
+        assert any(v.reason.startswith("grows beyond the cap over the judged span") for v in fails)
+
     def test_the_plan_says_where_the_slope_starts(self) -> None:
         """In rate mode the plan knows when the first pass ends; a 4-minute default soak still judges 3
         minutes (growth)."""
