@@ -14,7 +14,7 @@ import msgspec
 
 from orchestrator.events import SloCheck, SweepConcluded
 
-__all__ = ["Judged", "next_point", "conclude", "unit_of"]
+__all__ = ["Judged", "next_point", "next_batch", "conclude", "unit_of"]
 
 _NAMES = {"p99_latency": "p99 client latency", "p90_latency": "p90 client latency",
           "p99_model_call": "p99 model_call_ms", "error_rate": "error rate", "answers": "answers",
@@ -68,6 +68,33 @@ def next_point(points: Sequence[float], judged: Mapping[float, Judged], *, mode:
     if passing is None or len(tried) >= refine:
         return None
     return _midpoint(passing, lowest_fail, mode)
+
+
+def next_batch(points: Sequence[float], judged: Mapping[float, Judged], *, mode: str, repeats: int,
+               refine: int) -> list[float]:
+    """The offered loads to run next in one AIPerf process (one start-up for them all), ascending; empty when
+    the sweep is done. Every undecided point below the lowest failure that may still be rerun; else every
+    configured point not yet run below the lowest failure (a point above a failure in the same batch runs
+    too: it is judged and reported, though the capacity is already below it); else the next midpoint."""
+    failing = [v for v, j in judged.items() if j.outcome == "fail"]
+    lowest_fail = min(failing) if failing else None
+
+    def below(v: float) -> bool:
+        return lowest_fail is None or v < lowest_fail
+
+    reruns = [v for v in sorted(judged) if judged[v].outcome == "inconclusive" and judged[v].runs <= repeats
+              and below(v)]
+    if reruns:
+        return reruns
+    fresh = [v for v in points if v not in judged and below(v)]
+    if fresh:
+        return fresh
+    passing = _capacity(judged)
+    tried = [v for v in judged if v not in points]
+    if lowest_fail is None or passing is None or len(tried) >= refine:
+        return []
+    mid = _midpoint(passing, lowest_fail, mode)
+    return [] if mid is None else [mid]
 
 
 def _capacity(judged: Mapping[float, Judged]) -> float | None:

@@ -8,7 +8,7 @@ import random
 from orchestrator.config import CorrectnessCriteria, SloConfig
 from orchestrator.events import SloCheck
 from orchestrator.sweep.judge import PointRequest, judge_point, worst
-from orchestrator.sweep.search import Judged, conclude, next_point
+from orchestrator.sweep.search import Judged, conclude, next_batch, next_point
 
 PASS = Judged(outcome="pass")
 FAIL = Judged(outcome="fail", checks=[SloCheck(slo="p99_latency", outcome="fail", reason="p99 9100 ms > 8000 ms")])
@@ -64,6 +64,43 @@ class TestSearch:
         """Between concurrency 2 and 3 nothing lies: no midpoint; between 2 and 8 it is 5."""
         assert next_point([1, 2, 3], {1: PASS, 2: PASS, 3: FAIL}, mode="concurrency", repeats=1, refine=3) is None
         assert next_point([1, 2, 8], {1: PASS, 2: PASS, 8: FAIL}, mode="concurrency", repeats=1, refine=3) == 5
+
+
+def _batched(points: list[float], knee: float, seed: int, refine: int) -> tuple[dict[float, Judged], list[list[float]]]:
+    rng = random.Random(seed)
+    slo = SloConfig(p99_latency_ms=800.0, answers=False, complete_outputs=False)
+    judged: dict[float, Judged] = {}
+    batches = []
+    while values := next_batch(points, judged, mode="rate", repeats=1, refine=refine):
+        for value in values:
+            checks = judge_point(_stub_server(value, knee, rng), slo, None, CorrectnessCriteria())
+            runs = judged[value].runs + 1 if value in judged else 1
+            judged[value] = Judged(outcome=worst([c.outcome for c in checks]), runs=runs, checks=checks)
+        batches.append(values)
+    return judged, batches
+
+
+class TestBatches:
+    def test_finds_a_known_knee_within_one_step_in_batches(self) -> None:
+        """The same stub server, the points run in batches (one AIPerf process each): the configured grid is
+        one batch, each midpoint another; the bracket is still [5, 6], over seeds."""
+        for seed in range(5):
+            judged, batches = _batched([1.0, 2.0, 4.0, 8.0], knee=5.5, seed=seed, refine=2)
+            c = conclude(judged, mode="rate", points=[1.0, 2.0, 4.0, 8.0])
+            assert (c.outcome, c.capacity, c.lowest_failing) == ("bracketed", 5.0, 6.0)
+            assert batches == [[1.0, 2.0, 4.0, 8.0], [6.0], [5.0]]
+
+    def test_reruns_come_first_and_only_below_a_failure(self) -> None:
+        """Undecided points below the lowest failure are rerun together; one above it never is; then points
+        not yet run below the failure; then the midpoint; nothing once refined."""
+        judged = {1.0: UNDECIDED, 2.0: UNDECIDED, 4.0: FAIL, 8.0: UNDECIDED}
+        assert next_batch([1.0, 2.0, 4.0, 8.0], judged, mode="rate", repeats=1, refine=1) == [1.0, 2.0]
+        judged = {1.0: PASS, 4.0: FAIL, 8.0: UNDECIDED}
+        assert next_batch([1.0, 2.0, 4.0, 8.0], judged, mode="rate", repeats=1, refine=1) == [2.0]
+        judged = {1.0: PASS, 2.0: PASS, 4.0: FAIL, 8.0: FAIL}
+        assert next_batch([1.0, 2.0, 4.0, 8.0], judged, mode="rate", repeats=1, refine=1) == [3.0]
+        assert next_batch([1.0, 2.0, 4.0, 8.0], {**judged, 3.0: PASS}, mode="rate", repeats=1, refine=1) == []
+        assert next_batch([1.0, 2.0], {1.0: PASS, 2.0: PASS}, mode="rate", repeats=1, refine=1) == []
 
 
 class TestConclude:
