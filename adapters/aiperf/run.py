@@ -229,7 +229,7 @@ async def run_aiperf(
     # environment, and a server's orphan sweep must never take it for a server's orphan.
     with spawned_here(proc.pid):
         counts = _Counts(_phase_windows(phases, cmd.argv))
-        loads = _window_loads(cmd.argv) if phases else {}
+        loads = {phases[name]: flags for name, flags in _window_loads(cmd.argv).items() if name in phases} if phases else {}
 
         def started(w: str) -> AiperfStarted:
             return AiperfStarted(source="aiperf", window=w, argv=cmd.argv, shell=cmd.shell,
