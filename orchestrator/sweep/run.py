@@ -287,7 +287,7 @@ async def _sweep(run: RunScope, opts: SweepOptions, toolkit: Toolkit, model: Mod
     need_base = not (sw.mode == "concurrency" and sw.points[0] == 1)
     while values := next_batch(sw.points, judged, mode=sw.mode, repeats=sw.repeats, refine=sw.refine):
         # A point cut short by the sweep's time loses its requests in flight: one that cannot finish is not started.
-        if not (values := walk.fit(values[:1] if sw.stop_early else values)):
+        if not (values := walk.fit(values[:1] if sw.stop_early else values, base=need_base)):
             break
         await walk.batch(values, base=need_base)
         need_base = False
@@ -371,13 +371,16 @@ class _Walk:
         sw = self.scope.config.sweep
         return (sw.max_duration_s - (time.monotonic() - self.started)) if sw.max_duration_s else float("inf")
 
-    def fit(self, values: list[float]) -> list[float]:
-        """The leading values whose planned time, with one AIPerf start-up, fits in the sweep's time left."""
+    def fit(self, values: list[float], *, base: bool) -> list[float]:
+        """The leading values whose planned time, with one AIPerf start-up (and the baseline window first when
+        `base`), fits in the sweep's time left."""
         cfg = self.scope.config
-        total, out = self.overhead_s, []
+        per = cfg.sweep.requests_per_point + cfg.workload.warmup_requests
+        # The baseline (concurrency 1) takes per x its latency; a server whose latency exceeds the gap of the
+        # lowest rate cannot hold that rate anyway, so that gap bounds it where the sweep can find a capacity.
+        total, out = self.overhead_s + (per / min(cfg.sweep.points) if base and cfg.sweep.mode == "rate" else 0.0), []
         for value in values:
-            total += ((cfg.sweep.requests_per_point + cfg.workload.warmup_requests) / value
-                      if cfg.sweep.mode == "rate" else self.point_s)
+            total += per / value if cfg.sweep.mode == "rate" else self.point_s
             if total > self.left_s():
                 break
             out.append(value)
