@@ -1,14 +1,17 @@
 """Sweep wall time against the sum of its points' planned durations (issue 33's target: at most 1.10x).
 
-Usage: flock /tmp/aqbench-heavy.lock .venv/bin/python bench/sweep_wall.py [--rates 2,4] [--requests 60]
+Usage: flock /tmp/aqbench-heavy.lock .venv/bin/python bench/sweep_wall.py [--rates 2,4] [--requests 60] [--both]
 
-Runs a real `aqbench sweep` (real AIPerf 0.13.0 per point, the shipped reference server) on a temporary copy of
-bench.toml, then reads its journal and prints, side by side from that one run:
+Runs a real `aqbench sweep` (real AIPerf 0.13.0, the shipped reference server) on a temporary copy of bench.toml,
+then reads its journal and prints, from that one run:
 - the planned duration of each point run ((warmup + profiling requests) / offered rate) and their sum;
 - the sweep's wall time and its ratio to that sum, whole (server start, capability probe, the concurrency-1
-  baseline included) and over the points alone (first point's AIPerf start to last point's exit);
-- where each point's time goes: AIPerf's start-up (its start to its first request), the requests, the tail
-  (last request sent to AIPerf's exit) and the gap before the next point's AIPerf.
+  baseline included) and over the points alone (first AIPerf process's start to the last one's exit);
+- per AIPerf process (a batch of points, its phases): its start-up (spawn to first request) and exit (last
+  request's end to exit); per window: its phase's start after the previous window's last request, its sending.
+`--per-point` runs each point in its own AIPerf process instead (`[sweep] stop_early = true`, the one path that
+still does so; a clean server breaks no SLO at the rates used, so no point is stopped early). `--both` runs the
+batched sweep and then the per-point one, side by side.
 """
 
 from __future__ import annotations
@@ -37,16 +40,21 @@ AQBENCH = Path(sys.executable).with_name("aqbench")
 TARGET = 1.10
 
 
-def _config(tmp: Path) -> Path:
+def _config(tmp: Path, per_point: bool) -> Path:
     text = (ROOT / "bench.toml").read_text().replace('output_dir = "runs"', f'output_dir = "{tmp / "runs"}"')
+    if per_point and "\n[sweep]\n" in text:
+        text = text.replace("\n[sweep]\n", "\n[sweep]\nstop_early = true\n", 1)
+    elif per_point:
+        text += "\n[sweep]\nstop_early = true\n"
     cfg = tmp / "bench.toml"
     cfg.write_text(text)
     return cfg
 
 
-def analyse(events: list[AnyEvent], wall: float) -> None:
-    """Print the planned durations beside the journal's own times (wall: the sweep's wall time)."""
-    started = {e.window: e.ts_ns for e in events if isinstance(e, AiperfStarted)}
+def analyse(events: list[AnyEvent], wall: float) -> float:
+    """Print the planned durations beside the journal's own times (wall: the sweep's wall time); returns the
+    whole sweep's ratio to plan."""
+    started = {e.window: e for e in events if isinstance(e, AiperfStarted)}
     exited = {e.window: e.ts_ns for e in events if isinstance(e, AiperfExited)}
     reqs: dict[str, list[RequestCorrelated]] = {}
     for e in events:
@@ -54,52 +62,57 @@ def analyse(events: list[AnyEvent], wall: float) -> None:
             reqs.setdefault(e.window, []).append(e)
     plan = next(e.detail for e in events if isinstance(e, PhaseStarted) and isinstance(e.detail, SweepPhase))
     warmup, requests = plan.warmup_requests or 0, plan.requests_per_point or 0
-    points = [w for w in started if "/rate" in w]
+    procs: dict[int, list[str]] = {}
+    for w, e in started.items():
+        procs.setdefault(e.pid, []).append(w)
     planned = startup = 0.0
-    print(f"{'window':<30} {'planned s':>9} {'AIPerf s':>8} {'start-up s':>10} {'sending s':>9} {'exit s':>6} {'gap s':>6}")
-    for w in [*(x for x in started if x.endswith("/baseline")), *points]:
-        rate = float(w.rsplit("/rate", 1)[1].rsplit("-", 1)[0]) if "/rate" in w else None
-        plan_s = (requests + warmup) / rate if rate else 0.0
-        planned += plan_s
-        sends = [r.request_start_ns for r in reqs.get(w, []) if r.request_start_ns]
-        ends = [r.request_end_ns for r in reqs.get(w, []) if r.request_end_ns]
-        first, last_end = (min(sends), max(ends)) if sends and ends else (started[w], started[w])
-        startup += (first - started[w]) / 1e9 if rate else 0.0
-        nxt = points.index(w) + 1 if w in points else 0
-        gap = (started[points[nxt]] - exited[w]) / 1e9 if nxt < len(points) else 0.0
-        print(f"{w:<30} {plan_s:9.1f} {(exited[w] - started[w]) / 1e9:8.1f} {(first - started[w]) / 1e9:10.1f} "
-              f"{(last_end - first) / 1e9:9.1f} {(exited[w] - last_end) / 1e9:6.1f} {gap:6.1f}")
-    span = (exited[points[-1]] - started[points[0]]) / 1e9 if points else 0.0
+    print(f"{'AIPerf process / window':<34} {'planned s':>9} {'start-up s':>10} {'to phase s':>10} {'sending s':>9} "
+          f"{'exit s':>6}")
+    first_start = last_exit = 0
+    for pid, windows in procs.items():
+        spawn, end = started[windows[0]].ts_ns, exited.get(windows[-1], started[windows[0]].ts_ns)
+        first_start, last_exit = first_start or spawn, max(last_exit, end)
+        sends = [r.request_start_ns for w in windows for r in reqs.get(w, []) if r.request_start_ns]
+        ends = [r.request_end_ns for w in windows for r in reqs.get(w, []) if r.request_end_ns]
+        up = (min(sends) - spawn) / 1e9 if sends else 0.0
+        startup += up
+        print(f"{'pid ' + str(pid) + f' ({len(windows)} windows)':<34} {'':>9} {up:10.1f} {'':>10} {'':>9} "
+              f"{(end - max(ends)) / 1e9 if ends else 0.0:6.1f}")
+        previous_end = min(sends) if sends else spawn
+        for w in windows:
+            rate = float(w.rsplit("/rate", 1)[1].rsplit("-", 1)[0]) if "/rate" in w else None
+            plan_s = (requests + warmup) / rate if rate else 0.0
+            planned += plan_s
+            w_sends = [r.request_start_ns for r in reqs.get(w, []) if r.request_start_ns]
+            w_ends = [r.request_end_ns for r in reqs.get(w, []) if r.request_end_ns]
+            if not (w_sends and w_ends):
+                continue
+            to_phase = max(0.0, (started[w].ts_ns - previous_end) / 1e9) if w != windows[0] else 0.0
+            print(f"  {w:<32} {plan_s:9.1f} {'':>10} {to_phase:10.1f} {(max(w_ends) - min(w_sends)) / 1e9:9.1f}")
+            previous_end = max(w_ends)
+    span = (last_exit - first_start) / 1e9
     marks = {(e.phase, isinstance(e, PhaseFinished)): e.ts_ns for e in events if isinstance(e, PhaseStarted | PhaseFinished)}
     probe = (marks.get(("capability", True), 0) - marks.get(("capability", False), 0)) / 1e9
-    print(f"planned sum (points, the baseline has none) {planned:.1f} s")
-    print(f"points' span {span:.1f} s = {span / planned:.2f}x planned; their AIPerf start-ups {startup:.1f} s")
+    print(f"planned sum (points, the baseline has none) {planned:.1f} s; {len(procs)} AIPerf processes")
+    print(f"points' span {span:.1f} s = {span / planned:.2f}x planned; AIPerf start-ups {startup:.1f} s")
     print(f"whole sweep {wall:.1f} s = {wall / planned:.2f}x planned (target <= {TARGET:.2f}x); capability probe "
           f"{probe:.1f} s")
+    return wall / planned
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rates", default="2,4", help="open-loop points, req/s (default 2,4)")
-    ap.add_argument("--requests", type=int, default=60, help="profiling requests per point (default 60)")
-    ap.add_argument("--journal", type=Path, help="analyse this finished sweep's events.jsonl instead of running one")
-    args = ap.parse_args()
-    if args.journal:
-        events, _ = read_journal(args.journal)
-        analyse(events, (events[-1].ts_ns - events[0].ts_ns) / 1e9)
-        return 0
+def _run(rates: str, requests: int, per_point: bool) -> int:
     with tempfile.TemporaryDirectory(prefix="aqbench-sweep-wall-") as d:
         tmp = Path(d)
-        cfg = _config(tmp)
+        cfg = _config(tmp, per_point)
         load0 = os.getloadavg()[0]
         t0 = time.monotonic()
         proc = subprocess.run([str(AQBENCH), "--log-level", "warning", "sweep", "--config", str(cfg), "--rates",
-                               args.rates, "--requests-per-point", str(args.requests)], cwd=ROOT,
-                              capture_output=True, text=True)
+                               rates, "--requests-per-point", str(requests)], cwd=ROOT, capture_output=True, text=True)
         wall = time.monotonic() - t0
         [run_dir] = list((tmp / "runs").iterdir())
         events, _ = read_journal(run_dir / "events.jsonl")
-    print(f"aqbench sweep --rates {args.rates} --requests-per-point {args.requests}: exit {proc.returncode}; load "
+    side = "per-point AIPerf processes (stop_early = true)" if per_point else "batched (one AIPerf process per batch)"
+    print(f"== {side}: aqbench sweep --rates {rates} --requests-per-point {requests}: exit {proc.returncode}; load "
           f"average before {load0:.2f}, after {os.getloadavg()[0]:.2f} (2 cores shared with other sessions)")
     if proc.returncode not in (0, 1):
         print(proc.stderr[-3000:], file=sys.stderr)
@@ -107,6 +120,22 @@ def main() -> int:
     print("\n".join(ln for ln in proc.stderr.splitlines() if ln.startswith(("sweep: ", "  ")) and "reports:" not in ln))
     analyse(events, wall)
     return 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rates", default="2,4", help="open-loop points, req/s (default 2,4)")
+    ap.add_argument("--requests", type=int, default=60, help="profiling requests per point (default 60)")
+    ap.add_argument("--per-point", action="store_true", help="each point its own AIPerf process")
+    ap.add_argument("--both", action="store_true", help="batched, then per-point, side by side")
+    ap.add_argument("--journal", type=Path, help="analyse this finished sweep's events.jsonl instead of running one")
+    args = ap.parse_args()
+    if args.journal:
+        events, _ = read_journal(args.journal)
+        analyse(events, (events[-1].ts_ns - events[0].ts_ns) / 1e9)
+        return 0
+    sides = [False, True] if args.both else [args.per_point]
+    return max(_run(args.rates, args.requests, per_point) for per_point in sides)
 
 
 if __name__ == "__main__":

@@ -47,6 +47,8 @@ __all__ = [
     "AiperfFacts",
     "AiperfInvocation",
     "AiperfResult",
+    "PhaseLoad",
+    "WindowIssued",
     "AiperfTools",
     "Toolkit",
     "LineDecoder",
@@ -360,6 +362,17 @@ class AiperfInvocation(Protocol):
         ...
 
 
+class PhaseLoad(msgspec.Struct, frozen=True, kw_only=True):
+    """One load of a phased AIPerf run (several windows in one process): its profiling phase `name`, preceded
+    by `warmup_<name>` when `warmup` > 0; a `rate` (open loop) or a `concurrency` (closed loop)."""
+
+    name: str
+    requests: int
+    warmup: int = 0
+    rate: float | None = None
+    concurrency: int | None = None
+
+
 class AiperfResult(Protocol):
     """How one AIPerf run ended, judged by its files."""
 
@@ -378,6 +391,18 @@ class AiperfResult(Protocol):
     @property
     def artifact_dir(self) -> str:
         """Where the run's files are."""
+    @property
+    def windows(self) -> dict[str, WindowIssued]:
+        """A phased run's windows (else empty): per window, what AIPerf issued and how it ended."""
+
+
+class WindowIssued(msgspec.Struct, frozen=True, kw_only=True):
+    """One window of a phased AIPerf run: per phase kind, the requests AIPerf issued and where that count
+    comes from (as AiperfResult.issued / issued_from), and its classification."""
+
+    issued: dict[str, int] = {}
+    issued_from: dict[str, str] = {}
+    classification: str = ""
 
 
 class AiperfTools(Protocol):
@@ -393,10 +418,17 @@ class AiperfTools(Protocol):
         """The `aiperf profile` command for one run; the overrides (requests, ...) win over `workload`.
         `worker_gc` (soaks) turns the cycle collector back on in AIPerf's worker, bounding its memory."""
         ...
+    def phased_command(self, cmd: AiperfInvocation, loads: Sequence[PhaseLoad], folder: Path) -> AiperfInvocation:
+        """`cmd` rewritten to run `loads` as phases of one AIPerf process (writes its phases file into `folder`)."""
+        ...
     async def run_aiperf(self, cmd: AiperfInvocation, bus: EventBus, *, window: str, deadline_s: float,
                          stop_grace_s: float, install: AiperfFacts | None = None,
                          on_exit: Callable[[], None] | None = None,
-                         stop: anyio.Event | None = None) -> AiperfResult: ...
+                         stop: anyio.Event | None = None,
+                         phases: Mapping[str, str] | None = None) -> AiperfResult:
+        """`phases` (a phased command): each load's name -> its window; records, issued counts and the
+        AiperfStarted/AiperfExited events go to each phase's window (`window` is the first)."""
+        ...
 
 
 class ChatClients(Protocol):

@@ -5,6 +5,7 @@ The live tap (observer.py) is loaded by AIPerf itself and is not imported from h
 
 from adapters.aiperf.command import AiperfCommand, build_command
 from adapters.aiperf.install import REQUIRED_VERSION, AiperfInstall, check_install
+from adapters.aiperf.phases import phased_command
 from adapters.aiperf.records import RecordParseError, parse_export_line, parse_tap_line
 from adapters.aiperf.run import AiperfOutcome, classify_artifacts, run_aiperf
 from adapters.aiperf.tokenizer import ensure_tokenizer
@@ -16,6 +17,7 @@ __all__ = [
     "ensure_tokenizer",
     "AiperfCommand",
     "build_command",
+    "phased_command",
     "AiperfOutcome",
     "run_aiperf",
     "classify_artifacts",

@@ -56,6 +56,7 @@ class LiveTapObserver(AIPerfLifecycleMixin):  # type: ignore[misc]  # AIPerf is 
             "correlation_id": md.x_correlation_id or "",
             "conversation_id": md.conversation_id or "",
             "phase": str(md.benchmark_phase),
+            "phase_name": getattr(md, "phase_name", None) or "",  # a phased run's window (records.py)
             "session_num": md.session_num,
             "worker_id": md.worker_id,
             "credit_issued_ns": md.credit_issued_ns,

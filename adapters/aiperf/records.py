@@ -5,6 +5,8 @@ The view Structs below mirror only the fields aqbench reads; they never leave th
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import msgspec
 
 from orchestrator.events import ClientRecord
@@ -44,6 +46,7 @@ class ExportMetadata(msgspec.Struct):
     conversation_id: str | None = None
     session_num: int | None = None
     benchmark_phase: str | None = "unknown"
+    phase_name: str | None = None  # the phase's own name (AIPerf's --config phases: one window each)
     credit_issued_ns: int | None = None
     request_ack_ns: int | None = None
     worker_id: str = ""
@@ -81,6 +84,7 @@ class _TapLine(msgspec.Struct):
     correlation_id: str = ""
     conversation_id: str = ""
     phase: str = ""
+    phase_name: str = ""
     session_num: int | None = None
     worker_id: str = ""
     credit_issued_ns: int | None = None
@@ -157,8 +161,15 @@ def _phase(value: str | None) -> str:
     return _PHASES.get(value or "", "unknown")
 
 
-def _export_client(rec: _ExportLine, via: str, window: str, source: str, event_time: bool) -> ClientRecord:
+def _window(window: str, windows: Mapping[str, str] | None, phase_name: str | None) -> str:
+    """A phased run's record counts in its phase's window (the run's own window for a phase not named)."""
+    return windows.get(phase_name or "", window) if windows else window
+
+
+def _export_client(rec: _ExportLine, via: str, window: str, source: str, event_time: bool,
+                   windows: Mapping[str, str] | None = None) -> ClientRecord:
     md = rec.metadata
+    window = _window(window, windows, md.phase_name)
     if not md.x_request_id:
         raise RecordParseError("profile_export.jsonl: record without metadata.x_request_id: it cannot be joined")
     err, trace, metrics = rec.error, rec.trace_data, rec.metrics
@@ -194,17 +205,18 @@ def _export_client(rec: _ExportLine, via: str, window: str, source: str, event_t
 
 
 def decode_export_record(line: bytes, *, via: str = "export", window: str = "", source: str = "aiperf:export",
-                         event_time: bool = False) -> ClientRecord:
+                         event_time: bool = False, windows: Mapping[str, str] | None = None) -> ClientRecord:
     """One profile_export.jsonl line -> ClientRecord: the one decoder of AIPerf's per-request export,
-    used live (via="export") and by ingest (via="ingest", event_time=True). Raises msgspec errors for a
-    malformed line and RecordParseError for a record that cannot be joined."""
-    return _export_client(_export_decoder.decode(line), via, window, source, event_time)
+    used live (via="export") and by ingest (via="ingest", event_time=True). `windows`: a phased run's
+    phase name -> window. Raises msgspec errors for a malformed line and RecordParseError for a record
+    that cannot be joined."""
+    return _export_client(_export_decoder.decode(line), via, window, source, event_time, windows)
 
 
-def parse_export_line(line: bytes, *, window: str = "") -> ClientRecord:
+def parse_export_line(line: bytes, *, window: str = "", windows: Mapping[str, str] | None = None) -> ClientRecord:
     """One profile_export.jsonl line -> ClientRecord(via="export"). Raises RecordParseError."""
     try:
-        return decode_export_record(line, window=window)
+        return decode_export_record(line, window=window, windows=windows)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise RecordParseError(f"profile_export.jsonl: {exc}: {line[:120]!r}") from None
 
@@ -213,15 +225,15 @@ def _error_text(err: ExportError | None) -> str:
     return err.text() if err is not None else ""
 
 
-def parse_tap_line(line: bytes, *, window: str = "") -> ClientRecord:
-    """One live-tap line -> ClientRecord(via="tap"). Raises RecordParseError."""
+def parse_tap_line(line: bytes, *, window: str = "", windows: Mapping[str, str] | None = None) -> ClientRecord:
+    """One live-tap line -> ClientRecord(via="tap"); `windows` as parse_export_line's. Raises RecordParseError."""
     try:
         rec = _tap_decoder.decode(line)
     except msgspec.DecodeError as exc:
         raise RecordParseError(f"live tap: {exc}: {line[:120]!r}") from None
     err = rec.error
     return ClientRecord(
-        source="aiperf:tap", request_id=rec.request_id, via="tap", window=window,
+        source="aiperf:tap", request_id=rec.request_id, via="tap", window=_window(window, windows, rec.phase_name),
         correlation_id=rec.correlation_id, conversation_id=rec.conversation_id,
         phase=_phase(rec.phase), session_num=rec.session_num, worker_id=rec.worker_id,  # type: ignore[arg-type]
         credit_issued_ns=rec.credit_issued_ns, request_start_ns=rec.request_start_ns,

@@ -12,7 +12,7 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,14 +23,14 @@ from anyio.abc import Process
 from adapters.aiperf.artifacts import Classification, judge_artifacts, wait_artifacts_final
 from adapters.aiperf.command import SHORT_TMP_PREFIX
 from adapters.aiperf.records import RecordParseError, parse_export_line, parse_tap_line
-from adapters.aiperf.sent import issued_counts, parse_sent
+from adapters.aiperf.sent import issued_counts, parse_phase_sent, parse_phase_started, parse_sent
 from adapters.fswatch import FolderWatch
 from adapters.server.group import signal_group, stop_group
 from adapters.server.subreaper import spawned_here
 from adapters.tail import LineFollower
 from orchestrator.errors import ClientError
 from orchestrator.events import AiperfExited, AiperfStarted, ClientRecord, LogLine, Warned
-from orchestrator.ports import AiperfFacts, AiperfInvocation, EventSink
+from orchestrator.ports import AiperfFacts, AiperfInvocation, EventSink, WindowIssued
 
 __all__ = ["AiperfOutcome", "run_aiperf", "classify_artifacts"]
 
@@ -56,20 +56,26 @@ class AiperfOutcome(msgspec.Struct, frozen=True, kw_only=True):
     # sending-complete line; "phase_manifest": the records it kept); a phase neither names is absent.
     issued: dict[str, int] = {}
     issued_from: dict[str, str] = {}
+    # A phased run (several windows in one process): each window that started, with its own issued counts.
+    windows: dict[str, WindowIssued] = {}
 
 
 class _Counts:
-    def __init__(self) -> None:
+    def __init__(self, phases: dict[str, tuple[str, str]] | None = None) -> None:
         self.by_via = {"tap": 0, "export": 0}
         self.bad_lines = 0
         self.sent: dict[str, int] = {}  # per phase kind, from AIPerf's own log
+        self.sent_named: dict[str, int] = {}  # a phased run's: per phase name
+        self.phases = phases or {}  # a phased run's phase name -> (window, kind)
+        self.windows = {name: window for name, (window, _) in self.phases.items()} or None
+        self.started: list[str] = []  # a phased run's windows whose first phase AIPerf started
 
 
 async def _publish_lines(bus: EventSink, lines: list[bytes], via: str, window: str, counts: _Counts) -> None:
     parse = parse_tap_line if via == "tap" else parse_export_line
     for line in lines:
         try:
-            rec: ClientRecord = parse(line, window=window)
+            rec: ClientRecord = parse(line, window=window, windows=counts.windows)
         except RecordParseError as exc:
             counts.bad_lines += 1
             await bus.publish(Warned(source="aiperf", code="aiperf_bad_record_line", message=str(exc)))
@@ -111,13 +117,15 @@ async def _tail_taps(folder: Path, bus: EventSink, window: str, stop: anyio.Even
             follower.close()
 
 
-async def _pump_logs(proc: Process, bus: EventSink, tail: list[str], scope: anyio.CancelScope, counts: _Counts) -> None:
+async def _pump_logs(proc: Process, bus: EventSink, tail: list[str], scope: anyio.CancelScope, counts: _Counts,
+                     started: Callable[[str], AiperfStarted] | None = None) -> None:
     assert proc.stdout is not None
     with scope:
-        await _pump(proc, bus, tail, counts)
+        await _pump(proc, bus, tail, counts, started)
 
 
-async def _pump(proc: Process, bus: EventSink, tail: list[str], counts: _Counts) -> None:
+async def _pump(proc: Process, bus: EventSink, tail: list[str], counts: _Counts,
+                started: Callable[[str], AiperfStarted] | None = None) -> None:
     assert proc.stdout is not None
     buf = b""
     async for chunk in proc.stdout:
@@ -131,6 +139,13 @@ async def _pump(proc: Process, bus: EventSink, tail: list[str], counts: _Counts)
             del tail[:-40]
             if (sent := parse_sent(text)) is not None:
                 counts.sent[sent[0]] = sent[1]
+            if counts.phases and (named := parse_phase_sent(text)) is not None:
+                counts.sent_named[named[0]] = named[2]
+            if started is not None and (name := parse_phase_started(text)) in counts.phases:
+                window = counts.phases[name][0]
+                if window not in counts.started:  # its first phase: the window starts now
+                    counts.started.append(window)
+                    await bus.publish(started(window))
             match = _LEVEL.search(text)
             await bus.publish(LogLine(source="aiperf", stream="aiperf", text=text,
                                       level=match.group(1).lower() if match else ""))
@@ -181,6 +196,7 @@ async def run_aiperf(
     install: AiperfFacts | None = None,
     on_exit: Callable[[], None] | None = None,
     stop: anyio.Event | None = None,
+    phases: Mapping[str, str] | None = None,
 ) -> AiperfOutcome:
     """Run `cmd` to completion (or `deadline_s`), streaming records; returns the judged outcome.
 
@@ -190,6 +206,8 @@ async def run_aiperf(
     `on_exit` is called the moment the AIPerf process has ended, before its files are awaited and judged.
     Setting `stop` asks for a graceful end as the deadline does (SIGINT, then SIGKILL after the grace), so
     this function stays the one owner of AIPerf's process. Raises ClientError when it cannot be started.
+    `phases` (a command from phased_command): each load's name -> its window, `window` being the first. Each
+    window gets its own AiperfStarted (as its first phase starts), records, issued counts and AiperfExited.
     """
     artifact_dir = Path(cmd.artifact_dir)
     await anyio.Path(artifact_dir).mkdir(parents=True, exist_ok=True)
@@ -210,12 +228,19 @@ async def run_aiperf(
     # Ours until reaped: AIPerf renames itself (setproctitle), which blanks the owner mark in its
     # environment, and a server's orphan sweep must never take it for a server's orphan.
     with spawned_here(proc.pid):
-        await bus.publish(AiperfStarted(source="aiperf", window=window, argv=cmd.argv, shell=cmd.shell,
-                                        artifact_dir=str(artifact_dir), pid=proc.pid,
-                                        version=install.version if install else "",
-                                        fingerprint=install.fingerprint if install else "",
-                                        input_file=cmd.input_file))
-        counts = _Counts()
+        counts = _Counts(_phase_windows(phases, cmd.argv))
+        loads = {phases[name]: flags for name, flags in _window_loads(cmd.argv).items() if name in phases} if phases else {}
+
+        def started(w: str) -> AiperfStarted:
+            return AiperfStarted(source="aiperf", window=w, argv=cmd.argv, shell=cmd.shell,
+                                 artifact_dir=str(artifact_dir), pid=proc.pid, version=install.version if install else "",
+                                 fingerprint=install.fingerprint if install else "", input_file=cmd.input_file,
+                                 load=loads.get(w, []))
+
+        if phases:
+            window = next(iter(phases.values()))
+            counts.started.append(window)
+        await bus.publish(started(window))
         stop_tailers = anyio.Event()
         log_tail: list[str] = []
         stopped_early = False
@@ -227,7 +252,7 @@ async def run_aiperf(
                     tg.start_soon(_tail_taps, tap_dir, bus, window, stop_tailers, counts)
                 # A service process that outlives AIPerf keeps the pipe open: the pump is cancelled then.
                 pump_scope = anyio.CancelScope()
-                tg.start_soon(_pump_logs, proc, bus, log_tail, pump_scope, counts)
+                tg.start_soon(_pump_logs, proc, bus, log_tail, pump_scope, counts, started if phases else None)
                 with anyio.move_on_after(deadline_s) as deadline:
                     await _wait_exit_or_stop(proc, stop)
                 if deadline.cancelled_caught:
@@ -263,7 +288,8 @@ async def run_aiperf(
                                     returncode=proc.returncode, aggregate=judged.aggregate,
                                     artifact_dir=str(artifact_dir), duration_ns=time.monotonic_ns() - t0,
                                     records={**counts.by_via, "bad_lines": counts.bad_lines},
-                                    issued=issued, issued_from=issued_from)
+                                    issued=issued, issued_from=issued_from,
+                                    windows=_windows_issued(counts, judged.classification, judged.aggregate))
         finally:
             with anyio.CancelScope(shield=True), anyio.move_on_after(stop_grace_s + 5):
                 await _stop(proc, stop_grace_s)
@@ -274,12 +300,82 @@ async def run_aiperf(
                 if Path(tmp).name.startswith(SHORT_TMP_PREFIX):
                     shutil.rmtree(tmp, ignore_errors=True)  # ours, outside the run folder: leave nothing behind
                 if outcome is None:
-                    await bus.publish(AiperfExited(source="aiperf", window=window, returncode=proc.returncode,
-                                                   classification="cancelled", reason="aqbench was cancelled",
-                                                   duration_ns=time.monotonic_ns() - t0))
-        await bus.publish(AiperfExited(source="aiperf", window=window, returncode=outcome.returncode,
-                                       classification=outcome.classification, reason=outcome.reason,
-                                       aggregate={**outcome.aggregate, "records": outcome.records,
-                                                  "issued": outcome.issued, "issued_from": outcome.issued_from},
-                                       duration_ns=outcome.duration_ns))
+                    await _publish_cancelled(bus, counts.started or [window], proc.returncode, t0)
+        await _publish_exits(bus, outcome, phased=bool(phases))
         return outcome
+
+
+async def _publish_cancelled(bus: EventSink, windows: list[str], returncode: int | None, t0: int) -> None:
+    for w in windows:
+        await bus.publish(AiperfExited(source="aiperf", window=w, returncode=returncode, classification="cancelled",
+                                       reason="aqbench was cancelled", duration_ns=time.monotonic_ns() - t0))
+
+
+async def _publish_exits(bus: EventSink, outcome: AiperfOutcome, *, phased: bool) -> None:
+    """AiperfExited for the run's window, or for each window of a phased run with its own counts."""
+    ones = outcome.windows if phased else {outcome.window: WindowIssued(
+        issued=outcome.issued, issued_from=outcome.issued_from, classification=outcome.classification)}
+    for w, one in ones.items():
+        await bus.publish(AiperfExited(source="aiperf", window=w, returncode=outcome.returncode,
+                                       classification=one.classification,  # type: ignore[arg-type]
+                                       reason=outcome.reason, duration_ns=outcome.duration_ns,
+                                       aggregate={**outcome.aggregate, "records": outcome.records,
+                                                  "issued": one.issued, "issued_from": one.issued_from}))
+
+
+def _phase_windows(phases: Mapping[str, str] | None, argv: list[str]) -> dict[str, tuple[str, str]] | None:
+    """A phased run's AIPerf phase names -> (window, kind): each load's profiling phase and its warmup."""
+    if not phases:
+        return None
+    out: dict[str, tuple[str, str]] = {}
+    for name, window in phases.items():
+        out[f"warmup_{name}"] = (window, "warmup")
+        out[name] = (window, "profiling")
+    return out
+
+
+def _window_loads(argv: list[str]) -> dict[str, list[str]]:
+    """Per window of a phased run, its load as AIPerf flags (for the correlator's in-flight bound), read back
+    from the phases file the command names."""
+    path = next((argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--config"), None)
+    if path is None:
+        return {}
+    try:
+        doc = msgspec.json.decode(Path(path).read_bytes())
+    except (OSError, msgspec.DecodeError):
+        return {}
+    timeout = next((argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--request-timeout-seconds"), "")
+    out: dict[str, list[str]] = {}
+    for phase in doc.get("benchmark", {}).get("phases", []):
+        if phase.get("kind") != "profiling":
+            continue
+        if phase.get("type") == "concurrency":
+            flags = ["--concurrency", str(phase.get("concurrency"))]
+        else:
+            flags = ["--request-rate", f"{phase.get('rate'):g}", "--arrival-pattern", str(phase.get("type"))]
+        out[phase["name"]] = [*flags, *(["--request-timeout-seconds", timeout] if timeout else [])]
+    return out
+
+
+def _windows_issued(counts: _Counts, classification: str, aggregate: dict[str, Any]) -> dict[str, WindowIssued]:
+    """Each started window's issued counts (its phases' sending-complete lines, else the manifest's records)
+    and its classification: the run's where it was cancelled or failed, else by its own phases' errors."""
+    manifest = aggregate.get("phases") if isinstance(aggregate.get("phases"), dict) else {}
+    out: dict[str, WindowIssued] = {}
+    for w in counts.started:
+        sent: dict[str, int] = {}
+        kept: dict[str, Any] = {}
+        errors = 0
+        for name, (window, kind) in counts.phases.items():
+            if window != w:
+                continue
+            if name in counts.sent_named:
+                sent[kind] = counts.sent_named[name]
+            if isinstance(manifest, dict) and isinstance(manifest.get(name), dict):
+                kept[kind] = manifest[name]
+                errors += (manifest[name].get("errors") or 0) if kind == "profiling" else 0
+        issued, issued_from = issued_counts(sent, kept)
+        own = classification if classification in ("cancelled", "failed") else (
+            "partial" if errors or (classification == "partial" and not kept) else "complete")
+        out[w] = WindowIssued(issued=issued, issued_from=issued_from, classification=own)
+    return out

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["parse_sent", "issued_counts"]
+__all__ = ["parse_sent", "parse_phase_sent", "parse_phase_started", "issued_counts"]
 
 _SENT = re.compile(r"Phase (?P<name>\S+) \((?P<kind>\S+)\) sending complete \| sent=(?P<sent>[\d,]+)")
+_STARTED = re.compile(r"Phase (?P<name>\S+) \((?P<kind>\S+)\) started\b")
 
 
 def parse_sent(text: str) -> tuple[str, int] | None:
@@ -21,6 +22,22 @@ def parse_sent(text: str) -> tuple[str, int] | None:
         return None
     match = _SENT.search(text)
     return (match["kind"], int(match["sent"].replace(",", ""))) if match else None
+
+
+def parse_phase_sent(text: str) -> tuple[str, str, int] | None:
+    """(phase name, phase kind, requests sent) from a sending-complete line (a phased run names each phase)."""
+    if "sending complete" not in text:
+        return None
+    match = _SENT.search(text)
+    return (match["name"], match["kind"], int(match["sent"].replace(",", ""))) if match else None
+
+
+def parse_phase_started(text: str) -> str | None:
+    """The phase name from AIPerf's `Phase <name> (<kind>) started` line, else None."""
+    if ") started" not in text:
+        return None
+    match = _STARTED.search(text)
+    return match["name"] if match else None
 
 
 def issued_counts(sent: dict[str, int], manifest_phases: object) -> tuple[dict[str, int], dict[str, str]]:

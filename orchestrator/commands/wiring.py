@@ -6,7 +6,7 @@ light commands do not load AIPerf's and the server's adapters.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ from orchestrator.ports import (
     LineFollowing,
     LogCodecs,
     OwnerFiles,
+    PhaseLoad,
     Toolkit,
 )
 
@@ -58,12 +59,17 @@ class _Aiperf:
                                      request_rate=request_rate, tap_dir=tap_dir, tmp_dir=tmp_dir,
                                      worker_gc=worker_gc)
 
+    def phased_command(self, cmd: AiperfInvocation, loads: Sequence[PhaseLoad], folder: Path) -> AiperfInvocation:
+        assert isinstance(cmd, _aiperf.AiperfCommand)  # build_command's, as this toolkit built it
+        return _aiperf.phased_command(cmd, loads, folder)
+
     async def run_aiperf(self, cmd: AiperfInvocation, bus: EventBus, *, window: str, deadline_s: float,
                          stop_grace_s: float, install: AiperfFacts | None = None,
                          on_exit: Callable[[], None] | None = None,
-                         stop: anyio.Event | None = None) -> AiperfResult:
+                         stop: anyio.Event | None = None,
+                         phases: Mapping[str, str] | None = None) -> AiperfResult:
         return await _aiperf.run_aiperf(cmd, bus, window=window, deadline_s=deadline_s, stop_grace_s=stop_grace_s,
-                                        install=install, on_exit=on_exit, stop=stop)
+                                        install=install, on_exit=on_exit, stop=stop, phases=phases)
 
 
 def real_toolkit() -> Toolkit:

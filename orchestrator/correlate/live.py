@@ -128,7 +128,7 @@ class Correlator:
         elif isinstance(ev, AiperfStarted) and self.joiner.cut_by_time:
             self.joiner.bound_in_flight(in_flight_bound(ev.argv))  # a soak's windows are cut from this run
         elif isinstance(ev, AiperfStarted):
-            self.joiner.start_window(ev.window, ev.ts_ns, concurrency=in_flight_bound(ev.argv))
+            self.joiner.start_window(ev.window, ev.ts_ns, concurrency=in_flight_bound([*ev.argv, *ev.load]))
         return ()
 
     async def _publish(self, ev: Event) -> Event:

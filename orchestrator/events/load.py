@@ -24,6 +24,9 @@ class AiperfStarted(Event, frozen=True, kw_only=True):
     version: str = ""
     fingerprint: str = ""
     input_file: str = ""
+    # A window of a phased run (several windows in one AIPerf process, started as its phase starts): this
+    # window's load as AIPerf flags, which `argv` (the process's, with a --config phases file) does not carry.
+    load: list[str] = []
 
 
 class AiperfExited(Event, frozen=True, kw_only=True):

@@ -5,6 +5,7 @@ against it, each accounted by request identity as it closes.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import anyio
@@ -26,7 +27,7 @@ from orchestrator.run import RunScope
 from orchestrator.server_spec import ServerSpec
 from orchestrator.supervisor import ServerHandle, supervise
 
-__all__ = ["Served", "serve_correlated", "run_window"]
+__all__ = ["Served", "serve_correlated", "run_window", "run_phased"]
 
 
 class Served(msgspec.Struct, kw_only=True, frozen=True):
@@ -39,9 +40,11 @@ class Served(msgspec.Struct, kw_only=True, frozen=True):
 
 
 async def serve_correlated(run: RunScope, toolkit: Toolkit, model: ModelConfig, dataset: Dataset, arms: list[str], *,
-                           source: str, match_timeout_s: float) -> Served:
+                           source: str, match_timeout_s: float,
+                           key_parser: Callable[[str], tuple[str, str]] = parse_session_key) -> Served:
     """Journal the dataset and the model phase, start the records tailer, the correlator and the model's server
-    (all in the run's task group), and write AIPerf's input under runs/<id>/aiperf/."""
+    (all in the run's task group), and write AIPerf's input under runs/<id>/aiperf/. `key_parser` reads an
+    input row's session id back into (item id, arm)."""
     cfg = run.config
     # The dataset's identity, as qualify journals it, so compare and the ledger can tell datasets apart.
     await run.bus.publish(PhaseFinished(source=source, phase="dataset", outcome="passed",
@@ -54,7 +57,7 @@ async def serve_correlated(run: RunScope, toolkit: Toolkit, model: ModelConfig, 
                                                          bundle=model.bundle or cfg.server.bundle)))
     await run.tg.start(toolkit.records_tailer(run.bus).run)
     # The live tap carries the answer text; an export half that wins the race waits briefly for it.
-    correlator = Correlator(run.bus, key_parser=parse_session_key, match_timeout_s=match_timeout_s,
+    correlator = Correlator(run.bus, key_parser=key_parser, match_timeout_s=match_timeout_s,
                             answer_grace_s=1.0)
     await run.tg.start(correlator.run)
     spec = ServerSpec.from_config(cfg, model, run.run_dir, parts=toolkit.server_parts(cfg.server.kind))
@@ -82,3 +85,28 @@ async def run_window(run: RunScope, toolkit: Toolkit, correlator: Correlator, cm
         raise
     acc = await correlator.close_window(window, expected=outcome.issued, expected_from=outcome.issued_from)
     return outcome, acc
+
+
+async def run_phased(run: RunScope, toolkit: Toolkit, correlator: Correlator, cmd: AiperfInvocation, *,
+                     phases: Mapping[str, str], deadline_s: float,
+                     install: AiperfFacts | None = None) -> tuple[AiperfResult, dict[str, AccountingChecked]]:
+    """One AIPerf process running several windows as its phases (`phases`: each load's name -> its window, from
+    AiperfTools.phased_command), then each window's accounting against what AIPerf issued in its phases. A
+    window whose phases never started (AIPerf ended before them) is not accounted and is absent from the
+    result. Interrupted, it still journals what each window accounted so far."""
+    cfg = run.config
+    windows = list(dict.fromkeys(phases.values()))
+    try:
+        outcome = await toolkit.aiperf.run_aiperf(cmd, run.bus, window=windows[0], deadline_s=deadline_s,
+                                                  stop_grace_s=cfg.workload.stop_grace_s, install=install,
+                                                  phases=phases)
+    except anyio.get_cancelled_exc_class():
+        with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+            for window in windows:
+                for ev in correlator.joiner.close_window(window):
+                    await run.bus.publish(ev)
+        raise
+    accounts: dict[str, AccountingChecked] = {}
+    for window, one in outcome.windows.items():
+        accounts[window] = await correlator.close_window(window, expected=one.issued, expected_from=one.issued_from)
+    return outcome, accounts

@@ -1,5 +1,6 @@
-"""`aqbench sweep`'s use: one supervised server, one AIPerf run per load point (each its own window,
-accounted and correlated as run-aiperf's), every point judged against [slo], and the capacity concluded.
+"""`aqbench sweep`'s use: one supervised server, the load points run in batches, each batch one AIPerf process
+whose phases are its points (each point its own window, accounted and correlated as run-aiperf's), every point
+judged against [slo], and the capacity concluded.
 
 Progress is published on the bus as typed events (SweepPointJudged, SweepConcluded), so a live view can
 follow a sweep without reading its state. Reports are folded from the journal at the end.
@@ -21,6 +22,7 @@ from orchestrator.dataset import (
     Dataset,
     load_dataset,
     resolve_dataset_path,
+    write_aiperf_input,
 )
 from orchestrator.errors import UsageError
 from orchestrator.events import (
@@ -38,27 +40,28 @@ from orchestrator.judge.answers import judge_answer
 from orchestrator.live.address import ServeAddress
 from orchestrator.live.start import start_live_page
 from orchestrator.logs import get_logger
-from orchestrator.ports import AiperfFacts, Toolkit
+from orchestrator.ports import AiperfFacts, PhaseLoad, Toolkit
 from orchestrator.qualify.answers import answered_load
 from orchestrator.qualify.context import StageFailed
 from orchestrator.qualify.probe import ProbeSession, capability_probe
 from orchestrator.reports import write_reports
 from orchestrator.reports.sweep import write_sweep_report
 from orchestrator.run import Interrupt, RunScope, open_run
-from orchestrator.run_aiperf.serving import run_window, serve_correlated
+from orchestrator.run_aiperf.serving import run_phased, run_window, serve_correlated
 from orchestrator.supervisor import ServerHandle
+from orchestrator.sweep.batch import batch_rows, parse_batch_key, phase_name
 from orchestrator.sweep.judge import Baseline, PointRequest, judge_point, point_stats, saturation_signs, worst
 from orchestrator.sweep.power import plan
-from orchestrator.sweep.search import Judged, conclude, next_point
+from orchestrator.sweep.search import Judged, conclude, next_batch
 from orchestrator.sweep.watch import PointWatch
 
 __all__ = ["SweepOptions", "sweep"]
 
 log = get_logger("aqbench.sweep")
 _COLLECT_TIMEOUT_S = 30.0
-# AIPerf's start-up and exit beside a point's planned requests, when planning the sweep's time: at least this,
-# else what the last run took beyond its requests (11-15 s per run on a loaded 2-core machine since
-# --prompt-corpus random; 14-50 s before).
+# AIPerf's start-up and exit beside a batch's planned requests, when planning the sweep's time: at least this,
+# else what the last batch took beyond its points' requests (11-15 s per AIPerf process on a loaded 2-core
+# machine since --prompt-corpus random; 14-50 s before).
 _START_S = 10.0
 
 
@@ -86,6 +89,15 @@ class _Point(msgspec.Struct, kw_only=True):
     aiperf: list[str] = []
     stopped_early: bool = False
     saturation: list[str] = []
+
+
+class _Load(msgspec.Struct, kw_only=True):
+    """One window of a batch: its load (a concurrency or a rate) and the point its requests go to."""
+
+    window: str
+    concurrency: int | None
+    rate: float | None
+    into: _Point
 
 
 def _resolve(cfg: Config, opts: SweepOptions) -> Config:
@@ -146,6 +158,48 @@ class _Sweeper:
         self.tokenizer, self.dataset, self.rows, self.input_file = tokenizer, dataset, rows, input_file
         self.handle, self.correlator = handle, correlator
         self.commands: list[str] = []
+        self.batches = 0
+
+    async def load_batch(self, loads: list[_Load], *, deadline_s: float) -> None:
+        """The loads as the phases of one AIPerf process (its start-up paid once), each its own window, in order:
+        AIPerf starts a load's warmup once the previous load's requests have all returned. No early stop: a
+        stop would end every later load too (see stop_early)."""
+        cfg = self.run.config
+        self.batches += 1
+        work = self.run.run_dir / "aiperf" / f"batch{self.batches}"
+        aiperf, first, rpp = self.toolkit.aiperf, loads[0], cfg.sweep.requests_per_point
+        rows = batch_rows(self.rows, len(loads), cfg.workload.warmup_requests + rpp)
+        input_file = await anyio.to_thread.run_sync(write_aiperf_input, rows, work / "inputs.jsonl")
+        cmd = aiperf.build_command(cfg.workload, base_url=self.handle.base_url, model=self.model.name,
+                                   input_file=input_file, artifact_dir=work / "artifacts",
+                                   tokenizer=self.tokenizer, executable=self.install.executable, requests=rpp,
+                                   concurrency=first.concurrency, request_rate=first.rate)
+        names = {phase_name(load.window): load.window for load in loads}
+        phases = [PhaseLoad(name=name, requests=rpp, warmup=cfg.workload.warmup_requests, rate=load.rate,
+                            concurrency=load.concurrency) for name, load in zip(names, loads, strict=True)]
+        cmd = await anyio.to_thread.run_sync(aiperf.phased_command, cmd, phases, work)
+        self.commands.append(cmd.shell)
+        watches = [PointWatch(self.run.bus, load.window, fact=self._fact, slo=cfg.slo, baseline=None,
+                              criteria=self.model.correctness, earlier=None, stop=anyio.Event()) for load in loads]
+        async with anyio.create_task_group() as tg:
+            for watch in watches:
+                await tg.start(watch.run)
+            outcome, accounts = await run_phased(self.run, self.toolkit, self.correlator, cmd, phases=names,
+                                                 deadline_s=deadline_s, install=self.install)
+            collected = {w.window: await w.wait_accounted(_COLLECT_TIMEOUT_S) for w in watches
+                         if w.window in accounts}
+            tg.cancel_scope.cancel()
+        for load, watch in zip(loads, watches, strict=True):
+            into, one, acc = load.into, outcome.windows.get(load.window), accounts.get(load.window)
+            into.windows.append(load.window)
+            # A load AIPerf never started (it ended before) issued nothing: its point has no new requests.
+            into.aiperf.append(one.classification if one is not None else outcome.classification)
+            into.balanced = into.balanced and (acc is None or acc.balanced) and collected.get(load.window, True)
+            into.requests += watch.requests
+            into.span_s += watch.span_s
+            into.saturation = saturation_signs(watch.requests, offered_rps=load.rate,
+                                               share=cfg.sweep.saturation_share,
+                                               queueing_ratio=cfg.sweep.queueing_ratio)
 
     async def load(self, window: str, *, concurrency: int | None, rate: float | None, deadline_s: float,
                    into: _Point, baseline: Baseline | None, early_stop: bool) -> None:
@@ -210,7 +264,7 @@ async def _sweep(run: RunScope, opts: SweepOptions, toolkit: Toolkit, model: Mod
     started = time.monotonic()
     facts = model.identity_fields()
     served = await serve_correlated(run, toolkit, model, dataset, list(cfg.workload.arms), source="sweep",
-                                    match_timeout_s=opts.match_timeout_s)
+                                    match_timeout_s=opts.match_timeout_s, key_parser=parse_batch_key)
     handle, correlator, rows, input_file = served.handle, served.correlator, served.rows, served.input_file
     sweeper = _Sweeper(run, toolkit, model, install, tokenizer, dataset, rows, input_file, handle, correlator)
     # qualify's capability probe first: a server that cannot do audio QA (text-only) has no capacity to find.
@@ -226,53 +280,19 @@ async def _sweep(run: RunScope, opts: SweepOptions, toolkit: Toolkit, model: Mod
         mode=sw.mode, points=list(sw.points), requests_per_point=sw.requests_per_point,
         warmup_requests=cfg.workload.warmup_requests, slo=limits, argv=list(opts.argv), detects=detects)))
 
-    def left_s() -> float:
-        return (sw.max_duration_s - (time.monotonic() - started)) if sw.max_duration_s else float("inf")
-
-    def deadline() -> float:
-        return max(1.0, min(cfg.workload.deadline_s, left_s()))
-
+    walk = _Walk(run, sweeper, model, started)
+    points, judged, base = walk.points, walk.judged, walk.base
     # The answers at concurrency 1 are the reference under load: the first point when it is concurrency 1,
-    # else a run of its own before the sweep.
-    points: dict[float, _Point] = {}
-    baseline: Baseline | None = None
-    base = _Point()
-    overhead_s = _START_S
-    if not (sw.mode == "concurrency" and sw.points[0] == 1):
-        t0 = time.monotonic()
-        await sweeper.load(f"{model.name}/baseline", concurrency=1, rate=None, deadline_s=deadline(), into=base,
-                           baseline=None, early_stop=False)
-        overhead_s = max(_START_S, time.monotonic() - t0 - base.span_s)
-        baseline = Baseline.of(base.requests) if base.balanced and base.requests else None
-    judged: dict[float, Judged] = {}
-    last_run_s = 0.0
-    while (value := next_point(sw.points, judged, mode=sw.mode, repeats=sw.repeats, refine=sw.refine)) is not None:
+    # else a window of its own at concurrency 1 (`<model>/baseline`), the first of the first batch.
+    need_base = not (sw.mode == "concurrency" and sw.points[0] == 1)
+    while values := next_batch(sw.points, judged, mode=sw.mode, repeats=sw.repeats, refine=sw.refine):
         # A point cut short by the sweep's time loses its requests in flight: one that cannot finish is not started.
-        planned_s = ((sw.requests_per_point + cfg.workload.warmup_requests) / value + overhead_s
-                     if sw.mode == "rate" else last_run_s)
-        if planned_s > left_s():
+        if not (values := walk.fit(values[:1] if sw.stop_early else values, base=need_base)):
             break
-        point = points.setdefault(value, _Point())
-        window = _window(model.name, sw.mode, value, len(point.windows) + 1)
-        conc, rate = (int(value), None) if sw.mode == "concurrency" else (None, value)
-        t0, span_before = time.monotonic(), point.span_s
-        await sweeper.load(window, concurrency=conc, rate=rate, deadline_s=deadline(), into=point,
-                           baseline=baseline, early_stop=sw.stop_early)
-        last_run_s = time.monotonic() - t0
-        overhead_s = max(_START_S, last_run_s - (point.span_s - span_before))
-        if baseline is None and sw.mode == "concurrency" and value == 1 and point.balanced:
-            baseline = Baseline.of(point.requests)
-        checks = judge_point(point.requests, slo, baseline, model.correctness)
-        if not point.balanced:
-            checks.append(SloCheck(slo="evidence", outcome="inconclusive",
-                                   reason="the point's accounting did not balance: its requests are not all known"))
-        outcome = worst([c.outcome for c in checks])
-        judged[value] = Judged(outcome=outcome, runs=len(point.windows), checks=checks)
-        await run.bus.publish(SweepPointJudged(
-            source="sweep", index=list(points).index(value), mode=sw.mode, offered=value,
-            windows=list(point.windows), outcome=outcome, checks=checks,  # type: ignore[arg-type]
-            stats=point_stats(point.requests, checks, point.span_s or None), accounting_balanced=point.balanced,
-            aiperf=list(point.aiperf), stopped_early=point.stopped_early, saturation=list(point.saturation)))
+        await walk.batch(values, base=need_base)
+        need_base = False
+        for value in values:
+            await walk.judge(value)
     not_run = [v for v in sw.points if v not in judged and not _above_failure(v, judged)]
     concluded = conclude(judged, mode=sw.mode, not_run=not_run, points=list(sw.points))
     await run.bus.publish(msgspec.structs.replace(concluded, source="sweep"))
@@ -332,3 +352,83 @@ def _summary(concluded: SweepConcluded, judged: dict[float, Judged]) -> str:
         lines.append(f"  {value:g} {concluded.unit}: {j.outcome}" + (f" ({failed})" if failed else "")
                      + (f" after {j.runs} runs" if j.runs > 1 else ""))
     return "\n".join(lines)
+
+
+class _Walk:
+    """The search's state between batches: the points run, their verdicts, the reference answers, and what
+    an AIPerf process costs beyond its points' requests (to plan within --max-duration)."""
+
+    def __init__(self, run: RunScope, sweeper: _Sweeper, model: ModelConfig, started: float) -> None:
+        self.scope, self.sweeper, self.model, self.started = run, sweeper, model, started
+        self.points: dict[float, _Point] = {}
+        self.judged: dict[float, Judged] = {}
+        self.base = _Point()
+        self.baseline: Baseline | None = None
+        self.overhead_s = _START_S
+        self.point_s = 0.0  # closed loop: the last batch's time per point (0 before any)
+
+    def left_s(self) -> float:
+        sw = self.scope.config.sweep
+        return (sw.max_duration_s - (time.monotonic() - self.started)) if sw.max_duration_s else float("inf")
+
+    def fit(self, values: list[float], *, base: bool) -> list[float]:
+        """The leading values whose planned time, with one AIPerf start-up (and the baseline window first when
+        `base`), fits in the sweep's time left."""
+        cfg = self.scope.config
+        per = cfg.sweep.requests_per_point + cfg.workload.warmup_requests
+        # The baseline (concurrency 1) takes per x its latency; a server whose latency exceeds the gap of the
+        # lowest rate cannot hold that rate anyway, so that gap bounds it where the sweep can find a capacity.
+        total, out = self.overhead_s + (per / min(cfg.sweep.points) if base and cfg.sweep.mode == "rate" else 0.0), []
+        for value in values:
+            total += per / value if cfg.sweep.mode == "rate" else self.point_s
+            if total > self.left_s():
+                break
+            out.append(value)
+        return out
+
+    async def batch(self, values: list[float], *, base: bool) -> None:
+        """One batch: the baseline window first when asked, then each value's next run."""
+        cfg = self.scope.config
+        sw = cfg.sweep
+        loads = [_Load(window=f"{self.model.name}/baseline", concurrency=1, rate=None, into=self.base)] if base else []
+        for value in values:
+            point = self.points.setdefault(value, _Point())
+            loads.append(_Load(window=_window(self.model.name, sw.mode, value, len(point.windows) + 1),
+                               concurrency=int(value) if sw.mode == "concurrency" else None,
+                               rate=value if sw.mode == "rate" else None, into=point))
+        t0, spans = time.monotonic(), sum(load.into.span_s for load in loads)
+        deadline = max(1.0, min(cfg.workload.deadline_s * len(loads), self.left_s()))
+        if not sw.stop_early:
+            await self.sweeper.load_batch(loads, deadline_s=deadline)
+            self.baseline = self._reference() if base else self.baseline
+        else:  # each load its own AIPerf process, so that a stop ends only the point that broke an SLO
+            for load in loads:
+                await self.sweeper.load(load.window, concurrency=load.concurrency, rate=load.rate,
+                                        deadline_s=max(1.0, min(cfg.workload.deadline_s, self.left_s())),
+                                        into=load.into, baseline=self.baseline, early_stop=load.into is not self.base)
+                self.baseline = self._reference() if load.into is self.base else self.baseline
+        elapsed = time.monotonic() - t0
+        spent = sum(load.into.span_s for load in loads) - spans
+        self.overhead_s = max(_START_S, (elapsed - spent) / (len(loads) if sw.stop_early else 1))
+        self.point_s = max(0.0, elapsed - self.overhead_s) / len(loads)
+
+    def _reference(self) -> Baseline | None:
+        return Baseline.of(self.base.requests) if self.base.balanced and self.base.requests else None
+
+    async def judge(self, value: float) -> None:
+        """The point's verdict on all its runs' requests so far, journaled."""
+        cfg = self.scope.config
+        sw, slo, point = cfg.sweep, cfg.slo, self.points[value]
+        if self.baseline is None and sw.mode == "concurrency" and value == 1 and point.balanced:
+            self.baseline = Baseline.of(point.requests)
+        checks = judge_point(point.requests, slo, self.baseline, self.model.correctness)
+        if not point.balanced:
+            checks.append(SloCheck(slo="evidence", outcome="inconclusive",
+                                   reason="the point's accounting did not balance: its requests are not all known"))
+        outcome = worst([c.outcome for c in checks])
+        self.judged[value] = Judged(outcome=outcome, runs=len(point.windows), checks=checks)
+        await self.scope.bus.publish(SweepPointJudged(
+            source="sweep", index=list(self.points).index(value), mode=sw.mode, offered=value,
+            windows=list(point.windows), outcome=outcome, checks=checks,  # type: ignore[arg-type]
+            stats=point_stats(point.requests, checks, point.span_s or None), accounting_balanced=point.balanced,
+            aiperf=list(point.aiperf), stopped_early=point.stopped_early, saturation=list(point.saturation)))

@@ -14,7 +14,7 @@ import msgspec
 
 from orchestrator.events import SloCheck, SweepConcluded
 
-__all__ = ["Judged", "next_point", "conclude", "unit_of"]
+__all__ = ["Judged", "next_point", "next_batch", "conclude", "unit_of"]
 
 _NAMES = {"p99_latency": "p99 client latency", "p90_latency": "p90 client latency",
           "p99_model_call": "p99 model_call_ms", "error_rate": "error rate", "answers": "answers",
@@ -70,6 +70,37 @@ def next_point(points: Sequence[float], judged: Mapping[float, Judged], *, mode:
     return _midpoint(passing, lowest_fail, mode)
 
 
+def next_batch(points: Sequence[float], judged: Mapping[float, Judged], *, mode: str, repeats: int,
+               refine: int) -> list[float]:
+    """The offered loads to run next in one AIPerf process (one start-up for them all), ascending; empty when
+    the sweep is done. Every undecided point below the lowest failure that may still be rerun; else every
+    configured point not yet run below the lowest failure (a point above a failure in the same batch runs
+    too: it is judged and reported, though the capacity is already below it); else the next midpoint."""
+    failing = [v for v, j in judged.items() if j.outcome == "fail"]
+    lowest_fail = min(failing) if failing else None
+
+    def below(v: float) -> bool:
+        return lowest_fail is None or v < lowest_fail
+
+    reruns = [v for v in sorted(judged) if judged[v].outcome == "inconclusive" and judged[v].runs <= repeats
+              and below(v)]
+    if reruns:
+        return reruns
+    fresh = [v for v in points if v not in judged and below(v)]
+    if fresh:
+        return fresh
+    passing = _capacity(judged)
+    tried = [v for v in judged if v not in points]
+    if lowest_fail is None or passing is None or len(tried) >= refine:
+        return []
+    # Halve below the lowest point above the capacity that did not pass: a point left undecided after its
+    # reruns sits at the boundary (its share beyond the limit about the limit itself), so the capacity is
+    # found below it, not between it and the failure above.
+    upper = min(v for v, j in judged.items() if v > passing and j.outcome != "pass")
+    mid = _midpoint(passing, upper, mode)
+    return [] if mid is None or mid in judged else [mid]
+
+
 def _capacity(judged: Mapping[float, Judged]) -> float | None:
     """The highest point that passed with every lower point passing too."""
     capacity = None
@@ -90,17 +121,17 @@ def conclude(judged: Mapping[float, Judged], *, mode: str, not_run: Sequence[flo
     """The capacity the judged points give, bracketed where a pass and the next higher fail are adjacent
     among the points run; `not_run` are configured points the sweep never reached (its time ran out).
 
-    `points` (the configured points): a refinement midpoint, not among them, that could not decide between an
-    established pass and fail leaves the bracket standing (it would only have narrowed it); it is still listed
-    as undecided. A configured point undecided below the first failure leaves the capacity undecided."""
+    A point that could not decide between the capacity (the highest pass, every lower point passing) and the
+    lowest failure leaves the bracket standing: it would only have narrowed it. It is listed as undecided, and
+    the summary names it. A point undecided below the capacity, or not run, leaves the capacity undecided.
+    `points` (the configured points) is kept for callers; every point is judged alike."""
     unit = unit_of(mode)
     capacity = _capacity(judged)
     failing = sorted(v for v, j in judged.items() if j.outcome == "fail")
     lowest_fail = failing[0] if failing else None
 
     def narrowing(v: float) -> bool:
-        return (points is not None and v not in points and capacity is not None and lowest_fail is not None
-                and capacity < v < lowest_fail)
+        return capacity is not None and lowest_fail is not None and capacity < v < lowest_fail
 
     below = [(v, j) for v, j in sorted(judged.items()) if j.outcome == "inconclusive"
              and (lowest_fail is None or v < lowest_fail)]

@@ -44,7 +44,7 @@ def _config(tmp_path: Path, argv: list[str]) -> Path:
 
 @pytest.mark.aiperf
 @pytest.mark.slow
-@pytest.mark.timeout(480)  # two real AIPerf runs and one reference server: about a minute on a busy 2-core box
+@pytest.mark.timeout(480)  # one real AIPerf process (two windows) and one reference server: about a minute on a busy 2-core box
 def test_swapped_answers_under_load_bracket_the_capacity(tmp_path: Path) -> None:
     """Concurrency 1 holds every SLO; at 2 the server answers with another request's answer, which breaks
     the answers SLO: capacity 1, bracketed, each point balanced, reports rebuilt identically."""
@@ -56,9 +56,12 @@ def test_swapped_answers_under_load_bracket_the_capacity(tmp_path: Path) -> None
     events, torn = read_journal(run_dir / "events.jsonl")
     assert not torn
     assert proc.returncode == 0, proc.stderr[-3000:]
-    # One AIPerf run per point, against one server; each window accounted against AIPerf's own count.
-    assert [e.window for e in events if isinstance(e, AiperfStarted)] == ["reference-audioqa/c1-1",
-                                                                            "reference-audioqa/c2-1"]
+    # Both points in one AIPerf process (its phases: one start-up), against one server; each point its own
+    # window, started as its phase starts, accounted against what AIPerf says it issued in that window's phases.
+    started = [e for e in events if isinstance(e, AiperfStarted)]
+    assert [e.window for e in started] == ["reference-audioqa/c1-1", "reference-audioqa/c2-1"]
+    assert len({e.pid for e in started}) == 1 and "--config" in started[0].argv
+    assert started[1].load[:2] == ["--concurrency", "2"]
     # The capability probe's requests first (qualify's probe, before any load), then each point's.
     probe, *accounts = [e for e in events if isinstance(e, AccountingChecked)]
     assert probe.window == "reference-audioqa/capability" and probe.balanced
@@ -134,7 +137,7 @@ refine = 0
 
 @pytest.mark.aiperf
 @pytest.mark.slow
-@pytest.mark.timeout(600)  # two sweeps of three real AIPerf runs each: about two minutes on a busy 2-core box
+@pytest.mark.timeout(600)  # two sweeps of one real AIPerf process each (3 windows): about two minutes on a busy 2-core box
 def test_added_latency_lowers_the_capacity(tmp_path: Path) -> None:
     """The same reference server, twice: as shipped it holds 8 req/s (constant arrivals, 125 ms apart: its two
     replicas answer a transcript in well under that); with --fault-latency-ms 400 each request holds a replica

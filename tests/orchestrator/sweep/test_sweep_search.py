@@ -8,7 +8,7 @@ import random
 from orchestrator.config import CorrectnessCriteria, SloConfig
 from orchestrator.events import SloCheck
 from orchestrator.sweep.judge import PointRequest, judge_point, worst
-from orchestrator.sweep.search import Judged, conclude, next_point
+from orchestrator.sweep.search import Judged, conclude, next_batch, next_point
 
 PASS = Judged(outcome="pass")
 FAIL = Judged(outcome="fail", checks=[SloCheck(slo="p99_latency", outcome="fail", reason="p99 9100 ms > 8000 ms")])
@@ -66,6 +66,47 @@ class TestSearch:
         assert next_point([1, 2, 8], {1: PASS, 2: PASS, 8: FAIL}, mode="concurrency", repeats=1, refine=3) == 5
 
 
+def _batched(points: list[float], knee: float, seed: int, refine: int) -> tuple[dict[float, Judged], list[list[float]]]:
+    rng = random.Random(seed)
+    slo = SloConfig(p99_latency_ms=800.0, answers=False, complete_outputs=False)
+    judged: dict[float, Judged] = {}
+    batches = []
+    while values := next_batch(points, judged, mode="rate", repeats=1, refine=refine):
+        for value in values:
+            checks = judge_point(_stub_server(value, knee, rng), slo, None, CorrectnessCriteria())
+            runs = judged[value].runs + 1 if value in judged else 1
+            judged[value] = Judged(outcome=worst([c.outcome for c in checks]), runs=runs, checks=checks)
+        batches.append(values)
+    return judged, batches
+
+
+class TestBatches:
+    def test_finds_a_known_knee_within_one_step_in_batches(self) -> None:
+        """The same stub server, the points run in batches (one AIPerf process each): the configured grid is
+        one batch, each midpoint another; the bracket is still [5, 6], over seeds."""
+        for seed in range(5):
+            judged, batches = _batched([1.0, 2.0, 4.0, 8.0], knee=5.5, seed=seed, refine=2)
+            c = conclude(judged, mode="rate", points=[1.0, 2.0, 4.0, 8.0])
+            assert (c.outcome, c.capacity, c.lowest_failing) == ("bracketed", 5.0, 6.0)
+            assert batches == [[1.0, 2.0, 4.0, 8.0], [6.0], [5.0]]
+
+    def test_reruns_come_first_and_only_below_a_failure(self) -> None:
+        """Undecided points below the lowest failure are rerun together; one above it never is; then points
+        not yet run below the failure; then the midpoint; nothing once refined."""
+        judged = {1.0: UNDECIDED, 2.0: UNDECIDED, 4.0: FAIL, 8.0: UNDECIDED}
+        assert next_batch([1.0, 2.0, 4.0, 8.0], judged, mode="rate", repeats=1, refine=1) == [1.0, 2.0]
+        judged = {1.0: PASS, 4.0: FAIL, 8.0: UNDECIDED}
+        assert next_batch([1.0, 2.0, 4.0, 8.0], judged, mode="rate", repeats=1, refine=1) == [2.0]
+        judged = {1.0: PASS, 2.0: PASS, 4.0: FAIL, 8.0: FAIL}
+        assert next_batch([1.0, 2.0, 4.0, 8.0], judged, mode="rate", repeats=1, refine=1) == [3.0]
+        # A point still undecided after its reruns sits at the boundary: the midpoint is taken below it.
+        at_limit = Judged(outcome="inconclusive", runs=2)
+        judged = {1.0: PASS, 2.0: at_limit, 4.0: FAIL, 8.0: FAIL}
+        assert next_batch([1.0, 2.0, 4.0, 8.0], judged, mode="rate", repeats=1, refine=1) == [1.5]
+        assert next_batch([1.0, 2.0, 4.0, 8.0], {**judged, 3.0: PASS}, mode="rate", repeats=1, refine=1) == []
+        assert next_batch([1.0, 2.0], {1.0: PASS, 2.0: PASS}, mode="rate", repeats=1, refine=1) == []
+
+
 class TestConclude:
     def test_bracketed_names_the_broken_slo(self) -> None:
         """A pass then a fail: capacity at the pass, the summary says which SLO broke and by how much."""
@@ -74,22 +115,24 @@ class TestConclude:
         assert c.summary == ("capacity 3 req/s: 3 held every SLO, 3.4 broke p99 client latency "
                              "(p99 9100 ms > 8000 ms)")
 
-    def test_an_undecided_point_below_the_failure_leaves_it_undecided(self) -> None:
-        """pass, inconclusive, fail: the capacity is at least the pass, but not bracketed."""
-        c = conclude({1.0: PASS, 2.0: UNDECIDED, 4.0: FAIL}, mode="rate")
-        assert c.outcome == "inconclusive" and c.capacity == 1.0 and c.lowest_failing == 4.0
+    def test_an_undecided_point_inside_the_bracket_leaves_it_standing(self) -> None:
+        """pass, inconclusive, fail: capacity at least the pass and below the fail, bracketed; the point between
+        could only have narrowed it, and is named undecided. A point undecided below the highest pass leaves
+        the capacity undecided (the capacity needs every lower point held)."""
+        c = conclude({1.0: PASS, 2.0: UNDECIDED, 4.0: FAIL}, mode="rate", points=[1.0, 2.0, 4.0])
+        assert (c.outcome, c.capacity, c.lowest_failing) == ("bracketed", 1.0, 4.0)
         assert c.undecided == ["2 req/s: too few requests"]
+        assert c.summary.endswith("; between them undecided: 2 req/s: too few requests")
+        c = conclude({1.0: UNDECIDED, 2.0: PASS, 4.0: FAIL}, mode="rate")
+        assert c.outcome == "inconclusive" and c.capacity is None and c.undecided == ["1 req/s: too few requests"]
 
     def test_an_undecided_midpoint_leaves_the_bracket_standing(self) -> None:
         """Configured 1 passed and 2 failed; the refinement midpoint 1.5 could not decide (the time ran out
-        before its rerun): still bracketed [1, 2), the midpoint said undecided. Were 1.5 a configured point,
-        the capacity would stay undecided, as above."""
+        before its rerun): still bracketed [1, 2), the midpoint said undecided."""
         judged = {1.0: PASS, 2.0: FAIL, 1.5: UNDECIDED}
         c = conclude(judged, mode="rate", points=[1.0, 2.0, 4.0])
         assert (c.outcome, c.capacity, c.lowest_failing) == ("bracketed", 1.0, 2.0)
         assert c.undecided == ["1.5 req/s: too few requests"]
-        assert c.summary.endswith("; between them undecided: 1.5 req/s: too few requests")
-        assert conclude(judged, mode="rate", points=[1.0, 1.5, 2.0]).outcome == "inconclusive"
 
     def test_points_not_reached_are_undecided(self) -> None:
         """Every point run passed but the time ran out: not all_passed, the rest is said undecided."""
