@@ -119,9 +119,9 @@ def simulate(seeds: int, max_n: int, multiples: Sequence[float], lat_sigma: floa
             ratios = np.array(item_ratios(pairs).medians, dtype=float) * 100
             for n in range(2, max_n + 1):
                 series = ratios[:n] if n >= 3 else np.array(item_ratios(pairs[:n]).medians, dtype=float) * 100
-                out["new", "latency", m][seed, n] = judge_trend(times[:n], series, LATENCY_LIMIT,
+                out["new", "latency", m][seed, n] = judge_trend(times[:n].tolist(), series.tolist(), LATENCY_LIMIT,
                                                                 unit="%/h").outcome == "fail"
-                out["new", "memory", m][seed, n] = judge_memory_medians(times[:n], rss[:n],
+                out["new", "memory", m][seed, n] = judge_memory_medians(times[:n].tolist(), rss[:n].tolist(),
                                                                         mem_rule).outcome == "fail"
                 old_rss, old_p99 = _old(rss[:n].tolist(), p99[:n].tolist())
                 out["old", "memory", m][seed, n] = old_rss
