@@ -22,6 +22,12 @@ coefficient (the item mix changing halfway, and steady), the power curve by mult
 judged minutes, and the smallest drift that would FAIL at 30 and 60 minutes:
 
     .venv/bin/python bench/soak_verdicts.py --latency [--seeds 200] [--rate 1] [--no-floor]
+
+`--cap` judges the 64 MiB growth cap over the whole judged span across the first pass's end, through
+judge_soak: steps of 32-128 MiB across the cut (early, mid-span, late) and leaks whose two sides of the cut
+each grow under the cap:
+
+    .venv/bin/python bench/soak_verdicts.py --cap [--seeds 100]
 """
 
 from __future__ import annotations
@@ -185,6 +191,49 @@ def sampled(seeds: int) -> None:
     print(f"\n{time.perf_counter() - started:.0f} s")
 
 
+
+CAP_STEPS = (32.0, 48.0, 60.0, 96.0, 128.0)  # MiB; the [soak] cap is 64
+CAP_CUTS = (240, 630, 1000)  # s into a 20-minute soak where the first pass ends: early, mid-span, late
+
+
+def cap(seeds: int) -> None:
+    """The growth cap over the whole judged span, across the first pass's end, through judge_soak as the soak
+    runs it: a step rising over 2 minutes centred on the cut, then flat, in a 20-minute soak; and a leak
+    whose two sides of the cut each grow under the cap in a 5-minute soak cut at 3 minutes."""
+    from sampled_series import memory_series  # tests/orchestrator: the one noise model
+
+    from orchestrator.events import SoakLimits
+    from orchestrator.soak.samples import SampleSeries
+    from orchestrator.soak.verdicts import FirstPass, judge_soak
+
+    t0, ns = 1_800_000_000 * 10**9, 10**9
+
+    def outcome(seed: int, seconds: int, phi: float, cut_s: int, step: float, slope: float) -> str:
+        t, y = memory_series(np.random.default_rng(seed), seconds, phi=phi, slope_per_h=slope)
+        y = y + step * np.clip((t - cut_s + 60) / 120, 0, 1)
+        series = SampleSeries()
+        for ti, yi in zip(t, y, strict=True):
+            series.add(t0 + int(ti * ns), float(yi))
+        verdicts = judge_soak([], SoakLimits(), samples={"server_rss": series}, load_span_ns=(t0, t0 + seconds * ns),
+                              first_pass=FirstPass(requests=416, end_ns=t0 + cut_s * ns))
+        return next(v.outcome for v in verdicts if v.metric == "server_rss")
+
+    started = time.perf_counter()
+    print(f"{seeds} seeds per cell; share of seeds that FAIL server_rss (cap 64 MiB, [soak] defaults)")
+    print("\na step across the first pass's end, 20-minute soak (judged 19 min)\n"
+          f"{'step, cut at':<22} " + " ".join(f"{f'{c} s, phi {p:g}':>16}" for c in CAP_CUTS for p in (0.0, 0.95)))
+    for step in CAP_STEPS:
+        cells = [sum(outcome(seed, 1200, p, c, step, 0.0) == "fail" for seed in range(seeds)) / seeds
+                 for c in CAP_CUTS for p in (0.0, 0.95)]
+        print(f"{f'{step:g} MiB':<22} " + " ".join(f"{x:>16.0%}" for x in cells))
+    print("\na leak from the start, 5-minute soak cut at 3 minutes (judged 2 + 2 min)\n"
+          f"{'leak':<22} " + " ".join(f"{f'phi {p:g}':>10}" for p in PHIS))
+    for slope in (900.0, 1800.0, 3600.0):
+        cells = [sum(outcome(seed, 300, p, 180, 0.0, slope) == "fail" for seed in range(seeds)) / seeds for p in PHIS]
+        print(f"{f'{slope:g} MiB/h ({slope * 4 / 60:g} MiB)':<22} " + " ".join(f"{x:>10.0%}" for x in cells))
+    print(f"\n{time.perf_counter() - started:.0f} s")
+
+
 LATENCY_LIMIT = 10.0  # [soak] p99_latency_limit_pct_per_h: the drift limit, % of baseline per hour
 LATENCY_MINUTES = (10, 15, 20, 30, 45, 60, 90)
 LATENCY_BASELINE_S = 120.0
@@ -257,6 +306,12 @@ def main() -> None:
         parser.add_argument("--no-floor", action="store_true", help="judge without the wander floor (as before)")
         args = parser.parse_args()
         latency(args.seeds, args.rate, floor=not args.no_floor)
+        return
+    if "--cap" in sys.argv:
+        parser = argparse.ArgumentParser(description="the growth cap across the first pass's end (issue 29)")
+        parser.add_argument("--cap", action="store_true")
+        parser.add_argument("--seeds", type=int, default=100)
+        cap(parser.parse_args().seeds)
         return
     if "--sampled" in sys.argv:
         parser = argparse.ArgumentParser(description="the sampled memory rule (issue 29)")

@@ -78,6 +78,27 @@ class TestFirstPass:
         v = _server_rss(0, 600, phi=0.5, first_pass=FirstPass(requests=416, end_ns=None))
         assert v.outcome == "inconclusive" and "is not over: the slope is judged after it" in v.reason
 
+    @pytest.mark.parametrize("phi", [0.0, 0.5, 0.8, 0.95])
+    def test_a_step_under_the_cap_across_the_end_of_the_pass_fails_no_more_than_1_percent(self, phi: float) -> None:
+        """The cap holds over the whole judged span (issue 29): a 60 MiB step (under the 64 MiB cap) rising
+        over 2 minutes across the end of the first pass of a 20-minute soak, cut early, mid-span or late
+        (the slope x span of a mid-span step reads 1.5 x its height), FAILs at most 1 of 100 seeds."""
+        outcomes = [_server_rss(seed, 1200, phi=phi, first_pass=FirstPass(requests=416, end_ns=T0 + cut * S),
+                                step_mib=60, step_at_s=cut - 60).outcome
+                    for seed in range(100) for cut in [(240, 630, 1000)[seed % 3]]]
+        assert outcomes.count("fail") <= 1, outcomes.count("fail")
+
+    @pytest.mark.parametrize("phi", [0.0, 0.5, 0.8, 0.95])
+    def test_a_leak_beyond_the_cap_across_the_end_of_the_pass_fails_by_the_whole_span(self, phi: float) -> None:
+        """1,800 MiB/h in a 5-minute soak whose pass ends at 3 minutes: each side of the cut grows under the
+        cap (~60 MiB in 2 judged minutes), the whole judged span ~120 MiB: FAILs >= 95 of 100 seeds, by
+        the cap over the judged span."""
+        cut = FirstPass(requests=416, end_ns=T0 + 180 * S)
+        verdicts = [_server_rss(seed, 300, phi=phi, first_pass=cut, slope_per_h=1800.0) for seed in range(100)]
+        failed = [v for v in verdicts if v.outcome == "fail"]
+        assert len(failed) >= 95, len(failed)
+        assert all(v.reason.startswith("grows beyond the cap over the judged span") for v in failed)
+
     def test_ten_times_the_limit_after_the_pass_fails_within_20_judged_minutes(self) -> None:
         """80 MiB/h from the start, the pass over at 5 minutes: the span after it FAILs in at least 95 % of
         100 seeds within 20 judged minutes (the wander floor costs the 15-minute mark; bench/RESULTS.md)."""
