@@ -174,7 +174,7 @@ def sampled(seeds: int) -> None:
     print(f"\nfalse fails, flat series (share of seeds that FAIL), by judged minutes\n{'case':<22} {head}")
     for name, _, _ in cases:
         print(f"{name:<22} " + " ".join(f"{fails[name, 0.0, n] / seeds:>8.1%}" for n in SAMPLED_MINUTES))
-    for name in ("phi 0.5", "phi 0.95", "phi 0.8, bumps, cold"):
+    for name in ("phi 0.5", "phi 0.95"):
         print(f"\npower, {name}: share of seeds that FAIL, by multiple of the limit and judged minutes\n"
               f"{'multiple':<22} {head}")
         for m in SAMPLED_MULTIPLES[1:]:

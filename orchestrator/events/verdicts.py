@@ -64,6 +64,10 @@ class SampledMemoryDetail(TrendNumbers, frozen=True, kw_only=True, tag="sampled_
     growth_limit_mib: float | None = None
     detectable_slope: float | None = None
     wander_mib: float | None = None
+    # The last batch's mean less the first's, with its interval: a one-time step beyond the cap near an end
+    # of the span, which slope x span underreads, FAILs by it.
+    level_rise_mib: float | None = None
+    level_rise_interval: list[float] | None = None
     # The first pass over the input (its `first_pass_requests` requests): its end in s after the judged
     # span's start (None while it goes on; the slope is judged after it), and its growth (the cap alone).
     first_pass_requests: int = 0

@@ -18,7 +18,12 @@ variance over a span T (the slope variance of independent levels every `wander_s
 batches long against the sample noise's correlation time, and no wander beyond the stated one.
 
 Decision: growth over the span (slope x span) whose interval lies wholly above `growth_limit` FAILs at any
-span of 3 batches or more. The slope decides only over `min_span_s` or more: FAIL when its interval lies
+span of 3 batches or more. So does a level rise (the last batch's mean less the first's) whose interval
+lies wholly above it: slope x span reads a one-time step at fraction f of the span as 6 f (1 - f) of its
+height, so a step beyond the cap near either end would pass the growth check. The rise's noise is the
+batch means' scatter from their successive differences (median absolute deviation: one step moves one
+difference, a trend moves all alike), with Student's t on K - 2 df, plus the stated wander between the two
+end levels. The slope decides only over `min_span_s` or more: FAIL when its interval lies
 wholly above the limit, PASS when wholly below (and the growth's interval wholly below its cap), else
 inconclusive. `detectable` is the smallest slope that would FAIL at the noise seen. Pure: no I/O, no clock.
 """
@@ -79,6 +84,8 @@ class SampledTrend(msgspec.Struct, frozen=True, kw_only=True):
     growth_interval: tuple[float, float] | None
     detectable_per_h: float | None
     span_s: float
+    level_rise: float | None = None
+    level_interval: tuple[float, float] | None = None
     samples: int
     batch_times_h: list[float]
     batch_values: list[float]
@@ -159,6 +166,19 @@ def _half_width(se_batch: float, df: int, span_s: float, rule: SampledTrendRule)
     return math.hypot(t_quantile(p, df) * se_batch, NormalDist().inv_cdf(p) * wander_sd_per_h(span_s, rule))
 
 
+def _level_rise(by: np.ndarray, span_s: float, rule: SampledTrendRule) -> tuple[float, tuple[float, float]]:
+    """The last batch mean less the first, and its two-sided interval at `rule.confidence`."""
+    rise = float(by[-1] - by[0])
+    d = np.diff(by)
+    # 1.4826 x MAD: a normal sd; over sqrt 2: a difference of two batch means has twice a mean's variance.
+    sd = 1.4826 * float(np.median(np.abs(d - np.median(d)))) / math.sqrt(2)
+    p = 0.5 + rule.confidence / 2
+    # Two end levels apart by the span wander apart by up to twice the stated level variance.
+    wander = rule.wander * math.sqrt(2 * min(1.0, span_s / rule.wander_s))
+    half = math.hypot(t_quantile(p, by.size - 2) * sd * math.sqrt(2), NormalDist().inv_cdf(p) * wander)
+    return rise, (rise - half, rise + half)
+
+
 def judge_sampled_trend(times_s: Sequence[float] | np.ndarray, values: Sequence[float] | np.ndarray,
                         rule: SampledTrendRule, *,
                         unit: str = "MiB") -> SampledTrend:
@@ -179,7 +199,8 @@ def judge_sampled_trend(times_s: Sequence[float] | np.ndarray, values: Sequence[
 
     def verdict(outcome: Outcome, reason: str, **numbers: object) -> SampledTrend:
         fields: dict[str, object] = dict(slope_per_h=None, interval_per_h=None, growth=None, growth_interval=None,
-                                         detectable_per_h=None, batch_times_h=[], batch_values=[])
+                                         detectable_per_h=None, batch_times_h=[], batch_values=[],
+                                         level_rise=None, level_interval=None)
         fields.update(numbers)
         return SampledTrend(outcome=outcome, reason=reason, span_s=span_s, samples=int(t.size),
                             confidence=rule.confidence, **fields)  # type: ignore[arg-type]
@@ -208,10 +229,11 @@ def judge_sampled_trend(times_s: Sequence[float] | np.ndarray, values: Sequence[
     growth = slope * span_h
     g_interval = (interval[0] * span_h, interval[1] * span_h)
     detectable = rule.limit_per_h + half
+    rise, rise_interval = _level_rise(by, span_s, rule) if math.isfinite(rule.growth_limit) else (None, None)
     numbers: dict[str, object] = dict(
         slope_per_h=slope, interval_per_h=interval, growth=growth, growth_interval=g_interval,
         detectable_per_h=detectable, batch_times_h=[round(float(v), 6) for v in th],
-        batch_values=[round(float(v), 6) for v in by])
+        batch_values=[round(float(v), 6) for v in by], level_rise=rise, level_interval=rise_interval)
     # An infinite cap (latency drift has none) leaves the growth out of the text.
     capped = (f"; growth {growth:+.3g} {unit} [{g_interval[0]:+.3g}, {g_interval[1]:+.3g}] (cap "
               f"{rule.growth_limit:g} {unit})") if math.isfinite(rule.growth_limit) else ""
@@ -220,11 +242,16 @@ def judge_sampled_trend(times_s: Sequence[float] | np.ndarray, values: Sequence[
            f"points in {k} batches; at this noise a slope of {detectable:.3g} {per_h} or more would FAIL")
     if g_interval[0] > rule.growth_limit:
         return verdict(FAIL, f"grows beyond the cap: the growth's interval lies wholly above it: {how}", **numbers)
+    if rise_interval is not None and rise is not None and rise_interval[0] > rule.growth_limit:
+        return verdict(FAIL, f"grows beyond the cap: the level rose {rise:+.3g} {unit} from the first batch to the "
+                             f"last, {level} interval [{rise_interval[0]:+.3g}, {rise_interval[1]:+.3g}] {unit}, "
+                             f"wholly above the {rule.growth_limit:g} {unit} cap: {how}", **numbers)
     if span_s < rule.min_span_s:
         return verdict(INCONCLUSIVE, f"slope not judged: span {span_s / 60:.1f} min of "
                                      f"{rule.min_span_s / 60:g} min: {how}", **numbers)
     if interval[0] > rule.limit_per_h:
         return verdict(FAIL, f"drifts: the interval lies wholly above the limit: {how}", **numbers)
-    if interval[1] < rule.limit_per_h and g_interval[1] <= rule.growth_limit:
+    if interval[1] < rule.limit_per_h and g_interval[1] <= rule.growth_limit and \
+            (rise_interval is None or rise_interval[1] <= rule.growth_limit):
         return verdict(PASS, f"flat: the interval lies wholly below the limit: {how}", **numbers)
     return verdict(INCONCLUSIVE, f"undecided: the interval contains the limit: {how}", **numbers)

@@ -222,7 +222,8 @@ def _sampled_memory(metric: str, series: SampleSeries | None, limits: SoakLimits
     decided = next((x for x in (first, whole) if x is not None and x.outcome == FAIL), v)
     detail = SampledMemoryDetail(
         source=source, warmup_s=limits.warmup_s, samples=samples, batch_times_h=decided.batch_times_h,
-        series=decided.batch_values, growth_mib=decided.growth,
+        series=decided.batch_values, growth_mib=decided.growth, level_rise_mib=decided.level_rise,
+        level_rise_interval=list(decided.level_interval) if decided.level_interval else None,
         growth_interval=list(decided.growth_interval) if decided.growth_interval else None,
         growth_limit_mib=rule.growth_limit, detectable_slope=v.detectable_per_h, wander_mib=rule.wander,
         slope=decided.slope_per_h, interval=list(decided.interval_per_h) if decided.interval_per_h else None,
@@ -240,9 +241,12 @@ def _sampled_memory(metric: str, series: SampleSeries | None, limits: SoakLimits
         outcome, reason = _first_pass_outcome(v, first, first_pass, rule.growth_limit)
         if outcome != FAIL and whole is not None and whole.outcome == FAIL and whole.growth_interval is not None:
             lo, hi = whole.growth_interval
-            outcome, reason = FAIL, (f"grows beyond the cap over the judged span: growth {whole.growth:+.3g} MiB "
-                                     f"[{lo:+.3g}, {hi:+.3g}] over {whole.span_s / 60:.1f} judged min, wholly above "
-                                     f"the {rule.growth_limit:g} MiB cap")
+            what = f"growth {whole.growth:+.3g} MiB [{lo:+.3g}, {hi:+.3g}]"
+            if lo <= rule.growth_limit and whole.level_interval is not None and whole.level_rise is not None:
+                lo, hi = whole.level_interval  # the level check decided (a step near an end of the span)
+                what = f"level rise from the first batch to the last {whole.level_rise:+.3g} MiB [{lo:+.3g}, {hi:+.3g}]"
+            outcome, reason = FAIL, (f"grows beyond the cap over the judged span: {what} over {whole.span_s / 60:.1f} "
+                                     f"judged min, wholly above the {rule.growth_limit:g} MiB cap")
     return MetricVerdict(metric=metric, outcome=outcome, reason=reason, detail=detail)
 
 

@@ -99,6 +99,21 @@ class TestFirstPass:
         assert len(failed) >= 95, len(failed)
         assert all(v.reason.startswith("grows beyond the cap over the judged span") for v in failed)
 
+    @pytest.mark.parametrize("phi", [0.0, 0.5, 0.8, 0.95])
+    def test_a_step_beyond_the_cap_near_either_end_of_the_span_fails_by_the_level(self, phi: float) -> None:
+        """96 MiB (1.5 x the cap) rising over 2 minutes across the pass's end at minute 4 or minute 17 of a
+        20-minute soak: slope x span reads such a step as about 0.8 x its height, and neither side of the cut
+        holds all of it, but the level rise from the first batch to the last does: FAILs >= 95 of 100 seeds
+        (none FAILed before the level check)."""
+        verdicts = [_server_rss(seed, 1200, phi=phi, first_pass=FirstPass(requests=416, end_ns=T0 + cut * S),
+                                step_mib=96, step_at_s=cut - 60)
+                    for seed in range(100) for cut in [(240, 1020)[seed % 2]]]
+        failed = [v for v in verdicts if v.outcome == "fail"]
+        assert len(failed) >= 95, len(failed)
+        by_level = [v for v in failed if "level rise from the first batch to the last" in v.reason]
+        assert by_level and all(v.detail.level_rise_mib is not None and v.detail.level_rise_mib > 64  # type: ignore[union-attr]
+                                for v in by_level)
+
     def test_ten_times_the_limit_after_the_pass_fails_within_20_judged_minutes(self) -> None:
         """80 MiB/h from the start, the pass over at 5 minutes: the span after it FAILs in at least 95 % of
         100 seeds within 20 judged minutes (the wander floor costs the 15-minute mark; bench/RESULTS.md)."""
