@@ -62,7 +62,8 @@ from orchestrator.live.page_types import (
     WindowRow,
 )
 from orchestrator.live.report_rows import ReportSections, detects, exit_text
-from orchestrator.reports.windows import Thinned
+from orchestrator.reports.row_status import StageState, model_status, soak_status
+from orchestrator.reports.windows import PhaseTally, Thinned, phase_key
 
 __all__ = ["PageFold", "PageState", "Change", "RunInfo", "Counters", "WindowRow", "ModelRow", "VerdictRow",
            "PointRow", "CampaignModelRow", "SloState", "ServerInfo", "LatencyPoint", "MemoryPoint", "InFlightPoint", "ModelSeries", "SERIES_CAP", "detects"]
@@ -82,7 +83,8 @@ class PageFold:
         self.seq = 0
         self._run = RunInfo()
         self._counters = Counters()
-        self._by_cause: dict[str, int] = {}
+        # The reports' own per-phase tally (reports/windows.py), summed over the run's windows.
+        self._tallies: dict[str, PhaseTally] = {}
         self._windows: dict[str, WindowRow] = {}
         self._models: dict[str, ModelRow] = {}
         self._points: dict[str, PointRow] = {}
@@ -94,6 +96,12 @@ class PageFold:
         self._dropped: dict[str, int] = {}
         self._origin = 0
         self._current = ""
+        # What the report's fold keeps to say how each model ended (reports/row_status.py): its stages, its
+        # result, a soak's final verdicts and the run's end.
+        self._stages: dict[str, dict[str, StageState]] = {}
+        self._results: dict[str, ModelResult] = {}
+        self._soak_final: dict[str, str] = {}
+        self._finished: RunFinished | None = None
         self.reports = ReportSections()
 
     def state(self) -> PageState:
@@ -148,7 +156,34 @@ class PageFold:
                              unit="models" if total else "")
 
     def _on_run_finished(self, ev: RunFinished) -> list[Change]:
-        return self._set_run(status=ev.status, reason=ev.reason, finished_unix_ns=ev.ts_ns)
+        self._finished = ev
+        out = self._set_run(status=ev.status, reason=ev.reason, finished_unix_ns=ev.ts_ns)
+        for name, row in list(self._models.items()):  # a model without a result ends as the report says
+            if (ended := self._model_row(name, row.stage)) != row:
+                out += self._put("models", self._models, name, ended)
+        return out
+
+    def _record_stage(self, ev: PhaseStarted | PhaseFinished) -> str:
+        """The stage as the report's fold records it; the model it belongs to ("" for the run's own)."""
+        name = ev.model or self._current
+        if not name or ev.phase == "dataset":
+            return ""
+        done = (ev.outcome, ev.reason, True) if isinstance(ev, PhaseFinished) else ("", "", False)
+        self._stages.setdefault(name, {})[ev.phase] = done
+        return name
+
+    def _model_row(self, name: str, stage: str) -> ModelRow:
+        """A model's row: how it ended, by the report's own rules, once its result, its soak's end or the run's
+        end says; until then the stage it is in, running or as that stage ended."""
+        stages = self._stages.get(name, {})
+        result = self._results.get(name)
+        soaked = soak_status(stages, self._soak_final) if result is None else None
+        if result is not None or soaked is not None or self._finished is not None:
+            status, failed_stage, reason = soaked or model_status(result, stages, self._finished)
+            return ModelRow(name=name, stage=failed_stage or "done", state=status, reason=reason[:300])
+        outcome, reason, _finished = stages.get(stage, ("", "", False))
+        return ModelRow(name=name, stage=stage, state="running" if outcome in ("", "passed") else outcome,
+                        reason=reason[:300])
 
     def _on_phase_started(self, ev: PhaseStarted) -> list[Change]:
         out = self._set_run(phase=ev.phase)
@@ -159,36 +194,35 @@ class PageFold:
             out = self._set_run(total=len(ev.detail.points), unit="points")
         if ev.phase == "model" and ev.model:
             self._current = ev.model
+        self._record_stage(ev)
         if ev.model and ev.phase not in ("dataset", "reference"):
-            out += self._put("models", self._models, ev.model, ModelRow(name=ev.model, stage=ev.phase))
+            out += self._put("models", self._models, ev.model, self._model_row(ev.model, ev.phase))
         return out
 
     def _on_phase_finished(self, ev: PhaseFinished) -> list[Change]:
+        self._record_stage(ev)
         if not ev.model or ev.phase in ("dataset", "reference"):
             return []
         out: list[Change] = []
-        if ev.phase == "model":
-            out += self._set_run(done=self._run.done + 1) if self._run.unit == "models" else []
-            state = ev.outcome or "done"
-        else:
-            state = "running" if ev.outcome == "passed" else ev.outcome
-        return out + self._put("models", self._models, ev.model,
-                               ModelRow(name=ev.model, stage=ev.phase, state=state, reason=ev.reason[:300]))
+        if ev.phase == "model" and self._run.unit == "models":
+            out += self._set_run(done=self._run.done + 1)
+        return out + self._put("models", self._models, ev.model, self._model_row(ev.model, ev.phase))
 
     def _on_result(self, ev: ModelResult) -> list[Change]:
-        return self._put("models", self._models, ev.model, ModelRow(
-            name=ev.model, stage=ev.failed_stage or "done", state=ev.status, reason=ev.row.reason[:300]))
+        self._results[ev.model] = ev
+        return self._put("models", self._models, ev.model, self._model_row(ev.model, ev.failed_stage))
 
     def _on_correlated(self, ev: RequestCorrelated) -> list[Change]:
-        c = self._counters
-        if ev.phase == "warmup":
-            return self._set_counters(warmup=c.warmup + 1)
-        if ev.phase != "profiling":
+        key = phase_key(ev)
+        tally = self._tallies.setdefault(key, PhaseTally())
+        tally.count(ev)
+        if key == "warmup":
+            return self._set_counters(warmup=tally.issued)
+        if key != "profiling":
             return []
-        if not ev.ok:
-            self._by_cause[ev.cause] = self._by_cause.get(ev.cause, 0) + 1
-        out = self._set_counters(issued=c.issued + 1, ok=c.ok + ev.ok, errors=c.errors + (not ev.ok),
-                                 by_cause=dict(self._by_cause))
+        counts = tally.frozen()
+        out = self._set_counters(issued=counts.issued, ok=counts.ok, errors=counts.errors, by_cause=counts.by_cause,
+                                 by_rule=counts.by_rule)
         if (w := self._windows.get(ev.window)) is not None:
             out += self._put("windows", self._windows, ev.window, msgspec.structs.replace(
                 w, issued=w.issued + 1, ok=w.ok + ev.ok, errors=w.errors + (not ev.ok)))
@@ -241,6 +275,8 @@ class PageFold:
         return self._put("windows", self._windows, ev.window, row) + self._set_run(done=closed)
 
     def _on_soak_verdict(self, ev: SoakVerdict) -> list[Change]:
+        if ev.final:
+            self._soak_final[ev.metric] = ev.outcome
         row = self.reports.verdict(ev.metric)  # a final verdict is never replaced by a checkpoint's
         return [] if self._verdicts.get(ev.metric) == row else self._put("verdicts", self._verdicts, ev.metric, row)
 

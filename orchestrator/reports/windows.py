@@ -28,7 +28,7 @@ from orchestrator.reports.schema import (
     WindowSummary,
 )
 
-__all__ = ["MAX_POINTS", "HISTOGRAM_BINS", "TIMING_FIELDS", "VERDICTS", "Thinned", "PhaseTally", "WindowTally", "pass_rate", "histogram", "aiperf_run"]
+__all__ = ["MAX_POINTS", "HISTOGRAM_BINS", "TIMING_FIELDS", "VERDICTS", "Thinned", "PhaseTally", "WindowTally", "phase_key", "pass_rate", "histogram", "aiperf_run"]
 
 VERDICTS = ("correct", "wrong", "unparsed", "error", "incomplete")
 
@@ -77,12 +77,26 @@ def pass_rate(c: Counter[str]) -> PassRate:
                     error=c["error"], rate=c["correct"] / total if total else None, incomplete=c["incomplete"])
 
 
+def phase_key(ev: RequestCorrelated) -> str:
+    """The tally a request counts in: its AIPerf phase, warmup or profiling; anything else is "other"."""
+    return ev.phase if ev.phase in ("warmup", "profiling") else "other"
+
+
 @dataclass
 class PhaseTally:
     issued: int = 0
     ok: int = 0
     by_cause: Counter[str] = field(default_factory=Counter)
     by_rule: Counter[str] = field(default_factory=Counter)  # "<cause>/<rule>" where a crash rule decided
+
+    def count(self, ev: RequestCorrelated) -> None:
+        """One request of this phase: issued, ok or its cause, and the crash rule that decided it."""
+        self.issued += 1
+        self.by_cause["ok" if ev.ok else ev.cause] += 1
+        if not ev.ok and ev.cause_rule:
+            self.by_rule[f"{ev.cause}/{ev.cause_rule}"] += 1
+        if ev.ok:
+            self.ok += 1
 
     def frozen(self) -> PhaseCounts:
         errors = self.issued - self.ok
@@ -117,7 +131,7 @@ class WindowTally:
     answers: dict[tuple[str, str, int | None], Counter[str]] = field(default_factory=dict)
 
     def add(self, ev: RequestCorrelated) -> None:
-        key = ev.phase if ev.phase in ("warmup", "profiling") else "other"
+        key = phase_key(ev)
         self._count(ev, key)
         if self.timing is not None:
             self.late += 1  # counted, but the window's percentiles are already final
@@ -130,13 +144,8 @@ class WindowTally:
         tally = self.phases.get(key)
         if tally is None:
             tally = self.phases[key] = PhaseTally()
-        tally.issued += 1
-        tally.by_cause["ok" if ev.ok else ev.cause] += 1
-        if not ev.ok and ev.cause_rule:
-            tally.by_rule[f"{ev.cause}/{ev.cause_rule}"] += 1
-        if ev.ok:
-            tally.ok += 1
-        elif ev.error_message or ev.http_status is not None:
+        tally.count(ev)
+        if not ev.ok and (ev.error_message or ev.http_status is not None):
             said = self.answers.setdefault((key, ev.cause, ev.http_status), Counter())
             text = ev.error_message[:ANSWER_CHARS]
             said[text if text in said or len(said) < MAX_ANSWERS else _NOT_KEPT] += 1

@@ -5,6 +5,7 @@ same state as a page opened at the end."""
 
 from __future__ import annotations
 
+import gzip
 from pathlib import Path
 
 import msgspec
@@ -14,9 +15,12 @@ from config_support import make_config
 from orchestrator.events import (
     AnyEvent,
     MemoryDetail,
+    ModelResult,
+    PhaseFinished,
     PhaseStarted,
     PointStats,
     RequestCorrelated,
+    RequestUnmatched,
     RunFinished,
     RunStarted,
     ServerExited,
@@ -31,12 +35,15 @@ from orchestrator.events import (
     SweepPointJudged,
     WindowStats,
 )
-from orchestrator.journal import encode_event
+from orchestrator.journal import encode_event, read_journal
 from orchestrator.live.report_rows import exit_text, soak_rows, sweep_rows
 from orchestrator.live.state import PageFold, PageState
 from orchestrator.live.tail import JournalTail
+from orchestrator.reports.fold import fold
+from orchestrator.reports.schema import PhaseCounts
 from orchestrator.reports.soak import fold_soak
 from orchestrator.reports.sweep import fold_sweep
+from orchestrator.reports.windows import PhaseTally
 
 
 def _stamp(events: list[AnyEvent]) -> list[AnyEvent]:
@@ -152,3 +159,92 @@ def test_a_late_page_then_live_changes_end_where_a_page_opened_at_the_end_does(t
         merged = {r.name: r for r in getattr(page, section)}
         merged.update({name: r for (s, name), r in rows.items() if s == section})
         assert merged == {r.name: r for r in getattr(end, section)}, section
+
+
+_JOURNALS = Path(__file__).resolve().parents[2] / "data" / "journals"
+
+
+def _report_counts(events: list[AnyEvent]) -> tuple[PhaseCounts, int, int]:
+    """The profiling requests the report of `events` counts over its windows, its warmup requests and its
+    unmatched halves."""
+    windows = fold(events).windows
+    total = PhaseTally()
+    for w in windows:
+        p = w.counts.profiling
+        total.issued += p.issued
+        total.ok += p.ok
+        total.by_cause.update(p.by_cause)
+        total.by_rule.update(p.by_rule)
+    return (total.frozen(), sum(w.counts.warmup.issued for w in windows),
+            sum(sum(w.counts.unmatched.values()) for w in windows))
+
+
+def _failing() -> list[AnyEvent]:
+    """The soak above with what its windows lack: warmup requests, a crash rule's errors, unmatched halves."""
+    extra: list[AnyEvent] = [
+        RequestCorrelated(request_id="w-1", window="soak/w0002", phase="warmup", ok=True, cause="ok"),
+        RequestCorrelated(request_id="c-1", window="soak/w0002", phase="profiling", ok=False, cause="server_crash",
+                          cause_rule="open_at_exit"),
+        RequestCorrelated(request_id="c-2", window="soak/w0002", phase="unknown", ok=False, cause="timeout"),
+        RequestUnmatched(request_id="u-1", half="client", cause="no_server_record", window="soak/w0002"),
+        RequestUnmatched(request_id="u-2", half="server", cause="duplicate_id", window="soak/w0003")]
+    events = _soak()
+    at = next(i for i, ev in enumerate(events) if isinstance(ev, ServerExited))
+    return _stamp([*events[:at], *extra, *events[at:]])
+
+
+@pytest.mark.parametrize("name", ["qualify-v2", "soak-v2", "failing"])
+def test_the_page_counts_requests_as_the_report_does_at_every_request(tmp_path: Path, name: str) -> None:
+    """The page's request counters are the report's tally (reports/windows.py), summed over its windows: at every
+    request event of a journal (two real ones, and the soak above with errors by cause and crash rule, warmup and
+    unmatched halves), and at its end, the page and the report of that prefix agree."""
+    journal = tmp_path / "events.jsonl"
+    if name == "failing":
+        journal.write_bytes(b"".join(encode_event(e) + b"\n" for e in _failing()))
+    else:
+        journal.write_bytes(gzip.decompress((_JOURNALS / name / "events.jsonl.gz").read_bytes()))
+    events, _torn = read_journal(journal)
+    cuts = [i + 1 for i, ev in enumerate(events) if isinstance(ev, RequestCorrelated | RequestUnmatched)]
+    cuts.append(len(events))
+    assert len(cuts) > 10
+    page, done = PageFold(), 0
+    for cut in cuts:
+        page.add_all(events[done:cut])
+        done = cut
+        counters = page.state().counters
+        profiling, warmup, unmatched = _report_counts(events[:cut])
+        assert profiling.issued > 0 or cut < cuts[-1]
+        assert (counters.issued, counters.ok, counters.errors, counters.by_cause, counters.by_rule) == \
+            (profiling.issued, profiling.ok, profiling.errors, profiling.by_cause, profiling.by_rule), cut
+        assert (counters.warmup, counters.unmatched) == (warmup, unmatched), cut
+
+
+@pytest.mark.parametrize(("name", "cut_last"), [("qualify-v2", False), ("qualify-v2", True), ("soak-v2", False)])
+def test_a_models_row_ends_as_the_report_says(tmp_path: Path, name: str, cut_last: bool) -> None:
+    """A model's row, once it has ended (its result, its soak's end, or the run's), holds the report's status,
+    failed stage and reason for that prefix of the journal; `cut_last`: the journal ends with the run interrupted
+    in the middle of its last model, which the page then shows as the report does."""
+    journal = tmp_path / "events.jsonl"
+    journal.write_bytes(gzip.decompress((_JOURNALS / name / "events.jsonl.gz").read_bytes()))
+    events, _torn = read_journal(journal)
+    if cut_last:
+        last = max(i for i, ev in enumerate(events) if isinstance(ev, PhaseStarted) and ev.phase == "correctness")
+        events = [*events[:last + 1], msgspec.structs.replace(
+            RunFinished(status="interrupted", exit_code=130, reason="SIGINT"), seq=events[last].seq + 1)]
+    page, done, compared = PageFold(), 0, 0
+    ends = [i + 1 for i, ev in enumerate(events) if isinstance(ev, ModelResult | RunFinished)
+            or (isinstance(ev, PhaseFinished) and ev.phase == "model")]
+    for cut in ends:
+        page.add_all(events[done:cut])
+        done = cut
+        report = {r.model: r for r in fold(events[:cut]).rows}
+        for row in page.state().models:
+            if row.state != "running":
+                want = report[row.name]
+                assert (row.state, row.stage, row.reason) == \
+                    (want.status, want.failed_stage or "done", want.reason[:300]), (cut, row)
+                compared += 1
+    assert compared >= len(ends)
+    assert page.state().models and all(m.state != "running" for m in page.state().models)
+    if cut_last:
+        assert page.state().models[-1].state == "interrupted"

@@ -41,7 +41,7 @@ from orchestrator.events import (
 from orchestrator.journal import encode_event
 from orchestrator.live.address import parse_serve
 from orchestrator.live.feed import coalesce
-from orchestrator.live.state import SERIES_CAP, Change, PageFold, PageState, detects
+from orchestrator.live.state import SERIES_CAP, Change, ModelRow, PageFold, PageState, detects
 from orchestrator.live.tail import JournalTail
 
 
@@ -138,7 +138,14 @@ class TestPageFold:
         ]))
         s = fold.state()
         assert (s.run.done, s.run.total, s.run.unit) == (1, 2, "models")
-        assert [(m.name, m.stage) for m in s.models] == [("a", "model"), ("b", "server")]
+        # a's row is how the report ends it (its result); b runs its server stage.
+        assert [(m.name, m.stage, m.state) for m in s.models] == [("a", "done", "aiperf-qualified"),
+                                                                 ("b", "server", "running")]
+        # The run interrupted: b ends as the report says, in the stage it was in.
+        [b] = [m for m in fold.add(msgspec.structs.replace(RunFinished(status="interrupted", reason="SIGINT"), seq=99))
+               if m.section == "models"]
+        assert isinstance(b.value, ModelRow) and (b.value.name, b.value.stage, b.value.state) == \
+            ("b", "server", "interrupted")
         [gate] = s.verdicts
         assert (gate.name, gate.outcome, gate.estimate, gate.limit) == ("a min_pass_rate", "pass", 0.95, 0.9)
 
