@@ -12,7 +12,7 @@ import random
 
 from scipy.stats import t as student_t
 
-__all__ = ["MIN_PAIRS", "block_order", "t_quantile", "pairs_of"]
+__all__ = ["MIN_PAIRS", "block_order", "t_quantile", "pairs_of", "servers_text"]
 
 # Fewer pairs than this leave every figure inconclusive: t with 1 degree of freedom is 6.3 at 90 %.
 MIN_PAIRS = 3
@@ -37,3 +37,9 @@ def t_quantile(pairs: int, confidence: float) -> float | None:
     if pairs < MIN_PAIRS:
         return None
     return float(student_t.ppf(1.0 - (1.0 - confidence) / 2.0, pairs - 1))
+
+
+def servers_text(sequential: bool, keep_servers: bool) -> str:
+    """How a session runs its servers, as the plan line and ab.md say it."""
+    return "one at a time, fresh every block" if sequential else \
+        "both running all session" if keep_servers else "both running, fresh every pair"

@@ -116,8 +116,8 @@ def describe_power(p: AbPower, block_requests: int) -> str:
         return (f"smallest uniform slowdown caught in {p.power:.0%} of sessions: +{p.detectable * 100:.1f} % "
                 f"(assumed pair noise {p.noise:g}/sqrt(block requests), --plan-noise; both servers running all "
                 f"session, so beyond the ±{p.allowance * 100:g} % two server processes may differ by); a uniform "
-                f"{wanted} is NOT detectable with both servers running at any size: --sequential gives every block "
-                f"a fresh server and no instance allowance")
+                f"{wanted} is NOT detectable with both servers running all session at any size: without "
+                f"--keep-servers every pair has fresh servers and no instance allowance")
     verdict = (f"a uniform {wanted} is detectable" if p.detectable <= p.wanted else
                f"a uniform {wanted} is NOT detectable: it needs "
                + (f"about {p.pairs_for_wanted} pairs of {block_requests} requests" if p.pairs_for_wanted else

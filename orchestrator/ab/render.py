@@ -8,6 +8,7 @@ from pathlib import Path
 import msgspec
 from markupsafe import Markup
 
+from orchestrator.ab.plan import servers_text
 from orchestrator.ab.power import describe_power
 from orchestrator.ab.sequential import describe
 from orchestrator.ab.verdict import AbResult, decide
@@ -46,7 +47,7 @@ def _plan_lines(r: AbResult) -> list[str]:
         if p.t_quantile is not None else "too few pairs to decide"
     return [f"baseline (A): `{p.baseline}` at {p.baseline_url}; candidate (B): `{p.candidate}` at {p.candidate_url}",
             f"order `{p.order}` (seed {p.seed}; pairs are blocks 1-2, 3-4, ...), {p.block_requests} requests a "
-            f"block after {p.block_warmup} warmup, servers {'one at a time' if p.sequential else 'both running'}",
+            f"block after {p.block_warmup} warmup, servers {servers_text(p.sequential, not p.fresh_pairs)}",
             f"a figure regresses when the pairs' mean change less {t} standard errors exceeds the tolerance "
             f"(latency ±{p.latency_tolerance * 100:g} %, tail share ±{p.tail_tolerance * 100:g} pt), at "
             f"{p.confidence:.0%} two-sided",

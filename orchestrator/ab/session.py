@@ -18,7 +18,7 @@ import msgspec
 
 from orchestrator.ab.answers import judge_answers
 from orchestrator.ab.blocks import window_name
-from orchestrator.ab.plan import block_order, t_quantile
+from orchestrator.ab.plan import block_order, servers_text, t_quantile
 from orchestrator.ab.power import (
     INSTANCE_ALLOWANCE,
     INSTANCE_TAIL_ALLOWANCE,
@@ -67,12 +67,14 @@ class AbOptions(msgspec.Struct, frozen=True, kw_only=True):
     seed: int = 0
     max_duration_s: float | None = None
     sequential: bool = False
+    # Both servers up for the whole session instead of started afresh before every pair (slow-loading servers).
+    keep_servers: bool = False
     boundary: Boundary = "obrien-fleming"
     stop_early: bool = True
     strict: bool = False
     plan_noise: float = PLAN_NOISE  # the pair noise the power statement assumes (orchestrator/ab/power.py)
-    # What two server processes may differ by, both running all session (latency: relative; tail share:
-    # points); ignored with --sequential, whose every block has a fresh server.
+    # What two server processes may differ by, both running all session (--keep-servers; latency: relative;
+    # tail share: points); fresh servers every pair or every block need none.
     instance_allowance: float = INSTANCE_ALLOWANCE
     instance_tail_allowance: float = INSTANCE_TAIL_ALLOWANCE
 
@@ -109,7 +111,7 @@ async def run_ab_session(a: Config, b: Config, opts: AbOptions, interrupt: Inter
     dataset = await anyio.to_thread.run_sync(load_dataset, resolve_dataset_path(a.dataset))
     order = block_order(opts.pairs, opts.seed)
     critical = await anyio.to_thread.run_sync(critical_values, opts.pairs, compare.confidence, opts.boundary)
-    allowance = (0.0, 0.0) if opts.sequential else (opts.instance_allowance, opts.instance_tail_allowance)
+    allowance = (opts.instance_allowance, opts.instance_tail_allowance) if _one_process_a_side(opts) else (0.0, 0.0)
     power = await anyio.to_thread.run_sync(lambda: plan_power(
         opts.pairs, opts.block_requests, compare.latency_tolerance, compare.confidence,
         opts.boundary if opts.stop_early else None, opts.plan_noise, allowance[0]))
@@ -135,7 +137,7 @@ async def run_ab_session(a: Config, b: Config, opts: AbOptions, interrupt: Inter
         plan = AbPhase(baseline=opts.baseline, candidate=opts.candidate, baseline_url=specs["A"].base_url,
                        candidate_url=specs["B"].base_url, order=order, seed=opts.seed,
                        block_requests=opts.block_requests, block_warmup=opts.block_warmup, sequential=opts.sequential,
-                       max_duration_s=opts.max_duration_s, confidence=compare.confidence,
+                       fresh_pairs=not opts.sequential and not opts.keep_servers, max_duration_s=opts.max_duration_s, confidence=compare.confidence,
                        t_quantile=critical[-1] if critical and opts.stop_early else t_quantile(opts.pairs, compare.confidence),
                        latency_tolerance=compare.latency_tolerance,
                        tail_tolerance=compare.tail_tolerance, boundary=opts.boundary if opts.stop_early else "",
@@ -143,7 +145,7 @@ async def run_ab_session(a: Config, b: Config, opts: AbOptions, interrupt: Inter
                        instance_allowance=allowance[0], instance_tail_allowance=allowance[1])
         await run.bus.publish(PhaseStarted(source="ab", phase="ab", model=models["A"].name, detail=plan))
         print(f"ab: {opts.pairs} pairs in order {order}, {opts.block_requests} requests a block "
-              f"(+{opts.block_warmup} warmup); servers {'one at a time' if opts.sequential else 'both running'}; "
+              f"(+{opts.block_warmup} warmup); servers {servers_text(opts.sequential, opts.keep_servers)}; "
               + (describe(opts.boundary, critical, compare.confidence) if opts.stop_early else "no early stop")
               + f"\nab: {describe_power(power, opts.block_requests)}", file=sys.stderr, flush=True)
         ran, stop = await _blocks(run, opts, toolkit, specs, models, order, input_file, tokenizer, install, rows,
@@ -156,12 +158,15 @@ async def run_ab_session(a: Config, b: Config, opts: AbOptions, interrupt: Inter
         return run.journal_path
 
 
+def _one_process_a_side(opts: AbOptions) -> bool:
+    return opts.keep_servers and not opts.sequential
+
+
 @contextlib.asynccontextmanager
-async def _servers(run: RunScope, specs: dict[str, ServerSpec], sequential: bool) -> AsyncIterator[
-        dict[str, ServerHandle]]:
-    """Both servers up for the whole session (started one after the other), unless --sequential."""
+async def _servers(run: RunScope, specs: dict[str, ServerSpec], up: bool) -> AsyncIterator[dict[str, ServerHandle]]:
+    """Both servers up (started one after the other) while the block is open, if `up`; stopped at its end."""
     handles: dict[str, ServerHandle] = {}
-    if not sequential:
+    if up:
         for side in ("A", "B"):
             handles[side] = await run.tg.start(supervise, specs[side], run.bus)
     try:
@@ -177,20 +182,26 @@ async def _blocks(run: RunScope, opts: AbOptions, toolkit: Toolkit, specs: dict[
                   rows: list[ArmRequest], correlator: Correlator, compare: CompareConfig,
                   books: dict[str, AnswerBook]) -> tuple[int, str]:
     started = anyio.current_time()
-    async with _servers(run, specs, opts.sequential) as handles:
-        for k, side in enumerate(order):
+    fresh_pairs = not opts.sequential and not opts.keep_servers
+    async with _servers(run, specs, _one_process_a_side(opts)) as session:
+        for pair in range(len(order) // 2):
             elapsed = anyio.current_time() - started
-            if opts.max_duration_s and k and k % 2 == 0 and elapsed + elapsed / (k // 2) > opts.max_duration_s:
-                return k, f"--max-duration {opts.max_duration_s:g} s: another pair would not fit ({k // 2} run)"
-            if opts.sequential:
-                async with supervised(specs[side], run.bus) as handle:
-                    await _block(run, toolkit, handle, models[side], k, side, input_file, tokenizer, install, rows,
-                                 opts, correlator, books[side])
-            else:
-                await _block(run, toolkit, handles[side], models[side], k, side, input_file, tokenizer, install,
-                             rows, opts, correlator, books[side])
-            if opts.stop_early and k % 2 == 1 and k + 1 < len(order) and (reason := await _look(run, compare)):
-                return k + 1, f"{reason} (of at most {len(order) // 2}; {opts.boundary} boundary)"
+            if opts.max_duration_s and pair and elapsed + elapsed / pair > opts.max_duration_s:
+                return 2 * pair, f"--max-duration {opts.max_duration_s:g} s: another pair would not fit ({pair} run)"
+            # Fresh servers every pair (the default): whatever one server process does differently for its life
+            # falls on this pair alone, so the pairs stay independent and the t interval covers it.
+            async with _servers(run, specs, fresh_pairs) as fresh:
+                for k in (2 * pair, 2 * pair + 1):
+                    side = order[k]
+                    if opts.sequential:
+                        async with supervised(specs[side], run.bus) as handle:
+                            await _block(run, toolkit, handle, models[side], k, side, input_file, tokenizer, install,
+                                         rows, opts, correlator, books[side])
+                    else:
+                        await _block(run, toolkit, (fresh or session)[side], models[side], k, side, input_file,
+                                     tokenizer, install, rows, opts, correlator, books[side])
+            if opts.stop_early and 2 * pair + 2 < len(order) and (reason := await _look(run, compare)):
+                return 2 * pair + 2, f"{reason} (of at most {len(order) // 2}; {opts.boundary} boundary)"
     return len(order), f"every planned block ran ({len(order) // 2} pairs)"
 
 

@@ -121,7 +121,7 @@ def _paired_figure(key: str, name: str, changes: list[float], baseline: float | 
         note += f"; instance allowance ±{shown * 100:.0f} {unit_word} (one server process a side all session)"
         if bare != change and bare in ("regressed", "improved"):
             note = (f"differs, not attributable: {bare} only within what two identically configured server "
-                    f"processes differ by on this host (--sequential gives every block a fresh server); ") + note
+                    f"processes differ by on this host (without --keep-servers every pair has fresh servers); ") + note
     return Figure(key=key, name=name, unit=unit, baseline=baseline, candidate=candidate, change=change, lower=lower,
                   upper=upper, relative=relative, tolerance=tolerance, confidence=cfg.confidence, n_baseline=n[0],
                   n_candidate=n[1], method=f"block-paired t over {pairs} pairs, t = {t:.2f}"

@@ -40,8 +40,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the block order (default 0)")
     p.add_argument("--max-duration", type=float, default=None, metavar="S",
                    help="start no pair that would end past S seconds (default: run every planned pair)")
-    p.add_argument("--sequential", action="store_true",
-                   help="run one server at a time (each block starts and stops its server) when two do not fit")
+    servers = p.add_mutually_exclusive_group()
+    servers.add_argument("--sequential", action="store_true",
+                         help="run one server at a time (each block starts and stops its server) when two do not fit")
+    servers.add_argument("--keep-servers", action="store_true",
+                         help="keep both servers up for the whole session (for servers slow to load). By default both "
+                         "run and are started afresh before every pair, so a difference between two server processes "
+                         "falls on one pair, not on every pair alike")
     p.add_argument("--strict", action="store_true", help="exit 1 when any figure is inconclusive")
     p.add_argument("--plan-noise", type=float, default=0.9, metavar="C",  # orchestrator.ab.power.PLAN_NOISE
                    help="the pair noise the plan's power statement assumes: sd of one pair's log p50 change times "
@@ -49,10 +54,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    "first block the plan says the smallest uniform slowdown it catches in 95 %% of sessions, and "
                    "whether a uniform +10 %% is among them")
     p.add_argument("--instance-allowance", type=float, default=0.0, metavar="F",  # orchestrator.ab.power.INSTANCE_ALLOWANCE
-                   help="both servers running all session: what two identically configured server processes may "
-                   "differ by (relative, default 0; 0.5 was measured in one real A/A with a CPU hog on a shared 2-core host); every latency "
-                   "interval widens by it, so no figure reads improved or regressed within it. --sequential (a "
-                   "fresh server every block) needs none and ignores it")
+                   help="with --keep-servers (both servers running all session): what two identically configured "
+                   "server processes may differ by (relative, default 0; 0.5 was measured in one real A/A with a CPU "
+                   "hog on a shared 2-core host); every latency interval widens by it, so no figure reads improved or "
+                   "regressed within it. Fresh servers every pair (the default) or every block need none")
     p.add_argument("--instance-tail-allowance", type=float, default=0.0, metavar="PT",  # power.INSTANCE_TAIL_ALLOWANCE
                    help="the same for the tail-share figures, in points (default 0; 0.5 covers a process 35-50 %% faster or "
                    "slower, which moves a tail share by -25 to +59 points)")
@@ -73,11 +78,16 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--pairs {args.pairs}, --block-requests {args.block_requests} must be at least 1, "
                          f"--block-warmup {args.block_warmup} at least 0, --plan-noise {args.plan_noise} positive and "
                          f"the instance allowances at least 0")
+    if (args.instance_allowance or args.instance_tail_allowance) and not args.keep_servers:
+        raise UsageError(f"--instance-allowance {args.instance_allowance:g} / --instance-tail-allowance "
+                         f"{args.instance_tail_allowance:g}: an allowance is for servers kept up all session; pass "
+                         f"--keep-servers with it, or leave it out (fresh servers every pair or block need none)")
     a, b = load_config(args.baseline), load_config(args.candidate)
     check_comparable(a, b, sequential=args.sequential)  # before any server or AIPerf starts
     opts = AbOptions(baseline=args.baseline, candidate=args.candidate, model=args.model, pairs=args.pairs,
                      block_requests=args.block_requests, block_warmup=args.block_warmup, seed=args.seed,
-                     max_duration_s=args.max_duration, sequential=args.sequential, boundary=args.boundary,
+                     max_duration_s=args.max_duration, sequential=args.sequential, keep_servers=args.keep_servers,
+                     boundary=args.boundary,
                      stop_early=not args.no_early_stop, strict=args.strict, plan_noise=args.plan_noise,
                      instance_allowance=args.instance_allowance, instance_tail_allowance=args.instance_tail_allowance)
     toolkit = real_toolkit()

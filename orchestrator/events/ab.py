@@ -37,6 +37,10 @@ class AbPhase(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, tag
     block_requests: int = 0
     block_warmup: int = 0
     sequential: bool = False
+    # Both servers running, started afresh before every pair (the default since 2026-12-03): a difference
+    # between two server processes falls on one pair, independently pair to pair, as block noise. False:
+    # --keep-servers (both up all session) and older journals.
+    fresh_pairs: bool = False
     max_duration_s: float | None = None
     confidence: float = 0.9
     # What the plan can detect: a change is called when mean pair change - t x se exceeds the tolerance;
@@ -50,9 +54,10 @@ class AbPhase(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, tag
     strict: bool = False  # --strict: an inconclusive figure exits 1
     boundary: str = ""
     critical_t: list[float] = []
-    # Both servers running all session: what two identically configured server processes may differ by on one
-    # host (latency quantiles: relative; tail shares: points); every latency interval widens by it. 0 with
-    # --sequential (a fresh server every block: the difference is block noise) and in older journals.
+    # Both servers running all session (--keep-servers): what two identically configured server processes may
+    # differ by on one host (latency quantiles: relative; tail shares: points); every latency interval widens by
+    # it. 0 with fresh servers every pair or every block (the difference is then pair or block noise) and in
+    # older journals.
     instance_allowance: float = 0.0
     instance_tail_allowance: float = 0.0
     power: AbPower | None = None  # what the plan can detect (older journals: not stated)

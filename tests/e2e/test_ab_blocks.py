@@ -1,4 +1,5 @@
-"""End to end: `aqbench ab` with real AIPerf and two real reference servers running at once, the candidate
+"""End to end: `aqbench ab` with real AIPerf and two real reference servers running at once (started afresh for
+every pair, the default), the candidate
 with a planted tail regression (30 % of requests 3 s slower, beyond the baseline's own p90 of about 1.3 s: its speech-recognition items): exit 1, the p90 figures regressed, every
 block accounted, the plan journaled before the first block."""
 
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 from reference_run import aqbench, only_run, write_config
 
-from orchestrator.events import AbPhase, AccountingChecked, PhaseStarted, VerdictReached
+from orchestrator.events import AbPhase, AccountingChecked, PhaseStarted, ServerSpawned, VerdictReached
 from orchestrator.journal import read_journal
 
 pytestmark = [pytest.mark.aiperf, pytest.mark.slow, pytest.mark.timeout(600)]
@@ -32,7 +33,13 @@ def test_ab_catches_a_planted_tail_regression(tmp_path: Path) -> None:
     [plan] = [e.detail for e in events if isinstance(e, PhaseStarted) and isinstance(e.detail, AbPhase)]
     first_block = next(i for i, e in enumerate(events) if isinstance(e, PhaseStarted) and e.phase == "aiperf")
     assert events.index(next(e for e in events if isinstance(e, PhaseStarted) and e.detail is plan)) < first_block
-    assert sorted(plan.order) == sorted("AAABBB") and plan.baseline_url != plan.candidate_url
+    assert sorted(plan.order) == sorted("AAABBB") and plan.baseline_url != plan.candidate_url and plan.fresh_pairs
+    # Fresh servers every pair: both sides spawned once per pair, each before its pair's first block.
+    spawned = [i for i, e in enumerate(events) if isinstance(e, ServerSpawned)]
+    blocks = [i for i, e in enumerate(events) if isinstance(e, PhaseStarted) and e.phase == "aiperf"]
+    assert len(spawned) == 6 and all(spawned[2 * p + 1] < blocks[2 * p] < blocks[2 * p + 1] < spawned[2 * p + 2]
+                                     for p in range(2)), (spawned, blocks)
+    assert "both running, fresh every pair" in (run / "ab.md").read_text()
     accounted = [e for e in events if isinstance(e, AccountingChecked)]
     assert len(accounted) == 6 and all(e.balanced and e.issued.get("profiling") == 50 for e in accounted)
     assert "regressed: " in proc.stdout

@@ -16,6 +16,7 @@ from ab_support import AbSpec, looked_verdict, write_session
 from orchestrator.ab import decide, render_markdown
 from orchestrator.ab.power import PLAN_NOISE, describe_power, plan_power
 from orchestrator.ab.session import AbOptions
+from orchestrator.cli import main
 from orchestrator.commands import ab as ab_command
 from orchestrator.config import CompareConfig
 
@@ -38,11 +39,13 @@ def _caught(tmp_path: Path, scale: float, pairs: int, block_requests: int) -> in
 def test_the_default_plan_says_up_front_that_a_uniform_10_percent_is_not_detectable() -> None:
     """`aqbench ab` with its defaults (6 pairs of 40 requests, the 5 % tolerance, no instance allowance) states
     the smallest uniform slowdown it catches, above +10 %, and what +10 % would take; with an instance allowance
-    (--instance-allowance 0.5) it says +10 % is NOT detectable with both servers running at any size."""
+    (--keep-servers --instance-allowance 0.5) it says +10 % is NOT detectable with both servers running all session
+    at any size, and that fresh servers every pair (the default) need no allowance."""
     args = _defaults()
     o = AbOptions(baseline="a.toml", candidate="b.toml")
-    assert (args.pairs, args.block_requests, args.plan_noise, args.instance_allowance, args.sequential) == \
-        (o.pairs, o.block_requests, o.plan_noise, o.instance_allowance, False) == (6, 40, PLAN_NOISE, 0.0, False)
+    assert (args.pairs, args.block_requests, args.plan_noise, args.instance_allowance, args.sequential,
+            args.keep_servers) == (o.pairs, o.block_requests, o.plan_noise, o.instance_allowance, False, False) == \
+        (6, 40, PLAN_NOISE, 0.0, False, False)
     power = plan_power(args.pairs, args.block_requests, CFG.latency_tolerance, CFG.confidence, args.boundary,
                        args.plan_noise, args.instance_allowance)
     assert power.detectable is not None and 0.25 < power.detectable < 0.5
@@ -53,7 +56,8 @@ def test_the_default_plan_says_up_front_that_a_uniform_10_percent_is_not_detecta
                          args.plan_noise, 0.5)
     assert allowed.detectable is not None and allowed.detectable > 0.5 > power.detectable
     line = describe_power(allowed, args.block_requests)
-    assert "a uniform +10 % is NOT detectable with both servers running at any size: --sequential" in line
+    assert "a uniform +10 % is NOT detectable with both servers running all session at any size: without " \
+        "--keep-servers every pair has fresh servers" in line
 
 
 def test_the_plan_and_its_noise_are_in_the_report(tmp_path: Path) -> None:
@@ -137,3 +141,16 @@ class TestInstances:
                                                              instance_allowance=0.5, instance_tail_allowance=0.5,
                                                              **plant)))  # type: ignore[arg-type]
         assert result.outcome == "regressed" and result.exit_code == 1, result.reason
+
+
+def test_an_instance_allowance_needs_servers_kept_all_session(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Fresh servers every pair (the default) and every block (--sequential) need no allowance: asking for one
+    without --keep-servers exits 2 naming the flags, before any config is read; --sequential and --keep-servers
+    together exit 2 too."""
+    missing = str(tmp_path / "nowhere.toml")  # never read: the flags are refused first
+    assert main(["ab", "--baseline", missing, "--candidate", missing, "--instance-allowance", "0.5"]) == 2
+    err = capsys.readouterr().err
+    assert "--instance-allowance 0.5" in err and "--keep-servers" in err and "nowhere.toml" not in err
+    with pytest.raises(SystemExit) as exited:
+        main(["ab", "--baseline", missing, "--candidate", missing, "--sequential", "--keep-servers"])
+    assert exited.value.code == 2 and "not allowed with argument" in capsys.readouterr().err
