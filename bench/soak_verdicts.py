@@ -307,18 +307,15 @@ def main() -> None:
         args = parser.parse_args()
         latency(args.seeds, args.rate, floor=not args.no_floor)
         return
-    if "--cap" in sys.argv:
-        parser = argparse.ArgumentParser(description="the growth cap across the first pass's end (issue 29)")
-        parser.add_argument("--cap", action="store_true")
-        parser.add_argument("--seeds", type=int, default=100)
-        cap(parser.parse_args().seeds)
-        return
-    if "--sampled" in sys.argv:
-        parser = argparse.ArgumentParser(description="the sampled memory rule (issue 29)")
-        parser.add_argument("--sampled", action="store_true")
-        parser.add_argument("--seeds", type=int, default=500)
-        sampled(parser.parse_args().seeds)
-        return
+    # The modes that take only --seeds: (flag, what it judges, default seeds, the function).
+    for flag, what, seeds, mode in (("--cap", "the growth cap across the first pass's end", 100, cap),
+                                    ("--sampled", "the sampled memory rule", 500, sampled)):
+        if flag in sys.argv:
+            parser = argparse.ArgumentParser(description=f"{what} (issue 29)")
+            parser.add_argument(flag, action="store_true")
+            parser.add_argument("--seeds", type=int, default=seeds)
+            mode(parser.parse_args().seeds)
+            return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=1000)
     parser.add_argument("--max-windows", type=int, default=36)
