@@ -140,7 +140,15 @@ _SERIAL_DIRS = ("e2e", "adapters")
 _CLOCK_BOUND = ("test_soak.py", "test_live.py")
 
 
+def _beside(item: pytest.Item) -> bool:
+    """Marked `beside`: starts real servers or AIPerf, but asserts nothing that another run beside it could move
+    (no timing, no machine load): it leaves the serial lane and runs last, on whichever worker is free."""
+    return item.get_closest_marker("beside") is not None
+
+
 def _serial(item: pytest.Item) -> bool:
+    if _beside(item):
+        return False
     # A module of those folders marked `inprocess` runs only in-process code or stand-in executables: it does not
     # need the serial lane, and its CPU time is better spent beside the clock-bound soaks.
     in_dir = item.get_closest_marker("inprocess") is None and any(
@@ -182,7 +190,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # engine's accuracy...): the other worker runs them while the soaks wait on their clocks, not beside the
     # serial lane's CPU-bound start-ups later. The serial lane's own order is unchanged; the sort is stable, so
     # each module stays whole and in order.
-    items.sort(key=lambda item: (item.path.name not in _CLOCK_BOUND, _serial(item) or item.path not in heavy_units))
+    # Tests marked `beside` go last: the unit tests' worker takes them once its own work is done, while the serial
+    # lane is still busy (xdist hands out the serial group first, then single tests in this order).
+    items.sort(key=lambda item: (_beside(item), item.path.name not in _CLOCK_BOUND,
+                                 _serial(item) or item.path not in heavy_units))
     if over:
         raise pytest.UsageError(f"tests not marked slow may not exceed the {DEFAULT_TIMEOUT_S} s per-test timeout; "
                                 f"mark them slow or make them faster: {over}")

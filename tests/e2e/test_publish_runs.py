@@ -28,7 +28,8 @@ from orchestrator.redaction import REDACTED
 
 ROOT = Path(__file__).resolve().parents[2]
 
-pytestmark = [pytest.mark.aiperf, pytest.mark.slow, pytest.mark.timeout(480)]
+# Functional assertions only (what the files hold): runs beside the serial lane (tests/conftest.py, `beside`).
+pytestmark = [pytest.mark.aiperf, pytest.mark.slow, pytest.mark.timeout(480), pytest.mark.beside]
 
 ENV_SECRET = "plantedEnvSecret-8c1d"
 CONFIG_SECRET = "hf_plantedConfigSecret31"

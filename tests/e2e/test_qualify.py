@@ -30,6 +30,10 @@ from orchestrator.events import (
 )
 from orchestrator.journal import read_journal
 
+# What qualify decides from answers, records and accounting, none of it timing: runs beside the serial lane
+# (tests/conftest.py, `beside`), on the unit tests' worker once they are done.
+pytestmark = pytest.mark.beside
+
 ROOT = Path(__file__).resolve().parents[2]
 DATASET = ROOT / "datasets" / "audioqa-v1"
 V2 = ROOT / "datasets" / "audioqa-v2"

@@ -26,6 +26,8 @@ TASKS = textwrap.dedent("""\
         absolute: [mmlu]
     """)
 PROFILE = "absolute: [mmlu, {name: audioqa-v1, quantized_gate: {margin: 10.0}}]\n"
+# Functional assertions only (gates applied and cited): runs beside the serial lane (tests/conftest.py, `beside`).
+pytestmark = pytest.mark.beside
 
 
 @pytest.mark.slow
