@@ -5,9 +5,10 @@ scripted stub server (tests/data/stub_server.py, 2 ms per answer) in rate mode, 
 `--every` seconds the RSS of each process under it. AIPerf names its services' processes by
 setproctitle ("aiperf worker_1a2b...", "aiperf records_manager", ...); the process that runs AIPerf's
 command line keeps its argv ("... aiperf profile ..."). Prints, per process, its RSS after the first
-minute and at the end, the growth, the growth per request the soak's journal counted over the same
-span (RequestCorrelated events), and its CPU use while under load (% of one core); then the client
-latency percentiles of the ok profiling requests. Heavy: hold /tmp/aqbench-heavy.lock.
+minute and at the load's end (the last profiling request), the growth between them, the growth per request
+the soak's journal counted over the same span (RequestCorrelated events), its CPU use while under load (% of
+one core), and its last sample (after AIPerf's exports); then the client latency percentiles of the ok
+profiling requests. `--series RSS.JSON --journal RUN_DIR` reprints the table from a kept run. Heavy: hold /tmp/aqbench-heavy.lock.
 
     flock /tmp/aqbench-heavy.lock .venv/bin/python bench/aiperf_processes.py --duration 240 --rate 20 \
         [--stock-gc] [--env MALLOC_MMAP_THRESHOLD_=131072]
@@ -112,7 +113,12 @@ def main() -> int:
                     help="keep AIPerf's own collector setting (off) in its worker, though the soak asks for it on")
     ap.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                     help="set in the soak's environment, which AIPerf inherits (e.g. MALLOC_MMAP_THRESHOLD_=131072)")
+    ap.add_argument("--series", type=Path, help="a kept run's rss.json: reprint its table (with --journal), no soak")
+    ap.add_argument("--journal", type=Path, help="with --series: that run's soak folder (holding events.jsonl)")
     args = ap.parse_args()
+    if args.series is not None:
+        kept = json.loads(args.series.read_text())
+        return _table(args.journal, kept["roles"], kept["series"], args.skip, args.series)
     folder = Path(tempfile.mkdtemp(prefix="aqb-aiperf-procs-"))
     config = _config(folder, args.duration, args.window)
     soak = subprocess.Popen([sys.executable, "-m", "orchestrator", "--log-level", "warning", "soak", "--config",
@@ -136,30 +142,36 @@ def main() -> int:
     if not runs:
         print(output[-3000:])
         return 1
-    ends, lat = _requests(runs[0])
-    print(f"soak exit {soak.returncode}; {len(ends)} profiling requests; run dir {runs[0]}; samples "
-          f"{folder / 'rss.json'}")
+    print(f"soak exit {soak.returncode}")
+    return _table(runs[0], roles, series, args.skip, folder / "rss.json")
+
+
+def _table(run_dir: Path, roles: dict[str, str], series: dict[str, list[tuple[int, float, float]]], skip: float,
+           samples: Path) -> int:
+    """Each AIPerf process's growth and CPU over the loaded span, from the samples and the soak's journal."""
+    ends, lat = _requests(run_dir)
+    print(f"{len(ends)} profiling requests; run dir {run_dir}; samples {samples}")
     print(f"client latency of ok profiling requests (ms): p50 {_pct(lat, 0.5):.2f} p90 {_pct(lat, 0.9):.2f} "
           f"p99 {_pct(lat, 0.99):.2f} p99.9 {_pct(lat, 0.999):.2f} max {lat[-1] if lat else float('nan'):.2f}")
     if not ends:
         return 1
-    t0 = ends[0] + int(args.skip * 1e9)
-    print(f"{'process':<34} {'samples':>7} {'RSS at +' + format(args.skip, 'g') + ' s':>12} {'RSS at end':>10} "
-          f"{'growth':>8} {'requests':>8} {'KiB/request':>11} {'CPU % under load':>16}")
+    t0 = ends[0] + int(skip * 1e9)
+    print(f"{'process':<34} {'samples':>7} {'RSS at +' + format(skip, 'g') + ' s':>12} {'at load end':>11} "
+          f"{'growth':>8} {'requests':>8} {'KiB/request':>11} {'CPU % under load':>16} {'last sample':>12}")
     last_end = ends[-1]
     for key, points in sorted(series.items(), key=lambda kv: roles[kv[0]]):
-        later = [p for p in points if p[0] >= t0]
-        if len(later) < 2:
+        # Growth and CPU over the loaded span only (from +skip to the last request): AIPerf's final statistics
+        # and exports after it (the system controller's ~45 MiB) are a one-time step, not growth per request.
+        loaded = [p for p in points if t0 <= p[0] <= last_end]
+        if len(loaded) < 2:
             continue
-        (ta, va, _), (tb, vb, _) = later[0], later[-1]
+        (ta, va, _), (tb, vb, _) = loaded[0], loaded[-1]
         n = sum(1 for e in ends if ta <= e <= tb)
         per = (vb - va) * 1024 / n if n else float("nan")
-        # CPU over the loaded span only (from +skip to the last request), not the exports after it.
-        loaded = [p for p in later if p[0] <= last_end]
         cpu = ((loaded[-1][2] - loaded[0][2]) / ((loaded[-1][0] - loaded[0][0]) / 1e9) * 100
-               if len(loaded) >= 2 and loaded[-1][0] > loaded[0][0] else float("nan"))
+               if loaded[-1][0] > loaded[0][0] else float("nan"))
         print(f"{key:<34} {len(points):>7} {va:>10.1f} M {vb:>8.1f} M {vb - va:>+7.1f}M {n:>8} {per:>11.2f} "
-              f"{cpu:>16.1f}")
+              f"{cpu:>16.1f} {points[-1][1]:>10.1f} M")
     return 0
 
 
