@@ -201,22 +201,28 @@ def _batch_sizes(n: int, first_pass: NDArray[np.int64], last_fail: NDArray[np.in
     in_band = valid[None, :, :] & ((c[None, :] >= own[:, :1]) & (c[None, :] <= own[:, 1:]))[:, None, :]
     p_b = np.array([p_b for p_b, _p_c in cells])[:, None]
     p_c = np.array([p_c for _p_b, p_c in cells])[:, None]
-    p_rest = np.array([max(1.0 - p_b - p_c, 0.0) for p_b, p_c in cells])[:, None, None]
+    p_rest = np.array([max(1.0 - p_b - p_c, 0.0) for p_b, p_c in cells])[:, None]
     row = log_factorial[n] - log_factorial[b][None, :] + xlogy(b[None, :], p_b)
     column = -log_factorial[c][None, :] + xlogy(c[None, :], p_c)
-    log_p = row[:, :, None] + column[:, None, :] - log_factorial[rest][None, :, :] + xlogy(rest[None, :, :], p_rest)
+    # xlogy(rest, p_rest) depends on rest = n - b - c only: computed once per value (0..n) and looked up,
+    # each the same number as computed in place (the logarithms were the pass's largest cost).
+    rest_term = xlogy(np.arange(n + 1)[None, :], p_rest)
+    points = np.arange(len(cells))[:, None, None]
+    log_p = (row[:, :, None] + column[:, None, :] - log_factorial[rest][None, :, :]
+             + np.take(rest_term, points * (n + 1) + rest[None, :, :]))
     width = c_hi - c_lo + 1
     cumulative = np.empty((len(cells), b.size, width + 1))
     cumulative[:, :, 0] = 0.0
     np.cumsum(np.where(in_band, np.exp(log_p), 0.0), axis=2, out=cumulative[:, :, 1:])
-    rows = np.arange(b.size)[None, :]
     below_pass = np.minimum(np.maximum(first_pass[:, b_lo:b_hi + 1] - c_lo, 0), width)
     up_to_fail = np.minimum(np.maximum(last_fail[:, b_lo:b_hi + 1] - (c_lo - 1), 0), width)
+    # Flat positions in `cumulative` (point, b row, column): np.take returns them in C order, which the
+    # sums over b need to group their terms as the per-point call's contiguous rows do.
+    offsets = (points * b.size + np.arange(b.size)[None, None, :]) * (width + 1)
+    flat = cumulative.ravel()
     totals = cumulative[:, :, -1][:, None, :]
-    # C order before summing: numpy sums a contiguous last axis pairwise (as the per-point call does), and
-    # the advanced index's result is laid out otherwise.
-    pass_probability = np.ascontiguousarray(totals - cumulative[:, rows, below_pass]).sum(axis=2)
-    fail_probability = np.ascontiguousarray(cumulative[:, rows, up_to_fail]).sum(axis=2)
+    pass_probability = (totals - np.take(flat, offsets + below_pass[None, :, :])).sum(axis=2)
+    fail_probability = np.take(flat, offsets + up_to_fail[None, :, :]).sum(axis=2)
     return pass_probability, fail_probability
 
 
