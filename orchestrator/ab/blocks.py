@@ -61,6 +61,7 @@ class Session:
     compare: CompareConfig | None = None  # the run's [compare], as RunStarted journaled it
     request_blocks: dict[str, int] = field(default_factory=dict)  # request id -> its block
     memo: dict[tuple[str, int, int, int, int], RateChange | None] = field(default_factory=dict)  # the verdict's per-pair figures
+    quantiles: dict[tuple[str, int, int, float], float | None] = field(default_factory=dict)  # the verdict's block quantiles
 
 
 def load_session(journal: Path) -> Session:

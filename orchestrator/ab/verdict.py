@@ -81,6 +81,15 @@ def _q(values: list[float], q: float) -> float | None:
     return float(np.quantile(np.asarray(values), q, method="inverted_cdf")) if values else None
 
 
+def _block_q(session: Session, block: BlockSamples, short: str, q: float) -> float | None:
+    """A block's quantile (memoised on the session, keyed by its length as _pair_share is: every look
+    recomputes every earlier block's quantiles, most of a look's cost)."""
+    key = (short, block.index, len(block.values[short]), q)
+    if key not in session.quantiles:
+        session.quantiles[key] = _q(block.values[short], q)
+    return session.quantiles[key]
+
+
 def _critical_t(plan: AbPhase | None, pairs: int, confidence: float) -> float | None:
     """The look's critical t from the journaled plan; a plan without looks (older journals) gets the
     fixed-size t, which is right only when nobody peeked."""
@@ -168,8 +177,8 @@ def _series_figures(session: Session, pairs: list[tuple[BlockSamples, BlockSampl
                                   note=f"{TOO_FEW_REQUESTS} for p{round(q * 100)} (at least "
                                        f"{math.ceil(MIN_TAIL / tail)}: --block-requests)"))
                 continue
-            a_q = [_q(a.values[short], q) or 0.0 for a, _b in usable]
-            b_q = [_q(b.values[short], q) or 0.0 for _a, b in usable]
+            a_q = [_block_q(session, a, short, q) or 0.0 for a, _b in usable]
+            b_q = [_block_q(session, b, short, q) or 0.0 for _a, b in usable]
             changes = [math.log(y / x) for x, y in zip(a_q, b_q, strict=True)]
             if q == 0.5 and session.plan is not None and (c := noise_of(changes, session.plan.block_requests)):
                 noise[key] = round(c, 4)
@@ -271,8 +280,8 @@ def decide_session(session: Session, cfg: CompareConfig, *, strict: bool = False
     noise: dict[str, float] = {}
     figures = _series_figures(session, pairs, cfg, noise) + [_errors(blocks, cfg, session.plan, len(pairs))] + \
         _correctness(blocks, cfg, session.plan, len(pairs))
-    rows = [PairRow(baseline_block=a.index, candidate_block=b.index, baseline_p90_ms=_q(a.values["model_call"], 0.9),
-                    candidate_p90_ms=_q(b.values["model_call"], 0.9), baseline_outside_cpus=_outside(a),
+    rows = [PairRow(baseline_block=a.index, candidate_block=b.index, baseline_p90_ms=_block_q(session, a, "model_call", 0.9),
+                    candidate_p90_ms=_block_q(session, b, "model_call", 0.9), baseline_outside_cpus=_outside(a),
                     candidate_outside_cpus=_outside(b)) for a, b in pairs]
     regressed = [f.name for f in figures if f.change == "regressed"]
     inconclusive = [f.name for f in figures if f.change == "inconclusive"]

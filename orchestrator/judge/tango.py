@@ -39,6 +39,9 @@ GRID_ALPHA = 0.049
 DISCORDANCE_SPAN = 0.4
 # Probability mass of (b, c) beyond this many standard deviations (plus 5) is below 1e-14: not enumerated.
 _BAND_SD = 8.0
+# exact_cutoff's grid points computed in one pass hold at most this many array elements (~8 MB each; a c
+# band is at most n + 1 wide, so a pass over one grid point is never cut).
+_BATCH_ELEMENTS = 1_000_000
 
 
 def _restricted_t(b: NDArray[np.float64], c: NDArray[np.float64], n: int, delta: float) -> NDArray[np.float64]:
@@ -156,6 +159,73 @@ def _sizes_from_thresholds(n: int, first_pass: NDArray[np.int64], last_fail: NDA
     return pass_probability, fail_probability
 
 
+def _worst_sizes(n: int, delta: float, first_pass: NDArray[np.int64],
+                 last_fail: NDArray[np.int64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Per cutoff, the largest pass and fail probabilities over the discordance grid."""
+    worst_pass = np.zeros(first_pass.shape[0])
+    worst_fail = np.zeros(first_pass.shape[0])
+    cells = [((q + delta) / 2.0, max((q - delta) / 2.0, 0.0)) for q in discordance_grid(delta)]
+    # Neighbouring grid points mostly share their b band: one numpy pass over each run of them (at small n
+    # numpy's per-call overhead, paid once per grid point, was most of the cost).
+    start = 0
+    while start < len(cells):
+        b_band = _band(n, cells[start][0])
+        cells_per_point = (b_band[1] - b_band[0] + 1) * max(n + 2, first_pass.shape[0])
+        stop = start + 1
+        while (stop < len(cells) and _band(n, cells[stop][0]) == b_band
+               and (stop + 1 - start) * cells_per_point <= _BATCH_ELEMENTS):
+            stop += 1
+        pass_p, fail_p = _batch_sizes(n, first_pass, last_fail, b_band, cells[start:stop])
+        worst_pass = np.maximum(worst_pass, pass_p.max(axis=0))
+        worst_fail = np.maximum(worst_fail, fail_p.max(axis=0))
+        start = stop
+    return worst_pass, worst_fail
+
+
+def _batch_sizes(n: int, first_pass: NDArray[np.int64], last_fail: NDArray[np.int64], b_band: tuple[int, int],
+                 cells: list[tuple[float, float]]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """`_sizes_from_thresholds` for grid points (p_b, p_c) sharing the b band, bit for bit (rows of the
+    results): the same elementwise operations in the same order; each point's c band laid on the union of
+    theirs with exact zeros outside its own (a cumulative sum adds those exactly), and each sum over b
+    over the same b band as one point's call sums."""
+    b_lo, b_hi = b_band
+    c_bands = [_band(n, p_c) for _p_b, p_c in cells]
+    c_lo, c_hi = min(lo for lo, _hi in c_bands), max(hi for _lo, hi in c_bands)
+    log_factorial = _log_factorials(n)
+    b = np.arange(b_lo, b_hi + 1)
+    c = np.arange(c_lo, c_hi + 1)
+    rest = n - b[:, None] - c[None, :]
+    valid = rest >= 0
+    rest = np.where(valid, rest, 0)
+    own = np.array(c_bands)
+    in_band = valid[None, :, :] & ((c[None, :] >= own[:, :1]) & (c[None, :] <= own[:, 1:]))[:, None, :]
+    p_b = np.array([p_b for p_b, _p_c in cells])[:, None]
+    p_c = np.array([p_c for _p_b, p_c in cells])[:, None]
+    p_rest = np.array([max(1.0 - p_b - p_c, 0.0) for p_b, p_c in cells])[:, None]
+    row = log_factorial[n] - log_factorial[b][None, :] + xlogy(b[None, :], p_b)
+    column = -log_factorial[c][None, :] + xlogy(c[None, :], p_c)
+    # xlogy(rest, p_rest) depends on rest = n - b - c only: computed once per value (0..n) and looked up,
+    # each the same number as computed in place (the logarithms were the pass's largest cost).
+    rest_term = xlogy(np.arange(n + 1)[None, :], p_rest)
+    points = np.arange(len(cells))[:, None, None]
+    log_p = (row[:, :, None] + column[:, None, :] - log_factorial[rest][None, :, :]
+             + np.take(rest_term, points * (n + 1) + rest[None, :, :]))
+    width = c_hi - c_lo + 1
+    cumulative = np.empty((len(cells), b.size, width + 1))
+    cumulative[:, :, 0] = 0.0
+    np.cumsum(np.where(in_band, np.exp(log_p), 0.0), axis=2, out=cumulative[:, :, 1:])
+    below_pass = np.minimum(np.maximum(first_pass[:, b_lo:b_hi + 1] - c_lo, 0), width)
+    up_to_fail = np.minimum(np.maximum(last_fail[:, b_lo:b_hi + 1] - (c_lo - 1), 0), width)
+    # Flat positions in `cumulative` (point, b row, column): np.take returns them in C order, which the
+    # sums over b need to group their terms as the per-point call's contiguous rows do.
+    offsets = (points * b.size + np.arange(b.size)[None, None, :]) * (width + 1)
+    flat = cumulative.ravel()
+    totals = cumulative[:, :, -1][:, None, :]
+    pass_probability = (totals - np.take(flat, offsets + below_pass[None, :, :])).sum(axis=2)
+    fail_probability = np.take(flat, offsets + up_to_fail[None, :, :]).sum(axis=2)
+    return pass_probability, fail_probability
+
+
 def discordance_grid(delta: float) -> list[float]:
     """The nuisance values searched: total discordance q from delta to delta + DISCORDANCE_SPAN."""
     near = [delta + 0.0005 * i for i in range(100)]
@@ -178,13 +248,7 @@ def exact_cutoff(n: int, delta: float) -> float:
         raise ValueError(f"the margin must lie strictly between 0 and 1 as a fraction, got {delta}")
     ks = np.asarray(CUTOFFS, dtype=np.float64)
     first_pass, last_fail = _thresholds(n, delta, ks)
-    worst_pass = np.zeros(len(ks))
-    worst_fail = np.zeros(len(ks))
-    for q in discordance_grid(delta):
-        p_b, p_c = (q + delta) / 2.0, max((q - delta) / 2.0, 0.0)
-        pass_p, fail_p = _sizes_from_thresholds(n, first_pass, last_fail, p_b, p_c)
-        worst_pass = np.maximum(worst_pass, pass_p)
-        worst_fail = np.maximum(worst_fail, fail_p)
+    worst_pass, worst_fail = _worst_sizes(n, delta, first_pass, last_fail)
     controlled = (worst_pass <= GRID_ALPHA) & (worst_fail <= GRID_ALPHA)
     # Rejection regions shrink as k grows, so the first controlled cutoff is the smallest.
     return float(ks[int(np.argmax(controlled))]) if controlled.any() else math.inf

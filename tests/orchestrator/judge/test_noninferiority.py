@@ -47,11 +47,13 @@ def _worst_sizes(n: int, delta: float, k: float, discordances: NDArray[np.float6
     c = np.arange(n + 1, dtype=float)[None, :]
     valid = ~np.isnan(z)
     rest = np.where(valid, n - b - c, 0.0)
+    # The multinomial coefficient does not depend on the discordance: computed once (the same terms summed
+    # in the same order as the whole expression would).
+    coefficient = gammaln(n + 1.0) - gammaln(b + 1.0) - gammaln(c + 1.0) - gammaln(rest + 1.0)
     worst_pass = worst_fail = 0.0
     for q in discordances:
         p_b, p_c = (q + delta) / 2.0, (q - delta) / 2.0
-        log_p = (gammaln(n + 1.0) - gammaln(b + 1.0) - gammaln(c + 1.0) - gammaln(rest + 1.0)
-                 + xlogy(b, p_b) + xlogy(c, p_c) + xlogy(rest, 1.0 - p_b - p_c))
+        log_p = coefficient + xlogy(b, p_b) + xlogy(c, p_c) + xlogy(rest, 1.0 - p_b - p_c)
         probability = np.where(valid, np.exp(log_p), 0.0)
         worst_pass = max(worst_pass, float(probability[valid & (z < -k)].sum()))
         worst_fail = max(worst_fail, float(probability[valid & (z > k)].sum()))
