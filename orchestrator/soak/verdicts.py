@@ -240,14 +240,19 @@ def _sampled_memory(metric: str, series: SampleSeries | None, limits: SoakLimits
     if first_pass is not None:
         outcome, reason = _first_pass_outcome(v, first, first_pass, rule.growth_limit)
         if outcome != FAIL and whole is not None and whole.outcome == FAIL and whole.growth_interval is not None:
-            lo, hi = whole.growth_interval
-            what = f"growth {whole.growth:+.3g} MiB [{lo:+.3g}, {hi:+.3g}]"
-            if lo <= rule.growth_limit and whole.level_interval is not None and whole.level_rise is not None:
-                lo, hi = whole.level_interval  # the level check decided (a step near an end of the span)
-                what = f"level rise from the first batch to the last {whole.level_rise:+.3g} MiB [{lo:+.3g}, {hi:+.3g}]"
-            outcome, reason = FAIL, (f"grows beyond the cap over the judged span: {what} over {whole.span_s / 60:.1f} "
-                                     f"judged min, wholly above the {rule.growth_limit:g} MiB cap")
+            outcome, reason = FAIL, (f"grows beyond the cap over the judged span: {_beyond_cap(whole, rule.growth_limit)} over "
+                                     f"{whole.span_s / 60:.1f} judged min, wholly above the {rule.growth_limit:g} MiB cap")
     return MetricVerdict(metric=metric, outcome=outcome, reason=reason, detail=detail)
+
+
+def _beyond_cap(t: SampledTrend, cap: float) -> str:
+    """The figure whose interval put a span beyond the cap: its growth (slope x span) where that did, else
+    its level rise from the first batch to the last (a one-time step near an end of the span)."""
+    lo, hi = t.growth_interval or (math.nan, math.nan)
+    if lo > cap or t.level_interval is None or t.level_rise is None:
+        return f"growth {t.growth:+.3g} MiB [{lo:+.3g}, {hi:+.3g}]"
+    lo, hi = t.level_interval
+    return f"level rise from the first batch to the last {t.level_rise:+.3g} MiB [{lo:+.3g}, {hi:+.3g}]"
 
 
 def _first_pass_outcome(v: SampledTrend, first: SampledTrend | None, first_pass: FirstPass,
@@ -261,7 +266,8 @@ def _first_pass_outcome(v: SampledTrend, first: SampledTrend | None, first_pass:
         so_far = (f"growth {first.growth:+.3g} MiB [{lo:+.3g}, {hi:+.3g}] over its {first.span_s / 60:.1f} judged min "
                   f"(cap {cap:g} MiB)")
         if first.outcome == FAIL:
-            return FAIL, f"grows beyond the cap during {rows}: {so_far}, wholly above the cap"
+            return FAIL, (f"grows beyond the cap during {rows}: {_beyond_cap(first, cap)} over its {first.span_s / 60:.1f} "
+                          f"judged min, wholly above the {cap:g} MiB cap")
     if first_pass.end_ns is None:
         return INCONCLUSIVE, (f"{rows} is not over: the slope is judged after it, and until then only growth "
                               f"beyond the {cap:g} MiB cap can FAIL" + (f"; so far {so_far}" if so_far else ""))

@@ -114,6 +114,21 @@ class TestFirstPass:
         assert by_level and all(v.detail.level_rise_mib is not None and v.detail.level_rise_mib > 64  # type: ignore[union-attr]
                                 for v in by_level)
 
+    def test_a_fail_by_the_cap_states_the_figure_that_decided_it(self) -> None:
+        """A 110 MiB step that ends with the first pass (minutes 5-7 of a 20-minute soak, the pass over at 7):
+        slope x span reads it as about half its height, the level rise whole. The FAIL states the level rise
+        and an interval wholly above the cap, not the growth's (a real 0.05 MiB/request leak once read
+        "growth +48.1 MiB [-0.855, +97.1] ..., wholly above the cap")."""
+        cut = FirstPass(requests=416, end_ns=T0 + 420 * S)
+        verdicts = [_server_rss(seed, 1200, phi=0.5, first_pass=cut, step_mib=110, step_at_s=300) for seed in range(40)]
+        failed = [v for v in verdicts if v.outcome == "fail"]
+        assert len(failed) >= 36, len(failed)
+        by_level = [v for v in failed if "level rise from the first batch to the last" in v.reason]
+        assert sum(v.reason.startswith("grows beyond the cap during the first pass") for v in by_level) >= 20
+        for v in failed:  # every FAIL by the cap cites an interval wholly above it
+            lower = float(v.reason.split(" MiB [", 1)[1].split(",", 1)[0])
+            assert lower > 64, v.reason
+
     def test_ten_times_the_limit_after_the_pass_fails_within_20_judged_minutes(self) -> None:
         """80 MiB/h from the start, the pass over at 5 minutes: the span after it FAILs in at least 95 % of
         100 seeds within 20 judged minutes (the wander floor costs the 15-minute mark; bench/RESULTS.md)."""
