@@ -1,10 +1,15 @@
 """Sweep wall time against the sum of its points' planned durations (issue 33's target: at most 1.10x).
 
 Usage: flock /tmp/aqbench-heavy.lock .venv/bin/python bench/sweep_wall.py [--rates 2,4] [--requests 60] [--both]
+       [--keep DIR]   (set PYTHONPATH to the tree to measure)
 
 Runs a real `aqbench sweep` (real AIPerf 0.13.0, the shipped reference server) on a temporary copy of bench.toml,
 then reads its journal and prints, from that one run:
-- the planned duration of each point run ((warmup + profiling requests) / offered rate) and their sum;
+- the planned duration of each point run ((warmup + profiling requests) / offered rate) and their sum, with the
+  concurrency-1 baseline window's where the sweep planned it before its first AIPerf process started (the
+  `sweep` phase's baseline_planned_s: its requests x the capability probe's median latency);
+- where the rest went: AIPerf start-ups and exits, gaps between AIPerf processes, the journal's start to the first
+  AIPerf spawn (server start, capability probe), its last exit to the run's end, and the time outside the journal;
 - the sweep's wall time and its ratio to that sum, whole (server start, capability probe, the concurrency-1
   baseline included) and over the points alone (first AIPerf process's start to the last one's exit);
 - per AIPerf process (a batch of points, its phases): its start-up (spawn to first request) and exit (last
