@@ -113,3 +113,8 @@ class SweepPhase(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, 
     points_run: int | None = None
     argv: list[str] = []
     detects: list[SloPower] = []  # what each point can decide at its planned request count
+    # The concurrency-1 baseline window's planned duration, stated before any load: its requests (warmup
+    # included) x the capability probe's median latency on the sweep's own rows. None: no baseline window (the
+    # first point is concurrency 1) or no probe latency to plan it by. A point's own is (warmup + requests) / rate.
+    baseline_planned_s: float | None = None
+    planned: list[str] = []  # the planned durations as printed before any load

@@ -66,6 +66,8 @@ class SweepReport(msgspec.Struct, frozen=True, kw_only=True):
     command: str = ""
     # What each point could decide at its planned request count, stated before the sweep ran.
     detects: list[str] = []
+    # Each window's planned duration, stated before the sweep ran (the baseline's from the capability probe).
+    planned: list[str] = []
     capacity: Capacity | None = None
     points: list[SweepPoint] = []
     torn_line: int | None = None
@@ -106,6 +108,7 @@ class SweepFold:
             mode=phase.mode if phase else "", slo=dict(phase.slo) if phase else {},
             command=shlex.join(phase.argv) if phase and phase.argv else "", capacity=capacity,
             detects=[d.statement for d in phase.detects] if phase else [],
+            planned=list(phase.planned) if phase else [],
             points=[SweepPoint(offered=p.offered, achieved_rps=p.stats.achieved_rps,
                                latency_p99_ms=p.stats.latency_p99_ms, accounting_balanced=p.accounting_balanced,
                                outcome=p.outcome, judged=p)
@@ -179,6 +182,8 @@ def render_sweep_markdown(report: SweepReport) -> str:
         lines += ["SLO: " + ", ".join(f"{k} {v:g}" for k, v in sorted(report.slo.items())), ""]
     if report.detects:
         lines += ["What each point could decide (planned before it ran):", "", *(f"- {d}" for d in report.detects), ""]
+    if report.planned:
+        lines += ["Planned durations (stated before any load):", "", *(f"- {d}" for d in report.planned), ""]
     if report.points:  # none when the sweep stopped before any load (e.g. at the capability probe)
         lines += ["## Points", "", *_md_table(_POINT_HEAD, _point_rows(report)), "", "## SLO checks", "",
                   *_md_table(_CHECK_HEAD, _check_rows(report)), ""]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import anyio
 import msgspec
@@ -40,7 +41,7 @@ from orchestrator.judge.answers import judge_answer
 from orchestrator.live.address import ServeAddress
 from orchestrator.live.start import start_live_page
 from orchestrator.logs import get_logger
-from orchestrator.ports import AiperfFacts, PhaseLoad, Toolkit
+from orchestrator.ports import AiperfFacts, ChatAnswer, ChatSession, PhaseLoad, Toolkit
 from orchestrator.qualify.answers import answered_load
 from orchestrator.qualify.context import StageFailed
 from orchestrator.qualify.probe import ProbeSession, capability_probe
@@ -51,6 +52,7 @@ from orchestrator.run_aiperf.serving import run_phased, run_window, serve_correl
 from orchestrator.supervisor import ServerHandle
 from orchestrator.sweep.batch import batch_rows, parse_batch_key, phase_name
 from orchestrator.sweep.judge import Baseline, PointRequest, judge_point, point_stats, saturation_signs, worst
+from orchestrator.sweep.planned import planned_durations
 from orchestrator.sweep.power import plan
 from orchestrator.sweep.search import Judged, conclude, next_batch
 from orchestrator.sweep.watch import PointWatch
@@ -268,30 +270,40 @@ async def _sweep(run: RunScope, opts: SweepOptions, toolkit: Toolkit, model: Mod
     handle, correlator, rows, input_file = served.handle, served.correlator, served.rows, served.input_file
     sweeper = _Sweeper(run, toolkit, model, install, tokenizer, dataset, rows, input_file, handle, correlator)
     # qualify's capability probe first: a server that cannot do audio QA (text-only) has no capacity to find.
-    if (stopped := await _probe(run, toolkit, model, dataset, rows, correlator, handle)) is not None:
-        return stopped
+    probed = await _probe(run, toolkit, model, dataset, rows, correlator, handle)
+    if isinstance(probed, int):
+        return probed
     limits = {k: float(v) for k, v in msgspec.to_builtins(slo).items()
               if isinstance(v, float | int) and not isinstance(v, bool)}
     # Said before any load: what a point can decide at its planned requests (a pass may need more than it has).
     detects = plan(slo, sw.requests_per_point)
     print("sweep: each point of " + f"{sw.requests_per_point} requests can decide:\n  "
           + "\n  ".join(d.statement for d in detects), file=sys.stderr, flush=True)
-    await run.bus.publish(PhaseStarted(source="sweep", phase="sweep", model=model.name, detail=SweepPhase(
-        mode=sw.mode, points=list(sw.points), requests_per_point=sw.requests_per_point,
-        warmup_requests=cfg.workload.warmup_requests, slo=limits, argv=list(opts.argv), detects=detects)))
-
-    walk = _Walk(run, sweeper, model, started)
-    points, judged, base = walk.points, walk.judged, walk.base
     # The answers at concurrency 1 are the reference under load: the first point when it is concurrency 1,
     # else a window of its own at concurrency 1 (`<model>/baseline`), the first of the first batch.
     need_base = not (sw.mode == "concurrency" and sw.points[0] == 1)
-    while values := next_batch(sw.points, judged, mode=sw.mode, repeats=sw.repeats, refine=sw.refine):
+    # Also said before any load: each window's planned duration, the baseline's included (it is real work the
+    # sweep always does), so that wall time can be set against it (bench/sweep_wall.py).
+    baseline_s, planned = planned_durations(sw.mode, list(sw.points), requests=sw.requests_per_point,
+                                            warmup=cfg.workload.warmup_requests, base=need_base, probe_s=probed)
+    print("sweep: planned: " + "; ".join(planned), file=sys.stderr, flush=True)
+    await run.bus.publish(PhaseStarted(source="sweep", phase="sweep", model=model.name, detail=SweepPhase(
+        mode=sw.mode, points=list(sw.points), requests_per_point=sw.requests_per_point,
+        warmup_requests=cfg.workload.warmup_requests, slo=limits, argv=list(opts.argv), detects=detects,
+        baseline_planned_s=baseline_s, planned=planned)))
+
+    walk = _Walk(run, sweeper, model, started)
+    points, judged, base = walk.points, walk.judged, walk.base
+    # A point whose one run cannot pass (the plan above says a pass needs more requests) is rerun unless it fails:
+    # its runs go into its first batch together (next_batch's `runs`).
+    runs = min(1 + sw.repeats, max(-(-d.pass_needs // sw.requests_per_point) for d in detects))
+    while values := next_batch(sw.points, judged, mode=sw.mode, repeats=sw.repeats, refine=sw.refine, runs=runs):
         # A point cut short by the sweep's time loses its requests in flight: one that cannot finish is not started.
         if not (values := walk.fit(values[:1] if sw.stop_early else values, base=need_base)):
             break
         await walk.batch(values, base=need_base)
         need_base = False
-        for value in values:
+        for value in dict.fromkeys(values):
             await walk.judge(value)
     not_run = [v for v in sw.points if v not in judged and not _above_failure(v, judged)]
     concluded = conclude(judged, mode=sw.mode, not_run=not_run, points=list(sw.points))
@@ -318,15 +330,16 @@ async def _sweep(run: RunScope, opts: SweepOptions, toolkit: Toolkit, model: Mod
 
 
 async def _probe(run: RunScope, toolkit: Toolkit, model: ModelConfig, dataset: Dataset, rows: list[ArmRequest],
-                 correlator: Correlator, handle: ServerHandle) -> int | None:
+                 correlator: Correlator, handle: ServerHandle) -> int | list[float]:
     """qualify's capability probe against the served model; on a server that cannot do audio QA the sweep
-    stops there with the probe's evidence (exit 1), else None."""
+    stops there with the probe's evidence (exit 1), else the latencies (s) of its answered sweep rows."""
     cfg = run.config
-    host = ProbeSession(source="sweep", bus=run.bus, toolkit=toolkit, model=model, dataset=dataset, requests=rows,
-                        correlator=correlator, request_timeout_s=cfg.workload.request_timeout_s,
-                        max_tokens=cfg.workload.max_tokens)
+    host = _TimedProbe(source="sweep", bus=run.bus, toolkit=toolkit, model=model, dataset=dataset, requests=rows,
+                       correlator=correlator, request_timeout_s=cfg.workload.request_timeout_s,
+                       max_tokens=cfg.workload.max_tokens)
     try:
         await capability_probe(host, handle.base_url, run.run_dir / "aiperf" / "wire")
+        return host.latencies_s
     except StageFailed as exc:
         await handle.stop()
         reason = f"{exc.status} at the capability probe, before any load: {exc.reason}"
@@ -338,7 +351,22 @@ async def _probe(run: RunScope, toolkit: Toolkit, model: ModelConfig, dataset: D
         print(f"sweep: {reason}", file=sys.stderr, flush=True)
         run.finish(status="failed", exit_code=1, reason=reason)
         return 1
-    return None
+
+
+class _TimedProbe(ProbeSession):
+    """The capability probe, keeping the latency of each of its answered requests that is one of the sweep's own
+    rows (not the probe's text-only or other-arm variants): what a concurrency-1 request takes on this server,
+    known before any load, to plan the baseline window by."""
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.latencies_s: list[float] = []
+
+    async def ask(self, client: ChatSession, req: ArmRequest, stage: str) -> ChatAnswer:
+        answer = await super().ask(client, req, stage)
+        if answer.status == 200 and answer.latency_ms > 0 and req in self.requests:
+            self.latencies_s.append(answer.latency_ms / 1000.0)
+        return answer
 
 
 def _above_failure(value: float, judged: dict[float, Judged]) -> bool:
@@ -393,7 +421,8 @@ class _Walk:
         loads = [_Load(window=f"{self.model.name}/baseline", concurrency=1, rate=None, into=self.base)] if base else []
         for value in values:
             point = self.points.setdefault(value, _Point())
-            loads.append(_Load(window=_window(self.model.name, sw.mode, value, len(point.windows) + 1),
+            queued = sum(1 for load in loads if load.into is point)  # a point's runs in this same batch
+            loads.append(_Load(window=_window(self.model.name, sw.mode, value, len(point.windows) + queued + 1),
                                concurrency=int(value) if sw.mode == "concurrency" else None,
                                rate=value if sw.mode == "rate" else None, into=point))
         t0, spans = time.monotonic(), sum(load.into.span_s for load in loads)

@@ -71,11 +71,24 @@ def next_point(points: Sequence[float], judged: Mapping[float, Judged], *, mode:
 
 
 def next_batch(points: Sequence[float], judged: Mapping[float, Judged], *, mode: str, repeats: int,
-               refine: int) -> list[float]:
-    """The offered loads to run next in one AIPerf process (one start-up for them all), ascending; empty when
-    the sweep is done. Every undecided point below the lowest failure that may still be rerun; else every
-    configured point not yet run below the lowest failure (a point above a failure in the same batch runs
-    too: it is judged and reported, though the capacity is already below it); else the next midpoint."""
+               refine: int, runs: int = 1) -> list[float]:
+    """The offered loads to run next in one AIPerf process (one start-up for them all); empty when the sweep is
+    done. Every undecided point below the lowest failure that may still be rerun, ascending, and after them the
+    midpoint those points' verdicts so far give (see below); else every configured point not yet run below the
+    lowest failure (a point above a failure in the same batch runs too: it is judged and reported, though the
+    capacity is already below it), `runs` times each (all first runs, then all second runs, ...); else the next
+    midpoint.
+
+    `runs` > 1 where the plan said before the sweep that one run's requests cannot pass (a pass needs more than
+    a point has): then every point that does not fail is rerun anyway, so its rerun joins its first batch
+    instead of costing an AIPerf process of its own. A point that fails has its extra runs pooled all the same.
+
+    The midpoint beside the reruns: halving below the lowest point above the capacity that did not pass takes
+    an undecided point as not passed, so it is the midpoint the reruns lead to unless one of them then passes
+    (a point undecided once is most often undecided or failing again). Run with them, it saves the AIPerf
+    process (its start-up, ~10 s) a midpoint alone would cost. Should a rerun pass above it, it is judged and
+    reported like any point below the capacity, and it does not count against `refine` (a midpoint counts
+    only at or above the capacity), so the walk still halves the bracket the reruns leave."""
     failing = [v for v, j in judged.items() if j.outcome == "fail"]
     lowest_fail = min(failing) if failing else None
 
@@ -84,21 +97,32 @@ def next_batch(points: Sequence[float], judged: Mapping[float, Judged], *, mode:
 
     reruns = [v for v in sorted(judged) if judged[v].outcome == "inconclusive" and judged[v].runs <= repeats
               and below(v)]
-    if reruns:
-        return reruns
     fresh = [v for v in points if v not in judged and below(v)]
+    if reruns:
+        mid = None if fresh else _next_midpoint(points, judged, lowest_fail, mode=mode, refine=refine)
+        # Last, so that a sweep short of time (fit keeps the leading loads) drops the midpoint before a rerun.
+        return reruns + ([mid] if mid is not None and mid not in points else [])
     if fresh:
-        return fresh
+        return fresh * max(1, min(runs, 1 + repeats))
+    mid = _next_midpoint(points, judged, lowest_fail, mode=mode, refine=refine)
+    return [] if mid is None else [mid]
+
+
+def _next_midpoint(points: Sequence[float], judged: Mapping[float, Judged], lowest_fail: float | None, *, mode: str,
+                   refine: int) -> float | None:
+    """The next refinement midpoint, or None: no bracket yet, `refine` midpoints already tried at or above the
+    capacity, or nothing left between."""
     passing = _capacity(judged)
-    tried = [v for v in judged if v not in points]
+    # A midpoint below the capacity (a higher point passed after it was planned) halved no bracket.
+    tried = [v for v in judged if v not in points and (passing is None or v >= passing)]
     if lowest_fail is None or passing is None or len(tried) >= refine:
-        return []
+        return None
     # Halve below the lowest point above the capacity that did not pass: a point left undecided after its
     # reruns sits at the boundary (its share beyond the limit about the limit itself), so the capacity is
     # found below it, not between it and the failure above.
     upper = min(v for v, j in judged.items() if v > passing and j.outcome != "pass")
     mid = _midpoint(passing, upper, mode)
-    return [] if mid is None or mid in judged else [mid]
+    return None if mid is None or mid in judged else mid
 
 
 def _capacity(judged: Mapping[float, Judged]) -> float | None:

@@ -35,7 +35,9 @@ def _journal(tmp_path: Path, *, finished: bool = True) -> Path:
     events = [RunStarted(command="sweep", seq=1),
               PhaseStarted(phase="sweep", seq=2, detail=SweepPhase(mode="rate", points=[1.0, 3.0, 3.4],
                                                                     slo={"p99_latency_ms": 8000.0},
-                                                                    argv=["aqbench", "sweep", "--rates", "1,3,3.4"])),
+                                                                    argv=["aqbench", "sweep", "--rates", "1,3,3.4"],
+                                                                    baseline_planned_s=1.3,
+                                                                    planned=["baseline 1.3 s", "1 req/s 64.0 s"])),
               _point(1.0, "pass"), _point(3.0, "inconclusive"), _point(3.0, "pass", runs=2),
               _point(3.4, "fail", p99=9100.0),
               SweepConcluded(outcome="bracketed", mode="rate", unit="req/s", capacity=3.0, highest_passing=3.0,
@@ -59,6 +61,7 @@ class TestSweepReport:
             (1.0, "pass", 1), (3.0, "pass", 2), (3.4, "fail", 1)]
         assert report.points[2].latency_p99_ms == 9100.0 and report.points[2].accounting_balanced
         assert report.command == "aqbench sweep --rates 1,3,3.4"
+        assert report.planned == ["baseline 1.3 s", "1 req/s 64.0 s"]
 
     def test_markdown_leads_with_the_capacity(self, tmp_path: Path) -> None:
         """sweep.md opens with the capacity sentence and lists every SLO check with its reason."""
@@ -66,6 +69,8 @@ class TestSweepReport:
         assert md.splitlines()[2] == ("Capacity 3 req/s: 3 held every SLO, 3.4 broke p99 client latency "
                                       "(p99 9100 ms > 8000 ms).")
         assert "| 3.4 | p99_latency | fail | 9100 | 8000 | 300 | 40 | p99 9100 ms > 8000 ms" in md
+        # The planned durations, as the sweep stated them before any load.
+        assert "Planned durations (stated before any load):\n\n- baseline 1.3 s\n- 1 req/s 64.0 s\n" in md
 
     def test_html_draws_both_charts_with_the_slo_line(self, tmp_path: Path) -> None:
         """sweep.html holds the latency and throughput charts, the SLO line among the latency series."""

@@ -106,6 +106,57 @@ class TestBatches:
         assert next_batch([1.0, 2.0, 4.0, 8.0], {**judged, 3.0: PASS}, mode="rate", repeats=1, refine=1) == []
         assert next_batch([1.0, 2.0], {1.0: PASS, 2.0: PASS}, mode="rate", repeats=1, refine=1) == []
 
+    def test_the_likely_midpoint_runs_beside_the_reruns(self) -> None:
+        """1 held, 2 and 4 undecided, 8 broke: the reruns of 2 and 4, then the midpoint below 2 (an undecided point
+        taken as not passed, as after its rerun), in one batch; none without a capacity, a bracket or `refine`."""
+        judged = {1.0: PASS, 2.0: UNDECIDED, 4.0: UNDECIDED, 8.0: FAIL}
+        assert next_batch([1.0, 2.0, 4.0, 8.0], judged, mode="rate", repeats=1, refine=1) == [2.0, 4.0, 1.5]
+        assert next_batch([1.0, 2.0, 4.0, 8.0], judged, mode="rate", repeats=1, refine=0) == [2.0, 4.0]
+        assert next_batch([1.0, 2.0, 4.0, 8.0], {**judged, 8.0: UNDECIDED}, mode="rate", repeats=1,
+                          refine=1) == [2.0, 4.0, 8.0]
+        assert next_batch([1.0, 2.0, 4.0, 8.0], {**judged, 1.0: UNDECIDED}, mode="rate", repeats=1,
+                          refine=1) == [1.0, 2.0, 4.0]
+        # A configured point not run yet below the failure comes before any midpoint.
+        assert next_batch([1.0, 2.0, 4.0, 8.0], {1.0: PASS, 4.0: UNDECIDED, 8.0: FAIL}, mode="rate", repeats=1,
+                          refine=1) == [4.0]
+
+    def test_runs_a_pass_needs_share_the_first_batch(self) -> None:
+        """Where one run cannot pass (the plan's pass_needs beyond the point's requests), every fresh point gets
+        its runs in its first batch, first runs first, never more than 1 + repeats; then nothing is rerun."""
+        assert next_batch([1.0, 1.5], {}, mode="rate", repeats=1, refine=1, runs=2) == [1.0, 1.5, 1.0, 1.5]
+        assert next_batch([1.0, 1.5], {}, mode="rate", repeats=1, refine=1, runs=5) == [1.0, 1.5, 1.0, 1.5]
+        assert next_batch([1.0, 1.5], {}, mode="rate", repeats=0, refine=1, runs=2) == [1.0, 1.5]
+        twice = Judged(outcome="inconclusive", runs=2)
+        assert next_batch([1.0, 1.5], {1.0: twice, 1.5: twice}, mode="rate", repeats=1, refine=1, runs=2) == []
+
+    def test_a_midpoint_overtaken_by_a_passing_rerun_does_not_spend_refine(self) -> None:
+        """The midpoint 1.5 ran beside the reruns, then 2 passed on its rerun and 4 failed: the capacity is 2, so
+        1.5 halved nothing; the walk still halves [2, 4) once. One at or above the capacity counts."""
+        after = {1.0: PASS, 1.5: PASS, 2.0: Judged(outcome="pass", runs=2), 4.0: Judged(outcome="fail", runs=2),
+                 8.0: FAIL}
+        assert next_batch([1.0, 2.0, 4.0, 8.0], after, mode="rate", repeats=1, refine=1) == [3.0]
+        assert next_batch([1.0, 2.0, 4.0, 8.0], {**after, 3.0: FAIL}, mode="rate", repeats=1, refine=1) == []
+        held = {1.0: PASS, 1.5: PASS, 2.0: Judged(outcome="fail", runs=2), 4.0: FAIL, 8.0: FAIL}
+        assert next_batch([1.0, 2.0, 4.0, 8.0], held, mode="rate", repeats=1, refine=1) == []
+
+    def test_a_boundary_point_takes_two_batches_after_the_grid_not_three(self) -> None:
+        """The default proof sweep's verdicts (docs/sweep.md): 1 held, 2 and 4 undecided, 8 broke; on the
+        rerun 2 stays undecided and 4 breaks. Reruns and the midpoint 1.5 share one batch (one AIPerf process
+        fewer than a batch each), and the conclusion is the one the separate batches gave."""
+        script = {1.0: ["pass"], 2.0: ["inconclusive", "inconclusive"], 4.0: ["inconclusive", "fail"],
+                  8.0: ["fail"], 1.5: ["pass"]}
+        judged: dict[float, Judged] = {}
+        batches = []
+        while values := next_batch([1.0, 2.0, 4.0, 8.0], judged, mode="rate", repeats=1, refine=1):
+            for value in values:
+                runs = judged[value].runs + 1 if value in judged else 1
+                outcome = script[value][runs - 1]
+                judged[value] = Judged(outcome=outcome, runs=runs, checks=FAIL.checks if outcome == "fail" else [])
+            batches.append(values)
+        assert batches == [[1.0, 2.0, 4.0, 8.0], [2.0, 4.0, 1.5]]
+        c = conclude(judged, mode="rate", points=[1.0, 2.0, 4.0, 8.0])
+        assert (c.outcome, c.capacity, c.lowest_failing) == ("bracketed", 1.5, 4.0)
+
 
 class TestConclude:
     def test_bracketed_names_the_broken_slo(self) -> None:

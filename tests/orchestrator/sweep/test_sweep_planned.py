@@ -1,0 +1,30 @@
+"""A sweep's planned durations, stated before any load: each open-loop point by its schedule, the concurrency-1
+baseline window by the capability probe's median latency, nothing where there is nothing to plan by."""
+
+from __future__ import annotations
+
+import pytest
+
+from orchestrator.sweep.planned import planned_durations
+
+
+def test_the_baseline_is_planned_by_the_probe_median_and_each_point_by_its_schedule() -> None:
+    """64 requests at the probe's median 20 ms: 1.28 s (the slow first answer does not set it); each rate
+    point (4 + 60) / rate."""
+    baseline, said = planned_durations("rate", [1.0, 2.0, 8.0], requests=60, warmup=4, base=True,
+                                       probe_s=[0.2, 0.02, 0.019, 0.021, 0.02])
+    assert baseline == pytest.approx(1.28)
+    assert said[0] == ("the concurrency-1 baseline window 64 requests x 20 ms (the capability probe's median of 5) "
+                       "= 1.3 s")
+    assert said[1] == "each point (4 warmup + 60) / rate: 1 req/s 64.0 s, 2 req/s 32.0 s, 8 req/s 8.0 s"
+
+
+def test_nothing_is_planned_without_a_basis() -> None:
+    """No probe latency on the sweep's rows: the baseline is said unplanned (None, not counted); no baseline
+    window (concurrency mode from 1): none; a closed-loop point has no schedule."""
+    baseline, said = planned_durations("rate", [1.0], requests=10, warmup=0, base=True, probe_s=[])
+    assert baseline is None and said[0].endswith("not planned (the probe answered none of the sweep's rows)")
+    baseline, said = planned_durations("concurrency", [1.0, 2.0], requests=10, warmup=2, base=False,
+                                       probe_s=[0.1])
+    assert baseline is None and said == ["a closed-loop point: not planned (its requests take as long as the "
+                                         "server takes)"]
