@@ -52,6 +52,7 @@ class Behaviour:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
         self.ready_at = 0.0
+        self.first_ready_answer = 0.0
         self.in_flight = [int(v) for v in args.in_flight.split(",") if v]
 
     def since_ready(self) -> float:
@@ -61,8 +62,13 @@ class Behaviour:
         a = self.args
         if a.hang_after is not None and self.since_ready() >= a.hang_after:
             await asyncio.sleep(3600)  # health stops answering; the loop itself stays alive
-        if a.not_ready_after is not None and self.since_ready() >= a.not_ready_after:
-            return 503, {"status": "not_ready", "degraded": True}
+        if a.not_ready_after is not None:
+            # Counted from the first ready answer, not from start-up: on a loaded machine the first probe may
+            # come later than the whole window, and the server would never have been ready at all.
+            now = time.monotonic()
+            self.first_ready_answer = self.first_ready_answer or now
+            if now - self.first_ready_answer >= a.not_ready_after:
+                return 503, {"status": "not_ready", "degraded": True}
         degraded = a.degraded_after is not None and self.since_ready() >= a.degraded_after
         return 200, {"status": "ready", "degraded": degraded}
 
@@ -165,7 +171,7 @@ if __name__ == "__main__":
     p.add_argument("--startup-delay", type=float, default=0.0)
     p.add_argument("--crash-on-start", action="store_true")
     p.add_argument("--hang-after", type=float, default=None)
-    p.add_argument("--not-ready-after", type=float, default=None)
+    p.add_argument("--not-ready-after", type=float, default=None, help="503 not_ready this long after the first ready answer")
     p.add_argument("--degraded-after", type=float, default=None)
     p.add_argument("--ignore-stop", action="store_true")
     p.add_argument("--grandchild", action="store_true")
