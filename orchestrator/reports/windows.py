@@ -28,7 +28,7 @@ from orchestrator.reports.schema import (
     WindowSummary,
 )
 
-__all__ = ["MAX_POINTS", "HISTOGRAM_BINS", "TIMING_FIELDS", "VERDICTS", "Thinned", "PhaseTally", "WindowTally", "phase_key", "pass_rate", "histogram", "aiperf_run"]
+__all__ = ["MAX_POINTS", "HISTOGRAM_BINS", "TIMING_FIELDS", "VERDICTS", "Thinned", "PhaseTally", "WindowTally", "phase_key", "inner_edge", "pass_rate", "histogram", "aiperf_run"]
 
 VERDICTS = ("correct", "wrong", "unparsed", "error", "incomplete")
 
@@ -223,6 +223,12 @@ class WindowTally:
         )
 
 
+def inner_edge(edge: float) -> float:
+    """An inner bin edge to 12 significant digits: numpy releases differ in geomspace's last bit (2.4 moved
+    two edges of a fixture report by one ulp), which must not change a report rebuilt from the same journal."""
+    return float(f"{edge:.12g}")
+
+
 def histogram(series: dict[str, array[float]]) -> Histogram:
     """Shared bins over every series: log-spaced when the range spans more than 4x, else linear."""
     present = {k: np.frombuffer(v, dtype=np.float64) for k, v in series.items() if len(v)}
@@ -236,7 +242,7 @@ def histogram(series: dict[str, array[float]]) -> Histogram:
         edges = np.geomspace(lo, hi, HISTOGRAM_BINS + 1)
     else:
         edges = np.linspace(lo, hi, HISTOGRAM_BINS + 1)
-    edges[0], edges[-1] = lo, hi  # exact ends, so the outermost values fall inside
+    edges = np.array([lo, *(inner_edge(float(e)) for e in edges[1:-1]), hi])  # exact ends: the outermost values fall inside
     counts = {name: [int(c) for c in np.histogram(values, bins=edges)[0]] for name, values in present.items()}
     return Histogram(edges_ms=[float(e) for e in edges], counts=counts)
 
