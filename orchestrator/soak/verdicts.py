@@ -245,6 +245,9 @@ def _sampled_memory(metric: str, series: SampleSeries | None, limits: SoakLimits
     return MetricVerdict(metric=metric, outcome=outcome, reason=reason, detail=detail)
 
 
+_BEYOND_CAP = "grows beyond the cap"  # how every memory FAIL by the growth cap begins (judge.sampled_trend)
+
+
 def _beyond_cap(t: SampledTrend, cap: float) -> str:
     """The figure whose interval put a span beyond the cap: its growth (slope x span) where that did, else
     its level rise from the first batch to the last (a one-time step near an end of the span)."""
@@ -271,7 +274,10 @@ def _first_pass_outcome(v: SampledTrend, first: SampledTrend | None, first_pass:
     if first_pass.end_ns is None:
         return INCONCLUSIVE, (f"{rows} is not over: the slope is judged after it, and until then only growth "
                               f"beyond the {cap:g} MiB cap can FAIL" + (f"; so far {so_far}" if so_far else ""))
-    return v.outcome, f"after {rows}: {v.reason}" + (f"; during it, {so_far}" if so_far else "")
+    during = f"; during it, {so_far}" if so_far else ""
+    if v.outcome == FAIL and v.reason.startswith(_BEYOND_CAP):  # a FAIL by the cap says so first, wherever it grew
+        return FAIL, f"{_BEYOND_CAP} after {rows}{v.reason.removeprefix(_BEYOND_CAP)}{during}"
+    return v.outcome, f"after {rows}: {v.reason}{during}"
 
 
 def _sampled_drift(ratios: Mapping[str, ItemRatioSeries], limits: SoakLimits, end_ns: int) -> MetricVerdict:

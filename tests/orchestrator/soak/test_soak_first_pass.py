@@ -129,6 +129,17 @@ class TestFirstPass:
             lower = float(v.reason.split(" MiB [", 1)[1].split(",", 1)[0])
             assert lower > 64, v.reason
 
+    def test_a_fail_by_the_cap_after_the_pass_says_so_first(self) -> None:
+        """A 1 MiB-per-request leak at 4 requests/s (14,400 MiB/h) in a 150 s soak whose first pass ends 10 s after the warmup (too short to
+        judge): the span after the pass FAILs by the cap, and the reason begins as every FAIL by the cap does
+        (the real leak e2e's pass once ended that early and its reason began "after the first pass")."""
+        cut = FirstPass(requests=416, end_ns=T0 + 70 * S)
+        verdicts = [_server_rss(seed, 150, phi=0.5, first_pass=cut, slope_per_h=14400.0) for seed in range(20)]
+        assert all(v.outcome == "fail" for v in verdicts), [v.reason for v in verdicts if v.outcome != "fail"]
+        assert all(v.reason.startswith("grows beyond the cap after the first pass over the input (416 requests): ")
+                   or v.reason.startswith("grows beyond the cap over the judged span") for v in verdicts)
+        assert any(v.reason.startswith("grows beyond the cap after the first pass") for v in verdicts)
+
     def test_ten_times_the_limit_after_the_pass_fails_within_20_judged_minutes(self) -> None:
         """80 MiB/h from the start, the pass over at 5 minutes: the span after it FAILs in at least 95 % of
         100 seeds within 20 judged minutes (the wander floor costs the 15-minute mark; bench/RESULTS.md)."""
