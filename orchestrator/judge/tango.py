@@ -132,16 +132,23 @@ def exact_sizes(n: int, delta: float, cutoffs: tuple[float, ...], p_b: float, p_
     return _sizes_from_thresholds(n, first_pass, last_fail, p_b, p_c)
 
 
+def _grid(n: int, b_band: tuple[int, int], c_band: tuple[int, int]) -> tuple[
+        NDArray[np.float64], NDArray[np.int64], NDArray[np.int64], NDArray[np.int64], NDArray[np.bool_]]:
+    """log k! for k <= n, the b and c counts of the bands, the rest n - b - c on their grid (0 where negative)
+    and where it is not negative."""
+    log_factorial = _log_factorials(n)
+    b = np.arange(b_band[0], b_band[1] + 1)
+    c = np.arange(c_band[0], c_band[1] + 1)
+    rest = n - b[:, None] - c[None, :]
+    valid = rest >= 0
+    return log_factorial, b, c, np.where(valid, rest, 0), valid
+
+
 def _sizes_from_thresholds(n: int, first_pass: NDArray[np.int64], last_fail: NDArray[np.int64], p_b: float,
                            p_c: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     b_lo, b_hi = _band(n, p_b)
     c_lo, c_hi = _band(n, p_c)
-    log_factorial = _log_factorials(n)
-    b = np.arange(b_lo, b_hi + 1)
-    c = np.arange(c_lo, c_hi + 1)
-    rest = n - b[:, None] - c[None, :]
-    valid = rest >= 0
-    rest = np.where(valid, rest, 0)
+    log_factorial, b, c, rest, valid = _grid(n, (b_lo, b_hi), (c_lo, c_hi))
     p_rest = max(1.0 - p_b - p_c, 0.0)
     row = log_factorial[n] - log_factorial[b] + xlogy(b, p_b)
     column = -log_factorial[c] + xlogy(c, p_c)
@@ -191,12 +198,7 @@ def _batch_sizes(n: int, first_pass: NDArray[np.int64], last_fail: NDArray[np.in
     b_lo, b_hi = b_band
     c_bands = [_band(n, p_c) for _p_b, p_c in cells]
     c_lo, c_hi = min(lo for lo, _hi in c_bands), max(hi for _lo, hi in c_bands)
-    log_factorial = _log_factorials(n)
-    b = np.arange(b_lo, b_hi + 1)
-    c = np.arange(c_lo, c_hi + 1)
-    rest = n - b[:, None] - c[None, :]
-    valid = rest >= 0
-    rest = np.where(valid, rest, 0)
+    log_factorial, b, c, rest, valid = _grid(n, (b_lo, b_hi), (c_lo, c_hi))
     own = np.array(c_bands)
     in_band = valid[None, :, :] & ((c[None, :] >= own[:, :1]) & (c[None, :] <= own[:, 1:]))[:, None, :]
     p_b = np.array([p_b for p_b, _p_c in cells])[:, None]
