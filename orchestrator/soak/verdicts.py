@@ -49,21 +49,8 @@ from orchestrator.reports.text import gate_pct
 from orchestrator.soak.ratios import ItemRatioSeries
 from orchestrator.soak.samples import SampleSeries
 
-__all__ = [
-    "SoakLimits",
-    "Trend",
-    "MetricVerdict",
-    "ServerExitFact",
-    "ProcessCheck",
-    "AiperfRunFact",
-    "FirstPass",
-    "trend_rule",
-    "memory_rule",
-    "sampled_rule",
-    "drift_rule",
-    "fit_trend",
-    "judge_soak",
-]
+__all__ = ["SoakLimits", "Trend", "MetricVerdict", "ServerExitFact", "ProcessCheck", "AiperfRunFact", "FirstPass",
+           "trend_rule", "memory_rule", "sampled_rule", "drift_rule", "fit_trend", "judge_soak"]
 
 _MIB = 2.0**20
 _NS_PER_H = 3600e9
