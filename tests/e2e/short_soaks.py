@@ -14,7 +14,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -56,17 +56,17 @@ def config(tmp_path: Path, *, duration: float = 45.0, window: float = 15.0, serv
     text = text.replace("concurrency = 2\n", f"concurrency = {concurrency}\n")
     # Few items per window: a lower gate than qualify's, so one hard item does not fail a short window.
     text = text.replace("min_pass_rate = 0.9", "min_pass_rate = 0.5").replace("count = 1.0", "count = 0.5")
-    if server_extra:
-        text = text.replace('"--replicas", "{replicas}"]',
-                            '"--replicas", "{replicas}", ' + ", ".join(f'"{a}"' for a in server_extra) + "]")
-    path = tmp_path / "bench.toml"
-    path.write_text(text)
-    return path
+    return _write_config(tmp_path, text, server_extra or ())
 
 
 def default_config(tmp_path: Path, *server_args: str) -> Path:
     """The default bench.toml as it ships, writing its runs under `tmp_path` (and `server_args` added)."""
     text = (REPO / "bench.toml").read_text().replace('output_dir = "runs"', f'output_dir = "{tmp_path / "runs"}"')
+    return _write_config(tmp_path, text, server_args)
+
+
+def _write_config(tmp_path: Path, text: str, server_args: Sequence[str]) -> Path:
+    """`text` with `server_args` appended to the server's argv, written as `tmp_path`/bench.toml."""
     if server_args:
         text = text.replace('"--replicas", "{replicas}"]',
                             '"--replicas", "{replicas}", ' + ", ".join(f'"{a}"' for a in server_args) + "]")
