@@ -50,6 +50,8 @@ __all__ = [
     "PhaseLoad",
     "WindowIssued",
     "AiperfTools",
+    "HaltFact",
+    "HandoverControl",
     "Toolkit",
     "LineDecoder",
     "LineFollowing",
@@ -405,6 +407,42 @@ class WindowIssued(msgspec.Struct, frozen=True, kw_only=True):
     classification: str = ""
 
 
+class HaltFact(msgspec.Struct, frozen=True):
+    """What a halted AIPerf process said when it stopped issuing: when (unix ns) and how many profiling
+    credits it had issued by then."""
+
+    unix_ns: int
+    sent: int
+
+
+class HandoverControl(Protocol):
+    """Load control of one AIPerf process through files in `folder`, for a handover between two processes
+    with no gap: a gated process says `ready` and waits for `go`; `halt` stops its issuing, its open requests
+    finish and are recorded, and it ends as a complete run; `set_limit` caps its open requests (concurrency
+    mode only). Implemented by adapters/aiperf/handover.py; AIPerf's side is aqbench's timing plugin."""
+
+    @property
+    def folder(self) -> Path: ...
+    def env(self) -> dict[str, str]:
+        """The variables the AIPerf process needs (added to its command)."""
+        ...
+    async def wait_ready(self) -> int:
+        """Block until the process is ready to send its first profiling request; its unix ns then."""
+        ...
+    def go(self) -> None:
+        """Let a gated process start issuing."""
+        ...
+    def halt(self) -> None:
+        """Stop the process issuing; what is open finishes, and the run ends complete."""
+        ...
+    def set_limit(self, in_flight: int) -> None:
+        """The most requests the process may have open (never above its --concurrency)."""
+        ...
+    def halted(self) -> HaltFact | None:
+        """What the process wrote when it stopped issuing; None until then."""
+        ...
+
+
 class AiperfTools(Protocol):
     """AIPerf as the core drives it: install check, tokenizer, command, run (the process's one owner)."""
 
@@ -414,9 +452,16 @@ class AiperfTools(Protocol):
                       artifact_dir: Path, tokenizer: Path, executable: str = "", requests: int | None = None,
                       warmup: int | None = None, concurrency: int | None = None, request_rate: float | None = None,
                       tap_dir: Path | None = None, tmp_dir: Path | None = None,
-                      worker_gc: bool = False) -> AiperfInvocation:
+                      worker_gc: bool = False, timing_wait: bool = False,
+                      control: HandoverControl | None = None) -> AiperfInvocation:
         """The `aiperf profile` command for one run; the overrides (requests, ...) win over `workload`.
-        `worker_gc` (soaks) turns the cycle collector back on in AIPerf's worker, bounding its memory."""
+        `worker_gc` (soaks) turns the cycle collector back on in AIPerf's worker, bounding its memory;
+        `timing_wait` (soaks) makes its timing manager wait for a free slot instead of spinning in
+        concurrency mode; `control` adds a handover control's variables."""
+        ...
+    def handover_control(self, folder: Path, *, gated: bool) -> HandoverControl:
+        """A handover control through files in `folder` (created; stale protocol files removed). `gated`: the
+        process will wait for `go` before its first profiling request. Blocks (a few small file writes)."""
         ...
     def phased_command(self, cmd: AiperfInvocation, loads: Sequence[PhaseLoad], folder: Path) -> AiperfInvocation:
         """`cmd` rewritten to run `loads` as phases of one AIPerf process (writes its phases file into `folder`)."""

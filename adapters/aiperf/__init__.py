@@ -1,9 +1,11 @@
 """AIPerf 0.13.0 as aqbench's load client: install check, offline tokenizer, command, run, records.
 
-The live tap (observer.py) is loaded by AIPerf itself and is not imported from here.
+The live tap (observer.py), the worker (worker.py) and the timing strategy (timing.py) are loaded by AIPerf
+itself and are not imported from here.
 """
 
 from adapters.aiperf.command import AiperfCommand, build_command
+from adapters.aiperf.handover import FileHandover
 from adapters.aiperf.install import REQUIRED_VERSION, AiperfInstall, check_install
 from adapters.aiperf.phases import phased_command
 from adapters.aiperf.records import RecordParseError, parse_export_line, parse_tap_line
@@ -17,6 +19,7 @@ __all__ = [
     "ensure_tokenizer",
     "AiperfCommand",
     "build_command",
+    "FileHandover",
     "phased_command",
     "AiperfOutcome",
     "run_aiperf",

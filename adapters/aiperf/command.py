@@ -13,9 +13,12 @@ from pathlib import Path
 
 import msgspec
 
+from adapters.aiperf.handover_files import TIMING_WAIT_ENV
 from orchestrator.config import WorkloadConfig
+from orchestrator.ports import HandoverControl
 
-__all__ = ["AiperfCommand", "build_command", "FAST_START_ARGS", "LOW_LAG_ENV", "SHORT_TMP_PREFIX", "WORKER_GC_ENV"]
+__all__ = ["AiperfCommand", "build_command", "FAST_START_ARGS", "LOW_LAG_ENV", "SHORT_TMP_PREFIX", "TIMING_WAIT_ENV",
+           "WORKER_GC_ENV"]
 
 SHORT_TMP_MAX = 48
 SHORT_TMP_PREFIX = "aqbench-tmp-"
@@ -91,6 +94,8 @@ def build_command(
     tmp_dir: Path | None = None,
     live_tap: bool = True,
     worker_gc: bool = False,
+    timing_wait: bool = False,
+    control: HandoverControl | None = None,
 ) -> AiperfCommand:
     """Build the AIPerf command for one run. Overrides (requests, ...) win over `workload`.
 
@@ -98,6 +103,8 @@ def build_command(
     The live tap folder and TMPDIR default to `tap/` and `tmp/` beside `artifact_dir`.
     `worker_gc` (soaks) turns Python's cycle collector back on in AIPerf's worker, which AIPerf 0.13.0
     turns off: without it the worker keeps ~14 KiB per request (adapters/aiperf/worker.py).
+    `timing_wait` (soaks) makes AIPerf's timing manager wait for a freed slot in concurrency mode instead of
+    spinning (adapters/aiperf/timing.py). `control` adds a handover control's variables (its folder).
     """
     artifact_dir = Path(artifact_dir).resolve()
     executable = executable or _default_executable()
@@ -147,6 +154,10 @@ def build_command(
         env["AQBENCH_TAP_DIR"] = str(Path(tap_dir).resolve())
     if worker_gc:
         env[WORKER_GC_ENV] = "1"
+    if timing_wait:
+        env[TIMING_WAIT_ENV] = "1"
+    if control is not None:
+        env.update(control.env())
     if tmp_dir is not None:
         env["TMPDIR"] = str(Path(tmp_dir).resolve())
     # TMPDIR is a short folder of this run's own (often removed when AIPerf ends): a copied command line

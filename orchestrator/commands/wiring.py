@@ -28,6 +28,7 @@ from orchestrator.ports import (
     AiperfInvocation,
     AiperfResult,
     EventBus,
+    HandoverControl,
     LineDecoder,
     LineFollowing,
     LogCodecs,
@@ -52,12 +53,16 @@ class _Aiperf:
                       artifact_dir: Path, tokenizer: Path, executable: str = "", requests: int | None = None,
                       warmup: int | None = None, concurrency: int | None = None, request_rate: float | None = None,
                       tap_dir: Path | None = None, tmp_dir: Path | None = None,
-                      worker_gc: bool = False) -> AiperfInvocation:
+                      worker_gc: bool = False, timing_wait: bool = False,
+                      control: HandoverControl | None = None) -> AiperfInvocation:
         return _aiperf.build_command(workload, base_url=base_url, model=model, input_file=input_file,
                                      artifact_dir=artifact_dir, tokenizer=tokenizer, executable=executable,
                                      requests=requests, warmup=warmup, concurrency=concurrency,
                                      request_rate=request_rate, tap_dir=tap_dir, tmp_dir=tmp_dir,
-                                     worker_gc=worker_gc)
+                                     worker_gc=worker_gc, timing_wait=timing_wait, control=control)
+
+    def handover_control(self, folder: Path, *, gated: bool) -> HandoverControl:
+        return _aiperf.FileHandover(folder, gated=gated)
 
     def phased_command(self, cmd: AiperfInvocation, loads: Sequence[PhaseLoad], folder: Path) -> AiperfInvocation:
         assert isinstance(cmd, _aiperf.AiperfCommand)  # build_command's, as this toolkit built it

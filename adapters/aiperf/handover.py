@@ -1,0 +1,98 @@
+"""The handover file protocol between aqbench and one AIPerf process, and aqbench's side of it (the
+HandoverControl port); AIPerf's side is aqbench's timing plugin (adapters/aiperf/timing.py, run inside AIPerf),
+and the file names both use are in handover_files.py.
+
+A soak hands its load over from an old AIPerf process to a fresh one with no gap, and without SIGINT (which
+drops the requests still open). Every file lives in one folder, named by `AQBENCH_HANDOVER_DIR` in the AIPerf
+process's environment, and is written whole (a temporary file renamed over it), so a reader never sees a
+torn one:
+
+- `gate` (aqbench, before launch): the timing manager writes `ready` (unix ns) before its first profiling
+  credit and issues nothing until `go` exists. Without `gate`, no waiting.
+- `halt` (aqbench): no new credit is issued; the open requests finish and are recorded, then the profiling
+  phase ends and AIPerf writes its files and exits as a complete run. The plugin writes `halted`:
+  {"unix_ns": when it stopped issuing, "sent": profiling credits issued}.
+- `limit` (aqbench, concurrency mode only): the most requests the process may have open (default and
+  ceiling: its --concurrency); re-read when it changes. Rate mode ignores it.
+
+The plugin looks at the folder every `POLL_S` (5 ms). Imports neither AIPerf nor the core beyond ports.
+The gate's wait counts toward AIPerf's --benchmark-duration (its phase clock starts before the first credit).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+import anyio
+import msgspec
+
+from adapters.aiperf.handover_files import (
+    GATE,
+    GO,
+    HALT,
+    HALTED,
+    HANDOVER_DIR_ENV,
+    LIMIT,
+    POLL_S,
+    PROTOCOL_FILES,
+    READY,
+    read_int,
+    write_atomic,
+)
+from orchestrator.ports import HaltFact
+
+__all__ = ["FileHandover", "read_halted"]
+
+
+def read_halted(path: Path) -> HaltFact | None:
+    """The `halted` file's fact, None while it is absent."""
+    try:
+        return msgspec.json.decode(path.read_bytes(), type=HaltFact)
+    except FileNotFoundError:
+        return None
+
+
+class FileHandover:
+    """aqbench's side of the protocol for one AIPerf process (the HandoverControl port)."""
+
+    def __init__(self, folder: Path, *, gated: bool) -> None:
+        """Create `folder`, remove protocol files left from an earlier use, and write `gate` if `gated`.
+        Blocks (a few small file operations)."""
+        self._folder = Path(folder).resolve()
+        self._folder.mkdir(parents=True, exist_ok=True)
+        for name in PROTOCOL_FILES:
+            with contextlib.suppress(FileNotFoundError):
+                (self._folder / name).unlink()
+        self.gated = gated
+        if gated:
+            write_atomic(self._folder / GATE, "")
+
+    @property
+    def folder(self) -> Path:
+        return self._folder
+
+    def env(self) -> dict[str, str]:
+        return {HANDOVER_DIR_ENV: str(self._folder)}
+
+    async def wait_ready(self) -> int:
+        """Poll `ready` every POLL_S until it holds an integer; no deadline of its own (the caller's)."""
+        while True:
+            found = read_int(self._folder / READY)
+            if found is not None:
+                return found
+            await anyio.sleep(POLL_S)
+
+    def go(self) -> None:
+        write_atomic(self._folder / GO, "")
+
+    def halt(self) -> None:
+        write_atomic(self._folder / HALT, "")
+
+    def set_limit(self, in_flight: int) -> None:
+        if in_flight < 0:
+            raise ValueError(f"set_limit: in_flight must be >= 0, got {in_flight}")
+        write_atomic(self._folder / LIMIT, str(in_flight))
+
+    def halted(self) -> HaltFact | None:
+        return read_halted(self._folder / HALTED)
