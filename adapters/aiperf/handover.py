@@ -7,8 +7,9 @@ drops the requests still open). Every file lives in one folder, named by `AQBENC
 process's environment, and is written whole (a temporary file renamed over it), so a reader never sees a
 torn one:
 
-- `gate` (aqbench, before launch): the timing manager writes `ready` (unix ns) before its first profiling
-  credit and issues nothing until `go` exists. Without `gate`, no waiting.
+- `ready` (the process): unix ns, written before its first profiling credit (gated or not).
+- `gate` (aqbench, before launch): after `ready`, the timing manager issues nothing until `go` exists.
+  Without `gate`, no waiting.
 - `halt` (aqbench): no new credit is issued; the open requests finish and are recorded, then the profiling
   phase ends and AIPerf writes its files and exits as a complete run. The plugin writes `halted`:
   {"unix_ns": when it stopped issuing, "sent": profiling credits issued}.

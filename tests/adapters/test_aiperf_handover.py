@@ -1,14 +1,22 @@
-"""The handover file protocol, aqbench's side: the files it writes (whole, never torn) and reads, and the
-variables a command gets. AIPerf's side (the timing plugin) is tested in test_aiperf_timing.py."""
+"""The handover file protocol, both sides in-process: aqbench's (the files it writes, whole, and reads, and the
+variables a command gets) and AIPerf's (aqbench's timing strategy, with stand-ins for AIPerf's credit issuer):
+stock unless asked, no spin, gate, limit, halt. Real AIPerf processes: test_aiperf_timing.py."""
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import anyio
 import pytest
+from aiperf.common.enums import CreditPhase
+from aiperf.plugin import plugins
+from aiperf.plugin.enums import ArrivalPattern, PluginType, TimingMode
+from aiperf.timing.config import CreditPhaseConfig
+from aiperf.timing.strategies.request_rate import RequestRateStrategy as AiperfRateStrategy
 
+from adapters.aiperf import timing
 from adapters.aiperf.command import build_command
 from adapters.aiperf.handover import FileHandover
 from adapters.aiperf.handover_files import write_atomic
@@ -69,3 +77,132 @@ async def test_wait_ready_returns_the_unix_ns_the_process_wrote(tmp_path: Path) 
         tg.start_soon(process_side)
         with anyio.fail_after(5):
             assert await control.wait_ready() == written
+
+
+# -- AIPerf's side: aqbench's timing strategy, in-process with stand-ins for AIPerf's issuer (the real runs:
+# test_aiperf_timing.py) --------------------------------------------------------------------------------------
+
+
+class _Issuer:
+    """AIPerf's CreditIssuer as the strategy uses it: `slots` free slots; a credit takes one."""
+
+    def __init__(self, slots: int) -> None:
+        self.slots, self.tries = slots, 0
+        self.limits: list[int] = []
+        self.stopped = self.sending_complete = False
+        self._phase_key = CreditPhase.PROFILING
+        self._progress = SimpleNamespace(counter=SimpleNamespace(requests_sent=0))
+        self._concurrency_manager = SimpleNamespace(set_session_limit=lambda key, n: self.limits.append(n))
+
+    async def try_issue_credit(self, turn: object) -> bool | None:
+        self.tries += 1
+        if self.stopped or self.slots == 0:
+            return None
+        self.slots -= 1
+        self._progress.counter.requests_sent += 1
+        return True
+
+    def stop_issuing(self) -> None:
+        self.stopped = True
+
+    def signal_sending_complete(self) -> None:
+        self.sending_complete = True
+
+
+def _strategy(issuer: _Issuer, *, rate: float | None = None) -> object:
+    cfg = CreditPhaseConfig(phase=CreditPhase.PROFILING, timing_mode=TimingMode.REQUEST_RATE, concurrency=2,
+                            request_rate=rate, arrival_pattern=(ArrivalPattern.CONSTANT if rate
+                                                                else ArrivalPattern.CONCURRENCY_BURST))
+    source = SimpleNamespace(next=lambda: SimpleNamespace(build_first_turn=lambda: "turn"))
+    stop = SimpleNamespace(can_start_new_session=lambda: True, can_send_any_turn=lambda: True)
+    lifecycle = SimpleNamespace(started_at_perf_ns=time.perf_counter_ns())
+    cls = plugins.get_class(PluginType.TIMING_STRATEGY, "request_rate")
+    return cls(config=cfg, conversation_source=source, scheduler=None, stop_checker=stop, credit_issuer=issuer,
+               lifecycle=lifecycle)
+
+
+def test_aiperf_resolves_request_rate_to_aqbench_and_gets_its_own_strategy_unless_asked(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    assert plugins.get_class(PluginType.TIMING_STRATEGY, "request_rate") is timing.RequestRateStrategy
+    for name in ("AQBENCH_TIMING_WAIT", "AQBENCH_HANDOVER_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    assert type(_strategy(_Issuer(2))) is AiperfRateStrategy
+    monkeypatch.setenv("AQBENCH_TIMING_WAIT", "1")
+    assert type(_strategy(_Issuer(2))) is timing.RequestRateStrategy
+
+
+async def _run_for(strategy: object, seconds: float) -> None:
+    with anyio.move_on_after(seconds):
+        await strategy.execute_phase()  # type: ignore[attr-defined]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("wait", [False, True])
+async def test_with_every_slot_taken_aiperf_spins_and_aqbench_waits_for_a_return(
+        monkeypatch: pytest.MonkeyPatch, wait: bool) -> None:
+    """AIPerf retries a credit at once while no slot is free (thousands of tries in 0.2 s); with the wait, a
+    try follows a return (or the 10 ms backstop), and a return's freed slot is taken at once."""
+    for name in ("AQBENCH_TIMING_WAIT", "AQBENCH_HANDOVER_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    if wait:
+        monkeypatch.setenv("AQBENCH_TIMING_WAIT", "1")
+    issuer = _Issuer(2)
+    strategy = _strategy(issuer)
+    await _run_for(strategy, 0.2)
+    assert issuer.slots == 0
+    if not wait:
+        assert issuer.tries > 1000
+        return
+    assert issuer.tries <= 2 + 0.2 / 0.01 + 2
+    issuer.slots, tries = 1, issuer.tries
+
+    async def a_return() -> None:
+        await anyio.sleep(0.05)
+        issuer.slots += 1
+        strategy.observe_credit_return(None)  # type: ignore[attr-defined]
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(a_return)
+        await _run_for(strategy, 0.1)
+    assert issuer.slots == 0 and issuer.tries - tries <= 2 + 0.1 / 0.01 + 2
+
+
+@pytest.mark.anyio
+async def test_gate_limit_and_halt_through_the_folder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Gated: `ready` written, nothing issued before `go`; `limit` reaches AIPerf's session limit (capped at
+    --concurrency); `halt` stops issuing, writes `halted` and completes the phase's sending."""
+    control = FileHandover(tmp_path, gated=True)
+    control.set_limit(0)
+    monkeypatch.setenv("AQBENCH_HANDOVER_DIR", str(tmp_path))
+    issuer = _Issuer(5)
+    strategy = _strategy(issuer)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(strategy.execute_phase)  # type: ignore[attr-defined]
+        with anyio.fail_after(5):
+            ready = await control.wait_ready()
+            await anyio.sleep(0.05)
+            assert issuer.tries == 0 and issuer.limits == [0]
+            control.set_limit(7)
+            while issuer.limits[-1:] != [2]:
+                await anyio.sleep(0.005)
+            control.go()
+            while issuer.slots:
+                await anyio.sleep(0.005)
+            control.halt()
+            while control.halted() is None:
+                await anyio.sleep(0.005)
+    fact = control.halted()
+    assert fact is not None and fact.sent == 5 and fact.unix_ns > ready
+    assert issuer.stopped and issuer.sending_complete
+
+
+def test_the_folder_view_reads_a_changed_limit_once(tmp_path: Path) -> None:
+    view = timing.HandoverFolder(tmp_path)
+    assert not view.gated and not view.refresh() and view.limit is None
+    write_atomic(tmp_path / "limit", "1")
+    assert view.refresh() and view.limit == 1 and not view.refresh()
+    write_atomic(tmp_path / "limit", "1")
+    assert not view.refresh()
+    write_atomic(tmp_path / "limit", "2")
+    write_atomic(tmp_path / "go", "")
+    assert view.refresh() and view.limit == 2 and view.go and not view.halt
