@@ -206,3 +206,23 @@ def test_the_folder_view_reads_a_changed_limit_once(tmp_path: Path) -> None:
     write_atomic(tmp_path / "limit", "2")
     write_atomic(tmp_path / "go", "")
     assert view.refresh() and view.limit == 2 and view.go and not view.halt
+
+
+@pytest.mark.anyio
+async def test_rate_mode_ignores_the_limit_and_a_halt_ends_its_wait_for_the_next_send(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    control = FileHandover(tmp_path, gated=False)
+    control.set_limit(0)
+    monkeypatch.setenv("AQBENCH_HANDOVER_DIR", str(tmp_path))
+    issuer = _Issuer(100)
+    strategy = _strategy(issuer, rate=0.5)  # the first send 2 s after the phase's start
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(strategy.execute_phase)  # type: ignore[attr-defined]
+        with anyio.fail_after(5):
+            await anyio.sleep(0.1)
+            control.halt()
+            halted_at = time.monotonic()
+            while control.halted() is None:
+                await anyio.sleep(0.005)
+    assert time.monotonic() - halted_at < 0.5 and issuer.limits == []
+    assert control.halted().sent == 0 and issuer.tries == 0 and issuer.sending_complete  # type: ignore[union-attr]
