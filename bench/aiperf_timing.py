@@ -2,7 +2,7 @@
 (aqbench's timing plugin, AQBENCH_TIMING_WAIT=1), side by side in one run.
 
 Usage: flock /tmp/aqbench-heavy.lock .venv/bin/python bench/aiperf_timing.py [--pairs 2] [--duration 60]
-           [--concurrency 2] [--latency-ms 2]
+           [--concurrency 2] [--latency-ms 2] [--with-handover]
 
 Starts the scripted stub server (tests/data/stub_server.py, `--latency-ms` per answer) once, then runs
 `aiperf profile` with the argv and environment `build_command` gives aqbench (closed loop, no warmup,
@@ -10,7 +10,8 @@ Starts the scripted stub server (tests/data/stub_server.py, `--latency-ms` per a
 time of every AIPerf process (by process title) once a second. Per run it prints the timing manager's CPU (% of
 one core) over the loaded span (first request's start + 5 s to the last request's end), the other AIPerf
 processes' CPU, the profiling requests delivered, and the client latency p50/p90/p99 of the ok profiling
-requests; then the medians per side and wait/stock ratios. Run from the repository root with PYTHONPATH=$PWD
+requests; then the medians per side and wait/stock ratios. `--with-handover` adds a third side, "handover": the
+wait with a handover folder (ungated, never halted), what the plugin's 5 ms look at its files costs. Run from the repository root with PYTHONPATH=$PWD
 when the tree is not the one installed (AIPerf's processes must load this tree's plugin).
 """
 
@@ -33,6 +34,7 @@ import psutil
 from server_ready import wait_ready  # bench/ is on sys.path as the script's folder
 
 from adapters.aiperf import build_command, ensure_tokenizer
+from adapters.aiperf.handover import FileHandover
 from adapters.aiperf.records import parse_export_line
 from orchestrator.config import WorkloadConfig
 
@@ -78,7 +80,8 @@ def _run(kind: str, args: argparse.Namespace, url: str, rows: Path, tokenizer: P
                               request_timeout_s=10.0)
     cmd = build_command(workload, base_url=url, model="stub", input_file=rows, artifact_dir=work / "artifacts",
                         tokenizer=tokenizer, live_tap=False, tmp_dir=work / "tmp",
-                        timing_wait=kind == "wait").extended(
+                        timing_wait=kind != "stock",
+                        control=FileHandover(work / "handover", gated=False) if kind == "handover" else None).extended(
         ["--benchmark-duration", f"{args.duration:g}", "--benchmark-grace-period", "5"])
     Path(cmd.env["TMPDIR"]).mkdir(parents=True, exist_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith("AQBENCH_")}
@@ -110,8 +113,10 @@ def main() -> int:
     ap.add_argument("--duration", type=float, default=60.0)
     ap.add_argument("--concurrency", type=int, default=2)
     ap.add_argument("--latency-ms", type=float, default=2.0)
+    ap.add_argument("--with-handover", action="store_true")
     args = ap.parse_args()
-    results: dict[str, list[dict[str, float]]] = {"stock": [], "wait": []}
+    kinds = ("stock", "wait", "handover") if args.with_handover else ("stock", "wait")
+    results: dict[str, list[dict[str, float]]] = {k: [] for k in kinds}
     load0 = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="aqtb-", dir="/tmp") as d:
         work = Path(d)
@@ -128,10 +133,10 @@ def main() -> int:
             url = f"http://127.0.0.1:{port}"
             wait_ready(url, 30)
             for i in range(args.pairs):
-                for kind in (("stock", "wait") if i % 2 == 0 else ("wait", "stock")):
+                for kind in (kinds if i % 2 == 0 else kinds[::-1]):
                     got = _run(kind, args, url, rows, tokenizer, work / f"{kind}-{i}")
                     results[kind].append(got)
-                    print(f"pair {i + 1} {kind:<5} timing manager {got['timing_manager']:5.1f} %  other AIPerf "
+                    print(f"pair {i + 1} {kind:<8} timing manager {got['timing_manager']:5.1f} %  other AIPerf "
                           f"{got['others']:5.1f} %  requests {got['requests']:7.0f}  p50/p90/p99 {got['p50']:.2f} / "
                           f"{got['p90']:.2f} / {got['p99']:.2f} ms  exit {got['rc']:.0f}  (load average "
                           f"{os.getloadavg()[0]:.2f})", flush=True)
@@ -144,8 +149,8 @@ def main() -> int:
     for key, label in (("timing_manager", "timing manager CPU %"), ("others", "other AIPerf CPU %"),
                        ("worker", "worker CPU %"), ("record_processor", "record processor CPU %"),
                        ("requests", "profiling requests"), ("p50", "p50 ms"), ("p90", "p90 ms"), ("p99", "p99 ms")):
-        print(f"median {label:<24} stock {med['stock'][key]:9.2f}  wait {med['wait'][key]:9.2f}  "
-              f"wait/stock {med['wait'][key] / med['stock'][key]:.2f}")
+        print(f"median {label:<24} " + "  ".join(f"{k} {med[k][key]:9.2f}" for k in kinds)
+              + "  " + "  ".join(f"{k}/stock {med[k][key] / med['stock'][key]:.2f}" for k in kinds[1:]))
     return 0 if all(r["rc"] == 0 for v in results.values() for r in v) else 1
 
 
