@@ -106,7 +106,8 @@ def test_handover_between_two_aiperf_processes_drops_nothing_and_keeps_the_targe
     """The successor, gated at limit 0, gets `go` as the predecessor gets `halt`, and its limit is raised by one
     as each of the predecessor's open requests ends: its first request starts within 1 s of the predecessor's
     last, both runs read complete with every issued request in their export, and the two never have more than
-    TARGET open together. Both wait for a freed slot instead of spinning (AQBENCH_TIMING_WAIT)."""
+    TARGET open together; the server answered exactly the requests the two exports hold. Both wait for a freed
+    slot instead of spinning (AQBENCH_TIMING_WAIT)."""
     # Short paths: AIPerf's ZMQ sockets live under TMPDIR (a Unix socket path stays under 108 bytes).
     short = Path(tempfile.mkdtemp(prefix="aqtm-", dir="/tmp"))
     try:
@@ -168,6 +169,8 @@ def _handover(tmp_path: Path, short: Path) -> None:
         judged = judge_artifacts(Path(cmd.artifact_dir), returncode=0, stopped_early=False, records=len(recs))
         assert judged.classification == "complete", judged.reason
         assert len(recs) == fact.sent and not any(r.was_cancelled or r.error_code for r in recs)
+    served = [json.loads(line)["request_id"] for line in (tmp_path / "srv.jsonl").read_text().splitlines()]
+    assert sorted(served) == sorted(r.request_id for r in runs[0] + runs[1])  # the server saw no other request
     last_a = max(r.request_start_ns for r in runs[0])  # type: ignore[type-var]
     first_b = min(r.request_start_ns for r in runs[1])  # type: ignore[type-var]
     last_end_a = max(r.request_end_ns for r in runs[0])  # type: ignore[type-var]
