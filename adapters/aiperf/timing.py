@@ -7,17 +7,17 @@ AIPerf run is exactly stock.
 
 1. `AQBENCH_TIMING_WAIT=1` (soaks): no spin in concurrency mode. AIPerf 0.13.0's loop
    (aiperf/timing/strategies/request_rate.py, `execute_phase`) retries a credit with `yield_to_event_loop()`
-   while every slot is taken, so its timing manager spins at a full core's share until a request ends
-   (bench/RESULTS.md: half a core on 2 cores, 44 % fewer requests, p99 3x). Here it waits on an event that a
+   while every slot is taken, so its timing manager spins until a request ends (bench/RESULTS.md: 52-84 % of a
+   core at concurrency 2 on 2 cores; 8-10 % with this wait, bench/aiperf_timing.py). Here it waits on an event that a
    credit's return sets once its slot is released (AIPerf's `observe_credit_return` hook, called after
    the release), with a 10 ms backstop for a turn that arrives without a return (a delayed continuation).
    Only in concurrency mode (arrival pattern concurrency_burst): in rate mode a slot-less interval is skipped,
    as AIPerf does.
 2. `AQBENCH_HANDOVER_DIR=<dir>`: load control of the profiling phase through files there, for a soak's
    handover between two AIPerf processes (protocol: adapters/aiperf/handover.py). `ready` is written before
-   the first profiling credit (gated or not); `gate`: then wait for `go`. `halt`: stop issuing, write `halted`, and end the phase as AIPerf ends one whose count is
-   reached (sent counts frozen, the sending-complete event set), so the open requests finish, are recorded, and
-   the run reads complete. `limit`: the session concurrency limit, through AIPerf's own dynamic limit (the one
+   the first profiling credit (gated or not); `gate`: then wait for `go`. `halt`: stop issuing, write
+   `halted`, and end the phase as AIPerf ends one whose count is reached (sent counts frozen, the
+   sending-complete event set), so the open requests finish, are recorded, and the run reads complete. `limit`: the session concurrency limit, through AIPerf's own dynamic limit (the one
    its concurrency ramp moves), never above --concurrency; rate mode ignores it.
 
 The main loop is AIPerf 0.13.0's `execute_phase` (the version adapters/aiperf/install.py requires), with the
