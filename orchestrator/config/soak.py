@@ -53,6 +53,12 @@ class SoakConfig(Section, frozen=True, kw_only=True):
     """The share of the soak all gaps together may take."""
     warmup_s: NonNegFloat = 60.0
     """Time after the load starts left out of the memory verdicts (which judge every sample after it)."""
+    aiperf_handover_mib: NonNegFloat = 32.0
+    """Hand the load over to a fresh AIPerf process (no gap, docs/soak.md) once the sending AIPerf process
+    tree's memory is this far above its level in its first minute of profiling (0: never by memory). Keep it
+    well under `rss_growth_limit_mib`: `aiperf_rss` judges the sending process's memory."""
+    aiperf_handover_every_s: NonNegFloat = 0.0
+    """Hand the load over to a fresh AIPerf process this often as well (0: only by memory)."""
     rss_wander_mib: NonNegFloat = 3.0
     """Slow wander of a healthy process's memory level (sd per 5 minutes, MiB) that the memory verdicts allow
     for: a span too short to show its own wander is widened by it."""

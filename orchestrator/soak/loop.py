@@ -300,7 +300,7 @@ class _Soak:
                                    executable=install.executable, requests=_WINDOW_REQUEST_CAP,
                                    warmup=s.warmup_requests if seg == 1 else 0, concurrency=s.concurrency,
                                    request_rate=s.request_rate, tap_dir=folder / "tap", tmp_dir=self.tmp_dir,
-                                   worker_gc=True)
+                                   worker_gc=True, timing_wait=True)
         grace = w.request_timeout_s
         extra = ["--benchmark-duration", f"{length_s:g}", "--benchmark-grace-period", f"{grace:g}"]
         cmd = cmd.extended(extra)

@@ -54,6 +54,9 @@ class SoakSettings(msgspec.Struct, frozen=True, kw_only=True):
     warmup_requests: int
     arms: list[str]
     limits: SoakLimits
+    # When the load moves to a fresh AIPerf process (orchestrator/soak/handover.py); 0: never by that cue.
+    handover_mib: float = 0.0
+    handover_every_s: float = 0.0
 
 
 def resolve_settings(cfg: Config, opts: SoakOptions) -> SoakSettings:
@@ -70,4 +73,5 @@ def resolve_settings(cfg: Config, opts: SoakOptions) -> SoakSettings:
         rate, conc = w.request_rate, w.concurrency
     return SoakSettings(duration_s=duration, window_s=window, checkpoint_every_s=s.checkpoint_every_s,
                      request_rate=rate, concurrency=None if rate is not None else conc,
-                     warmup_requests=w.warmup_requests, arms=list(w.arms), limits=SoakLimits.from_config(s))
+                     warmup_requests=w.warmup_requests, arms=list(w.arms), limits=SoakLimits.from_config(s),
+                        handover_mib=s.aiperf_handover_mib, handover_every_s=s.aiperf_handover_every_s)
