@@ -34,6 +34,7 @@ from orchestrator.events.judging import (
     ModelResult,
     NoninferiorityJudged,
     ProcessSampled,
+    SoakHandover,
     SoakVerdict,
     SoakWindowClosed,
     SoakWindowOpened,
@@ -168,7 +169,7 @@ __all__ = [
     "ServerRestarting", "OrphanKilled", "ResourceSampled", "ServerLoadSampled", "GpuSampled", "LogLine", "ServerState", "AiperfStarted",
     "AiperfExited", "ClientRecord", "ServerRecord", "RequestsInFlight", "RequestCorrelated", "RequestUnmatched",
     "AccountingChecked", "Phase", "CauseCode", "CapabilityProbed", "VerdictReached", "GateEvaluated", "ModelResult",
-    "SoakWindowClosed", "SoakVerdict", "AnswerIncomplete", "SoakWindowOpened", "ProcessSampled",
+    "SoakWindowClosed", "SoakVerdict", "AnswerIncomplete", "SoakWindowOpened", "SoakHandover", "ProcessSampled",
     "NoninferiorityJudged", "HostSampled",
     # sweep
     "SloCheck", "SloPower", "PointStats", "SweepPointJudged", "SweepConcluded", "SweepPhase",

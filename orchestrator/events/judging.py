@@ -15,7 +15,7 @@ from orchestrator.events.payloads import (
 from orchestrator.events.values import WindowStats
 from orchestrator.events.verdicts import VerdictDetail
 
-__all__ = ["CapabilityProbed", "VerdictReached", "GateEvaluated", "ModelResult", "SoakWindowClosed", "SoakVerdict", "AnswerIncomplete", "SoakWindowOpened", "ProcessSampled", "NoninferiorityJudged"]
+__all__ = ["CapabilityProbed", "VerdictReached", "GateEvaluated", "ModelResult", "SoakWindowClosed", "SoakVerdict", "AnswerIncomplete", "SoakWindowOpened", "SoakHandover", "ProcessSampled", "NoninferiorityJudged"]
 
 
 # ----------------------------------------------------------------------------------- judging
@@ -131,6 +131,28 @@ class SoakWindowOpened(Event, frozen=True, kw_only=True):
     index: int
     start_unix_ns: int
     segment: int = 0
+
+
+class SoakHandover(Event, frozen=True, kw_only=True):
+    """The soak's load moved from one AIPerf process to a fresh one without a gap (docs/soak.md, "AIPerf
+    hands over"): the successor, gated once ready, was let go as the predecessor was halted. Times are
+    wall clock (unix ns); `gap_s` is the successor's first request start after the predecessor's last one
+    (window_gap judges it); `sent` is what the predecessor issued in its profiling phase (None: unknown)."""
+
+    predecessor: str
+    successor: str
+    segment: int = 0
+    reason: str = ""
+    ready_unix_ns: int = 0
+    halt_unix_ns: int | None = None
+    go_unix_ns: int = 0
+    last_request_unix_ns: int | None = None
+    first_request_unix_ns: int | None = None
+    gap_s: float | None = None
+    sent: int | None = None
+    # Concurrency mode: the most requests of both processes open at once over the target, as the limit
+    # was set (0: never over; None: rate mode).
+    over_target: int | None = None
 
 
 class ProcessSampled(Event, frozen=True, kw_only=True):
