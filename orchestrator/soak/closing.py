@@ -11,6 +11,7 @@ last window of an AIPerf run closes once that run has ended (its own count of wh
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 
 import anyio
 
@@ -23,18 +24,21 @@ __all__ = ["CLOSE_WAIT_S", "wait_closable"]
 CLOSE_WAIT_S = 0.5
 
 
-async def wait_closable(tracker: SoakTracker, aiperf_window: str, end_ns: int, *, done: anyio.Event,
-                        wait_s: float = CLOSE_WAIT_S) -> bool:
-    """Wait until the window of AIPerf run `aiperf_window` that ends at `end_ns` (wall clock) may close:
-    every request started before `end_ns` seen (True), or `wait_s` past `end_ns`, or the run ended
-    (False: a request may still be open, and will be carried)."""
+async def wait_closable(tracker: SoakTracker, aiperf_windows: str | Sequence[str], end_ns: int, *,
+                        done: anyio.Event, wait_s: float = CLOSE_WAIT_S) -> bool:
+    """Wait until the window that ends at `end_ns` (wall clock) may close: every request of the AIPerf runs
+    `aiperf_windows` (two during a handover; a halted one covers every boundary once all it sent is seen)
+    started before `end_ns` seen (True), or `wait_s` past `end_ns`, or the runs ended (False: a request may
+    still be open, and will be carried)."""
+    names = [aiperf_windows] if isinstance(aiperf_windows, str) else list(aiperf_windows)
     covered = False
     with anyio.move_on_after(max(0.0, (end_ns - time.time_ns()) / 1e9 + wait_s)):
         async with anyio.create_task_group() as tg:
 
             async def seen_all() -> None:
                 nonlocal covered
-                await tracker.wait_covered(aiperf_window, end_ns)
+                for name in names:
+                    await tracker.wait_covered(name, end_ns)
                 covered = True
                 tg.cancel_scope.cancel()
 

@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 import anyio
+from anyio.abc import TaskGroup
 
 from orchestrator.config import Config, ModelConfig
 from orchestrator.correlate import Correlator
@@ -59,15 +60,17 @@ from orchestrator.events import (
 from orchestrator.judge.outcome import INCONCLUSIVE
 from orchestrator.live.start import start_live_page
 from orchestrator.logs import get_logger
-from orchestrator.ports import AiperfFacts, AiperfInvocation, AiperfResult, Toolkit
+from orchestrator.ports import AiperfFacts, AiperfInvocation, AiperfResult, HandoverControl, Toolkit
 from orchestrator.run import Interrupt, RunScope, new_run_id, open_run
 from orchestrator.server_spec import ServerSpec
 from orchestrator.soak.checkpoint import CheckpointReportFailed, write_checkpoint_report
 from orchestrator.soak.closing import CLOSE_WAIT_S, wait_closable
+from orchestrator.soak.handing import run_handovers
 from orchestrator.soak.heap import keep_large_blocks_off_heap, trim_heap
 from orchestrator.soak.leftovers import check_processes
 from orchestrator.soak.observer import ObserverSampler
 from orchestrator.soak.plan import plan_trends
+from orchestrator.soak.segment import Cut, Exit, SegmentRuns, aiperf_run_name
 from orchestrator.soak.settings import SoakOptions, SoakSettings, resolve_settings, select_model
 from orchestrator.soak.summary import exit_code, print_summary, write_all_reports
 from orchestrator.soak.tracker import SoakTracker
@@ -77,7 +80,7 @@ from orchestrator.soak.verdicts import (
     ProcessCheck,
     judge_soak,
 )
-from orchestrator.soak.window import WindowStats, window_name
+from orchestrator.soak.window import WindowStats
 from orchestrator.supervisor import ServerHandle, supervise
 from orchestrator.view.soak import SoakView
 
@@ -180,7 +183,10 @@ class _Soak:
         self.runs: list[AiperfRunFact] = []  # the AIPerf runs that have ended, for the accounting verdict
         self.done = 0
         self.index = 0  # windows opened so far
-        self.segment = 0  # AIPerf runs started so far
+        self.segment = 0  # window schedules (segments) started so far: a new one only after a failure
+        self._live: SegmentRuns | None = None  # the current segment's runs
+        self.launched = 0  # AIPerf runs started so far (several per segment with handovers)
+        self.handovers: list[tuple[str, float | None]] = []  # each handover's name and gap (s), for window_gap
         self._aiperf_name = ""  # the running AIPerf run's name ("" between runs)
         self._sent = 0  # requests of the closed windows: where the next AIPerf run's input starts
         self._next_checkpoint = 0.0
@@ -282,72 +288,57 @@ class _Soak:
                             f"{self.run_scope.run_dir / 'aiperf'})"))
                 break
 
-    async def _segment(self, length_s: float, handle: ServerHandle, correlator: Correlator, install: AiperfFacts, tokenizer: Path,
-                       rows: list[ArmRequest]) -> tuple[float, bool]:
-        """One AIPerf process for `length_s` of profiling load, cut into windows by time (see the module
-        docstring). Returns (seconds under load, whether it sent a profiling request)."""
-        aiperf = self.toolkit.aiperf
-
+    async def _segment(self, length_s: float, handle: ServerHandle, correlator: Correlator, install: AiperfFacts,
+                       tokenizer: Path, rows: list[ArmRequest]) -> tuple[float, bool]:
+        """`length_s` of profiling load, cut into windows by time (see the module docstring), sent by one
+        AIPerf process or, with handovers, by several one after another. Returns (seconds under load,
+        whether it sent a profiling request)."""
         s, w, seg = self.settings, self.cfg.workload, self.segment
-        name = aiperf_run_name(seg)
-        folder = self.run_scope.run_dir / "aiperf" / f"a{seg:02d}"
-        # AIPerf replays its input from the first row: a later run starts where the last one stopped.
-        shift = self._sent % len(rows) if rows else 0
-        input_file = await anyio.to_thread.run_sync(write_aiperf_input, rows[shift:] + rows[:shift],
-                                                    folder / "inputs.jsonl")
-        cmd = aiperf.build_command(w, base_url=handle.base_url, model=self.model.name, input_file=input_file,
-                                   artifact_dir=folder / "artifacts", tokenizer=tokenizer,
-                                   executable=install.executable, requests=_WINDOW_REQUEST_CAP,
-                                   warmup=s.warmup_requests if seg == 1 else 0, concurrency=s.concurrency,
-                                   request_rate=s.request_rate, tap_dir=folder / "tap", tmp_dir=self.tmp_dir,
-                                   worker_gc=True, timing_wait=True)
-        grace = w.request_timeout_s
-        extra = ["--benchmark-duration", f"{length_s:g}", "--benchmark-grace-period", f"{grace:g}"]
-        cmd = cmd.extended(extra)
-        await anyio.to_thread.run_sync(cmd.save, folder)
+        launch = _Launch(install, tokenizer, rows, handle, self._sent)
+        name, folder = self._next_run()
+        control = await anyio.to_thread.run_sync(
+            lambda: self.toolkit.aiperf.handover_control(folder / "handover", gated=False))
+        cmd = await self._command(launch, folder, length_s, warmup=s.warmup_requests if seg == 1 else 0,
+                                  control=control, shift=self._sent)
         await handle.wait_ready(self.cfg.server.startup_timeout_s)
         launch_ns = time.time_ns()
-        cuts: list[_Cut] = []
+        cuts: list[Cut] = []
         await self._open_window(launch_ns, seg, cuts)
         count = max(1, math.ceil(length_s / s.window_s - 1e-9))
-        exited, done = _Exit(), anyio.Event()
-        outcome: list[AiperfResult] = []
-        self._aiperf_name = name
+        sg = self._live = SegmentRuns()
         async with anyio.create_task_group() as tg:
-
-            async def runner() -> None:
-                try:
-                    outcome.append(await self._run_window(cmd, name, install=install, exited=exited,
-                                                          deadline_s=length_s + grace + w.deadline_s))
-                finally:
-                    exited.set()
-                    done.set()
-
-            tg.start_soon(runner)
-            first = await self._first_profiling(name, done)
-            announcer = anyio.CancelScope()
+            self._start_run(tg, sg, seg, name, cmd, control, install,
+                            deadline_s=length_s + w.request_timeout_s + w.deadline_s)
+            sg.send(name)
+            self._aiperf_name = name
+            first = await self._first_profiling(name, sg.done)
+            announcer, handing = anyio.CancelScope(), anyio.CancelScope()
             if first is not None:
                 cuts[0].end_ns = first + int(s.window_s * 1e9) if count > 1 else first + int(length_s * 1e9)
+                sg.end_ns = first + int(length_s * 1e9)
                 tg.start_soon(self._announce, announcer, cuts, first, count, length_s, seg)
+                if s.handover_mib > 0 or s.handover_every_s > 0:
+                    tg.start_soon(run_handovers, self, handing, tg, sg, seg, first, launch)
             closed = 0
-            while not done.is_set():
-                # The next window closes on time (orchestrator/soak/closing.py), the run's last one once
-                # the run has ended; until the announcer has opened it (or while the run's first request is
-                # awaited), look again in 1 s.
+            while not sg.done.is_set():
+                # The next window closes on time (orchestrator/soak/closing.py), the segment's last one
+                # once its runs have ended; until the announcer has opened it (or while the first request
+                # is awaited), look again in 1 s.
                 end_ns = cuts[closed].end_ns if closed < len(cuts) and closed < count - 1 else None
                 if end_ns is None:
                     with anyio.move_on_after(1.0):
-                        await done.wait()
+                        await sg.done.wait()
                     continue
-                await wait_closable(self.tracker, name, end_ns, done=done)
-                if not done.is_set():
-                    await self._finalise(cuts[closed], correlator, name, launch_ns=launch_ns, exit_ns=None,
+                await wait_closable(self.tracker, sg.names, end_ns, done=sg.done)
+                if not sg.done.is_set():
+                    await self._finalise(cuts[closed], correlator, sg.sending, launch_ns=launch_ns, exit_ns=None,
                                          carry_by_ns=end_ns + int(CLOSE_WAIT_S * 1e9))
                     closed += 1
             announcer.cancel()
-        result = outcome[0] if outcome else None
-        self._end_run(seg, name, result)
-        exit_ns = exited.unix_ns or time.time_ns()
+            handing.cancel()
+        name = sg.sending
+        result = sg.outcome.get(name)
+        exit_ns = sg.exits[name].unix_ns or time.time_ns()
         # Everything AIPerf wrote is on the bus: close what it reached, forget the cuts it never reached.
         rest = cuts[closed:]
         reached = [c for c in rest if (acc := self.tracker.window(c.name)) and (acc.issued or acc.warmup_issued)]
@@ -358,18 +349,68 @@ class _Soak:
                 continue
             await self._finalise(cut, correlator, name, launch_ns=launch_ns, exit_ns=exit_ns,
                                  last=k >= last_reached, outcome=result)
-        if result is not None and result.classification == "failed":
-            await self.bus.publish(Warned(source="soak", code="soak_aiperf_failed",
-                                          message=f"AIPerf run {name} failed: {result.reason}",
-                                          detail=NoticeContext(model=self.model.name)))
         if first is None:
             return 0.0, False
         complete = result is not None and result.classification == "complete"
         return (length_s if complete else max(0.0, (exit_ns - first) / 1e9)), True
 
+    def _next_run(self) -> tuple[str, Path]:
+        """The next AIPerf run's name and folder (runs/<id>/aiperf/a01, a02, ...)."""
+        self.launched += 1
+        return aiperf_run_name(self.launched), self.run_scope.run_dir / "aiperf" / f"a{self.launched:02d}"
+
+    async def _command(self, launch: _Launch, folder: Path, length_s: float, *, warmup: int,
+                       control: HandoverControl, shift: int) -> AiperfInvocation:
+        """One AIPerf run's command for `length_s` of profiling load; its input starts `shift` rows in (AIPerf
+        replays its input from the first row: a later run goes on where the load stands)."""
+        s, w, rows = self.settings, self.cfg.workload, launch.rows
+        shift = shift % len(rows) if rows else 0
+        input_file = await anyio.to_thread.run_sync(write_aiperf_input, rows[shift:] + rows[:shift],
+                                                    folder / "inputs.jsonl")
+        cmd = self.toolkit.aiperf.build_command(
+            w, base_url=launch.handle.base_url, model=self.model.name, input_file=input_file,
+            artifact_dir=folder / "artifacts", tokenizer=launch.tokenizer, executable=launch.install.executable,
+            requests=_WINDOW_REQUEST_CAP, warmup=warmup, concurrency=s.concurrency, request_rate=s.request_rate,
+            tap_dir=folder / "tap", tmp_dir=self.tmp_dir, worker_gc=True, timing_wait=True, control=control)
+        cmd = cmd.extended(["--benchmark-duration", f"{length_s:g}",
+                            "--benchmark-grace-period", f"{w.request_timeout_s:g}"])
+        await anyio.to_thread.run_sync(cmd.save, folder)
+        return cmd
+
+    def _start_run(self, tg: TaskGroup, sg: SegmentRuns, seg: int, name: str, cmd: AiperfInvocation,
+                   control: HandoverControl, install: AiperfFacts, *, deadline_s: float) -> None:
+        """Start AIPerf run `name` in `tg`; once it ends it is accounted (unless abandoned) and, when it
+        was the segment's last live run, the segment is done."""
+        sg.controls[name] = control
+        exited = sg.exits[name] = Exit()
+        finished = sg.finished[name] = anyio.Event()
+        stop = sg.stops[name] = anyio.Event()
+        sg.live.add(name)
+
+        async def runner() -> None:
+            try:
+                sg.outcome[name] = await self._run_window(cmd, name, install=install, exited=exited,
+                                                          deadline_s=deadline_s, stop=stop)
+            finally:
+                exited.set()
+                sg.live.discard(name)
+                if name not in sg.abandoned:
+                    self._end_run(seg, name, sg.outcome.get(name))
+                finished.set()
+                if not sg.live:
+                    sg.done.set()
+            result = sg.outcome[name]
+            if result.classification == "failed" and name not in sg.abandoned:
+                await self.bus.publish(Warned(source="soak", code="soak_aiperf_failed",
+                                              message=f"AIPerf run {name} failed: {result.reason}",
+                                              detail=NoticeContext(model=self.model.name)))
+
+        tg.start_soon(runner)
+
     def _end_run(self, segment: int, name: str, result: AiperfResult | None) -> None:
         """Record AIPerf run `name` as ended, with what it says it issued (the accounting verdict's)."""
-        self._aiperf_name = ""
+        if self._aiperf_name == name:
+            self._aiperf_name = ""
         self.runs.append(AiperfRunFact(segment=segment, name=name, issued=dict(result.issued) if result else {},
                                        issued_from=dict(result.issued_from) if result else {}))
 
@@ -389,13 +430,13 @@ class _Soak:
             tg.start_soon(ended)
         return self.tracker.first_profiling_ns.get(name)
 
-    async def _open_window(self, start_ns: int, segment: int, cuts: list[_Cut], end_ns: int | None = None) -> _Cut:
+    async def _open_window(self, start_ns: int, segment: int, cuts: list[Cut], end_ns: int | None = None) -> Cut:
         """Open the next window from `start_ns` and append it to `cuts`: the tracker first, then the
         journal (so the join's cut is never ahead of the tracker's window). Shielded: a cancelled
         announcer leaves no window half opened."""
         with anyio.CancelScope(shield=True):
             self.index += 1
-            cut = _Cut(self.index, start_ns)
+            cut = Cut(self.index, start_ns)
             cut.end_ns = end_ns
             cuts.append(cut)
             self.tracker.open_window(cut.index, start_ns, segment)
@@ -403,7 +444,7 @@ class _Soak:
                                                     start_unix_ns=start_ns, segment=segment))
         return cut
 
-    async def _announce(self, scope: anyio.CancelScope, cuts: list[_Cut], first_ns: int, count: int,
+    async def _announce(self, scope: anyio.CancelScope, cuts: list[Cut], first_ns: int, count: int,
                         length_s: float, segment: int) -> None:
         """Open window k+1 when window k starts: a cut is on the bus a whole window before any request
         it takes, so no request is counted by the join before its window exists."""
@@ -416,7 +457,7 @@ class _Soak:
                 end = first_ns + (k + 1) * window_ns if k + 1 < count else first_ns + int(length_s * 1e9)
                 await self._open_window(start, segment, cuts, end)
 
-    async def _finalise(self, cut: _Cut, correlator: Correlator, aiperf: str, *, launch_ns: int, exit_ns: int | None,
+    async def _finalise(self, cut: Cut, correlator: Correlator, aiperf: str, *, launch_ns: int, exit_ns: int | None,
                         last: bool = False, outcome: AiperfResult | None = None,
                         carry_by_ns: int | None = None) -> None:
         """Close one window's accounting and aggregates, journal them, and checkpoint when due.
@@ -450,7 +491,7 @@ class _Soak:
             await self._checkpoint()
 
     async def _run_window(self, cmd: AiperfInvocation, name: str, *, deadline_s: float, install: AiperfFacts,
-                          exited: _Exit) -> AiperfResult:
+                          exited: Exit, stop: anyio.Event) -> AiperfResult:
         """Run one AIPerf process; returns once its files are judged, having set `exited` as soon as its
         process ended. A stop request reaches AIPerf through its runner (the one owner of its process),
         which ends it gracefully so that what it has is judged."""
@@ -459,6 +500,7 @@ class _Soak:
 
             async def mark_cut_short() -> None:
                 await self.stop.wait()
+                stop.set()  # the soak's stop ends every live run; `stop` alone ends an abandoned successor
                 if not exited.is_set():
                     log.info("soak_window_stopping", window=name)
                     self.stopped_at[name] = time.time_ns()
@@ -467,7 +509,7 @@ class _Soak:
             with anyio.move_on_after(deadline_s + _STOP_BUDGET_S):
                 result.append(await self.toolkit.aiperf.run_aiperf(cmd, self.bus, window=name, deadline_s=deadline_s,
                                                stop_grace_s=self.cfg.workload.stop_grace_s, install=install,
-                                               on_exit=exited.set, stop=self.stop))
+                                               on_exit=exited.set, stop=stop))
             tg.cancel_scope.cancel()
         if not result:
             raise AqbenchError(f"AIPerf window {name} did not end within {deadline_s + _STOP_BUDGET_S:g} s")
@@ -487,8 +529,13 @@ class _Soak:
                                           message=f"checkpoint report after window {self.done} failed: {exc}"))
 
     async def _verdicts(self, *, final: bool, processes: ProcessCheck | None = None) -> list[MetricVerdict]:
+        # A segment with a run still live (a handover's predecessor ended, its successor sends) is checked
+        # once all its runs have ended: its windows hold both runs' requests.
+        live = self._live.live if self._live is not None else set()
+        runs = [r for r in self.runs if not (live and r.segment == self.segment)]
         verdicts = judge_soak(self.windows, self.settings.limits, exits=self.tracker.exits, processes=processes,
-                              cut_short=self.cut_short, runs=self.runs, running=self._aiperf_name,
+                              cut_short=self.cut_short, runs=runs, running=", ".join(sorted(live)),
+                              handovers=self.handovers,
                               stopped=set(self.stopped_at), samples=self.tracker.samples, load_span_ns=self._load_span(),
                               ratios=self.tracker.ratios if self.settings.limits.latency_drift_rule == "sampled" else None,
                               first_pass=self.tracker.first_pass())
@@ -509,35 +556,10 @@ class _Soak:
         return first, max(w.end_unix_ns for w in self.windows)
 
 
-def aiperf_run_name(segment: int) -> str:
-    """`soak/aiperf01`: the name AIPerf run `segment` journals its records under (windows cut them)."""
-    return f"soak/aiperf{segment:02d}"
+class _Launch:
+    """What every AIPerf run of a segment is launched with."""
 
-
-class _Cut:
-    """One window's time cut: its start and its planned end (None until the first request fixes it)."""
-
-    __slots__ = ("end_ns", "index", "name", "start_ns")
-
-    def __init__(self, index: int, start_ns: int) -> None:
-        self.index, self.name, self.start_ns = index, window_name(index), start_ns
-        self.end_ns: int | None = None
-
-
-class _Exit:
-    """When one window's AIPerf process ended (wall clock): the cue to launch the next window."""
-
-    def __init__(self) -> None:
-        self._event = anyio.Event()
-        self.unix_ns: int | None = None
-
-    def set(self) -> None:
-        if not self._event.is_set():
-            self.unix_ns = time.time_ns()
-            self._event.set()
-
-    def is_set(self) -> bool:
-        return self._event.is_set()
-
-    async def wait(self) -> None:
-        await self._event.wait()
+    def __init__(self, install: AiperfFacts, tokenizer: Path, rows: list[ArmRequest], handle: ServerHandle,
+                 sent_before: int) -> None:
+        self.install, self.tokenizer, self.rows, self.handle = install, tokenizer, rows, handle
+        self.sent_before = sent_before  # requests of the windows closed before the segment began

@@ -21,6 +21,9 @@ class SessionLedger:
         self.next = 0  # the lowest session number not seen yet
         self.prefix_issued_ns: int | None = None  # the latest credit issue within the prefix
         self._above: dict[int, int | None] = {}  # seen session numbers above the prefix -> their issue (ns)
+        # Set once the run was halted (a handover): the session numbers it issued in all; then every
+        # boundary is covered once they are all seen (it issues nothing more).
+        self.final: int | None = None
 
     def add(self, session_num: int | None, issued_ns: int | None) -> None:
         """One profiling request seen (its client record); a session seen twice (tap and export) counts once."""
@@ -36,7 +39,14 @@ class SessionLedger:
     def covers(self, boundary_ns: int) -> bool:
         """Whether every request that started before `boundary_ns` has been seen: the gap-free prefix
         holds a credit issued at or after it."""
+        if self.final is not None and self.next >= self.final:
+            return True
         return self.prefix_issued_ns is not None and self.prefix_issued_ns >= boundary_ns
+
+    @property
+    def seen(self) -> int:
+        """Distinct profiling session numbers seen so far."""
+        return self.next + len(self._above)
 
     @property
     def missing(self) -> int:

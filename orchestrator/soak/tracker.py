@@ -70,6 +70,10 @@ class SoakTracker:
         # Per AIPerf run (its window name): the start of its first profiling request, once a record shows it.
         self.first_profiling_ns: dict[str, int] = {}
         self._first_seen = anyio.Event()
+        # Per AIPerf run: the latest start of its profiling requests seen (a handover's gap starts there).
+        self.last_profiling_ns: dict[str, int] = {}
+        # The latest sample of the sending AIPerf process tree: (pid, unix ns, bytes); the handover's cue.
+        self.aiperf_sample: tuple[int, int, int] | None = None
         # Per AIPerf run: the profiling session numbers seen (when a window holds all its requests).
         self.sessions: dict[str, SessionLedger] = {}
         # The rows of AIPerf's input (set by the loop; 0: unknown): the first pass over them is over once
@@ -138,6 +142,18 @@ class SoakTracker:
         while not ((ledger := self.sessions.get(aiperf_window)) is not None and ledger.covers(boundary_ns)):
             await self._seen.wait()
 
+    def ledger(self, aiperf_window: str) -> SessionLedger:
+        """AIPerf run `aiperf_window`'s session ledger (made empty when none of its records was seen)."""
+        ledger = self.sessions.get(aiperf_window)
+        if ledger is None:
+            ledger = self.sessions[aiperf_window] = SessionLedger()
+        return ledger
+
+    async def wait_all_seen(self, aiperf_window: str, sent: int) -> None:
+        """Block until `sent` distinct profiling requests of run `aiperf_window` have been seen."""
+        while self.ledger(aiperf_window).seen < sent:
+            await self._seen.wait()
+
     def window(self, window: str) -> WindowAccumulator | None:
         """An open window's accumulator by name."""
         return self._open.get(window)
@@ -186,10 +202,10 @@ class SoakTracker:
         """A profiling record's session number is seen; the first profiling record of an AIPerf run fixes
         its start (and the latency ratios' origin)."""
         if ev.phase == "profiling":
-            ledger = self.sessions.get(ev.window)
-            if ledger is None:
-                ledger = self.sessions[ev.window] = SessionLedger()
+            ledger = self.ledger(ev.window)
             ledger.add(ev.session_num, ev.credit_issued_ns)
+            if ev.request_start_ns and ev.request_start_ns > self.last_profiling_ns.get(ev.window, 0):
+                self.last_profiling_ns[ev.window] = ev.request_start_ns
         if ev.phase == "profiling" and ev.request_start_ns and ev.window not in self.first_profiling_ns:
             self.first_profiling_ns[ev.window] = ev.request_start_ns
             for series in self.ratios.values():
@@ -240,6 +256,8 @@ class SoakTracker:
                 acc.add_resource(ev.rss_bytes, ev.gpu_memory_bytes)
         elif isinstance(ev, ProcessSampled):
             self._sample("orchestrator_rss" if ev.role == "orchestrator" else "aiperf_rss", ev.ts_ns, ev.rss_bytes)
+            if ev.role == "aiperf":
+                self.aiperf_sample = (ev.pid, ev.ts_ns, ev.rss_bytes)
             if acc is not None:
                 acc.add_process(ev.role, ev.rss_bytes)
         elif isinstance(ev, ServerExited):

@@ -17,26 +17,21 @@ from typing import TypeVar
 import msgspec
 
 from orchestrator.events import (
-    AccountingDetail,
     AiperfRunFact,
     CorrectnessDetail,
     DriftDetail,
     ErrorRateDetail,
-    GapDetail,
     MemoryDetail,
     MemorySummary,
     PooledGate,
     ProcessCheck,
     RestartDetail,
-    RunAccount,
     SampledDriftDetail,
     SampledMemoryDetail,
     ServerExitFact,
     SoakLimits,
     TailDetail,
-    VerdictDetail,
     WindowCorrectness,
-    WindowGap,
     WindowStats,
 )
 from orchestrator.judge.intervals import wilson_interval
@@ -48,6 +43,7 @@ from orchestrator.judge.trend import TrendRule, TrendVerdict, judge_relative_tre
 from orchestrator.reports.text import gate_pct
 from orchestrator.soak.ratios import ItemRatioSeries
 from orchestrator.soak.samples import SampleSeries
+from orchestrator.soak.verdicts_load import MetricVerdict, accounting, window_gaps
 
 __all__ = ["SoakLimits", "Trend", "MetricVerdict", "ServerExitFact", "ProcessCheck", "AiperfRunFact", "FirstPass",
            "trend_rule", "memory_rule", "sampled_rule", "drift_rule", "fit_trend", "judge_soak"]
@@ -100,23 +96,6 @@ class Trend(msgspec.Struct, frozen=True, kw_only=True):
     first_median: float
     last_median: float
     span_h: float
-
-
-class MetricVerdict(msgspec.Struct, frozen=True, kw_only=True):
-    """One verdict: pass, fail, or inconclusive (the evidence cannot decide; `reason` names what is missing)."""
-
-    metric: str
-    outcome: Outcome
-    reason: str
-    detail: VerdictDetail | None = None
-
-    @property
-    def passed(self) -> bool:
-        return self.outcome == PASS
-
-    @property
-    def failed(self) -> bool:
-        return self.outcome == FAIL
 
 
 def fit_trend(times_h: Sequence[float], values: Sequence[float]) -> Trend:
@@ -458,88 +437,6 @@ def _processes(check: ProcessCheck) -> MetricVerdict:
                          reason="no orphaned, leftover or zombie process")
 
 
-def _window_gaps(windows: Sequence[WindowStats], limits: SoakLimits) -> MetricVerdict:
-    """Time without load across each cut (gap_before_s): each at most `max_window_gap_s`, their sum at most
-    `max_gap_fraction` of the soak (first window's start to last window's end)."""
-    rows = [WindowGap(window=w.window, gap_s=round(w.gap_before_s, 3), segment=w.segment)
-            for w in windows[1:] if w.gap_before_s is not None]
-    span_s = (windows[-1].end_unix_ns - windows[0].start_unix_ns) / 1e9 if windows else 0.0
-    total = sum(r.gap_s for r in rows)
-    detail = GapDetail(limit=limits.max_window_gap_s, unit="s", max_fraction=limits.max_gap_fraction,
-                       windows=rows, total_s=round(total, 3), span_s=round(span_s, 3))
-    if len(windows) < 2:
-        return MetricVerdict(metric="window_gap", outcome=INCONCLUSIVE, detail=detail,
-                             reason=f"{len(windows)} window(s): no cut between windows to judge")
-    if not rows:
-        return MetricVerdict(metric="window_gap", outcome=INCONCLUSIVE, detail=detail,
-                             reason="no window after the first has a measured first request")
-    worst = max(rows, key=lambda r: r.gap_s)
-    fraction = total / span_s if span_s > 0 else 0.0
-    detail = msgspec.structs.replace(detail, fraction=fraction)
-    over = [f"{r.window} {r.gap_s:.3g} s" for r in rows if r.gap_s > limits.max_window_gap_s]
-    how = (f"largest gap {worst.gap_s:.3g} s before {worst.window}, {total:.3g} s in all = {fraction:.3%} of "
-           f"{span_s:.0f} s over {len(rows)} cut(s); limits {limits.max_window_gap_s:g} s per gap and "
-           f"{limits.max_gap_fraction:.2%} of the soak")
-    if over or fraction > limits.max_gap_fraction:
-        what = f"gaps over the limit ({'; '.join(over)})" if over else "too much time without load"
-        return MetricVerdict(metric="window_gap", outcome=FAIL, detail=detail, reason=f"{what}: {how}")
-    return MetricVerdict(metric="window_gap", outcome=PASS, detail=detail, reason=how)
-
-
-def _accounting(windows: Sequence[WindowStats], runs: Sequence[AiperfRunFact], running: str,
-                stopped: Collection[str], cut_short: Collection[str]) -> MetricVerdict:
-    """Every request accounted: each closed window's invariant held (AccountingChecked), and each ended AIPerf
-    run issued, phase by phase, exactly the requests its windows saw. A run still going (`running`, at a
-    checkpoint) is checked once it ends; an ended run that said nothing of what it issued cannot be checked.
-    Nor can what the stop signal left unsettled: a shortfall of a run it ended (`stopped`), or a breach in a
-    window it cut short (`cut_short`): AIPerf cancels its open requests at SIGINT without a record."""
-    breached = [w.window for w in windows if w.accounting_balanced is False and w.window not in cut_short]
-    unsettled = [w.window for w in windows if w.accounting_balanced is False and w.window in cut_short]
-    seen: dict[int, dict[str, int]] = {}
-    for w in windows:
-        counts = seen.setdefault(w.segment, {})
-        counts["profiling"] = counts.get("profiling", 0) + w.issued
-        counts["warmup"] = counts.get("warmup", 0) + w.warmup_issued
-    rows: list[RunAccount] = []
-    lost: list[str] = []
-    cut: list[str] = []
-    unknown: list[str] = []
-    for run in runs:
-        got = seen.get(run.segment, {})
-        rows.append(RunAccount(run=run.name, segment=run.segment, issued=dict(run.issued),
-                               issued_from=dict(run.issued_from), seen=dict(got)))
-        if not run.issued:
-            unknown.append(run.name)
-        for phase, want in sorted(run.issued.items()):
-            if got.get(phase, 0) != want:
-                text = f"{run.name} {phase}: AIPerf issued {want} ({run.issued_from.get(phase, '?')}), " \
-                       f"{got.get(phase, 0)} were seen"
-                (cut if run.name in stopped and got.get(phase, 0) < want else lost).append(text)
-    detail = AccountingDetail(windows=len(windows), breached_windows=breached, runs=rows, unknown=unknown,
-                              running=running, stopped_short=cut, cut_short_breached=unsettled)
-    total = sum(w.issued + w.warmup_issued for w in windows)
-    still = f"; {running} still running: its count is checked when it ends" if running else ""
-    if breached or lost:
-        parts = ([f"the window invariant failed in {', '.join(breached)}"] if breached else []) + lost
-        return MetricVerdict(metric="accounting", outcome=FAIL, detail=detail, reason="; ".join(parts) + still)
-    if not windows:
-        return MetricVerdict(metric="accounting", outcome=INCONCLUSIVE, detail=detail, reason="no window closed")
-    if cut or unsettled:
-        parts = ([f"the invariant failed in {', '.join(unsettled)}, which it cut short"] if unsettled else []) + cut
-        return MetricVerdict(metric="accounting", outcome=INCONCLUSIVE, detail=detail,
-                             reason=f"{len(windows) - len(unsettled)} window(s) balanced, but the stop signal ended "
-                                    f"the load before every request AIPerf sent was recorded: {'; '.join(parts)}"
-                                    + still)
-    if unknown:
-        return MetricVerdict(metric="accounting", outcome=INCONCLUSIVE, detail=detail,
-                             reason=f"{len(windows)} window(s) balanced, but {', '.join(unknown)} said nothing of how "
-                                    "many requests it sent (no sending-complete line in its log, no phase manifest), "
-                                    "so a request it lost cannot be ruled out" + still)
-    return MetricVerdict(metric="accounting", outcome=PASS, detail=detail,
-                         reason=f"{total} request(s) in {len(windows)} window(s) balanced; {len(runs)} ended AIPerf "
-                                f"run(s) issued exactly what was seen" + still)
-
-
 _SAMPLED = (
     ("server_rss", "resident memory of the server's process tree, every sample (MiB)"),
     ("server_gpu_memory", "GPU memory of the server's processes, every sample (MiB)"),
@@ -554,7 +451,8 @@ def judge_soak(windows: Sequence[WindowStats], limits: SoakLimits, *, exits: Seq
                samples: Mapping[str, SampleSeries] | None = None,
                load_span_ns: tuple[int, int] | None = None,
                ratios: Mapping[str, ItemRatioSeries] | None = None,
-               first_pass: FirstPass | None = None) -> list[MetricVerdict]:
+               first_pass: FirstPass | None = None,
+               handovers: Sequence[tuple[str, float | None]] = ()) -> list[MetricVerdict]:
     """Every verdict over the closed windows so far (in index order). `processes` is given only at the
     end (the process check is a final verdict); checkpoints leave it None. `cut_short` names the windows
     a stop (SIGINT/SIGTERM) cut short: the error rate reports them and does not judge them. `runs` are the
@@ -563,7 +461,8 @@ def judge_soak(windows: Sequence[WindowStats], limits: SoakLimits, *, exits: Seq
     `load_span_ns`, memory is judged on the samples (judge.sampled_trend), aiperf_rss too; without them,
     on the windows' medians (judge.memory). With `ratios` (each request's ratio to its item's baseline, by
     timing source) and `load_span_ns`, latency drift is judged on them; without, on per-window medians.
-    `first_pass` (the load's first pass over its input) cuts the sampled memory span (see _sampled_memory)."""
+    `first_pass` (the load's first pass over its input) cuts the sampled memory span (see _sampled_memory).
+    `handovers`: each AIPerf handover's name and gap (window_gap judges them as it judges the cuts)."""
     ordered = sorted(windows, key=lambda w: w.index)
     skipped = min(limits.warmup_windows, len(ordered))
     judged = ordered[skipped:]
@@ -587,8 +486,8 @@ def judge_soak(windows: Sequence[WindowStats], limits: SoakLimits, *, exits: Seq
         _error_rate(judged, limits.max_error_rate, skipped, cut_short),
         _correctness(ordered),
         _restarts(exits),
-        _window_gaps(ordered, limits),
-        _accounting(ordered, runs, running, stopped, cut_short),
+        window_gaps(ordered, limits, handovers),
+        accounting(ordered, runs, running, stopped, cut_short),
     ]
     if processes is not None:
         verdicts.append(_processes(processes))

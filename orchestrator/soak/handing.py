@@ -1,0 +1,122 @@
+"""The soak loop's side of a handover (orchestrator/soak/handover.py has the rule): when the cue says so,
+launch a gated successor for the rest of the segment, wait until it is ready, swap, journal `SoakHandover`.
+A successor that does not become ready in time is stopped and the predecessor keeps sending (warned; the
+cue tries again later). At the segment's planned end a successor still sending is halted, so it ends as a
+complete run as the first run does by its --benchmark-duration."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+import anyio
+from anyio.abc import TaskGroup
+
+from orchestrator.events import NoticeContext, SoakHandover, Warned
+from orchestrator.logs import get_logger
+from orchestrator.ports import HandoverControl
+from orchestrator.soak.handover import HandoverCue, swap
+from orchestrator.soak.segment import Exit, SegmentRuns
+
+if TYPE_CHECKING:
+    from orchestrator.soak.loop import _Launch, _Soak
+
+__all__ = ["READY_TIMEOUT_S", "run_handovers"]
+
+log = get_logger("aqbench.soak")
+
+# The longest a successor may take from launch to ready (AIPerf's start-up: 5 s alone, 10 s and more on a
+# busy 2-core host); it also pads the successor's --benchmark-duration, whose clock runs while it is gated.
+READY_TIMEOUT_S = 60.0
+# No handover when less than this is left of the segment after the successor's start-up.
+_MIN_REST_S = 10.0
+# How long the predecessor may take to finish its open requests and be judged after its halt.
+_FINISH_S = 120.0
+
+
+async def run_handovers(soak: _Soak, scope: anyio.CancelScope, tg: TaskGroup, sg: SegmentRuns, seg: int,
+                        first_ns: int, launch: _Launch) -> None:
+    """Hand over whenever the cue says so while the segment goes on; halt a successor at the segment's end."""
+    s = soak.settings
+    cue = HandoverCue(mib=s.handover_mib, every_s=s.handover_every_s)
+    cue.follow(soak.tracker.aiperf_pids.get(sg.sending), first_ns)
+    assert sg.end_ns is not None
+    with scope:
+        while True:
+            await anyio.sleep(1.0)
+            if (sample := soak.tracker.aiperf_sample) is not None:
+                cue.observe(*sample)
+            now = time.time_ns()
+            if (sg.end_ns - now) / 1e9 < READY_TIMEOUT_S + _MIN_REST_S:
+                break
+            why = cue.due(now)
+            if not why or sg.sending not in sg.live:
+                continue
+            first = await _hand_over(soak, tg, sg, seg, why, launch)
+            cue.follow(soak.tracker.aiperf_pids.get(sg.sending), first or time.time_ns())
+        await anyio.sleep(max(0.0, (sg.end_ns - time.time_ns()) / 1e9))
+        if sg.sending != sg.names[0] and sg.sending in sg.live:
+            sg.controls[sg.sending].halt()  # a successor's duration is padded: the segment ends it on time
+
+
+async def _ready(control: HandoverControl, exited: Exit) -> int | None:
+    """When the gated successor is ready (unix ns), or None: it exited or took over READY_TIMEOUT_S."""
+    ready: list[int] = []
+    with anyio.move_on_after(READY_TIMEOUT_S):
+        async with anyio.create_task_group() as tg:
+
+            async def wait() -> None:
+                ready.append(await control.wait_ready())
+                tg.cancel_scope.cancel()
+
+            async def ended() -> None:
+                await exited.wait()
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(wait)
+            tg.start_soon(ended)
+    return ready[0] if ready and not exited.is_set() else None
+
+
+async def _hand_over(soak: _Soak, tg: TaskGroup, sg: SegmentRuns, seg: int, why: str, launch: _Launch) -> int | None:
+    """One handover; returns the successor's first request start (None: it did not take over)."""
+    assert sg.end_ns is not None
+    w, pred = soak.cfg.workload, sg.sending
+    name, folder = soak._next_run()
+    control = await anyio.to_thread.run_sync(
+        lambda: soak.toolkit.aiperf.handover_control(folder / "handover", gated=True))
+    rest_s = max(1.0, (sg.end_ns - time.time_ns()) / 1e9)
+    # Its input goes on about where the load stands (what the predecessor sent by now; the rows cycle).
+    shift = launch.sent_before + sum(soak.tracker.ledger(n).seen for n in sg.names)
+    cmd = await soak._command(launch, folder, rest_s + READY_TIMEOUT_S, warmup=0, control=control, shift=shift)
+    soak._start_run(tg, sg, seg, name, cmd, control, launch.install,
+                    deadline_s=rest_s + READY_TIMEOUT_S + w.request_timeout_s + w.deadline_s)
+    ready = await _ready(control, sg.exits[name])
+    if ready is None:
+        sg.abandoned.add(name)
+        sg.stops[name].set()
+        await soak.bus.publish(Warned(
+            source="soak", code="soak_handover_failed", detail=NoticeContext(model=soak.model.name),
+            message=f"AIPerf run {name} did not become ready within {READY_TIMEOUT_S:g} s ({why}): {pred} "
+                    "keeps sending; the handover is tried again later"))
+        return None
+    sg.send(name)  # before the swap: its requests count in the windows from the first
+    soak._aiperf_name = name  # aiperf_rss follows the sending process
+    done = await swap(sg.controls[pred], control, soak.tracker.ledger(pred), concurrency=soak.settings.concurrency)
+    with anyio.move_on_after(_FINISH_S):
+        await sg.finished[pred].wait()
+    if done.sent is not None:
+        with anyio.move_on_after(5.0):
+            await soak.tracker.wait_all_seen(pred, done.sent)
+    first: int | None = None
+    with anyio.move_on_after(10.0):
+        first = await soak.tracker.wait_first_profiling(name)
+    last = soak.tracker.last_profiling_ns.get(pred)
+    gap = max(0.0, (first - last) / 1e9) if first and last else None
+    soak.handovers.append((f"{pred} -> {name}", gap))
+    log.info("soak_handover", predecessor=pred, successor=name, gap_s=gap, reason=why)
+    await soak.bus.publish(SoakHandover(
+        source="soak", predecessor=pred, successor=name, segment=seg, reason=why, ready_unix_ns=ready,
+        halt_unix_ns=done.halt_ns, go_unix_ns=done.go_ns, last_request_unix_ns=last, first_request_unix_ns=first,
+        gap_s=None if gap is None else round(gap, 6), sent=done.sent, over_target=done.over_target))
+    return first

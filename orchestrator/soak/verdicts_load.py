@@ -1,0 +1,135 @@
+"""The load's verdicts: time without load (`window_gap`: window cuts and AIPerf handovers) and every request
+accounted (`accounting`: each window's invariant, and what the AIPerf runs of each segment issued)."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+
+import msgspec
+
+from orchestrator.events import (
+    AccountingDetail,
+    AiperfRunFact,
+    GapDetail,
+    RunAccount,
+    SoakLimits,
+    VerdictDetail,
+    WindowGap,
+    WindowStats,
+)
+from orchestrator.judge.outcome import FAIL, INCONCLUSIVE, PASS, Outcome
+
+__all__ = ["MetricVerdict", "accounting", "window_gaps"]
+
+
+class MetricVerdict(msgspec.Struct, frozen=True, kw_only=True):
+    """One verdict: pass, fail, or inconclusive (the evidence cannot decide; `reason` names what is missing)."""
+
+    metric: str
+    outcome: Outcome
+    reason: str
+    detail: VerdictDetail | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.outcome == PASS
+
+    @property
+    def failed(self) -> bool:
+        return self.outcome == FAIL
+
+
+def window_gaps(windows: Sequence[WindowStats], limits: SoakLimits,
+                handovers: Sequence[tuple[str, float | None]] = ()) -> MetricVerdict:
+    """Time without load across each cut (gap_before_s) and each AIPerf handover (`handovers`: its name and
+    gap): each at most `max_window_gap_s`, their sum at most `max_gap_fraction` of the soak (first window's
+    start to last window's end). A handover whose gap is unknown is no cut judged."""
+    rows = [WindowGap(window=w.window, gap_s=round(w.gap_before_s, 3), segment=w.segment)
+            for w in windows[1:] if w.gap_before_s is not None]
+    rows += [WindowGap(window=f"handover {name}", gap_s=round(gap, 3)) for name, gap in handovers if gap is not None]
+    span_s = (windows[-1].end_unix_ns - windows[0].start_unix_ns) / 1e9 if windows else 0.0
+    total = sum(r.gap_s for r in rows)
+    detail = GapDetail(limit=limits.max_window_gap_s, unit="s", max_fraction=limits.max_gap_fraction,
+                       windows=rows, total_s=round(total, 3), span_s=round(span_s, 3))
+    if len(windows) < 2:
+        return MetricVerdict(metric="window_gap", outcome=INCONCLUSIVE, detail=detail,
+                             reason=f"{len(windows)} window(s): no cut between windows to judge")
+    if not rows:
+        return MetricVerdict(metric="window_gap", outcome=INCONCLUSIVE, detail=detail,
+                             reason="no window after the first has a measured first request")
+    worst = max(rows, key=lambda r: r.gap_s)
+    fraction = total / span_s if span_s > 0 else 0.0
+    detail = msgspec.structs.replace(detail, fraction=fraction)
+    over = [f"{r.window} {r.gap_s:.3g} s" for r in rows if r.gap_s > limits.max_window_gap_s]
+    how = (f"largest gap {worst.gap_s:.3g} s before {worst.window}, {total:.3g} s in all = {fraction:.3%} of "
+           f"{span_s:.0f} s over {len(rows)} cut(s); limits {limits.max_window_gap_s:g} s per gap and "
+           f"{limits.max_gap_fraction:.2%} of the soak")
+    if over or fraction > limits.max_gap_fraction:
+        what = f"gaps over the limit ({'; '.join(over)})" if over else "too much time without load"
+        return MetricVerdict(metric="window_gap", outcome=FAIL, detail=detail, reason=f"{what}: {how}")
+    return MetricVerdict(metric="window_gap", outcome=PASS, detail=detail, reason=how)
+
+
+def accounting(windows: Sequence[WindowStats], runs: Sequence[AiperfRunFact], running: str,
+                stopped: Collection[str], cut_short: Collection[str]) -> MetricVerdict:
+    """Every request accounted: each closed window's invariant held (AccountingChecked), and each ended AIPerf
+    run issued, phase by phase, exactly the requests its windows saw. A run still going (`running`, at a
+    checkpoint) is checked once it ends; an ended run that said nothing of what it issued cannot be checked.
+    Nor can what the stop signal left unsettled: a shortfall of a run it ended (`stopped`), or a breach in a
+    window it cut short (`cut_short`): AIPerf cancels its open requests at SIGINT without a record."""
+    breached = [w.window for w in windows if w.accounting_balanced is False and w.window not in cut_short]
+    unsettled = [w.window for w in windows if w.accounting_balanced is False and w.window in cut_short]
+    seen: dict[int, dict[str, int]] = {}
+    for w in windows:
+        counts = seen.setdefault(w.segment, {})
+        counts["profiling"] = counts.get("profiling", 0) + w.issued
+        counts["warmup"] = counts.get("warmup", 0) + w.warmup_issued
+    rows: list[RunAccount] = []
+    lost: list[str] = []
+    cut: list[str] = []
+    unknown: list[str] = []
+    # A segment's windows hold the requests of every AIPerf run that sent them (several with handovers):
+    # what the runs of a segment issued together is what its windows saw.
+    by_segment: dict[int, list[AiperfRunFact]] = {}
+    for run in runs:
+        by_segment.setdefault(run.segment, []).append(run)
+        rows.append(RunAccount(run=run.name, segment=run.segment, issued=dict(run.issued),
+                               issued_from=dict(run.issued_from), seen=dict(seen.get(run.segment, {}))))
+        if not run.issued:
+            unknown.append(run.name)
+    for segment, mine in by_segment.items():
+        got = seen.get(segment, {})
+        want_all: dict[str, int] = {}
+        for run in mine:
+            for phase, n in run.issued.items():
+                want_all[phase] = want_all.get(phase, 0) + n
+        names = " + ".join(r.name for r in mine)
+        for phase, want in sorted(want_all.items()):
+            if got.get(phase, 0) != want:
+                how = ", ".join(f"{r.issued_from.get(phase, '?')}" for r in mine)
+                text = f"{names} {phase}: AIPerf issued {want} ({how}), {got.get(phase, 0)} were seen"
+                stopped_short = any(r.name in stopped for r in mine) and got.get(phase, 0) < want
+                (cut if stopped_short else lost).append(text)
+    detail = AccountingDetail(windows=len(windows), breached_windows=breached, runs=rows, unknown=unknown,
+                              running=running, stopped_short=cut, cut_short_breached=unsettled)
+    total = sum(w.issued + w.warmup_issued for w in windows)
+    still = f"; {running} still running: its count is checked when it ends" if running else ""
+    if breached or lost:
+        parts = ([f"the window invariant failed in {', '.join(breached)}"] if breached else []) + lost
+        return MetricVerdict(metric="accounting", outcome=FAIL, detail=detail, reason="; ".join(parts) + still)
+    if not windows:
+        return MetricVerdict(metric="accounting", outcome=INCONCLUSIVE, detail=detail, reason="no window closed")
+    if cut or unsettled:
+        parts = ([f"the invariant failed in {', '.join(unsettled)}, which it cut short"] if unsettled else []) + cut
+        return MetricVerdict(metric="accounting", outcome=INCONCLUSIVE, detail=detail,
+                             reason=f"{len(windows) - len(unsettled)} window(s) balanced, but the stop signal ended "
+                                    f"the load before every request AIPerf sent was recorded: {'; '.join(parts)}"
+                                    + still)
+    if unknown:
+        return MetricVerdict(metric="accounting", outcome=INCONCLUSIVE, detail=detail,
+                             reason=f"{len(windows)} window(s) balanced, but {', '.join(unknown)} said nothing of how "
+                                    "many requests it sent (no sending-complete line in its log, no phase manifest), "
+                                    "so a request it lost cannot be ruled out" + still)
+    return MetricVerdict(metric="accounting", outcome=PASS, detail=detail,
+                         reason=f"{total} request(s) in {len(windows)} window(s) balanced; {len(runs)} ended AIPerf "
+                                f"run(s) issued exactly what was seen" + still)
