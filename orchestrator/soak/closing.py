@@ -30,15 +30,21 @@ async def wait_closable(tracker: SoakTracker, aiperf_windows: str | Sequence[str
     `aiperf_windows` (two during a handover; a halted one covers every boundary once all it sent is seen)
     started before `end_ns` seen (True), or `wait_s` past `end_ns`, or the runs ended (False: a request may
     still be open, and will be carried)."""
-    names = [aiperf_windows] if isinstance(aiperf_windows, str) else list(aiperf_windows)
+    # Not a copy: a successor that starts sending while this window is open joins the list (a handover),
+    # and the window then waits for its requests too.
+    names = [aiperf_windows] if isinstance(aiperf_windows, str) else aiperf_windows
     covered = False
     with anyio.move_on_after(max(0.0, (end_ns - time.time_ns()) / 1e9 + wait_s)):
         async with anyio.create_task_group() as tg:
 
             async def seen_all() -> None:
                 nonlocal covered
-                for name in names:
-                    await tracker.wait_covered(name, end_ns)
+                while True:
+                    known = len(names)
+                    for name in names[:known]:
+                        await tracker.wait_covered(name, end_ns)
+                    if len(names) == known:
+                        break
                 covered = True
                 tg.cancel_scope.cancel()
 

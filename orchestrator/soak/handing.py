@@ -28,7 +28,7 @@ log = get_logger("aqbench.soak")
 # The longest a successor may take from launch to ready (AIPerf's start-up: 5 s alone, 10 s and more on a
 # busy 2-core host); it also pads the successor's --benchmark-duration, whose clock runs while it is gated.
 READY_TIMEOUT_S = 60.0
-# No handover when less than this is left of the segment after the successor's start-up.
+# No handover when less than this is left of the segment (a successor must start up within it).
 _MIN_REST_S = 10.0
 # How long the predecessor may take to finish its open requests and be judged after its halt.
 _FINISH_S = 120.0
@@ -47,7 +47,7 @@ async def run_handovers(soak: _Soak, scope: anyio.CancelScope, tg: TaskGroup, sg
             if (sample := soak.tracker.aiperf_sample) is not None:
                 cue.observe(*sample)
             now = time.time_ns()
-            if (sg.end_ns - now) / 1e9 < READY_TIMEOUT_S + _MIN_REST_S:
+            if (sg.end_ns - now) / 1e9 < _MIN_REST_S:
                 break
             why = cue.due(now)
             if not why or sg.sending not in sg.live:
@@ -59,10 +59,10 @@ async def run_handovers(soak: _Soak, scope: anyio.CancelScope, tg: TaskGroup, sg
             sg.controls[sg.sending].halt()  # a successor's duration is padded: the segment ends it on time
 
 
-async def _ready(control: HandoverControl, exited: Exit) -> int | None:
-    """When the gated successor is ready (unix ns), or None: it exited or took over READY_TIMEOUT_S."""
+async def _ready(control: HandoverControl, exited: Exit, wait_s: float) -> int | None:
+    """When the gated successor is ready (unix ns), or None: it exited or took over `wait_s`."""
     ready: list[int] = []
-    with anyio.move_on_after(READY_TIMEOUT_S):
+    with anyio.move_on_after(wait_s):
         async with anyio.create_task_group() as tg:
 
             async def wait() -> None:
@@ -91,13 +91,15 @@ async def _hand_over(soak: _Soak, tg: TaskGroup, sg: SegmentRuns, seg: int, why:
     cmd = await soak._command(launch, folder, rest_s + READY_TIMEOUT_S, warmup=0, control=control, shift=shift)
     soak._start_run(tg, sg, seg, name, cmd, control, launch.install,
                     deadline_s=rest_s + READY_TIMEOUT_S + w.request_timeout_s + w.deadline_s)
-    ready = await _ready(control, sg.exits[name])
+    # Ready before the segment's end (less a second to swap), or not at all.
+    wait_s = min(READY_TIMEOUT_S, (sg.end_ns - time.time_ns()) / 1e9 - 1.0)
+    ready = await _ready(control, sg.exits[name], wait_s)
     if ready is None:
         sg.abandoned.add(name)
         sg.stops[name].set()
         await soak.bus.publish(Warned(
             source="soak", code="soak_handover_failed", detail=NoticeContext(model=soak.model.name),
-            message=f"AIPerf run {name} did not become ready within {READY_TIMEOUT_S:g} s ({why}): {pred} "
+            message=f"AIPerf run {name} did not become ready within {wait_s:.3g} s ({why}): {pred} "
                     "keeps sending; the handover is tried again later"))
         return None
     sg.send(name)  # before the swap: its requests count in the windows from the first

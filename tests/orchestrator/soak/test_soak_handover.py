@@ -1,0 +1,166 @@
+"""AIPerf hands over (orchestrator/soak/handover.py, closing.py, verdicts_load.py): when, the swap itself with a
+fake control, windows waiting for both runs, and the verdicts judging the handover."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import anyio
+import pytest
+
+from orchestrator.bus import Bus
+from orchestrator.config import CorrectnessCriteria
+from orchestrator.events import AiperfRunFact, ClientRecord, SoakLimits, WindowStats
+from orchestrator.ports import HaltFact
+from orchestrator.soak import SoakTracker
+from orchestrator.soak.closing import wait_closable
+from orchestrator.soak.handover import HandoverCue, swap
+from orchestrator.soak.sessions import SessionLedger
+from orchestrator.soak.verdicts_load import accounting, window_gaps
+
+S = 1_000_000_000
+MIB = 1 << 20
+
+
+class TestHandoverCue:
+    def test_memory_above_the_first_minutes_level_is_due_and_another_process_is_ignored(self) -> None:
+        cue = HandoverCue(mib=32, every_s=0)
+        t0 = 1000 * S
+        cue.follow(7, t0)
+        for k in range(60):
+            cue.observe(7, t0 + k * S, 100 * MIB)
+        cue.observe(7, t0 + 61 * S, 120 * MIB)
+        assert cue.baseline_bytes == 100 * MIB and cue.due(t0 + 61 * S) == ""
+        cue.observe(8, t0 + 62 * S, 500 * MIB)  # another process's sample (the successor's start-up)
+        assert cue.due(t0 + 62 * S) == ""
+        cue.observe(7, t0 + 63 * S, 133 * MIB)
+        assert cue.due(t0 + 63 * S).startswith("memory 33.0 MiB above")
+        cue.follow(8, t0 + 70 * S)  # the successor sends: its own baseline, nothing due
+        cue.observe(8, t0 + 71 * S, 500 * MIB)
+        assert cue.due(t0 + 71 * S) == ""
+
+    def test_every_s_is_due_from_the_first_profiling_request(self) -> None:
+        cue = HandoverCue(mib=0, every_s=20)
+        assert cue.due(10**20) == ""  # no process followed yet
+        cue.follow(1, 50 * S)
+        assert cue.due(69 * S) == "" and cue.due(70 * S) == "every 20 s"
+
+
+class _Control:
+    """A fake HandoverControl: records calls; `halted()` gives the fact once `halt()` was called."""
+
+    def __init__(self, sent: int = 0) -> None:
+        self.folder = Path("/nonexistent")
+        self.calls: list[tuple[str, int]] = []
+        self._sent = sent
+        self._halted = False
+
+    def env(self) -> dict[str, str]:
+        return {}
+
+    async def wait_ready(self) -> int:
+        return time.time_ns()
+
+    def go(self) -> None:
+        self.calls.append(("go", 0))
+
+    def halt(self) -> None:
+        self.calls.append(("halt", 0))
+        self._halted = True
+
+    def set_limit(self, in_flight: int) -> None:
+        self.calls.append(("limit", in_flight))
+
+    def halted(self) -> HaltFact | None:
+        return HaltFact(unix_ns=time.time_ns(), sent=self._sent) if self._halted else None
+
+
+@pytest.mark.anyio
+class TestSwap:
+    async def test_concurrency_the_successor_gains_a_slot_per_finished_predecessor_request(self) -> None:
+        """Target 4, the predecessor sent 10 of which 7 were seen: the successor starts at limit 0 before go,
+        gets 1 once the halt fact tells 3 are open, then one more per request seen, 4 at the end; never over."""
+        pred, succ = _Control(sent=10), _Control()
+        ledger = SessionLedger()
+        for k in range(7):
+            ledger.add(k, k)
+
+        async def finish() -> None:
+            for k in range(7, 10):
+                await anyio.sleep(0.05)
+                ledger.add(k, k)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(finish)
+            done = await swap(pred, succ, ledger, concurrency=4)
+        assert pred.calls == [("halt", 0)]
+        assert succ.calls == [("limit", 0), ("go", 0), ("limit", 1), ("limit", 2), ("limit", 3), ("limit", 4)]
+        assert done.sent == ledger.final == 10 and done.over_target == 0 and done.halt_ns <= done.go_ns
+
+    async def test_rate_mode_halts_and_lets_go_with_no_limit(self) -> None:
+        pred, succ = _Control(sent=5), _Control()
+        done = await swap(pred, succ, SessionLedger(), concurrency=None)
+        assert succ.calls == [("go", 0)] and done.sent == 5 and done.over_target is None
+
+
+def _record(run: str, session: int, issued_ns: int) -> ClientRecord:
+    return ClientRecord(request_id=f"{run}-{session}", window=run, phase="profiling", session_num=session,
+                        credit_issued_ns=issued_ns, request_start_ns=issued_ns + 1000, request_end_ns=issued_ns + 2000)
+
+
+@pytest.mark.anyio
+async def test_a_window_open_across_a_handover_waits_for_the_successors_requests() -> None:
+    """The predecessor halted with all it sent seen covers the window's end, but the successor joined the runs
+    while the window was open: the window closes only once the successor's credits pass its end."""
+    bus = Bus("handover")
+    model = SimpleNamespace(correctness=CorrectnessCriteria(min_pass_rate=0.5), name="m")
+    tracker = SoakTracker(bus, None, model)  # type: ignore[arg-type]
+    names = ["soak/aiperf01"]
+    end = time.time_ns() + S // 2
+    closed: list[bool] = []
+    async with anyio.create_task_group() as tg:
+        await tg.start(tracker.run)
+
+        async def close() -> None:
+            closed.append(await wait_closable(tracker, names, end, done=anyio.Event(), wait_s=5.0))
+
+        tg.start_soon(close)
+        await bus.publish(_record("soak/aiperf01", 0, end - S))
+        await anyio.sleep(0.05)  # the window is waiting before the successor joins
+        names.append("soak/aiperf02")
+        tracker.ledger("soak/aiperf01").final = 1
+        await bus.publish(_record("soak/aiperf01", 0, end - S))  # seen again: the tracker looks again
+        await anyio.sleep(0.2)
+        assert not closed
+        await bus.publish(_record("soak/aiperf02", 0, end + S // 100))
+        with anyio.fail_after(2):
+            while not closed:
+                await anyio.sleep(0.01)
+        assert closed == [True]
+        tg.cancel_scope.cancel()
+
+
+def _window(index: int, issued: int, gap: float | None = 0.0) -> WindowStats:
+    return WindowStats(window=f"soak/w{index:04d}", index=index, start_unix_ns=index * 10 * S,
+                       end_unix_ns=(index + 1) * 10 * S, issued=issued, gap_before_s=gap, segment=1)
+
+
+class TestVerdicts:
+    def test_window_gap_judges_each_handover_gap(self) -> None:
+        windows = [_window(1, 5, None), _window(2, 5)]
+        ok = window_gaps(windows, SoakLimits(), [("soak/aiperf01 -> soak/aiperf02", 0.05)])
+        assert ok.outcome == "pass" and "handover soak/aiperf01 -> soak/aiperf02" in \
+            [r.window for r in ok.detail.windows]  # type: ignore[union-attr]
+        bad = window_gaps(windows, SoakLimits(), [("soak/aiperf01 -> soak/aiperf02", 1.5)])
+        assert bad.outcome == "fail" and "handover soak/aiperf01 -> soak/aiperf02 1.5 s" in bad.reason
+
+    def test_accounting_sums_what_the_runs_of_a_segment_issued(self) -> None:
+        windows = [_window(1, 6, None), _window(2, 4)]
+        runs = [AiperfRunFact(segment=1, name="soak/aiperf01", issued={"profiling": 7}, issued_from={}),
+                AiperfRunFact(segment=1, name="soak/aiperf02", issued={"profiling": 3}, issued_from={})]
+        assert accounting(windows, runs, "", (), ()).outcome == "pass"
+        short = [runs[0], AiperfRunFact(segment=1, name="soak/aiperf02", issued={"profiling": 4}, issued_from={})]
+        lost = accounting(windows, short, "", (), ())
+        assert lost.outcome == "fail" and "soak/aiperf01 + soak/aiperf02 profiling: AIPerf issued 11" in lost.reason
