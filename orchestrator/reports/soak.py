@@ -25,6 +25,7 @@ from orchestrator.events import (
     RunStarted,
     ServerExited,
     ServerRestarting,
+    SoakHandover,
     SoakPhase,
     SoakVerdict,
     SoakWindowClosed,
@@ -77,6 +78,8 @@ class SoakReport(msgspec.Struct, frozen=True, kw_only=True):
     torn_line: int | None = None
     # What each trend verdict could decide under the soak's plan, said before the load (SoakPhase.plan).
     plan: list[TrendPlan] = []
+    # Each handover of the load to a fresh AIPerf process (docs/soak.md, "AIPerf hands over"), as journaled.
+    handovers: list[SoakHandover] = []
 
 
 class SoakFold:
@@ -92,6 +95,7 @@ class SoakFold:
         self.checkpoint_seqs: set[int] = set()
         self.exits: list[SoakExit] = []
         self.restarts = 0
+        self.handovers: list[SoakHandover] = []
         self.plan: list[TrendPlan] = []
         self.rule: Literal["window", "sampled"] | None = None  # the latency drift rule the soak journaled
 
@@ -115,6 +119,8 @@ class SoakFold:
                                        during=ev.during, unix_ns=ev.ts_ns, output_tail=list(ev.output_tail[-5:])))
         elif isinstance(ev, ServerRestarting):
             self.restarts += 1
+        elif isinstance(ev, SoakHandover):
+            self.handovers.append(ev)
         elif isinstance(ev, PhaseStarted) and isinstance(ev.detail, SoakPhase):
             self.plan = list(ev.detail.plan)
             self.rule = ev.detail.limits.latency_drift_rule if ev.detail.limits is not None else None
@@ -138,7 +144,7 @@ class SoakFold:
             windows=[windows[i] for i in sorted(windows)], verdicts=verdicts,
             verdicts_final=bool(verdicts) and all(v.final for v in verdicts),
             checkpoints=len(self.checkpoint_seqs), exits=list(self.exits), restarts=self.restarts,
-            torn_line=torn.line if torn else None, plan=list(self.plan))
+            torn_line=torn.line if torn else None, plan=list(self.plan), handovers=list(self.handovers))
 
 
 def fold_soak(events: Iterable[AnyEvent], torn: TornLine | None = None, *, live: bool = False) -> SoakReport:
@@ -295,6 +301,11 @@ def render_soak_markdown(report: SoakReport) -> str:
         lines += ["## What the plan could decide (said before the load)", "", *(f"- {p.text}" for p in report.plan), ""]
     lines += ["## Verdicts", "", *_md_table(_VERDICT_HEAD, _verdict_rows(report))]
     lines += ["## Windows", "", *_md_table(_WINDOW_HEAD, _window_rows(report))]
+    if report.handovers:
+        lines += ["## AIPerf handovers", "", *_md_table(
+            ["predecessor", "successor", "why", "gap s", "predecessor sent", "over target"],
+            [[h.predecessor, h.successor, h.reason, _num(h.gap_s), str(h.sent if h.sent is not None else "-"),
+              str(h.over_target if h.over_target is not None else "-")] for h in report.handovers]), ""]
     if report.exits:
         lines += ["## Unexpected server exits", ""]
         for e in report.exits:
