@@ -1,17 +1,18 @@
 """`aqbench soak`: one supervised server under uninterrupted AIPerf load, cut into windows by time, judged
 for leaks and drift.
 
-Continuous load: one AIPerf process runs for the whole soak (runs/<id>/aiperf/a01) and its windows are
-cut by time from the live per-request stream: a request belongs to the window in which it started, so
-every request is in exactly one window (warmup apart, in the first). Chosen over launching each window's
-AIPerf early because AIPerf's start-up varies (5 s alone, 10 s and more on a busy 2-core host): an early
-start either leaves a gap or doubles the load while two runs overlap, and either one changes the load
-the server is judged under; one process has no seam at all. A window closes within a second of its end
+Continuous load: one AIPerf process sends the load (runs/<id>/aiperf/a01) until it hands over to a fresh
+one without a gap (orchestrator/soak/handover.py: AIPerf's own memory grows per request), and windows are
+cut by time from the live per-request stream, whatever process sent a request: a request belongs to the
+window in which it started, so every request is in exactly one window (warmup apart, in the first). Chosen
+over launching each window's AIPerf early because AIPerf's start-up varies (5 s alone, 10 s and more on a
+busy 2-core host): an early start either leaves a gap or doubles the load while two runs overlap; a gated
+successor let go as its predecessor halts has neither. A window closes within a second of its end
 (orchestrator/soak/closing.py), carrying a request still open into the next window; the next window is
-opened a whole window ahead, so two are open at once. A new AIPerf process
-starts only when one ends early (a failure), for the rest of the duration; its start-up is then a gap,
-shown and judged (`window_gap`). AIPerf is not restarted on a timer: its own memory is sampled per
-window instead (`aiperf_rss`). The adapters come in through a Toolkit from the composition root. Per-window aggregates stay in
+opened a whole window ahead, so two are open at once. A new window schedule (segment) starts only when
+the load ends early (a failure), for the rest of the duration; its start-up is then a gap, shown and judged
+(`window_gap`). A handover is no new schedule: its gap is judged too, and `aiperf_rss` samples the
+process that is sending. The adapters come in through a Toolkit from the composition root. Per-window aggregates stay in
 memory (one small struct per window); details go to the journal. Verdicts are journaled and reports
 written at every checkpoint and at the end.
 """
