@@ -59,11 +59,18 @@ async def run_handovers(soak: _Soak, scope: anyio.CancelScope, tg: TaskGroup, sg
             sg.controls[sg.sending].halt()  # a successor's duration is padded: the segment ends it on time
 
 
-async def _ready(control: HandoverControl, exited: Exit, wait_s: float) -> int | None:
-    """When the gated successor is ready (unix ns), or None: it exited or took over `wait_s`."""
+async def _ready(soak: _Soak, name: str, control: HandoverControl, exited: Exit, wait_s: float) -> int | None:
+    """When the gated successor is ready (unix ns), or None: it exited, took over `wait_s`, or sent a
+    profiling request before `go` (the gate is not in force: then it must stop at once, or the load doubles)."""
     ready: list[int] = []
     with anyio.move_on_after(wait_s):
         async with anyio.create_task_group() as tg:
+
+            async def ungated() -> None:
+                await soak.tracker.wait_first_profiling(name)
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(ungated)
 
             async def wait() -> None:
                 ready.append(await control.wait_ready())
@@ -75,7 +82,8 @@ async def _ready(control: HandoverControl, exited: Exit, wait_s: float) -> int |
 
             tg.start_soon(wait)
             tg.start_soon(ended)
-    return ready[0] if ready and not exited.is_set() else None
+    sent = name in soak.tracker.first_profiling_ns
+    return ready[0] if ready and not exited.is_set() and not sent else None
 
 
 async def _hand_over(soak: _Soak, tg: TaskGroup, sg: SegmentRuns, seg: int, why: str, launch: _Launch) -> int | None:
@@ -93,14 +101,20 @@ async def _hand_over(soak: _Soak, tg: TaskGroup, sg: SegmentRuns, seg: int, why:
                     deadline_s=rest_s + READY_TIMEOUT_S + w.request_timeout_s + w.deadline_s)
     # Ready before the segment's end (less a second to swap), or not at all.
     wait_s = min(READY_TIMEOUT_S, (sg.end_ns - time.time_ns()) / 1e9 - 1.0)
-    ready = await _ready(control, sg.exits[name], wait_s)
+    ready = await _ready(soak, name, control, sg.exits[name], wait_s)
     if ready is None:
-        sg.abandoned.add(name)
         sg.stops[name].set()
+        ungated = name in soak.tracker.first_profiling_ns
+        if not ungated:
+            sg.abandoned.add(name)  # it sent nothing: no run to account
+        else:
+            soak.stopped_at[name] = time.time_ns()  # SIGINT drops its open requests: a shortfall, not a loss
+        what = ("sent a profiling request before it was let go (the gate is not in force: is aqbench's AIPerf "
+                "plugin the one AIPerf loads?); it is stopped and its requests are accounted" if ungated
+                else f"did not become ready within {wait_s:.3g} s")
         await soak.bus.publish(Warned(
             source="soak", code="soak_handover_failed", detail=NoticeContext(model=soak.model.name),
-            message=f"AIPerf run {name} did not become ready within {wait_s:.3g} s ({why}): {pred} "
-                    "keeps sending; the handover is tried again later"))
+            message=f"AIPerf run {name} {what} ({why}): {pred} keeps sending; the handover is tried again later"))
         return None
     sg.send(name)  # before the swap: its requests count in the windows from the first
     soak._aiperf_name = name  # aiperf_rss follows the sending process

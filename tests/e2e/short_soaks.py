@@ -59,9 +59,12 @@ def config(tmp_path: Path, *, duration: float = 45.0, window: float = 15.0, serv
     return _write_config(tmp_path, text, server_extra or ())
 
 
-def default_config(tmp_path: Path, *server_args: str) -> Path:
-    """The default bench.toml as it ships, writing its runs under `tmp_path` (and `server_args` added)."""
+def default_config(tmp_path: Path, *server_args: str, handover_every_s: float = 0.0) -> Path:
+    """The default bench.toml as it ships, writing its runs under `tmp_path` (and `server_args` added; with
+    `handover_every_s`, AIPerf hands the load over that often)."""
     text = (REPO / "bench.toml").read_text().replace('output_dir = "runs"', f'output_dir = "{tmp_path / "runs"}"')
+    if handover_every_s:
+        text = text.replace("[soak]\n", f"[soak]\naiperf_handover_every_s = {handover_every_s}\n", 1)
     return _write_config(tmp_path, text, server_args)
 
 
@@ -163,7 +166,7 @@ def wait_for(tmp_path: Path, pred: Any, timeout_s: float, *, hint: str = "") -> 
 @contextmanager
 def short_soaks(tmp_path_factory: pytest.TempPathFactory, shared: set[int]) -> Iterator[dict[str, Running]]:
     """Start the short soaks at once (their processes added to `shared` while they run) and stop what is left
-    at the end: clean, the default 90 s, the leak, and SIGINT in window 2."""
+    at the end: clean, the default 90 s, the leak (with AIPerf handovers), and SIGINT in window 2."""
     def tmp(name: str) -> Path:
         return tmp_path_factory.mktemp(f"soak-{name}")
 
@@ -175,7 +178,10 @@ def short_soaks(tmp_path_factory: pytest.TempPathFactory, shared: set[int]) -> I
         t = tmp("default-90s")
         runs["default-90s"] = Running(t, default_config(t), "--duration", "90s", "--window", "30s")
         t = tmp("leak")
-        runs["leak"] = Running(t, default_config(t, "--fault-leak-mib", "1"), "--duration", "150s", "--window", "15s")
+        # The longest of them also hands AIPerf's load over every 40 s (twice, start-up allowing): the handover
+        # rides a real soak at no cost in suite time.
+        runs["leak"] = Running(t, default_config(t, "--fault-leak-mib", "1", handover_every_s=40.0),
+                               "--duration", "150s", "--window", "15s")
         t = tmp("sigint")
         runs["sigint"] = Running(t, config(t, duration=120.0))
         shared.update(r.proc.pid for r in runs.values())

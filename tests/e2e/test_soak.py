@@ -47,9 +47,12 @@ def _windows_consecutive(events: list[dict[str, Any]], run_dir: Path, *,
     for w, gap in rows:
         assert closed[w]["gap_before_s"] == pytest.approx(gap, abs=1e-6), w
         assert reported[w] == pytest.approx(gap, abs=1e-6), w
-    # One AIPerf process carried the whole soak: no start-up between windows, a server restart included
-    # (the orphan sweep after a crash once killed AIPerf, which then had to be started again).
-    assert len([e for e in events if e["kind"] == "aiperf_started"]) == 1
+    # One AIPerf process carried the whole soak, or one per handover to a ready successor: no start-up between
+    # windows, a server restart included (the orphan sweep after a crash once killed AIPerf, which then had to
+    # be started again).
+    handovers = [e for e in events if e["kind"] == "soak_handover"]
+    abandoned = [e for e in events if e["kind"] == "warned" and e["code"] == "soak_handover_failed"]
+    assert len([e for e in events if e["kind"] == "aiperf_started"]) == 1 + len(handovers) + len(abandoned)
     return rows
 
 
@@ -157,6 +160,32 @@ class TestSoak:
             [sys.executable, "-m", "orchestrator", "report", str(run_dir)], capture_output=True, text=True,
             timeout=120).stdout
         _windows_consecutive(events, run_dir)
+        _handed_over(events, verdicts, soak_json)
+
+
+def _handed_over(events: list[dict[str, Any]], verdicts: dict[str, dict[str, Any]], soak_json: dict[str, Any]) -> None:
+    """Issue 29's handover (the leak soak hands over every 40 s): journaled, each gap (the successor's first
+    request start after the predecessor's last) at most 1 s and judged by window_gap, which passes; every
+    request of every AIPerf run accounted (the accounting verdict passes, each run said what it sent, and
+    together they sent what the windows hold); the predecessor's halt fact matches what it said it sent."""
+    handovers = [e for e in events if e["kind"] == "soak_handover"]
+    assert handovers, [e["message"] for e in events if e["kind"] == "warned"]
+    assert all(h["gap_s"] is not None and h["gap_s"] <= _MAX_GAP_S for h in handovers), handovers
+    assert all(h["halt_unix_ns"] <= h["go_unix_ns"] <= h["first_request_unix_ns"] for h in handovers), handovers
+    assert [h["gap_s"] for h in soak_json["handovers"]] == [h["gap_s"] for h in handovers]
+    gaps = verdicts["window_gap"]
+    assert gaps["outcome"] == "pass", gaps["reason"]
+    judged = {r["window"]: r["gap_s"] for r in gaps["detail"]["windows"]}
+    for h in handovers:
+        assert judged[f"handover {h['predecessor']} -> {h['successor']}"] <= _MAX_GAP_S
+    acc = verdicts["accounting"]
+    assert acc["outcome"] == "pass", acc["reason"]
+    runs = acc["detail"]["runs"]
+    assert len(runs) == 1 + len(handovers) and all(r["issued"].get("profiling") for r in runs), runs
+    windows = [e["summary"] for e in events if e["kind"] == "soak_window_closed"]
+    assert sum(r["issued"]["profiling"] for r in runs) == sum(w["issued"] for w in windows)
+    sent = {r["run"]: r["issued"]["profiling"] for r in runs}
+    assert all(sent[h["predecessor"]] == h["sent"] for h in handovers), (sent, handovers)
 
     def test_windows_close_on_time_on_a_loaded_machine(self, tmp_path: Path) -> None:
         """Issue 29's item 6: with both cores busy (two spinning processes beside the soak) and every request
