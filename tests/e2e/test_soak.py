@@ -61,6 +61,31 @@ def _accounting_balanced(events: list[dict[str, Any]]) -> None:
     assert checks and all(c["balanced"] for c in checks), [c["problems"] for c in checks]
 
 
+def _handed_over(events: list[dict[str, Any]], verdicts: dict[str, dict[str, Any]], soak_json: dict[str, Any]) -> None:
+    """Issue 29's handover (the leak soak hands over every 40 s): journaled, each gap (the successor's first
+    request start after the predecessor's last) at most 1 s and judged by window_gap, which passes; every
+    request of every AIPerf run accounted (the accounting verdict passes, each run said what it sent, and
+    together they sent what the windows hold); the predecessor's halt fact matches what it said it sent."""
+    handovers = [e for e in events if e["kind"] == "soak_handover"]
+    assert handovers, [e["message"] for e in events if e["kind"] == "warned"]
+    assert all(h["gap_s"] is not None and h["gap_s"] <= _MAX_GAP_S for h in handovers), handovers
+    assert all(h["halt_unix_ns"] <= h["go_unix_ns"] <= h["first_request_unix_ns"] for h in handovers), handovers
+    assert [h["gap_s"] for h in soak_json["handovers"]] == [h["gap_s"] for h in handovers]
+    gaps = verdicts["window_gap"]
+    assert gaps["outcome"] == "pass", gaps["reason"]
+    judged = {r["window"]: r["gap_s"] for r in gaps["detail"]["windows"]}
+    for h in handovers:
+        assert judged[f"handover {h['predecessor']} -> {h['successor']}"] <= _MAX_GAP_S
+    acc = verdicts["accounting"]
+    assert acc["outcome"] == "pass", acc["reason"]
+    runs = acc["detail"]["runs"]
+    assert len(runs) == 1 + len(handovers) and all(r["issued"].get("profiling") for r in runs), runs
+    windows = [e["summary"] for e in events if e["kind"] == "soak_window_closed"]
+    assert sum(r["issued"]["profiling"] for r in runs) == sum(w["issued"] for w in windows)
+    sent = {r["run"]: r["issued"]["profiling"] for r in runs}
+    assert all(sent[h["predecessor"]] == h["sent"] for h in handovers), (sent, handovers)
+
+
 class TestSoak:
     def test_clean_soak_passes_with_its_trends_inconclusive(self, short_soaks: dict[str, Running]) -> None:
         """Three 15 s windows of one AIPerf process against a healthy server: nothing fails (exit 0), the
@@ -162,30 +187,6 @@ class TestSoak:
         _windows_consecutive(events, run_dir)
         _handed_over(events, verdicts, soak_json)
 
-
-def _handed_over(events: list[dict[str, Any]], verdicts: dict[str, dict[str, Any]], soak_json: dict[str, Any]) -> None:
-    """Issue 29's handover (the leak soak hands over every 40 s): journaled, each gap (the successor's first
-    request start after the predecessor's last) at most 1 s and judged by window_gap, which passes; every
-    request of every AIPerf run accounted (the accounting verdict passes, each run said what it sent, and
-    together they sent what the windows hold); the predecessor's halt fact matches what it said it sent."""
-    handovers = [e for e in events if e["kind"] == "soak_handover"]
-    assert handovers, [e["message"] for e in events if e["kind"] == "warned"]
-    assert all(h["gap_s"] is not None and h["gap_s"] <= _MAX_GAP_S for h in handovers), handovers
-    assert all(h["halt_unix_ns"] <= h["go_unix_ns"] <= h["first_request_unix_ns"] for h in handovers), handovers
-    assert [h["gap_s"] for h in soak_json["handovers"]] == [h["gap_s"] for h in handovers]
-    gaps = verdicts["window_gap"]
-    assert gaps["outcome"] == "pass", gaps["reason"]
-    judged = {r["window"]: r["gap_s"] for r in gaps["detail"]["windows"]}
-    for h in handovers:
-        assert judged[f"handover {h['predecessor']} -> {h['successor']}"] <= _MAX_GAP_S
-    acc = verdicts["accounting"]
-    assert acc["outcome"] == "pass", acc["reason"]
-    runs = acc["detail"]["runs"]
-    assert len(runs) == 1 + len(handovers) and all(r["issued"].get("profiling") for r in runs), runs
-    windows = [e["summary"] for e in events if e["kind"] == "soak_window_closed"]
-    assert sum(r["issued"]["profiling"] for r in runs) == sum(w["issued"] for w in windows)
-    sent = {r["run"]: r["issued"]["profiling"] for r in runs}
-    assert all(sent[h["predecessor"]] == h["sent"] for h in handovers), (sent, handovers)
 
     def test_windows_close_on_time_on_a_loaded_machine(self, tmp_path: Path) -> None:
         """Issue 29's item 6: with both cores busy (two spinning processes beside the soak) and every request
