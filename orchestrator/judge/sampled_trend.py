@@ -38,7 +38,7 @@ What the stated wander costs at short spans is stated, not tuned away. Over 14 j
 least-squares slope has an sd near 22 MiB/h from the wander and the sample noise, so even with its variance
 known a test that FAILs a slope at the limit at most 1 % of the time detects 80 MiB/h (10x the [soak] limit)
 in only about 83 % of seeds at phi 0; the generalised least-squares slope under the same covariance (sd
-about 19.6) in about 91 %. 95 % takes 16-18 judged minutes. `power_slope_per_h` gives the slope the rule
+about 19.6) in about 91 %. The rule reaches 95 % after 18 judged minutes at phi 0, 14 at 0.95. `power_slope_per_h` gives the slope the rule
 FAILs in 95 % of soaks over a span at the stated wander and a sample scatter; the soak's plan states it.
 
 Decision: growth over the span (slope x span) whose interval lies wholly above `growth_limit` FAILs at any

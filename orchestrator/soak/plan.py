@@ -6,11 +6,14 @@ the limit needs for that (judge.sampled_trend.power_slope_per_h), come from the 
 sample scatter, `PLAN_RSS_SCATTER_MIB`: the sd of one minute's mean of the 10 s block medians about the line,
 without wander (1.5 MiB: tests/orchestrator/sampled_series.py gives 1.0-1.7 for AR(1) phi 0-0.95). At the
 [soak] defaults that is 17.7 judged minutes; seeded, 10x FAILs a 15-minute soak (14 judged minutes) in
-76 % of seeds at phi 0 and 96 % after 18 judged minutes (bench/RESULTS.md). Latency drift's wander floor is estimated from the ratios themselves,
-unknown before the load, so its detectable drift is stated with no wander, at an assumed scatter, `PLAN_RATIO_SCATTER_PCT`: the sd of one minute's mean of the same-item ratios, in % of
-baseline (8 %: the synthetic noise model of tests/orchestrator/latency_requests.py at 1 request/s, AR(1)
-load up to phi 0.8). A batch of b seconds is taken to scatter by that x sqrt(60 / b). The soak's
-checkpoints give the figure at the scatter it measures. Pure.
+78 % of seeds at phi 0 and 97 % after 18 judged minutes (bench/RESULTS.md).
+
+Latency drift's wander floor is estimated from the ratios themselves, unknown before the load, so its
+detectable drift is stated with no wander, at an assumed scatter, `PLAN_RATIO_SCATTER_PCT`: the sd of one
+minute's mean of the same-item ratios, in % of baseline (8 %: the synthetic noise model of
+tests/orchestrator/latency_requests.py at 1 request/s, AR(1) load up to phi 0.8). A batch of b seconds is
+taken to scatter by that x sqrt(60 / b). The soak's checkpoints give the figure at the scatter it measures.
+Pure.
 """
 
 from __future__ import annotations
