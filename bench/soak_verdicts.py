@@ -13,7 +13,10 @@ warmup discarded) from the same seeds. Workload: see `_latency` and `_memory` be
 series by AR(1) coefficient (heavy-tailed spikes too), the power curve by multiple of the 8 MiB/h limit
 against judged minutes, and the smallest slope that would FAIL at 30 and 60 minutes:
 
-    .venv/bin/python bench/soak_verdicts.py --sampled [--seeds 500]
+    .venv/bin/python bench/soak_verdicts.py --sampled [--seeds 500] [--wander 3]
+
+(`--wander 6`: the series wander at twice the scatter the rule states; 1x in the tables: a slope at the
+limit, where a FAIL is a false one too.)
 
 `--latency` (issue 29) judges latency drift on each request's ratio to its own item's baseline
 (orchestrator.soak.ratios, the sampled trend rule at 10 %/h with the wander floor each series shows) under
@@ -45,7 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "orche
 
 from orchestrator.judge.latency import item_ratios
 from orchestrator.judge.memory import MemoryRule, judge_memory_medians
-from orchestrator.judge.sampled_trend import SampledTrendRule, judge_sampled_trend, wander_sd_per_h
+from orchestrator.judge.sampled_trend import SampledTrendRule, judge_sampled_trend, power_slope_per_h, wander_sd_per_h
 from orchestrator.judge.trend import judge_trend
 from orchestrator.soak.verdicts import fit_trend
 
@@ -141,14 +144,16 @@ def _windows_needed(fails: np.ndarray, share: float) -> str:
     return str(hits[0]) if hits else f">{rates.size - 1}"
 
 
-SAMPLED_MINUTES = (5, 10, 15, 20, 30, 45, 60)
+SAMPLED_MINUTES = (5, 10, 14, 15, 16, 17, 18, 20, 30, 45, 60)  # judged minutes: 14 is a 15-minute soak
 SAMPLED_MULTIPLES = (0.0, 2.0, 3.0, 5.0, 10.0, 30.0)
+MEMORY_MULTIPLES = (0.0, 1.0, 2.0, 3.0, 5.0, 10.0, 30.0)  # 1x: a slope at the limit, the null's edge
 PHIS = (0.0, 0.5, 0.8, 0.95)
 WARMUP_S = 60
 
 
-def sampled(seeds: int) -> None:
-    """The sampled memory rule's error rates and power (see the module docstring)."""
+def sampled(seeds: int, wander: float = 3.0) -> None:
+    """The sampled memory rule's error rates and power (see the module docstring); `wander`: the noise
+    model's level sd per 5 minutes (the rule keeps the stated 3 MiB)."""
     from sampled_series import block_medians, memory_series  # tests/orchestrator: the one noise model
 
     rule = SampledTrendRule()
@@ -159,8 +164,8 @@ def sampled(seeds: int) -> None:
     for name, phi, heavy in cases:
         for seed in range(seeds):
             t, flat = memory_series(np.random.default_rng(seed), SAMPLED_MINUTES[-1] * 60 + WARMUP_S, phi=phi,
-                                    heavy=heavy)
-            for m in SAMPLED_MULTIPLES if not heavy else (0.0,):
+                                    heavy=heavy, wander=wander)
+            for m in MEMORY_MULTIPLES if not heavy else (0.0,):
                 bt, by = block_medians(t, flat + m * RSS_LIMIT * t / 3600)
                 for minutes in SAMPLED_MINUTES:
                     keep = (bt >= WARMUP_S) & (bt < WARMUP_S + minutes * 60)
@@ -170,14 +175,17 @@ def sampled(seeds: int) -> None:
                         detectable.setdefault((name, minutes), []).append(v.detectable_per_h)
     head = " ".join(f"{f'{n} min':>8}" for n in SAMPLED_MINUTES)
     print(f"{seeds} seeds per case; 1 Hz samples, 10 s block medians, 60 s warmup; limit {RSS_LIMIT:g} MiB/h, cap "
-          f"64 MiB, 98 % two-sided, wander {rule.wander:g} MiB per {rule.wander_s:g} s")
-    print(f"\nfalse fails, flat series (share of seeds that FAIL), by judged minutes\n{'case':<22} {head}")
-    for name, _, _ in cases:
-        print(f"{name:<22} " + " ".join(f"{fails[name, 0.0, n] / seeds:>8.1%}" for n in SAMPLED_MINUTES))
-    for name in ("phi 0.5", "phi 0.95"):
+          f"64 MiB, 98 % two-sided, stated wander {rule.wander:g} MiB per {rule.wander_s:g} s; the series' wander "
+          f"{wander:g} MiB; minutes are judged minutes (14: a 15-minute soak)")
+    for what, m in (("false fails, flat series", 0.0), ("false fails, a slope at the limit (8 MiB/h)", 1.0)):
+        print(f"\n{what} (share of seeds that FAIL), by judged minutes\n{'case':<22} {head}")
+        for name, _, _ in cases:
+            if (name, m, SAMPLED_MINUTES[0]) in fails:
+                print(f"{name:<22} " + " ".join(f"{fails[name, m, n] / seeds:>8.1%}" for n in SAMPLED_MINUTES))
+    for name in [f"phi {phi:g}" for phi in PHIS]:
         print(f"\npower, {name}: share of seeds that FAIL, by multiple of the limit and judged minutes\n"
               f"{'multiple':<22} {head}")
-        for m in SAMPLED_MULTIPLES[1:]:
+        for m in MEMORY_MULTIPLES[2:]:
             print(f"{f'{m:g}x ({m * RSS_LIMIT:g} MiB/h)':<22} "
                   + " ".join(f"{fails[name, m, n] / seeds:>8.1%}" for n in SAMPLED_MINUTES))
     print("\nsmallest slope that would FAIL (MiB/h): median over flat seeds [95th percentile]; the plan's figure "
@@ -188,6 +196,12 @@ def sampled(seeds: int) -> None:
         cells = [f"{name}: {np.median(detectable[name, minutes]):.3g} [{np.quantile(detectable[name, minutes], 0.95):.3g}]"
                  for name, _, _ in cases]
         print(f"{minutes} min: plan {plan:.3g}; " + "; ".join(cells))
+    from orchestrator.soak.plan import PLAN_RSS_SCATTER_MIB, span_for_power
+    need = span_for_power(10 * RSS_LIMIT, rule)
+    print(f"\nthe plan: at a sample scatter of {PLAN_RSS_SCATTER_MIB:g} MiB per minute, 95 % of soaks FAIL "
+          + ", ".join(f"{power_slope_per_h(n * 60 - 10, rule, PLAN_RSS_SCATTER_MIB):.3g} MiB/h over {n} judged min"
+                      for n in (14, 30, 60))
+          + (f"; 10x the limit needs {need / 60:.1f} judged min" if need else ""))
     print(f"\n{time.perf_counter() - started:.0f} s")
 
 
@@ -314,7 +328,11 @@ def main() -> None:
             parser = argparse.ArgumentParser(description=f"{what} (issue 29)")
             parser.add_argument(flag, action="store_true")
             parser.add_argument("--seeds", type=int, default=seeds)
-            mode(parser.parse_args().seeds)
+            if mode is sampled:
+                parser.add_argument("--wander", type=float, default=3.0,
+                                    help="the series' level sd per 5 minutes, MiB (the rule states 3)")
+            args = parser.parse_args()
+            sampled(args.seeds, args.wander) if mode is sampled else mode(args.seeds)
             return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=1000)

@@ -182,14 +182,16 @@ class AiperfRunFact(msgspec.Struct, frozen=True, kw_only=True):
 
 class TrendPlan(msgspec.Struct, frozen=True, kw_only=True):
     """What one trend verdict can decide under the soak's plan, said before the load starts: the span it
-    will judge, whether its slope and its growth can decide at all, and the smallest slope that could FAIL
-    from the stated wander alone (the sample noise the soak will measure only adds to it); `text` says it."""
+    will judge, whether its slope and its growth can decide at all, the smallest slope that could FAIL
+    from the stated wander alone (the sample noise the soak will measure only adds to it) and, for memory,
+    `power_slope`: the slope that FAILs in 95 % of soaks at the stated wander alone; `text` says it."""
 
     metric: str
     judged_span_s: float
     slope_decides: bool
     growth_decides: bool
     detectable_slope: float | None = None
+    power_slope: float | None = None
     limit: float | None = None
     unit: str = ""
     text: str = ""

@@ -13,9 +13,33 @@ correlated series, and over a block bootstrap, which needs many more blocks than
 
 Slow wander (a level that shifts from minute to minute as load and allocators move) is what no span can
 tell from a trend when it is longer than the span. Its variance cannot be estimated from such a span, so it
-is stated: a level sd of `wander` MiB per `wander_s` adds 12 wander^2 min(wander_s, T) / T^3 to the slope's
-variance over a span T (the slope variance of independent levels every `wander_s`). Assumptions, then:
-batches long against the sample noise's correlation time, and no wander beyond the stated one.
+is stated, as a model: a level with sd `wander` MiB that moves to an independent value every `wander_s`
+seconds at a random phase (the clean reference soak's 5-minute medians, from their successive differences).
+Two instants d apart share a level with probability max(0, 1 - d / wander_s), so the wander's covariance is
+wander^2 max(0, 1 - d / wander_s). Its variance in the slope is computed exactly for the batches the span is
+cut into: the batch means' covariance S (the double integral of that triangle over two batches, in closed
+form) put through the least-squares weights, a' S a with a = x / Sxx. Until 2026-12-03 it was the bound
+12 wander^2 min(wander_s, T) / T^3 (independent levels every `wander_s`, the large-T limit of the same
+model): 24 % too wide in sd at T = 14 min, the span of a 15-minute soak, where the wander is most of the
+interval (z x 21.9 MiB/h of a half-width near 54), and several-fold too wide under `wander_s`.
+
+The wander part takes the normal quantile (it is stated, not estimated), the batch part Student's t; the
+two are added in quadrature. That counts the wander twice, in part: the batch residuals hold the share of
+the span's wander the line does not absorb, tr(M S) with M the residual projection. Subtracting that share
+(a moment estimate of the noise alone) would buy about 4 points of power at 14 judged minutes and is not
+done: the batch residuals are the only evidence of wander slower or larger than the stated one. The noise
+model's wander with AR(1) phi 0.8 between 5-minute levels (a correlation time near 25 minutes) already
+FAILs a slope at the limit 4 % of the time over 60 judged minutes (as it did before this change); with the
+subtraction, 6 %. Assumptions, then: batches long against the sample noise's correlation time, and no
+wander beyond the stated one that the batches cannot show. At twice the stated wander the rule FAILs up to
+5 % of flat series over 14-20 judged minutes (bench/RESULTS.md).
+
+What the stated wander costs at short spans is stated, not tuned away. Over 14 judged minutes the
+least-squares slope has an sd near 22 MiB/h from the wander and the sample noise, so even with its variance
+known a test that FAILs a slope at the limit at most 1 % of the time detects 80 MiB/h (10x the [soak] limit)
+in only about 83 % of seeds at phi 0; the generalised least-squares slope under the same covariance (sd
+about 19.6) in about 91 %. The rule reaches 95 % after 18 judged minutes at phi 0, 14 at 0.95. `power_slope_per_h` gives the slope the rule
+FAILs in 95 % of soaks over a span at the stated wander and a sample scatter; the soak's plan states it.
 
 Decision: growth over the span (slope x span) whose interval lies wholly above `growth_limit` FAILs at any
 span of 3 batches or more. So does a level rise (the last batch's mean less the first's) whose interval
@@ -41,9 +65,9 @@ from scipy.stats import chi2
 from orchestrator.judge.outcome import FAIL, INCONCLUSIVE, PASS, Outcome
 
 __all__ = ["METHOD", "SampledTrendRule", "SampledTrend", "judge_sampled_trend", "wander_sd_per_h",
-           "batch_count", "t_quantile", "estimate_wander"]
+           "batch_count", "t_quantile", "estimate_wander", "wander_covariance", "power_slope_per_h"]
 
-METHOD = "batch-means least-squares slope, Student t on K-2 df, stated wander floor"
+METHOD = "batch-means least-squares slope, Student t on K-2 df, stated wander (exact slope variance)"
 # The one-sided confidence to which an estimated wander (latency's floor) is raised (estimate_wander).
 WANDER_UPPER = 0.9
 _S_PER_H = 3600.0
@@ -127,12 +151,72 @@ def batch_count(span_s: float, rule: SampledTrendRule) -> int:
     return int(min(rule.max_batches, span_s // rule.min_batch_s)) if span_s > 0 else 0
 
 
+def _wander_h(d: np.ndarray, wander: float, wander_s: float) -> np.ndarray:
+    """The second antiderivative of the stated wander's covariance, int_0^|d| (|d| - v) c(v) dv, with
+    c(v) = wander^2 max(0, 1 - v / wander_s): cubic up to `wander_s`, linear after."""
+    x = np.abs(d)
+    inside = x * x / 2 - x**3 / (6 * wander_s)
+    beyond = wander_s * wander_s / 3 + wander_s / 2 * (x - wander_s)
+    return np.asarray(wander**2 * np.where(x <= wander_s, inside, beyond))
+
+
+def wander_covariance(starts_s: np.ndarray, ends_s: np.ndarray, rule: SampledTrendRule) -> np.ndarray:
+    """The covariance matrix of the stated wander's means over the batches [starts_s[i], ends_s[i]]: the
+    double integral of the covariance over two batches, over their lengths (see the module docstring)."""
+    a1, b1 = starts_s[:, None], ends_s[:, None]
+    a2, b2 = starts_s[None, :], ends_s[None, :]
+
+    def h(d: np.ndarray) -> np.ndarray:
+        return _wander_h(d, rule.wander, rule.wander_s)
+
+    total = h(b1 - a2) - h(a1 - a2) - h(b1 - b2) + h(a1 - b2)
+    return np.asarray(total / ((b1 - a1) * (b2 - a2)))
+
+
+def _wander_var(x_h: np.ndarray, starts_s: np.ndarray, ends_s: np.ndarray, rule: SampledTrendRule) -> float:
+    """The stated wander's variance in the least-squares slope (per hour^2) of batch means at the centred
+    times `x_h` (hours) over the batches [starts_s, ends_s]."""
+    if rule.wander == 0:
+        return 0.0
+    weights = x_h / float(np.sum(x_h * x_h))
+    return max(0.0, float(weights @ wander_covariance(starts_s, ends_s, rule) @ weights))
+
+
 def wander_sd_per_h(span_s: float, rule: SampledTrendRule) -> float:
-    """The slope sd (per hour) the stated wander alone gives over `span_s`."""
+    """The slope sd (per hour) the stated wander alone gives over `span_s`, cut into the batches the rule
+    would cut it into (3 where it would cut fewer)."""
     if span_s <= 0:
         return math.inf
-    t_h, w_h = span_s / _S_PER_H, rule.wander_s / _S_PER_H
-    return math.sqrt(12 * rule.wander**2 * min(w_h, t_h) / t_h**3)
+    k = max(3, batch_count(span_s, rule))
+    edges = span_s * np.arange(k + 1) / k
+    mids = (edges[:-1] + edges[1:]) / 2
+    x = (mids - mids.mean()) / _S_PER_H
+    return math.sqrt(_wander_var(x, edges[:-1], edges[1:], rule))
+
+
+def power_slope_per_h(span_s: float, rule: SampledTrendRule, scatter: float = 0.0, power: float = 0.95) -> float:
+    """The slope the rule FAILs with probability `power` over `span_s` (equal batches), where one minute's
+    mean of the points scatters by `scatter` about the line with no wander (a batch of b s by scatter x
+    sqrt(60 / b)) and the wander is the stated one: the limit, plus the half-width the rule would give at
+    the batch residuals' expected scatter (the noise's and the share of the wander the line leaves), plus
+    the `power` normal quantile of the slope's sd (the noise's and the wander's). The soak's plan states it."""
+    k = max(3, batch_count(span_s, rule)) if span_s > 0 else 0
+    if k == 0:
+        return math.inf
+    edges = span_s * np.arange(k + 1) / k
+    mids = (edges[:-1] + edges[1:]) / 2
+    x = (mids - mids.mean()) / _S_PER_H
+    sxx = float(np.sum(x * x))
+    noise = scatter**2 * 60 / (span_s / k)
+    wander = _wander_var(x, edges[:-1], edges[1:], rule)
+    if rule.wander > 0:
+        design = np.column_stack([np.ones(k), x])
+        residual = np.eye(k) - design @ np.linalg.solve(design.T @ design, design.T)
+        left = float(np.trace(residual @ wander_covariance(edges[:-1], edges[1:], rule))) / (k - 2)
+    else:
+        left = 0.0
+    half = _half_width(math.sqrt((noise + left) / sxx), k - 2, wander, rule)
+    return rule.limit_per_h + half + NormalDist().inv_cdf(power) * math.sqrt(noise / sxx + wander)
 
 
 def estimate_wander(times_s: Sequence[float] | np.ndarray, values: Sequence[float] | np.ndarray,
@@ -160,10 +244,10 @@ def estimate_wander(times_s: Sequence[float] | np.ndarray, values: Sequence[floa
     return sd * math.sqrt(df / float(chi2.ppf(1.0 - upper, df))), length
 
 
-def _half_width(se_batch: float, df: int, span_s: float, rule: SampledTrendRule) -> float:
+def _half_width(se_batch: float, df: int, wander_var: float, rule: SampledTrendRule) -> float:
     # The estimated part takes t (its variance has df degrees of freedom), the stated wander z.
     p = 0.5 + rule.confidence / 2
-    return math.hypot(t_quantile(p, df) * se_batch, NormalDist().inv_cdf(p) * wander_sd_per_h(span_s, rule))
+    return math.hypot(t_quantile(p, df) * se_batch, NormalDist().inv_cdf(p) * math.sqrt(wander_var))
 
 
 def _level_rise(by: np.ndarray, span_s: float, rule: SampledTrendRule) -> tuple[float, tuple[float, float]]:
@@ -214,6 +298,8 @@ def judge_sampled_trend(times_s: Sequence[float] | np.ndarray, values: Sequence[
     keep = counts > 0  # a gap in the samples can leave a batch empty: only the batches that hold some
     bt = np.bincount(which, weights=t, minlength=k)[keep] / counts[keep]
     by = np.bincount(which, weights=y, minlength=k)[keep] / counts[keep]
+    starts = (t[0] + span_s * np.arange(k) / k)[keep]
+    ends = (t[0] + span_s * np.arange(1, k + 1) / k)[keep]
     k = int(bt.size)
     if k < 3:
         return verdict(INCONCLUSIVE, f"not enough evidence: samples in {k} of the span's batches")
@@ -223,7 +309,7 @@ def judge_sampled_trend(times_s: Sequence[float] | np.ndarray, values: Sequence[
     slope = float(np.sum(x * (by - by.mean())) / sxx)
     resid = by - by.mean() - slope * x
     se = math.sqrt(float(np.sum(resid * resid)) / (k - 2) / sxx)
-    half = _half_width(se, k - 2, span_s, rule)
+    half = _half_width(se, k - 2, _wander_var(x, starts, ends, rule), rule)
     interval = (slope - half, slope + half)
     span_h = span_s / _S_PER_H
     growth = slope * span_h

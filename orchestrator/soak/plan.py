@@ -1,11 +1,19 @@
 """What a soak's plan can decide, said before the load starts: one TrendPlan per trend verdict.
 
 From the settings alone (duration, warmup, limits, the stated wander); measures nothing. Memory's detectable
-slope comes from the stated wander. Latency drift's wander floor is estimated from the ratios themselves,
-unknown before the load, so its detectable drift is stated with no wander, at an assumed scatter, `PLAN_RATIO_SCATTER_PCT`: the sd of one minute's mean of the same-item ratios, in % of
-baseline (8 %: the synthetic noise model of tests/orchestrator/latency_requests.py at 1 request/s, AR(1)
-load up to phi 0.8). A batch of b seconds is taken to scatter by that x sqrt(60 / b). The soak's
-checkpoints give the figure at the scatter it measures. Pure.
+slope comes from the stated wander. The slope it FAILs in 95 % of soaks, and the judged minutes a leak of 10x
+the limit needs for that (judge.sampled_trend.power_slope_per_h), come from the stated wander and an assumed
+sample scatter, `PLAN_RSS_SCATTER_MIB`: the sd of one minute's mean of the 10 s block medians about the line,
+without wander (1.5 MiB: tests/orchestrator/sampled_series.py gives 1.0-1.7 for AR(1) phi 0-0.95). At the
+[soak] defaults that is 17.7 judged minutes; seeded, 10x FAILs a 15-minute soak (14 judged minutes) in
+78 % of seeds at phi 0 and 97 % after 18 judged minutes (bench/RESULTS.md).
+
+Latency drift's wander floor is estimated from the ratios themselves, unknown before the load, so its
+detectable drift is stated with no wander, at an assumed scatter, `PLAN_RATIO_SCATTER_PCT`: the sd of one
+minute's mean of the same-item ratios, in % of baseline (8 %: the synthetic noise model of
+tests/orchestrator/latency_requests.py at 1 request/s, AR(1) load up to phi 0.8). A batch of b seconds is
+taken to scatter by that x sqrt(60 / b). The soak's checkpoints give the figure at the scatter it measures.
+Pure.
 """
 
 from __future__ import annotations
@@ -14,12 +22,21 @@ import math
 from statistics import NormalDist
 
 from orchestrator.events import SoakLimits, TrendPlan
-from orchestrator.judge.sampled_trend import batch_count, t_quantile, wander_sd_per_h
+from orchestrator.judge.sampled_trend import (
+    SampledTrendRule,
+    batch_count,
+    power_slope_per_h,
+    t_quantile,
+    wander_sd_per_h,
+)
 from orchestrator.soak.verdicts import drift_rule, sampled_rule
 
-__all__ = ["PLAN_RATIO_SCATTER_PCT", "plan_trends"]
+__all__ = ["PLAN_RATIO_SCATTER_PCT", "PLAN_RSS_SCATTER_MIB", "LEAK_MULTIPLE", "plan_trends", "span_for_power"]
 
 PLAN_RATIO_SCATTER_PCT = 8.0
+PLAN_RSS_SCATTER_MIB = 1.5
+# The leak, in multiples of the memory limit, whose time to a FAIL in 95 % of soaks the plan states (issue 29).
+LEAK_MULTIPLE = 10.0
 
 _MEMORY = ("server_rss", "orchestrator_rss", "aiperf_rss")
 
@@ -39,6 +56,14 @@ def plan_trends(duration_s: float, limits: SoakLimits, window_s: float | None = 
     slope = batch_count(steady, rule) >= 3 and steady >= rule.min_span_s
     z = NormalDist().inv_cdf(0.5 + rule.confidence / 2)
     detectable = rule.limit_per_h + z * wander_sd_per_h(steady, rule) if slope else None
+    power = power_slope_per_h(steady, rule, PLAN_RSS_SCATTER_MIB) if slope else None
+    leak = LEAK_MULTIPLE * rule.limit_per_h
+    need = span_for_power(leak, rule)
+    at = max(limits.warmup_s, pass_s or 0.0)
+    # In concurrency mode the pass's end is the server's pace: the minutes count from it.
+    soak = "after the first pass" if cycle_requests and not pass_s else f"a soak of {(at + (need or 0)) / 60:.1f} min"
+    ten = (f"; a leak of {LEAK_MULTIPLE:g}x the limit ({leak:g} MiB/h) needs {(need or 0) / 60:.1f} judged min "
+           f"for that ({soak})") if need is not None else ""
     first = ""
     if cycle_requests:
         first = (f"; the slope is judged after the first pass over the input's {cycle_requests} requests ("
@@ -49,7 +74,9 @@ def plan_trends(duration_s: float, limits: SoakLimits, window_s: float | None = 
         if slope:
             text = (f"{metric}: judges {span / 60:.1f} min after a {limits.warmup_s:g} s warmup; at the stated wander "
                     f"({rule.wander:g} MiB per {rule.wander_s:g} s) a slope of {detectable:.3g} MiB/h or more can FAIL "
-                    f"(limit {rule.limit_per_h:g}), more where the samples are noisier{first}")
+                    f"(limit {rule.limit_per_h:g}), more where the samples are noisier; at a sample scatter of "
+                    f"{PLAN_RSS_SCATTER_MIB:g} MiB per minute (assumed) a slope of {power:.3g} MiB/h or more FAILs in 95 % "
+                    f"of soaks{ten}{first}")
         elif growth:
             text = (f"{metric}: judges {span / 60:.1f} min, under the {rule.min_span_s / 60:g} min a slope needs"
                     + (" after the first pass over the input" if pass_s and steady < span else "")
@@ -58,13 +85,31 @@ def plan_trends(duration_s: float, limits: SoakLimits, window_s: float | None = 
             text = (f"{metric}: judges {span:.0f} s after a {limits.warmup_s:g} s warmup, under the "
                     f"{3 * rule.min_batch_s:g} s any verdict needs: it cannot decide")
         out.append(TrendPlan(metric=metric, judged_span_s=span, slope_decides=slope, growth_decides=growth,
-                             detectable_slope=detectable, limit=rule.limit_per_h, unit="MiB/h", text=text))
+                             detectable_slope=detectable, power_slope=power, limit=rule.limit_per_h, unit="MiB/h",
+                             text=text))
     if window_s:
         cycle_s = cycle_requests / request_rate if cycle_requests and request_rate else None
         drift = _drift_plan(duration_s, limits, cycle_requests, cycle_s) if limits.latency_drift_rule == "sampled" \
             else _tail_plan(duration_s, window_s, limits, "latency_drift")
         out += [drift, _tail_plan(duration_s, window_s, limits)]
     return out
+
+
+def span_for_power(slope_per_h: float, rule: SampledTrendRule, power: float = 0.95) -> float | None:
+    """The shortest judged span (s, to 10 s) over which the rule FAILs a slope of `slope_per_h` in `power` of
+    soaks at the stated wander and `PLAN_RSS_SCATTER_MIB`: at least `min_span_s`; None where none up to two
+    days does."""
+    if slope_per_h <= rule.limit_per_h:
+        return None
+    lo, hi = max(rule.min_span_s, 3 * rule.min_batch_s), 2 * 86400.0
+    if power_slope_per_h(hi, rule, PLAN_RSS_SCATTER_MIB, power) > slope_per_h:
+        return None
+    if power_slope_per_h(lo, rule, PLAN_RSS_SCATTER_MIB, power) <= slope_per_h:
+        return lo
+    while hi - lo > 10:  # the power slope falls with the span once it holds its batches
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if power_slope_per_h(mid, rule, PLAN_RSS_SCATTER_MIB, power) <= slope_per_h else (mid, hi)
+    return math.ceil(hi / 10) * 10
 
 
 def _drift_plan(duration_s: float, limits: SoakLimits, cycle_requests: int, cycle_s: float | None) -> TrendPlan:
