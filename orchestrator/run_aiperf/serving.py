@@ -47,7 +47,7 @@ async def serve_correlated(run: RunScope, toolkit: Toolkit, model: ModelConfig, 
     """Journal the dataset and the model phase, start the records tailer, the correlator and the model's server
     (all in the run's task group), and write AIPerf's input under runs/<id>/aiperf/. `key_parser` reads an
     input row's session id back into (item id, arm). A `dataset` given as its folder is loaded (verified: every
-    clip decoded, 0.8 s for audioqa-v1 on 2 cores) while the server starts, and its phase journaled once loaded,
+    clip decoded, 0.8 s for audioqa-v2 on 2 cores) while the server starts, and its phase journaled once loaded,
     inside the model's phase; a loaded one is journaled first."""
     cfg = run.config
 
