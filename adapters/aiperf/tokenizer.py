@@ -7,8 +7,9 @@ aqbench's own tokenizer is laid out as an entry of a private Hugging Face hub ca
 (`<cache>/hub/models--aqbench--wordlevel-v1/snapshots/<rev>/`, `refs/main`), and AIPerf is given its name
 (`aqbench/wordlevel-v1`) with `HF_HUB_CACHE` at that cache and `HF_HUB_OFFLINE=1` (`aiperf_tokenizer`).
 AIPerf 0.13.0 then skips its tokenizer prefetch, a process that loads transformers to read the tokenizer
-once before its services start (1.1-2.0 s of each AIPerf start-up on 2 cores, bench/RESULTS.md); given a
-folder path instead, it prefetches, and offline it cannot load a folder at all (it takes a path for a repo id).
+once before its services start (0.7-2.0 s of work on 2 cores, 0.5-1.0 s of each AIPerf start-up's wall time:
+bench/RESULTS.md); given a folder path instead, it prefetches, and offline it cannot load a folder at all (it
+takes a path for a repo id).
 """
 
 from __future__ import annotations
