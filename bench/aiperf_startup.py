@@ -1,10 +1,13 @@
 """AIPerf's start-up with and without aqbench's fast-start settings, side by side in one run.
 
 Usage: flock /tmp/aqbench-heavy.lock .venv/bin/python bench/aiperf_startup.py [--pairs 3] [--requests 8]
+       [--compare corpus|prefetch]
 
 Starts the reference server of bench.toml once, then runs `aiperf profile` with the exact argv and environment
 `build_command` gives aqbench (concurrency 1, a few requests), alternating (order swapped every pair):
-- before: without `FAST_START_ARGS` (AIPerf tokenizes its synthetic prompt corpus);
+- before: with `--compare corpus` (the default), without `FAST_START_ARGS` (AIPerf tokenizes its synthetic prompt
+  corpus); with `--compare prefetch`, the tokenizer given as its folder and without the hub cache environment
+  (AIPerf prefetches it: adapters/aiperf/tokenizer.py's aiperf_tokenizer);
 - after: as aqbench runs it now.
 For each run it prints the start-up (spawn to AIPerf's "Phase warmup ... started" line: its first request) and
 spawn to exit, then the medians and their ratio. It also checks that both send the same requests: the payloads
@@ -46,6 +49,14 @@ def _without_fast_start(cmd: AiperfCommand) -> AiperfCommand:
     return msgspec.structs.replace(cmd, argv=argv)
 
 
+def _with_prefetch(cmd: AiperfCommand, folder: Path) -> AiperfCommand:
+    """The command as aqbench built it before its tokenizer was a hub cache entry: the folder's path, no HF env."""
+    argv = list(cmd.argv)
+    argv[argv.index("--tokenizer") + 1] = str(folder)
+    env = {k: v for k, v in cmd.env.items() if k not in ("HF_HUB_CACHE", "HF_HUB_OFFLINE")}
+    return msgspec.structs.replace(cmd, argv=argv, env=env)
+
+
 def _run(cmd: AiperfCommand) -> dict[str, float]:
     """One AIPerf run: seconds from spawn to its first request's phase line, and to its exit."""
     for folder in (cmd.env["TMPDIR"], cmd.artifact_dir):
@@ -75,6 +86,8 @@ def main() -> int:
     ap.add_argument("--pairs", type=int, default=3)
     ap.add_argument("--requests", type=int, default=8)
     ap.add_argument("--config", type=Path, default=ROOT / "bench.toml")
+    ap.add_argument("--compare", choices=("corpus", "prefetch"), default="corpus",
+                    help="what 'before' lacks: the fast-start args (corpus) or the hub cache tokenizer (prefetch)")
     args = ap.parse_args()
     cfg = load_config(args.config)
     model = cfg.models[0]
@@ -101,7 +114,8 @@ def main() -> int:
                     cmd = build_command(workload, base_url=spec.base_url, model=model.name, input_file=input_file,
                                         artifact_dir=work / f"{kind}-{i}" / "artifacts", tokenizer=tokenizer,
                                         live_tap=False)
-                    cmd = _without_fast_start(cmd) if kind == "before" else cmd
+                    if kind == "before":
+                        cmd = _without_fast_start(cmd) if args.compare == "corpus" else _with_prefetch(cmd, tokenizer)
                     got = _run(cmd)
                     dirs[kind] = cmd.artifact_dir
                     results[kind].append(got)
@@ -112,7 +126,7 @@ def main() -> int:
             os.killpg(server.pid, signal.Signals[cfg.server.stop_signal])
             server.wait(cfg.server.stop_grace_s)
     med = {k: {m: statistics.median(r[m] for r in v) for m in ("startup", "total")} for k, v in results.items()}
-    print(f"load average before {load0[0]:.2f}, after {os.getloadavg()[0]:.2f} (2 cores shared with other sessions)")
+    print(f"compared: {args.compare}; load average before {load0[0]:.2f}, after {os.getloadavg()[0]:.2f} (2 cores shared with other sessions)")
     for k in ("before", "after"):
         print(f"median {k:<6} start-up {med[k]['startup']:5.1f} s  spawn to exit {med[k]['total']:5.1f} s")
     print(f"after / before: start-up {med['after']['startup'] / med['before']['startup']:.2f}x, spawn to exit "

@@ -14,6 +14,7 @@ from pathlib import Path
 import msgspec
 
 from adapters.aiperf.handover_files import TIMING_WAIT_ENV
+from adapters.aiperf.tokenizer import aiperf_tokenizer
 from orchestrator.config import WorkloadConfig
 from orchestrator.ports import HandoverControl
 
@@ -47,8 +48,8 @@ WORKER_GC_ENV = "AQBENCH_WORKER_GC"
 # AIPerf's start-up without its synthetic prompt corpus (bench/aiperf_startup.py; what is sent is the same): built
 # even for a file dataset, it tokenizes 5 MB of text, 5 million tokens with aqbench's character-level tokenizer (5-10 s
 # on 2 cores). Every input row carries its own text, so the random corpus (no text to tokenize) is never used either.
-# Not HF_HUB_OFFLINE=1, which would skip AIPerf's tokenizer prefetch (2-4 s): offline, AIPerf 0.13.0 resolves the
-# tokenizer as a hub repo id and fails on a local folder (HFValidationError), and aqbench's is always one.
+# AIPerf's tokenizer prefetch is skipped too where the tokenizer is a hub cache entry (aqbench's own): see
+# adapters/aiperf/tokenizer.py's aiperf_tokenizer, which gives its name and HF_HUB_CACHE / HF_HUB_OFFLINE.
 FAST_START_ARGS = ("--prompt-corpus", "random")
 
 
@@ -117,12 +118,13 @@ def build_command(
         raise ValueError("build_command: pass concurrency or request_rate, not both")
     if concurrency is None and request_rate is None:
         concurrency, request_rate = workload.concurrency, workload.request_rate
+    tokenizer_arg, tokenizer_env = aiperf_tokenizer(tokenizer)
     argv = [
         executable, "profile",
         "--model", model,
         "--url", base_url,
         "--endpoint-type", "chat",
-        "--tokenizer", str(tokenizer),
+        "--tokenizer", tokenizer_arg,
         "--input-file", str(Path(input_file).resolve()),
         "--custom-dataset-type", "single_turn",
         "--dataset-sampling-strategy", "sequential",
@@ -149,7 +151,7 @@ def build_command(
         argv.append("--streaming")
     if workload.max_tokens is not None:
         argv += ["--extra-inputs", f"max_tokens:{workload.max_tokens}"]
-    env = dict(LOW_LAG_ENV)
+    env = dict(LOW_LAG_ENV) | tokenizer_env
     if live_tap and tap_dir is not None:
         env["AQBENCH_TAP_DIR"] = str(Path(tap_dir).resolve())
     if worker_gc:

@@ -34,7 +34,9 @@ class ModelConfig(ModelIdentity, frozen=True, kw_only=True, forbid_unknown_field
     bundle: str = ""
     """The model's bundle (overrides `[server] bundle`)."""
     tokenizer: str = ""
-    """A local Hugging Face tokenizer folder for AIPerf; empty: aqbench's own offline tokenizer."""
+    """A local Hugging Face tokenizer folder for AIPerf; empty: aqbench's own offline tokenizer. A snapshot folder of a
+    Hugging Face hub cache (`.../models--ORG--NAME/snapshots/REV`, named by `refs/main`) is given to AIPerf by name,
+    offline, which skips its tokenizer prefetch (0.5-1 s of each AIPerf start-up); any other folder by its path."""
     native_argv: list[str] = []
     """A native worker speaking TRTMC's JSON-lines protocol (with `audio`) for identity; empty: identity skipped."""
     correctness: CorrectnessCriteria

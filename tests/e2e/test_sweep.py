@@ -16,8 +16,11 @@ from orchestrator.events import (
     AccountingChecked,
     AiperfStarted,
     CapabilityProbed,
+    DatasetPhase,
     ModelResult,
+    PhaseFinished,
     PhaseStarted,
+    ServerSpawned,
     SweepConcluded,
     SweepPointJudged,
 )
@@ -120,6 +123,12 @@ def test_a_text_only_server_stops_at_the_capability_probe(tmp_path: Path) -> Non
     report = msgspec.json.decode((run_dir / "sweep.json").read_bytes())
     assert report["capacity"] is None and "unsupported at the capability probe" in report["reason"]
     assert "## Points" not in (run_dir / "sweep.md").read_text()  # no empty tables where no load ran
+    # The dataset is loaded (every clip decoded, ~0.8 s) while the server starts, not before its spawn: its phase
+    # is journaled after the spawn and before the probe, with the identity that `aqbench compare` reads.
+    [dataset] = [e for e in events if isinstance(e, PhaseFinished) and e.phase == "dataset"]
+    [spawned] = [e for e in events if isinstance(e, ServerSpawned)]
+    assert spawned.seq < dataset.seq < min(e.seq for e in probed)
+    assert isinstance(dataset.detail, DatasetPhase) and len(dataset.detail.identity) == 64
 
 
 _RATES = """
