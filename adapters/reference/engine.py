@@ -7,20 +7,22 @@ question; it never sees a dataset, a file name or a hash. Same input -> same ans
 from __future__ import annotations
 
 import difflib
+import io
 import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
+import soundfile as sf
 
-from adapters.media import DecodedAudio, resample, to_mono
+from adapters.media import SUPPORTED_FORMATS, DecodedAudio, decode_audio, encode_wav, resample, to_mono
 from adapters.reference import dsp, textqa
 from adapters.reference.asr import ASR_RATE_HZ, Recognizer
 from adapters.reference.router import Kind, Route, route
 from adapters.reference.vad import SpeechSegment, load_vad, speech_segments
 
-__all__ = ["ENGINE_NAME", "EngineAnswer", "Engine", "UNSUPPORTED_ANSWER"]
+__all__ = ["ENGINE_NAME", "EngineAnswer", "Engine", "UNSUPPORTED_ANSWER", "WARM_UP_QUESTIONS"]
 
 ENGINE_NAME = "aqbench-reference-cascade"
 UNSUPPORTED_ANSWER = (
@@ -35,6 +37,40 @@ _UTTERANCE_GAP_S = 0.35  # VAD segments closer than this are one utterance
 # Spectral flux (dsp.spectral_flux) of a speech segment below which it is a steady sound, not a voice:
 # flite and espeak-ng voices measure about 0.6, a buzzy hum or a chord under 0.2.
 _STEADY_FLUX = 0.35
+
+
+# One wording per analysis (the router sends each to a different kind; a test holds that), none of a dataset.
+WARM_UP_QUESTIONS = (
+    "Count the tones, please: how many?", "How many different people talk here?",
+    "Which of the two notes sits higher, the first or the second?", "What frequency in hertz is the tone?",
+    "For how many seconds does the tone last?", "Does the pitch of the tone rise or fall over time?",
+    "Which beep is the loudest, the first or the last?", "Does anybody speak in this recording?",
+    "Is the recording silent?", "Is the sound in the left or the right channel?",
+    "At what second does the talking start?", "Which word is said right after the beep?",
+    "Would you call this voice a man or a woman?", "How fast is the person talking, slow or fast?",
+    "Which language is spoken?", "What is the sum of the two numbers spoken?",
+    "Tell me what the recording says.",
+)
+_WARM_RATE_HZ = 48000  # the highest rate requests use: the largest decode and resample buffers
+
+
+def _warm_clip(seconds: float, fmt: str) -> tuple[bytes, str]:
+    """A stereo clip of `seconds` encoded as `fmt`: tones left, a noisy chirp right, then silence."""
+    rate = _WARM_RATE_HZ
+    t = np.arange(int(rate * seconds)) / rate
+    beeps = np.where((t % 1.0) < 0.3, 0.3 * np.sin(2 * np.pi * 1000.0 * t), 0.0)
+    chirp = 0.2 * np.sin(2 * np.pi * (200.0 + 300.0 * t / seconds) * t)
+    noise = np.random.default_rng(0).normal(0.0, 0.05, t.size)
+    tail = t < seconds * 0.8
+    x = np.stack([beeps * tail, (chirp + noise) * tail], axis=1).astype(np.float32)
+    if fmt == "wav":
+        return encode_wav(x, rate), fmt
+    buf = io.BytesIO()
+    sf.write(buf, x, rate, format=SUPPORTED_FORMATS[fmt], subtype=_WARM_SUBTYPES.get(fmt))
+    return buf.getvalue(), fmt
+
+
+_WARM_SUBTYPES = {"mp3": "MPEG_LAYER_III", "ogg": "VORBIS", "flac": "PCM_16"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,29 +156,31 @@ class Engine:
         self.recognizer = Recognizer(workers=workers, cpu_threads=cpu_threads, compute_type=compute_type)
         self.speech_model = self.recognizer.name
 
-    def warm_up(self) -> None:
-        """Run every stage once per worker, concurrently, on a synthetic clip (blocking, about a second).
+    def warm_up(self, longest_s: float = 20.0) -> None:
+        """Run every analysis and every decoder once per worker, concurrently, on synthetic clips (blocking).
 
-        First use imports scipy.signal (about 70 MiB of RSS) and makes each CTranslate2 replica, the VAD and
-        the allocator's per-thread arenas take their working memory. Done before the port opens, that
-        memory is the server's starting level instead of a climb through its first requests.
+        First use makes each CTranslate2 replica, the VAD, scipy (about 70 MiB) and the allocator's arenas take
+        their working memory, and that memory scales with the clip: a pass over one short clip left a 225 MiB
+        climb through a first pass over real requests. So each worker decodes a short clip of every container
+        (wav, flac, ogg, mp3) and one `longest_s` long (stereo, 48 kHz: the largest buffers a request of that
+        length brings), and asks one wording per analysis of each (about 2 s a worker at 20 s). Done before the port opens, that memory is the
+        server's starting level instead of a climb through its first requests.
         """
-        rate = 44100  # not 16 kHz, so the clip is resampled
-        t = np.arange(int(rate * 1.5)) / rate
-        tone = np.where(t < 0.4, 0.3 * np.sin(2 * np.pi * 1000.0 * t), 0.0)
-        noise = np.random.default_rng(0).normal(0.0, 0.05, t.size) * (t > 0.6)
-        x = (tone + noise).astype(np.float32)
-        audio = DecodedAudio(samples=np.stack([x, x], axis=1), sample_rate_hz=rate, format="wav",
-                             bytes=int(x.nbytes * 2))
+        # Every decoder on a short clip; the long clip's buffers are the same whatever its container (float32 PCM).
+        clips = [_warm_clip(1.5, fmt) for fmt in SUPPORTED_FORMATS] + [_warm_clip(longest_s, "wav")]
 
         def one_pass(_: int) -> None:
-            clip = _Clip(audio, self.recognizer)
-            # Wordings of no dataset: the warm-up exercises the analyses, it rehearses no item.
-            for question in ("Count the tones, please: how many?", "Would you call this voice a man or a woman?",
-                             "Tell me what the recording says."):
-                self.answer(audio, question)
-            clip.transcribe()  # Whisper even where the VAD hears no speech
-            dsp.voice_f0_hz(clip.x16k, ASR_RATE_HZ)
+            self.answer(decode_audio(*clips[0]), WARM_UP_QUESTIONS[0])  # the entry point itself
+            for data, fmt in clips:
+                # One _Clip per clip, so the analyses the handlers share (resampling, VAD, tone events) run once.
+                clip = _Clip(decode_audio(data, fmt), self.recognizer)
+                # Wordings of no dataset: the warm-up exercises the analyses, it rehearses no item.
+                for question in WARM_UP_QUESTIONS:
+                    r = route(question)
+                    _HANDLERS[r.kind](clip, r)
+                clip.transcribe()  # Whisper even where the VAD hears no speech
+                dsp.voice_f0_hz(clip.x16k, ASR_RATE_HZ)
+            self.answer(None, WARM_UP_QUESTIONS[-1])  # the text-only path
 
         with ThreadPoolExecutor(self.workers) as pool:
             list(pool.map(one_pass, range(self.workers)))

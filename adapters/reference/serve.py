@@ -21,7 +21,7 @@ from adapters.reference.app import ServerSettings, ServerState, build_app
 from adapters.reference.asr import COMPUTE_TYPES
 from adapters.reference.engine import Engine
 from adapters.reference.faults import FaultSettings, FaultState
-from adapters.reference.heap import HeapSettings, SnapshotWriter, snapshot_every, trim_every
+from adapters.reference.heap import DEFAULT_ARENAS, HeapSettings, SnapshotWriter, limit_arenas, snapshot_every, trim_every
 from adapters.reference.router import Kind
 from adapters.trtmc.records import RecordWriter
 
@@ -53,6 +53,9 @@ def add_server_arguments(p: argparse.ArgumentParser) -> None:
     h.add_argument("--no-warm-up", action="store_true",
                    help="open the port right after loading the models, without one warm-up pass through every "
                         "stage (the pass moves first-use memory, about 70 MiB of it scipy, before the first request)")
+    h.add_argument("--malloc-arenas", type=int, default=DEFAULT_ARENAS, metavar="N",
+                   help=f"cap glibc's malloc arenas at N (default {DEFAULT_ARENAS}; 0: glibc's own, 8 per core): every "
+                        "thread that runs an engine call otherwise keeps an arena's high-water mark of its own")
     h.add_argument("--malloc-trim-every-s", type=float, default=0.0, metavar="S",
                    help="call glibc malloc_trim(0) every S seconds, returning freed heap to the system "
                         "(default 0: off)")
@@ -135,9 +138,11 @@ def heap_from_args(args: argparse.Namespace) -> HeapSettings:
     """The heap flags; raises ValueError naming the flag."""
     if args.malloc_trim_every_s < 0:
         raise ValueError(f"--malloc-trim-every-s {args.malloc_trim_every_s} must be 0 (off) or positive")
+    if args.malloc_arenas < 0:
+        raise ValueError(f"--malloc-arenas {args.malloc_arenas} must be 0 (glibc's default) or positive")
     if args.tracemalloc_every_s <= 0:
         raise ValueError(f"--tracemalloc-every-s {args.tracemalloc_every_s} must be positive")
-    return HeapSettings(warm_up=not args.no_warm_up, malloc_trim_every_s=args.malloc_trim_every_s,
+    return HeapSettings(warm_up=not args.no_warm_up, malloc_arenas=args.malloc_arenas, malloc_trim_every_s=args.malloc_trim_every_s,
                         tracemalloc_dir=args.tracemalloc_snapshots, tracemalloc_every_s=args.tracemalloc_every_s)
 
 
@@ -153,6 +158,8 @@ async def serve(settings: ServerSettings, cpu_threads: int = 0, compute_type: st
     if settings.faults.startup_delay_s:
         _log("startup_delay", s=settings.faults.startup_delay_s)  # said first: tests wait for it, not a fixed time
         await asyncio.sleep(settings.faults.startup_delay_s)
+    if heap.malloc_arenas:
+        limit_arenas(heap.malloc_arenas)  # before any worker thread takes an arena of its own
     t0 = time.perf_counter()
     engine = await anyio.to_thread.run_sync(lambda: Engine(workers=settings.replicas,
                                                            cpu_threads=cpu_threads,

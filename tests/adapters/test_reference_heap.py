@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from _reference_server import REPO, reference_server
 
-from adapters.reference.heap import SnapshotWriter, trim_heap
+from adapters.reference.heap import SnapshotWriter, limit_arenas, trim_heap
 from adapters.reference.serve import add_server_arguments, heap_from_args
 
 
@@ -34,19 +34,21 @@ def _metric(text: str, name: str) -> float:
 class TestFlags:
     def test_off_by_default(self):
         heap = heap_from_args(_args())
-        assert heap.malloc_trim_every_s == 0 and heap.tracemalloc_dir is None and heap.active == ["warm_up"]
+        assert heap.malloc_trim_every_s == 0 and heap.tracemalloc_dir is None
+        assert heap.active == ["warm_up", "malloc_arenas=2"]
 
-    def test_warm_up_can_be_turned_off(self):
-        assert heap_from_args(_args("--no-warm-up")).active == []
+    def test_warm_up_and_arena_cap_can_be_turned_off(self):
+        assert heap_from_args(_args("--no-warm-up", "--malloc-arenas", "0")).active == []
 
     def test_both_flags_parsed(self, tmp_path: Path):
         heap = heap_from_args(_args("--malloc-trim-every-s", "30", "--tracemalloc-snapshots", str(tmp_path),
                                     "--tracemalloc-every-s", "120"))
         assert (heap.malloc_trim_every_s, heap.tracemalloc_dir, heap.tracemalloc_every_s) == (30.0, tmp_path, 120.0)
-        assert heap.active == ["warm_up", "malloc_trim", "tracemalloc"]
+        assert heap.active == ["warm_up", "malloc_arenas=2", "malloc_trim", "tracemalloc"]
 
     @pytest.mark.parametrize("flags, named", [(("--malloc-trim-every-s", "-1"), "--malloc-trim-every-s"),
-                                              (("--tracemalloc-every-s", "0"), "--tracemalloc-every-s")])
+                                              (("--tracemalloc-every-s", "0"), "--tracemalloc-every-s"),
+                                              (("--malloc-arenas", "-1"), "--malloc-arenas")])
     def test_bad_values_name_the_flag(self, flags: tuple[str, ...], named: str):
         with pytest.raises(ValueError, match=named):
             heap_from_args(_args(*flags))
@@ -56,6 +58,9 @@ class TestTrim:
     def test_glibc_trim_answers(self):
         """On glibc (this project's Linux) malloc_trim is reached through ctypes: True or False, never None."""
         assert trim_heap() in (True, False)
+
+    def test_glibc_takes_the_arena_cap(self):
+        assert limit_arenas(2) is True
 
 
 class TestSnapshots:
@@ -93,7 +98,7 @@ def test_server_trims_and_snapshots(tmp_path: Path):
                 break
             assert time.monotonic() < deadline, f"the heap chores did not run:\n{text}"
             time.sleep(0.05)  # polling another process's counters, not synchronising threads
-    assert "heap=warm_up,malloc_trim,tracemalloc" in server.stderr.read_text()
+    assert "heap=warm_up,malloc_arenas=2,malloc_trim,tracemalloc" in server.stderr.read_text()
     assert (snaps / "tracemalloc-000.txt").is_file() and (snaps / "tracemalloc-001.txt").is_file()
 
 
@@ -109,3 +114,10 @@ def test_warm_up_takes_first_use_memory_before_the_first_request():
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=240,
                           env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert done.returncode == 0 and done.stdout.strip() == "warm", done.stderr[-2000:]
+
+
+def test_warm_up_asks_every_analysis():
+    """One warm-up wording per analysis the engine has: a kind left out would take its memory at its first request."""
+    from adapters.reference.engine import _HANDLERS, WARM_UP_QUESTIONS
+    from adapters.reference.router import route
+    assert {route(q).kind for q in WARM_UP_QUESTIONS} == set(_HANDLERS)
