@@ -15,6 +15,7 @@ import tracemalloc
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 __all__ = ["DEFAULT_ARENAS", "HeapCounters", "HeapSettings", "SnapshotWriter", "limit_arenas", "snapshot_every",
            "trim_every", "trim_heap"]
@@ -70,7 +71,7 @@ def _libc(symbol: str, argtypes: list[type]) -> Callable[..., int] | None:
         return None
     fn.argtypes = argtypes
     fn.restype = ctypes.c_int
-    return fn
+    return cast("Callable[..., int]", fn)
 
 
 _TRIM = _libc("malloc_trim", [ctypes.c_size_t])

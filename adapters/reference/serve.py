@@ -21,7 +21,14 @@ from adapters.reference.app import ServerSettings, ServerState, build_app
 from adapters.reference.asr import COMPUTE_TYPES
 from adapters.reference.engine import Engine
 from adapters.reference.faults import FaultSettings, FaultState
-from adapters.reference.heap import DEFAULT_ARENAS, HeapSettings, SnapshotWriter, limit_arenas, snapshot_every, trim_every
+from adapters.reference.heap import (
+    DEFAULT_ARENAS,
+    HeapSettings,
+    SnapshotWriter,
+    limit_arenas,
+    snapshot_every,
+    trim_every,
+)
 from adapters.reference.router import Kind
 from adapters.trtmc.records import RecordWriter
 
