@@ -45,3 +45,36 @@ def block_medians(t: np.ndarray, y: np.ndarray, block_s: int = BLOCK_S) -> tuple
     """Medians of consecutive `block_s`-second blocks at their mean times (what the soak keeps)."""
     n = t.size // block_s * block_s
     return t[:n].reshape(-1, block_s).mean(axis=1), np.median(y[:n].reshape(-1, block_s), axis=1)
+
+
+def generation_series(rng: np.random.Generator, seconds: int, *, phi: float = 0.8, every_s: float = 180.0,
+                      scatter: float = 20.0, step: float = 0.0, runaway: float = 0.0,
+                      blocks: bool = True) -> list[tuple[int, float, np.ndarray, np.ndarray]]:
+    """AIPerf generations over `seconds` (1 Hz noise of `memory_series`, as 10 s block medians with `blocks`):
+    a handover every `every_s` +-20 %; each process climbs 40 MiB over its first 45 s (start-up), the
+    first process settles 30-80 MiB below the others, whose levels scatter by `scatter` MiB (sd) and step
+    up by `step` MiB per generation (a leak carried across). `runaway` MiB: the middle generation lasts 2.5
+    x `every_s` and ramps up by that much over the minute after its level minute, then holds.
+    Returns (pid, first request s, times s, MiB) per generation."""
+    t, y = memory_series(rng, seconds, phi=phi)
+    starts = [0.0]
+    while True:
+        length = every_s * rng.uniform(0.8, 1.2) * (2.5 if runaway and len(starts) - 1 == 6 else 1.0)
+        if starts[-1] + length >= seconds:
+            break
+        starts.append(starts[-1] + length)
+    out = []
+    for k, s in enumerate(starts):
+        e = starts[k + 1] if k + 1 < len(starts) else float(seconds)
+        m = (t >= s) & (t < e)
+        tt, yy = t[m], y[m].copy()
+        offset = -rng.uniform(30, 80) if k == 0 else rng.normal(0, scatter) + step * k
+        climb = -40 * np.clip(1 - (tt - s) / 45, 0, 1)
+        yy += offset + climb
+        if runaway and k == 6:
+            yy += runaway * np.clip((tt - s - 120) / 60, 0, 1)
+        if blocks:
+            bt, by = block_medians(tt - s, yy)
+            tt, yy = bt + s, by
+        out.append((1000 + k, s, tt, yy))
+    return out
