@@ -13,9 +13,11 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "orchestrator"))
+
+from sampled_series import generation_series  # tests/orchestrator: the one noise model
 
 from orchestrator.judge.generations import Generation, GenerationRule, judge_generations
-from tests.orchestrator.sampled_series import generation_series
 
 
 def outcomes(seeds: int, seconds: int, kw: dict[str, float]) -> Counter[str]:

@@ -122,6 +122,7 @@ from orchestrator.events.values import (
 from orchestrator.events.verdicts import (
     VERDICT_DETAILS,
     AccountingDetail,
+    AiperfGeneration,
     CorrectnessDetail,
     DriftDetail,
     ErrorRateDetail,
@@ -157,7 +158,7 @@ __all__ = [
     "AbPhase",
     "AbPower",
     # soak verdict details
-    "VerdictDetail", "VERDICT_DETAILS", "TrendNumbers", "MemoryDetail", "SampledMemoryDetail", "SampledDriftDetail", "DriftDetail", "TailDetail",
+    "VerdictDetail", "VERDICT_DETAILS", "TrendNumbers", "MemoryDetail", "AiperfGeneration", "SampledMemoryDetail", "SampledDriftDetail", "DriftDetail", "TailDetail",
     "ErrorRateDetail", "WindowCorrectness", "PooledGate", "CorrectnessDetail", "RestartDetail", "ProcessCheck",
     "WindowGap", "GapDetail", "RunAccount", "AccountingDetail", "verdict_numbers",
     # capability evidence

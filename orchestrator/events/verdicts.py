@@ -13,7 +13,7 @@ import msgspec
 
 from orchestrator.events.values import GateResult, ServerExitFact
 
-__all__ = ["VerdictDetail", "VERDICT_DETAILS", "TrendNumbers", "MemoryDetail", "SampledMemoryDetail", "SampledDriftDetail", "DriftDetail", "TailDetail",
+__all__ = ["VerdictDetail", "VERDICT_DETAILS", "TrendNumbers", "MemoryDetail", "AiperfGeneration", "SampledMemoryDetail", "SampledDriftDetail", "DriftDetail", "TailDetail",
            "ErrorRateDetail", "WindowCorrectness", "PooledGate", "CorrectnessDetail", "RestartDetail",
            "ProcessCheck", "WindowGap", "GapDetail", "RunAccount", "AccountingDetail", "verdict_numbers"]
 
@@ -49,6 +49,21 @@ class MemoryDetail(TrendNumbers, frozen=True, kw_only=True, tag="memory"):
     growth_limit_mib: float | None = None
 
 
+class AiperfGeneration(msgspec.Struct, frozen=True, kw_only=True):
+    """One AIPerf process of a soak that handed its load over (judge/generations.py): its `pid`, its start
+    (s after the load's start: its first request, else its first sample), its settled `level_mib` (None: too
+    short to settle), its peak sustained growth over that level, the within-process outcome, its points
+    (10 s block medians) and the profiling requests it sent (0: unknown)."""
+
+    pid: int
+    start_s: float
+    level_mib: float | None = None
+    peak_growth_mib: float | None = None
+    outcome: str = ""
+    points: int = 0
+    requests: int = 0
+
+
 class SampledMemoryDetail(TrendNumbers, frozen=True, kw_only=True, tag="sampled_memory"):
     """Memory judged on every sample after `warmup_s` (judge/sampled_trend.py): `n` batches of block medians
     (MiB) at `batch_times_h` from the span's start, the growth over the span with its interval, and
@@ -74,6 +89,10 @@ class SampledMemoryDetail(TrendNumbers, frozen=True, kw_only=True, tag="sampled_
     first_pass_end_s: float | None = None
     first_pass_growth_mib: float | None = None
     first_pass_growth_interval: list[float] | None = None
+    # AIPerf's memory after a handover is judged per process generation (judge/generations.py): then
+    # `generations` lists them, the trend numbers (slope, interval, growth, detectable_slope) are the
+    # successors' levels' across generations, `n` is the settled successors, and the batch series is empty.
+    generations: list[AiperfGeneration] = []
 
 
 class SampledDriftDetail(TrendNumbers, frozen=True, kw_only=True, tag="sampled_drift"):

@@ -534,12 +534,14 @@ class _Soak:
         # once all its runs have ended: its windows hold both runs' requests.
         live = self._live.live if self._live is not None else set()
         runs = [r for r in self.runs if not (live and r.segment == self.segment)]
+        span = self._load_span()
         verdicts = judge_soak(self.windows, self.settings.limits, exits=self.tracker.exits, processes=processes,
                               cut_short=self.cut_short, runs=runs, running=", ".join(sorted(live)),
                               handovers=self.handovers,
-                              stopped=set(self.stopped_at), samples=self.tracker.samples, load_span_ns=self._load_span(),
+                              stopped=set(self.stopped_at), samples=self.tracker.samples, load_span_ns=span,
                               ratios=self.tracker.ratios if self.settings.limits.latency_drift_rule == "sampled" else None,
-                              first_pass=self.tracker.first_pass())
+                              first_pass=self.tracker.first_pass(),
+                              aiperf_generations=self.tracker.aiperf_generations(span[1]) if span else ())
         for v in verdicts:
             slope, interval, limit, unit = verdict_numbers(v.detail)
             await self.bus.publish(SoakVerdict(

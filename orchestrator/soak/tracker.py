@@ -33,6 +33,7 @@ from orchestrator.events import (
 )
 from orchestrator.judge.answers import judge_answer
 from orchestrator.judge.gates import ScoredAnswer
+from orchestrator.judge.generations import Generation
 from orchestrator.soak.ratios import ItemRatioSeries
 from orchestrator.soak.samples import SampleSeries
 from orchestrator.soak.sessions import SessionLedger
@@ -87,6 +88,9 @@ class SoakTracker:
         self.restarts = 0
         # Every memory sample, by verdict (the sampled trend rule judges them, not window medians).
         self.samples: dict[str, SampleSeries] = {}
+        # AIPerf's samples by process, in the order the processes first sampled (one per handover
+        # generation: a handful per soak; 10 s blocks, so bounded by time like `samples`).
+        self.aiperf_by_pid: dict[int, SampleSeries] = {}
         # Each profiling request's latency over its own item's baseline, by timing source (latency_drift).
         self.ratios = {kind: ItemRatioSeries(warmup_s=warmup_s, baseline_s=baseline_s) for kind in ("server", "client")}
 
@@ -258,6 +262,10 @@ class SoakTracker:
             self._sample("orchestrator_rss" if ev.role == "orchestrator" else "aiperf_rss", ev.ts_ns, ev.rss_bytes)
             if ev.role == "aiperf":
                 self.aiperf_sample = (ev.pid, ev.ts_ns, ev.rss_bytes)
+                series = self.aiperf_by_pid.get(ev.pid)
+                if series is None:
+                    series = self.aiperf_by_pid[ev.pid] = SampleSeries()
+                series.add(ev.ts_ns, ev.rss_bytes / 2.0**20)
             if acc is not None:
                 acc.add_process(ev.role, ev.rss_bytes)
         elif isinstance(ev, ServerExited):
@@ -273,6 +281,25 @@ class SoakTracker:
                 self.exits[-1] = msgspec.structs.replace(self.exits[-1], restarted=True)
             if acc is not None:
                 acc.add_restart()
+
+    def aiperf_generations(self, end_ns: int) -> list[Generation]:
+        """AIPerf's samples up to `end_ns` by process generation (judge.generations), in their order, each
+        from its first profiling request, with the requests seen of it. A process none of whose profiling
+        requests was seen (a successor gated, or stopped before it sent) carried no load and is left out."""
+        runs = {pid: window for window, pid in self.aiperf_pids.items()}
+        out = []
+        for pid, series in self.aiperf_by_pid.items():
+            times, values, _n = series.between(0, end_ns)
+            if not times:
+                continue
+            window = runs.get(pid)
+            first = self.first_profiling_ns.get(window) if window is not None else None
+            if window is None or first is None:
+                continue
+            ledger = self.sessions.get(window)
+            out.append(Generation(pid=pid, times_s=times, values=values, start_s=first / 1e9,
+                                  requests=ledger.seen if ledger is not None else 0))
+        return out
 
     def _ratio(self, ev: RequestCorrelated) -> None:
         """The request's latency over its item's baseline, server-timed and client-timed."""

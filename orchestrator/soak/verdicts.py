@@ -17,6 +17,7 @@ from typing import TypeVar
 import msgspec
 
 from orchestrator.events import (
+    AiperfGeneration,
     AiperfRunFact,
     CorrectnessDetail,
     DriftDetail,
@@ -34,6 +35,7 @@ from orchestrator.events import (
     WindowCorrectness,
     WindowStats,
 )
+from orchestrator.judge.generations import Generation, GenerationRule, judge_generations
 from orchestrator.judge.intervals import wilson_interval
 from orchestrator.judge.latency import judge_item_drift, min_tail_samples
 from orchestrator.judge.memory import MemoryRule, MemoryVerdict, judge_memory_medians
@@ -69,6 +71,13 @@ def sampled_rule(limits: SoakLimits) -> SampledTrendRule:
     return SampledTrendRule(limit_per_h=limits.rss_limit_mib_per_h, growth_limit=limits.rss_growth_limit_mib,
                             min_span_s=limits.min_trend_span_s, confidence=limits.trend_confidence,
                             wander=limits.rss_wander_mib)
+
+
+def generation_rule(limits: SoakLimits) -> GenerationRule:
+    """The per-generation rule for AIPerf's memory after a handover, as `[soak]` sets it."""
+    return GenerationRule(limit_per_h=limits.rss_limit_mib_per_h, growth_limit=limits.rss_growth_limit_mib,
+                          min_span_s=limits.min_trend_span_s, confidence=limits.trend_confidence,
+                          wander=limits.rss_wander_mib)
 
 
 # The time scale of latency's wander on a shared host (load that moves latency for minutes): the drift
@@ -209,6 +218,27 @@ def _sampled_memory(metric: str, series: SampleSeries | None, limits: SoakLimits
             outcome, reason = FAIL, (f"grows beyond the cap over the judged span: {_beyond_cap(whole, rule.growth_limit)} over "
                                      f"{whole.span_s / 60:.1f} judged min, wholly above the {rule.growth_limit:g} MiB cap")
     return MetricVerdict(metric=metric, outcome=outcome, reason=reason, detail=detail)
+
+
+def _aiperf_generations(generations: Sequence[Generation], limits: SoakLimits, origin_s: float,
+                        source: str) -> MetricVerdict:
+    """aiperf_rss after a handover: judged per AIPerf process generation (judge.generations), each from its
+    first request; the soak's warmup does not apply (each process's own settle does)."""
+    rule = generation_rule(limits)
+    v = judge_generations(generations, rule)
+    detail = SampledMemoryDetail(
+        source=f"{source}, judged per AIPerf process generation ({len(generations)} processes)",
+        warmup_s=rule.settle_s, samples=sum(len(g.times_s) for g in generations), growth_mib=v.growth,
+        growth_interval=list(v.growth_interval) if v.growth_interval else None, growth_limit_mib=rule.growth_limit,
+        detectable_slope=v.detectable_per_h, wander_mib=rule.wander, slope=v.slope_per_h,
+        interval=list(v.interval_per_h) if v.interval_per_h else None, limit=rule.limit_per_h, unit="MiB/h",
+        n=v.successors, span_s=v.span_s, confidence=v.confidence, method=v.method,
+        generations=[AiperfGeneration(pid=g.pid, start_s=round(g.start_s - origin_s, 3),
+                                      level_mib=None if g.level is None else round(g.level, 3),
+                                      peak_growth_mib=None if g.peak_growth is None else round(g.peak_growth, 3),
+                                      outcome=g.outcome, points=g.points, requests=g.requests)
+                     for g in v.generations])
+    return MetricVerdict(metric="aiperf_rss", outcome=v.outcome, reason=v.reason, detail=detail)
 
 
 _BEYOND_CAP = "grows beyond the cap"  # how every memory FAIL by the growth cap begins (judge.sampled_trend)
@@ -452,7 +482,8 @@ def judge_soak(windows: Sequence[WindowStats], limits: SoakLimits, *, exits: Seq
                load_span_ns: tuple[int, int] | None = None,
                ratios: Mapping[str, ItemRatioSeries] | None = None,
                first_pass: FirstPass | None = None,
-               handovers: Sequence[tuple[str, float | None]] = ()) -> list[MetricVerdict]:
+               handovers: Sequence[tuple[str, float | None]] = (),
+               aiperf_generations: Sequence[Generation] = ()) -> list[MetricVerdict]:
     """Every verdict over the closed windows so far (in index order). `processes` is given only at the
     end (the process check is a final verdict); checkpoints leave it None. `cut_short` names the windows
     a stop (SIGINT/SIGTERM) cut short: the error rate reports them and does not judge them. `runs` are the
@@ -462,12 +493,16 @@ def judge_soak(windows: Sequence[WindowStats], limits: SoakLimits, *, exits: Seq
     on the windows' medians (judge.memory). With `ratios` (each request's ratio to its item's baseline, by
     timing source) and `load_span_ns`, latency drift is judged on them; without, on per-window medians.
     `first_pass` (the load's first pass over its input) cuts the sampled memory span (see _sampled_memory).
-    `handovers`: each AIPerf handover's name and gap (window_gap judges them as it judges the cuts)."""
+    `handovers`: each AIPerf handover's name and gap (window_gap judges them as it judges the cuts).
+    `aiperf_generations`: AIPerf's samples by process (times in s since the epoch); with two or more (a
+    handover), aiperf_rss is judged per generation (judge.generations), else on its one series as before."""
     ordered = sorted(windows, key=lambda w: w.index)
     skipped = min(limits.warmup_windows, len(ordered))
     judged = ordered[skipped:]
     if samples is not None and load_span_ns is not None:
-        verdicts = [_sampled_memory(metric, samples.get(metric), limits, load_span_ns, source, first_pass)
+        verdicts = [_aiperf_generations(aiperf_generations, limits, load_span_ns[0] / 1e9, source)
+                    if metric == "aiperf_rss" and len(aiperf_generations) > 1 else
+                    _sampled_memory(metric, samples.get(metric), limits, load_span_ns, source, first_pass)
                     for metric, source in _SAMPLED if metric in samples or metric != "server_gpu_memory"]
     else:
         verdicts = [

@@ -5,10 +5,10 @@ within one process."""
 from __future__ import annotations
 
 import numpy as np
+from sampled_series import generation_series
 
 from orchestrator.judge.generations import Generation, GenerationRule, judge_generations
 from orchestrator.judge.outcome import FAIL, INCONCLUSIVE, PASS
-from tests.orchestrator.sampled_series import generation_series
 
 
 def _gens(seed: int, seconds: int, **kw: float) -> list[Generation]:

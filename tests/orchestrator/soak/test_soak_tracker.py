@@ -102,3 +102,24 @@ class TestSoakTracker:
         assert (server.warmup, server.baseline_requests, server.ratios) == (0, 1, 1)
         assert (client.warmup, client.baseline_requests, client.ratios) == (1, 1, 2)
         assert server.series.between(T0, T0 + 60 * 10**9)[1] == [150.0]
+
+    def test_aiperf_samples_are_kept_by_process_generation(self) -> None:
+        """Each AIPerf process's samples form its own generation, in the order the processes sampled, from
+        its first profiling request; a process none of whose requests was seen carried no load and is left
+        out (judge.generations judges aiperf_rss per generation after a handover)."""
+        tracker = _tracker()
+        for window, pid in (("soak/aiperf01", 11), ("soak/aiperf02", 12), ("soak/aiperf03", 13)):
+            list(tracker._handle(AiperfStarted(window=window, argv=[], shell="", artifact_dir="", pid=pid, ts_ns=T0)))
+        for window, start in (("soak/aiperf01", T0 + 2 * 10**9), ("soak/aiperf02", T0 + 30 * 10**9)):
+            list(tracker._handle(ClientRecord(request_id=f"r{start}", window=window, phase="profiling",
+                                              request_start_ns=start)))
+        for s in range(60):
+            pid = 11 if s < 30 else 12
+            list(tracker._handle(ProcessSampled(role="aiperf", pid=pid, rss_bytes=(800 + pid) * 2**20,
+                                                ts_ns=T0 + s * 10**9)))
+        list(tracker._handle(ProcessSampled(role="aiperf", pid=13, rss_bytes=2**30, ts_ns=T0 + 61 * 10**9)))
+        gens = tracker.aiperf_generations(T0 + 100 * 10**9)
+        assert [g.pid for g in gens] == [11, 12]
+        assert [g.start_s for g in gens] == [T0 / 1e9 + 2, T0 / 1e9 + 30]
+        assert gens[0].values == [811.0, 811.0, 811.0] and gens[1].values == [812.0, 812.0, 812.0]
+        assert tracker.aiperf_generations(T0 + 25 * 10**9)[1:] == []

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from orchestrator.config import CorrectnessCriteria
-from orchestrator.events import RunAccount, SampledMemoryDetail, SoakWindowClosed, WindowGap
+from orchestrator.events import RunAccount, SampledMemoryDetail, SoakVerdict, SoakWindowClosed, WindowGap
 from orchestrator.journal import decode_event, encode_event
 from orchestrator.judge.gates import ScoredAnswer
 from orchestrator.judge.stats import Summary
@@ -474,3 +474,43 @@ class TestSampledMemory:
         assert server.outcome == "pass", server.reason
         assert isinstance(server.detail, SampledMemoryDetail) and server.detail.detectable_slope is not None
         assert 8 < server.detail.detectable_slope < 20
+
+    def test_aiperf_after_handovers_is_judged_per_generation(self) -> None:
+        """After handovers aiperf_rss is judged per AIPerf process (judge.generations): an hour of ~3-minute
+        processes, each starting well above the first, PASSes where the one sawtooth series would not, the
+        detail lists the processes and journals; a leak carried from process to process FAILs. One process
+        keeps the single-series rule."""
+        from sampled_series import generation_series
+
+        from orchestrator.judge.generations import Generation
+
+        def gens(step: float) -> list[Generation]:
+            return [Generation(pid=pid, start_s=T0 / 1e9 + s, times_s=[T0 / 1e9 + v for v in t],
+                               values=[float(v) for v in y], requests=100)
+                    for pid, s, t, y in generation_series(np.random.default_rng(5), 3600, step=step)]
+
+        windows = _windows([400.0] * 12)
+        span = (T0, T0 + 3600 * 10**9)
+        flat = gens(0.0)
+        sawtooth = SampleSeries()
+        for g in flat:
+            for t, v in zip(g.times_s, g.values, strict=True):
+                sawtooth.add(int(t * 1e9), v)
+        samples = {"server_rss": self._series(60, 0.0, 4), "aiperf_rss": sawtooth}
+        aiperf = _verdict(judge_soak(windows, SoakLimits(), samples=samples, load_span_ns=span,
+                                     aiperf_generations=flat), "aiperf_rss")
+        assert aiperf.outcome == "pass", aiperf.reason
+        assert isinstance(aiperf.detail, SampledMemoryDetail)
+        assert len(aiperf.detail.generations) == len(flat)
+        assert aiperf.detail.n == sum(g.level_mib is not None for g in aiperf.detail.generations[1:]) >= 15
+        assert aiperf.detail.generations[1].start_s == pytest.approx(flat[1].start_s - T0 / 1e9, abs=1e-3)
+        assert aiperf.detail.detectable_slope is not None and "per AIPerf process generation" in aiperf.detail.source
+        event = SoakVerdict(source="soak", metric="aiperf_rss", passed=True, outcome="pass", detail=aiperf.detail)
+        assert decode_event(encode_event(event)) == event
+        single = _verdict(judge_soak(windows, SoakLimits(), samples=samples, load_span_ns=span,
+                                     aiperf_generations=flat[:1]), "aiperf_rss")
+        whole = _verdict(judge_soak(windows, SoakLimits(), samples=samples, load_span_ns=span), "aiperf_rss")
+        assert single.detail == whole.detail and whole.outcome != "pass", whole.reason
+        leak = _verdict(judge_soak(windows, SoakLimits(), samples=samples, load_span_ns=span,
+                                   aiperf_generations=gens(10.0)), "aiperf_rss")
+        assert leak.outcome == "fail" and "across generations" in leak.reason
