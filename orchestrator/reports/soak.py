@@ -23,6 +23,7 @@ from orchestrator.events import (
     PhaseStarted,
     RunFinished,
     RunStarted,
+    SampledMemoryDetail,
     ServerExited,
     ServerRestarting,
     SoakHandover,
@@ -260,6 +261,20 @@ def _window_rows(report: SoakReport) -> list[list[str]]:
     return rows
 
 
+_GENERATION_HEAD = ["AIPerf pid", "start min", "level MiB", "peak growth within MiB", "within", "requests"]
+
+
+def _generation_rows(report: SoakReport) -> list[list[str]]:
+    """aiperf_rss judged per AIPerf process generation (after a handover): one row per process, its start
+    (min after the load's start), settled level, peak sustained growth over it and the requests it sent."""
+    v = next((v for v in report.verdicts if v.metric == "aiperf_rss"), None)
+    if v is None or not isinstance(v.detail, SampledMemoryDetail):
+        return []
+    return [[str(g.pid), f"{g.start_s / 60:.1f}", _num(g.level_mib, 4), _num(g.peak_growth_mib),
+             (g.outcome.upper() if g.level_mib is not None else "not settled"), str(g.requests or dash)]
+            for g in v.detail.generations]
+
+
 def _md_table(head: list[str], rows: list[list[str]]) -> list[str]:
     def cell(v: str) -> str:
         return v.replace("|", "\\|").replace("\n", " ")
@@ -301,6 +316,9 @@ def render_soak_markdown(report: SoakReport) -> str:
         lines += ["## What the plan could decide (said before the load)", "", *(f"- {p.text}" for p in report.plan), ""]
     lines += ["## Verdicts", "", *_md_table(_VERDICT_HEAD, _verdict_rows(report))]
     lines += ["## Windows", "", *_md_table(_WINDOW_HEAD, _window_rows(report))]
+    if generations := _generation_rows(report):
+        lines += ["## AIPerf generations (aiperf_rss judged per process)", "",
+                  *_md_table(_GENERATION_HEAD, generations)]
     if report.handovers:
         lines += ["## AIPerf handovers", "", *_md_table(
             ["predecessor", "successor", "why", "gap s", "predecessor sent", "over target"],
@@ -326,7 +344,8 @@ def render_soak_html(report: SoakReport) -> str:
     return render("soak.html", report=report, css=_CSS, headline=_headline(report),
                   undecided=inconclusive_lines(report), verdict_head=_VERDICT_HEAD, verdict_rows=_verdict_rows(report),
                   charts=[Markup(c) for c in _charts(report)], window_head=_WINDOW_HEAD,
-                  window_rows=_window_rows(report))
+                  window_rows=_window_rows(report), generation_head=_GENERATION_HEAD,
+                  generation_rows=_generation_rows(report))
 
 
 def _write_atomic(path: Path, data: bytes) -> None:

@@ -12,6 +12,7 @@ from soak_support import T0, _stats, _window
 
 from orchestrator.bus import Bus
 from orchestrator.events import (
+    AiperfGeneration,
     AnyEvent,
     MemorySummary,
     PhaseFinished,
@@ -19,6 +20,7 @@ from orchestrator.events import (
     RequestCorrelated,
     RunFinished,
     RunStarted,
+    SampledMemoryDetail,
     ServerExited,
     ServerRestarting,
     SoakLimits,
@@ -31,6 +33,7 @@ from orchestrator.journal import read_journal
 from orchestrator.reports.fold import fold
 from orchestrator.reports.markdown import render_markdown
 from orchestrator.reports.soak import fold_soak, render_soak_html, render_soak_markdown
+from orchestrator.reports.text import dash
 from orchestrator.soak.plan import plan_trends
 from orchestrator.view.soak import SoakView, format_status
 
@@ -92,6 +95,25 @@ class TestSoakReport:
                   RunFinished(status="failed")]
         md = render_soak_markdown(fold_soak(events))
         assert "| server_rss | FAIL | final | 9000 | [20, 63.5] | 8 | MiB/h | drifts |" in md
+
+    def test_aiperf_generations_table_after_a_handover(self) -> None:
+        """aiperf_rss judged per AIPerf process shows a generations table (pid, start, level, growth within,
+        requests) in soak.md and soak.html; a soak without one shows none."""
+        gens = [AiperfGeneration(pid=41, start_s=0.0, level_mib=1000.25, peak_growth_mib=12.5, outcome="pass",
+                                 points=30, requests=5491),
+                AiperfGeneration(pid=42, start_s=183.0, outcome="inconclusive", points=3)]
+        verdict = SoakVerdict(metric="aiperf_rss", passed=False, outcome="inconclusive", final=True, reason="r",
+                              detail=SampledMemoryDetail(generations=gens))
+        events = [RunStarted(command="soak", config=make_config(soak={"window_s": 15.0})), _window(1, 300), verdict,
+                  RunFinished(status="ok")]
+        report = fold_soak(events)
+        md, html = render_soak_markdown(report), render_soak_html(report)
+        assert "## AIPerf generations" in md
+        assert "| 41 | 0.0 | 1000 | 12.5 | PASS | 5491 |" in md
+        assert "| 42 | 3.0 | - | - | not settled | - |" in md.replace(dash, "-")
+        assert "<td>41</td><td>0.0</td><td>1000</td><td>12.5</td><td>PASS</td><td>5491</td>" in html
+        plain = fold_soak([*events[:2], msgspec.structs.replace(verdict, detail=SampledMemoryDetail()), events[-1]])
+        assert "AIPerf generations" not in render_soak_markdown(plain) + render_soak_html(plain)
 
     def test_window_table_and_chart_show_gap_and_the_observer(self) -> None:
         """Each window row shows the time without load before it, aqbench's and AIPerf's memory and the AIPerf
