@@ -37,6 +37,8 @@ def main() -> None:
         ("flat, 1 h, handover ~3 min, scatter 20 MiB", 3600, {}),
         ("flat, 35 min, handover ~3 min", 2100, {}),
         ("flat, 35 min, handover ~5 min", 2100, {"every_s": 300.0}),
+        ("flat, 35 min, ~3 min, scatter 10 MiB", 2100, {"scatter": 10.0}),
+        ("flat, 1 h, handover ~5 min", 3600, {"every_s": 300.0}),
         ("flat, 2 h, handover ~5 min", 7200, {"every_s": 300.0}),
         ("flat, 1 h, scatter 40 MiB", 3600, {"scatter": 40.0}),
         ("flat, 1 h, phi 0.95", 3600, {"phi": 0.95}),
