@@ -84,6 +84,10 @@ def plan_trends(duration_s: float, limits: SoakLimits, window_s: float | None = 
         else:
             text = (f"{metric}: judges {span:.0f} s after a {limits.warmup_s:g} s warmup, under the "
                     f"{3 * rule.min_batch_s:g} s any verdict needs: it cannot decide")
+        if metric == "aiperf_rss":
+            text += ("; after a handover it is judged per AIPerf process instead (docs/soak.md): each one's growth "
+                     f"within against {rule.growth_limit:g} MiB, and the levels of 4 or more successors over "
+                     f"{rule.min_span_s / 60:g} min or more across")
         out.append(TrendPlan(metric=metric, judged_span_s=span, slope_decides=slope, growth_decides=growth,
                              detectable_slope=detectable, power_slope=power, limit=rule.limit_per_h, unit="MiB/h",
                              text=text))

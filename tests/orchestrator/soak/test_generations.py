@@ -62,3 +62,12 @@ def test_unsettled_generation_is_left_out() -> None:
     assert v.generations[-1].level is None
     assert "too short to settle" in v.reason
     assert v.outcome == judge_generations(gens, GenerationRule()).outcome
+
+
+def test_the_plan_says_aiperf_is_judged_per_process_after_a_handover() -> None:
+    from orchestrator.events import SoakLimits
+    from orchestrator.soak.plan import plan_trends
+
+    plans = {p.metric: p.text for p in plan_trends(3600.0, SoakLimits())}
+    assert "judged per AIPerf process" in plans["aiperf_rss"]
+    assert "per AIPerf process" not in plans["server_rss"]
