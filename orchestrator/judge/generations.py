@@ -14,18 +14,21 @@ are judged from its first request (its first point where no request was seen):
   wholly below: bounded; else undecided. Taking the maximum over the runs biases the figure up under noise
   (it is the peak, not a mean), so a flat process reads a few MiB of growth; the cap is tens of MiB above.
 - Across: the successors' levels (the first generation left out: it starts on a cold host and page cache
-  and settles 30-80 MiB lower, so it would read as a step) against their times, a least-squares slope with
-  a Student t interval on n - 2 df from the levels' own scatter. Levels are minutes apart, each a median of
-  a minute, so they are taken as independent; the level wander between processes (tens of MiB: each new
-  worker and dataset manager reaches its own high-water mark) is what the residuals measure. FAIL when the
-  growth over the successors' span (slope x span) lies wholly above the cap, or, over `min_span_s` or more,
-  when the slope's interval lies wholly above `limit_per_h`; PASS when the growth's interval lies wholly
-  below the cap over `min_span_s` or more; else INCONCLUSIVE. Fewer than `min_successors` (4) settled
-  successors: INCONCLUSIVE (a slope on 2 df is too wide to pass anything). The slope limit per hour is not
-  required for a PASS: handovers bound the in-process growth, and what the soak must show is that the levels
-  do not carry growth from one process to the next beyond the cap over the soak; a slow trend is caught by
-  the cap as the soak grows longer, and a fast one by the slope. `detectable_per_h` is the smallest slope
-  that would FAIL at the scatter seen.
+  and settles 30-80 MiB lower, so it would read as a step) against their times: the Theil-Sen slope (the
+  median of the pairwise slopes) with Sen's Kendall-tau interval (judge.trend.theil_sen), at `confidence`.
+  Levels are minutes apart, each a median of a minute, so they are taken as independent; the level scatter
+  between processes (tens of MiB: each new worker and dataset manager reaches its own high-water mark, and
+  in a real 36-minute soak two of six successors settled 100-250 MiB above the rest) is heavy-tailed, which
+  is why a rank interval is used: a least-squares slope with a Student t interval (`across = "ols"`, kept for
+  comparison) FAILs 2 % of flat series with such outliers, Theil-Sen 0.5 % (bench/aiperf_generations.py).
+  FAIL when the growth over the successors' span (slope x span) lies wholly above the cap, or, over
+  `min_span_s` or more, when the slope's interval lies wholly above `limit_per_h`; PASS when the growth's
+  interval lies wholly below the cap over `min_span_s` or more; else INCONCLUSIVE. Fewer than
+  `min_successors` (4) settled successors: INCONCLUSIVE (no interval that narrow can decide anything). The
+  slope limit per hour is not required for a PASS: handovers bound the in-process growth, and what the soak
+  must show is that the levels do not carry growth from one process to the next beyond the cap over the
+  soak; a slow trend is caught by the cap as the soak grows longer, and a fast one by the slope.
+  `detectable_per_h` is the smallest slope that would FAIL at the scatter seen.
 
 Overall: FAIL if either part FAILs; PASS when every settled generation is bounded and the across part
 PASSes; else INCONCLUSIVE, saying what is missing. One generation (no handover) is not judged here: the
@@ -43,11 +46,13 @@ import numpy as np
 
 from orchestrator.judge.outcome import FAIL, INCONCLUSIVE, PASS, Outcome
 from orchestrator.judge.sampled_trend import t_quantile
+from orchestrator.judge.trend import theil_sen
 
 __all__ = ["METHOD", "Generation", "GenerationRule", "GenerationSummary", "GenerationsVerdict", "judge_generations"]
 
 METHOD = ("per AIPerf generation: level = median of the minute after a 60 s settle; within: sustained 60 s growth "
-          "over the level vs the cap; across: least-squares slope of the successors' levels, Student t on n-2 df")
+          "over the level vs the cap; across: Theil-Sen slope of the successors' levels, Kendall-tau interval")
+_OLS_METHOD = METHOD.replace("Theil-Sen slope", "least-squares slope").replace("Kendall-tau interval", "Student t on n-2 df")
 _S_PER_H = 3600.0
 
 
@@ -74,9 +79,11 @@ class GenerationRule(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
     level_s: float = 60.0
     sustain_s: float = 60.0
     min_successors: int = 4
+    across: str = "theil-sen"
 
     def __post_init__(self) -> None:
-        if not 0.5 <= self.confidence < 1 or self.min_successors < 3 or min(self.level_s, self.sustain_s) <= 0:
+        if not 0.5 <= self.confidence < 1 or self.min_successors < 3 or min(self.level_s, self.sustain_s) <= 0 \
+                or self.across not in ("ols", "theil-sen"):
             raise ValueError("GenerationRule needs confidence in [0.5, 1), min_successors >= 3, level_s and "
                              "sustain_s > 0")
 
@@ -144,6 +151,23 @@ def _summary(g: Generation, rule: GenerationRule, z: float) -> GenerationSummary
                              outcome=outcome, points=int(t.size), requests=g.requests)
 
 
+def _across(x_h: np.ndarray, y: np.ndarray, rule: GenerationRule,
+            p: float) -> tuple[tuple[float, float], float, float]:
+    """The successors' levels' slope (MiB/h) and its two-sided interval at `rule.confidence`, by
+    `rule.across`; the third figure is the interval's half-width above the slope (for `detectable`)."""
+    if rule.across == "theil-sen":
+        est = theil_sen([float(v) for v in x_h], [float(v) for v in y], rule.confidence)
+        if est.interval is None:
+            return (-math.inf, math.inf), est.slope, math.inf
+        return est.interval, est.slope, est.interval[1] - est.slope
+    x = x_h - x_h.mean()
+    sxx = float(np.sum(x * x))
+    slope = float(np.sum(x * (y - y.mean())) / sxx)
+    resid = y - y.mean() - slope * x
+    half = t_quantile(p, y.size - 2) * math.sqrt(float(np.sum(resid * resid)) / (y.size - 2) / sxx)
+    return (slope - half, slope + half), slope, half
+
+
 def judge_generations(generations: Sequence[Generation], rule: GenerationRule) -> GenerationsVerdict:
     """Judge the generations (in their order) under `rule`. Raises ValueError on malformed points."""
     p = 0.5 + rule.confidence / 2
@@ -170,13 +194,7 @@ def judge_generations(generations: Sequence[Generation], rule: GenerationRule) -
         x_s = np.array([s.level_time_s for s in successors], dtype=float)
         y = np.array([s.level for s in successors], dtype=float)
         span_s = float(x_s[-1] - x_s[0])
-        x = (x_s - x_s.mean()) / _S_PER_H
-        sxx = float(np.sum(x * x))
-        slope = float(np.sum(x * (y - y.mean())) / sxx)
-        resid = y - y.mean() - slope * x
-        se = math.sqrt(float(np.sum(resid * resid)) / (n - 2) / sxx)
-        half = t_quantile(p, n - 2) * se
-        interval = (slope - half, slope + half)
+        interval, slope, half = _across(x_s / _S_PER_H, y, rule, p)
         span_h = span_s / _S_PER_H
         growth, g_iv = slope * span_h, (interval[0] * span_h, interval[1] * span_h)
         long_enough = span_s >= rule.min_span_s
@@ -220,4 +238,5 @@ def judge_generations(generations: Sequence[Generation], rule: GenerationRule) -
     if unsettled:
         reason += f"; {unsettled} generation(s) too short to settle, not judged"
     return GenerationsVerdict(outcome=outcome, reason=reason, generations=summaries, successors=n,
-                              confidence=rule.confidence, **numbers)  # type: ignore[arg-type]
+                              confidence=rule.confidence, method=METHOD if rule.across == "theil-sen" else _OLS_METHOD,
+                              **numbers)  # type: ignore[arg-type]

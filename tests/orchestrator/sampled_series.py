@@ -49,12 +49,13 @@ def block_medians(t: np.ndarray, y: np.ndarray, block_s: int = BLOCK_S) -> tuple
 
 def generation_series(rng: np.random.Generator, seconds: int, *, phi: float = 0.8, every_s: float = 180.0,
                       scatter: float = 20.0, step: float = 0.0, runaway: float = 0.0,
-                      blocks: bool = True) -> list[tuple[int, float, np.ndarray, np.ndarray]]:
+                      outliers: float = 0.0, blocks: bool = True) -> list[tuple[int, float, np.ndarray, np.ndarray]]:
     """AIPerf generations over `seconds` (1 Hz noise of `memory_series`, as 10 s block medians with `blocks`):
     a handover every `every_s` +-20 %; each process climbs 40 MiB over its first 45 s (start-up), the
     first process settles 30-80 MiB below the others, whose levels scatter by `scatter` MiB (sd) and step
     up by `step` MiB per generation (a leak carried across). `runaway` MiB: the middle generation lasts 2.5
-    x `every_s` and ramps up by that much over the minute after its level minute, then holds.
+    x `every_s` and ramps up by that much over the minute after its level minute, then holds. `outliers`: the
+    chance that a successor settles 100-250 MiB higher still (as two of six did in a real 36-minute soak).
     Returns (pid, first request s, times s, MiB) per generation."""
     t, y = memory_series(rng, seconds, phi=phi)
     starts = [0.0]
@@ -69,6 +70,8 @@ def generation_series(rng: np.random.Generator, seconds: int, *, phi: float = 0.
         m = (t >= s) & (t < e)
         tt, yy = t[m], y[m].copy()
         offset = -rng.uniform(30, 80) if k == 0 else rng.normal(0, scatter) + step * k
+        if outliers and k > 0 and rng.random() < outliers:
+            offset += rng.uniform(100, 250)
         climb = -40 * np.clip(1 - (tt - s) / 45, 0, 1)
         yy += offset + climb
         if runaway and k == 6:
