@@ -24,7 +24,7 @@ are judged from its first request (its first point where no request was seen):
   FAIL when the growth over the successors' span (slope x span) lies wholly above the cap, or, over
   `min_span_s` or more, when the slope's interval lies wholly above `limit_per_h`; PASS when the growth's
   interval lies wholly below the cap over `min_span_s` or more; else INCONCLUSIVE. Fewer than
-  `min_successors` (4) settled successors: INCONCLUSIVE (no interval that narrow can decide anything). The
+  `min_successors` (4) settled successors: INCONCLUSIVE (so few levels leave no interval that can decide). The
   slope limit per hour is not required for a PASS: handovers bound the in-process growth, and what the soak
   must show is that the levels do not carry growth from one process to the next beyond the cap over the
   soak; a slow trend is caught by the cap as the soak grows longer, and a fast one by the slope.
