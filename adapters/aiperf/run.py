@@ -72,7 +72,7 @@ class _Counts:
         self.started: list[str] = []  # a phased run's windows whose first phase AIPerf started
         # A gated load's window -> what waits for its gate (started once AIPerf reaches it): its window starts
         # only if the gate says run.
-        self.gated: dict[str, Callable[[], object]] = {}
+        self.gated: dict[str, Callable[[], object] | None] = {}
 
 
 async def _publish_lines(bus: EventSink, lines: list[bytes], via: str, window: str, counts: _Counts) -> None:
@@ -147,8 +147,10 @@ async def _pump(proc: Process, bus: EventSink, tail: list[str], counts: _Counts,
                 counts.sent_named[named[0]] = named[2]
             if started is not None and (name := parse_phase_started(text)) in counts.phases:
                 window = counts.phases[name][0]
-                if window in counts.gated:  # at its gate: it starts if aqbench says run
-                    counts.gated.pop(window)()
+                if window in counts.gated:  # at its gate (its first phase's): it starts if aqbench says run
+                    if (wait := counts.gated[window]) is not None:
+                        counts.gated[window] = None
+                        wait()
                 elif window not in counts.started:  # its first phase: the window starts now
                     counts.started.append(window)
                     await bus.publish(started(window))
@@ -319,7 +321,7 @@ async def run_aiperf(
 
 
 def _gated_starts(gates: PhaseGates | None, phases: Mapping[str, str] | None, counts: _Counts, bus: EventSink,
-                  started: Callable[[str], AiperfStarted], tg: TaskGroup) -> dict[str, Callable[[], object]]:
+                  started: Callable[[str], AiperfStarted], tg: TaskGroup) -> dict[str, Callable[[], object] | None]:
     """Per gated window, what to call as AIPerf reaches its gate: a task that starts the window (its
     AiperfStarted) once the gate says run, and does nothing for a skipped one."""
     if gates is None or not phases:
