@@ -53,7 +53,7 @@ from orchestrator.run_aiperf.serving import run_phased, run_window, serve_correl
 from orchestrator.supervisor import ServerHandle
 from orchestrator.sweep.batch import batch_rows, parse_batch_key, phase_name
 from orchestrator.sweep.judge import Baseline, PointRequest, judge_point, point_stats, saturation_signs, worst
-from orchestrator.sweep.planned import planned_durations
+from orchestrator.sweep.planned import baseline_sample, planned_durations
 from orchestrator.sweep.power import plan
 from orchestrator.sweep.search import Judged, conclude, next_batch
 from orchestrator.sweep.watch import PointWatch
@@ -320,23 +320,28 @@ async def _sweep(run: RunScope, opts: SweepOptions, toolkit: Toolkit, model: Mod
     handle, correlator, rows, input_file = served.handle, served.correlator, served.rows, served.input_file
     dataset = served.dataset
     sweeper = _Sweeper(run, toolkit, model, install, tokenizer, dataset, rows, input_file, handle, correlator)
+    # The answers at concurrency 1 are the reference under load: the first point when it is concurrency 1,
+    # else a window of its own at concurrency 1 (`<model>/baseline`), the first of the first batch.
+    need_base = not (sw.mode == "concurrency" and sw.points[0] == 1)
     # qualify's capability probe first: a server that cannot do audio QA (text-only) has no capacity to find.
-    probed = await _probe(run, toolkit, model, dataset, rows, correlator, handle)
+    # Then, before any load, a sample of the baseline window's own rows, to plan that window by.
+    per = sw.requests_per_point + cfg.workload.warmup_requests
+    sample = [rows[i % len(rows)] for i in baseline_sample(per)] if need_base and rows else []
+    probed = await _probe(run, toolkit, model, dataset, rows, correlator, handle, sample)
     if isinstance(probed, int):
         return probed
+    probe_s, sample_s = probed
     limits = {k: float(v) for k, v in msgspec.to_builtins(slo).items()
               if isinstance(v, float | int) and not isinstance(v, bool)}
     # Said before any load: what a point can decide at its planned requests (a pass may need more than it has).
     detects = plan(slo, sw.requests_per_point)
     print("sweep: each point of " + f"{sw.requests_per_point} requests can decide:\n  "
           + "\n  ".join(d.statement for d in detects), file=sys.stderr, flush=True)
-    # The answers at concurrency 1 are the reference under load: the first point when it is concurrency 1,
-    # else a window of its own at concurrency 1 (`<model>/baseline`), the first of the first batch.
-    need_base = not (sw.mode == "concurrency" and sw.points[0] == 1)
     # Also said before any load: each window's planned duration, the baseline's included (it is real work the
     # sweep always does), so that wall time can be set against it (bench/sweep_wall.py).
     baseline_s, planned = planned_durations(sw.mode, list(sw.points), requests=sw.requests_per_point,
-                                            warmup=cfg.workload.warmup_requests, base=need_base, probe_s=probed)
+                                            warmup=cfg.workload.warmup_requests, base=need_base, probe_s=probe_s,
+                                            sample_s=sample_s)
     print("sweep: planned: " + "; ".join(planned), file=sys.stderr, flush=True)
     await run.bus.publish(PhaseStarted(source="sweep", phase="sweep", model=model.name, detail=SweepPhase(
         mode=sw.mode, points=list(sw.points), requests_per_point=sw.requests_per_point,
@@ -382,16 +387,26 @@ async def _sweep(run: RunScope, opts: SweepOptions, toolkit: Toolkit, model: Mod
 
 
 async def _probe(run: RunScope, toolkit: Toolkit, model: ModelConfig, dataset: Dataset, rows: list[ArmRequest],
-                 correlator: Correlator, handle: ServerHandle) -> int | list[float]:
+                 correlator: Correlator, handle: ServerHandle,
+                 sample: list[ArmRequest]) -> int | tuple[list[float], list[float]]:
     """qualify's capability probe against the served model; on a server that cannot do audio QA the sweep
-    stops there with the probe's evidence (exit 1), else the latencies (s) of its answered sweep rows."""
+    stops there with the probe's evidence (exit 1), else the latencies (s) of its answered sweep rows, and of
+    `sample` (the baseline's sampled rows) asked one at a time after it, in the window `<model>/plan`."""
     cfg = run.config
     host = _TimedProbe(source="sweep", bus=run.bus, toolkit=toolkit, model=model, dataset=dataset, requests=rows,
                        correlator=correlator, request_timeout_s=cfg.workload.request_timeout_s,
                        max_tokens=cfg.workload.max_tokens)
     try:
         await capability_probe(host, handle.base_url, run.run_dir / "aiperf" / "wire")
-        return host.latencies_s
+        probe_s, sampled = list(host.latencies_s), []
+        if sample:
+            async with host.client(handle.base_url) as client:
+                for req in sample:
+                    answer = await host.ask(client, req, "plan")
+                    if answer.status == 200 and answer.latency_ms > 0:
+                        sampled.append(answer.latency_ms / 1000.0)
+            await host.close_window("plan")
+        return probe_s, sampled
     except StageFailed as exc:
         await handle.stop()
         reason = f"{exc.status} at the capability probe, before any load: {exc.reason}"
