@@ -191,7 +191,10 @@ class _Sweeper:
         cmd = aiperf.build_command(cfg.workload, base_url=self.handle.base_url, model=self.model.name,
                                    input_file=input_file, artifact_dir=work / "artifacts",
                                    tokenizer=self.tokenizer, executable=self.install.executable, requests=rpp,
-                                   concurrency=first.concurrency, request_rate=first.rate)
+                                   concurrency=first.concurrency, request_rate=first.rate,
+                                   # No spin at concurrency 1 (the baseline) or any closed-loop point: AIPerf's
+                                   # timing manager otherwise takes most of a core from the server it measures.
+                                   timing_wait=True)
         names = {phase_name(load.window): load.window for load in loads}
         phases = [PhaseLoad(name=name, requests=rpp, warmup=cfg.workload.warmup_requests, rate=load.rate,
                             concurrency=load.concurrency) for name, load in zip(names, loads, strict=True)]
