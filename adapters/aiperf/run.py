@@ -248,13 +248,11 @@ async def run_aiperf(
                                  fingerprint=install.fingerprint if install else "", input_file=cmd.input_file,
                                  load=loads.get(w, []))
 
-        # A first load held at its gate starts as its gate opens (the pump), or never when it is skipped.
-        first_held = _first_held(phases, gates)
-        window = next(iter(phases.values())) if phases else window
-        counts.started += [window] if phases and not first_held else []
+        if phases:
+            window = next(iter(phases.values()))
+            counts.started.append(window)
 
-        if not first_held:
-            await bus.publish(started(window))
+        await bus.publish(started(window))
         stop_tailers = anyio.Event()
         log_tail: list[str] = []
         stopped_early = False
@@ -317,7 +315,7 @@ async def run_aiperf(
                 if Path(tmp).name.startswith(SHORT_TMP_PREFIX):
                     shutil.rmtree(tmp, ignore_errors=True)  # ours, outside the run folder: leave nothing behind
                 if outcome is None:
-                    await _publish_cancelled(bus, counts.started or [window][first_held:], proc.returncode, t0)
+                    await _publish_cancelled(bus, counts.started or [window], proc.returncode, t0)
         await _publish_exits(bus, outcome, phased=bool(phases))
         return outcome
 
@@ -336,11 +334,6 @@ def _gated_starts(gates: PhaseGates | None, phases: Mapping[str, str] | None, co
 
     return {phases[name]: functools.partial(tg.start_soon, start_if_run, phases[name], name)
             for name in gates.names if name in phases}
-
-
-def _first_held(phases: Mapping[str, str] | None, gates: PhaseGates | None) -> bool:
-    """Whether the run's first load is gated (held until aqbench says run)."""
-    return bool(phases) and gates is not None and next(iter(phases or {})) in gates.names
 
 
 def _skip_undecided(gates: PhaseGates | None) -> None:

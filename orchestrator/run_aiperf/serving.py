@@ -5,7 +5,7 @@ against it, each accounted by request identity as it closes.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import anyio
@@ -28,18 +28,7 @@ from orchestrator.run import RunScope
 from orchestrator.server_spec import ServerSpec
 from orchestrator.supervisor import ServerHandle, supervise
 
-__all__ = ["Prepared", "Served", "serve_correlated", "run_window", "run_phased"]
-
-
-class Prepared(msgspec.Struct, kw_only=True, frozen=True):
-    """What AIPerf needs, known while the server still starts: the input rows and file, the server's address
-    (it answers once ready), and the correlator its records go to."""
-
-    dataset: Dataset
-    rows: list[ArmRequest]
-    input_file: Path
-    base_url: str
-    correlator: Correlator
+__all__ = ["Served", "serve_correlated", "run_window", "run_phased"]
 
 
 class Served(msgspec.Struct, kw_only=True, frozen=True):
@@ -54,14 +43,12 @@ class Served(msgspec.Struct, kw_only=True, frozen=True):
 
 async def serve_correlated(run: RunScope, toolkit: Toolkit, model: ModelConfig, dataset: Dataset | Path,
                            arms: list[str], *, source: str, match_timeout_s: float,
-                           key_parser: Callable[[str], tuple[str, str]] = parse_session_key,
-                           on_prepared: Callable[[Prepared], Awaitable[None]] | None = None) -> Served:
+                           key_parser: Callable[[str], tuple[str, str]] = parse_session_key) -> Served:
     """Journal the dataset and the model phase, start the records tailer, the correlator and the model's server
     (all in the run's task group), and write AIPerf's input under runs/<id>/aiperf/. `key_parser` reads an
     input row's session id back into (item id, arm). A `dataset` given as its folder is loaded (verified: every
     clip decoded, 0.8 s for audioqa-v2 on 2 cores) while the server starts, and its phase journaled once loaded,
-    inside the model's phase; a loaded one is journaled first. `on_prepared` is awaited once the input file is
-    written, the server maybe still starting (it should only start work that waits for the server)."""
+    inside the model's phase; a loaded one is journaled first."""
     cfg = run.config
 
     async def journal(loaded: Dataset) -> None:
@@ -95,9 +82,6 @@ async def serve_correlated(run: RunScope, toolkit: Toolkit, model: ModelConfig, 
         rows = interleave_kinds(await anyio.to_thread.run_sync(prepare_arms, loaded, arms, work / "wire"), loaded)
         prepared.append((loaded, rows, await anyio.to_thread.run_sync(write_aiperf_input, rows,
                                                                       work / "inputs.jsonl")))
-        if on_prepared is not None:
-            await on_prepared(Prepared(dataset=loaded, rows=rows, input_file=prepared[0][2], base_url=spec.base_url,
-                                       correlator=correlator))
 
     # The dataset's loading and the input files happen while the server starts (files only, no load): time of
     # the sweep's wall time that was spent before the server's spawn or after it was ready (bench/sweep_wall.py).

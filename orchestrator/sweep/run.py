@@ -49,7 +49,7 @@ from orchestrator.qualify.probe import ProbeSession, capability_probe
 from orchestrator.reports import write_reports
 from orchestrator.reports.sweep import write_sweep_report
 from orchestrator.run import Interrupt, RunScope, open_run
-from orchestrator.run_aiperf.serving import Prepared, run_phased, run_window, serve_correlated
+from orchestrator.run_aiperf.serving import run_phased, run_window, serve_correlated
 from orchestrator.supervisor import ServerHandle
 from orchestrator.sweep.batch import batch_rows, parse_batch_key, phase_name
 from orchestrator.sweep.judge import Baseline, PointRequest, judge_point, point_stats, saturation_signs, worst
@@ -162,58 +162,33 @@ async def _write_reports(run: RunScope) -> None:
     print(f"  reports: {', '.join(str(p) for p in paths)}", file=sys.stderr, flush=True)
 
 
-class _Hold:
-    """The first batch, spawned while the server starts: its planned loads wait at their gates until the plan is
-    stated (`release(run=True)`), or are all skipped (`release(run=False)`: the sweep stopped before any load;
-    AIPerf then exits having sent nothing, no window started)."""
-
-    def __init__(self) -> None:
-        self.event = anyio.Event()
-        self.run = False
-
-    def release(self, *, run: bool) -> None:
-        self.run = run
-        self.event.set()
-
-
-async def _release(gates: PhaseGates, held: list[str], hold: _Hold) -> None:
-    """Open the held loads' gates once released, or skip every gated load of the batch."""
-    await hold.event.wait()
-    if not hold.run:
-        gates.close()
-        return
-    for name in held:
-        gates.decide(name, run=True)
-
-
 class _Sweeper:
-    """The server's address, the input rows and the correlator one sweep shares across its points."""
+    """The server, the input rows and the correlator one sweep shares across its points."""
 
     def __init__(self, run: RunScope, toolkit: Toolkit, model: ModelConfig, install: AiperfFacts, tokenizer: Path,
-                 dataset: Dataset, rows: list[ArmRequest], input_file: Path, base_url: str,
+                 dataset: Dataset, rows: list[ArmRequest], input_file: Path, handle: ServerHandle,
                  correlator: Correlator) -> None:
         self.run, self.toolkit, self.model, self.install = run, toolkit, model, install
         self.tokenizer, self.dataset, self.rows, self.input_file = tokenizer, dataset, rows, input_file
-        self.base_url, self.correlator = base_url, correlator
+        self.handle, self.correlator = handle, correlator
         self.commands: list[str] = []
         self.batches = 0
 
     async def load_batch(self, loads: list[_Load], *, deadline_s: float,
                          decide: Callable[[dict[str, list[PointRequest]]], set[str]] | None = None,
-                         match_timeout_s: float = 5.0, hold: _Hold | None = None) -> None:
+                         match_timeout_s: float = 5.0) -> None:
         """The loads as the phases of one AIPerf process (its start-up paid once), each its own window, in order:
         AIPerf starts a load's warmup once the previous load's requests have all returned. No early stop: a
         stop would end every later load too (see stop_early). Gated loads (last) wait at their gates until every
         other load's profiling requests are in; `decide` (given them by window) names the gated windows to run,
-        the others are skipped and leave no trace in their point. `hold`: every planned load waits at its gate
-        until released (the first batch, spawned while the server starts)."""
+        the others are skipped and leave no trace in their point."""
         cfg = self.run.config
         self.batches += 1
         work = self.run.run_dir / "aiperf" / f"batch{self.batches}"
         aiperf, first, rpp = self.toolkit.aiperf, loads[0], cfg.sweep.requests_per_point
         rows = batch_rows(self.rows, len(loads), cfg.workload.warmup_requests + rpp)
         input_file = await anyio.to_thread.run_sync(write_aiperf_input, rows, work / "inputs.jsonl")
-        cmd = aiperf.build_command(cfg.workload, base_url=self.base_url, model=self.model.name,
+        cmd = aiperf.build_command(cfg.workload, base_url=self.handle.base_url, model=self.model.name,
                                    input_file=input_file, artifact_dir=work / "artifacts",
                                    tokenizer=self.tokenizer, executable=self.install.executable, requests=rpp,
                                    concurrency=first.concurrency, request_rate=first.rate,
@@ -223,10 +198,9 @@ class _Sweeper:
         names = {phase_name(load.window): load.window for load in loads}
         phases = [PhaseLoad(name=name, requests=rpp, warmup=cfg.workload.warmup_requests, rate=load.rate,
                             concurrency=load.concurrency) for name, load in zip(names, loads, strict=True)]
-        gated = [phase_name(load.window) for load in loads if load.gated] if decide is not None else []
-        held = [phase_name(load.window) for load in loads if not load.gated] if hold is not None else []
-        gates = (await anyio.to_thread.run_sync(aiperf.phase_gates, work / "gates", held + gated)
-                 if held or gated else None)
+        gated = [phase_name(load.window) for load in loads if load.gated]
+        gates = (await anyio.to_thread.run_sync(aiperf.phase_gates, work / "gates", gated)
+                 if gated and decide is not None else None)
         cmd = await anyio.to_thread.run_sync(aiperf.phased_command, cmd, phases, work, gates)
         self.commands.append(cmd.shell)
         watches = [PointWatch(self.run.bus, load.window, fact=self._fact, slo=cfg.slo, baseline=None,
@@ -234,17 +208,15 @@ class _Sweeper:
         async with anyio.create_task_group() as tg:
             for watch in watches:
                 await tg.start(watch.run)
-            if gates is not None and decide is not None and gated:
+            if gates is not None and decide is not None:
                 tg.start_soon(self._gatekeep, gates, loads, watches, decide, match_timeout_s + _GATE_WAIT_S)
-            if gates is not None and hold is not None:
-                tg.start_soon(_release, gates, held, hold)
             outcome, accounts = await run_phased(self.run, self.toolkit, self.correlator, cmd, phases=names,
                                                  deadline_s=deadline_s, install=self.install, gates=gates)
             collected = {w.window: await w.wait_accounted(_COLLECT_TIMEOUT_S) for w in watches
                          if w.window in accounts}
             tg.cancel_scope.cancel()
         for load, watch in zip(loads, watches, strict=True):
-            if (load.gated or hold is not None) and (gates is None or not gates.ran(phase_name(load.window))):
+            if load.gated and (gates is None or not gates.ran(phase_name(load.window))):
                 continue  # skipped at its gate: nothing sent, not a run of its point
             into, one, acc = load.into, outcome.windows.get(load.window), accounts.get(load.window)
             into.windows.append(load.window)
@@ -292,7 +264,7 @@ class _Sweeper:
         cfg = self.run.config
         work = self.run.run_dir / "aiperf" / window.split("/", 1)[1]
         aiperf = self.toolkit.aiperf
-        cmd = aiperf.build_command(cfg.workload, base_url=self.base_url, model=self.model.name,
+        cmd = aiperf.build_command(cfg.workload, base_url=self.handle.base_url, model=self.model.name,
                                    input_file=self.input_file, artifact_dir=work / "artifacts",
                                    tokenizer=self.tokenizer, executable=self.install.executable,
                                    requests=cfg.sweep.requests_per_point, concurrency=concurrency, request_rate=rate)
@@ -346,59 +318,26 @@ async def _sweep(run: RunScope, opts: SweepOptions, toolkit: Toolkit, model: Mod
     sw, slo = cfg.sweep, cfg.slo
     started = time.monotonic()
     facts = model.identity_fields()
+    served = await serve_correlated(run, toolkit, model, dataset_path, list(cfg.workload.arms), source="sweep",
+                                    match_timeout_s=opts.match_timeout_s, key_parser=parse_batch_key)
+    handle, correlator, rows, input_file = served.handle, served.correlator, served.rows, served.input_file
+    dataset = served.dataset
+    sweeper = _Sweeper(run, toolkit, model, install, tokenizer, dataset, rows, input_file, handle, correlator)
     # The answers at concurrency 1 are the reference under load: the first point when it is concurrency 1,
     # else a window of its own at concurrency 1 (`<model>/baseline`), the first of the first batch.
     need_base = not (sw.mode == "concurrency" and sw.points[0] == 1)
-    detects = plan(slo, sw.requests_per_point)
-    # A point whose one run cannot pass (the plan says a pass needs more requests) is rerun unless it fails:
-    # its runs go into its first batch together (next_batch's `runs`).
-    runs = min(1 + sw.repeats, max(-(-d.pass_needs // sw.requests_per_point) for d in detects))
-    # The first batch's AIPerf process starts while the server starts (its start-up, 4-5 s, beside the server's,
-    # 3-5 s), every load held at its gate until the plan below is stated: the probe and the baseline's sample are
-    # taken while AIPerf waits, idle, at its gate, not while it starts.
-    made: list[_Walk] = []
-    hold, first_done = _Hold(), anyio.Event()
-    first_values: list[float] = []
-
-    async def early(prep: Prepared) -> None:
-        walk = _Walk(run, _Sweeper(run, toolkit, model, install, tokenizer, prep.dataset, prep.rows, prep.input_file,
-                                   prep.base_url, prep.correlator), model, started)
-        walk.match_timeout_s = opts.match_timeout_s
-        made.append(walk)
-        if sw.stop_early:
-            return
-        first_values.extend(walk.fit(next_batch(sw.points, {}, mode=sw.mode, repeats=sw.repeats, refine=sw.refine,
-                                                runs=runs), base=need_base))
-
-        async def first() -> None:
-            try:
-                await walk.batch(first_values, base=need_base, hold=hold)
-            finally:
-                first_done.set()
-
-        if first_values:
-            run.tg.start_soon(first)
-
-    served = await serve_correlated(run, toolkit, model, dataset_path, list(cfg.workload.arms), source="sweep",
-                                    match_timeout_s=opts.match_timeout_s, key_parser=parse_batch_key,
-                                    on_prepared=early)
-    handle, correlator, rows = served.handle, served.correlator, served.rows
-    dataset = served.dataset
-    [walk] = made
     # qualify's capability probe first: a server that cannot do audio QA (text-only) has no capacity to find.
     # Then, before any load, a sample of the baseline window's own rows, to plan that window by.
     per = sw.requests_per_point + cfg.workload.warmup_requests
     sample = [rows[i % len(rows)] for i in baseline_sample(per)] if need_base and rows else []
     probed = await _probe(run, toolkit, model, dataset, rows, correlator, handle, sample)
     if isinstance(probed, int):
-        hold.release(run=False)  # the held AIPerf process exits having sent nothing, no window started
-        if first_values:
-            await first_done.wait()
         return probed
     probe_s, sample_s = probed
     limits = {k: float(v) for k, v in msgspec.to_builtins(slo).items()
               if isinstance(v, float | int) and not isinstance(v, bool)}
     # Said before any load: what a point can decide at its planned requests (a pass may need more than it has).
+    detects = plan(slo, sw.requests_per_point)
     print("sweep: each point of " + f"{sw.requests_per_point} requests can decide:\n  "
           + "\n  ".join(d.statement for d in detects), file=sys.stderr, flush=True)
     # Also said before any load: each window's planned duration, the baseline's included (it is real work the
@@ -411,14 +350,13 @@ async def _sweep(run: RunScope, opts: SweepOptions, toolkit: Toolkit, model: Mod
         mode=sw.mode, points=list(sw.points), requests_per_point=sw.requests_per_point,
         warmup_requests=cfg.workload.warmup_requests, slo=limits, argv=list(opts.argv), detects=detects,
         baseline_planned_s=baseline_s, planned=planned)))
-    hold.release(run=True)
 
+    walk = _Walk(run, sweeper, model, started)
+    walk.match_timeout_s = opts.match_timeout_s
     points, judged, base = walk.points, walk.judged, walk.base
-    if first_values:
-        await first_done.wait()
-        need_base = False
-        for value in dict.fromkeys(first_values):
-            await walk.judge(value)
+    # A point whose one run cannot pass (the plan above says a pass needs more requests) is rerun unless it fails:
+    # its runs go into its first batch together (next_batch's `runs`).
+    runs = min(1 + sw.repeats, max(-(-d.pass_needs // sw.requests_per_point) for d in detects))
     while values := next_batch(sw.points, judged, mode=sw.mode, repeats=sw.repeats, refine=sw.refine, runs=runs):
         # A point cut short by the sweep's time loses its requests in flight: one that cannot finish is not started.
         if not (values := walk.fit(values[:1] if sw.stop_early else values, base=need_base)):
@@ -437,7 +375,7 @@ async def _sweep(run: RunScope, opts: SweepOptions, toolkit: Toolkit, model: Mod
     status = f"sweep-{concluded.outcome}" if balanced else "accounting-breach"
     await run.bus.publish(ModelResult(source="sweep", model=model.name, status=status,
                                       failed_stage="" if balanced else "sweep",
-                                      row=ResultRow(**facts, aiperf_command=" ; ".join(walk.sweeper.commands),
+                                      row=ResultRow(**facts, aiperf_command=" ; ".join(sweeper.commands),
                                                     reason=concluded.summary, noninferiority=None, keyed_by=None)))
     await run.bus.publish(PhaseFinished(source="sweep", phase="model", model=model.name, outcome=status,
                                         reason=concluded.summary))
@@ -547,9 +485,8 @@ class _Walk:
             out.append(value)
         return out
 
-    async def batch(self, values: list[float], *, base: bool, hold: _Hold | None = None) -> None:
-        """One batch: the baseline window first when asked, then each value's next run (`hold`: held at their
-        gates until released)."""
+    async def batch(self, values: list[float], *, base: bool) -> None:
+        """One batch: the baseline window first when asked, then each value's next run."""
         cfg = self.scope.config
         sw = cfg.sweep
         loads = [_Load(window=f"{self.model.name}/baseline", concurrency=1, rate=None, into=self.base)] if base else []
@@ -571,7 +508,7 @@ class _Walk:
         deadline = max(1.0, min(cfg.workload.deadline_s * len(loads), self.left_s()))
         if not sw.stop_early:
             await self.sweeper.load_batch(loads, deadline_s=deadline, match_timeout_s=self.match_timeout_s,
-                                          decide=lambda seen: self._reruns(loads, seen), hold=hold)
+                                          decide=lambda seen: self._reruns(loads, seen))
             self.baseline = self._reference() if base else self.baseline
         else:  # each load its own AIPerf process, so that a stop ends only the point that broke an SLO
             for load in loads:
