@@ -7,13 +7,15 @@ Runs a real `aqbench sweep` (real AIPerf 0.13.0, the shipped reference server) o
 then reads its journal and prints, from that one run:
 - the planned duration of each point run ((warmup + profiling requests) / offered rate) and their sum, with the
   concurrency-1 baseline window's where the sweep planned it before its first AIPerf process started (the
-  `sweep` phase's baseline_planned_s: its requests x the capability probe's median latency);
+  `sweep` phase's baseline_planned_s: its requests x the mean latency of 8 of its own rows, timed before any load,
+  or the capability probe's median where none was);
 - where the rest went: AIPerf start-ups and exits, gaps between AIPerf processes, the journal's start to the first
-  AIPerf spawn (server start, capability probe), its last exit to the run's end, and the time outside the journal;
+  AIPerf spawn (server start, capability probe, the baseline's timed sample), its last exit to the run's end, and the time outside the journal;
 - the sweep's wall time and its ratio to that sum, whole (server start, capability probe, the concurrency-1
   baseline included) and over the points alone (first AIPerf process's start to the last one's exit);
 - per AIPerf process (a batch of points, its phases): its start-up (spawn to first request) and exit (last
-  request's end to exit); per window: its phase's start after the previous window's last request, its sending.
+  request's end to exit); per window: its phase's start after the previous window's last request (for a gated
+  rerun: the wait for the verdict that runs it), its sending.
 `--per-point` runs each point in its own AIPerf process instead (`[sweep] stop_early = true`, the one path that
 still does so; a clean server breaks no SLO at the rates used, so no point is stopped early). `--both` runs the
 batched sweep and then the per-point one, side by side.

@@ -443,6 +443,33 @@ class HandoverControl(Protocol):
         ...
 
 
+class PhaseGates(Protocol):
+    """Gated loads of one phased AIPerf process (a sweep's rerun that only a verdict can call for): each load's
+    phases wait before their first request until aqbench decides to run them or to skip them (they end at once,
+    nothing sent). Implemented by adapters/aiperf/gates.py; AIPerf's side is aqbench's timing plugin."""
+
+    names: list[str]
+
+    def env(self) -> dict[str, str]:
+        """The variables the AIPerf process needs (added to its command)."""
+        ...
+    def reached(self, name: str) -> bool:
+        """Whether the process waits at the load's gate (or went past it)."""
+        ...
+    def decide(self, name: str, *, run: bool) -> None:
+        """Run the load or skip it; the first decision stands."""
+        ...
+    def close(self) -> None:
+        """Skip every load still undecided."""
+        ...
+    async def decided(self, name: str) -> bool:
+        """Block until the load is decided; whether it runs."""
+        ...
+    def ran(self, name: str) -> bool | None:
+        """The decision, None while undecided."""
+        ...
+
+
 class AiperfTools(Protocol):
     """AIPerf as the core drives it: install check, tokenizer, command, run (the process's one owner)."""
 
@@ -463,16 +490,23 @@ class AiperfTools(Protocol):
         """A handover control through files in `folder` (created; stale protocol files removed). `gated`: the
         process will wait for `go` before its first profiling request. Blocks (a few small file writes)."""
         ...
-    def phased_command(self, cmd: AiperfInvocation, loads: Sequence[PhaseLoad], folder: Path) -> AiperfInvocation:
-        """`cmd` rewritten to run `loads` as phases of one AIPerf process (writes its phases file into `folder`)."""
+    def phase_gates(self, folder: Path, names: Sequence[str]) -> PhaseGates:
+        """Gates in `folder` (created, cleared) for the loads `names` of a phased command. Blocks (small writes)."""
+        ...
+    def phased_command(self, cmd: AiperfInvocation, loads: Sequence[PhaseLoad], folder: Path,
+                       gates: PhaseGates | None = None) -> AiperfInvocation:
+        """`cmd` rewritten to run `loads` as phases of one AIPerf process (writes its phases file into `folder`);
+        with `gates`, their loads wait at their gates."""
         ...
     async def run_aiperf(self, cmd: AiperfInvocation, bus: EventBus, *, window: str, deadline_s: float,
                          stop_grace_s: float, install: AiperfFacts | None = None,
                          on_exit: Callable[[], None] | None = None,
                          stop: anyio.Event | None = None,
-                         phases: Mapping[str, str] | None = None) -> AiperfResult:
+                         phases: Mapping[str, str] | None = None,
+                         gates: PhaseGates | None = None) -> AiperfResult:
         """`phases` (a phased command): each load's name -> its window; records, issued counts and the
-        AiperfStarted/AiperfExited events go to each phase's window (`window` is the first)."""
+        AiperfStarted/AiperfExited events go to each phase's window (`window` is the first). A gated load's
+        window starts only once its gate says run: a skipped load is no window (no events, no accounting)."""
         ...
 
 

@@ -5,6 +5,7 @@ itself and are not imported from here.
 """
 
 from adapters.aiperf.command import AiperfCommand, build_command
+from adapters.aiperf.gates import FileGates
 from adapters.aiperf.handover import FileHandover
 from adapters.aiperf.install import REQUIRED_VERSION, AiperfInstall, check_install
 from adapters.aiperf.phases import phased_command
@@ -19,6 +20,7 @@ __all__ = [
     "ensure_tokenizer",
     "AiperfCommand",
     "build_command",
+    "FileGates",
     "FileHandover",
     "phased_command",
     "AiperfOutcome",

@@ -7,8 +7,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["GATE", "GO", "HALT", "HALTED", "HANDOVER_DIR_ENV", "LIMIT", "POLL_S", "PROTOCOL_FILES", "READY",
-           "TIMING_WAIT_ENV", "read_int", "write_atomic"]
+__all__ = ["GATE", "GO", "HALT", "HALTED", "HANDOVER_DIR_ENV", "LIMIT", "PHASE_GATES_ENV", "POLL_S", "PROTOCOL_FILES",
+           "READY", "SKIP", "TIMING_WAIT_ENV", "phase_file", "read_int", "write_atomic"]
 
 HANDOVER_DIR_ENV = "AQBENCH_HANDOVER_DIR"
 # Read by the timing plugin: wait on a freed slot instead of spinning (concurrency mode).
@@ -16,6 +16,16 @@ TIMING_WAIT_ENV = "AQBENCH_TIMING_WAIT"
 GATE, READY, GO, HALT, HALTED, LIMIT = "gate", "ready", "go", "halt", "halted", "limit"
 PROTOCOL_FILES = (GATE, READY, GO, HALT, HALTED, LIMIT)
 POLL_S = 0.005
+# A phased run's gated phases (a sweep's rerun that only a verdict can call for): in this folder, `gate.<phase>`
+# (aqbench, before launch) holds the phase before its first credit until `go.<phase>` (run it as configured) or
+# `skip.<phase>` (end it at once, nothing sent); the plugin writes `ready.<phase>` when it reaches the gate.
+PHASE_GATES_ENV = "AQBENCH_PHASE_GATES"
+SKIP = "skip"
+
+
+def phase_file(kind: str, phase: str) -> str:
+    """A gated phase's file name: `<kind>.<phase name>` (AIPerf phase names are letters, digits, _ and -)."""
+    return f"{kind}.{phase}"
 
 
 def write_atomic(path: Path, text: str) -> None:

@@ -11,7 +11,7 @@ Pure: builds the command and writes the phases file, never runs it. The file is 
 from __future__ import annotations
 
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import msgspec
@@ -60,10 +60,12 @@ def phase_document(argv: Sequence[str], loads: Sequence[PhaseLoad]) -> dict[str,
     return {"schemaVersion": "2.0", "benchmark": {"dataset": dataset, "phases": phases}}
 
 
-def phased_command(cmd: AiperfCommand, loads: Sequence[PhaseLoad], folder: Path) -> AiperfCommand:
+def phased_command(cmd: AiperfCommand, loads: Sequence[PhaseLoad], folder: Path,
+                   env: Mapping[str, str] | None = None) -> AiperfCommand:
     """`cmd` (one run's command, from build_command) rewritten to run `loads` as phases of one process: its load
-    flags dropped, `--config <folder>/phases.yaml` added. Everything else (endpoint, dataset, exports, tap,
-    environment) is the command's own. Writes the phases file (blocks: one small write)."""
+    flags dropped, `--config <folder>/phases.yaml` added, `env` (a gates control's) added to its environment.
+    Everything else (endpoint, dataset, exports, tap, environment) is the command's own. Writes the phases file
+    (blocks: one small write)."""
     if not loads:
         raise ValueError("phased_command: no loads")
     names = [load.name for load in loads]
@@ -83,6 +85,7 @@ def phased_command(cmd: AiperfCommand, loads: Sequence[PhaseLoad], folder: Path)
     path = (folder / PHASES_FILE).resolve()
     path.write_bytes(msgspec.json.format(msgspec.json.encode(phase_document(cmd.argv, loads)), indent=2) + b"\n")
     argv += ["--config", str(path)]
-    shown = {k: v for k, v in cmd.env.items() if k != "TMPDIR"}
+    full = {**cmd.env, **(env or {})}
+    shown = {k: v for k, v in full.items() if k != "TMPDIR"}
     shell = " ".join([*(f"{k}={shlex.quote(v)}" for k, v in shown.items()), *map(shlex.quote, argv)])
-    return msgspec.structs.replace(cmd, argv=argv, shell=shell)
+    return msgspec.structs.replace(cmd, argv=argv, env=full, shell=shell)

@@ -6,6 +6,7 @@ the profile_export.jsonl tailer become ClientRecord events. Judged by files (art
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -18,7 +19,7 @@ from typing import Any
 
 import anyio
 import msgspec
-from anyio.abc import Process
+from anyio.abc import Process, TaskGroup
 
 from adapters.aiperf.artifacts import Classification, judge_artifacts, wait_artifacts_final
 from adapters.aiperf.command import SHORT_TMP_PREFIX
@@ -30,7 +31,7 @@ from adapters.server.subreaper import spawned_here
 from adapters.tail import LineFollower
 from orchestrator.errors import ClientError
 from orchestrator.events import AiperfExited, AiperfStarted, ClientRecord, LogLine, Warned
-from orchestrator.ports import AiperfFacts, AiperfInvocation, EventSink, WindowIssued
+from orchestrator.ports import AiperfFacts, AiperfInvocation, EventSink, PhaseGates, WindowIssued
 
 __all__ = ["AiperfOutcome", "run_aiperf", "classify_artifacts"]
 
@@ -69,6 +70,9 @@ class _Counts:
         self.phases = phases or {}  # a phased run's phase name -> (window, kind)
         self.windows = {name: window for name, (window, _) in self.phases.items()} or None
         self.started: list[str] = []  # a phased run's windows whose first phase AIPerf started
+        # A gated load's window -> what waits for its gate (started once AIPerf reaches it): its window starts
+        # only if the gate says run.
+        self.gated: dict[str, Callable[[], object] | None] = {}
 
 
 async def _publish_lines(bus: EventSink, lines: list[bytes], via: str, window: str, counts: _Counts) -> None:
@@ -143,7 +147,11 @@ async def _pump(proc: Process, bus: EventSink, tail: list[str], counts: _Counts,
                 counts.sent_named[named[0]] = named[2]
             if started is not None and (name := parse_phase_started(text)) in counts.phases:
                 window = counts.phases[name][0]
-                if window not in counts.started:  # its first phase: the window starts now
+                if window in counts.gated:  # at its gate (its first phase's): it starts if aqbench says run
+                    if (wait := counts.gated[window]) is not None:
+                        counts.gated[window] = None
+                        wait()
+                elif window not in counts.started:  # its first phase: the window starts now
                     counts.started.append(window)
                     await bus.publish(started(window))
             match = _LEVEL.search(text)
@@ -197,6 +205,7 @@ async def run_aiperf(
     on_exit: Callable[[], None] | None = None,
     stop: anyio.Event | None = None,
     phases: Mapping[str, str] | None = None,
+    gates: PhaseGates | None = None,
 ) -> AiperfOutcome:
     """Run `cmd` to completion (or `deadline_s`), streaming records; returns the judged outcome.
 
@@ -208,6 +217,8 @@ async def run_aiperf(
     this function stays the one owner of AIPerf's process. Raises ClientError when it cannot be started.
     `phases` (a command from phased_command): each load's name -> its window, `window` being the first. Each
     window gets its own AiperfStarted (as its first phase starts), records, issued counts and AiperfExited.
+    `gates` (the phased command's): a gated load's window starts only once its gate says run; a skipped one is
+    no window at all. Every load still undecided when the process ends is skipped.
     """
     artifact_dir = Path(cmd.artifact_dir)
     await anyio.Path(artifact_dir).mkdir(parents=True, exist_ok=True)
@@ -240,6 +251,7 @@ async def run_aiperf(
         if phases:
             window = next(iter(phases.values()))
             counts.started.append(window)
+
         await bus.publish(started(window))
         stop_tailers = anyio.Event()
         log_tail: list[str] = []
@@ -252,6 +264,7 @@ async def run_aiperf(
                     tg.start_soon(_tail_taps, tap_dir, bus, window, stop_tailers, counts)
                 # A service process that outlives AIPerf keeps the pipe open: the pump is cancelled then.
                 pump_scope = anyio.CancelScope()
+                counts.gated = _gated_starts(gates, phases, counts, bus, started, tg)
                 tg.start_soon(_pump_logs, proc, bus, log_tail, pump_scope, counts, started if phases else None)
                 with anyio.move_on_after(deadline_s) as deadline:
                     await _wait_exit_or_stop(proc, stop)
@@ -266,6 +279,7 @@ async def run_aiperf(
                     await bus.publish(Warned(source="aiperf", code="aiperf_stop_requested",
                                              message=f"AIPerf window {window}: stop requested; stopping it with SIGINT"))
                     await _stop(proc, stop_grace_s)
+                _skip_undecided(gates)  # a load the process never reached, or still at its gate, is skipped
                 if on_exit is not None:
                     on_exit()
                 # Exports are finalised after exit: wait for the marker and stable sizes, then stop tailing.
@@ -291,6 +305,7 @@ async def run_aiperf(
                                     issued=issued, issued_from=issued_from,
                                     windows=_windows_issued(counts, judged.classification, judged.aggregate))
         finally:
+            _skip_undecided(gates)
             with anyio.CancelScope(shield=True), anyio.move_on_after(stop_grace_s + 5):
                 await _stop(proc, stop_grace_s)
                 # AIPerf's service processes share its group; sweep any that outlived the main process.
@@ -303,6 +318,27 @@ async def run_aiperf(
                     await _publish_cancelled(bus, counts.started or [window], proc.returncode, t0)
         await _publish_exits(bus, outcome, phased=bool(phases))
         return outcome
+
+
+def _gated_starts(gates: PhaseGates | None, phases: Mapping[str, str] | None, counts: _Counts, bus: EventSink,
+                  started: Callable[[str], AiperfStarted], tg: TaskGroup) -> dict[str, Callable[[], object] | None]:
+    """Per gated window, what to call as AIPerf reaches its gate: a task that starts the window (its
+    AiperfStarted) once the gate says run, and does nothing for a skipped one."""
+    if gates is None or not phases:
+        return {}
+
+    async def start_if_run(window: str, name: str) -> None:
+        if await gates.decided(name):
+            counts.started.append(window)
+            await bus.publish(started(window))
+
+    return {phases[name]: functools.partial(tg.start_soon, start_if_run, phases[name], name)
+            for name in gates.names if name in phases}
+
+
+def _skip_undecided(gates: PhaseGates | None) -> None:
+    if gates is not None:
+        gates.close()
 
 
 async def _publish_cancelled(bus: EventSink, windows: list[str], returncode: int | None, t0: int) -> None:

@@ -19,6 +19,11 @@ AIPerf run is exactly stock.
    `halted`, and end the phase as AIPerf ends one whose count is reached (sent counts frozen, the
    sending-complete event set), so the open requests finish, are recorded, and the run reads complete. `limit`: the session concurrency limit, through AIPerf's own dynamic limit (the one
    its concurrency ramp moves), never above --concurrency; rate mode ignores it.
+3. `AQBENCH_PHASE_GATES=<dir>`: gated phases of a phased run (a sweep's rerun that only a verdict can call for,
+   written into the batch before the verdict exists). A phase (warmup or profiling) whose name has a
+   `gate.<name>` file there writes `ready.<name>` and waits before its first credit for `go.<name>` (it then
+   runs as configured, its schedule starting at `go`) or `skip.<name>` (it ends at once as a reached count
+   does, nothing sent, and AIPerf goes on to the next phase or its end).
 
 The main loop is AIPerf 0.13.0's `execute_phase` (the version adapters/aiperf/install.py requires), with the
 spin's two yields and the handover checks changed; a new AIPerf needs this re-read.
@@ -50,21 +55,50 @@ from adapters.aiperf.handover_files import (
     HALTED,
     HANDOVER_DIR_ENV,
     LIMIT,
+    PHASE_GATES_ENV,
     POLL_S,
     READY,
+    SKIP,
     TIMING_WAIT_ENV,
+    phase_file,
     read_int,
     write_atomic,
 )
 
-__all__ = ["HandoverFolder", "RequestRateStrategy", "asked"]
+__all__ = ["HandoverFolder", "PhaseGate", "RequestRateStrategy", "asked"]
 
 _BACKSTOP_S = 0.01
 
 
 def asked(environ: Mapping[str, str]) -> bool:
     """Whether aqbench asked for either feature; else AIPerf's own strategy runs."""
-    return environ.get(TIMING_WAIT_ENV) == "1" or bool(environ.get(HANDOVER_DIR_ENV))
+    return (environ.get(TIMING_WAIT_ENV) == "1" or bool(environ.get(HANDOVER_DIR_ENV))
+            or bool(environ.get(PHASE_GATES_ENV)))
+
+
+class PhaseGate:
+    """One gated phase's files in the gates folder: `ready` written on arrival, then `go` or `skip` awaited."""
+
+    def __init__(self, folder: Path, phase: str) -> None:
+        self.folder, self.phase = folder, phase
+
+    @classmethod
+    def of(cls, folder: str | None, phase: str | None) -> PhaseGate | None:
+        """The phase's gate, None when the phase is not gated (no folder, no name, or no `gate.<name>`)."""
+        if not folder or not phase or not (Path(folder) / phase_file(GATE, phase)).exists():
+            return None
+        return cls(Path(folder), phase)
+
+    async def wait(self) -> bool:
+        """Write `ready.<phase>`, then wait for `go.<phase>` (True) or `skip.<phase>` (False)."""
+        write_atomic(self.folder / phase_file(READY, self.phase), str(time.time_ns()))
+        go, skip = self.folder / phase_file(GO, self.phase), self.folder / phase_file(SKIP, self.phase)
+        while True:
+            if skip.exists():
+                return False
+            if go.exists():
+                return True
+            await asyncio.sleep(POLL_S)
 
 
 class HandoverFolder:
@@ -121,10 +155,11 @@ class RequestRateStrategy(_AiperfRateStrategy):  # type: ignore[misc]  # AIPerf 
         folder = os.environ.get(HANDOVER_DIR_ENV)
         self._handover = (HandoverFolder(Path(folder))
                           if folder and cfg.phase == CreditPhase.PROFILING else None)
+        self._phase_gate = PhaseGate.of(os.environ.get(PHASE_GATES_ENV), cfg.phase_name)
         self._freed = asyncio.Event()
         self._halting = False
-        self.info(f"aqbench timing strategy: phase {cfg.phase}, no-spin wait {self._no_spin}, "
-                  f"handover folder {folder if self._handover else None}")
+        self.info(f"aqbench timing strategy: phase {cfg.phase} {cfg.phase_name}, no-spin wait {self._no_spin}, "
+                  f"handover folder {folder if self._handover else None}, gated {self._phase_gate is not None}")
 
     # -- the no-spin wait ------------------------------------------------------------------------------------
     def observe_credit_return(self, credit: Credit) -> None:
@@ -185,9 +220,17 @@ class RequestRateStrategy(_AiperfRateStrategy):  # type: ignore[misc]  # AIPerf 
         issuer.signal_sending_complete()
 
     async def execute_phase(self) -> None:
+        gated = False
+        if self._phase_gate is not None:
+            if not await self._phase_gate.wait():
+                # Skipped: end the phase as a reached count does, with nothing sent (AIPerf then goes on).
+                self._credit_issuer.stop_issuing()
+                self._credit_issuer.signal_sending_complete()
+                return
+            gated = True
         handover = self._handover
         if handover is None:
-            await self._run_loop(gated=False)
+            await self._run_loop(gated=gated)
             return
         handover.refresh()
         self._apply_limit(handover)

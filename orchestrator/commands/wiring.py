@@ -33,6 +33,7 @@ from orchestrator.ports import (
     LineFollowing,
     LogCodecs,
     OwnerFiles,
+    PhaseGates,
     PhaseLoad,
     Toolkit,
 )
@@ -64,17 +65,22 @@ class _Aiperf:
     def handover_control(self, folder: Path, *, gated: bool) -> HandoverControl:
         return _aiperf.FileHandover(folder, gated=gated)
 
-    def phased_command(self, cmd: AiperfInvocation, loads: Sequence[PhaseLoad], folder: Path) -> AiperfInvocation:
+    def phase_gates(self, folder: Path, names: Sequence[str]) -> PhaseGates:
+        return _aiperf.FileGates(folder, names)
+
+    def phased_command(self, cmd: AiperfInvocation, loads: Sequence[PhaseLoad], folder: Path,
+                       gates: PhaseGates | None = None) -> AiperfInvocation:
         assert isinstance(cmd, _aiperf.AiperfCommand)  # build_command's, as this toolkit built it
-        return _aiperf.phased_command(cmd, loads, folder)
+        return _aiperf.phased_command(cmd, loads, folder, env=gates.env() if gates is not None else None)
 
     async def run_aiperf(self, cmd: AiperfInvocation, bus: EventBus, *, window: str, deadline_s: float,
                          stop_grace_s: float, install: AiperfFacts | None = None,
                          on_exit: Callable[[], None] | None = None,
                          stop: anyio.Event | None = None,
-                         phases: Mapping[str, str] | None = None) -> AiperfResult:
+                         phases: Mapping[str, str] | None = None,
+                         gates: PhaseGates | None = None) -> AiperfResult:
         return await _aiperf.run_aiperf(cmd, bus, window=window, deadline_s=deadline_s, stop_grace_s=stop_grace_s,
-                                        install=install, on_exit=on_exit, stop=stop, phases=phases)
+                                        install=install, on_exit=on_exit, stop=stop, phases=phases, gates=gates)
 
 
 def real_toolkit() -> Toolkit:

@@ -23,7 +23,7 @@ from orchestrator.dataset import (
     write_aiperf_input,
 )
 from orchestrator.events import AccountingChecked, DatasetPhase, ModelPhase, PhaseFinished, PhaseStarted
-from orchestrator.ports import AiperfFacts, AiperfInvocation, AiperfResult, Toolkit
+from orchestrator.ports import AiperfFacts, AiperfInvocation, AiperfResult, PhaseGates, Toolkit
 from orchestrator.run import RunScope
 from orchestrator.server_spec import ServerSpec
 from orchestrator.supervisor import ServerHandle, supervise
@@ -111,18 +111,19 @@ async def run_window(run: RunScope, toolkit: Toolkit, correlator: Correlator, cm
 
 
 async def run_phased(run: RunScope, toolkit: Toolkit, correlator: Correlator, cmd: AiperfInvocation, *,
-                     phases: Mapping[str, str], deadline_s: float,
-                     install: AiperfFacts | None = None) -> tuple[AiperfResult, dict[str, AccountingChecked]]:
+                     phases: Mapping[str, str], deadline_s: float, install: AiperfFacts | None = None,
+                     gates: PhaseGates | None = None) -> tuple[AiperfResult, dict[str, AccountingChecked]]:
     """One AIPerf process running several windows as its phases (`phases`: each load's name -> its window, from
     AiperfTools.phased_command), then each window's accounting against what AIPerf issued in its phases. A
     window whose phases never started (AIPerf ended before them) is not accounted and is absent from the
-    result. Interrupted, it still journals what each window accounted so far."""
+    result, as is a gated load that was skipped (`gates`). Interrupted, it still journals what each window
+    accounted so far."""
     cfg = run.config
     windows = list(dict.fromkeys(phases.values()))
     try:
         outcome = await toolkit.aiperf.run_aiperf(cmd, run.bus, window=windows[0], deadline_s=deadline_s,
                                                   stop_grace_s=cfg.workload.stop_grace_s, install=install,
-                                                  phases=phases)
+                                                  phases=phases, gates=gates)
     except anyio.get_cancelled_exc_class():
         with anyio.CancelScope(shield=True), anyio.move_on_after(5):
             for window in windows:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,12 +36,13 @@ from orchestrator.events import (
     SweepConcluded,
     SweepPhase,
     SweepPointJudged,
+    Warned,
 )
 from orchestrator.judge.answers import judge_answer
 from orchestrator.live.address import ServeAddress
 from orchestrator.live.start import start_live_page
 from orchestrator.logs import get_logger
-from orchestrator.ports import AiperfFacts, ChatAnswer, ChatSession, PhaseLoad, Toolkit
+from orchestrator.ports import AiperfFacts, ChatAnswer, ChatSession, PhaseGates, PhaseLoad, Toolkit
 from orchestrator.qualify.answers import answered_load
 from orchestrator.qualify.context import StageFailed
 from orchestrator.qualify.probe import ProbeSession, capability_probe
@@ -51,7 +53,7 @@ from orchestrator.run_aiperf.serving import run_phased, run_window, serve_correl
 from orchestrator.supervisor import ServerHandle
 from orchestrator.sweep.batch import batch_rows, parse_batch_key, phase_name
 from orchestrator.sweep.judge import Baseline, PointRequest, judge_point, point_stats, saturation_signs, worst
-from orchestrator.sweep.planned import planned_durations
+from orchestrator.sweep.planned import baseline_sample, planned_durations
 from orchestrator.sweep.power import plan
 from orchestrator.sweep.search import Judged, conclude, next_batch
 from orchestrator.sweep.watch import PointWatch
@@ -93,12 +95,22 @@ class _Point(msgspec.Struct, kw_only=True):
 
 
 class _Load(msgspec.Struct, kw_only=True):
-    """One window of a batch: its load (a concurrency or a rate) and the point its requests go to."""
+    """One window of a batch: its load (a concurrency or a rate) and the point its requests go to. A `gated`
+    load is a rerun only a verdict can call for: it waits at its gate until the batch's other loads are judged,
+    then runs or is skipped (no window, nothing sent)."""
 
     window: str
     concurrency: int | None
     rate: float | None
     into: _Point
+    value: float = 0.0
+    gated: bool = False
+
+
+# Deciding the gated reruns waits for every other load's profiling requests to be correlated; once AIPerf waits
+# at the first gate, at most this long beyond the match timeout, then every gated rerun is skipped (and a rerun
+# the verdicts call for costs an AIPerf process of its own, as before gates).
+_GATE_WAIT_S = 2.0
 
 
 def _resolve(cfg: Config, opts: SweepOptions) -> Config:
@@ -162,10 +174,14 @@ class _Sweeper:
         self.commands: list[str] = []
         self.batches = 0
 
-    async def load_batch(self, loads: list[_Load], *, deadline_s: float) -> None:
+    async def load_batch(self, loads: list[_Load], *, deadline_s: float,
+                         decide: Callable[[dict[str, list[PointRequest]]], set[str]] | None = None,
+                         match_timeout_s: float = 5.0) -> None:
         """The loads as the phases of one AIPerf process (its start-up paid once), each its own window, in order:
         AIPerf starts a load's warmup once the previous load's requests have all returned. No early stop: a
-        stop would end every later load too (see stop_early)."""
+        stop would end every later load too (see stop_early). Gated loads (last) wait at their gates until every
+        other load's profiling requests are in; `decide` (given them by window) names the gated windows to run,
+        the others are skipped and leave no trace in their point."""
         cfg = self.run.config
         self.batches += 1
         work = self.run.run_dir / "aiperf" / f"batch{self.batches}"
@@ -175,23 +191,33 @@ class _Sweeper:
         cmd = aiperf.build_command(cfg.workload, base_url=self.handle.base_url, model=self.model.name,
                                    input_file=input_file, artifact_dir=work / "artifacts",
                                    tokenizer=self.tokenizer, executable=self.install.executable, requests=rpp,
-                                   concurrency=first.concurrency, request_rate=first.rate)
+                                   concurrency=first.concurrency, request_rate=first.rate,
+                                   # No spin at concurrency 1 (the baseline) or any closed-loop point: AIPerf's
+                                   # timing manager otherwise takes most of a core from the server it measures.
+                                   timing_wait=True)
         names = {phase_name(load.window): load.window for load in loads}
         phases = [PhaseLoad(name=name, requests=rpp, warmup=cfg.workload.warmup_requests, rate=load.rate,
                             concurrency=load.concurrency) for name, load in zip(names, loads, strict=True)]
-        cmd = await anyio.to_thread.run_sync(aiperf.phased_command, cmd, phases, work)
+        gated = [phase_name(load.window) for load in loads if load.gated]
+        gates = (await anyio.to_thread.run_sync(aiperf.phase_gates, work / "gates", gated)
+                 if gated and decide is not None else None)
+        cmd = await anyio.to_thread.run_sync(aiperf.phased_command, cmd, phases, work, gates)
         self.commands.append(cmd.shell)
         watches = [PointWatch(self.run.bus, load.window, fact=self._fact, slo=cfg.slo, baseline=None,
                               criteria=self.model.correctness, earlier=None, stop=anyio.Event()) for load in loads]
         async with anyio.create_task_group() as tg:
             for watch in watches:
                 await tg.start(watch.run)
+            if gates is not None and decide is not None:
+                tg.start_soon(self._gatekeep, gates, loads, watches, decide, match_timeout_s + _GATE_WAIT_S)
             outcome, accounts = await run_phased(self.run, self.toolkit, self.correlator, cmd, phases=names,
-                                                 deadline_s=deadline_s, install=self.install)
+                                                 deadline_s=deadline_s, install=self.install, gates=gates)
             collected = {w.window: await w.wait_accounted(_COLLECT_TIMEOUT_S) for w in watches
                          if w.window in accounts}
             tg.cancel_scope.cancel()
         for load, watch in zip(loads, watches, strict=True):
+            if load.gated and (gates is None or not gates.ran(phase_name(load.window))):
+                continue  # skipped at its gate: nothing sent, not a run of its point
             into, one, acc = load.into, outcome.windows.get(load.window), accounts.get(load.window)
             into.windows.append(load.window)
             # A load AIPerf never started (it ended before) issued nothing: its point has no new requests.
@@ -202,6 +228,33 @@ class _Sweeper:
             into.saturation = saturation_signs(watch.requests, offered_rps=load.rate,
                                                share=cfg.sweep.saturation_share,
                                                queueing_ratio=cfg.sweep.queueing_ratio)
+
+    async def _gatekeep(self, gates: PhaseGates, loads: list[_Load], watches: list[PointWatch],
+                        decide: Callable[[dict[str, list[PointRequest]]], set[str]], wait_s: float) -> None:
+        """Decide the gated loads once every other load's profiling requests are in (run or skip each, said on
+        stderr); if they are not all in `wait_s` after AIPerf reached the first gate, skip every gated load."""
+        rpp = self.run.config.sweep.requests_per_point
+        planned = [(load, watch) for load, watch in zip(loads, watches, strict=True) if not load.gated]
+        names = {phase_name(load.window): load for load in loads if load.gated}
+        limit: float | None = None
+        while True:
+            if all(len(watch.requests) >= rpp for _, watch in planned):
+                run = decide({load.window: list(watch.requests) for load, watch in planned})
+                for name, load in names.items():
+                    gates.decide(name, run=load.window in run)
+                said = "; ".join(f"{load.window.split('/', 1)[1]} {'runs' if load.window in run else 'skipped'}"
+                                 for load in names.values())
+                print(f"sweep: reruns at the gate, from the verdicts so far: {said}", file=sys.stderr, flush=True)
+                return
+            if limit is None and gates.reached(next(iter(names))):
+                limit = anyio.current_time() + wait_s
+            if limit is not None and anyio.current_time() > limit:
+                gates.close()
+                await self.run.bus.publish(Warned(source="sweep", code="sweep_gate_timed_out", message=(
+                    f"the batch's requests were not all in {wait_s:g} s after AIPerf reached its gated reruns; "
+                    "they are skipped, and a rerun the verdicts call for runs in an AIPerf process of its own")))
+                return
+            await anyio.sleep(0.01)
 
     async def load(self, window: str, *, concurrency: int | None, rate: float | None, deadline_s: float,
                    into: _Point, baseline: Baseline | None, early_stop: bool) -> None:
@@ -270,23 +323,28 @@ async def _sweep(run: RunScope, opts: SweepOptions, toolkit: Toolkit, model: Mod
     handle, correlator, rows, input_file = served.handle, served.correlator, served.rows, served.input_file
     dataset = served.dataset
     sweeper = _Sweeper(run, toolkit, model, install, tokenizer, dataset, rows, input_file, handle, correlator)
+    # The answers at concurrency 1 are the reference under load: the first point when it is concurrency 1,
+    # else a window of its own at concurrency 1 (`<model>/baseline`), the first of the first batch.
+    need_base = not (sw.mode == "concurrency" and sw.points[0] == 1)
     # qualify's capability probe first: a server that cannot do audio QA (text-only) has no capacity to find.
-    probed = await _probe(run, toolkit, model, dataset, rows, correlator, handle)
+    # Then, before any load, a sample of the baseline window's own rows, to plan that window by.
+    per = sw.requests_per_point + cfg.workload.warmup_requests
+    sample = [rows[i % len(rows)] for i in baseline_sample(per)] if need_base and rows else []
+    probed = await _probe(run, toolkit, model, dataset, rows, correlator, handle, sample)
     if isinstance(probed, int):
         return probed
+    probe_s, sample_s = probed
     limits = {k: float(v) for k, v in msgspec.to_builtins(slo).items()
               if isinstance(v, float | int) and not isinstance(v, bool)}
     # Said before any load: what a point can decide at its planned requests (a pass may need more than it has).
     detects = plan(slo, sw.requests_per_point)
     print("sweep: each point of " + f"{sw.requests_per_point} requests can decide:\n  "
           + "\n  ".join(d.statement for d in detects), file=sys.stderr, flush=True)
-    # The answers at concurrency 1 are the reference under load: the first point when it is concurrency 1,
-    # else a window of its own at concurrency 1 (`<model>/baseline`), the first of the first batch.
-    need_base = not (sw.mode == "concurrency" and sw.points[0] == 1)
     # Also said before any load: each window's planned duration, the baseline's included (it is real work the
     # sweep always does), so that wall time can be set against it (bench/sweep_wall.py).
     baseline_s, planned = planned_durations(sw.mode, list(sw.points), requests=sw.requests_per_point,
-                                            warmup=cfg.workload.warmup_requests, base=need_base, probe_s=probed)
+                                            warmup=cfg.workload.warmup_requests, base=need_base, probe_s=probe_s,
+                                            sample_s=sample_s)
     print("sweep: planned: " + "; ".join(planned), file=sys.stderr, flush=True)
     await run.bus.publish(PhaseStarted(source="sweep", phase="sweep", model=model.name, detail=SweepPhase(
         mode=sw.mode, points=list(sw.points), requests_per_point=sw.requests_per_point,
@@ -294,6 +352,7 @@ async def _sweep(run: RunScope, opts: SweepOptions, toolkit: Toolkit, model: Mod
         baseline_planned_s=baseline_s, planned=planned)))
 
     walk = _Walk(run, sweeper, model, started)
+    walk.match_timeout_s = opts.match_timeout_s
     points, judged, base = walk.points, walk.judged, walk.base
     # A point whose one run cannot pass (the plan above says a pass needs more requests) is rerun unless it fails:
     # its runs go into its first batch together (next_batch's `runs`).
@@ -331,16 +390,26 @@ async def _sweep(run: RunScope, opts: SweepOptions, toolkit: Toolkit, model: Mod
 
 
 async def _probe(run: RunScope, toolkit: Toolkit, model: ModelConfig, dataset: Dataset, rows: list[ArmRequest],
-                 correlator: Correlator, handle: ServerHandle) -> int | list[float]:
+                 correlator: Correlator, handle: ServerHandle,
+                 sample: list[ArmRequest]) -> int | tuple[list[float], list[float]]:
     """qualify's capability probe against the served model; on a server that cannot do audio QA the sweep
-    stops there with the probe's evidence (exit 1), else the latencies (s) of its answered sweep rows."""
+    stops there with the probe's evidence (exit 1), else the latencies (s) of its answered sweep rows, and of
+    `sample` (the baseline's sampled rows) asked one at a time after it, in the window `<model>/plan`."""
     cfg = run.config
     host = _TimedProbe(source="sweep", bus=run.bus, toolkit=toolkit, model=model, dataset=dataset, requests=rows,
                        correlator=correlator, request_timeout_s=cfg.workload.request_timeout_s,
                        max_tokens=cfg.workload.max_tokens)
     try:
         await capability_probe(host, handle.base_url, run.run_dir / "aiperf" / "wire")
-        return host.latencies_s
+        probe_s, sampled = list(host.latencies_s), []
+        if sample:
+            async with host.client(handle.base_url) as client:
+                for req in sample:
+                    answer = await host.ask(client, req, "plan")
+                    if answer.status == 200 and answer.latency_ms > 0:
+                        sampled.append(answer.latency_ms / 1000.0)
+            await host.close_window("plan")
+        return probe_s, sampled
     except StageFailed as exc:
         await handle.stop()
         reason = f"{exc.status} at the capability probe, before any load: {exc.reason}"
@@ -395,6 +464,7 @@ class _Walk:
         self.baseline: Baseline | None = None
         self.overhead_s = _START_S
         self.point_s = 0.0  # closed loop: the last batch's time per point (0 before any)
+        self.match_timeout_s = 5.0
 
     def left_s(self) -> float:
         sw = self.scope.config.sweep
@@ -421,15 +491,24 @@ class _Walk:
         sw = cfg.sweep
         loads = [_Load(window=f"{self.model.name}/baseline", concurrency=1, rate=None, into=self.base)] if base else []
         for value in values:
-            point = self.points.setdefault(value, _Point())
-            queued = sum(1 for load in loads if load.into is point)  # a point's runs in this same batch
-            loads.append(_Load(window=_window(self.model.name, sw.mode, value, len(point.windows) + queued + 1),
-                               concurrency=int(value) if sw.mode == "concurrency" else None,
-                               rate=value if sw.mode == "rate" else None, into=point))
+            loads.append(self._load(value, loads, gated=False))
+        if not sw.stop_early:
+            # A rerun only a verdict can call for: each point of the batch that could still be rerun gets one,
+            # gated, after the planned loads (ascending), so that it needs no AIPerf process of its own.
+            gated: list[float] = []
+            for value in sorted(dict.fromkeys(values)):
+                point = self.points[value]
+                if len(point.windows) + values.count(value) > sw.repeats:
+                    continue
+                if len(self.fit([*values, *gated, value], base=base)) < len(values) + len(gated) + 1:
+                    break  # --max-duration: a gated rerun that could not finish in time is not written in
+                gated.append(value)
+            loads += [self._load(value, loads, gated=True) for value in gated]
         t0, spans = time.monotonic(), sum(load.into.span_s for load in loads)
         deadline = max(1.0, min(cfg.workload.deadline_s * len(loads), self.left_s()))
         if not sw.stop_early:
-            await self.sweeper.load_batch(loads, deadline_s=deadline)
+            await self.sweeper.load_batch(loads, deadline_s=deadline, match_timeout_s=self.match_timeout_s,
+                                          decide=lambda seen: self._reruns(loads, seen))
             self.baseline = self._reference() if base else self.baseline
         else:  # each load its own AIPerf process, so that a stop ends only the point that broke an SLO
             for load in loads:
@@ -441,6 +520,40 @@ class _Walk:
         spent = sum(load.into.span_s for load in loads) - spans
         self.overhead_s = max(_START_S, (elapsed - spent) / (len(loads) if sw.stop_early else 1))
         self.point_s = max(0.0, elapsed - self.overhead_s) / len(loads)
+
+    def _load(self, value: float, loads: list[_Load], *, gated: bool) -> _Load:
+        """The point's next run after `loads` (its runs in this same batch counted)."""
+        sw = self.scope.config.sweep
+        point = self.points.setdefault(value, _Point())
+        queued = sum(1 for load in loads if load.into is point)
+        return _Load(window=_window(self.model.name, sw.mode, value, len(point.windows) + queued + 1),
+                     concurrency=int(value) if sw.mode == "concurrency" else None,
+                     rate=value if sw.mode == "rate" else None, into=point, value=value, gated=gated)
+
+    def _reruns(self, loads: list[_Load], seen: dict[str, list[PointRequest]]) -> set[str]:
+        """The gated loads' windows to run: each point judged on its runs so far and this batch's (`seen`, by
+        window), as `judge` will, and the reruns the search then asks for (next_batch's, below the lowest
+        failure). Decides nothing by itself: the journaled verdicts come after the batch, from every request."""
+        cfg = self.scope.config
+        sw = cfg.sweep
+        planned = [load for load in loads if not load.gated]
+        baseline = self.baseline
+        if any(load.into is self.base for load in planned):
+            base = [r for load in planned if load.into is self.base for r in seen.get(load.window, [])]
+            baseline = Baseline.of(base) if self.base.balanced and base else None
+        judged = dict(self.judged)
+        for value, point in sorted(self.points.items()):
+            mine = [load for load in planned if load.into is point]
+            if not mine:
+                continue
+            requests = point.requests + [r for load in mine for r in seen.get(load.window, [])]
+            if baseline is None and sw.mode == "concurrency" and value == 1 and point.balanced:
+                baseline = Baseline.of(requests)
+            checks = judge_point(requests, cfg.slo, baseline, self.model.correctness)
+            outcome = worst([c.outcome for c in checks]) if point.balanced else "inconclusive"
+            judged[value] = Judged(outcome=outcome, runs=len(point.windows) + len(mine), checks=checks)
+        want = set(next_batch(sw.points, judged, mode=sw.mode, repeats=sw.repeats, refine=sw.refine))
+        return {load.window for load in loads if load.gated and load.value in want}
 
     def _reference(self) -> Baseline | None:
         return Baseline.of(self.base.requests) if self.base.balanced and self.base.requests else None

@@ -18,11 +18,12 @@ from aiperf.timing.strategies.request_rate import RequestRateStrategy as AiperfR
 
 from adapters.aiperf import timing
 from adapters.aiperf.command import build_command
+from adapters.aiperf.gates import FileGates
 from adapters.aiperf.handover import FileHandover
 from adapters.aiperf.handover_files import write_atomic
 from orchestrator.commands.wiring import real_toolkit
 from orchestrator.config import WorkloadConfig
-from orchestrator.ports import HaltFact, HandoverControl
+from orchestrator.ports import HaltFact, HandoverControl, PhaseGates
 
 pytestmark = pytest.mark.inprocess
 
@@ -109,8 +110,9 @@ class _Issuer:
         self.sending_complete = True
 
 
-def _strategy(issuer: _Issuer, *, rate: float | None = None) -> object:
-    cfg = CreditPhaseConfig(phase=CreditPhase.PROFILING, timing_mode=TimingMode.REQUEST_RATE, concurrency=2,
+def _strategy(issuer: _Issuer, *, rate: float | None = None, name: str | None = None,
+              phase: CreditPhase = CreditPhase.PROFILING) -> object:
+    cfg = CreditPhaseConfig(phase=phase, phase_name=name, timing_mode=TimingMode.REQUEST_RATE, concurrency=2,
                             request_rate=rate, arrival_pattern=(ArrivalPattern.CONSTANT if rate
                                                                 else ArrivalPattern.CONCURRENCY_BURST))
     source = SimpleNamespace(next=lambda: SimpleNamespace(build_first_turn=lambda: "turn"))
@@ -124,7 +126,7 @@ def _strategy(issuer: _Issuer, *, rate: float | None = None) -> object:
 def test_aiperf_resolves_request_rate_to_aqbench_and_gets_its_own_strategy_unless_asked(
         monkeypatch: pytest.MonkeyPatch) -> None:
     assert plugins.get_class(PluginType.TIMING_STRATEGY, "request_rate") is timing.RequestRateStrategy
-    for name in ("AQBENCH_TIMING_WAIT", "AQBENCH_HANDOVER_DIR"):
+    for name in ("AQBENCH_TIMING_WAIT", "AQBENCH_HANDOVER_DIR", "AQBENCH_PHASE_GATES"):
         monkeypatch.delenv(name, raising=False)
     assert type(_strategy(_Issuer(2))) is AiperfRateStrategy
     monkeypatch.setenv("AQBENCH_TIMING_WAIT", "1")
@@ -226,3 +228,65 @@ async def test_rate_mode_ignores_the_limit_and_a_halt_ends_its_wait_for_the_next
                 await anyio.sleep(0.005)
     assert time.monotonic() - halted_at < 0.5 and issuer.limits == []
     assert control.halted().sent == 0 and issuer.tries == 0 and issuer.sending_complete  # type: ignore[union-attr]
+
+
+# -- gated phases of a phased run (a sweep's rerun that only a verdict can call for) --------------------------
+
+
+@pytest.mark.anyio
+async def test_a_gated_phase_waits_then_runs_or_ends_with_nothing_sent(monkeypatch: pytest.MonkeyPatch,
+                                                                       tmp_path: Path) -> None:
+    """The gated load's phases (its warmup's and its own) say `ready` and issue nothing before the decision;
+    skipped, a phase stops issuing and completes its sending with nothing sent; run, it issues. A phase of
+    another name is not held."""
+    monkeypatch.delenv("AQBENCH_HANDOVER_DIR", raising=False)
+    monkeypatch.delenv("AQBENCH_TIMING_WAIT", raising=False)
+    gates: PhaseGates = real_toolkit().aiperf.phase_gates(tmp_path, ["rate8-2", "rate4-2"])
+    assert gates.env() == {"AQBENCH_PHASE_GATES": str(tmp_path.resolve())}
+    monkeypatch.setenv("AQBENCH_PHASE_GATES", str(tmp_path))
+    free = _Issuer(1)
+    await _run_for(_strategy(free, name="rate8-1"), 0.2)  # not gated: issues at once
+    assert free.tries >= 1 and free.slots == 0
+    skipped, warm, ran = _Issuer(3), _Issuer(3), _Issuer(3)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_strategy(skipped, name="rate4-2").execute_phase)  # type: ignore[attr-defined]
+        tg.start_soon(_strategy(warm, name="warmup_rate8-2", phase=CreditPhase.WARMUP).execute_phase)  # type: ignore[attr-defined]
+        with anyio.fail_after(5):
+            while not (gates.reached("rate4-2") and gates.reached("rate8-2")):
+                await anyio.sleep(0.005)
+            await anyio.sleep(0.05)
+            assert skipped.tries == warm.tries == 0 and gates.ran("rate4-2") is None
+            gates.decide("rate4-2", run=False)
+            gates.decide("rate4-2", run=True)  # the first decision stands
+            while not skipped.sending_complete:
+                await anyio.sleep(0.005)
+            assert skipped.stopped and skipped.tries == 0 and not warm.sending_complete
+            gates.decide("rate8-2", run=True)
+            while warm.slots:
+                await anyio.sleep(0.005)
+            tg.start_soon(_strategy(ran, name="rate8-2").execute_phase)  # type: ignore[attr-defined]
+            while ran.slots:
+                await anyio.sleep(0.005)
+            tg.cancel_scope.cancel()
+    assert (gates.ran("rate4-2"), gates.ran("rate8-2")) == (False, True)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(("go.", "skip."))) == [
+        "go.rate8-2", "go.warmup_rate8-2", "skip.rate4-2", "skip.warmup_rate4-2"]
+
+
+@pytest.mark.anyio
+async def test_closing_the_gates_skips_every_undecided_load_and_wakes_its_waiter(tmp_path: Path) -> None:
+    (tmp_path / "skip.old").write_text("")  # an earlier use's file is cleared
+    gates = FileGates(tmp_path, ["a", "b"])
+    assert not (tmp_path / "skip.old").exists() and (tmp_path / "gate.warmup_a").exists()
+    gates.decide("a", run=True)
+    got: list[bool] = []
+
+    async def waiter() -> None:
+        got.append(await gates.decided("b"))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(waiter)
+        await anyio.sleep(0.02)
+        assert not got
+        gates.close()
+    assert got == [False] and await gates.decided("a") is True and (tmp_path / "skip.b").exists()

@@ -180,3 +180,52 @@ def _handover(tmp_path: Path, short: Path) -> None:
     assert 0 < first_b - last_a < 1e9, (first_b - last_a) / 1e6
     assert halted_a.unix_ns <= first_b
     assert _most_open(runs[0] + runs[1]) <= TARGET
+
+
+@pytest.mark.aiperf
+@pytest.mark.slow
+@pytest.mark.timeout(240)
+def test_skipped_gated_phases_send_nothing_and_the_run_ends_complete(tmp_path: Path) -> None:
+    """Four loads in one real AIPerf process, the last three gated: b skipped, c run, d skipped (the last phase).
+    AIPerf exits 0, every phase that ran has all its records, the skipped ones none, the run reads complete,
+    and AIPerf's own manifest says 0 for the skipped phases."""
+    short = Path(tempfile.mkdtemp(prefix="aqgt-", dir="/tmp"))
+    try:
+        _gated(tmp_path, short)
+    finally:
+        shutil.rmtree(short, ignore_errors=True)
+
+
+def _gated(tmp_path: Path, short: Path) -> None:
+    from adapters.aiperf.gates import FileGates
+    from adapters.aiperf.phases import phased_command
+    from orchestrator.ports import PhaseLoad
+
+    rows = tmp_path / "in.jsonl"
+    rows.write_text("".join(json.dumps({"session_id": f"s{i}", "text": f"question {i}"}) + "\n" for i in range(40)))
+    loads = [PhaseLoad(name=n, requests=5, warmup=2, rate=20.0) for n in ("a", "b", "c", "d")]
+    gates = FileGates(short / "gates", ["b", "c", "d"])
+    with _stub(tmp_path) as url:
+        one = build_command(WorkloadConfig(request_timeout_s=10.0), base_url=url, model="stub", input_file=rows,
+                            artifact_dir=short / "artifacts", tokenizer=ensure_tokenizer(), tmp_dir=short / "tmp",
+                            request_rate=20.0)
+        cmd = phased_command(one, loads, short / "batch", env=gates.env())
+        proc = _launch(cmd)
+        try:
+            for name, run in (("b", False), ("c", True), ("d", False)):
+                _until(f"the gate of {name}", lambda n=name: gates.reached(n), 90, [proc])  # type: ignore[misc]
+                gates.decide(name, run=run)
+            assert proc.wait(60) == 0
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(10)
+    art = Path(cmd.artifact_dir)
+    recs = [json.loads(line) for line in (art / "profile_export.jsonl").read_text().splitlines()]
+    names = sorted(r["metadata"]["phase_name"] for r in recs)
+    assert names == sorted(["warmup_a"] * 2 + ["a"] * 5 + ["warmup_c"] * 2 + ["c"] * 5), names
+    judged = judge_artifacts(art, returncode=0, stopped_early=False, records=len(recs))
+    assert judged.classification == "complete", judged.reason
+    phases = judged.aggregate["phases"]
+    assert all(phases[p]["total"] == 0 for p in ("warmup_b", "b", "warmup_d", "d")), phases
+    assert phases["c"]["total"] == 5 and phases["a"]["total"] == 5

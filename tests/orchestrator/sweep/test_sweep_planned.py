@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator.sweep.planned import planned_durations
+from orchestrator.sweep.planned import baseline_sample, planned_durations
 
 
 def test_the_baseline_is_planned_by_the_probe_median_and_each_point_by_its_schedule() -> None:
@@ -28,3 +28,20 @@ def test_nothing_is_planned_without_a_basis() -> None:
                                        probe_s=[0.1])
     assert baseline is None and said == ["a closed-loop point: not planned (its requests take as long as the "
                                          "server takes)"]
+
+
+def test_a_sample_of_the_baselines_own_rows_plans_it_by_their_mean() -> None:
+    """Timed before any load, the baseline's sampled rows plan it (their mean x its requests: the sum's
+    estimate); the probe's short clips are then not used."""
+    baseline, said = planned_durations("rate", [1.0], requests=60, warmup=4, base=True, probe_s=[0.006, 0.007],
+                                       sample_s=[0.03, 0.08, 0.05, 0.04])
+    assert baseline == pytest.approx(64 * 0.05)
+    assert said[0] == ("the concurrency-1 baseline window 64 requests x 50 ms (the mean of 4 of its own rows, evenly "
+                       "spaced, asked one at a time before any load) = 3.2 s")
+
+
+def test_the_sample_is_spread_evenly_through_the_window_and_never_beyond_it() -> None:
+    """8 of 64: one in the middle of each eighth; never more than the window has; none of nothing."""
+    assert baseline_sample(64) == [4, 12, 20, 28, 36, 44, 52, 60]
+    assert baseline_sample(3) == [0, 1, 2]
+    assert baseline_sample(0) == []
