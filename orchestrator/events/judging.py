@@ -136,8 +136,8 @@ class SoakWindowOpened(Event, frozen=True, kw_only=True):
 class SoakHandover(Event, frozen=True, kw_only=True):
     """The soak's load moved from one AIPerf process to a fresh one without a gap (docs/soak.md, "AIPerf
     hands over"): the successor, gated once ready, was let go as the predecessor was halted. Times are
-    wall clock (unix ns); `gap_s` is the successor's first request start after the predecessor's last one
-    (window_gap judges it); `sent` is what the predecessor issued in its profiling phase (None: unknown)."""
+    wall clock (unix ns); `gap_s` is the time with no request in flight, the successor's first request start
+    after the predecessor's last answer (window_gap judges it, as at a window cut); `sent` is what the predecessor issued in its profiling phase (None: unknown)."""
 
     predecessor: str
     successor: str
@@ -147,6 +147,7 @@ class SoakHandover(Event, frozen=True, kw_only=True):
     halt_unix_ns: int | None = None
     go_unix_ns: int = 0
     last_request_unix_ns: int | None = None
+    last_answer_unix_ns: int | None = None
     first_request_unix_ns: int | None = None
     gap_s: float | None = None
     sent: int | None = None

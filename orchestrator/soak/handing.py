@@ -128,11 +128,15 @@ async def _hand_over(soak: _Soak, tg: TaskGroup, sg: SegmentRuns, seg: int, why:
     with anyio.move_on_after(10.0):
         first = await soak.tracker.wait_first_profiling(name)
     last = soak.tracker.last_profiling_ns.get(pred)
-    gap = max(0.0, (first - last) / 1e9) if first and last else None
+    answered = soak.tracker.last_answer_ns.get(pred)
+    # Time with no request in flight, as at a window cut: from the predecessor's last answer (not its last
+    # start: in concurrency mode the successor waits for the requests still open, and the load never stops).
+    gap = max(0.0, (first - answered) / 1e9) if first and answered else None
     soak.handovers.append((f"{pred} -> {name}", gap))
     log.info("soak_handover", predecessor=pred, successor=name, gap_s=gap, reason=why)
     await soak.bus.publish(SoakHandover(
         source="soak", predecessor=pred, successor=name, segment=seg, reason=why, ready_unix_ns=ready,
-        halt_unix_ns=done.halt_ns, go_unix_ns=done.go_ns, last_request_unix_ns=last, first_request_unix_ns=first,
+        halt_unix_ns=done.halt_ns, go_unix_ns=done.go_ns, last_request_unix_ns=last,
+        last_answer_unix_ns=answered, first_request_unix_ns=first,
         gap_s=None if gap is None else round(gap, 6), sent=done.sent, over_target=done.over_target))
     return first

@@ -71,8 +71,10 @@ class SoakTracker:
         # Per AIPerf run (its window name): the start of its first profiling request, once a record shows it.
         self.first_profiling_ns: dict[str, int] = {}
         self._first_seen = anyio.Event()
-        # Per AIPerf run: the latest start of its profiling requests seen (a handover's gap starts there).
+        # Per AIPerf run: the latest start of its profiling requests seen, and their latest answer (a handover's
+        # gap starts there: in concurrency mode the successor rightly waits for the predecessor's open requests).
         self.last_profiling_ns: dict[str, int] = {}
+        self.last_answer_ns: dict[str, int] = {}
         # The latest sample of the sending AIPerf process tree: (pid, unix ns, bytes); the handover's cue.
         self.aiperf_sample: tuple[int, int, int] | None = None
         # Per AIPerf run: the profiling session numbers seen (when a window holds all its requests).
@@ -210,6 +212,8 @@ class SoakTracker:
             ledger.add(ev.session_num, ev.credit_issued_ns)
             if ev.request_start_ns and ev.request_start_ns > self.last_profiling_ns.get(ev.window, 0):
                 self.last_profiling_ns[ev.window] = ev.request_start_ns
+            if ev.request_end_ns and ev.request_end_ns > self.last_answer_ns.get(ev.window, 0):
+                self.last_answer_ns[ev.window] = ev.request_end_ns
         if ev.phase == "profiling" and ev.request_start_ns and ev.window not in self.first_profiling_ns:
             self.first_profiling_ns[ev.window] = ev.request_start_ns
             for series in self.ratios.values():

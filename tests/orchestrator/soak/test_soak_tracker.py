@@ -74,6 +74,19 @@ class TestSoakTracker:
                                               request_start_ns=start)))
         assert tracker.first_profiling_ns == {"soak/aiperf01": T0 + 7}
 
+    def test_a_handover_gap_starts_at_the_predecessors_last_answer(self) -> None:
+        """A handover's gap is measured from the predecessor's last answer, not its last request start: a
+        long request started first and answered last holds the load, so the successor waiting for it is no
+        gap (the CI failure: a 1 s request read as a 1 s gap). Warmup records do not count."""
+        tracker = _tracker()
+        records: list[tuple[Literal["warmup", "profiling"], int, int]] = [
+            ("profiling", T0, T0 + 3_000), ("profiling", T0 + 1_000, T0 + 1_500), ("warmup", T0 + 2_000, T0 + 9_000)]
+        for phase, start, end in records:
+            list(tracker._handle(ClientRecord(request_id=f"r{start}", window="soak/aiperf01", phase=phase,
+                                              request_start_ns=start, request_end_ns=end)))
+        assert tracker.last_profiling_ns == {"soak/aiperf01": T0 + 1_000}
+        assert tracker.last_answer_ns == {"soak/aiperf01": T0 + 3_000}
+
     def test_a_closed_window_takes_no_more_requests(self) -> None:
         """An event naming a window already closed is dropped, not added to the open one."""
         tracker = _tracker()
