@@ -17,6 +17,7 @@ try:  # pytest 9's node ids; older pytest has none (and xdist's own grouping wor
 except ImportError:  # pragma: no cover
     NodeId = None  # type: ignore[assignment,misc]
 from browser import browser, browser_pids
+from server_env import turn_warm_up_off
 
 if TYPE_CHECKING:
     from _reference_server import Server
@@ -25,6 +26,9 @@ if TYPE_CHECKING:
     from short_soaks import Running
 
 __all__ = ["anyio_backend", "browser"]
+
+# The reference servers the suite starts skip their warm-up pass unless a test asks for it (tests/server_env.py).
+turn_warm_up_off()
 
 
 @pytest.fixture

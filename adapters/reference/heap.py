@@ -12,19 +12,22 @@ import ctypes
 import ctypes.util
 import time
 import tracemalloc
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
-__all__ = ["DEFAULT_ARENAS", "HeapCounters", "HeapSettings", "SnapshotWriter", "limit_arenas", "snapshot_every",
-           "trim_every", "trim_heap"]
+__all__ = ["DEFAULT_ARENAS", "WARM_UP_ENV", "HeapCounters", "HeapSettings", "SnapshotWriter", "limit_arenas", "snapshot_every",
+           "trim_every", "trim_heap", "warm_up_from_env"]
 
 # glibc gives each new thread its own arena, up to 8 per core; every thread that ever ran an engine call (anyio's
 # worker threads come and go) keeps its arena's high-water mark. Measured over two passes of the 415 requests
 # of audioqa-v2 at 3 in flight: 2 arenas held the climb to +26 MiB where the default rose +31 and then kept
 # stepping, at the same speed.
 DEFAULT_ARENAS = 2
+# "0" turns the warm-up pass off wherever the server or its native worker starts (what --no-warm-up does for one
+# server): for runs that spawn many short-lived servers and judge no memory, such as the test suite's.
+WARM_UP_ENV = "AQBENCH_REFERENCE_WARM_UP"
 _M_ARENA_MAX = -8  # mallopt parameter number (malloc.h)
 _TOP = 40  # allocation sites listed per comparison
 _FRAMES = 8  # traceback depth kept per allocation (the top frame names the site; more cost memory)
@@ -50,6 +53,14 @@ class HeapSettings:
         if self.tracemalloc_dir is not None:
             names.append("tracemalloc")
         return names
+
+
+def warm_up_from_env(environ: Mapping[str, str]) -> bool:
+    """Whether `WARM_UP_ENV` leaves the warm-up on (unset, "1") or turns it off ("0"); raises ValueError otherwise."""
+    value = environ.get(WARM_UP_ENV, "1").strip()
+    if value not in ("0", "1"):
+        raise ValueError(f"{WARM_UP_ENV}={value!r}: expected 0 (no warm-up pass) or 1 (the default)")
+    return value == "1"
 
 
 @dataclass(slots=True)

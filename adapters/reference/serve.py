@@ -8,10 +8,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import ipaddress
+import os
 import signal
 import socket
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 import anyio.to_thread
@@ -28,6 +30,7 @@ from adapters.reference.heap import (
     limit_arenas,
     snapshot_every,
     trim_every,
+    warm_up_from_env,
 )
 from adapters.reference.router import Kind
 from adapters.trtmc.records import RecordWriter
@@ -59,7 +62,8 @@ def add_server_arguments(p: argparse.ArgumentParser) -> None:
     h = p.add_argument_group("heap (memory measurement and care)")
     h.add_argument("--no-warm-up", action="store_true",
                    help="open the port right after loading the models, without one warm-up pass through every "
-                        "stage (the pass moves first-use memory, about 70 MiB of it scipy, before the first request)")
+                        "stage (the pass moves first-use memory, about 70 MiB of it scipy, before the first request); "
+                        "AQBENCH_REFERENCE_WARM_UP=0 in the environment does the same")
     h.add_argument("--malloc-arenas", type=int, default=DEFAULT_ARENAS, metavar="N",
                    help=f"cap glibc's malloc arenas at N (default {DEFAULT_ARENAS}; 0: glibc's own, 8 per core): every "
                         "thread that runs an engine call otherwise keeps an arena's high-water mark of its own")
@@ -141,15 +145,16 @@ def settings_from_args(args: argparse.Namespace) -> ServerSettings:
                              swap_above=args.fault_swap_above, truncate_above=args.fault_truncate_above))
 
 
-def heap_from_args(args: argparse.Namespace) -> HeapSettings:
-    """The heap flags; raises ValueError naming the flag."""
+def heap_from_args(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> HeapSettings:
+    """The heap flags (and AQBENCH_REFERENCE_WARM_UP from `environ`, os.environ if None); raises ValueError naming
+    the flag or the variable."""
     if args.malloc_trim_every_s < 0:
         raise ValueError(f"--malloc-trim-every-s {args.malloc_trim_every_s} must be 0 (off) or positive")
     if args.malloc_arenas < 0:
         raise ValueError(f"--malloc-arenas {args.malloc_arenas} must be 0 (glibc's default) or positive")
     if args.tracemalloc_every_s <= 0:
         raise ValueError(f"--tracemalloc-every-s {args.tracemalloc_every_s} must be positive")
-    return HeapSettings(warm_up=not args.no_warm_up, malloc_arenas=args.malloc_arenas, malloc_trim_every_s=args.malloc_trim_every_s,
+    return HeapSettings(warm_up=not args.no_warm_up and warm_up_from_env(os.environ if environ is None else environ), malloc_arenas=args.malloc_arenas, malloc_trim_every_s=args.malloc_trim_every_s,
                         tracemalloc_dir=args.tracemalloc_snapshots, tracemalloc_every_s=args.tracemalloc_every_s)
 
 

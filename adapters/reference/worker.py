@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import IO, Any
 from adapters.media import AudioDecodeError, DecodedAudio, decode_audio
 from adapters.reference.asr import COMPUTE_TYPES
 from adapters.reference.engine import ENGINE_NAME, Engine
+from adapters.reference.heap import warm_up_from_env
 
 __all__ = ["PROTOCOL_VERSION", "handle", "main", "run_worker"]
 
@@ -89,8 +91,9 @@ def run_worker(stdin: IO[str], stdout: IO[str], compute_type: str = "int8") -> i
         engine = Engine(workers=1, compute_type=compute_type)
         loaded = time.perf_counter()
         # As the server does before its port opens: first-use memory and imports are taken before "ready",
-        # so the first generate is timed and sized like the rest.
-        engine.warm_up()
+        # so the first generate is timed and sized like the rest (unless AQBENCH_REFERENCE_WARM_UP=0).
+        if warm_up_from_env(os.environ):
+            engine.warm_up()
     except Exception as exc:
         send({"event": "failed", "error": f"{type(exc).__name__}: {exc}"})
         return 1

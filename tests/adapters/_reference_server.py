@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from server_env import warmed_env
+
 REPO = Path(__file__).resolve().parents[2]
 DATASET = REPO / "datasets" / "audioqa-v1"
 
@@ -30,8 +32,10 @@ class Server:
 
 
 @contextmanager
-def reference_server(tmp: Path, *flags: str, model: str = "ref-test", wait: bool = True) -> Iterator[Server]:
-    """Run `python -m adapters.reference`; waits for /health/ready; SIGKILLs it if still alive at exit."""
+def reference_server(tmp: Path, *flags: str, model: str = "ref-test", wait: bool = True,
+                     warm_up: bool = False) -> Iterator[Server]:
+    """Run `python -m adapters.reference`; waits for /health/ready; SIGKILLs it if still alive at exit. Its warm-up
+    pass runs only if `warm_up` (the suite turns it off: tests/server_env.py)."""
     port = free_port()
     records = tmp / f"records-{port}.jsonl"
     stderr = tmp / f"server-{port}.err"
@@ -40,7 +44,7 @@ def reference_server(tmp: Path, *flags: str, model: str = "ref-test", wait: bool
             [sys.executable, "-m", "adapters.reference", "--host", "127.0.0.1", "--port", str(port),
              "--model-name", model, "--records", str(records), *flags],
             cwd=REPO, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True,
-            env={**os.environ, "OMP_NUM_THREADS": "1"})
+            env={**(warmed_env() if warm_up else os.environ), "OMP_NUM_THREADS": "1"})
     server = Server(proc, port, records, stderr)
     try:
         if wait:

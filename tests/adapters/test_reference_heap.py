@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from _reference_server import REPO, reference_server
 
-from adapters.reference.heap import SnapshotWriter, limit_arenas, trim_heap
+from adapters.reference.heap import WARM_UP_ENV, SnapshotWriter, limit_arenas, trim_heap
 from adapters.reference.serve import add_server_arguments, heap_from_args
 
 
@@ -33,16 +33,22 @@ def _metric(text: str, name: str) -> float:
 
 class TestFlags:
     def test_off_by_default(self):
-        heap = heap_from_args(_args())
+        heap = heap_from_args(_args(), environ={})
         assert heap.malloc_trim_every_s == 0 and heap.tracemalloc_dir is None
         assert heap.active == ["warm_up", "malloc_arenas=2"]
 
     def test_warm_up_and_arena_cap_can_be_turned_off(self):
-        assert heap_from_args(_args("--no-warm-up", "--malloc-arenas", "0")).active == []
+        assert heap_from_args(_args("--no-warm-up", "--malloc-arenas", "0"), environ={}).active == []
+
+    def test_the_environment_turns_the_warm_up_off_and_a_bad_value_is_named(self):
+        assert heap_from_args(_args(), environ={WARM_UP_ENV: "0"}).active == ["malloc_arenas=2"]
+        assert heap_from_args(_args(), environ={WARM_UP_ENV: "1"}).active == ["warm_up", "malloc_arenas=2"]
+        with pytest.raises(ValueError, match=f"{WARM_UP_ENV}='off'"):
+            heap_from_args(_args(), environ={WARM_UP_ENV: "off"})
 
     def test_both_flags_parsed(self, tmp_path: Path):
         heap = heap_from_args(_args("--malloc-trim-every-s", "30", "--tracemalloc-snapshots", str(tmp_path),
-                                    "--tracemalloc-every-s", "120"))
+                                    "--tracemalloc-every-s", "120"), environ={})
         assert (heap.malloc_trim_every_s, heap.tracemalloc_dir, heap.tracemalloc_every_s) == (30.0, tmp_path, 120.0)
         assert heap.active == ["warm_up", "malloc_arenas=2", "malloc_trim", "tracemalloc"]
 
@@ -88,7 +94,7 @@ def test_server_trims_and_snapshots(tmp_path: Path):
     """Through the real server: the ready line names both chores, /metrics counts trims, DIR gets snapshots."""
     snaps = tmp_path / "snaps"
     with reference_server(tmp_path, "--malloc-trim-every-s", "0.05", "--tracemalloc-snapshots", str(snaps),
-                          "--tracemalloc-every-s", "0.2") as server:
+                          "--tracemalloc-every-s", "0.2", warm_up=True) as server:
         deadline = time.monotonic() + 60
         while True:
             with urllib.request.urlopen(server.url + "/metrics", timeout=10) as r:

@@ -9,6 +9,7 @@ import sys
 import urllib.request
 
 from _reference_server import DATASET, REPO, Server
+from server_env import warmed_env
 
 ITEMS = [  # (file, format, question): signal-only and speech items, every container
     ("meeting.wav", "wav", "At what hour is the meeting?"),
@@ -35,7 +36,7 @@ class TestNativeWorker:
         """The worker says ready (protocol 2, audio_text_to_text), answers path and base64 audio with
         the same text as the HTTP server, reports errors per request, and exits on shutdown."""
         proc = subprocess.Popen([sys.executable, "-m", "adapters.reference", "worker"], cwd=REPO,
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=warmed_env())
         try:
             ready = json.loads(proc.stdout.readline())
             assert ready["event"] == "ready" and ready["protocol_version"] == 2

@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 import aiohttp
 import anyio
 from browser import Browser
+from server_env import warmed_env
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -177,7 +178,7 @@ async def _run(tmp_path: Path, browser: Browser | None) -> KilledSoak:
     port = _free_port()
     proc = subprocess.Popen([sys.executable, "-m", "orchestrator", "--log-level", "warning", "soak", "--config",
                              str(config(tmp_path)), "--serve", str(port)], cwd=REPO, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+                            stderr=subprocess.STDOUT, text=True, env=warmed_env())
     page: list[Page] = []
     try:
         killed = anyio.Event()

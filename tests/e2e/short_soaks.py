@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
+from server_env import warmed_env
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -95,7 +96,7 @@ class Running:
         with self.log.open("w") as out:
             self.proc = subprocess.Popen([sys.executable, "-m", "orchestrator", "--log-level", "warning", "soak",
                                           "--config", str(config), *extra], cwd=REPO, stdout=out,
-                                         stderr=subprocess.STDOUT, text=True)
+                                         stderr=subprocess.STDOUT, text=True, env=warmed_env())
         self.failure = ""  # what went wrong beside the run (the SIGINT watcher), if anything
 
     def result(self, timeout_s: float = 420.0) -> Soak:
