@@ -208,8 +208,8 @@ class WindowGap(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class GapDetail(_Detail, frozen=True, kw_only=True, tag="gap"):
-    """Time without load across the cuts: each gap against `limit` (s), their sum against `max_fraction`
-    of the soak's span; `fraction` None until there is a cut to judge."""
+    """Time without load across the cuts: each gap (beyond `allowance_s`) against `limit` (s), their sum against
+    `max_fraction` of the soak's span; `fraction` None until there is a cut to judge."""
 
     limit: float = 0.0
     unit: str = "s"
@@ -218,6 +218,9 @@ class GapDetail(_Detail, frozen=True, kw_only=True, tag="gap"):
     total_s: float = 0.0
     span_s: float = 0.0
     fraction: float | None = None
+    # Open loop: the idle time the schedule itself leaves between requests (s); gaps are judged beyond it, and
+    # `total_s` and `fraction` count only what lies beyond it (0: closed loop, every gap judged whole).
+    allowance_s: float = 0.0
 
 
 class RunAccount(msgspec.Struct, frozen=True, kw_only=True):

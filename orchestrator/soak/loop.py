@@ -81,6 +81,7 @@ from orchestrator.soak.verdicts import (
     ProcessCheck,
     judge_soak,
 )
+from orchestrator.soak.verdicts_load import schedule_allowance
 from orchestrator.soak.window import WindowStats
 from orchestrator.supervisor import ServerHandle, supervise
 from orchestrator.view.soak import SoakView
@@ -541,7 +542,9 @@ class _Soak:
                               stopped=set(self.stopped_at), samples=self.tracker.samples, load_span_ns=span,
                               ratios=self.tracker.ratios if self.settings.limits.latency_drift_rule == "sampled" else None,
                               first_pass=self.tracker.first_pass(),
-                              aiperf_generations=self.tracker.aiperf_generations(span[1]) if span else ())
+                              aiperf_generations=self.tracker.aiperf_generations(span[1]) if span else (),
+                              gap_allowance=schedule_allowance(self.settings.request_rate,
+                                                               self.cfg.workload.arrival_pattern))
         for v in verdicts:
             slope, interval, limit, unit = verdict_numbers(v.detail)
             await self.bus.publish(SoakVerdict(

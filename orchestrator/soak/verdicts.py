@@ -45,7 +45,7 @@ from orchestrator.judge.trend import TrendRule, TrendVerdict, judge_relative_tre
 from orchestrator.reports.text import gate_pct
 from orchestrator.soak.ratios import ItemRatioSeries
 from orchestrator.soak.samples import SampleSeries
-from orchestrator.soak.verdicts_load import MetricVerdict, accounting, window_gaps
+from orchestrator.soak.verdicts_load import GapAllowance, MetricVerdict, accounting, window_gaps
 
 __all__ = ["SoakLimits", "Trend", "MetricVerdict", "ServerExitFact", "ProcessCheck", "AiperfRunFact", "FirstPass",
            "trend_rule", "memory_rule", "sampled_rule", "drift_rule", "fit_trend", "judge_soak"]
@@ -483,7 +483,8 @@ def judge_soak(windows: Sequence[WindowStats], limits: SoakLimits, *, exits: Seq
                ratios: Mapping[str, ItemRatioSeries] | None = None,
                first_pass: FirstPass | None = None,
                handovers: Sequence[tuple[str, float | None]] = (),
-               aiperf_generations: Sequence[Generation] = ()) -> list[MetricVerdict]:
+               aiperf_generations: Sequence[Generation] = (),
+               gap_allowance: GapAllowance = GapAllowance()) -> list[MetricVerdict]:
     """Every verdict over the closed windows so far (in index order). `processes` is given only at the
     end (the process check is a final verdict); checkpoints leave it None. `cut_short` names the windows
     a stop (SIGINT/SIGTERM) cut short: the error rate reports them and does not judge them. `runs` are the
@@ -493,7 +494,8 @@ def judge_soak(windows: Sequence[WindowStats], limits: SoakLimits, *, exits: Seq
     on the windows' medians (judge.memory). With `ratios` (each request's ratio to its item's baseline, by
     timing source) and `load_span_ns`, latency drift is judged on them; without, on per-window medians.
     `first_pass` (the load's first pass over its input) cuts the sampled memory span (see _sampled_memory).
-    `handovers`: each AIPerf handover's name and gap (window_gap judges them as it judges the cuts).
+    `handovers`: each AIPerf handover's name and gap (window_gap judges them as it judges the cuts), all beyond
+    `gap_allowance` (open loop: the idle time the schedule itself leaves; verdicts_load.schedule_allowance).
     `aiperf_generations`: AIPerf's samples by process (times in s since the epoch); with two or more (a
     handover), aiperf_rss is judged per generation (judge.generations), else on its one series as before."""
     ordered = sorted(windows, key=lambda w: w.index)
@@ -521,7 +523,7 @@ def judge_soak(windows: Sequence[WindowStats], limits: SoakLimits, *, exits: Seq
         _error_rate(judged, limits.max_error_rate, skipped, cut_short),
         _correctness(ordered),
         _restarts(exits),
-        window_gaps(ordered, limits, handovers),
+        window_gaps(ordered, limits, handovers, gap_allowance),
         accounting(ordered, runs, running, stopped, cut_short),
     ]
     if processes is not None:

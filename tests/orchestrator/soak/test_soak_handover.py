@@ -18,7 +18,7 @@ from orchestrator.soak import SoakTracker
 from orchestrator.soak.closing import wait_closable
 from orchestrator.soak.handover import HandoverCue, swap
 from orchestrator.soak.sessions import SessionLedger
-from orchestrator.soak.verdicts_load import accounting, window_gaps
+from orchestrator.soak.verdicts_load import accounting, schedule_allowance, window_gaps
 
 S = 1_000_000_000
 MIB = 1 << 20
@@ -155,6 +155,30 @@ class TestVerdicts:
             [r.window for r in ok.detail.windows]  # type: ignore[union-attr]
         bad = window_gaps(windows, SoakLimits(), [("soak/aiperf01 -> soak/aiperf02", 1.5)])
         assert bad.outcome == "fail" and "handover soak/aiperf01 -> soak/aiperf02 1.5 s" in bad.reason
+
+    def test_open_loop_gaps_are_judged_beyond_the_schedules_own_idle_time(self) -> None:
+        """At 1 request/s with constant arrivals a cut is idle for up to 1 s by design (the 2-hour soak at
+        --rate 1 once FAILed on a 1.04 s cut): judged beyond 1/rate, that cut passes and a 2.5 s one (1.5 s the
+        tool's) fails. Poisson arrivals are allowed what they exceed once in a thousand (6.91 s at 1/s);
+        closed loop is allowed nothing. Each row keeps its measured gap; total and fraction count the excess."""
+        windows = [_window(1, 5, None), _window(2, 5, 1.04), _window(3, 5, 0.98)]
+        constant = schedule_allowance(1.0, "constant")
+        ok = window_gaps(windows, SoakLimits(), allowance=constant)
+        assert ok.outcome == "pass", ok.reason
+        assert "(0.04 s beyond the schedule's own 1 s between requests (constant arrivals at 1/s))" in ok.reason
+        assert ok.detail.allowance_s == 1.0 and ok.detail.total_s == pytest.approx(0.04)  # type: ignore[union-attr]
+        assert [r.gap_s for r in ok.detail.windows] == [1.04, 0.98]  # type: ignore[union-attr]
+        late = window_gaps([*windows, _window(4, 5, 2.5)], SoakLimits(), allowance=constant)
+        assert late.outcome == "fail" and "soak/w0004 2.5 s" in late.reason
+        poisson = schedule_allowance(1.0, "poisson")
+        assert poisson.seconds == pytest.approx(6.9078, abs=1e-3)
+        assert window_gaps([*windows, _window(4, 5, 6.0)], SoakLimits(), allowance=poisson).outcome == "pass"
+        assert schedule_allowance(None, "constant").seconds == 0.0
+        closed = window_gaps(windows, SoakLimits(), allowance=schedule_allowance(None, "constant"))
+        assert closed.outcome == "fail" and "soak/w0002 1.04 s" in closed.reason
+        handover = window_gaps(windows, SoakLimits(max_gap_fraction=0.05), [("soak/aiperf01 -> soak/aiperf02", 1.9)],
+                               constant)
+        assert handover.outcome == "pass", handover.reason  # 0.9 s beyond the schedule's second
 
     def test_accounting_sums_what_the_runs_of_a_segment_issued(self) -> None:
         windows = [_window(1, 6, None), _window(2, 4)]
