@@ -46,6 +46,17 @@ def _until(what: str, ok: Callable[[], object], timeout_s: float, procs: list[su
 
 
 @contextmanager
+def _short_dir(prefix: str) -> Iterator[Path]:
+    """A folder with a short path, removed after: AIPerf's ZMQ sockets live under TMPDIR (a Unix socket path
+    stays under 108 bytes), which pytest's tmp_path can exceed."""
+    short = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+    try:
+        yield short
+    finally:
+        shutil.rmtree(short, ignore_errors=True)
+
+
+@contextmanager
 def _stub(folder: Path) -> Iterator[str]:
     port = _free_port()
     proc = subprocess.Popen([sys.executable, str(STUB), "--port", str(port), "--records", str(folder / "srv.jsonl"),
@@ -108,12 +119,8 @@ def test_handover_between_two_aiperf_processes_drops_nothing_and_keeps_the_targe
     last, both runs read complete with every issued request in their export, and the two never have more than
     TARGET open together; the server answered exactly the requests the two exports hold. Both wait for a freed
     slot instead of spinning (AQBENCH_TIMING_WAIT)."""
-    # Short paths: AIPerf's ZMQ sockets live under TMPDIR (a Unix socket path stays under 108 bytes).
-    short = Path(tempfile.mkdtemp(prefix="aqtm-", dir="/tmp"))
-    try:
+    with _short_dir("aqtm-") as short:
         _handover(tmp_path, short)
-    finally:
-        shutil.rmtree(short, ignore_errors=True)
 
 
 def _handover(tmp_path: Path, short: Path) -> None:
@@ -189,11 +196,8 @@ def test_skipped_gated_phases_send_nothing_and_the_run_ends_complete(tmp_path: P
     """Four loads in one real AIPerf process, the last three gated: b skipped, c run, d skipped (the last phase).
     AIPerf exits 0, every phase that ran has all its records, the skipped ones none, the run reads complete,
     and AIPerf's own manifest says 0 for the skipped phases."""
-    short = Path(tempfile.mkdtemp(prefix="aqgt-", dir="/tmp"))
-    try:
+    with _short_dir("aqgt-") as short:
         _gated(tmp_path, short)
-    finally:
-        shutil.rmtree(short, ignore_errors=True)
 
 
 def _gated(tmp_path: Path, short: Path) -> None:
