@@ -23,9 +23,9 @@ from orchestrator.judge.outcome import FAIL, INCONCLUSIVE, PASS, Outcome
 
 __all__ = ["GapAllowance", "MetricVerdict", "accounting", "schedule_allowance", "window_gaps"]
 
-# Poisson arrivals leave an idle time longer than -ln(p)/rate with probability p: at p = 0.1 % a gap beyond it is
-# the tool's, not the schedule's, in all but one cut in a thousand.
-_POISSON_TAIL = 0.001
+# Poisson arrivals leave an idle time longer than -ln(p)/rate with probability p (memoryless): with p = 1 % over
+# the number of cuts judged, a whole soak's cuts exceed their allowance by chance less than 1 % of the time.
+_FALSE_FAIL = 0.01
 
 
 class MetricVerdict(msgspec.Struct, frozen=True, kw_only=True):
@@ -48,22 +48,29 @@ class MetricVerdict(msgspec.Struct, frozen=True, kw_only=True):
 class GapAllowance(msgspec.Struct, frozen=True, kw_only=True):
     """Idle time the load's own schedule leaves between requests (open loop), which no cut or handover causes."""
 
-    seconds: float = 0.0
-    why: str = ""
+    request_rate: float | None = None
+    arrival_pattern: Literal["constant", "poisson"] = "constant"
+
+    def seconds(self, cuts: int) -> float:
+        """Closed loop: none, a request is always open. Constant arrivals leave up to 1/rate between requests;
+        Poisson arrivals an exponential time, beyond -ln(0.01 / cuts)/rate in 1 % of soaks of `cuts` cuts."""
+        if not self.request_rate:
+            return 0.0
+        if self.arrival_pattern == "poisson":
+            return -math.log(_FALSE_FAIL / max(1, cuts)) / self.request_rate
+        return 1.0 / self.request_rate
+
+    def why(self, cuts: int) -> str:
+        seconds = self.seconds(cuts)
+        if self.arrival_pattern == "poisson":
+            return (f"the {seconds:.3g} s that the schedule's own Poisson arrivals at {self.request_rate:g}/s leave "
+                    f"idle at one of {cuts} cut(s) in under 1 % of soaks")
+        return f"the schedule's own {seconds:.3g} s between requests (constant arrivals at {self.request_rate:g}/s)"
 
 
 def schedule_allowance(request_rate: float | None, arrival_pattern: Literal["constant", "poisson"]) -> GapAllowance:
-    """Closed loop (no rate): none, a request is always open. Open loop: constant arrivals leave up to 1/rate
-    between requests; Poisson arrivals an exponential time, beyond -ln(0.001)/rate once in a thousand."""
-    if not request_rate:
-        return GapAllowance()
-    if arrival_pattern == "poisson":
-        seconds = -math.log(_POISSON_TAIL) / request_rate
-        return GapAllowance(seconds=seconds, why=f"the {seconds:.3g} s the schedule's own Poisson arrivals at "
-                                                 f"{request_rate:g}/s leave idle only once in {1 / _POISSON_TAIL:.0f}")
-    seconds = 1.0 / request_rate
-    return GapAllowance(seconds=seconds, why=f"the schedule's own {seconds:.3g} s between requests "
-                                             f"(constant arrivals at {request_rate:g}/s)")
+    """The allowance of a soak's load: none in closed loop (no rate), else its schedule's (GapAllowance)."""
+    return GapAllowance(request_rate=request_rate, arrival_pattern=arrival_pattern)
 
 
 def window_gaps(windows: Sequence[WindowStats], limits: SoakLimits,
@@ -79,13 +86,15 @@ def window_gaps(windows: Sequence[WindowStats], limits: SoakLimits,
     rows += [WindowGap(window=f"handover {name}", gap_s=round(gap, 3)) for name, gap in handovers if gap is not None]
     span_s = (windows[-1].end_unix_ns - windows[0].start_unix_ns) / 1e9 if windows else 0.0
 
+    allowed = allowance.seconds(len(rows))
+
     def excess(r: WindowGap) -> float:
-        return max(0.0, r.gap_s - allowance.seconds)
+        return max(0.0, r.gap_s - allowed)
 
     total = sum(excess(r) for r in rows)
     detail = GapDetail(limit=limits.max_window_gap_s, unit="s", max_fraction=limits.max_gap_fraction,
                        windows=rows, total_s=round(total, 3), span_s=round(span_s, 3),
-                       allowance_s=round(allowance.seconds, 6))
+                       allowance_s=round(allowed, 6))
     if len(windows) < 2:
         return MetricVerdict(metric="window_gap", outcome=INCONCLUSIVE, detail=detail,
                              reason=f"{len(windows)} window(s): no cut between windows to judge")
@@ -96,10 +105,10 @@ def window_gaps(windows: Sequence[WindowStats], limits: SoakLimits,
     fraction = total / span_s if span_s > 0 else 0.0
     detail = msgspec.structs.replace(detail, fraction=fraction)
     over = [f"{r.window} {r.gap_s:.3g} s" for r in rows if excess(r) > limits.max_window_gap_s]
-    judged = f" ({total:.3g} s beyond {allowance.why})" if allowance.seconds else ""
+    judged = f" ({total:.3g} s beyond {allowance.why(len(rows))})" if allowed else ""
     how = (f"largest gap {worst.gap_s:.3g} s before {worst.window}, {sum(r.gap_s for r in rows):.3g} s in all"
            f"{judged} = {fraction:.3%} of {span_s:.0f} s over {len(rows)} cut(s); limits "
-           f"{limits.max_window_gap_s:g} s per gap{' beyond the schedule' if allowance.seconds else ''} and "
+           f"{limits.max_window_gap_s:g} s per gap{' beyond the schedule' if allowed else ''} and "
            f"{limits.max_gap_fraction:.2%} of the soak")
     if over or fraction > limits.max_gap_fraction:
         what = f"gaps over the limit ({'; '.join(over)})" if over else "too much time without load"
