@@ -11,7 +11,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 import anyio
 import msgspec
@@ -46,6 +46,7 @@ __all__ = [
     "NativeWorkers",
     "AiperfFacts",
     "AiperfInvocation",
+    "ExportLevel",
     "AiperfResult",
     "PhaseLoad",
     "WindowIssued",
@@ -407,6 +408,11 @@ class WindowIssued(msgspec.Struct, frozen=True, kw_only=True):
     classification: str = ""
 
 
+# What AIPerf keeps per request on disk: "raw" every request and response body (~180 KB per audio request, the
+# evidence of a bounded run); "records" the per-request records only (a few KB), for runs of unbounded length.
+ExportLevel = Literal["raw", "records"]
+
+
 class HaltFact(msgspec.Struct, frozen=True):
     """What a halted AIPerf process said when it stopped issuing: when (unix ns) and how many profiling
     credits it had issued by then."""
@@ -480,11 +486,13 @@ class AiperfTools(Protocol):
                       warmup: int | None = None, concurrency: int | None = None, request_rate: float | None = None,
                       tap_dir: Path | None = None, tmp_dir: Path | None = None,
                       worker_gc: bool = False, timing_wait: bool = False,
-                      control: HandoverControl | None = None) -> AiperfInvocation:
+                      control: HandoverControl | None = None,
+                      export_level: ExportLevel = "raw") -> AiperfInvocation:
         """The `aiperf profile` command for one run; the overrides (requests, ...) win over `workload`.
         `worker_gc` (soaks) turns the cycle collector back on in AIPerf's worker, bounding its memory;
         `timing_wait` (soaks) makes its timing manager wait for a free slot instead of spinning in
-        concurrency mode; `control` adds a handover control's variables."""
+        concurrency mode; `control` adds a handover control's variables; `export_level` "records" keeps
+        AIPerf's disk use to a few KB per request (soaks)."""
         ...
     def handover_control(self, folder: Path, *, gated: bool) -> HandoverControl:
         """A handover control through files in `folder` (created; stale protocol files removed). `gated`: the

@@ -16,7 +16,7 @@ import msgspec
 from adapters.aiperf.handover_files import TIMING_WAIT_ENV
 from adapters.aiperf.tokenizer import aiperf_tokenizer
 from orchestrator.config import WorkloadConfig
-from orchestrator.ports import HandoverControl
+from orchestrator.ports import ExportLevel, HandoverControl
 
 __all__ = ["AiperfCommand", "build_command", "FAST_START_ARGS", "LOW_LAG_ENV", "SHORT_TMP_PREFIX", "TIMING_WAIT_ENV",
            "WORKER_GC_ENV"]
@@ -97,6 +97,7 @@ def build_command(
     worker_gc: bool = False,
     timing_wait: bool = False,
     control: HandoverControl | None = None,
+    export_level: ExportLevel = "raw",
 ) -> AiperfCommand:
     """Build the AIPerf command for one run. Overrides (requests, ...) win over `workload`.
 
@@ -106,6 +107,9 @@ def build_command(
     turns off: without it the worker keeps ~14 KiB per request (adapters/aiperf/worker.py).
     `timing_wait` (soaks) makes AIPerf's timing manager wait for a freed slot in concurrency mode instead of
     spinning (adapters/aiperf/timing.py). `control` adds a handover control's variables (its folder).
+    `export_level` "raw" keeps every request and response body in profile_export_raw.jsonl (~180 KB per
+    audio request: the evidence of a bounded run); "records" (soaks) keeps the per-request records
+    only, so disk use stays a few KB per request however long the run.
     """
     artifact_dir = Path(artifact_dir).resolve()
     executable = executable or _default_executable()
@@ -132,7 +136,7 @@ def build_command(
         "--extra-inputs", "temperature:0",
         "--request-timeout-seconds", f"{workload.request_timeout_s:g}",
         "--random-seed", "0",
-        "--export-level", "raw",
+        "--export-level", export_level,
         "--export-http-trace",
         "--export-outputs-json",
         "--ui-type", "none",

@@ -28,6 +28,7 @@ from orchestrator.ports import (
     AiperfInvocation,
     AiperfResult,
     EventBus,
+    ExportLevel,
     HandoverControl,
     LineDecoder,
     LineFollowing,
@@ -55,12 +56,14 @@ class _Aiperf:
                       warmup: int | None = None, concurrency: int | None = None, request_rate: float | None = None,
                       tap_dir: Path | None = None, tmp_dir: Path | None = None,
                       worker_gc: bool = False, timing_wait: bool = False,
-                      control: HandoverControl | None = None) -> AiperfInvocation:
+                      control: HandoverControl | None = None,
+                      export_level: ExportLevel = "raw") -> AiperfInvocation:
         return _aiperf.build_command(workload, base_url=base_url, model=model, input_file=input_file,
                                      artifact_dir=artifact_dir, tokenizer=tokenizer, executable=executable,
                                      requests=requests, warmup=warmup, concurrency=concurrency,
                                      request_rate=request_rate, tap_dir=tap_dir, tmp_dir=tmp_dir,
-                                     worker_gc=worker_gc, timing_wait=timing_wait, control=control)
+                                     worker_gc=worker_gc, timing_wait=timing_wait, control=control,
+                                     export_level=export_level)
 
     def handover_control(self, folder: Path, *, gated: bool) -> HandoverControl:
         return _aiperf.FileHandover(folder, gated=gated)

@@ -373,7 +373,8 @@ class _Soak:
             w, base_url=launch.handle.base_url, model=self.model.name, input_file=input_file,
             artifact_dir=folder / "artifacts", tokenizer=launch.tokenizer, executable=launch.install.executable,
             requests=_WINDOW_REQUEST_CAP, warmup=warmup, concurrency=s.concurrency, request_rate=s.request_rate,
-            tap_dir=folder / "tap", tmp_dir=self.tmp_dir, worker_gc=True, timing_wait=True, control=control)
+            tap_dir=folder / "tap", tmp_dir=self.tmp_dir, worker_gc=True, timing_wait=True, control=control,
+            export_level="records")  # hours of load: the raw export would keep ~180 KB per request
         cmd = cmd.extended(["--benchmark-duration", f"{length_s:g}",
                             "--benchmark-grace-period", f"{w.request_timeout_s:g}"])
         await anyio.to_thread.run_sync(cmd.save, folder)

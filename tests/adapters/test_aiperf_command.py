@@ -78,6 +78,18 @@ class TestBuildCommand:
         assert "AQBENCH_WORKER_GC" not in plain.env and "AQBENCH_WORKER_GC" not in plain.shell
         assert soak.argv == plain.argv
 
+    def test_export_level_records_drops_the_raw_export(self, tmp_path: Path) -> None:
+        """A run asked for "records" (soaks: hours of load) tells AIPerf so, in argv and the reproduce line,
+        and nothing else changes; the default stays "raw" (every body kept as evidence)."""
+        kw = dict(base_url="http://h", model="m", input_file=tmp_path / "i", artifact_dir=tmp_path / "a",
+                  tokenizer=tmp_path / "t")
+        lean = build_command(WorkloadConfig(), export_level="records", **kw)  # type: ignore[arg-type]
+        plain = build_command(WorkloadConfig(), **kw)  # type: ignore[arg-type]
+        assert _flag(lean.argv, "--export-level") == "records" and "--export-level records" in lean.shell
+        assert _flag(plain.argv, "--export-level") == "raw"
+        i = plain.argv.index("--export-level") + 1
+        assert lean.argv[:i] + lean.argv[i + 1:] == plain.argv[:i] + plain.argv[i + 1:]
+
 
 class TestJudgeArtifacts:
     def _folder(self, tmp_path: Path, *, marker: dict | None, agg: dict | None) -> Path:

@@ -107,8 +107,11 @@ class TestSoak:
         assert all(e["summary"]["orchestrator_rss"]["samples"] > 0 for e in closed)
         assert (run_dir / "aiperf" / "a01" / "artifacts" / "profile_export.jsonl").is_file()
         # A soak's AIPerf runs its worker with the cycle collector on (AIPerf's memory bounded).
-        assert json.loads((run_dir / "aiperf" / "a01" / "aiperf_command.json").read_text())["env"][
-            "AQBENCH_WORKER_GC"] == "1"
+        command = json.loads((run_dir / "aiperf" / "a01" / "aiperf_command.json").read_text())
+        assert command["env"]["AQBENCH_WORKER_GC"] == "1"
+        # Its disk use stays bounded: records only, no raw export of every request body (~180 KB each).
+        assert command["argv"][command["argv"].index("--export-level") + 1] == "records"
+        assert not list(run_dir.glob("aiperf/*/artifacts/profile_export_raw.jsonl"))
         _accounting_balanced(events)
         assert len(_windows_consecutive(events, run_dir)) == 2
         assert events[-1]["kind"] == "run_finished" and events[-1]["status"] == "ok"
@@ -125,6 +128,9 @@ class TestSoak:
         [run] = verdicts["accounting"]["detail"]["runs"]
         assert run["issued_from"]["profiling"] == "aiperf_log" and run["issued"]["profiling"] == sum(
             e["summary"]["issued"] for e in closed), run
+        # ...and AIPerf's own files still judge the run whole without the raw export.
+        exited = next(e for e in events if e["kind"] == "aiperf_exited" and e["window"] == "soak/aiperf01")
+        assert exited["classification"] == "complete", exited
         # Checkpoints ran (verdicts not final) and their report child never failed.
         assert any(e["kind"] == "soak_verdict" and not e["final"] for e in events)
         assert not [e for e in events if e["kind"] == "warned" and e["code"] == "soak_checkpoint_report_failed"]
