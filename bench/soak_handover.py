@@ -45,8 +45,11 @@ def main() -> int:
     print(f"soak exit {rc}: {run_dir}")
     for h in (e for e in events if e["kind"] == "soak_handover"):
         ready_s = (h["ready_unix_ns"] - started[h["successor"]]) / 1e9
+        due = h.get("due_unix_ns")
+        late = (f", first request {(h['first_request_unix_ns'] - due) / 1e6:+.1f} ms from its due slot"
+                if due and h.get("first_request_unix_ns") else "")
         print(f"  {h['predecessor']} -> {h['successor']}: {h['reason']}; ready {ready_s:.1f} s after launch, "
-              f"gap {h['gap_s']} s, predecessor sent {h['sent']}")
+              f"gap {h['gap_s']} s, predecessor sent {h['sent']}{late}")
     for e in events:
         if e["kind"] == "warned" and e["code"].startswith("soak_handover"):
             print(f"  warned: {e['message']}")

@@ -414,11 +414,13 @@ ExportLevel = Literal["raw", "records"]
 
 
 class HaltFact(msgspec.Struct, frozen=True):
-    """What a halted AIPerf process said when it stopped issuing: when (unix ns) and how many profiling
-    credits it had issued by then."""
+    """What a halted AIPerf process said when it stopped issuing: when (unix ns), how many profiling credits
+    it had issued by then, and in rate mode when its schedule's next request was due (unix ns; None in
+    concurrency mode, or when it halted before its schedule began): the slot its successor takes."""
 
     unix_ns: int
     sent: int
+    next_unix_ns: int | None = None
 
 
 class HandoverControl(Protocol):
@@ -435,8 +437,9 @@ class HandoverControl(Protocol):
     async def wait_ready(self) -> int:
         """Block until the process is ready to send its first profiling request; its unix ns then."""
         ...
-    def go(self) -> None:
-        """Let a gated process start issuing."""
+    def go(self, start_unix_ns: int | None = None) -> None:
+        """Let a gated process start issuing. In rate mode, `start_unix_ns` is when its first request is due
+        (its schedule goes on from there); without it the first is due one interval after `go`."""
         ...
     def halt(self) -> None:
         """Stop the process issuing; what is open finishes, and the run ends complete."""

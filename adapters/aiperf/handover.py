@@ -9,10 +9,13 @@ torn one:
 
 - `ready` (the process): unix ns, written before its first profiling credit (gated or not).
 - `gate` (aqbench, before launch): after `ready`, the timing manager issues nothing until `go` exists.
-  Without `gate`, no waiting.
+  Without `gate`, no waiting. `go` may hold a unix ns (rate mode): when the first request is due, the
+  predecessor's next slot, so the schedule runs on across the handover; empty, the first is due one
+  interval after `go`.
 - `halt` (aqbench): no new credit is issued; the open requests finish and are recorded, then the profiling
   phase ends and AIPerf writes its files and exits as a complete run. The plugin writes `halted`:
-  {"unix_ns": when it stopped issuing, "sent": profiling credits issued}.
+  {"unix_ns": when it stopped issuing, "sent": profiling credits issued, "next_unix_ns": in rate mode, when
+  its next request was due}.
 - `limit` (aqbench, concurrency mode only): the most requests the process may have open (default and
   ceiling: its --concurrency); re-read when it changes. Rate mode ignores it.
 
@@ -84,8 +87,8 @@ class FileHandover:
                 return found
             await anyio.sleep(POLL_S)
 
-    def go(self) -> None:
-        write_atomic(self._folder / GO, "")
+    def go(self, start_unix_ns: int | None = None) -> None:
+        write_atomic(self._folder / GO, "" if start_unix_ns is None else str(start_unix_ns))
 
     def halt(self) -> None:
         write_atomic(self._folder / HALT, "")

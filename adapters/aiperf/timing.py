@@ -15,8 +15,9 @@ AIPerf run is exactly stock.
    as AIPerf does.
 2. `AQBENCH_HANDOVER_DIR=<dir>`: load control of the profiling phase through files there, for a soak's
    handover between two AIPerf processes (protocol: adapters/aiperf/handover.py). `ready` is written before
-   the first profiling credit (gated or not); `gate`: then wait for `go`. `halt`: stop issuing, write
-   `halted`, and end the phase as AIPerf ends one whose count is reached (sent counts frozen, the
+   the first profiling credit (gated or not); `gate`: then wait for `go` (in rate mode its unix ns, when given,
+   is when the first request is due: the predecessor's next slot). `halt`: stop issuing, write `halted` (in
+   rate mode with the schedule's next slot, unix ns), and end the phase as AIPerf ends one whose count is reached (sent counts frozen, the
    sending-complete event set), so the open requests finish, are recorded, and the run reads complete. `limit`: the session concurrency limit, through AIPerf's own dynamic limit (the one
    its concurrency ramp moves), never above --concurrency; rate mode ignores it.
 3. `AQBENCH_PHASE_GATES=<dir>`: gated phases of a phased run (a sweep's rerun that only a verdict can call for,
@@ -109,13 +110,16 @@ class HandoverFolder:
         self.folder = folder
         self.gated = (folder / GATE).exists()
         self.go = False
+        self.start_unix_ns: int | None = None  # what `go` holds: when the first request is due (rate mode)
         self.halt = False
         self.limit: int | None = None
         self._limit_stamp: tuple[int, int, int] | None = None
 
     def refresh(self) -> bool:
         """Look at the folder; returns whether `limit` changed."""
-        self.go = self.go or (self.folder / GO).exists()
+        if not self.go and (self.folder / GO).exists():
+            self.go = True
+            self.start_unix_ns = read_int(self.folder / GO)  # written whole (renamed over), so never torn
         self.halt = self.halt or (self.folder / HALT).exists()
         try:
             st = os.stat(self.folder / LIMIT)
@@ -134,8 +138,11 @@ class HandoverFolder:
     def write_ready(self) -> None:
         write_atomic(self.folder / READY, str(time.time_ns()))
 
-    def write_halted(self, unix_ns: int, sent: int) -> None:
-        write_atomic(self.folder / HALTED, json.dumps({"unix_ns": unix_ns, "sent": sent}))
+    def write_halted(self, unix_ns: int, sent: int, next_unix_ns: int | None = None) -> None:
+        fact: dict[str, int] = {"unix_ns": unix_ns, "sent": sent}
+        if next_unix_ns is not None:
+            fact["next_unix_ns"] = next_unix_ns
+        write_atomic(self.folder / HALTED, json.dumps(fact))
 
 
 class RequestRateStrategy(_AiperfRateStrategy):  # type: ignore[misc]  # AIPerf is not type-checked here
@@ -158,6 +165,7 @@ class RequestRateStrategy(_AiperfRateStrategy):  # type: ignore[misc]  # AIPerf 
         self._phase_gate = PhaseGate.of(os.environ.get(PHASE_GATES_ENV), cfg.phase_name)
         self._freed = asyncio.Event()
         self._halting = False
+        self._next_slot_perf: float | None = None  # rate mode: when the schedule's next request is due
         self.info(f"aqbench timing strategy: phase {cfg.phase} {cfg.phase_name}, no-spin wait {self._no_spin}, "
                   f"handover folder {folder if self._handover else None}, gated {self._phase_gate is not None}")
 
@@ -216,7 +224,11 @@ class RequestRateStrategy(_AiperfRateStrategy):  # type: ignore[misc]  # AIPerf 
         """Stop issuing and end the phase as a reached count does: sent counts frozen, sending complete."""
         issuer = self._credit_issuer
         issuer.stop_issuing()
-        handover.write_halted(time.time_ns(), issuer._progress.counter.requests_sent)
+        now_ns, slot = time.time_ns(), self._next_slot_perf
+        # The slot this process leaves (perf clock to unix), for its successor to take: the schedule runs on.
+        next_ns = (now_ns + round((slot - time.perf_counter()) * 1e9)
+                   if slot is not None and not self._closed_loop else None)
+        handover.write_halted(now_ns, issuer._progress.counter.requests_sent, next_ns)
         issuer.signal_sending_complete()
 
     async def execute_phase(self) -> None:
@@ -242,7 +254,7 @@ class RequestRateStrategy(_AiperfRateStrategy):  # type: ignore[misc]  # AIPerf 
             return
         watch = asyncio.ensure_future(self._watch(handover))
         try:
-            await self._run_loop(gated=handover.gated)
+            await self._run_loop(gated=handover.gated, start_unix_ns=handover.start_unix_ns)
         finally:
             watch.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -250,13 +262,20 @@ class RequestRateStrategy(_AiperfRateStrategy):  # type: ignore[misc]  # AIPerf 
         if self._halting:
             self._halt(handover)
 
-    async def _run_loop(self, *, gated: bool) -> None:
+    def _first_target(self, gated: bool, start_unix_ns: int | None) -> float:
+        """When the first request is due (perf clock). A handover's successor in rate mode takes the slot its
+        `go` names, its predecessor's next (now, if that has passed); after any other gate the schedule starts
+        at `go`, not at the phase's start (no catch-up burst); ungated, as AIPerf does."""
+        if gated and start_unix_ns is not None and not self._closed_loop:
+            return time.perf_counter() + max(0.0, (start_unix_ns - time.time_ns()) / 1e9)
+        perf_start = time.perf_counter() if gated else self._lifecycle.started_at_perf_ns / 1e9
+        return float(perf_start + self._rate_generator.next_interval())
+
+    async def _run_loop(self, *, gated: bool, start_unix_ns: int | None = None) -> None:
         """AIPerf 0.13.0's execute_phase loop; changes marked `aqbench`."""
         if self._lifecycle.started_at_perf_ns is None:
             raise RuntimeError("started_at_perf_ns is not set in the lifecycle")
-        # aqbench: after a gate the schedule starts at `go`, not at the phase's start (no catch-up burst).
-        perf_start = time.perf_counter() if gated else self._lifecycle.started_at_perf_ns / 1e9
-        next_target_perf = perf_start + self._rate_generator.next_interval()
+        next_target_perf = self._next_slot_perf = self._first_target(gated, start_unix_ns)  # aqbench
         next_new_session_turn = self._conversation_source.next().build_first_turn()
         self._pacer = self._create_high_res_pacer()
         try:
@@ -264,15 +283,19 @@ class RequestRateStrategy(_AiperfRateStrategy):  # type: ignore[misc]  # AIPerf 
                 now = time.perf_counter()
                 if next_target_perf < now - Environment.TIMING.MAX_CATCHUP_SECONDS:
                     next_target_perf = now
+                self._next_slot_perf = next_target_perf  # aqbench: the slot a halt leaves to the successor
                 if self._rate_update_event.is_set():
                     next_target_perf = self._reschedule_for_rate_update(next_target_perf)
                     continue
                 if await self._wait_until_next_target(next_target_perf, now):
+                    if self._halting:  # aqbench: the halt ended the wait; the slot stays the successor's
+                        return
                     next_target_perf = self._reschedule_for_rate_update(next_target_perf)
                     continue
                 if self._halting:  # aqbench: halted during the wait
                     return
                 next_target_perf += self._rate_generator.next_interval()
+                self._next_slot_perf = next_target_perf  # aqbench
                 if not self._continuation_turns.empty():
                     if not await self._credit_issuer.issue_credit(self._continuation_turns.get_nowait()):
                         return

@@ -154,6 +154,9 @@ class SoakHandover(Event, frozen=True, kw_only=True):
     # Concurrency mode: the most requests of both processes open at once over the target, as the limit
     # was set (0: never over; None: rate mode).
     over_target: int | None = None
+    # Rate mode: the predecessor's next slot, when the successor's first request was due (None: unknown, or
+    # concurrency mode; then the successor's schedule began one interval after `go`).
+    due_unix_ns: int | None = None
 
 
 class ProcessSampled(Event, frozen=True, kw_only=True):

@@ -138,5 +138,6 @@ async def _hand_over(soak: _Soak, tg: TaskGroup, sg: SegmentRuns, seg: int, why:
         source="soak", predecessor=pred, successor=name, segment=seg, reason=why, ready_unix_ns=ready,
         halt_unix_ns=done.halt_ns, go_unix_ns=done.go_ns, last_request_unix_ns=last,
         last_answer_unix_ns=answered, first_request_unix_ns=first,
-        gap_s=None if gap is None else round(gap, 6), sent=done.sent, over_target=done.over_target))
+        gap_s=None if gap is None else round(gap, 6), sent=done.sent, over_target=done.over_target,
+        due_unix_ns=done.due_ns))
     return first

@@ -34,6 +34,9 @@ _MIB = 1 << 20
 _POLL_S = 0.005
 # The predecessor's halt fact is written within milliseconds of `halt`; longer: it is not heard.
 _HALT_WAIT_S = 30.0
+# Rate mode: how long the successor's `go` waits for the predecessor's next slot (its halt fact comes within
+# two 5 ms polls; a missed slot at 1 request/s would be a 1 s gap, one at 100/s 10 ms).
+_SLOT_WAIT_S = 1.0
 
 
 class HandoverCue:
@@ -87,12 +90,15 @@ class Swap:
         self.go_ns = 0
         self.sent: int | None = None
         self.over_target: int | None = None
+        self.due_ns: int | None = None  # rate mode: when the successor's first request was due
 
 
 async def swap(predecessor: HandoverControl, successor: HandoverControl, ledger: SessionLedger, *,
                concurrency: int | None) -> Swap:
-    """Halt the predecessor and let the successor go at once. Rate mode: the successor sends at the rate
-    from its first request. Concurrency mode: the successor's limit is the target less the predecessor's
+    """Halt the predecessor and let the successor go. Rate mode: the successor's first request is due at the
+    predecessor's next slot (its halt fact's `next_unix_ns`, awaited up to `_SLOT_WAIT_S`; else one interval
+    after `go`), so the schedule runs on across the handover, neither skipping a slot nor adding one.
+    Concurrency mode: the successor is let go at once, its limit the target less the predecessor's
     requests still open (its halt fact's `sent` less those `ledger` has seen finish), raised as they finish.
     Returns once the predecessor's halt fact is known and, in concurrency mode, its requests have all finished
     (`ledger.final` is set, so windows stop waiting for its later requests)."""
@@ -101,7 +107,14 @@ async def swap(predecessor: HandoverControl, successor: HandoverControl, ledger:
         successor.set_limit(0)  # before go: until the halt fact tells how many are open, the successor waits
     out.halt_ns = time.time_ns()
     predecessor.halt()
-    successor.go()
+    if concurrency is None:
+        with anyio.move_on_after(_SLOT_WAIT_S):
+            while True:
+                if (fact := predecessor.halted()) is not None:
+                    out.due_ns = fact.next_unix_ns
+                    break
+                await anyio.sleep(_POLL_S)  # a file another process writes: nothing to wait on but time
+    successor.go(out.due_ns)
     out.go_ns = time.time_ns()
     limit = -1
     with anyio.move_on_after(_HALT_WAIT_S):

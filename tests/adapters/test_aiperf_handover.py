@@ -89,6 +89,7 @@ class _Issuer:
 
     def __init__(self, slots: int) -> None:
         self.slots, self.tries = slots, 0
+        self.tried_ns: list[int] = []  # wall clock of each try
         self.limits: list[int] = []
         self.stopped = self.sending_complete = False
         self._phase_key = CreditPhase.PROFILING
@@ -97,6 +98,7 @@ class _Issuer:
 
     async def try_issue_credit(self, turn: object) -> bool | None:
         self.tries += 1
+        self.tried_ns.append(time.time_ns())
         if self.stopped or self.slots == 0:
             return None
         self.slots -= 1
@@ -217,6 +219,7 @@ async def test_rate_mode_ignores_the_limit_and_a_halt_ends_its_wait_for_the_next
     control.set_limit(0)
     monkeypatch.setenv("AQBENCH_HANDOVER_DIR", str(tmp_path))
     issuer = _Issuer(100)
+    started_ns = time.time_ns()
     strategy = _strategy(issuer, rate=0.5)  # the first send 2 s after the phase's start
     async with anyio.create_task_group() as tg:
         tg.start_soon(strategy.execute_phase)  # type: ignore[attr-defined]
@@ -227,7 +230,39 @@ async def test_rate_mode_ignores_the_limit_and_a_halt_ends_its_wait_for_the_next
             while control.halted() is None:
                 await anyio.sleep(0.005)
     assert time.monotonic() - halted_at < 0.5 and issuer.limits == []
-    assert control.halted().sent == 0 and issuer.tries == 0 and issuer.sending_complete  # type: ignore[union-attr]
+    fact = control.halted()
+    assert fact is not None and fact.sent == 0 and issuer.tries == 0 and issuer.sending_complete
+    # The slot it leaves to a successor: its first send, 2 s after the phase's start (not issued).
+    assert fact.next_unix_ns is not None and abs(fact.next_unix_ns - (started_ns + 2_000_000_000)) < 100_000_000
+
+
+@pytest.mark.anyio
+async def test_rate_mode_successor_takes_the_slot_its_go_names(monkeypatch: pytest.MonkeyPatch,
+                                                                tmp_path: Path) -> None:
+    """A gated rate-mode successor let go with a start time sends its first request then, not one interval
+    (2 s at 0.5/s) after `go`: the schedule runs on across a handover. Without a start time, one interval."""
+    monkeypatch.setenv("AQBENCH_HANDOVER_DIR", str(tmp_path))
+    for start_in_s in (0.3, None):
+        control = FileHandover(tmp_path, gated=True)
+        issuer = _Issuer(100)
+        strategy = _strategy(issuer, rate=0.5)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(strategy.execute_phase)  # type: ignore[attr-defined]
+            with anyio.fail_after(5):
+                await control.wait_ready()
+                go_ns = time.time_ns()
+                control.go(None if start_in_s is None else go_ns + round(start_in_s * 1e9))
+                while not issuer.tried_ns:
+                    await anyio.sleep(0.005)
+                control.halt()
+                while control.halted() is None:
+                    await anyio.sleep(0.005)
+        first_s = (issuer.tried_ns[0] - go_ns) / 1e9
+        assert abs(first_s - (start_in_s or 2.0)) < 0.08, (start_in_s, first_s)
+        fact = control.halted()
+        # Its own next slot runs on from the first: one interval (2 s) after it.
+        assert fact is not None and fact.sent == 1 and fact.next_unix_ns is not None
+        assert abs((fact.next_unix_ns - issuer.tried_ns[0]) / 1e9 - 2.0) < 0.08
 
 
 # -- gated phases of a phased run (a sweep's rerun that only a verdict can call for) --------------------------

@@ -53,11 +53,14 @@ class TestHandoverCue:
 class _Control:
     """A fake HandoverControl: records calls; `halted()` gives the fact once `halt()` was called."""
 
-    def __init__(self, sent: int = 0) -> None:
+    def __init__(self, sent: int = 0, next_in_s: float | None = None, fact_after_s: float = 0.0) -> None:
         self.folder = Path("/nonexistent")
         self.calls: list[tuple[str, int]] = []
         self._sent = sent
         self._halted = False
+        self._halted_at = 0.0
+        self._next_in_s = next_in_s  # rate mode: the next slot this long after the halt
+        self._fact_after_s = fact_after_s  # the halt fact appears this long after the halt
 
     def env(self) -> dict[str, str]:
         return {}
@@ -65,18 +68,22 @@ class _Control:
     async def wait_ready(self) -> int:
         return time.time_ns()
 
-    def go(self) -> None:
-        self.calls.append(("go", 0))
+    def go(self, start_unix_ns: int | None = None) -> None:
+        self.calls.append(("go", start_unix_ns or 0))
 
     def halt(self) -> None:
         self.calls.append(("halt", 0))
-        self._halted = True
+        self._halted, self._halted_at = True, time.monotonic()
+        self._halt_ns = time.time_ns()
 
     def set_limit(self, in_flight: int) -> None:
         self.calls.append(("limit", in_flight))
 
     def halted(self) -> HaltFact | None:
-        return HaltFact(unix_ns=time.time_ns(), sent=self._sent) if self._halted else None
+        if not self._halted or time.monotonic() - self._halted_at < self._fact_after_s:
+            return None
+        slot = None if self._next_in_s is None else self._halt_ns + round(self._next_in_s * 1e9)
+        return HaltFact(unix_ns=self._halt_ns, sent=self._sent, next_unix_ns=slot)
 
 
 @pytest.mark.anyio
@@ -101,10 +108,21 @@ class TestSwap:
         assert succ.calls == [("limit", 0), ("go", 0), ("limit", 1), ("limit", 2), ("limit", 3), ("limit", 4)]
         assert done.sent == ledger.final == 10 and done.over_target == 0 and done.halt_ns <= done.go_ns
 
-    async def test_rate_mode_halts_and_lets_go_with_no_limit(self) -> None:
-        pred, succ = _Control(sent=5), _Control()
+    async def test_rate_mode_lets_go_at_the_predecessors_next_slot_with_no_limit(self) -> None:
+        """Rate mode: the successor's `go` carries the predecessor's next slot from its halt fact, so the
+        schedule runs on across the handover; no limit is set."""
+        pred, succ = _Control(sent=5, next_in_s=0.4, fact_after_s=0.02), _Control()
         done = await swap(pred, succ, SessionLedger(), concurrency=None)
-        assert succ.calls == [("go", 0)] and done.sent == 5 and done.over_target is None
+        fact = pred.halted()
+        assert fact is not None and fact.next_unix_ns is not None
+        assert succ.calls == [("go", fact.next_unix_ns)] and done.due_ns == fact.next_unix_ns
+        assert done.sent == 5 and done.over_target is None and done.halt_ns < done.go_ns
+
+    async def test_rate_mode_without_a_slot_lets_go_at_once(self) -> None:
+        """A predecessor that halted before its schedule began (no next slot): `go` with no start."""
+        pred, succ = _Control(sent=0), _Control()
+        done = await swap(pred, succ, SessionLedger(), concurrency=None)
+        assert succ.calls == [("go", 0)] and done.due_ns is None and done.sent == 0
 
 
 def _record(run: str, session: int, issued_ns: int) -> ClientRecord:
