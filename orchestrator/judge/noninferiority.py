@@ -23,9 +23,6 @@ from typing import Literal
 import msgspec
 import numpy as np
 from numpy.typing import NDArray
-from scipy.optimize import brentq
-from scipy.stats import binom
-from scipy.stats import t as student_t
 
 from orchestrator.judge.outcome import FAIL, INCONCLUSIVE, PASS
 from orchestrator.judge.tango import (
@@ -237,6 +234,8 @@ def detectable_regression(n: int, margin_points: float) -> Detectable | None:
         mid = (lo + hi) // 2
         lo, hi = (mid + 1, hi) if score_statistic(mid, 0, n, delta) <= cutoff else (lo, mid)
     b = lo
+    from scipy.optimize import brentq  # here: scipy.stats and scipy.optimize take ~1 s to import
+    from scipy.stats import binom
 
     def shortfall(r: float) -> float:
         return float(binom.sf(b - 1, n, r)) - POWER
@@ -300,6 +299,8 @@ def decide_sampled(reference: Sequence[Sequence[float]], candidate: Sequence[Seq
                         margin=points, reference_score=ref_score, candidate_score=cand_score, n=n,
                         reason=f"{n} problem(s): the t bound needs at least 2")
     sd = statistics.stdev(d)
+    from scipy.stats import t as student_t  # here: scipy.stats takes ~1 s to import
+
     half = float(student_t.ppf(1.0 - ALPHA, n - 1)) * sd / math.sqrt(n)
     lower, upper = estimate - half, estimate + half
     outcome = PASS if upper < points else FAIL if lower > points else INCONCLUSIVE
@@ -316,6 +317,7 @@ def _t_items_needed(gap: float, sd: float, n: int) -> int | None:
     """Smallest N > n with t(0.95, N-1) sd / sqrt(N) < gap (the half-width falls with N)."""
     if gap == 0.0:
         return None
+    from scipy.stats import t as student_t  # here: scipy.stats takes ~1 s to import
 
     def decides(size: int) -> bool:
         return float(student_t.ppf(1.0 - ALPHA, size - 1)) * sd / math.sqrt(size) < gap

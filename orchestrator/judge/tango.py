@@ -18,7 +18,6 @@ from collections.abc import Callable
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.optimize import brentq
 from scipy.special import gammaln, xlogy
 
 __all__ = [
@@ -262,6 +261,8 @@ def score_bounds(b: float, c: float, n: int, cutoff: float) -> tuple[float, floa
     Inverting the test at the same cutoff makes ``upper < margin`` the same event as ``Z(margin) < -k``.
     An infinite cutoff gives the whole range (-1, 1).
     """
+    from scipy.optimize import brentq  # here: scipy.optimize takes ~0.3 s to import, and few callers need it
+
     if n <= 0 or math.isinf(cutoff):
         return -1.0, 1.0
     estimate = (b - c) / n

@@ -52,3 +52,15 @@ def test_serve_reference_requires_model_name(capsys: pytest.CaptureFixture[str])
         build_parser().parse_args(["serve-reference", "--port", "9001"])
     assert exc.value.code == 2
     assert "--model-name" in capsys.readouterr().err
+
+
+def test_a_sweep_loads_neither_scipy_stats_nor_optimize() -> None:
+    """What `aqbench sweep` imports to run (its toolkit, the sweep and qualify's probes) leaves out the
+    non-inferiority judges' scipy.stats and scipy.optimize (~1 s of a sweep's start-up, issue 33); they load
+    where a judge is called."""
+    code = ("import sys\nfrom orchestrator.commands.wiring import real_toolkit\nfrom orchestrator.run import run_main\n"
+            "from orchestrator.sweep import SweepOptions, sweep\n"
+            "print(sorted(m for m in sys.modules if m in ('scipy.stats', 'scipy.optimize')))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, check=True)
+    assert ast.literal_eval(out.stdout) == []
