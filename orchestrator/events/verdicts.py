@@ -205,6 +205,9 @@ class WindowGap(msgspec.Struct, frozen=True, kw_only=True):
     window: str
     gap_s: float
     segment: int = 0
+    # Of gap_s, the host's own pause (the wall clock ran ahead of the monotonic clock: a suspended VM), not
+    # judged: no process could send meanwhile (orchestrator/soak/pauses.py).
+    paused_s: float = 0.0
 
 
 class GapDetail(_Detail, frozen=True, kw_only=True, tag="gap"):

@@ -545,7 +545,8 @@ class _Soak:
                               first_pass=self.tracker.first_pass(),
                               aiperf_generations=self.tracker.aiperf_generations(span[1]) if span else (),
                               gap_allowance=schedule_allowance(self.settings.request_rate,
-                                                               self.cfg.workload.arrival_pattern))
+                                                               self.cfg.workload.arrival_pattern),
+                              host_pauses=self.tracker.pause_watch.pauses)
         for v in verdicts:
             slope, interval, limit, unit = verdict_numbers(v.detail)
             await self.bus.publish(SoakVerdict(

@@ -22,6 +22,7 @@ from orchestrator.events import (
     AnyEvent,
     ClientRecord,
     Event,
+    HostSampled,
     OrphanKilled,
     ProcessSampled,
     RequestCorrelated,
@@ -34,6 +35,7 @@ from orchestrator.events import (
 from orchestrator.judge.answers import judge_answer
 from orchestrator.judge.gates import ScoredAnswer
 from orchestrator.judge.generations import Generation
+from orchestrator.soak.pauses import PauseWatch
 from orchestrator.soak.ratios import ItemRatioSeries
 from orchestrator.soak.samples import SampleSeries
 from orchestrator.soak.sessions import SessionLedger
@@ -90,6 +92,8 @@ class SoakTracker:
         self.restarts = 0
         # Every memory sample, by verdict (the sampled trend rule judges them, not window medians).
         self.samples: dict[str, SampleSeries] = {}
+        # The host's own pauses (a suspended VM), from the host samples' two clocks: window_gap leaves them out.
+        self.pause_watch = PauseWatch()
         # AIPerf's samples by process, in the order the processes first sampled (one per handover
         # generation: a handful per soak; 10 s blocks, so bounded by time like `samples`).
         self.aiperf_by_pid: dict[int, SampleSeries] = {}
@@ -202,6 +206,8 @@ class SoakTracker:
             self.aiperf_launch_ns[ev.window] = ev.ts_ns
         elif isinstance(ev, OrphanKilled):
             self.orphans_killed += 1
+        elif isinstance(ev, HostSampled):
+            self.pause_watch.observe(ev.ts_ns, ev.mono_ns)
         return ()
 
     def _client_record(self, ev: ClientRecord) -> None:

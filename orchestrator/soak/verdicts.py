@@ -43,6 +43,7 @@ from orchestrator.judge.outcome import FAIL, INCONCLUSIVE, PASS, Outcome
 from orchestrator.judge.sampled_trend import SampledTrend, SampledTrendRule, estimate_wander, judge_sampled_trend
 from orchestrator.judge.trend import TrendRule, TrendVerdict, judge_relative_trend
 from orchestrator.reports.text import gate_pct
+from orchestrator.soak.pauses import HostPause
 from orchestrator.soak.ratios import ItemRatioSeries
 from orchestrator.soak.samples import SampleSeries
 from orchestrator.soak.verdicts_load import GapAllowance, MetricVerdict, accounting, window_gaps
@@ -484,7 +485,8 @@ def judge_soak(windows: Sequence[WindowStats], limits: SoakLimits, *, exits: Seq
                first_pass: FirstPass | None = None,
                handovers: Sequence[tuple[str, float | None]] = (),
                aiperf_generations: Sequence[Generation] = (),
-               gap_allowance: GapAllowance = GapAllowance()) -> list[MetricVerdict]:
+               gap_allowance: GapAllowance = GapAllowance(),
+               host_pauses: Sequence[HostPause] = ()) -> list[MetricVerdict]:
     """Every verdict over the closed windows so far (in index order). `processes` is given only at the
     end (the process check is a final verdict); checkpoints leave it None. `cut_short` names the windows
     a stop (SIGINT/SIGTERM) cut short: the error rate reports them and does not judge them. `runs` are the
@@ -495,7 +497,8 @@ def judge_soak(windows: Sequence[WindowStats], limits: SoakLimits, *, exits: Seq
     timing source) and `load_span_ns`, latency drift is judged on them; without, on per-window medians.
     `first_pass` (the load's first pass over its input) cuts the sampled memory span (see _sampled_memory).
     `handovers`: each AIPerf handover's name and gap (window_gap judges them as it judges the cuts), all beyond
-    `gap_allowance` (open loop: the idle time the schedule itself leaves; verdicts_load.schedule_allowance).
+    `gap_allowance` (open loop: the idle time the schedule itself leaves; verdicts_load.schedule_allowance),
+    net of `host_pauses` (a suspended host, in which nothing could send; soak/pauses.py).
     `aiperf_generations`: AIPerf's samples by process (times in s since the epoch); with two or more (a
     handover), aiperf_rss is judged per generation (judge.generations), else on its one series as before."""
     ordered = sorted(windows, key=lambda w: w.index)
@@ -523,7 +526,7 @@ def judge_soak(windows: Sequence[WindowStats], limits: SoakLimits, *, exits: Seq
         _error_rate(judged, limits.max_error_rate, skipped, cut_short),
         _correctness(ordered),
         _restarts(exits),
-        window_gaps(ordered, limits, handovers, gap_allowance),
+        window_gaps(ordered, limits, handovers, gap_allowance, host_pauses),
         accounting(ordered, runs, running, stopped, cut_short),
     ]
     if processes is not None:

@@ -20,6 +20,7 @@ from orchestrator.events import (
     WindowStats,
 )
 from orchestrator.judge.outcome import FAIL, INCONCLUSIVE, PASS, Outcome
+from orchestrator.soak.pauses import HostPause, paused_within
 
 __all__ = ["GapAllowance", "MetricVerdict", "accounting", "schedule_allowance", "window_gaps"]
 
@@ -73,23 +74,33 @@ def schedule_allowance(request_rate: float | None, arrival_pattern: Literal["con
     return GapAllowance(request_rate=request_rate, arrival_pattern=arrival_pattern)
 
 
+def _cut_gap(w: WindowStats, pauses: list[HostPause]) -> WindowGap:
+    """A cut's gap row, with the host pause inside it (the gap ends at the window's first request)."""
+    assert w.gap_before_s is not None
+    end = w.first_request_unix_ns
+    paused = paused_within(pauses, end - round(w.gap_before_s * 1e9), end) if end and pauses else 0.0
+    return WindowGap(window=w.window, gap_s=round(w.gap_before_s, 3), segment=w.segment, paused_s=round(paused, 3))
+
+
 def window_gaps(windows: Sequence[WindowStats], limits: SoakLimits,
                 handovers: Sequence[tuple[str, float | None]] = (),
-                allowance: GapAllowance = GapAllowance()) -> MetricVerdict:
+                allowance: GapAllowance = GapAllowance(), pauses: Sequence[HostPause] = ()) -> MetricVerdict:
     """Time without load across each cut (gap_before_s) and each AIPerf handover (`handovers`: its name and
     gap): each at most `max_window_gap_s`, their sum at most `max_gap_fraction` of the soak (first window's
     start to last window's end). A handover whose gap is unknown is no cut judged. In open loop each gap is
     judged beyond `allowance` (schedule_allowance: the idle time the rate itself leaves, which a cut at 1
-    request/s would otherwise be failed for); each row keeps its measured gap."""
-    rows = [WindowGap(window=w.window, gap_s=round(w.gap_before_s, 3), segment=w.segment)
-            for w in windows[1:] if w.gap_before_s is not None]
+    request/s would otherwise be failed for); each row keeps its measured gap. A cut's gap is judged net of
+    the host's own pauses inside it (`pauses`: a suspended VM, in which no process could send; the row's
+    `paused_s`, named in the reason)."""
+    paused_list = list(pauses)
+    rows = [_cut_gap(w, paused_list) for w in windows[1:] if w.gap_before_s is not None]
     rows += [WindowGap(window=f"handover {name}", gap_s=round(gap, 3)) for name, gap in handovers if gap is not None]
     span_s = (windows[-1].end_unix_ns - windows[0].start_unix_ns) / 1e9 if windows else 0.0
 
     allowed = allowance.seconds(len(rows))
 
     def excess(r: WindowGap) -> float:
-        return max(0.0, r.gap_s - allowed)
+        return max(0.0, r.gap_s - r.paused_s - allowed)
 
     total = sum(excess(r) for r in rows)
     detail = GapDetail(limit=limits.max_window_gap_s, unit="s", max_fraction=limits.max_gap_fraction,
@@ -106,10 +117,13 @@ def window_gaps(windows: Sequence[WindowStats], limits: SoakLimits,
     detail = msgspec.structs.replace(detail, fraction=fraction)
     over = [f"{r.window} {r.gap_s:.3g} s" for r in rows if excess(r) > limits.max_window_gap_s]
     judged = f" ({total:.3g} s beyond {allowance.why(len(rows))})" if allowed else ""
+    host = [f"{r.window} {r.paused_s:.3g} of its {r.gap_s:.3g} s" for r in rows if r.paused_s]
+    paused = (f"; not judged, the host's own pause (its wall clock ran ahead of its monotonic clock: a suspended "
+              f"VM, no process running) in {len(host)} gap(s): {'; '.join(host)}") if host else ""
     how = (f"largest gap {worst.gap_s:.3g} s before {worst.window}, {sum(r.gap_s for r in rows):.3g} s in all"
            f"{judged} = {fraction:.3%} of {span_s:.0f} s over {len(rows)} cut(s); limits "
            f"{limits.max_window_gap_s:g} s per gap{' beyond the schedule' if allowed else ''} and "
-           f"{limits.max_gap_fraction:.2%} of the soak")
+           f"{limits.max_gap_fraction:.2%} of the soak{paused}")
     if over or fraction > limits.max_gap_fraction:
         what = f"gaps over the limit ({'; '.join(over)})" if over else "too much time without load"
         return MetricVerdict(metric="window_gap", outcome=FAIL, detail=detail, reason=f"{what}: {how}")
