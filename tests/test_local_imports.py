@@ -37,6 +37,12 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("adapters/reference/engine.py", "adapters.reference.router"): "import cycle: the router imports the engine's types",
     ("adapters/server/__init__.py", "adapters.trtmc.server_kind"): "start-up: trtmc-server's parts load only for that kind",
     ("adapters/server/sampler.py", "pynvml"): "optional at run time: machines without NVML still sample psutil figures",
+    ("orchestrator/judge/noninferiority.py", "scipy.optimize"):
+        "start-up: scipy.stats and scipy.optimize take ~1 s; a sweep imports this module and never calls them",
+    ("orchestrator/judge/noninferiority.py", "scipy.stats"): "as scipy.optimize",
+    ("orchestrator/judge/tango.py", "scipy.optimize"): "start-up: only the score bounds need it, as noninferiority",
+    ("orchestrator/qualify/__init__.py", "orchestrator.qualify"):
+        "start-up: the stages (and their judges' scipy) load on first use of qualify's names (PEP 562)",
 }
 
 

@@ -199,7 +199,7 @@ class ProcessCheck(_Detail, frozen=True, kw_only=True, tag="process"):
     zombies: list[str] = []
 
 
-class WindowGap(msgspec.Struct, frozen=True, kw_only=True):
+class WindowGap(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """Seconds without load before one window (across the cut from the previous one)."""
 
     window: str

@@ -11,7 +11,7 @@ import pytest
 
 from orchestrator.bus import Bus
 from orchestrator.config import CorrectnessCriteria
-from orchestrator.events import HostSampled, SoakLimits, WindowStats
+from orchestrator.events import GapDetail, HostSampled, SoakLimits, WindowStats
 from orchestrator.soak import SoakTracker
 from orchestrator.soak.pauses import HostPause, PauseWatch, paused_within
 from orchestrator.soak.verdicts_load import schedule_allowance, window_gaps
@@ -61,7 +61,8 @@ class TestWindowGapNetOfPauses:
         pause = HostPause(start_unix_ns=T0 + round(119.6 * S), end_unix_ns=T0 + 138 * S, paused_s=16.37)
         ok = window_gaps(windows, SoakLimits(), allowance=allowance, pauses=[pause])
         assert ok.outcome == "pass", ok.reason
-        row = ok.detail.windows[-1]  # type: ignore[union-attr]
+        assert isinstance(ok.detail, GapDetail)
+        row = ok.detail.windows[-1]
         assert (row.gap_s, row.paused_s) == (16.06, 16.06)
         assert "the host's own pause" in ok.reason and "soak/w0003 16.1 of its 16.1 s" in ok.reason
         bad = window_gaps(windows, SoakLimits(), allowance=allowance)
@@ -75,7 +76,8 @@ class TestWindowGapNetOfPauses:
         assert window_gaps(far, SoakLimits(), pauses=[pause]).outcome == "fail"
         partly = [_window(1, None, 0.0), _window(2, 4.0, 105.0)]  # 4 s gap, 2 s of it the host's: 2 s > 1 s
         verdict = window_gaps(partly, SoakLimits(), pauses=[pause])
-        assert verdict.outcome == "fail" and verdict.detail.windows[0].paused_s == 2.0  # type: ignore[union-attr]
+        assert isinstance(verdict.detail, GapDetail)
+        assert verdict.outcome == "fail" and verdict.detail.windows[0].paused_s == 2.0
 
 
 @pytest.mark.anyio
