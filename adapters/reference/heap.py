@@ -1,6 +1,8 @@
-"""Heap care for the reference server: periodic glibc `malloc_trim`, and tracemalloc snapshot differences.
+"""Heap care for the reference server: glibc's arena cap and mmap threshold, periodic `malloc_trim`, and tracemalloc
+snapshot differences.
 
-`limit_arenas` caps glibc's malloc arenas (on by default: 2). Both others off by default. `trim_heap` returns freed arena memory to the kernel (glibc only; elsewhere a no-op
+`limit_arenas` caps glibc's malloc arenas (on by default: 2). `fix_mmap_threshold` pins the size from which glibc
+serves a block by mmap (on by default: 128 KiB). Trims and snapshots are off by default. `trim_heap` returns freed arena memory to the kernel (glibc only; elsewhere a no-op
 that says so). `SnapshotWriter` writes, at start and every N seconds, the Python allocation sites that
 grew since start and since the previous snapshot, so growth in our own code is found by its line.
 """
@@ -17,8 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
-__all__ = ["DEFAULT_ARENAS", "WARM_UP_ENV", "HeapCounters", "HeapSettings", "SnapshotWriter", "limit_arenas", "snapshot_every",
-           "trim_every", "trim_heap", "warm_up_from_env"]
+__all__ = ["DEFAULT_ARENAS", "DEFAULT_MMAP_THRESHOLD_KIB", "WARM_UP_ENV", "HeapCounters", "HeapSettings",
+           "SnapshotWriter", "fix_mmap_threshold", "limit_arenas", "snapshot_every", "trim_every", "trim_heap",
+           "warm_up_from_env"]
 
 # glibc gives each new thread its own arena, up to 8 per core; every thread that ever ran an engine call (anyio's
 # worker threads come and go) keeps its arena's high-water mark. Measured over two passes of the 415 requests
@@ -28,7 +31,15 @@ DEFAULT_ARENAS = 2
 # "0" turns the warm-up pass off wherever the server or its native worker starts (what --no-warm-up does for one
 # server): for runs that spawn many short-lived servers and judge no memory, such as the test suite's.
 WARM_UP_ENV = "AQBENCH_REFERENCE_WARM_UP"
-_M_ARENA_MAX = -8  # mallopt parameter number (malloc.h)
+# glibc's mmap threshold starts at 128 KiB and then slides up to the largest mmapped block freed so far (up to
+# 32 MiB). After the first long clip, every buffer of a long request (its base64 body, the decoded and resampled
+# audio, Whisper's features: 1-3 MiB each) came from the heap instead, and each came back at a new high-water
+# mark between the small blocks kept meanwhile: the 40-minute soak at 1 request/s climbed 5-7 MiB at the long
+# clip of every pass or two (+36.7 MiB/h). Pinned, such buffers go back to the kernel when freed; the price is a
+# few hundred page faults per long request (about 0.1 ms against its 700 ms engine call).
+DEFAULT_MMAP_THRESHOLD_KIB = 128
+_M_MMAP_THRESHOLD = -3  # mallopt parameter numbers (malloc.h)
+_M_ARENA_MAX = -8
 _TOP = 40  # allocation sites listed per comparison
 _FRAMES = 8  # traceback depth kept per allocation (the top frame names the site; more cost memory)
 
@@ -39,6 +50,7 @@ class HeapSettings:
 
     warm_up: bool = True
     malloc_arenas: int = DEFAULT_ARENAS
+    mmap_threshold_kib: int = DEFAULT_MMAP_THRESHOLD_KIB
     malloc_trim_every_s: float = 0.0
     tracemalloc_dir: Path | None = None
     tracemalloc_every_s: float = 600.0
@@ -48,6 +60,8 @@ class HeapSettings:
         names = ["warm_up"] if self.warm_up else []
         if self.malloc_arenas:
             names.append(f"malloc_arenas={self.malloc_arenas}")
+        if self.mmap_threshold_kib:
+            names.append(f"mmap_threshold={self.mmap_threshold_kib}KiB")
         if self.malloc_trim_every_s:
             names.append("malloc_trim")
         if self.tracemalloc_dir is not None:
@@ -94,6 +108,14 @@ def limit_arenas(n: int) -> bool | None:
     if _MALLOPT is None:
         return None
     return bool(_MALLOPT(_M_ARENA_MAX, n))
+
+
+def fix_mmap_threshold(kib: int) -> bool | None:
+    """`mallopt(M_MMAP_THRESHOLD, kib KiB)`, which also stops glibc sliding it: True when glibc took it, None
+    without glibc."""
+    if _MALLOPT is None:
+        return None
+    return bool(_MALLOPT(_M_MMAP_THRESHOLD, kib * 1024))
 
 
 def trim_heap() -> bool | None:

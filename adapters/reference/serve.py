@@ -25,8 +25,10 @@ from adapters.reference.engine import Engine
 from adapters.reference.faults import FaultSettings, FaultState
 from adapters.reference.heap import (
     DEFAULT_ARENAS,
+    DEFAULT_MMAP_THRESHOLD_KIB,
     HeapSettings,
     SnapshotWriter,
+    fix_mmap_threshold,
     limit_arenas,
     snapshot_every,
     trim_every,
@@ -67,6 +69,10 @@ def add_server_arguments(p: argparse.ArgumentParser) -> None:
     h.add_argument("--malloc-arenas", type=int, default=DEFAULT_ARENAS, metavar="N",
                    help=f"cap glibc's malloc arenas at N (default {DEFAULT_ARENAS}; 0: glibc's own, 8 per core): every "
                         "thread that runs an engine call otherwise keeps an arena's high-water mark of its own")
+    h.add_argument("--malloc-mmap-threshold-kib", type=int, default=DEFAULT_MMAP_THRESHOLD_KIB, metavar="KIB",
+                   help=f"serve blocks of KIB KiB and more by mmap, and keep that threshold fixed (default "
+                        f"{DEFAULT_MMAP_THRESHOLD_KIB}; 0: glibc's own, which slides up to the largest block freed, so "
+                        "a long request's buffers then stay in the heap and raise its high-water mark)")
     h.add_argument("--malloc-trim-every-s", type=float, default=0.0, metavar="S",
                    help="call glibc malloc_trim(0) every S seconds, returning freed heap to the system "
                         "(default 0: off)")
@@ -152,9 +158,13 @@ def heap_from_args(args: argparse.Namespace, environ: Mapping[str, str] | None =
         raise ValueError(f"--malloc-trim-every-s {args.malloc_trim_every_s} must be 0 (off) or positive")
     if args.malloc_arenas < 0:
         raise ValueError(f"--malloc-arenas {args.malloc_arenas} must be 0 (glibc's default) or positive")
+    if not 0 <= args.malloc_mmap_threshold_kib <= 32 * 1024:
+        raise ValueError(f"--malloc-mmap-threshold-kib {args.malloc_mmap_threshold_kib} must be 0 (glibc's sliding "
+                         "default) or 1..32768 (glibc's maximum, 32 MiB)")
     if args.tracemalloc_every_s <= 0:
         raise ValueError(f"--tracemalloc-every-s {args.tracemalloc_every_s} must be positive")
-    return HeapSettings(warm_up=not args.no_warm_up and warm_up_from_env(os.environ if environ is None else environ), malloc_arenas=args.malloc_arenas, malloc_trim_every_s=args.malloc_trim_every_s,
+    return HeapSettings(warm_up=not args.no_warm_up and warm_up_from_env(os.environ if environ is None else environ), malloc_arenas=args.malloc_arenas,
+                        mmap_threshold_kib=args.malloc_mmap_threshold_kib, malloc_trim_every_s=args.malloc_trim_every_s,
                         tracemalloc_dir=args.tracemalloc_snapshots, tracemalloc_every_s=args.tracemalloc_every_s)
 
 
@@ -172,6 +182,8 @@ async def serve(settings: ServerSettings, cpu_threads: int = 0, compute_type: st
         await asyncio.sleep(settings.faults.startup_delay_s)
     if heap.malloc_arenas:
         limit_arenas(heap.malloc_arenas)  # before any worker thread takes an arena of its own
+    if heap.mmap_threshold_kib:
+        fix_mmap_threshold(heap.mmap_threshold_kib)  # before the first long request can slide it
     t0 = time.perf_counter()
     engine = await anyio.to_thread.run_sync(lambda: Engine(workers=settings.replicas,
                                                            cpu_threads=cpu_threads,

@@ -35,14 +35,15 @@ class TestFlags:
     def test_off_by_default(self):
         heap = heap_from_args(_args(), environ={})
         assert heap.malloc_trim_every_s == 0 and heap.tracemalloc_dir is None
-        assert heap.active == ["warm_up", "malloc_arenas=2"]
+        assert heap.active == ["warm_up", "malloc_arenas=2", "mmap_threshold=128KiB"]
 
     def test_warm_up_and_arena_cap_can_be_turned_off(self):
-        assert heap_from_args(_args("--no-warm-up", "--malloc-arenas", "0"), environ={}).active == []
+        assert heap_from_args(_args("--no-warm-up", "--malloc-arenas", "0",
+                                         "--malloc-mmap-threshold-kib", "0"), environ={}).active == []
 
     def test_the_environment_turns_the_warm_up_off_and_a_bad_value_is_named(self):
-        assert heap_from_args(_args(), environ={WARM_UP_ENV: "0"}).active == ["malloc_arenas=2"]
-        assert heap_from_args(_args(), environ={WARM_UP_ENV: "1"}).active == ["warm_up", "malloc_arenas=2"]
+        assert heap_from_args(_args(), environ={WARM_UP_ENV: "0"}).active == ["malloc_arenas=2", "mmap_threshold=128KiB"]
+        assert heap_from_args(_args(), environ={WARM_UP_ENV: "1"}).active == ["warm_up", "malloc_arenas=2", "mmap_threshold=128KiB"]
         with pytest.raises(ValueError, match=f"{WARM_UP_ENV}='off'"):
             heap_from_args(_args(), environ={WARM_UP_ENV: "off"})
 
@@ -50,11 +51,14 @@ class TestFlags:
         heap = heap_from_args(_args("--malloc-trim-every-s", "30", "--tracemalloc-snapshots", str(tmp_path),
                                     "--tracemalloc-every-s", "120"), environ={})
         assert (heap.malloc_trim_every_s, heap.tracemalloc_dir, heap.tracemalloc_every_s) == (30.0, tmp_path, 120.0)
-        assert heap.active == ["warm_up", "malloc_arenas=2", "malloc_trim", "tracemalloc"]
+        assert heap.active == ["warm_up", "malloc_arenas=2", "mmap_threshold=128KiB", "malloc_trim", "tracemalloc"]
 
     @pytest.mark.parametrize("flags, named", [(("--malloc-trim-every-s", "-1"), "--malloc-trim-every-s"),
                                               (("--tracemalloc-every-s", "0"), "--tracemalloc-every-s"),
-                                              (("--malloc-arenas", "-1"), "--malloc-arenas")])
+                                              (("--malloc-arenas", "-1"), "--malloc-arenas"),
+                                              (("--malloc-mmap-threshold-kib", "-1"), "--malloc-mmap-threshold-kib"),
+                                              (("--malloc-mmap-threshold-kib", "40000"),
+                                               "--malloc-mmap-threshold-kib")])
     def test_bad_values_name_the_flag(self, flags: tuple[str, ...], named: str):
         with pytest.raises(ValueError, match=named):
             heap_from_args(_args(*flags))
@@ -67,6 +71,30 @@ class TestTrim:
 
     def test_glibc_takes_the_arena_cap(self):
         assert limit_arenas(2) is True
+
+    @pytest.mark.parametrize("fixed", [True, False])
+    def test_a_fixed_mmap_threshold_does_not_slide_after_a_large_free(self, fixed: bool):
+        """glibc alone raises its threshold to the largest mmapped block freed, so a 1 MiB buffer allocated after
+        a 4 MiB one is freed comes from the heap; pinned, it is still mmapped (and goes back to the kernel when
+        freed). Counted by mallinfo2's mmapped-block count, in a fresh process (the threshold is per process)."""
+        code = ("import ctypes, sys\n"
+                "from adapters.reference.heap import fix_mmap_threshold\n"
+                "class Info(ctypes.Structure):\n"
+                "    _fields_ = [(n, ctypes.c_size_t) for n in ('arena', 'ordblks', 'smblks', 'hblks', 'hblkhd', "
+                "'usmblks', 'fsmblks', 'uordblks', 'fordblks', 'keepcost')]\n"
+                "libc = ctypes.CDLL('libc.so.6')\n"
+                "libc.mallinfo2.restype = Info\n"
+                "if sys.argv[1] == 'fixed':\n"
+                "    assert fix_mmap_threshold(128) is True\n"
+                "big = bytearray(4 << 20)\n"
+                "del big\n"
+                "before = libc.mallinfo2().hblks\n"
+                "buf = bytearray(1 << 20)\n"
+                "print(libc.mallinfo2().hblks - before)\n")
+        done = subprocess.run([sys.executable, "-c", code, "fixed" if fixed else "glibc"], cwd=REPO,
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert int(done.stdout) == (1 if fixed else 0)
 
 
 class TestSnapshots:
@@ -104,7 +132,7 @@ def test_server_trims_and_snapshots(tmp_path: Path):
                 break
             assert time.monotonic() < deadline, f"the heap chores did not run:\n{text}"
             time.sleep(0.05)  # polling another process's counters, not synchronising threads
-    assert "heap=warm_up,malloc_arenas=2,malloc_trim,tracemalloc" in server.stderr.read_text()
+    assert "heap=warm_up,malloc_arenas=2,mmap_threshold=128KiB,malloc_trim,tracemalloc" in server.stderr.read_text()
     assert (snaps / "tracemalloc-000.txt").is_file() and (snaps / "tracemalloc-001.txt").is_file()
 
 
