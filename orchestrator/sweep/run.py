@@ -55,7 +55,7 @@ from orchestrator.sweep.batch import batch_rows, parse_batch_key, phase_name
 from orchestrator.sweep.judge import Baseline, PointRequest, judge_point, point_stats, saturation_signs, worst
 from orchestrator.sweep.planned import baseline_sample, planned_durations
 from orchestrator.sweep.power import plan
-from orchestrator.sweep.search import Judged, conclude, next_batch
+from orchestrator.sweep.search import Judged, conclude, gated_tail, next_batch
 from orchestrator.sweep.watch import PointWatch
 
 __all__ = ["SweepOptions", "sweep"]
@@ -96,8 +96,8 @@ class _Point(msgspec.Struct, kw_only=True):
 
 class _Load(msgspec.Struct, kw_only=True):
     """One window of a batch: its load (a concurrency or a rate) and the point its requests go to. A `gated`
-    load is a rerun only a verdict can call for: it waits at its gate until the batch's other loads are judged,
-    then runs or is skipped (no window, nothing sent)."""
+    load is a run only a verdict can call for (a rerun, a midpoint, a midpoint's rerun): it waits at its gate
+    until every load before it is judged, then runs or is skipped (no window, nothing sent)."""
 
     window: str
     concurrency: int | None
@@ -107,10 +107,12 @@ class _Load(msgspec.Struct, kw_only=True):
     gated: bool = False
 
 
-# Deciding the gated reruns waits for every other load's profiling requests to be correlated; once AIPerf waits
-# at the first gate, at most this long beyond the match timeout, then every gated rerun is skipped (and a rerun
-# the verdicts call for costs an AIPerf process of its own, as before gates).
+# Deciding a gated load waits for the profiling requests of every load before it that ran to be correlated; once
+# AIPerf waits at its gate, at most this long beyond the match timeout, then every gated load left is skipped (and
+# a run the verdicts call for costs an AIPerf process of its own, as before gates).
 _GATE_WAIT_S = 2.0
+# A gated load runs only where its planned time and AIPerf's exit after it fit in --max-duration's time left.
+_EXIT_S = 2.0
 
 
 def _resolve(cfg: Config, opts: SweepOptions) -> Config:
@@ -175,13 +177,14 @@ class _Sweeper:
         self.batches = 0
 
     async def load_batch(self, loads: list[_Load], *, deadline_s: float,
-                         decide: Callable[[dict[str, list[PointRequest]]], set[str]] | None = None,
+                         decide: Callable[[_Load, dict[str, list[PointRequest]]], bool] | None = None,
                          match_timeout_s: float = 5.0) -> None:
         """The loads as the phases of one AIPerf process (its start-up paid once), each its own window, in order:
         AIPerf starts a load's warmup once the previous load's requests have all returned. No early stop: a
-        stop would end every later load too (see stop_early). Gated loads (last) wait at their gates until every
-        other load's profiling requests are in; `decide` (given them by window) names the gated windows to run,
-        the others are skipped and leave no trace in their point."""
+        stop would end every later load too (see stop_early). Gated loads (after the planned ones) wait at their
+        gates; each is decided in turn, once the profiling requests of every load before it that ran are in:
+        `decide` (given the load and those requests by window) says whether it runs. A skipped load leaves no
+        trace in its point."""
         cfg = self.run.config
         self.batches += 1
         work = self.run.run_dir / "aiperf" / f"batch{self.batches}"
@@ -230,31 +233,39 @@ class _Sweeper:
                                                queueing_ratio=cfg.sweep.queueing_ratio)
 
     async def _gatekeep(self, gates: PhaseGates, loads: list[_Load], watches: list[PointWatch],
-                        decide: Callable[[dict[str, list[PointRequest]]], set[str]], wait_s: float) -> None:
-        """Decide the gated loads once every other load's profiling requests are in (run or skip each, said on
-        stderr); if they are not all in `wait_s` after AIPerf reached the first gate, skip every gated load."""
+                        decide: Callable[[_Load, dict[str, list[PointRequest]]], bool], wait_s: float) -> None:
+        """Decide the gated loads one after another, each once the loads before it that ran have all their
+        profiling requests in (the run or the skip said on stderr for those that run); if they are not in `wait_s`
+        after AIPerf reached its gate, skip every gated load left."""
         rpp = self.run.config.sweep.requests_per_point
-        planned = [(load, watch) for load, watch in zip(loads, watches, strict=True) if not load.gated]
-        names = {phase_name(load.window): load for load in loads if load.gated}
-        limit: float | None = None
-        while True:
-            if all(len(watch.requests) >= rpp for _, watch in planned):
-                run = decide({load.window: list(watch.requests) for load, watch in planned})
-                for name, load in names.items():
-                    gates.decide(name, run=load.window in run)
-                said = "; ".join(f"{load.window.split('/', 1)[1]} {'runs' if load.window in run else 'skipped'}"
-                                 for load in names.values())
-                print(f"sweep: reruns at the gate, from the verdicts so far: {said}", file=sys.stderr, flush=True)
-                return
-            if limit is None and gates.reached(next(iter(names))):
-                limit = anyio.current_time() + wait_s
-            if limit is not None and anyio.current_time() > limit:
-                gates.close()
-                await self.run.bus.publish(Warned(source="sweep", code="sweep_gate_timed_out", message=(
-                    f"the batch's requests were not all in {wait_s:g} s after AIPerf reached its gated reruns; "
-                    "they are skipped, and a rerun the verdicts call for runs in an AIPerf process of its own")))
-                return
-            await anyio.sleep(0.01)
+        pairs = list(zip(loads, watches, strict=True))
+        skipped: list[str] = []
+        for i, (load, _) in enumerate(pairs):
+            if not load.gated:
+                continue
+            name = phase_name(load.window)
+            before = [(ld, w) for ld, w in pairs[:i] if not ld.gated or gates.ran(phase_name(ld.window))]
+            limit: float | None = None
+            while not all(len(w.requests) >= rpp for _, w in before):
+                if limit is None and gates.reached(name):
+                    limit = anyio.current_time() + wait_s
+                if limit is not None and anyio.current_time() > limit:
+                    gates.close()
+                    await self.run.bus.publish(Warned(source="sweep", code="sweep_gate_timed_out", message=(
+                        f"the requests before {load.window} were not all in {wait_s:g} s after AIPerf reached its "
+                        "gate; it and the gated loads after it are skipped, and a run the verdicts call for runs in "
+                        "an AIPerf process of its own")))
+                    return
+                await anyio.sleep(0.01)
+            run = decide(load, {ld.window: list(w.requests) for ld, w in before})
+            gates.decide(name, run=run)
+            if run:
+                print(f"sweep: at its gate, from the verdicts so far: {load.window.split('/', 1)[1]} runs",
+                      file=sys.stderr, flush=True)
+            else:
+                skipped.append(load.window.split("/", 1)[1])
+        if skipped:
+            print(f"sweep: skipped at their gates: {', '.join(skipped)}", file=sys.stderr, flush=True)
 
     async def load(self, window: str, *, concurrency: int | None, rate: float | None, deadline_s: float,
                    into: _Point, baseline: Baseline | None, early_stop: bool) -> None:
@@ -361,9 +372,9 @@ async def _sweep(run: RunScope, opts: SweepOptions, toolkit: Toolkit, model: Mod
         # A point cut short by the sweep's time loses its requests in flight: one that cannot finish is not started.
         if not (values := walk.fit(values[:1] if sw.stop_early else values, base=need_base)):
             break
-        await walk.batch(values, base=need_base)
+        ran = await walk.batch(values, base=need_base)
         need_base = False
-        for value in dict.fromkeys(values):
+        for value in ran:
             await walk.judge(value)
     not_run = [v for v in sw.points if v not in judged and not _above_failure(v, judged)]
     concluded = conclude(judged, mode=sw.mode, not_run=not_run, points=list(sw.points))
@@ -485,30 +496,31 @@ class _Walk:
             out.append(value)
         return out
 
-    async def batch(self, values: list[float], *, base: bool) -> None:
-        """One batch: the baseline window first when asked, then each value's next run."""
+    async def batch(self, values: list[float], *, base: bool) -> list[float]:
+        """One batch: the baseline window first when asked, then each value's next run, then the gated loads
+        (`gated_tail`); the values that ran, ascending."""
         cfg = self.scope.config
         sw = cfg.sweep
         loads = [_Load(window=f"{self.model.name}/baseline", concurrency=1, rate=None, into=self.base)] if base else []
         for value in values:
             loads.append(self._load(value, loads, gated=False))
+        # A point first tried in this batch's gated loads joins the sweep's points only if it ran.
+        pending: dict[float, _Point] = {}
         if not sw.stop_early:
-            # A rerun only a verdict can call for: each point of the batch that could still be rerun gets one,
-            # gated, after the planned loads (ascending), so that it needs no AIPerf process of its own.
-            gated: list[float] = []
-            for value in sorted(dict.fromkeys(values)):
-                point = self.points[value]
-                if len(point.windows) + values.count(value) > sw.repeats:
-                    continue
-                if len(self.fit([*values, *gated, value], base=base)) < len(values) + len(gated) + 1:
-                    break  # --max-duration: a gated rerun that could not finish in time is not written in
-                gated.append(value)
-            loads += [self._load(value, loads, gated=True) for value in gated]
+            # The runs only a verdict can call for (reruns, the midpoint, its rerun), each behind a gate after the
+            # planned loads, so that none needs an AIPerf process of its own. Written in whatever --max-duration
+            # leaves: each gate lets its load run only where it still fits in the time left.
+            runs = {v: len(p.windows) for v, p in self.points.items()}
+            tail = gated_tail(values, runs, self.judged, mode=sw.mode, repeats=sw.repeats, refine=sw.refine)
+            for value in tail:
+                if value not in self.points:
+                    pending.setdefault(value, _Point())
+                loads.append(self._load(value, loads, gated=True, pending=pending))
         t0, spans = time.monotonic(), sum(load.into.span_s for load in loads)
         deadline = max(1.0, min(cfg.workload.deadline_s * len(loads), self.left_s()))
         if not sw.stop_early:
             await self.sweeper.load_batch(loads, deadline_s=deadline, match_timeout_s=self.match_timeout_s,
-                                          decide=lambda seen: self._reruns(loads, seen))
+                                          decide=lambda load, seen: self._gate(load, loads, seen, pending, t0))
             self.baseline = self._reference() if base else self.baseline
         else:  # each load its own AIPerf process, so that a stop ends only the point that broke an SLO
             for load in loads:
@@ -516,44 +528,59 @@ class _Walk:
                                         deadline_s=max(1.0, min(cfg.workload.deadline_s, self.left_s())),
                                         into=load.into, baseline=self.baseline, early_stop=load.into is not self.base)
                 self.baseline = self._reference() if load.into is self.base else self.baseline
+        for value, point in sorted(pending.items()):
+            if point.windows:
+                self.points[value] = point
+        ran = [load for load in loads if load.window in load.into.windows]
         elapsed = time.monotonic() - t0
         spent = sum(load.into.span_s for load in loads) - spans
-        self.overhead_s = max(_START_S, (elapsed - spent) / (len(loads) if sw.stop_early else 1))
-        self.point_s = max(0.0, elapsed - self.overhead_s) / len(loads)
+        self.overhead_s = max(_START_S, (elapsed - spent) / (len(ran) if sw.stop_early else 1))
+        self.point_s = max(0.0, elapsed - self.overhead_s) / max(1, len(ran))
+        return sorted({load.value for load in ran if load.into is not self.base})
 
-    def _load(self, value: float, loads: list[_Load], *, gated: bool) -> _Load:
+    def _load(self, value: float, loads: list[_Load], *, gated: bool,
+              pending: dict[float, _Point] | None = None) -> _Load:
         """The point's next run after `loads` (its runs in this same batch counted)."""
         sw = self.scope.config.sweep
-        point = self.points.setdefault(value, _Point())
+        point = pending[value] if pending and value in pending else self.points.setdefault(value, _Point())
         queued = sum(1 for load in loads if load.into is point)
         return _Load(window=_window(self.model.name, sw.mode, value, len(point.windows) + queued + 1),
                      concurrency=int(value) if sw.mode == "concurrency" else None,
                      rate=value if sw.mode == "rate" else None, into=point, value=value, gated=gated)
 
-    def _reruns(self, loads: list[_Load], seen: dict[str, list[PointRequest]]) -> set[str]:
-        """The gated loads' windows to run: each point judged on its runs so far and this batch's (`seen`, by
-        window), as `judge` will, and the reruns the search then asks for (next_batch's, below the lowest
-        failure). Decides nothing by itself: the journaled verdicts come after the batch, from every request."""
+    def _gate(self, load: _Load, loads: list[_Load], seen: dict[str, list[PointRequest]],
+              pending: dict[float, _Point], t0: float) -> bool:
+        """Whether the gated `load` runs: every point judged on its runs so far and this batch's that ran (`seen`,
+        by window), as `judge` will, and run where the search would run that point next (`next_batch`) with each
+        earlier run of the point in this batch run too, and its planned time fitting in the time left. Decides no
+        verdict by itself: the journaled verdicts come after the batch, from every request."""
         cfg = self.scope.config
         sw = cfg.sweep
-        planned = [load for load in loads if not load.gated]
+        ran = [ld for ld in loads if ld.window in seen]
+        mine_before = [ld for ld in loads[:loads.index(load)] if ld.into is load.into]
+        if any(ld.window not in seen for ld in mine_before):
+            return False  # an earlier run of this point was skipped: this one is not its next run
         baseline = self.baseline
-        if any(load.into is self.base for load in planned):
-            base = [r for load in planned if load.into is self.base for r in seen.get(load.window, [])]
+        if any(ld.into is self.base for ld in ran):
+            base = [r for ld in ran if ld.into is self.base for r in seen[ld.window]]
             baseline = Baseline.of(base) if self.base.balanced and base else None
         judged = dict(self.judged)
-        for value, point in sorted(self.points.items()):
-            mine = [load for load in planned if load.into is point]
+        for value, point in sorted({**self.points, **pending}.items()):
+            mine = [ld for ld in ran if ld.into is point]
             if not mine:
                 continue
-            requests = point.requests + [r for load in mine for r in seen.get(load.window, [])]
+            requests = point.requests + [r for ld in mine for r in seen[ld.window]]
             if baseline is None and sw.mode == "concurrency" and value == 1 and point.balanced:
                 baseline = Baseline.of(requests)
             checks = judge_point(requests, cfg.slo, baseline, self.model.correctness)
             outcome = worst([c.outcome for c in checks]) if point.balanced else "inconclusive"
             judged[value] = Judged(outcome=outcome, runs=len(point.windows) + len(mine), checks=checks)
-        want = set(next_batch(sw.points, judged, mode=sw.mode, repeats=sw.repeats, refine=sw.refine))
-        return {load.window for load in loads if load.gated and load.value in want}
+        if load.value not in next_batch(sw.points, judged, mode=sw.mode, repeats=sw.repeats, refine=sw.refine):
+            return False
+        per = sw.requests_per_point + cfg.workload.warmup_requests
+        # Closed loop has no planned time: the batch's own pace so far (or the last batch's) stands for it.
+        need_s = per / load.value if sw.mode == "rate" else max(self.point_s, (time.monotonic() - t0) / max(1, len(ran)))
+        return need_s + _EXIT_S <= self.left_s()
 
     def _reference(self) -> Baseline | None:
         return Baseline.of(self.base.requests) if self.base.balanced and self.base.requests else None

@@ -14,7 +14,7 @@ import msgspec
 
 from orchestrator.events import SloCheck, SweepConcluded
 
-__all__ = ["Judged", "next_point", "next_batch", "conclude", "unit_of"]
+__all__ = ["Judged", "next_point", "next_batch", "gated_tail", "conclude", "unit_of"]
 
 _NAMES = {"p99_latency": "p99 client latency", "p90_latency": "p90 client latency",
           "p99_model_call": "p99 model_call_ms", "error_rate": "error rate", "answers": "answers",
@@ -106,6 +106,34 @@ def next_batch(points: Sequence[float], judged: Mapping[float, Judged], *, mode:
         return fresh * max(1, min(runs, 1 + repeats))
     mid = _next_midpoint(points, judged, lowest_fail, mode=mode, refine=refine)
     return [] if mid is None else [mid]
+
+
+def gated_tail(values: Sequence[float], runs: Mapping[float, int], judged: Mapping[float, Judged], *, mode: str,
+               repeats: int, refine: int) -> list[float]:
+    """The loads a batch of `values` carries behind gates, after them, in the order they are decided: every
+    run `next_batch` could ask once the batch's verdicts are in, so that it needs no AIPerf process of its own.
+    `runs` counts each point's runs before the batch (0 or absent: none); `judged` holds the earlier batches'
+    verdicts.
+
+    First one rerun of each point of the batch that may still be rerun (ascending). Then, where `refine` allows
+    a midpoint, each midpoint between two neighbours among the points known (the batch's among them) that is not
+    known yet and could still halve a bracket (its lower neighbour not at or above an earlier failure), each
+    followed by its `repeats` reruns. Each gate asks `next_batch` on everything judged by then, so a midpoint
+    runs only once the reruns before it leave it the next run. Deeper midpoints (`refine` > 1) are not
+    carried: the search runs them in a batch of their own."""
+    counts = {v: values.count(v) for v in dict.fromkeys(values)}
+    tail = [v for v in sorted(counts) if runs.get(v, 0) + counts[v] <= repeats]
+    if refine < 1:
+        return tail
+    failing = [v for v, j in judged.items() if j.outcome == "fail"]
+    lowest_fail = min(failing) if failing else None
+    known = sorted({*runs, *values})
+    for low, high in zip(known, known[1:], strict=False):
+        mid = _midpoint(low, high, mode)
+        if mid is None or mid in runs or (lowest_fail is not None and low >= lowest_fail):
+            continue
+        tail += [mid] * (1 + repeats)
+    return tail
 
 
 def _next_midpoint(points: Sequence[float], judged: Mapping[float, Judged], lowest_fail: float | None, *, mode: str,

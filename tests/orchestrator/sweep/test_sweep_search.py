@@ -8,7 +8,7 @@ import random
 from orchestrator.config import CorrectnessCriteria, SloConfig
 from orchestrator.events import SloCheck
 from orchestrator.sweep.judge import PointRequest, judge_point, worst
-from orchestrator.sweep.search import Judged, conclude, next_batch, next_point
+from orchestrator.sweep.search import Judged, conclude, gated_tail, next_batch, next_point
 
 PASS = Judged(outcome="pass")
 FAIL = Judged(outcome="fail", checks=[SloCheck(slo="p99_latency", outcome="fail", reason="p99 9100 ms > 8000 ms")])
@@ -195,3 +195,107 @@ class TestConclude:
         """The first point breaks an SLO: none_passed, no capacity."""
         c = conclude({1.0: FAIL, 2.0: FAIL}, mode="concurrency")
         assert c.outcome == "none_passed" and c.capacity is None and c.unit == "concurrent requests"
+
+
+def _gated_walk(points: list[float], script: dict[float, list[str]], *, gates: bool, repeats: int = 1,
+                refine: int = 1) -> tuple[dict[float, Judged], list[list[float]]]:
+    """The walk as `aqbench sweep` runs it: a batch per AIPerf process, its planned loads, then (with `gates`) its
+    gated tail, each gated load decided in turn on every verdict so far (next_batch), a point's later run only
+    after its earlier one in the batch ran. `script` gives each point's outcome run by run. Returns the verdicts
+    and, per AIPerf process, the loads that ran."""
+    judged: dict[float, Judged] = {}
+    runs: dict[float, int] = {}
+    processes: list[list[float]] = []
+
+    def run(value: float) -> None:
+        runs[value] = runs.get(value, 0) + 1
+        outcome = script[value][min(runs[value], len(script[value])) - 1]
+        judged[value] = Judged(outcome=outcome, runs=runs[value], checks=FAIL.checks if outcome == "fail" else [])
+
+    while values := next_batch(points, judged, mode="rate", repeats=repeats, refine=refine):
+        tail = gated_tail(values, runs, judged, mode="rate", repeats=repeats, refine=refine) if gates else []
+        ran: list[float] = []
+        for value in values:
+            run(value)
+            ran.append(value)
+        skipped: set[float] = set()
+        for value in tail:
+            if value in skipped or value not in next_batch(points, judged, mode="rate", repeats=repeats,
+                                                           refine=refine):
+                skipped.add(value)
+                continue
+            run(value)
+            ran.append(value)
+        processes.append(ran)
+    return judged, processes
+
+
+class TestGatedTail:
+    def test_the_tail_holds_reruns_then_each_midpoint_with_its_rerun(self) -> None:
+        assert gated_tail([1.0, 2.0, 4.0, 8.0], {}, {}, mode="rate", repeats=1, refine=1) == [
+            1.0, 2.0, 4.0, 8.0, 1.5, 1.5, 3.0, 3.0, 6.0, 6.0]
+        # No midpoint without refine; no rerun for a point the batch already runs 1 + repeats times.
+        assert gated_tail([1.0, 2.0, 1.0], {}, {}, mode="rate", repeats=1, refine=0) == [2.0]
+        # Concurrency midpoints are whole: nothing lies between 1 and 2.
+        assert gated_tail([1.0, 2.0, 4.0], {}, {}, mode="concurrency", repeats=1, refine=1) == [1.0, 2.0, 4.0, 3.0, 3.0]
+        # A later batch: midpoints among every point known, none above an earlier failure or already run.
+        judged = {1.0: PASS, 2.0: PASS, 4.0: UNDECIDED, 8.0: FAIL}
+        assert gated_tail([4.0], {1.0: 1, 2.0: 1, 4.0: 1, 8.0: 1}, judged, mode="rate", repeats=1, refine=1) == [
+            1.5, 1.5, 3.0, 3.0, 6.0, 6.0]
+
+    def test_a_boundary_point_then_its_midpoint_run_in_one_aiperf_process(self) -> None:
+        """8 undecided, then broken on its rerun; the midpoint 6 undecided, then held on its rerun. Without gates
+        that took three AIPerf processes (grid; rerun with the midpoint beside it; the midpoint's rerun); with the
+        tail, one, and the same bracket."""
+        script = {1.0: ["pass"], 2.0: ["pass"], 4.0: ["pass"], 8.0: ["inconclusive", "fail"],
+                  6.0: ["inconclusive", "pass"]}
+        plain, before = _gated_walk([1.0, 2.0, 4.0, 8.0], script, gates=False)
+        judged, processes = _gated_walk([1.0, 2.0, 4.0, 8.0], script, gates=True)
+        assert before == [[1.0, 2.0, 4.0, 8.0], [8.0], [6.0], [6.0]]
+        assert processes == [[1.0, 2.0, 4.0, 8.0, 8.0, 6.0, 6.0]]
+        for verdicts in (plain, judged):
+            c = conclude(verdicts, mode="rate", points=[1.0, 2.0, 4.0, 8.0])
+            assert (c.outcome, c.capacity, c.lowest_failing) == ("bracketed", 6.0, 8.0)
+
+    def test_a_midpoint_is_decided_after_the_reruns_before_it(self) -> None:
+        """2 undecided then held, 4 broke at once: the midpoint is 3 (2's rerun decided first), not the 1.5 the
+        batch-wide guess beside the reruns took; nothing else runs, and a sweep that needs nothing more runs
+        nothing behind its gates."""
+        script = {1.0: ["pass"], 2.0: ["inconclusive", "pass"], 4.0: ["fail"], 8.0: ["fail"], 3.0: ["fail"],
+                  1.5: ["pass"]}
+        judged, processes = _gated_walk([1.0, 2.0, 4.0, 8.0], script, gates=True)
+        assert processes == [[1.0, 2.0, 4.0, 8.0, 2.0, 3.0]]
+        c = conclude(judged, mode="rate", points=[1.0, 2.0, 4.0, 8.0])
+        assert (c.outcome, c.capacity, c.lowest_failing) == ("bracketed", 2.0, 3.0)
+        held = {v: ["pass"] for v in (1.0, 2.0, 4.0, 8.0)}
+        assert _gated_walk([1.0, 2.0, 4.0, 8.0], held, gates=True)[1] == [[1.0, 2.0, 4.0, 8.0]]
+
+    def test_seeded_knees_are_found_in_one_process_and_never_a_wider_bracket(self) -> None:
+        """Seeded scripts over a grid (a knee anywhere, points near it undecided once or twice before their true
+        outcome): the gated walk runs in one AIPerf process; it brackets wherever the plain walk does, around the
+        knee, never wider. (It can be narrower: the plain walk's midpoint beside a rerun guesses the rerun stays
+        undecided, and a midpoint left undecided below a passing rerun leaves the capacity below it.)"""
+        rng = random.Random(7)
+        grid = [1.0, 2.0, 4.0, 8.0, 16.0]
+        fewer = narrower = 0
+        for _ in range(300):
+            knee = rng.uniform(0.5, 20.0)
+            script: dict[float, list[str]] = {}
+            for v in [*grid, 1.5, 3.0, 6.0, 12.0]:
+                near = abs(v - knee) / knee < 0.3
+                final = "pass" if v < knee else "fail"
+                script[v] = (["inconclusive"] * rng.choice([1, 2]) + [final]) if near else [final]
+            plain, before = _gated_walk(grid, script, gates=False)
+            gated, after = _gated_walk(grid, script, gates=True)
+            p, g = conclude(plain, mode="rate", points=grid), conclude(gated, mode="rate", points=grid)
+            if g.outcome == "bracketed":
+                assert g.capacity is not None and g.lowest_failing is not None
+                assert g.capacity < knee < g.lowest_failing
+            if p.outcome == "bracketed":
+                assert p.capacity is not None and p.lowest_failing is not None
+                assert g.outcome == "bracketed"
+                assert g.lowest_failing - g.capacity <= p.lowest_failing - p.capacity
+                narrower += g.lowest_failing - g.capacity < p.lowest_failing - p.capacity
+            assert len(after) == 1
+            fewer += len(before) > 1
+        assert fewer > 250 and narrower > 0
