@@ -1,7 +1,7 @@
 """Sweep wall time against the sum of its points' planned durations (issue 33's target: at most 1.10x).
 
 Usage: flock /tmp/aqbench-heavy.lock .venv/bin/python bench/sweep_wall.py [--rates 2,4] [--requests 60] [--both]
-       [--keep DIR]   (set PYTHONPATH to the tree to measure)
+       [--keep DIR] [--server-args "--fault-latency-ms 300"]   (set PYTHONPATH to the tree to measure)
 
 Runs a real `aqbench sweep` (real AIPerf 0.13.0, the shipped reference server) on a temporary copy of bench.toml,
 then reads its journal and prints, from that one run:
@@ -16,7 +16,8 @@ then reads its journal and prints, from that one run:
 - per AIPerf process (a batch of points, its phases): its start-up (spawn to first request) and exit (last
   request's end to exit); per window: its phase's start after the previous window's last request (for a gated
   rerun: the wait for the verdict that runs it), its sending.
-`--per-point` runs each point in its own AIPerf process instead (`[sweep] stop_early = true`, the one path that
+`--server-args` appends flags to the reference server's argv (a fault latency puts a knee among the rates, so
+that the sweep's midpoint runs). `--per-point` runs each point in its own AIPerf process instead (`[sweep] stop_early = true`, the one path that
 still does so; a clean server breaks no SLO at the rates used, so no point is stopped early). `--both` runs the
 batched sweep and then the per-point one, side by side.
 """
@@ -48,8 +49,13 @@ AQBENCH = Path(sys.executable).with_name("aqbench")
 TARGET = 1.10
 
 
-def _config(tmp: Path, per_point: bool) -> Path:
+def _config(tmp: Path, per_point: bool, server_args: list[str] | None = None) -> Path:
     text = (ROOT / "bench.toml").read_text().replace('output_dir = "runs"', f'output_dir = "{tmp / "runs"}"')
+    if server_args:  # appended to the first argv (the served model's [server]), not [models.reference]'s
+        head, sep, rest = text.partition('"--replicas", "{replicas}"')
+        if not sep:
+            raise SystemExit("bench.toml's [server] argv does not end with --replicas {replicas}")
+        text = head + sep + "".join(f', "{a}"' for a in server_args) + rest
     if per_point and "\n[sweep]\n" in text:
         text = text.replace("\n[sweep]\n", "\n[sweep]\nstop_early = true\n", 1)
     elif per_point:
@@ -131,10 +137,11 @@ def analyse(events: list[AnyEvent], wall: float) -> float:
     return wall / planned
 
 
-def _run(rates: str, requests: int, per_point: bool, keep: Path | None = None) -> int:
+def _run(rates: str, requests: int, per_point: bool, keep: Path | None = None,
+         server_args: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="aqbench-sweep-wall-") as d:
         tmp = Path(d)
-        cfg = _config(tmp, per_point)
+        cfg = _config(tmp, per_point, server_args)
         load0 = os.getloadavg()[0]
         t0 = time.monotonic()
         proc = subprocess.run([str(AQBENCH), "--log-level", "warning", "sweep", "--config", str(cfg), "--rates",
@@ -165,6 +172,7 @@ def main() -> int:
     ap.add_argument("--per-point", action="store_true", help="each point its own AIPerf process")
     ap.add_argument("--both", action="store_true", help="batched, then per-point, side by side")
     ap.add_argument("--keep", type=Path, help="copy each sweep's events.jsonl into this folder")
+    ap.add_argument("--server-args", default="", help="flags appended to the reference server's argv")
     ap.add_argument("--journal", type=Path, help="analyse this finished sweep's events.jsonl instead of running one")
     args = ap.parse_args()
     if args.journal:
@@ -172,7 +180,7 @@ def main() -> int:
         analyse(events, (events[-1].ts_ns - events[0].ts_ns) / 1e9)
         return 0
     sides = [False, True] if args.both else [args.per_point]
-    return max(_run(args.rates, args.requests, per_point, args.keep) for per_point in sides)
+    return max(_run(args.rates, args.requests, per_point, args.keep, args.server_args.split()) for per_point in sides)
 
 
 if __name__ == "__main__":
