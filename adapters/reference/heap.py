@@ -1,8 +1,9 @@
 """Heap care for the reference server: glibc's arena cap and mmap threshold, periodic `malloc_trim`, and tracemalloc
 snapshot differences.
 
-`limit_arenas` caps glibc's malloc arenas (on by default: 2). `fix_mmap_threshold` pins the size from which glibc
-serves a block by mmap (on by default: 128 KiB). Trims and snapshots are off by default. `trim_heap` returns freed arena memory to the kernel (glibc only; elsewhere a no-op
+`limit_arenas` caps glibc's malloc arenas (on by default: 2). `trim_heap` every 10 s returns freed heap pages (on by
+default). `fix_mmap_threshold` pins the size from which glibc serves a block by mmap, and snapshots trace Python
+allocations (both off by default). `trim_heap` returns freed arena memory to the kernel (glibc only; elsewhere a no-op
 that says so). `SnapshotWriter` writes, at start and every N seconds, the Python allocation sites that
 grew since start and since the previous snapshot, so growth in our own code is found by its line.
 """
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
-__all__ = ["DEFAULT_ARENAS", "DEFAULT_MMAP_THRESHOLD_KIB", "WARM_UP_ENV", "HeapCounters", "HeapSettings",
+__all__ = ["DEFAULT_ARENAS", "DEFAULT_MMAP_THRESHOLD_KIB", "DEFAULT_TRIM_EVERY_S", "WARM_UP_ENV", "HeapCounters", "HeapSettings",
            "SnapshotWriter", "fix_mmap_threshold", "limit_arenas", "snapshot_every", "trim_every", "trim_heap",
            "warm_up_from_env"]
 
@@ -31,13 +32,16 @@ DEFAULT_ARENAS = 2
 # "0" turns the warm-up pass off wherever the server or its native worker starts (what --no-warm-up does for one
 # server): for runs that spawn many short-lived servers and judge no memory, such as the test suite's.
 WARM_UP_ENV = "AQBENCH_REFERENCE_WARM_UP"
-# glibc's mmap threshold starts at 128 KiB and then slides up to the largest mmapped block freed so far (up to
-# 32 MiB). After the first long clip, every buffer of a long request (its base64 body, the decoded and resampled
-# audio, Whisper's features: 1-3 MiB each) came from the heap instead, and each came back at a new high-water
-# mark between the small blocks kept meanwhile: the 40-minute soak at 1 request/s climbed 5-7 MiB at the long
-# clip of every pass or two (+36.7 MiB/h). Pinned, such buffers go back to the kernel when freed; the price is a
-# few hundred page faults per long request (about 0.1 ms against its 700 ms engine call).
-DEFAULT_MMAP_THRESHOLD_KIB = 128
+# glibc's mmap threshold starts at 128 KiB and then slides up to the largest mmapped block freed (up to 32 MiB).
+# After the first long clip, a long request's buffers (its base64 body, the decoded and resampled audio, Whisper's
+# features: 1-3 MiB each) come from the heap, each at a new high-water mark between the small blocks kept
+# meanwhile: the 40-minute soak at 1 request/s climbed 5-7 MiB at the long clip of every pass or two (+36.7
+# MiB/h). Pinning the threshold at 128 KiB keeps RSS flat but maps and faults in every such block afresh: the
+# engine took 1.5x as long (67 -> 101-112 ms a request over audioqa-v2, engine alone). Off by default: the
+# periodic trim (below) returns those freed pages to the kernel at no measurable cost (67.0 against 67.8 ms).
+DEFAULT_MMAP_THRESHOLD_KIB = 0
+# malloc_trim(0) also releases the free pages inside the heap (madvise), not only its top, in every arena.
+DEFAULT_TRIM_EVERY_S = 10.0
 _M_MMAP_THRESHOLD = -3  # mallopt parameter numbers (malloc.h)
 _M_ARENA_MAX = -8
 _TOP = 40  # allocation sites listed per comparison
@@ -51,7 +55,7 @@ class HeapSettings:
     warm_up: bool = True
     malloc_arenas: int = DEFAULT_ARENAS
     mmap_threshold_kib: int = DEFAULT_MMAP_THRESHOLD_KIB
-    malloc_trim_every_s: float = 0.0
+    malloc_trim_every_s: float = DEFAULT_TRIM_EVERY_S
     tracemalloc_dir: Path | None = None
     tracemalloc_every_s: float = 600.0
 

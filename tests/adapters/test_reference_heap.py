@@ -1,4 +1,5 @@
-"""The reference server's heap flags: --malloc-trim-every-s trims, --tracemalloc-snapshots writes allocation sites."""
+"""The reference server's heap flags: --malloc-trim-every-s trims (every 10 s by default), --malloc-mmap-threshold-kib pins
+glibc's mmap threshold, --tracemalloc-snapshots writes allocation sites."""
 
 from __future__ import annotations
 
@@ -32,18 +33,18 @@ def _metric(text: str, name: str) -> float:
 
 
 class TestFlags:
-    def test_off_by_default(self):
+    def test_defaults(self):
         heap = heap_from_args(_args(), environ={})
-        assert heap.malloc_trim_every_s == 0 and heap.tracemalloc_dir is None
-        assert heap.active == ["warm_up", "malloc_arenas=2", "mmap_threshold=128KiB"]
+        assert heap.malloc_trim_every_s == 10.0 and heap.mmap_threshold_kib == 0 and heap.tracemalloc_dir is None
+        assert heap.active == ["warm_up", "malloc_arenas=2", "malloc_trim"]
 
     def test_warm_up_and_arena_cap_can_be_turned_off(self):
         assert heap_from_args(_args("--no-warm-up", "--malloc-arenas", "0",
-                                         "--malloc-mmap-threshold-kib", "0"), environ={}).active == []
+                                         "--malloc-trim-every-s", "0"), environ={}).active == []
 
     def test_the_environment_turns_the_warm_up_off_and_a_bad_value_is_named(self):
-        assert heap_from_args(_args(), environ={WARM_UP_ENV: "0"}).active == ["malloc_arenas=2", "mmap_threshold=128KiB"]
-        assert heap_from_args(_args(), environ={WARM_UP_ENV: "1"}).active == ["warm_up", "malloc_arenas=2", "mmap_threshold=128KiB"]
+        assert heap_from_args(_args(), environ={WARM_UP_ENV: "0"}).active == ["malloc_arenas=2", "malloc_trim"]
+        assert heap_from_args(_args(), environ={WARM_UP_ENV: "1"}).active == ["warm_up", "malloc_arenas=2", "malloc_trim"]
         with pytest.raises(ValueError, match=f"{WARM_UP_ENV}='off'"):
             heap_from_args(_args(), environ={WARM_UP_ENV: "off"})
 
@@ -51,7 +52,9 @@ class TestFlags:
         heap = heap_from_args(_args("--malloc-trim-every-s", "30", "--tracemalloc-snapshots", str(tmp_path),
                                     "--tracemalloc-every-s", "120"), environ={})
         assert (heap.malloc_trim_every_s, heap.tracemalloc_dir, heap.tracemalloc_every_s) == (30.0, tmp_path, 120.0)
-        assert heap.active == ["warm_up", "malloc_arenas=2", "mmap_threshold=128KiB", "malloc_trim", "tracemalloc"]
+        assert heap.active == ["warm_up", "malloc_arenas=2", "malloc_trim", "tracemalloc"]
+        pinned = heap_from_args(_args("--malloc-mmap-threshold-kib", "128"), environ={})
+        assert pinned.active == ["warm_up", "malloc_arenas=2", "mmap_threshold=128KiB", "malloc_trim"]
 
     @pytest.mark.parametrize("flags, named", [(("--malloc-trim-every-s", "-1"), "--malloc-trim-every-s"),
                                               (("--tracemalloc-every-s", "0"), "--tracemalloc-every-s"),
@@ -132,7 +135,7 @@ def test_server_trims_and_snapshots(tmp_path: Path):
                 break
             assert time.monotonic() < deadline, f"the heap chores did not run:\n{text}"
             time.sleep(0.05)  # polling another process's counters, not synchronising threads
-    assert "heap=warm_up,malloc_arenas=2,mmap_threshold=128KiB,malloc_trim,tracemalloc" in server.stderr.read_text()
+    assert "heap=warm_up,malloc_arenas=2,malloc_trim,tracemalloc" in server.stderr.read_text()
     assert (snaps / "tracemalloc-000.txt").is_file() and (snaps / "tracemalloc-001.txt").is_file()
 
 
