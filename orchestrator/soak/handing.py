@@ -132,7 +132,7 @@ async def _hand_over(soak: _Soak, tg: TaskGroup, sg: SegmentRuns, seg: int, why:
     # Time with no request in flight, as at a window cut: from the predecessor's last answer (not its last
     # start: in concurrency mode the successor waits for the requests still open, and the load never stops).
     gap = max(0.0, (first - answered) / 1e9) if first and answered else None
-    soak.handovers.append((f"{pred} -> {name}", gap))
+    soak.handovers.append((f"{pred} -> {name}", gap, first))
     log.info("soak_handover", predecessor=pred, successor=name, gap_s=gap, reason=why)
     await soak.bus.publish(SoakHandover(
         source="soak", predecessor=pred, successor=name, segment=seg, reason=why, ready_unix_ns=ready,

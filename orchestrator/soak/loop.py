@@ -188,7 +188,7 @@ class _Soak:
         self.segment = 0  # window schedules (segments) started so far: a new one only after a failure
         self._live: SegmentRuns | None = None  # the current segment's runs
         self.launched = 0  # AIPerf runs started so far (several per segment with handovers)
-        self.handovers: list[tuple[str, float | None]] = []  # each handover's name and gap (s), for window_gap
+        self.handovers: list[tuple[str, float | None, int | None]] = []  # name, gap (s), its end (ns): window_gap
         self._aiperf_name = ""  # the running AIPerf run's name ("" between runs)
         self._sent = 0  # requests of the closed windows: where the next AIPerf run's input starts
         self._next_checkpoint = 0.0

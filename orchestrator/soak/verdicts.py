@@ -483,7 +483,7 @@ def judge_soak(windows: Sequence[WindowStats], limits: SoakLimits, *, exits: Seq
                load_span_ns: tuple[int, int] | None = None,
                ratios: Mapping[str, ItemRatioSeries] | None = None,
                first_pass: FirstPass | None = None,
-               handovers: Sequence[tuple[str, float | None]] = (),
+               handovers: Sequence[tuple[str, float | None, int | None]] = (),
                aiperf_generations: Sequence[Generation] = (),
                gap_allowance: GapAllowance = GapAllowance(),
                host_pauses: Sequence[HostPause] = ()) -> list[MetricVerdict]:
@@ -496,7 +496,7 @@ def judge_soak(windows: Sequence[WindowStats], limits: SoakLimits, *, exits: Seq
     on the windows' medians (judge.memory). With `ratios` (each request's ratio to its item's baseline, by
     timing source) and `load_span_ns`, latency drift is judged on them; without, on per-window medians.
     `first_pass` (the load's first pass over its input) cuts the sampled memory span (see _sampled_memory).
-    `handovers`: each AIPerf handover's name and gap (window_gap judges them as it judges the cuts), all beyond
+    `handovers`: each AIPerf handover's name, gap and its end (window_gap judges them as it judges the cuts), all beyond
     `gap_allowance` (open loop: the idle time the schedule itself leaves; verdicts_load.schedule_allowance),
     net of `host_pauses` (a suspended host, in which nothing could send; soak/pauses.py).
     `aiperf_generations`: AIPerf's samples by process (times in s since the epoch); with two or more (a

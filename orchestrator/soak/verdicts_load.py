@@ -74,6 +74,12 @@ def schedule_allowance(request_rate: float | None, arrival_pattern: Literal["con
     return GapAllowance(request_rate=request_rate, arrival_pattern=arrival_pattern)
 
 
+def _handover_gap(name: str, gap_s: float, end_unix_ns: int | None, pauses: list[HostPause]) -> WindowGap:
+    """A handover's gap row, with the host pause inside it (the gap ends at the successor's first request)."""
+    paused = paused_within(pauses, end_unix_ns - round(gap_s * 1e9), end_unix_ns) if end_unix_ns and pauses else 0.0
+    return WindowGap(window=f"handover {name}", gap_s=round(gap_s, 3), paused_s=round(paused, 3))
+
+
 def _cut_gap(w: WindowStats, pauses: list[HostPause]) -> WindowGap:
     """A cut's gap row, with the host pause inside it (the gap ends at the window's first request)."""
     assert w.gap_before_s is not None
@@ -83,18 +89,18 @@ def _cut_gap(w: WindowStats, pauses: list[HostPause]) -> WindowGap:
 
 
 def window_gaps(windows: Sequence[WindowStats], limits: SoakLimits,
-                handovers: Sequence[tuple[str, float | None]] = (),
+                handovers: Sequence[tuple[str, float | None, int | None]] = (),
                 allowance: GapAllowance = GapAllowance(), pauses: Sequence[HostPause] = ()) -> MetricVerdict:
-    """Time without load across each cut (gap_before_s) and each AIPerf handover (`handovers`: its name and
-    gap): each at most `max_window_gap_s`, their sum at most `max_gap_fraction` of the soak (first window's
+    """Time without load across each cut (gap_before_s) and each AIPerf handover (`handovers`: its name, gap and
+    the gap's end, the successor's first request, unix ns): each at most `max_window_gap_s`, their sum at most `max_gap_fraction` of the soak (first window's
     start to last window's end). A handover whose gap is unknown is no cut judged. In open loop each gap is
     judged beyond `allowance` (schedule_allowance: the idle time the rate itself leaves, which a cut at 1
-    request/s would otherwise be failed for); each row keeps its measured gap. A cut's gap is judged net of
-    the host's own pauses inside it (`pauses`: a suspended VM, in which no process could send; the row's
+    request/s would otherwise be failed for); each row keeps its measured gap. A gap (a cut's or a handover's
+    whose end is known) is judged net of the host's own pauses inside it (`pauses`: a suspended VM, in which no process could send; the row's
     `paused_s`, named in the reason)."""
     paused_list = list(pauses)
     rows = [_cut_gap(w, paused_list) for w in windows[1:] if w.gap_before_s is not None]
-    rows += [WindowGap(window=f"handover {name}", gap_s=round(gap, 3)) for name, gap in handovers if gap is not None]
+    rows += [_handover_gap(name, gap, end, paused_list) for name, gap, end in handovers if gap is not None]
     span_s = (windows[-1].end_unix_ns - windows[0].start_unix_ns) / 1e9 if windows else 0.0
 
     allowed = allowance.seconds(len(rows))

@@ -170,10 +170,10 @@ def _window(index: int, issued: int, gap: float | None = 0.0) -> WindowStats:
 class TestVerdicts:
     def test_window_gap_judges_each_handover_gap(self) -> None:
         windows = [_window(1, 5, None), _window(2, 5)]
-        ok = window_gaps(windows, SoakLimits(), [("soak/aiperf01 -> soak/aiperf02", 0.05)])
+        ok = window_gaps(windows, SoakLimits(), [("soak/aiperf01 -> soak/aiperf02", 0.05, None)])
         assert ok.outcome == "pass" and "handover soak/aiperf01 -> soak/aiperf02" in \
             [r.window for r in ok.detail.windows]  # type: ignore[union-attr]
-        bad = window_gaps(windows, SoakLimits(), [("soak/aiperf01 -> soak/aiperf02", 1.5)])
+        bad = window_gaps(windows, SoakLimits(), [("soak/aiperf01 -> soak/aiperf02", 1.5, None)])
         assert bad.outcome == "fail" and "handover soak/aiperf01 -> soak/aiperf02 1.5 s" in bad.reason
 
     def test_open_loop_gaps_are_judged_beyond_the_schedules_own_idle_time(self) -> None:
@@ -196,7 +196,7 @@ class TestVerdicts:
         assert schedule_allowance(None, "constant").seconds(3) == 0.0
         closed = window_gaps(windows, SoakLimits(), allowance=schedule_allowance(None, "constant"))
         assert closed.outcome == "fail" and "soak/w0002 1.04 s" in closed.reason
-        handover = window_gaps(windows, SoakLimits(max_gap_fraction=0.05), [("soak/aiperf01 -> soak/aiperf02", 1.9)],
+        handover = window_gaps(windows, SoakLimits(max_gap_fraction=0.05), [("soak/aiperf01 -> soak/aiperf02", 1.9, None)],
                                constant)
         assert handover.outcome == "pass", handover.reason  # 0.9 s beyond the schedule's second
 

@@ -80,6 +80,22 @@ class TestWindowGapNetOfPauses:
         assert verdict.outcome == "fail" and verdict.detail.windows[0].paused_s == 2.0
 
 
+    def test_a_handover_gap_inside_a_host_pause_is_judged_net_of_it(self) -> None:
+        """A 1.71 s handover gap overlapping a host sample interval in which the host stood still 1.5 s: 0.21 s is
+        the load's: PASS, the row keeping both; the same gap with no pause, or with its end unknown, FAILs."""
+        windows = [_window(1, None, 0.0), _window(2, 0.004, 60.0)]
+        pause = HostPause(start_unix_ns=T0 + 30 * S, end_unix_ns=T0 + round(33.6 * S), paused_s=1.5)
+        handover = ("soak/aiperf01 -> soak/aiperf02", 1.71, T0 + round(32.5 * S))
+        ok = window_gaps(windows, SoakLimits(), [handover], pauses=[pause])
+        assert ok.outcome == "pass", ok.reason
+        assert isinstance(ok.detail, GapDetail)
+        row = ok.detail.windows[-1]
+        assert (row.window, row.gap_s, row.paused_s) == ("handover soak/aiperf01 -> soak/aiperf02", 1.71, 1.5)
+        assert "handover soak/aiperf01 -> soak/aiperf02 1.5 of its 1.71 s" in ok.reason
+        assert window_gaps(windows, SoakLimits(), [handover]).outcome == "fail"
+        assert window_gaps(windows, SoakLimits(), [(*handover[:2], None)], pauses=[pause]).outcome == "fail"
+
+
 @pytest.mark.anyio
 async def test_the_tracker_finds_pauses_in_the_host_samples_on_the_bus() -> None:
     """The soak's tracker folds the host samples' two clocks (stamped by the bus) into pauses as they come."""
