@@ -55,7 +55,7 @@ from orchestrator.sweep.batch import batch_rows, parse_batch_key, phase_name
 from orchestrator.sweep.judge import Baseline, PointRequest, judge_point, point_stats, saturation_signs, worst
 from orchestrator.sweep.planned import baseline_sample, planned_durations
 from orchestrator.sweep.power import plan
-from orchestrator.sweep.search import Judged, conclude, gated_tail, next_batch
+from orchestrator.sweep.search import Judged, conclude, gate_runs, gated_tail, next_batch
 from orchestrator.sweep.watch import PointWatch
 
 __all__ = ["SweepOptions", "sweep"]
@@ -558,8 +558,6 @@ class _Walk:
         sw = cfg.sweep
         ran = [ld for ld in loads if ld.window in seen]
         mine_before = [ld for ld in loads[:loads.index(load)] if ld.into is load.into]
-        if any(ld.window not in seen for ld in mine_before):
-            return False  # an earlier run of this point was skipped: this one is not its next run
         baseline = self.baseline
         if any(ld.into is self.base for ld in ran):
             base = [r for ld in ran if ld.into is self.base for r in seen[ld.window]]
@@ -575,12 +573,12 @@ class _Walk:
             checks = judge_point(requests, cfg.slo, baseline, self.model.correctness)
             outcome = worst([c.outcome for c in checks]) if point.balanced else "inconclusive"
             judged[value] = Judged(outcome=outcome, runs=len(point.windows) + len(mine), checks=checks)
-        if load.value not in next_batch(sw.points, judged, mode=sw.mode, repeats=sw.repeats, refine=sw.refine):
-            return False
         per = sw.requests_per_point + cfg.workload.warmup_requests
         # Closed loop has no planned time: the batch's own pace so far (or the last batch's) stands for it.
         need_s = per / load.value if sw.mode == "rate" else max(self.point_s, (time.monotonic() - t0) / max(1, len(ran)))
-        return need_s + _EXIT_S <= self.left_s()
+        return gate_runs(sw.points, judged, load.value, mode=sw.mode, repeats=sw.repeats, refine=sw.refine,
+                         earlier_skipped=any(ld.window not in seen for ld in mine_before), need_s=need_s + _EXIT_S,
+                         left_s=self.left_s())
 
     def _reference(self) -> Baseline | None:
         return Baseline.of(self.base.requests) if self.base.balanced and self.base.requests else None

@@ -14,7 +14,7 @@ import msgspec
 
 from orchestrator.events import SloCheck, SweepConcluded
 
-__all__ = ["Judged", "next_point", "next_batch", "gated_tail", "conclude", "unit_of"]
+__all__ = ["Judged", "next_point", "next_batch", "gated_tail", "gate_runs", "conclude", "unit_of"]
 
 _NAMES = {"p99_latency": "p99 client latency", "p90_latency": "p90 client latency",
           "p99_model_call": "p99 model_call_ms", "error_rate": "error rate", "answers": "answers",
@@ -134,6 +134,17 @@ def gated_tail(values: Sequence[float], runs: Mapping[float, int], judged: Mappi
             continue
         tail += [mid] * (1 + repeats)
     return tail
+
+
+def gate_runs(points: Sequence[float], judged: Mapping[float, Judged], value: float, *, mode: str, repeats: int,
+              refine: int, earlier_skipped: bool = False, need_s: float = 0.0,
+              left_s: float = float("inf")) -> bool:
+    """Whether a gated run of `value` runs, decided on every verdict so far (`judged`, this batch's runs counted):
+    where the search would run that point next (`next_batch`), none of the point's earlier gated runs in the batch
+    was skipped (then this one is not its next run), and its planned time `need_s` fits in `left_s`."""
+    if earlier_skipped or need_s > left_s:
+        return False
+    return value in next_batch(points, judged, mode=mode, repeats=repeats, refine=refine)
 
 
 def _next_midpoint(points: Sequence[float], judged: Mapping[float, Judged], lowest_fail: float | None, *, mode: str,

@@ -8,7 +8,7 @@ import random
 from orchestrator.config import CorrectnessCriteria, SloConfig
 from orchestrator.events import SloCheck
 from orchestrator.sweep.judge import PointRequest, judge_point, worst
-from orchestrator.sweep.search import Judged, conclude, gated_tail, next_batch, next_point
+from orchestrator.sweep.search import Judged, conclude, gate_runs, gated_tail, next_batch, next_point
 
 PASS = Judged(outcome="pass")
 FAIL = Judged(outcome="fail", checks=[SloCheck(slo="p99_latency", outcome="fail", reason="p99 9100 ms > 8000 ms")])
@@ -220,14 +220,30 @@ def _gated_walk(points: list[float], script: dict[float, list[str]], *, gates: b
             ran.append(value)
         skipped: set[float] = set()
         for value in tail:
-            if value in skipped or value not in next_batch(points, judged, mode="rate", repeats=repeats,
-                                                           refine=refine):
+            if not gate_runs(points, judged, value, mode="rate", repeats=repeats, refine=refine,
+                             earlier_skipped=value in skipped):
                 skipped.add(value)
                 continue
             run(value)
             ran.append(value)
         processes.append(ran)
     return judged, processes
+
+
+class TestGateRuns:
+    def test_a_gate_runs_what_the_search_runs_next_in_the_time_left(self) -> None:
+        """8 undecided: its rerun runs, not a midpoint (no failure yet); not where the point's earlier gated run was
+        skipped, nor where its planned time does not fit in --max-duration's time left."""
+        judged = {1.0: PASS, 2.0: PASS, 4.0: PASS, 8.0: UNDECIDED}
+        points = [1.0, 2.0, 4.0, 8.0]
+        assert gate_runs(points, judged, 8.0, mode="rate", repeats=1, refine=1)
+        assert not gate_runs(points, judged, 6.0, mode="rate", repeats=1, refine=1)
+        assert not gate_runs(points, judged, 8.0, mode="rate", repeats=1, refine=1, earlier_skipped=True)
+        assert not gate_runs(points, judged, 8.0, mode="rate", repeats=1, refine=1, need_s=10.0, left_s=9.9)
+        assert gate_runs(points, judged, 8.0, mode="rate", repeats=1, refine=1, need_s=10.0, left_s=10.0)
+        broken = {**judged, 8.0: Judged(outcome="fail", runs=2, checks=FAIL.checks)}
+        assert gate_runs(points, broken, 6.0, mode="rate", repeats=1, refine=1)
+        assert not gate_runs(points, broken, 8.0, mode="rate", repeats=1, refine=1)
 
 
 class TestGatedTail:
