@@ -38,7 +38,8 @@ WARM_UP_ENV = "AQBENCH_REFERENCE_WARM_UP"
 # meanwhile: the 40-minute soak at 1 request/s climbed 5-7 MiB at the long clip of every pass or two (+36.7
 # MiB/h). Pinning the threshold at 128 KiB keeps RSS flat but maps and faults in every such block afresh: the
 # engine took 1.5x as long (67 -> 101-112 ms a request over audioqa-v2, engine alone). Off by default: the
-# periodic trim (below) returns those freed pages to the kernel at no measurable cost (67.0 against 67.8 ms).
+# periodic trim (below) returns those freed pages to the kernel for less (no cost back to back in the engine
+# alone; 12-23 % beside an untrimmed server). It slows the climb where long requests overlap, not stops it.
 DEFAULT_MMAP_THRESHOLD_KIB = 0
 # malloc_trim(0) also releases the free pages inside the heap (madvise), not only its top, in every arena.
 DEFAULT_TRIM_EVERY_S = 10.0
