@@ -74,18 +74,12 @@ def schedule_allowance(request_rate: float | None, arrival_pattern: Literal["con
     return GapAllowance(request_rate=request_rate, arrival_pattern=arrival_pattern)
 
 
-def _handover_gap(name: str, gap_s: float, end_unix_ns: int | None, pauses: list[HostPause]) -> WindowGap:
-    """A handover's gap row, with the host pause inside it (the gap ends at the successor's first request)."""
+def _gap_row(window: str, gap_s: float, end_unix_ns: int | None, pauses: list[HostPause],
+             segment: int = 0) -> WindowGap:
+    """A gap's row (a cut's or a handover's), with the host pause inside it: the gap ends at `end_unix_ns`, the
+    first request after it (unknown: no pause credited)."""
     paused = paused_within(pauses, end_unix_ns - round(gap_s * 1e9), end_unix_ns) if end_unix_ns and pauses else 0.0
-    return WindowGap(window=f"handover {name}", gap_s=round(gap_s, 3), paused_s=round(paused, 3))
-
-
-def _cut_gap(w: WindowStats, pauses: list[HostPause]) -> WindowGap:
-    """A cut's gap row, with the host pause inside it (the gap ends at the window's first request)."""
-    assert w.gap_before_s is not None
-    end = w.first_request_unix_ns
-    paused = paused_within(pauses, end - round(w.gap_before_s * 1e9), end) if end and pauses else 0.0
-    return WindowGap(window=w.window, gap_s=round(w.gap_before_s, 3), segment=w.segment, paused_s=round(paused, 3))
+    return WindowGap(window=window, gap_s=round(gap_s, 3), segment=segment, paused_s=round(paused, 3))
 
 
 def window_gaps(windows: Sequence[WindowStats], limits: SoakLimits,
@@ -99,8 +93,9 @@ def window_gaps(windows: Sequence[WindowStats], limits: SoakLimits,
     whose end is known) is judged net of the host's own pauses inside it (`pauses`: a suspended VM, in which no process could send; the row's
     `paused_s`, named in the reason)."""
     paused_list = list(pauses)
-    rows = [_cut_gap(w, paused_list) for w in windows[1:] if w.gap_before_s is not None]
-    rows += [_handover_gap(name, gap, end, paused_list) for name, gap, end in handovers if gap is not None]
+    rows = [_gap_row(w.window, w.gap_before_s, w.first_request_unix_ns, paused_list, w.segment)
+            for w in windows[1:] if w.gap_before_s is not None]
+    rows += [_gap_row(f"handover {name}", gap, end, paused_list) for name, gap, end in handovers if gap is not None]
     span_s = (windows[-1].end_unix_ns - windows[0].start_unix_ns) / 1e9 if windows else 0.0
 
     allowed = allowance.seconds(len(rows))

@@ -376,7 +376,8 @@ async def _sweep(run: RunScope, opts: SweepOptions, toolkit: Toolkit, model: Mod
         need_base = False
         for value in ran:
             await walk.judge(value)
-    not_run = [v for v in sw.points if v not in judged and not _above_failure(v, judged)]
+    not_run = [v for v in sw.points if v not in judged and not any(j.outcome == "fail" and u <= v
+                                                                    for u, j in judged.items())]
     concluded = conclude(judged, mode=sw.mode, not_run=not_run, points=list(sw.points))
     await run.bus.publish(msgspec.structs.replace(concluded, source="sweep"))
     await handle.stop()
@@ -448,10 +449,6 @@ class _TimedProbe(ProbeSession):
         if answer.status == 200 and answer.latency_ms > 0 and req in self.requests:
             self.latencies_s.append(answer.latency_ms / 1000.0)
         return answer
-
-
-def _above_failure(value: float, judged: dict[float, Judged]) -> bool:
-    return any(j.outcome == "fail" and v <= value for v, j in judged.items())
 
 
 def _summary(concluded: SweepConcluded, judged: dict[float, Judged]) -> str:
