@@ -93,10 +93,12 @@ class ProbeSession:
                                              reason=reason, detail=detail))
 
 
-async def capability_probe(m: ProbeHost, base_url: str, wire_dir: Path) -> None:
+async def capability_probe(m: ProbeHost, base_url: str, wire_dir: Path, *, in_flight: int = 1) -> None:
     """qualify's capability stage against the server at `base_url`: journaled as the `capability` phase, its
     requests in the window `<model>/capability`; raises StageFailed (status unsupported, blocked or failed)
-    with the evidence when the server cannot do audio QA. `wire_dir` receives the probe's extra requests."""
+    with the evidence when the server cannot do audio QA. `wire_dir` receives the probe's extra requests.
+    `in_flight`: how many of the conditioning pairs' requests are open at once (the route's two requests are
+    always asked one after the other); the answers and their order in the evidence do not depend on it."""
     await m.phase_start("capability")
     ds = m.dataset
     by_key = {(r.item_id, r.arm): r for r in m.requests}
@@ -138,16 +140,22 @@ async def capability_probe(m: ProbeHost, base_url: str, wire_dir: Path) -> None:
             await m.phase_end("capability", "failed", reason, CapabilityPhase(answers_checked=m.answers.checked["capability"]))
             raise StageFailed("capability", status, reason)
 
-        answers: list[ProbeAnswer] = []
-        for item_id in probe_items:
-            for arm in ("audio", "silence"):
-                req = by_key.get((item_id, arm))
-                if req is None:
-                    continue
-                reply = await m.ask(client, req, "capability")
+        asked = [req for item_id in probe_items for arm in ("audio", "silence")
+                 if (req := by_key.get((item_id, arm))) is not None]
+        replies: list[ChatAnswer | None] = [None] * len(asked)
+        limiter = anyio.CapacityLimiter(max(1, in_flight))  # first come, first served: at 1, in manifest order
+
+        async def ask_one(i: int, req: ArmRequest) -> None:
+            async with limiter:
+                replies[i] = reply = await m.ask(client, req, "capability")
                 await m.answers.probe(req, answered_http(reply))
-                answers.append(ProbeAnswer(item_id=item_id, arm=arm, answer=reply.text, status=reply.status,
-                                           request_id=reply.request_id))
+
+        async with anyio.create_task_group() as tg:
+            for i, req in enumerate(asked):
+                tg.start_soon(ask_one, i, req)
+        answers = [ProbeAnswer(item_id=req.item_id, arm=req.arm, answer=reply.text, status=reply.status,
+                               request_id=reply.request_id)
+                   for req, reply in zip(asked, replies, strict=True) if reply is not None]
     await m.close_window("capability")
     checks = [judge_conditioning(ds, pairs, answers), judge_text_only(answers),
               judge_transcription_only([ds.item(i) for i in probe_items], answers)]

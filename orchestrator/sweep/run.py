@@ -412,7 +412,8 @@ async def _probe(run: RunScope, toolkit: Toolkit, model: ModelConfig, dataset: D
                        correlator=correlator, request_timeout_s=cfg.workload.request_timeout_s,
                        max_tokens=cfg.workload.max_tokens)
     try:
-        await capability_probe(host, handle.base_url, run.run_dir / "aiperf" / "wire")
+        await capability_probe(host, handle.base_url, run.run_dir / "aiperf" / "wire",
+                               in_flight=cfg.workload.concurrency or 1)  # its pairs at the workload's concurrency
         probe_s, sampled = list(host.latencies_s), []
         if sample:
             async with host.client(handle.base_url) as client:
@@ -437,8 +438,8 @@ async def _probe(run: RunScope, toolkit: Toolkit, model: ModelConfig, dataset: D
 
 class _TimedProbe(ProbeSession):
     """The capability probe, keeping the latency of each of its answered requests that is one of the sweep's own
-    rows (not the probe's text-only or other-arm variants): what a concurrency-1 request takes on this server,
-    known before any load, to plan the baseline window by."""
+    rows (not the probe's text-only or other-arm variants), known before any load: the baseline window's plan
+    where no sample of its rows was timed (asked at the workload's concurrency, so an estimate only)."""
 
     def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)
