@@ -143,16 +143,20 @@ async def capability_probe(m: ProbeHost, base_url: str, wire_dir: Path, *, in_fl
         asked = [req for item_id in probe_items for arm in ("audio", "silence")
                  if (req := by_key.get((item_id, arm))) is not None]
         replies: list[ChatAnswer | None] = [None] * len(asked)
-        limiter = anyio.CapacityLimiter(max(1, in_flight))  # first come, first served: at 1, in manifest order
+        limiter = anyio.CapacityLimiter(max(1, in_flight))
 
         async def ask_one(i: int, req: ArmRequest) -> None:
             async with limiter:
                 replies[i] = reply = await m.ask(client, req, "capability")
                 await m.answers.probe(req, answered_http(reply))
 
-        async with anyio.create_task_group() as tg:
+        if in_flight <= 1:  # one at a time in this task: an error reaches the caller as itself, not grouped
             for i, req in enumerate(asked):
-                tg.start_soon(ask_one, i, req)
+                await ask_one(i, req)
+        else:
+            async with anyio.create_task_group() as tg:
+                for i, req in enumerate(asked):
+                    tg.start_soon(ask_one, i, req)
         answers = [ProbeAnswer(item_id=req.item_id, arm=req.arm, answer=reply.text, status=reply.status,
                                request_id=reply.request_id)
                    for req, reply in zip(asked, replies, strict=True) if reply is not None]
