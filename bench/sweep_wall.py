@@ -13,7 +13,8 @@ then reads its journal and prints, from that one run:
   AIPerf spawn (server start, capability probe, the baseline's timed sample), its last exit to the run's end, and the time outside the journal;
 - the sweep's wall time and its ratio to that sum, whole (server start, capability probe, the concurrency-1
   baseline included) and over the points alone (first AIPerf process's start to the last one's exit);
-- per AIPerf process (a batch of points, its phases): its start-up (spawn to first request) and exit (last
+- per AIPerf process (a batch of points, its phases): its start-up (spawn to first request; for the first batch,
+  spawned beside the capability probe and held at its gate, that includes the probe and the sample) and exit (last
   request's end to exit); per window: its phase's start after the previous window's last request (for a gated
   rerun: the wait for the verdict that runs it), its sending.
 `--server-args` appends flags to the reference server's argv (a fault latency puts a knee among the rates, so
@@ -90,7 +91,11 @@ def analyse(events: list[AnyEvent], wall: float) -> float:
           f"{'exit s':>6}")
     first_start = last_exit = 0
     for pid, windows in procs.items():
-        spawn, end = started[windows[0]].ts_ns, exited.get(windows[-1], started[windows[0]].ts_ns)
+        # A first window held at its gate (the first batch, spawned beside the capability probe) starts after
+        # its process: the process's own spawn time where the journal has it.
+        head = started[windows[0]]
+        spawn, end = head.spawned_ns or head.ts_ns, exited.get(windows[-1], head.ts_ns)
+        held = (head.ts_ns - spawn) / 1e9
         if last_exit:
             gaps += max(0.0, (spawn - last_exit) / 1e9)
         first_start, last_exit = first_start or spawn, max(last_exit, end)
@@ -100,7 +105,8 @@ def analyse(events: list[AnyEvent], wall: float) -> float:
         down = (end - max(ends)) / 1e9 if ends else 0.0
         startup, exits = startup + up, exits + down
         print(f"{'pid ' + str(pid) + f' ({len(windows)} windows)':<34} {'':>9} {up:10.1f} {'':>10} {'':>9} "
-              f"{down:6.1f}")
+              f"{down:6.1f}" + (f"  (spawned beside the probe; its first window opened {held:.1f} s after "
+                                "spawn, once the plan was stated)" if held > 0.5 else ""))
         previous_end = min(sends) if sends else spawn
         for w in windows:
             rate = float(w.rsplit("/rate", 1)[1].rsplit("-", 1)[0]) if "/rate" in w else None

@@ -218,7 +218,8 @@ async def run_aiperf(
     `phases` (a command from phased_command): each load's name -> its window, `window` being the first. Each
     window gets its own AiperfStarted (as its first phase starts), records, issued counts and AiperfExited.
     `gates` (the phased command's): a gated load's window starts only once its gate says run; a skipped one is
-    no window at all. Every load still undecided when the process ends is skipped.
+    no window at all (the first load too: held, its AiperfStarted waits for its gate; `spawned_ns` says when
+    the process began). Every load still undecided when the process ends is skipped.
     """
     artifact_dir = Path(cmd.artifact_dir)
     await anyio.Path(artifact_dir).mkdir(parents=True, exist_ok=True)
@@ -229,7 +230,7 @@ async def run_aiperf(
     env = {**os.environ, **cmd.env}
     if tap_dir is None:
         env.pop("AQBENCH_TAP_DIR", None)  # an inherited value would point the tap somewhere else
-    t0 = time.monotonic_ns()
+    t0, spawned_ns = time.monotonic_ns(), time.time_ns()
     try:
         proc = await anyio.open_process(cmd.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                         stderr=subprocess.STDOUT, env=env, cwd=str(cwd or artifact_dir),
@@ -246,13 +247,14 @@ async def run_aiperf(
             return AiperfStarted(source="aiperf", window=w, argv=cmd.argv, shell=cmd.shell,
                                  artifact_dir=str(artifact_dir), pid=proc.pid, version=install.version if install else "",
                                  fingerprint=install.fingerprint if install else "", input_file=cmd.input_file,
-                                 load=loads.get(w, []))
+                                 load=loads.get(w, []), spawned_ns=spawned_ns)
 
-        if phases:
-            window = next(iter(phases.values()))
-            counts.started.append(window)
-
-        await bus.publish(started(window))
+        window = next(iter(phases.values())) if phases else window
+        # A first load held at its gate starts as its gate opens (the pump), or never when it is skipped.
+        first_held = _first_held(phases, gates)
+        if not first_held:
+            counts.started += [window] if phases else []
+            await bus.publish(started(window))
         stop_tailers = anyio.Event()
         log_tail: list[str] = []
         stopped_early = False
@@ -315,7 +317,7 @@ async def run_aiperf(
                 if Path(tmp).name.startswith(SHORT_TMP_PREFIX):
                     shutil.rmtree(tmp, ignore_errors=True)  # ours, outside the run folder: leave nothing behind
                 if outcome is None:
-                    await _publish_cancelled(bus, counts.started or [window], proc.returncode, t0)
+                    await _publish_cancelled(bus, counts.started or [window][first_held:], proc.returncode, t0)
         await _publish_exits(bus, outcome, phased=bool(phases))
         return outcome
 
@@ -334,6 +336,12 @@ def _gated_starts(gates: PhaseGates | None, phases: Mapping[str, str] | None, co
 
     return {phases[name]: functools.partial(tg.start_soon, start_if_run, phases[name], name)
             for name in gates.names if name in phases}
+
+
+def _first_held(phases: Mapping[str, str] | None, gates: PhaseGates | None) -> bool:
+    """Whether the run's first load is gated (held until aqbench says run: a sweep's first batch, spawned
+    beside the capability probe)."""
+    return bool(phases) and gates is not None and next(iter(phases or {})) in gates.names
 
 
 def _skip_undecided(gates: PhaseGates | None) -> None:

@@ -27,6 +27,9 @@ class AiperfStarted(Event, frozen=True, kw_only=True):
     # A window of a phased run (several windows in one AIPerf process, started as its phase starts): this
     # window's load as AIPerf flags, which `argv` (the process's, with a --config phases file) does not carry.
     load: list[str] = []
+    # When the process was spawned (wall clock ns; 0 in older journals): a window held at its gate (a sweep's
+    # first batch, spawned beside the capability probe) starts later than its process.
+    spawned_ns: int = 0
 
 
 class AiperfExited(Event, frozen=True, kw_only=True):

@@ -12,7 +12,6 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import anyio
 import msgspec
@@ -29,7 +28,6 @@ from orchestrator.errors import UsageError
 from orchestrator.events import (
     ModelResult,
     PhaseFinished,
-    PhaseStarted,
     RequestCorrelated,
     ResultRow,
     SloCheck,
@@ -42,10 +40,8 @@ from orchestrator.judge.answers import judge_answer
 from orchestrator.live.address import ServeAddress
 from orchestrator.live.start import start_live_page
 from orchestrator.logs import get_logger
-from orchestrator.ports import AiperfFacts, ChatAnswer, ChatSession, PhaseGates, PhaseLoad, Toolkit
+from orchestrator.ports import AiperfFacts, PhaseGates, PhaseLoad, Toolkit
 from orchestrator.qualify.answers import answered_load
-from orchestrator.qualify.context import StageFailed
-from orchestrator.qualify.probe import ProbeSession, capability_probe
 from orchestrator.reports import write_reports
 from orchestrator.reports.sweep import write_sweep_report
 from orchestrator.run import Interrupt, RunScope, open_run
@@ -53,9 +49,10 @@ from orchestrator.run_aiperf.serving import run_phased, run_window, serve_correl
 from orchestrator.supervisor import ServerHandle
 from orchestrator.sweep.batch import batch_rows, parse_batch_key, phase_name
 from orchestrator.sweep.judge import Baseline, PointRequest, judge_point, point_stats, saturation_signs, worst
-from orchestrator.sweep.planned import baseline_sample, planned_durations
+from orchestrator.sweep.planned import baseline_sample
 from orchestrator.sweep.power import plan
 from orchestrator.sweep.search import Judged, conclude, gate_runs, gated_tail, next_batch
+from orchestrator.sweep.start import FirstHold, probe_and_sample, state_plan
 from orchestrator.sweep.watch import PointWatch
 
 __all__ = ["SweepOptions", "sweep"]
@@ -178,13 +175,13 @@ class _Sweeper:
 
     async def load_batch(self, loads: list[_Load], *, deadline_s: float,
                          decide: Callable[[_Load, dict[str, list[PointRequest]]], bool] | None = None,
-                         match_timeout_s: float = 5.0) -> None:
+                         match_timeout_s: float = 5.0, hold: FirstHold | None = None) -> None:
         """The loads as the phases of one AIPerf process (its start-up paid once), each its own window, in order:
         AIPerf starts a load's warmup once the previous load's requests have all returned. No early stop: a
         stop would end every later load too (see stop_early). Gated loads (after the planned ones) wait at their
         gates; each is decided in turn, once the profiling requests of every load before it that ran are in:
         `decide` (given the load and those requests by window) says whether it runs. A skipped load leaves no
-        trace in its point."""
+        trace in its point. `hold` (the first batch): the planned loads wait at their gates too, until released."""
         cfg = self.run.config
         self.batches += 1
         work = self.run.run_dir / "aiperf" / f"batch{self.batches}"
@@ -201,9 +198,10 @@ class _Sweeper:
         names = {phase_name(load.window): load.window for load in loads}
         phases = [PhaseLoad(name=name, requests=rpp, warmup=cfg.workload.warmup_requests, rate=load.rate,
                             concurrency=load.concurrency) for name, load in zip(names, loads, strict=True)]
-        gated = [phase_name(load.window) for load in loads if load.gated]
-        gates = (await anyio.to_thread.run_sync(aiperf.phase_gates, work / "gates", gated)
-                 if gated and decide is not None else None)
+        gated = [phase_name(load.window) for load in loads if load.gated] if decide is not None else []
+        held = [phase_name(load.window) for load in loads if not load.gated] if hold is not None else []
+        gates = (await anyio.to_thread.run_sync(aiperf.phase_gates, work / "gates", held + gated)
+                 if held or gated else None)
         cmd = await anyio.to_thread.run_sync(aiperf.phased_command, cmd, phases, work, gates)
         self.commands.append(cmd.shell)
         watches = [PointWatch(self.run.bus, load.window, fact=self._fact, slo=cfg.slo, baseline=None,
@@ -211,15 +209,21 @@ class _Sweeper:
         async with anyio.create_task_group() as tg:
             for watch in watches:
                 await tg.start(watch.run)
-            if gates is not None and decide is not None:
-                tg.start_soon(self._gatekeep, gates, loads, watches, decide, match_timeout_s + _GATE_WAIT_S)
-            outcome, accounts = await run_phased(self.run, self.toolkit, self.correlator, cmd, phases=names,
-                                                 deadline_s=deadline_s, install=self.install, gates=gates)
+            if gates is not None and hold is not None:
+                tg.start_soon(hold.keep, gates, held)
+            if gates is not None and decide is not None and gated:
+                tg.start_soon(self._gatekeep, gates, loads, watches, decide, match_timeout_s + _GATE_WAIT_S, hold)
+            try:
+                outcome, accounts = await run_phased(self.run, self.toolkit, self.correlator, cmd, phases=names,
+                                                     deadline_s=deadline_s, install=self.install, gates=gates)
+            finally:
+                if hold is not None:
+                    hold.ended()
             collected = {w.window: await w.wait_accounted(_COLLECT_TIMEOUT_S) for w in watches
                          if w.window in accounts}
             tg.cancel_scope.cancel()
         for load, watch in zip(loads, watches, strict=True):
-            if load.gated and (gates is None or not gates.ran(phase_name(load.window))):
+            if (load.gated or hold is not None) and (gates is None or not gates.ran(phase_name(load.window))):
                 continue  # skipped at its gate: nothing sent, not a run of its point
             into, one, acc = load.into, outcome.windows.get(load.window), accounts.get(load.window)
             into.windows.append(load.window)
@@ -233,18 +237,21 @@ class _Sweeper:
                                                queueing_ratio=cfg.sweep.queueing_ratio)
 
     async def _gatekeep(self, gates: PhaseGates, loads: list[_Load], watches: list[PointWatch],
-                        decide: Callable[[_Load, dict[str, list[PointRequest]]], bool], wait_s: float) -> None:
+                        decide: Callable[[_Load, dict[str, list[PointRequest]]], bool], wait_s: float,
+                        hold: FirstHold | None = None) -> None:
         """Decide the gated loads one after another, each once the loads before it that ran have all their
         profiling requests in (the run or the skip said on stderr for those that run); if they are not in `wait_s`
-        after AIPerf reached its gate, skip every gated load left."""
+        after AIPerf reached its gate, skip every gated load left. Held planned loads are decided first."""
         rpp = self.run.config.sweep.requests_per_point
+        if hold is not None:
+            await hold.released()
         pairs = list(zip(loads, watches, strict=True))
         skipped: list[str] = []
         for i, (load, _) in enumerate(pairs):
             if not load.gated:
                 continue
             name = phase_name(load.window)
-            before = [(ld, w) for ld, w in pairs[:i] if not ld.gated or gates.ran(phase_name(ld.window))]
+            before = [(ld, w) for ld, w in pairs[:i] if gates.ran(phase_name(ld.window)) is not False]
             limit: float | None = None
             while not all(len(w.requests) >= rpp for _, w in before):
                 if limit is None and gates.reached(name):
@@ -319,6 +326,11 @@ class _Sweeper:
                                        complete=judged.completeness.complete, verdict=judged.verdict)
 
 
+def _since(hold: FirstHold | None, t0: float) -> float:
+    """When a batch's loads began: at the hold's release for a held batch (its probe and sample not counted)."""
+    return hold.released_at if hold is not None and hold.released_at is not None else t0
+
+
 def _window(model: str, mode: str, value: float, run: int) -> str:
     return f"{model}/{'rate' if mode == 'rate' else 'c'}{value:g}-{run}"
 
@@ -337,37 +349,44 @@ async def _sweep(run: RunScope, opts: SweepOptions, toolkit: Toolkit, model: Mod
     # The answers at concurrency 1 are the reference under load: the first point when it is concurrency 1,
     # else a window of its own at concurrency 1 (`<model>/baseline`), the first of the first batch.
     need_base = not (sw.mode == "concurrency" and sw.points[0] == 1)
-    # qualify's capability probe first: a server that cannot do audio QA (text-only) has no capacity to find.
-    # Then, before any load, a sample of the baseline window's own rows, to plan that window by.
-    per = sw.requests_per_point + cfg.workload.warmup_requests
-    sample = [rows[i % len(rows)] for i in baseline_sample(per)] if need_base and rows else []
-    probed = await _probe(run, toolkit, model, dataset, rows, correlator, handle, sample)
-    if isinstance(probed, int):
-        return probed
-    probe_s, sample_s = probed
-    limits = {k: float(v) for k, v in msgspec.to_builtins(slo).items()
-              if isinstance(v, float | int) and not isinstance(v, bool)}
-    # Said before any load: what a point can decide at its planned requests (a pass may need more than it has).
+    # What a point can decide at its planned requests (a pass may need more than it has), said before any load.
     detects = plan(slo, sw.requests_per_point)
-    print("sweep: each point of " + f"{sw.requests_per_point} requests can decide:\n  "
-          + "\n  ".join(d.statement for d in detects), file=sys.stderr, flush=True)
-    # Also said before any load: each window's planned duration, the baseline's included (it is real work the
-    # sweep always does), so that wall time can be set against it (bench/sweep_wall.py).
-    baseline_s, planned = planned_durations(sw.mode, list(sw.points), requests=sw.requests_per_point,
-                                            warmup=cfg.workload.warmup_requests, base=need_base, probe_s=probe_s,
-                                            sample_s=sample_s)
-    print("sweep: planned: " + "; ".join(planned), file=sys.stderr, flush=True)
-    await run.bus.publish(PhaseStarted(source="sweep", phase="sweep", model=model.name, detail=SweepPhase(
-        mode=sw.mode, points=list(sw.points), requests_per_point=sw.requests_per_point,
-        warmup_requests=cfg.workload.warmup_requests, slo=limits, argv=list(opts.argv), detects=detects,
-        baseline_planned_s=baseline_s, planned=planned)))
-
+    # A point whose one run cannot pass (the plan says a pass needs more requests) is rerun unless it fails:
+    # its runs go into its first batch together (next_batch's `runs`).
+    runs = min(1 + sw.repeats, max(-(-d.pass_needs // sw.requests_per_point) for d in detects))
     walk = _Walk(run, sweeper, model, started)
     walk.match_timeout_s = opts.match_timeout_s
     points, judged, base = walk.points, walk.judged, walk.base
-    # A point whose one run cannot pass (the plan above says a pass needs more requests) is rerun unless it fails:
-    # its runs go into its first batch together (next_batch's `runs`).
-    runs = min(1 + sw.repeats, max(-(-d.pass_needs // sw.requests_per_point) for d in detects))
+    # qualify's capability probe first: a server that cannot do audio QA (text-only) has no capacity to find.
+    # Then, before any load, a sample of the baseline window's own rows, to plan that window by. The first
+    # batch's AIPerf process starts beside them, held at its gates until the plan is stated (start.py).
+    per = sw.requests_per_point + cfg.workload.warmup_requests
+    sample = [rows[i % len(rows)] for i in baseline_sample(per)] if need_base and rows else []
+    first = [] if sw.stop_early else walk.fit(next_batch(sw.points, {}, mode=sw.mode, repeats=sw.repeats,
+                                                         refine=sw.refine, runs=runs), base=need_base)
+    hold = FirstHold() if first else None
+    ran_first: list[float] = []
+    async with anyio.create_task_group() as tg:
+        if hold is not None:
+            async def first_batch(hold: FirstHold = hold) -> None:
+                ran_first.extend(await walk.batch(first, base=need_base, hold=hold))
+
+            tg.start_soon(first_batch)
+        probed = await probe_and_sample(run, toolkit, model, dataset, rows, correlator, handle, sample, hold)
+        if isinstance(probed, int):
+            if hold is not None:
+                hold.release(0)  # AIPerf exits having sent nothing, no window started
+        else:
+            baseline_s = await state_plan(run, model, list(opts.argv), detects, base=need_base, probe_s=probed[0],
+                                          sample_s=probed[1])
+            if hold is not None:  # what still fits in --max-duration's time left now runs, in order
+                hold.release(walk.fit_held(first, base=need_base, base_s=baseline_s))
+    if isinstance(probed, int):
+        return probed
+    if hold is not None:
+        need_base = False
+        for value in ran_first:
+            await walk.judge(value)
     while values := next_batch(sw.points, judged, mode=sw.mode, repeats=sw.repeats, refine=sw.refine, runs=runs):
         # A point cut short by the sweep's time loses its requests in flight: one that cannot finish is not started.
         if not (values := walk.fit(values[:1] if sw.stop_early else values, base=need_base)):
@@ -399,57 +418,6 @@ async def _sweep(run: RunScope, opts: SweepOptions, toolkit: Toolkit, model: Mod
     run.finish(status="ok" if ok else "failed", exit_code=0 if ok else 1, reason=concluded.summary,
                counts={"points": len(judged)})
     return 0 if ok else 1
-
-
-async def _probe(run: RunScope, toolkit: Toolkit, model: ModelConfig, dataset: Dataset, rows: list[ArmRequest],
-                 correlator: Correlator, handle: ServerHandle,
-                 sample: list[ArmRequest]) -> int | tuple[list[float], list[float]]:
-    """qualify's capability probe against the served model; on a server that cannot do audio QA the sweep
-    stops there with the probe's evidence (exit 1), else the latencies (s) of its answered sweep rows, and of
-    `sample` (the baseline's sampled rows) asked one at a time after it, in the window `<model>/plan`."""
-    cfg = run.config
-    host = _TimedProbe(source="sweep", bus=run.bus, toolkit=toolkit, model=model, dataset=dataset, requests=rows,
-                       correlator=correlator, request_timeout_s=cfg.workload.request_timeout_s,
-                       max_tokens=cfg.workload.max_tokens)
-    try:
-        await capability_probe(host, handle.base_url, run.run_dir / "aiperf" / "wire",
-                               in_flight=cfg.workload.concurrency or 1)  # its pairs at the workload's concurrency
-        probe_s, sampled = list(host.latencies_s), []
-        if sample:
-            async with host.client(handle.base_url) as client:
-                for req in sample:
-                    answer = await host.ask(client, req, "plan")
-                    if answer.status == 200 and answer.latency_ms > 0:
-                        sampled.append(answer.latency_ms / 1000.0)
-            await host.close_window("plan")
-        return probe_s, sampled
-    except StageFailed as exc:
-        await handle.stop()
-        reason = f"{exc.status} at the capability probe, before any load: {exc.reason}"
-        await run.bus.publish(ModelResult(source="sweep", model=model.name, status=exc.status, failed_stage="capability",
-                                          row=ResultRow(**model.identity_fields(), reason=reason, noninferiority=None,
-                                                        keyed_by=None)))
-        await run.bus.publish(PhaseFinished(source="sweep", phase="model", model=model.name, outcome=exc.status,
-                                            reason=reason))
-        print(f"sweep: {reason}", file=sys.stderr, flush=True)
-        run.finish(status="failed", exit_code=1, reason=reason)
-        return 1
-
-
-class _TimedProbe(ProbeSession):
-    """The capability probe, keeping the latency of each of its answered requests that is one of the sweep's own
-    rows (not the probe's text-only or other-arm variants), known before any load: the baseline window's plan
-    where no sample of its rows was timed (asked at the workload's concurrency, so an estimate only)."""
-
-    def __init__(self, **kw: Any) -> None:
-        super().__init__(**kw)
-        self.latencies_s: list[float] = []
-
-    async def ask(self, client: ChatSession, req: ArmRequest, stage: str) -> ChatAnswer:
-        answer = await super().ask(client, req, stage)
-        if answer.status == 200 and answer.latency_ms > 0 and req in self.requests:
-            self.latencies_s.append(answer.latency_ms / 1000.0)
-        return answer
 
 
 def _summary(concluded: SweepConcluded, judged: dict[float, Judged]) -> str:
@@ -494,9 +462,24 @@ class _Walk:
             out.append(value)
         return out
 
-    async def batch(self, values: list[float], *, base: bool) -> list[float]:
+    def fit_held(self, values: list[float], *, base: bool, base_s: float | None) -> int:
+        """How many of the held first batch's loads (the baseline first when `base`, then `values`) to run: the
+        leading ones whose planned time and AIPerf's exit still fit in the time left (AIPerf has started)."""
+        cfg = self.scope.config
+        per = cfg.sweep.requests_per_point + cfg.workload.warmup_requests
+        total, n = _EXIT_S + ((base_s or 0.0) if base else 0.0), 0
+        if total > self.left_s():
+            return 0
+        for value in values:
+            total += per / value if cfg.sweep.mode == "rate" else self.point_s
+            if total > self.left_s():
+                break
+            n += 1
+        return n + base if n else 0
+
+    async def batch(self, values: list[float], *, base: bool, hold: FirstHold | None = None) -> list[float]:
         """One batch: the baseline window first when asked, then each value's next run, then the gated loads
-        (`gated_tail`); the values that ran, ascending."""
+        (`gated_tail`); the values that ran, ascending. `hold`: the planned loads wait until it is released."""
         cfg = self.scope.config
         sw = cfg.sweep
         loads = [_Load(window=f"{self.model.name}/baseline", concurrency=1, rate=None, into=self.base)] if base else []
@@ -517,8 +500,9 @@ class _Walk:
         t0, spans = time.monotonic(), sum(load.into.span_s for load in loads)
         deadline = max(1.0, min(cfg.workload.deadline_s * len(loads), self.left_s()))
         if not sw.stop_early:
-            await self.sweeper.load_batch(loads, deadline_s=deadline, match_timeout_s=self.match_timeout_s,
-                                          decide=lambda load, seen: self._gate(load, loads, seen, pending, t0))
+            await self.sweeper.load_batch(loads, deadline_s=deadline, match_timeout_s=self.match_timeout_s, hold=hold,
+                                          decide=lambda load, seen: self._gate(load, loads, seen, pending,
+                                                                               _since(hold, t0)))
             self.baseline = self._reference() if base else self.baseline
         else:  # each load its own AIPerf process, so that a stop ends only the point that broke an SLO
             for load in loads:
@@ -529,8 +513,10 @@ class _Walk:
         for value, point in sorted(pending.items()):
             if point.windows:
                 self.points[value] = point
+        for value in [v for v, p in self.points.items() if not p.windows]:
+            del self.points[value]  # held, and skipped at release (no longer fit in the time left)
         ran = [load for load in loads if load.window in load.into.windows]
-        elapsed = time.monotonic() - t0
+        elapsed = time.monotonic() - _since(hold, t0)
         spent = sum(load.into.span_s for load in loads) - spans
         self.overhead_s = max(_START_S, (elapsed - spent) / (len(ran) if sw.stop_early else 1))
         self.point_s = max(0.0, elapsed - self.overhead_s) / max(1, len(ran))
