@@ -11,8 +11,9 @@ from orchestrator.dataset import ArmRequest, parse_session_key
 
 __all__ = ["batch_rows", "parse_batch_key", "phase_name"]
 
-# A batch's input repeats the sweep's rows once per load, each copy's session ids marked `~<load index>`: AIPerf
-# groups rows by session id, and its sequential sampler runs on across phases, so each load starts its own copy.
+# A batch's input repeats the sweep's rows once per planned load, each copy's session ids marked `~<load index>`:
+# AIPerf groups rows by session id, and its sequential sampler runs on across phases (wrapping to the first copy
+# past the last), so each load starts a copy of its own, and a gated load that runs starts the first again.
 _REPEAT_SEP = "~"
 
 

@@ -20,6 +20,7 @@ from orchestrator.events import (
     ModelResult,
     PhaseFinished,
     PhaseStarted,
+    RequestCorrelated,
     ServerSpawned,
     SweepConcluded,
     SweepPointJudged,
@@ -91,6 +92,8 @@ def test_swapped_answers_under_load_bracket_the_capacity(tmp_path: Path) -> None
     # What a point of 12 requests could decide was journaled before the first point ran.
     [plan] = [e for e in events if isinstance(e, PhaseStarted) and e.phase == "sweep"]
     assert plan.seq < min(e.seq for e in events if isinstance(e, AiperfStarted))
+    # Its AIPerf process was spawned beside the capability probe, its first window held at its gate until then.
+    assert started[0].spawned_ns < plan.ts_ns < started[0].ts_ns
     assert [d.slo for d in plan.detail.detects] == ["error_rate", "answers", "complete_outputs"]
     assert plan.detail.detects[0].statement.startswith("error_rate at 12 requests: can pass (needs 11)")
     assert "What each point could decide (planned before it ran):" in (run_dir / "sweep.md").read_text()
@@ -103,10 +106,12 @@ def test_swapped_answers_under_load_bracket_the_capacity(tmp_path: Path) -> None
     assert (run_dir / "sweep.json").read_bytes() == sweep_json
 
 
+@pytest.mark.aiperf  # the first batch's AIPerf process starts beside the probe (and sends nothing here)
 @pytest.mark.timeout(120)
 def test_a_text_only_server_stops_at_the_capability_probe(tmp_path: Path) -> None:
     """A server that answers from the question alone has no capacity to find: the sweep runs qualify's
-    capability probe before any load and stops there `unsupported` with its evidence, exit 1, no AIPerf run."""
+    capability probe before any load and stops there `unsupported` with its evidence, exit 1, no AIPerf load (the
+    first batch's AIPerf process, spawned beside the probe, has every load skipped at its gate: no window)."""
     argv = ["{python}", str(STUB), "--mode", "text-only", "--host", "{host}", "--port", "{port}",
             "--model-name", "{model}", "--records", "{records}"]
     proc = aqbench("sweep", "--config", str(_config(tmp_path, argv)), timeout=110)
@@ -170,6 +175,13 @@ def test_added_latency_lowers_the_capacity(tmp_path: Path) -> None:
     slow_events, _ = read_journal(runs["slow"] / "events.jsonl")
     started = [e for e in slow_events if isinstance(e, AiperfStarted)]
     assert len({e.pid for e in started}) == 1 and any(e.window.endswith("/rate5-1") for e in started)
+    # The batch's input holds one copy of the rows per planned load; the gated midpoint wrapped to the first copy
+    # and asked the same items in the same order as a planned point did.
+    def asked(window: str) -> list[str]:
+        return [e.item_id for e in sorted((e for e in slow_events if isinstance(e, RequestCorrelated)
+                                           and e.window == f"reference-audioqa/{window}"),
+                                          key=lambda e: e.request_start_ns)]
+    assert asked("rate5-1") and asked("rate5-1") == asked("rate2-1")
     assert all(p["accounting_balanced"] for p in clean["points"] + slow["points"])
     cmp = aqbench("compare", str(runs["clean"]), str(runs["slow"]), "--out", str(tmp_path / "cmp"), timeout=120)
     assert cmp.returncode == 1, cmp.stdout + cmp.stderr
