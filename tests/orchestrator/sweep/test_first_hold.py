@@ -26,6 +26,19 @@ class _Gates:
     def decide(self, name: str, *, run: bool) -> None:
         self.decisions.setdefault(name, run)
 
+    def env(self) -> dict[str, str]:
+        return {}
+
+    def close(self) -> None:
+        for name in self.names:
+            self.decide(name, run=False)
+
+    async def decided(self, name: str) -> bool:
+        return self.decisions[name]
+
+    def ran(self, name: str) -> bool | None:
+        return self.decisions.get(name)
+
 
 async def test_at_gate_waits_for_aiperf_and_the_release_runs_the_leading_loads() -> None:
     gates, hold = _Gates(["baseline", "rate1-1", "rate2-1"]), FirstHold()
