@@ -247,8 +247,8 @@ class _Sweeper:
         profiling requests in (the run or the skip said on stderr for those that run); if they are not in `wait_s`
         after AIPerf reached its gate, skip every gated load left. Held planned loads are decided first."""
         rpp = self.run.config.sweep.requests_per_point
-        if hold is not None:
-            await hold.released()
+        if hold is not None:  # a held load skipped at release sends nothing: never wait for its requests
+            await hold.decided()
         pairs = list(zip(loads, watches, strict=True))
         skipped: list[str] = []
         for i, (load, _) in enumerate(pairs):

@@ -42,6 +42,7 @@ class FirstHold:
     def __init__(self) -> None:
         self.at_gate = anyio.Event()
         self._released = anyio.Event()
+        self._decided = anyio.Event()
         self._run = 0
         self.released_at: float | None = None  # time.monotonic() at release
 
@@ -52,6 +53,10 @@ class FirstHold:
 
     async def released(self) -> None:
         await self._released.wait()
+
+    async def decided(self) -> None:
+        """Every held load's gate is decided (what waits on the held loads' requests may read `gates.ran`)."""
+        await self._decided.wait()
 
     def ended(self) -> None:
         """The batch's process ended: nothing waits at a gate any more."""
@@ -67,6 +72,7 @@ class FirstHold:
         await self._released.wait()
         for i, name in enumerate(held):
             gates.decide(name, run=i < self._run)
+        self._decided.set()
 
 
 async def probe_and_sample(run: RunScope, toolkit: Toolkit, model: ModelConfig, dataset: Dataset,

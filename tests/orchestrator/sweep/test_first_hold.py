@@ -53,6 +53,8 @@ async def test_at_gate_waits_for_aiperf_and_the_release_runs_the_leading_loads()
         hold.release(2)
     assert gates.decisions == {"baseline": True, "rate1-1": True, "rate2-1": False}
     assert hold.released_at is not None
+    with anyio.fail_after(1):
+        await hold.decided()  # what reads the held loads' decisions waits for this, not for the release
 
 
 async def test_a_failed_probe_skips_every_held_load() -> None:
@@ -60,6 +62,9 @@ async def test_a_failed_probe_skips_every_held_load() -> None:
     async with anyio.create_task_group() as tg:
         tg.start_soon(hold.keep, gates, gates.names)
         hold.release(0)
+        with anyio.move_on_after(0.1) as waited:
+            await hold.decided()  # released, but no gate decided yet: AIPerf has not reached its gate
+        assert waited.cancelled_caught and gates.decisions == {}
         gates.at.add("baseline")
     assert gates.decisions == {"baseline": False, "rate1-1": False}
 
