@@ -458,28 +458,27 @@ class _Walk:
         per = cfg.sweep.requests_per_point + cfg.workload.warmup_requests
         # The baseline (concurrency 1) takes per x its latency; a server whose latency exceeds the gap of the
         # lowest rate cannot hold that rate anyway, so that gap bounds it where the sweep can find a capacity.
-        total, out = self.overhead_s + (per / min(cfg.sweep.points) if base and cfg.sweep.mode == "rate" else 0.0), []
+        return self._leading(values, self.overhead_s + (per / min(cfg.sweep.points)
+                                                        if base and cfg.sweep.mode == "rate" else 0.0))
+
+    def fit_held(self, values: list[float], *, base: bool, base_s: float | None) -> int:
+        """How many of the held first batch's loads (the baseline first when `base`, then `values`) to run: the
+        leading ones whose planned time and AIPerf's exit still fit in the time left (AIPerf has started)."""
+        start = _EXIT_S + ((base_s or 0.0) if base else 0.0)
+        n = len(self._leading(values, start)) if start <= self.left_s() else 0
+        return n + base if n else 0
+
+    def _leading(self, values: list[float], start_s: float) -> list[float]:
+        """The leading values whose planned times, after `start_s`, fit in the time left."""
+        cfg = self.scope.config
+        per = cfg.sweep.requests_per_point + cfg.workload.warmup_requests
+        total, out = start_s, []
         for value in values:
             total += per / value if cfg.sweep.mode == "rate" else self.point_s
             if total > self.left_s():
                 break
             out.append(value)
         return out
-
-    def fit_held(self, values: list[float], *, base: bool, base_s: float | None) -> int:
-        """How many of the held first batch's loads (the baseline first when `base`, then `values`) to run: the
-        leading ones whose planned time and AIPerf's exit still fit in the time left (AIPerf has started)."""
-        cfg = self.scope.config
-        per = cfg.sweep.requests_per_point + cfg.workload.warmup_requests
-        total, n = _EXIT_S + ((base_s or 0.0) if base else 0.0), 0
-        if total > self.left_s():
-            return 0
-        for value in values:
-            total += per / value if cfg.sweep.mode == "rate" else self.point_s
-            if total > self.left_s():
-                break
-            n += 1
-        return n + base if n else 0
 
     async def batch(self, values: list[float], *, base: bool, hold: FirstHold | None = None) -> list[float]:
         """One batch: the baseline window first when asked, then each value's next run, then the gated loads

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Mapping
 from typing import Any
 
 import anyio
@@ -121,8 +120,8 @@ async def state_plan(run: RunScope, model: ModelConfig, argv: list[str], detects
     always does), so that wall time can be set against it (bench/sweep_wall.py); returns the baseline's."""
     cfg = run.config
     sw = cfg.sweep
-    limits: Mapping[str, float] = {k: float(v) for k, v in msgspec.to_builtins(cfg.slo).items()
-                                   if isinstance(v, float | int) and not isinstance(v, bool)}
+    limits = {k: float(v) for k, v in msgspec.to_builtins(cfg.slo).items()
+              if isinstance(v, float | int) and not isinstance(v, bool)}
     print("sweep: each point of " + f"{sw.requests_per_point} requests can decide:\n  "
           + "\n  ".join(d.statement for d in detects), file=sys.stderr, flush=True)
     baseline_s, planned = planned_durations(sw.mode, list(sw.points), requests=sw.requests_per_point,
@@ -131,7 +130,7 @@ async def state_plan(run: RunScope, model: ModelConfig, argv: list[str], detects
     print("sweep: planned: " + "; ".join(planned), file=sys.stderr, flush=True)
     await run.bus.publish(PhaseStarted(source="sweep", phase="sweep", model=model.name, detail=SweepPhase(
         mode=sw.mode, points=list(sw.points), requests_per_point=sw.requests_per_point,
-        warmup_requests=cfg.workload.warmup_requests, slo=dict(limits), argv=list(argv), detects=detects,
+        warmup_requests=cfg.workload.warmup_requests, slo=limits, argv=list(argv), detects=detects,
         baseline_planned_s=baseline_s, planned=planned)))
     return baseline_s
 
