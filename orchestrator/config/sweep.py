@@ -46,6 +46,9 @@ class SweepConfig(Section, frozen=True, kw_only=True):
     """Profiling requests per point (`--requests-per-point`): enough for the default error-rate limit to pass."""
     repeats: NonNegInt = 1
     """Extra runs of a point whose evidence could not decide (its requests pooled with the first run's)."""
+    extend: NonNegInt = 2
+    """Doublings of the highest point tried, one at a time, when none of the points failed: a capacity at or above
+    the grid's top is still bracketed. 0: the grid only."""
     refine: NonNegInt = 1
     """Midpoints tried between the highest passing and the lowest failing point, halving the bracket each time."""
     stop_early: bool = False

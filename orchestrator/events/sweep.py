@@ -118,3 +118,4 @@ class SweepPhase(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, 
     # first point is concurrency 1) or no probe latency to plan it by. A point's own is (warmup + requests) / rate.
     baseline_planned_s: float | None = None
     planned: list[str] = []  # the planned durations as printed before any load
+    extensions: list[float] = []  # the doublings above `points` tried, one at a time, while no point fails

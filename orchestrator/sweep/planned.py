@@ -28,11 +28,12 @@ def baseline_sample(per: int, k: int = BASELINE_SAMPLE) -> list[int]:
 
 
 def planned_durations(mode: str, points: Sequence[float], *, requests: int, warmup: int, base: bool,
-                      probe_s: Sequence[float], sample_s: Sequence[float] = ()) -> tuple[float | None, list[str]]:
+                      probe_s: Sequence[float], sample_s: Sequence[float] = (),
+                      extensions: Sequence[float] = ()) -> tuple[float | None, list[str]]:
     """(the baseline window's planned seconds, or None when there is none or nothing to plan it by; the plan's
     statements, as printed). `sample_s`: the latencies (s) of the baseline's sampled rows (baseline_sample),
     asked at concurrency 1 before any load; `probe_s`: the capability probe's on the sweep's own rows, used
-    only without a sample."""
+    only without a sample; `extensions`: the doublings above the grid, run only while no point fails."""
     per = requests + warmup
     out: list[str] = []
     baseline = None
@@ -52,6 +53,12 @@ def planned_durations(mode: str, points: Sequence[float], *, requests: int, warm
     if mode == "rate":
         each_point = ", ".join(f"{v:g} req/s {per / v:.1f} s" for v in points)
         out.append(f"each point ({warmup} warmup + {requests}) / rate: {each_point}")
+        if extensions:
+            out.append("beyond the grid, each only while no point has failed: "
+                       + ", ".join(f"{v:g} req/s {per / v:.1f} s" for v in extensions))
     else:
         out.append("a closed-loop point: not planned (its requests take as long as the server takes)")
+        if extensions:
+            out.append("beyond the grid, each only while no point has failed: concurrency "
+                       + ", ".join(f"{v:g}" for v in extensions))
     return baseline, out

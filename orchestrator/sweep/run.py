@@ -367,7 +367,8 @@ async def _sweep(run: RunScope, opts: SweepOptions, toolkit: Toolkit, model: Mod
     per = sw.requests_per_point + cfg.workload.warmup_requests
     sample = [rows[i % len(rows)] for i in baseline_sample(per)] if need_base and rows else []
     first = [] if sw.stop_early else walk.fit(next_batch(sw.points, {}, mode=sw.mode, repeats=sw.repeats,
-                                                         refine=sw.refine, runs=runs), base=need_base)
+                                                         refine=sw.refine, runs=runs, extend=sw.extend),
+                                              base=need_base)
     hold = FirstHold() if first else None
     ran_first: list[float] = []
     async with anyio.create_task_group() as tg:
@@ -391,7 +392,8 @@ async def _sweep(run: RunScope, opts: SweepOptions, toolkit: Toolkit, model: Mod
         need_base = False
         for value in ran_first:
             await walk.judge(value)
-    while values := next_batch(sw.points, judged, mode=sw.mode, repeats=sw.repeats, refine=sw.refine, runs=runs):
+    while values := next_batch(sw.points, judged, mode=sw.mode, repeats=sw.repeats, refine=sw.refine, runs=runs,
+                               extend=sw.extend):
         # A point cut short by the sweep's time loses its requests in flight: one that cannot finish is not started.
         if not (values := walk.fit(values[:1] if sw.stop_early else values, base=need_base)):
             break
@@ -495,7 +497,8 @@ class _Walk:
             # planned loads, so that none needs an AIPerf process of its own. Written in whatever --max-duration
             # leaves: each gate lets its load run only where it still fits in the time left.
             runs = {v: len(p.windows) for v, p in self.points.items()}
-            tail = gated_tail(values, runs, self.judged, mode=sw.mode, repeats=sw.repeats, refine=sw.refine)
+            tail = gated_tail(values, runs, self.judged, mode=sw.mode, repeats=sw.repeats, refine=sw.refine,
+                              points=sw.points, extend=sw.extend)
             for value in tail:
                 if value not in self.points:
                     pending.setdefault(value, _Point())
@@ -565,7 +568,7 @@ class _Walk:
         need_s = per / load.value if sw.mode == "rate" else max(self.point_s, (time.monotonic() - t0) / max(1, len(ran)))
         return gate_runs(sw.points, judged, load.value, mode=sw.mode, repeats=sw.repeats, refine=sw.refine,
                          earlier_skipped=any(ld.window not in seen for ld in mine_before), need_s=need_s + _EXIT_S,
-                         left_s=self.left_s())
+                         left_s=self.left_s(), extend=sw.extend)
 
     def _reference(self) -> Baseline | None:
         return Baseline.of(self.base.requests) if self.base.balanced and self.base.requests else None

@@ -3,7 +3,9 @@
 Strategy (kept small, and ours because AIPerf's search judges only its own aggregates, not answers or
 the server's model_call_ms): walk the configured points upwards and stop at the first that fails, since
 capacity is taken as monotone in load; a point that could not decide is rerun (its evidence pooled) up
-to `repeats` times; then halve the bracket between the highest pass and the lowest fail `refine` times.
+to `repeats` times; where every configured point was run and none failed, double the highest point up to
+`extend` times, so that a server whose capacity lies at or above the grid's top is still bracketed; then halve the
+bracket between the highest pass and the lowest fail `refine` times.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import msgspec
 
 from orchestrator.events import SloCheck, SweepConcluded
 
-__all__ = ["Judged", "next_point", "next_batch", "gated_tail", "gate_runs", "conclude", "unit_of"]
+__all__ = ["Judged", "extensions", "next_point", "next_batch", "gated_tail", "gate_runs", "conclude", "unit_of"]
 
 _NAMES = {"p99_latency": "p99 client latency", "p90_latency": "p90 client latency",
           "p99_model_call": "p99 model_call_ms", "error_rate": "error rate", "answers": "answers",
@@ -47,6 +49,17 @@ def _midpoint(low: float, high: float, mode: str) -> float | None:
     return round(mid, 6)
 
 
+def extensions(points: Sequence[float], extend: int) -> list[float]:
+    """The points tried above the configured grid when none of it failed: its highest doubled, `extend` times."""
+    top = max(points, default=0.0)
+    return [top * 2.0 ** k for k in range(1, extend + 1)] if top > 0 else []
+
+
+def _next_extension(points: Sequence[float], judged: Mapping[float, Judged], extend: int) -> float | None:
+    """The next doubling above the grid not yet judged (each only after the one below it), or None."""
+    return next((v for v in extensions(points, extend) if v not in judged), None)
+
+
 def next_point(points: Sequence[float], judged: Mapping[float, Judged], *, mode: str, repeats: int,
                refine: int) -> float | None:
     """The offered load to run next (a point again to pool more evidence), or None when the sweep is done."""
@@ -71,13 +84,13 @@ def next_point(points: Sequence[float], judged: Mapping[float, Judged], *, mode:
 
 
 def next_batch(points: Sequence[float], judged: Mapping[float, Judged], *, mode: str, repeats: int,
-               refine: int, runs: int = 1) -> list[float]:
+               refine: int, runs: int = 1, extend: int = 0) -> list[float]:
     """The offered loads to run next in one AIPerf process (one start-up for them all); empty when the sweep is
     done. Every undecided point below the lowest failure that may still be rerun, ascending, and after them the
     midpoint those points' verdicts so far give (see below); else every configured point not yet run below the
     lowest failure (a point above a failure in the same batch runs too: it is judged and reported, though the
-    capacity is already below it), `runs` times each (all first runs, then all second runs, ...); else the next
-    midpoint.
+    capacity is already below it), `runs` times each (all first runs, then all second runs, ...); else, where no
+    point failed, the next of `extend` doublings above the grid (`runs` times too); else the next midpoint.
 
     `runs` > 1 where the plan said before the sweep that one run's requests cannot pass (a pass needs more than
     a point has): then every point that does not fail is rerun anyway, so its rerun joins its first batch
@@ -99,23 +112,33 @@ def next_batch(points: Sequence[float], judged: Mapping[float, Judged], *, mode:
               and below(v)]
     fresh = [v for v in points if v not in judged and below(v)]
     if reruns:
-        mid = None if fresh else _next_midpoint(points, judged, lowest_fail, mode=mode, refine=refine)
+        mid = None if fresh else _next_midpoint(points, judged, lowest_fail, mode=mode, refine=refine,
+                                                extend=extend)
         # Last, so that a sweep short of time (fit keeps the leading loads) drops the midpoint before a rerun.
         return reruns + ([mid] if mid is not None and mid not in points else [])
     if fresh:
         return fresh * max(1, min(runs, 1 + repeats))
-    mid = _next_midpoint(points, judged, lowest_fail, mode=mode, refine=refine)
+    # Nothing failed on the whole grid: its top held or could not decide, and without a failure above there is no
+    # bracket. The next doubling above it (a point undecided at the top most often sits at the boundary, so the
+    # doubling is likely to break an SLO clearly, and the midpoint below the undecided point then narrows).
+    ext = _next_extension(points, judged, extend) if lowest_fail is None else None
+    if ext is not None:
+        return [ext] * max(1, min(runs, 1 + repeats))
+    mid = _next_midpoint(points, judged, lowest_fail, mode=mode, refine=refine, extend=extend)
     return [] if mid is None else [mid]
 
 
 def gated_tail(values: Sequence[float], runs: Mapping[float, int], judged: Mapping[float, Judged], *, mode: str,
-               repeats: int, refine: int) -> list[float]:
+               repeats: int, refine: int, points: Sequence[float] = (), extend: int = 0) -> list[float]:
     """The loads a batch of `values` carries behind gates, after them, in the order they are decided: every
     run `next_batch` could ask once the batch's verdicts are in, so that it needs no AIPerf process of its own.
     `runs` counts each point's runs before the batch (0 or absent: none); `judged` holds the earlier batches'
     verdicts.
 
-    First one rerun of each point of the batch that may still be rerun (ascending). Then, where `refine` allows
+    First one rerun of each point of the batch that may still be rerun (ascending). Then, where no point failed
+    earlier and `extend` allows, the next doubling above the configured `points` whose point below is known (the
+    batch's among them), with its `repeats` reruns; one doubling only, a deeper one runs in a batch of its own.
+    Then, where `refine` allows
     a midpoint, each midpoint between two neighbours among the points known (the batch's among them) that is not
     known yet and could still halve a bracket (its lower neighbour not at or above an earlier failure), each
     followed by its `repeats` reruns. Each gate asks `next_batch` on everything judged by then, so a midpoint
@@ -123,11 +146,19 @@ def gated_tail(values: Sequence[float], runs: Mapping[float, int], judged: Mappi
     carried: the search runs them in a batch of their own."""
     counts = {v: values.count(v) for v in dict.fromkeys(values)}
     tail = [v for v in sorted(counts) if runs.get(v, 0) + counts[v] <= repeats]
-    if refine < 1:
-        return tail
     failing = [v for v, j in judged.items() if j.outcome == "fail"]
     lowest_fail = min(failing) if failing else None
     known = sorted({*runs, *values})
+    doublings = extensions(points, extend)
+    if lowest_fail is None:
+        below = [max(points, default=0.0), *doublings]
+        ext = next((v for v, under in zip(doublings, below, strict=False)
+                    if v not in runs and v not in counts and under in known), None)
+        if ext is not None:
+            tail += [ext] * (1 + repeats)
+            known = sorted({*known, ext})
+    if refine < 1:
+        return tail
     for low, high in zip(known, known[1:], strict=False):
         mid = _midpoint(low, high, mode)
         if mid is None or mid in runs or (lowest_fail is not None and low >= lowest_fail):
@@ -138,22 +169,24 @@ def gated_tail(values: Sequence[float], runs: Mapping[float, int], judged: Mappi
 
 def gate_runs(points: Sequence[float], judged: Mapping[float, Judged], value: float, *, mode: str, repeats: int,
               refine: int, earlier_skipped: bool = False, need_s: float = 0.0,
-              left_s: float = float("inf")) -> bool:
+              left_s: float = float("inf"), extend: int = 0) -> bool:
     """Whether a gated run of `value` runs, decided on every verdict so far (`judged`, this batch's runs counted):
     where the search would run that point next (`next_batch`), none of the point's earlier gated runs in the batch
     was skipped (then this one is not its next run), and its planned time `need_s` fits in `left_s`."""
     if earlier_skipped or need_s > left_s:
         return False
-    return value in next_batch(points, judged, mode=mode, repeats=repeats, refine=refine)
+    return value in next_batch(points, judged, mode=mode, repeats=repeats, refine=refine, extend=extend)
 
 
 def _next_midpoint(points: Sequence[float], judged: Mapping[float, Judged], lowest_fail: float | None, *, mode: str,
-                   refine: int) -> float | None:
+                   refine: int, extend: int = 0) -> float | None:
     """The next refinement midpoint, or None: no bracket yet, `refine` midpoints already tried at or above the
     capacity, or nothing left between."""
     passing = _capacity(judged)
-    # A midpoint below the capacity (a higher point passed after it was planned) halved no bracket.
-    tried = [v for v in judged if v not in points and (passing is None or v >= passing)]
+    # A midpoint below the capacity (a higher point passed after it was planned) halved no bracket; a doubling
+    # above the grid is no midpoint (nothing judged lies between two doublings, so none equals a midpoint).
+    grid = {*points, *extensions(points, extend)}
+    tried = [v for v in judged if v not in grid and (passing is None or v >= passing)]
     if lowest_fail is None or passing is None or len(tried) >= refine:
         return None
     # Halve below the lowest point above the capacity that did not pass: a point left undecided after its

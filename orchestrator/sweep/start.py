@@ -29,6 +29,7 @@ from orchestrator.qualify.probe import ProbeSession, capability_probe
 from orchestrator.run import RunScope
 from orchestrator.supervisor import ServerHandle
 from orchestrator.sweep.planned import planned_durations
+from orchestrator.sweep.search import extensions
 
 __all__ = ["FirstHold", "probe_and_sample", "state_plan"]
 
@@ -124,14 +125,15 @@ async def state_plan(run: RunScope, model: ModelConfig, argv: list[str], detects
               if isinstance(v, float | int) and not isinstance(v, bool)}
     print("sweep: each point of " + f"{sw.requests_per_point} requests can decide:\n  "
           + "\n  ".join(d.statement for d in detects), file=sys.stderr, flush=True)
+    doublings = extensions(sw.points, sw.extend)
     baseline_s, planned = planned_durations(sw.mode, list(sw.points), requests=sw.requests_per_point,
                                             warmup=cfg.workload.warmup_requests, base=base, probe_s=probe_s,
-                                            sample_s=sample_s)
+                                            sample_s=sample_s, extensions=doublings)
     print("sweep: planned: " + "; ".join(planned), file=sys.stderr, flush=True)
     await run.bus.publish(PhaseStarted(source="sweep", phase="sweep", model=model.name, detail=SweepPhase(
         mode=sw.mode, points=list(sw.points), requests_per_point=sw.requests_per_point,
         warmup_requests=cfg.workload.warmup_requests, slo=limits, argv=list(argv), detects=detects,
-        baseline_planned_s=baseline_s, planned=planned)))
+        baseline_planned_s=baseline_s, planned=planned, extensions=doublings)))
     return baseline_s
 
 

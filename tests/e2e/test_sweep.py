@@ -145,6 +145,7 @@ min_answers = 5
 mode = "rate"
 points = [2, 8]
 requests_per_point = 20
+extend = 0  # the grid only: the clean server's capacity stays "at least 8" (doublings: test_sweep_search)
 """
 
 

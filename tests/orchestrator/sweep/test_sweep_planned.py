@@ -45,3 +45,16 @@ def test_the_sample_is_spread_evenly_through_the_window_and_never_beyond_it() ->
     assert baseline_sample(64) == [4, 12, 20, 28, 36, 44, 52, 60]
     assert baseline_sample(3) == [0, 1, 2]
     assert baseline_sample(0) == []
+
+
+def test_the_doublings_beyond_the_grid_are_stated_apart() -> None:
+    """The doublings run only while no point has failed: stated after the grid, each by its own schedule, and
+    not folded into the baseline; a closed loop names them without a schedule."""
+    baseline, said = planned_durations("rate", [1.0, 8.0], requests=60, warmup=4, base=False, probe_s=[],
+                                       extensions=[16.0, 32.0])
+    assert baseline is None
+    assert said == ["each point (4 warmup + 60) / rate: 1 req/s 64.0 s, 8 req/s 8.0 s",
+                    "beyond the grid, each only while no point has failed: 16 req/s 4.0 s, 32 req/s 2.0 s"]
+    _, said = planned_durations("concurrency", [1.0, 4.0], requests=10, warmup=2, base=False, probe_s=[],
+                                extensions=[8.0])
+    assert said[-1] == "beyond the grid, each only while no point has failed: concurrency 8"

@@ -66,12 +66,13 @@ class TestSearch:
         assert next_point([1, 2, 8], {1: PASS, 2: PASS, 8: FAIL}, mode="concurrency", repeats=1, refine=3) == 5
 
 
-def _batched(points: list[float], knee: float, seed: int, refine: int) -> tuple[dict[float, Judged], list[list[float]]]:
+def _batched(points: list[float], knee: float, seed: int, refine: int,
+             extend: int = 0) -> tuple[dict[float, Judged], list[list[float]]]:
     rng = random.Random(seed)
     slo = SloConfig(p99_latency_ms=800.0, answers=False, complete_outputs=False)
     judged: dict[float, Judged] = {}
     batches = []
-    while values := next_batch(points, judged, mode="rate", repeats=1, refine=refine):
+    while values := next_batch(points, judged, mode="rate", repeats=1, refine=refine, extend=extend):
         for value in values:
             checks = judge_point(_stub_server(value, knee, rng), slo, None, CorrectnessCriteria())
             runs = judged[value].runs + 1 if value in judged else 1
@@ -198,7 +199,7 @@ class TestConclude:
 
 
 def _gated_walk(points: list[float], script: dict[float, list[str]], *, gates: bool, repeats: int = 1,
-                refine: int = 1) -> tuple[dict[float, Judged], list[list[float]]]:
+                refine: int = 1, extend: int = 0) -> tuple[dict[float, Judged], list[list[float]]]:
     """The walk as `aqbench sweep` runs it: a batch per AIPerf process, its planned loads, then (with `gates`) its
     gated tail, each gated load decided in turn on every verdict so far (next_batch), a point's later run only
     after its earlier one in the batch ran. `script` gives each point's outcome run by run. Returns the verdicts
@@ -212,8 +213,9 @@ def _gated_walk(points: list[float], script: dict[float, list[str]], *, gates: b
         outcome = script[value][min(runs[value], len(script[value])) - 1]
         judged[value] = Judged(outcome=outcome, runs=runs[value], checks=FAIL.checks if outcome == "fail" else [])
 
-    while values := next_batch(points, judged, mode="rate", repeats=repeats, refine=refine):
-        tail = gated_tail(values, runs, judged, mode="rate", repeats=repeats, refine=refine) if gates else []
+    while values := next_batch(points, judged, mode="rate", repeats=repeats, refine=refine, extend=extend):
+        tail = gated_tail(values, runs, judged, mode="rate", repeats=repeats, refine=refine, points=points,
+                          extend=extend) if gates else []
         ran: list[float] = []
         for value in values:
             run(value)
@@ -221,7 +223,7 @@ def _gated_walk(points: list[float], script: dict[float, list[str]], *, gates: b
         skipped: set[float] = set()
         for value in tail:
             if not gate_runs(points, judged, value, mode="rate", repeats=repeats, refine=refine,
-                             earlier_skipped=value in skipped):
+                             earlier_skipped=value in skipped, extend=extend):
                 skipped.add(value)
                 continue
             run(value)
@@ -315,3 +317,73 @@ class TestGatedTail:
             assert len(after) == 1
             fewer += len(before) > 1
         assert fewer > 250 and narrower > 0
+
+
+class TestExtend:
+    GRID = [1.0, 2.0, 4.0, 8.0]
+
+    def test_doublings_follow_a_grid_that_never_failed(self) -> None:
+        """Every point held, or the top could not decide after its rerun: the next doubling, one at a time, up to
+        `extend`; none once a point failed, and none with extend 0."""
+        held = {1.0: PASS, 2.0: PASS, 4.0: PASS, 8.0: PASS}
+        assert next_batch(self.GRID, held, mode="rate", repeats=1, refine=1, extend=2) == [16.0]
+        assert next_batch(self.GRID, {**held, 16.0: PASS}, mode="rate", repeats=1, refine=1, extend=2) == [32.0]
+        assert next_batch(self.GRID, {**held, 16.0: PASS, 32.0: PASS}, mode="rate", repeats=1, refine=1,
+                          extend=2) == []
+        assert next_batch(self.GRID, held, mode="rate", repeats=1, refine=1, extend=0) == []
+        top = {**held, 8.0: Judged(outcome="inconclusive", runs=2)}
+        assert next_batch(self.GRID, top, mode="rate", repeats=1, refine=1, extend=2) == [16.0]
+        # A doubling undecided is rerun like any point; where a pass needs two runs, both go in its first batch.
+        assert next_batch(self.GRID, {**top, 16.0: UNDECIDED}, mode="rate", repeats=1, refine=1, extend=2) == [16.0]
+        assert next_batch(self.GRID, held, mode="rate", repeats=1, refine=1, extend=2, runs=2) == [16.0, 16.0]
+        broken = {**held, 8.0: FAIL}
+        assert next_batch(self.GRID, broken, mode="rate", repeats=1, refine=1, extend=2) == [6.0]
+
+    def test_a_doubling_that_breaks_is_no_midpoint(self) -> None:
+        """8 undecided after its rerun, 16 broke: the one midpoint `refine` allows is taken below 8 (the doubling
+        did not spend it); 8 held and 16 broke: the midpoint is 12."""
+        top = {1.0: PASS, 2.0: PASS, 4.0: PASS, 8.0: Judged(outcome="inconclusive", runs=2), 16.0: FAIL}
+        assert next_batch(self.GRID, top, mode="rate", repeats=1, refine=1, extend=2) == [6.0]
+        assert next_batch(self.GRID, {**top, 6.0: PASS}, mode="rate", repeats=1, refine=1, extend=2) == []
+        held = {1.0: PASS, 2.0: PASS, 4.0: PASS, 8.0: PASS, 16.0: FAIL}
+        assert next_batch(self.GRID, held, mode="rate", repeats=1, refine=1, extend=2) == [12.0]
+
+    def test_the_tail_carries_one_doubling_before_the_midpoints(self) -> None:
+        assert gated_tail(self.GRID, {}, {}, mode="rate", repeats=1, refine=1, points=self.GRID, extend=2) == [
+            1.0, 2.0, 4.0, 8.0, 16.0, 16.0, 1.5, 1.5, 3.0, 3.0, 6.0, 6.0, 12.0, 12.0]
+        assert gated_tail(self.GRID, {}, {}, mode="rate", repeats=1, refine=0, points=self.GRID, extend=2) == [
+            1.0, 2.0, 4.0, 8.0, 16.0, 16.0]
+        # A later batch of the doubling itself carries the next one; none after a failure.
+        runs = {v: 1 for v in self.GRID}
+        held = dict.fromkeys(self.GRID, PASS)
+        assert gated_tail([16.0], runs, held, mode="rate", repeats=0, refine=0, points=self.GRID, extend=2) == [32.0]
+        assert gated_tail([16.0], runs, {**held, 8.0: FAIL}, mode="rate", repeats=0, refine=0, points=self.GRID,
+                          extend=2) == []
+
+    def test_the_default_proofs_boundary_is_bracketed_in_one_aiperf_process(self) -> None:
+        """The default reference server's verdicts (bench/sweep_proofs.py): 1, 2 and 4 held, 8 undecided twice at
+        the error-rate limit. Without doublings the sweep ends there, undecided; with them 16 breaks, the midpoint
+        6 holds, and the capacity is bracketed [6, 16) with 8 named undecided between, all behind the grid's
+        gates in its one AIPerf process."""
+        script = {1.0: ["pass"], 2.0: ["pass"], 4.0: ["pass"], 8.0: ["inconclusive"], 16.0: ["fail"], 6.0: ["pass"]}
+        plain, _ = _gated_walk(self.GRID, script, gates=True, extend=0)
+        assert conclude(plain, mode="rate", points=self.GRID).outcome == "inconclusive"
+        judged, processes = _gated_walk(self.GRID, script, gates=True, extend=2)
+        assert processes == [[1.0, 2.0, 4.0, 8.0, 8.0, 16.0, 6.0]]
+        c = conclude(judged, mode="rate", points=self.GRID)
+        assert (c.outcome, c.capacity, c.lowest_failing) == ("bracketed", 6.0, 16.0)
+        assert c.undecided and c.undecided[0].startswith("8 req/s")
+
+    def test_seeded_knees_above_the_grid_are_found_within_one_step(self) -> None:
+        """The stub server with its knee above the grid's top (8): doubling to 16 then halving brackets the knee
+        within one halving of the doubled step, over seeds; with no doubling the sweep can only say all passed."""
+        for seed, knee in enumerate([9.0, 11.0, 13.5, 15.0, 20.0, 27.0]):
+            judged, batches = _batched(self.GRID, knee=knee, seed=seed, refine=1, extend=2)
+            assert batches[:2] == [self.GRID, [16.0]]  # the first doubling right after the grid
+            c = conclude(judged, mode="rate", points=self.GRID)
+            assert c.outcome == "bracketed", (knee, c.summary)
+            assert c.capacity is not None and c.lowest_failing is not None
+            assert c.capacity < knee < c.lowest_failing
+            assert c.lowest_failing - c.capacity <= knee  # one halving of the doubled step
+            plain, _ = _batched(self.GRID, knee=knee, seed=seed, refine=1)
+            assert conclude(plain, mode="rate", points=self.GRID).outcome == "all_passed"
