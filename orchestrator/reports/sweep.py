@@ -40,6 +40,9 @@ class SweepPoint(msgspec.Struct, frozen=True, kw_only=True):
     accounting_balanced: bool
     outcome: str
     judged: SweepPointJudged
+    # Where the point came from: "grid" (configured), "doubling" (beyond the grid while nothing failed), or
+    # "midpoint" (halving a bracket); "" where the journal does not say (a sweep before the doublings).
+    placed: str = ""
 
 
 class Capacity(msgspec.Struct, frozen=True, kw_only=True):
@@ -111,9 +114,15 @@ class SweepFold:
             planned=list(phase.planned) if phase else [],
             points=[SweepPoint(offered=p.offered, achieved_rps=p.stats.achieved_rps,
                                latency_p99_ms=p.stats.latency_p99_ms, accounting_balanced=p.accounting_balanced,
-                               outcome=p.outcome, judged=p)
+                               outcome=p.outcome, judged=p, placed=_placed(phase, p.offered))
                     for _v, p in sorted(self.points.items())],
             torn_line=torn.line if torn else None)
+
+
+def _placed(phase: SweepPhase | None, offered: float) -> str:
+    if phase is None or not phase.points:
+        return ""
+    return "grid" if offered in phase.points else "doubling" if offered in phase.extensions else "midpoint"
 
 
 def fold_sweep(events: Iterable[AnyEvent], torn: TornLine | None = None) -> SweepReport:
@@ -144,7 +153,8 @@ def _point_rows(report: SweepReport) -> list[list[str]]:
     for p in report.points:
         s = p.judged.stats
         errors = ", ".join(f"{k} {v}" for k, v in sorted(s.errors_by_cause.items())) or "0"
-        rows.append([f"{p.offered:g}", p.outcome, str(s.requests), errors, _num(s.achieved_rps), _num(s.goodput_rps),
+        placed = f" ({p.placed})" if p.placed in ("doubling", "midpoint") else ""
+        rows.append([f"{p.offered:g}{placed}", p.outcome, str(s.requests), errors, _num(s.achieved_rps), _num(s.goodput_rps),
                      _num(s.audio_s_per_s), _num(s.real_time_factor), _num(s.latency_p50_ms, 4),
                      _num(s.latency_p90_ms, 4), _num(s.latency_p99_ms, 4), _num(s.model_call_p99_ms, 4),
                      f"{s.answers_differing}/{s.answers_compared}", "yes" if p.accounting_balanced else "NO",

@@ -63,6 +63,22 @@ class TestSweepReport:
         assert report.command == "aqbench sweep --rates 1,3,3.4"
         assert report.planned == ["baseline 1.3 s", "1 req/s 64.0 s"]
 
+    def test_each_point_says_where_it_came_from(self, tmp_path: Path) -> None:
+        """A configured point is the grid's; one beyond it the sweep doubled to; any other a midpoint. The
+        markdown marks the latter two in the offered column."""
+        events = [RunStarted(command="sweep", seq=1),
+                  PhaseStarted(phase="sweep", seq=2, detail=SweepPhase(mode="rate", points=[4.0, 8.0],
+                                                                        extensions=[16.0, 32.0])),
+                  _point(4.0, "pass"), _point(8.0, "inconclusive", runs=2), _point(16.0, "fail"), _point(6.0, "pass"),
+                  RunFinished(status="ok")]
+        path = tmp_path / "events.jsonl"
+        path.write_bytes(b"".join(msgspec.json.encode(e) + b"\n" for e in events))
+        report = build_sweep_report(path)
+        assert [(p.offered, p.placed) for p in report.points] == [
+            (4.0, "grid"), (6.0, "midpoint"), (8.0, "grid"), (16.0, "doubling")]
+        md = render_sweep_markdown(report)
+        assert "| 16 (doubling) | fail |" in md and "| 6 (midpoint) | pass |" in md and "| 8 | inconclusive |" in md
+
     def test_markdown_leads_with_the_capacity(self, tmp_path: Path) -> None:
         """sweep.md opens with the capacity sentence and lists every SLO check with its reason."""
         md = render_sweep_markdown(build_sweep_report(_journal(tmp_path)))
