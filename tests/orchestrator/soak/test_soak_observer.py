@@ -38,8 +38,12 @@ class _Bus:
 
 
 def _waiting_child() -> subprocess.Popen[bytes]:
-    """A child process that lives until its stdin closes."""
-    return subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    """A child Python that lives until its stdin closes, returned once its interpreter is up (it said so): sampled
+    while it was still starting, it held under 1 MiB (a CI run caught it there, after its exec)."""
+    child = subprocess.Popen([sys.executable, "-c", "import sys; print('up', flush=True); sys.stdin.read()"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert child.stdout is not None and child.stdout.readline() == b"up\n"
+    return child
 
 
 class TestObserverSampler:
@@ -57,6 +61,7 @@ class TestObserverSampler:
                     tg.cancel_scope.cancel()
         finally:
             child.stdin.close()  # type: ignore[union-attr]
+            child.stdout.close()  # type: ignore[union-attr]
             child.wait()
         own = next(e for e in bus.events if e.role == "orchestrator")
         aiperf = next(e for e in bus.events if e.role == "aiperf")
