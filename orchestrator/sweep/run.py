@@ -51,7 +51,7 @@ from orchestrator.sweep.batch import batch_rows, parse_batch_key, phase_name
 from orchestrator.sweep.judge import Baseline, PointRequest, judge_point, point_stats, saturation_signs, worst
 from orchestrator.sweep.planned import baseline_sample
 from orchestrator.sweep.power import plan
-from orchestrator.sweep.search import Judged, conclude, gate_runs, gated_tail, next_batch
+from orchestrator.sweep.search import Judged, conclude, extensions, gate_runs, gated_tail, next_batch
 from orchestrator.sweep.start import FirstHold, probe_and_sample, state_plan
 from orchestrator.sweep.watch import PointWatch
 
@@ -392,10 +392,12 @@ async def _sweep(run: RunScope, opts: SweepOptions, toolkit: Toolkit, model: Mod
         need_base = False
         for value in ran_first:
             await walk.judge(value)
-    while values := next_batch(sw.points, judged, mode=sw.mode, repeats=sw.repeats, refine=sw.refine, runs=runs,
+    unreached: list[float] = []  # doublings asked for that the sweep's time did not fit
+    while wanted := next_batch(sw.points, judged, mode=sw.mode, repeats=sw.repeats, refine=sw.refine, runs=runs,
                                extend=sw.extend):
         # A point cut short by the sweep's time loses its requests in flight: one that cannot finish is not started.
-        if not (values := walk.fit(values[:1] if sw.stop_early else values, base=need_base)):
+        if not (values := walk.fit(wanted[:1] if sw.stop_early else wanted, base=need_base)):
+            unreached = [v for v in wanted if v in extensions(sw.points, sw.extend) and v not in judged]
             break
         ran = await walk.batch(values, base=need_base)
         need_base = False
@@ -403,7 +405,7 @@ async def _sweep(run: RunScope, opts: SweepOptions, toolkit: Toolkit, model: Mod
             await walk.judge(value)
     not_run = [v for v in sw.points if v not in judged and not any(j.outcome == "fail" and u <= v
                                                                     for u, j in judged.items())]
-    concluded = conclude(judged, mode=sw.mode, not_run=not_run, points=list(sw.points))
+    concluded = conclude(judged, mode=sw.mode, not_run=not_run, points=list(sw.points), unreached=unreached)
     await run.bus.publish(msgspec.structs.replace(concluded, source="sweep"))
     await handle.stop()
     balanced = base.balanced and all(p.balanced for p in points.values())

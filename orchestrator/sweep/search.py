@@ -213,14 +213,16 @@ def _broken(checks: Sequence[SloCheck]) -> str:
 
 
 def conclude(judged: Mapping[float, Judged], *, mode: str, not_run: Sequence[float] = (),
-             points: Sequence[float] | None = None) -> SweepConcluded:
+             points: Sequence[float] | None = None, unreached: Sequence[float] = ()) -> SweepConcluded:
     """The capacity the judged points give, bracketed where a pass and the next higher fail are adjacent
     among the points run; `not_run` are configured points the sweep never reached (its time ran out).
 
     A point that could not decide between the capacity (the highest pass, every lower point passing) and the
     lowest failure leaves the bracket standing: it would only have narrowed it. It is listed as undecided, and
     the summary names it. A point undecided below the capacity, or not run, leaves the capacity undecided.
-    `points` (the configured points) is kept for callers; every point is judged alike."""
+    `points` (the configured points) is kept for callers; every point is judged alike. `unreached`: doublings
+    above the grid the search asked for that the sweep's time did not fit: named where the capacity stays
+    undecided, and beside an all-passed grid (which stands: every point run held)."""
     unit = unit_of(mode)
     capacity = _capacity(judged)
     failing = sorted(v for v, j in judged.items() if j.outcome == "fail")
@@ -236,6 +238,8 @@ def conclude(judged: Mapping[float, Judged], *, mode: str, not_run: Sequence[flo
     inside = [reasons[v] for v, _ in below if narrowing(v)]
     undecided = [reasons[v] for v, _ in below if not narrowing(v)]
     undecided += [f"{_fmt(v)} {unit}: not run (the sweep's time ran out)" for v in not_run]
+    left = [v for v in unreached if v not in judged]
+    unreached_said = [f"{_fmt(v)} {unit}: not run (the sweep's time ran out)" for v in left]
     broken = [c for c in judged[lowest_fail].checks if c.outcome == "fail"] if lowest_fail is not None else []
     if not judged:
         return SweepConcluded(outcome="inconclusive", mode=mode, unit=unit, undecided=undecided,  # type: ignore[arg-type]
@@ -256,8 +260,9 @@ def conclude(judged: Mapping[float, Judged], *, mode: str, not_run: Sequence[flo
         return SweepConcluded(outcome="all_passed", mode=mode, unit=unit, capacity=capacity,  # type: ignore[arg-type]
                               highest_passing=capacity, summary=(
                                   f"capacity at least {_fmt(capacity or 0)} {unit}: every point held every SLO; "
-                                  "add higher points to find where it breaks"))
-    undecided = inside + undecided
+                                  + (f"the doubling to {_fmt(left[0])} did not fit in the sweep's time"
+                                     if left else "add higher points to find where it breaks")))
+    undecided = inside + undecided + (unreached_said if lowest_fail is None else [])
     above = f", below {_fmt(lowest_fail)} ({_fmt(lowest_fail)} broke {_broken(broken)})" if lowest_fail else ""
     return SweepConcluded(outcome="inconclusive", mode=mode, unit=unit, capacity=capacity,  # type: ignore[arg-type]
                           highest_passing=capacity, lowest_failing=lowest_fail, broken=broken, undecided=undecided,

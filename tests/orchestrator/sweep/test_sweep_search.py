@@ -387,3 +387,18 @@ class TestExtend:
             assert c.lowest_failing - c.capacity <= knee  # one halving of the doubled step
             plain, _ = _batched(self.GRID, knee=knee, seed=seed, refine=1)
             assert conclude(plain, mode="rate", points=self.GRID).outcome == "all_passed"
+
+    def test_a_doubling_the_time_did_not_fit_is_named(self) -> None:
+        """The grid held but the doubling did not fit in --max-duration: still all_passed (every point run held),
+        and the summary says the doubling was not run; with the top undecided, the capacity stays undecided and
+        the doubling is listed with it. A doubling that did run is not named."""
+        held = dict.fromkeys(self.GRID, PASS)
+        c = conclude(held, mode="rate", points=self.GRID, unreached=[16.0])
+        assert (c.outcome, c.capacity) == ("all_passed", 8.0)
+        assert c.summary.endswith("every point held every SLO; the doubling to 16 did not fit in the sweep's time")
+        top = {**held, 8.0: Judged(outcome="inconclusive", runs=2, checks=UNDECIDED.checks)}
+        c = conclude(top, mode="rate", points=self.GRID, unreached=[16.0])
+        assert c.outcome == "inconclusive" and c.capacity == 4.0
+        assert c.undecided == ["8 req/s: too few requests", "16 req/s: not run (the sweep's time ran out)"]
+        assert conclude({**held, 16.0: PASS}, mode="rate", points=self.GRID, unreached=[16.0]).summary.endswith(
+            "add higher points to find where it breaks")
