@@ -366,9 +366,11 @@ async def _sweep(run: RunScope, opts: SweepOptions, toolkit: Toolkit, model: Mod
     # batch's AIPerf process starts beside them, held at its gates until the plan is stated (start.py).
     per = sw.requests_per_point + cfg.workload.warmup_requests
     sample = [rows[i % len(rows)] for i in baseline_sample(per)] if need_base and rows else []
+    # Held at spawn without the baseline's time: not known yet (the sample is not taken), and the release fits
+    # the held loads again with it (fit_held), so a bound here would only drop loads the time would allow.
     first = [] if sw.stop_early else walk.fit(next_batch(sw.points, {}, mode=sw.mode, repeats=sw.repeats,
                                                          refine=sw.refine, runs=runs, extend=sw.extend),
-                                              base=need_base)
+                                              base=False)
     hold = FirstHold() if first else None
     ran_first: list[float] = []
     async with anyio.create_task_group() as tg:
@@ -384,12 +386,13 @@ async def _sweep(run: RunScope, opts: SweepOptions, toolkit: Toolkit, model: Mod
         else:
             baseline_s = await state_plan(run, model, list(opts.argv), detects, base=need_base, probe_s=probed[0],
                                           sample_s=probed[1])
+            walk.base_s = baseline_s
             if hold is not None:  # what still fits in --max-duration's time left now runs, in order
                 hold.release(walk.fit_held(first, base=need_base, base_s=baseline_s))
     if isinstance(probed, int):
         return probed
     if hold is not None:
-        need_base = False
+        need_base = need_base and not base.windows  # a baseline the release skipped (no time) is still to run
         for value in ran_first:
             await walk.judge(value)
     unreached: list[float] = []  # doublings asked for that the sweep's time did not fit
@@ -449,6 +452,7 @@ class _Walk:
         self.baseline: Baseline | None = None
         self.overhead_s = _START_S
         self.point_s = 0.0  # closed loop: the last batch's time per point (0 before any)
+        self.base_s: float | None = None  # the baseline window's planned seconds, once the plan is stated
         self.match_timeout_s = 5.0
 
     def left_s(self) -> float:
@@ -460,10 +464,13 @@ class _Walk:
         `base`), fits in the sweep's time left."""
         cfg = self.scope.config
         per = cfg.sweep.requests_per_point + cfg.workload.warmup_requests
-        # The baseline (concurrency 1) takes per x its latency; a server whose latency exceeds the gap of the
-        # lowest rate cannot hold that rate anyway, so that gap bounds it where the sweep can find a capacity.
-        return self._leading(values, self.overhead_s + (per / min(cfg.sweep.points)
-                                                        if base and cfg.sweep.mode == "rate" else 0.0))
+        # The baseline (concurrency 1) takes per x its latency: as planned once the plan is stated; before, a
+        # server whose latency exceeds the gap of the lowest rate cannot hold that rate anyway, so that gap bounds it
+        # where the sweep can find a capacity.
+        base_s = 0.0
+        if base and cfg.sweep.mode == "rate":
+            base_s = self.base_s if self.base_s is not None else per / min(cfg.sweep.points)
+        return self._leading(values, self.overhead_s + base_s)
 
     def fit_held(self, values: list[float], *, base: bool, base_s: float | None) -> int:
         """How many of the held first batch's loads (the baseline first when `base`, then `values`) to run: the
