@@ -2,7 +2,14 @@
 point that has clearly broken an SLO is asked to stop early (its `stop` event is set).
 
 Like qualify's WindowCollector, it has every request of its window once it has seen the window's
-AccountingChecked. Only a decided fail stops a point: "clearly" is the judge's own confidence.
+AccountingChecked. Only a decided fail stops a point, and "clearly" is stricter than the point's verdict: each
+interim look (every few requests) judges at INTERIM_CONFIDENCE, not [slo] confidence. Looking a dozen times at the
+verdict's own level fails a healthy point far more often than its one verdict does (seeded, 300 points of 60
+requests failing in patches, lag-1 0.3, against a 5 % limit at 90 %: at 2 % errors 2.7 % of points stopped where
+the one verdict failed none; at 5 %, the limit, 16 % against 4 %). At 99.9 % each look adds at most about 0.1 %
+(Haybittle-Peto): 0 % and 0.3 % stopped, while half the requests failing stops every point, on average by its
+16th request (tests/orchestrator/sweep/test_sweep_watch.py). The point's verdict, judged once on every request
+it sent, keeps its stated error rates.
 """
 
 from __future__ import annotations
@@ -10,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import anyio
+import msgspec
 from anyio.abc import TaskStatus
 
 from orchestrator.bus import Bus
@@ -17,7 +25,9 @@ from orchestrator.config import CorrectnessCriteria, SloConfig
 from orchestrator.events import AccountingChecked, NoticeContext, RequestCorrelated, SloCheck, Warned
 from orchestrator.sweep.judge import Baseline, PointRequest, judge_point
 
-__all__ = ["PointWatch"]
+__all__ = ["INTERIM_CONFIDENCE", "PointWatch"]
+
+INTERIM_CONFIDENCE = 0.999
 
 # Re-judging every request would be quadratic on a long point; every this many requests is enough to stop
 # within a small share of the point.
@@ -38,7 +48,8 @@ class PointWatch:
         self._bus = bus
         self.window = window
         self._fact = fact
-        self._slo, self._baseline, self._criteria = slo, baseline, criteria
+        self._baseline, self._criteria = baseline, criteria
+        self._interim = msgspec.structs.replace(slo, confidence=max(slo.confidence, INTERIM_CONFIDENCE))
         self._earlier = earlier
         self.stop = stop
         self._size = size
@@ -46,6 +57,7 @@ class PointWatch:
         self.starts: list[int] = []
         self.ends: list[int] = []
         self.broken: list[SloCheck] = []  # the checks that stopped the point early (empty: it ran out)
+        self.stopped_at: int | None = None  # how many of its requests were in when it was asked to stop
         self._accounted = anyio.Event()
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
@@ -66,10 +78,10 @@ class PointWatch:
             self.ends.append(ev.request_end_ns)
         if self._earlier is None or self.stop.is_set() or len(self.requests) % _JUDGE_EVERY:
             return
-        checks = judge_point(self._earlier + self.requests, self._slo, self._baseline, self._criteria)
+        checks = judge_point(self._earlier + self.requests, self._interim, self._baseline, self._criteria)
         failed = [c for c in checks if c.outcome == "fail"]
         if failed:
-            self.broken = failed
+            self.broken, self.stopped_at = failed, len(self.requests)
             self.stop.set()
 
     @property

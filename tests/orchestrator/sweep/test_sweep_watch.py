@@ -3,6 +3,8 @@ stop once they clearly break an SLO, never on evidence that cannot decide."""
 
 from __future__ import annotations
 
+import random
+
 import anyio
 import pytest
 
@@ -60,3 +62,41 @@ class TestPointWatch:
         """The baseline run is never stopped, whatever its errors."""
         watch = await _watch([_req(i, ok=False) for i in range(10)], early=False)
         assert not watch.stop.is_set() and len(watch.requests) == 10
+
+
+def _markov(p: float, rho: float, n: int, rng: random.Random) -> list[RequestCorrelated]:
+    """n requests failing at stationary rate p, in runs: lag-1 correlation rho (a server's bad patches)."""
+    out, prev = [], False
+    for i in range(n):
+        prev = rng.random() < (p + rho * (1.0 - p) if prev else p * (1.0 - rho))
+        out.append(_req(i, ok=not prev))
+    return out
+
+
+class TestInterimLooks:
+    """Seeded: the looks every 5 requests stop a healthy point almost never (the verdict's own level, looked at a
+    dozen times, stopped 2.7 % of points at 2 % errors and 16 % at the limit), and still stop a clearly broken
+    one."""
+
+    async def _stopped(self, p: float, seeds: int) -> tuple[float, float]:
+        stopped, at = 0, []
+        for seed in range(seeds):
+            watch = await _watch(_markov(p, 0.3, 60, random.Random(seed)), early=True)
+            if watch.stop.is_set():
+                stopped += 1
+                at.append(watch.stopped_at or 0)
+        return stopped / seeds, (sum(at) / len(at) if at else 0.0)
+
+    async def test_a_healthy_point_in_bad_patches_is_not_stopped(self) -> None:
+        share, _ = await self._stopped(0.02, 300)
+        assert share <= 0.01
+        at_limit, _ = await self._stopped(0.05, 300)  # the verdict itself decides a point at its limit
+        assert at_limit <= 0.02
+
+    async def test_a_clearly_broken_point_is_stopped_early(self) -> None:
+        """Half the requests failing against a 5 % limit: every point stopped, on average within its first third;
+        30 % failing, in patches: most stopped, within the first half (the rest left to the point's verdict)."""
+        share, mean_at = await self._stopped(0.50, 100)
+        assert share == 1.0 and mean_at <= 20
+        share, mean_at = await self._stopped(0.30, 100)
+        assert share >= 0.85 and mean_at <= 32
