@@ -477,6 +477,9 @@ class PhaseGates(Protocol):
     def ran(self, name: str) -> bool | None:
         """The decision, None while undecided."""
         ...
+    def halt(self, name: str) -> None:
+        """End the load's profiling phase early (gated or not): no more requests, the open ones recorded."""
+        ...
 
 
 class AiperfTools(Protocol):

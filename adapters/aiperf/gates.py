@@ -3,7 +3,8 @@ plugin (adapters/aiperf/timing.py, `AQBENCH_PHASE_GATES`), the file names in han
 
 A sweep writes a point's possible rerun into the batch that decides it: the rerun's phases (`warmup_<name>`,
 `<name>`) are gated, and once the verdict is in, aqbench writes `go.<phase>` (run it) or `skip.<phase>` (AIPerf
-ends the phase at once with nothing sent; a real AIPerf 0.13.0 run with skipped phases, the last one included,
+ends the phase at once with nothing sent; `halt.<name>` ends a running load's profiling phase early, its open
+requests recorded; a real AIPerf 0.13.0 run with skipped phases, the last one included,
 exited 0 with every other phase's records and a manifest saying 0 for the skipped ones: bench/RESULTS.md).
 """
 
@@ -15,7 +16,17 @@ from pathlib import Path
 
 import anyio
 
-from adapters.aiperf.handover_files import GATE, GO, PHASE_GATES_ENV, READY, SKIP, phase_file, write_atomic
+from adapters.aiperf.handover_files import (
+    GATE,
+    GO,
+    HALT,
+    HALTED,
+    PHASE_GATES_ENV,
+    READY,
+    SKIP,
+    phase_file,
+    write_atomic,
+)
 
 __all__ = ["FileGates"]
 
@@ -67,3 +78,12 @@ class FileGates:
     def ran(self, name: str) -> bool | None:
         """The decision taken, None while undecided."""
         return self._run.get(name)
+
+    def halt(self, name: str) -> None:
+        """End the load's profiling phase early, gated or not: AIPerf stops issuing its requests, records those
+        open, and goes on to the next phase. A phase past its last request ignores it."""
+        write_atomic(self._folder / phase_file(HALT, name), "")
+
+    def halted(self, name: str) -> bool:
+        """Whether AIPerf ended the phase on a halt (it writes `halted.<name>` then)."""
+        return (self._folder / phase_file(HALTED, name)).exists()

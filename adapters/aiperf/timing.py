@@ -24,7 +24,10 @@ AIPerf run is exactly stock.
    written into the batch before the verdict exists). A phase (warmup or profiling) whose name has a
    `gate.<name>` file there writes `ready.<name>` and waits before its first credit for `go.<name>` (it then
    runs as configured, its schedule starting at `go`) or `skip.<name>` (it ends at once as a reached count
-   does, nothing sent, and AIPerf goes on to the next phase or its end).
+   does, nothing sent, and AIPerf goes on to the next phase or its end). Any profiling phase there, gated or
+   not, is also watched for `halt.<name>` while it runs (a sweep's point that has clearly broken an SLO): it stops
+   issuing, writes `halted.<name>` (unix ns and the count sent), and ends as a reached count does, so its open
+   requests finish and are recorded, and AIPerf goes on to the next phase.
 
 The main loop is AIPerf 0.13.0's `execute_phase` (the version adapters/aiperf/install.py requires), with the
 spin's two yields and the handover checks changed; a new AIPerf needs this re-read.
@@ -66,7 +69,7 @@ from adapters.aiperf.handover_files import (
     write_atomic,
 )
 
-__all__ = ["HandoverFolder", "PhaseGate", "RequestRateStrategy", "asked"]
+__all__ = ["HandoverFolder", "PhaseGate", "PhaseHalt", "RequestRateStrategy", "asked"]
 
 _BACKSTOP_S = 0.01
 
@@ -100,6 +103,23 @@ class PhaseGate:
             if go.exists():
                 return True
             await asyncio.sleep(POLL_S)
+
+
+class PhaseHalt:
+    """One profiling phase's `halt.<name>` in the gates folder, looked at while the phase runs."""
+
+    def __init__(self, folder: Path, phase: str) -> None:
+        self.folder, self.phase = folder, phase
+
+    @classmethod
+    def of(cls, folder: str | None, phase: str | None) -> PhaseHalt | None:
+        return cls(Path(folder), phase) if folder and phase else None
+
+    def asked(self) -> bool:
+        return (self.folder / phase_file(HALT, self.phase)).exists()
+
+    def write_halted(self, unix_ns: int, sent: int) -> None:
+        write_atomic(self.folder / phase_file(HALTED, self.phase), json.dumps({"unix_ns": unix_ns, "sent": sent}))
 
 
 class HandoverFolder:
@@ -163,6 +183,8 @@ class RequestRateStrategy(_AiperfRateStrategy):  # type: ignore[misc]  # AIPerf 
         self._handover = (HandoverFolder(Path(folder))
                           if folder and cfg.phase == CreditPhase.PROFILING else None)
         self._phase_gate = PhaseGate.of(os.environ.get(PHASE_GATES_ENV), cfg.phase_name)
+        self._phase_halt = (PhaseHalt.of(os.environ.get(PHASE_GATES_ENV), cfg.phase_name)
+                            if cfg.phase == CreditPhase.PROFILING else None)
         self._freed = asyncio.Event()
         self._halting = False
         self._next_slot_perf: float | None = None  # rate mode: when the schedule's next request is due
@@ -241,6 +263,9 @@ class RequestRateStrategy(_AiperfRateStrategy):  # type: ignore[misc]  # AIPerf 
                 return
             gated = True
         handover = self._handover
+        if handover is None and self._phase_halt is not None:
+            await self._run_halting(self._phase_halt, gated=gated)
+            return
         if handover is None:
             await self._run_loop(gated=gated)
             return
@@ -261,6 +286,29 @@ class RequestRateStrategy(_AiperfRateStrategy):  # type: ignore[misc]  # AIPerf 
                 await watch
         if self._halting:
             self._halt(handover)
+
+    async def _run_halting(self, halt: PhaseHalt, *, gated: bool) -> None:
+        """The phase, ended early should aqbench write its `halt.<name>` while it runs (PhaseHalt)."""
+        async def watch() -> None:
+            while not self._halting:
+                await asyncio.sleep(POLL_S)
+                if halt.asked():
+                    self._halting = True
+                    self._freed.set()
+                    self._rate_update_event.set()  # ends a rate-mode wait; the loop then sees the halt first
+
+        watcher = asyncio.ensure_future(watch())
+        try:
+            await self._run_loop(gated=gated)
+        finally:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
+        if self._halting:  # as a reached count ends a phase: sent counts frozen, the open requests still recorded
+            issuer = self._credit_issuer
+            issuer.stop_issuing()
+            halt.write_halted(time.time_ns(), issuer._progress.counter.requests_sent)
+            issuer.signal_sending_complete()
 
     def _first_target(self, gated: bool, start_unix_ns: int | None) -> float:
         """When the first request is due (perf clock). A handover's successor in rate mode takes the slot its

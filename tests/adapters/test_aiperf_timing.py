@@ -195,9 +195,11 @@ def _handover(tmp_path: Path, short: Path) -> None:
 @pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_skipped_gated_phases_send_nothing_and_the_run_ends_complete(tmp_path: Path) -> None:
-    """Four loads in one real AIPerf process, the last three gated: b skipped, c run, d skipped (the last phase).
-    AIPerf exits 0, every phase that ran has all its records, the skipped ones none, the run reads complete,
-    and AIPerf's own manifest says 0 for the skipped phases."""
+    """Four loads in one real AIPerf process, the last three gated: a (not gated) halted once a few of its 40
+    requests are in, b skipped, c run, d skipped (the last phase). AIPerf exits 0; a ends early with every request
+    it sent recorded (its manifest count equals its records, fewer than planned); every other phase that ran has
+    all its records, the skipped ones none; the run reads complete, and AIPerf's manifest says 0 for the skipped
+    phases."""
     with _short_dir("aqgt-") as short:
         _gated(tmp_path, short)
 
@@ -209,7 +211,7 @@ def _gated(tmp_path: Path, short: Path) -> None:
 
     rows = tmp_path / "in.jsonl"
     rows.write_text("".join(json.dumps({"session_id": f"s{i}", "text": f"question {i}"}) + "\n" for i in range(40)))
-    loads = [PhaseLoad(name=n, requests=5, warmup=2, rate=20.0) for n in ("a", "b", "c", "d")]
+    loads = [PhaseLoad(name=n, requests=40 if n == "a" else 5, warmup=2, rate=20.0) for n in ("a", "b", "c", "d")]
     gates = FileGates(short / "gates", ["b", "c", "d"])
     with _stub(tmp_path) as url:
         one = build_command(WorkloadConfig(request_timeout_s=10.0), base_url=url, model="stub", input_file=rows,
@@ -218,6 +220,10 @@ def _gated(tmp_path: Path, short: Path) -> None:
         cmd = phased_command(one, loads, short / "batch", env=gates.env())
         proc = _launch(cmd)
         try:
+            tap = Path(cmd.env["AQBENCH_TAP_DIR"])
+            _until("a's first requests", lambda: len(_profiling(tap, tap=True)) >= 3, 90, [proc])
+            gates.halt("a")
+            _until("a's halt", lambda: gates.halted("a"), 30, [proc])
             for name, run in (("b", False), ("c", True), ("d", False)):
                 _until(f"the gate of {name}", lambda n=name: gates.reached(n), 90, [proc])  # type: ignore[misc]
                 gates.decide(name, run=run)
@@ -229,9 +235,11 @@ def _gated(tmp_path: Path, short: Path) -> None:
     art = Path(cmd.artifact_dir)
     recs = [json.loads(line) for line in (art / "profile_export.jsonl").read_text().splitlines()]
     names = sorted(r["metadata"]["phase_name"] for r in recs)
-    assert names == sorted(["warmup_a"] * 2 + ["a"] * 5 + ["warmup_c"] * 2 + ["c"] * 5), names
+    sent_a = json.loads((short / "gates" / "halted.a").read_text())["sent"]
+    assert 3 <= sent_a < 40 and names.count("a") == sent_a, (sent_a, names)
+    assert [n for n in names if n != "a"] == sorted(["warmup_a"] * 2 + ["warmup_c"] * 2 + ["c"] * 5), names
     judged = judge_artifacts(art, returncode=0, stopped_early=False, records=len(recs))
     assert judged.classification == "complete", judged.reason
     phases = judged.aggregate["phases"]
     assert all(phases[p]["total"] == 0 for p in ("warmup_b", "b", "warmup_d", "d")), phases
-    assert phases["c"]["total"] == 5 and phases["a"]["total"] == 5
+    assert phases["c"]["total"] == 5 and phases["a"]["total"] == sent_a

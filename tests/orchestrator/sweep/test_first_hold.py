@@ -39,6 +39,9 @@ class _Gates:
     def ran(self, name: str) -> bool | None:
         return self.decisions.get(name)
 
+    def halt(self, name: str) -> None:
+        raise AssertionError(f"FirstHold never halts a load ({name})")
+
 
 async def test_at_gate_waits_for_aiperf_and_the_release_runs_the_leading_loads() -> None:
     gates, hold = _Gates(["baseline", "rate1-1", "rate2-1"]), FirstHold()
