@@ -18,9 +18,9 @@ then reads its journal and prints, from that one run:
   request's end to exit); per window: its phase's start after the previous window's last request (for a gated
   rerun: the wait for the verdict that runs it), its sending.
 `--server-args` appends flags to the reference server's argv (a fault latency puts a knee among the rates, so
-that the sweep's midpoint runs). `--per-point` runs each point in its own AIPerf process instead (`[sweep] stop_early = true`, the one path that
-still does so; a clean server breaks no SLO at the rates used, so no point is stopped early). `--both` runs the
-batched sweep and then the per-point one, side by side.
+that the sweep's midpoint runs). `--no-stop-early` runs it with `[sweep] stop_early = false` (every load runs to its
+planned count, none halted once it clearly broke an SLO); `--both` runs the sweep as shipped and then without early
+stops, side by side.
 """
 
 from __future__ import annotations
@@ -50,17 +50,17 @@ AQBENCH = Path(sys.executable).with_name("aqbench")
 TARGET = 1.10
 
 
-def _config(tmp: Path, per_point: bool, server_args: list[str] | None = None) -> Path:
+def _config(tmp: Path, no_stop: bool, server_args: list[str] | None = None) -> Path:
     text = (ROOT / "bench.toml").read_text().replace('output_dir = "runs"', f'output_dir = "{tmp / "runs"}"')
     if server_args:  # appended to the first argv (the served model's [server]), not [models.reference]'s
         head, sep, rest = text.partition('"--replicas", "{replicas}"')
         if not sep:
             raise SystemExit("bench.toml's [server] argv does not end with --replicas {replicas}")
         text = head + sep + "".join(f', "{a}"' for a in server_args) + rest
-    if per_point and "\n[sweep]\n" in text:
-        text = text.replace("\n[sweep]\n", "\n[sweep]\nstop_early = true\n", 1)
-    elif per_point:
-        text += "\n[sweep]\nstop_early = true\n"
+    if no_stop and "\n[sweep]\n" in text:
+        text = text.replace("\n[sweep]\n", "\n[sweep]\nstop_early = false\n", 1)
+    elif no_stop:
+        text += "\n[sweep]\nstop_early = false\n"
     cfg = tmp / "bench.toml"
     cfg.write_text(text)
     return cfg
@@ -143,11 +143,11 @@ def analyse(events: list[AnyEvent], wall: float) -> float:
     return wall / planned
 
 
-def _run(rates: str, requests: int, per_point: bool, keep: Path | None = None,
+def _run(rates: str, requests: int, no_stop: bool, keep: Path | None = None,
          server_args: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="aqbench-sweep-wall-") as d:
         tmp = Path(d)
-        cfg = _config(tmp, per_point, server_args)
+        cfg = _config(tmp, no_stop, server_args)
         load0 = os.getloadavg()[0]
         t0 = time.monotonic()
         proc = subprocess.run([str(AQBENCH), "--log-level", "warning", "sweep", "--config", str(cfg), "--rates",
@@ -157,10 +157,10 @@ def _run(rates: str, requests: int, per_point: bool, keep: Path | None = None,
         events, _ = read_journal(run_dir / "events.jsonl")
         if keep is not None:  # the journal kept for --journal and --gaps after the temporary folder goes
             keep.mkdir(parents=True, exist_ok=True)
-            name = f"{'per-point' if per_point else 'batched'}-{time.strftime('%H%M%S')}.jsonl"
+            name = f"{'no-stop' if no_stop else 'batched'}-{time.strftime('%H%M%S')}.jsonl"
             shutil.copyfile(run_dir / "events.jsonl", keep / name)
             print(f"journal kept: {keep / name}")
-    side = "per-point AIPerf processes (stop_early = true)" if per_point else "batched (one AIPerf process per batch)"
+    side = "no early stops (stop_early = false)" if no_stop else "as shipped (stop_early = true)"
     print(f"== {side}: aqbench sweep --rates {rates} --requests-per-point {requests}: exit {proc.returncode}; load "
           f"average before {load0:.2f}, after {os.getloadavg()[0]:.2f} (2 cores shared with other sessions)")
     if proc.returncode not in (0, 1):
@@ -175,8 +175,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rates", default="2,4", help="open-loop points, req/s (default 2,4)")
     ap.add_argument("--requests", type=int, default=60, help="profiling requests per point (default 60)")
-    ap.add_argument("--per-point", action="store_true", help="each point its own AIPerf process")
-    ap.add_argument("--both", action="store_true", help="batched, then per-point, side by side")
+    ap.add_argument("--no-stop-early", action="store_true", help="[sweep] stop_early = false: no load halted")
+    ap.add_argument("--both", action="store_true", help="as shipped, then without early stops, side by side")
     ap.add_argument("--keep", type=Path, help="copy each sweep's events.jsonl into this folder")
     ap.add_argument("--server-args", default="", help="flags appended to the reference server's argv")
     ap.add_argument("--journal", type=Path, help="analyse this finished sweep's events.jsonl instead of running one")
@@ -185,8 +185,8 @@ def main() -> int:
         events, _ = read_journal(args.journal)
         analyse(events, (events[-1].ts_ns - events[0].ts_ns) / 1e9)
         return 0
-    sides = [False, True] if args.both else [args.per_point]
-    return max(_run(args.rates, args.requests, per_point, args.keep, args.server_args.split()) for per_point in sides)
+    sides = [False, True] if args.both else [args.no_stop_early]
+    return max(_run(args.rates, args.requests, no_stop, args.keep, args.server_args.split()) for no_stop in sides)
 
 
 if __name__ == "__main__":

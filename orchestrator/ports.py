@@ -480,6 +480,9 @@ class PhaseGates(Protocol):
     def halt(self, name: str) -> None:
         """End the load's profiling phase early (gated or not): no more requests, the open ones recorded."""
         ...
+    def halted(self, name: str) -> int | None:
+        """The requests the load's profiling phase sent before a halt ended it; None: not halted (yet)."""
+        ...
 
 
 class AiperfTools(Protocol):

@@ -11,6 +11,7 @@ exited 0 with every other phase's records and a manifest saying 0 for the skippe
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -84,6 +85,10 @@ class FileGates:
         open, and goes on to the next phase. A phase past its last request ignores it."""
         write_atomic(self._folder / phase_file(HALT, name), "")
 
-    def halted(self, name: str) -> bool:
-        """Whether AIPerf ended the phase on a halt (it writes `halted.<name>` then)."""
-        return (self._folder / phase_file(HALTED, name)).exists()
+    def halted(self, name: str) -> int | None:
+        """How many requests the phase sent before AIPerf ended it on a halt (`halted.<name>`); None: not halted
+        (not yet, or it had sent them all)."""
+        try:
+            return int(json.loads((self._folder / phase_file(HALTED, name)).read_text())["sent"])
+        except (FileNotFoundError, ValueError, KeyError, TypeError):
+            return None

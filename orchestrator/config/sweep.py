@@ -51,9 +51,10 @@ class SweepConfig(Section, frozen=True, kw_only=True):
     the grid's top is still bracketed. 0: the grid only."""
     refine: NonNegInt = 1
     """Midpoints tried between the highest passing and the lowest failing point, halving the bracket each time."""
-    stop_early: bool = False
-    """Stop a point (SIGINT to AIPerf) once its requests clearly break an SLO. Off by default: AIPerf keeps no
-    record of the requests in flight when it is stopped, so the point's accounting then names them as lost."""
+    stop_early: bool = True
+    """End a point's run early once its requests (pooled with its earlier runs) clearly break an SLO, judged every
+    5 requests at 99.9 % confidence: AIPerf stops sending that load's requests, records those open, and goes on to
+    the next load of its batch. false: every run sends all its planned requests."""
     saturation_share: Fraction = 0.10
     """Open loop: a run that completes answers this share below the offered rate is said saturated."""
     queueing_ratio: Annotated[float, Meta(gt=1.0)] = 1.5

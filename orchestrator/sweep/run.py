@@ -45,7 +45,7 @@ from orchestrator.qualify.answers import answered_load
 from orchestrator.reports import write_reports
 from orchestrator.reports.sweep import write_sweep_report
 from orchestrator.run import Interrupt, RunScope, open_run
-from orchestrator.run_aiperf.serving import run_phased, run_window, serve_correlated
+from orchestrator.run_aiperf.serving import run_phased, serve_correlated
 from orchestrator.supervisor import ServerHandle
 from orchestrator.sweep.batch import batch_rows, parse_batch_key, phase_name
 from orchestrator.sweep.judge import Baseline, PointRequest, judge_point, point_stats, saturation_signs, worst
@@ -102,6 +102,7 @@ class _Load(msgspec.Struct, kw_only=True):
     into: _Point
     value: float = 0.0
     gated: bool = False
+    base: bool = False  # the concurrency-1 baseline window (its answers the reference; never stopped early)
 
 
 # Deciding a gated load waits for the profiling requests of every load before it that ran to be correlated; once
@@ -175,13 +176,17 @@ class _Sweeper:
 
     async def load_batch(self, loads: list[_Load], *, deadline_s: float,
                          decide: Callable[[_Load, dict[str, list[PointRequest]]], bool] | None = None,
-                         match_timeout_s: float = 5.0, hold: FirstHold | None = None) -> None:
+                         match_timeout_s: float = 5.0, hold: FirstHold | None = None,
+                         baseline: Baseline | None = None) -> None:
         """The loads as the phases of one AIPerf process (its start-up paid once), each its own window, in order:
-        AIPerf starts a load's warmup once the previous load's requests have all returned. No early stop: a
-        stop would end every later load too (see stop_early). Gated loads (after the planned ones) wait at their
-        gates; each is decided in turn, once the profiling requests of every load before it that ran are in:
-        `decide` (given the load and those requests by window) says whether it runs. A skipped load leaves no
-        trace in its point. `hold` (the first batch): the planned loads wait at their gates too, until released."""
+        AIPerf starts a load's warmup once the previous load's requests have all returned. With [sweep] stop_early,
+        a load whose requests (pooled with its point's earlier runs) clearly break an SLO is halted: its phase
+        sends no more, its open requests are recorded, and AIPerf goes on to the next load. `baseline`: the
+        reference answers from earlier batches (else this batch's baseline window's, once its requests are in).
+        Gated loads (after the planned ones) wait at their gates; each is decided in turn, once the profiling
+        requests of every load before it that ran are in: `decide` (given the load and those requests by window)
+        says whether it runs. A skipped load leaves no trace in its point. `hold` (the first batch): the planned
+        loads wait at their gates too, until released."""
         cfg = self.run.config
         self.batches += 1
         work = self.run.run_dir / "aiperf" / f"batch{self.batches}"
@@ -204,15 +209,16 @@ class _Sweeper:
                             concurrency=load.concurrency) for name, load in zip(names, loads, strict=True)]
         gated = [phase_name(load.window) for load in loads if load.gated] if decide is not None else []
         held = [phase_name(load.window) for load in loads if not load.gated] if hold is not None else []
-        gates = (await anyio.to_thread.run_sync(aiperf.phase_gates, work / "gates", held + gated)
-                 if held or gated else None)
+        # The folder always: a load is halted through it, gated or not.
+        gates = await anyio.to_thread.run_sync(aiperf.phase_gates, work / "gates", held + gated)
         cmd = await anyio.to_thread.run_sync(aiperf.phased_command, cmd, phases, work, gates)
         self.commands.append(cmd.shell)
-        watches = [PointWatch(self.run.bus, load.window, fact=self._fact, slo=cfg.slo, baseline=None,
-                              criteria=self.model.correctness, earlier=None, stop=anyio.Event()) for load in loads]
+        watches = self._watches(loads, baseline)
         async with anyio.create_task_group() as tg:
-            for watch in watches:
+            for load, watch in zip(loads, watches, strict=True):
                 await tg.start(watch.run)
+                if cfg.sweep.stop_early and not load.base:
+                    tg.start_soon(self._halt_when_broken, watch, gates, phase_name(load.window))
             if gates is not None and hold is not None:
                 tg.start_soon(hold.keep, gates, held)
             if gates is not None and decide is not None and gated:
@@ -236,9 +242,48 @@ class _Sweeper:
             into.balanced = into.balanced and (acc is None or acc.balanced) and collected.get(load.window, True)
             into.requests += watch.requests
             into.span_s += watch.span_s
+            into.stopped_early = into.stopped_early or bool(watch.broken)
             into.saturation = saturation_signs(watch.requests, offered_rps=load.rate,
                                                share=cfg.sweep.saturation_share,
                                                queueing_ratio=cfg.sweep.queueing_ratio)
+
+    def _watches(self, loads: list[_Load], baseline: Baseline | None) -> list[PointWatch]:
+        """A watch per load. With stop_early, each load's looks pool its point's earlier runs (earlier batches',
+        and this batch's before it) and take the reference answers once known; the baseline window is never
+        stopped."""
+        cfg = self.run.config
+        rpp = cfg.sweep.requests_per_point
+        watches: list[PointWatch] = []
+        found: list[Baseline] = []
+
+        def reference() -> Baseline | None:
+            if baseline is not None or found:
+                return baseline or found[0]
+            # The baseline window, or concurrency 1 itself where it is the sweep's first point.
+            mine = [w for ld, w in zip(loads, watches, strict=False)
+                    if ld.base or (cfg.sweep.mode == "concurrency" and ld.value == 1 and not ld.gated)]
+            if mine and len(mine[0].requests) >= rpp:  # this batch's baseline window is in
+                found.append(Baseline.of(mine[0].requests))
+                return found[0]
+            return None
+
+        for i, load in enumerate(loads):
+            def earlier(load: _Load = load, i: int = i) -> list[PointRequest]:
+                return load.into.requests + [r for ld, w in zip(loads[:i], watches, strict=False) if ld.into is load.into
+                                             for r in w.requests]
+
+            early = cfg.sweep.stop_early and not load.base
+            watches.append(PointWatch(self.run.bus, load.window, fact=self._fact, slo=cfg.slo,
+                                      baseline=reference if early else None, criteria=self.model.correctness,
+                                      earlier=earlier if early else None, stop=anyio.Event()))
+        return watches
+
+    async def _halt_when_broken(self, watch: PointWatch, gates: PhaseGates, name: str) -> None:
+        """Once the load's requests clearly break an SLO, end its phase: no more requests, the open ones recorded."""
+        await watch.stop.wait()
+        gates.halt(name)
+        print(f"sweep: {watch.window.split('/', 1)[1]} clearly broke {', '.join(c.slo for c in watch.broken)} after "
+              f"{watch.stopped_at} requests: its run ends early", file=sys.stderr, flush=True)
 
     async def _gatekeep(self, gates: PhaseGates, loads: list[_Load], watches: list[PointWatch],
                         decide: Callable[[_Load, dict[str, list[PointRequest]]], bool], wait_s: float,
@@ -257,7 +302,8 @@ class _Sweeper:
             name = phase_name(load.window)
             before = [(ld, w) for ld, w in pairs[:i] if gates.ran(phase_name(ld.window)) is not False]
             limit: float | None = None
-            while not all(len(w.requests) >= rpp for _, w in before):
+            # A halted load is in once the requests it sent are (AIPerf says how many when it halts).
+            while not all(len(w.requests) >= _sent(gates, ld, rpp) for ld, w in before):
                 if limit is None and gates.reached(name):
                     limit = anyio.current_time() + wait_s
                 if limit is not None and anyio.current_time() > limit:
@@ -278,38 +324,6 @@ class _Sweeper:
         if skipped:
             print(f"sweep: skipped at their gates: {', '.join(skipped)}", file=sys.stderr, flush=True)
 
-    async def load(self, window: str, *, concurrency: int | None, rate: float | None, deadline_s: float,
-                   into: _Point, baseline: Baseline | None, early_stop: bool) -> None:
-        """One AIPerf run at the given load as `window`; its profiling requests are added to `into`. With
-        `early_stop`, the run is stopped (SIGINT) once its requests, pooled with the point's earlier runs',
-        clearly break an SLO."""
-        cfg = self.run.config
-        work = self.run.run_dir / "aiperf" / window.split("/", 1)[1]
-        aiperf = self.toolkit.aiperf
-        cmd = aiperf.build_command(cfg.workload, base_url=self.handle.base_url, model=self.model.name,
-                                   input_file=self.input_file, artifact_dir=work / "artifacts",
-                                   tokenizer=self.tokenizer, executable=self.install.executable,
-                                   requests=cfg.sweep.requests_per_point, concurrency=concurrency, request_rate=rate)
-        self.commands.append(cmd.shell)
-        stop = anyio.Event()
-        watch = PointWatch(self.run.bus, window, fact=self._fact, slo=cfg.slo, baseline=baseline,
-                           criteria=self.model.correctness, earlier=list(into.requests) if early_stop else None,
-                           stop=stop)
-        async with anyio.create_task_group() as tg:
-            await tg.start(watch.run)
-            outcome, acc = await run_window(self.run, self.toolkit, self.correlator, cmd, window=window,
-                                            deadline_s=deadline_s, install=self.install, stop=stop)
-            collected = await watch.wait_accounted(_COLLECT_TIMEOUT_S)
-            tg.cancel_scope.cancel()
-        into.windows.append(window)
-        into.aiperf.append(outcome.classification)
-        into.balanced = into.balanced and acc.balanced and collected
-        into.requests += watch.requests
-        into.span_s += watch.span_s
-        into.stopped_early = into.stopped_early or bool(watch.broken)
-        into.saturation = saturation_signs(watch.requests, offered_rps=rate, share=cfg.sweep.saturation_share,
-                                           queueing_ratio=cfg.sweep.queueing_ratio)
-
     def _fact(self, c: RequestCorrelated) -> PointRequest:
         """A correlated request as the judge takes it: its answer scored and checked whole against its item."""
         fact = PointRequest(ok=c.ok, cause=c.cause, latency_ms=c.request_latency_ms, model_call_ms=c.model_call_ms,
@@ -328,6 +342,12 @@ class _Sweeper:
                               max_tokens=self.run.config.workload.max_tokens)
         return msgspec.structs.replace(fact, kind=item.kind, answer=got.text,
                                        complete=judged.completeness.complete, verdict=judged.verdict)
+
+
+def _sent(gates: PhaseGates, load: _Load, planned: int) -> int:
+    """The profiling requests a load sent: as planned, or fewer where a halt ended it."""
+    halted = gates.halted(phase_name(load.window))
+    return planned if halted is None else halted
 
 
 def _since(hold: FirstHold | None, t0: float) -> float:
@@ -368,9 +388,8 @@ async def _sweep(run: RunScope, opts: SweepOptions, toolkit: Toolkit, model: Mod
     sample = [rows[i % len(rows)] for i in baseline_sample(per)] if need_base and rows else []
     # Held at spawn without the baseline's time: not known yet (the sample is not taken), and the release fits
     # the held loads again with it (fit_held), so a bound here would only drop loads the time would allow.
-    first = [] if sw.stop_early else walk.fit(next_batch(sw.points, {}, mode=sw.mode, repeats=sw.repeats,
-                                                         refine=sw.refine, runs=runs, extend=sw.extend),
-                                              base=False)
+    first = walk.fit(next_batch(sw.points, {}, mode=sw.mode, repeats=sw.repeats, refine=sw.refine, runs=runs,
+                                extend=sw.extend), base=False)
     hold = FirstHold() if first else None
     ran_first: list[float] = []
     async with anyio.create_task_group() as tg:
@@ -399,7 +418,7 @@ async def _sweep(run: RunScope, opts: SweepOptions, toolkit: Toolkit, model: Mod
     while wanted := next_batch(sw.points, judged, mode=sw.mode, repeats=sw.repeats, refine=sw.refine, runs=runs,
                                extend=sw.extend):
         # A point cut short by the sweep's time loses its requests in flight: one that cannot finish is not started.
-        if not (values := walk.fit(wanted[:1] if sw.stop_early else wanted, base=need_base)):
+        if not (values := walk.fit(wanted, base=need_base)):
             unreached = [v for v in wanted if v in extensions(sw.points, sw.extend) and v not in judged]
             break
         ran = await walk.batch(values, base=need_base)
@@ -496,35 +515,28 @@ class _Walk:
         (`gated_tail`); the values that ran, ascending. `hold`: the planned loads wait until it is released."""
         cfg = self.scope.config
         sw = cfg.sweep
-        loads = [_Load(window=f"{self.model.name}/baseline", concurrency=1, rate=None, into=self.base)] if base else []
+        loads = ([_Load(window=f"{self.model.name}/baseline", concurrency=1, rate=None, into=self.base, base=True)]
+                 if base else [])
         for value in values:
             loads.append(self._load(value, loads, gated=False))
         # A point first tried in this batch's gated loads joins the sweep's points only if it ran.
         pending: dict[float, _Point] = {}
-        if not sw.stop_early:
-            # The runs only a verdict can call for (reruns, the midpoint, its rerun), each behind a gate after the
-            # planned loads, so that none needs an AIPerf process of its own. Written in whatever --max-duration
-            # leaves: each gate lets its load run only where it still fits in the time left.
-            runs = {v: len(p.windows) for v, p in self.points.items()}
-            tail = gated_tail(values, runs, self.judged, mode=sw.mode, repeats=sw.repeats, refine=sw.refine,
-                              points=sw.points, extend=sw.extend)
-            for value in tail:
-                if value not in self.points:
-                    pending.setdefault(value, _Point())
-                loads.append(self._load(value, loads, gated=True, pending=pending))
+        # The runs only a verdict can call for (reruns, the midpoint, its rerun), each behind a gate after the
+        # planned loads, so that none needs an AIPerf process of its own. Written in whatever --max-duration
+        # leaves: each gate lets its load run only where it still fits in the time left.
+        runs = {v: len(p.windows) for v, p in self.points.items()}
+        tail = gated_tail(values, runs, self.judged, mode=sw.mode, repeats=sw.repeats, refine=sw.refine,
+                          points=sw.points, extend=sw.extend)
+        for value in tail:
+            if value not in self.points:
+                pending.setdefault(value, _Point())
+            loads.append(self._load(value, loads, gated=True, pending=pending))
         t0, spans = time.monotonic(), sum(load.into.span_s for load in loads)
         deadline = max(1.0, min(cfg.workload.deadline_s * len(loads), self.left_s()))
-        if not sw.stop_early:
-            await self.sweeper.load_batch(loads, deadline_s=deadline, match_timeout_s=self.match_timeout_s, hold=hold,
-                                          decide=lambda load, seen: self._gate(load, loads, seen, pending,
-                                                                               _since(hold, t0)))
-            self.baseline = self._reference() if base else self.baseline
-        else:  # each load its own AIPerf process, so that a stop ends only the point that broke an SLO
-            for load in loads:
-                await self.sweeper.load(load.window, concurrency=load.concurrency, rate=load.rate,
-                                        deadline_s=max(1.0, min(cfg.workload.deadline_s, self.left_s())),
-                                        into=load.into, baseline=self.baseline, early_stop=load.into is not self.base)
-                self.baseline = self._reference() if load.into is self.base else self.baseline
+        await self.sweeper.load_batch(loads, deadline_s=deadline, match_timeout_s=self.match_timeout_s, hold=hold,
+                                      baseline=self.baseline,
+                                      decide=lambda load, seen: self._gate(load, loads, seen, pending, _since(hold, t0)))
+        self.baseline = self._reference() if base else self.baseline
         for value, point in sorted(pending.items()):
             if point.windows:
                 self.points[value] = point
@@ -533,7 +545,7 @@ class _Walk:
         ran = [load for load in loads if load.window in load.into.windows]
         elapsed = time.monotonic() - _since(hold, t0)
         spent = sum(load.into.span_s for load in loads) - spans
-        self.overhead_s = max(_START_S, (elapsed - spent) / (len(ran) if sw.stop_early else 1))
+        self.overhead_s = max(_START_S, elapsed - spent)
         self.point_s = max(0.0, elapsed - self.overhead_s) / max(1, len(ran))
         return sorted({load.value for load in ran if load.into is not self.base})
 

@@ -39,12 +39,16 @@ class PointWatch:
 
     `await tg.start(watch.run)` before the load starts; after `Correlator.close_window(window)`,
     `await watch.wait_accounted(timeout_s)`; then cancel the task group. `earlier` are the point's requests
-    from its earlier runs (judged pooled with these); None: never stop early.
+    from its earlier runs (judged pooled with these), or what gives them at each look (a run in the same batch as
+    an earlier one); None: never stop early. `baseline` likewise: the reference answers, or what gives them
+    once known (None: the answers cannot fail a look).
     """
 
     def __init__(self, bus: Bus, window: str, *, fact: Callable[[RequestCorrelated], PointRequest],
-                 slo: SloConfig, baseline: Baseline | None, criteria: CorrectnessCriteria,
-                 earlier: list[PointRequest] | None, stop: anyio.Event, size: int = 65536) -> None:
+                 slo: SloConfig, baseline: Baseline | Callable[[], Baseline | None] | None,
+                 criteria: CorrectnessCriteria,
+                 earlier: list[PointRequest] | Callable[[], list[PointRequest]] | None, stop: anyio.Event,
+                 size: int = 65536) -> None:
         self._bus = bus
         self.window = window
         self._fact = fact
@@ -78,7 +82,9 @@ class PointWatch:
             self.ends.append(ev.request_end_ns)
         if self._earlier is None or self.stop.is_set() or len(self.requests) % _JUDGE_EVERY:
             return
-        checks = judge_point(self._earlier + self.requests, self._interim, self._baseline, self._criteria)
+        earlier = self._earlier() if callable(self._earlier) else self._earlier
+        baseline = self._baseline() if callable(self._baseline) else self._baseline
+        checks = judge_point(earlier + self.requests, self._interim, baseline, self._criteria)
         failed = [c for c in checks if c.outcome == "fail"]
         if failed:
             self.broken, self.stopped_at = failed, len(self.requests)

@@ -79,7 +79,9 @@ def test_swapped_answers_under_load_bracket_the_capacity(tmp_path: Path) -> None
     broken = {c.slo: c for c in points[2.0].checks if c.outcome == "fail"}
     assert set(broken) == {"answers"} and "differ from concurrency 1" in broken["answers"].reason
     assert points[2.0].stats.answers_differing >= 1
-    # A point that clearly broke an SLO may be stopped early: never more than planned, every request accounted.
+    # Concurrency 2 clearly broke the answers SLO at a look (every 5 requests, against concurrency 1's answers from
+    # the same batch), so its run was halted: never more than planned, every request it sent accounted.
+    assert points[2.0].stopped_early
     assert points[2.0].stats.requests == accounts[1].issued["profiling"] <= 12
     [concluded] = [e for e in events if isinstance(e, SweepConcluded)]
     assert (concluded.outcome, concluded.capacity, concluded.lowest_failing) == ("bracketed", 1.0, 2.0)

@@ -42,6 +42,9 @@ class _Gates:
     def halt(self, name: str) -> None:
         raise AssertionError(f"FirstHold never halts a load ({name})")
 
+    def halted(self, name: str) -> int | None:
+        return None
+
 
 async def test_at_gate_waits_for_aiperf_and_the_release_runs_the_leading_loads() -> None:
     gates, hold = _Gates(["baseline", "rate1-1", "rate2-1"]), FirstHold()
