@@ -275,7 +275,7 @@ class _Sweeper:
             early = cfg.sweep.stop_early and not load.base
             watches.append(PointWatch(self.run.bus, load.window, fact=self._fact, slo=cfg.slo,
                                       baseline=reference if early else None, criteria=self.model.correctness,
-                                      earlier=earlier if early else None, stop=anyio.Event()))
+                                      earlier=earlier if early else None, stop=anyio.Event(), planned=rpp))
         return watches
 
     async def _halt_when_broken(self, watch: PointWatch, gates: PhaseGates, name: str) -> None:

@@ -25,9 +25,13 @@ from orchestrator.config import CorrectnessCriteria, SloConfig
 from orchestrator.events import AccountingChecked, NoticeContext, RequestCorrelated, SloCheck, Warned
 from orchestrator.sweep.judge import Baseline, PointRequest, judge_point
 
-__all__ = ["INTERIM_CONFIDENCE", "PointWatch"]
+__all__ = ["INTERIM_BUDGET", "INTERIM_CONFIDENCE", "PointWatch"]
 
 INTERIM_CONFIDENCE = 0.999
+# A run's looks together may stop a point that its verdict would not have failed at most this often (Bonferroni
+# over its looks): a run of `planned` requests looks at each at 1 - INTERIM_BUDGET / looks, never below
+# INTERIM_CONFIDENCE, so a long point (600 requests, 120 looks) is not stopped more often than a short one.
+INTERIM_BUDGET = 0.01
 
 # Re-judging every request would be quadratic on a long point; every this many requests is enough to stop
 # within a small share of the point.
@@ -41,19 +45,21 @@ class PointWatch:
     `await watch.wait_accounted(timeout_s)`; then cancel the task group. `earlier` are the point's requests
     from its earlier runs (judged pooled with these), or what gives them at each look (a run in the same batch as
     an earlier one); None: never stop early. `baseline` likewise: the reference answers, or what gives them
-    once known (None: the answers cannot fail a look).
+    once known (None: the answers cannot fail a look). `planned`: the run's planned requests (its looks' level).
     """
 
     def __init__(self, bus: Bus, window: str, *, fact: Callable[[RequestCorrelated], PointRequest],
                  slo: SloConfig, baseline: Baseline | Callable[[], Baseline | None] | None,
                  criteria: CorrectnessCriteria,
                  earlier: list[PointRequest] | Callable[[], list[PointRequest]] | None, stop: anyio.Event,
-                 size: int = 65536) -> None:
+                 planned: int | None = None, size: int = 65536) -> None:
         self._bus = bus
         self.window = window
         self._fact = fact
         self._baseline, self._criteria = baseline, criteria
-        self._interim = msgspec.structs.replace(slo, confidence=max(slo.confidence, INTERIM_CONFIDENCE))
+        looks = max(1, (planned or 0) // _JUDGE_EVERY)
+        interim = max(slo.confidence, INTERIM_CONFIDENCE, 1.0 - INTERIM_BUDGET / looks)
+        self._interim = msgspec.structs.replace(slo, confidence=interim)
         self._earlier = earlier
         self.stop = stop
         self._size = size

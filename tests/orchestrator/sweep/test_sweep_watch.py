@@ -24,10 +24,10 @@ def _fact(c: RequestCorrelated) -> PointRequest:
                         end_ns=c.request_end_ns)
 
 
-async def _watch(events: list[RequestCorrelated], *, early: bool) -> PointWatch:
+async def _watch(events: list[RequestCorrelated], *, early: bool, planned: int | None = None) -> PointWatch:
     bus = Bus("r")
     watch = PointWatch(bus, "m/c2-1", fact=_fact, slo=SLO, baseline=None, criteria=CorrectnessCriteria(),
-                       earlier=[] if early else None, stop=anyio.Event())
+                       earlier=[] if early else None, stop=anyio.Event(), planned=planned)
     async with anyio.create_task_group() as tg:
         await tg.start(watch.run)
         for ev in events:
@@ -78,10 +78,10 @@ class TestInterimLooks:
     dozen times, stopped 2.7 % of points at 2 % errors and 16 % at the limit), and still stop a clearly broken
     one."""
 
-    async def _stopped(self, p: float, seeds: int) -> tuple[float, float]:
+    async def _stopped(self, p: float, seeds: int, n: int = 60) -> tuple[float, float]:
         stopped, at = 0, []
         for seed in range(seeds):
-            watch = await _watch(_markov(p, 0.3, 60, random.Random(seed)), early=True)
+            watch = await _watch(_markov(p, 0.3, n, random.Random(seed)), early=True, planned=n)
             if watch.stop.is_set():
                 stopped += 1
                 at.append(watch.stopped_at or 0)
@@ -100,3 +100,11 @@ class TestInterimLooks:
         assert share == 1.0 and mean_at <= 20
         share, mean_at = await self._stopped(0.30, 100)
         assert share >= 0.85 and mean_at <= 32
+
+    async def test_a_long_point_is_not_stopped_more_often(self) -> None:
+        """600 requests, 120 looks: the looks' level rises with their number (a 1 % budget over them), so a point
+        at the limit is still seldom stopped, and one clearly broken still is."""
+        at_limit, _ = await self._stopped(0.05, 100, n=600)
+        assert at_limit <= 0.02
+        share, mean_at = await self._stopped(0.30, 20, n=600)
+        assert share == 1.0 and mean_at <= 60
