@@ -219,9 +219,9 @@ class _Sweeper:
                 await tg.start(watch.run)
                 if cfg.sweep.stop_early and not load.base:
                     tg.start_soon(self._halt_when_broken, watch, gates, phase_name(load.window))
-            if gates is not None and hold is not None:
+            if hold is not None:
                 tg.start_soon(hold.keep, gates, held)
-            if gates is not None and decide is not None and gated:
+            if decide is not None and gated:
                 tg.start_soon(self._gatekeep, gates, loads, watches, decide, match_timeout_s + _GATE_WAIT_S, hold)
             try:
                 outcome, accounts = await run_phased(self.run, self.toolkit, self.correlator, cmd, phases=names,
@@ -233,7 +233,7 @@ class _Sweeper:
                          if w.window in accounts}
             tg.cancel_scope.cancel()
         for load, watch in zip(loads, watches, strict=True):
-            if (load.gated or hold is not None) and (gates is None or not gates.ran(phase_name(load.window))):
+            if (load.gated or hold is not None) and not gates.ran(phase_name(load.window)):
                 continue  # skipped at its gate: nothing sent, not a run of its point
             into, one, acc = load.into, outcome.windows.get(load.window), accounts.get(load.window)
             into.windows.append(load.window)
