@@ -455,34 +455,27 @@ class HandoverControl(Protocol):
 class PhaseGates(Protocol):
     """Gated loads of one phased AIPerf process (a sweep's rerun that only a verdict can call for): each load's
     phases wait before their first request until aqbench decides to run them or to skip them (they end at once,
-    nothing sent). Implemented by adapters/aiperf/gates.py; AIPerf's side is aqbench's timing plugin."""
+    nothing sent); any load's profiling phase may be halted while it runs. Implemented by adapters/aiperf/gates.py;
+    AIPerf's side is aqbench's timing plugin."""
 
     names: list[str]
 
     def env(self) -> dict[str, str]:
         """The variables the AIPerf process needs (added to its command)."""
-        ...
     def reached(self, name: str) -> bool:
         """Whether the process waits at the load's gate (or went past it)."""
-        ...
     def decide(self, name: str, *, run: bool) -> None:
         """Run the load or skip it; the first decision stands."""
-        ...
     def close(self) -> None:
         """Skip every load still undecided."""
-        ...
     async def decided(self, name: str) -> bool:
         """Block until the load is decided; whether it runs."""
-        ...
     def ran(self, name: str) -> bool | None:
         """The decision, None while undecided."""
-        ...
     def halt(self, name: str) -> None:
         """End the load's profiling phase early (gated or not): no more requests, the open ones recorded."""
-        ...
     def halted(self, name: str) -> int | None:
         """The requests the load's profiling phase sent before a halt ended it; None: not halted (yet)."""
-        ...
 
 
 class AiperfTools(Protocol):

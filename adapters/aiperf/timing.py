@@ -232,9 +232,13 @@ class RequestRateStrategy(_AiperfRateStrategy):  # type: ignore[misc]  # AIPerf 
             if handover.refresh():
                 self._apply_limit(handover)
             if handover.halt:
-                self._halting = True
-                self._freed.set()
-                self._rate_update_event.set()  # ends a rate-mode wait; the loop then sees the halt first
+                self._begin_halt()
+
+    def _begin_halt(self) -> None:
+        """End the issuing loop: wake whichever wait it is in."""
+        self._halting = True
+        self._freed.set()
+        self._rate_update_event.set()  # ends a rate-mode wait; the loop then sees the halt first
 
     async def _gate(self, handover: HandoverFolder) -> None:
         while not (handover.go or handover.halt):
@@ -293,9 +297,7 @@ class RequestRateStrategy(_AiperfRateStrategy):  # type: ignore[misc]  # AIPerf 
             while not self._halting:
                 await asyncio.sleep(POLL_S)
                 if halt.asked():
-                    self._halting = True
-                    self._freed.set()
-                    self._rate_update_event.set()  # ends a rate-mode wait; the loop then sees the halt first
+                    self._begin_halt()
 
         watcher = asyncio.ensure_future(watch())
         try:

@@ -48,6 +48,7 @@ from orchestrator.run import Interrupt, RunScope, open_run
 from orchestrator.run_aiperf.serving import run_phased, serve_correlated
 from orchestrator.supervisor import ServerHandle
 from orchestrator.sweep.batch import batch_rows, parse_batch_key, phase_name
+from orchestrator.sweep.budget import Budget
 from orchestrator.sweep.judge import Baseline, PointRequest, judge_point, point_stats, saturation_signs, worst
 from orchestrator.sweep.planned import baseline_sample
 from orchestrator.sweep.power import plan
@@ -59,10 +60,6 @@ __all__ = ["SweepOptions", "sweep"]
 
 log = get_logger("aqbench.sweep")
 _COLLECT_TIMEOUT_S = 30.0
-# AIPerf's start-up and exit beside a batch's planned requests, when planning the sweep's time: at least this,
-# else what the last batch took beyond its points' requests (11-15 s per AIPerf process on a loaded 2-core
-# machine since --prompt-corpus random; 14-50 s before).
-_START_S = 10.0
 
 
 class SweepOptions(msgspec.Struct, frozen=True, kw_only=True):
@@ -109,8 +106,6 @@ class _Load(msgspec.Struct, kw_only=True):
 # AIPerf waits at its gate, at most this long beyond the match timeout, then every gated load left is skipped (and
 # a run the verdicts call for costs an AIPerf process of its own, as before gates).
 _GATE_WAIT_S = 2.0
-# A gated load runs only where its planned time and AIPerf's exit after it fit in --max-duration's time left.
-_EXIT_S = 2.0
 
 
 def _resolve(cfg: Config, opts: SweepOptions) -> Config:
@@ -388,7 +383,7 @@ async def _sweep(run: RunScope, opts: SweepOptions, toolkit: Toolkit, model: Mod
     sample = [rows[i % len(rows)] for i in baseline_sample(per)] if need_base and rows else []
     # Held at spawn without the baseline's time: not known yet (the sample is not taken), and the release fits
     # the held loads again with it (fit_held), so a bound here would only drop loads the time would allow.
-    first = walk.fit(next_batch(sw.points, {}, mode=sw.mode, repeats=sw.repeats, refine=sw.refine, runs=runs,
+    first = walk.budget.fit(next_batch(sw.points, {}, mode=sw.mode, repeats=sw.repeats, refine=sw.refine, runs=runs,
                                 extend=sw.extend), base=False)
     hold = FirstHold() if first else None
     ran_first: list[float] = []
@@ -405,9 +400,9 @@ async def _sweep(run: RunScope, opts: SweepOptions, toolkit: Toolkit, model: Mod
         else:
             baseline_s = await state_plan(run, model, list(opts.argv), detects, base=need_base, probe_s=probed[0],
                                           sample_s=probed[1])
-            walk.base_s = baseline_s
+            walk.budget.base_s = baseline_s
             if hold is not None:  # what still fits in --max-duration's time left now runs, in order
-                hold.release(walk.fit_held(first, base=need_base, base_s=baseline_s))
+                hold.release(walk.budget.fit_held(first, base=need_base, base_s=baseline_s))
     if isinstance(probed, int):
         return probed
     if hold is not None:
@@ -418,7 +413,7 @@ async def _sweep(run: RunScope, opts: SweepOptions, toolkit: Toolkit, model: Mod
     while wanted := next_batch(sw.points, judged, mode=sw.mode, repeats=sw.repeats, refine=sw.refine, runs=runs,
                                extend=sw.extend):
         # A point cut short by the sweep's time loses its requests in flight: one that cannot finish is not started.
-        if not (values := walk.fit(wanted, base=need_base)):
+        if not (values := walk.budget.fit(wanted, base=need_base)):
             unreached = [v for v in wanted if v in extensions(sw.points, sw.extend) and v not in judged]
             break
         ran = await walk.batch(values, base=need_base)
@@ -460,55 +455,19 @@ def _summary(concluded: SweepConcluded, judged: dict[float, Judged]) -> str:
 
 
 class _Walk:
-    """The search's state between batches: the points run, their verdicts, the reference answers, and what
-    an AIPerf process costs beyond its points' requests (to plan within --max-duration)."""
+    """The search's state between batches: the points run, their verdicts, the reference answers, and the sweep's
+    time (`budget`: what fits in --max-duration)."""
 
     def __init__(self, run: RunScope, sweeper: _Sweeper, model: ModelConfig, started: float) -> None:
-        self.scope, self.sweeper, self.model, self.started = run, sweeper, model, started
+        self.scope, self.sweeper, self.model = run, sweeper, model
         self.points: dict[float, _Point] = {}
         self.judged: dict[float, Judged] = {}
         self.base = _Point()
         self.baseline: Baseline | None = None
-        self.overhead_s = _START_S
-        self.point_s = 0.0  # closed loop: the last batch's time per point (0 before any)
-        self.base_s: float | None = None  # the baseline window's planned seconds, once the plan is stated
+        cfg = run.config
+        self.budget = Budget(mode=cfg.sweep.mode, points=cfg.sweep.points, max_duration_s=cfg.sweep.max_duration_s,
+                             per=cfg.sweep.requests_per_point + cfg.workload.warmup_requests, started=started)
         self.match_timeout_s = 5.0
-
-    def left_s(self) -> float:
-        sw = self.scope.config.sweep
-        return (sw.max_duration_s - (time.monotonic() - self.started)) if sw.max_duration_s else float("inf")
-
-    def fit(self, values: list[float], *, base: bool) -> list[float]:
-        """The leading values whose planned time, with one AIPerf start-up (and the baseline window first when
-        `base`), fits in the sweep's time left."""
-        cfg = self.scope.config
-        per = cfg.sweep.requests_per_point + cfg.workload.warmup_requests
-        # The baseline (concurrency 1) takes per x its latency: as planned once the plan is stated; before, a
-        # server whose latency exceeds the gap of the lowest rate cannot hold that rate anyway, so that gap bounds it
-        # where the sweep can find a capacity.
-        base_s = 0.0
-        if base and cfg.sweep.mode == "rate":
-            base_s = self.base_s if self.base_s is not None else per / min(cfg.sweep.points)
-        return self._leading(values, self.overhead_s + base_s)
-
-    def fit_held(self, values: list[float], *, base: bool, base_s: float | None) -> int:
-        """How many of the held first batch's loads (the baseline first when `base`, then `values`) to run: the
-        leading ones whose planned time and AIPerf's exit still fit in the time left (AIPerf has started)."""
-        start = _EXIT_S + ((base_s or 0.0) if base else 0.0)
-        n = len(self._leading(values, start)) if start <= self.left_s() else 0
-        return n + base if n else 0
-
-    def _leading(self, values: list[float], start_s: float) -> list[float]:
-        """The leading values whose planned times, after `start_s`, fit in the time left."""
-        cfg = self.scope.config
-        per = cfg.sweep.requests_per_point + cfg.workload.warmup_requests
-        total, out = start_s, []
-        for value in values:
-            total += per / value if cfg.sweep.mode == "rate" else self.point_s
-            if total > self.left_s():
-                break
-            out.append(value)
-        return out
 
     async def batch(self, values: list[float], *, base: bool, hold: FirstHold | None = None) -> list[float]:
         """One batch: the baseline window first when asked, then each value's next run, then the gated loads
@@ -532,7 +491,7 @@ class _Walk:
                 pending.setdefault(value, _Point())
             loads.append(self._load(value, loads, gated=True, pending=pending))
         t0, spans = time.monotonic(), sum(load.into.span_s for load in loads)
-        deadline = max(1.0, min(cfg.workload.deadline_s * len(loads), self.left_s()))
+        deadline = max(1.0, min(cfg.workload.deadline_s * len(loads), self.budget.left_s()))
         await self.sweeper.load_batch(loads, deadline_s=deadline, match_timeout_s=self.match_timeout_s, hold=hold,
                                       baseline=self.baseline,
                                       decide=lambda load, seen: self._gate(load, loads, seen, pending, _since(hold, t0)))
@@ -545,8 +504,7 @@ class _Walk:
         ran = [load for load in loads if load.window in load.into.windows]
         elapsed = time.monotonic() - _since(hold, t0)
         spent = sum(load.into.span_s for load in loads) - spans
-        self.overhead_s = max(_START_S, elapsed - spent)
-        self.point_s = max(0.0, elapsed - self.overhead_s) / max(1, len(ran))
+        self.budget.spent(elapsed, spent, len(ran))
         return sorted({load.value for load in ran if load.into is not self.base})
 
     def _load(self, value: float, loads: list[_Load], *, gated: bool,
@@ -584,12 +542,11 @@ class _Walk:
             checks = judge_point(requests, cfg.slo, baseline, self.model.correctness)
             outcome = worst([c.outcome for c in checks]) if point.balanced else "inconclusive"
             judged[value] = Judged(outcome=outcome, runs=len(point.windows) + len(mine), checks=checks)
-        per = sw.requests_per_point + cfg.workload.warmup_requests
         # Closed loop has no planned time: the batch's own pace so far (or the last batch's) stands for it.
-        need_s = per / load.value if sw.mode == "rate" else max(self.point_s, (time.monotonic() - t0) / max(1, len(ran)))
+        need_s = self.budget.need_s(load.value, (time.monotonic() - t0) / max(1, len(ran)))
         return gate_runs(sw.points, judged, load.value, mode=sw.mode, repeats=sw.repeats, refine=sw.refine,
-                         earlier_skipped=any(ld.window not in seen for ld in mine_before), need_s=need_s + _EXIT_S,
-                         left_s=self.left_s(), extend=sw.extend)
+                         earlier_skipped=any(ld.window not in seen for ld in mine_before), need_s=need_s,
+                         left_s=self.budget.left_s(), extend=sw.extend)
 
     def _reference(self) -> Baseline | None:
         return Baseline.of(self.base.requests) if self.base.balanced and self.base.requests else None
