@@ -15,7 +15,12 @@ from adapters.server.lines import parse_log_line
 from orchestrator.errors import ConfigError
 from orchestrator.ports import ParsedLine, Readiness
 
-__all__ = ["TrtmcServerKind"]
+__all__ = ["HIDDEN_FLAGS", "INPUT_FILE_FLAGS", "TrtmcServerKind"]
+
+# Flags trtmc-server takes but leaves out of its --help (argparse.SUPPRESS); it needs them to start a worker.
+HIDDEN_FLAGS = frozenset({"--worker-binary"})
+# Flags whose value must be an existing file: trtmc-server opens it only when a worker starts, minutes in.
+INPUT_FILE_FLAGS = frozenset({"--worker-binary"})
 
 
 class TrtmcServerKind:

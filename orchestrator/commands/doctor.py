@@ -7,7 +7,6 @@ may build the offline tokenizer once; starts no server and no AIPerf.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import re
 import shlex
@@ -21,7 +20,7 @@ from pathlib import Path
 
 import msgspec
 
-from orchestrator.config import Config, load_config
+from orchestrator.config import Config, ServerConfig, load_config
 from orchestrator.errors import AqbenchError, ClientError
 
 __all__ = ["register", "run", "Check", "run_checks"]
@@ -132,30 +131,101 @@ def _ports(cfg: Config) -> list[Check]:
     return out
 
 
+class _Launcher(msgspec.Struct, frozen=True, kw_only=True):
+    """How [server] argv starts the server: the executable, a Python launcher's own options and `-m` module,
+    and the server's arguments."""
+
+    path: str  # the executable ({python}: this interpreter); "" when not found
+    options: list[str] = []  # the interpreter's options before `-m` (`-P`, `-X dev`, ...)
+    module: str = ""  # the module after `-m`; "" when argv is no module launcher
+    server_args: list[str] = []
+
+    @property
+    def help_argv(self) -> list[str]:
+        """What prints the server's own --help: `python -P -m trtmc_server --help` asks the module, not python."""
+        return [self.path, *self.options, "-m", self.module, "--help"] if self.module else [self.path, "--help"]
+
+
+# Python's options that take the next argument as their value (`python --help`).
+_PYTHON_VALUE_OPTIONS = frozenset({"-W", "-X", "--check-hash-based-pycs"})
+_PYTHON_NAME = re.compile(r"python[0-9.]*")
+
+
+def _launcher(argv: list[str]) -> _Launcher:
+    """[server] argv read as the supervisor will run it; `-m` is a module only after a Python interpreter."""
+    argv0 = argv[0]
+    path = sys.executable if argv0 == "{python}" else shutil.which(argv0) or (argv0 if Path(argv0).is_file() else "")
+    if argv0 == "{python}" or _PYTHON_NAME.fullmatch(Path(argv0).name):
+        i = 1
+        while i < len(argv) and argv[i].startswith("-") and argv[i] != "-":
+            arg = argv[i]
+            if arg == "-m" or (arg.startswith("-m") and not arg.startswith("--")):
+                module, rest = (argv[i + 1], i + 2) if arg == "-m" and i + 1 < len(argv) else (arg[2:], i + 1)
+                return _Launcher(path=path, options=argv[1:i], module=module, server_args=argv[rest:])
+            i += 2 if arg in _PYTHON_VALUE_OPTIONS else 1
+    return _Launcher(path=path, server_args=argv[1:])
+
+
+def _env_text(env: dict[str, str]) -> str:
+    return "[server] env " + " ".join(f"{k}={v}" for k, v in env.items()) if env else "no [server] env"
+
+
+# Run by the server's interpreter with its options and env: whether `-m MODULE` would find the module.
+_FIND_MODULE = ("import importlib.util, sys\n"
+                "try:\n    found = importlib.util.find_spec(sys.argv[1]) is not None\n"
+                "except Exception as exc:\n    sys.exit(f'{type(exc).__name__}: {exc}')\n"
+                "sys.exit(0 if found else 'not found')\n")
+
+
+def _module_check(launcher: _Launcher, srv: ServerConfig) -> Check:
+    """The module is importable by the server's interpreter, with its options (`-P`), [server] env and cwd:
+    as the supervisor will start it, not as doctor's own interpreter sees it."""
+    shown = shlex.join([launcher.path, *launcher.options, "-m", launcher.module])
+    try:
+        done = subprocess.run([launcher.path, *launcher.options, "-c", _FIND_MODULE, launcher.module],
+                              capture_output=True, text=True, timeout=60, env={**os.environ, **srv.env},
+                              cwd=srv.cwd or None)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return Check(name="server", ok=False, detail=f"{shown}: cannot run {launcher.path}: {exc}",
+                     fix="fix [server] argv's interpreter or [server] cwd")
+    if done.returncode == 0:
+        return Check(name="server", ok=True, detail=f"{shown} (module found with {_env_text(srv.env)})")
+    why = (done.stderr.strip().splitlines() or ["not found"])[-1]
+    top = launcher.module.split(".")[0]
+    fix = (f"install aqbench in {launcher.path}" if top in ("adapters", "orchestrator") else
+           f"set PYTHONPATH in [server] env to the folder holding {top}/ (TRTMC: apps/server/python), "
+           f"or install {top} in {launcher.path}")
+    return Check(name="server", ok=False, fix=fix,
+                 detail=f"{shown}: module {launcher.module} not importable with {_env_text(srv.env)} ({why}); "
+                        "the server cannot start")
+
+
 def _server(cfg: Config) -> list[Check]:
-    argv0 = cfg.server.argv[0]
+    # Imported here, as in _aiperf: the trtmc adapter loads only when the doctor runs.
+    from adapters.trtmc.server_kind import HIDDEN_FLAGS, INPUT_FILE_FLAGS
+
+    launcher = _launcher(cfg.server.argv)
     out = []
-    if argv0 == "{python}":
-        module = cfg.server.argv[2] if len(cfg.server.argv) > 2 and cfg.server.argv[1] == "-m" else ""
-        found = bool(module) and importlib.util.find_spec(module) is not None
-        out.append(Check(name="server", ok=found or not module, detail=f"{sys.executable} -m {module}"
-                         + ("" if found or not module else " (module not importable)"),
-                         fix="" if found or not module else "install aqbench in this interpreter"))
-        if found:
-            out.append(_server_flags(sys.executable, cfg.server.argv, cfg.server.env))
+    if launcher.module:
+        out.append(_module_check(launcher, cfg.server))
     else:
-        path = shutil.which(argv0) or (argv0 if Path(argv0).is_file() else "")
-        out.append(Check(name="server", ok=bool(path), detail=f"{argv0} -> {path or 'not found'}",
-                         fix="" if path else "put the server on PATH or give its absolute path in [server] argv"))
-        if path:
-            out.append(_server_flags(path, cfg.server.argv, cfg.server.env))
+        argv0 = cfg.server.argv[0]
+        out.append(Check(name="server", ok=bool(launcher.path), detail=f"{argv0} -> {launcher.path or 'not found'}",
+                         fix="" if launcher.path else "put the server on PATH or give its absolute path in [server] argv"))
+    if out[0].ok:
+        model_args = [a for m in cfg.models for a in m.server_args]
+        out.append(_server_flags(launcher, model_args, cfg.server,
+                                 HIDDEN_FLAGS if cfg.server.kind == "trtmc-server" else frozenset()))
     uses_bundle = any("{bundle}" in a for a in cfg.server.argv)
     for model in cfg.models:
         bundle = model.bundle or cfg.server.bundle
         if not uses_bundle and not bundle:
             continue
         out.append(_bundle(cfg, model.name, bundle))
-    out += _flag_paths(cfg)
+    out += _flag_paths(cfg.server.argv, INPUT_FILE_FLAGS, "[server] argv")
+    for model in cfg.models:
+        out += _flag_paths(model.server_args, INPUT_FILE_FLAGS, f"[[models]] {model.name} server_args",
+                           suffix=f" ({model.name})")
     return out
 
 
@@ -171,67 +241,88 @@ def _bundle(cfg: Config, model: str, bundle: str) -> Check:
     return Check(name=name, ok=True, detail=f"{bundle} ({'file' if Path(bundle).is_file() else 'directory'})")
 
 
-# Server flags whose value must already exist (not --records or --runtime-root: the server makes those).
-_INPUT_PATH_FLAGS = frozenset({"--worker-binary"})
-
-
-def _flag_paths(cfg: Config) -> list[Check]:
-    """Every path [server] argv gives a flag the server reads from exists (trtmc-server checks them only when
-    a worker starts, minutes in)."""
-    argv = cfg.server.argv
-    out = []
-    for i, arg in enumerate(argv[:-1]):
-        flag, value = (arg.split("=", 1) if "=" in arg else (arg, argv[i + 1]))
-        if flag in _INPUT_PATH_FLAGS and "{" not in value:
-            ok = Path(value).exists()
-            out.append(Check(name=f"server {flag}", ok=ok, detail=f"{value} {'exists' if ok else 'does not exist'}",
-                             fix="" if ok else f"fix the path after {flag} in [server] argv"))
+def _flag_values(argv: list[str], flags: frozenset[str]) -> list[tuple[str, str | None]]:
+    """(flag, value) for each of `flags` in argv, as `--flag=value` or `--flag value`, the last element
+    included; value None where the flag ends argv or another flag follows it."""
+    out: list[tuple[str, str | None]] = []
+    for i, arg in enumerate(argv):
+        flag, eq, given = arg.partition("=")
+        if flag not in flags:
+            continue
+        following = argv[i + 1] if i + 1 < len(argv) else None
+        value = given if eq else None if following is None or following.startswith("--") else following
+        out.append((flag, value))
     return out
 
 
-def _help_argv(path: str, argv: list[str]) -> tuple[list[str], list[str]]:
-    """The command that prints the server's own --help, and the server's arguments. A `-m` launcher
-    (`python -P -m trtmc_server ...`) asks the module, not the interpreter: `python -P -m trtmc_server --help`."""
-    for i, arg in enumerate(argv[1:], start=1):
-        if arg == "-m" and i + 1 < len(argv):
-            return [path, *argv[1:i + 2], "--help"], argv[i + 2:]
-        if not arg.startswith("-"):
-            break  # the interpreter's options end at its first operand
-    return [path, "--help"], argv[1:]
+def _flag_paths(argv: list[str], flags: frozenset[str], where: str, suffix: str = "") -> list[Check]:
+    """Every file the server reads from a flag of `argv` is a file (trtmc-server checks them only when a
+    worker starts, minutes in); a placeholder value is left to the start."""
+    out = []
+    for flag, value in _flag_values(argv, flags):
+        name, fix = f"server {flag}{suffix}", f"fix the path after {flag} in {where}"
+        if value is None:
+            out.append(Check(name=name, ok=False, detail=f"{flag} has no value in {where}", fix=fix))
+        elif "{" not in value:
+            path = Path(value)
+            detail = (f"{value} is a file" if path.is_file() else
+                      f"{value} is a directory; {flag} takes a file" if path.is_dir() else f"{value} does not exist")
+            out.append(Check(name=name, ok=path.is_file(), detail=detail, fix="" if path.is_file() else fix))
+    return out
 
 
-def _server_flags(path: str, argv: list[str], env: dict[str, str]) -> Check:
-    """Every --flag of [server] argv should appear in the server's own --help: TRTMC has shipped servers
-    without --records (older trtmc-server) and with other flags altogether (`trtmc serve`). A flag the
-    help does not list is a warning, never a failure: servers hide real flags from --help
-    (trtmc-server's --worker-binary is argparse.SUPPRESS)."""
-    help_argv, server_args = _help_argv(path, argv)
-    flags = sorted({a.split("=", 1)[0] for a in server_args if a.startswith("--")})
+# What a server prints when it cannot start at all: its --help failing this way means its start fails too.
+_LAUNCH_FAILED = re.compile(r"Traceback \(most recent call last\)|ModuleNotFoundError|ImportError|No module named|"
+                            r"Error while finding module specification|error while loading shared libraries")
+
+
+def _server_flags(launcher: _Launcher, model_args: list[str], srv: ServerConfig, hidden: frozenset[str]) -> Check:
+    """Every --flag of [server] argv and [[models]] server_args should appear in the server's own --help, run
+    as the supervisor starts the server ([server] env and cwd). A --help that shows the server cannot start
+    (a traceback, a module not found) is a failure; a flag the help does not list is a warning: servers hide
+    real flags from --help, and `hidden` (the kind's known hidden flags, which it needs) is never advised away."""
+    help_argv = launcher.help_argv
+    flags = sorted({a.split("=", 1)[0] for a in [*launcher.server_args, *model_args] if a.startswith("--")})
     shown = shlex.join(help_argv)
+    env_text = _env_text(srv.env)
     try:
         # As the supervisor starts it: [server] env over ours (`python -P` finds trtmc_server through it).
-        done = subprocess.run(help_argv, capture_output=True, text=True, timeout=60, env={**os.environ, **env})
-    except (OSError, subprocess.TimeoutExpired) as exc:
+        done = subprocess.run(help_argv, capture_output=True, text=True, timeout=60, env={**os.environ, **srv.env},
+                              cwd=srv.cwd or None)
+    except subprocess.TimeoutExpired:
         return Check(name="server flags", ok=False, required=False, warning=True,
-                     detail=f"`{shown}` failed: {exc}; the flags of [server] argv were not checked",
-                     fix=f"run `{shown}` by hand to see why")
+                     detail=f"`{shown}` did not end within 60 s; the flags were not checked",
+                     fix=f"run `{shown}` by hand (with {env_text}) to see why")
+    except OSError as exc:
+        return Check(name="server flags", ok=False, detail=f"`{shown}` cannot start: {exc}",
+                     fix=f"fix [server] argv (run with {env_text}, in {srv.cwd or 'the current folder'})")
     text = done.stdout + done.stderr
+    last = next((line.strip() for line in reversed(text.splitlines()) if line.strip()), "no output")
+    if done.returncode != 0 and _LAUNCH_FAILED.search(text):
+        return Check(name="server flags", ok=False,
+                     detail=f"`{shown}` with {env_text} exited {done.returncode}: {last}; the server cannot start",
+                     fix="make [server] env reach what it imports (PYTHONPATH to the folder holding the server's "
+                         "package), or install it in the server's interpreter")
     if done.returncode != 0 and "usage" not in text.lower():
         # It did not print its help: listing every flag as missing would advise dropping them all.
-        last = next((line.strip() for line in reversed(text.splitlines()) if line.strip()), "no output")
         return Check(name="server flags", ok=False, required=False, warning=True,
-                     detail=f"`{shown}` exited {done.returncode} without printing its help: {last}; the flags of "
-                            "[server] argv were not checked",
-                     fix=f"run `{shown}` by hand (with [server] env) to see why")
-    missing = [f for f in flags if not re.search(rf"(?<![\w-]){re.escape(f)}(?![\w-])", text)]
-    checked = f"checked the {len(flags)} --flag(s) of [server] argv against the output of `{shown}` (exit {done.returncode})"
+                     detail=f"`{shown}` exited {done.returncode} without printing its help: {last}; the flags were "
+                            "not checked",
+                     fix=f"run `{shown}` by hand (with {env_text}) to see why")
+    unlisted = [f for f in flags if not re.search(rf"(?<![\w-]){re.escape(f)}(?![\w-])", text)]
+    kept = [f for f in unlisted if f in hidden]
+    missing = [f for f in unlisted if f not in hidden]
+    checked = (f"checked the {len(flags)} --flag(s) of [server] argv and server_args against the output of "
+               f"`{shown}` (exit {done.returncode})")
+    known = (f"; {', '.join(kept)}: hidden from --help by this server kind and needed by it, keep" if kept else "")
     if missing:
         return Check(name="server flags", ok=False, required=False, warning=True,
                      detail=f"{checked}: it does not list {', '.join(missing)}; a server may hide real flags "
-                            "from --help, so this is no failure",
+                            f"from --help, so this is no failure{known}",
                      fix=f"if the server rejects {', '.join(missing)} at start, drop it from [server] argv or "
                          "install a server that takes it (TRTMC apps/server for --records)")
-    return Check(name="server flags", ok=True, detail=f"{checked}: it lists {', '.join(flags) or 'no flags used'}")
+    listed = [f for f in flags if f not in kept]
+    return Check(name="server flags", ok=True, detail=f"{checked}: it lists {', '.join(listed) or 'no flags used'}{known}")
 
 
 def _gpu(_cfg: Config) -> list[Check]:

@@ -47,11 +47,11 @@ class TestDoctor:
         assert not check.ok and not check.required and check.warning
         assert f"`{fake} --help`" in check.detail and "it does not list --records;" in check.detail
 
-    def test_module_launcher_runs_the_modules_help_and_a_hidden_flag_is_a_warning(
+    def test_module_launcher_runs_the_modules_help_and_keeps_a_hidden_flag(
             self, tmp_path: Path, capsys) -> None:
         """`python -P -m trtmc_server ...`: doctor runs `python -P -m trtmc_server --help` (not python's
-        own), and a flag that help hides (trtmc-server's --worker-binary) is a warning naming it; doctor
-        still exits 0."""
+        own), and a flag that help hides (trtmc-server's --worker-binary, which it needs) is named as kept,
+        never advised away; doctor exits 0."""
         import sys
 
         from orchestrator.cli import main
@@ -82,17 +82,19 @@ class TestDoctor:
         cfg_path.write_text(text)
         check = next(c for c in run_checks(load_config(cfg_path)) if c.name == "server flags")
         assert f"`{sys.executable} -P -m fake_trtmc_server --help`" in check.detail
-        assert check.warning and not check.required and "it does not list --worker-binary;" in check.detail
-        assert "--records" not in check.detail.split("it does not list")[1]
+        assert check.ok and "--worker-binary: hidden from --help by this server kind and needed by it, keep" \
+            in check.detail
+        assert "it lists --host, --model-name, --port, --records, --replicas;" in check.detail
         capsys.readouterr()
         assert main(["doctor", "--config", str(cfg_path)]) == 0
         out = capsys.readouterr().out
-        assert "warn server flags:" in out and "--worker-binary" in out and "FAIL server flags" not in out
-        assert f"ok   server --worker-binary: {worker} exists" in out
+        assert "ok   server flags:" in out and "drop it" not in out
+        assert f"ok   server --worker-binary: {worker} is a file" in out
 
     def test_what_trtmc_server_would_reject_fails(self, tmp_path: Path) -> None:
         """A directory as trtmc-server's bundle and a --worker-binary that does not exist fail, each with a
-        fix; a --help that fails is said with its last line, not as every flag missing."""
+        fix; a --help that shows the server cannot start (module not found) FAILs with its last line, not as
+        every flag missing."""
         fake = tmp_path / "trtmc-server"
         fake.write_text("#!/bin/sh\necho 'Traceback (most recent call last):' >&2\n"
                         "echo 'ModuleNotFoundError: No module named trtmc_server' >&2\nexit 1\n")
@@ -109,5 +111,116 @@ class TestDoctor:
         worker = checks["server --worker-binary"]
         assert not worker.ok and worker.required and "does not exist" in worker.detail
         flags = checks["server flags"]
-        assert flags.warning and "exited 1 without printing its help: ModuleNotFoundError: No module named " \
-            "trtmc_server" in flags.detail and "does not list" not in flags.detail
+        assert not flags.ok and flags.required and "with no [server] env exited 1: ModuleNotFoundError: No module " \
+            "named trtmc_server; the server cannot start" in flags.detail and "does not list" not in flags.detail
+        assert "PYTHONPATH" in flags.fix
+
+
+TRTMC_LIB = ROOT / "tests" / "data" / "doctor" / "trtmc_lib"  # holds the stand-in trtmc_server package
+
+
+def _trtmc_config(tmp_path: Path, launcher: list[str], args: list[str], *, env: dict[str, str] | None = None,
+                  server_args: list[str] | None = None) -> Path:
+    """bench.toml for a trtmc-server started as `launcher ... {bundle} args`, with a real bundle file."""
+    bundle = tmp_path / "m.bundle"
+    bundle.write_text("")
+    text = (ROOT / "bench.toml").read_text().replace('kind = "reference"', 'kind = "trtmc-server"')
+    argv = ", ".join(f'"{a}"' for a in [*launcher, "{bundle}", *args])
+    text = text.replace('argv = ["{python}", "-m", "adapters.reference", "--host", "{host}", "--port", "{port}",\n'
+                        '        "--model-name", "{model}", "--records", "{records}", "--replicas", "{replicas}"]',
+                        f'argv = [{argv}, "--host", "{{host}}", "--port", "{{port}}", "--model-name", "{{model}}", '
+                        '"--records", "{records}", "--replicas", "{replicas}"]')
+    envs = ", ".join(f'{k} = "{v}"' for k, v in (env or {}).items())
+    text = text.replace("[server]\n", f"[server]\nbundle = \"{bundle}\"\nenv = {{ {envs} }}\n", 1)
+    if server_args is not None:
+        text = text.replace('native_task = "audio_text_to_text"\n', 'native_task = "audio_text_to_text"\n'
+                            f'server_args = [{", ".join(chr(34) + a + chr(34) for a in server_args)}]\n', 1)
+    path = tmp_path / "bench.toml"
+    path.write_text(text)
+    assert f"[{argv}," in text  # the shipped argv line was found and replaced
+    return path
+
+
+def _worker(tmp_path: Path) -> Path:
+    worker = tmp_path / "worker"
+    worker.write_text("#!/bin/sh\n")
+    worker.chmod(0o755)
+    return worker
+
+
+class TestDoctorChecksWhatTheServerChecks:
+    def test_module_launcher_found_through_server_env(self, tmp_path: Path, capsys) -> None:
+        """`{python} -m trtmc_server`, the module reachable only through [server] env PYTHONPATH: no false
+        FAIL, the module's own --help checks the flags, --worker-binary is kept (never advised away), exit 0."""
+        from orchestrator.cli import main
+
+        cfg = _trtmc_config(tmp_path, ["{python}", "-m", "trtmc_server"], ["--worker-binary", str(_worker(tmp_path))],
+                            env={"PYTHONPATH": str(TRTMC_LIB)})
+        checks = {c.name: c for c in run_checks(load_config(cfg))}
+        assert checks["server"].ok and checks["server"].detail.endswith(
+            f"-m trtmc_server (module found with [server] env PYTHONPATH={TRTMC_LIB})"), checks["server"]
+        flags = checks["server flags"]
+        assert flags.ok and "-m trtmc_server --help`" in flags.detail, flags
+        assert "--worker-binary: hidden from --help by this server kind and needed by it, keep" in flags.detail
+        capsys.readouterr()
+        assert main(["doctor", "--config", str(cfg)]) == 0
+        out = capsys.readouterr().out
+        assert "ok   server flags:" in out and "drop it" not in out
+
+    def test_isolated_module_launcher_reads_the_module_name(self, tmp_path: Path) -> None:
+        """`{python} -P -m trtmc_server`: the module name is read after -P and the flags are checked against
+        `python -P -m trtmc_server --help`."""
+        import sys
+
+        cfg = _trtmc_config(tmp_path, ["{python}", "-P", "-m", "trtmc_server"],
+                            ["--worker-binary", str(_worker(tmp_path))], env={"PYTHONPATH": str(TRTMC_LIB)})
+        checks = {c.name: c for c in run_checks(load_config(cfg))}
+        assert checks["server"].ok and f"{sys.executable} -P -m trtmc_server (module found" in checks["server"].detail
+        assert f"`{sys.executable} -P -m trtmc_server --help`" in checks["server flags"].detail
+        assert checks["server flags"].ok, checks["server flags"]
+
+    def test_missing_or_wrong_env_fails_and_exits_1(self, tmp_path: Path, capsys) -> None:
+        """A Python launcher whose module only [server] env can reach: without that env, or with a wrong
+        PYTHONPATH, the server check FAILs with the fix, and doctor exits 1."""
+        import sys
+
+        from orchestrator.cli import main
+
+        worker = str(_worker(tmp_path))
+        for env in ({}, {"PYTHONPATH": str(tmp_path / "nowhere")}):
+            cfg = _trtmc_config(tmp_path, [sys.executable, "-P", "-m", "trtmc_server"], ["--worker-binary", worker],
+                                env=env)
+            server = next(c for c in run_checks(load_config(cfg)) if c.name == "server")
+            assert not server.ok and server.required, server
+            assert "module trtmc_server not importable with " + ("no [server] env" if not env else
+                                                                 f"[server] env PYTHONPATH={tmp_path / 'nowhere'}") \
+                in server.detail
+            assert "set PYTHONPATH in [server] env to the folder holding trtmc_server/" in server.fix
+            capsys.readouterr()
+            assert main(["doctor", "--config", str(cfg)]) == 1
+            assert "FAIL server:" in capsys.readouterr().out
+
+    def test_worker_binary_forms_anywhere_and_directories(self, tmp_path: Path) -> None:
+        """`--worker-binary=DIR` as the last argv element and `--worker-binary DIR` in [[models]] server_args
+        are both checked, and a directory FAILs (it is no worker executable)."""
+        folder = tmp_path / "worker-dir"
+        folder.mkdir()
+        cfg = _trtmc_config(tmp_path, ["{python}", "-m", "trtmc_server"], [], env={"PYTHONPATH": str(TRTMC_LIB)},
+                            server_args=["--startup-timeout", "30", "--worker-binary", str(folder)])
+        text = cfg.read_text().replace('"--replicas", "{replicas}"]', f'"--replicas", "{{replicas}}", '
+                                                                      f'"--worker-binary={folder}"]', 1)
+        cfg.write_text(text)
+        checks = {c.name: c for c in run_checks(load_config(cfg))}
+        last = checks["server --worker-binary"]
+        assert not last.ok and last.required and last.detail == f"{folder} is a directory; --worker-binary takes a file"
+        model = checks["server --worker-binary (reference-audioqa)"]
+        assert not model.ok and "[[models]] reference-audioqa server_args" in model.fix
+        assert "--startup-timeout" in checks["server flags"].detail  # server_args' flags are checked too
+
+    def test_worker_binary_without_value_fails(self, tmp_path: Path) -> None:
+        """`--worker-binary` as argv's last element, with no value after it, FAILs instead of going unread."""
+        cfg = _trtmc_config(tmp_path, ["{python}", "-m", "trtmc_server"], [], env={"PYTHONPATH": str(TRTMC_LIB)})
+        cfg.write_text(cfg.read_text().replace('"--replicas", "{replicas}"]', '"--replicas", "{replicas}", '
+                                                                              '"--worker-binary"]', 1))
+        check = next(c for c in run_checks(load_config(cfg)) if c.name == "server --worker-binary")
+        assert not check.ok and check.detail == "--worker-binary has no value in [server] argv"
