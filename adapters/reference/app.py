@@ -109,6 +109,7 @@ async def _request_id_middleware(request: web.Request, handler: Handler) -> web.
         return _error_response(err, generated)
     request_id = values[0] if values else f"req-{uuid.uuid4().hex}"
     request["request_id"] = request_id
+    request["request_id_sent"] = bool(values)  # a made-up id is no key for --fault-latency-share
     resp = await handler(request)
     resp.headers.setdefault("x-request-id", request_id)
     return resp
@@ -218,6 +219,7 @@ class _Outcome:
         self.streaming = "none"
         self.audio: AudioInfo | None = None
         self.error_code: str | None = None
+        self.fault_latency_ms = 0.0
 
 
 async def _chat(request: web.Request) -> web.StreamResponse:
@@ -254,7 +256,8 @@ async def _chat(request: web.Request) -> web.StreamResponse:
             status=status, handler_ms=round(handler_ms, 3), admission_ms=out.admission_ms,
             model_call_ms=out.model_call_ms, worker_roundtrip_ms=out.roundtrip_ms,
             completion_tokens=out.tokens, streaming=out.streaming, audio=out.audio,
-            error_code=out.error_code, start_unix_ns=start_ns, end_unix_ns=time.time_ns()))
+            error_code=out.error_code, start_unix_ns=start_ns, end_unix_ns=time.time_ns(),
+            fault_latency_ms=out.fault_latency_ms))
         state.active -= 1
         if state.active == 0:
             state.idle.set()
@@ -281,7 +284,7 @@ async def _chat_inner(request: web.Request, state: ServerState, request_id: str,
         raise ApiError(500, "engine_error", "injected fault: --fault-error-rate", error_type="server_error")
     audio = await _decode_request_audio(state, req, out)
     replica = _take_replica(state, fault, out)
-    ans = await _call_engine(state, replica, audio, req, out)
+    ans = await _call_engine(state, replica, audio, req, out, request_id if request["request_id_sent"] else None)
     headers = {"x-request-id": request_id, "Server-Timing": f"model;dur={ans.model_call_ms:.3f}"}
     if not req.stream:
         resp: web.StreamResponse = web.json_response(_answer_body(req, ans, request_id, s.model_name, s.openai_finish_reason),
@@ -382,10 +385,12 @@ def _check_content_type(request: web.Request) -> None:
 
 
 async def _call_engine(state: ServerState, replica: str, audio: DecodedAudio | None,
-                       req: ChatRequest, out: _Outcome) -> EngineAnswer:
-    """One engine call on `replica`; the replica is freed when the thread ends, even after a timeout."""
+                       req: ChatRequest, out: _Outcome, sent_id: str | None) -> EngineAnswer:
+    """One engine call on `replica`; the replica is freed when the thread ends, even after a timeout.
+    `sent_id`: the client's X-Request-ID (None where it sent none), which picks --fault-latency-share."""
     loop = asyncio.get_running_loop()
-    latency_s = state.faults.latency_s(req.audio.data if req.audio is not None else None, req.question)
+    latency_s = state.faults.latency_s(sent_id, req.audio.data if req.audio is not None else None, req.question)
+    out.fault_latency_ms = round(latency_s * 1000.0, 3)
 
     def work() -> EngineAnswer:
         try:

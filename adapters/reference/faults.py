@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import hashlib
 import math
-import random
 from dataclasses import dataclass, field
 
-__all__ = ["FaultSettings", "FaultState", "WRONG_ANSWER", "item_draw", "under_load"]
+__all__ = ["FaultSettings", "FaultState", "WRONG_ANSWER", "item_draw", "request_draw", "under_load"]
 
 # A complete sentence that answers no dataset question rightly (no number, choice, word or name in it).
 WRONG_ANSWER = "I am not able to tell that from this recording."
@@ -27,7 +26,7 @@ class FaultSettings:
     worker_crash_after: int | None = None
     hang_after: int | None = None  # after N chat requests every route (health too) stops answering
     latency_ms: float = 0.0  # added inside engine calls (so it counts in model_call_ms); every call unless:
-    latency_share: float = 1.0  # only this seeded share of chat requests (drawn per request, seed 0)
+    latency_share: float = 1.0  # only this share of chat requests, chosen by request_draw (a hash of the id)
     latency_item_share: float = 1.0  # only this share of items, chosen by item_draw (the same items every time)
     error_rate: float = 0.0  # share of chat requests answered 500, on an exact deterministic pattern
     startup_delay_s: float = 0.0  # sleep before loading the engine (the port stays closed)
@@ -64,8 +63,6 @@ class FaultState:
     hanging: bool = False
     last_text: str = ""  # the previous engine answer, for --fault-swap-above
     _leaked: list[bytearray] = field(default_factory=list)
-    # Fixed seed: the same server run slows the same request numbers (AIPerf's order decides which items).
-    _latency_draws: random.Random = field(default_factory=lambda: random.Random(0))
 
     def admit(self) -> str | None:
         """Count one chat request; returns "crash", "worker_crash", "hang", "error" or None (no fault)."""
@@ -88,13 +85,13 @@ class FaultState:
             return "error"
         return None
 
-    def latency_s(self, audio: bytes | None, question: str) -> float:
-        """The latency to add to this engine call: --fault-latency-ms for the chosen items and requests."""
+    def latency_s(self, request_id: str | None, audio: bytes | None, question: str) -> float:
+        """The latency to add to this engine call: --fault-latency-ms for the chosen items and requests.
+        `request_id`: the client's X-Request-ID, None where it sent none."""
         s = self.settings
         if s.latency_ms <= 0:
             return 0.0
-        # Draw for every request whatever the item, so the request share does not depend on the item share.
-        request_slow = self._latency_draws.random() < s.latency_share
+        request_slow = s.latency_share >= 1.0 or request_draw(request_id, audio, question) < s.latency_share
         item_slow = s.latency_item_share >= 1.0 or item_draw(audio, question) < s.latency_item_share
         return s.latency_ms / 1000.0 if request_slow and item_slow else 0.0
 
@@ -123,4 +120,20 @@ def item_draw(audio: bytes | None, question: str) -> float:
     h.update(audio or b"")
     h.update(b"\0")
     h.update(question.encode())
+    return int.from_bytes(h.digest()[:8], "big") / 2 ** 64
+
+
+def request_draw(request_id: str | None, audio: bytes | None, question: str) -> float:
+    """A number in [0, 1) fixed by the request's id: a share of requests chosen by it is that share, give or
+    take sampling, in every block, run and server start, whatever came before (a seeded stream restarted with
+    each server gives every fresh server the same first draws). Without an id, by the request's content; the
+    salt keeps it apart from item_draw, so a request share and an item share choose independently."""
+    h = hashlib.sha256(b"aqbench fault request share\0")
+    if request_id:
+        h.update(request_id.encode())
+    else:
+        h.update(b"\1")
+        h.update(audio or b"")
+        h.update(b"\0")
+        h.update(question.encode())
     return int.from_bytes(h.digest()[:8], "big") / 2 ** 64

@@ -94,8 +94,9 @@ def add_server_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--fault-latency-ms", type=float, default=0.0, metavar="MS",
                    help="extra latency inside every engine call (or those chosen by the two shares below)")
     g.add_argument("--fault-latency-share", type=float, default=1.0, metavar="S",
-                   help="add --fault-latency-ms to this share of chat requests only (0..1), drawn per request "
-                        "from a fixed seed (default 1: every request)")
+                   help="add --fault-latency-ms to this share of chat requests only (0..1), chosen by a hash of "
+                        "each request's X-Request-ID (of its content where it has none), so the share holds in "
+                        "every block and server start (default 1: every request)")
     g.add_argument("--fault-latency-item-share", type=float, default=1.0, metavar="S",
                    help="add --fault-latency-ms to this share of items only (0..1), chosen by a hash of the audio "
                         "and question, so the same items are slow on every request (default 1: every item)")

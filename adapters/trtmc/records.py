@@ -2,7 +2,8 @@
 (`RecordLine`, `RecordWriter`) and the readers that turn a line into a ServerRecord event for live runs
 and ingest alike (`parse_server_record`, `decode_server_record`), so a line means the same everywhere.
 
-Field names follow trtmc-server's records, plus `audio`, `error_code`, `start_unix_ns`, `end_unix_ns`.
+Field names follow trtmc-server's records, plus `audio`, `error_code`, `start_unix_ns`, `end_unix_ns` and the
+reference server's `fault_latency_ms`.
 `ts_ns` and `incarnation` are not in a line: the tailer or ingest sets them.
 """
 
@@ -47,6 +48,7 @@ class RecordLine(msgspec.Struct, frozen=True, kw_only=True):
     error_code: str | None = None
     start_unix_ns: int = 0
     end_unix_ns: int = 0
+    fault_latency_ms: float = 0.0  # the reference server's injected latency on this request (0: none)
 
 
 _encoder = msgspec.json.Encoder()
@@ -103,6 +105,7 @@ class _View(msgspec.Struct):
     audio: dict[str, Any] | None = None
     error_code: str | None = None
     end_unix_ns: int | None = None
+    fault_latency_ms: float | None = None
 
 
 _decoder = msgspec.json.Decoder(_View)
@@ -122,7 +125,7 @@ def parse_server_record(line: bytes, *, incarnation: int = 0, source: str = "ser
         worker_roundtrip_ms=v.worker_roundtrip_ms, setup_ms=v.setup_ms, prefill_ms=v.prefill_ms,
         decode_ms=v.decode_ms, completion_tokens=v.completion_tokens, streaming=v.streaming or "",
         incarnation=incarnation, audio=_audio_facts(v.audio), error_code=v.error_code or "",
-        end_unix_ns=v.end_unix_ns,
+        end_unix_ns=v.end_unix_ns, fault_latency_ms=v.fault_latency_ms or 0.0,
     )
 
 

@@ -96,6 +96,7 @@ class ServerRecord(Event, frozen=True, kw_only=True):
     audio: AudioFacts | None = None
     error_code: str = ""
     end_unix_ns: int | None = None
+    fault_latency_ms: float = 0.0  # latency the reference server injected into this request (0: none, or not said)
 
 
 class RequestsInFlight(Event, frozen=True, kw_only=True):

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from adapters.aiperf.records import RecordParseError, parse_export_line, parse_tap_line, server_timing_ms
-from adapters.trtmc.records import ServerRecordParseError, decode_server_record, parse_server_record
+from adapters.trtmc.records import RecordLine, ServerRecordParseError, decode_server_record, parse_server_record
 from orchestrator.events import AudioFacts
 
 DATA = Path(__file__).parent.parent / "data" / "aiperf"
@@ -73,3 +74,16 @@ class TestServerRecords:
         for decode in (parse_server_record, decode_server_record):
             audio = decode(line).audio
             assert audio == AudioFacts(format="wav", seconds=3.0), decode
+
+    def test_injected_latency_is_read_and_older_lines_still_parse(self) -> None:
+        """A reference server's `fault_latency_ms` reaches the event on both decode paths; a line without it
+        (trtmc-server, older reference records) and one with null read 0 (none injected)."""
+        written = msgspec.json.encode(RecordLine(request_id="slow", route="/v1/chat/completions", model="m", replica="r0",
+                                                 status=200, handler_ms=2100.0, admission_ms=0.1, model_call_ms=2050.0,
+                                                 fault_latency_ms=2000.0))
+        for decode in (parse_server_record, decode_server_record):
+            assert decode(written).fault_latency_ms == 2000.0, decode
+            assert decode(b'{"request_id":"old","status":200}').fault_latency_ms == 0.0, decode
+            assert decode(b'{"request_id":"n","status":200,"fault_latency_ms":null}').fault_latency_ms == 0.0, decode
+        assert all(r.fault_latency_ms == 0.0 for r in map(parse_server_record,
+                                                           (DATA / "server_records.jsonl").read_bytes().splitlines()))

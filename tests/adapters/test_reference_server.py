@@ -229,7 +229,8 @@ class TestErrors:
 class TestBusyAndDrain:
     def test_busy_then_drain(self, tmp_path):
         """One replica busy -> 429 server_busy with Retry-After: 1; SIGTERM drains: the running request
-        finishes 200, new ones get 503 server_draining, and the process exits 0."""
+        finishes 200, new ones get 503 server_draining, and the process exits 0; the slowed request's record
+        says so."""
         with reference_server(tmp_path, "--replicas", "1", "--fault-latency-ms", "2500") as s:
             results: dict[str, tuple] = {}
 
@@ -253,6 +254,8 @@ class TestBusyAndDrain:
             assert s.proc.wait(timeout=30) == 0
             assert _record(s, "slow-1")["model_call_ms"] >= 2500
             assert (_record(s, "busy-1")["status"], _record(s, "late-1")["status"]) == (429, 503)
+            # The record says which requests the server slowed, and by how much.
+            assert (_record(s, "slow-1")["fault_latency_ms"], _record(s, "late-1")["fault_latency_ms"]) == (2500.0, 0.0)
 
 
 class TestFaults:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from reference_run import aqbench, only_run, write_config
 
-from orchestrator.events import AbPhase, AccountingChecked, PhaseStarted, ServerSpawned, VerdictReached
+from orchestrator.events import AbPhase, AccountingChecked, PhaseStarted, ServerRecord, ServerSpawned, VerdictReached
 from orchestrator.journal import read_journal
 
 pytestmark = [pytest.mark.aiperf, pytest.mark.slow, pytest.mark.timeout(600)]
@@ -45,6 +45,12 @@ def test_ab_catches_a_planted_tail_regression(tmp_path: Path) -> None:
     accounted = [e for e in events if isinstance(e, AccountingChecked)]
     assert len(accounted) == 6 and all(e.balanced and e.issued.get("profiling") == 50 for e in accounted)
     assert "regressed: " in proc.stdout
+    # The candidate's server records which requests it slowed: 30 % of its half of the records (about 150;
+    # fresh servers every pair, the share drawn from each request's id), within 3 binomial sd; the baseline's none.
+    records = [e for e in events if isinstance(e, ServerRecord) and e.route == "/v1/chat/completions"]
+    slowed = [e for e in records if e.fault_latency_ms]
+    assert len(records) >= 300 and 0.19 < len(slowed) / (len(records) / 2) < 0.41, (len(records), len(slowed))
+    assert all(e.fault_latency_ms == 2000.0 and (e.model_call_ms or 0) >= 2000 for e in slowed)
     # Every answer checked against the dataset as qualify does: a correctness figure per arm, none regressed.
     judged = [e for e in events if isinstance(e, VerdictReached) and e.source == "ab"]
     assert len(judged) == 300 and {f"correctness.{arm}" for arm in ("audio", "transcript")} <= set(changes)
