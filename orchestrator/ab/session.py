@@ -112,9 +112,6 @@ async def run_ab_session(a: Config, b: Config, opts: AbOptions, interrupt: Inter
     order = block_order(opts.pairs, opts.seed)
     critical = await anyio.to_thread.run_sync(critical_values, opts.pairs, compare.confidence, opts.boundary)
     allowance = (opts.instance_allowance, opts.instance_tail_allowance) if _one_process_a_side(opts) else (0.0, 0.0)
-    power = await anyio.to_thread.run_sync(lambda: plan_power(
-        opts.pairs, opts.block_requests, compare.latency_tolerance, compare.confidence,
-        opts.boundary if opts.stop_early else None, opts.plan_noise, allowance[0]))
     async with open_run(a, command="ab", interrupt=interrupt) as run:
         await run.bus.publish(PhaseFinished(source="ab", phase="dataset", outcome="passed", detail=DatasetPhase(
             name=dataset.name, identity=dataset.identity, path=str(dataset.root), items=len(dataset.items),
@@ -134,6 +131,10 @@ async def run_ab_session(a: Config, b: Config, opts: AbOptions, interrupt: Inter
         rows = interleave_kinds(await anyio.to_thread.run_sync(prepare_arms, dataset, list(a.workload.arms),
                                                                work / "wire"), dataset)
         input_file = await anyio.to_thread.run_sync(write_aiperf_input, rows, work / "inputs.jsonl")
+        power = await anyio.to_thread.run_sync(lambda: plan_power(
+            opts.pairs, opts.block_requests, compare.latency_tolerance, compare.confidence,
+            opts.boundary if opts.stop_early else None, opts.plan_noise, allowance[0], items=len(rows),
+            tail_tolerance=compare.tail_tolerance, tail_allowance=allowance[1]))
         plan = AbPhase(baseline=opts.baseline, candidate=opts.candidate, baseline_url=specs["A"].base_url,
                        candidate_url=specs["B"].base_url, order=order, seed=opts.seed,
                        block_requests=opts.block_requests, block_warmup=opts.block_warmup, sequential=opts.sequential,

@@ -22,6 +22,15 @@ class AbPower(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     allowance: float = 0.0  # the plan's instance allowance it counted (both servers running all session)
     pairs_for_wanted: int | None = None  # None: more than the planner's most pairs
     pairs_for_wanted_400: int | None = None
+    # The tail-share figure (candidate requests beyond their item's baseline p90, less the share an unchanged
+    # server leaves there): that null share at the plan's requests per item a block (0.5 at one request), the
+    # smallest change in points it calls regressed in `power` of sessions, and the pairs it needs to catch
+    # `tail_wanted` of requests slowed beyond every baseline value. None: not stated (older journals).
+    tail_null: float | None = None
+    tail_detectable: float | None = None
+    tail_wanted: float = 0.15
+    pairs_for_tail_wanted: int | None = None
+    pairs_for_tail_wanted_400: int | None = None
 
 
 class AbPhase(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, tag_field="kind", tag="ab"):

@@ -154,3 +154,43 @@ def test_an_instance_allowance_needs_servers_kept_all_session(tmp_path: Path, ca
     with pytest.raises(SystemExit) as exited:
         main(["ab", "--baseline", missing, "--candidate", missing, "--sequential", "--keep-servers"])
     assert exited.value.code == 2 and "not allowed with argument" in capsys.readouterr().err
+
+
+class TestTailShareStatement:
+    """The tail-share figure at one request per item a block (audioqa's 415 items x 2 arms against 40 requests):
+    each item's baseline p90 is its one request, so the figure compares coin flips (null share 50 %) and a slowed
+    share s of requests moves it by s/2 only. The plan says what that catches before the load."""
+
+    def test_the_default_plan_says_it_cannot_decide_a_15_percent_tail(self) -> None:
+        """6 pairs of 40 over 830 rows: null share 50 %, a stated smallest change in points, and for 15 % of
+        requests slowed: cannot decide, with the pairs it would need at 40 and at 400, and the p90's 50 a block."""
+        power = plan_power(6, 40, CFG.latency_tolerance, CFG.confidence, "obrien-fleming", items=830,
+                           tail_tolerance=CFG.tail_tolerance)
+        assert power.tail_null == 0.5 and power.tail_detectable is not None and 0.15 < power.tail_detectable < 0.25
+        assert power.pairs_for_tail_wanted is None and power.pairs_for_tail_wanted_400 is not None
+        line = describe_power(power, 40)
+        assert (f"Tail share: its null share is 50 % at 40 requests a block (one request per item: each item's "
+                f"baseline p90 is that request), so it catches +{power.tail_detectable * 100:.1f} pt: "
+                f"{power.tail_detectable * 200:.0f} % of requests slowed beyond every baseline value; it cannot "
+                f"decide 15 % of requests slowed that far: that needs more than 40 pairs of 40 requests (or "
+                f"{power.pairs_for_tail_wanted_400} pairs of 400); the p90 figures need 50 requests a block") in line
+        assert plan_power(6, 40, 0.05, 0.9, "obrien-fleming").tail_null is None  # no rows given: not stated
+
+    @pytest.mark.slow
+    def test_the_stated_tail_is_caught_and_15_percent_mostly_is_not(self, tmp_path: Path) -> None:
+        """Seeded sessions (AR 0.5, t 3 df noise, 30 % drift), one request per item: the stated share of requests
+        20x slower reads the model-call tail share regressed in at least 19 of 20, 15 % in at most 6 of 20
+        (the statement's power there is about 0.1), and an A/A never."""
+        power = plan_power(6, 40, CFG.latency_tolerance, CFG.confidence, "obrien-fleming", items=400,
+                           tail_tolerance=CFG.tail_tolerance)
+        assert power.tail_detectable is not None and power.tail_null == 0.5
+        stated = math.ceil(power.tail_detectable * 2 * 100) / 100
+
+        def regressed(share: float, seeds: range) -> int:
+            return sum(next(f.change for f in decide(write_session(tmp_path / f"{share}-{seed}", AbSpec(
+                seed=seed, items=400, ar=0.5, slow_request_share=share, slow_factor=20.0 if share else 1.0))).figures
+                if f.key == "latency.model_call.tail_share") == "regressed" for seed in seeds)
+
+        assert regressed(stated, range(20)) >= 19
+        assert regressed(0.15, range(20)) <= 6
+        assert regressed(0.0, range(10)) == 0
