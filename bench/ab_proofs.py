@@ -27,6 +27,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from orchestrator.events import RequestCorrelated, ServerRecord  # noqa: E402
+from orchestrator.journal import read_journal  # noqa: E402
+
 AQBENCH = [sys.executable, "-m", "orchestrator", "--log-level", "warning"]
 CONFIG = """
 [run]
@@ -104,12 +109,28 @@ def _ab(folder: Path, case: str, pairs: int, block_requests: int) -> dict[str, o
     p50s = {f["key"]: [round((f.get("lower") or 0) * 100, 1), round((f.get("upper") or 0) * 100, 1)]
             for f in result.get("figures", []) if f["key"].endswith((".p50", ".p90", ".tail_share"))}
     host = (result.get("host_baseline") or {}, result.get("host_candidate") or {})
+    # What the candidate's server says it slowed, per B block (one server start each: fresh servers every pair).
+    slowed = slowed_per_block(runs[0] / "events.jsonl") if runs else []
     return {"case": case, "exit": code, "expected": expected, "ok": code == expected, "wall_s": round(wall, 1),
             "pairs": len(result.get("pairs", [])), "outcome": result.get("outcome"), "stop": result.get("stop_reason"),
             "regressed": regressed, "n_regressed": len(regressed), "improved": improved, "p50_intervals_pct": p50s,
             "pair_p90_ms": [[x.get("baseline_p90_ms"), x.get("candidate_p90_ms")] for x in result.get("pairs", [])],
-            "observed_noise": result.get("observed_noise"), "outside_cpus": [h.get("outside_cpus") for h in host],
+            "observed_noise": result.get("observed_noise"), "slowed_per_start": slowed, "outside_cpus": [h.get("outside_cpus") for h in host],
             "run": str(runs[0]) if runs else "", "tail": "" if code == expected else (out + "".join(err))[-3000:]}
+
+
+def slowed_per_block(journal: Path) -> list[list[int]]:
+    """[profiling requests the candidate's server slowed (its records' `fault_latency_ms`), profiling requests]
+    per B block, in block order: the journal's RequestCorrelated (window) joined with ServerRecord (request id)."""
+    events, _torn = read_journal(journal)
+    slowed = {e.request_id for e in events if isinstance(e, ServerRecord) and e.fault_latency_ms}
+    blocks: dict[int, list[int]] = {}
+    for e in events:
+        if isinstance(e, RequestCorrelated) and e.phase == "profiling" and (m := re.search(r"/ab-(\d+)-B$", e.window)):
+            row = blocks.setdefault(int(m[1]), [0, 0])
+            row[0] += e.request_id in slowed
+            row[1] += 1
+    return [blocks[k] for k in sorted(blocks)]
 
 
 def _separate(folder: Path, requests: int) -> dict[str, object]:
@@ -147,11 +168,13 @@ def main() -> int:
             ab_side = args.pairs * args.block_requests
             rows.append(_separate(folder, ab_side))
             print(json.dumps(rows[-1]), flush=True)
-    print("\n| case | exit (expected) | pairs run | outcome | wall s | regressed figures | outside CPU A / B |")
-    print("|---|---|---|---|---|---|---|")
+    print("\n| case | exit (expected) | pairs run | outcome | wall s | regressed figures | outside CPU A / B | "
+          "B blocks: slowed / requests |")
+    print("|---|---|---|---|---|---|---|---|")
     for r in rows:
+        starts = ", ".join(f"{a}/{b}" for a, b in r.get("slowed_per_start", [])) or "-"  # type: ignore[attr-defined]
         print(f"| {r['case']} | {r['exit']} ({r.get('expected', '-')}) | {r.get('pairs', '-')} | {r.get('outcome')} | "
-              f"{r['wall_s']} | {r.get('n_regressed', '-')} | {r.get('outside_cpus', '-')} |")
+              f"{r['wall_s']} | {r.get('n_regressed', '-')} | {r.get('outside_cpus', '-')} | {starts} |")
     return 0 if all(r.get("ok", True) for r in rows) else 1
 
 
