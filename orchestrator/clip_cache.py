@@ -12,7 +12,7 @@ from pathlib import Path
 
 import msgspec
 
-from orchestrator.config import Config
+from orchestrator.config import RunConfig
 
 __all__ = ["CLIP_MANIFEST", "CACHE_FOLDER", "ClipSent", "ClipCache", "append_manifest", "clip_cache_dir",
            "read_manifest", "referenced_hashes"]
@@ -38,9 +38,9 @@ _line_encoder = msgspec.json.Encoder()
 _line_decoder = msgspec.json.Decoder(ClipSent)
 
 
-def clip_cache_dir(config: Config) -> Path:
-    """The cache folder of a configuration: `[run] clip_cache`, or `<output_dir>/.clips` when unset."""
-    return Path(config.run.clip_cache or Path(config.run.output_dir) / CACHE_FOLDER)
+def clip_cache_dir(run: RunConfig) -> Path:
+    """The cache folder of a configuration's [run]: `clip_cache`, or `<output_dir>/.clips` when unset."""
+    return Path(run.clip_cache or Path(run.output_dir) / CACHE_FOLDER)
 
 
 class ClipCache:

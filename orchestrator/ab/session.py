@@ -133,7 +133,7 @@ async def run_ab_session(a: Config, b: Config, opts: AbOptions, interrupt: Inter
                                                 parts=toolkit.server_parts(b.server.kind))
         work = run.run_dir / "aiperf"
         rows = interleave_kinds(await anyio.to_thread.run_sync(lambda: prepare_arms(
-            dataset, list(a.workload.arms), work / "wire", cache=clip_cache_dir(run.config))), dataset)
+            dataset, list(a.workload.arms), work / "wire", cache=clip_cache_dir(run.config.run))), dataset)
         input_file = await anyio.to_thread.run_sync(write_aiperf_input, rows, work / "inputs.jsonl")
         plan = AbPhase(baseline=opts.baseline, candidate=opts.candidate, baseline_url=specs["A"].base_url,
                        candidate_url=specs["B"].base_url, order=order, seed=opts.seed,

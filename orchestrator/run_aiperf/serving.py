@@ -81,7 +81,7 @@ async def serve_correlated(run: RunScope, toolkit: Toolkit, model: ModelConfig, 
             await journal(loaded)
         # Dealt round-robin by kind: AIPerf sends rows in order, so a short run still asks every kind.
         rows = interleave_kinds(await anyio.to_thread.run_sync(lambda: prepare_arms(
-            loaded, arms, work / "wire", cache=clip_cache_dir(cfg))), loaded)
+            loaded, arms, work / "wire", cache=clip_cache_dir(cfg.run))), loaded)
         prepared.append((loaded, rows, await anyio.to_thread.run_sync(write_aiperf_input, rows,
                                                                       work / "inputs.jsonl")))
 
