@@ -14,13 +14,14 @@ import msgspec
 
 from orchestrator.config import RunConfig
 
-__all__ = ["CLIP_MANIFEST", "CACHE_FOLDER", "ClipSent", "ClipCache", "append_manifest", "clip_cache_dir",
+__all__ = ["CLIP_MANIFEST", "CACHE_SUFFIX", "ClipSent", "ClipCache", "append_manifest", "clip_cache_dir",
            "read_manifest", "referenced_hashes"]
 
 CLIP_MANIFEST = "clips.jsonl"
 """A run's list of the clips it sent, one `ClipSent` a line, in the folder given to `prepare_arms`."""
-CACHE_FOLDER = ".clips"
-"""The default cache's name inside `[run] output_dir` (dot-named: `aqbench runs` never takes it for a run)."""
+CACHE_SUFFIX = "-clips"
+"""The default cache sits beside `[run] output_dir`, named after it (`runs` -> `runs-clips`): the output folder
+holds run folders only, and each output folder has its own cache."""
 
 
 class ClipSent(msgspec.Struct, frozen=True, kw_only=True):
@@ -39,8 +40,11 @@ _line_decoder = msgspec.json.Decoder(ClipSent)
 
 
 def clip_cache_dir(run: RunConfig) -> Path:
-    """The cache folder of a configuration's [run]: `clip_cache`, or `<output_dir>/.clips` when unset."""
-    return Path(run.clip_cache or Path(run.output_dir) / CACHE_FOLDER)
+    """The cache folder of a configuration's [run]: `clip_cache`, or `<output_dir>-clips` beside it when unset."""
+    if run.clip_cache:
+        return Path(run.clip_cache)
+    out = Path(run.output_dir).resolve()
+    return out.with_name(out.name + CACHE_SUFFIX)
 
 
 class ClipCache:

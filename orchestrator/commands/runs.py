@@ -63,8 +63,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     plan = plan_prune(entries, keep=args.keep, older_than_s=older, force=args.force)
     # Clips touched lately are spared while a run may be using them: one being written here, or any run of
-    # another output_dir when the cache is configured outside this one.
-    shared = not cache.folder.is_relative_to(root.resolve())
+    # another output_dir when [run] clip_cache is set (it may be shared).
+    shared = bool(cfg.clip_cache)
     grace = 3600.0 if shared or any(e.live for e in entries) else 0.0
     done = prune(plan, root, cache, dry_run=not args.delete, cache_grace_s=grace)
     verb = "removed" if args.delete else "would remove"

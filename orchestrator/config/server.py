@@ -21,7 +21,7 @@ class RunConfig(Section, frozen=True, kw_only=True):
     """Run folders' name; empty: the command's. A soak adds `-soak` unless in it; campaign always uses `campaign`."""
     clip_cache: str = ""
     """The folder holding each clip as sent once per content (`<sha256>.wav`), shared by runs; empty:
-    `<output_dir>/.clips`. Runs name their clips in `clips.jsonl`; `aqbench runs --prune` drops unnamed ones."""
+    `<output_dir>-clips` beside the output folder. Runs name their clips in `clips.jsonl`; `aqbench runs --prune` drops unnamed ones."""
 
 
 class RestartPolicy(Section, frozen=True, kw_only=True):

@@ -70,9 +70,9 @@ class TestClipCache:
         assert time.time() - named.stat().st_mtime < 60
         assert cache.prune(set(), grace_s=0) == sorted([named, fresh])
 
-    def test_default_folder_is_inside_the_output_dir(self, tmp_path: Path) -> None:
-        """Unset, the cache is `<output_dir>/.clips`; `[run] clip_cache` moves it."""
-        assert clip_cache_dir(RunConfig(output_dir=str(tmp_path))) == tmp_path / ".clips"
+    def test_default_folder_is_beside_the_output_dir(self, tmp_path: Path) -> None:
+        """Unset, the cache is `<output_dir>-clips` beside the output folder; `[run] clip_cache` moves it."""
+        assert clip_cache_dir(RunConfig(output_dir=str(tmp_path / "runs"))) == tmp_path / "runs-clips"
         assert clip_cache_dir(RunConfig(output_dir="runs", clip_cache="/x/clips")) == Path("/x/clips")
 
 
