@@ -19,7 +19,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "(read from the first and last lines of its journal), and the clip cache's size. With --keep or "
         "--older-than, say which runs would be pruned and which clips of the cache no remaining run names; "
         "--delete removes them. A run still being written (no RunFinished and a live process) is never pruned "
-        "unless --force. Exit 0, 2 on a usage or configuration error.")
+        "unless --force. Exit 0 when listed (and pruned), 2 on a usage or configuration error, 3 when aqbench itself "
+        "failed (a folder it could not read or remove).")
     p.add_argument("--config", default="bench.toml",
                    help="configuration file (default: bench.toml; when that is absent, the defaults: runs/)")
     p.add_argument("--keep", type=int, default=None, metavar="N", help="prune all but the newest N runs")

@@ -152,7 +152,10 @@ def prune(plan: PrunePlan, root: Path, cache: ClipCache | None, *, dry_run: bool
     gone = {e.path for e in plan.remove}
     if not dry_run:
         for e in plan.remove:
-            shutil.rmtree(e.path, ignore_errors=True)
+            try:
+                shutil.rmtree(e.path)
+            except FileNotFoundError:  # removed meanwhile by someone else
+                continue
     clips: list[Path] = []
     if cache is not None:
         remaining = [p for p in _run_folders(root) if str(p) not in gone]

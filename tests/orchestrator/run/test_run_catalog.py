@@ -12,7 +12,9 @@ import pytest
 
 from orchestrator.cli import main
 from orchestrator.clip_cache import ClipCache, ClipSent, append_manifest
+from orchestrator.config import load_config
 from orchestrator.events import PhaseStarted, RunFinished, RunStarted
+from orchestrator.run import open_run
 from orchestrator.run.catalog import list_runs, plan_prune, prune
 from orchestrator.run.writing import WRITING_MARK, WritingMark, is_being_written
 
@@ -155,3 +157,19 @@ class TestCommand:
         assert "give one of them" in capsys.readouterr().err
         assert main(["runs", "--config", str(cfg), "--older-than", "soon"]) == 2
         assert "--older-than: 'soon' is not a positive duration" in capsys.readouterr().err
+
+
+class TestOpenRunMarks:
+    @pytest.mark.anyio
+    async def test_a_run_is_listed_running_while_open(self, tmp_path: Path) -> None:
+        """Inside open_run the folder's mark is held and `aqbench runs` lists it running; once closed, it is
+        listed with RunFinished's status and the mark is gone."""
+        cfg = load_config(_config(tmp_path, tmp_path / "runs"))
+        async with open_run(cfg, command="qualify", argv=[]) as run:
+            await run.flush_journal()
+            assert is_being_written(run.run_dir) is True
+            [entry] = list_runs(tmp_path / "runs")
+            assert (entry.kind, entry.status, entry.live) == ("qualify", "running", True)
+        assert is_being_written(run.run_dir) is None
+        [entry] = list_runs(tmp_path / "runs")
+        assert (entry.kind, entry.status, entry.live) == ("qualify", "ok", False)
