@@ -13,7 +13,7 @@ import pytest
 from orchestrator.cli import main
 from orchestrator.clip_cache import ClipCache, ClipSent, append_manifest
 from orchestrator.config import load_config
-from orchestrator.events import PhaseStarted, RunFinished, RunStarted
+from orchestrator.events import Event, PhaseStarted, RunFinished, RunStarted
 from orchestrator.run import open_run
 from orchestrator.run.catalog import list_runs, plan_prune, prune
 from orchestrator.run.writing import WRITING_MARK, WritingMark, is_being_written
@@ -28,7 +28,7 @@ def _run(root: Path, name: str, *, days_ago: float, command: str = "qualify", st
     folder = root / name
     folder.mkdir(parents=True)
     t = int((NOW * 10**9) - days_ago * DAY_NS)
-    lines = [RunStarted(command=command, ts_ns=t, seq=1)]
+    lines: list[Event] = [RunStarted(command=command, ts_ns=t, seq=1)]
     lines += [PhaseStarted(phase="x" * filler, seq=2)] if filler else []
     lines += [RunFinished(status=status, ts_ns=t + 10**9, seq=3)] if status else []  # type: ignore[arg-type]
     (folder / "events.jsonl").write_bytes(b"".join(msgspec.json.encode(e) + b"\n" for e in lines))
