@@ -183,7 +183,7 @@ def test_default_qualify_passes_and_a_tenth_wrong_fails_non_inferiority(tmp_path
     # the cache beside runs/ (named by the folder's clips.jsonl), and the reports rebuild without that cache.
     assert _disk_bytes(run_dir) <= 20 * 10**6
     assert not list(run_dir.rglob("inputs.json")) and list(run_dir.rglob("inputs.json.removed"))
-    cache = run_dir.parent.with_name("runs-clips")
+    cache = run_dir.parent.with_name("runs-clips").resolve()
     sent = read_manifest(run_dir / "wire" / CLIP_MANIFEST)
     assert {c.sha256 for c in sent if Path(c.path).parent == cache} == {p.stem for p in cache.iterdir()}
     cache.rename(tmp_path / "cache-aside")
