@@ -10,9 +10,14 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from adapters.aiperf.command import build_command
 from adapters.aiperf.retention import INPUTS_NOTE, InputsNote, trim_artifacts
+from orchestrator.cli import build_parser
+from orchestrator.commands.keep_args import with_keep_inputs
+from orchestrator.config import load_config
 
 pytestmark = pytest.mark.inprocess
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_inputs_note_and_gzipped_raw_export(tmp_path: Path) -> None:
@@ -42,3 +47,16 @@ def test_nothing_to_trim(tmp_path: Path) -> None:
     (tmp_path / "logs").mkdir()
     trim_artifacts(tmp_path)
     assert [p.name for p in tmp_path.iterdir()] == ["logs"]
+
+
+def test_keep_inputs_reaches_the_command(tmp_path: Path) -> None:
+    """`--keep-inputs` turns [workload] keep_inputs on, and the AIPerf command carries it to run_aiperf."""
+    cfg = load_config(ROOT / "bench.toml")
+    args = build_parser().parse_args(["qualify", "--keep-inputs"])
+    kept = with_keep_inputs(cfg, args)
+    assert (cfg.workload.keep_inputs, kept.workload.keep_inputs) == (False, True)
+    assert with_keep_inputs(cfg, build_parser().parse_args(["qualify"])) is cfg
+    for workload, want in ((cfg.workload, False), (kept.workload, True)):
+        cmd = build_command(workload, base_url="http://127.0.0.1:1", model="m", input_file=tmp_path / "in.jsonl",
+                            artifact_dir=tmp_path / "art", tokenizer=tmp_path / "tok")
+        assert cmd.keep_inputs is want
