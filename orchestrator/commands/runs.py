@@ -53,6 +53,8 @@ def run(args: argparse.Namespace) -> int:
                          "give one of them")
     root, cache = Path(cfg.output_dir), ClipCache(clip_cache_dir(cfg))
     entries = list_runs(root)
+    if entries:
+        print(f"{'run':<40} {'kind':<11} {'status':<12} {'started':<20} {'size':>10}")
     for e in entries:
         started = time.strftime("%Y-%m-%d %H:%M", time.gmtime(e.started_unix_ns / 1e9))
         print(f"{e.run_id:<40} {e.kind:<11} {e.status:<12} {started} UTC {_mb(e.size_bytes):>10}")
