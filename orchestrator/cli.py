@@ -26,6 +26,7 @@ from orchestrator.commands import (
     reference,
     report,
     run_aiperf,
+    runs,
     serve_reference,
     soak,
     sweep,
@@ -54,6 +55,7 @@ COMMAND_MODULES = [
     doctor,
     ledger,
     publish,
+    runs,
 ]
 
 

@@ -7,7 +7,7 @@ Scoring lives in `orchestrator.judge.scoring`; this module never judges answers.
 from __future__ import annotations
 
 import hashlib
-import os
+import io
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -18,6 +18,7 @@ import numpy as np
 import soundfile as sf
 from msgspec import Meta
 
+from orchestrator.clip_cache import ClipCache, ClipSent, append_manifest
 from orchestrator.config import ARMS, DatasetConfig
 from orchestrator.errors import DatasetError
 from orchestrator.judge.scoring import normalize
@@ -379,14 +380,6 @@ def parse_session_key(key: str) -> tuple[str, str]:
     return item_id, arm
 
 
-def _write_wav(path: Path, pcm: np.ndarray, rate: int) -> None:
-    """Write int16 PCM as WAV atomically (a concurrent reader never sees half a file)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    sf.write(str(tmp), pcm, rate, format="WAV", subtype="PCM_16")
-    os.replace(tmp, path)
-
-
 def _transcript_text(item: Item) -> str:
     return f'Transcript of the recording: "{item.transcript}"\n{item.question}'
 
@@ -406,12 +399,14 @@ def conditioning_subset(dataset: Dataset, arm: str, count: int) -> set[str]:
     return set(dealt[:count])
 
 
-def prepare_arms(dataset: Dataset, arms: Iterable[str], work_dir: str | Path, *,
+def prepare_arms(dataset: Dataset, arms: Iterable[str], work_dir: str | Path, *, cache: str | Path | None = None,
                  conditioning_items: int = 0, only: Iterable[tuple[str, str]] | None = None) -> list[ArmRequest]:
-    """One ArmRequest per item and arm, in manifest order; writes wire WAVs under work_dir. Blocks.
+    """One ArmRequest per item and arm, in manifest order; stores the wire audio in `cache` and names each
+    request's clip in `work_dir/clips.jsonl`. Blocks.
 
-    WAV and MP3 clips are sent as they are; FLAC and OGG are decoded to 16-bit WAV. Silence is a
-    zero WAV of the clip's rate, channels and frames. The transcript arm exists only for speech items.
+    WAV and MP3 clips are sent as they are (the dataset's file); FLAC and OGG are decoded to 16-bit WAV.
+    Silence is a zero WAV of the clip's rate, channels and frames. Decoded and silent clips go into the clip
+    cache `cache` (default: `work_dir`), once per content. The transcript arm exists only for speech items.
     With `conditioning_items` > 0 the silence and transcript arms hold only conditioning_subset's items;
     `only` keeps just these (item id, arm) pairs.
     """
@@ -420,11 +415,13 @@ def prepare_arms(dataset: Dataset, arms: Iterable[str], work_dir: str | Path, *,
         if arm not in ARMS:
             raise DatasetError(f"arm {arm!r} is not one of {', '.join(ARMS)}")
     work = Path(work_dir).resolve()
+    clips = ClipCache(cache if cache is not None else work)
     subsets = {arm: conditioning_subset(dataset, arm, conditioning_items) for arm in arms if arm != "audio"}
     wanted = set(only) if only is not None else None
     out: list[ArmRequest] = []
-    wire_cache: dict[str, Path] = {}  # clip path -> wire file, so shared clips convert once
-    silences: set[Path] = set()
+    sent: list[ClipSent] = []
+    # clip path or silence shape -> (wire file, sha256, bytes), so shared clips convert and hash once
+    made: dict[str, tuple[Path, str, int]] = {}
     for item in dataset.items:
         for arm in arms:
             if (arm in subsets and item.id not in subsets[arm]) or (wanted is not None and (item.id, arm) not in wanted):
@@ -437,31 +434,37 @@ def prepare_arms(dataset: Dataset, arms: Iterable[str], work_dir: str | Path, *,
                                       audio_path=None, source_format=item.container, wire_format=None,
                                       audio_seconds=0.0, audio_bytes=0))
                 continue
-            if arm == "audio":
-                wire = wire_cache.get(item.audio)
-                if wire is None:
-                    wire = _wire_audio(dataset.root, item, work)
-                    wire_cache[item.audio] = wire
-            else:
-                wire = work / "silence" / f"silence-{item.sample_rate_hz}hz-{item.channels}ch-{item.frames}.wav"
-                if wire not in silences:
-                    _write_wav(wire, np.zeros((item.frames, item.channels), dtype=np.int16), item.sample_rate_hz)
-                    silences.add(wire)
+            shape = item.audio if arm == "audio" else f"silence:{item.sample_rate_hz}:{item.channels}:{item.frames}"
+            if shape not in made:
+                made[shape] = (_wire_audio(dataset.root, item, clips) if arm == "audio" else
+                               _put_wav(clips, np.zeros((item.frames, item.channels), dtype=np.int16),
+                                        item.sample_rate_hz))
+            wire, digest, size = made[shape]
+            fmt = wire.suffix.lstrip(".")
+            sent.append(ClipSent(key=key, sha256=digest, bytes=size, format=fmt, path=str(wire)))
             out.append(ArmRequest(key=key, item_id=item.id, arm="audio" if arm == "audio" else "silence", text=item.question, audio_path=str(wire),
-                                  source_format=item.container, wire_format=wire.suffix.lstrip("."),
-                                  audio_seconds=item.frames / item.sample_rate_hz,
-                                  audio_bytes=wire.stat().st_size))
+                                  source_format=item.container, wire_format=fmt,
+                                  audio_seconds=item.frames / item.sample_rate_hz, audio_bytes=size))
+    append_manifest(work, sent)
     return out
 
 
-def _wire_audio(root: Path, item: Item, work: Path) -> Path:
+def _wire_audio(root: Path, item: Item, clips: ClipCache) -> tuple[Path, str, int]:
+    """The clip as sent, its sha256 and size: the dataset's own file (its manifest hash, checked at load)
+    when sent as it is, else its PCM as 16-bit WAV in the cache."""
     source = root / item.audio
     if item.container in _WIRE_CONTAINERS:
-        return source.resolve()
+        return source.resolve(), item.sha256, item.bytes
     pcm, rate = sf.read(str(source), dtype="int16", always_2d=True)
-    wire = work / "wire" / Path(item.audio).with_suffix(".wav")
-    _write_wav(wire, pcm, rate)
-    return wire
+    return _put_wav(clips, pcm, rate)
+
+
+def _put_wav(clips: ClipCache, pcm: np.ndarray, rate: int) -> tuple[Path, str, int]:
+    buf = io.BytesIO()
+    sf.write(buf, pcm, rate, format="WAV", subtype="PCM_16")
+    data = buf.getvalue()
+    path, digest = clips.put(data, "wav")
+    return path, digest, len(data)
 
 
 def interleave_kinds(requests: Sequence[ArmRequest], dataset: Dataset) -> list[ArmRequest]:

@@ -62,6 +62,7 @@ class AiperfCommand(msgspec.Struct, frozen=True, kw_only=True):
     shell: str
     artifact_dir: str
     input_file: str
+    keep_inputs: bool = False  # keep AIPerf's inputs.json once it has ended ([workload] keep_inputs)
 
     def save(self, folder: Path) -> tuple[Path, Path]:
         """Write `aiperf_command.json` and `aiperf_command.sh` into `folder`. Blocks (two small writes)."""
@@ -171,4 +172,4 @@ def build_command(
     shown = {k: v for k, v in env.items() if k != "TMPDIR"}
     shell = " ".join([*(f"{k}={shlex.quote(v)}" for k, v in shown.items()), *map(shlex.quote, argv)])
     return AiperfCommand(argv=argv, env=env, shell=shell, artifact_dir=str(Path(artifact_dir).resolve()),
-                         input_file=str(Path(input_file).resolve()))
+                         input_file=str(Path(input_file).resolve()), keep_inputs=workload.keep_inputs)

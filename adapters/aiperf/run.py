@@ -24,6 +24,7 @@ from anyio.abc import Process, TaskGroup
 from adapters.aiperf.artifacts import Classification, judge_artifacts, wait_artifacts_final
 from adapters.aiperf.command import SHORT_TMP_PREFIX
 from adapters.aiperf.records import RecordParseError, parse_export_line, parse_tap_line
+from adapters.aiperf.retention import trim_artifacts
 from adapters.aiperf.sent import issued_counts, parse_phase_sent, parse_phase_started, parse_sent
 from adapters.fswatch import FolderWatch
 from adapters.server.group import signal_group, stop_group
@@ -313,13 +314,21 @@ async def run_aiperf(
                 # AIPerf's service processes share its group; sweep any that outlived the main process.
                 signal_group(proc.pid, signal.SIGKILL)
                 await proc.aclose()
-                tmp = cmd.env.get("TMPDIR", "")
-                if Path(tmp).name.startswith(SHORT_TMP_PREFIX):
-                    shutil.rmtree(tmp, ignore_errors=True)  # ours, outside the run folder: leave nothing behind
+                await anyio.to_thread.run_sync(_tidy, cmd, artifact_dir)
                 if outcome is None:
                     await _publish_cancelled(bus, counts.started or [window][first_held:], proc.returncode, t0)
         await _publish_exits(bus, outcome, phased=bool(phases))
         return outcome
+
+
+def _tidy(cmd: AiperfInvocation, artifact_dir: Path) -> None:
+    """Once AIPerf is gone: its inputs.json (a copy of the clips, in base64) and raw export trimmed unless
+    kept, and its short TMPDIR removed (ours, outside the run folder: leave nothing behind). Blocks."""
+    if not cmd.keep_inputs:
+        trim_artifacts(artifact_dir)
+    tmp = cmd.env.get("TMPDIR", "")
+    if Path(tmp).name.startswith(SHORT_TMP_PREFIX):
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _gated_starts(gates: PhaseGates | None, phases: Mapping[str, str] | None, counts: _Counts, bus: EventSink,

@@ -28,6 +28,7 @@ from orchestrator.ab.power import (
 )
 from orchestrator.ab.sequential import Boundary, critical_values, describe
 from orchestrator.ab.verdict import AbResult, decide, stop_reason
+from orchestrator.clip_cache import clip_cache_dir
 from orchestrator.config import CompareConfig, Config, ModelConfig
 from orchestrator.correlate import Correlator
 from orchestrator.dataset import (
@@ -128,8 +129,8 @@ async def run_ab_session(a: Config, b: Config, opts: AbOptions, interrupt: Inter
             specs["B"] = ServerSpec.from_config(b, models["B"], run.run_dir / "B",
                                                 parts=toolkit.server_parts(b.server.kind))
         work = run.run_dir / "aiperf"
-        rows = interleave_kinds(await anyio.to_thread.run_sync(prepare_arms, dataset, list(a.workload.arms),
-                                                               work / "wire"), dataset)
+        rows = interleave_kinds(await anyio.to_thread.run_sync(lambda: prepare_arms(
+            dataset, list(a.workload.arms), work / "wire", cache=clip_cache_dir(run.config.run))), dataset)
         input_file = await anyio.to_thread.run_sync(write_aiperf_input, rows, work / "inputs.jsonl")
         power = await anyio.to_thread.run_sync(lambda: plan_power(
             opts.pairs, opts.block_requests, compare.latency_tolerance, compare.confidence,

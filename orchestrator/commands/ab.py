@@ -7,6 +7,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from orchestrator.commands.keep_args import add_keep_inputs_argument, with_keep_inputs
+
 __all__ = ["register", "run"]
 
 
@@ -61,6 +63,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--instance-tail-allowance", type=float, default=0.0, metavar="PT",  # power.INSTANCE_TAIL_ALLOWANCE
                    help="the same for the tail-share figures, in points (default 0; 0.5 covers a process 35-50 %% faster or "
                    "slower, which moves a tail share by -25 to +59 points)")
+    add_keep_inputs_argument(p)
     p.set_defaults(func=run)
 
 
@@ -82,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--instance-allowance {args.instance_allowance:g} / --instance-tail-allowance "
                          f"{args.instance_tail_allowance:g}: an allowance is for servers kept up all session; pass "
                          f"--keep-servers with it, or leave it out (fresh servers every pair or block need none)")
-    a, b = load_config(args.baseline), load_config(args.candidate)
+    a, b = (with_keep_inputs(load_config(path), args) for path in (args.baseline, args.candidate))
     check_comparable(a, b, sequential=args.sequential)  # before any server or AIPerf starts
     opts = AbOptions(baseline=args.baseline, candidate=args.candidate, model=args.model, pairs=args.pairs,
                      block_requests=args.block_requests, block_warmup=args.block_warmup, seed=args.seed,

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from orchestrator.commands.keep_args import add_keep_inputs_argument, with_keep_inputs
 from orchestrator.errors import UsageError
 
 if TYPE_CHECKING:  # the campaign package is heavy: imported by run(), not by `aqbench --help` or another command
@@ -51,6 +52,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="continue this campaign: skip models whose final row has the current run key, run the rest "
                         "(a row made under another key is run again; campaign.jsonl says what changed)")
     add_serve_arguments(p)
+    add_keep_inputs_argument(p)
     p.set_defaults(func=run)
 
 
@@ -106,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
     from orchestrator.campaign import CampaignOptions, StopRequest, run_campaign
     from orchestrator.config import load_config
 
-    cfg = load_config(args.config)
+    cfg = with_keep_inputs(load_config(args.config), args)
     serve = serve_address(args)
     if args.max_parallel is not None and args.max_parallel < 0:
         raise UsageError(f"--max-parallel {args.max_parallel}: must be 0 (as resources allow) or more")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from orchestrator.commands.keep_args import add_keep_inputs_argument, with_keep_inputs
 from orchestrator.commands.serve_args import add_serve_arguments, serve_address
 from orchestrator.errors import UsageError
 
@@ -27,6 +28,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         "owners' gates in apps/aiperf_qual/config (tasks.yaml, models/<profile>.yaml)")
     p.add_argument("--rev", default="", metavar="REV", help="read the --trtmc files at this git revision")
     add_serve_arguments(p)
+    add_keep_inputs_argument(p)
     p.set_defaults(func=run)
 
 
@@ -38,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     from orchestrator.qualify import QualifyOptions, qualify
     from orchestrator.run import run_main
 
-    cfg = load_config(args.config)
+    cfg = with_keep_inputs(load_config(args.config), args)
     if args.rev and not args.trtmc:
         raise UsageError("--rev REV needs --trtmc PATH (the checkout to read at that revision)")
     opts = QualifyOptions(models=args.model, plan_only=args.plan, skip_aiperf=args.skip_aiperf, argv=sys.argv,

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import argparse
 
+from orchestrator.commands.keep_args import add_keep_inputs_argument, with_keep_inputs
+
 __all__ = ["register", "run"]
 
 
@@ -26,6 +28,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--arms", default="", help="comma-separated arms (default: workload.arms)")
     p.add_argument("--match-timeout-s", type=float, default=5.0,
                    help="how long a request's half waits for the other half (default 5)")
+    add_keep_inputs_argument(p)
     p.set_defaults(func=run)
 
 
@@ -36,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     from orchestrator.run import run_main
     from orchestrator.run_aiperf import RunAiperfOptions, run_aiperf_phase
 
-    cfg = load_config(args.config)
+    cfg = with_keep_inputs(load_config(args.config), args)
     opts = RunAiperfOptions(model=args.model, requests=args.requests, warmup_requests=args.warmup_requests,
                             concurrency=args.concurrency, request_rate=args.request_rate,
                             arms=[a for a in args.arms.split(",") if a], match_timeout_s=args.match_timeout_s)

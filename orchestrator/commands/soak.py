@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from orchestrator.commands.keep_args import add_keep_inputs_argument, with_keep_inputs
 from orchestrator.commands.load_args import add_model_arguments, check_positive
 from orchestrator.commands.serve_args import add_serve_arguments, serve_address
 
@@ -34,6 +35,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--strict", action="store_true",
                    help="exit 1 when any verdict is inconclusive, not only when one fails")
     add_serve_arguments(p)
+    add_keep_inputs_argument(p)
     p.set_defaults(func=run)
 
 
@@ -43,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     from orchestrator.run import run_main
     from orchestrator.soak import SoakOptions, soak
 
-    cfg = load_config(args.config)
+    cfg = with_keep_inputs(load_config(args.config), args)
     check_positive(args.rate, "--rate", "requests per second")
     check_positive(args.concurrency, "--concurrency", "concurrent requests")
     opts = SoakOptions(

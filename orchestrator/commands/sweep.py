@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from orchestrator.commands.keep_args import add_keep_inputs_argument, with_keep_inputs
 from orchestrator.commands.load_args import add_model_arguments, check_positive
 from orchestrator.commands.serve_args import add_serve_arguments, serve_address
 
@@ -48,6 +49,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--match-timeout-s", type=float, default=5.0,
                    help="how long a request's half waits for the other half (default 5)")
     add_serve_arguments(p)
+    add_keep_inputs_argument(p)
     p.set_defaults(func=run)
 
 
@@ -59,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     from orchestrator.run import run_main
     from orchestrator.sweep import SweepOptions, sweep
 
-    cfg = load_config(args.config)
+    cfg = with_keep_inputs(load_config(args.config), args)
     check_positive(args.requests_per_point, "--requests-per-point", "requests")
     mode, points = ("rate", args.rates) if args.rates else ("concurrency", args.concurrencies) \
         if args.concurrencies else (None, None)

@@ -173,7 +173,7 @@ def _resolve(cfg: Config, base: Path) -> Config:
     ]
     return msgspec.structs.replace(
         cfg,
-        run=msgspec.structs.replace(cfg.run, output_dir=rel(cfg.run.output_dir)),
+        run=msgspec.structs.replace(cfg.run, output_dir=rel(cfg.run.output_dir), clip_cache=rel(cfg.run.clip_cache)),
         server=msgspec.structs.replace(cfg.server, cwd=rel(cfg.server.cwd), bundle=rel(cfg.server.bundle)),
         dataset=msgspec.structs.replace(cfg.dataset, path=rel(cfg.dataset.path)),
         publish=msgspec.structs.replace(cfg.publish, roots={k: rel(v) for k, v in cfg.publish.roots.items()}),

@@ -19,6 +19,9 @@ class RunConfig(Section, frozen=True, kw_only=True):
     """The folder that holds the run folders: each run writes `<output_dir>/<name>-<UTC time>-<hex>/`."""
     name: RunName = ""
     """Run folders' name; empty: the command's. A soak adds `-soak` unless in it; campaign always uses `campaign`."""
+    clip_cache: str = ""
+    """The folder holding each clip as sent once per content (`<sha256>.wav`), shared by runs; empty:
+    `<output_dir>-clips` beside the output folder. Runs name their clips in `clips.jsonl`; `aqbench runs --prune` drops unnamed ones."""
 
 
 class RestartPolicy(Section, frozen=True, kw_only=True):

@@ -54,3 +54,6 @@ class WorkloadConfig(Section, frozen=True, kw_only=True):
     """AIPerf's wall-clock limit."""
     stop_grace_s: NonNegFloat = 10.0
     """Seconds from SIGINT to SIGKILL when AIPerf is stopped."""
+    keep_inputs: bool = False
+    """Keep AIPerf's `inputs.json` (every payload, the audio in base64: tens of MB a run); by default it is
+    removed once AIPerf has ended, as `inputs.jsonl` and the clip cache hold the same (`--keep-inputs`)."""

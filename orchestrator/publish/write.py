@@ -99,6 +99,8 @@ def gather_facts(runs: list[RunEvidence], config: PublishConfig | None = None,
             argv = row.server.argv
             if argv and (venv := _venv_of(argv[0])):
                 roots["venv"].update(_both(venv))
+        if run.config is not None and run.config.run.clip_cache:  # the default sits beside the run's folder
+            roots.setdefault("clip-cache", set()).update(_both(run.config.run.clip_cache))
         env = run.config.server.env if run.config is not None else {}
         secrets.update(secret_values({str(k): v for k, v in env.items() if isinstance(v, str)}))
     if inventory is not None:

@@ -93,10 +93,12 @@ class ProbeSession:
                                              reason=reason, detail=detail))
 
 
-async def capability_probe(m: ProbeHost, base_url: str, wire_dir: Path, *, in_flight: int = 1) -> None:
+async def capability_probe(m: ProbeHost, base_url: str, wire_dir: Path, *, in_flight: int = 1,
+                           cache: Path | None = None) -> None:
     """qualify's capability stage against the server at `base_url`: journaled as the `capability` phase, its
     requests in the window `<model>/capability`; raises StageFailed (status unsupported, blocked or failed)
-    with the evidence when the server cannot do audio QA. `wire_dir` receives the probe's extra requests.
+    with the evidence when the server cannot do audio QA. `wire_dir` names the probe's extra clips (their
+    bytes go into the clip cache `cache`).
     `in_flight`: how many of the conditioning pairs' requests are open at once (the route's two requests are
     always asked one after the other); the answers and their order in the evidence do not depend on it."""
     await m.phase_start("capability")
@@ -111,7 +113,7 @@ async def capability_probe(m: ProbeHost, base_url: str, wire_dir: Path, *, in_fl
                if (i, arm) not in by_key]
     if missing:
         extra = await anyio.to_thread.run_sync(functools.partial(
-            prepare_arms, ds, ("audio", "silence"), wire_dir, only=missing))
+            prepare_arms, ds, ("audio", "silence"), wire_dir, cache=cache, only=missing))
         by_key.update({(r.item_id, r.arm): r for r in extra})
     async with m.client(base_url) as client:
         first = next((r for (_, arm), r in by_key.items() if arm == "audio"), None)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import anyio
 
+from orchestrator.clip_cache import clip_cache_dir
 from orchestrator.config import Config, ModelConfig
 from orchestrator.dataset import (
     Dataset,
@@ -83,7 +84,7 @@ async def qualify(cfg: Config, opts: QualifyOptions, interrupt: Interrupt, toolk
             detail=DatasetPhase(name=dataset.name, identity=dataset.identity, path=str(dataset.root),
                                 items=len(dataset.items), arms=list(cfg.dataset.arms))))
         requests = await anyio.to_thread.run_sync(functools.partial(
-            prepare_arms, dataset, cfg.dataset.arms, run.run_dir / "wire",
+            prepare_arms, dataset, cfg.dataset.arms, run.run_dir / "wire", cache=clip_cache_dir(cfg.run),
             conditioning_items=cfg.dataset.conditioning_items))
         plans: dict[str, str] = {}
         references = SharedReferences()
@@ -231,7 +232,7 @@ async def _run_stages(m: ModelRun, handle: ServerHandle, spec: ServerSpec) -> st
 
 
 async def _capability(m: ModelRun, base_url: str) -> None:
-    await capability_probe(m, base_url, m.run.run_dir / "wire")
+    await capability_probe(m, base_url, m.run.run_dir / "wire", cache=clip_cache_dir(m.run.config.run))
 
 
 # --------------------------------------------------------------------------------------- correctness

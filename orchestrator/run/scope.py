@@ -23,11 +23,13 @@ from anyio.abc import TaskGroup
 
 from orchestrator.bus import Bus
 from orchestrator.config import Config
+from orchestrator.errors import UsageError
 from orchestrator.events import Failed, RunFinished, RunStarted
 from orchestrator.hostwatch import HostSampler
 from orchestrator.journal import JournalWriter
 from orchestrator.logs import attach_run_log, detach_run_log, get_logger
 from orchestrator.run.provenance import host_facts, tool_versions
+from orchestrator.run.writing import WritingMark
 
 __all__ = ["RunScope", "Interrupt", "open_run", "run_main", "new_run_id"]
 
@@ -99,6 +101,11 @@ async def open_run(
     run_id = run_dir.name if run_dir else new_run_id(config.run.name or command)
     run_dir = run_dir or Path(config.run.output_dir) / run_id
     run_dir.mkdir(parents=True, exist_ok=True)
+    try:  # held until the journal is closed: `aqbench runs` never prunes a run still being written
+        mark = WritingMark(run_dir)
+    except BlockingIOError as exc:
+        raise UsageError(f"{run_dir}: another aqbench process is writing this run folder; pick another "
+                         f"[run] name or wait for it to end") from exc
     attach_run_log(run_dir / "aqbench.log")
     structlog.contextvars.bind_contextvars(run_id=run_id)
     bus = Bus(run_id)
@@ -160,6 +167,7 @@ async def open_run(
     finally:
         structlog.contextvars.unbind_contextvars("run_id")
         detach_run_log()
+        mark.release()
 
 
 async def _write_journal(writer: JournalWriter, bus: Bus,

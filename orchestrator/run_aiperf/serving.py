@@ -11,6 +11,7 @@ from pathlib import Path
 import anyio
 import msgspec
 
+from orchestrator.clip_cache import clip_cache_dir
 from orchestrator.config import ModelConfig
 from orchestrator.correlate import Correlator
 from orchestrator.dataset import (
@@ -79,7 +80,8 @@ async def serve_correlated(run: RunScope, toolkit: Toolkit, model: ModelConfig, 
             loaded = await anyio.to_thread.run_sync(load_dataset, loaded)
             await journal(loaded)
         # Dealt round-robin by kind: AIPerf sends rows in order, so a short run still asks every kind.
-        rows = interleave_kinds(await anyio.to_thread.run_sync(prepare_arms, loaded, arms, work / "wire"), loaded)
+        rows = interleave_kinds(await anyio.to_thread.run_sync(lambda: prepare_arms(
+            loaded, arms, work / "wire", cache=clip_cache_dir(cfg.run))), loaded)
         prepared.append((loaded, rows, await anyio.to_thread.run_sync(write_aiperf_input, rows,
                                                                       work / "inputs.jsonl")))
 

@@ -30,6 +30,7 @@ from pathlib import Path
 import anyio
 from anyio.abc import TaskGroup
 
+from orchestrator.clip_cache import clip_cache_dir
 from orchestrator.config import Config, ModelConfig
 from orchestrator.correlate import Correlator
 from orchestrator.dataset import (
@@ -214,8 +215,8 @@ class _Soak:
         await self.phase("model", detail=ModelPhase(**m.identity_fields(), bundle=m.bundle or self.cfg.server.bundle))
         install = await anyio.to_thread.run_sync(self.toolkit.aiperf.check_install)
         tokenizer = await anyio.to_thread.run_sync(self.toolkit.aiperf.ensure_tokenizer, m.tokenizer)
-        rows = interleave_kinds(await anyio.to_thread.run_sync(prepare_arms, self.dataset, s.arms, run.run_dir / "wire"),
-                                self.dataset)
+        rows = interleave_kinds(await anyio.to_thread.run_sync(lambda: prepare_arms(
+            self.dataset, s.arms, run.run_dir / "wire", cache=clip_cache_dir(self.cfg.run))), self.dataset)
         self.tracker.cycle = len(rows)  # the first pass over the input (the memory verdicts' cut)
         await run.tg.start(self.toolkit.records_tailer(self.bus).run)
         correlator = Correlator(self.bus, key_parser=parse_session_key, answer_grace_s=2.0, cut_by_time=True)

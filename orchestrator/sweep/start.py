@@ -19,6 +19,7 @@ from typing import Any
 import anyio
 import msgspec
 
+from orchestrator.clip_cache import clip_cache_dir
 from orchestrator.config import ModelConfig
 from orchestrator.correlate import Correlator
 from orchestrator.dataset import ArmRequest, Dataset
@@ -88,7 +89,7 @@ async def probe_and_sample(run: RunScope, toolkit: Toolkit, model: ModelConfig, 
                        correlator=correlator, request_timeout_s=cfg.workload.request_timeout_s,
                        max_tokens=cfg.workload.max_tokens)
     try:
-        await capability_probe(host, handle.base_url, run.run_dir / "aiperf" / "wire",
+        await capability_probe(host, handle.base_url, run.run_dir / "aiperf" / "wire", cache=clip_cache_dir(cfg.run),
                                in_flight=cfg.workload.concurrency or 1)  # its pairs at the workload's concurrency
         probe_s, sampled = list(host.latencies_s), []
         if sample:

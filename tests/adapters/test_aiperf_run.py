@@ -78,6 +78,18 @@ class TestRunAiperf:
             assert outcome.returncode is not None
 
     @pytest.mark.anyio
+    async def test_inputs_json_trimmed_once_ended_unless_kept(self, tmp_path: Path) -> None:
+        """Once AIPerf has ended its inputs.json gives way to the note; a command with keep_inputs keeps it."""
+        for keep in (False, True):
+            cmd = msgspec.structs.replace(_cmd(tmp_path / str(keep), "ok"), keep_inputs=keep)
+            (tmp_path / str(keep) / "art").mkdir(parents=True)
+            (tmp_path / str(keep) / "art" / "inputs.json").write_text('{"data": []}')
+            outcome, _ = await _run(cmd)
+            assert outcome.classification == "complete"
+            names = {p.name for p in (tmp_path / str(keep) / "art").iterdir()}
+            assert ("inputs.json" in names, "inputs.json.removed" in names) == (keep, not keep), names
+
+    @pytest.mark.anyio
     async def test_nonzero_exit_without_files_is_failed(self, tmp_path: Path) -> None:
         """AIPerf exiting 1 before any request is 'failed' and the reason quotes its last output."""
         outcome, _ = await _run(_cmd(tmp_path, "fail"))

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator.clip_cache import CLIP_MANIFEST, read_manifest
 from orchestrator.events import (
     AccountingChecked,
     AnswerIncomplete,
@@ -43,6 +44,11 @@ DEFAULT = (ROOT / "bench.toml").read_text()
 # Signal-only conditioning pairs (fast to answer) plus one spoken pair and one language item.
 MINI_ITEMS = ["count-beeps-5", "count-beeps-3", "pitch-higher-up", "pitch-lower-up", "frequency-1k",
               "duration-0s8", "content-meeting-day", "content-meeting-hour"]
+
+
+def _disk_bytes(folder: Path) -> int:
+    """What `du` counts for `folder`: the blocks of every file under it."""
+    return sum(os.lstat(os.path.join(root, f)).st_blocks * 512 for root, _, files in os.walk(folder) for f in files)
 
 
 def mini_dataset(tmp_path: Path, items: list[str], source: Path = DATASET) -> Path:
@@ -173,6 +179,14 @@ def test_default_qualify_passes_and_a_tenth_wrong_fails_non_inferiority(tmp_path
     first = (run_dir / "report.json").read_bytes()
     report = json.loads(first)
     assert "reference-audioqa" in json.dumps(report)
+    # The folder holds evidence, not copies: AIPerf's inputs.json gave way to its note, the clips as sent are in
+    # the cache beside runs/ (named by the folder's clips.jsonl), and the reports rebuild without that cache.
+    assert _disk_bytes(run_dir) <= 20 * 10**6
+    assert not list(run_dir.rglob("inputs.json")) and list(run_dir.rglob("inputs.json.removed"))
+    cache = run_dir.parent.with_name("runs-clips").resolve()
+    sent = read_manifest(run_dir / "wire" / CLIP_MANIFEST)
+    assert {c.sha256 for c in sent if Path(c.path).parent == cache} == {p.stem for p in cache.iterdir()}
+    cache.rename(tmp_path / "cache-aside")
     for name in ("report.json", "report.md", "report.html"):
         (run_dir / name).unlink()
     rebuilt = subprocess.run([sys.executable, "-m", "orchestrator", "report", str(run_dir)], capture_output=True,

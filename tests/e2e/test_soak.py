@@ -112,6 +112,9 @@ class TestSoak:
         # Its disk use stays bounded: records only, no raw export of every request body (~180 KB each).
         assert command["argv"][command["argv"].index("--export-level") + 1] == "records"
         assert not list(run_dir.glob("aiperf/*/artifacts/profile_export_raw.jsonl"))
+        # Nor AIPerf's inputs.json (every payload, the audio in base64) once each AIPerf run has ended.
+        assert not list(run_dir.glob("aiperf/*/artifacts/inputs.json"))
+        assert list(run_dir.glob("aiperf/*/artifacts/inputs.json.removed"))
         _accounting_balanced(events)
         assert len(_windows_consecutive(events, run_dir)) == 2
         assert events[-1]["kind"] == "run_finished" and events[-1]["status"] == "ok"

@@ -195,6 +195,19 @@ class TestCommand:
                      "--out", str(tmp_path / "pub2")]) == 0
         assert "notes in <share>/notes.txt" in (tmp_path / "pub2" / "ledger.md").read_text()
 
+    def test_a_configured_clip_cache_becomes_a_placeholder(self, tmp_path: Path) -> None:
+        """A run made with `[run] clip_cache` outside every other root publishes it as `<clip-cache>`, and the
+        scan passes: what is posted never needs the cache."""
+        run = qualify_journal(tmp_path / "runs" / "q1", 100, [ref_row()])
+        journal = run / "events.jsonl"
+        first, rest = journal.read_bytes().split(b"\n", 1)
+        started = msgspec.json.decode(first)
+        started["config"]["run"]["clip_cache"] = "/srv/clips-shared"
+        journal.write_bytes(msgspec.json.encode(started) + b"\n" + rest)
+        assert main(["publish", str(run), "--out", str(tmp_path / "pub")]) == 0
+        posted = (tmp_path / "pub" / "runs" / "q1" / "events.jsonl").read_text()
+        assert '"clip_cache":"<clip-cache>"' in posted and "/srv/clips-shared" not in posted
+
     def test_a_campaign_folder_stands_for_each_models_run(self, tmp_path: Path) -> None:
         """`publish` and `ledger` given a campaign folder read the run of each of its models (models/<name>/);
         one whose models have not started yet is a usage error saying so."""
