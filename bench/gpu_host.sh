@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# aqbench's GPU proofs on a GPU host (docs/gpu.md): doctor, the tests marked gpu, a clean soak with a ballast
+# (exit 0) and a GPU-leak soak (exit 1 on server_gpu_memory), each report's GPU section kept.
+# Run from the checkout's root:  bench/gpu_host.sh [WHEEL_DIR] [SOAK_DURATION]
+# WHEEL_DIR: wheels of what the host lacks (installed into $WORK/site, nothing else touched); OUT: where the
+# results go (default runs/gpu-host). Needs python3 with torch or cupy, and nvidia-ml-py.
+set -u
+ROOT=$(pwd)
+WHEELS=${1:-.whl}
+DURATION=${2:-150s}
+OUT=${OUT:-$ROOT/runs/gpu-host}
+WORK=${WORK:-/tmp/aqbench-gpu}
+SITE=$WORK/site
+mkdir -p "$OUT" "$WORK"
+exec > >(tee -a "$OUT/gpu_host.log") 2>&1
+if compgen -G "$WHEELS/*.whl" > /dev/null; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" "$WHEELS"/*.whl || exit 3
+fi
+# The entry point AIPerf finds aqbench's live tap by, as `pip install` of this checkout writes it.
+mkdir -p "$SITE/aqbench-0.1.0.dist-info"
+printf 'Metadata-Version: 2.1\nName: aqbench\nVersion: 0.1.0\n' > "$SITE/aqbench-0.1.0.dist-info/METADATA"
+printf '[aiperf.plugins]\naqbench = adapters.aiperf:plugins.yaml\n' > "$SITE/aqbench-0.1.0.dist-info/entry_points.txt"
+export PYTHONPATH="$SITE:$ROOT" PATH="$SITE/bin:$PATH" PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=name,uuid,driver_version,memory.total,power.limit,mig.mode.current --format=csv
+
+# The signal questions of audioqa-v2 (the engine answers them without speech models), its audio linked.
+DATA=$WORK/audioqa-v2-signal
+mkdir -p "$DATA"
+ln -sfn "$ROOT/datasets/audioqa-v2/audio" "$DATA/audio"
+python3 - "$ROOT/datasets/audioqa-v2/manifest.jsonl" "$DATA/manifest.jsonl" <<'PY'
+import json, sys
+kinds = {"count", "pitch", "frequency", "duration", "direction", "loudness", "silence", "channel"}
+rows = [line for line in open(sys.argv[1]) if json.loads(line)["kind"] in kinds]
+open(sys.argv[2], "w").writelines(rows)
+print(f"signal subset: {len(rows)} items")
+PY
+config() {  # config NAME GPU_ARGS
+  sed -e "s|@DATASET@|$DATA|" -e "s|@GPU_ARGS@|$2|" "$ROOT/bench/gpu_host.toml" > "$WORK/$1.toml"
+}
+config clean '"--gpu-ballast-mib", "1024", "--gpu-work-ms", "20"'
+config leak '"--gpu-ballast-mib", "1024", "--gpu-work-ms", "20", "--fault-gpu-leak-mib", "2"'
+
+echo "== doctor"; python3 -m orchestrator doctor --config "$WORK/clean.toml"; echo "doctor rc=$?"
+echo "== tests marked gpu"
+python3 -m pytest --noconftest -p no:cacheprovider -m gpu -q -rs tests/adapters/test_server_sampler.py \
+  tests/adapters/test_reference_gpu.py tests/orchestrator/test_supervisor_gpu.py -s; echo "pytest rc=$?"
+
+soak() {  # soak NAME
+  local before; before=$(ls "$WORK/runs" 2>/dev/null)
+  python3 -m orchestrator soak --config "$WORK/$1.toml" --duration "$DURATION" --window 30s --rate 4
+  local rc=$?
+  echo "soak $1 rc=$rc"
+  local run; run=$(ls -t "$WORK/runs" | head -1)
+  tar -czf "$OUT/$1.tgz" -C "$WORK/runs" "$run"
+  sed -n '/^## Verdicts/,/^## Windows/p' "$WORK/runs/$run/soak.md"
+}
+echo "== clean soak"; soak clean
+echo "== GPU-leak soak"; soak leak
