@@ -23,15 +23,19 @@ printf '[aiperf.plugins]\naqbench = adapters.aiperf:plugins.yaml\n' > "$SITE/aqb
 export PYTHONPATH="$SITE:$ROOT" PATH="$SITE/bin:$PATH" PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,uuid,driver_version,memory.total,power.limit,mig.mode.current --format=csv
 
-# The signal questions of audioqa-v2 (the engine answers them without speech models), its audio linked.
+# The signal questions of audioqa-v2 (the engine answers them without speech models), with their audio (a
+# dataset's files must lie inside its folder).
 DATA=$WORK/audioqa-v2-signal
-mkdir -p "$DATA"
-ln -sfn "$ROOT/datasets/audioqa-v2/audio" "$DATA/audio"
-python3 - "$ROOT/datasets/audioqa-v2/manifest.jsonl" "$DATA/manifest.jsonl" <<'PY'
-import json, sys
+mkdir -p "$DATA/audio"
+python3 - "$ROOT/datasets/audioqa-v2" "$DATA" <<'PY'
+import json, shutil, sys
+from pathlib import Path
+src, dst = Path(sys.argv[1]), Path(sys.argv[2])
 kinds = {"count", "pitch", "frequency", "duration", "direction", "loudness", "silence", "channel"}
-rows = [line for line in open(sys.argv[1]) if json.loads(line)["kind"] in kinds]
-open(sys.argv[2], "w").writelines(rows)
+rows = [line for line in (src / "manifest.jsonl").open() if json.loads(line)["kind"] in kinds]
+for line in rows:
+    shutil.copyfile(src / json.loads(line)["audio"], dst / json.loads(line)["audio"])
+(dst / "manifest.jsonl").write_text("".join(rows))
 print(f"signal subset: {len(rows)} items")
 PY
 config() {  # config NAME GPU_ARGS
