@@ -59,6 +59,7 @@ class GpuWorker:
         self.settings = settings
         self._proc: subprocess.Popen[str] | None = None
         self.device = ""
+        self.pid = 0  # the worker child, once started
 
     def start(self) -> None:
         """Spawn the child and wait for its 'ready' line; GpuUnavailable with its reason otherwise."""
@@ -84,6 +85,7 @@ class GpuWorker:
             why = line.removeprefix("error ").strip() or "the GPU worker exited without a word (its stderr is above)"
             raise GpuUnavailable(f"{flags}: {why}")
         self.device = line.removeprefix("ready").strip()
+        self.pid = self._proc.pid
 
     def request(self) -> None:
         """One chat request admitted: the child keeps --fault-gpu-leak-mib and runs --gpu-work-ms."""
