@@ -2,6 +2,7 @@
 # aqbench's GPU proofs on a GPU host (docs/gpu.md): doctor, the tests marked gpu, a clean soak with a ballast
 # (exit 0) and a GPU-leak soak (exit 1 on server_gpu_memory), each report's GPU section kept.
 # Run from the checkout's root:  bench/gpu_host.sh [WHEEL_DIR] [SOAK_DURATION]
+# DATASETS: the folder holding audioqa-v2 (default: this checkout's datasets/).
 # WHEEL_DIR: wheels of what the host lacks (installed into $WORK/site, nothing else touched); OUT: where the
 # results go (default runs/gpu-host). Needs python3 with torch or cupy, and nvidia-ml-py.
 set -u
@@ -10,6 +11,7 @@ WHEELS=${1:-.whl}
 DURATION=${2:-150s}
 OUT=${OUT:-$ROOT/runs/gpu-host}
 WORK=${WORK:-/tmp/aqbench-gpu}
+DATASETS=${DATASETS:-$ROOT/datasets}
 SITE=$WORK/site
 mkdir -p "$OUT" "$WORK"
 exec > >(tee -a "$OUT/gpu_host.log") 2>&1
@@ -27,7 +29,7 @@ nvidia-smi --query-gpu=name,uuid,driver_version,memory.total,power.limit,mig.mod
 # dataset's files must lie inside its folder).
 DATA=$WORK/audioqa-v2-signal
 mkdir -p "$DATA/audio"
-python3 - "$ROOT/datasets/audioqa-v2" "$DATA" <<'PY'
+python3 - "$DATASETS/audioqa-v2" "$DATA" <<'PY'
 import json, shutil, sys
 from pathlib import Path
 src, dst = Path(sys.argv[1]), Path(sys.argv[2])
