@@ -2,7 +2,8 @@
 # aqbench's GPU proofs on a GPU host (docs/gpu.md): doctor, the tests marked gpu, a clean soak with a ballast
 # (exit 0) and a GPU-leak soak (exit 1 on server_gpu_memory), each report's GPU section kept.
 # Run from the checkout's root:  bench/gpu_host.sh [WHEEL_DIR] [SOAK_DURATION]
-# DATASETS: the folder holding audioqa-v2 (default: this checkout's datasets/).
+# DATASETS: the folder holding audioqa-v2 (default: this checkout's datasets/). STAGES: which of doctor, tests,
+# soaks, campaign to run (default all; campaign only where Ray is installed).
 # WHEEL_DIR: wheels of what the host lacks (installed into $WORK/site, nothing else touched); OUT: where the
 # results go (default runs/gpu-host). Needs python3 with torch or cupy, and nvidia-ml-py.
 set -u
@@ -12,6 +13,8 @@ DURATION=${2:-150s}
 OUT=${OUT:-$ROOT/runs/gpu-host}
 WORK=${WORK:-/tmp/aqbench-gpu}
 DATASETS=${DATASETS:-$ROOT/datasets}
+STAGES=${STAGES:-doctor,tests,soaks,campaign}
+stage() { [[ ",$STAGES," == *",$1,"* ]]; }
 SITE=$WORK/site
 mkdir -p "$OUT" "$WORK"
 exec > >(tee -a "$OUT/gpu_host.log") 2>&1
@@ -46,9 +49,10 @@ config() {  # config NAME GPU_ARGS
 config clean '"--gpu-ballast-mib", "1024", "--gpu-work-ms", "20"'
 config leak '"--gpu-ballast-mib", "1024", "--gpu-work-ms", "20", "--fault-gpu-leak-mib", "2"'
 
-echo "== doctor"; python3 -m orchestrator doctor --config "$WORK/clean.toml"; echo "doctor rc=$?"
-echo "== tests marked gpu"
-python3 -m pytest --noconftest -p no:cacheprovider -m gpu -q -rs tests/adapters/test_server_sampler.py \
+if stage doctor; then
+  echo "== doctor"; python3 -m orchestrator doctor --config "$WORK/clean.toml"; echo "doctor rc=$?"
+fi
+stage tests && echo "== tests marked gpu" && python3 -m pytest --noconftest -p no:cacheprovider -m gpu -q -rs tests/adapters/test_server_sampler.py \
   tests/adapters/test_reference_gpu.py tests/orchestrator/test_supervisor_gpu.py -s; echo "pytest rc=$?"
 
 soak() {  # soak NAME
@@ -60,5 +64,16 @@ soak() {  # soak NAME
   tar -czf "$OUT/$1.tgz" -C "$WORK/runs" "$run"
   sed -n '/^## Verdicts/,/^## Windows/p' "$WORK/runs/$run/soak.md"
 }
-echo "== clean soak"; soak clean
-echo "== GPU-leak soak"; soak leak
+if stage soaks; then
+  echo "== clean soak"; soak clean
+  echo "== GPU-leak soak"; soak leak
+fi
+
+# A campaign with [models.resources] gpus = 1 on a local Ray, where Ray is installed (its wheel is ~78 MB).
+if stage campaign && python3 -c "import ray" 2>/dev/null; then
+  echo "== campaign (gpus = 1)"
+  python3 -m orchestrator campaign --config "$WORK/clean.toml"
+  echo "campaign rc=$?"
+  run=$(ls -td "$WORK"/runs/campaign-* 2>/dev/null | head -1)
+  [ -n "$run" ] && tar -czf "$OUT/campaign.tgz" -C "$WORK/runs" "$(basename "$run")" && cat "$run/report.md"
+fi
