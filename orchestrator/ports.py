@@ -18,7 +18,7 @@ import msgspec
 from anyio.abc import TaskStatus
 
 from orchestrator.config import WorkloadConfig
-from orchestrator.events import Event, LogLine
+from orchestrator.events import Event, GpuIdentity, GpuProcessMemory, LogLine
 
 __all__ = [
     "OwnerFiles",
@@ -193,13 +193,21 @@ class ProcessLauncher(Protocol):
 
 
 class GpuFigures(msgspec.Struct, frozen=True):
-    """Device-wide NVML figures of one GPU."""
+    """Device-wide NVML figures of one GPU (GpuSampled's fields, which say what each means)."""
 
     index: int
     name: str
     memory_used_bytes: int
     memory_total_bytes: int
     utilization_percent: float
+    utilization_mean_percent: float | None = None
+    utilization_samples: int = 0
+    power_w: float | None = None
+    temperature_c: int | None = None
+    sm_clock_mhz: int | None = None
+    throttle_reasons: list[str] = []
+    processes: list[GpuProcessMemory] = []
+    tree_memory_bytes: int | None = None
 
 
 class TreeSample(msgspec.Struct, frozen=True):
@@ -215,6 +223,11 @@ class TreeSample(msgspec.Struct, frozen=True):
     gpu_memory_bytes: int | None
     pids: list[tuple[int, float]]
     gpus: list[GpuFigures]
+    # What `gpu_memory_bytes` covers ("tree", or "device" where NVML's pids are not the tree's: `gpu_notice`
+    # says why), and each GPU's identity (the same every sample).
+    gpu_memory_scope: str = "tree"
+    gpu_notice: str = ""
+    gpu_identities: list[GpuIdentity] = []
 
 
 class ResourceSampler(Protocol):

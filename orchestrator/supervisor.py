@@ -22,6 +22,7 @@ from orchestrator.config import ServerConfig
 from orchestrator.errors import ServerError
 from orchestrator.events import (
     Event,
+    GpuIdentified,
     GpuSampled,
     NoticeContext,
     OrphanKilled,
@@ -37,7 +38,7 @@ from orchestrator.events import (
     Warned,
 )
 from orchestrator.logs import get_logger
-from orchestrator.ports import EventSink, HttpProbe, Readiness, ResourceSampler, ServerProcess
+from orchestrator.ports import EventSink, HttpProbe, Readiness, ResourceSampler, ServerProcess, TreeSample
 from orchestrator.server_spec import ServerSpec
 from orchestrator.stop_traceback import stop_traceback
 
@@ -215,6 +216,8 @@ class _Supervisor:
         self.sampler: ResourceSampler = spec.parts.new_sampler()
         self.limiter = anyio.CapacityLimiter(1)
         self.gpu_warned = False
+        self.gpu_named: set[int] = set()  # GPUs whose GpuIdentified is journaled
+        self.gpu_notice = ""  # the attribution notice last journaled
         self.http: HttpProbe = spec.parts.new_probe()
         self.first_ready = anyio.Event()
         self.announced = False
@@ -436,18 +439,33 @@ class _Supervisor:
             uss_bytes=sample.uss_bytes, cpu_percent=sample.cpu_percent, threads=sample.threads,
             open_files=sample.open_files, children=sample.children, gpu_memory_bytes=sample.gpu_memory_bytes,
             pre_ready=pre_ready, trigger=trigger,
+            gpu_memory_scope=sample.gpu_memory_scope if sample.gpu_memory_bytes is not None else "",
         ))
-        for gpu in sample.gpus:
-            await self.publish(GpuSampled(index=gpu.index, name=gpu.name,
-                                          memory_used_bytes=gpu.memory_used_bytes,
-                                          memory_total_bytes=gpu.memory_total_bytes,
-                                          utilization_percent=gpu.utilization_percent))
+        await self._publish_gpus(sample)
         if not pre_ready and trigger == "period":
             await self._read_in_flight()
         if self.sampler.gpu_unavailable and not self.gpu_warned:
             self.gpu_warned = True
             await self.publish(Warned(code="gpu_sampling_unavailable", message=self.sampler.gpu_unavailable))
         return True
+
+    async def _publish_gpus(self, sample: TreeSample) -> None:
+        """Each GPU's figures; its identity the first time it is seen; the attribution notice when it changes."""
+        for ident in sample.gpu_identities:
+            if ident.index not in self.gpu_named:
+                self.gpu_named.add(ident.index)
+                await self.publish(GpuIdentified(gpu=ident))
+        for gpu in sample.gpus:
+            await self.publish(GpuSampled(
+                index=gpu.index, name=gpu.name, memory_used_bytes=gpu.memory_used_bytes,
+                memory_total_bytes=gpu.memory_total_bytes, utilization_percent=gpu.utilization_percent,
+                utilization_mean_percent=gpu.utilization_mean_percent, utilization_samples=gpu.utilization_samples,
+                power_w=gpu.power_w, temperature_c=gpu.temperature_c, sm_clock_mhz=gpu.sm_clock_mhz,
+                throttle_reasons=gpu.throttle_reasons, processes=gpu.processes,
+                tree_memory_bytes=gpu.tree_memory_bytes))
+        if sample.gpu_notice and sample.gpu_notice.split(" (")[0] != self.gpu_notice.split(" (")[0]:
+            self.gpu_notice = sample.gpu_notice
+            await self.publish(Warned(code="gpu_pid_namespace", message=sample.gpu_notice))
 
     async def _read_in_flight(self) -> None:
         """The server's own gauge of requests in flight (a kind that has one), published when it changed.

@@ -36,7 +36,8 @@ class _VisibleSampler:
         sample = self._inner.sample(root_pid)
         if sample is None:
             return None
-        return msgspec.structs.replace(sample, gpus=[g for g in sample.gpus if g.index in self._visible])
+        return msgspec.structs.replace(sample, gpus=[g for g in sample.gpus if g.index in self._visible],
+                                       gpu_identities=[g for g in sample.gpu_identities if g.index in self._visible])
 
     def close(self) -> None:
         self._inner.close()

@@ -22,8 +22,10 @@ import anyio
 import anyio.from_thread
 import msgspec
 
+from adapters.server.nvml import NvmlReader
 from orchestrator.campaign.events import AnyTaskMessage, JournalChunk, KeptFile, TaskDone, TaskPlaced
 from orchestrator.campaign.ports import AttemptSpec, ModelRunner, StopNotice
+from orchestrator.events import GpuIdentity
 
 if TYPE_CHECKING:  # the task imports Ray inside (it runs on a worker); the name is for the reader
     from ray.actor import ActorHandle
@@ -101,7 +103,7 @@ def run_attempt(spec_bytes: bytes, runner: ModelRunner, stop_flag: ActorHandle) 
     address = next((n.get("NodeManagerAddress", "") for n in ray.nodes() if n.get("NodeID") == node_id), "")
     placed: AnyTaskMessage = TaskPlaced(node_id=node_id, node_address=address,
                                         hostname=socket.gethostname(), gpu_ids=gpu_ids, run_folder=str(out),
-                                        started_unix_ns=time.time_ns())
+                                        started_unix_ns=time.time_ns(), gpus=_identities(gpu_ids))
     yield encoder.encode(placed)
     follower = JournalFollower(out)
     notice = StopNotice()
@@ -146,3 +148,15 @@ def run_attempt(spec_bytes: bytes, runner: ModelRunner, stop_flag: ActorHandle) 
     folder_tar, kept = pack_folder(run_dir, limit_bytes=spec.bring_back_bytes)
     yield encoder.encode(TaskDone(exit_code=exit_code, interrupted=interrupted, folder_tar=folder_tar,
                                   kept_on_node=kept))
+
+
+def _identities(gpu_ids: list[str]) -> list[GpuIdentity]:
+    """The identity of each GPU Ray gave the task (Ray's ids are NVML's indexes); none without NVML. Blocks."""
+    if not gpu_ids:
+        return []
+    reader = NvmlReader()
+    try:
+        reader.read(set())
+        return [g for g in reader.identities if str(g.index) in gpu_ids]
+    finally:
+        reader.close()

@@ -12,6 +12,7 @@ import os
 import time
 import uuid
 from collections import Counter, deque
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -70,6 +71,7 @@ class ServerState:
     decode_limiter: anyio.CapacityLimiter | None = None
     engine_limiter: anyio.CapacityLimiter | None = None
     heap: HeapCounters = field(default_factory=HeapCounters)  # --malloc-trim-every-s, --tracemalloc-snapshots
+    gpu_request: Callable[[], None] | None = None  # tells the GPU worker (adapters/reference/gpu.py) of a request
 
     def __post_init__(self) -> None:
         self.idle.set()
@@ -270,6 +272,8 @@ async def _chat_inner(request: web.Request, state: ServerState, request_id: str,
         raise ApiError(503, "server_draining", "the server is shutting down and admits no new "
                        "requests", error_type="server_error")
     fault = state.faults.admit()
+    if state.gpu_request is not None:
+        state.gpu_request()
     if fault == "crash":
         os._exit(70)  # fault: die mid-request, like a crashed process (no cleanup, no record)
     if fault == "hang":

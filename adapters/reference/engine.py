@@ -22,13 +22,17 @@ from adapters.reference.asr import ASR_RATE_HZ, Recognizer
 from adapters.reference.router import Kind, Route, route
 from adapters.reference.vad import SpeechSegment, load_vad, speech_segments
 
-__all__ = ["ENGINE_NAME", "EngineAnswer", "Engine", "UNSUPPORTED_ANSWER", "WARM_UP_QUESTIONS"]
+__all__ = ["ENGINE_NAME", "EngineAnswer", "Engine", "NO_SPEECH_MODELS_ANSWER", "UNSUPPORTED_ANSWER", "WARM_UP_QUESTIONS"]
 
 ENGINE_NAME = "aqbench-reference-cascade"
 UNSUPPORTED_ANSWER = (
     "I cannot answer this question from the audio: this reference engine answers questions about "
     "what is said, beeps and tones (count, pitch, frequency, duration, direction, loudness), speech "
     "presence, silence, channel, speech timing, speaker sex and count, speaking rate and language.")
+NO_SPEECH_MODELS_ANSWER = (
+    "I cannot answer this question: this reference server runs without its speech models (--no-speech-models), "
+    "so it answers questions about beeps and tones (count, pitch, frequency, duration, direction, loudness), "
+    "silence and channel only.")
 # Median voice F0 under this is answered "male": measured male voices sit near 90-120 Hz, female
 # ones near 160-220 Hz (flite, espeak-ng); 135 Hz is about their geometric middle.
 _MALE_BELOW_HZ = 135.0
@@ -85,10 +89,14 @@ class EngineAnswer:
     truncated: bool = False
 
 
+class _NoSpeechModels(Exception):
+    """An analysis needed the VAD or Whisper, which an engine built with speech_models=False does not load."""
+
+
 class _Clip:
     """Lazily computed views of one decoded clip, so each analysis pays only for what it uses."""
 
-    def __init__(self, audio: DecodedAudio, recognizer: Recognizer) -> None:
+    def __init__(self, audio: DecodedAudio, recognizer: Recognizer | None) -> None:
         self.audio = audio
         self.rate = audio.sample_rate_hz
         self.mono = to_mono(audio.samples)
@@ -105,6 +113,8 @@ class _Clip:
 
     @property
     def speech(self) -> list[SpeechSegment]:
+        if self._asr is None:
+            raise _NoSpeechModels
         if self._segments is None:
             self._segments = speech_segments(self.x16k)
         return self._segments
@@ -132,6 +142,8 @@ class _Clip:
         return self.speech_seconds() >= 0.25
 
     def transcribe(self, start_s: float = 0.0, end_s: float | None = None) -> str:
+        if self._asr is None:
+            raise _NoSpeechModels
         lo = int(start_s * ASR_RATE_HZ)
         hi = len(self.x16k) if end_s is None else int(end_s * ASR_RATE_HZ)
         return self._asr.transcribe(self.x16k[lo:hi]).text
@@ -150,11 +162,17 @@ class _Clip:
 class Engine:
     """Loads the models once; `answer` is thread-safe for up to `workers` concurrent callers."""
 
-    def __init__(self, workers: int = 1, cpu_threads: int = 0, compute_type: str = "int8") -> None:
-        load_vad()
+    def __init__(self, workers: int = 1, cpu_threads: int = 0, compute_type: str = "int8",
+                 speech_models: bool = True) -> None:
+        """`speech_models=False`: no VAD and no Whisper (no faster-whisper needed); questions that need them are
+        answered with NO_SPEECH_MODELS_ANSWER, the signal analyses as ever."""
         self.workers = workers
-        self.recognizer = Recognizer(workers=workers, cpu_threads=cpu_threads, compute_type=compute_type)
-        self.speech_model = self.recognizer.name
+        self.recognizer: Recognizer | None = None
+        self.speech_model = "none (--no-speech-models)"
+        if speech_models:
+            load_vad()
+            self.recognizer = Recognizer(workers=workers, cpu_threads=cpu_threads, compute_type=compute_type)
+            self.speech_model = self.recognizer.name
 
     def warm_up(self, longest_s: float = 20.0) -> None:
         """Run every analysis and every decoder once per worker, concurrently, on synthetic clips (blocking).
@@ -177,8 +195,11 @@ class Engine:
                 # Wordings of no dataset: the warm-up exercises the analyses, it rehearses no item.
                 for question in WARM_UP_QUESTIONS:
                     r = route(question)
-                    _HANDLERS[r.kind](clip, r)
-                if i in (0, len(clips) - 1):
+                    try:
+                        _HANDLERS[r.kind](clip, r)
+                    except _NoSpeechModels:
+                        continue
+                if i in (0, len(clips) - 1) and self.recognizer is not None:
                     # Whisper even where the VAD hears no speech, on the first short clip and the long one: its
                     # buffers scale with the clip, not the container, so the other short clips add no memory.
                     clip.transcribe()
@@ -200,7 +221,10 @@ class Engine:
         if audio is None:
             text = _answer_without_audio(question, r)
         elif r.kind in _HANDLERS:
-            text = _HANDLERS[r.kind](_Clip(audio, self.recognizer), r)
+            try:
+                text = _HANDLERS[r.kind](_Clip(audio, self.recognizer), r)
+            except _NoSpeechModels:
+                text = NO_SPEECH_MODELS_ANSWER
         else:
             text = UNSUPPORTED_ANSWER
         truncated = max_tokens is not None and len(text.split()) > max_tokens
@@ -474,6 +498,8 @@ def _language(clip: _Clip, r: Route) -> str:
     """English when Whisper tiny.en (English-only) decodes it confidently; otherwise say so honestly."""
     if not clip.has_speech():
         return "I hear no speech in this audio."
+    if clip._asr is None:  # has_speech raised already; this tells the type checker
+        raise _NoSpeechModels
     t = clip._asr.transcribe(clip.x16k)
     if t.text and t.avg_logprob > -0.8 and t.no_speech_prob < 0.3:
         return "english"

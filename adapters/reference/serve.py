@@ -23,6 +23,7 @@ from adapters.reference.app import ServerSettings, ServerState, build_app
 from adapters.reference.asr import COMPUTE_TYPES
 from adapters.reference.engine import Engine
 from adapters.reference.faults import FaultSettings, FaultState
+from adapters.reference.gpu import GpuSettings, GpuUnavailable, GpuWorker
 from adapters.reference.heap import (
     DEFAULT_ARENAS,
     DEFAULT_MMAP_THRESHOLD_KIB,
@@ -38,7 +39,7 @@ from adapters.reference.heap import (
 from adapters.reference.router import Kind
 from adapters.trtmc.records import RecordWriter
 
-__all__ = ["add_server_arguments", "settings_from_args", "heap_from_args", "serve", "main"]
+__all__ = ["add_server_arguments", "settings_from_args", "heap_from_args", "gpu_from_args", "serve", "main"]
 
 
 def add_server_arguments(p: argparse.ArgumentParser) -> None:
@@ -62,6 +63,10 @@ def add_server_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--compute-type", default="int8", choices=COMPUTE_TYPES,
                    help="CTranslate2 compute type of the speech model (default int8; float32 = the same model "
                         "files at full precision, a reference for the int8 server)")
+    p.add_argument("--no-speech-models", action="store_true",
+                   help="load neither the Silero VAD nor Whisper (faster-whisper need not be installed): answer "
+                        "questions about tones, silence and channel, and refuse the others with a sentence naming "
+                        "this flag (a GPU host whose image cannot run CTranslate2, say)")
     h = p.add_argument_group("heap (memory measurement and care)")
     h.add_argument("--no-warm-up", action="store_true",
                    help="open the port right after loading the models, without one warm-up pass through every "
@@ -83,6 +88,12 @@ def add_server_arguments(p: argparse.ArgumentParser) -> None:
                         "some engine calls many times over")
     h.add_argument("--tracemalloc-every-s", type=float, default=600.0, metavar="S",
                    help="seconds between tracemalloc snapshots (default 600)")
+    u = p.add_argument_group("GPU (a worker process holding device memory, as a model server's; torch or cupy)")
+    u.add_argument("--gpu-ballast-mib", type=float, default=0.0, metavar="MIB",
+                   help="hold MIB MiB of GPU memory from the start in a GPU worker process, as a model's weights "
+                        "(default 0: no GPU worker); exits 2 where no GPU or neither torch nor cupy is present")
+    u.add_argument("--gpu-work-ms", type=float, default=0.0, metavar="MS",
+                   help="run MS ms of matrix products on the GPU per chat request, as a forward pass (default 0)")
     g = p.add_argument_group("fault injection (off by default; for orchestrator tests)")
     g.add_argument("--fault-crash-after", type=int, default=None, metavar="N",
                    help="exit(70) when chat request N+1 arrives")
@@ -106,6 +117,9 @@ def add_server_arguments(p: argparse.ArgumentParser) -> None:
                    help="wait S seconds before loading the engine (port closed meanwhile)")
     g.add_argument("--fault-leak-mib", type=float, default=0.0, metavar="K",
                    help="keep K MiB of memory per chat request, forever")
+    g.add_argument("--fault-gpu-leak-mib", type=float, default=0.0, metavar="K",
+                   help="keep K MiB more GPU memory per chat request, forever, in the GPU worker (exits 2 where no GPU "
+                        "or GPU library is present)")
     g.add_argument("--fault-wrong-kind", action="append", default=[], metavar="KIND",
                    choices=[k.value for k in Kind],
                    help="answer every question routed to analysis KIND with a complete but wrong sentence "
@@ -170,6 +184,14 @@ def heap_from_args(args: argparse.Namespace, environ: Mapping[str, str] | None =
                         tracemalloc_dir=args.tracemalloc_snapshots, tracemalloc_every_s=args.tracemalloc_every_s)
 
 
+def gpu_from_args(args: argparse.Namespace) -> GpuSettings:
+    """The GPU flags; raises ValueError naming the flag."""
+    for flag in ("gpu_ballast_mib", "gpu_work_ms", "fault_gpu_leak_mib"):
+        if getattr(args, flag) < 0:
+            raise ValueError(f"--{flag.replace('_', '-')} {getattr(args, flag):g} must be 0 (off) or positive")
+    return GpuSettings(ballast_mib=args.gpu_ballast_mib, leak_mib=args.fault_gpu_leak_mib, work_ms=args.gpu_work_ms)
+
+
 def _log(event: str, **fields: object) -> None:
     """One key=value line on stderr (the supervisor keeps the tail as evidence)."""
     parts = " ".join(f"{k}={v}" for k, v in fields.items())
@@ -177,11 +199,30 @@ def _log(event: str, **fields: object) -> None:
 
 
 async def serve(settings: ServerSettings, cpu_threads: int = 0, compute_type: str = "int8",
-                heap: HeapSettings = HeapSettings()) -> int:
-    """Load the engine, then listen; on SIGINT/SIGTERM stop admitting, finish running requests, 0."""
+                heap: HeapSettings = HeapSettings(), gpu: GpuSettings = GpuSettings(), speech_models: bool = True) -> int:
+    """Load the engine, then listen; on SIGINT/SIGTERM stop admitting, finish running requests, 0.
+    2 where the GPU options were asked for and no GPU or GPU library is present."""
     if settings.faults.startup_delay_s:
         _log("startup_delay", s=settings.faults.startup_delay_s)  # said first: tests wait for it, not a fixed time
         await asyncio.sleep(settings.faults.startup_delay_s)
+    worker = GpuWorker(gpu) if gpu.wanted else None
+    if worker is not None:
+        try:  # before the engine: a host without a GPU is told so in a second, not after the models load
+            await anyio.to_thread.run_sync(worker.start)
+        except GpuUnavailable as exc:
+            _log("gpu_unavailable", reason=f"'{exc}'")
+            print(f"reference: GPU options cannot run here: {exc}", file=sys.stderr, flush=True)
+            return 2
+        _log("gpu_worker", device=f"'{worker.device}'")
+    try:
+        return await _serve(settings, cpu_threads, compute_type, heap, worker, speech_models)
+    finally:
+        if worker is not None:
+            worker.stop()
+
+
+async def _serve(settings: ServerSettings, cpu_threads: int, compute_type: str, heap: HeapSettings,
+                 worker: GpuWorker | None, speech_models: bool) -> int:
     if heap.malloc_arenas:
         limit_arenas(heap.malloc_arenas)  # before any worker thread takes an arena of its own
     if heap.mmap_threshold_kib:
@@ -189,7 +230,8 @@ async def serve(settings: ServerSettings, cpu_threads: int = 0, compute_type: st
     t0 = time.perf_counter()
     engine = await anyio.to_thread.run_sync(lambda: Engine(workers=settings.replicas,
                                                            cpu_threads=cpu_threads,
-                                                           compute_type=compute_type))
+                                                           compute_type=compute_type,
+                                                           speech_models=speech_models))
     load_s = time.perf_counter() - t0
     if heap.warm_up:
         await anyio.to_thread.run_sync(engine.warm_up)
@@ -198,7 +240,8 @@ async def serve(settings: ServerSettings, cpu_threads: int = 0, compute_type: st
     snapshots = SnapshotWriter(heap.tracemalloc_dir) if heap.tracemalloc_dir is not None else None
     state = ServerState(settings=settings, engine=engine, records=RecordWriter(settings.records),
                         faults=FaultState(settings.faults),
-                        free_replicas=[f"replica-{i}" for i in range(settings.replicas)])
+                        free_replicas=[f"replica-{i}" for i in range(settings.replicas)],
+                        gpu_request=worker.request if worker is not None else None)
     runner = web.AppRunner(build_app(state), handle_signals=False, access_log=None)
     await runner.setup()
     stop = asyncio.Event()
@@ -226,7 +269,8 @@ async def serve(settings: ServerSettings, cpu_threads: int = 0, compute_type: st
         chores.append(asyncio.create_task(snapshot_every(heap.tracemalloc_every_s, snapshots, state.heap)))
     _log("ready", host=settings.host, port=sock.getsockname()[1], model=settings.model_name,
          replicas=settings.replicas, compute_type=compute_type, load_s=f"{load_s:.2f}", warm_up_s=f"{warm_up_s:.2f}",
-         faults=",".join(settings.faults.active) or "none", heap=",".join(heap.active) or "none")
+         faults=",".join(settings.faults.active) or "none", heap=",".join(heap.active) or "none",
+         gpu=",".join(worker.settings.active) if worker is not None else "none")
     try:
         await stop.wait()
         state.draining = True
@@ -248,6 +292,8 @@ def main(argv: list[str] | None = None, prog: str = "python -m adapters.referenc
     try:
         settings = settings_from_args(args)
         heap = heap_from_args(args)
+        gpu = gpu_from_args(args)
     except ValueError as exc:
         p.error(str(exc))
-    return asyncio.run(serve(settings, cpu_threads=args.cpu_threads, compute_type=args.compute_type, heap=heap))
+    return asyncio.run(serve(settings, cpu_threads=args.cpu_threads, compute_type=args.compute_type, heap=heap,
+                             gpu=gpu, speech_models=not args.no_speech_models))

@@ -8,14 +8,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from faster_whisper.vad import VadOptions, get_speech_timestamps, get_vad_model
 
-__all__ = ["VAD_RATE_HZ", "SpeechSegment", "load_vad", "speech_segments"]
+try:
+    from faster_whisper.vad import VadOptions, get_speech_timestamps, get_vad_model
+except ImportError as exc:  # a host without faster-whisper (CTranslate2) runs the engine without speech models
+    SPEECH_MISSING = f"faster-whisper is not importable ({exc})"
+else:
+    SPEECH_MISSING = ""
+
+__all__ = ["SPEECH_MISSING", "VAD_RATE_HZ", "SpeechSegment", "load_vad", "speech_segments"]
 
 VAD_RATE_HZ = 16000
 # No padding: segment edges are used as timings (the onset of speech, in seconds).
-_OPTIONS = VadOptions(threshold=0.5, min_speech_duration_ms=120, min_silence_duration_ms=150,
-                      speech_pad_ms=0)
+_OPTIONS = None if SPEECH_MISSING else VadOptions(threshold=0.5, min_speech_duration_ms=120,
+                                                  min_silence_duration_ms=150, speech_pad_ms=0)
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,75 +7,13 @@ events. Without a GPU (or without nvidia-ml-py) GPU figures are None and `gpu_un
 from __future__ import annotations
 
 import os
-from typing import Any
 
 import psutil
 
-from orchestrator.ports import GpuFigures, TreeSample
+from adapters.server.nvml import GpuReading, NvmlReader
+from orchestrator.ports import TreeSample
 
 __all__ = ["PsutilSampler"]
-
-
-class _Nvml:
-    """NVML, initialised on first use; one failure disables it for good with the reason kept."""
-
-    def __init__(self) -> None:
-        self.reason = ""
-        self._lib: Any = None
-        self._handles: list[Any] = []
-        self._names: list[str] = []
-
-    def _init(self) -> bool:
-        if self._lib is not None:
-            return True
-        if self.reason:
-            return False
-        try:
-            import pynvml  # nvidia-ml-py; imported lazily so machines without it still sample psutil figures
-
-            pynvml.nvmlInit()
-            count = pynvml.nvmlDeviceGetCount()
-            self._handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
-            self._names = [_text(pynvml.nvmlDeviceGetName(h)) for h in self._handles]
-        except Exception as exc:  # ImportError, NVMLError (no driver / no device): both mean "no GPU figures"
-            self.reason = f"GPU sampling off: NVML unavailable ({type(exc).__name__}: {exc})"
-            return False
-        if not self._handles:
-            self.reason = "GPU sampling off: NVML found no GPU"
-            return False
-        self._lib = pynvml
-        return True
-
-    def sample(self, pids: set[int]) -> tuple[int | None, list[GpuFigures]]:
-        """GPU memory held by `pids` (summed over devices) and each device's figures."""
-        if not self._init():
-            return None, []
-        nv = self._lib
-        used_by_tree = 0
-        gpus = []
-        for index, handle in enumerate(self._handles):
-            try:
-                procs = nv.nvmlDeviceGetComputeRunningProcesses(handle)
-                mem = nv.nvmlDeviceGetMemoryInfo(handle)
-                util = nv.nvmlDeviceGetUtilizationRates(handle)
-            except nv.NVMLError:
-                continue
-            for proc in procs:
-                if proc.pid in pids and proc.usedGpuMemory:
-                    used_by_tree += int(proc.usedGpuMemory)
-            gpus.append(GpuFigures(
-                index=index, name=self._names[index], memory_used_bytes=int(mem.used),
-                memory_total_bytes=int(mem.total), utilization_percent=float(util.gpu),
-            ))
-        return used_by_tree, gpus
-
-    def close(self) -> None:
-        if self._lib is not None:
-            try:
-                self._lib.nvmlShutdown()
-            except Exception:  # shutting down a library that already failed: nothing to report
-                pass
-            self._lib = None
 
 
 def _descendants(root_pid: int) -> list[int] | None:
@@ -107,17 +45,14 @@ def _descendants(root_pid: int) -> list[int] | None:
     return out
 
 
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
-
-
 class PsutilSampler:
     """ResourceSampler over the tree under a root pid. Keeps psutil.Process objects between samples
     (cpu_percent needs the previous reading). `uss` every `uss_every`-th sample: it reads smaps."""
 
-    def __init__(self, *, gpu: bool = True, uss_every: int = 10) -> None:
+    def __init__(self, *, gpu: bool = True, uss_every: int = 10, nvml: NvmlReader | None = None) -> None:
         self._procs: dict[int, psutil.Process] = {}
-        self._nvml = _Nvml() if gpu else None
+        # `nvml`: a reader over a stand-in library (recorded readings in tests); by default pynvml's.
+        self._nvml = (nvml or NvmlReader()) if gpu else None
         self._uss_every = max(1, uss_every)
         self._count = 0
         self._last_uss: int | None = None
@@ -174,11 +109,12 @@ class PsutilSampler:
             del self._procs[gone]
         if uss is not None:
             self._last_uss = uss
-        gpu_bytes, gpus = self._nvml.sample(live) if self._nvml else (None, [])
+        gpu = self._nvml.read(live) if self._nvml else GpuReading()
         return TreeSample(
             pid=root_pid, rss_bytes=rss, uss_bytes=uss if uss is not None else self._last_uss,
             cpu_percent=round(cpu, 2), threads=threads, open_files=fds, children=len(pids) - 1,
-            gpu_memory_bytes=gpu_bytes, pids=pids, gpus=gpus,
+            gpu_memory_bytes=gpu.tree_bytes, pids=pids, gpus=gpu.gpus, gpu_memory_scope=gpu.scope,
+            gpu_notice=gpu.notice, gpu_identities=gpu.identities,
         )
 
     def close(self) -> None:

@@ -180,7 +180,7 @@ class _Driver:
             self.journal.write(AttemptPlaced(model=d.model, attempt=d.attempt, node_id=msg.node_id,
                                              node_address=msg.node_address, hostname=msg.hostname,
                                              gpu_ids=msg.gpu_ids, run_folder=msg.run_folder,
-                                             started_unix_ns=msg.started_unix_ns))
+                                             started_unix_ns=msg.started_unix_ns, gpus=msg.gpus))
             self.progress.update(d.model, node=msg.node_address or msg.node_id[:12], status="running")
             return False
         if isinstance(msg, JournalChunk):

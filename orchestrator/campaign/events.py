@@ -11,7 +11,7 @@ from typing import Literal
 import msgspec
 
 from orchestrator.config import ModelResources
-from orchestrator.events import snake_tag
+from orchestrator.events import GpuIdentity, snake_tag
 
 __all__ = [
     "CAMPAIGN_SCHEMA_VERSION",
@@ -105,6 +105,8 @@ class AttemptPlaced(CampaignEvent, frozen=True, kw_only=True):
     gpu_ids: list[str] = []
     run_folder: str = ""
     started_unix_ns: int = 0
+    # The identity of each GPU in `gpu_ids`, as NVML named it on the node (empty without NVML).
+    gpus: list[GpuIdentity] = []
 
 
 class AttemptEnded(CampaignEvent, frozen=True, kw_only=True):
@@ -178,6 +180,7 @@ class TaskPlaced(_TaskMessage, frozen=True, kw_only=True):
     gpu_ids: list[str] = []
     run_folder: str = ""
     started_unix_ns: int = 0
+    gpus: list[GpuIdentity] = []
 
 
 class JournalChunk(_TaskMessage, frozen=True, kw_only=True):

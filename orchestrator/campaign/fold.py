@@ -21,6 +21,7 @@ from orchestrator.campaign.events import (
 )
 from orchestrator.campaign.journal import read_campaign
 from orchestrator.errors import JournalError
+from orchestrator.events import GpuIdentity
 
 __all__ = ["CAMPAIGN_REPORT_VERSION", "CampaignReport", "CampaignRow", "AttemptRow", "NodeUse", "Accounting",
            "fold_campaign"]
@@ -38,6 +39,7 @@ class AttemptRow(msgspec.Struct, frozen=True, kw_only=True):
     reason: str = ""
     status: str = ""
     servers_not_stopped: list[str] = []
+    gpus: list[GpuIdentity] = []  # the GPUs the attempt was given, as NVML named them
 
 
 class CampaignRow(msgspec.Struct, frozen=True, kw_only=True):
@@ -111,7 +113,7 @@ def fold_campaign(path: str | Path) -> CampaignReport:
             node_names.setdefault(ev.node_id, ev.node_address or ev.node_id[:12])
             attempts[(ev.model, ev.attempt)] = AttemptRow(
                 attempt=ev.attempt, node_id=ev.node_id, node=node_names[ev.node_id],
-                started_unix_ns=ev.started_unix_ns or ev.unix_ns)
+                started_unix_ns=ev.started_unix_ns or ev.unix_ns, gpus=list(ev.gpus))
         elif isinstance(ev, AttemptEnded):
             prev = attempts.get((ev.model, ev.attempt), AttemptRow(attempt=ev.attempt))
             attempts[(ev.model, ev.attempt)] = msgspec.structs.replace(

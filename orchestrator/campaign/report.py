@@ -16,7 +16,8 @@ __all__ = ["write_campaign_reports", "render_campaign_markdown", "render_campaig
 
 
 def _attempts(row: CampaignRow) -> str:
-    return "; ".join(f"#{a.attempt} on {a.node or '-'}: {a.ended}" + (f" ({a.reason})" if a.reason else "")
+    return "; ".join(f"#{a.attempt} on {a.node or '-'}" + "".join(f" GPU {g.index} {g.name} {g.uuid}" for g in a.gpus)
+                     + f": {a.ended}" + (f" ({a.reason})" if a.reason else "")
                      + (f"; server {', '.join(a.servers_not_stopped)} not seen to stop: its supervisor's death "
                         f"signals it to stop (SIGTERM) where {a.node or 'that host'} still runs; if that host "
                         "cannot be reached, it is left behind there" if a.servers_not_stopped else "")

@@ -326,20 +326,10 @@ def _server_flags(launcher: _Launcher, model_args: list[str], srv: ServerConfig,
 
 
 def _gpu(_cfg: Config) -> list[Check]:
-    try:
-        # Optional at run time: a machine without NVML gets "no GPU figures", not a failure.
-        import pynvml
+    # Imported here: NVML and the GPU worker load only for this check (start-up time of the other commands).
+    from orchestrator.commands.doctor_gpu import gpu_checks
 
-        pynvml.nvmlInit()
-        try:
-            count = pynvml.nvmlDeviceGetCount()
-            names = [pynvml.nvmlDeviceGetName(pynvml.nvmlDeviceGetHandleByIndex(i)) for i in range(count)]
-        finally:
-            pynvml.nvmlShutdown()
-        return [Check(name="gpu", ok=True, required=False, detail=f"{count} GPU(s): {', '.join(map(str, names))}")]
-    except Exception as exc:  # informational only: any NVML failure means "no GPU figures"
-        return [Check(name="gpu", ok=False, required=False, detail=f"no NVML: {exc}",
-                      fix="only needed for GPU memory figures; install the NVIDIA driver to get them")]
+    return [Check(name=c.name, ok=c.ok, required=False, detail=c.detail, fix=c.fix) for c in gpu_checks()]
 
 
 CHECKS: tuple[Callable[[Config], list[Check]], ...] = (lambda cfg: _aiperf(), _tokenizer, _speech_model, _disk, _ports, _server, _gpu)

@@ -36,11 +36,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # Imported here, not at the top: the server's package loads the engine (faster-whisper, aiohttp: ~1.5 s).
-    from adapters.reference.serve import heap_from_args, serve, settings_from_args
+    from adapters.reference.serve import gpu_from_args, heap_from_args, serve, settings_from_args
 
     try:
         settings = settings_from_args(args)
         heap = heap_from_args(args)
+        gpu = gpu_from_args(args)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    return asyncio.run(serve(settings, cpu_threads=args.cpu_threads, heap=heap))
+    return asyncio.run(serve(settings, cpu_threads=args.cpu_threads, heap=heap, gpu=gpu,
+                             speech_models=not args.no_speech_models))

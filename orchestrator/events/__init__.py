@@ -26,6 +26,7 @@ from orchestrator.events.evidence import (
     TranscriptionEvidence,
     TransportEvidence,
 )
+from orchestrator.events.gpu import GpuIdentified, GpuIdentity, GpuProcessMemory
 from orchestrator.events.host import HostSampled
 from orchestrator.events.judging import (
     AnswerIncomplete,
@@ -171,7 +172,9 @@ __all__ = [
     "AiperfExited", "ClientRecord", "ServerRecord", "RequestsInFlight", "RequestCorrelated", "RequestUnmatched",
     "AccountingChecked", "Phase", "CauseCode", "CapabilityProbed", "VerdictReached", "GateEvaluated", "ModelResult",
     "SoakWindowClosed", "SoakVerdict", "AnswerIncomplete", "SoakWindowOpened", "SoakHandover", "ProcessSampled",
-    "NoninferiorityJudged", "HostSampled",
+    "NoninferiorityJudged", "HostSampled", "GpuIdentified",
+    # GPU payloads
+    "GpuIdentity", "GpuProcessMemory",
     # sweep
     "SloCheck", "SloPower", "PointStats", "SweepPointJudged", "SweepConcluded", "SweepPhase",
 ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Literal
 
 from orchestrator.events.base import Event
+from orchestrator.events.gpu import GpuProcessMemory
 from orchestrator.events.payloads import (
     Json,
 )
@@ -118,6 +119,10 @@ class ResourceSampled(Event, frozen=True, kw_only=True):
     # "ready" (at readiness) or "stop" (just before the stop signal); "" in older journals.
     pre_ready: bool = False
     trigger: str = ""
+    # Whose GPU memory `gpu_memory_bytes` is: "tree" (the server's processes, by NVML's pids), "device" (every
+    # process on the GPUs the tree holds open: in a PID namespace NVML's pids are not the tree's), "" in older
+    # journals (then the tree's).
+    gpu_memory_scope: str = ""
 
 
 class ServerLoadSampled(Event, frozen=True, kw_only=True):
@@ -130,13 +135,27 @@ class ServerLoadSampled(Event, frozen=True, kw_only=True):
 
 
 class GpuSampled(Event, frozen=True, kw_only=True):
-    """Device-wide GPU figures (NVML), sampled beside the process tree when a GPU is present."""
+    """Device-wide GPU figures (NVML), sampled beside the process tree when a GPU is present.
+
+    `utilization_percent` is NVML's one reading at the sample; `utilization_mean_percent` the mean of the
+    utilisation samples NVML took since the previous sample (about one per 1/6 s), over
+    `utilization_samples` of them: the figure to read. None where the device keeps no samples."""
 
     index: int
     name: str = ""
     memory_used_bytes: int = 0
     memory_total_bytes: int = 0
     utilization_percent: float = 0.0
+    utilization_mean_percent: float | None = None
+    utilization_samples: int = 0
+    power_w: float | None = None
+    temperature_c: int | None = None
+    sm_clock_mhz: int | None = None
+    # Why the clocks are held down now (NVML's clock event reasons: sw_power_cap, hw_thermal, ...; gpu_idle).
+    throttle_reasons: list[str] = []
+    # Every compute process on this GPU, the tree's marked; the tree's memory on this GPU.
+    processes: list[GpuProcessMemory] = []
+    tree_memory_bytes: int | None = None
 
 
 class LogLine(Event, frozen=True, kw_only=True):

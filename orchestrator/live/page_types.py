@@ -131,6 +131,23 @@ class ServerInfo(_S, frozen=True, kw_only=True):
     exits: list[str] = []
 
 
+class GpuRow(_S, frozen=True, kw_only=True):
+    """One GPU as last sampled (`name`: "index name"): utilisation is the mean of NVML's samples since the
+    previous sample; `notice` says when the server's own memory is unavailable (a PID namespace)."""
+
+    name: str
+    uuid: str = ""
+    utilization_percent: float | None = None
+    power_w: float | None = None
+    temperature_c: int | None = None
+    sm_clock_mhz: int | None = None
+    memory_used_bytes: int = 0
+    memory_total_bytes: int = 0
+    server_memory_bytes: int | None = None
+    throttle_reasons: list[str] = []
+    notice: str = ""
+
+
 class LatencyPoint(schema.LatencyPoint, frozen=True, kw_only=True, array_like=True):
     """The report's latency point, array-like on the wire (the page's most frequent payload):
     [t_s, client_ms, handler_ms, model_call_ms]."""
@@ -177,6 +194,7 @@ class PageState(_S, frozen=True, kw_only=True):
     model_latency: list[ModelSeries] = []
     model_memory: list[ModelSeries] = []
     dropped: dict[str, int] = {}
+    gpus: list[GpuRow] = []
 
 
 class Change(_S, frozen=True, kw_only=True, array_like=True):

@@ -21,6 +21,8 @@ from orchestrator.events import (
     AnyEvent,
     EventsDropped,
     GateEvaluated,
+    GpuIdentified,
+    GpuSampled,
     ModelResult,
     NoninferiorityJudged,
     PhaseFinished,
@@ -43,11 +45,13 @@ from orchestrator.events import (
     SweepConcluded,
     SweepPhase,
     SweepPointJudged,
+    Warned,
 )
 from orchestrator.live.page_types import (
     CampaignModelRow,
     Change,
     Counters,
+    GpuRow,
     InFlightPoint,
     LatencyPoint,
     MemoryPoint,
@@ -73,7 +77,7 @@ SERIES_CAP = 1000
 _CAUSES_KEPT = 20  # restart causes and unexpected exits listed, the latest
 
 
-_Row = TypeVar("_Row", WindowRow, ModelRow, PointRow, VerdictRow)
+_Row = TypeVar("_Row", WindowRow, ModelRow, PointRow, VerdictRow, GpuRow)
 
 
 class PageFold:
@@ -90,6 +94,9 @@ class PageFold:
         self._points: dict[str, PointRow] = {}
         self._verdicts: dict[str, VerdictRow] = {}
         self._server = ServerInfo()
+        self._gpus: dict[str, GpuRow] = {}
+        self._gpu_uuid: dict[int, str] = {}
+        self._gpu_notice = ""
         self._latency: Thinned[LatencyPoint] = Thinned(SERIES_CAP)
         self._memory: dict[str, Thinned[MemoryPoint]] = {}
         self._in_flight: Thinned[InFlightPoint] = Thinned(SERIES_CAP)
@@ -109,7 +116,8 @@ class PageFold:
         return PageState(seq=self.seq, run=self._run, counters=self._counters, windows=list(self._windows.values()),
                          models=list(self._models.values()), points=list(self._points.values()), verdicts=list(self._verdicts.values()),
                          server=self._server, latency=list(self._latency.points), memory=mem,
-                         in_flight=list(self._in_flight.points), dropped=dict(self._dropped))
+                         in_flight=list(self._in_flight.points), dropped=dict(self._dropped),
+                         gpus=list(self._gpus.values()))
 
     def add_all(self, events: Iterable[AnyEvent]) -> list[Change]:
         out: list[Change] = []
@@ -339,6 +347,24 @@ class PageFold:
         series.keep(point)
         return [Change(seq=self.seq, op="add", section="memory", value=point)]
 
+    def _on_gpu(self, ev: GpuSampled) -> list[Change]:
+        row = GpuRow(name=f"{ev.index} {ev.name}", uuid=self._gpu_uuid.get(ev.index, ""),
+                     utilization_percent=ev.utilization_mean_percent, power_w=ev.power_w,
+                     temperature_c=ev.temperature_c, sm_clock_mhz=ev.sm_clock_mhz,
+                     memory_used_bytes=ev.memory_used_bytes, memory_total_bytes=ev.memory_total_bytes,
+                     server_memory_bytes=None if self._gpu_notice else ev.tree_memory_bytes,
+                     throttle_reasons=list(ev.throttle_reasons), notice=self._gpu_notice)
+        return self._put("gpus", self._gpus, row.name, row)
+
+    def _on_gpu_identified(self, ev: GpuIdentified) -> list[Change]:
+        self._gpu_uuid[ev.gpu.index] = ev.gpu.uuid
+        return []
+
+    def _on_warned(self, ev: Warned) -> list[Change]:
+        if ev.code == "gpu_pid_namespace":
+            self._gpu_notice = ev.message
+        return []
+
     def _on_dropped(self, ev: EventsDropped) -> list[Change]:
         self._dropped[ev.subscriber] = max(self._dropped.get(ev.subscriber, 0), ev.dropped)
         return [Change(seq=self.seq, op="set", section="dropped", value=dict(self._dropped))]
@@ -368,6 +394,9 @@ _HANDLERS: dict[type, Any] = {
     ServerRestarting: PageFold._on_server_restarting,
     ServerExited: PageFold._on_server_exited,
     ResourceSampled: PageFold._on_resource,
+    GpuSampled: PageFold._on_gpu,
+    GpuIdentified: PageFold._on_gpu_identified,
+    Warned: PageFold._on_warned,
     ProcessSampled: PageFold._on_process,
     EventsDropped: PageFold._on_dropped,
 }

@@ -27,6 +27,8 @@ from orchestrator.events import (
     EventsDropped,
     Failed,
     GateEvaluated,
+    GpuIdentified,
+    GpuIdentity,
     GpuSampled,
     HostFacts,
     IdentityPhase,
@@ -68,6 +70,7 @@ from orchestrator.reports.correctness import (
     path_correctness,
     verdict_grids,
 )
+from orchestrator.reports.gpu import GpuTally
 from orchestrator.reports.row_status import chosen_models, model_status, soak_status
 from orchestrator.reports.schema import (
     CapabilityCheck,
@@ -98,6 +101,7 @@ __all__ = ["ReportFold", "fold", "build_report", "MAX_POINTS", "MAX_GRID_ITEMS",
 
 _ANSWER_CHARS = 160
 _RUN_PHASES = frozenset({"dataset"})  # phases that belong to the run, not to a model
+_LOAD_PHASES = frozenset({"aiperf", "soak", "sweep", "ab"})  # a model's phases under AIPerf load (GPU busy %)
 # Patterns only (no environment values): the fold stays pure, and a journal written before the journal
 # writer redacted credentials still gives reports without them.
 _REDACTOR = Redactor()
@@ -157,6 +161,8 @@ class _Model:
     memory: Thinned[MemoryPoint] = field(default_factory=Thinned)
     completeness: CompletenessTally = field(default_factory=CompletenessTally)
     noninferiority: NoninferiorityResult | None = None
+    gpu: GpuTally = field(default_factory=GpuTally)
+    ready_sample: bool = False  # the last ResourceSampled was after readiness (its GpuSampled follow it)
 
 
 class ReportFold:
@@ -170,6 +176,7 @@ class ReportFold:
         self._events = 0
         self._dataset: DatasetIdentity | None = None
         self._models: dict[str, _Model] = {}
+        self._gpu_identity: dict[int, GpuIdentity] = {}
         self._current = ""
         self._windows: dict[str, WindowTally] = {}
         self._notices: list[Notice] = []
@@ -293,6 +300,9 @@ class ReportFold:
             m.peak_rss = max(m.peak_rss or 0, ev.rss_bytes)
             if ev.gpu_memory_bytes is not None:
                 m.peak_gpu = max(m.peak_gpu or 0, ev.gpu_memory_bytes)
+        m.ready_sample = not ev.pre_ready
+        if ev.gpu_memory_scope == "device":
+            m.gpu.scope = "device"
         if m.memory.due():
             m.memory.keep(MemoryPoint(t_s=self._t(ev.ts_ns), rss_bytes=ev.rss_bytes,
                                       gpu_memory_bytes=ev.gpu_memory_bytes))
@@ -302,6 +312,11 @@ class ReportFold:
             self._gpus.setdefault(ev.index, ev.name)
         if (m := self._model("")) is not None:
             m.peak_device = max(m.peak_device or 0, ev.memory_used_bytes)
+            if m.ready_sample:
+                m.gpu.add(ev, busy_phase=any(st.finished_ns is None for p, st in m.stages.items() if p in _LOAD_PHASES))
+
+    def _on_gpu_identified(self, ev: GpuIdentified) -> None:
+        self._gpu_identity.setdefault(ev.gpu.index, ev.gpu)
 
     def _on_capability(self, ev: CapabilityProbed) -> None:
         if (m := self._model(ev.model)) is not None:
@@ -455,6 +470,7 @@ class ReportFold:
             interrupted=f is None or f.status == "interrupted",
             torn_line=TornInfo(line=torn.line, text=torn.text.decode("utf-8", "replace")) if torn else None,
             events=self._events,
+            gpu_identity=[self._gpu_identity[i] for i in sorted(self._gpu_identity)],
         )
 
     def _row(self, m: _Model) -> ModelRow:
@@ -507,6 +523,7 @@ class ReportFold:
                 peak_rss_bytes=m.peak_rss, peak_gpu_memory_bytes=m.peak_gpu,
                 peak_device_memory_used_bytes=m.peak_device, served_models=list(m.served),
                 restart_causes=restarts, state_spans=spans, expected_stops=stops,
+                gpus=m.gpu.facts(self._gpu_identity),
             ),
             commands=Commands(qualify=res_row.qualify_command,
                               aiperf=res_row.aiperf_command
@@ -514,6 +531,8 @@ class ReportFold:
             windows=list(m.windows),
             completeness=m.completeness.lines(),
             noninferiority=m.noninferiority or res_row.noninferiority,
+            gpus=[self._gpu_identity[i] for i in sorted(m.gpu.devices) if i in self._gpu_identity],
+            gpu_busy_percent=m.gpu.busy_percent(),
         )
 
     def _row_window(self, m: _Model) -> WindowTally | None:
@@ -559,6 +578,7 @@ _HANDLERS: dict[type, Any] = {
     OrphanKilled: ReportFold._on_orphan_killed,
     ResourceSampled: ReportFold._on_resource,
     GpuSampled: ReportFold._on_gpu,
+    GpuIdentified: ReportFold._on_gpu_identified,
     CapabilityProbed: ReportFold._on_capability,
     VerdictReached: ReportFold._on_verdict,
     GateEvaluated: ReportFold._on_gate,

@@ -12,6 +12,7 @@ from typing import Any
 
 from markupsafe import Markup
 
+from orchestrator.reports.gpu_tables import gpu_context, gpu_notices
 from orchestrator.reports.markdown import (
     NOTICE_HEAD,
     gate_rows,
@@ -74,6 +75,8 @@ def render_html(report: RunReport) -> str:
         noninferiority_head=NONINFERIORITY_HEAD, noninferiority_rows=noninferiority_rows, settings_rows=settings_rows,
         json_text=json_text, server_story_lines=server_story_lines, error_answer_head=ERROR_ANSWER_HEAD,
         error_answer_rows=error_answer_rows, aiperf_in_words=aiperf_in_words,
+        gpu=gpu_context(report.provenance.gpu_identity, [g for r in report.rows for g in r.server.gpus],
+                        gpu_notices(report)),
     )
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any, NamedTuple
 
+from orchestrator.reports.gpu_tables import gpu_markdown, gpu_notices
 from orchestrator.reports.noninferiority import NONINFERIORITY_HEAD, noninferiority_rows
 from orchestrator.reports.schema import ModelRow, PassRate, PathCorrectness, RunReport, Summary
 from orchestrator.reports.text import (
@@ -222,6 +223,7 @@ def render_markdown(report: RunReport) -> str:
         ["Exit", f"{p.status} (code {p.exit_code if p.exit_code is not None else dash}) {p.reason}"],
         ["Command", " ".join(p.argv)], ["Journal events", p.events],
     ])
+    out += gpu_markdown(p.gpu_identity, [g for r in report.rows for g in r.server.gpus], gpu_notices(report))
     for row in report.rows:
         out += _details(row)
     if report.windows:
@@ -386,6 +388,8 @@ def _server_lines(row: ModelRow) -> list[str]:
            + (f", peak GPU memory {mib(s.peak_gpu_memory_bytes)}" if s.peak_gpu_memory_bytes is not None else "")
            + (f", device memory used {mib(s.peak_device_memory_used_bytes)}"
               if s.peak_device_memory_used_bytes is not None else "")
+           + (f"; GPU busy {num(row.gpu_busy_percent)} % over the AIPerf phase"
+              if row.gpu_busy_percent is not None else "")
            + (f"; ready after {num(s.startup_s)} s." if s.startup_s is not None else "."), ""]
     story = server_story_lines(s)
     return out + ([*(f"- {line}" for line in story), ""] if story else [])

@@ -11,6 +11,7 @@ import msgspec
 from orchestrator.events import (
     AiperfSettings,
     CapabilityEvidence,
+    GpuIdentity,
     Json,
     NoninferiorityResult,
     RunKey,
@@ -21,6 +22,7 @@ from orchestrator.identity import ModelIdentity
 
 __all__ = [
     "REPORT_VERSION",
+    "GpuFacts",
     "RunReport",
     "Provenance",
     "DatasetIdentity",
@@ -117,6 +119,8 @@ class Provenance(_S, frozen=True, kw_only=True):
     interrupted: bool = False
     torn_line: TornInfo | None = None
     events: int = 0
+    # Each GPU as NVML named it (GpuIdentified): what the owners' qualification records as host.gpu.
+    gpu_identity: list[GpuIdentity] = []
 
 
 class StageOutcome(_S, frozen=True, kw_only=True):
@@ -346,6 +350,32 @@ class ExpectedStop(_S, frozen=True, kw_only=True):
     last_line: str = ""
 
 
+class GpuFacts(_S, frozen=True, kw_only=True):
+    """One GPU over the server's samples after readiness (NVML; docs/gpu.md says what each figure means).
+
+    Utilisation is the mean of NVML's own samples (about one per 1/6 s) over each sample period, averaged;
+    `busy_percent` the same over the AIPerf phase (qualify's aiperf, run-aiperf, the soak's load) only."""
+
+    index: int
+    name: str = ""
+    uuid: str = ""
+    samples: int = 0
+    utilization_mean_percent: float | None = None
+    utilization_max_percent: float | None = None
+    busy_percent: float | None = None
+    power_mean_w: float | None = None
+    power_max_w: float | None = None
+    temperature_max_c: int | None = None
+    sm_clock_mean_mhz: float | None = None
+    sm_clock_min_mhz: int | None = None
+    # Samples in which each clock event reason held the clocks down.
+    throttle_reasons: dict[str, int] = {}
+    peak_memory_used_bytes: int | None = None
+    peak_tree_memory_bytes: int | None = None
+    # "tree" (per process) or "device" (a PID namespace hid the tree's processes from NVML: device-wide).
+    memory_scope: str = "tree"
+
+
 class ServerFacts(_S, frozen=True, kw_only=True):
     """The supervisor's facts for one model's server."""
 
@@ -363,6 +393,7 @@ class ServerFacts(_S, frozen=True, kw_only=True):
     restart_causes: list[Restart] = []
     state_spans: list[StateSpan] = []
     expected_stops: list[ExpectedStop] = []
+    gpus: list[GpuFacts] = []
 
 
 class Commands(_S, frozen=True, kw_only=True):
@@ -417,6 +448,10 @@ class ModelRow(ModelIdentity, frozen=True, kw_only=True):
     noninferiority: NoninferiorityResult | None = None
     # What the row depends on (orchestrator/runkey.py); None in journals written before keys existed.
     keyed_by: RunKey | None = None
+    # The GPUs the server used, as NVML named them, and how busy they were over the row's AIPerf phase
+    # (mean utilisation, %; None without GPU figures).
+    gpus: list[GpuIdentity] = []
+    gpu_busy_percent: float | None = None
 
 
 class LatencyPoint(_S, frozen=True, kw_only=True):

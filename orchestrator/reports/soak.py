@@ -19,8 +19,13 @@ from markupsafe import Markup
 from orchestrator.config import SoakConfig
 from orchestrator.events import (
     AnyEvent,
+    GpuIdentified,
+    GpuIdentity,
+    GpuSampled,
     MemorySummary,
+    PhaseFinished,
     PhaseStarted,
+    ResourceSampled,
     RunFinished,
     RunStarted,
     SampledMemoryDetail,
@@ -31,9 +36,13 @@ from orchestrator.events import (
     SoakVerdict,
     SoakWindowClosed,
     TrendPlan,
+    Warned,
     WindowStats,
 )
 from orchestrator.journal import TornLine, iter_journal
+from orchestrator.reports.gpu import GpuTally
+from orchestrator.reports.gpu_tables import gpu_context, gpu_markdown
+from orchestrator.reports.schema import GpuFacts
 from orchestrator.reports.svg import line_chart
 from orchestrator.reports.templating import render
 from orchestrator.reports.text import dash
@@ -81,6 +90,10 @@ class SoakReport(msgspec.Struct, frozen=True, kw_only=True):
     plan: list[TrendPlan] = []
     # Each handover of the load to a fresh AIPerf process (docs/soak.md, "AIPerf hands over"), as journaled.
     handovers: list[SoakHandover] = []
+    # The server's GPUs: identity, figures after readiness (busy % under the load), attribution notices.
+    gpu_identity: list[GpuIdentity] = []
+    gpus: list[GpuFacts] = []
+    gpu_notices: list[str] = []
 
 
 class SoakFold:
@@ -99,6 +112,11 @@ class SoakFold:
         self.handovers: list[SoakHandover] = []
         self.plan: list[TrendPlan] = []
         self.rule: Literal["window", "sampled"] | None = None  # the latency drift rule the soak journaled
+        self.gpu = GpuTally()
+        self.gpu_identity: dict[int, GpuIdentity] = {}
+        self.gpu_notices: list[str] = []
+        self.ready_sample = False
+        self.loading = False  # the soak phase (the load) is open
 
     def add(self, ev: AnyEvent) -> None:
         if isinstance(ev, RunStarted):
@@ -125,6 +143,24 @@ class SoakFold:
         elif isinstance(ev, PhaseStarted) and isinstance(ev.detail, SoakPhase):
             self.plan = list(ev.detail.plan)
             self.rule = ev.detail.limits.latency_drift_rule if ev.detail.limits is not None else None
+            self.loading = True
+        elif isinstance(ev, PhaseFinished) and ev.phase == "soak":
+            self.loading = False
+        else:
+            self._gpu(ev)
+
+    def _gpu(self, ev: AnyEvent) -> None:
+        if isinstance(ev, ResourceSampled):
+            self.ready_sample = not ev.pre_ready
+            if ev.gpu_memory_scope == "device":
+                self.gpu.scope = "device"
+        elif isinstance(ev, GpuSampled) and self.ready_sample:
+            self.gpu.add(ev, busy_phase=self.loading)
+        elif isinstance(ev, GpuIdentified):
+            self.gpu_identity.setdefault(ev.gpu.index, ev.gpu)
+        elif isinstance(ev, Warned) and ev.code in ("gpu_pid_namespace", "gpu_sampling_unavailable") \
+                and ev.message not in self.gpu_notices:
+            self.gpu_notices.append(ev.message)
 
     def report(self, torn: TornLine | None = None, *, live: bool = False) -> SoakReport:
         """The report of what was added so far (`live`: see fold_soak)."""
@@ -145,7 +181,9 @@ class SoakFold:
             windows=[windows[i] for i in sorted(windows)], verdicts=verdicts,
             verdicts_final=bool(verdicts) and all(v.final for v in verdicts),
             checkpoints=len(self.checkpoint_seqs), exits=list(self.exits), restarts=self.restarts,
-            torn_line=torn.line if torn else None, plan=list(self.plan), handovers=list(self.handovers))
+            torn_line=torn.line if torn else None, plan=list(self.plan), handovers=list(self.handovers),
+            gpu_identity=[self.gpu_identity[i] for i in sorted(self.gpu_identity)],
+            gpus=self.gpu.facts(self.gpu_identity), gpu_notices=list(self.gpu_notices))
 
 
 def fold_soak(events: Iterable[AnyEvent], torn: TornLine | None = None, *, live: bool = False) -> SoakReport:
@@ -315,6 +353,7 @@ def render_soak_markdown(report: SoakReport) -> str:
     if report.plan:
         lines += ["## What the plan could decide (said before the load)", "", *(f"- {p.text}" for p in report.plan), ""]
     lines += ["## Verdicts", "", *_md_table(_VERDICT_HEAD, _verdict_rows(report))]
+    lines += gpu_markdown(report.gpu_identity, report.gpus, report.gpu_notices)
     lines += ["## Windows", "", *_md_table(_WINDOW_HEAD, _window_rows(report))]
     if generations := _generation_rows(report):
         lines += ["## AIPerf generations (aiperf_rss judged per process)", "",
@@ -345,7 +384,8 @@ def render_soak_html(report: SoakReport) -> str:
                   undecided=inconclusive_lines(report), verdict_head=_VERDICT_HEAD, verdict_rows=_verdict_rows(report),
                   charts=[Markup(c) for c in _charts(report)], window_head=_WINDOW_HEAD,
                   window_rows=_window_rows(report), generation_head=_GENERATION_HEAD,
-                  generation_rows=_generation_rows(report))
+                  generation_rows=_generation_rows(report),
+                  gpu=gpu_context(report.gpu_identity, report.gpus, report.gpu_notices))
 
 
 def _write_atomic(path: Path, data: bytes) -> None:

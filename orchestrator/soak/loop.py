@@ -71,7 +71,7 @@ from orchestrator.soak.handing import run_handovers
 from orchestrator.soak.heap import keep_large_blocks_off_heap, trim_heap
 from orchestrator.soak.leftovers import check_processes
 from orchestrator.soak.observer import ObserverSampler
-from orchestrator.soak.plan import plan_trends
+from orchestrator.soak.plan import host_has_gpu, plan_trends
 from orchestrator.soak.segment import Cut, Exit, SegmentRuns, aiperf_run_name
 from orchestrator.soak.settings import SoakOptions, SoakSettings, resolve_settings, select_model
 from orchestrator.soak.summary import exit_code, print_summary, write_all_reports
@@ -229,7 +229,9 @@ class _Soak:
         await self.phase("server")
         spec = ServerSpec.from_config(self.cfg, m, run.run_dir, parts=self.toolkit.server_parts(self.cfg.server.kind))
         verdicts: list[MetricVerdict] = []
-        plan = plan_trends(s.duration_s, s.limits, s.window_s, cycle_requests=len(rows), request_rate=s.request_rate)
+        gpu = await anyio.to_thread.run_sync(host_has_gpu, spec.parts.new_sampler)
+        plan = plan_trends(s.duration_s, s.limits, s.window_s, cycle_requests=len(rows), request_rate=s.request_rate,
+                           gpu=gpu)
         started = False
         server_failure = ""
         try:

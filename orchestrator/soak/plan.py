@@ -19,6 +19,8 @@ Pure.
 from __future__ import annotations
 
 import math
+import os
+from collections.abc import Callable
 from statistics import NormalDist
 
 from orchestrator.events import SoakLimits, TrendPlan
@@ -29,9 +31,10 @@ from orchestrator.judge.sampled_trend import (
     t_quantile,
     wander_sd_per_h,
 )
+from orchestrator.ports import ResourceSampler
 from orchestrator.soak.verdicts import drift_rule, sampled_rule
 
-__all__ = ["PLAN_RATIO_SCATTER_PCT", "PLAN_RSS_SCATTER_MIB", "LEAK_MULTIPLE", "plan_trends", "span_for_power"]
+__all__ = ["PLAN_RATIO_SCATTER_PCT", "PLAN_RSS_SCATTER_MIB", "LEAK_MULTIPLE", "plan_trends", "span_for_power", "host_has_gpu"]
 
 PLAN_RATIO_SCATTER_PCT = 8.0
 PLAN_RSS_SCATTER_MIB = 1.5
@@ -41,11 +44,22 @@ LEAK_MULTIPLE = 10.0
 _MEMORY = ("server_rss", "orchestrator_rss", "aiperf_rss")
 
 
+def host_has_gpu(new_sampler: Callable[[], ResourceSampler]) -> bool:
+    """Whether the server's sampler sees a GPU on this host (one sample of this process; blocks)."""
+    sampler = new_sampler()
+    try:
+        sample = sampler.sample(os.getpid())
+        return bool(sample is not None and sample.gpus)
+    finally:
+        sampler.close()
+
+
 def plan_trends(duration_s: float, limits: SoakLimits, window_s: float | None = None, *, cycle_requests: int = 0,
-                request_rate: float | None = None) -> list[TrendPlan]:
+                request_rate: float | None = None, gpu: bool = False) -> list[TrendPlan]:
     """Each memory verdict's plan over the judged span (duration minus warmup), then, given `window_s`,
     each latency trend's. `cycle_requests`: the requests after which AIPerf's input comes round to the
-    same items again (an item's second request is its first ratio); with `request_rate`, its time."""
+    same items again (an item's second request is its first ratio); with `request_rate`, its time. `gpu`: the
+    host has a GPU, so server_gpu_memory is planned too (after the other memory verdicts)."""
     rule = sampled_rule(limits)
     span = max(0.0, duration_s - limits.warmup_s)
     growth = batch_count(span, rule) >= 3
@@ -70,7 +84,7 @@ def plan_trends(duration_s: float, limits: SoakLimits, window_s: float | None = 
                  + (f"{pass_s / 60:.1f} min at {request_rate:g}/s" if pass_s else "when the server's pace has sent "
                     "them") + f"), before it only growth beyond {rule.growth_limit:g} MiB can FAIL")
     out = []
-    for metric in _MEMORY:
+    for metric in _MEMORY + (("server_gpu_memory",) if gpu else ()):
         if slope:
             text = (f"{metric}: judges {span / 60:.1f} min after a {limits.warmup_s:g} s warmup; at the stated wander "
                     f"({rule.wander:g} MiB per {rule.wander_s:g} s) a slope of {detectable:.3g} MiB/h or more can FAIL "
@@ -84,6 +98,9 @@ def plan_trends(duration_s: float, limits: SoakLimits, window_s: float | None = 
         else:
             text = (f"{metric}: judges {span:.0f} s after a {limits.warmup_s:g} s warmup, under the "
                     f"{3 * rule.min_batch_s:g} s any verdict needs: it cannot decide")
+        if metric == "server_gpu_memory":
+            text += ("; the same rule on the GPU memory NVML gives for the server's processes (device-wide, with a "
+                     "notice, where a PID namespace hides them), if the server uses a GPU")
         if metric == "aiperf_rss":
             text += ("; after a handover it is judged per AIPerf process instead (docs/soak.md): each one's growth "
                      f"within against {rule.growth_limit:g} MiB, and the levels of 4 or more successors over "

@@ -265,7 +265,9 @@ class SoakTracker:
             if not ev.pre_ready:  # a (re)starting server's climb to its level is no leak
                 self._sample("server_rss", ev.ts_ns, ev.rss_bytes)
                 if ev.gpu_memory_bytes is not None:
-                    self._sample("server_gpu_memory", ev.ts_ns, ev.gpu_memory_bytes)
+                    # In a PID namespace the figure is device-wide (every process on the GPU): its own verdict.
+                    self._sample("device_gpu_memory" if ev.gpu_memory_scope == "device" else "server_gpu_memory",
+                                 ev.ts_ns, ev.gpu_memory_bytes)
             if acc is not None:
                 acc.add_resource(ev.rss_bytes, ev.gpu_memory_bytes)
         elif isinstance(ev, ProcessSampled):

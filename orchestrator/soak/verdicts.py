@@ -471,9 +471,14 @@ def _processes(check: ProcessCheck) -> MetricVerdict:
 _SAMPLED = (
     ("server_rss", "resident memory of the server's process tree, every sample (MiB)"),
     ("server_gpu_memory", "GPU memory of the server's processes, every sample (MiB)"),
+    ("device_gpu_memory", "GPU memory used on the server's GPUs by every process, every sample (MiB): per-process "
+                          "figures were unavailable (PID namespace), so another process's memory counts too"),
     ("orchestrator_rss", "resident memory of aqbench's own process, every sample (MiB)"),
     ("aiperf_rss", "resident memory of the load generator's (AIPerf's) process tree, every sample (MiB)"),
 )
+
+
+_GPU_METRICS = ("server_gpu_memory", "device_gpu_memory")  # judged only where the samples have them
 
 
 def judge_soak(windows: Sequence[WindowStats], limits: SoakLimits, *, exits: Sequence[ServerExitFact] = (),
@@ -508,7 +513,7 @@ def judge_soak(windows: Sequence[WindowStats], limits: SoakLimits, *, exits: Seq
         verdicts = [_aiperf_generations(aiperf_generations, limits, load_span_ns[0] / 1e9, source)
                     if metric == "aiperf_rss" and len(aiperf_generations) > 1 else
                     _sampled_memory(metric, samples.get(metric), limits, load_span_ns, source, first_pass)
-                    for metric, source in _SAMPLED if metric in samples or metric != "server_gpu_memory"]
+                    for metric, source in _SAMPLED if metric in samples or metric not in _GPU_METRICS]
     else:
         verdicts = [
             _memory("server_rss", judged, lambda w: w.rss, limits, skipped,

@@ -103,6 +103,18 @@ function row(table, cells, cls) {
 }
 function clear(table) { byId(table).tBodies[0].replaceChildren(); }
 
+function renderGpus() {
+  const mib = (b) => (b === null || b === undefined ? "-" : fmt(Math.round(b / 1048576)));
+  byId("gpu-section").hidden = !state.gpus.length;
+  clear("gpus");
+  for (const g of state.gpus) {
+    row("gpus", [g.name, fmt(g.utilization_percent), fmt(g.power_w), fmt(g.temperature_c), fmt(g.sm_clock_mhz),
+      `${mib(g.memory_used_bytes)} / ${mib(g.memory_total_bytes)}`, g.notice ? "n/a" : mib(g.server_memory_bytes),
+      g.throttle_reasons.join(", ") || "none", g.uuid || "-"]);
+  }
+  setText("gpu-notice", state.gpus.map((g) => g.notice).find((n) => n) || "");
+}
+
 function render() {
   const run = state.run;
   setText("command", run.command || "run");
@@ -141,6 +153,7 @@ function render() {
   setText("server-state", s.state || "-"); setText("incarnation", fmt(s.incarnation)); setText("restarts", fmt(s.restarts));
   list("restart-causes", s.causes.map((x) => `restart: ${x}`));
   list("server-exits", s.exits.map((x) => `unexpected exit: ${x}`));
+  renderGpus();
   clear("windows");
   for (const w of state.windows) {
     row("windows", [w.name, w.state, fmt(w.issued), fmt(w.ok), fmt(w.errors),
