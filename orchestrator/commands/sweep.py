@@ -43,6 +43,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--requests-per-point", type=int, default=None, metavar="N",
                    help="profiling requests per point (default: [sweep] requests_per_point)")
     p.add_argument("--max-duration", metavar="DURATION", help="start no point after this much sweep time, e.g. 5m")
+    p.add_argument("--precision", type=float, default=None, metavar="F",
+                   help="stop once the capacity's 90%% interval is within this relative half-width "
+                        "(default: [sweep] precision, 0.10)")
     for key in _SLO_FLAGS:
         p.add_argument("--" + key.replace("_", "-"), type=float, default=None, help=f"override [slo] {key}")
     p.add_argument("--match-timeout-s", type=float, default=5.0,
@@ -65,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
         if args.concurrencies else (None, None)
     opts = SweepOptions(model=args.model, mode=mode, points=points, requests_per_point=args.requests_per_point,
                         max_duration_s=parse_duration(args.max_duration, what="--max-duration")
-                        if args.max_duration else None,
+                        if args.max_duration else None, precision=args.precision,
                         slo={k: v for k in _SLO_FLAGS if (v := getattr(args, k)) is not None},
                         argv=["aqbench", *sys.argv[1:]], match_timeout_s=args.match_timeout_s,
                         serve=serve_address(args))

@@ -108,7 +108,16 @@ from orchestrator.events.server import (
     ServerState,
     ServerStateChanged,
 )
-from orchestrator.events.sweep import PointStats, SloCheck, SloPower, SweepConcluded, SweepPhase, SweepPointJudged
+from orchestrator.events.sweep import (
+    CapacityEstimate,
+    PointStats,
+    SloCapacity,
+    SloCheck,
+    SloPower,
+    SweepConcluded,
+    SweepPhase,
+    SweepPointJudged,
+)
 from orchestrator.events.values import (
     AiperfRunFact,
     GateResult,
@@ -173,7 +182,8 @@ __all__ = [
     "SoakWindowClosed", "SoakVerdict", "AnswerIncomplete", "SoakWindowOpened", "SoakHandover", "ProcessSampled",
     "NoninferiorityJudged", "HostSampled",
     # sweep
-    "SloCheck", "SloPower", "PointStats", "SweepPointJudged", "SweepConcluded", "SweepPhase",
+    "SloCheck", "SloPower", "PointStats", "SweepPointJudged", "SweepConcluded", "SweepPhase", "SloCapacity",
+    "CapacityEstimate",
 ]
 
 
