@@ -628,5 +628,5 @@ class _Walk:
         await self.scope.bus.publish(SweepPointJudged(
             source="sweep", index=list(self.points).index(value), mode=sw.mode, offered=value,
             windows=list(point.windows), outcome=outcome, checks=checks,  # type: ignore[arg-type]
-            stats=point_stats(point.requests, checks, point.span_s or None), accounting_balanced=point.balanced,
+            stats=point_stats(point.requests, checks, point.span_s or None, self.baseline), accounting_balanced=point.balanced,
             aiperf=list(point.aiperf), stopped_early=point.stopped_early, saturation=list(point.saturation)))
