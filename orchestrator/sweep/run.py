@@ -119,6 +119,7 @@ _GATE_WAIT_S = 2.0
 # batches a sweep without --max-duration runs.
 _NARROW_RUNS = 2
 _NARROW_BATCHES = 12
+_STEER_DRAWS = 500  # a search step's estimate: where to run next; the reported one takes the default 2000
 
 
 def _resolve(cfg: Config, opts: SweepOptions) -> Config:
@@ -595,7 +596,7 @@ class _Walk:
         allowed, unit = allowed_shares(slo), unit_of(sw.mode)
         for _ in range(_NARROW_BATCHES):
             est = estimate_capacity(list(self.evidence.values()), allowed, unit=unit, precision=sw.precision,
-                                    level=slo.confidence)
+                                    level=slo.confidence, draws=_STEER_DRAWS)
             bracket = conclude(self.judged, mode=sw.mode)
             target = next_load(est, list(self.judged), mode=sw.mode, floor=bracket.highest_passing,
                                ceiling=bracket.lowest_failing)

@@ -32,6 +32,7 @@ GRID = [1.0, 2.0, 4.0, 8.0, 16.0]
 RPP = 60
 DRIFT = 0.3  # the threshold moves this much (in normal scores) across each point's run
 STRAGGLERS = 0.004  # requests far beyond any limit, at every load (heavy tail)
+STEER = 500  # draws of a search step's estimate, as the sweep takes (the final one takes the default)
 
 
 def _logistic(x: float) -> float:
@@ -120,11 +121,11 @@ def _sweep(server: _Server, *, extra_runs: int = 12) -> tuple[float | None, floa
     grid = list(GRID)
     for x in grid:
         add(x, RPP)
-    while estimate_capacity(evidence(), ALLOWED).value is None and grid[-1] < 512:
+    while estimate_capacity(evidence(), ALLOWED, draws=STEER).value is None and grid[-1] < 512:
         grid.append(grid[-1] * 2)
         add(grid[-1], RPP)
     for _ in range(extra_runs // 2):
-        est = estimate_capacity(evidence(), ALLOWED)
+        est = estimate_capacity(evidence(), ALLOWED, draws=STEER)
         x = next_load(est, list(runs), mode="rate")
         if x is None:
             break
