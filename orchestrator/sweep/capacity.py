@@ -308,8 +308,9 @@ def estimate_capacity(points: Sequence[PointEvidence], allowed: Mapping[str, flo
     if not math.isfinite(value):
         return CapacityEstimate(value=None, low=_finite(low), high=None, level=level, binding="",
                                 shape="not_reached", precision=precision, slos=fits,
-                                summary=f"capacity above {_fmt(ordered[-1].load)} {unit}: no SLO was broken among "
-                                        "the loads run; its interval is open above")
+                                summary=f"capacity not reached: no SLO's fitted figure crossed its limit up to "
+                                        f"{_fmt(ordered[-1].load)} {unit}; its {level:.0%} interval is "
+                                        f"[{_fmt(_finite(low)) if _finite(low) else 'open'}, open]")
     value = min(max(value, low), high) if math.isfinite(high) else max(value, low)
     lo_f, hi_f = _finite(low), _finite(high)
     half = (high - low) / 2.0 / value if lo_f is not None and hi_f is not None and value > 0 else None
@@ -410,7 +411,8 @@ def precision_plan(allowed: Mapping[str, float], *, precision: float, unit: str,
         where = f"about {n} requests near the boundary (a smooth boundary, logit share rising {ELASTICITY:g}x " \
                 f"log load; correlated requests need more)"
         if time_left_s is None:
-            fits = "no --max-duration: the search runs until it is reached or nothing narrows it"
+            fits = ("no --max-duration: no time is set aside to narrow the interval; it is what the search's "
+                    "points give (set --max-duration to spend what it leaves on narrowing)")
         elif time_left_s <= 0:
             fits = "not reachable: the grid alone fills --max-duration"
         elif unit == "req/s":

@@ -116,7 +116,7 @@ class _Load(msgspec.Struct, kw_only=True):
 # a run the verdicts call for costs an AIPerf process of its own, as before gates).
 _GATE_WAIT_S = 2.0
 # Runs a batch spent on narrowing the capacity's interval carries (one AIPerf start-up for them), and the most such
-# batches a sweep without --max-duration runs.
+# batches a sweep runs in what --max-duration leaves.
 _NARROW_RUNS = 2
 _NARROW_BATCHES = 12
 _STEER_DRAWS = 500  # a search step's estimate: where to run next; the reported one takes the default 2000
@@ -594,7 +594,8 @@ class _Walk:
         cfg = self.scope.config
         sw, slo = cfg.sweep, cfg.slo
         allowed, unit = allowed_shares(slo), unit_of(sw.mode)
-        for _ in range(_NARROW_BATCHES):
+        # The time to spend is what --max-duration leaves: without it the sweep ends where its search ends.
+        for _ in range(_NARROW_BATCHES if sw.max_duration_s else 0):
             est = estimate_capacity(list(self.evidence.values()), allowed, unit=unit, precision=sw.precision,
                                     level=slo.confidence, draws=_STEER_DRAWS)
             bracket = conclude(self.judged, mode=sw.mode)

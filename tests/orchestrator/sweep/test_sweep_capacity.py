@@ -181,6 +181,7 @@ class TestStatements:
     def test_nothing_broken_is_open_above(self) -> None:
         est = estimate_capacity([_point(4, 60, 0), _point(8, 60, 1)], {"error_rate": 0.05})
         assert est.value is None and est.high is None and est.shape == "not_reached"
+        assert est.summary.startswith("capacity not reached: no SLO's fitted figure crossed its limit up to 8")
 
     def test_an_exact_slo_binds_as_a_step(self) -> None:
         est = estimate_capacity([_point(4, 60, 0, answers="pass"), _point(8, 60, 0, answers="fail")],
