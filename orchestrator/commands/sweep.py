@@ -91,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
 def _grid(cfg: Config, opts: SweepOptions, spec: str, toolkit: Toolkit) -> int:
     """One sweep per value of a [server] setting, one after another, each its own run; then the grid's report
     beside them. The exit code is the worst of the sweeps'."""
+    # Imported here, not at the top, as in run(): `aqbench --help` must not load the sweep or its reports.
     from pathlib import Path
 
     from orchestrator.reports.sweep_grid import build_grid_report, write_grid_report
