@@ -48,7 +48,12 @@ def _latest(case: str) -> Path:
 def _show(run: Path) -> dict[str, object]:
     sweep = json.loads((run / "sweep.json").read_text())
     cap = sweep["capacity"]
-    print(f"  capacity: {cap['outcome']}, value {cap['value']} {cap['unit']}; {cap['summary']}")
+    print(f"  capacity: {cap['outcome']}, value {cap['value']} {cap['unit']}, {cap.get('level')} interval "
+          f"[{cap.get('low')}, {cap.get('high')}], binding {cap.get('binding')} ({cap.get('shape')}); "
+          f"half-width {cap.get('half_width')} against {cap.get('precision')} asked, reached {cap.get('reached')}, "
+          f"requests needed {cap.get('requests_needed')}")
+    print(f"  fit: {cap.get('estimate')}")
+    print(f"  bracket: {cap['summary']}")
     for p in sweep["points"]:
         print(f"  point {p['offered']:g}: {p['outcome']}, achieved {p['achieved_rps']} req/s, p99 "
               f"{p['latency_p99_ms']} ms, accounting_balanced {p['accounting_balanced']}")
@@ -86,6 +91,9 @@ def _compare() -> int:
     print("\n".join(proc.stdout.strip().splitlines()[:6]))
     lower = caps[1]["value"] is not None and caps[0]["value"] is not None and caps[1]["value"] < caps[0]["value"]
     print(f"capacity default {caps[0]['value']} vs latency-400 {caps[1]['value']}: lower with the fault: {lower}")
+    below = caps[1].get("high") is not None and caps[0].get("low") is not None and caps[1]["high"] < caps[0]["low"]
+    print(f"intervals: default [{caps[0].get('low')}, {caps[0].get('high')}], latency-400 [{caps[1].get('low')}, "
+          f"{caps[1].get('high')}]: the fault's wholly below: {below}")
     return 0 if lower else 1
 
 

@@ -7,6 +7,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # types only: the sweep and its adapters load in run(), not for `aqbench --help`
+    from orchestrator.config import Config
+    from orchestrator.ports import Toolkit
+    from orchestrator.sweep import SweepOptions
 
 from orchestrator.commands.keep_args import add_keep_inputs_argument, with_keep_inputs
 from orchestrator.commands.load_args import add_model_arguments, check_positive
@@ -44,6 +51,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--requests-per-point", type=int, default=None, metavar="N",
                    help="profiling requests per point (default: [sweep] requests_per_point)")
     p.add_argument("--max-duration", metavar="DURATION", help="start no point after this much sweep time, e.g. 5m")
+    p.add_argument("--server-grid", metavar="KEY=V,V", default=None,
+                   help="one sweep per value of a [server] setting (e.g. replicas=1,2), each its own run, then "
+                        "grid.{json,md,html}: the capacity per configuration and per replica, and a Pareto chart")
+    p.add_argument("--precision", type=float, default=None, metavar="F",
+                   help="stop once the capacity's 90%% interval is within this relative half-width "
+                        "(default: [sweep] precision, 0.10)")
     for key in _SLO_FLAGS:
         p.add_argument("--" + key.replace("_", "-"), type=float, default=None, help=f"override [slo] {key}")
     p.add_argument("--match-timeout-s", type=float, default=5.0,
@@ -67,9 +80,53 @@ def run(args: argparse.Namespace) -> int:
         if args.concurrencies else (None, None)
     opts = SweepOptions(model=args.model, mode=mode, points=points, requests_per_point=args.requests_per_point,
                         max_duration_s=parse_duration(args.max_duration, what="--max-duration")
-                        if args.max_duration else None,
+                        if args.max_duration else None, precision=args.precision,
                         slo={k: v for k in _SLO_FLAGS if (v := getattr(args, k)) is not None},
                         argv=["aqbench", *sys.argv[1:]], match_timeout_s=args.match_timeout_s,
                         serve=serve_address(args))
     toolkit = real_toolkit()
-    return run_main(lambda interrupt: sweep(cfg, opts, interrupt, toolkit))
+    if not args.server_grid:
+        return run_main(lambda interrupt: sweep(cfg, opts, interrupt, toolkit))
+    return _grid(cfg, opts, args.server_grid, toolkit)
+
+
+def _grid(cfg: Config, opts: SweepOptions, spec: str, toolkit: Toolkit) -> int:
+    """One sweep per value of a [server] setting, one after another, each its own run; then the grid's report
+    beside them. The exit code is the worst of the sweeps'."""
+    # Imported here, not at the top, as in run(): `aqbench --help` must not load the sweep or its reports.
+    from pathlib import Path
+
+    from orchestrator.reports.sweep_grid import build_grid_report, write_grid_report
+    from orchestrator.run import Interrupt, run_main
+    from orchestrator.sweep import sweep
+    from orchestrator.sweep.grid import parse_grid, with_server_value
+
+    key, values = parse_grid(spec)
+    out = Path(cfg.run.output_dir)
+    runs: list[tuple[str, Path]] = []
+    codes = []
+    for value in values:
+        each = with_server_value(cfg, key, value)
+        before = set(out.iterdir()) if out.is_dir() else set()
+        print(f"sweep: [server] {key} = {value}", file=sys.stderr, flush=True)
+        def one(interrupt: Interrupt, each: Config = each) -> Awaitable[int]:
+            return sweep(each, opts, interrupt, toolkit)
+
+        codes.append(run_main(one))
+        made = sorted((p for p in out.iterdir() if p not in before and (p / "events.jsonl").is_file()),
+                      key=lambda p: p.stat().st_mtime) if out.is_dir() else []
+        if made:
+            runs.append((value, made[-1]))
+        if codes[-1] in (130, 143):
+            break
+    if runs:
+        report = build_grid_report(runs, key)
+        paths = write_grid_report(report, out / f"sweep-grid-{runs[0][1].name}")
+        for e in report.entries:
+            c = e.capacity
+            print(f"sweep grid: {key}={e.value}: " + (c.estimate or c.summary if c else "no capacity")
+                  + (f"; per replica {e.per_replica:.3g} [{e.per_replica_low or 0:.3g}, "
+                     f"{e.per_replica_high if e.per_replica_high is not None else float('inf'):.3g}]"
+                     if e.per_replica is not None else ""), file=sys.stderr, flush=True)
+        print(f"  grid reports: {', '.join(str(p) for p in paths)}", file=sys.stderr, flush=True)
+    return max(codes)

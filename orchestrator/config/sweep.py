@@ -61,3 +61,7 @@ class SweepConfig(Section, frozen=True, kw_only=True):
     """A run whose median latency in its last third is this many times its first third's is said queueing."""
     max_duration_s: PositiveFloat | None = None
     """No point starts after this many seconds of sweep (`--max-duration`); the rest is said undecided."""
+    precision: Annotated[float, Meta(gt=0.0, lt=1.0)] = 0.10
+    """The capacity's 90 % interval half-width, relative to it, at which the search stops (`--precision`): until
+    then the time --max-duration leaves is spent on the loads that narrow the interval most. The plan says before
+    any load whether it is reachable; a sweep that does not reach it says the width it reached."""

@@ -109,7 +109,16 @@ from orchestrator.events.server import (
     ServerState,
     ServerStateChanged,
 )
-from orchestrator.events.sweep import PointStats, SloCheck, SloPower, SweepConcluded, SweepPhase, SweepPointJudged
+from orchestrator.events.sweep import (
+    CapacityEstimate,
+    PointStats,
+    SloCapacity,
+    SloCheck,
+    SloPower,
+    SweepConcluded,
+    SweepPhase,
+    SweepPointJudged,
+)
 from orchestrator.events.values import (
     AiperfRunFact,
     GateResult,
@@ -176,7 +185,8 @@ __all__ = [
     # GPU payloads
     "GpuIdentity", "GpuProcessMemory",
     # sweep
-    "SloCheck", "SloPower", "PointStats", "SweepPointJudged", "SweepConcluded", "SweepPhase",
+    "SloCheck", "SloPower", "PointStats", "SweepPointJudged", "SweepConcluded", "SweepPhase", "SloCapacity",
+    "CapacityEstimate",
 ]
 
 

@@ -9,7 +9,8 @@ import msgspec
 
 from orchestrator.events.base import Event
 
-__all__ = ["SloName", "SloOutcome", "SloCheck", "SloPower", "PointStats", "SweepPointJudged", "SweepConcluded", "SweepPhase"]
+__all__ = ["SloName", "SloOutcome", "SloCheck", "SloPower", "PointStats", "SweepPointJudged", "SloCapacity",
+           "CapacityEstimate", "SweepConcluded", "SweepPhase"]
 
 SloName = Literal["p99_latency", "p90_latency", "p99_model_call", "error_rate", "answers", "complete_outputs",
                   "evidence"]
@@ -86,6 +87,43 @@ class SweepPointJudged(Event, frozen=True, kw_only=True):
     saturation: list[str] = []
 
 
+class SloCapacity(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One SLO's own capacity: the load where its figure (the share of requests beyond its limit, or its step
+    for an exact SLO) is fitted to cross what the limit allows, with the interval's ends (None: open there),
+    the decided points bracketing the crossing, its shape, and its fitted share at the sweep's capacity."""
+
+    slo: str
+    allowed: float  # the share beyond the limit the SLO allows (p99: 0.01; an error rate: itself; answers: 0)
+    value: float | None = None
+    low: float | None = None
+    high: float | None = None
+    below: float | None = None  # the highest load whose fitted share is within what the limit allows
+    above: float | None = None  # the lowest load whose fitted share exceeds it
+    shape: str = ""  # smooth, cliff, undetermined, or not_reached (never crossed among the loads run)
+    share_at_capacity: float | None = None
+    summary: str = ""
+
+
+class CapacityEstimate(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """The capacity as a figure: `value` with its `level` interval [`low`, `high`] (None: open at that end),
+    fitted from the points' requests near the boundary; the SLO that binds and its boundary's shape; the
+    precision asked (relative half-width) against `half_width` reached, and where not reached the requests
+    near the boundary it would need (None: more points, not more requests, are needed)."""
+
+    value: float | None = None
+    low: float | None = None
+    high: float | None = None
+    level: float = 0.90
+    binding: str = ""
+    shape: str = ""
+    half_width: float | None = None
+    precision: float = 0.10
+    reached: bool = False
+    requests_needed: int | None = None
+    slos: list[SloCapacity] = []
+    summary: str = ""
+
+
 class SweepConcluded(Event, frozen=True, kw_only=True):
     """The capacity: the highest point that held every SLO with every lower point holding too, and the
     lowest that broke one (`broken`: its failed checks). `outcome` says how far the points decided it."""
@@ -99,6 +137,7 @@ class SweepConcluded(Event, frozen=True, kw_only=True):
     broken: list[SloCheck] = []
     undecided: list[str] = []
     summary: str = ""
+    estimate: CapacityEstimate | None = None  # the capacity fitted with its interval (None: before estimates)
 
 
 class SweepPhase(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, tag_field="kind", tag="sweep"):
@@ -119,3 +158,5 @@ class SweepPhase(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, 
     baseline_planned_s: float | None = None
     planned: list[str] = []  # the planned durations as printed before any load
     extensions: list[float] = []  # the doublings above `points` tried, one at a time, while no point fails
+    precision: float | None = None  # [sweep] precision: the relative half-width the search stops at
+    precision_plan: list[str] = []  # whether that precision is reachable in --max-duration, said before any load

@@ -63,13 +63,16 @@ def point_row(p: SweepPointJudged) -> PointRow:
 
 
 def capacity_row(c: Capacity) -> VerdictRow:
-    """sweep.json's capacity as the sweep's one verdict, its interval the bracket of points run around it."""
+    """sweep.json's capacity as the sweep's one verdict: its fitted value and interval where the sweep fitted one,
+    else the bracket of points run around it."""
     outcome = "pass" if c.outcome in ("bracketed", "all_passed") else \
         "fail" if c.outcome == "none_passed" else "inconclusive"
     bracket = [c.highest_passing, c.lowest_failing]
     interval = [b for b in bracket if b is not None] if None not in bracket else None
     detect = (f"the capacity to within the points run ({c.highest_passing:g} held, {c.lowest_failing:g} broke)"
               if interval else f"undecided: {'; '.join(c.undecided)[:200]}" if c.undecided else "")
+    if c.level is not None and c.low is not None and c.high is not None:  # fitted: its own interval, said
+        interval, detect = [c.low, c.high], c.estimate[:300]
     return VerdictRow(name="capacity", outcome=outcome, final=True, estimate=c.value, interval=interval,
                       unit=c.unit, reason=f"{c.outcome}: {c.summary}"[:400], detects=detect)
 

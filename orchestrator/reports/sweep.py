@@ -13,10 +13,12 @@ from markupsafe import Markup
 
 from orchestrator.events import (
     AnyEvent,
+    CapacityEstimate,
     PhaseStarted,
     PointStats,
     RunFinished,
     RunStarted,
+    SloCapacity,
     SweepConcluded,
     SweepPhase,
     SweepPointJudged,
@@ -25,7 +27,7 @@ from orchestrator.journal import TornLine, iter_journal
 from orchestrator.reports.svg import line_chart
 from orchestrator.reports.templating import render
 
-__all__ = ["SweepReport", "SweepPoint", "Capacity", "SweepFold", "fold_sweep", "build_sweep_report", "render_sweep_markdown",
+__all__ = ["SweepReport", "SweepPoint", "Capacity", "Curve", "CurvePoint", "SweepFold", "fold_sweep", "build_sweep_report", "render_sweep_markdown",
            "render_sweep_html", "write_sweep_report"]
 
 SWEEP_REPORT_VERSION = 1
@@ -46,7 +48,9 @@ class SweepPoint(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Capacity(msgspec.Struct, frozen=True, kw_only=True):
-    """The capacity (`value` in `unit`) and the points that bracket it."""
+    """The capacity: `value` in `unit` with its `level` interval [`low`, `high`] (None: open at that end), fitted
+    near the boundary, the SLO that binds (`binding`) and its boundary's `shape`; and the points that bracket it.
+    A sweep journaled before the fit has no interval: its `value` is the highest point that held every SLO."""
 
     value: float | None
     unit: str
@@ -55,6 +59,37 @@ class Capacity(msgspec.Struct, frozen=True, kw_only=True):
     lowest_failing: float | None = None
     summary: str = ""
     undecided: list[str] = []
+    low: float | None = None
+    high: float | None = None
+    level: float | None = None
+    binding: str = ""
+    shape: str = ""
+    half_width: float | None = None  # (high - low) / 2 / value
+    precision: float | None = None  # the half-width asked ([sweep] precision)
+    reached: bool | None = None
+    requests_needed: int | None = None  # near the boundary, for the precision asked (None: points, not requests)
+    estimate: str = ""  # the fit in words
+    slos: list[SloCapacity] = []  # each SLO's own crossing, and its share beyond at the capacity
+
+
+class CurvePoint(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One SLO's figure at one point: its observed value (ms, or the share failed), and the share beyond its limit."""
+
+    offered: float
+    achieved_rps: float | None = None
+    observed: float | None = None
+    share_beyond: float | None = None
+    n: int = 0
+    outcome: str = ""
+
+
+class Curve(msgspec.Struct, frozen=True, kw_only=True):
+    """One SLO's figure against offered (and achieved) load, with its limit."""
+
+    slo: str
+    limit: float | None
+    unit: str
+    points: list[CurvePoint] = []
 
 
 class SweepReport(msgspec.Struct, frozen=True, kw_only=True):
@@ -74,6 +109,8 @@ class SweepReport(msgspec.Struct, frozen=True, kw_only=True):
     capacity: Capacity | None = None
     points: list[SweepPoint] = []
     torn_line: int | None = None
+    curves: list[Curve] = []  # each SLO's figure against load (the capacity's interval is in `capacity`)
+    precision_plan: list[str] = []  # whether the precision asked was reachable, said before any load
 
 
 class SweepFold:
@@ -101,10 +138,8 @@ class SweepFold:
 
     def report(self, torn: TornLine | None = None) -> SweepReport:
         started, finished, phase, concluded = self.started, self.finished, self.phase, self.concluded
-        capacity = None if concluded is None else Capacity(
-            value=concluded.capacity, unit=concluded.unit, outcome=concluded.outcome,
-            highest_passing=concluded.highest_passing, lowest_failing=concluded.lowest_failing,
-            summary=concluded.summary, undecided=list(concluded.undecided))
+        capacity = None if concluded is None else _capacity(concluded, concluded.estimate)
+        points = [p for _v, p in sorted(self.points.items())]
         return SweepReport(
             run_id=started.run_id if started else "", status=finished.status if finished else "interrupted",
             reason=finished.reason if finished else "the journal has no RunFinished: the sweep was interrupted",
@@ -115,8 +150,38 @@ class SweepFold:
             points=[SweepPoint(offered=p.offered, achieved_rps=p.stats.achieved_rps,
                                latency_p99_ms=p.stats.latency_p99_ms, accounting_balanced=p.accounting_balanced,
                                outcome=p.outcome, judged=p, placed=_placed(phase, p.offered))
-                    for _v, p in sorted(self.points.items())],
-            torn_line=torn.line if torn else None)
+                    for p in points],
+            torn_line=torn.line if torn else None, curves=_curves(points),
+            precision_plan=list(phase.precision_plan) if phase else [])
+
+
+def _capacity(concluded: SweepConcluded, est: CapacityEstimate | None) -> Capacity:
+    base = Capacity(value=concluded.capacity, unit=concluded.unit, outcome=concluded.outcome,
+                    highest_passing=concluded.highest_passing, lowest_failing=concluded.lowest_failing,
+                    summary=concluded.summary, undecided=list(concluded.undecided))
+    if est is None:
+        return base
+    return msgspec.structs.replace(base, value=est.value, low=est.low, high=est.high, level=est.level,
+                                   binding=est.binding, shape=est.shape, half_width=est.half_width,
+                                   precision=est.precision, reached=est.reached, requests_needed=est.requests_needed,
+                                   estimate=est.summary, slos=list(est.slos))
+
+
+_CURVE_UNITS = {"p99_latency": "ms", "p90_latency": "ms", "p99_model_call": "ms", "error_rate": "share failed",
+                "answers": "answers differing", "complete_outputs": "answers cut"}
+
+
+def _curves(points: Sequence[SweepPointJudged]) -> list[Curve]:
+    by: dict[str, list[tuple[float | None, CurvePoint]]] = {}
+    for p in points:
+        for c in p.checks:
+            if c.slo == "evidence":
+                continue
+            by.setdefault(c.slo, []).append((c.limit, CurvePoint(
+                offered=p.offered, achieved_rps=p.stats.achieved_rps, observed=c.observed,
+                share_beyond=round(c.beyond / c.n, 5) if c.n else None, n=c.n, outcome=c.outcome)))
+    return [Curve(slo=slo, limit=next((lim for lim, _ in got if lim is not None), None),
+                  unit=_CURVE_UNITS.get(slo, ""), points=[cp for _, cp in got]) for slo, got in by.items()]
 
 
 def _placed(phase: SweepPhase | None, offered: float) -> str:
@@ -174,6 +239,24 @@ def _headline(report: SweepReport) -> str:
     return report.capacity.summary[:1].upper() + report.capacity.summary[1:] + "."
 
 
+def _verdict(report: SweepReport) -> str:
+    """The capacity as a figure with its interval and the SLO that binds, in one sentence ("" before the fit)."""
+    cap = report.capacity
+    if cap is None or not cap.estimate:
+        return ""
+    return cap.estimate[:1].upper() + cap.estimate[1:] + "."
+
+
+_NAMES = {"p99_latency": "p99 client latency", "p90_latency": "p90 client latency",
+          "p99_model_call": "p99 model_call_ms", "error_rate": "error rate", "answers": "answers",
+          "complete_outputs": "complete outputs", "evidence": "evidence"}
+
+
+def _slo_lines(report: SweepReport) -> list[str]:
+    """How each SLO stands at the capacity (its own crossing, its share beyond there)."""
+    return [f.summary for f in report.capacity.slos] if report.capacity else []
+
+
 def _md_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     def cell(c: str) -> str:
         return c.replace("|", "\\|").replace("\n", " ")
@@ -184,8 +267,11 @@ def _md_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
 
 def render_sweep_markdown(report: SweepReport) -> str:
     """sweep.md: the capacity first, then the points and every SLO check behind their verdicts."""
-    lines = [f"# aqbench sweep {report.run_id}", "", _headline(report), "", f"Run status: {report.status}"
-             + (f" ({report.reason})" if report.reason else ""), ""]
+    lines = [f"# aqbench sweep {report.run_id}", ""]
+    if verdict := _verdict(report):
+        lines += [f"**{verdict}**", "", "Each SLO at the capacity:", "", *(f"- {x}" for x in _slo_lines(report)), ""]
+    lines += [_headline(report), "", f"Run status: {report.status}" + (f" ({report.reason})" if report.reason else ""),
+              ""]
     if report.capacity and report.capacity.undecided:
         lines += ["Undecided (the evidence cannot decide):", "", *(f"- {u}" for u in report.capacity.undecided), ""]
     if report.slo:
@@ -194,6 +280,15 @@ def render_sweep_markdown(report: SweepReport) -> str:
         lines += ["What each point could decide (planned before it ran):", "", *(f"- {d}" for d in report.detects), ""]
     if report.planned:
         lines += ["Planned durations (stated before any load):", "", *(f"- {d}" for d in report.planned), ""]
+    if report.precision_plan:
+        lines += ["The capacity's precision (stated before any load):", "",
+                  *(f"- {d}" for d in report.precision_plan), ""]
+    if report.curves:
+        lines += ["## Each SLO's figure against load", "",
+                  *_md_table(["SLO", "limit", "offered", "achieved req/s", "observed", "share beyond", "n", "outcome"],
+                             [[c.slo, _num(c.limit, 4), f"{p.offered:g}", _num(p.achieved_rps), _num(p.observed, 4),
+                               _num(p.share_beyond), str(p.n), p.outcome] for c in report.curves for p in c.points]),
+                  ""]
     if report.points:  # none when the sweep stopped before any load (e.g. at the capability probe)
         lines += ["## Points", "", *_md_table(_POINT_HEAD, _point_rows(report)), "", "## SLO checks", "",
                   *_md_table(_CHECK_HEAD, _check_rows(report)), ""]
@@ -218,19 +313,54 @@ def _charts(report: SweepReport) -> list[str]:
            ("goodput req/s", [(p.offered, g) for p in report.points if (g := p.judged.stats.goodput_rps) is not None])]
     if report.mode == "rate" and xs:
         thr.append(("offered", [(x, x) for x in xs]))
-    return [line_chart("latency", "Latency against offered load", lat, x_label=x_label, y_label="ms"),
-            line_chart("throughput", "Achieved against offered load", thr, x_label=x_label, y_label="req/s")]
+    return [*_curve_charts(report),
+            line_chart("latency", "Latency against offered load", lat, x_label=x_label, y_label="ms"),
+            line_chart("throughput", "Achieved against offered load, and goodput (requests that met every SLO, "
+                       "answered correctly)", thr, x_label=x_label, y_label="req/s")]
+
+
+def _curve_charts(report: SweepReport) -> list[str]:
+    """Each SLO with a limit: its figure against offered and achieved load, the limit, and the capacity with its
+    interval (a box from low to high; an open end drawn at the chart's edge)."""
+    cap = report.capacity
+    out = []
+    unit = "req/s" if report.mode == "rate" else "concurrency"
+    for curve in report.curves:
+        if curve.slo in ("answers", "complete_outputs") or curve.limit is None:
+            continue
+        off = [(p.offered, p.observed) for p in curve.points if p.observed is not None]
+        ach = [(p.achieved_rps, p.observed) for p in curve.points if p.observed is not None and p.achieved_rps]
+        if not off:
+            continue
+        xs = [x for x, _ in off] + [x for x, _ in ach]
+        top = max([y for _, y in off] + [curve.limit]) * 1.05
+        series: list[tuple[str, list[tuple[float, float]]]] = [
+            (f"{curve.slo} vs offered", off), (f"{curve.slo} vs achieved", [(float(x), y) for x, y in ach]),
+            ("limit", [(min(xs), curve.limit), (max(xs), curve.limit)])]
+        if cap is not None and cap.value is not None:
+            lo = cap.low if cap.low is not None else min(xs)
+            hi = cap.high if cap.high is not None else max(xs)
+            label = f"capacity {cap.value:.3g} {unit}, {cap.level or 0.9:.0%} interval [{lo:.3g}, {hi:.3g}]"
+            series.append((label, [(lo, 0.0), (lo, top), (cap.value, top), (cap.value, 0.0), (cap.value, top),
+                                   (hi, top), (hi, 0.0)]))
+        title = f"{_NAMES.get(curve.slo, curve.slo)} ({curve.unit}) against load" + (
+            " - binds" if cap is not None and cap.binding == curve.slo else "")
+        out.append(line_chart(f"slo-{curve.slo}", title, series, x_label=f"load ({unit})", y_label=curve.unit))
+    return out
 
 
 _CSS = ("body{font-family:system-ui,sans-serif;margin:24px auto;max-width:1100px;color:#222;padding:0 12px}"
         "table{border-collapse:collapse;margin:8px 0 16px;font-size:13px}"
         "th,td{border:1px solid #d0d0d0;padding:3px 8px;text-align:left;vertical-align:top}th{background:#f3f3f3}"
-        ".figs svg{display:block;margin:8px 0;border:1px solid #eee;max-width:100%;height:auto}")
+        ".figs svg{display:block;margin:8px 0;border:1px solid #eee;max-width:100%;height:auto}"
+        ".verdict{font-size:20px;border:2px solid #333;padding:10px 14px;margin:8px 0 12px;background:#f8f8f8}"
+        "h1{font-size:20px;margin:4px 0}")
 
 
 def render_sweep_html(report: SweepReport) -> str:
     """sweep.html from its Jinja2 template (autoescaped; the charts are SVG that svg.py built escaped)."""
-    return render("sweep.html", report=report, css=_CSS, headline=_headline(report), point_head=_POINT_HEAD,
+    return render("sweep.html", report=report, css=_CSS, headline=_headline(report), verdict=_verdict(report),
+                  slo_lines=_slo_lines(report), point_head=_POINT_HEAD,
                   point_rows=_point_rows(report), check_head=_CHECK_HEAD, check_rows=_check_rows(report),
                   charts=[Markup(c) for c in _charts(report)])
 

@@ -6,7 +6,9 @@ unbounded above). The candidate's capacity is surely lower when its bracket lies
 baseline's (it broke an SLO at a load the baseline held), surely higher when wholly above, and unchanged
 within the brackets' width when both brackets are the same. Anything else is inconclusive, saying which
 points would decide it. Sweeps with different modes, SLOs or datasets measure different capacities and are
-refused. Pure over the two journals' folds; the files are written by `write_sweep_comparison`.
+refused. Where both sweeps fitted their capacity with an interval, the intervals decide instead: regressed only
+where the candidate's lies wholly below the baseline's, improved only wholly above. Pure over the two journals'
+folds; the files are written by `write_sweep_comparison`.
 """
 
 from __future__ import annotations
@@ -43,6 +45,11 @@ class SweepSide(msgspec.Struct, frozen=True, kw_only=True):
     lowest_failing: float | None
     summary: str
     torn_line: int | None = None
+    # The capacity fitted near the boundary with its interval (None: a sweep before the fit, or an open end).
+    value: float | None = None
+    low: float | None = None
+    high: float | None = None
+    level: float | None = None
 
 
 class CapacityChange(msgspec.Struct, frozen=True, kw_only=True):
@@ -83,7 +90,15 @@ def load_side(journal: Path) -> SweepSide:
                      unit=cap.unit if cap else "", slo=dict(report.slo), dataset=_dataset(events),
                      outcome=cap.outcome if cap else "none", highest_passing=cap.highest_passing if cap else None,
                      lowest_failing=cap.lowest_failing if cap else None, summary=cap.summary if cap else report.reason,
-                     torn_line=report.torn_line)
+                     torn_line=report.torn_line, value=cap.value if cap and cap.level is not None else None,
+                     low=cap.low if cap else None, high=cap.high if cap else None,
+                     level=cap.level if cap else None)
+
+
+def _interval(s: SweepSide) -> str:
+    low = f"{s.low:.3g}" if s.low is not None else "0"
+    high = f"{s.high:.3g}" if s.high is not None else "unbounded"
+    return f"{s.value:.3g} [{low}, {high}]"
 
 
 def _bracket(s: SweepSide) -> str:
@@ -136,21 +151,44 @@ def compare_sweeps(base: SweepSide, cand: SweepSide, *, strict: bool = False) ->
     else:
         change = "inconclusive"
         reason = (f"the brackets overlap ({brackets}): points between them, or bracketed sweeps, would decide")
+    if base.value is not None and cand.value is not None:  # both fitted: the intervals decide
+        change, reason, d_lo, d_hi = _by_intervals(base, cand, change, unit)
     code = 1 if change == "regressed" or (strict and change == "inconclusive") else 0
     return CapacityChange(baseline=base, candidate=cand, change=change, reason=reason, exit_code=code,
                           delta_low=d_lo, delta_high=d_hi)
 
 
+def _by_intervals(base: SweepSide, cand: SweepSide, by_bracket: Change, unit: str
+                  ) -> tuple[Change, str, float | None, float | None]:
+    """The change decided on the two fitted intervals: regressed only where the candidate's lies wholly below the
+    baseline's, improved only wholly above; unchanged only where the brackets also are the same."""
+    b_lo, c_lo = base.low or 0.0, cand.low or 0.0
+    d_lo = c_lo - base.high if base.high is not None else None
+    d_hi = cand.high - b_lo if cand.high is not None else None
+    both = f"baseline {_interval(base)}, candidate {_interval(cand)} {unit}, {base.level or 0.9:.0%} intervals"
+    if cand.high is not None and cand.high < b_lo:
+        return "regressed", f"capacity fell: the candidate's interval lies wholly below the baseline's ({both})", \
+            d_lo, d_hi
+    if base.high is not None and base.high < c_lo:
+        return "improved", f"capacity rose: the candidate's interval lies wholly above the baseline's ({both})", \
+            d_lo, d_hi
+    if by_bracket == "unchanged":
+        return "unchanged", f"the intervals overlap and the brackets are the same ({both})", d_lo, d_hi
+    return "inconclusive", (f"the intervals overlap ({both}): a change smaller than their width cannot be told; "
+                            "narrower intervals (a higher --precision reached) would decide"), d_lo, d_hi
+
+
 def render_markdown(c: CapacityChange) -> str:
     def row(name: str, s: SweepSide) -> str:
-        return f"| {name} | {s.run_id} | {s.outcome} | {_bracket(s)} | {s.summary.replace('|', '/')} |"
+        fitted = _interval(s) if s.value is not None else "-"
+        return f"| {name} | {s.run_id} | {s.outcome} | {_bracket(s)} | {fitted} | {s.summary.replace('|', '/')} |"
 
     low = "-inf" if c.delta_low is None else f"{c.delta_low:+g}"
     high = "+inf" if c.delta_high is None else f"{c.delta_high:+g}"
     lines = ["# aqbench compare: two sweeps", "", f"**{c.change}**: {c.reason}", ""]
     if c.change != "not_comparable":
         lines += [f"The capacity's change lies in ({low}, {high}) {c.baseline.unit}.", ""]
-    lines += ["| side | run | outcome | capacity bracket | summary |", "|---|---|---|---|---|",
+    lines += ["| side | run | outcome | capacity bracket | capacity, interval | summary |", "|---|---|---|---|---|---|",
               row("baseline", c.baseline), row("candidate", c.candidate), ""]
     return "\n".join(lines)
 

@@ -207,9 +207,27 @@ def judge_point(requests: Sequence[PointRequest], slo: SloConfig, baseline: Base
     return checks
 
 
-def point_stats(requests: Sequence[PointRequest], checks: Sequence[SloCheck], span_s: float | None) -> PointStats:
+def _good(r: PointRequest, checks: Sequence[SloCheck], baseline: Baseline | None) -> bool:
+    """A request that met every per-request SLO: answered, within each latency limit set (client and the
+    model's own), its answer the concurrency-1 answer where one is known, and whole where that one was."""
+    by = {c.slo: c.limit for c in checks if c.limit is not None}
+    for slo, value in (("p99_latency", r.latency_ms), ("p90_latency", r.latency_ms),
+                       ("p99_model_call", r.model_call_ms)):
+        if slo in by and (value is None or value > by[slo]):
+            return False
+    if baseline is not None and "answers" in by and (r.item_id, r.arm) in baseline.answers \
+            and r.answer != baseline.answers[(r.item_id, r.arm)]:
+        return False
+    return not ("complete_outputs" in by and baseline is not None
+                and baseline.complete.get((r.item_id, r.arm)) and r.complete is False)
+
+
+def point_stats(requests: Sequence[PointRequest], checks: Sequence[SloCheck], span_s: float | None,
+                baseline: Baseline | None = None) -> PointStats:
     """A point's numbers: throughput over `span_s` (the profiling requests' first start to last end, summed
-    over its runs), latency percentiles client and server apart, errors by cause, answers compared."""
+    over its runs), latency percentiles client and server apart, errors by cause, answers compared. Goodput
+    counts only the requests that met every SLO and were answered correctly (`baseline`: the concurrency-1
+    answers; without it, answers are not checked)."""
     ok = [r for r in requests if r.ok]
     causes: dict[str, int] = {}
     for r in requests:
@@ -219,9 +237,7 @@ def point_stats(requests: Sequence[PointRequest], checks: Sequence[SloCheck], sp
     mc = [r.model_call_ms for r in ok if r.model_call_ms is not None]
     audio = sum(r.audio_s or 0.0 for r in ok)
     by = {c.slo: c for c in checks}
-    # Goodput: answered requests within every per-request latency limit set.
-    limits = [c.limit for c in checks if c.slo in ("p99_latency", "p90_latency") and c.limit is not None]
-    good = [r for r in ok if not limits or (r.latency_ms is not None and r.latency_ms <= min(limits))]
+    good = [r for r in ok if _good(r, checks, baseline)]
     per_s = (lambda x: x / span_s) if span_s else (lambda x: None)
     return PointStats(
         requests=len(requests), ok=len(ok), errors_by_cause=causes,

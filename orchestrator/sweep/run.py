@@ -48,11 +48,19 @@ from orchestrator.run import Interrupt, RunScope, open_run
 from orchestrator.run_aiperf.serving import run_phased, serve_correlated
 from orchestrator.supervisor import ServerHandle
 from orchestrator.sweep.batch import batch_rows, parse_batch_key, phase_name
-from orchestrator.sweep.budget import Budget
+from orchestrator.sweep.budget import START_S, Budget
+from orchestrator.sweep.capacity import (
+    PointEvidence,
+    allowed_shares,
+    estimate_capacity,
+    evidence_of,
+    next_load,
+    precision_plan,
+)
 from orchestrator.sweep.judge import Baseline, PointRequest, judge_point, point_stats, saturation_signs, worst
 from orchestrator.sweep.planned import baseline_sample
 from orchestrator.sweep.power import plan
-from orchestrator.sweep.search import Judged, conclude, extensions, gate_runs, gated_tail, next_batch
+from orchestrator.sweep.search import Judged, conclude, extensions, gate_runs, gated_tail, next_batch, unit_of
 from orchestrator.sweep.start import FirstHold, probe_and_sample, state_plan
 from orchestrator.sweep.watch import PointWatch
 
@@ -70,6 +78,7 @@ class SweepOptions(msgspec.Struct, frozen=True, kw_only=True):
     points: list[float] | None = None
     requests_per_point: int | None = None
     max_duration_s: float | None = None
+    precision: float | None = None
     slo: dict[str, float] = {}  # [slo] limits given as flags, by key
     argv: list[str] = []
     match_timeout_s: float = 5.0
@@ -106,6 +115,11 @@ class _Load(msgspec.Struct, kw_only=True):
 # AIPerf waits at its gate, at most this long beyond the match timeout, then every gated load left is skipped (and
 # a run the verdicts call for costs an AIPerf process of its own, as before gates).
 _GATE_WAIT_S = 2.0
+# Runs a batch spent on narrowing the capacity's interval carries (one AIPerf start-up for them), and the most such
+# batches a sweep runs in what --max-duration leaves.
+_NARROW_RUNS = 2
+_NARROW_BATCHES = 12
+_STEER_DRAWS = 500  # a search step's estimate: where to run next; the reported one takes the default 2000
 
 
 def _resolve(cfg: Config, opts: SweepOptions) -> Config:
@@ -113,7 +127,7 @@ def _resolve(cfg: Config, opts: SweepOptions) -> Config:
     data = config_to_dict(cfg)
     sweep = data["sweep"]
     for key, value in (("mode", opts.mode), ("points", opts.points), ("requests_per_point", opts.requests_per_point),
-                       ("max_duration_s", opts.max_duration_s)):
+                       ("max_duration_s", opts.max_duration_s), ("precision", opts.precision)):
         if value is not None:
             sweep[key] = value
     data["slo"].update(opts.slo)
@@ -398,8 +412,9 @@ async def _sweep(run: RunScope, opts: SweepOptions, toolkit: Toolkit, model: Mod
             if hold is not None:
                 hold.release(0)  # AIPerf exits having sent nothing, no window started
         else:
+            said = _precision_plan(cfg)
             baseline_s = await state_plan(run, model, list(opts.argv), detects, base=need_base, probe_s=probed[0],
-                                          sample_s=probed[1])
+                                          sample_s=probed[1], precision_plan=said)
             walk.budget.base_s = baseline_s
             if hold is not None:  # what still fits in --max-duration's time left now runs, in order
                 hold.release(walk.budget.fit_held(first, base=need_base, base_s=baseline_s))
@@ -420,9 +435,14 @@ async def _sweep(run: RunScope, opts: SweepOptions, toolkit: Toolkit, model: Mod
         need_base = False
         for value in ran:
             await walk.judge(value)
+    # Then the time left narrows the capacity's interval, where it narrows most, until the precision asked.
+    need_base = await walk.narrow(need_base)
     not_run = [v for v in sw.points if v not in judged and not any(j.outcome == "fail" and u <= v
                                                                     for u, j in judged.items())]
     concluded = conclude(judged, mode=sw.mode, not_run=not_run, points=list(sw.points), unreached=unreached)
+    concluded = msgspec.structs.replace(concluded, estimate=estimate_capacity(
+        list(walk.evidence.values()), allowed_shares(slo), unit=concluded.unit, precision=sw.precision,
+        level=slo.confidence))
     await run.bus.publish(msgspec.structs.replace(concluded, source="sweep"))
     await handle.stop()
     balanced = base.balanced and all(p.balanced for p in points.values())
@@ -445,8 +465,26 @@ async def _sweep(run: RunScope, opts: SweepOptions, toolkit: Toolkit, model: Mod
     return 0 if ok else 1
 
 
+def _precision_plan(cfg: Config) -> list[str]:
+    """Whether [sweep] precision is reachable in --max-duration, said before any load: the requests near the
+    boundary it needs against the time the grid's planned points and one AIPerf start-up leave."""
+    sw = cfg.sweep
+    per = sw.requests_per_point + cfg.workload.warmup_requests
+    left = None
+    if sw.max_duration_s:
+        grid = sum(per / v for v in sw.points) if sw.mode == "rate" else 0.0
+        left = sw.max_duration_s - grid - START_S  # the baseline window (a few seconds) not counted
+    said = precision_plan(allowed_shares(cfg.slo), precision=sw.precision, unit=unit_of(sw.mode), time_left_s=left,
+                          level=cfg.slo.confidence)
+    print("sweep: the capacity's interval to ±" + f"{sw.precision:.0%}:\n  " + "\n  ".join(said), file=sys.stderr,
+          flush=True)
+    return said
+
+
 def _summary(concluded: SweepConcluded, judged: dict[float, Judged]) -> str:
     lines = [f"sweep: {concluded.summary}"]
+    if concluded.estimate is not None:
+        lines.append(f"sweep: {concluded.estimate.summary}")
     for value, j in sorted(judged.items()):
         failed = ", ".join(c.slo for c in j.checks if c.outcome != "pass")
         lines.append(f"  {value:g} {concluded.unit}: {j.outcome}" + (f" ({failed})" if failed else "")
@@ -464,6 +502,7 @@ class _Walk:
         self.judged: dict[float, Judged] = {}
         self.base = _Point()
         self.baseline: Baseline | None = None
+        self.evidence: dict[float, PointEvidence] = {}  # each judged point's, for the capacity's fit
         cfg = run.config
         self.budget = Budget(mode=cfg.sweep.mode, points=cfg.sweep.points, max_duration_s=cfg.sweep.max_duration_s,
                              per=cfg.sweep.requests_per_point + cfg.workload.warmup_requests, started=started)
@@ -548,6 +587,30 @@ class _Walk:
                          earlier_skipped=any(ld.window not in seen for ld in mine_before), need_s=need_s,
                          left_s=self.budget.left_s(), extend=sw.extend)
 
+    async def narrow(self, need_base: bool) -> bool:
+        """Spend the time left where the capacity's interval narrows most (next_load), a few runs to a batch, until
+        the precision asked is reached, nothing narrows it, or nothing more fits; whether the baseline is still
+        to run."""
+        cfg = self.scope.config
+        sw, slo = cfg.sweep, cfg.slo
+        allowed, unit = allowed_shares(slo), unit_of(sw.mode)
+        # The time to spend is what --max-duration leaves: without it the sweep ends where its search ends.
+        for _ in range(_NARROW_BATCHES if sw.max_duration_s else 0):
+            est = estimate_capacity(list(self.evidence.values()), allowed, unit=unit, precision=sw.precision,
+                                    level=slo.confidence, draws=_STEER_DRAWS)
+            bracket = conclude(self.judged, mode=sw.mode)
+            target = next_load(est, list(self.judged), mode=sw.mode, floor=bracket.highest_passing,
+                               ceiling=bracket.lowest_failing)
+            if target is None or not (values := self.budget.fit([target] * _NARROW_RUNS, base=need_base)):
+                break
+            print(f"sweep: narrowing the capacity's interval ({est.summary}): {target:g} {unit} next",
+                  file=sys.stderr, flush=True)
+            ran = await self.batch(values, base=need_base)
+            need_base = False
+            for value in ran:
+                await self.judge(value)
+        return need_base
+
     def _reference(self) -> Baseline | None:
         return Baseline.of(self.base.requests) if self.base.balanced and self.base.requests else None
 
@@ -563,8 +626,9 @@ class _Walk:
                                    reason="the point's accounting did not balance: its requests are not all known"))
         outcome = worst([c.outcome for c in checks])
         self.judged[value] = Judged(outcome=outcome, runs=len(point.windows), checks=checks)
+        self.evidence[value] = evidence_of(value, point.requests, checks, slo)
         await self.scope.bus.publish(SweepPointJudged(
             source="sweep", index=list(self.points).index(value), mode=sw.mode, offered=value,
             windows=list(point.windows), outcome=outcome, checks=checks,  # type: ignore[arg-type]
-            stats=point_stats(point.requests, checks, point.span_s or None), accounting_balanced=point.balanced,
+            stats=point_stats(point.requests, checks, point.span_s or None, self.baseline), accounting_balanced=point.balanced,
             aiperf=list(point.aiperf), stopped_early=point.stopped_early, saturation=list(point.saturation)))

@@ -116,7 +116,7 @@ async def probe_and_sample(run: RunScope, toolkit: Toolkit, model: ModelConfig, 
 
 
 async def state_plan(run: RunScope, model: ModelConfig, argv: list[str], detects: list[SloPower], *, base: bool,
-                     probe_s: list[float], sample_s: list[float]) -> float | None:
+                     probe_s: list[float], sample_s: list[float], precision_plan: list[str] | None = None) -> float | None:
     """Say before any load (stderr, and the `sweep` phase's start in the journal) what a point can decide at its
     planned requests, and each window's planned duration, the baseline's included (it is real work the sweep
     always does), so that wall time can be set against it (bench/sweep_wall.py); returns the baseline's."""
@@ -134,7 +134,8 @@ async def state_plan(run: RunScope, model: ModelConfig, argv: list[str], detects
     await run.bus.publish(PhaseStarted(source="sweep", phase="sweep", model=model.name, detail=SweepPhase(
         mode=sw.mode, points=list(sw.points), requests_per_point=sw.requests_per_point,
         warmup_requests=cfg.workload.warmup_requests, slo=limits, argv=list(argv), detects=detects,
-        baseline_planned_s=baseline_s, planned=planned, extensions=doublings)))
+        baseline_planned_s=baseline_s, planned=planned, extensions=doublings, precision=sw.precision,
+        precision_plan=list(precision_plan or []))))
     return baseline_s
 
 

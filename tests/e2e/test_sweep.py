@@ -88,7 +88,10 @@ def test_swapped_answers_under_load_bracket_the_capacity(tmp_path: Path) -> None
     assert concluded.summary.startswith("capacity 1 concurrent requests: 1 held every SLO, 2 broke answers")
     sweep_json = (run_dir / "sweep.json").read_bytes()
     data = msgspec.json.decode(sweep_json)
-    assert data["capacity"]["value"] == 1.0 and data["capacity"]["unit"] == "concurrent requests"
+    # The fitted capacity: the answers SLO binds, an exact step between 1 and 2 (no load between them to narrow it).
+    cap = data["capacity"]
+    assert (cap["highest_passing"], cap["low"], cap["high"], cap["binding"]) == (1.0, 1.0, 2.0, "answers"), cap
+    assert 1.0 <= cap["value"] <= 2.0 and cap["unit"] == "concurrent requests" and not cap["reached"]
     assert [(p["offered"], p["accounting_balanced"]) for p in data["points"]] == [(1.0, True), (2.0, True)]
     assert "Capacity 1 concurrent requests" in (run_dir / "sweep.md").read_text()
     # What a point of 12 requests could decide was journaled before the first point ran.
@@ -169,9 +172,16 @@ def test_added_latency_lowers_the_capacity(tmp_path: Path) -> None:
         runs[name] = only_run(tmp_path / name)
         assert proc.returncode == 0, proc.stderr[-3000:]
     clean, slow = (msgspec.json.decode((runs[n] / "sweep.json").read_bytes()) for n in ("clean", "slow"))
-    assert clean["capacity"]["outcome"] == "all_passed" and clean["capacity"]["value"] == 8.0, clean["capacity"]
+    assert clean["capacity"]["outcome"] == "all_passed" and clean["capacity"]["highest_passing"] == 8.0, \
+        clean["capacity"]
+    # No SLO crossed among the loads run: the fitted capacity is open above, never a figure it did not measure.
+    assert (clean["capacity"]["value"], clean["capacity"]["high"]) == (None, None)
     assert [p["offered"] for p in clean["points"]] == [2.0, 8.0]
-    assert slow["capacity"]["outcome"] == "bracketed" and slow["capacity"]["value"] in (2.0, 5.0), slow["capacity"]
+    assert slow["capacity"]["outcome"] == "bracketed" and slow["capacity"]["highest_passing"] in (2.0, 5.0), \
+        slow["capacity"]
+    # The fit: the error rate binds, its interval closed and wholly below the clean sweep's open one (above 8).
+    assert slow["capacity"]["binding"] == "error_rate" and slow["capacity"]["high"] is not None
+    assert (slow["capacity"]["low"] or 0.0) <= slow["capacity"]["value"] <= slow["capacity"]["high"] < 8.0 * 1.01
     assert slow["capacity"]["lowest_failing"] in (5.0, 8.0) and " broke error rate" in slow["capacity"]["summary"]
     # The midpoint between the held 2 and the broken 8 ran behind its gate, in the batch's one AIPerf process.
     assert 5.0 in [p["offered"] for p in slow["points"]]

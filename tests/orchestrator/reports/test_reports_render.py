@@ -21,6 +21,7 @@ from orchestrator.campaign import write_campaign_reports
 from orchestrator.cli import main
 from orchestrator.events import (
     AnyEvent,
+    CapacityEstimate,
     GateEvaluated,
     PhaseStarted,
     PointStats,
@@ -29,6 +30,7 @@ from orchestrator.events import (
     ServerReady,
     ServerRestarting,
     ServerStateChanged,
+    SloCapacity,
     SloCheck,
     SweepConcluded,
     SweepPhase,
@@ -142,12 +144,20 @@ class TestOtherReports:
     def test_sweep_report_reads_right(self, browser: Browser, tmp_path: Path) -> None:
         """sweep.html of a bracketed rate sweep (a rerun point, a broken one with long reasons and saturation
         signs) lays out cleanly with both charts drawn and the capacity first."""
-        seen = browser.open(write_sweep_report(_sweep_journal(tmp_path / "events.jsonl"), tmp_path)[2])
+        page = write_sweep_report(_sweep_journal(tmp_path / "events.jsonl"), tmp_path)[2]
+        seen = browser.open(page)
         _assert_reads_right(seen.layout_problems())
         assert "`" not in seen.text
-        assert {c.chart for c in seen.charts if not c.empty} == {"latency", "throughput"}
+        assert {c.chart for c in seen.charts if not c.empty} == {"slo-p99_latency", "slo-error_rate", "latency",
+                                                                 "throughput"}
         assert all(c.width > 300 and c.height > 100 for c in seen.charts)
-        assert seen.text.index("Capacity 2 req/s") < seen.text.index("Latency against offered load")
+        assert seen.text.index("Capacity 2.6 req/s, 90% interval [2.1, 3.3], bound by p99 client latency") \
+            < seen.text.index("Capacity 2 req/s") < seen.text.index("Latency against offered load")
+        # The verdict (the capacity, its interval, the binding SLO) is in the first screen of a 1280x800 window.
+        top, bottom, text = browser.visit(page, lambda pg, _e: pg.evaluate(
+            "(() => { const r = document.getElementById('verdict').getBoundingClientRect();"
+            " return [r.top, r.bottom, document.getElementById('verdict').innerText]; })()"), width=1280, height=800)
+        assert 0 <= top < bottom <= 800 and "interval [2.1, 3.3]" in text and "p99 client latency" in text
 
     def test_ab_report_reads_right(self, browser: Browser, tmp_path: Path) -> None:
         """ab.html of a session with a planted 30 % slowdown, rebuilt by `aqbench report` from its journal:
@@ -217,7 +227,14 @@ def _sweep_journal(path: Path) -> Path:
               point(0.5, "pass", p99=600.0), point(1.0, "pass", p99=700.0), point(2.0, "inconclusive"),
               point(2.0, "pass", windows=2, p99=2500.0), point(4.0, "fail", p99=9100.0),
               SweepConcluded(outcome="bracketed", mode="rate", unit="req/s", capacity=2.0, highest_passing=2.0,
-                             lowest_failing=4.0, broken=[lat, answers],
+                             lowest_failing=4.0, broken=[lat, answers], estimate=CapacityEstimate(
+                                 value=2.6, low=2.1, high=3.3, binding="p99_latency", shape="smooth", half_width=0.23,
+                                 requests_needed=1250, summary="capacity 2.6 req/s, 90% interval [2.1, 3.3], bound "
+                                 "by p99 client latency (smooth boundary); ±23.1% reached, not the ±10% asked; about "
+                                 "1250 requests near the boundary would reach it", slos=[SloCapacity(
+                                     slo="p99_latency", allowed=0.01, value=2.6, low=2.1, high=3.3, below=2.0,
+                                     above=4.0, shape="smooth", share_at_capacity=0.01, summary="p99 client latency: "
+                                     "crosses at 2.6 req/s [2.1, 3.3], smooth between 2 and 4")]),
                              summary="capacity 2 req/s: 2 held every SLO, 4 broke p99 client latency (p99 9100 ms > "
                              "8000 ms) and answers (3 of 300 differ)"),
               RunFinished(status="ok")]

@@ -10,6 +10,7 @@ import pytest
 
 from orchestrator.cli import main
 from orchestrator.events import (
+    CapacityEstimate,
     DatasetPhase,
     PhaseFinished,
     PhaseStarted,
@@ -23,8 +24,10 @@ SLO = {"p99_latency_ms": 8000.0, "max_error_rate": 0.05}
 
 
 def _sweep(tmp_path: Path, name: str, passing: float | None, failing: float | None, *, mode: str = "rate",
-           slo: dict[str, float] | None = None, dataset: str = "audioqa-v2@abc") -> Path:
-    """A sweep's journal whose capacity is bracketed by [passing, failing) (None: that end open)."""
+           slo: dict[str, float] | None = None, dataset: str = "audioqa-v2@abc",
+           fitted: tuple[float, float, float] | None = None) -> Path:
+    """A sweep's journal whose capacity is bracketed by [passing, failing) (None: that end open), and fitted
+    (value, low, high) where given."""
     outcome = ("bracketed" if passing is not None and failing is not None else "all_passed" if failing is None
                else "none_passed")
     events = [RunStarted(command="sweep", run_id=name, seq=1),
@@ -33,7 +36,9 @@ def _sweep(tmp_path: Path, name: str, passing: float | None, failing: float | No
               PhaseStarted(phase="sweep", seq=3, detail=SweepPhase(mode=mode, points=[1.0, 2.0, 4.0, 8.0],
                                                                    slo=slo if slo is not None else SLO)),
               SweepConcluded(outcome=outcome, mode=mode, unit="req/s", capacity=passing,  # type: ignore[arg-type]
-                             highest_passing=passing, lowest_failing=failing, summary=f"{name}'s capacity", seq=4),
+                             highest_passing=passing, lowest_failing=failing, summary=f"{name}'s capacity", seq=4,
+                             estimate=CapacityEstimate(value=fitted[0], low=fitted[1], high=fitted[2])
+                             if fitted else None),
               RunFinished(status="ok", seq=5)]
     run = tmp_path / name
     run.mkdir()
@@ -71,6 +76,21 @@ class TestCapacityChange:
         """Both [4, 8): unchanged, the change is said smaller than 4 req/s."""
         code, out = _compare(tmp_path, _sweep(tmp_path, "a", 4.0, 8.0), _sweep(tmp_path, "b", 4.0, 8.0))
         assert (code, out["change"]) == (0, "unchanged") and "smaller than its width (4 req/s)" in str(out["reason"])
+
+    def test_fitted_intervals_decide_a_regression_only_wholly_below(self, tmp_path: Path) -> None:
+        """Both brackets [4, 8): by brackets unchanged. Fitted, baseline 7.1 [6.4, 7.8] against 4.6 [4.2, 5.1]: the
+        intervals show the fall (exit 1); against 6.6 [5.9, 7.3] they overlap: no regression is claimed."""
+        base = _sweep(tmp_path, "a", 4.0, 8.0, fitted=(7.1, 6.4, 7.8))
+        code, out = _compare(tmp_path, base, _sweep(tmp_path, "b", 4.0, 8.0, fitted=(4.6, 4.2, 5.1)))
+        assert (code, out["change"]) == (1, "regressed") and "wholly below" in str(out["reason"])
+        assert (out["delta_low"], out["delta_high"]) == pytest.approx((4.2 - 7.8, 5.1 - 6.4))
+        assert "4.6 [4.2, 5.1]" in (tmp_path / "out" / "compare.md").read_text()
+        code, out = _compare(tmp_path, base, _sweep(tmp_path, "c", 4.0, 8.0, fitted=(6.6, 5.9, 7.3)))
+        assert (code, out["change"]) == (0, "unchanged") and "intervals overlap" in str(out["reason"])
+        code, out = _compare(tmp_path, base, _sweep(tmp_path, "d", 2.0, 8.0, fitted=(6.6, 5.9, 7.3)))
+        assert (code, out["change"]) == (0, "inconclusive")
+        code, out = _compare(tmp_path, base, _sweep(tmp_path, "e", 8.0, 16.0, fitted=(9.9, 9.0, 11.0)))
+        assert (code, out["change"]) == (0, "improved")
 
     def test_both_open_above_is_inconclusive(self, tmp_path: Path) -> None:
         """Both held every point up to 8: nothing bounds either capacity, no change can be claimed."""

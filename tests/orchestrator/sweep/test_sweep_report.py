@@ -8,6 +8,7 @@ from pathlib import Path
 import msgspec
 
 from orchestrator.events import (
+    CapacityEstimate,
     PhaseStarted,
     PointStats,
     RunFinished,
@@ -31,7 +32,7 @@ def _point(offered: float, outcome: str, runs: int = 1, p99: float = 500.0) -> S
                                              latency_p90_ms=p99 / 2, model_call_p99_ms=p99 / 3))
 
 
-def _journal(tmp_path: Path, *, finished: bool = True) -> Path:
+def _journal(tmp_path: Path, *, finished: bool = True, estimate: CapacityEstimate | None = None) -> Path:
     events = [RunStarted(command="sweep", seq=1),
               PhaseStarted(phase="sweep", seq=2, detail=SweepPhase(mode="rate", points=[1.0, 3.0, 3.4],
                                                                     slo={"p99_latency_ms": 8000.0},
@@ -42,7 +43,7 @@ def _journal(tmp_path: Path, *, finished: bool = True) -> Path:
               _point(3.4, "fail", p99=9100.0),
               SweepConcluded(outcome="bracketed", mode="rate", unit="req/s", capacity=3.0, highest_passing=3.0,
                              lowest_failing=3.4, broken=[_LAT], summary="capacity 3 req/s: 3 held every SLO, 3.4 "
-                             "broke p99 client latency (p99 9100 ms > 8000 ms)")]
+                             "broke p99 client latency (p99 9100 ms > 8000 ms)", estimate=estimate)]
     if finished:
         events.append(RunFinished(status="ok"))
     path = tmp_path / "events.jsonl"
@@ -93,6 +94,26 @@ class TestSweepReport:
         html = render_sweep_html(build_sweep_report(_journal(tmp_path)))
         assert 'Latency against offered load' in html and 'Achieved against offered load' in html
         assert "p99 SLO" in html
+
+    def test_the_fitted_capacity_leads_every_report(self, tmp_path: Path) -> None:
+        """With a fit journaled: sweep.json's capacity is the figure with its interval and binding SLO, each SLO's
+        curve is data, and sweep.md and sweep.html say the verdict before the bracket."""
+        est = CapacityEstimate(value=3.2, low=3.05, high=3.38, binding="p99_latency", shape="smooth",
+                               half_width=0.05, reached=True, summary="capacity 3.2 req/s, 90% interval [3.05, 3.38], "
+                               "bound by p99 client latency (smooth boundary); ±5.0% meets the ±10% asked")
+        report = build_sweep_report(_journal(tmp_path, estimate=est))
+        cap = report.capacity
+        assert cap is not None and (cap.value, cap.low, cap.high, cap.binding, cap.reached, cap.highest_passing) == (
+            3.2, 3.05, 3.38, "p99_latency", True, 3.0)
+        [curve] = report.curves
+        assert (curve.slo, curve.limit) == ("p99_latency", 8000.0)
+        assert [(p.offered, p.observed, p.share_beyond) for p in curve.points][-1] == (3.4, 9100.0, round(40 / 300, 5))
+        md = render_sweep_markdown(report)
+        assert md.index("**Capacity 3.2 req/s, 90% interval [3.05, 3.38]") < md.index("Capacity 3 req/s: 3 held")
+        html = render_sweep_html(report)
+        assert html.index('id="verdict"') < html.index('data-chart="slo-p99_latency"') < html.index("<h2>Points")
+        written = msgspec.json.decode((write_sweep_report(_journal(tmp_path, estimate=est), tmp_path)[0]).read_bytes())
+        assert (written["capacity"]["low"], written["capacity"]["high"]) == (3.05, 3.38) and written["curves"]
 
     def test_an_interrupted_sweep_says_so(self, tmp_path: Path) -> None:
         """No RunFinished: the report's status is interrupted, and the files are still written."""
