@@ -25,7 +25,9 @@ from orchestrator.events import (
     GpuSampled,
     NoticeContext,
     OrphanKilled,
+    OrphanReaped,
     ResourceSampled,
+    RestartCause,
     ServerExited,
     ServerHealthChanged,
     ServerLoadSampled,
@@ -81,6 +83,7 @@ class SupervisorStatistics(msgspec.Struct, frozen=True):
     last_rss_bytes: int
     peak_gpu_memory_bytes: int | None
     orphans_killed: int
+    orphans_reaped: int = 0
 
 
 class ServerHandle:
@@ -101,7 +104,7 @@ class ServerHandle:
         self._done = anyio.Event()
         self._stats: dict[str, Any] = dict(
             restarts=0, crashes=0, probes=0, samples=0, peak_rss_bytes=0, last_rss_bytes=0,
-            peak_gpu_memory_bytes=None, orphans_killed=0,
+            peak_gpu_memory_bytes=None, orphans_killed=0, orphans_reaped=0,
         )
 
     def _set(self, state: ServerState) -> None:
@@ -172,11 +175,19 @@ class _SafeSink:
 
 @dataclass
 class _Outcome:
-    """Why one incarnation ended."""
+    """Why one incarnation ended; `cause` says it for the journal (unhealthy: probes answered or not)."""
 
     kind: Literal["exited", "startup_timeout", "bad_models", "unhealthy", "stopped"]
     message: str
     during: Literal["startup", "run", "stop"] = "run"
+    cause: RestartCause = ""
+
+    @property
+    def restart_cause(self) -> RestartCause:
+        if self.cause or self.kind in ("stopped", "unhealthy"):
+            return self.cause
+        return "exited" if self.kind == "exited" else "startup_timeout" if self.kind == "startup_timeout" \
+            else "bad_models"
 
 
 class _RestartBudget:
@@ -402,9 +413,11 @@ class _Supervisor:
             state: ServerState = ("degraded" if readiness.degraded else "ready") if readiness.ready else "unhealthy"
             await self.set_state(state, readiness.detail)
             if failures >= cfg.health_failure_threshold:
+                # An answer that says "not ready" (a front end whose worker died: 503) against none at all (a hang).
                 return _Outcome("unhealthy", f"{failures} readiness probes failed in a row "
                                              f"(server.health_failure_threshold = {cfg.health_failure_threshold}); "
-                                             f"last: {readiness.detail}")
+                                             f"last: {readiness.detail}",
+                                cause="unready" if status else "unresponsive")
 
     async def _sample_loop(self, proc: ServerProcess) -> None:
         """Sample the tree every sample_period_s from spawn on; remember descendants for the sweep."""
@@ -481,7 +494,8 @@ class _Supervisor:
             tail = proc.output_tail()
             await self.publish(ServerExited(incarnation=inc, pid=proc.pid, returncode=rc, signal=signal_name(rc),
                                             expected=expected, during="stop", output_tail=tail,
-                                            stop_traceback=stop_traceback(tail, sig) if expected else ""))
+                                            stop_traceback=stop_traceback(tail, sig) if expected else "",
+                                            stopped_for=outcome.restart_cause if outcome else ""))
             if result.forced:
                 await self.publish(Warned(code="server_stop_forced", message=(
                     f"server pid {proc.pid} did not stop within {cfg.stop_grace_s:g} s of {cfg.stop_signal} "
@@ -490,6 +504,13 @@ class _Supervisor:
         else:
             await proc.stop(signal.SIGKILL, 0.0)  # the leader died: kill what is left of its group
         for orphan in await proc.sweep_orphans():
+            if orphan.dead:
+                self.handle._stats["orphans_reaped"] += 1
+                log.warning("orphan_reaped", pid=orphan.pid, name=orphan.name, found_by=orphan.found_by,
+                            returncode=orphan.returncode)
+                await self.publish(OrphanReaped(incarnation=inc, pid=orphan.pid, name=orphan.name,
+                                                returncode=orphan.returncode, found_by=orphan.found_by))
+                continue
             self.handle._stats["orphans_killed"] += 1
             log.warning("orphan_killed", pid=orphan.pid, cmdline=orphan.cmdline, found_by=orphan.found_by)
             await self.publish(OrphanKilled(incarnation=inc, pid=orphan.pid, cmdline=orphan.cmdline,
@@ -546,7 +567,7 @@ class _Supervisor:
                 await self.set_state("restarting", outcome.message)
                 await self.publish(ServerRestarting(incarnation=handle.incarnation + 1,
                                                     attempt=handle._stats["restarts"], backoff_s=backoff,
-                                                    reason=outcome.message))
+                                                    reason=outcome.message, cause=outcome.restart_cause))
                 with anyio.move_on_after(backoff):
                     await handle._stop_requested.wait()
                 if handle._stop_requested.is_set():

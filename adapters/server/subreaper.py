@@ -19,7 +19,8 @@ from contextlib import contextmanager
 
 import psutil
 
-__all__ = ["OWNER_ENV", "PR_SET_CHILD_SUBREAPER", "become_subreaper", "is_subreaper", "adopted", "reap",
+__all__ = ["OWNER_ENV", "PR_SET_CHILD_SUBREAPER", "become_subreaper", "is_subreaper", "adopted",
+           "reap_status",
            "spawned_here"]
 
 OWNER_ENV = "AQBENCH_OWNER_PID"
@@ -111,9 +112,13 @@ def adopted(*, born_after: float, token_env: str, token: str, exclude: set[int])
     return out
 
 
-def reap(pid: int) -> bool:
-    """Collect the exit status of `pid` if it is our child and has ended (never blocks)."""
+def reap_status(pid: int) -> int | None:
+    """Reap `pid` if it is our child and has ended (never blocks): its return code, negative for a signal as
+    subprocess reports it; None when there was nothing to collect."""
     try:
-        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG) is not None
+        got = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG)
     except ChildProcessError:
-        return False
+        return None
+    if got is None:
+        return None
+    return got.si_status if got.si_code == os.CLD_EXITED else -got.si_status
