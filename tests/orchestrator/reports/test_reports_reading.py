@@ -18,6 +18,7 @@ from orchestrator.events import (
     RunStarted,
     ServerExited,
     ServerReady,
+    ServerSpawned,
     Warned,
 )
 from orchestrator.reports.fold import fold
@@ -123,6 +124,22 @@ class TestCauses:
         """The server line's restart count comes with each restart's journaled reason."""
         md = _md(qualify_journal().events)
         assert "- Restart 1: incarnation 2 started" in md and "because crashed." in md
+
+    def test_a_restart_is_dated_by_its_spawn_or_said_never_made(self) -> None:
+        """A restart happened when its incarnation was spawned, not when it was decided (the backoff lies
+        between); one decided while the run ended is said so, and not counted as a restart."""
+        j = qualify_journal()
+        made = next(row.server for row in fold(j.events).rows if row.server.restart_causes)
+        [r] = made.restart_causes
+        assert made.restarts == 1 and r.spawned_s is not None and r.spawned_s > r.at_s
+        assert (f"- Restart 1: incarnation 2 started {r.spawned_s:.1f} s into the run (decided at {r.at_s:.1f} s, "
+                "after a 1.0 s backoff), because crashed.") in render_markdown(fold(j.events))
+        never = _edited(j, lambda ev: None if isinstance(ev, ServerSpawned) and ev.incarnation == 2 else ev)
+        md = _md(never)
+        assert [row.server.restarts for row in fold(never).rows if row.server.restart_causes] == [0]
+        assert "1 incarnation(s), 0 restart(s)" in md
+        assert (f"- Restart 1: restart decided at {r.at_s:.1f} s; the run ended first (incarnation 2 was never "
+                "started; its backoff was 1.0 s). It was decided because crashed.") in md
 
 
     @pytest.mark.parametrize("journaled", ["KeyboardInterrupt", ""])
