@@ -162,7 +162,9 @@ async def _soak(cfg: Config, opts: SoakOptions, settings: SoakSettings, model: M
                        reason="; ".join(f"{v.metric}: {v.outcome}: {v.reason}" for v in named),
                        counts={"windows": state.done, "failed": len(failed), "inconclusive": len(undecided)})
     paths = await anyio.to_thread.run_sync(write_all_reports, run.journal_path, run.run_dir)
-    print_summary(run.run_dir, verdicts, paths, strict=opts.strict)
+    print_summary(run.run_dir, verdicts, paths, strict=opts.strict,
+                  interrupted_by=signal.Signals(interrupt.signum).name if interrupt.signum else "",
+                  interrupted_exit=interrupt.exit_code)
     return interrupt.exit_code if interrupt.signum else code
 
 
