@@ -59,9 +59,11 @@ class Front:
             return 200, {"object": "list", "data": [{"id": self.args.model_name, "object": "model"}]}
         if path.startswith("/v1/chat/completions"):
             if alive:
-                return 200, {"object": "chat.completion", "model": self.args.model_name,
+                return 200, {"id": "chatcmpl-1", "object": "chat.completion", "created": int(time.time()),
+                             "model": self.args.model_name,
                              "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"},
-                                          "finish_reason": None}]}
+                                          "finish_reason": None}],
+                             "usage": {"prompt_tokens": 0, "completion_tokens": 1, "total_tokens": 1}}
             code = "server_draining" if self.crash_told else "worker_crashed"
             self.crash_told = True
             return 503, {"error": {"message": code.replace("_", " "), "type": "server_error", "param": None,

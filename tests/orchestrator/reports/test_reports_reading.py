@@ -13,11 +13,13 @@ from reports_support import qualify_journal
 from orchestrator.events import (
     AiperfExited,
     Failed,
+    OrphanReaped,
     RequestCorrelated,
     RunFinished,
     RunStarted,
     ServerExited,
     ServerReady,
+    ServerRestarting,
     ServerSpawned,
     Warned,
 )
@@ -141,6 +143,16 @@ class TestCauses:
         assert (f"- Restart 1: restart decided at {r.at_s:.1f} s; the run ended first (incarnation 2 was never "
                 "started; its backoff was 1.0 s). It was decided because crashed.") in md
 
+
+    def test_a_worker_reaped_after_dying_with_its_server_is_counted(self) -> None:
+        """An escaped worker that died with its server and was reaped is counted beside the orphans killed (the
+        report read "0 orphan(s) killed" while that worker was a zombie)."""
+        j = qualify_journal()
+        at = next(i for i, ev in enumerate(j.events) if isinstance(ev, ServerRestarting))
+        reaped = OrphanReaped(incarnation=1, pid=77, name="python3", returncode=-15, found_by="sample")
+        md = _md([*j.events[:at], reaped, *j.events[at:]])
+        assert "0 orphan(s) killed, 1 orphan(s) reaped dead (zombies left to aqbench)" in md
+        assert "orphan(s) reaped" not in _md(j.events)
 
     @pytest.mark.parametrize("journaled", ["KeyboardInterrupt", ""])
     def test_a_traceback_from_our_own_stop_signal_is_noted_as_expected(self, journaled: str) -> None:
