@@ -26,7 +26,7 @@ from adapters.aiperf.command import SHORT_TMP_PREFIX
 from adapters.aiperf.records import RecordParseError, parse_export_line, parse_tap_line
 from adapters.aiperf.sent import issued_counts, parse_phase_sent, parse_phase_started, parse_sent
 from adapters.fswatch import FolderWatch
-from adapters.server.group import signal_group, stop_group
+from adapters.server.group import reap_members, signal_group, stop_group
 from adapters.server.subreaper import spawned_here
 from adapters.tail import LineFollower
 from orchestrator.errors import ClientError
@@ -312,9 +312,11 @@ async def run_aiperf(
             _skip_undecided(gates)
             with anyio.CancelScope(shield=True), anyio.move_on_after(stop_grace_s + 5):
                 await _stop(proc, stop_grace_s)
-                # AIPerf's service processes share its group; sweep any that outlived the main process.
+                # AIPerf's service processes share its group; sweep any that outlived the main process, and reap
+                # those left to us (the subreaper): nobody else will, and a zombie at a soak's end fails it.
                 signal_group(proc.pid, signal.SIGKILL)
                 await proc.aclose()
+                await reap_members(proc.pid)
                 tmp = cmd.env.get("TMPDIR", "")
                 if Path(tmp).name.startswith(SHORT_TMP_PREFIX):
                     shutil.rmtree(tmp, ignore_errors=True)  # ours, outside the run folder: leave nothing behind

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 import psutil
 
 __all__ = ["OWNER_ENV", "PR_SET_CHILD_SUBREAPER", "become_subreaper", "is_subreaper", "adopted",
-           "reap_status",
+           "reap_adopted", "reap_status",
            "spawned_here"]
 
 OWNER_ENV = "AQBENCH_OWNER_PID"
@@ -110,6 +110,32 @@ def adopted(*, born_after: float, token_env: str, token: str, exclude: set[int])
         if env.get(token_env) == token or env.get(OWNER_ENV) != mine:
             out.append(proc)
     return out
+
+
+def reap_adopted(leader: int, *, session: bool = True) -> tuple[list[int], int]:
+    """Reap the zombie children of ours in the process group (and, with `session`, the session) that `leader`
+    leads, other than the leader: we spawned only the leader there (start_new_session), so every other member
+    that is our child was adopted as subreaper, and nobody else will collect it. Returns (the pids reaped, how
+    many such members are still running). Never blocks."""
+    try:
+        children = psutil.Process(os.getpid()).children()
+    except psutil.Error:
+        return [], 0
+    reaped, running = [], 0
+    for child in children:
+        if child.pid == leader:
+            continue
+        try:
+            if os.getpgid(child.pid) != leader and not (session and os.getsid(child.pid) == leader):
+                continue
+            if child.status() != psutil.STATUS_ZOMBIE:
+                running += 1
+                continue
+        except (psutil.Error, OSError):
+            continue
+        if reap_status(child.pid) is not None:
+            reaped.append(child.pid)
+    return reaped, running
 
 
 def reap_status(pid: int) -> int | None:
