@@ -175,19 +175,12 @@ class _SafeSink:
 
 @dataclass
 class _Outcome:
-    """Why one incarnation ended; `cause` says it for the journal (unhealthy: probes answered or not)."""
+    """Why one incarnation ended; `cause` says it for the journal ("" for a stop the run asked for)."""
 
     kind: Literal["exited", "startup_timeout", "bad_models", "unhealthy", "stopped"]
     message: str
     during: Literal["startup", "run", "stop"] = "run"
     cause: RestartCause = ""
-
-    @property
-    def restart_cause(self) -> RestartCause:
-        if self.cause or self.kind in ("stopped", "unhealthy"):
-            return self.cause
-        return "exited" if self.kind == "exited" else "startup_timeout" if self.kind == "startup_timeout" \
-            else "bad_models"
 
 
 class _RestartBudget:
@@ -343,7 +336,7 @@ class _Supervisor:
                 how = f"killed by {signal_name(rc)}" if rc < 0 else f"exit code {rc}"
                 last = "\n  ".join(tail[-10:]) or "(nothing printed)"
                 finish(_Outcome("exited", f"server pid {proc.pid} exited during {during} ({how}); "
-                                          f"last lines:\n  {last}", during), tg)
+                                          f"last lines:\n  {last}", during, "exited"), tg)
 
             async def gate_then_health() -> None:
                 outcome = await self._startup_gate(proc, spawned_ns)
@@ -379,7 +372,7 @@ class _Supervisor:
                 if readiness.ready:
                     models = await self.check_models()
                     if isinstance(models, str):
-                        return _Outcome("bad_models", models, "startup")
+                        return _Outcome("bad_models", models, "startup", "bad_models")
                     await self.publish(ServerReady(
                         incarnation=inc, pid=proc.pid, startup_ns=time.monotonic_ns() - spawned_ns,
                         probes=probes, models=models, url=self.spec.base_url,
@@ -390,7 +383,7 @@ class _Supervisor:
                 await anyio.sleep(self.spec.startup_probe_period_s)
         return _Outcome("startup_timeout", f"server pid {proc.pid} not ready after {cfg.startup_timeout_s:g} s "
                                            f"(server.startup_timeout_s, {probes} probes); last probe: {last}",
-                        "startup")
+                        "startup", "startup_timeout")
 
     async def _health_loop(self) -> _Outcome:
         """Probe every health_period_s; journal changes; unhealthy past the threshold ends the incarnation."""
@@ -495,7 +488,7 @@ class _Supervisor:
             await self.publish(ServerExited(incarnation=inc, pid=proc.pid, returncode=rc, signal=signal_name(rc),
                                             expected=expected, during="stop", output_tail=tail,
                                             stop_traceback=stop_traceback(tail, sig) if expected else "",
-                                            stopped_for=outcome.restart_cause if outcome else ""))
+                                            stopped_for=outcome.cause if outcome else ""))
             if result.forced:
                 await self.publish(Warned(code="server_stop_forced", message=(
                     f"server pid {proc.pid} did not stop within {cfg.stop_grace_s:g} s of {cfg.stop_signal} "
@@ -548,7 +541,7 @@ class _Supervisor:
                 try:
                     outcome = await self.run_incarnation()
                 except ServerError as exc:
-                    outcome = _Outcome("exited", str(exc), "startup")  # port in use, cannot exec
+                    outcome = _Outcome("exited", str(exc), "startup", "exited")  # port in use, cannot exec
                 if outcome.kind == "stopped":
                     return
                 if first and outcome.during == "startup":
@@ -567,7 +560,7 @@ class _Supervisor:
                 await self.set_state("restarting", outcome.message)
                 await self.publish(ServerRestarting(incarnation=handle.incarnation + 1,
                                                     attempt=handle._stats["restarts"], backoff_s=backoff,
-                                                    reason=outcome.message, cause=outcome.restart_cause))
+                                                    reason=outcome.message, cause=outcome.cause))
                 with anyio.move_on_after(backoff):
                     await handle._stop_requested.wait()
                 if handle._stop_requested.is_set():
