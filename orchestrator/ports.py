@@ -122,12 +122,17 @@ class StopResult(msgspec.Struct, frozen=True):
 
 
 class Orphan(msgspec.Struct, frozen=True):
-    """A descendant that outlived the server's process group and was killed."""
+    """A descendant that outlived the server's process group: killed, or (`dead`) found a zombie and reaped."""
 
     pid: int
     cmdline: list[str]
-    # How it was found: "subreaper" (re-parented to us), "sample" (seen in a resource sample) or "marker".
+    # How it was found: "subreaper" (re-parented to us), "sample" (seen in a resource sample) or "marker";
+    # a dead one also "group" or "session" (still in the server's).
     found_by: str = ""
+    # Had died already (a zombie left to us, the subreaper): reaped, not killed; `name` is all a zombie keeps.
+    dead: bool = False
+    name: str = ""
+    returncode: int | None = None
 
 
 class ServerProcess(Protocol):
@@ -159,7 +164,8 @@ class ServerProcess(Protocol):
         ...
 
     async def sweep_orphans(self) -> list[Orphan]:
-        """Kill descendants that left the group and are still alive; return them."""
+        """Kill descendants that left the group and are still alive, reap those already dead (zombies left
+        to us); return both."""
         ...
 
 

@@ -26,7 +26,9 @@ from orchestrator.events import (
     GpuSampled,
     NoticeContext,
     OrphanKilled,
+    OrphanReaped,
     ResourceSampled,
+    RestartCause,
     ServerExited,
     ServerHealthChanged,
     ServerLoadSampled,
@@ -82,6 +84,7 @@ class SupervisorStatistics(msgspec.Struct, frozen=True):
     last_rss_bytes: int
     peak_gpu_memory_bytes: int | None
     orphans_killed: int
+    orphans_reaped: int = 0
 
 
 class ServerHandle:
@@ -102,7 +105,7 @@ class ServerHandle:
         self._done = anyio.Event()
         self._stats: dict[str, Any] = dict(
             restarts=0, crashes=0, probes=0, samples=0, peak_rss_bytes=0, last_rss_bytes=0,
-            peak_gpu_memory_bytes=None, orphans_killed=0,
+            peak_gpu_memory_bytes=None, orphans_killed=0, orphans_reaped=0,
         )
 
     def _set(self, state: ServerState) -> None:
@@ -173,11 +176,12 @@ class _SafeSink:
 
 @dataclass
 class _Outcome:
-    """Why one incarnation ended."""
+    """Why one incarnation ended; `cause` says it for the journal ("" for a stop the run asked for)."""
 
     kind: Literal["exited", "startup_timeout", "bad_models", "unhealthy", "stopped"]
     message: str
     during: Literal["startup", "run", "stop"] = "run"
+    cause: RestartCause = ""
 
 
 class _RestartBudget:
@@ -335,7 +339,7 @@ class _Supervisor:
                 how = f"killed by {signal_name(rc)}" if rc < 0 else f"exit code {rc}"
                 last = "\n  ".join(tail[-10:]) or "(nothing printed)"
                 finish(_Outcome("exited", f"server pid {proc.pid} exited during {during} ({how}); "
-                                          f"last lines:\n  {last}", during), tg)
+                                          f"last lines:\n  {last}", during, "exited"), tg)
 
             async def gate_then_health() -> None:
                 outcome = await self._startup_gate(proc, spawned_ns)
@@ -371,7 +375,7 @@ class _Supervisor:
                 if readiness.ready:
                     models = await self.check_models()
                     if isinstance(models, str):
-                        return _Outcome("bad_models", models, "startup")
+                        return _Outcome("bad_models", models, "startup", "bad_models")
                     await self.publish(ServerReady(
                         incarnation=inc, pid=proc.pid, startup_ns=time.monotonic_ns() - spawned_ns,
                         probes=probes, models=models, url=self.spec.base_url,
@@ -382,7 +386,7 @@ class _Supervisor:
                 await anyio.sleep(self.spec.startup_probe_period_s)
         return _Outcome("startup_timeout", f"server pid {proc.pid} not ready after {cfg.startup_timeout_s:g} s "
                                            f"(server.startup_timeout_s, {probes} probes); last probe: {last}",
-                        "startup")
+                        "startup", "startup_timeout")
 
     async def _health_loop(self) -> _Outcome:
         """Probe every health_period_s; journal changes; unhealthy past the threshold ends the incarnation."""
@@ -405,9 +409,11 @@ class _Supervisor:
             state: ServerState = ("degraded" if readiness.degraded else "ready") if readiness.ready else "unhealthy"
             await self.set_state(state, readiness.detail)
             if failures >= cfg.health_failure_threshold:
+                # An answer that says "not ready" (a front end whose worker died: 503) against none at all (a hang).
                 return _Outcome("unhealthy", f"{failures} readiness probes failed in a row "
                                              f"(server.health_failure_threshold = {cfg.health_failure_threshold}); "
-                                             f"last: {readiness.detail}")
+                                             f"last: {readiness.detail}",
+                                cause="unready" if status else "unresponsive")
 
     async def _sample_loop(self, proc: ServerProcess) -> None:
         """Sample the tree every sample_period_s from spawn on; remember descendants for the sweep."""
@@ -499,7 +505,8 @@ class _Supervisor:
             tail = proc.output_tail()
             await self.publish(ServerExited(incarnation=inc, pid=proc.pid, returncode=rc, signal=signal_name(rc),
                                             expected=expected, during="stop", output_tail=tail,
-                                            stop_traceback=stop_traceback(tail, sig) if expected else ""))
+                                            stop_traceback=stop_traceback(tail, sig) if expected else "",
+                                            stopped_for=outcome.cause if outcome else ""))
             if result.forced:
                 await self.publish(Warned(code="server_stop_forced", message=(
                     f"server pid {proc.pid} did not stop within {cfg.stop_grace_s:g} s of {cfg.stop_signal} "
@@ -508,6 +515,13 @@ class _Supervisor:
         else:
             await proc.stop(signal.SIGKILL, 0.0)  # the leader died: kill what is left of its group
         for orphan in await proc.sweep_orphans():
+            if orphan.dead:
+                self.handle._stats["orphans_reaped"] += 1
+                log.warning("orphan_reaped", pid=orphan.pid, name=orphan.name, found_by=orphan.found_by,
+                            returncode=orphan.returncode)
+                await self.publish(OrphanReaped(incarnation=inc, pid=orphan.pid, name=orphan.name,
+                                                returncode=orphan.returncode, found_by=orphan.found_by))
+                continue
             self.handle._stats["orphans_killed"] += 1
             log.warning("orphan_killed", pid=orphan.pid, cmdline=orphan.cmdline, found_by=orphan.found_by)
             await self.publish(OrphanKilled(incarnation=inc, pid=orphan.pid, cmdline=orphan.cmdline,
@@ -545,7 +559,7 @@ class _Supervisor:
                 try:
                     outcome = await self.run_incarnation()
                 except ServerError as exc:
-                    outcome = _Outcome("exited", str(exc), "startup")  # port in use, cannot exec
+                    outcome = _Outcome("exited", str(exc), "startup", "exited")  # port in use, cannot exec
                 if outcome.kind == "stopped":
                     return
                 if first and outcome.during == "startup":
@@ -564,7 +578,7 @@ class _Supervisor:
                 await self.set_state("restarting", outcome.message)
                 await self.publish(ServerRestarting(incarnation=handle.incarnation + 1,
                                                     attempt=handle._stats["restarts"], backoff_s=backoff,
-                                                    reason=outcome.message))
+                                                    reason=outcome.message, cause=outcome.cause))
                 with anyio.move_on_after(backoff):
                     await handle._stop_requested.wait()
                 if handle._stop_requested.is_set():

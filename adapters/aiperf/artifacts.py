@@ -85,7 +85,7 @@ def judge_artifacts(folder: Path, *, returncode: int | None, stopped_early: bool
     if not ready or "request_count" not in agg:
         return Judgement(classification="partial", aggregate=agg, ready=ready,
                          reason=f"no ready marker or aggregate after exit (exit code {returncode}); "
-                                f"{records} records were streamed")
+                                f"the records of {records} request(s) were streamed")
     if (ready and marker.get("partial")) or errors:
         return Judgement(classification="partial", aggregate=agg, ready=ready,
                          reason=f"{errors} of {errors + (agg.get('request_count') or 0)} profiling requests failed")

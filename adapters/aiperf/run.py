@@ -27,7 +27,7 @@ from adapters.aiperf.records import RecordParseError, parse_export_line, parse_t
 from adapters.aiperf.retention import trim_artifacts
 from adapters.aiperf.sent import issued_counts, parse_phase_sent, parse_phase_started, parse_sent
 from adapters.fswatch import FolderWatch
-from adapters.server.group import signal_group, stop_group
+from adapters.server.group import reap_members, signal_group, stop_group
 from adapters.server.subreaper import spawned_here
 from adapters.tail import LineFollower
 from orchestrator.errors import ClientError
@@ -291,9 +291,11 @@ async def run_aiperf(
                 await wait_artifacts_final(artifact_dir, timeout_s=_FINAL_WAIT_S, quiet_s=quiet)
                 stop_tailers.set()
                 pump_scope.deadline = anyio.current_time() + 2.0
+            # The tap and the export carry the same requests' records: the larger of the two is how many were
+            # streamed (their sum counted each request twice).
             judged = await anyio.to_thread.run_sync(lambda: judge_artifacts(
                 artifact_dir, returncode=proc.returncode, stopped_early=stopped_early,
-                records=counts.by_via["export"] + counts.by_via["tap"]))
+                records=max(counts.by_via["export"], counts.by_via["tap"])))
             reason = judged.reason
             said = _own_reason(log_tail)
             if said and proc.returncode not in (0, None) and judged.classification != "complete":
@@ -311,9 +313,11 @@ async def run_aiperf(
             _skip_undecided(gates)
             with anyio.CancelScope(shield=True), anyio.move_on_after(stop_grace_s + 5):
                 await _stop(proc, stop_grace_s)
-                # AIPerf's service processes share its group; sweep any that outlived the main process.
+                # AIPerf's service processes share its group; sweep any that outlived the main process, and reap
+                # those left to us (the subreaper): nobody else will, and a zombie at a soak's end fails it.
                 signal_group(proc.pid, signal.SIGKILL)
                 await proc.aclose()
+                await reap_members(proc.pid)
                 await anyio.to_thread.run_sync(_tidy, cmd, artifact_dir)
                 if outcome is None:
                     await _publish_cancelled(bus, counts.started or [window][first_held:], proc.returncode, t0)

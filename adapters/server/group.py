@@ -14,7 +14,9 @@ from typing import Protocol
 import anyio
 import psutil
 
-__all__ = ["GroupLeader", "signal_group", "group_alive", "stop_group"]
+from adapters.server.subreaper import reap_adopted
+
+__all__ = ["GroupLeader", "signal_group", "group_alive", "stop_group", "reap_members"]
 
 _POLL_S = 0.05
 _REAP_TIMEOUT_S = 10.0
@@ -81,4 +83,22 @@ async def stop_group(leader: GroupLeader, sig: int, grace_s: float, *, whole_gro
             await leader.wait()
             while alive():  # noqa: ASYNC110 - as above
                 await anyio.sleep(_POLL_S)
+    # Members that died with the group and were left to us (the subreaper). Not the session: a server's
+    # process that left its group is the orphan sweep's to report (adapters/server/process.py).
+    reap_adopted(leader.pid, session=False)
     return forced, time.monotonic() - started
+
+
+async def reap_members(leader: int, *, timeout_s: float = 2.0) -> list[int]:
+    """Reap the members of `leader`'s group or session that were left to us (the subreaper) as they end, waiting
+    at most `timeout_s` for those still running (a SIGKILL just sent lands asynchronously). Returns the pids
+    reaped. Cancellation, or the time running out, leaves the rest for the next sweep or the final check."""
+    reaped: list[int] = []
+    with anyio.move_on_after(timeout_s):
+        while True:
+            got, running = reap_adopted(leader)
+            reaped += got
+            if not running:
+                break
+            await anyio.sleep(_POLL_S)
+    return reaped

@@ -29,7 +29,7 @@ from anyio.abc import ByteReceiveStream, Process
 from adapters.server.group import group_alive, stop_group
 from adapters.server.lines import LineSplitter
 from adapters.server.netport import check_port_free, pick_free_port
-from adapters.server.subreaper import adopted, become_subreaper, reap
+from adapters.server.subreaper import adopted, become_subreaper, reap_status
 from orchestrator.errors import ServerError
 from orchestrator.events import LogLine
 from orchestrator.ports import EventSink, Orphan, ParsedLine, StopResult
@@ -63,6 +63,7 @@ def _check_executable(program: str, path: str | None, cwd: str) -> None:
 TAIL_LINES = 40
 _CHUNK = 64 * 1024
 _REAP_TIMEOUT_S = 10.0
+_DYING_S = 0.3
 
 
 class ManagedProcess:
@@ -177,10 +178,39 @@ class ManagedProcess:
         return StopResult(returncode=self.returncode, forced=forced, waited_s=waited_s)
 
     async def sweep_orphans(self) -> list[Orphan]:
-        """Kill every still-running descendant seen earlier or carrying this incarnation's marker."""
+        """Kill every still-running descendant seen earlier or carrying this incarnation's marker (after a moment
+        to end on its own), and reap those that died already (`dead`): zombies left to us in any session."""
         return await anyio.to_thread.run_sync(self._sweep)
 
     def _sweep(self) -> list[Orphan]:
+        living: dict[int, tuple[psutil.Process, str, list[str]]] = {}
+        for proc, how in self._candidates().values():
+            try:
+                if proc.status() != psutil.STATUS_ZOMBIE:  # zombies are reaped below, with every dead one
+                    living[proc.pid] = (proc, how, proc.cmdline())
+            except psutil.Error:
+                continue
+        orphans: list[Orphan] = []
+        # A worker told by the parent-death signal is dying as we look: a moment to die on its own first.
+        # psutil reaps those that are our children (waitpid) and gives their return codes.
+        gone, _ = psutil.wait_procs([p for p, _, _ in living.values()], timeout=_DYING_S) if living else ([], [])
+        for proc in gone:
+            _, how, cmdline = living.pop(proc.pid)
+            code = getattr(proc, "returncode", None)
+            orphans.append(Orphan(pid=proc.pid, cmdline=cmdline, found_by=how, dead=True,
+                                  name=cmdline[0].rsplit("/", 1)[-1] if cmdline else "",
+                                  returncode=code if isinstance(code, int) else None))
+        for proc, how, cmdline in living.values():
+            try:
+                proc.kill()
+            except psutil.Error:
+                continue
+            orphans.append(Orphan(pid=proc.pid, cmdline=cmdline, found_by=how))
+        # psutil waits on a child of ours with waitpid: the orphans re-parented to us are reaped here.
+        psutil.wait_procs([p for p, _, _ in living.values()], timeout=3)
+        return orphans + self._reap_dead()
+
+    def _candidates(self) -> dict[int, tuple[psutil.Process, str]]:
         # First net: children re-parented to us (subreaper) since this incarnation was born; then what a
         # sample saw; then the marker. Each orphan is reported under the first net that caught it.
         me = os.getpid()
@@ -205,38 +235,45 @@ class ManagedProcess:
                     found[proc.pid] = (proc, "marker")
             except psutil.Error:
                 continue
-        orphans = []
-        alive = []
-        for proc, how in found.values():
-            try:
-                if proc.status() == psutil.STATUS_ZOMBIE:
-                    continue
-                cmdline = proc.cmdline()
-                proc.kill()
-            except psutil.Error:
-                continue
-            orphans.append(Orphan(pid=proc.pid, cmdline=cmdline, found_by=how))
-            alive.append(proc)
-        # psutil waits on a child of ours with waitpid: the orphans re-parented to us are reaped here.
-        psutil.wait_procs(alive, timeout=3)
-        self._reap_group_zombies()
-        return orphans
+        return found
 
-    def _reap_group_zombies(self) -> None:
-        """Members of the server's group that were re-parented to us and died with it are our zombies now:
-        collect them by pid (never the leader, whose status anyio waits for, nor any other child)."""
+    def _reap_dead(self) -> list[Orphan]:
+        """Reap zombies among our children that were this server's descendants (seen in a sample, or in its
+        group or session): a worker that died with its parent is left to us, the subreaper, and nobody else
+        will collect it. Returns those that had left the server's group (members of the group died with the
+        stop we made). Never the leader (anyio waits for it), nor a child of ours from elsewhere (its own
+        waiter would lose its status): that is why descent is required."""
         try:
             children = psutil.Process(os.getpid()).children()
         except psutil.Error:
-            return
+            return []
+        out = []
         for child in children:
             if child.pid == self.pid:
                 continue
             try:
-                if child.status() == psutil.STATUS_ZOMBIE and os.getpgid(child.pid) == self.pid:
-                    reap(child.pid)
-            except (psutil.Error, ProcessLookupError):
+                if child.status() != psutil.STATUS_ZOMBIE:
+                    continue
+                how = self._descended(child)
+                name = child.name() if how else ""
+            except (psutil.Error, OSError):
                 continue
+            if how:
+                code = reap_status(child.pid)
+                if how != "group":
+                    out.append(Orphan(pid=child.pid, cmdline=[], found_by=how, dead=True, name=name,
+                                      returncode=code))
+        return out
+
+    def _descended(self, child: psutil.Process) -> str:
+        """How a zombie child is known to be this server's: "group" (still in it), "sample" (seen in a sample,
+        in another group), "session"; "" if it is not known to be."""
+        if os.getpgid(child.pid) == self.pid:
+            return "group"
+        created = self._seen.get(child.pid)
+        if created is not None and abs(child.create_time() - created) < 0.01:
+            return "sample"
+        return "session" if os.getsid(child.pid) == self.pid else ""
 
 
 class SubprocessLauncher:

@@ -19,7 +19,8 @@ from contextlib import contextmanager
 
 import psutil
 
-__all__ = ["OWNER_ENV", "PR_SET_CHILD_SUBREAPER", "become_subreaper", "is_subreaper", "adopted", "reap",
+__all__ = ["OWNER_ENV", "PR_SET_CHILD_SUBREAPER", "become_subreaper", "is_subreaper", "adopted",
+           "reap_adopted", "reap_status",
            "spawned_here"]
 
 OWNER_ENV = "AQBENCH_OWNER_PID"
@@ -111,9 +112,39 @@ def adopted(*, born_after: float, token_env: str, token: str, exclude: set[int])
     return out
 
 
-def reap(pid: int) -> bool:
-    """Collect the exit status of `pid` if it is our child and has ended (never blocks)."""
+def reap_adopted(leader: int, *, session: bool = True) -> tuple[list[int], int]:
+    """Reap the zombie children of ours in the process group (and, with `session`, the session) that `leader`
+    leads, other than the leader: we spawned only the leader there (start_new_session), so every other member
+    that is our child was adopted as subreaper, and nobody else will collect it. Returns (the pids reaped, how
+    many such members are still running). Never blocks."""
     try:
-        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG) is not None
+        children = psutil.Process(os.getpid()).children()
+    except psutil.Error:
+        return [], 0
+    reaped, running = [], 0
+    for child in children:
+        if child.pid == leader:
+            continue
+        try:
+            if os.getpgid(child.pid) != leader and not (session and os.getsid(child.pid) == leader):
+                continue
+            if child.status() != psutil.STATUS_ZOMBIE:
+                running += 1
+                continue
+        except (psutil.Error, OSError):
+            continue
+        if reap_status(child.pid) is not None:
+            reaped.append(child.pid)
+    return reaped, running
+
+
+def reap_status(pid: int) -> int | None:
+    """Reap `pid` if it is our child and has ended (never blocks): its return code, negative for a signal as
+    subprocess reports it; None when there was nothing to collect."""
+    try:
+        got = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG)
     except ChildProcessError:
-        return False
+        return None
+    if got is None:
+        return None
+    return got.si_status if got.si_code == os.CLD_EXITED else -got.si_status

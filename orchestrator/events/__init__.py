@@ -96,10 +96,13 @@ from orchestrator.events.run import (
     Warned,
 )
 from orchestrator.events.server import (
+    RESTART_CAUSES,
     GpuSampled,
     LogLine,
     OrphanKilled,
+    OrphanReaped,
     ResourceSampled,
+    RestartCause,
     ServerExited,
     ServerHealthChanged,
     ServerLoadSampled,
@@ -123,6 +126,7 @@ from orchestrator.events.values import (
     AiperfRunFact,
     GateResult,
     MemorySummary,
+    RestartFact,
     ServerExitFact,
     SoakLimits,
     Summary,
@@ -160,7 +164,7 @@ __all__ = [
     "ResultRow",
     "RunKey",
     # values
-    "Summary", "GateResult", "MemorySummary", "WindowStats", "SoakLimits", "ServerExitFact", "AiperfRunFact", "TrendPlan",
+    "Summary", "GateResult", "MemorySummary", "WindowStats", "SoakLimits", "ServerExitFact", "RestartFact", "AiperfRunFact", "TrendPlan",
     # phase details
     "PhaseDetail", "PHASE_DETAILS", "DatasetPhase", "ModelPhase", "ServerPhase", "CapabilityPhase",
     "CorrectnessPhase", "IdentityPhase", "AiperfPhase", "AiperfRunPhase", "ReferencePhase", "NoninferiorityPhase",
@@ -177,7 +181,7 @@ __all__ = [
     # events
     "RunStarted", "RunFinished", "PhaseStarted", "PhaseFinished", "Warned", "Failed", "EventsDropped",
     "SubscriberFailed", "ServerSpawned", "ServerStateChanged", "ServerReady", "ServerHealthChanged", "ServerExited",
-    "ServerRestarting", "OrphanKilled", "ResourceSampled", "ServerLoadSampled", "GpuSampled", "LogLine", "ServerState", "AiperfStarted",
+    "ServerRestarting", "RestartCause", "RESTART_CAUSES", "OrphanKilled", "OrphanReaped", "ResourceSampled", "ServerLoadSampled", "GpuSampled", "LogLine", "ServerState", "AiperfStarted",
     "AiperfExited", "ClientRecord", "ServerRecord", "RequestsInFlight", "RequestCorrelated", "RequestUnmatched",
     "AccountingChecked", "Phase", "CauseCode", "CapabilityProbed", "VerdictReached", "GateEvaluated", "ModelResult",
     "SoakWindowClosed", "SoakVerdict", "AnswerIncomplete", "SoakWindowOpened", "SoakHandover", "ProcessSampled",

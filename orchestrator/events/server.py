@@ -10,7 +10,7 @@ from orchestrator.events.payloads import (
     Json,
 )
 
-__all__ = ["ServerSpawned", "ServerStateChanged", "ServerReady", "ServerHealthChanged", "ServerExited", "ServerRestarting", "OrphanKilled", "ResourceSampled", "ServerLoadSampled", "GpuSampled", "LogLine", "ServerState"]
+__all__ = ["ServerSpawned", "ServerStateChanged", "ServerReady", "ServerHealthChanged", "ServerExited", "ServerRestarting", "OrphanKilled", "OrphanReaped", "ResourceSampled", "ServerLoadSampled", "GpuSampled", "LogLine", "ServerState", "RestartCause", "RESTART_CAUSES"]
 
 
 # ------------------------------------------------------------------------------- server lifecycle
@@ -19,6 +19,20 @@ __all__ = ["ServerSpawned", "ServerStateChanged", "ServerReady", "ServerHealthCh
 ServerState = Literal[
     "starting", "ready", "degraded", "unhealthy", "restarting", "stopping", "stopped", "failed"
 ]
+
+# Why the supervisor ended an incarnation it did not mean to end (and restarted it, or gave up): the process
+# exited; readiness probes were answered "not ready" (a front end whose worker died answers 503 and never exits);
+# probes went unanswered (a hang); start-up never became ready; /v1/models lacked the model. "" where no cause
+# was journaled (journals written before the field): read as an unplanned end all the same.
+RestartCause = Literal["", "exited", "unready", "unresponsive", "startup_timeout", "bad_models"]
+RESTART_CAUSES: dict[str, str] = {
+    "exited": "the server process exited",
+    "unready": "readiness probes were answered 'not ready'",
+    "unresponsive": "readiness probes went unanswered (a hang)",
+    "startup_timeout": "it did not become ready in time",
+    "bad_models": "/v1/models did not list the model",
+    "": "no cause was journaled",
+}
 
 
 class ServerSpawned(Event, frozen=True, kw_only=True):
@@ -80,15 +94,22 @@ class ServerExited(Event, frozen=True, kw_only=True):
     # raised in the server (uvicorn re-raises SIGINT), so the folds label it expected; "" when there is none
     # (and in journals written before this field).
     stop_traceback: str = ""
+    # On a stop the supervisor decided for the server's own failure (not asked for by the run): why (a
+    # RestartCause, e.g. "unready" for failed readiness probes); "" for a stop the run asked for, an exit of
+    # the server's own, and in journals written before this field. `expected` speaks of the exit, this of the stop.
+    stopped_for: RestartCause = ""
 
 
 class ServerRestarting(Event, frozen=True, kw_only=True):
-    """The restart policy chose to start a new incarnation after `backoff_s`."""
+    """The restart policy chose to start a new incarnation after `backoff_s` (decided now; the new
+    incarnation's ServerSpawned says when it started, and its absence that the run ended first)."""
 
     incarnation: int
     attempt: int
     backoff_s: float
     reason: str = ""
+    # What ended the previous incarnation; "" in journals written before this field.
+    cause: RestartCause = ""
 
 
 class OrphanKilled(Event, frozen=True, kw_only=True):
@@ -100,6 +121,20 @@ class OrphanKilled(Event, frozen=True, kw_only=True):
     signal: str = "SIGKILL"
     # "subreaper" (re-parented to aqbench), "sample" (seen in a resource sample), "marker" (environment
     # token); "" in journals written before this field.
+    found_by: str = ""
+
+
+class OrphanReaped(Event, frozen=True, kw_only=True):
+    """A descendant that escaped the server's process group had died already (with its parent, by the
+    parent-death signal, or on its own) and was left to aqbench, the subreaper, as a zombie: it was reaped.
+    Zombies keep no command line: `name` is the kernel's short name of the program."""
+
+    incarnation: int
+    pid: int
+    name: str = ""
+    # Its exit: the return code, negative for a signal (as subprocess reports), None when unknown.
+    returncode: int | None = None
+    # How it was found: "sample" (seen in a resource sample), "group" or "session" (the server's).
     found_by: str = ""
 
 

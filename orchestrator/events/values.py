@@ -14,7 +14,7 @@ import msgspec
 from orchestrator.config import SoakConfig
 
 __all__ = ["Summary", "GateResult", "MemorySummary", "WindowStats", "SoakLimits", "ServerExitFact",
-           "AiperfRunFact", "TrendPlan"]
+           "RestartFact", "AiperfRunFact", "TrendPlan"]
 
 
 class Summary(msgspec.Struct, frozen=True, kw_only=True):
@@ -168,6 +168,20 @@ class ServerExitFact(msgspec.Struct, frozen=True, kw_only=True):
     unix_ns: int = 0
     restarted: bool = False
     output_tail: list[str] = []
+    # What ended it: "exited" (it died on its own), or the cause of a stop the supervisor decided
+    # (ServerExited.stopped_for: "unready", "unresponsive", ...); "" in verdicts written before this field.
+    cause: str = ""
+
+
+class RestartFact(msgspec.Struct, frozen=True, kw_only=True):
+    """A restart the supervisor decided (ServerRestarting): the incarnation it starts, why, when it was decided
+    and when that incarnation was spawned (0: never; the run ended during the backoff)."""
+
+    incarnation: int
+    cause: str = ""
+    reason: str = ""
+    decided_unix_ns: int = 0
+    spawned_unix_ns: int = 0
 
 
 class AiperfRunFact(msgspec.Struct, frozen=True, kw_only=True):

@@ -11,7 +11,7 @@ from typing import TypeAlias
 
 import msgspec
 
-from orchestrator.events.values import GateResult, ServerExitFact
+from orchestrator.events.values import GateResult, RestartFact, ServerExitFact
 
 __all__ = ["VerdictDetail", "VERDICT_DETAILS", "TrendNumbers", "MemoryDetail", "AiperfGeneration", "SampledMemoryDetail", "SampledDriftDetail", "DriftDetail", "TailDetail",
            "ErrorRateDetail", "WindowCorrectness", "PooledGate", "CorrectnessDetail", "RestartDetail",
@@ -185,10 +185,12 @@ class CorrectnessDetail(_Detail, frozen=True, kw_only=True, tag="correctness"):
 
 
 class RestartDetail(_Detail, frozen=True, kw_only=True, tag="restart"):
-    """The server's unexpected exits and how many were followed by a restart."""
+    """The server's unplanned ends (its own exits, and stops the supervisor decided for failed probes), how many
+    were followed by a restart, and each restart decided with its cause and spawn time."""
 
     unexpected_exits: list[ServerExitFact] = []
     restarts: int = 0
+    restart_events: list[RestartFact] = []
 
 
 class ProcessCheck(_Detail, frozen=True, kw_only=True, tag="process"):
@@ -197,6 +199,9 @@ class ProcessCheck(_Detail, frozen=True, kw_only=True, tag="process"):
     orphans_killed: int = 0
     leftover: list[str] = []
     zombies: list[str] = []
+    # Escaped descendants that had died already (with their parent) and were reaped as zombies of aqbench:
+    # counted and shown, not failed (nothing was left behind); "pid N: name" each.
+    orphans_reaped: list[str] = []
 
 
 class WindowGap(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):

@@ -38,6 +38,7 @@ from orchestrator.events import (
     NoninferiorityJudged,
     NoninferiorityResult,
     OrphanKilled,
+    OrphanReaped,
     PhaseDetail,
     PhaseFinished,
     PhaseStarted,
@@ -152,6 +153,7 @@ class _Model:
     story: ServerStory = field(default_factory=ServerStory)
     exits: list[ServerExit] = field(default_factory=list)
     orphans: int = 0
+    reaped: int = 0
     startup_ns: int | None = None
     peak_rss: int | None = None
     peak_gpu: int | None = None
@@ -267,6 +269,7 @@ class ReportFold:
     def _on_server_spawned(self, ev: ServerSpawned) -> None:
         if (m := self._model("")) is not None:
             m.incarnations.add(ev.incarnation)
+            m.story.spawned(ev, self._t(ev.ts_ns))
             m.argv = m.argv or list(ev.argv)
 
     def _on_server_ready(self, ev: ServerReady) -> None:
@@ -292,6 +295,10 @@ class ReportFold:
     def _on_orphan_killed(self, ev: OrphanKilled) -> None:
         if (m := self._model("")) is not None:
             m.orphans += 1
+
+    def _on_orphan_reaped(self, ev: OrphanReaped) -> None:
+        if (m := self._model("")) is not None:
+            m.reaped += 1
 
     def _on_resource(self, ev: ResourceSampled) -> None:
         if (m := self._model("")) is None:
@@ -517,12 +524,13 @@ class ReportFold:
             counts=summary.counts if summary else Counts(),
             timing=summary.timing if summary else Timing(),
             server=ServerFacts(
-                argv=list(m.argv), incarnations=len(m.incarnations), restarts=len(restarts),
+                argv=list(m.argv), incarnations=len(m.incarnations),
+                restarts=sum(r.spawned_s is not None for r in restarts),
                 unexpected_exits=list(m.exits), orphans_killed=m.orphans,
                 startup_s=m.startup_ns / 1e9 if m.startup_ns is not None else None,
                 peak_rss_bytes=m.peak_rss, peak_gpu_memory_bytes=m.peak_gpu,
                 peak_device_memory_used_bytes=m.peak_device, served_models=list(m.served),
-                restart_causes=restarts, state_spans=spans, expected_stops=stops,
+                restart_causes=restarts, state_spans=spans, expected_stops=stops, orphans_reaped=m.reaped,
                 gpus=m.gpu.facts(self._gpu_identity),
             ),
             commands=Commands(qualify=res_row.qualify_command,
@@ -576,6 +584,7 @@ _HANDLERS: dict[type, Any] = {
     ServerRestarting: ReportFold._on_server_restarting,
     ServerStateChanged: ReportFold._on_server_state,
     OrphanKilled: ReportFold._on_orphan_killed,
+    OrphanReaped: ReportFold._on_orphan_reaped,
     ResourceSampled: ReportFold._on_resource,
     GpuSampled: ReportFold._on_gpu,
     GpuIdentified: ReportFold._on_gpu_identified,

@@ -384,7 +384,9 @@ def _server_lines(row: ModelRow) -> list[str]:
     """The server's incarnations, exits and peaks in one line, then its story (restarts, troubled spans)."""
     s = row.server
     out = [f"Server: {s.incarnations} incarnation(s), {s.restarts} restart(s), {len(s.unexpected_exits)} "
-           f"unexpected exit(s), {s.orphans_killed} orphan(s) killed; peak RSS {mib(s.peak_rss_bytes)}"
+           f"unexpected exit(s), {s.orphans_killed} orphan(s) killed"
+           + (f", {s.orphans_reaped} orphan(s) reaped dead (zombies left to aqbench)" if s.orphans_reaped else "")
+           + f"; peak RSS {mib(s.peak_rss_bytes)}"
            + (f", peak GPU memory {mib(s.peak_gpu_memory_bytes)}" if s.peak_gpu_memory_bytes is not None else "")
            + (f", device memory used {mib(s.peak_device_memory_used_bytes)}"
               if s.peak_device_memory_used_bytes is not None else "")

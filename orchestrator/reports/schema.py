@@ -319,13 +319,17 @@ class ServerExit(_S, frozen=True, kw_only=True):
 
 
 class Restart(_S, frozen=True, kw_only=True):
-    """The supervisor started `incarnation` again, `at_s` run seconds in, because of `reason`."""
+    """The supervisor decided, `at_s` run seconds in, to start `incarnation` after `backoff_s` because of `reason`;
+    `spawned_s` is when that incarnation was started (None: never, the run ended first)."""
 
     incarnation: int
     attempt: int
     at_s: float
     backoff_s: float = 0.0
     reason: str = ""
+    spawned_s: float | None = None
+    # What ended the previous incarnation (ServerRestarting.cause): "exited", "unready", "unresponsive", ...
+    cause: str = ""
 
 
 class StateSpan(_S, frozen=True, kw_only=True):
@@ -394,6 +398,8 @@ class ServerFacts(_S, frozen=True, kw_only=True):
     state_spans: list[StateSpan] = []
     expected_stops: list[ExpectedStop] = []
     gpus: list[GpuFacts] = []
+    # Escaped descendants that had died already (with their parent) and were reaped as zombies (OrphanReaped).
+    orphans_reaped: int = 0
 
 
 class Commands(_S, frozen=True, kw_only=True):

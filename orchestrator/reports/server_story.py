@@ -1,11 +1,13 @@
 """A model's server story for the reports: each restart with its cause, and each span the server served while
 degraded or unhealthy, each asked-for stop that left a traceback. Fed by reports/fold.py from
-ServerRestarting, ServerStateChanged and ServerExited; pure and bounded (one entry per restart, state change
-or incarnation)."""
+ServerRestarting, ServerSpawned, ServerStateChanged and ServerExited; pure and bounded (one entry per restart,
+state change or incarnation)."""
 
 from __future__ import annotations
 
-from orchestrator.events import ServerExited, ServerRestarting, ServerStateChanged
+import msgspec
+
+from orchestrator.events import ServerExited, ServerRestarting, ServerSpawned, ServerStateChanged
 from orchestrator.reports.schema import ExpectedStop, Restart, StateSpan
 
 __all__ = ["ServerStory"]
@@ -25,7 +27,13 @@ class ServerStory:
 
     def restarting(self, ev: ServerRestarting, t_s: float) -> None:
         self.restarts.append(Restart(incarnation=ev.incarnation, attempt=ev.attempt, at_s=t_s,
-                                     backoff_s=ev.backoff_s, reason=ev.reason))
+                                     backoff_s=ev.backoff_s, reason=ev.reason, cause=ev.cause))
+
+    def spawned(self, ev: ServerSpawned, t_s: float) -> None:
+        """The incarnation a restart decided was started: the restart happened now."""
+        for i, r in enumerate(self.restarts):
+            if r.incarnation == ev.incarnation and r.spawned_s is None:
+                self.restarts[i] = msgspec.structs.replace(r, spawned_s=t_s)
 
     def state(self, ev: ServerStateChanged, t_s: float) -> None:
         """A troubled state opens a span; any other state (or another troubled one) closes the open span."""

@@ -18,6 +18,7 @@ from markupsafe import Markup
 
 from orchestrator.config import SoakConfig
 from orchestrator.events import (
+    RESTART_CAUSES,
     AnyEvent,
     GpuIdentified,
     GpuIdentity,
@@ -31,6 +32,7 @@ from orchestrator.events import (
     SampledMemoryDetail,
     ServerExited,
     ServerRestarting,
+    ServerSpawned,
     SoakHandover,
     SoakPhase,
     SoakVerdict,
@@ -47,7 +49,7 @@ from orchestrator.reports.svg import line_chart
 from orchestrator.reports.templating import render
 from orchestrator.reports.text import dash
 
-__all__ = ["SoakReport", "SoakExit", "SoakFold", "fold_soak", "build_soak_report", "inconclusive_lines",
+__all__ = ["SoakReport", "SoakExit", "SoakRestart", "restart_text", "SoakFold", "fold_soak", "build_soak_report", "inconclusive_lines",
            "render_soak_markdown", "render_soak_html", "write_soak_report"]
 
 # 2: verdicts carry `outcome` (pass/fail/inconclusive) instead of passed/judged; `in progress` status.
@@ -94,6 +96,33 @@ class SoakReport(msgspec.Struct, frozen=True, kw_only=True):
     gpu_identity: list[GpuIdentity] = []
     gpus: list[GpuFacts] = []
     gpu_notices: list[str] = []
+    # Each restart decided, with its cause, dated by its spawn (or never made).
+    restart_events: list[SoakRestart] = []
+
+
+class SoakRestart(msgspec.Struct, frozen=True, kw_only=True):
+    """A restart the supervisor decided, in run seconds: when decided, and when its incarnation was spawned (None:
+    never; the run ended during the backoff), with what ended the one before (ServerRestarting.cause)."""
+
+    incarnation: int
+    decided_s: float
+    spawned_s: float | None = None
+    cause: str = ""
+    reason: str = ""
+
+
+def _never_made(report: SoakReport) -> str:
+    never = sum(r.spawned_s is None for r in report.restart_events)
+    return f" ({never} decided and never made: the run ended first)" if never else ""
+
+
+def restart_text(r: SoakRestart) -> str:
+    """One restart in words, dated by its spawn, or said as decided and never made."""
+    why = RESTART_CAUSES.get(r.cause, r.cause)
+    if r.spawned_s is None:
+        return (f"restart decided at {r.decided_s:.1f} s; the run ended first (incarnation {r.incarnation} was never "
+                f"started); cause: {why}")
+    return f"incarnation {r.incarnation} started at {r.spawned_s:.1f} s (decided at {r.decided_s:.1f} s); cause: {why}"
 
 
 class SoakFold:
@@ -109,6 +138,7 @@ class SoakFold:
         self.checkpoint_seqs: set[int] = set()
         self.exits: list[SoakExit] = []
         self.restarts = 0
+        self.restart_events: list[SoakRestart] = []
         self.handovers: list[SoakHandover] = []
         self.plan: list[TrendPlan] = []
         self.rule: Literal["window", "sampled"] | None = None  # the latency drift rule the soak journaled
@@ -138,6 +168,12 @@ class SoakFold:
                                        during=ev.during, unix_ns=ev.ts_ns, output_tail=list(ev.output_tail[-5:])))
         elif isinstance(ev, ServerRestarting):
             self.restarts += 1
+            self.restart_events.append(SoakRestart(incarnation=ev.incarnation, decided_s=self._run_s(ev.ts_ns),
+                                                   cause=ev.cause, reason=ev.reason))
+        elif isinstance(ev, ServerSpawned):
+            self.restart_events = [msgspec.structs.replace(r, spawned_s=self._run_s(ev.ts_ns))
+                                   if r.incarnation == ev.incarnation and r.spawned_s is None else r
+                                   for r in self.restart_events]
         elif isinstance(ev, SoakHandover):
             self.handovers.append(ev)
         elif isinstance(ev, PhaseStarted) and isinstance(ev.detail, SoakPhase):
@@ -162,6 +198,9 @@ class SoakFold:
                 and ev.message not in self.gpu_notices:
             self.gpu_notices.append(ev.message)
 
+    def _run_s(self, ts_ns: int) -> float:
+        return (ts_ns - self.started.ts_ns) / 1e9 if self.started is not None and self.started.ts_ns else 0.0
+
     def report(self, torn: TornLine | None = None, *, live: bool = False) -> SoakReport:
         """The report of what was added so far (`live`: see fold_soak)."""
         started, finished, windows = self.started, self.finished, self.windows
@@ -183,7 +222,8 @@ class SoakFold:
             checkpoints=len(self.checkpoint_seqs), exits=list(self.exits), restarts=self.restarts,
             torn_line=torn.line if torn else None, plan=list(self.plan), handovers=list(self.handovers),
             gpu_identity=[self.gpu_identity[i] for i in sorted(self.gpu_identity)],
-            gpus=self.gpu.facts(self.gpu_identity), gpu_notices=list(self.gpu_notices))
+            gpus=self.gpu.facts(self.gpu_identity), gpu_notices=list(self.gpu_notices),
+            restart_events=list(self.restart_events))
 
 
 def fold_soak(events: Iterable[AnyEvent], torn: TornLine | None = None, *, live: bool = False) -> SoakReport:
@@ -363,11 +403,12 @@ def render_soak_markdown(report: SoakReport) -> str:
             ["predecessor", "successor", "why", "gap s", "predecessor sent", "over target"],
             [[h.predecessor, h.successor, h.reason, _num(h.gap_s), str(h.sent if h.sent is not None else "-"),
               str(h.over_target if h.over_target is not None else "-")] for h in report.handovers]), ""]
-    if report.exits:
-        lines += ["## Unexpected server exits", ""]
+    if report.exits or report.restart_events:
+        lines += ["## Server restarts and unexpected exits", ""]
         for e in report.exits:
-            lines.append(f"- incarnation {e.incarnation}: code {e.returncode} {e.signal} during {e.during}")
-        lines += ["", f"Restarts: {report.restarts}", ""]
+            lines.append(f"- incarnation {e.incarnation} exited: code {e.returncode} {e.signal} during {e.during}")
+        lines += [f"- {restart_text(r)}" for r in report.restart_events]
+        lines += ["", f"Restarts: {report.restarts}{_never_made(report)}", ""]
     lines += ["Pictures (latency, memory, error rate, correctness per window) are in soak.html.", ""]
     return "\n".join(lines)
 
@@ -380,7 +421,8 @@ _CSS = ("body{font-family:system-ui,sans-serif;margin:24px auto;max-width:1100px
 
 def render_soak_html(report: SoakReport) -> str:
     """soak.html from its Jinja2 template (autoescaped; the charts are SVG that svg.py built escaped)."""
-    return render("soak.html", report=report, css=_CSS, headline=_headline(report),
+    return render("soak.html", report=report, css=_CSS, restart_lines=[restart_text(r) for r in report.restart_events],
+                  never_made=_never_made(report), headline=_headline(report),
                   undecided=inconclusive_lines(report), verdict_head=_VERDICT_HEAD, verdict_rows=_verdict_rows(report),
                   charts=[Markup(c) for c in _charts(report)], window_head=_WINDOW_HEAD,
                   window_rows=_window_rows(report), generation_head=_GENERATION_HEAD,

@@ -12,7 +12,15 @@ from typing import Any
 import msgspec
 
 from orchestrator.events import AiperfSettings
-from orchestrator.reports.schema import AiperfRun, CompletenessLine, Counts, PassRate, PhaseCounts, ServerFacts
+from orchestrator.reports.schema import (
+    AiperfRun,
+    CompletenessLine,
+    Counts,
+    PassRate,
+    PhaseCounts,
+    Restart,
+    ServerFacts,
+)
 
 __all__ = ["ms", "pct", "gate_pct", "signed_pct", "mib", "num", "rate_cell", "dash", "causes_text", "COMPLETENESS_HEAD", "INCOMPLETE_HEAD",
            "completeness_rows", "incomplete_rows", "settings_rows", "json_text", "server_story_lines",
@@ -126,8 +134,7 @@ def _bodies_opened(value: object) -> object:
 def server_story_lines(s: ServerFacts) -> list[str]:
     """Each restart with its cause, each span the server was degraded or unhealthy, and each asked-for stop
     that left a traceback, one sentence each."""
-    out = [f"Restart {r.attempt}: incarnation {r.incarnation} started {num(r.at_s, 1)} s into the run, "
-           f"after {num(r.backoff_s, 1)} s, because {r.reason or 'no reason was journaled'}." for r in s.restart_causes]
+    out = [_restart_line(r) for r in s.restart_causes]
     for x in s.state_spans:
         until = (f"to {num(x.until_s, 1)} s ({num(x.until_s - x.from_s, 1)} s; then {x.ended_by})"
                  if x.until_s is not None else "until the journal ends")
@@ -138,6 +145,16 @@ def server_story_lines(s: ServerFacts) -> list[str]:
         out.append(f"Incarnation {e.incarnation} stopped as aqbench asked ({how}); the traceback in its output "
                    f"({e.last_line}) is the server's own handling of that signal: expected, not an error.")
     return out
+
+
+def _restart_line(r: Restart) -> str:
+    """A restart when it happened (its incarnation's spawn), or one decided that the run's end overtook."""
+    why = f"because {r.reason or 'no reason was journaled'}"
+    if r.spawned_s is None:
+        return (f"Restart {r.attempt}: restart decided at {num(r.at_s, 1)} s; the run ended first (incarnation "
+                f"{r.incarnation} was never started; its backoff was {num(r.backoff_s, 1)} s). It was decided {why}.")
+    return (f"Restart {r.attempt}: incarnation {r.incarnation} started {num(r.spawned_s, 1)} s into the run "
+            f"(decided at {num(r.at_s, 1)} s, after a {num(r.backoff_s, 1)} s backoff), {why}.")
 
 
 def error_answer_rows(c: Counts) -> list[list[Any]]:

@@ -163,7 +163,9 @@ async def _soak(cfg: Config, opts: SoakOptions, settings: SoakSettings, model: M
                        reason="; ".join(f"{v.metric}: {v.outcome}: {v.reason}" for v in named),
                        counts={"windows": state.done, "failed": len(failed), "inconclusive": len(undecided)})
     paths = await anyio.to_thread.run_sync(write_all_reports, run.journal_path, run.run_dir)
-    print_summary(run.run_dir, verdicts, paths, strict=opts.strict)
+    print_summary(run.run_dir, verdicts, paths, strict=opts.strict,
+                  interrupted_by=signal.Signals(interrupt.signum).name if interrupt.signum else "",
+                  interrupted_exit=interrupt.exit_code)
     return interrupt.exit_code if interrupt.signum else code
 
 
@@ -264,7 +266,8 @@ class _Soak:
                                           detail=NoticeContext(model=self.model.name)))
         await anyio.to_thread.run_sync(lambda: shutil.rmtree(self.tmp_dir, ignore_errors=True))
         check = await anyio.to_thread.run_sync(
-            lambda: check_processes(run.run_dir, orphans_killed=self.tracker.orphans_killed))
+            lambda: check_processes(run.run_dir, orphans_killed=self.tracker.orphans_killed,
+                                    orphans_reaped=self.tracker.supervision.orphans_reaped))
         verdicts = await self._verdicts(final=True, processes=check)
         failed = [v for v in verdicts if v.failed]
         await self.phase("soak", "failed" if failed else "passed", "; ".join(f"{v.metric}: {v.reason}" for v in failed),
@@ -540,7 +543,8 @@ class _Soak:
         live = self._live.live if self._live is not None else set()
         runs = [r for r in self.runs if not (live and r.segment == self.segment)]
         span = self._load_span()
-        verdicts = judge_soak(self.windows, self.settings.limits, exits=self.tracker.exits, processes=processes,
+        verdicts = judge_soak(self.windows, self.settings.limits, exits=self.tracker.exits,
+                              restarts=self.tracker.supervision.restarts, processes=processes,
                               cut_short=self.cut_short, runs=runs, running=", ".join(sorted(live)),
                               handovers=self.handovers,
                               stopped=set(self.stopped_at), samples=self.tracker.samples, load_span_ns=span,

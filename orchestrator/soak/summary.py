@@ -34,14 +34,21 @@ def write_all_reports(journal: Path, run_dir: Path) -> list[Path]:
     return out
 
 
-def print_summary(run_dir: Path, verdicts: list[MetricVerdict], paths: list[Path], *, strict: bool) -> None:
+def print_summary(run_dir: Path, verdicts: list[MetricVerdict], paths: list[Path], *, strict: bool,
+                  interrupted_by: str = "", interrupted_exit: int = 0) -> None:
+    """The verdicts and the reports' paths on stderr; `interrupted_by` (a signal's name) when a signal ended the
+    soak, which then exits `interrupted_exit` (128 + the signal) whatever the verdicts say."""
     print(f"\nsoak: {run_dir}", file=sys.stderr)
     for v in verdicts:
         print(f"  {v.outcome.upper():12} {v.metric}: {v.reason[:300]}", file=sys.stderr)
     undecided = [v.metric for v in verdicts if v.outcome == INCONCLUSIVE]
     if undecided:
         # Said last, where a reader looks first: these were neither passed nor failed.
-        consequence = "--strict: the soak fails" if strict else "not failures (exit 0 unless a verdict failed; " \
-            "--strict makes them fail)"
+        if interrupted_by:
+            consequence = f"not failures; {interrupted_by} interrupted the soak, which exits {interrupted_exit}"
+        elif strict:
+            consequence = "--strict: the soak fails"
+        else:
+            consequence = "not failures (exit 0 unless a verdict failed; --strict makes them fail)"
         print(f"  INCONCLUSIVE: {', '.join(undecided)}: the evidence cannot decide; {consequence}", file=sys.stderr)
     print(f"  reports: {', '.join(str(p) for p in paths)}", file=sys.stderr)

@@ -23,7 +23,6 @@ from orchestrator.events import (
     ClientRecord,
     Event,
     HostSampled,
-    OrphanKilled,
     ProcessSampled,
     RequestCorrelated,
     ResourceSampled,
@@ -39,6 +38,7 @@ from orchestrator.soak.pauses import PauseWatch
 from orchestrator.soak.ratios import ItemRatioSeries
 from orchestrator.soak.samples import SampleSeries
 from orchestrator.soak.sessions import SessionLedger
+from orchestrator.soak.supervision import SupervisionFacts
 from orchestrator.soak.verdicts import FirstPass
 from orchestrator.soak.window import WindowAccumulator, WindowStats
 
@@ -87,8 +87,8 @@ class SoakTracker:
         self.first_pass_ns: int | None = None
         self._first_rows: set[tuple[str, str]] = set()
         self._latest_end_ns = 0
-        self.exits: list[ServerExitFact] = []
-        self.orphans_killed = 0
+        # The server's unplanned ends, restarts and orphans, as soak.supervision judges them.
+        self.supervision = SupervisionFacts()
         self.restarts = 0
         # Every memory sample, by verdict (the sampled trend rule judges them, not window medians).
         self.samples: dict[str, SampleSeries] = {}
@@ -191,7 +191,16 @@ class SoakTracker:
         if acc is self._current:
             self._current = max(self._open.values(), key=lambda a: a.start_unix_ns, default=None)
 
+    @property
+    def exits(self) -> list[ServerExitFact]:
+        return self.supervision.exits
+
+    @property
+    def orphans_killed(self) -> int:
+        return self.supervision.orphans_killed
+
     def _handle(self, ev: AnyEvent) -> Iterable[Event]:
+        self.supervision.observe(ev)
         if isinstance(ev, ClientRecord):
             self._client_record(ev)
         elif isinstance(ev, RequestCorrelated):
@@ -204,8 +213,6 @@ class SoakTracker:
             # Keyed by the AIPerf run's own name (one per AIPerf process: a handful per soak).
             self.aiperf_pids[ev.window] = ev.pid
             self.aiperf_launch_ns[ev.window] = ev.ts_ns
-        elif isinstance(ev, OrphanKilled):
-            self.orphans_killed += 1
         elif isinstance(ev, HostSampled):
             self.pause_watch.observe(ev.ts_ns, ev.mono_ns)
         return ()
@@ -281,16 +288,10 @@ class SoakTracker:
             if acc is not None:
                 acc.add_process(ev.role, ev.rss_bytes)
         elif isinstance(ev, ServerExited):
-            if ev.expected:
-                return
-            self.exits.append(ServerExitFact(incarnation=ev.incarnation, returncode=ev.returncode, signal=ev.signal,
-                                             unix_ns=ev.ts_ns, output_tail=list(ev.output_tail[-5:])))
-            if acc is not None:
+            if not ev.expected and acc is not None:
                 acc.add_unexpected_exit()
         else:
             self.restarts += 1
-            if self.exits:
-                self.exits[-1] = msgspec.structs.replace(self.exits[-1], restarted=True)
             if acc is not None:
                 acc.add_restart()
 

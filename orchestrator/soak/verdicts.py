@@ -26,7 +26,7 @@ from orchestrator.events import (
     MemorySummary,
     PooledGate,
     ProcessCheck,
-    RestartDetail,
+    RestartFact,
     SampledDriftDetail,
     SampledMemoryDetail,
     ServerExitFact,
@@ -46,6 +46,7 @@ from orchestrator.reports.text import gate_pct
 from orchestrator.soak.pauses import HostPause
 from orchestrator.soak.ratios import ItemRatioSeries
 from orchestrator.soak.samples import SampleSeries
+from orchestrator.soak.supervision import judge_processes, judge_restarts
 from orchestrator.soak.verdicts_load import GapAllowance, MetricVerdict, accounting, window_gaps
 
 __all__ = ["SoakLimits", "Trend", "MetricVerdict", "ServerExitFact", "ProcessCheck", "AiperfRunFact", "FirstPass",
@@ -444,30 +445,6 @@ def _correctness(windows: Sequence[WindowStats]) -> MetricVerdict:
                                 + (f"; unscored: {', '.join(unscored)}" if unscored else "") + ")")
 
 
-def _restarts(exits: Sequence[ServerExitFact]) -> MetricVerdict:
-    detail = RestartDetail(unexpected_exits=list(exits), restarts=sum(e.restarted for e in exits))
-    if not exits:
-        return MetricVerdict(metric="restarts", outcome=PASS, detail=detail, reason="no unexpected server exit")
-    parts = [f"incarnation {e.incarnation} exited (code {e.returncode}{', ' + e.signal if e.signal else ''})"
-             + (", restarted" if e.restarted else ", not restarted") for e in exits]
-    return MetricVerdict(metric="restarts", outcome=FAIL, detail=detail,
-                         reason=f"{len(exits)} unexplained server exit(s): {'; '.join(parts)}")
-
-
-def _processes(check: ProcessCheck) -> MetricVerdict:
-    problems = []
-    if check.orphans_killed:
-        problems.append(f"{check.orphans_killed} orphaned server process(es) had to be killed")
-    if check.leftover:
-        problems.append(f"{len(check.leftover)} process(es) still alive: {'; '.join(check.leftover[:5])}")
-    if check.zombies:
-        problems.append(f"{len(check.zombies)} zombie(s): {'; '.join(check.zombies[:5])}")
-    if problems:
-        return MetricVerdict(metric="processes", outcome=FAIL, detail=check, reason="; ".join(problems))
-    return MetricVerdict(metric="processes", outcome=PASS, detail=check,
-                         reason="no orphaned, leftover or zombie process")
-
-
 _SAMPLED = (
     ("server_rss", "resident memory of the server's process tree, every sample (MiB)"),
     ("server_gpu_memory", "GPU memory of the server's processes, every sample (MiB)"),
@@ -482,7 +459,7 @@ _GPU_METRICS = ("server_gpu_memory", "device_gpu_memory")  # judged only where t
 
 
 def judge_soak(windows: Sequence[WindowStats], limits: SoakLimits, *, exits: Sequence[ServerExitFact] = (),
-               processes: ProcessCheck | None = None, cut_short: Collection[str] = (),
+               restarts: Sequence[RestartFact] = (), processes: ProcessCheck | None = None, cut_short: Collection[str] = (),
                runs: Sequence[AiperfRunFact] = (), running: str = "", stopped: Collection[str] = (),
                samples: Mapping[str, SampleSeries] | None = None,
                load_span_ns: tuple[int, int] | None = None,
@@ -492,7 +469,8 @@ def judge_soak(windows: Sequence[WindowStats], limits: SoakLimits, *, exits: Seq
                aiperf_generations: Sequence[Generation] = (),
                gap_allowance: GapAllowance = GapAllowance(),
                host_pauses: Sequence[HostPause] = ()) -> list[MetricVerdict]:
-    """Every verdict over the closed windows so far (in index order). `processes` is given only at the
+    """Every verdict over the closed windows so far (in index order). `exits` and `restarts` are the server's
+    unplanned ends and restarts (soak.supervision's facts, judged by judge_restarts). `processes` is given only at the
     end (the process check is a final verdict); checkpoints leave it None. `cut_short` names the windows
     a stop (SIGINT/SIGTERM) cut short: the error rate reports them and does not judge them. `runs` are the
     AIPerf runs that have ended, `running` the one still going (a checkpoint's), `stopped` those the stop
@@ -530,10 +508,10 @@ def judge_soak(windows: Sequence[WindowStats], limits: SoakLimits, *, exits: Seq
         _tail(judged, limits, skipped),
         _error_rate(judged, limits.max_error_rate, skipped, cut_short),
         _correctness(ordered),
-        _restarts(exits),
+        judge_restarts(exits, restarts),
         window_gaps(ordered, limits, handovers, gap_allowance, host_pauses),
         accounting(ordered, runs, running, stopped, cut_short),
     ]
     if processes is not None:
-        verdicts.append(_processes(processes))
+        verdicts.append(judge_processes(processes))
     return verdicts

@@ -91,7 +91,8 @@ class ConsoleView:
         d = ev.detail
         if ev.phase == "model":
             ident = d if isinstance(d, ModelPhase) else ModelPhase()
-            self._print(f"== {ev.model}: {ident.checkpoint} ({ident.profile})")
+            # A model without a TRTMC profile (the reference server's, any [[models]] that names none) shows none.
+            self._print(f"== {ev.model}: {ident.checkpoint}" + (f" ({ident.profile})" if ident.profile else ""))
             return
         self._stage, self._done, self._bad, self._misses = ev.phase, 0, 0, {}
         self._total = _expected_answers(d)

@@ -54,6 +54,10 @@ class TestRunAiperf:
         assert outcome.returncode == 1 and outcome.classification == "partial"
         assert "AIPerf exited 1: All 5 inference request(s) failed; no successful responses were collected." \
             in outcome.reason
+        # Each request arrived through the tap and the export: 5 requests' records, not 10 records.
+        assert outcome.records["tap"] == outcome.records["export"] == 5
+        assert "no ready marker or aggregate after exit (exit code 1); the records of 5 request(s) were streamed" \
+            in outcome.reason
         assert isinstance(events[-1], AiperfExited) and "All 5 inference request(s) failed" in events[-1].reason
 
     @pytest.mark.anyio

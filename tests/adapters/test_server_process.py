@@ -14,9 +14,11 @@ import anyio
 import psutil
 import pytest
 
+from adapters.server.group import reap_members
 from adapters.server.lines import parse_log_line
 from adapters.server.netport import check_port_free, pick_free_port
 from adapters.server.process import SubprocessLauncher
+from adapters.server.subreaper import become_subreaper
 from orchestrator.errors import ServerError
 from orchestrator.events import LogLine
 
@@ -127,8 +129,10 @@ class TestPorts:
 SUPERVISOR = """
 import sys, anyio
 from pathlib import Path
+from adapters.server.group import reap_members
 from adapters.server.lines import parse_log_line
 from adapters.server.process import SubprocessLauncher
+from adapters.server.subreaper import become_subreaper
 
 class Sink:
     async def publish(self, event): pass
@@ -172,3 +176,22 @@ class TestParentDeath:
                 sup.kill()
             with contextlib.suppress(psutil.NoSuchProcess, ValueError):
                 psutil.Process(pid).kill()  # only when the test failed: never leave the server behind
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_CHILD_SUBREAPER is Linux only")
+async def test_members_left_to_us_by_a_leader_that_ended_are_reaped(tmp_path: Path) -> None:
+    """A leader (as AIPerf's main process) ends before a member of its session and group: the member is left to
+    us, the subreaper, and reaped once it ends; no zombie of it stays under us."""
+    assert become_subreaper()
+    code = ("import subprocess, sys; p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(0.5)']); "
+            "print(p.pid, flush=True)")
+    leader = await anyio.open_process([sys.executable, "-c", code], start_new_session=True)
+    async with leader:
+        assert leader.stdout is not None
+        member = int((await leader.stdout.receive()).split()[0])
+        await leader.wait()
+    with anyio.fail_after(5):
+        while psutil.Process(member).ppid() != os.getpid():
+            await anyio.sleep(0.01)
+    assert await reap_members(leader.pid, timeout_s=5) == [member]
+    assert not psutil.pid_exists(member)

@@ -243,7 +243,7 @@ class TestCrashAndRestart:
         assert (crash.mono_ns - killed_ns) / 1e6 < 2000
         assert any("listening" in line for line in crash.output_tail)  # pipes interleave freely
         restarting = kinds(events, "ServerRestarting")
-        assert [(r.incarnation, r.attempt) for r in restarting] == [(2, 1)]
+        assert [(r.incarnation, r.attempt, r.cause) for r in restarting] == [(2, 1, "exited")]
         spawned = kinds(events, "ServerSpawned")
         assert [s.incarnation for s in spawned] == [1, 2]
         assert spawned[1].port == spawned[0].port
@@ -265,8 +265,9 @@ class TestCrashAndRestart:
         assert "unhealthy" in states(events)
         restarting = kinds(events, "ServerRestarting")[0]
         assert "2 readiness probes failed in a row" in restarting.reason
+        assert restarting.cause == "unresponsive"  # no answer at all: a hang, told apart from "not ready"
         first_exit = kinds(events, "ServerExited")[0]
-        assert first_exit.during == "stop" and first_exit.expected
+        assert first_exit.during == "stop" and first_exit.expected and first_exit.stopped_for == "unresponsive"
 
     async def test_restart_limit_reached_fails(self, tmp_path):
         """A server that keeps dying exhausts max_restarts and the supervisor fails with the reason."""
@@ -283,6 +284,9 @@ class TestCrashAndRestart:
         assert states(events)[-1] == "failed"
         health = kinds(events, "ServerHealthChanged")
         assert health[0].status_code == 503 and '"not_ready"' in health[0].detail
+        # The restart policy gave up on incarnation 2: its stop still says why it was made.
+        assert [(e.incarnation, e.stopped_for) for e in kinds(events, "ServerExited")] == [(1, "unready"),
+                                                                                           (2, "unready")]
 
     async def test_never_policy_fails_on_first_crash(self, tmp_path):
         """With restart policy 'never' a crash mid-run fails the supervisor at once."""

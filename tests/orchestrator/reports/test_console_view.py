@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 
 from orchestrator.bus import Bus
-from orchestrator.events import CorrectnessPhase, PhaseFinished, PhaseStarted, VerdictReached
+from orchestrator.events import CorrectnessPhase, ModelPhase, PhaseFinished, PhaseStarted, VerdictReached
 from orchestrator.view.console import ConsoleView
 
 
@@ -24,6 +24,17 @@ def test_http_and_native_misses_are_counted_apart() -> None:
     lines = out.getvalue().splitlines()
     bar = next(line for line in reversed(lines) if "audio-arm misses" in line)
     assert bar.endswith("10/10  audio-arm misses: http 3, native 3"), bar
+
+
+def test_a_model_without_a_profile_shows_no_empty_parentheses() -> None:
+    """The model line names the checkpoint, and its TRTMC profile only when there is one."""
+    out = io.StringIO()
+    view = ConsoleView(Bus("run-test"), stream=out)
+    view.show(PhaseStarted(phase="model", model="qwen", detail=ModelPhase(checkpoint="Qwen/Qwen3-0.6B")))
+    view.show(PhaseStarted(phase="model", model="w", detail=ModelPhase(checkpoint="openai/whisper-tiny",
+                                                                       profile="whisper-tiny-fp16")))
+    assert out.getvalue().splitlines() == ["== qwen: Qwen/Qwen3-0.6B",
+                                           "== w: openai/whisper-tiny (whisper-tiny-fp16)"]
 
 
 class _Terminal(io.StringIO):

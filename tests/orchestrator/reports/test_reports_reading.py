@@ -13,11 +13,14 @@ from reports_support import qualify_journal
 from orchestrator.events import (
     AiperfExited,
     Failed,
+    OrphanReaped,
     RequestCorrelated,
     RunFinished,
     RunStarted,
     ServerExited,
     ServerReady,
+    ServerRestarting,
+    ServerSpawned,
     Warned,
 )
 from orchestrator.reports.fold import fold
@@ -124,6 +127,32 @@ class TestCauses:
         md = _md(qualify_journal().events)
         assert "- Restart 1: incarnation 2 started" in md and "because crashed." in md
 
+    def test_a_restart_is_dated_by_its_spawn_or_said_never_made(self) -> None:
+        """A restart happened when its incarnation was spawned, not when it was decided (the backoff lies
+        between); one decided while the run ended is said so, and not counted as a restart."""
+        j = qualify_journal()
+        made = next(row.server for row in fold(j.events).rows if row.server.restart_causes)
+        [r] = made.restart_causes
+        assert made.restarts == 1 and r.spawned_s is not None and r.spawned_s > r.at_s
+        assert (f"- Restart 1: incarnation 2 started {r.spawned_s:.1f} s into the run (decided at {r.at_s:.1f} s, "
+                "after a 1.0 s backoff), because crashed.") in render_markdown(fold(j.events))
+        never = _edited(j, lambda ev: None if isinstance(ev, ServerSpawned) and ev.incarnation == 2 else ev)
+        md = _md(never)
+        assert [row.server.restarts for row in fold(never).rows if row.server.restart_causes] == [0]
+        assert "1 incarnation(s), 0 restart(s)" in md
+        assert (f"- Restart 1: restart decided at {r.at_s:.1f} s; the run ended first (incarnation 2 was never "
+                "started; its backoff was 1.0 s). It was decided because crashed.") in md
+
+
+    def test_a_worker_reaped_after_dying_with_its_server_is_counted(self) -> None:
+        """An escaped worker that died with its server and was reaped is counted beside the orphans killed (the
+        report read "0 orphan(s) killed" while that worker was a zombie)."""
+        j = qualify_journal()
+        at = next(i for i, ev in enumerate(j.events) if isinstance(ev, ServerRestarting))
+        reaped = OrphanReaped(incarnation=1, pid=77, name="python3", returncode=-15, found_by="sample")
+        md = _md([*j.events[:at], reaped, *j.events[at:]])
+        assert "0 orphan(s) killed, 1 orphan(s) reaped dead (zombies left to aqbench)" in md
+        assert "orphan(s) reaped" not in _md(j.events)
 
     @pytest.mark.parametrize("journaled", ["KeyboardInterrupt", ""])
     def test_a_traceback_from_our_own_stop_signal_is_noted_as_expected(self, journaled: str) -> None:

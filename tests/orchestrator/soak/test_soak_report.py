@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+import pytest
 from config_support import make_config
 from soak_support import T0, _stats, _window
 
@@ -35,6 +36,8 @@ from orchestrator.reports.markdown import render_markdown
 from orchestrator.reports.soak import fold_soak, render_soak_html, render_soak_markdown
 from orchestrator.reports.text import dash
 from orchestrator.soak.plan import plan_trends
+from orchestrator.soak.summary import print_summary
+from orchestrator.soak.verdicts import MetricVerdict
 from orchestrator.view.soak import SoakView, format_status
 
 
@@ -295,3 +298,17 @@ def test_the_plan_said_before_the_load_is_in_the_soak_report() -> None:
     assert "## What the plan could decide (said before the load)" in md
     assert "- server_rss: judges 3.0 min, under the 10 min a slope needs: only growth beyond 64 MiB" in md
     assert "only growth beyond 64 MiB can decide" in render_soak_html(report)
+
+
+class TestSoakSummary:
+    def test_an_interrupted_soak_does_not_promise_exit_0(self, capsys: pytest.CaptureFixture[str]) -> None:
+        """After SIGINT the soak exits 130 whatever its verdicts: the summary says so, not "exit 0 unless a verdict
+        failed"; an ended soak keeps that line."""
+        verdicts = [MetricVerdict(metric="server_rss", outcome="inconclusive", reason="not enough evidence")]
+        print_summary(Path("/runs/soak"), verdicts, [], strict=False, interrupted_by="SIGINT", interrupted_exit=130)
+        said = capsys.readouterr().err
+        assert "INCONCLUSIVE: server_rss: the evidence cannot decide; not failures; SIGINT interrupted the soak, " \
+               "which exits 130" in said
+        assert "exit 0" not in said
+        print_summary(Path("/runs/soak"), verdicts, [], strict=False)
+        assert "not failures (exit 0 unless a verdict failed; --strict makes them fail)" in capsys.readouterr().err
