@@ -10,8 +10,9 @@ from orchestrator.reports.schema import GpuFacts, RunReport
 __all__ = ["IDENTITY_HEAD", "FIGURE_HEAD", "identity_rows", "figure_rows", "gpu_markdown", "gpu_context", "gpu_notices",
            "GPU_NOTICE_CODES"]
 
-# The Warned codes that say something about the GPU figures themselves.
-GPU_NOTICE_CODES = ("gpu_pid_namespace", "gpu_sampling_unavailable")
+# The Warned codes that qualify the GPU figures shown (a host without NVML has no GPU section: its
+# gpu_sampling_unavailable notice stays with the run's other notices).
+GPU_NOTICE_CODES = ("gpu_pid_namespace",)
 
 IDENTITY_HEAD = ["GPU", "name", "UUID", "driver", "CUDA", "max SM/memory clock MHz", "power limit W", "MIG",
                  "memory GiB", "bus"]

@@ -43,7 +43,7 @@ from orchestrator.events import (
 )
 from orchestrator.journal import TornLine, iter_journal
 from orchestrator.reports.gpu import GpuTally
-from orchestrator.reports.gpu_tables import gpu_context, gpu_markdown
+from orchestrator.reports.gpu_tables import GPU_NOTICE_CODES, gpu_context, gpu_markdown
 from orchestrator.reports.schema import GpuFacts
 from orchestrator.reports.svg import line_chart
 from orchestrator.reports.templating import render
@@ -194,8 +194,7 @@ class SoakFold:
             self.gpu.add(ev, busy_phase=self.loading)
         elif isinstance(ev, GpuIdentified):
             self.gpu_identity.setdefault(ev.gpu.index, ev.gpu)
-        elif isinstance(ev, Warned) and ev.code in ("gpu_pid_namespace", "gpu_sampling_unavailable") \
-                and ev.message not in self.gpu_notices:
+        elif isinstance(ev, Warned) and ev.code in GPU_NOTICE_CODES and ev.message not in self.gpu_notices:
             self.gpu_notices.append(ev.message)
 
     def _run_s(self, ts_ns: int) -> float:

@@ -268,9 +268,13 @@ def _report_json_now(old: dict[str, Any], journal: Path) -> dict[str, Any]:
         row["server"].update(restart_causes=[], state_spans=[], expected_stops=[])
         row["server"]["orphans_reaped"] = 0  # escaped processes that died with the server, reaped (unknown before)
         row["counts"]["error_answers"] = []  # issue 35: what failed requests were answered
+        # issue 52: the GPUs the server used and how busy they were (none on the CPU host that wrote these)
+        row.update(gpus=[], gpu_busy_percent=None)
+        row["server"]["gpus"] = []
         if row.get("noninferiority") is not None:  # issue 30: what the decision could detect (unknown before)
             row["noninferiority"].update(fail_from_b=None, detectable_regression=None,
                                          detectable_power_regression=None)
+    new["provenance"]["gpu_identity"] = []  # issue 52: each GPU's identity (none here)
     for window in new["windows"]:
         window["soak"] = window["soak"] or None
         window["counts"]["error_answers"] = []
@@ -309,6 +313,8 @@ def _assert_soak_json_now(got: dict[str, Any], old: dict[str, Any]) -> None:
     old["plan"] = []  # no plan was journaled before issue 29
     old["handovers"] = []  # nor AIPerf handovers
     old["restart_events"] = []  # nor the restarts dated by their spawns
+
+    old.update(gpu_identity=[], gpus=[], gpu_notices=[])  # issue 52: the GPU section (no GPU on that host)
     assert {k: v for k, v in got.items() if k not in ("report_version", "verdicts")} == \
         {k: v for k, v in old.items() if k not in ("report_version", "verdicts")}
     assert [v["metric"] for v in got["verdicts"]] == [v["metric"] for v in old["verdicts"]]
