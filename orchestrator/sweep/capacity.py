@@ -311,6 +311,14 @@ def estimate_capacity(points: Sequence[PointEvidence], allowed: Mapping[str, flo
                                 summary=f"capacity not reached: no SLO's fitted figure crossed its limit up to "
                                         f"{_fmt(ordered[-1].load)} {unit}; its {level:.0%} interval is "
                                         f"[{_fmt(_finite(low)) if _finite(low) else 'open'}, open]")
+    if binding.value is None and binding.below is None and binding.above is not None:
+        # Crossed below the lowest load run: no figure was measured, only that it lies below that load.
+        return CapacityEstimate(value=None, low=None, high=_finite(high), level=level, binding=binding.slo,
+                                shape="not_reached", precision=precision, slos=fits,
+                                summary=f"capacity below {_fmt(ordered[0].load)} {unit}, the lowest load run: "
+                                        f"{_NAMES.get(binding.slo, binding.slo)} was already beyond its limit "
+                                        f"there; its {level:.0%} interval is [open, {_fmt(_finite(high))}] (run "
+                                        "lower loads to find it)")
     value = min(max(value, low), high) if math.isfinite(high) else max(value, low)
     lo_f, hi_f = _finite(low), _finite(high)
     half = (high - low) / 2.0 / value if lo_f is not None and hi_f is not None and value > 0 else None

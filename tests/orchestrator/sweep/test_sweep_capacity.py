@@ -185,6 +185,11 @@ class TestStatements:
         assert est.value is None and est.high is None and est.shape == "not_reached"
         assert est.summary.startswith("capacity not reached: no SLO's fitted figure crossed its limit up to 8")
 
+    def test_broken_at_the_lowest_load_claims_no_figure(self) -> None:
+        est = estimate_capacity([_point(1, 120, 13), _point(2, 120, 30)], {"error_rate": 0.05})
+        assert (est.value, est.low, est.binding) == (None, None, "error_rate") and est.high is not None
+        assert est.summary.startswith("capacity below 1 req/s, the lowest load run")
+
     def test_an_exact_slo_binds_as_a_step(self) -> None:
         est = estimate_capacity([_point(4, 60, 0, answers="pass"), _point(8, 60, 0, answers="fail")],
                                 {"error_rate": 0.05, "answers": 0.0})
