@@ -313,7 +313,6 @@ def _assert_soak_json_now(got: dict[str, Any], old: dict[str, Any]) -> None:
     old["plan"] = []  # no plan was journaled before issue 29
     old["handovers"] = []  # nor AIPerf handovers
     old["restart_events"] = []  # nor the restarts dated by their spawns
-
     old.update(gpu_identity=[], gpus=[], gpu_notices=[])  # issue 52: the GPU section (no GPU on that host)
     assert {k: v for k, v in got.items() if k not in ("report_version", "verdicts")} == \
         {k: v for k, v in old.items() if k not in ("report_version", "verdicts")}
