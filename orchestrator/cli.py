@@ -30,6 +30,7 @@ from orchestrator.commands import (
     soak,
     sweep,
 )
+from orchestrator.commands.grammar import deprecation_lines
 from orchestrator.errors import AqbenchError
 
 __all__ = ["main", "build_parser"]
@@ -84,9 +85,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     # Here, not at the top: `aqbench --help` and a bad command line never load structlog and the journal's types.
-    from orchestrator.logs import configure_logging, get_logger
+    from orchestrator.logs import configure_logging, get_logger, say
 
     configure_logging(fmt=args.log_format, level=args.log_level)
+    for line in deprecation_lines(args):
+        say(f"aqbench: warning: {line}")
     try:
         return int(args.func(args) or 0)
     except AqbenchError as exc:

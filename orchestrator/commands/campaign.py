@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # the campaign package is heavy: imported by run(), not by `a
     from orchestrator.config import Config
     from orchestrator.qualify import QualifyOptions
 
+from orchestrator.commands.grammar import add_config_argument, add_model_argument
 from orchestrator.commands.serve_args import add_serve_arguments, serve_address
 
 __all__ = ["register", "qualify_one", "qualify_options"]
@@ -40,11 +41,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                        "RAY_ADDRESS) starts a local Ray on 127.0.0.1 with no dashboard. Exit 0 when every model "
                        "is aiperf-qualified, 1 otherwise, 2 on configuration errors, 3 when the campaign itself failed, "
                        "130/143 when interrupted.")
-    p.add_argument("--config", default="bench.toml", help="configuration file (default: bench.toml)")
+    add_config_argument(p)
     p.add_argument("--address", default=None, help="join the Ray cluster at this address (default: RAY_ADDRESS, "
                    "else a local Ray on 127.0.0.1)")
-    p.add_argument("--model", action="append", default=[], metavar="NAME",
-                   help="run only this configured model (repeatable)")
+    add_model_argument(p, "run only this configured model (repeatable)", many=True)
     p.add_argument("--max-parallel", type=int, default=None, metavar="N",
                    help="at most N models at once (default: [campaign] max_parallel; 0 = as resources allow)")
     p.add_argument("--resume", default="", metavar="CAMPAIGN_DIR",

@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from orchestrator.commands.grammar import add_config_argument, add_strict_argument, config_given
 from orchestrator.config import CompareConfig, load_config
 
 __all__ = ["register", "run"]
@@ -28,10 +29,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--model", default="", metavar="NAME", help="compare only this model (default: every model in both)")
     p.add_argument("--out", default=None, metavar="DIR",
                    help="where to write the comparison (default: CANDIDATE_RUN/compare)")
-    p.add_argument("--strict", action="store_true", help="exit 1 when any figure is inconclusive")
-    p.add_argument("--config", default=None, metavar="PATH",
-                   help="bench.toml whose [compare] tolerances apply (default: ./bench.toml if present, "
-                   "else the built-in defaults)")
+    add_strict_argument(p)
+    add_config_argument(p, optional_use="its [compare] tolerances (else the built-in ones)")
     p.set_defaults(func=run)
 
 
@@ -43,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     if (code := run_if_sweeps(args)) is not None:  # two sweeps: the change in capacity
         return code
     baseline, candidate = journal_of(args.baseline, "baseline"), journal_of(args.candidate, "candidate")
-    config = args.config or ("bench.toml" if Path("bench.toml").is_file() else None)
+    config = config_given(args)
     tolerances = load_config(config).compare if config else CompareConfig()
     comparison = compare_runs(baseline, candidate, tolerances, model=args.model, strict=args.strict)
     out = Path(args.out) if args.out else candidate.parent / "compare"

@@ -10,9 +10,10 @@ import argparse
 import sys
 from pathlib import Path
 
+from orchestrator.commands.grammar import add_config_argument, config_explicit, config_given
+
 __all__ = ["register", "run"]
 
-_DEFAULT_CONFIG = "bench.toml"
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -42,11 +43,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="also write the group ledger of these runs against this inventory (aqbench inventory --json)")
     p.add_argument("--no-journals", dest="journals", action="store_false",
                    help="do not copy the runs' journals (runs/<run_id>/events.jsonl); rows and comment only")
-    p.add_argument("--config", default=None, metavar="PATH",
-                   help="bench.toml whose models' run keys are current, as for `aqbench ledger --config` (reads the "
-                        "dataset, hashes the bundles): a row made under another key is marked stale and not counted; "
-                        f"also its [publish] roots, names and allowed_env. Default: ./{_DEFAULT_CONFIG} if present, for "
-                        "[publish] only, with the newest keyed row of each model as the current key")
+    add_config_argument(p, optional_use="its [publish] roots, names and allowed_env; named, its models' run keys "
+                        "are current too, as for `aqbench ledger --config` (a row made under another key is marked "
+                        "stale and not counted); not named, the newest keyed row of each model is the current key")
     p.set_defaults(func=run)
 
 
@@ -63,15 +62,14 @@ def run(args: argparse.Namespace) -> int:
     )
     from orchestrator.runkey_now import current_keys
 
-    config_path = args.config
-    if config_path is None and Path(_DEFAULT_CONFIG).is_file():
-        config_path = _DEFAULT_CONFIG
+    config_path = config_given(args)
     cfg = load_config(config_path) if config_path else None
     runs = [read_run(r) for r in run_folders(args.runs)]
     # Only a configuration named on the command line says which keys are current: ./bench.toml may be
     # another than the one the runs were made with.
-    keys = current_keys(cfg) if cfg is not None and args.config is not None else None
-    key_check = check_keys(runs, keys, config=Path(args.config).name if args.config else "")
+    named = config_explicit(args)
+    keys = current_keys(cfg) if cfg is not None and named is not None else None
+    key_check = check_keys(runs, keys, config=Path(named).name if named else "")
     inventory = load_inventory(args.ledger) if args.ledger else None
     ledger = build_ledger(inventory, runs, keys=keys) if inventory is not None else None
     facts = gather_facts(runs, cfg.publish if cfg is not None else None, inventory)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from orchestrator.commands.grammar import add_match_timeout_argument, duration_arg
 from orchestrator.commands.load_args import add_model_arguments, check_positive
 from orchestrator.commands.serve_args import add_serve_arguments, serve_address
 
@@ -42,11 +43,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     load.add_argument("--concurrencies", type=_points, metavar="C,C,...", help="closed-loop points")
     p.add_argument("--requests-per-point", type=int, default=None, metavar="N",
                    help="profiling requests per point (default: [sweep] requests_per_point)")
-    p.add_argument("--max-duration", metavar="DURATION", help="start no point after this much sweep time, e.g. 5m")
+    p.add_argument("--max-duration", type=duration_arg, metavar="DURATION",
+                   help="start no point after this much sweep time, e.g. 90s, 5m")
     for key in _SLO_FLAGS:
         p.add_argument("--" + key.replace("_", "-"), type=float, default=None, help=f"override [slo] {key}")
-    p.add_argument("--match-timeout-s", type=float, default=5.0,
-                   help="how long a request's half waits for the other half (default 5)")
+    add_match_timeout_argument(p)
     add_serve_arguments(p)
     p.set_defaults(func=run)
 
@@ -55,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     # Imported here, not at the top: `aqbench --help` and the light commands must not load the sweep and the
     # adapters (through wiring).
     from orchestrator.commands.wiring import real_toolkit
-    from orchestrator.config import load_config, parse_duration
+    from orchestrator.config import load_config
     from orchestrator.run import run_main
     from orchestrator.sweep import SweepOptions, sweep
 
@@ -64,10 +65,9 @@ def run(args: argparse.Namespace) -> int:
     mode, points = ("rate", args.rates) if args.rates else ("concurrency", args.concurrencies) \
         if args.concurrencies else (None, None)
     opts = SweepOptions(model=args.model, mode=mode, points=points, requests_per_point=args.requests_per_point,
-                        max_duration_s=parse_duration(args.max_duration, what="--max-duration")
-                        if args.max_duration else None,
+                        max_duration_s=args.max_duration,
                         slo={k: v for k in _SLO_FLAGS if (v := getattr(args, k)) is not None},
-                        argv=["aqbench", *sys.argv[1:]], match_timeout_s=args.match_timeout_s,
+                        argv=["aqbench", *sys.argv[1:]], match_timeout_s=args.match_timeout,
                         serve=serve_address(args))
     toolkit = real_toolkit()
     return run_main(lambda interrupt: sweep(cfg, opts, interrupt, toolkit))
