@@ -4,7 +4,6 @@ inventory; exit 0 when all is accounted for and the group did not change."""
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from orchestrator.commands.grammar import add_config_argument, add_json_argument, config_given, json_target
 from orchestrator.logs import get_logger

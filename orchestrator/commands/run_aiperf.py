@@ -8,7 +8,9 @@ from __future__ import annotations
 import argparse
 
 from orchestrator.commands.grammar import (
-    add_config_argument, add_deprecated_alias, add_match_timeout_argument,
+    add_config_argument,
+    add_deprecated_alias,
+    add_match_timeout_argument,
     add_model_argument,
 )
 

@@ -32,7 +32,8 @@ class _DeprecatedAlias(argparse.Action):
 
     def __init__(self, option_strings: Sequence[str], dest: str, *, target: argparse.Action, switch: bool) -> None:
         super().__init__(option_strings, dest, nargs=0 if switch else target.nargs, const=target.const,
-                         default=argparse.SUPPRESS, type=target.type, choices=target.choices,
+                         default=argparse.SUPPRESS, type=target.type,  # type: ignore[arg-type]
+                         choices=target.choices,
                          help=argparse.SUPPRESS, metavar=target.metavar)
         self.target = target
         self.switch = switch
