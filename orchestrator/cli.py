@@ -93,13 +93,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except AqbenchError as exc:
-        print(f"aqbench: error: {exc}", file=sys.stderr)
+        say(f"aqbench: error: {exc}")
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
     except Exception as exc:  # a bug, not a verdict: exit 3 ("the run itself failed"), never Python's 1
         # A run's own scope has already journaled Failed and RunFinished(error, 3) before this point.
         get_logger("aqbench.cli").error("unexpected_error", error=repr(exc), exc_info=exc)
-        print(f"aqbench: internal error: {type(exc).__name__}: {exc}; this is a bug in aqbench "
-              f"(the run's journal and aqbench.log keep the details)", file=sys.stderr)
+        say(f"aqbench: internal error: {type(exc).__name__}: {exc}; this is a bug in aqbench "
+            f"(the run's journal and aqbench.log keep the details)")
         return 3

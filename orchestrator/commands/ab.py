@@ -4,7 +4,6 @@ Exit 0 no, 1 yes, 2 bad usage. Composition root: the real adapters go to orchest
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from orchestrator.commands.grammar import add_model_argument, add_strict_argument, duration_arg
@@ -68,12 +67,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Imported here: orchestrator.logs loads structlog, which `aqbench --help` never needs.
     # Imported here, not at the top: `aqbench --help` and the other commands never load the A/B session and
     # the adapters (through wiring).
     from orchestrator.ab import AbOptions, check_comparable, decide, run_ab_session, write_result
     from orchestrator.commands.wiring import real_toolkit
     from orchestrator.config import load_config
     from orchestrator.errors import UsageError
+    from orchestrator.logs import say
     from orchestrator.run import run_main
 
     if args.pairs < 1 or args.block_requests < 1 or args.block_warmup < 0 or args.plan_noise <= 0 \
@@ -108,8 +109,8 @@ def run(args: argparse.Namespace) -> int:
     paths = write_result(result, journals[0].parent)
     for f in result.figures:
         if f.change == "regressed":
-            print(f"  regressed: {f.name}: [{(f.lower or 0) * 100:+.1f}, {(f.upper or 0) * 100:+.1f}] "
-                  f"{'%' if f.relative else 'pt'}", file=sys.stderr)
+            say(f"  regressed: {f.name}: [{(f.lower or 0) * 100:+.1f}, {(f.upper or 0) * 100:+.1f}] "
+                  f"{'%' if f.relative else 'pt'}")
     print(f"{result.outcome}: {result.reason}")
     print(f"wrote {paths[0]}, {paths[1]}, {paths[2]}")
     return result.exit_code

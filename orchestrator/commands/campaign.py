@@ -102,9 +102,11 @@ def _write_interrupted_reports(output_dir: Path) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Imported here: orchestrator.logs loads structlog, which `aqbench --help` never needs.
     # Imported here, not at the top: the campaign package (Ray glue) costs every other command start-up time.
     from orchestrator.campaign import CampaignOptions, StopRequest, run_campaign
     from orchestrator.config import load_config
+    from orchestrator.logs import say
 
     cfg = load_config(args.config)
     serve = serve_address(args)
@@ -143,6 +145,6 @@ def run(args: argparse.Namespace) -> int:
             for s, handler in previous.items():
                 signal.signal(s, handler)
             cluster.close()
-    print(f"\ncampaign: {folder}", file=sys.stderr)
-    print(f"  reports: {folder / 'report.md'}, {folder / 'report.html'}, {folder / 'report.json'}", file=sys.stderr)
+    say(f"\ncampaign: {folder}")
+    say(f"  reports: {folder / 'report.md'}, {folder / 'report.html'}, {folder / 'report.json'}")
     return exit_code

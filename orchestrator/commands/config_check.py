@@ -56,8 +56,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_reference(args: argparse.Namespace) -> int:
+    # Imported here: orchestrator.logs loads structlog, which `aqbench --help` never needs.
     # Imported here: the reference generator (every config Struct's docstrings) serves this command only.
     from orchestrator.config_reference import render_reference
+    from orchestrator.logs import say
 
     text = render_reference()
     if args.out is None:
@@ -67,7 +69,7 @@ def run_reference(args: argparse.Namespace) -> int:
         Path(args.out).write_text(text, encoding="utf-8")
     except OSError as exc:
         raise UsageError(f"config reference --out {args.out}: cannot write: {exc.strerror}") from None
-    print(f"wrote {args.out}", file=sys.stderr)
+    say(f"wrote {args.out}")
     return 0
 
 

@@ -265,6 +265,9 @@ def run_checks(cfg: Config) -> list[Check]:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Imported here: orchestrator.logs loads structlog, which `aqbench --help` never needs.
+    from orchestrator.logs import say
+
     cfg = load_config(args.config)
     checks = run_checks(cfg)
     if json_target(args.json):
@@ -275,6 +278,6 @@ def run(args: argparse.Namespace) -> int:
             print(f"{word} {c.name}: {c.detail}" + (f"\n     fix: {c.fix}" if not c.ok and c.fix else ""))
     failed = [c.name for c in checks if c.required and not c.ok]
     if failed:
-        print(f"doctor: {len(failed)} required check(s) failed: {', '.join(failed)}", file=sys.stderr)
+        say(f"doctor: {len(failed)} required check(s) failed: {', '.join(failed)}")
         return 1
     return 0

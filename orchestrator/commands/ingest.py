@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import re
-import sys
 import time
 from typing import Any
 
@@ -66,10 +65,12 @@ def parse_time(value: str, *, now_ns: int | None = None) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Imported here: orchestrator.logs loads structlog, which `aqbench --help` never needs.
     # Imported here, not at the top: the ingest package and the log adapters (through wiring) load only for it.
     from orchestrator.commands.wiring import log_codecs
     from orchestrator.ingest import Ingest, expand_inputs, new_joiner, run_follow, write_parquet
     from orchestrator.ingest.render import render_summary
+    from orchestrator.logs import say
     from orchestrator.run import run_main
 
     json_target(args.json)
@@ -108,4 +109,4 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if out is not None:
             out.close()
-            print(f"events written to {args.out}", file=sys.stderr)
+            say(f"events written to {args.out}")

@@ -7,7 +7,6 @@ written), 2 bad input.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from orchestrator.commands.grammar import add_config_argument, config_explicit, config_given
@@ -50,10 +49,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Imported here: orchestrator.logs loads structlog, which `aqbench --help` never needs.
     # Imported here, not at the top: publishing (redaction, the ledger) loads only for this command.
     from orchestrator.config import load_config
     from orchestrator.ledger import build_ledger, load_inventory, read_run, run_folders
-    from orchestrator.logs import get_logger
+    from orchestrator.logs import get_logger, say
     from orchestrator.publish.current import check_keys
     from orchestrator.publish.write import (
         gather_facts,
@@ -78,16 +78,16 @@ def run(args: argparse.Namespace) -> int:
     log = get_logger("publish")
     if result.findings:
         for finding in result.findings:
-            print(f"aqbench: private: {Path(args.out) / finding.file}:{finding.line}: {finding.kind}"
-                  + (f" ({finding.excerpt})" if finding.excerpt else ""), file=sys.stderr)
-        print(f"aqbench: error: {len(result.findings)} private details would remain in {args.out}; nothing was "
+            say(f"aqbench: private: {Path(args.out) / finding.file}:{finding.line}: {finding.kind}"
+                  + (f" ({finding.excerpt})" if finding.excerpt else ""))
+        say(f"aqbench: error: {len(result.findings)} private details would remain in {args.out}; nothing was "
               "written. Add the folders to [publish] roots or the names to [publish] names in bench.toml, or remove "
-              "the credential from the run's inputs, and run again.", file=sys.stderr)
+              "the credential from the run's inputs, and run again.")
         log.warning("publish_refused", findings=len(result.findings))
         return 1
     for path in result.files:
         print(f"wrote {path}")
     for stale in key_check.stale:  # published, marked: never presented as current
-        print(f"aqbench: stale, not counted: {stale.run_id} {stale.model}: {stale.note}", file=sys.stderr)
+        say(f"aqbench: stale, not counted: {stale.run_id} {stale.model}: {stale.note}")
     log.info("publish_done", files=len(result.files), runs=len(runs))
     return 0
