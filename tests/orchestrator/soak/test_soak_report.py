@@ -111,7 +111,7 @@ class TestSoakReport:
         assert "## AIPerf generations" in md
         assert "| 41 | 0.0 | 1,000 | 12.5 | PASS | 5491 |" in md
         assert "| 42 | 3.0 | - | - | not settled | - |" in md.replace(dash, "-")
-        assert "<td>41</td><td>0.0</td><td>1000</td><td>12.5</td><td>PASS</td><td>5491</td>" in html
+        assert "<td>41</td><td>0.0</td><td>1,000</td><td>12.5</td><td>PASS</td><td>5491</td>" in html
         plain = fold_soak([*events[:2], msgspec.structs.replace(verdict, detail=SampledMemoryDetail()), events[-1]])
         assert "AIPerf generations" not in render_soak_markdown(plain) + render_soak_html(plain)
 
