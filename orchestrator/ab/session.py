@@ -144,9 +144,9 @@ async def run_ab_session(a: Config, b: Config, opts: AbOptions, interrupt: Inter
                        instance_allowance=allowance[0], instance_tail_allowance=allowance[1])
         await run.bus.publish(PhaseStarted(source="ab", phase="ab", model=models["A"].name, detail=plan))
         say(f"ab: {opts.pairs} pairs in order {order}, {opts.block_requests} requests a block "
-              f"(+{opts.block_warmup} warmup); servers {servers_text(opts.sequential, opts.keep_servers)}; "
-              + (describe(opts.boundary, critical, compare.confidence) if opts.stop_early else "no early stop")
-              + f"\nab: {describe_power(power, opts.block_requests)}")
+            f"(+{opts.block_warmup} warmup); servers {servers_text(opts.sequential, opts.keep_servers)}; "
+            + (describe(opts.boundary, critical, compare.confidence) if opts.stop_early else "no early stop")
+            + f"\nab: {describe_power(power, opts.block_requests)}")
         ran, stop = await _blocks(run, opts, toolkit, specs, models, order, input_file, tokenizer, install, rows,
                                   correlator, compare, {side: AnswerBook(run.bus, models[side], dataset,
                                                                          a.workload.max_tokens, source="ab")
@@ -211,7 +211,7 @@ async def _look(run: RunScope, compare: CompareConfig) -> str | None:
     result = await anyio.to_thread.run_sync(decide, run.journal_path, compare)
     reason = stop_reason(result)
     say(f"  look after {len(result.pairs)} pairs: "
-          + (reason or ", ".join(f"{n} {c}" for c, n in _counts(result).items())))
+        + (reason or ", ".join(f"{n} {c}" for c, n in _counts(result).items())))
     return reason
 
 
@@ -254,5 +254,5 @@ async def _block(run: RunScope, toolkit: Toolkit, handle: ServerHandle, model: M
                                         detail=AiperfRunPhase(classification=outcome.classification,
                                                               balanced=acc.balanced)))
     say(f"  block {k:02d} {side}: {outcome.classification}, {sum(acc.issued.values())} requests"
-          f"{'' if acc.balanced else ' (NOT BALANCED)'}, {judged}")
+        f"{'' if acc.balanced else ' (NOT BALANCED)'}, {judged}")
     log.info("ab_block", block=k, side=side, classification=outcome.classification, balanced=acc.balanced)

@@ -110,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
     for f in result.figures:
         if f.change == "regressed":
             say(f"  regressed: {f.name}: [{(f.lower or 0) * 100:+.1f}, {(f.upper or 0) * 100:+.1f}] "
-                  f"{'%' if f.relative else 'pt'}")
+                f"{'%' if f.relative else 'pt'}")
     print(f"{result.outcome}: {result.reason}")
     print(f"wrote {paths[0]}, {paths[1]}, {paths[2]}")
     return result.exit_code

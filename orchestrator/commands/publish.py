@@ -79,10 +79,10 @@ def run(args: argparse.Namespace) -> int:
     if result.findings:
         for finding in result.findings:
             say(f"aqbench: private: {Path(args.out) / finding.file}:{finding.line}: {finding.kind}"
-                  + (f" ({finding.excerpt})" if finding.excerpt else ""))
+                + (f" ({finding.excerpt})" if finding.excerpt else ""))
         say(f"aqbench: error: {len(result.findings)} private details would remain in {args.out}; nothing was "
-              "written. Add the folders to [publish] roots or the names to [publish] names in bench.toml, or remove "
-              "the credential from the run's inputs, and run again.")
+            "written. Add the folders to [publish] roots or the names to [publish] names in bench.toml, or remove "
+            "the credential from the run's inputs, and run again.")
         log.warning("publish_refused", findings=len(result.findings))
         return 1
     for path in result.files:

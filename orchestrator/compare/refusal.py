@@ -46,6 +46,7 @@ def refusal_paragraph(c: Comparison, listed: Path, *, in_temp: bool) -> str:
     first = "; ".join(diffs[:2]) + ("; ..." if len(diffs) > 2 else "")
     where = (f"{listed} (a temp file: a refused comparison writes nothing into either run's folder)" if in_temp
              else str(listed))
+    ways = "1 way that forbids" if len(diffs) == 1 else f"{len(diffs)} ways that forbid"
     return (f"not comparable: {_side('baseline', c.baseline)} and {_side('candidate', c.candidate)} differ in "
-            f"{len(diffs)} way{'s' if len(diffs) != 1 else ''} that forbid comparing figures, first: {first}; "
+            f"{ways} comparing figures, first: {first}; "
             f"the full list is in {where}")

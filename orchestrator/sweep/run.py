@@ -277,7 +277,7 @@ class _Sweeper:
         await watch.stop.wait()
         gates.halt(name)
         say(f"sweep: {watch.window.split('/', 1)[1]} clearly broke {', '.join(c.slo for c in watch.broken)} after "
-              f"{watch.stopped_at} requests: its run ends early")
+            f"{watch.stopped_at} requests: its run ends early")
 
     async def _gatekeep(self, gates: PhaseGates, loads: list[_Load], watches: list[PointWatch],
                         decide: Callable[[_Load, dict[str, list[PointRequest]]], bool], wait_s: float,

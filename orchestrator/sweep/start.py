@@ -124,7 +124,7 @@ async def state_plan(run: RunScope, model: ModelConfig, argv: list[str], detects
     limits = {k: float(v) for k, v in msgspec.to_builtins(cfg.slo).items()
               if isinstance(v, float | int) and not isinstance(v, bool)}
     say("sweep: each point of " + f"{sw.requests_per_point} requests can decide:\n  "
-          + "\n  ".join(d.statement for d in detects))
+        + "\n  ".join(d.statement for d in detects))
     doublings = extensions(sw.points, sw.extend)
     baseline_s, planned = planned_durations(sw.mode, list(sw.points), requests=sw.requests_per_point,
                                             warmup=cfg.workload.warmup_requests, base=base, probe_s=probe_s,
