@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 from bench.qualify_time import quoted_minutes
+from orchestrator.config import load_config
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -31,6 +32,17 @@ def test_audioqa_v2_item_count_where_quoted() -> None:
     assert f"({n} audio, " in qualify and f"| reference | {n}: " in qualify
     assert f"audioqa-v2's {n} audio requests" in _text("docs/soak.md")
     assert f"| `audioqa-v2` (default) | {n} |" in _text("docs/datasets.md")
+
+
+def test_conditioning_items_where_quoted() -> None:
+    """The silence and transcript arms' item count that bench.toml's comment and docs/qualify.md quote is the
+    configured one, and audioqa-v1's item count is its manifest's."""
+    config = load_config(ROOT / "bench.toml")
+    n, audio = config.dataset.conditioning_items, _audio_problems()
+    assert f"run on {n} items each" in _text("bench.toml")
+    assert f"{audio + 2 * n} over HTTP ({audio} audio, {n} silence, {n} transcript)" in _text("docs/qualify.md")
+    v1 = sum(1 for line in _text("datasets/audioqa-v1/manifest.jsonl").splitlines() if line.strip())
+    assert f"audioqa-v1 ({v1} items)" in _text("bench.toml")
 
 
 def test_readme_time_is_the_recorded_one() -> None:
