@@ -32,9 +32,14 @@ def run_if_sweeps(args: argparse.Namespace) -> int | None:
     for side in (change.baseline, change.candidate):
         if side.torn_line is not None:
             say(f"aqbench: warning: {side.journal}:{side.torn_line}: torn last line skipped")
+    if change.change == "not_comparable":  # the one difference is the whole story: said once, written only to --out
+        if args.out:
+            write_sweep_comparison(change, Path(args.out))
+        say(f"aqbench: error: not comparable: baseline sweep {baseline.parent} and candidate sweep {candidate.parent}: "
+            f"{change.reason}" + (f"; written to {args.out}" if args.out else
+                                  "; nothing written (a refused comparison writes nothing into either run's folder)"))
+        return change.exit_code
     paths = write_sweep_comparison(change, Path(args.out) if args.out else candidate.parent / "compare")
-    if change.change == "not_comparable":
-        say(f"aqbench: error: not comparable: {change.reason}")
     print(f"capacity {change.change}: {change.reason}")
     print(f"wrote {paths[0]}, {paths[1]}")
     return change.exit_code
