@@ -5,9 +5,11 @@ from __future__ import annotations
 import math
 import re
 
+import numpy as np
 import pytest
 
 from orchestrator.figures import figure, figure_with_unit
+from orchestrator.judge.sampled_trend import SampledTrendRule, judge_sampled_trend
 
 
 class TestFigure:
@@ -36,3 +38,15 @@ class TestFigure:
         """The interval of the issue's soak headline reads '+1,680 MiB/h'."""
         assert figure_with_unit(1683.2, "MiB/h", signed=True) == "+1,680 MiB/h"
         assert figure_with_unit(None, "MiB/h") == "-"
+
+
+class TestVerdictReasons:
+    def test_a_steep_leak_reads_without_exponents(self):
+        """A soak leaking about 1,700 MiB/h: its memory verdict's reason, which the console, soak.md, soak.html
+        and the live page all show, holds no scientific notation (it read '+1.68e+03 MiB/h')."""
+        times = np.arange(0.0, 900.0, 10.0)
+        values = 400.0 + times * (1700.0 / 3600.0) + np.random.default_rng(1).normal(0.0, 1.0, times.size)
+        verdict = judge_sampled_trend(times, values, SampledTrendRule())
+        assert verdict.outcome == "fail" and "MiB/h" in verdict.reason
+        assert not re.search(r"\d[eE][+-]?\d", verdict.reason), verdict.reason
+        assert re.search(r"\+1,[0-9]{3} MiB/h", verdict.reason), verdict.reason
