@@ -9,7 +9,7 @@ with closed-loop clients (--concurrency, default 1) sending the dataset's audio-
 body shape of adapters/chat/http.py, non-streaming), and appends one JSON line per variant every
 --sample-every-s (10 s) to DIR/samples.jsonl: the RSS of the server's process tree (psutil, summed), its
 threads and the requests answered. Variants: default (the server's defaults, warm-up pass included); nowarm
-(--no-warm-up); arena2 (MALLOC_ARENA_MAX=2); trim (--malloc-trim-every-s); tracemalloc (--tracemalloc-snapshots
+(--no-warm-up); arena2 (MALLOC_ARENA_MAX=2); trim (--malloc-trim-every); tracemalloc (--tracemalloc-snapshots
 DIR/tracemalloc/tracemalloc; the tracing itself costs RSS); engine (the Engine class in a child process, no HTTP).
 `analyse` judges each variant's per-minute median RSS after the warm-up with orchestrator.judge.trend
 (Theil-Sen, 95 % interval), the last 30 minutes alone (levelled off when that passes), and the soak's memory
@@ -101,10 +101,10 @@ def _start(name: str, out: Path, args: argparse.Namespace) -> Variant:
     elif name == "arena2":
         env["MALLOC_ARENA_MAX"] = "2"
     elif name == "trim":
-        argv += ["--malloc-trim-every-s", str(args.trim_every_s)]
+        argv += ["--malloc-trim-every", str(args.trim_every_s)]
     elif name == "tracemalloc":
         argv += ["--tracemalloc-snapshots", str(folder / "tracemalloc"),
-                 "--tracemalloc-every-s", str(args.tracemalloc_every_s)]
+                 "--tracemalloc-every", str(args.tracemalloc_every_s)]
     elif name != "default":
         raise SystemExit(f"unknown variant {name!r}; known: {', '.join(VARIANTS)}")
     return Variant(name, subprocess.Popen(argv, env=env, stdout=log, stderr=log, cwd=REPO), port)

@@ -31,6 +31,7 @@ from orchestrator.commands import (
     soak,
     sweep,
 )
+from orchestrator.commands.grammar import deprecation_lines
 from orchestrator.errors import AqbenchError
 
 __all__ = ["main", "build_parser"]
@@ -86,19 +87,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     # Here, not at the top: `aqbench --help` and a bad command line never load structlog and the journal's types.
-    from orchestrator.logs import configure_logging, get_logger
+    from orchestrator.logs import configure_logging, get_logger, say
 
     configure_logging(fmt=args.log_format, level=args.log_level)
+    for line in deprecation_lines(args):
+        say(f"aqbench: warning: {line}")
     try:
         return int(args.func(args) or 0)
     except AqbenchError as exc:
-        print(f"aqbench: error: {exc}", file=sys.stderr)
+        say(f"aqbench: error: {exc}")
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
     except Exception as exc:  # a bug, not a verdict: exit 3 ("the run itself failed"), never Python's 1
         # A run's own scope has already journaled Failed and RunFinished(error, 3) before this point.
         get_logger("aqbench.cli").error("unexpected_error", error=repr(exc), exc_info=exc)
-        print(f"aqbench: internal error: {type(exc).__name__}: {exc}; this is a bug in aqbench "
-              f"(the run's journal and aqbench.log keep the details)", file=sys.stderr)
+        say(f"aqbench: internal error: {type(exc).__name__}: {exc}; this is a bug in aqbench "
+            f"(the run's journal and aqbench.log keep the details)")
         return 3

@@ -70,7 +70,7 @@ class ServerState:
     hang: asyncio.Event = field(default_factory=asyncio.Event)  # never set: hung handlers wait on it
     decode_limiter: anyio.CapacityLimiter | None = None
     engine_limiter: anyio.CapacityLimiter | None = None
-    heap: HeapCounters = field(default_factory=HeapCounters)  # --malloc-trim-every-s, --tracemalloc-snapshots
+    heap: HeapCounters = field(default_factory=HeapCounters)  # --malloc-trim-every, --tracemalloc-snapshots
     gpu_request: Callable[[], None] | None = None  # tells the GPU worker (adapters/reference/gpu.py) of a request
 
     def __post_init__(self) -> None:
@@ -176,7 +176,7 @@ async def _metrics(request: web.Request) -> web.Response:
         lines.append(f'aqbench_reference_request_duration_ms{{quantile="{q}"}} {_quantile(window, q)}')
     lines.append(f"aqbench_reference_request_duration_ms_sum {state.duration_sum_ms}")
     lines.append(f"aqbench_reference_request_duration_ms_count {sum(state.requests.values())}")
-    lines += ["# HELP aqbench_reference_malloc_trims_total malloc_trim(0) calls (--malloc-trim-every-s).",
+    lines += ["# HELP aqbench_reference_malloc_trims_total malloc_trim(0) calls (--malloc-trim-every).",
               "# TYPE aqbench_reference_malloc_trims_total counter",
               f"aqbench_reference_malloc_trims_total {state.heap.trims}",
               "# HELP aqbench_reference_malloc_trims_released_total Trims after which glibc returned memory.",

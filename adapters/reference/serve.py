@@ -38,8 +38,14 @@ from adapters.reference.heap import (
 )
 from adapters.reference.router import Kind
 from adapters.trtmc.records import RecordWriter
+from orchestrator.config.flags import add_deprecated_alias, deprecation_lines, duration_arg
 
 __all__ = ["add_server_arguments", "settings_from_args", "heap_from_args", "gpu_from_args", "serve", "main"]
+
+
+def _duration_or_off(text: str) -> float:
+    """A duration flag where 0 means off."""
+    return 0.0 if text.strip().removesuffix("s") in ("0", "0.0") else duration_arg(text)
 
 
 def add_server_arguments(p: argparse.ArgumentParser) -> None:
@@ -51,10 +57,11 @@ def add_server_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--records", type=Path, default=None, help="append one JSON line per chat request")
     p.add_argument("--max-body-bytes", type=int, default=32 * 1024 * 1024,
                    help="413 above this request size (default 32 MiB)")
-    p.add_argument("--request-timeout", type=float, default=120.0,
-                   help="504 when the engine takes longer (seconds, default 120)")
-    p.add_argument("--max-audio-seconds", type=float, default=60.0,
-                   help="400 for longer audio (default 60)")
+    p.add_argument("--request-timeout", type=duration_arg, default=120.0, metavar="DURATION",
+                   help="504 when the engine takes longer (default 120s)")
+    add_deprecated_alias(p, "--max-audio-seconds", p.add_argument(
+        "--max-audio-duration", type=duration_arg, default=60.0, metavar="DURATION",
+        help="400 for longer audio (default 60s)"))
     p.add_argument("--cpu-threads", type=int, default=0,
                    help="CTranslate2 threads per replica (0 = its default)")
     p.add_argument("--openai-finish-reason", action="store_true",
@@ -79,15 +86,17 @@ def add_server_arguments(p: argparse.ArgumentParser) -> None:
                    help="serve blocks of KIB KiB and more by mmap, and keep that threshold fixed (default 0: glibc's "
                         "own, which slides up to the largest block freed); 128 keeps a long request's buffers out "
                         "of the heap, at about 1.5x the engine's time")
-    h.add_argument("--malloc-trim-every-s", type=float, default=DEFAULT_TRIM_EVERY_S, metavar="S",
-                   help=f"call glibc malloc_trim(0) every S seconds, returning freed heap pages to the system "
-                        f"(default {DEFAULT_TRIM_EVERY_S:g}; 0: off)")
+    add_deprecated_alias(h, "--malloc-trim-every-s", h.add_argument(
+        "--malloc-trim-every", type=_duration_or_off, default=DEFAULT_TRIM_EVERY_S, metavar="DURATION",
+        help=f"call glibc malloc_trim(0) this often, returning freed heap pages to the system "
+             f"(default {DEFAULT_TRIM_EVERY_S:g}s; 0: off)"))
     h.add_argument("--tracemalloc-snapshots", type=Path, default=None, metavar="DIR",
-                   help="trace Python allocations and write, at start and every --tracemalloc-every-s, the "
+                   help="trace Python allocations and write, at start and every --tracemalloc-every, the "
                         "allocation sites that grew (DIR/tracemalloc-NNN.txt); for diagnosis only: it slows "
                         "some engine calls many times over")
-    h.add_argument("--tracemalloc-every-s", type=float, default=600.0, metavar="S",
-                   help="seconds between tracemalloc snapshots (default 600)")
+    add_deprecated_alias(h, "--tracemalloc-every-s", h.add_argument(
+        "--tracemalloc-every", type=duration_arg, default=600.0, metavar="DURATION",
+        help="time between tracemalloc snapshots (default 10m)"))
     u = p.add_argument_group("GPU (a worker process holding device memory, as a model server's; torch or cupy)")
     u.add_argument("--gpu-ballast-mib", type=float, default=0.0, metavar="MIB",
                    help="hold MIB MiB of GPU memory from the start in a GPU worker process, as a model's weights "
@@ -113,8 +122,9 @@ def add_server_arguments(p: argparse.ArgumentParser) -> None:
                         "and question, so the same items are slow on every request (default 1: every item)")
     g.add_argument("--fault-error-rate", type=float, default=0.0, metavar="F",
                    help="answer this share of chat requests with 500 (exact, deterministic pattern)")
-    g.add_argument("--fault-startup-delay-s", type=float, default=0.0, metavar="S",
-                   help="wait S seconds before loading the engine (port closed meanwhile)")
+    add_deprecated_alias(g, "--fault-startup-delay-s", g.add_argument(
+        "--fault-startup-delay", type=_duration_or_off, default=0.0, metavar="DURATION",
+        help="wait this long before loading the engine (port closed meanwhile; default 0)"))
     g.add_argument("--fault-leak-mib", type=float, default=0.0, metavar="K",
                    help="keep K MiB of memory per chat request, forever")
     g.add_argument("--fault-gpu-leak-mib", type=float, default=0.0, metavar="K",
@@ -149,19 +159,19 @@ def settings_from_args(args: argparse.Namespace) -> ServerSettings:
     for flag in ("fault_error_rate", "fault_wrong_item_share", "fault_latency_share", "fault_latency_item_share"):
         if not 0.0 <= getattr(args, flag) <= 1.0:
             raise ValueError(f"--{flag.replace('_', '-')} {getattr(args, flag)} must be within 0..1")
-    for flag in ("max_body_bytes", "request_timeout", "max_audio_seconds"):
+    for flag in ("max_body_bytes", "request_timeout", "max_audio_duration"):
         if getattr(args, flag) <= 0:
             raise ValueError(f"--{flag.replace('_', '-')} must be positive")
     return ServerSettings(
         host=args.host, port=args.port, model_name=args.model_name, replicas=args.replicas,
         records=args.records, max_body_bytes=args.max_body_bytes,
-        request_timeout_s=args.request_timeout, max_audio_s=args.max_audio_seconds,
+        request_timeout_s=args.request_timeout, max_audio_s=args.max_audio_duration,
         openai_finish_reason=args.openai_finish_reason,
         faults=FaultSettings(crash_after=args.fault_crash_after, worker_crash_after=args.fault_worker_crash_after,
                              hang_after=args.fault_hang_after,
                              latency_ms=args.fault_latency_ms, latency_share=args.fault_latency_share,
                              latency_item_share=args.fault_latency_item_share, error_rate=args.fault_error_rate,
-                             startup_delay_s=args.fault_startup_delay_s, leak_mib=args.fault_leak_mib,
+                             startup_delay_s=args.fault_startup_delay, leak_mib=args.fault_leak_mib,
                              wrong_kinds=tuple(args.fault_wrong_kind),
                              wrong_item_share=args.fault_wrong_item_share,
                              swap_above=args.fault_swap_above, truncate_above=args.fault_truncate_above))
@@ -170,18 +180,18 @@ def settings_from_args(args: argparse.Namespace) -> ServerSettings:
 def heap_from_args(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> HeapSettings:
     """The heap flags (and AQBENCH_REFERENCE_WARM_UP from `environ`, os.environ if None); raises ValueError naming
     the flag or the variable."""
-    if args.malloc_trim_every_s < 0:
-        raise ValueError(f"--malloc-trim-every-s {args.malloc_trim_every_s} must be 0 (off) or positive")
+    if args.malloc_trim_every < 0:
+        raise ValueError(f"--malloc-trim-every {args.malloc_trim_every} must be 0 (off) or positive")
     if args.malloc_arenas < 0:
         raise ValueError(f"--malloc-arenas {args.malloc_arenas} must be 0 (glibc's default) or positive")
     if not 0 <= args.malloc_mmap_threshold_kib <= 32 * 1024:
         raise ValueError(f"--malloc-mmap-threshold-kib {args.malloc_mmap_threshold_kib} must be 0 (glibc's sliding "
                          "default) or 1..32768 (glibc's maximum, 32 MiB)")
-    if args.tracemalloc_every_s <= 0:
-        raise ValueError(f"--tracemalloc-every-s {args.tracemalloc_every_s} must be positive")
+    if args.tracemalloc_every <= 0:
+        raise ValueError(f"--tracemalloc-every {args.tracemalloc_every} must be positive")
     return HeapSettings(warm_up=not args.no_warm_up and warm_up_from_env(os.environ if environ is None else environ), malloc_arenas=args.malloc_arenas,
-                        mmap_threshold_kib=args.malloc_mmap_threshold_kib, malloc_trim_every_s=args.malloc_trim_every_s,
-                        tracemalloc_dir=args.tracemalloc_snapshots, tracemalloc_every_s=args.tracemalloc_every_s)
+                        mmap_threshold_kib=args.malloc_mmap_threshold_kib, malloc_trim_every_s=args.malloc_trim_every,
+                        tracemalloc_dir=args.tracemalloc_snapshots, tracemalloc_every_s=args.tracemalloc_every)
 
 
 def gpu_from_args(args: argparse.Namespace) -> GpuSettings:
@@ -289,6 +299,8 @@ def main(argv: list[str] | None = None, prog: str = "python -m adapters.referenc
     p = argparse.ArgumentParser(prog=prog, description="The aqbench reference audio-QA server.")
     add_server_arguments(p)
     args = p.parse_args(argv)
+    for line in deprecation_lines(args):
+        _log("deprecated_flag", detail=line)
     try:
         settings = settings_from_args(args)
         heap = heap_from_args(args)

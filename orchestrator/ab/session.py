@@ -9,7 +9,6 @@ process tree for the whole sweep, where aqbench accounts and correlates one wind
 from __future__ import annotations
 
 import contextlib
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -42,7 +41,7 @@ from orchestrator.dataset import (
 )
 from orchestrator.errors import UsageError
 from orchestrator.events import AbPhase, AiperfRunPhase, DatasetPhase, PhaseFinished, PhaseStarted
-from orchestrator.logs import get_logger
+from orchestrator.logs import get_logger, say
 from orchestrator.ports import AiperfFacts, Toolkit
 from orchestrator.qualify.answers import AnswerBook
 from orchestrator.qualify.collect import WindowCollector
@@ -146,10 +145,10 @@ async def run_ab_session(a: Config, b: Config, opts: AbOptions, interrupt: Inter
                        critical_t=critical if opts.stop_early else [], strict=opts.strict, power=power,
                        instance_allowance=allowance[0], instance_tail_allowance=allowance[1])
         await run.bus.publish(PhaseStarted(source="ab", phase="ab", model=models["A"].name, detail=plan))
-        print(f"ab: {opts.pairs} pairs in order {order}, {opts.block_requests} requests a block "
-              f"(+{opts.block_warmup} warmup); servers {servers_text(opts.sequential, opts.keep_servers)}; "
-              + (describe(opts.boundary, critical, compare.confidence) if opts.stop_early else "no early stop")
-              + f"\nab: {describe_power(power, opts.block_requests)}", file=sys.stderr, flush=True)
+        say(f"ab: {opts.pairs} pairs in order {order}, {opts.block_requests} requests a block "
+            f"(+{opts.block_warmup} warmup); servers {servers_text(opts.sequential, opts.keep_servers)}; "
+            + (describe(opts.boundary, critical, compare.confidence) if opts.stop_early else "no early stop")
+            + f"\nab: {describe_power(power, opts.block_requests)}")
         ran, stop = await _blocks(run, opts, toolkit, specs, models, order, input_file, tokenizer, install, rows,
                                   correlator, compare, {side: AnswerBook(run.bus, models[side], dataset,
                                                                          a.workload.max_tokens, source="ab")
@@ -213,8 +212,8 @@ async def _look(run: RunScope, compare: CompareConfig) -> str | None:
         return None  # the journal lags: look again after the next pair
     result = await anyio.to_thread.run_sync(decide, run.journal_path, compare)
     reason = stop_reason(result)
-    print(f"  look after {len(result.pairs)} pairs: "
-          + (reason or ", ".join(f"{n} {c}" for c, n in _counts(result).items())), file=sys.stderr, flush=True)
+    say(f"  look after {len(result.pairs)} pairs: "
+        + (reason or ", ".join(f"{n} {c}" for c, n in _counts(result).items())))
     return reason
 
 
@@ -256,6 +255,6 @@ async def _block(run: RunScope, toolkit: Toolkit, handle: ServerHandle, model: M
                                         reason=outcome.reason if acc.balanced else "; ".join(acc.problems),
                                         detail=AiperfRunPhase(classification=outcome.classification,
                                                               balanced=acc.balanced)))
-    print(f"  block {k:02d} {side}: {outcome.classification}, {sum(acc.issued.values())} requests"
-          f"{'' if acc.balanced else ' (NOT BALANCED)'}, {judged}", file=sys.stderr, flush=True)
+    say(f"  block {k:02d} {side}: {outcome.classification}, {sum(acc.issued.values())} requests"
+        f"{'' if acc.balanced else ' (NOT BALANCED)'}, {judged}")
     log.info("ab_block", block=k, side=side, classification=outcome.classification, balanced=acc.balanced)

@@ -4,9 +4,9 @@ Exit 0 no, 1 yes, 2 bad usage. Composition root: the real adapters go to orchest
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
+from orchestrator.commands.grammar import add_model_argument, add_strict_argument, duration_arg
 from orchestrator.commands.keep_args import add_keep_inputs_argument, with_keep_inputs
 
 __all__ = ["register", "run"]
@@ -27,7 +27,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "that would not start, an accounting breach); 130/143: interrupted by SIGINT/SIGTERM.")
     p.add_argument("--baseline", required=True, metavar="A.toml", help="the reference server's configuration")
     p.add_argument("--candidate", required=True, metavar="B.toml", help="the server under judgement")
-    p.add_argument("--model", default="", help="[[models]] name in both configs (default: each config's first)")
+    add_model_argument(p, "[[models]] name in both configs (default: each config's first)")
     p.add_argument("--pairs", type=int, default=6,
                    help="the most pairs of blocks (default 6; at least 3 to decide); the session stops sooner "
                    "once every figure is decided")
@@ -40,8 +40,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--block-requests", type=int, default=40, help="profiling requests a block (default 40)")
     p.add_argument("--block-warmup", type=int, default=4, help="warmup requests a block, not counted (default 4)")
     p.add_argument("--seed", type=int, default=0, help="seed of the block order (default 0)")
-    p.add_argument("--max-duration", type=float, default=None, metavar="S",
-                   help="start no pair that would end past S seconds (default: run every planned pair)")
+    p.add_argument("--max-duration", type=duration_arg, default=None, metavar="DURATION",
+                   help="start no pair that would end past this much session time, e.g. 90s, 5m "
+                   "(default: run every planned pair)")
     servers = p.add_mutually_exclusive_group()
     servers.add_argument("--sequential", action="store_true",
                          help="run one server at a time (each block starts and stops its server) when two do not fit")
@@ -49,7 +50,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                          help="keep both servers up for the whole session (for servers slow to load). By default both "
                          "run and are started afresh before every pair, so a difference between two server processes "
                          "falls on one pair, not on every pair alike")
-    p.add_argument("--strict", action="store_true", help="exit 1 when any figure is inconclusive")
+    add_strict_argument(p)
     p.add_argument("--plan-noise", type=float, default=0.9, metavar="C",  # orchestrator.ab.power.PLAN_NOISE
                    help="the pair noise the plan's power statement assumes: sd of one pair's log p50 change times "
                    "sqrt(--block-requests) (default 0.9; ab.md shows each session's own after it ran). Before the "
@@ -68,12 +69,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Imported here: orchestrator.logs loads structlog, which `aqbench --help` never needs.
     # Imported here, not at the top: `aqbench --help` and the other commands never load the A/B session and
     # the adapters (through wiring).
     from orchestrator.ab import AbOptions, check_comparable, decide, run_ab_session, write_result
     from orchestrator.commands.wiring import real_toolkit
     from orchestrator.config import load_config
     from orchestrator.errors import UsageError
+    from orchestrator.logs import say
     from orchestrator.run import run_main
 
     if args.pairs < 1 or args.block_requests < 1 or args.block_warmup < 0 or args.plan_noise <= 0 \
@@ -108,8 +111,8 @@ def run(args: argparse.Namespace) -> int:
     paths = write_result(result, journals[0].parent)
     for f in result.figures:
         if f.change == "regressed":
-            print(f"  regressed: {f.name}: [{(f.lower or 0) * 100:+.1f}, {(f.upper or 0) * 100:+.1f}] "
-                  f"{'%' if f.relative else 'pt'}", file=sys.stderr)
+            say(f"  regressed: {f.name}: [{(f.lower or 0) * 100:+.1f}, {(f.upper or 0) * 100:+.1f}] "
+                f"{'%' if f.relative else 'pt'}")
     print(f"{result.outcome}: {result.reason}")
     print(f"wrote {paths[0]}, {paths[1]}, {paths[2]}")
     return result.exit_code

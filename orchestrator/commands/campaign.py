@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # the campaign package is heavy: imported by run(), not by `a
     from orchestrator.config import Config
     from orchestrator.qualify import QualifyOptions
 
+from orchestrator.commands.grammar import add_config_argument, add_model_argument
 from orchestrator.commands.serve_args import add_serve_arguments, serve_address
 
 __all__ = ["register", "qualify_one", "qualify_options"]
@@ -41,11 +42,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                        "RAY_ADDRESS) starts a local Ray on 127.0.0.1 with no dashboard. Exit 0 when every model "
                        "is aiperf-qualified, 1 otherwise, 2 on configuration errors, 3 when the campaign itself failed, "
                        "130/143 when interrupted.")
-    p.add_argument("--config", default="bench.toml", help="configuration file (default: bench.toml)")
+    add_config_argument(p)
     p.add_argument("--address", default=None, help="join the Ray cluster at this address (default: RAY_ADDRESS, "
                    "else a local Ray on 127.0.0.1)")
-    p.add_argument("--model", action="append", default=[], metavar="NAME",
-                   help="run only this configured model (repeatable)")
+    add_model_argument(p, "run only this configured model (repeatable)", many=True)
     p.add_argument("--max-parallel", type=int, default=None, metavar="N",
                    help="at most N models at once (default: [campaign] max_parallel; 0 = as resources allow)")
     p.add_argument("--resume", default="", metavar="CAMPAIGN_DIR",
@@ -104,9 +104,11 @@ def _write_interrupted_reports(output_dir: Path) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Imported here: orchestrator.logs loads structlog, which `aqbench --help` never needs.
     # Imported here, not at the top: the campaign package (Ray glue) costs every other command start-up time.
     from orchestrator.campaign import CampaignOptions, StopRequest, run_campaign
     from orchestrator.config import load_config
+    from orchestrator.logs import say
 
     cfg = with_keep_inputs(load_config(args.config), args)
     serve = serve_address(args)
@@ -145,6 +147,6 @@ def run(args: argparse.Namespace) -> int:
             for s, handler in previous.items():
                 signal.signal(s, handler)
             cluster.close()
-    print(f"\ncampaign: {folder}", file=sys.stderr)
-    print(f"  reports: {folder / 'report.md'}, {folder / 'report.html'}, {folder / 'report.json'}", file=sys.stderr)
+    say(f"\ncampaign: {folder}")
+    say(f"  reports: {folder / 'report.md'}, {folder / 'report.html'}, {folder / 'report.json'}")
     return exit_code

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
+from orchestrator.commands.grammar import add_config_argument, add_strict_argument, config_given
 from orchestrator.config import CompareConfig, load_config
 
 __all__ = ["register", "run"]
@@ -28,31 +28,34 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--model", default="", metavar="NAME", help="compare only this model (default: every model in both)")
     p.add_argument("--out", default=None, metavar="DIR",
                    help="where to write the comparison (default: CANDIDATE_RUN/compare)")
-    p.add_argument("--strict", action="store_true", help="exit 1 when any figure is inconclusive")
-    p.add_argument("--config", default=None, metavar="PATH",
-                   help="bench.toml whose [compare] tolerances apply (default: ./bench.toml if present, "
-                   "else the built-in defaults)")
+    add_strict_argument(p)
+    add_config_argument(p, optional_use="its [compare] tolerances (else the built-in ones)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     # Imported here, not at the top: the comparison (and its judges) load only for this command.
     from orchestrator.commands.compare_sweep import run_if_sweeps
-    from orchestrator.compare import compare_runs, journal_of, write_comparison
+    from orchestrator.compare import compare_runs, journal_of, refusal_paragraph, write_comparison, write_refusal
+    from orchestrator.logs import say
 
     if (code := run_if_sweeps(args)) is not None:  # two sweeps: the change in capacity
         return code
     baseline, candidate = journal_of(args.baseline, "baseline"), journal_of(args.candidate, "candidate")
-    config = args.config or ("bench.toml" if Path("bench.toml").is_file() else None)
+    config = config_given(args)
     tolerances = load_config(config).compare if config else CompareConfig()
     comparison = compare_runs(baseline, candidate, tolerances, model=args.model, strict=args.strict)
-    out = Path(args.out) if args.out else candidate.parent / "compare"
-    paths = write_comparison(comparison, out)
     for side in (comparison.baseline, comparison.candidate):
         if side.torn_line is not None:
-            print(f"aqbench: warning: {side.journal}:{side.torn_line}: torn last line skipped", file=sys.stderr)
-    for reason in comparison.refusals:
-        print(f"aqbench: error: not comparable: {reason}", file=sys.stderr)
+            say(f"aqbench: warning: {side.journal}:{side.torn_line}: torn last line skipped")
+    if comparison.outcome == "refused":  # said once, the full list in a file; nothing written into either run
+        if args.out:  # a folder the user named: the whole comparison too, its provenance table included
+            write_comparison(comparison, Path(args.out))
+        listed = write_refusal(comparison, Path(args.out) if args.out else None)
+        say("aqbench: error: " + refusal_paragraph(comparison, listed, in_temp=not args.out))
+        return comparison.exit_code
+    out = Path(args.out) if args.out else candidate.parent / "compare"
+    paths = write_comparison(comparison, out)
     for m in comparison.models:
         counts = {k: sum(f.change == k for f in m.figures) for k in ("regressed", "improved", "unchanged", "inconclusive")}
         print(f"{m.model}: " + ", ".join(f"{n} {k}" for k, n in counts.items()))

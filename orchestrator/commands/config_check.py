@@ -11,6 +11,8 @@ from typing import Any
 
 import msgspec
 
+from orchestrator.commands.grammar import add_config_argument, add_json_argument, config_explicit, json_target
+from orchestrator.commands.output import write_output
 from orchestrator.config import config_to_dict, load_config
 from orchestrator.errors import UsageError
 
@@ -24,9 +26,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     csub = p.add_subparsers(dest="config_command", metavar="ACTION", required=True)
     check = csub.add_parser("check", help="validate bench.toml and print it resolved (paths absolute)")
     check.add_argument("path", nargs="?", default=None, help="configuration file (default: bench.toml)")
-    # --config as in qualify, soak and run-aiperf, so the same command line habit works here.
-    check.add_argument("--config", dest="config_path", default=None, help="the same as PATH")
-    check.add_argument("--json", action="store_true", help="print JSON instead of TOML-like text")
+    # --config as in every other command, so the same command line habit works here.
+    add_config_argument(check, dest="config_path")
+    add_json_argument(check, "the resolved configuration (instead of TOML-like text)")
     check.set_defaults(func=run)
     ref = csub.add_parser("reference", help="print every bench.toml key with its type, default and meaning "
                           "(Markdown, as docs/configuration.md)")
@@ -35,17 +37,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.path and args.config_path and args.path != args.config_path:
+    named = config_explicit(args, "config_path")
+    if args.path and named and args.path != named:
         raise UsageError(f"config check: two files given ({args.path!r} and --config {args.config_path!r}); give one")
     # Imported here: the dataset module (numpy, soundfile) loads only once the command line is known to be good.
     from orchestrator.dataset import resolve_dataset_path
 
-    cfg = load_config(args.path or args.config_path or "bench.toml")
+    cfg = load_config(args.path or args.config_path)
     data = config_to_dict(cfg)
     # The folder a run will read, also when only [dataset] name is set (a shipped dataset).
     data["dataset"]["path"] = str(resolve_dataset_path(cfg.dataset).resolve())
-    if args.json:
-        print(msgspec.json.format(msgspec.json.encode(data).decode(), indent=2))
+    if json_target(args.json):
+        write_output(args.json, msgspec.json.format(msgspec.json.encode(data), indent=2) + b"\n")
     else:
         print(f"# {cfg.source} (sha256 {cfg.sha256[:16]}) is valid")
         _print_toml(data)
@@ -53,8 +56,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_reference(args: argparse.Namespace) -> int:
+    # Imported here: orchestrator.logs loads structlog, which `aqbench --help` never needs.
     # Imported here: the reference generator (every config Struct's docstrings) serves this command only.
     from orchestrator.config_reference import render_reference
+    from orchestrator.logs import say
 
     text = render_reference()
     if args.out is None:
@@ -64,7 +69,7 @@ def run_reference(args: argparse.Namespace) -> int:
         Path(args.out).write_text(text, encoding="utf-8")
     except OSError as exc:
         raise UsageError(f"config reference --out {args.out}: cannot write: {exc.strerror}") from None
-    print(f"wrote {args.out}", file=sys.stderr)
+    say(f"wrote {args.out}")
     return 0
 
 

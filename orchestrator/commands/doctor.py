@@ -20,6 +20,8 @@ from pathlib import Path
 
 import msgspec
 
+from orchestrator.commands.grammar import add_config_argument, add_json_argument, json_target
+from orchestrator.commands.output import write_output
 from orchestrator.config import Config, ServerConfig, load_config
 from orchestrator.errors import AqbenchError, ClientError
 
@@ -46,8 +48,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                        description="Check what a run needs and say how to fix each problem. Exit 0 when every "
                        "required check passes (warnings and informational checks do not count), 1 when a "
                        "required check failed, 2 on configuration or usage errors, 3 when doctor itself failed.")
-    p.add_argument("--config", default="bench.toml", help="configuration file (default: bench.toml)")
-    p.add_argument("--json", action="store_true", help="print the checks as JSON")
+    add_config_argument(p)
+    add_json_argument(p, "the checks")
     p.set_defaults(func=run)
 
 
@@ -344,16 +346,19 @@ def run_checks(cfg: Config) -> list[Check]:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Imported here: orchestrator.logs loads structlog, which `aqbench --help` never needs.
+    from orchestrator.logs import say
+
     cfg = load_config(args.config)
     checks = run_checks(cfg)
-    if args.json:
-        print(msgspec.json.format(msgspec.json.encode(checks).decode(), indent=2))
+    if json_target(args.json):
+        write_output(args.json, msgspec.json.format(msgspec.json.encode(checks), indent=2) + b"\n")
     else:
         for c in checks:
             word = "ok  " if c.ok else ("FAIL" if c.required else "warn" if c.warning else "info")
             print(f"{word} {c.name}: {c.detail}" + (f"\n     fix: {c.fix}" if not c.ok and c.fix else ""))
     failed = [c.name for c in checks if c.required and not c.ok]
     if failed:
-        print(f"doctor: {len(failed)} required check(s) failed: {', '.join(failed)}", file=sys.stderr)
+        say(f"doctor: {len(failed)} required check(s) failed: {', '.join(failed)}")
         return 1
     return 0

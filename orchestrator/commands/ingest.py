@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import re
-import sys
 import time
 from typing import Any
 
+from orchestrator.commands.grammar import add_deprecated_alias, add_json_argument, json_target
+from orchestrator.commands.output import write_output
 from orchestrator.errors import UsageError
 
 __all__ = ["register", "run", "parse_time"]
@@ -23,19 +24,21 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description="Read aqbench journals, AIPerf profile_export(.raw).jsonl, trtmc-server/reference "
         "records, structlog/uvicorn JSON and plain-text logs (gzip/zstd too), join client and server "
         "records by request id and print a summary. Folders are walked for known names. Exit 0 when the summary "
-        "was printed (--follow: after Ctrl-C too), 2 on a usage error or, with --strict, a bad line (named by "
+        "was printed (--follow: after Ctrl-C too), 2 on a usage error or, with --fail-on-bad-line, a bad line (named by "
         "file:line), 3 when aqbench itself failed.",
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="file, glob, folder, or - for standard input")
     p.add_argument("--follow", action="store_true",
                    help="keep reading as files grow (like tail -F, across rotation and truncation); "
                    "Ctrl-C stops and prints the summary")
-    p.add_argument("--out", metavar="EVENTS_JSONL", help="write the normalised events as journal JSONL")
-    p.add_argument("--parquet", metavar="OUT", help="write the correlated requests as a Parquet table")
-    p.add_argument("--strict", action="store_true", help="any bad line is an error (exit 2, names file:line)")
+    p.add_argument("--out", metavar="FILE", help="write the normalised events as journal JSONL into FILE")
+    p.add_argument("--parquet", metavar="FILE", help="write the correlated requests as a Parquet table")
+    bad = p.add_argument("--fail-on-bad-line", action="store_true",
+                         help="any bad line is an error (exit 2, names file:line)")
+    add_deprecated_alias(p, "--strict", bad)
     p.add_argument("--since", metavar="T", help="keep events at or after T (ISO 8601, unix seconds, or 15m ago as -15m)")
     p.add_argument("--until", metavar="T", help="keep events before T (same forms as --since)")
-    p.add_argument("--summary-json", action="store_true", help="print the summary as JSON")
+    add_deprecated_alias(p, "--summary-json", add_json_argument(p, "the summary"), switch=True)
     p.set_defaults(func=run)
 
 
@@ -62,12 +65,15 @@ def parse_time(value: str, *, now_ns: int | None = None) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Imported here: orchestrator.logs loads structlog, which `aqbench --help` never needs.
     # Imported here, not at the top: the ingest package and the log adapters (through wiring) load only for it.
     from orchestrator.commands.wiring import log_codecs
     from orchestrator.ingest import Ingest, expand_inputs, new_joiner, run_follow, write_parquet
     from orchestrator.ingest.render import render_summary
+    from orchestrator.logs import say
     from orchestrator.run import run_main
 
+    json_target(args.json)
     since = parse_time(args.since) if args.since else None
     until = parse_time(args.until) if args.until else None
     if since is not None and until is not None and until <= since:
@@ -76,13 +82,15 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("ingest: --follow cannot follow standard input; give files, globs or folders")
     out = open(args.out, "wb") if args.out else None  # noqa: SIM115  # the Ingest writes it; closed below
     codecs = log_codecs()
-    ingest = Ingest(new_joiner(), codecs, since_ns=since, until_ns=until, strict=args.strict, out=out)
+    ingest = Ingest(new_joiner(), codecs, since_ns=since, until_ns=until, strict=args.fail_on_bad_line, out=out)
 
     def report() -> None:
         summary = ingest.finish()
         if args.parquet:
             write_parquet(ingest.correlated, args.parquet)
-        print(render_summary(summary, as_json=args.summary_json))
+        if args.json not in ("", "-"):
+            write_output(args.json, render_summary(summary, as_json=True).encode() + b"\n")
+        print(render_summary(summary, as_json=args.json == "-"))
 
     try:
         if args.follow:
@@ -101,4 +109,4 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if out is not None:
             out.close()
-            print(f"events written to {args.out}", file=sys.stderr)
+            say(f"events written to {args.out}")

@@ -4,8 +4,8 @@ inventory; exit 0 when all is accounted for and the group did not change."""
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
+from orchestrator.commands.grammar import add_config_argument, add_json_argument, config_given, json_target
 from orchestrator.logs import get_logger
 
 __all__ = ["register", "run"]
@@ -37,14 +37,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--against", default="", metavar="OLD.json",
                    help="reconcile with an older inventory JSON: list checkpoints added, removed, reclassified "
                    "and changed; exit 1 when a group checkpoint changed class or status")
-    p.add_argument("--config", default=None, metavar="PATH",
-                   help=f"bench.toml for candidates and reconciliation (default: ./{_DEFAULT_CONFIG} if present)")
+    add_config_argument(p, optional_use="candidates and reconciliation")
     p.add_argument("--probe", action="append", default=[], metavar="RUN_DIR",
                    help="merge the outcomes of a qualify run (its events.jsonl); repeatable")
-    p.add_argument("--json", default="", metavar="OUT", help="write the inventory as JSON ('-' = stdout)")
-    p.add_argument("--markdown", default="", metavar="OUT",
+    add_json_argument(p, "the inventory")
+    p.add_argument("--markdown", default="", metavar="FILE",
                    help="write the Markdown report ('-' = stdout; the default when no output is given)")
-    p.add_argument("--html", default="", metavar="OUT", help="write the report as one HTML page")
+    p.add_argument("--html", default="", metavar="FILE", help="write the report as one HTML page")
     p.set_defaults(func=run)
 
 
@@ -69,9 +68,7 @@ def run(args: argparse.Namespace) -> int:
     )
 
     log = get_logger("inventory")
-    config_path = args.config
-    if config_path is None and Path(_DEFAULT_CONFIG).is_file():
-        config_path = _DEFAULT_CONFIG
+    config_path = config_given(args)
     candidates: list[str] = []
     models: list[ConfiguredModel] = []
     source_path = ""
@@ -94,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
                 task_sources=read_task_sources(source), code=read_code_sources(source))
     diff = diff_inventories(old, inv, args.against) if old is not None else None
     markdown = to_markdown(inv) + ("\n" + diff_markdown(diff) if diff is not None else "")
-    if args.json:
+    if json_target(args.json):
         write_output(args.json, to_json(inv))
     if args.html:
         write_output(args.html, to_html(inv).encode())

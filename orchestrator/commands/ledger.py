@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from orchestrator.commands.grammar import add_config_argument, add_json_argument, config_explicit, json_target
 from orchestrator.commands.output import write_output
 
 __all__ = ["register", "run"]
@@ -28,11 +29,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="run folders (qualify, run-aiperf); a campaign folder stands for each of its models' runs")
     p.add_argument("--dataset-identity", default="", metavar="ID",
                    help="the dataset identity runs must have (default: the one most result rows used)")
-    p.add_argument("--config", default="", metavar="PATH",
-                   help="bench.toml whose models' run keys are current (reads the dataset, hashes the bundles); "
-                        "default: the newest keyed row of each checkpoint")
-    p.add_argument("--json", default="", metavar="OUT", help="write the ledger as JSON ('-' = stdout)")
-    p.add_argument("--markdown", default="", metavar="OUT",
+    add_config_argument(p, optional_use="nothing unless named: the named file's models' run keys are current (it "
+                        "reads the dataset, hashes the bundles); without it, the newest keyed row of each checkpoint")
+    add_json_argument(p, "the ledger")
+    p.add_argument("--markdown", default="", metavar="FILE",
                    help="write the Markdown ledger ('-' = stdout; the default when neither output is given)")
     p.set_defaults(func=run)
 
@@ -51,14 +51,14 @@ def run(args: argparse.Namespace) -> int:
 
     inv = load_inventory(args.inventory)
     keys = None
-    if args.config:
+    if (named := config_explicit(args)) is not None:
         # Imported here: the run keys read the dataset and hash the bundles, only when --config asks for them.
         from orchestrator.config import load_config
         from orchestrator.runkey_now import current_keys
 
-        keys = current_keys(load_config(args.config))
+        keys = current_keys(load_config(named))
     ledger = build_ledger(inv, [read_run(r) for r in run_folders(args.runs)], dataset_identity=args.dataset_identity, keys=keys)
-    if args.json:
+    if json_target(args.json):
         write_output(args.json, ledger_json(ledger))
     if args.markdown or not args.json:
         write_output(args.markdown or "-", ledger_markdown(ledger).encode())

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 
+from orchestrator.commands.grammar import add_config_argument, add_model_argument
 from orchestrator.errors import UsageError
 
 __all__ = ["add_model_arguments", "check_positive"]
@@ -12,8 +13,8 @@ __all__ = ["add_model_arguments", "check_positive"]
 
 def add_model_arguments(p: argparse.ArgumentParser, *, verb: str) -> None:
     """`--config` and `--model`: which bench.toml, and which of its [[models]] the command is to `verb`."""
-    p.add_argument("--config", default="bench.toml", help="configuration file (default: bench.toml)")
-    p.add_argument("--model", default="", metavar="NAME", help=f"configured model to {verb} (default: the first)")
+    add_config_argument(p)
+    add_model_argument(p, f"configured model to {verb} (default: the first)")
 
 
 def check_positive(value: float | None, flag: str, unit: str) -> None:

@@ -7,12 +7,12 @@ written), 2 bad input.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
+
+from orchestrator.commands.grammar import add_config_argument, config_explicit, config_given
 
 __all__ = ["register", "run"]
 
-_DEFAULT_CONFIG = "bench.toml"
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -42,19 +42,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="also write the group ledger of these runs against this inventory (aqbench inventory --json)")
     p.add_argument("--no-journals", dest="journals", action="store_false",
                    help="do not copy the runs' journals (runs/<run_id>/events.jsonl); rows and comment only")
-    p.add_argument("--config", default=None, metavar="PATH",
-                   help="bench.toml whose models' run keys are current, as for `aqbench ledger --config` (reads the "
-                        "dataset, hashes the bundles): a row made under another key is marked stale and not counted; "
-                        f"also its [publish] roots, names and allowed_env. Default: ./{_DEFAULT_CONFIG} if present, for "
-                        "[publish] only, with the newest keyed row of each model as the current key")
+    add_config_argument(p, optional_use="its [publish] roots, names and allowed_env; named, its models' run keys "
+                        "are current too, as for `aqbench ledger --config` (a row made under another key is marked "
+                        "stale and not counted); not named, the newest keyed row of each model is the current key")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    # Imported here: orchestrator.logs loads structlog, which `aqbench --help` never needs.
     # Imported here, not at the top: publishing (redaction, the ledger) loads only for this command.
     from orchestrator.config import load_config
     from orchestrator.ledger import build_ledger, load_inventory, read_run, run_folders
-    from orchestrator.logs import get_logger
+    from orchestrator.logs import get_logger, say
     from orchestrator.publish.current import check_keys
     from orchestrator.publish.write import (
         gather_facts,
@@ -63,15 +62,14 @@ def run(args: argparse.Namespace) -> int:
     )
     from orchestrator.runkey_now import current_keys
 
-    config_path = args.config
-    if config_path is None and Path(_DEFAULT_CONFIG).is_file():
-        config_path = _DEFAULT_CONFIG
+    config_path = config_given(args)
     cfg = load_config(config_path) if config_path else None
     runs = [read_run(r) for r in run_folders(args.runs)]
     # Only a configuration named on the command line says which keys are current: ./bench.toml may be
     # another than the one the runs were made with.
-    keys = current_keys(cfg) if cfg is not None and args.config is not None else None
-    key_check = check_keys(runs, keys, config=Path(args.config).name if args.config else "")
+    named = config_explicit(args)
+    keys = current_keys(cfg) if cfg is not None and named is not None else None
+    key_check = check_keys(runs, keys, config=Path(named).name if named else "")
     inventory = load_inventory(args.ledger) if args.ledger else None
     ledger = build_ledger(inventory, runs, keys=keys) if inventory is not None else None
     facts = gather_facts(runs, cfg.publish if cfg is not None else None, inventory)
@@ -80,16 +78,16 @@ def run(args: argparse.Namespace) -> int:
     log = get_logger("publish")
     if result.findings:
         for finding in result.findings:
-            print(f"aqbench: private: {Path(args.out) / finding.file}:{finding.line}: {finding.kind}"
-                  + (f" ({finding.excerpt})" if finding.excerpt else ""), file=sys.stderr)
-        print(f"aqbench: error: {len(result.findings)} private details would remain in {args.out}; nothing was "
-              "written. Add the folders to [publish] roots or the names to [publish] names in bench.toml, or remove "
-              "the credential from the run's inputs, and run again.", file=sys.stderr)
+            say(f"aqbench: private: {Path(args.out) / finding.file}:{finding.line}: {finding.kind}"
+                + (f" ({finding.excerpt})" if finding.excerpt else ""))
+        say(f"aqbench: error: {len(result.findings)} private details would remain in {args.out}; nothing was "
+            "written. Add the folders to [publish] roots or the names to [publish] names in bench.toml, or remove "
+            "the credential from the run's inputs, and run again.")
         log.warning("publish_refused", findings=len(result.findings))
         return 1
     for path in result.files:
         print(f"wrote {path}")
     for stale in key_check.stale:  # published, marked: never presented as current
-        print(f"aqbench: stale, not counted: {stale.run_id} {stale.model}: {stale.note}", file=sys.stderr)
+        say(f"aqbench: stale, not counted: {stale.run_id} {stale.model}: {stale.note}")
     log.info("publish_done", files=len(result.files), runs=len(runs))
     return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from orchestrator.commands.grammar import add_config_argument, add_model_argument
 from orchestrator.commands.keep_args import add_keep_inputs_argument, with_keep_inputs
 from orchestrator.commands.serve_args import add_serve_arguments, serve_address
 from orchestrator.errors import UsageError
@@ -18,9 +19,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                        "correctness, native/HTTP identity and a real AIPerf run; writes runs/<id>/report.{json,md,html}. "
                        "Exit 0 when every model is aiperf-qualified, 1 otherwise, 2 on configuration errors, 3 when "
                        "the run itself failed, 130/143 when interrupted by SIGINT/SIGTERM.")
-    p.add_argument("--config", default="bench.toml", help="configuration file (default: bench.toml)")
-    p.add_argument("--model", action="append", default=[], metavar="NAME",
-                   help="qualify only this configured model (repeatable)")
+    add_config_argument(p)
+    add_model_argument(p, "qualify only this configured model (repeatable)", many=True)
     p.add_argument("--plan", action="store_true", help="journal every selected model as planned and run nothing")
     p.add_argument("--skip-aiperf", action="store_true", help="stop after native/HTTP identity (no AIPerf stage)")
     p.add_argument("--trtmc", default="", metavar="PATH",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from orchestrator.errors import UsageError
@@ -54,6 +53,9 @@ def _ab_reports(journal: Path, out: Path) -> list[Path] | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Imported here: orchestrator.logs loads structlog, which `aqbench --help` never needs.
+    from orchestrator.logs import say
+
     # Imported here, not at the top: the reports (Jinja2 templates) load only for the commands that write one.
     from orchestrator.reports import write_reports
     from orchestrator.reports.soak import write_soak_report
@@ -77,10 +79,9 @@ def run(args: argparse.Namespace) -> int:
     paths = write_reports(journal, out)
     prov = paths.report.provenance
     if prov.torn_line is not None:
-        print(f"aqbench: warning: {journal}:{prov.torn_line.line}: torn last line skipped", file=sys.stderr)
+        say(f"aqbench: warning: {journal}:{prov.torn_line.line}: torn last line skipped")
     if prov.finished_unix_ns is None:
-        print(f"aqbench: warning: {journal}: no RunFinished, the run was interrupted; report marks it so",
-              file=sys.stderr)
+        say(f"aqbench: warning: {journal}: no RunFinished, the run was interrupted; report marks it so")
     for row in paths.report.rows:
         stage = f" at {row.failed_stage}" if row.failed_stage else ""
         print(f"{row.model}: {row.status}{stage}")

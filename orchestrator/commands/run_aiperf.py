@@ -7,6 +7,12 @@ from __future__ import annotations
 
 import argparse
 
+from orchestrator.commands.grammar import (
+    add_config_argument,
+    add_deprecated_alias,
+    add_match_timeout_argument,
+    add_model_argument,
+)
 from orchestrator.commands.keep_args import add_keep_inputs_argument, with_keep_inputs
 
 __all__ = ["register", "run"]
@@ -19,15 +25,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                        "AIPerf answered every request and the accounting balances, 1 when AIPerf's run was "
                        "partial, cancelled or failed, 2 on configuration or usage errors, 3 when the run itself "
                        "failed (an accounting breach included), 130/143 when interrupted by SIGINT/SIGTERM.")
-    p.add_argument("--config", default="bench.toml", help="configuration file (default: bench.toml)")
-    p.add_argument("--model", default="", help="[[models]] name to serve (default: the first)")
+    add_config_argument(p)
+    add_model_argument(p, "[[models]] name to serve (default: the first)")
     p.add_argument("--requests", type=int, default=None, help="override workload.requests")
     p.add_argument("--warmup-requests", type=int, default=None, help="override workload.warmup_requests")
     p.add_argument("--concurrency", type=int, default=None, help="override workload.concurrency")
-    p.add_argument("--request-rate", type=float, default=None, help="override workload.request_rate")
+    rate = p.add_argument("--rate", type=float, default=None, metavar="R",
+                          help="open-loop requests per second (default: workload.request_rate)")
+    add_deprecated_alias(p, "--request-rate", rate)
     p.add_argument("--arms", default="", help="comma-separated arms (default: workload.arms)")
-    p.add_argument("--match-timeout-s", type=float, default=5.0,
-                   help="how long a request's half waits for the other half (default 5)")
+    add_match_timeout_argument(p)
     add_keep_inputs_argument(p)
     p.set_defaults(func=run)
 
@@ -41,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
 
     cfg = with_keep_inputs(load_config(args.config), args)
     opts = RunAiperfOptions(model=args.model, requests=args.requests, warmup_requests=args.warmup_requests,
-                            concurrency=args.concurrency, request_rate=args.request_rate,
-                            arms=[a for a in args.arms.split(",") if a], match_timeout_s=args.match_timeout_s)
+                            concurrency=args.concurrency, request_rate=args.rate,
+                            arms=[a for a in args.arms.split(",") if a], match_timeout_s=args.match_timeout)
     toolkit = real_toolkit()
     return run_main(lambda interrupt: run_aiperf_phase(cfg, opts, interrupt, toolkit))

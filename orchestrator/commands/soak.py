@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from orchestrator.commands.grammar import add_strict_argument, duration_arg
 from orchestrator.commands.keep_args import add_keep_inputs_argument, with_keep_inputs
 from orchestrator.commands.load_args import add_model_arguments, check_positive
 from orchestrator.commands.serve_args import add_serve_arguments, serve_address
@@ -27,13 +28,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                        "(inconclusive ones included, unless --strict), 1 when one failed, 2 on configuration "
                        "errors, 3 when the run itself failed, 130/143 when interrupted.")
     add_model_arguments(p, verb="soak")
-    p.add_argument("--duration", metavar="DURATION", help="total soak time, e.g. 8h, 90m (default: [soak] duration_s)")
-    p.add_argument("--window", metavar="DURATION", help="length of one window, e.g. 5m (default: [soak] window_s)")
+    p.add_argument("--duration", type=duration_arg, metavar="DURATION",
+                   help="total soak time, e.g. 8h, 90m (default: [soak] duration_s)")
+    p.add_argument("--window", type=duration_arg, metavar="DURATION",
+                   help="length of one window, e.g. 5m (default: [soak] window_s)")
     load = p.add_mutually_exclusive_group()
     load.add_argument("--rate", type=float, metavar="R", help="open-loop request rate per second")
     load.add_argument("--concurrency", type=int, metavar="C", help="closed-loop concurrent requests")
-    p.add_argument("--strict", action="store_true",
-                   help="exit 1 when any verdict is inconclusive, not only when one fails")
+    add_strict_argument(p, "verdict")
     add_serve_arguments(p)
     add_keep_inputs_argument(p)
     p.set_defaults(func=run)
@@ -41,7 +43,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # Imported here, not at the top: `aqbench --help` and the light commands must not load the soak loop.
-    from orchestrator.config import load_config, parse_duration
+    from orchestrator.config import load_config
     from orchestrator.run import run_main
     from orchestrator.soak import SoakOptions, soak
 
@@ -49,8 +51,7 @@ def run(args: argparse.Namespace) -> int:
     check_positive(args.rate, "--rate", "requests per second")
     check_positive(args.concurrency, "--concurrency", "concurrent requests")
     opts = SoakOptions(
-        duration_s=parse_duration(args.duration, what="--duration") if args.duration else None,
-        window_s=parse_duration(args.window, what="--window") if args.window else None,
+        duration_s=args.duration, window_s=args.window,
         request_rate=args.rate, concurrency=args.concurrency, model=args.model, argv=sys.argv,
         strict=args.strict, serve=serve_address(args))
     # Imported here: the adapters (through wiring) load only once the command line is known to be good.

@@ -15,6 +15,7 @@ if TYPE_CHECKING:  # types only: the sweep and its adapters load in run(), not f
     from orchestrator.ports import Toolkit
     from orchestrator.sweep import SweepOptions
 
+from orchestrator.commands.grammar import add_match_timeout_argument, duration_arg
 from orchestrator.commands.keep_args import add_keep_inputs_argument, with_keep_inputs
 from orchestrator.commands.load_args import add_model_arguments, check_positive
 from orchestrator.commands.serve_args import add_serve_arguments, serve_address
@@ -50,7 +51,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     load.add_argument("--concurrencies", type=_points, metavar="C,C,...", help="closed-loop points")
     p.add_argument("--requests-per-point", type=int, default=None, metavar="N",
                    help="profiling requests per point (default: [sweep] requests_per_point)")
-    p.add_argument("--max-duration", metavar="DURATION", help="start no point after this much sweep time, e.g. 5m")
+    p.add_argument("--max-duration", type=duration_arg, metavar="DURATION",
+                   help="start no point after this much sweep time, e.g. 90s, 5m")
     p.add_argument("--server-grid", metavar="KEY=V,V", default=None,
                    help="one sweep per value of a [server] setting (e.g. replicas=1,2), each its own run, then "
                         "grid.{json,md,html}: the capacity per configuration and per replica, and a Pareto chart")
@@ -59,8 +61,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         "(default: [sweep] precision, 0.10)")
     for key in _SLO_FLAGS:
         p.add_argument("--" + key.replace("_", "-"), type=float, default=None, help=f"override [slo] {key}")
-    p.add_argument("--match-timeout-s", type=float, default=5.0,
-                   help="how long a request's half waits for the other half (default 5)")
+    add_match_timeout_argument(p)
     add_serve_arguments(p)
     add_keep_inputs_argument(p)
     p.set_defaults(func=run)
@@ -70,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     # Imported here, not at the top: `aqbench --help` and the light commands must not load the sweep and the
     # adapters (through wiring).
     from orchestrator.commands.wiring import real_toolkit
-    from orchestrator.config import load_config, parse_duration
+    from orchestrator.config import load_config
     from orchestrator.run import run_main
     from orchestrator.sweep import SweepOptions, sweep
 
@@ -79,10 +80,9 @@ def run(args: argparse.Namespace) -> int:
     mode, points = ("rate", args.rates) if args.rates else ("concurrency", args.concurrencies) \
         if args.concurrencies else (None, None)
     opts = SweepOptions(model=args.model, mode=mode, points=points, requests_per_point=args.requests_per_point,
-                        max_duration_s=parse_duration(args.max_duration, what="--max-duration")
-                        if args.max_duration else None, precision=args.precision,
+                        max_duration_s=args.max_duration, precision=args.precision,
                         slo={k: v for k in _SLO_FLAGS if (v := getattr(args, k)) is not None},
-                        argv=["aqbench", *sys.argv[1:]], match_timeout_s=args.match_timeout_s,
+                        argv=["aqbench", *sys.argv[1:]], match_timeout_s=args.match_timeout,
                         serve=serve_address(args))
     toolkit = real_toolkit()
     if not args.server_grid:
@@ -96,6 +96,9 @@ def _grid(cfg: Config, opts: SweepOptions, spec: str, toolkit: Toolkit) -> int:
     # Imported here, not at the top, as in run(): `aqbench --help` must not load the sweep or its reports.
     from pathlib import Path
 
+    from orchestrator.figures import figure
+    from orchestrator.journal import journal_path
+    from orchestrator.logs import say
     from orchestrator.reports.sweep_grid import build_grid_report, write_grid_report
     from orchestrator.run import Interrupt, run_main
     from orchestrator.sweep import sweep
@@ -108,12 +111,12 @@ def _grid(cfg: Config, opts: SweepOptions, spec: str, toolkit: Toolkit) -> int:
     for value in values:
         each = with_server_value(cfg, key, value)
         before = set(out.iterdir()) if out.is_dir() else set()
-        print(f"sweep: [server] {key} = {value}", file=sys.stderr, flush=True)
+        say(f"sweep: [server] {key} = {value}")
         def one(interrupt: Interrupt, each: Config = each) -> Awaitable[int]:
             return sweep(each, opts, interrupt, toolkit)
 
         codes.append(run_main(one))
-        made = sorted((p for p in out.iterdir() if p not in before and (p / "events.jsonl").is_file()),
+        made = sorted((p for p in out.iterdir() if p not in before and journal_path(p).is_file()),
                       key=lambda p: p.stat().st_mtime) if out.is_dir() else []
         if made:
             runs.append((value, made[-1]))
@@ -124,9 +127,9 @@ def _grid(cfg: Config, opts: SweepOptions, spec: str, toolkit: Toolkit) -> int:
         paths = write_grid_report(report, out / f"sweep-grid-{runs[0][1].name}")
         for e in report.entries:
             c = e.capacity
-            print(f"sweep grid: {key}={e.value}: " + (c.estimate or c.summary if c else "no capacity")
-                  + (f"; per replica {e.per_replica:.3g} [{e.per_replica_low or 0:.3g}, "
-                     f"{e.per_replica_high if e.per_replica_high is not None else float('inf'):.3g}]"
-                     if e.per_replica is not None else ""), file=sys.stderr, flush=True)
-        print(f"  grid reports: {', '.join(str(p) for p in paths)}", file=sys.stderr, flush=True)
+            say(f"sweep grid: {key}={e.value}: " + (c.estimate or c.summary if c else "no capacity")
+                + (f"; per replica {figure(e.per_replica)} [{figure(e.per_replica_low or 0)}, "
+                   f"{figure(e.per_replica_high if e.per_replica_high is not None else float('inf'))}]"
+                   if e.per_replica is not None else ""))
+        say(f"  grid reports: {', '.join(str(p) for p in paths)}")
     return max(codes)

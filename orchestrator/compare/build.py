@@ -19,10 +19,12 @@ __all__ = ["compare_runs", "journal_of"]
 def journal_of(target: str | Path, side: str) -> Path:
     """The events.jsonl of a run folder (or the file itself); UsageError when there is none."""
     p = Path(target)
+    if not p.exists():
+        raise UsageError(f"{side} {p}: no such file or folder; pass a run folder (runs/<id>/) or its events.jsonl")
     journal = p if p.is_file() else p / "events.jsonl"
     if not journal.is_file():
-        raise UsageError(f"{side} {journal}: no run journal here (missing half); pass a run folder from "
-                         f"`aqbench qualify` or `aqbench run-aiperf` (runs/<id>/) that holds events.jsonl")
+        raise UsageError(f"{side} {p}: a folder, but not a run's (no events.jsonl in it); pass a run folder "
+                         f"(runs/<id>/) from `aqbench qualify` or `aqbench run-aiperf`")
     return journal
 
 
@@ -33,6 +35,18 @@ def _check_whole(run: RunSamples, side: str) -> None:
     if run.finished is None:
         raise UsageError(f"{side} {run.journal}: the run is still in progress or was interrupted (its journal "
                          f"has no RunFinished); compare finished runs only, or wait for it to end")
+
+
+# Commands whose runs compare with each other: both run AIPerf phases over the dataset's arms.
+_PHASE_RUNS = frozenset({"qualify", "run-aiperf"})
+
+
+def _check_kinds(base: RunSamples, cand: RunSamples) -> None:
+    kinds = (base.started.command if base.started else "", cand.started.command if cand.started else "")
+    if kinds[0] != kinds[1] and not set(kinds) <= _PHASE_RUNS:
+        raise UsageError(f"baseline {base.journal.parent} is a {kinds[0]} run and candidate {cand.journal.parent} a "
+                         f"{kinds[1]} run: runs of different kinds do not compare; compare two runs of one kind "
+                         f"(qualify and run-aiperf runs compare with each other)")
 
 
 def _ref(run: RunSamples) -> RunRef:
@@ -52,6 +66,7 @@ def compare_runs(baseline: Path, candidate: Path, cfg: CompareConfig, *, model: 
     base, cand = load_run(baseline), load_run(candidate)
     _check_whole(base, "baseline")
     _check_whole(cand, "candidate")
+    _check_kinds(base, cand)
     shared = [name for name in base.models if name in cand.models]
     if model:
         where = [side for side, run in (("baseline", base), ("candidate", cand)) if model in run.models]

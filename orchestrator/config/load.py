@@ -15,6 +15,7 @@ import msgspec
 
 from orchestrator.config.common import PLACEHOLDERS
 from orchestrator.config.correctness import CorrectnessCriteria, NoninferiorityCriteria
+from orchestrator.config.misspelt import closest, key_line
 from orchestrator.config.models import ModelConfig
 from orchestrator.config.root import RESERVED_KEYS, Config
 from orchestrator.errors import ConfigError
@@ -35,13 +36,42 @@ def _key_path(message: str) -> tuple[str, str]:
     return path, what
 
 
-def _describe(what: str) -> str:
+def _describe(what: str, key: str = "", text: str | None = None) -> str:
     what = what.replace("`", "")
     if what.startswith("Object contains unknown field"):
-        return what.replace("Object contains unknown field", "unknown key") + " (remove it or fix its spelling)"
+        return _unknown(what, key, text)
     if what.startswith("Object missing required field"):
         return what.replace("Object missing required field", "missing required key")
     return what[0].lower() + what[1:] if what else what
+
+
+def _unknown(what: str, key: str, text: str | None) -> str:
+    """'unknown key replcias, line 12: did you mean `replicas`?': the closest known key and the key's line."""
+    name = what.removeprefix("Object contains unknown field").strip(" '\"")
+    full = f"{key}.{name}" if key else name  # msgspec names the table that holds the unknown key
+    parent = key
+    line = key_line(text, full) if text is not None else None
+    struct = _struct_at(parent)
+    suggestion = closest(name, [f.encode_name for f in msgspec.structs.fields(struct)]) if struct else None
+    where = f" (line {line})" if line is not None else ""
+    fix = f"did you mean `{suggestion}`?" if suggestion else "remove it or fix its spelling"
+    return f"unknown key {name}{where}: {fix}"
+
+
+def _struct_at(path: str) -> type[msgspec.Struct] | None:
+    """The Struct that holds the keys at `path` ('models[0]', 'server', '' for the top), None if none does."""
+    tp: Any = Config
+    for part in re.findall(r"[A-Za-z0-9_-]+|\[\d+\]", path):
+        tp = _unwrap(tp)
+        if part.startswith("["):
+            args = typing.get_args(tp)
+            tp = args[0] if args else None
+        elif isinstance(tp, type) and issubclass(tp, msgspec.Struct):
+            tp = typing.get_type_hints(tp, include_extras=True).get(part)
+        else:
+            return None
+    tp = _unwrap(tp)
+    return tp if isinstance(tp, type) and issubclass(tp, msgspec.Struct) else None
 
 
 def _allowed(key: str) -> list[str]:
@@ -181,8 +211,10 @@ def _resolve(cfg: Config, base: Path) -> Config:
     )
 
 
-def config_from_dict(data: dict[str, Any], *, where: str = "<config>", base: Path | None = None) -> Config:
-    """Validate a parsed TOML document; raise ConfigError naming `where`, the key path and the fix."""
+def config_from_dict(data: dict[str, Any], *, where: str = "<config>", base: Path | None = None,
+                     text: str | None = None) -> Config:
+    """Validate a parsed TOML document (`text`, where given, its source: lines are named from it); raise
+    ConfigError naming `where`, the key path and the fix."""
     workload = data.get("workload")
     if isinstance(workload, dict) and "request_rate" in workload and "concurrency" not in workload:
         # An open loop: the closed loop's default concurrency gives way (TOML cannot write "unset").
@@ -191,7 +223,7 @@ def config_from_dict(data: dict[str, Any], *, where: str = "<config>", base: Pat
         cfg = msgspec.convert(data, Config, strict=True)
     except msgspec.ValidationError as exc:
         key, what = _key_path(str(exc))
-        described = _describe(what)
+        described = _describe(what, key, text)
         if what.startswith("Invalid enum value") and (choices := _allowed(key)):
             described = f"{described}; expected one of {', '.join(choices)}"
         raise ConfigError(f"{where}: {key or '(top level)'}: {described}") from None
@@ -209,13 +241,14 @@ def load_config(path: str | Path) -> Config:
     except OSError as exc:
         raise ConfigError(f"{p}: cannot read configuration: {exc.strerror}") from None
     try:
-        data = tomllib.loads(raw.decode("utf-8"))
+        text = raw.decode("utf-8")
+        data = tomllib.loads(text)
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{p}: not valid TOML: {exc}") from None
     for reserved in RESERVED_KEYS:
         if reserved in data:
             raise ConfigError(f"{p}: {reserved}: unknown key (reserved for aqbench's own bookkeeping)")
-    cfg = config_from_dict(data, where=str(p), base=p.resolve().parent)
+    cfg = config_from_dict(data, where=str(p), base=p.resolve().parent, text=text)
     _check_paths(cfg, where=str(p), given=data)
     return msgspec.structs.replace(cfg, source=str(p.resolve()), sha256=hashlib.sha256(raw).hexdigest())
 

@@ -44,6 +44,7 @@ from statistics import NormalDist
 import msgspec
 import numpy as np
 
+from orchestrator.figures import figure
 from orchestrator.judge.outcome import FAIL, INCONCLUSIVE, PASS, Outcome
 from orchestrator.judge.sampled_trend import t_quantile
 from orchestrator.judge.trend import theil_sen
@@ -180,7 +181,7 @@ def judge_generations(generations: Sequence[Generation], rule: GenerationRule) -
     unsettled = len(summaries) - len(settled)
     half_w = z * rule.wander * math.sqrt(2)
     within = (f"{len(settled)} of {len(summaries)} generation(s) settled; peak sustained growth within a process "
-              f"{max((s.peak_growth or 0.0) for s in settled):+.3g} MiB (+-{half_w:.2g}; cap {rule.growth_limit:g} MiB)"
+              f"{figure(max((s.peak_growth or 0.0) for s in settled), signed=True)} MiB (+-{figure(half_w, 2)}; cap {rule.growth_limit:g} MiB)"
               if settled else f"no generation of {len(summaries)} settled (a level needs {rule.settle_s:g} s + "
                               f"{rule.level_s:g} s after its first request)")
     successors = [s for s in summaries[1:] if s.level is not None and s.level_time_s is not None]
@@ -202,10 +203,10 @@ def judge_generations(generations: Sequence[Generation], rule: GenerationRule) -
         detectable = half + (min(rule.limit_per_h, per_h_cap) if long_enough else per_h_cap)
         numbers = dict(slope_per_h=slope, interval_per_h=interval, growth=growth, growth_interval=g_iv,
                        detectable_per_h=detectable, span_s=span_s)
-        how = (f"successors' levels ({n}, first process left out): slope {slope:+.3g} MiB/h, {level_pct} interval "
-               f"[{interval[0]:+.3g}, {interval[1]:+.3g}] (limit {rule.limit_per_h:g} MiB/h), growth over their "
-               f"{span_s / 60:.1f} min {growth:+.3g} MiB [{g_iv[0]:+.3g}, {g_iv[1]:+.3g}] (cap {rule.growth_limit:g} "
-               f"MiB); a slope of {detectable:.3g} MiB/h or more would FAIL")
+        how = (f"successors' levels ({n}, first process left out): slope {figure(slope, signed=True)} MiB/h, {level_pct} interval "
+               f"[{figure(interval[0], signed=True)}, {figure(interval[1], signed=True)}] (limit {rule.limit_per_h:g} MiB/h), growth over their "
+               f"{span_s / 60:.1f} min {figure(growth, signed=True)} MiB [{figure(g_iv[0], signed=True)}, {figure(g_iv[1], signed=True)}] (cap {rule.growth_limit:g} "
+               f"MiB); a slope of {figure(detectable)} MiB/h or more would FAIL")
         if g_iv[0] > rule.growth_limit:
             across_outcome, across = FAIL, f"carried across generations beyond the cap: {how}"
         elif long_enough and interval[0] > rule.limit_per_h:
@@ -223,8 +224,8 @@ def judge_generations(generations: Sequence[Generation], rule: GenerationRule) -
     if within_fail:
         worst = max(within_fail, key=lambda s: s.peak_growth or 0.0)
         outcome: Outcome = FAIL
-        reason = (f"grows beyond the cap within a process: pid {worst.pid} held {worst.peak_growth:+.3g} MiB "
-                  f"(+-{half_w:.2g}) over its level for {rule.sustain_s:g} s (cap {rule.growth_limit:g} MiB; "
+        reason = (f"grows beyond the cap within a process: pid {worst.pid} held {figure(worst.peak_growth, signed=True)} MiB "
+                  f"(+-{figure(half_w, 2)}) over its level for {rule.sustain_s:g} s (cap {rule.growth_limit:g} MiB; "
                   f"process(es) {pids(within_fail)}); {across}")
     elif across_outcome == FAIL:
         outcome, reason = FAIL, f"{across}; {within}"

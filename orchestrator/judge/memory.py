@@ -15,6 +15,7 @@ from statistics import median
 import msgspec
 import numpy as np
 
+from orchestrator.figures import figure
 from orchestrator.judge.outcome import FAIL, INCONCLUSIVE, PASS, Outcome
 from orchestrator.judge.trend import TrendRule, TrendVerdict, judge_trend
 
@@ -61,7 +62,7 @@ def judge_memory_medians(times_h: Sequence[float], medians_mib: Sequence[float],
     trend = judge_trend(times_h, medians_mib, rule.limit_mib_per_h, unit="MiB/h", rule=rule.trend)
     growth = _growth(times_h, medians_mib)
     cap = rule.growth_limit_mib
-    grown = "no growth figure" if growth is None else f"growth {growth:+.3g} MiB (cap {cap:g} MiB)"
+    grown = "no growth figure" if growth is None else f"growth {figure(growth, signed=True)} MiB (cap {cap:g} MiB)"
 
     def verdict(outcome: Outcome, reason: str) -> MemoryVerdict:
         return MemoryVerdict(outcome=outcome, reason=reason, trend=trend, growth_mib=growth,

@@ -62,6 +62,7 @@ import msgspec
 import numpy as np
 from scipy.stats import chi2
 
+from orchestrator.figures import figure
 from orchestrator.judge.outcome import FAIL, INCONCLUSIVE, PASS, Outcome
 
 __all__ = ["METHOD", "SampledTrendRule", "SampledTrend", "judge_sampled_trend", "wander_sd_per_h",
@@ -321,16 +322,16 @@ def judge_sampled_trend(times_s: Sequence[float] | np.ndarray, values: Sequence[
         detectable_per_h=detectable, batch_times_h=[round(float(v), 6) for v in th],
         batch_values=[round(float(v), 6) for v in by], level_rise=rise, level_interval=rise_interval)
     # An infinite cap (latency drift has none) leaves the growth out of the text.
-    capped = (f"; growth {growth:+.3g} {unit} [{g_interval[0]:+.3g}, {g_interval[1]:+.3g}] (cap "
+    capped = (f"; growth {figure(growth, signed=True)} {unit} [{figure(g_interval[0], signed=True)}, {figure(g_interval[1], signed=True)}] (cap "
               f"{rule.growth_limit:g} {unit})") if math.isfinite(rule.growth_limit) else ""
-    how = (f"slope {slope:+.3g} {per_h}, {level} interval [{interval[0]:+.3g}, {interval[1]:+.3g}] {per_h}; "
+    how = (f"slope {figure(slope, signed=True)} {per_h}, {level} interval [{figure(interval[0], signed=True)}, {figure(interval[1], signed=True)}] {per_h}; "
            f"limit {rule.limit_per_h:g} {per_h}{capped} over {span_s / 60:.1f} min, {t.size} "
-           f"points in {k} batches; at this noise a slope of {detectable:.3g} {per_h} or more would FAIL")
+           f"points in {k} batches; at this noise a slope of {figure(detectable)} {per_h} or more would FAIL")
     if g_interval[0] > rule.growth_limit:
         return verdict(FAIL, f"grows beyond the cap: the growth's interval lies wholly above it: {how}", **numbers)
     if rise_interval is not None and rise is not None and rise_interval[0] > rule.growth_limit:
-        return verdict(FAIL, f"grows beyond the cap: the level rose {rise:+.3g} {unit} from the first batch to the "
-                             f"last, {level} interval [{rise_interval[0]:+.3g}, {rise_interval[1]:+.3g}] {unit}, "
+        return verdict(FAIL, f"grows beyond the cap: the level rose {figure(rise, signed=True)} {unit} from the first batch to the "
+                             f"last, {level} interval [{figure(rise_interval[0], signed=True)}, {figure(rise_interval[1], signed=True)}] {unit}, "
                              f"wholly above the {rule.growth_limit:g} {unit} cap: {how}", **numbers)
     if span_s < rule.min_span_s:
         return verdict(INCONCLUSIVE, f"slope not judged: span {span_s / 60:.1f} min of "

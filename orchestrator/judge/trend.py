@@ -22,6 +22,7 @@ from statistics import NormalDist
 import msgspec
 import numpy as np
 
+from orchestrator.figures import figure
 from orchestrator.judge.outcome import FAIL, INCONCLUSIVE, PASS, Outcome
 
 __all__ = [
@@ -153,7 +154,7 @@ def theil_sen(times_h: Sequence[float], values: Sequence[float], confidence: flo
 
 
 def _fmt(x: float) -> str:
-    return f"{x:+.3g}"
+    return figure(x, signed=True)
 
 
 def judge_trend(times_h: Sequence[float], values: Sequence[float], limit_per_h: float, *, unit: str,

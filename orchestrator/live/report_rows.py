@@ -9,6 +9,7 @@ Pure: no I/O, no clocks.
 from __future__ import annotations
 
 from orchestrator.events import AnyEvent, SoakVerdict, SweepPointJudged, TrendNumbers, WindowStats, verdict_numbers
+from orchestrator.figures import figure
 from orchestrator.live.page_types import PointRow, SloState, VerdictRow, WindowRow
 from orchestrator.reports.soak import SoakExit, SoakFold, SoakReport
 from orchestrator.reports.sweep import Capacity, SweepFold, SweepReport
@@ -25,13 +26,13 @@ def detects(v: SoakVerdict) -> str:
         half = (interval[1] - interval[0]) / 2
         verdict = "can tell it from the limit" if limit is not None and half < abs(limit) else \
             "cannot yet tell it from the limit"
-        return f"a slope beyond ±{half:.3g} {unit} ({verdict} {limit:.3g})" if limit is not None else \
-            f"a slope beyond ±{half:.3g} {unit}"
+        return f"a slope beyond ±{figure(half)} {unit} ({verdict} {figure(limit)})" if limit is not None else \
+            f"a slope beyond ±{figure(half)} {unit}"
     if isinstance(v.detail, TrendNumbers):
         # No interval on the slope yet (too few windows or too short a span): it can detect nothing so far.
-        return f"nothing yet: no interval on the slope (limit {limit:.3g} {unit})" if limit is not None else ""
+        return f"nothing yet: no interval on the slope (limit {figure(limit)} {unit})" if limit is not None else ""
     if limit is not None:
-        return f"a value above {limit:.3g} {unit}".rstrip()
+        return f"a value above {figure(limit)} {unit}".rstrip()
     return ""
 
 

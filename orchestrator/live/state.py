@@ -47,6 +47,7 @@ from orchestrator.events import (
     SweepPointJudged,
     Warned,
 )
+from orchestrator.figures import figure
 from orchestrator.live.page_types import (
     CampaignModelRow,
     Change,
@@ -293,8 +294,8 @@ class PageFold:
         outcome = "pass" if ev.passed else "fail" if ev.applicable else "inconclusive"
         return self._put("verdicts", self._verdicts, key, VerdictRow(
             name=key, outcome=outcome, final=True, estimate=ev.observed, limit=ev.required,
-            reason=f"observed {ev.observed:.3g}, required {ev.required:.3g}" if ev.applicable else "not applicable",
-            detects=f"a pass rate below {ev.required:.3g}"))
+            reason=f"observed {figure(ev.observed)}, required {figure(ev.required)}" if ev.applicable else "not applicable",
+            detects=f"a pass rate below {figure(ev.required)}"))
 
     def _on_noninferiority(self, ev: NoninferiorityJudged) -> list[Change]:
         r = ev.result

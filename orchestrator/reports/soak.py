@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
-from decimal import Decimal
 from pathlib import Path
 from typing import Literal
 
@@ -41,6 +40,7 @@ from orchestrator.events import (
     Warned,
     WindowStats,
 )
+from orchestrator.figures import figure
 from orchestrator.journal import TornLine, iter_journal
 from orchestrator.reports.gpu import GpuTally
 from orchestrator.reports.gpu_tables import GPU_NOTICE_CODES, gpu_context, gpu_markdown
@@ -296,7 +296,7 @@ def _num(v: float | None, digits: int = 3) -> str:
     """`digits` significant digits, written out plainly: 3150 and 0.00012, never 3.15e+03."""
     if v is None or v != v:
         return dash
-    return format(Decimal(f"{v:.{digits}g}"), "f")
+    return figure(v, digits)
 
 
 def _interval(iv: list[float] | None) -> str:

@@ -23,6 +23,7 @@ from orchestrator.events import (
     SweepPhase,
     SweepPointJudged,
 )
+from orchestrator.figures import figure
 from orchestrator.journal import TornLine, iter_journal
 from orchestrator.reports.svg import line_chart
 from orchestrator.reports.templating import render
@@ -205,7 +206,7 @@ def build_sweep_report(journal_path: str | Path) -> SweepReport:
 
 
 def _num(v: float | None, digits: int = 3) -> str:
-    return "-" if v is None else f"{v:.{digits}g}"
+    return "-" if v is None else figure(v, digits)
 
 
 _POINT_HEAD = ["offered", "outcome", "requests", "errors", "achieved req/s", "goodput req/s", "audio s/s",

@@ -13,6 +13,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from orchestrator.events import NoticeContext, SoakHandover, Warned
+from orchestrator.figures import figure
 from orchestrator.logs import get_logger
 from orchestrator.ports import HandoverControl
 from orchestrator.soak.handover import HandoverCue, swap
@@ -111,7 +112,7 @@ async def _hand_over(soak: _Soak, tg: TaskGroup, sg: SegmentRuns, seg: int, why:
             soak.stopped_at[name] = time.time_ns()  # SIGINT drops its open requests: a shortfall, not a loss
         what = ("sent a profiling request before it was let go (the gate is not in force: is aqbench's AIPerf "
                 "plugin the one AIPerf loads?); it is stopped and its requests are accounted" if ungated
-                else f"did not become ready within {wait_s:.3g} s")
+                else f"did not become ready within {figure(wait_s)} s")
         await soak.bus.publish(Warned(
             source="soak", code="soak_handover_failed", detail=NoticeContext(model=soak.model.name),
             message=f"AIPerf run {name} {what} ({why}): {pred} keeps sending; the handover is tried again later"))

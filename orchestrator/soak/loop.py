@@ -61,7 +61,7 @@ from orchestrator.events import (
 )
 from orchestrator.judge.outcome import INCONCLUSIVE
 from orchestrator.live.start import start_live_page
-from orchestrator.logs import get_logger
+from orchestrator.logs import get_logger, say
 from orchestrator.ports import AiperfFacts, AiperfInvocation, AiperfResult, HandoverControl, Toolkit
 from orchestrator.run import Interrupt, RunScope, new_run_id, open_run
 from orchestrator.server_spec import ServerSpec
@@ -251,7 +251,7 @@ class _Soak:
                         duration_s=s.duration_s, window_s=s.window_s, checkpoint_every_s=s.checkpoint_every_s,
                         request_rate=s.request_rate, concurrency=s.concurrency, warmup_requests=s.warmup_requests,
                         arms=s.arms, limits=s.limits, plan=plan))
-                    print("soak plan:\n" + "\n".join(f"  {p.text}" for p in plan), file=sys.stderr)
+                    say("soak plan:\n" + "\n".join(f"  {p.text}" for p in plan))
                     await self._windows(handle, correlator, install, tokenizer, rows)
                 finally:
                     with anyio.CancelScope(shield=True):

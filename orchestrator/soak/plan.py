@@ -24,6 +24,7 @@ from collections.abc import Callable
 from statistics import NormalDist
 
 from orchestrator.events import SoakLimits, TrendPlan
+from orchestrator.figures import figure
 from orchestrator.judge.sampled_trend import (
     SampledTrendRule,
     batch_count,
@@ -87,9 +88,9 @@ def plan_trends(duration_s: float, limits: SoakLimits, window_s: float | None = 
     for metric in _MEMORY + (("server_gpu_memory",) if gpu else ()):
         if slope:
             text = (f"{metric}: judges {span / 60:.1f} min after a {limits.warmup_s:g} s warmup; at the stated wander "
-                    f"({rule.wander:g} MiB per {rule.wander_s:g} s) a slope of {detectable:.3g} MiB/h or more can FAIL "
+                    f"({rule.wander:g} MiB per {rule.wander_s:g} s) a slope of {figure(detectable)} MiB/h or more can FAIL "
                     f"(limit {rule.limit_per_h:g}), more where the samples are noisier; at a sample scatter of "
-                    f"{PLAN_RSS_SCATTER_MIB:g} MiB per minute (assumed) a slope of {power:.3g} MiB/h or more FAILs in 95 % "
+                    f"{PLAN_RSS_SCATTER_MIB:g} MiB per minute (assumed) a slope of {figure(power)} MiB/h or more FAILs in 95 % "
                     f"of soaks{ten}{first}")
         elif growth:
             text = (f"{metric}: judges {span / 60:.1f} min, under the {rule.min_span_s / 60:g} min a slope needs"
@@ -157,7 +158,7 @@ def _drift_plan(duration_s: float, limits: SoakLimits, cycle_requests: int, cycl
     scatter = PLAN_RATIO_SCATTER_PCT * math.sqrt(60 / batch_s)
     detectable = rule.limit_per_h + t_quantile(0.5 + rule.confidence / 2, k - 2) * scatter / math.sqrt(sxx)
     text = (f"latency_drift: {start}; at a same-item ratio scatter of {PLAN_RATIO_SCATTER_PCT:g} % per minute "
-            f"(assumed; checkpoints give the measured figure) and no wander a drift of {detectable:.3g} %/h or more "
+            f"(assumed; checkpoints give the measured figure) and no wander a drift of {figure(detectable)} %/h or more "
             f"can FAIL (limit {rule.limit_per_h:g}); the wander floor the ratios show raises it (a busy host's "
             f"minutes-long load bumps several-fold)")
     return TrendPlan(metric="latency_drift", judged_span_s=span, slope_decides=True, growth_decides=False,

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from orchestrator.judge.outcome import FAIL, INCONCLUSIVE, worst
-from orchestrator.logs import get_logger
+from orchestrator.logs import get_logger, say
 from orchestrator.reports import write_reports
 from orchestrator.reports.soak import write_soak_report
 from orchestrator.soak.verdicts import MetricVerdict
@@ -38,9 +37,9 @@ def print_summary(run_dir: Path, verdicts: list[MetricVerdict], paths: list[Path
                   interrupted_by: str = "", interrupted_exit: int = 0) -> None:
     """The verdicts and the reports' paths on stderr; `interrupted_by` (a signal's name) when a signal ended the
     soak, which then exits `interrupted_exit` (128 + the signal) whatever the verdicts say."""
-    print(f"\nsoak: {run_dir}", file=sys.stderr)
+    say(f"\nsoak: {run_dir}")
     for v in verdicts:
-        print(f"  {v.outcome.upper():12} {v.metric}: {v.reason[:300]}", file=sys.stderr)
+        say(f"  {v.outcome.upper():12} {v.metric}: {v.reason[:300]}")
     undecided = [v.metric for v in verdicts if v.outcome == INCONCLUSIVE]
     if undecided:
         # Said last, where a reader looks first: these were neither passed nor failed.
@@ -50,5 +49,5 @@ def print_summary(run_dir: Path, verdicts: list[MetricVerdict], paths: list[Path
             consequence = "--strict: the soak fails"
         else:
             consequence = "not failures (exit 0 unless a verdict failed; --strict makes them fail)"
-        print(f"  INCONCLUSIVE: {', '.join(undecided)}: the evidence cannot decide; {consequence}", file=sys.stderr)
-    print(f"  reports: {', '.join(str(p) for p in paths)}", file=sys.stderr)
+        say(f"  INCONCLUSIVE: {', '.join(undecided)}: the evidence cannot decide; {consequence}")
+    say(f"  reports: {', '.join(str(p) for p in paths)}")

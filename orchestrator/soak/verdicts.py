@@ -35,6 +35,7 @@ from orchestrator.events import (
     WindowCorrectness,
     WindowStats,
 )
+from orchestrator.figures import figure
 from orchestrator.judge.generations import Generation, GenerationRule, judge_generations
 from orchestrator.judge.intervals import wilson_interval
 from orchestrator.judge.latency import judge_item_drift, min_tail_samples
@@ -251,9 +252,9 @@ def _beyond_cap(t: SampledTrend, cap: float) -> str:
     its level rise from the first batch to the last (a one-time step near an end of the span)."""
     lo, hi = t.growth_interval or (math.nan, math.nan)
     if lo > cap or t.level_interval is None or t.level_rise is None:
-        return f"growth {t.growth:+.3g} MiB [{lo:+.3g}, {hi:+.3g}]"
+        return f"growth {figure(t.growth, signed=True)} MiB [{figure(lo, signed=True)}, {figure(hi, signed=True)}]"
     lo, hi = t.level_interval
-    return f"level rise from the first batch to the last {t.level_rise:+.3g} MiB [{lo:+.3g}, {hi:+.3g}]"
+    return f"level rise from the first batch to the last {figure(t.level_rise, signed=True)} MiB [{figure(lo, signed=True)}, {figure(hi, signed=True)}]"
 
 
 def _first_pass_outcome(v: SampledTrend, first: SampledTrend | None, first_pass: FirstPass,
@@ -264,7 +265,7 @@ def _first_pass_outcome(v: SampledTrend, first: SampledTrend | None, first_pass:
     so_far = ""
     if first is not None and first.growth is not None and first.growth_interval is not None:
         lo, hi = first.growth_interval
-        so_far = (f"growth {first.growth:+.3g} MiB [{lo:+.3g}, {hi:+.3g}] over its {first.span_s / 60:.1f} judged min "
+        so_far = (f"growth {figure(first.growth, signed=True)} MiB [{figure(lo, signed=True)}, {figure(hi, signed=True)}] over its {first.span_s / 60:.1f} judged min "
                   f"(cap {cap:g} MiB)")
         if first.outcome == FAIL:
             return FAIL, (f"grows beyond the cap during {rows}: {_beyond_cap(first, cap)} over its {first.span_s / 60:.1f} "
@@ -300,7 +301,7 @@ def _sampled_drift(ratios: Mapping[str, ItemRatioSeries], limits: SoakLimits, en
     items = len(series.baselines) if series else 0
     reason = (f"each request over its own item's baseline ({items} items, baseline over each item's first "
               f"{limits.latency_baseline_s:g} s after the {limits.warmup_s:g} s warmup; wander floor "
-              f"{rule.wander:.3g} % per {rule.wander_s:g} s, from the ratios): {v.reason}") if n else \
+              f"{figure(rule.wander)} % per {rule.wander_s:g} s, from the ratios): {v.reason}") if n else \
         (f"no ratio yet: an item's requests are ratios once its baseline ({limits.latency_baseline_s:g} s after its "
          f"first request past the {limits.warmup_s:g} s warmup) is set")
     return MetricVerdict(metric="latency_drift", outcome=v.outcome if n else INCONCLUSIVE, reason=reason,

@@ -19,6 +19,7 @@ from orchestrator.events import (
     WindowGap,
     WindowStats,
 )
+from orchestrator.figures import figure
 from orchestrator.judge.outcome import FAIL, INCONCLUSIVE, PASS, Outcome
 from orchestrator.soak.pauses import HostPause, paused_within
 
@@ -64,9 +65,9 @@ class GapAllowance(msgspec.Struct, frozen=True, kw_only=True):
     def why(self, cuts: int) -> str:
         seconds = self.seconds(cuts)
         if self.arrival_pattern == "poisson":
-            return (f"the {seconds:.3g} s that the schedule's own Poisson arrivals at {self.request_rate:g}/s leave "
+            return (f"the {figure(seconds)} s that the schedule's own Poisson arrivals at {self.request_rate:g}/s leave "
                     f"idle at one of {cuts} cut(s) in under 1 % of soaks")
-        return f"the schedule's own {seconds:.3g} s between requests (constant arrivals at {self.request_rate:g}/s)"
+        return f"the schedule's own {figure(seconds)} s between requests (constant arrivals at {self.request_rate:g}/s)"
 
 
 def schedule_allowance(request_rate: float | None, arrival_pattern: Literal["constant", "poisson"]) -> GapAllowance:
@@ -116,12 +117,12 @@ def window_gaps(windows: Sequence[WindowStats], limits: SoakLimits,
     worst = max(rows, key=lambda r: r.gap_s)
     fraction = total / span_s if span_s > 0 else 0.0
     detail = msgspec.structs.replace(detail, fraction=fraction)
-    over = [f"{r.window} {r.gap_s:.3g} s" for r in rows if excess(r) > limits.max_window_gap_s]
-    judged = f" ({total:.3g} s beyond {allowance.why(len(rows))})" if allowed else ""
-    host = [f"{r.window} {r.paused_s:.3g} of its {r.gap_s:.3g} s" for r in rows if r.paused_s]
+    over = [f"{r.window} {figure(r.gap_s)} s" for r in rows if excess(r) > limits.max_window_gap_s]
+    judged = f" ({figure(total)} s beyond {allowance.why(len(rows))})" if allowed else ""
+    host = [f"{r.window} {figure(r.paused_s)} of its {figure(r.gap_s)} s" for r in rows if r.paused_s]
     paused = (f"; not judged, the host's own pause (its wall clock ran ahead of its monotonic clock: a suspended "
               f"VM, no process running) in {len(host)} gap(s): {'; '.join(host)}") if host else ""
-    how = (f"largest gap {worst.gap_s:.3g} s before {worst.window}, {sum(r.gap_s for r in rows):.3g} s in all"
+    how = (f"largest gap {figure(worst.gap_s)} s before {worst.window}, {figure(sum(r.gap_s for r in rows))} s in all"
            f"{judged} = {fraction:.3%} of {span_s:.0f} s over {len(rows)} cut(s); limits "
            f"{limits.max_window_gap_s:g} s per gap{' beyond the schedule' if allowed else ''} and "
            f"{limits.max_gap_fraction:.2%} of the soak{paused}")

@@ -19,6 +19,7 @@ import msgspec
 
 from orchestrator.config import CorrectnessCriteria, SloConfig
 from orchestrator.events import PointStats, SloCheck
+from orchestrator.figures import figure
 from orchestrator.judge.gates import ScoredAnswer, evaluate_gates
 from orchestrator.sweep.power import decide, failure_design_effect, latency_design_effect, needed
 
@@ -272,7 +273,7 @@ def saturation_signs(requests: Sequence[PointRequest], *, offered_rps: float | N
     if offered_rps is not None and ends[-1] > ends[0]:
         completed = (len(ends) - 1) / ((ends[-1] - ends[0]) / 1e9)
         if completed < offered_rps * (1.0 - share):
-            signs.append(f"completed {completed:.3g} req/s of {offered_rps:g} offered "
+            signs.append(f"completed {figure(completed)} req/s of {offered_rps:g} offered "
                          f"({1 - completed / offered_rps:.0%} short, more than {share:.0%})")
     third = len(ok) // 3
     early = [r.latency_ms or 0.0 for r in ok[:third]]

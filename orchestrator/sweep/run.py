@@ -8,7 +8,6 @@ follow a sweep without reading its state. Reports are folded from the journal at
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -39,7 +38,7 @@ from orchestrator.events import (
 from orchestrator.judge.answers import judge_answer
 from orchestrator.live.address import ServeAddress
 from orchestrator.live.start import start_live_page
-from orchestrator.logs import get_logger
+from orchestrator.logs import get_logger, say
 from orchestrator.ports import AiperfFacts, PhaseGates, PhaseLoad, Toolkit
 from orchestrator.qualify.answers import answered_load
 from orchestrator.reports import write_reports
@@ -168,7 +167,7 @@ async def _write_reports(run: RunScope) -> None:
     except Exception as exc:  # the run's own outcome stands; a report failure is said, not raised over it
         log.error("report_failed", error=repr(exc))
         return
-    print(f"  reports: {', '.join(str(p) for p in paths)}", file=sys.stderr, flush=True)
+    say(f"  reports: {', '.join(str(p) for p in paths)}")
 
 
 class _Sweeper:
@@ -291,8 +290,8 @@ class _Sweeper:
         """Once the load's requests clearly break an SLO, end its phase: no more requests, the open ones recorded."""
         await watch.stop.wait()
         gates.halt(name)
-        print(f"sweep: {watch.window.split('/', 1)[1]} clearly broke {', '.join(c.slo for c in watch.broken)} after "
-              f"{watch.stopped_at} requests: its run ends early", file=sys.stderr, flush=True)
+        say(f"sweep: {watch.window.split('/', 1)[1]} clearly broke {', '.join(c.slo for c in watch.broken)} after "
+            f"{watch.stopped_at} requests: its run ends early")
 
     async def _gatekeep(self, gates: PhaseGates, loads: list[_Load], watches: list[PointWatch],
                         decide: Callable[[_Load, dict[str, list[PointRequest]]], bool], wait_s: float,
@@ -326,12 +325,11 @@ class _Sweeper:
             run = decide(load, {ld.window: list(w.requests) for ld, w in before})
             gates.decide(name, run=run)
             if run:
-                print(f"sweep: at its gate, from the verdicts so far: {load.window.split('/', 1)[1]} runs",
-                      file=sys.stderr, flush=True)
+                say(f"sweep: at its gate, from the verdicts so far: {load.window.split('/', 1)[1]} runs")
             else:
                 skipped.append(load.window.split("/", 1)[1])
         if skipped:
-            print(f"sweep: skipped at their gates: {', '.join(skipped)}", file=sys.stderr, flush=True)
+            say(f"sweep: skipped at their gates: {', '.join(skipped)}")
 
     def _fact(self, c: RequestCorrelated) -> PointRequest:
         """A correlated request as the judge takes it: its answer scored and checked whole against its item."""
@@ -455,7 +453,7 @@ async def _sweep(run: RunScope, opts: SweepOptions, toolkit: Toolkit, model: Mod
                                                     reason=concluded.summary, noninferiority=None, keyed_by=None)))
     await run.bus.publish(PhaseFinished(source="sweep", phase="model", model=model.name, outcome=status,
                                         reason=concluded.summary))
-    print(_summary(concluded, judged), file=sys.stderr, flush=True)
+    say(_summary(concluded, judged))
     if not balanced:
         run.finish(status="error", exit_code=3, reason="accounting breach at a sweep point")
         return 3
@@ -476,8 +474,7 @@ def _precision_plan(cfg: Config) -> list[str]:
         left = sw.max_duration_s - grid - START_S  # the baseline window (a few seconds) not counted
     said = precision_plan(allowed_shares(cfg.slo), precision=sw.precision, unit=unit_of(sw.mode), time_left_s=left,
                           level=cfg.slo.confidence)
-    print("sweep: the capacity's interval to ±" + f"{sw.precision:.0%}:\n  " + "\n  ".join(said), file=sys.stderr,
-          flush=True)
+    say("sweep: the capacity's interval to ±" + f"{sw.precision:.0%}:\n  " + "\n  ".join(said))
     return said
 
 
@@ -603,8 +600,7 @@ class _Walk:
                                ceiling=bracket.lowest_failing)
             if target is None or not (values := self.budget.fit([target] * _NARROW_RUNS, base=need_base)):
                 break
-            print(f"sweep: narrowing the capacity's interval ({est.summary}): {target:g} {unit} next",
-                  file=sys.stderr, flush=True)
+            say(f"sweep: narrowing the capacity's interval ({est.summary}): {target:g} {unit} next")
             ran = await self.batch(values, base=need_base)
             need_base = False
             for value in ran:

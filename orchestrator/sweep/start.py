@@ -12,7 +12,6 @@ skipped, and AIPerf exits having sent nothing (no window started).
 
 from __future__ import annotations
 
-import sys
 import time
 from typing import Any
 
@@ -24,6 +23,7 @@ from orchestrator.config import ModelConfig
 from orchestrator.correlate import Correlator
 from orchestrator.dataset import ArmRequest, Dataset
 from orchestrator.events import ModelResult, PhaseFinished, PhaseStarted, ResultRow, SloPower, SweepPhase
+from orchestrator.logs import say
 from orchestrator.ports import ChatAnswer, ChatSession, PhaseGates, Toolkit
 from orchestrator.qualify.context import StageFailed
 from orchestrator.qualify.probe import ProbeSession, capability_probe
@@ -110,7 +110,7 @@ async def probe_and_sample(run: RunScope, toolkit: Toolkit, model: ModelConfig, 
                                                         keyed_by=None)))
         await run.bus.publish(PhaseFinished(source="sweep", phase="model", model=model.name, outcome=exc.status,
                                             reason=reason))
-        print(f"sweep: {reason}", file=sys.stderr, flush=True)
+        say(f"sweep: {reason}")
         run.finish(status="failed", exit_code=1, reason=reason)
         return 1
 
@@ -124,13 +124,13 @@ async def state_plan(run: RunScope, model: ModelConfig, argv: list[str], detects
     sw = cfg.sweep
     limits = {k: float(v) for k, v in msgspec.to_builtins(cfg.slo).items()
               if isinstance(v, float | int) and not isinstance(v, bool)}
-    print("sweep: each point of " + f"{sw.requests_per_point} requests can decide:\n  "
-          + "\n  ".join(d.statement for d in detects), file=sys.stderr, flush=True)
+    say("sweep: each point of " + f"{sw.requests_per_point} requests can decide:\n  "
+        + "\n  ".join(d.statement for d in detects))
     doublings = extensions(sw.points, sw.extend)
     baseline_s, planned = planned_durations(sw.mode, list(sw.points), requests=sw.requests_per_point,
                                             warmup=cfg.workload.warmup_requests, base=base, probe_s=probe_s,
                                             sample_s=sample_s, extensions=doublings)
-    print("sweep: planned: " + "; ".join(planned), file=sys.stderr, flush=True)
+    say("sweep: planned: " + "; ".join(planned))
     await run.bus.publish(PhaseStarted(source="sweep", phase="sweep", model=model.name, detail=SweepPhase(
         mode=sw.mode, points=list(sw.points), requests_per_point=sw.requests_per_point,
         warmup_requests=cfg.workload.warmup_requests, slo=limits, argv=list(argv), detects=detects,

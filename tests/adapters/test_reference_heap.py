@@ -1,4 +1,4 @@
-"""The reference server's heap flags: --malloc-trim-every-s trims (every 10 s by default), --malloc-mmap-threshold-kib pins
+"""The reference server's heap flags: --malloc-trim-every trims (every 10 s by default), --malloc-mmap-threshold-kib pins
 glibc's mmap threshold, --tracemalloc-snapshots writes allocation sites."""
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ class TestFlags:
 
     def test_warm_up_and_arena_cap_can_be_turned_off(self):
         assert heap_from_args(_args("--no-warm-up", "--malloc-arenas", "0",
-                                         "--malloc-trim-every-s", "0"), environ={}).active == []
+                                         "--malloc-trim-every", "0"), environ={}).active == []
 
     def test_the_environment_turns_the_warm_up_off_and_a_bad_value_is_named(self):
         assert heap_from_args(_args(), environ={WARM_UP_ENV: "0"}).active == ["malloc_arenas=2", "malloc_trim"]
@@ -49,16 +49,26 @@ class TestFlags:
             heap_from_args(_args(), environ={WARM_UP_ENV: "off"})
 
     def test_both_flags_parsed(self, tmp_path: Path):
-        heap = heap_from_args(_args("--malloc-trim-every-s", "30", "--tracemalloc-snapshots", str(tmp_path),
-                                    "--tracemalloc-every-s", "120"), environ={})
+        heap = heap_from_args(_args("--malloc-trim-every", "30", "--tracemalloc-snapshots", str(tmp_path),
+                                    "--tracemalloc-every", "120"), environ={})
         assert (heap.malloc_trim_every_s, heap.tracemalloc_dir, heap.tracemalloc_every_s) == (30.0, tmp_path, 120.0)
         assert heap.active == ["warm_up", "malloc_arenas=2", "malloc_trim", "tracemalloc"]
         pinned = heap_from_args(_args("--malloc-mmap-threshold-kib", "128"), environ={})
         assert pinned.active == ["warm_up", "malloc_arenas=2", "mmap_threshold=128KiB", "malloc_trim"]
 
-    @pytest.mark.parametrize("flags, named", [(("--malloc-trim-every-s", "-1"), "--malloc-trim-every-s"),
-                                              (("--tracemalloc-every-s", "0"), "--tracemalloc-every-s"),
-                                              (("--malloc-arenas", "-1"), "--malloc-arenas"),
+    @pytest.mark.parametrize("flags", [("--malloc-trim-every", "-1"), ("--tracemalloc-every", "0")])
+    def test_bad_durations_are_refused_by_the_parser(self, flags: tuple[str, ...], capsys: pytest.CaptureFixture[str]):
+        """A negative trim period or a zero snapshot period is no duration: the parser refuses it, naming the flag."""
+        with pytest.raises(SystemExit):
+            _args(*flags)
+        assert f"argument {flags[0]}: {flags[1]!r} is not a positive duration" in capsys.readouterr().err
+
+    def test_old_spellings_still_work(self):
+        """--malloc-trim-every-s and --tracemalloc-every-s (seconds) stay for one release, as the new flags."""
+        args = _args("--malloc-trim-every-s", "30", "--tracemalloc-every-s", "120")
+        assert (args.malloc_trim_every, args.tracemalloc_every) == (30.0, 120.0)
+
+    @pytest.mark.parametrize("flags, named", [(("--malloc-arenas", "-1"), "--malloc-arenas"),
                                               (("--malloc-mmap-threshold-kib", "-1"), "--malloc-mmap-threshold-kib"),
                                               (("--malloc-mmap-threshold-kib", "40000"),
                                                "--malloc-mmap-threshold-kib")])
@@ -124,8 +134,8 @@ class TestSnapshots:
 def test_server_trims_and_snapshots(tmp_path: Path):
     """Through the real server: the ready line names both chores, /metrics counts trims, DIR gets snapshots."""
     snaps = tmp_path / "snaps"
-    with reference_server(tmp_path, "--malloc-trim-every-s", "0.05", "--tracemalloc-snapshots", str(snaps),
-                          "--tracemalloc-every-s", "0.2", warm_up=True) as server:
+    with reference_server(tmp_path, "--malloc-trim-every", "0.05", "--tracemalloc-snapshots", str(snaps),
+                          "--tracemalloc-every", "0.2", warm_up=True) as server:
         deadline = time.monotonic() + 60
         while True:
             with urllib.request.urlopen(server.url + "/metrics", timeout=10) as r:

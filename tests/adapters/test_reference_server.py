@@ -195,7 +195,7 @@ class TestErrors:
         assert _post(server.url, _chat_body())[0] == 200
 
     def _too_long_audio(self, server, tmp_path):
-        """Audio longer than --max-audio-seconds (60 s) is refused with its length in the message."""
+        """Audio longer than --max-audio-duration (60 s) is refused with its length in the message."""
         import numpy as np
         import soundfile as sf
 
@@ -291,8 +291,8 @@ class TestFaults:
             assert s.proc.wait(timeout=20) == 0
 
     def test_startup_delay_keeps_port_closed(self, tmp_path):
-        """With --fault-startup-delay-s the port refuses connections until the engine is loaded."""
-        with reference_server(tmp_path, "--fault-startup-delay-s", "2", wait=False) as s:
+        """With --fault-startup-delay the port refuses connections until the engine is loaded."""
+        with reference_server(tmp_path, "--fault-startup-delay", "2", wait=False) as s:
             _wait_until(lambda: " reference startup_delay " in s.stderr.read_text())  # running, in its delay
             with pytest.raises(urllib.error.URLError):
                 urllib.request.urlopen(s.url + "/health/live", timeout=1)

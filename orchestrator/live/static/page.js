@@ -17,7 +17,9 @@ function byId(id) { return document.getElementById(id); }
 function fmt(v, digits) {
   if (v === null || v === undefined) return "-";
   if (typeof v !== "number") return String(v);
-  return Math.abs(v) >= 1000 || Number.isInteger(v) ? String(Math.round(v)) : v.toPrecision(digits || 3);
+  // As orchestrator/figures.py writes figures: thousands grouped, never an exponent.
+  if (Math.abs(v) >= 1000 || Number.isInteger(v)) return Math.round(v).toLocaleString("en-US");
+  return v.toLocaleString("en-US", {maximumSignificantDigits: digits || 3});
 }
 function setText(id, v) { const el = byId(id); if (el) el.textContent = v; }
 function hms(s) {

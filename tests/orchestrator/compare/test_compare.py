@@ -194,13 +194,32 @@ class TestHost:
 
 
 class TestRefusals:
-    def test_missing_half_is_a_usage_error(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-        """A candidate folder without events.jsonl: exit 2 naming the path and what to pass."""
+    def test_a_folder_that_is_not_a_run(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """A candidate folder without events.jsonl: exit 2 saying it is a folder but not a run's, and what to pass."""
         base = write_run(tmp_path / "base", RunSpec(seed=1))
         (tmp_path / "empty").mkdir()
         code, _out, err = _cli(capsys, base, tmp_path / "empty")
         assert code == 2
-        assert f"candidate {tmp_path / 'empty' / 'events.jsonl'}: no run journal here (missing half)" in err
+        assert f"candidate {tmp_path / 'empty'}: a folder, but not a run's (no events.jsonl in it); pass a run " \
+            f"folder (runs/<id>/)" in err and "missing half" not in err
+
+    def test_a_path_that_does_not_exist(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """A path that does not exist: exit 2 with its own message."""
+        base = write_run(tmp_path / "base", RunSpec(seed=1))
+        code, _out, err = _cli(capsys, base, tmp_path / "no-such-path")
+        assert code == 2
+        assert f"candidate {tmp_path / 'no-such-path'}: no such file or folder" in err
+
+    def test_runs_of_different_kinds(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """A run-aiperf run against a soak: exit 2 naming both kinds, nothing written into either run's folder."""
+        base = write_run(tmp_path / "base", RunSpec(seed=1))
+        cand = write_run(tmp_path / "cand", RunSpec(seed=2, command="soak"))
+        before = sorted(p.name for p in cand.iterdir())
+        code, _out, err = _cli(capsys, base, cand)
+        assert code == 2
+        assert f"baseline {base} is a run-aiperf run and candidate {cand} a soak run: runs of different kinds do not " \
+            f"compare" in err
+        assert sorted(p.name for p in cand.iterdir()) == before
 
     def test_run_in_progress_is_refused(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         """A journal without RunFinished: exit 2, the run is still in progress or interrupted."""
@@ -216,11 +235,32 @@ class TestRefusals:
         cand = write_run(tmp_path / "cand", RunSpec(seed=2, dataset_identity="sha256:bbbb"))
         code, _out, err = _cli(capsys, base, cand, "--out", tmp_path / "out")
         assert code == 2
-        assert "not comparable: different datasets (identity sha256:aaaa vs sha256:bbbb)" in err
+        assert "dataset identity: sha256:aaaa vs sha256:bbbb" in err and err.count("not comparable") == 1
+        assert f"the full list is in {tmp_path / 'out' / 'refused.txt'}" in err
         result = json.loads((tmp_path / "out" / "compare.json").read_text())
         assert result["outcome"] == "refused" and result["models"] == []
         assert [r["name"] for r in result["provenance"] if r["blocks"]] == ["dataset identity"]
         assert (tmp_path / "out" / "compare.md").read_text().splitlines()[6] == "## Not comparable"
+
+    def test_a_refusal_is_one_paragraph_and_writes_into_no_run(self, tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+        """Without --out: the two runs and the first two differences, once; the full list in a temp file the
+        paragraph names; nothing written into either run's folder."""
+        base = write_run(tmp_path / "base", RunSpec(seed=1))
+        cand = write_run(tmp_path / "cand", RunSpec(seed=2, concurrency=4, dataset_identity="sha256:bbbb"))
+        before = {d: sorted(p.name for p in d.iterdir()) for d in (base, cand)}
+        code, out, err = _cli(capsys, base, cand)
+        assert code == 2 and out == ""
+        [line] = [line for line in err.splitlines() if "not comparable" in line]
+        assert f"baseline {base} (run-aiperf run run-1)" in line and f"candidate {cand} (run-aiperf run run-2)" in line
+        assert "differ in 2 ways that forbid comparing figures, first: dataset identity: sha256:aaaa vs sha256:bbbb; " \
+            "m: AIPerf --concurrency: 2 vs 4; the full list is in " in line
+        listed = Path(line.split("the full list is in ")[1].split(" (a temp file")[0])
+        try:
+            assert "- m: AIPerf --concurrency: 2 vs 4" in listed.read_text()
+        finally:
+            listed.unlink()
+        assert {d: sorted(p.name for p in d.iterdir()) for d in (base, cand)} == before
 
     def test_different_workload_is_refused(self, tmp_path: Path) -> None:
         """Concurrency 2 against 4 is refused; a different request count alone is only reported."""

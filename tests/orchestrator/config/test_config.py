@@ -48,7 +48,7 @@ class TestLoadConfig:
         ("old", "new", "message"),
         [
             ('host = "127.0.0.1"', 'host = "127.0.0.1"\nport = 0', r"bench\.toml: server\.port: expected int >= 1"),
-            ('host = "127.0.0.1"', 'host = "127.0.0.1"\nprot = 80', r"server: unknown key prot \(remove it"),
+            ('host = "127.0.0.1"', 'host = "127.0.0.1"\nprot = 80', r"server: unknown key prot \(line \d+\): did you mean `port`\?"),
             ('requests = 48', 'requests = -3', r"workload\.requests: expected int >= 1"),
             ('requests = 48', 'requests = "many"', r"workload\.requests: expected int, got str"),
             ('name = "reference-audioqa"\n', '', r"models\[0\]: missing required key name"),

@@ -86,7 +86,7 @@ class TestBadLines:
         """--strict exits 2 and names the file and line of the first bad line."""
         rec = tmp_path / "records-1.jsonl"
         rec.write_text(_server_line(0) + "\n" + '{"request_id": 5}\n')
-        assert main(["ingest", str(rec), "--strict"]) == 2
+        assert main(["ingest", str(rec), "--fail-on-bad-line"]) == 2
         err = capsys.readouterr().err
         assert f"{rec}:2: wrong types (file format server_records)" in err
         assert main(["ingest", str(rec)]) == 0
@@ -137,7 +137,7 @@ class TestInputs:
         piped.write_text(lines)
         with piped.open() as stdin:
             monkeypatch.setattr(sys, "stdin", stdin)
-            assert main(["ingest", "-", "--out", str(out), "--parquet", str(table), "--summary-json"]) == 0
+            assert main(["ingest", "-", "--out", str(out), "--parquet", str(table), "--json"]) == 0
         summary = json.loads(capsys.readouterr().out)
         assert summary["joined_ok"] == 4 and summary["by_format"]["text"] == 1
         events, torn = read_journal(out)

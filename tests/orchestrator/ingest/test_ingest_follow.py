@@ -103,7 +103,7 @@ class TestFollow:
         path, out_path = tmp_path / "records-1.jsonl", tmp_path / "out.jsonl"
         path.write_text(_server(0))
         proc = subprocess.Popen(
-            [sys.executable, "-m", "orchestrator", "ingest", "--follow", str(path), "--summary-json",
+            [sys.executable, "-m", "orchestrator", "ingest", "--follow", str(path), "--json",
              "--out", str(out_path)],
             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import msgspec
 import numpy as np
@@ -24,6 +25,8 @@ from orchestrator.judge.noninferiority import (
     zero_discordance_sizes,
 )
 from orchestrator.judge.tango import exact_cutoff, score_statistic
+
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _counts(b: int, c: int, n: int, both_wrong: int = 0) -> PairedCounts:
@@ -122,12 +125,17 @@ class TestBinaryKnownCases:
     @pytest.mark.parametrize(("margin_points", "first_pass", "passes_from"), [(1.0, 302, 397), (2.0, 150, 172)])
     def test_zero_discordance_sizes_at_the_owners_binary_margins(self, margin_points: float, first_pass: int,
                                                                  passes_from: int) -> None:
-        """MMLU's 1-point gate and its quantized/sampled 2-point gate: the sizes around each jump."""
+        """MMLU's 1-point gate and its quantized/sampled 2-point gate: the sizes around each jump, which bench.toml's
+        comment and docs/qualify.md quote."""
         def outcome(n: int) -> str:
             return decide_binary(_counts(0, 0, n), Margin(margin=margin_points)).outcome
 
         assert (outcome(first_pass - 1), outcome(first_pass)) == ("inconclusive", "pass")
         assert (outcome(passes_from - 1), outcome(passes_from)) == ("inconclusive", "pass")
+        quoted = {1.0: ("passes from\n# {} pairs at 1 point", "passes from {} paired problems at 1 point"),
+                  2.0: ("pairs at 1 point and {} at 2", "paired problems at 1 point and {} at 2")}[margin_points]
+        assert quoted[0].format(passes_from) in (ROOT / "bench.toml").read_text(encoding="utf-8")
+        assert quoted[1].format(passes_from) in (ROOT / "docs" / "qualify.md").read_text(encoding="utf-8")
 
     def test_a_candidate_ten_points_worse_fails(self) -> None:
         """10 of 100 items lost (and none won) fails at 5 points; 20 of 200 fails at 1 point."""

@@ -84,7 +84,7 @@ class TestSoakReport:
         assert report.verdicts_final and report.restarts == 1 and report.status == "failed"
         md = render_soak_markdown(report)
         assert "Soak FAILED (server_rss)" in md
-        assert "| server_rss | FAIL | final | 9000 | – | 8 | MiB/h | drifts: slope +9e+03 MiB/h |" in md
+        assert "| server_rss | FAIL | final | 9,000 | – | 8 | MiB/h | drifts: slope +9e+03 MiB/h |" in md
         assert "| soak/w0002 | 10 | 9 | 1 (server_crash 1) |" in md
         html = render_soak_html(report)
         for chart in ("soak-latency", "soak-memory", "soak-errors", "soak-correctness"):
@@ -97,7 +97,7 @@ class TestSoakReport:
                               slope=9000.0, interval=[20.0, 63.5], limit=8.0, unit="MiB/h", windows_closed=1),
                   RunFinished(status="failed")]
         md = render_soak_markdown(fold_soak(events))
-        assert "| server_rss | FAIL | final | 9000 | [20, 63.5] | 8 | MiB/h | drifts |" in md
+        assert "| server_rss | FAIL | final | 9,000 | [20, 63.5] | 8 | MiB/h | drifts |" in md
 
     def test_aiperf_generations_table_after_a_handover(self) -> None:
         """aiperf_rss judged per AIPerf process shows a generations table (pid, start, level, growth within,
@@ -112,9 +112,9 @@ class TestSoakReport:
         report = fold_soak(events)
         md, html = render_soak_markdown(report), render_soak_html(report)
         assert "## AIPerf generations" in md
-        assert "| 41 | 0.0 | 1000 | 12.5 | PASS | 5491 |" in md
+        assert "| 41 | 0.0 | 1,000 | 12.5 | PASS | 5491 |" in md
         assert "| 42 | 3.0 | - | - | not settled | - |" in md.replace(dash, "-")
-        assert "<td>41</td><td>0.0</td><td>1000</td><td>12.5</td><td>PASS</td><td>5491</td>" in html
+        assert "<td>41</td><td>0.0</td><td>1,000</td><td>12.5</td><td>PASS</td><td>5491</td>" in html
         plain = fold_soak([*events[:2], msgspec.structs.replace(verdict, detail=SampledMemoryDetail()), events[-1]])
         assert "AIPerf generations" not in render_soak_markdown(plain) + render_soak_html(plain)
 

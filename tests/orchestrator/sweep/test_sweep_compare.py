@@ -106,6 +106,15 @@ class TestCapacityChange:
         code, out = _compare(tmp_path, _sweep(tmp_path, "a", 4.0, 8.0), _sweep(tmp_path, "b", 2.0, 4.0, **kwargs))  # type: ignore[arg-type]
         assert (code, out["change"]) == (2, "not_comparable") and why in str(out["reason"])
 
+    def test_a_refusal_writes_into_neither_sweep(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """Without --out, a refused sweep comparison says its one difference once and writes into neither run."""
+        base, cand = _sweep(tmp_path, "a", 4.0, 8.0), _sweep(tmp_path, "b", 2.0, 4.0, mode="concurrency")
+        before = {d: sorted(p.name for p in d.iterdir()) for d in (base, cand)}
+        assert main(["compare", str(base), str(cand)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("not comparable") == 1 and "modes differ" in err and "nothing written" in err
+        assert {d: sorted(p.name for p in d.iterdir()) for d in (base, cand)} == before
+
     def test_a_sweep_against_another_kind_of_run_is_a_usage_error(self, tmp_path: Path,
                                                                   capsys: pytest.CaptureFixture[str]) -> None:
         """A sweep and a run-aiperf run: exit 2, naming which is the sweep."""

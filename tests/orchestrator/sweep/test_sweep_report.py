@@ -85,7 +85,7 @@ class TestSweepReport:
         md = render_sweep_markdown(build_sweep_report(_journal(tmp_path)))
         assert md.splitlines()[2] == ("Capacity 3 req/s: 3 held every SLO, 3.4 broke p99 client latency "
                                       "(p99 9100 ms > 8000 ms).")
-        assert "| 3.4 | p99_latency | fail | 9100 | 8000 | 300 | 40 | p99 9100 ms > 8000 ms" in md
+        assert "| 3.4 | p99_latency | fail | 9,100 | 8,000 | 300 | 40 | p99 9100 ms > 8000 ms" in md
         # The planned durations, as the sweep stated them before any load.
         assert "Planned durations (stated before any load):\n\n- baseline 1.3 s\n- 1 req/s 64.0 s\n" in md
 
