@@ -54,3 +54,6 @@ class WorkloadConfig(Section, frozen=True, kw_only=True):
     """AIPerf's wall-clock limit."""
     stop_grace_s: NonNegFloat = 10.0
     """Seconds from SIGINT to SIGKILL when AIPerf is stopped."""
+    timing: Literal["wait", "stock"] = "wait"
+    """AIPerf's timing manager in concurrency mode: `wait` (aqbench's timing plugin waits for a freed slot) or
+    `stock` (AIPerf 0.13.0's own loop, which spins a core until a request ends). Soaks and sweeps always wait."""
