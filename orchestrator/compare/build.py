@@ -12,6 +12,7 @@ from orchestrator.compare.schema import Comparison, ModelComparison, RunRef
 from orchestrator.config import CompareConfig
 from orchestrator.errors import UsageError
 from orchestrator.host_condition import describe_host, summarize_host
+from orchestrator.journal import journal_path
 
 __all__ = ["compare_runs", "journal_of"]
 
@@ -19,7 +20,7 @@ __all__ = ["compare_runs", "journal_of"]
 def journal_of(target: str | Path, side: str) -> Path:
     """The events.jsonl of a run folder (or the file itself); UsageError when there is none."""
     p = Path(target)
-    journal = p if p.is_file() else p / "events.jsonl"
+    journal = p if p.is_file() else journal_path(p)
     if not journal.is_file():
         raise UsageError(f"{side} {journal}: no run journal here (missing half); pass a run folder from "
                          f"`aqbench qualify` or `aqbench run-aiperf` (runs/<id>/) that holds events.jsonl")

@@ -136,7 +136,7 @@ async def _soak(cfg: Config, opts: SoakOptions, settings: SoakSettings, model: M
     name = cfg.run.name if "soak" in cfg.run.name else f"{cfg.run.name}-soak" if cfg.run.name else "soak"
     run_dir = Path(cfg.run.output_dir) / new_run_id(name)
     async with open_run(cfg, command="soak", argv=opts.argv or sys.argv, interrupt=interrupt,
-                        run_dir=run_dir) as run:
+                        run_dir=run_dir, compact=cfg.soak.journal == "compact") as run:
         await run.tg.start(SoakView(run.bus, duration_s=settings.duration_s).run)
         await start_live_page(run, opts.serve)
         await run.bus.publish(PhaseFinished(
