@@ -63,13 +63,13 @@ from orchestrator.live.start import start_live_page
 from orchestrator.logs import get_logger
 from orchestrator.ports import AiperfFacts, AiperfInvocation, AiperfResult, HandoverControl, Toolkit
 from orchestrator.run import Interrupt, RunScope, new_run_id, open_run
+from orchestrator.run.observer import ObserverSampler
 from orchestrator.server_spec import ServerSpec
 from orchestrator.soak.checkpoint import CheckpointReportFailed, write_checkpoint_report
 from orchestrator.soak.closing import CLOSE_WAIT_S, wait_closable
 from orchestrator.soak.handing import run_handovers
 from orchestrator.soak.heap import keep_large_blocks_off_heap, trim_heap
 from orchestrator.soak.leftovers import check_processes
-from orchestrator.soak.observer import ObserverSampler
 from orchestrator.soak.plan import plan_trends
 from orchestrator.soak.segment import Cut, Exit, SegmentRuns, aiperf_run_name
 from orchestrator.soak.settings import SoakOptions, SoakSettings, resolve_settings, select_model
