@@ -32,7 +32,7 @@ from server_ready import wait_ready  # bench/ is on sys.path as the script's fol
 
 from adapters.aiperf import build_command, ensure_tokenizer
 from adapters.aiperf.command import FAST_START_ARGS, AiperfCommand
-from adapters.server import server_parts
+from adapters.server_kinds import server_parts
 from orchestrator.config import WorkloadConfig, load_config
 from orchestrator.dataset import load_dataset, prepare_arms, resolve_dataset_path, write_aiperf_input
 from orchestrator.server_spec import ServerSpec

@@ -76,11 +76,11 @@ def _pct(values: list[float], q: float) -> float:
 
 
 def _run(kind: str, args: argparse.Namespace, url: str, rows: Path, tokenizer: Path, work: Path) -> dict[str, float]:
+    # "stock" is AIPerf's own loop: [workload] timing = "stock" (the default waits, as every command's runs do).
     workload = WorkloadConfig(warmup_requests=0, requests=10_000_000, concurrency=args.concurrency,
-                              request_timeout_s=10.0)
+                              request_timeout_s=10.0, timing="stock" if kind == "stock" else "wait")
     cmd = build_command(workload, base_url=url, model="stub", input_file=rows, artifact_dir=work / "artifacts",
                         tokenizer=tokenizer, live_tap=False, tmp_dir=work / "tmp",
-                        timing_wait=kind != "stock",
                         control=FileHandover(work / "handover", gated=False) if kind == "handover" else None).extended(
         ["--benchmark-duration", f"{args.duration:g}", "--benchmark-grace-period", "5"])
     Path(cmd.env["TMPDIR"]).mkdir(parents=True, exist_ok=True)

@@ -25,8 +25,8 @@ from pathlib import Path
 import anyio
 import psutil
 
-from adapters.server import server_parts
 from adapters.server.sampler import PsutilSampler
+from adapters.server_kinds import server_parts
 from orchestrator.bus import Bus
 from orchestrator.config import config_from_dict
 from orchestrator.events import LogLine, ServerExited, ServerReady

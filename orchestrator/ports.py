@@ -515,9 +515,10 @@ class AiperfTools(Protocol):
                       export_level: ExportLevel = "raw") -> AiperfInvocation:
         """The `aiperf profile` command for one run; the overrides (requests, ...) win over `workload`.
         `worker_gc` (soaks) turns the cycle collector back on in AIPerf's worker, bounding its memory;
-        `timing_wait` (soaks) makes its timing manager wait for a free slot instead of spinning in
-        concurrency mode; `control` adds a handover control's variables; `export_level` "records" keeps
-        AIPerf's disk use to a few KB per request (soaks)."""
+        `timing_wait` (soaks, sweeps) makes its timing manager wait for a free slot instead of spinning in
+        concurrency mode whatever `workload.timing` says (which decides otherwise, `wait` by default);
+        `control` adds a handover control's variables; `export_level` "records" keeps AIPerf's disk use to a
+        few KB per request (soaks)."""
         ...
     def handover_control(self, folder: Path, *, gated: bool) -> HandoverControl:
         """A handover control through files in `folder` (created; stale protocol files removed). `gated`: the

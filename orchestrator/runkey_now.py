@@ -10,8 +10,7 @@ from orchestrator.config import Config
 from orchestrator.dataset import load_dataset, resolve_dataset_path
 from orchestrator.errors import ServerError
 from orchestrator.events import RunKey
-from orchestrator.qualify.serving import sha256_path
-from orchestrator.run.provenance import tool_versions
+from orchestrator.run.provenance import sha256_path, tool_versions
 from orchestrator.runkey import run_key
 
 __all__ = ["current_keys"]

@@ -12,9 +12,7 @@ ROOT = Path(__file__).resolve().parents[1]
 ALLOWED: dict[tuple[str, str], str] = {
     ("orchestrator/cli.py", "orchestrator.logs"):
         "start-up: `aqbench --help` and a bad command line never load structlog and the journal's types",
-    ("orchestrator/live/start.py", "orchestrator.live.observe"):
-        "circular: it samples with the soak's ObserverSampler, and the soak package imports this module",
-    ("orchestrator/dataset.py", "aqbench_datasets"):
+    ("orchestrator/dataset/sets.py", "aqbench_datasets"):
         "optional: the installed dataset package is absent from a plain checkout (ModuleNotFoundError handled)",
     ("orchestrator/ingest/inputs.py", "zstandard"):
         "start-up: only zstd-compressed inputs need it",
@@ -35,7 +33,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("adapters/reference/asr.py", "faster_whisper.tokenizer"): "as faster_whisper",
     ("adapters/reference/asr.py", "faster_whisper.transcribe"): "as faster_whisper",
     ("adapters/reference/engine.py", "adapters.reference.router"): "import cycle: the router imports the engine's types",
-    ("adapters/server/__init__.py", "adapters.trtmc.server_kind"): "start-up: trtmc-server's parts load only for that kind",
     ("adapters/server/nvml.py", "pynvml"): "optional at run time: machines without NVML still sample psutil figures",
     ("adapters/reference/gpu.py", "torch"): "optional: only the GPU worker child imports a GPU library, and only the one present",
     ("adapters/reference/gpu.py", "cupy"): "as torch",

@@ -106,8 +106,9 @@ def build_command(
     The live tap folder and TMPDIR default to `tap/` and `tmp/` beside `artifact_dir`.
     `worker_gc` (soaks) turns Python's cycle collector back on in AIPerf's worker, which AIPerf 0.13.0
     turns off: without it the worker keeps ~14 KiB per request (adapters/aiperf/worker.py).
-    `timing_wait` (soaks) makes AIPerf's timing manager wait for a freed slot in concurrency mode instead of
-    spinning (adapters/aiperf/timing.py). `control` adds a handover control's variables (its folder).
+    `timing_wait` (soaks, sweeps) makes AIPerf's timing manager wait for a freed slot in concurrency mode instead
+    of spinning (adapters/aiperf/timing.py), whatever `workload.timing` says; without it the workload decides
+    (`wait` by default). `control` adds a handover control's variables (its folder).
     `export_level` "raw" keeps every request and response body in profile_export_raw.jsonl (~180 KB per
     audio request: the evidence of a bounded run); "records" (soaks) keeps the per-request records
     only, so disk use stays a few KB per request however long the run.
@@ -161,7 +162,7 @@ def build_command(
         env["AQBENCH_TAP_DIR"] = str(Path(tap_dir).resolve())
     if worker_gc:
         env[WORKER_GC_ENV] = "1"
-    if timing_wait:
+    if timing_wait or workload.timing == "wait":
         env[TIMING_WAIT_ENV] = "1"
     if control is not None:
         env.update(control.env())

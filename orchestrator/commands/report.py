@@ -30,9 +30,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _is_empty(journal: Path) -> bool:
-    """No event at all: a 0-byte file, or blank lines only."""
-    with journal.open("rb") as fh:
-        return not any(line.strip() for line in fh)
+    """No event at all: a 0-byte file, or blank lines only (of a compact journal, once decompressed)."""
+    # Imported here, not at the top: as in run(), the journal module loads only for the commands that read one.
+    from orchestrator.journal import read_lines
+
+    return not any(raw.strip() for _, raw, _ in read_lines(journal, bytes))
 
 
 def _ab_reports(journal: Path, out: Path) -> list[Path] | None:
@@ -57,12 +59,13 @@ def run(args: argparse.Namespace) -> int:
     from orchestrator.logs import say
 
     # Imported here, not at the top: the reports (Jinja2 templates) load only for the commands that write one.
+    from orchestrator.journal import journal_path
     from orchestrator.reports import write_reports
     from orchestrator.reports.soak import write_soak_report
     from orchestrator.reports.sweep import write_sweep_report
 
     target = Path(args.run_dir)
-    journal = target if target.is_file() else target / "events.jsonl"
+    journal = target if target.is_file() else journal_path(target)
     if not journal.is_file():
         raise UsageError(f"{journal}: no run journal here; pass a run folder (runs/<id>/) that holds events.jsonl")
     if _is_empty(journal):

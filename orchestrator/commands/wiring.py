@@ -15,7 +15,7 @@ import anyio
 from adapters import aiperf as _aiperf
 from adapters import logs as _logs
 from adapters.chat import ChatClient, NativeWorker
-from adapters.server import server_parts
+from adapters.server_kinds import server_parts
 from adapters.tail import LineFollower
 from adapters.trtmc.qual_files import MODELS_DIR, TASKS_FILE, parse_owner_files
 from adapters.trtmc.records import incarnation_from_name

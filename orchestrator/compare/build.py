@@ -12,6 +12,7 @@ from orchestrator.compare.schema import Comparison, ModelComparison, RunRef
 from orchestrator.config import CompareConfig
 from orchestrator.errors import UsageError
 from orchestrator.host_condition import describe_host, summarize_host
+from orchestrator.journal import journal_path
 
 __all__ = ["compare_runs", "journal_of"]
 
@@ -21,7 +22,7 @@ def journal_of(target: str | Path, side: str) -> Path:
     p = Path(target)
     if not p.exists():
         raise UsageError(f"{side} {p}: no such file or folder; pass a run folder (runs/<id>/) or its events.jsonl")
-    journal = p if p.is_file() else p / "events.jsonl"
+    journal = p if p.is_file() else journal_path(p)
     if not journal.is_file():
         raise UsageError(f"{side} {p}: a folder, but not a run's (no events.jsonl in it); pass a run folder "
                          f"(runs/<id>/) from `aqbench qualify` or `aqbench run-aiperf`")

@@ -62,3 +62,6 @@ class SoakConfig(Section, frozen=True, kw_only=True):
     rss_wander_mib: NonNegFloat = 3.0
     """Slow wander of a healthy process's memory level (sd per 5 minutes, MiB) that the memory verdicts allow
     for: a span too short to show its own wander is widened by it."""
+    journal: Literal["compact", "plain"] = "compact"
+    """The run journal's form: "compact" writes `events.jsonl.zst` (zstd, blocks closed at least once a second:
+    a few hundred bytes per request, and a kill loses at most the last second); "plain" writes `events.jsonl`."""

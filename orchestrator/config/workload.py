@@ -57,3 +57,6 @@ class WorkloadConfig(Section, frozen=True, kw_only=True):
     keep_inputs: bool = False
     """Keep AIPerf's `inputs.json` (every payload, the audio in base64: tens of MB a run); by default it is
     removed once AIPerf has ended, as `inputs.jsonl` and the clip cache hold the same (`--keep-inputs`)."""
+    timing: Literal["wait", "stock"] = "wait"
+    """AIPerf's timing manager in concurrency mode: `wait` (aqbench's timing plugin waits for a freed slot) or
+    `stock` (AIPerf 0.13.0's own loop, which spins a core until a request ends). Soaks and sweeps always wait."""

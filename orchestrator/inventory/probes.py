@@ -11,7 +11,7 @@ from orchestrator.config import ModelConfig
 from orchestrator.errors import InventoryError
 from orchestrator.events import CapabilityProbed, Event, ModelResult, ResultRow, RunStarted, TransportEvidence
 from orchestrator.inventory.records import Evidence, ProbeOutcome
-from orchestrator.journal import iter_journal
+from orchestrator.journal import iter_journal, journal_path
 
 __all__ = ["read_probes"]
 
@@ -19,7 +19,7 @@ __all__ = ["read_probes"]
 def _journal_path(run: str | Path) -> Path:
     p = Path(run)
     if p.is_dir():
-        p = p / "events.jsonl"
+        p = journal_path(p)
     if not p.is_file():
         raise InventoryError(f"{p}: no journal; --probe takes a qualify run folder holding events.jsonl")
     return p

@@ -13,7 +13,7 @@ import msgspec
 from orchestrator.config import Config
 from orchestrator.errors import JournalError, UsageError
 from orchestrator.events import RunStarted
-from orchestrator.journal import iter_journal
+from orchestrator.journal import iter_journal, journal_path
 from orchestrator.reports import RunReport, build_report
 
 __all__ = ["RunEvidence", "journal_of", "read_run", "run_folders"]
@@ -45,7 +45,7 @@ class RunEvidence(msgspec.Struct, frozen=True, kw_only=True):
 def journal_of(run: str | Path) -> Path:
     """RUN_DIR/events.jsonl (or the journal itself). Raises UsageError when there is none."""
     p = Path(run)
-    journal = p / "events.jsonl" if p.is_dir() else p
+    journal = journal_path(p) if p.is_dir() else p
     if not journal.is_file():
         raise UsageError(f"{journal}: no run journal here; pass a run folder (runs/<id>/) that holds events.jsonl")
     return journal
@@ -58,7 +58,7 @@ def run_folders(paths: Iterable[str | Path]) -> list[Path]:
     out: list[Path] = []
     for raw in paths:
         p = Path(raw)
-        if p.is_dir() and not (p / "events.jsonl").exists() and (p / "campaign.jsonl").is_file():
+        if p.is_dir() and not journal_path(p).exists() and (p / "campaign.jsonl").is_file():
             models = sorted(j.parent for j in p.glob("models/*/events.jsonl"))
             if not models:
                 raise UsageError(f"{p}: a campaign folder with no model journal (models/<name>/events.jsonl); "

@@ -9,7 +9,7 @@ from anyio.abc import TaskStatus
 
 from orchestrator.events import AiperfExited, AiperfStarted
 from orchestrator.run import RunScope
-from orchestrator.soak.observer import ObserverSampler
+from orchestrator.run.observer import ObserverSampler
 
 __all__ = ["sample_processes"]
 

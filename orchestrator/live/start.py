@@ -11,6 +11,7 @@ from anyio.abc import TaskStatus
 
 from orchestrator.live.address import ServeAddress
 from orchestrator.live.feed import LiveFeed
+from orchestrator.live.observe import sample_processes as sample
 from orchestrator.live.privacy import page_scrubber
 from orchestrator.live.server import LivePage
 from orchestrator.run import RunScope
@@ -35,8 +36,6 @@ async def start_live_page(run: RunScope, address: ServeAddress | None, *,
     await tg.start(_shielded, feed.run)
     await tg.start(_shielded, page.run)
     if sample_processes:
-        from orchestrator.live.observe import sample_processes as sample
-
         await run.tg.start(sample, run)  # it publishes: it stops with the run's task group, before the bus closes
     return page
 

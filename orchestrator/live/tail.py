@@ -8,11 +8,13 @@ Reads the files; never writes. Blocks (file reads): async callers run it in a wo
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import zstandard
+
 from orchestrator.errors import JournalError
-from orchestrator.journal import decode_event
+from orchestrator.journal import LineDecompressor, decode_event, is_compact
 from orchestrator.live.state import PageFold, PageState
 
 __all__ = ["JournalTail", "LineTail"]
@@ -21,9 +23,10 @@ _CHUNK_BYTES = 8 << 20  # read this much at a time: memory stays bounded on a jo
 
 
 class LineTail:
-    """`lines()` yields (line number, line) for every whole line appended since the last call. A file replaced
-    at its path (another inode, or shorter than what was read) is read again from its start: `replaced` is
-    then set until the caller clears it. Not thread-safe: one caller at a time."""
+    """`lines()` yields (line number, line) for every whole line appended since the last call (of a compact
+    journal: every line of its closed blocks). A file replaced at its path (another inode, or shorter than what
+    was read) is read again from its start: `replaced` is then set until the caller clears it. Not thread-safe:
+    one caller at a time."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -31,6 +34,7 @@ class LineTail:
         self.line = 0
         self.replaced = False
         self._inode: int | None = None
+        self._zstd = LineDecompressor() if is_compact(path) else None
 
     def lines(self) -> Iterator[tuple[int, bytes]]:
         """A line still being written (no newline yet) waits for the next call. Raises JournalError for a line
@@ -43,8 +47,12 @@ class LineTail:
             st = os.fstat(fh.fileno())
             if self._inode is not None and (st.st_ino != self._inode or st.st_size < self.offset):
                 self.offset, self.line, self.replaced = 0, 0, True
+                self._zstd = LineDecompressor() if self._zstd is not None else None
             self._inode = st.st_ino
             fh.seek(self.offset)
+            if self._zstd is not None:
+                yield from self._compact(fh.read)
+                return
             while chunk := fh.read(_CHUNK_BYTES):
                 end = chunk.rfind(b"\n")
                 if end < 0:
@@ -57,6 +65,20 @@ class LineTail:
                         yield self.line, line
                 self.offset += end + 1
                 fh.seek(self.offset)
+
+
+    def _compact(self, read: Callable[[int], bytes]) -> Iterator[tuple[int, bytes]]:
+        assert self._zstd is not None
+        while chunk := read(_CHUNK_BYTES):
+            self.offset += len(chunk)  # the decompressor keeps what a half-written block holds so far
+            try:
+                lines = self._zstd.feed(chunk)
+            except zstandard.ZstdError as exc:
+                raise JournalError(f"{self.path}: corrupt compact journal near byte {self.offset}: {exc}") from None
+            for line in lines:
+                self.line += 1
+                if line.strip():
+                    yield self.line, line
 
 
 class JournalTail:

@@ -5,9 +5,6 @@ Shared by the model's own stages and its reference side; starts nothing by itsel
 
 from __future__ import annotations
 
-import hashlib
-from pathlib import Path
-
 import anyio
 from anyio.abc import TaskStatus
 
@@ -16,7 +13,7 @@ from orchestrator.ports import EventSink
 from orchestrator.server_spec import ServerSpec
 from orchestrator.supervisor import ServerHandle, supervise
 
-__all__ = ["supervise_to_the_end", "sha256_path"]
+__all__ = ["supervise_to_the_end"]
 
 
 class _StartedProxy:
@@ -43,18 +40,3 @@ async def supervise_to_the_end(spec: ServerSpec, bus: EventSink, *,
     except ServerError:
         if not proxy.done:
             raise
-
-
-def sha256_path(path: Path) -> str:
-    """sha256 of a bundle file, or of a folder's files (sorted relative paths and contents)."""
-    h = hashlib.sha256()
-    if not path.exists():
-        raise ServerError(f"bundle {path} does not exist; fix bundle in bench.toml")
-    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
-    for f in files:
-        if path.is_dir():
-            h.update(str(f.relative_to(path)).encode() + b"\0")
-        with f.open("rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                h.update(chunk)
-    return h.hexdigest()

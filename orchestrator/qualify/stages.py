@@ -54,10 +54,11 @@ from orchestrator.qualify.keyed import result_key
 from orchestrator.qualify.plan import describe_plan
 from orchestrator.qualify.probe import capability_probe
 from orchestrator.qualify.reference import describe, judge_against_reference, resolve_gate
-from orchestrator.qualify.serving import sha256_path, supervise_to_the_end
+from orchestrator.qualify.serving import supervise_to_the_end
 from orchestrator.qualify.shared import SharedReferences
 from orchestrator.reports import write_reports
 from orchestrator.run import Interrupt, open_run
+from orchestrator.run.provenance import sha256_path
 from orchestrator.server_spec import ServerSpec
 from orchestrator.supervisor import ServerHandle
 from orchestrator.view.console import ConsoleView

@@ -1,5 +1,5 @@
-"""One run's scope: its folder, bus, journal writer, RunStarted/RunFinished (scope) and the host and tool
-facts recorded at its start (provenance)."""
+"""One run's scope: its folder, bus, journal writer, RunStarted/RunFinished (scope), the host and tool
+facts recorded at its start (provenance), and the sampler of aqbench's and AIPerf's own memory (observer)."""
 
 from orchestrator.run.scope import Interrupt, RunScope, new_run_id, open_run, run_main
 

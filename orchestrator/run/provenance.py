@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import platform
 import socket
@@ -11,9 +12,10 @@ from importlib import metadata
 from pathlib import Path
 
 from orchestrator import __version__
+from orchestrator.errors import ServerError
 from orchestrator.events import HostFacts
 
-__all__ = ["tool_versions", "host_facts", "git_commit"]
+__all__ = ["tool_versions", "host_facts", "git_commit", "sha256_path"]
 
 _PACKAGES = ("aiperf", "anyio", "aiohttp", "msgspec", "structlog", "soundfile", "psutil", "numpy", "faster-whisper")
 
@@ -66,3 +68,18 @@ def host_facts() -> HostFacts:
     return HostFacts(hostname=socket.gethostname(), os=f"{platform.system()} {platform.release()}",
                      machine=platform.machine(), cpu=cpu, cpus=os.cpu_count() or 0,
                      python=platform.python_version())
+
+
+def sha256_path(path: Path) -> str:
+    """sha256 of a bundle file, or of a folder's files (sorted relative paths and contents)."""
+    h = hashlib.sha256()
+    if not path.exists():
+        raise ServerError(f"bundle {path} does not exist; fix bundle in bench.toml")
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    for f in files:
+        if path.is_dir():
+            h.update(str(f.relative_to(path)).encode() + b"\0")
+        with f.open("rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+    return h.hexdigest()

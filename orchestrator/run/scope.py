@@ -26,7 +26,7 @@ from orchestrator.config import Config
 from orchestrator.errors import UsageError
 from orchestrator.events import Failed, RunFinished, RunStarted
 from orchestrator.hostwatch import HostSampler
-from orchestrator.journal import JournalWriter
+from orchestrator.journal import COMPACT_JOURNAL, PLAIN_JOURNAL, JournalWriter
 from orchestrator.logs import attach_run_log, detach_run_log, get_logger
 from orchestrator.run.provenance import host_facts, tool_versions
 from orchestrator.run.writing import WritingMark
@@ -68,7 +68,7 @@ class RunScope:
 
     @property
     def journal_path(self) -> Path:
-        return self.run_dir / "events.jsonl"
+        return self.writer.path if self.writer is not None else self.run_dir / PLAIN_JOURNAL
 
     async def flush_journal(self, timeout_s: float = 30.0) -> bool:
         """Block until every event published so far is in events.jsonl (for a reader in another process),
@@ -95,9 +95,11 @@ async def open_run(
     interrupt: Interrupt | None = None,
     run_dir: Path | None = None,
     close_timeout_s: float = 30.0,
+    compact: bool = False,
 ) -> AsyncIterator[RunScope]:
     """Create `runs/<run_id>/`, start the journal writer and open the bus; on exit journal RunFinished
-    (shielded, even when cancelled), drain the bus and fsync. The body runs inside the run's task group."""
+    (shielded, even when cancelled), drain the bus and fsync. The body runs inside the run's task group.
+    `compact`: the journal is `events.jsonl.zst` (orchestrator/journal.py) instead of `events.jsonl`."""
     run_id = run_dir.name if run_dir else new_run_id(config.run.name or command)
     run_dir = run_dir or Path(config.run.output_dir) / run_id
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -116,7 +118,7 @@ async def open_run(
         async with anyio.create_task_group() as outer:
             # The writer is shielded: cancelling the run must not stop it before the cleanup's own
             # events (server exits, orphans, RunFinished) are written. It ends when the bus closes.
-            scope.writer = JournalWriter(run_dir / "events.jsonl")
+            scope.writer = JournalWriter(run_dir / (COMPACT_JOURNAL if compact else PLAIN_JOURNAL))
             await outer.start(_write_journal, scope.writer, bus)
             scope.after = outer
             try:

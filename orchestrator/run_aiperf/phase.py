@@ -29,9 +29,9 @@ from orchestrator.events import (
 )
 from orchestrator.logs import get_logger, say
 from orchestrator.ports import AiperfFacts, AiperfResult, Toolkit
-from orchestrator.qualify.serving import sha256_path
 from orchestrator.reports import write_reports
 from orchestrator.run import Interrupt, RunScope, open_run
+from orchestrator.run.provenance import sha256_path
 from orchestrator.run_aiperf.serving import run_window, serve_correlated
 from orchestrator.view.line import LiveLine
 

@@ -64,13 +64,13 @@ from orchestrator.live.start import start_live_page
 from orchestrator.logs import get_logger, say
 from orchestrator.ports import AiperfFacts, AiperfInvocation, AiperfResult, HandoverControl, Toolkit
 from orchestrator.run import Interrupt, RunScope, new_run_id, open_run
+from orchestrator.run.observer import ObserverSampler
 from orchestrator.server_spec import ServerSpec
 from orchestrator.soak.checkpoint import CheckpointReportFailed, write_checkpoint_report
 from orchestrator.soak.closing import CLOSE_WAIT_S, wait_closable
 from orchestrator.soak.handing import run_handovers
 from orchestrator.soak.heap import keep_large_blocks_off_heap, trim_heap
 from orchestrator.soak.leftovers import check_processes
-from orchestrator.soak.observer import ObserverSampler
 from orchestrator.soak.plan import host_has_gpu, plan_trends
 from orchestrator.soak.segment import Cut, Exit, SegmentRuns, aiperf_run_name
 from orchestrator.soak.settings import SoakOptions, SoakSettings, resolve_settings, select_model
@@ -137,7 +137,7 @@ async def _soak(cfg: Config, opts: SoakOptions, settings: SoakSettings, model: M
     name = cfg.run.name if "soak" in cfg.run.name else f"{cfg.run.name}-soak" if cfg.run.name else "soak"
     run_dir = Path(cfg.run.output_dir) / new_run_id(name)
     async with open_run(cfg, command="soak", argv=opts.argv or sys.argv, interrupt=interrupt,
-                        run_dir=run_dir) as run:
+                        run_dir=run_dir, compact=cfg.soak.journal == "compact") as run:
         await run.tg.start(SoakView(run.bus, duration_s=settings.duration_s).run)
         await start_live_page(run, opts.serve)
         await run.bus.publish(PhaseFinished(

@@ -78,6 +78,19 @@ class TestBuildCommand:
         assert "AQBENCH_WORKER_GC" not in plain.env and "AQBENCH_WORKER_GC" not in plain.shell
         assert soak.argv == plain.argv
 
+    def test_timing_waits_by_default_and_stock_is_asked_for(self, tmp_path: Path) -> None:
+        """Every run waits for a freed slot (no spinning timing manager) unless `[workload] timing = "stock"`;
+        a soak or sweep (`timing_wait=True`) waits whatever the workload says; argv is the same either way."""
+        kw = dict(base_url="http://h", model="m", input_file=tmp_path / "i", artifact_dir=tmp_path / "a",
+                  tokenizer=tmp_path / "t")
+        plain = build_command(WorkloadConfig(), **kw)  # type: ignore[arg-type]
+        stock = build_command(WorkloadConfig(timing="stock"), **kw)  # type: ignore[arg-type]
+        forced = build_command(WorkloadConfig(timing="stock"), timing_wait=True, **kw)  # type: ignore[arg-type]
+        assert plain.env["AQBENCH_TIMING_WAIT"] == "1" and "AQBENCH_TIMING_WAIT=1" in plain.shell
+        assert "AQBENCH_TIMING_WAIT" not in stock.env and "AQBENCH_TIMING_WAIT" not in stock.shell
+        assert forced.env["AQBENCH_TIMING_WAIT"] == "1"
+        assert plain.argv == stock.argv == forced.argv
+
     def test_export_level_records_drops_the_raw_export(self, tmp_path: Path) -> None:
         """A run asked for "records" (soaks: hours of load) tells AIPerf so, in argv and the reproduce line,
         and nothing else changes; the default stays "raw" (every body kept as evidence)."""

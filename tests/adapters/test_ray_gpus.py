@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from adapters.ray.gpus import only_visible_gpus, visible_gpus
-from adapters.server import server_parts
+from adapters.server_kinds import server_parts
 from orchestrator.ports import GpuFigures, TreeSample
 
 

@@ -22,6 +22,8 @@ import anyio
 from browser import Browser
 from server_env import warmed_env
 
+from orchestrator.journal import read_lines
+
 REPO = Path(__file__).resolve().parents[2]
 
 # Three 15 s windows with limits that a short soak on two shared cores can meet (tests/e2e/test_soak.py's short
@@ -77,14 +79,8 @@ def config(tmp_path: Path) -> Path:
 
 def events_of(tmp_path: Path) -> list[dict[str, Any]]:
     """The soak's journal so far (a torn last line left out)."""
-    out = []
-    for journal in (tmp_path / "runs").glob("*soak-*/events.jsonl"):
-        for line in journal.read_text().splitlines():
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError:
-                pass  # the line being written
-    return out
+    return [ev for journal in (tmp_path / "runs").glob("*soak-*/events.jsonl*")
+            for _, _, ev in read_lines(journal, json.loads)]
 
 
 def _free_port() -> int:

@@ -22,6 +22,9 @@ from typing import Any, NamedTuple
 import pytest
 from server_env import warmed_env
 
+from orchestrator.journal import journal_path, read_lines
+from orchestrator.live.tail import LineTail
+
 REPO = Path(__file__).resolve().parents[2]
 
 # Short soaks on a shared 2-core machine: minutes, not hours, so a few MiB or a few percent between
@@ -133,29 +136,20 @@ def run_dir_of(tmp_path: Path) -> Path:
 
 
 def events_of(run_dir: Path) -> list[dict[str, Any]]:
-    out = []
-    for line in (run_dir / "events.jsonl").read_text().splitlines():
-        try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
-            pass  # a line being written right now
-    return out
+    """The soak's journal so far, plain or compact (a line being written left out)."""
+    return [ev for _, _, ev in read_lines(journal_path(run_dir), json.loads)]
 
 
 def wait_for(tmp_path: Path, pred: Any, timeout_s: float, *, hint: str = "") -> dict[str, Any]:
     """The first journal event `pred` accepts, read as the journal grows: each pass reads only the lines written
     since the last one (and parses only those holding `hint`), so a watcher costs little beside busy soaks."""
     deadline = time.monotonic() + timeout_s
-    offset, partial = 0, b""
+    tail: LineTail | None = None
     while time.monotonic() < deadline:
-        runs = sorted((tmp_path / "runs").glob("*soak-*/events.jsonl"))
+        runs = sorted((tmp_path / "runs").glob("*soak-*/events.jsonl*"))
         if runs:
-            with runs[0].open("rb") as journal:
-                journal.seek(offset)
-                chunk = journal.read()
-            offset += len(chunk)
-            *lines, partial = (partial + chunk).split(b"\n")
-            for line in lines:
+            tail = tail or LineTail(runs[0])
+            for _, line in tail.lines():
                 if hint.encode() in line:
                     ev = json.loads(line)
                     if pred(ev):

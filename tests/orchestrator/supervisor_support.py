@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from adapters.server import server_parts
+from adapters.server_kinds import server_parts
 from orchestrator.bus import Bus, Subscription
 from orchestrator.config import Config, config_from_dict
 from orchestrator.supervisor import ServerSpec

@@ -309,7 +309,7 @@ def _assert_soak_json_now(got: dict[str, Any], old: dict[str, Any]) -> None:
     old = _gates_applicable(copy.deepcopy(old))
     # Issue 29's [soak] keys read from a config snapshot without them: their defaults.
     old["settings"].update(warmup_s=60.0, rss_wander_mib=3.0, latency_baseline_s=120.0, latency_drift_rule="window",
-                           aiperf_handover_mib=32.0, aiperf_handover_every_s=0.0)
+                           aiperf_handover_mib=32.0, aiperf_handover_every_s=0.0, journal="compact")
     old["plan"] = []  # no plan was journaled before issue 29
     old["handovers"] = []  # nor AIPerf handovers
     old["restart_events"] = []  # nor the restarts dated by their spawns

@@ -13,7 +13,7 @@ import psutil
 import pytest
 from supervisor_support import drain, kinds, make_config, new_bus
 
-from adapters.server import server_parts
+from adapters.server_kinds import server_parts
 from orchestrator.soak.supervision import SupervisionFacts, judge_restarts
 from orchestrator.supervisor import ServerSpec, supervised
 

@@ -11,7 +11,7 @@ import msgspec
 import pytest
 from supervisor_support import drain, kinds, new_bus
 
-from adapters.server import server_parts
+from adapters.server_kinds import server_parts
 from orchestrator.config import load_config
 from orchestrator.supervisor import ServerSpec, supervised
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import anyio
 
-from adapters.server import server_parts
+from adapters.server_kinds import server_parts
 from orchestrator.config import load_config
 from orchestrator.run import Interrupt, open_run, run_main
 from orchestrator.supervisor import ServerSpec, supervise, supervised

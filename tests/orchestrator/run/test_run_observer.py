@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from orchestrator.events import Event, ProcessSampled
-from orchestrator.soak.observer import ObserverSampler, tree_rss
+from orchestrator.run.observer import ObserverSampler, tree_rss
 
 pytestmark = pytest.mark.anyio
 

@@ -1,7 +1,8 @@
 """Audio-QA datasets: the manifest Struct, the verifying loader, the arms and their AIPerf export.
 
 Blocking (file reads, decoding, WAV writes): async callers use `anyio.to_thread.run_sync`.
-Scoring lives in `orchestrator.judge.scoring`; this module never judges answers.
+Scoring lives in `orchestrator.judge.scoring`; this module never judges answers (it checks them in their normal
+form, answer_text.py).
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from msgspec import Meta
 
 from orchestrator.clip_cache import ClipCache, ClipSent, append_manifest
 from orchestrator.config import ARMS, DatasetConfig
+from orchestrator.dataset.answer_text import normalize
 from orchestrator.errors import DatasetError
-from orchestrator.judge.scoring import normalize
 
 __all__ = [
     "Item",
@@ -355,7 +356,7 @@ def resolve_dataset_path(cfg: DatasetConfig) -> Path:
         for entry in getattr(aqbench_datasets, "__path__", []):
             if Path(entry).is_dir():
                 candidates.append(Path(entry) / cfg.name)
-    candidates.append(Path(__file__).resolve().parent.parent / "datasets" / cfg.name)
+    candidates.append(Path(__file__).resolve().parents[2] / "datasets" / cfg.name)
     for candidate in candidates:
         if (candidate / MANIFEST).is_file():
             return candidate
