@@ -56,10 +56,9 @@ def _ab_reports(journal: Path, out: Path) -> list[Path] | None:
 
 def run(args: argparse.Namespace) -> int:
     # Imported here: orchestrator.logs loads structlog, which `aqbench --help` never needs.
-    from orchestrator.logs import say
-
     # Imported here, not at the top: the reports (Jinja2 templates) load only for the commands that write one.
     from orchestrator.journal import journal_path
+    from orchestrator.logs import say
     from orchestrator.reports import write_reports
     from orchestrator.reports.soak import write_soak_report
     from orchestrator.reports.sweep import write_sweep_report
