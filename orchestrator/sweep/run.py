@@ -598,7 +598,12 @@ class _Walk:
             bracket = conclude(self.judged, mode=sw.mode)
             target = next_load(est, list(self.judged), mode=sw.mode, floor=bracket.highest_passing,
                                ceiling=bracket.lowest_failing)
-            if target is None or not (values := self.budget.fit([target] * _NARROW_RUNS, base=need_base)):
+            # A second start-up's worth of slack: a narrowing run is the sweep's last, and one cut by --max-duration
+            # loses its requests in flight (on a loaded machine AIPerf's start-up outran the last one's estimate).
+            slack = self.budget.overhead_s
+            if target is None or not (values := self.budget.fit([target] * _NARROW_RUNS, base=need_base)) \
+                    or self.budget.left_s() < slack + sum(self.budget.need_s(v, 0.0) for v in values) \
+                    + self.budget.overhead_s:
                 break
             say(f"sweep: narrowing the capacity's interval ({est.summary}): {target:g} {unit} next")
             ran = await self.batch(values, base=need_base)
