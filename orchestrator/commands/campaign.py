@@ -143,6 +143,8 @@ def run(args: argparse.Namespace) -> int:
             for s, handler in previous.items():
                 signal.signal(s, handler)
             cluster.close()
-    print(f"\ncampaign: {folder}", file=sys.stderr)
-    print(f"  reports: {folder / 'report.md'}, {folder / 'report.html'}, {folder / 'report.json'}", file=sys.stderr)
+        print(f"\ncampaign: {folder}", file=sys.stderr)
+        print(f"  reports: {folder / 'report.md'}, {folder / 'report.html'}, {folder / 'report.json'}", file=sys.stderr)
+        if page is not None and serve is not None and stop.signum is None:
+            page.linger(serve.linger_s)
     return exit_code

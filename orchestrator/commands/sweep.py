@@ -54,12 +54,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace) -> int:
     # Imported here, not at the top: `aqbench --help` and the light commands must not load the sweep and the
     # adapters (through wiring).
+    import msgspec
+
     from orchestrator.commands.wiring import real_toolkit
     from orchestrator.config import load_config, parse_duration
+    from orchestrator.live.start import serve_live
     from orchestrator.run import run_main
     from orchestrator.sweep import SweepOptions, sweep
 
     cfg = load_config(args.config)
+    serve = serve_address(args)
     check_positive(args.requests_per_point, "--requests-per-point", "requests")
     mode, points = ("rate", args.rates) if args.rates else ("concurrency", args.concurrencies) \
         if args.concurrencies else (None, None)
@@ -67,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
                         max_duration_s=parse_duration(args.max_duration, what="--max-duration")
                         if args.max_duration else None,
                         slo={k: v for k in _SLO_FLAGS if (v := getattr(args, k)) is not None},
-                        argv=["aqbench", *sys.argv[1:]], match_timeout_s=args.match_timeout_s,
-                        serve=serve_address(args))
+                        argv=["aqbench", *sys.argv[1:]], match_timeout_s=args.match_timeout_s)
     toolkit = real_toolkit()
-    return run_main(lambda interrupt: sweep(cfg, opts, interrupt, toolkit))
+    return run_main(lambda interrupt: serve_live(serve, interrupt, lambda page: sweep(
+        cfg, msgspec.structs.replace(opts, serve=page), interrupt, toolkit)))

@@ -1,5 +1,6 @@
-// aqbench live page: loads the run's state (/state, rebuilt from the journal), then applies the changes
-// the server sends on /events (server-sent events; the browser resumes with Last-Event-ID). Read-only.
+// aqbench live page: the server renders its first HTML with the run's state (render.py); this script loads the
+// state (/state, rebuilt from the journal), then applies the changes the server sends on /events (server-sent
+// events; the browser resumes with Last-Event-ID). Read-only.
 // Charts are plain SVG drawn here; every value is written as text, never as markup.
 "use strict";
 
@@ -43,7 +44,6 @@ function apply(change) {
 }
 
 async function load() {
-  setText("link", "loading the run's state…");
   const resp = await fetch("/state", {cache: "no-store"});
   const body = await resp.json();
   state = body.state;
@@ -102,6 +102,14 @@ function row(table, cells, cls) {
   byId(table).tBodies[0].appendChild(tr);
 }
 function clear(table) { byId(table).tBodies[0].replaceChildren(); }
+// A table with no rows says why (state.py's why_empty: "no checkpoint yet: the first at 30:00 under load").
+function whyEmpty(table) {
+  const body = byId(table).tBodies[0];
+  if (body.rows.length) return;
+  row(table, [state.run.empty[table] || "none yet"]);
+  body.rows[0].className = "empty";
+  body.rows[0].cells[0].colSpan = byId(table).tHead.rows[0].cells.length;
+}
 
 function render() {
   const run = state.run;
@@ -137,6 +145,7 @@ function render() {
       v.interval ? `[${fmt(v.interval[0])}, ${fmt(v.interval[1])}]` : "-", fmt(v.limit), v.unit, v.detects, v.reason],
       [null, v.outcome]);
   }
+  whyEmpty("verdicts");
   const s = state.server;
   setText("server-state", s.state || "-"); setText("incarnation", fmt(s.incarnation)); setText("restarts", fmt(s.restarts));
   list("restart-causes", s.causes.map((x) => `restart: ${x}`));
@@ -147,6 +156,7 @@ function render() {
       `${fmt(w.client_p50_ms)}/${fmt(w.client_p99_ms)}`, fmt(w.model_call_p50_ms),
       w.balanced === null ? "-" : w.balanced ? "balanced" : "NOT balanced"]);
   }
+  whyEmpty("windows");
   byId("points-section").hidden = !state.points.length;
   clear("points");
   for (const p of state.points) {
@@ -169,6 +179,7 @@ function render() {
   byId("run-charts").hidden = run.command === "campaign";
   clear("models");
   for (const m of state.models) row("models", [m.name, m.stage, m.state, m.reason]);
+  whyEmpty("models");
   chart("latency-chart", "ms", [
     {name: "client latency", color: "#2f6db5", points: state.latency.filter((p) => p[1] !== null).map((p) => [p[0], p[1]])},
     {name: "model_call_ms (server)", color: "#c2571a", points: state.latency.filter((p) => p[3] !== null).map((p) => [p[0], p[3]])},
