@@ -240,6 +240,11 @@ function el(name, attrs, text) {
   return e;
 }
 
+function niceStep(span, n) {
+  const raw = span / n, mag = 10 ** Math.floor(Math.log10(raw));
+  return [1, 2, 2.5, 5, 10].map((m) => m * mag).find((s) => s >= raw);
+}
+
 function chart(id, unit, series) {
   // The legend takes a row per four series (a campaign's chart has one series per model).
   const PER_ROW = 4, rows = Math.max(1, Math.ceil(series.length / PER_ROW));
@@ -254,14 +259,17 @@ function chart(id, unit, series) {
   const xs = pts.map((p) => p[0]), ys = pts.map((p) => p[1]);
   // All samples at one instant: a one-second axis (x0 + 1e-9 rounds back to x0 far from zero, dividing by 0).
   const x0 = Math.min(...xs), x1 = Math.max(...xs) > x0 ? Math.max(...xs) : x0 + 1;
-  const y0 = Math.min(0, ...ys), y1 = Math.max(...ys, y0 + 1e-9) * 1.05;
+  // The axis spans whole steps of a round size (1, 2, 2.5 or 5 times a power of ten), so its ticks read 0, 1000,
+  // 2000, never 1709 and 3418.
+  const step = niceStep((Math.max(...ys) - Math.min(0, ...ys)) || 1, 4);
+  const y0 = Math.floor(Math.min(0, ...ys) / step) * step;
+  const y1 = Math.max(Math.ceil(Math.max(...ys) / step) * step, y0 + step);
   const sx = (x) => L + (x - x0) / (x1 - x0) * (W - L - R);
   const sy = (y) => H - B - (y - y0) / (y1 - y0) * (H - T - B);
   svg.appendChild(el("line", {x1: L, y1: H - B, x2: W - R, y2: H - B, stroke: "#999"}));
   svg.appendChild(el("line", {x1: L, y1: T, x2: L, y2: H - B, stroke: "#999"}));
-  for (const f of [0, 0.5, 1]) {
-    const y = y0 + f * (y1 - y0);
-    svg.appendChild(el("text", {x: L - 4, y: sy(y) + 4, "text-anchor": "end", "font-size": 11}, fmt(y)));
+  for (let y = y0; y <= y1 + step / 2; y += step) {
+    svg.appendChild(el("text", {x: L - 4, y: sy(y) + 4, "text-anchor": "end", "font-size": 11}, fmt(+y.toPrecision(12))));
   }
   svg.appendChild(el("text", {x: L, y: H - 8, "font-size": 11}, `${hms(x0)}`));
   svg.appendChild(el("text", {x: W - R, y: H - 8, "font-size": 11, "text-anchor": "end"}, `${hms(x1)} since start`));
