@@ -13,7 +13,7 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
-from orchestrator.reports.text import dash, gate_pct, mib, ms, num, pct, rate_cell, signed_pct
+from orchestrator.reports.text import dash, gate_pct, mib, ms, num, pct, rate_cell, signed_pct, words
 
 __all__ = ["TEMPLATES", "render"]
 
@@ -34,17 +34,9 @@ def _quotes_as_stdlib(value: object) -> object:
 
 
 def _cell(value: object, blank: str = dash) -> object:
-    """A table cell's value in a reader's words, or `blank` (the report dash) where there is none (None or an
-    empty string): yes/no for a truth value, a list's items joined by commas (never a Python literal)."""
-    if value is None or value == "":
-        return blank
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, list | tuple):
-        return ", ".join(str(_cell(v, blank)) for v in value) or blank
-    if isinstance(value, dict):
-        return ", ".join(f"{k} {_cell(v, blank)}" for k, v in value.items()) or blank
-    return value
+    """A table cell's value in a reader's words (text.words: yes/no, lists joined), or `blank` (the report
+    dash) where there is none (None or an empty string)."""
+    return words(value, blank)
 
 
 def _pretty(value: object, limit: int = 3000) -> str:

@@ -77,6 +77,10 @@ class TestLivePageInABrowser:
             assert "exited with SIGKILL" in await page.text("restart-causes")
             await page.wait_text("memory-chart", lambda t: "AIPerf tree RSS (1)" in t, 30)
             assert "client latency (11)" in await page.text("latency-chart")
+            # The latency axis ticks on round values (0, 50, 100, 150 ms here), never on fractions of the maximum.
+            ticks = await page.eval("[...document.querySelectorAll('#latency-chart text[text-anchor=end]')]"
+                                    ".map(t => t.textContent).filter(t => !t.includes('since'))")
+            assert ticks == ["0", "50", "100", "150"], ticks
             assert "model_call_ms (server) (11)" in await page.text("latency-chart")
             await live.bus.publish(SoakVerdict(
                 source="soak", metric="server_rss", passed=True, final=True, outcome="pass", interval=[-1.0, 5.0],
