@@ -250,6 +250,34 @@ class TestServeCommandLine:
                 serve_address(parser.parse_args([command, "--serve-public"]))
             assert serve_address(parser.parse_args([command])) is None
 
+    def test_serve_linger_takes_durations_and_defaults_to_0_off_a_terminal(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """`--serve-linger 10m` keeps the page 600 s after the run, `0` not at all; without it, 5 minutes on a
+        terminal and 0 off one (a script gets its exit code at once); alone, without --serve, it is refused."""
+        import io
+
+        from orchestrator.cli import build_parser
+        from orchestrator.commands.serve_args import serve_address
+        from orchestrator.errors import UsageError
+
+        parser = build_parser()
+        for command in ("soak", "qualify", "sweep", "campaign"):
+            def linger(*extra: str, cmd: str = command) -> float:
+                address = serve_address(parser.parse_args([cmd, "--serve", "0", *extra]))
+                assert address is not None
+                return address.linger_s
+
+            assert linger("--serve-linger", "10m") == 600.0 and linger("--serve-linger", "90") == 90.0
+            assert linger("--serve-linger", "0") == 0.0
+            monkeypatch.setattr("sys.stderr", io.StringIO())
+            assert linger() == 0.0
+            tty = io.StringIO()
+            tty.isatty = lambda: True  # type: ignore[method-assign]
+            monkeypatch.setattr("sys.stderr", tty)
+            assert linger() == 300.0
+            monkeypatch.undo()
+            with pytest.raises(UsageError, match="--serve-linger needs --serve"):
+                serve_address(parser.parse_args([command, "--serve-linger", "5m"]))
+
     async def test_a_taken_port_stops_before_the_run_with_the_address(self, tmp_path: Path) -> None:
         """Another listener on the port: the page's start raises UsageError naming it, nothing is left serving."""
         from orchestrator.errors import UsageError
