@@ -63,7 +63,7 @@ async def _one(folder: Path, *, rate: float, seconds: float, pages: int, adaptiv
         await bus.publish(RunStarted(source="run", command="soak", config=config))
         feed = LiveFeed(bus, writer.path, scrub=page_scrubber(config, "bench", folder, ["bench"]),
                         **({} if adaptive else {"pages_per_tick": None}))
-        page = LivePage(feed, ServeAddress(port=0))
+        page = LivePage(ServeAddress(port=0), feed)
         await tg.start(feed.run)
         await tg.start(page.run)
         run_sub = bus.subscribe("run-stand-in", size=8192)

@@ -119,7 +119,7 @@ class Browser:
         self._worker = worker
 
     def open(self, target: Path | str, *, width: int = 1280, height: int = 900, wait_for: str | None = None,
-             timeout_s: float = 30.0) -> Seen:
+             timeout_s: float = 30.0, javascript: bool = True) -> Seen:
         """Load `target` (a file path or a URL), wait for `wait_for` (a CSS selector) if given, and measure."""
         def measure(page: Any, errors: list[str]) -> Seen:
             facts = page.evaluate(_MEASURE)
@@ -128,15 +128,17 @@ class Browser:
                         charts=[Chart(**c) for c in facts["charts"]], overlaps=facts["overlaps"],
                         clipped=facts["clipped"], wrapped_badges=facts["wrapped_badges"], console_errors=list(errors))
 
-        return self.visit(target, measure, width=width, height=height, wait_for=wait_for, timeout_s=timeout_s)
+        return self.visit(target, measure, width=width, height=height, wait_for=wait_for, timeout_s=timeout_s,
+                          javascript=javascript)
 
     def visit(self, target: Path | str, action: Callable[[Any, list[str]], T], *, width: int = 1280,
-              height: int = 900, wait_for: str | None = None, timeout_s: float = 30.0) -> T:
+              height: int = 900, wait_for: str | None = None, timeout_s: float = 30.0, javascript: bool = True) -> T:
         """Load `target` in a fresh tab and return `action(page, errors)`, run on the browser's thread with the
         Playwright page and the console and page errors seen so far (a test's own checks: a live page polled
-        after an update, say). The tab closes afterwards."""
+        after an update, say). The tab closes afterwards. `javascript=False`: the page's scripts do not run (what
+        a reader without them, or a screenshot tool, sees); the measuring script still does."""
         def job(browser: Any) -> T:
-            context = browser.new_context(viewport={"width": width, "height": height})
+            context = browser.new_context(viewport={"width": width, "height": height}, java_script_enabled=javascript)
             try:
                 page = context.new_page()
                 errors: list[str] = []
@@ -154,11 +156,12 @@ class Browser:
 
     @asynccontextmanager
     async def tab(self, url: str, *, width: int = 1280, height: int = 900,
-                  timeout_s: float = 30.0) -> AsyncIterator[Tab]:
+                  timeout_s: float = 30.0, javascript: bool = True) -> AsyncIterator[Tab]:
         """`async with browser.tab(url) as tab:` a tab left open on `url` for an async test to watch; closed
-        on exit (shielded, so a failing test still closes it)."""
+        on exit (shielded, so a failing test still closes it). `javascript=False`: the page's own scripts do not
+        run (Playwright's evaluate still does, so `text` and `eval` work)."""
         def open_tab(browser: Any) -> tuple[Any, Any, list[str]]:
-            context = browser.new_context(viewport={"width": width, "height": height})
+            context = browser.new_context(viewport={"width": width, "height": height}, java_script_enabled=javascript)
             page = context.new_page()
             errors: list[str] = []
             page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)

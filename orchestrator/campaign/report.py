@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections import Counter
 from pathlib import Path
 
 import msgspec
@@ -52,8 +53,13 @@ def render_campaign_markdown(r: CampaignReport) -> str:
 
 
 def render_campaign_html(r: CampaignReport) -> str:
-    """report.html (templates/campaign.html): self-contained, every text escaped."""
-    return render("campaign.html", r=r, attempts=[_attempts(row) for row in r.rows], timeline=Markup(timeline_svg(r)))
+    """report.html (templates/campaign.html): self-contained, every text escaped. It leads with the models'
+    counts by status and lists the models that did not qualify first."""
+    rows = sorted(r.rows, key=lambda row: row.status == "aiperf-qualified")  # stable: the campaign's order within
+    counts = Counter(row.status for row in r.rows)
+    by_status = sorted(counts.items(), key=lambda kv: (kv[0] == "aiperf-qualified", kv[0]))
+    return render("campaign.html", r=r, rows=[(row, _attempts(row)) for row in rows], by_status=by_status,
+                  timeline=Markup(timeline_svg(r)))
 
 
 def _write_atomic(path: Path, data: bytes) -> None:

@@ -147,6 +147,8 @@ def run(args: argparse.Namespace) -> int:
             for s, handler in previous.items():
                 signal.signal(s, handler)
             cluster.close()
-    say(f"\ncampaign: {folder}")
-    say(f"  reports: {folder / 'report.md'}, {folder / 'report.html'}, {folder / 'report.json'}")
+        say(f"\ncampaign: {folder}")
+        say(f"  reports: {folder / 'report.md'}, {folder / 'report.html'}, {folder / 'report.json'}")
+        if page is not None and serve is not None and stop.signum is None:
+            page.linger(serve.linger_s)
     return exit_code

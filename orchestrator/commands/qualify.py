@@ -35,16 +35,21 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace) -> int:
     # Imported here, not at the top: `aqbench --help` and the light commands must not load qualify and the
     # adapters (through wiring).
+    import msgspec
+
     from orchestrator.commands.wiring import owner_files, real_toolkit
     from orchestrator.config import load_config
+    from orchestrator.live.start import serve_live
     from orchestrator.qualify import QualifyOptions, qualify
     from orchestrator.run import run_main
 
     cfg = with_keep_inputs(load_config(args.config), args)
+    serve = serve_address(args)
     if args.rev and not args.trtmc:
         raise UsageError("--rev REV needs --trtmc PATH (the checkout to read at that revision)")
     opts = QualifyOptions(models=args.model, plan_only=args.plan, skip_aiperf=args.skip_aiperf, argv=sys.argv,
-                          owners=owner_files(cfg, args.trtmc, args.rev), serve=serve_address(args))
+                          owners=owner_files(cfg, args.trtmc, args.rev))
 
     toolkit = real_toolkit()
-    return run_main(lambda interrupt: qualify(cfg, opts, interrupt, toolkit))
+    return run_main(lambda interrupt: serve_live(serve, interrupt, lambda page: qualify(
+        cfg, msgspec.structs.replace(opts, serve=page), interrupt, toolkit)))

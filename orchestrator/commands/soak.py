@@ -43,19 +43,24 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # Imported here, not at the top: `aqbench --help` and the light commands must not load the soak loop.
+    import msgspec
+
     from orchestrator.config import load_config
+    from orchestrator.live.start import serve_live
     from orchestrator.run import run_main
     from orchestrator.soak import SoakOptions, soak
 
     cfg = with_keep_inputs(load_config(args.config), args)
+    serve = serve_address(args)
     check_positive(args.rate, "--rate", "requests per second")
     check_positive(args.concurrency, "--concurrency", "concurrent requests")
     opts = SoakOptions(
         duration_s=args.duration, window_s=args.window,
         request_rate=args.rate, concurrency=args.concurrency, model=args.model, argv=sys.argv,
-        strict=args.strict, serve=serve_address(args))
+        strict=args.strict)
     # Imported here: the adapters (through wiring) load only once the command line is known to be good.
     from orchestrator.commands.wiring import real_toolkit
 
     toolkit = real_toolkit()
-    return run_main(lambda interrupt: soak(cfg, opts, interrupt, toolkit))
+    return run_main(lambda interrupt: serve_live(serve, interrupt, lambda page: soak(
+        cfg, msgspec.structs.replace(opts, serve=page), interrupt, toolkit)))

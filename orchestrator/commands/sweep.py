@@ -19,6 +19,7 @@ from orchestrator.commands.grammar import add_match_timeout_argument, duration_a
 from orchestrator.commands.keep_args import add_keep_inputs_argument, with_keep_inputs
 from orchestrator.commands.load_args import add_model_arguments, check_positive
 from orchestrator.commands.serve_args import add_serve_arguments, serve_address
+from orchestrator.errors import UsageError
 
 __all__ = ["register", "run"]
 
@@ -70,24 +71,31 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace) -> int:
     # Imported here, not at the top: `aqbench --help` and the light commands must not load the sweep and the
     # adapters (through wiring).
+    import msgspec
+
     from orchestrator.commands.wiring import real_toolkit
     from orchestrator.config import load_config
+    from orchestrator.live.start import serve_live
     from orchestrator.run import run_main
     from orchestrator.sweep import SweepOptions, sweep
 
     cfg = with_keep_inputs(load_config(args.config), args)
+    serve = serve_address(args)
     check_positive(args.requests_per_point, "--requests-per-point", "requests")
     mode, points = ("rate", args.rates) if args.rates else ("concurrency", args.concurrencies) \
         if args.concurrencies else (None, None)
     opts = SweepOptions(model=args.model, mode=mode, points=points, requests_per_point=args.requests_per_point,
                         max_duration_s=args.max_duration, precision=args.precision,
                         slo={k: v for k in _SLO_FLAGS if (v := getattr(args, k)) is not None},
-                        argv=["aqbench", *sys.argv[1:]], match_timeout_s=args.match_timeout,
-                        serve=serve_address(args))
+                        argv=["aqbench", *sys.argv[1:]], match_timeout_s=args.match_timeout)
     toolkit = real_toolkit()
-    if not args.server_grid:
-        return run_main(lambda interrupt: sweep(cfg, opts, interrupt, toolkit))
-    return _grid(cfg, opts, args.server_grid, toolkit)
+    if args.server_grid:
+        if serve is not None:
+            raise UsageError("--serve with --server-grid: the grid runs one sweep after another, each its own run; "
+                             "serve the live page of one sweep at a time (drop --server-grid)")
+        return _grid(cfg, opts, args.server_grid, toolkit)
+    return run_main(lambda interrupt: serve_live(serve, interrupt, lambda page: sweep(
+        cfg, msgspec.structs.replace(opts, serve=page), interrupt, toolkit)))
 
 
 def _grid(cfg: Config, opts: SweepOptions, spec: str, toolkit: Toolkit) -> int:

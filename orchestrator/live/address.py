@@ -15,11 +15,13 @@ DEFAULT_HOST = "127.0.0.1"
 
 
 class ServeAddress(msgspec.Struct, frozen=True, kw_only=True):
-    """The host and port the live page binds (port 0: any free port), and whether it may be off loopback."""
+    """The host and port the live page binds (port 0: any free port), whether it may be off loopback, and how
+    long it stays up after the run's end."""
 
     host: str = DEFAULT_HOST
     port: int = 0
     public: bool = False
+    linger_s: float = 0.0
 
     @property
     def loopback(self) -> bool:
@@ -36,7 +38,7 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def parse_serve(text: str, *, public: bool = False, flag: str = "--serve") -> ServeAddress:
+def parse_serve(text: str, *, public: bool = False, flag: str = "--serve", linger_s: float = 0.0) -> ServeAddress:
     """`PORT`, `HOST:PORT` or `[IPv6]:PORT` to a ServeAddress; UsageError naming the flag when it is not one,
     or when the host is not loopback and `public` is False."""
     if text.count(":") > 1 and not text.startswith("["):
@@ -49,7 +51,7 @@ def parse_serve(text: str, *, public: bool = False, flag: str = "--serve") -> Se
         raise UsageError(f"{flag} {text}: expected [HOST:]PORT, e.g. {flag} 8090 or {flag} 127.0.0.1:8090") from None
     if not 0 <= port <= 65535:
         raise UsageError(f"{flag} {text}: port {port} is outside 0-65535 (0 picks a free port)")
-    address = ServeAddress(host=host, port=port, public=public)
+    address = ServeAddress(host=host, port=port, public=public, linger_s=linger_s)
     if not address.loopback and not public:
         raise UsageError(f"{flag} {text}: {host} is not a loopback address; the page would be reachable from other "
                          f"machines. Add --serve-public to serve it there, or use {flag} {port} (127.0.0.1)")

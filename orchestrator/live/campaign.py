@@ -27,8 +27,8 @@ from orchestrator.live.feed import encode_changes
 from orchestrator.live.privacy import page_scrubber
 from orchestrator.live.ring import RING_FRAMES, FrameRing
 from orchestrator.live.server import LivePage
-from orchestrator.live.state import PageState, RunInfo
-from orchestrator.logs import get_logger
+from orchestrator.live.state import PageState, clock, run_info
+from orchestrator.logs import get_logger, say
 
 __all__ = ["CampaignFeed", "CampaignPage", "serve_campaign", "POLL_S"]
 
@@ -47,7 +47,7 @@ class CampaignFeed(FrameRing):
         self._poll_s = poll_s
         self._tail: CampaignTail | None = None
         self._scrub: Callable[[Any], Any] = lambda data: data
-        self._state = PageState(run=RunInfo(command="campaign", unit="models"))
+        self._state = PageState(run=run_info(command="campaign", unit="models"))
         self._reading = threading.Lock()  # one read of the files at a time (worker thread or `finish`)
         self._failed = ""
 
@@ -104,6 +104,21 @@ class CampaignPage:
         scrub = page_scrubber(self._config, folder.name, folder, self._argv)
         self._portal.call(self.feed.attach, folder, scrub)
 
+    def linger(self, linger_s: float) -> None:
+        """After the campaign: the page shows its final state, and stays up `linger_s` (said on the terminal)
+        or until Ctrl-C. Blocks."""
+        self._portal.call(self.feed.finish)
+        if linger_s <= 0:
+            return
+        say(f"live page: {self.url} stays up {clock(linger_s)} with the campaign's final state (Ctrl-C ends it "
+            "sooner; --serve-linger 0 to not wait)")
+        deadline = time.monotonic() + linger_s
+        try:
+            while (left := deadline - time.monotonic()) > 0:
+                time.sleep(min(left, 1.0))
+        except KeyboardInterrupt:
+            pass  # Ctrl-C ends the wait; the campaign's exit code stands
+
 
 @contextmanager
 def serve_campaign(config: Config, address: ServeAddress | None, argv: list[str]) -> Iterator[CampaignPage | None]:
@@ -115,11 +130,12 @@ def serve_campaign(config: Config, address: ServeAddress | None, argv: list[str]
         return
     with start_blocking_portal() as portal:
         feed = CampaignFeed()
-        page = LivePage(feed, address)
+        page = LivePage(address, feed)
         portal.start_task_soon(feed.run)
         served, url = portal.start_task(page.run)
         try:
             yield CampaignPage(portal, feed, url, config, argv)
         finally:
             portal.call(feed.finish)
+            portal.call(page.stop)
             served.result()  # the page's cleanup is bounded (LivePage.run)

@@ -30,9 +30,10 @@ from orchestrator.live.state import (
     ModelSeries,
     PageFold,
     PageState,
-    RunInfo,
     VerdictRow,
     WindowRow,
+    run_info,
+    why_empty,
 )
 from orchestrator.live.tail import LineTail
 
@@ -72,7 +73,7 @@ class CampaignTail:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self._journal = LineTail(folder / "campaign.jsonl")
-        self._run = RunInfo(command="campaign", unit="models")
+        self._run = run_info(command="campaign", unit="models")
         self._rows: dict[str, CampaignModelRow] = {}
         self._models: dict[str, _ModelTail] = {}
         self._nodes: dict[str, str] = {}
@@ -161,6 +162,7 @@ class CampaignTail:
         done = sum(r.state not in ("queued", "submitted", "running", "node lost, retrying")
                    and not r.state.startswith("retry") for r in rows)
         run = msgspec.structs.replace(self._run, done=done, total=len(rows))
+        run = msgspec.structs.replace(run, empty=why_empty(run))
         return PageState(seq=self.seq, run=run, counters=msgspec.structs.replace(Counters(by_cause=by_cause), **totals),
                          campaign=rows, verdicts=verdicts, windows=windows, model_latency=latency,
                          model_memory=memory)

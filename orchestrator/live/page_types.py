@@ -32,6 +32,11 @@ class RunInfo(_S, frozen=True, kw_only=True):
     total: int = 0
     unit: str = ""
     duration_s: float | None = None
+    # A soak's window and checkpoint lengths: when its first window closes and its first verdicts come.
+    window_s: float | None = None
+    checkpoint_s: float | None = None
+    # Why each table is still empty (table id -> sentence), said in place of its rows (state.why_empty).
+    empty: dict[str, str] = {}
 
 
 class Counters(PhaseCounts, frozen=True, kw_only=True):

@@ -70,7 +70,7 @@ from orchestrator.live.report_rows import ReportSections, detects, exit_text
 from orchestrator.reports.row_status import StageState, model_status, soak_status
 from orchestrator.reports.windows import PhaseTally, Thinned, phase_key
 
-__all__ = ["PageFold", "PageState", "Change", "RunInfo", "Counters", "WindowRow", "ModelRow", "VerdictRow",
+__all__ = ["PageFold", "PageState", "Change", "why_empty", "clock", "run_info", "RunInfo", "Counters", "WindowRow", "ModelRow", "VerdictRow",
            "PointRow", "CampaignModelRow", "SloState", "ServerInfo", "LatencyPoint", "MemoryPoint", "InFlightPoint", "ModelSeries", "SERIES_CAP", "detects"]
 
 # Points per chart series: a page draws ~1000 px wide; the page halves its copy at the same cap.
@@ -86,7 +86,7 @@ class PageFold:
 
     def __init__(self) -> None:
         self.seq = 0
-        self._run = RunInfo()
+        self._run = run_info()
         self._counters = Counters()
         # The reports' own per-phase tally (reports/windows.py), summed over the run's windows.
         self._tallies: dict[str, PhaseTally] = {}
@@ -138,7 +138,8 @@ class PageFold:
     # ------------------------------------------------------------------------------- sections
 
     def _set_run(self, **fields: Any) -> list[Change]:
-        self._run = msgspec.structs.replace(self._run, **fields)
+        run = msgspec.structs.replace(self._run, **fields)
+        self._run = msgspec.structs.replace(run, empty=why_empty(run))
         return [Change(seq=self.seq, op="set", section="run", value=self._run)]
 
     def _set_counters(self, **fields: Any) -> list[Change]:
@@ -198,7 +199,8 @@ class PageFold:
         out = self._set_run(phase=ev.phase)
         if isinstance(ev.detail, SoakPhase) and ev.detail.duration_s and ev.detail.window_s:
             planned = max(1, -(-int(ev.detail.duration_s * 1000) // int(ev.detail.window_s * 1000)))
-            out = self._set_run(total=planned, unit="windows", duration_s=ev.detail.duration_s)
+            out = self._set_run(total=planned, unit="windows", duration_s=ev.detail.duration_s,
+                                window_s=ev.detail.window_s, checkpoint_s=ev.detail.checkpoint_every_s)
         if isinstance(ev.detail, SweepPhase) and ev.detail.points:
             out = self._set_run(total=len(ev.detail.points), unit="points")
         if ev.phase == "model" and ev.model:
@@ -369,6 +371,41 @@ class PageFold:
     def _on_dropped(self, ev: EventsDropped) -> list[Change]:
         self._dropped[ev.subscriber] = max(self._dropped.get(ev.subscriber, 0), ev.dropped)
         return [Change(seq=self.seq, op="set", section="dropped", value=dict(self._dropped))]
+
+
+def clock(seconds: float) -> str:
+    """A time of the run as a person reads it: `5:00`, `1:30:00`."""
+    s = max(0, round(seconds))
+    h, m = divmod(s // 60, 60)
+    return f"{h}:{m:02d}:{s % 60:02d}" if h else f"{m}:{s % 60:02d}"
+
+
+def why_empty(run: RunInfo) -> dict[str, str]:
+    """What each table says while it has no rows (table id -> sentence), from the run's command and settings:
+    an empty table is a question a person should not have to ask."""
+    if run.status != "running":  # the run is over: nothing more will come
+        return {"verdicts": "none: the run ended before any verdict", "windows": "none: the run ended before any",
+                "models": "none: the run ended before any model started", "points": "none: no load point was judged",
+                "campaign": "none: the campaign ended before any model was queued"}
+    verdicts = {
+        "soak": (f"no checkpoint yet: the first at {clock(run.checkpoint_s)} under load, the final verdicts at "
+                 "the end" if run.checkpoint_s else "no checkpoint yet: verdicts come at each checkpoint and at the end"),
+        "qualify": "no verdict yet: each model's gates are judged after its correctness stage",
+        "sweep": "no capacity yet: it is concluded once the load points bracket it",
+        "campaign": "no verdict yet: each model's gates come with its qualify's correctness stage",
+    }.get(run.command, "no verdict yet")
+    windows = (f"no window yet: the first opens once the server is ready and closes {clock(run.window_s)} later"
+               if run.command == "soak" and run.window_s else
+               "no AIPerf run yet: it is each model's last stage" if run.command in ("qualify", "campaign")
+               else "no AIPerf run yet")
+    return {"verdicts": verdicts, "windows": windows, "models": "no model started yet",
+            "points": "no load point judged yet", "campaign": "no model queued yet"}
+
+
+def run_info(**fields: Any) -> RunInfo:
+    """A RunInfo with `fields`, saying why its tables are empty."""
+    run = RunInfo(**fields)
+    return msgspec.structs.replace(run, empty=why_empty(run))
 
 
 _HANDLERS: dict[type, Any] = {

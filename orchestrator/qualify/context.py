@@ -13,7 +13,7 @@ from orchestrator.correlate import Correlator
 from orchestrator.dataset import ArmRequest, Dataset, parse_session_key
 from orchestrator.events import NoninferiorityResult, PhaseDetail, PhaseFinished, PhaseStarted
 from orchestrator.judge.paired import ChosenGate, Judged
-from orchestrator.live.address import ServeAddress
+from orchestrator.live.server import LivePage
 from orchestrator.ports import ChatAnswer, ChatSession, OwnerFiles, Toolkit
 from orchestrator.qualify.answers import AnswerBook
 from orchestrator.qualify.asking import ask_journaled
@@ -32,8 +32,8 @@ class QualifyOptions(msgspec.Struct, frozen=True, kw_only=True):
     argv: list[str] = []
     # TRTMC's qualification files per model name (qualify --trtmc, or its noninferiority source).
     owners: dict[str, OwnerFiles] = {}
-    # --serve: the live page's address (None: no page).
-    serve: ServeAddress | None = None
+    # --serve: the live page, listening since before the run (None: no page).
+    serve: LivePage | None = None
 
 
 class StageFailed(Exception):

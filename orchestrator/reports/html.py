@@ -8,6 +8,7 @@ they show, and draws the charts.
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from markupsafe import Markup
@@ -51,7 +52,11 @@ from orchestrator.reports.text import (
     settings_rows,
 )
 
-__all__ = ["render_html"]
+__all__ = ["render_html", "CONTROL_ARMS"]
+
+# The arms that withhold the audio (silence in its place, or its transcript): a model that listens answers
+# wrong there, so those cells are coloured as expected.
+CONTROL_ARMS = ("silence", "transcript")
 
 _WINDOW_HEAD = ["Window", "Model", "Profiling ok/issued", "Errors", "Client p50/p99 ms", "Handler p50 ms", "Req/s",
                 "Audio s/s", "Balanced", "AIPerf"]
@@ -66,7 +71,9 @@ def render_html(report: RunReport) -> str:
         planned=[r for r in report.rows if r.status == "planned"], none_text=none_text(report),
         failures=[r for r in report.rows if is_failure(r)], errors=errors, warnings=warnings,
         provenance_rows=_provenance_rows(report.provenance),
-        models=[(r, _figures(r, ch) if (ch := report.charts.get(r.model)) is not None else None) for r in report.rows],
+        models=[(r, _figures(r, ch) if (ch := report.charts.get(r.model)) is not None else None,
+                 _grids(r, ch) if ch is not None else []) for r in report.rows],
+        stage_columns=_stage_columns(report.rows),
         window_head=_WINDOW_HEAD, window_rows=[_window_row(w) for w in report.windows],
         notice_head=NOTICE_HEAD, completeness_head=COMPLETENESS_HEAD, incomplete_head=INCOMPLETE_HEAD,
         # Row builders the model sections call (numbers are formatted by the environment's filters).
@@ -86,15 +93,18 @@ def _answers(answers: dict[str, Any]) -> str:
     return "; ".join(f"{k}: {v!r}" for k, v in answers.items())
 
 
-def _correctness_head(pc: PathCorrectness) -> list[str]:
-    return ["Kind", *pc.by_arm]
+def _correctness_head(paths: dict[str, PathCorrectness]) -> list[str]:
+    """Kind, then a column per path and arm (`http audio`, `http silence`, ..., `aiperf audio`)."""
+    return ["Kind", *(f"{path} {arm}" for path, pc in paths.items() for arm in pc.by_arm)]
 
 
-def _correctness_rows(pc: PathCorrectness) -> list[list[str]]:
-    """Pass rates by arm: all kinds first, then one row per question kind."""
-    arms = list(pc.by_arm)
-    return ([["all arms", *(rate_cell(pc.by_arm[a]) for a in arms)]]
-            + [[k, *(rate_cell(v.get(a)) for a in arms)] for k, v in pc.by_kind.items()])
+def _correctness_rows(paths: dict[str, PathCorrectness]) -> list[list[str]]:
+    """Pass rates by path and arm in one table (the per-item grids summed up): all kinds first, then one row per
+    question kind, in the order the paths first name them."""
+    kinds = list(dict.fromkeys(k for pc in paths.values() for k in pc.by_kind))
+    cols = [(pc, arm) for pc in paths.values() for arm in pc.by_arm]
+    return ([["all kinds", *(rate_cell(pc.by_arm[a]) for pc, a in cols)]]
+            + [[k, *(rate_cell(pc.by_kind.get(k, {}).get(a)) for pc, a in cols)] for k in kinds])
 
 
 def _provenance_rows(p: Provenance) -> list[list[Any]]:
@@ -120,6 +130,30 @@ def _window_row(w: WindowSummary) -> list[Any]:
             w.aiperf.classification if w.aiperf else None]
 
 
+def _grids(r: ModelRow, ch: ModelCharts) -> list[tuple[str, str, Markup]]:
+    """Each path's per-item verdict grid as (path, its one-line summary, inline SVG): the page folds them under
+    the pass rates by kind and arm, which sum them up."""
+    out = []
+    for g in ch.grids:
+        note = f" ({g.truncated} more items in report.json)" if g.truncated else ""
+        cells = [c for row in g.rows for c in row.cells.values()]
+        counts = ", ".join(f"{n} {v}" for v, n in sorted(Counter(c.verdict for c in cells).items()))
+        summary = f"{len(g.rows) + g.truncated} items × {len(g.arms)} arms via {g.path}: {counts or 'no verdicts'}"
+        out.append((g.path, summary, Markup(grid_chart(
+            f"verdict-grid-{g.path}", f"{r.model}: verdicts via {g.path}{note}", g.arms,
+            [(row.item_id, {a: (c.verdict, f"{c.verdict}; answer {c.answer!r}, gold {c.gold!r}")
+                            for a, c in row.cells.items()}) for row in g.rows], expected_wrong=CONTROL_ARMS))))
+    return out
+
+
+def _stage_columns(rows: list[ModelRow]) -> list[str]:
+    """The stages any model reached, in the order they ran (the model's own phase left out)."""
+    seen: dict[str, None] = {}
+    for r in rows:
+        seen.update((s.phase, None) for s in r.stages if s.phase != "model")
+    return list(seen)
+
+
 def _figures(r: ModelRow, ch: ModelCharts) -> list[Markup]:
     """The model's pictures as inline SVG (svg.py escapes every text it draws, so they are markup)."""
     figs = []
@@ -133,12 +167,6 @@ def _figures(r: ModelRow, ch: ModelCharts) -> list[Markup]:
         ], x_label="seconds since run start", y_label="ms"))
     figs.append(histogram_chart("latency-distribution", f"{r.model}: latency distributions",
                                 ch.histogram.edges_ms, ch.histogram.counts, x_label="ms"))
-    for g in ch.grids:
-        note = f" ({g.truncated} more items in report.json)" if g.truncated else ""
-        figs.append(grid_chart(
-            f"verdict-grid-{g.path}", f"{r.model}: verdicts via {g.path}{note}", g.arms,
-            [(row.item_id, {a: (c.verdict, f"{c.verdict}; answer {c.answer!r}, gold {c.gold!r}")
-                            for a, c in row.cells.items()}) for row in g.rows]))
     mem = ch.memory
     series = [("server RSS MiB", [(p.t_s, p.rss_bytes / 2**20) for p in mem])]
     if any(p.gpu_memory_bytes is not None for p in mem):

@@ -31,6 +31,7 @@ from orchestrator.reports.text import (
     server_story_lines,
     settings_rows,
     signed_pct,
+    words,
 )
 
 __all__ = ["render_markdown", "is_failure", "run_state", "gate_rows", "kind_flags"]
@@ -141,7 +142,7 @@ def split_notices(report: RunReport) -> tuple[list[list[str]], list[list[str]]]:
 
 
 def _cell(value: object) -> str:
-    text = dash if value is None or value == "" else str(value)
+    text = str(words(value))  # yes/no, lists joined: never a Python literal
     return text.replace("|", "\\|").replace("\n", " ")
 
 

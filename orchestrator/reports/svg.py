@@ -10,7 +10,8 @@ import math
 from collections.abc import Mapping, Sequence
 from html import escape
 
-__all__ = ["scatter_chart", "line_chart", "histogram_chart", "grid_chart", "COLORS", "VERDICT_COLORS"]
+__all__ = ["scatter_chart", "line_chart", "histogram_chart", "grid_chart", "COLORS", "VERDICT_COLORS",
+           "EXPECTED_WRONG_COLOR"]
 
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b")
 VERDICT_COLORS = {"correct": "#2ca02c", "wrong": "#d62728", "unparsed": "#ffbf00", "error": "#7f7f7f",
@@ -169,9 +170,16 @@ def histogram_chart(chart: str, title: str, edges: Sequence[float], counts: Mapp
     return _svg(chart, title, body)
 
 
+# A wrong answer on an arm that withholds the audio (`expected_wrong`) is what a model that listens gives: drawn
+# in its own quiet colour, not as a failure.
+EXPECTED_WRONG_COLOR = "#b8c7dc"
+
+
 def grid_chart(chart: str, title: str, arms: Sequence[str],
-               rows: Sequence[tuple[str, dict[str, tuple[str, str]]]]) -> str:
-    """Items (rows) by arms (columns), one coloured cell per verdict; each cell's tooltip has the answer."""
+               rows: Sequence[tuple[str, dict[str, tuple[str, str]]]], *,
+               expected_wrong: Sequence[str] = ()) -> str:
+    """Items (rows) by arms (columns), one coloured cell per verdict; each cell's tooltip has the answer. A
+    `wrong` cell on an arm of `expected_wrong` is coloured as expected, not as a failure."""
     if not rows:
         return _empty(chart, title, "no verdicts")
     cell_w, cell_h, label_w, top = 90, 14, 260, _T + 12
@@ -185,14 +193,18 @@ def grid_chart(chart: str, title: str, arms: Sequence[str],
         body.append(f'<text x="{label_w - 6}" y="{y + cell_h - 3}" text-anchor="end">{escape(item[:40])}</text>')
         for j, arm in enumerate(arms):
             verdict, tip = cells.get(arm, ("", "not asked"))
-            color = VERDICT_COLORS.get(verdict, "#f4f4f4")
+            color = EXPECTED_WRONG_COLOR if verdict == "wrong" and arm in expected_wrong \
+                else VERDICT_COLORS.get(verdict, "#f4f4f4")
             body.append(f'<rect class="cell" x="{label_w + j * cell_w + 1}" y="{y + 1}" width="{cell_w - 2}" '
                         f'height="{cell_h - 2}" fill="{color}"><title>{escape(f"{item} / {arm}: {tip}")}</title>'
                         f'</rect>')
     x = 8
-    for verdict, color in VERDICT_COLORS.items():
+    shown = [a for a in arms if a in expected_wrong]
+    legend = list(VERDICT_COLORS.items()) + ([(f"wrong on {', '.join(shown)} (expected)", EXPECTED_WRONG_COLOR)]
+                                              if shown else [])
+    for verdict, color in legend:
         body.append(f'<rect x="{x}" y="{_LEGEND_Y - 9}" width="10" height="10" fill="{color}"/>'
-                    f'<text x="{x + 14}" y="{_LEGEND_Y}">{verdict}</text>')
+                    f'<text x="{x + 14}" y="{_LEGEND_Y}">{escape(verdict)}</text>')
         x += 30 + 7 * len(verdict)
     width = max(_W, label_w + cell_w * len(arms) + 20)
     return _svg(chart, title, body, height=height, width=width)

@@ -14,7 +14,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
 from orchestrator.figures import figure
-from orchestrator.reports.text import dash, gate_pct, mib, ms, num, pct, rate_cell, signed_pct
+from orchestrator.reports.text import dash, gate_pct, mib, ms, num, pct, rate_cell, signed_pct, words
 
 __all__ = ["TEMPLATES", "render"]
 
@@ -35,8 +35,9 @@ def _quotes_as_stdlib(value: object) -> object:
 
 
 def _cell(value: object, blank: str = dash) -> object:
-    """A table cell's value, or `blank` (the report dash) where there is none (None or an empty string)."""
-    return blank if value is None or value == "" else value
+    """A table cell's value in a reader's words (text.words: yes/no, lists joined), or `blank` (the report
+    dash) where there is none (None or an empty string)."""
+    return words(value, blank)
 
 
 def _pretty(value: object, limit: int = 3000) -> str:

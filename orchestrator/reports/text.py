@@ -22,7 +22,7 @@ from orchestrator.reports.schema import (
     ServerFacts,
 )
 
-__all__ = ["ms", "pct", "gate_pct", "signed_pct", "mib", "num", "rate_cell", "dash", "causes_text", "COMPLETENESS_HEAD", "INCOMPLETE_HEAD",
+__all__ = ["words", "ms", "pct", "gate_pct", "signed_pct", "mib", "num", "rate_cell", "dash", "causes_text", "COMPLETENESS_HEAD", "INCOMPLETE_HEAD",
            "completeness_rows", "incomplete_rows", "settings_rows", "json_text", "server_story_lines",
            "ERROR_ANSWER_HEAD", "error_answer_rows", "aiperf_in_words"]
 
@@ -178,3 +178,18 @@ def aiperf_in_words(run: AiperfRun, c: Counts) -> str:
         why = f"Judged from its files: {run.reason}" if run.reason else ""
     why = _SOURCE_PLACE.sub("", why)
     return f"AIPerf ended {run.classification or 'unfinished'} ({exit_text}){files}; {failed}." + (f" {why}" if why else "")
+
+
+def words(value: object, blank: str = dash) -> object:
+    """A table cell's value in a reader's words, never a Python literal: yes/no for a truth value, a list's items
+    joined by commas, a mapping as `key value` pairs; `blank` where there is none (None or an empty string).
+    Anything else is returned as it is."""
+    if value is None or value == "":
+        return blank
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, list | tuple):
+        return ", ".join(str(words(v, blank)) for v in value) or blank
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {words(v, blank)}" for k, v in value.items()) or blank
+    return value

@@ -41,6 +41,9 @@ class Interrupt:
     """Which signal (if any) interrupted the command; set by run_main's watcher."""
 
     signum: int | None = None
+    # While a finished run's live page lingers (--serve-linger): a signal cancels only this scope, so it ends
+    # the wait and the run's own exit code stands.
+    linger: anyio.CancelScope | None = None
 
     @property
     def exit_code(self) -> int:
@@ -196,6 +199,9 @@ def run_main(body: Callable[[Interrupt], Awaitable[int]]) -> int:
             async def watch() -> None:
                 with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
                     async for signum in signals:
+                        if interrupt.linger is not None:
+                            interrupt.linger.cancel()
+                            continue
                         interrupt.signum = int(signum)
                         log.warning("signal_received", signal=signal.Signals(signum).name)
                         tg.cancel_scope.cancel()

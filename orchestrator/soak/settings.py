@@ -7,7 +7,7 @@ import msgspec
 from orchestrator.config import Config, ModelConfig
 from orchestrator.errors import ConfigError, UsageError
 from orchestrator.events import SoakLimits
-from orchestrator.live.address import ServeAddress
+from orchestrator.live.server import LivePage
 
 __all__ = ["SoakOptions", "SoakSettings", "select_model", "resolve_settings"]
 
@@ -23,8 +23,8 @@ class SoakOptions(msgspec.Struct, frozen=True, kw_only=True):
     argv: list[str] = []
     # Any inconclusive verdict exits 1 as a failed one would.
     strict: bool = False
-    # --serve: the live page's address (None: no page).
-    serve: ServeAddress | None = None
+    # --serve: the live page, listening since before the run (None: no page).
+    serve: LivePage | None = None
 
 
 

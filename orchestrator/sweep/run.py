@@ -36,7 +36,7 @@ from orchestrator.events import (
     Warned,
 )
 from orchestrator.judge.answers import judge_answer
-from orchestrator.live.address import ServeAddress
+from orchestrator.live.server import LivePage
 from orchestrator.live.start import start_live_page
 from orchestrator.logs import get_logger, say
 from orchestrator.ports import AiperfFacts, PhaseGates, PhaseLoad, Toolkit
@@ -81,7 +81,7 @@ class SweepOptions(msgspec.Struct, frozen=True, kw_only=True):
     slo: dict[str, float] = {}  # [slo] limits given as flags, by key
     argv: list[str] = []
     match_timeout_s: float = 5.0
-    serve: ServeAddress | None = None  # --serve: the live page's address (None: no page)
+    serve: LivePage | None = None  # --serve: the live page, listening since before the run (None: no page)
 
 
 class _Point(msgspec.Struct, kw_only=True):

@@ -1,5 +1,6 @@
-// aqbench live page: loads the run's state (/state, rebuilt from the journal), then applies the changes
-// the server sends on /events (server-sent events; the browser resumes with Last-Event-ID). Read-only.
+// aqbench live page: the server renders its first HTML with the run's state (render.py); this script loads the
+// state (/state, rebuilt from the journal), then applies the changes the server sends on /events (server-sent
+// events; the browser resumes with Last-Event-ID). Read-only.
 // Charts are plain SVG drawn here; every value is written as text, never as markup.
 "use strict";
 
@@ -45,7 +46,6 @@ function apply(change) {
 }
 
 async function load() {
-  setText("link", "loading the run's state…");
   const resp = await fetch("/state", {cache: "no-store"});
   const body = await resp.json();
   state = body.state;
@@ -104,6 +104,14 @@ function row(table, cells, cls) {
   byId(table).tBodies[0].appendChild(tr);
 }
 function clear(table) { byId(table).tBodies[0].replaceChildren(); }
+// A table with no rows says why (state.py's why_empty: "no checkpoint yet: the first at 30:00 under load").
+function whyEmpty(table) {
+  const body = byId(table).tBodies[0];
+  if (body.rows.length) return;
+  row(table, [state.run.empty[table] || "none yet"]);
+  body.rows[0].className = "empty";
+  body.rows[0].cells[0].colSpan = byId(table).tHead.rows[0].cells.length;
+}
 
 function renderGpus() {
   const mib = (b) => (b === null || b === undefined ? "-" : fmt(Math.round(b / 1048576)));
@@ -151,6 +159,7 @@ function render() {
       v.interval ? `[${fmt(v.interval[0])}, ${fmt(v.interval[1])}]` : "-", fmt(v.limit), v.unit, v.detects, v.reason],
       [null, v.outcome]);
   }
+  whyEmpty("verdicts");
   const s = state.server;
   setText("server-state", s.state || "-"); setText("incarnation", fmt(s.incarnation)); setText("restarts", fmt(s.restarts));
   list("restart-causes", s.causes.map((x) => `restart: ${x}`));
@@ -162,6 +171,7 @@ function render() {
       `${fmt(w.client_p50_ms)}/${fmt(w.client_p99_ms)}`, fmt(w.model_call_p50_ms),
       w.balanced === null ? "-" : w.balanced ? "balanced" : "NOT balanced"]);
   }
+  whyEmpty("windows");
   byId("points-section").hidden = !state.points.length;
   clear("points");
   for (const p of state.points) {
@@ -184,6 +194,7 @@ function render() {
   byId("run-charts").hidden = run.command === "campaign";
   clear("models");
   for (const m of state.models) row("models", [m.name, m.stage, m.state, m.reason]);
+  whyEmpty("models");
   chart("latency-chart", "ms", [
     {name: "client latency", color: "#2f6db5", points: state.latency.filter((p) => p[1] !== null).map((p) => [p[0], p[1]])},
     {name: "model_call_ms (server)", color: "#c2571a", points: state.latency.filter((p) => p[3] !== null).map((p) => [p[0], p[3]])},
@@ -244,6 +255,11 @@ function el(name, attrs, text) {
   return e;
 }
 
+function niceStep(span, n) {
+  const raw = span / n, mag = 10 ** Math.floor(Math.log10(raw));
+  return [1, 2, 2.5, 5, 10].map((m) => m * mag).find((s) => s >= raw);
+}
+
 function chart(id, unit, series) {
   // The legend takes a row per four series (a campaign's chart has one series per model).
   const PER_ROW = 4, rows = Math.max(1, Math.ceil(series.length / PER_ROW));
@@ -258,14 +274,17 @@ function chart(id, unit, series) {
   const xs = pts.map((p) => p[0]), ys = pts.map((p) => p[1]);
   // All samples at one instant: a one-second axis (x0 + 1e-9 rounds back to x0 far from zero, dividing by 0).
   const x0 = Math.min(...xs), x1 = Math.max(...xs) > x0 ? Math.max(...xs) : x0 + 1;
-  const y0 = Math.min(0, ...ys), y1 = Math.max(...ys, y0 + 1e-9) * 1.05;
+  // The axis spans whole steps of a round size (1, 2, 2.5 or 5 times a power of ten), so its ticks read 0, 1000,
+  // 2000, never 1709 and 3418.
+  const step = niceStep((Math.max(...ys) - Math.min(0, ...ys)) || 1, 4);
+  const y0 = Math.floor(Math.min(0, ...ys) / step) * step;
+  const y1 = Math.max(Math.ceil(Math.max(...ys) / step) * step, y0 + step);
   const sx = (x) => L + (x - x0) / (x1 - x0) * (W - L - R);
   const sy = (y) => H - B - (y - y0) / (y1 - y0) * (H - T - B);
   svg.appendChild(el("line", {x1: L, y1: H - B, x2: W - R, y2: H - B, stroke: "#999"}));
   svg.appendChild(el("line", {x1: L, y1: T, x2: L, y2: H - B, stroke: "#999"}));
-  for (const f of [0, 0.5, 1]) {
-    const y = y0 + f * (y1 - y0);
-    svg.appendChild(el("text", {x: L - 4, y: sy(y) + 4, "text-anchor": "end", "font-size": 11}, fmt(y)));
+  for (let y = y0; y <= y1 + step / 2; y += step) {
+    svg.appendChild(el("text", {x: L - 4, y: sy(y) + 4, "text-anchor": "end", "font-size": 11}, fmt(+y.toPrecision(12))));
   }
   svg.appendChild(el("text", {x: L, y: H - 8, "font-size": 11}, `${hms(x0)}`));
   svg.appendChild(el("text", {x: W - R, y: H - 8, "font-size": 11, "text-anchor": "end"}, `${hms(x1)} since start`));

@@ -12,11 +12,13 @@ from test_live_server import _live, _request
 
 from orchestrator.events import (
     MemoryDetail,
+    PhaseStarted,
     PointStats,
     ProcessSampled,
     ResourceSampled,
     ServerRestarting,
     SloCheck,
+    SoakPhase,
     SoakVerdict,
     SweepConcluded,
     SweepPointJudged,
@@ -26,6 +28,36 @@ pytestmark = pytest.mark.anyio
 
 
 class TestLivePageInABrowser:
+    async def test_without_javascript_the_first_html_shows_the_runs_state(self, browser: Browser,
+                                                                           tmp_path: Path) -> None:
+        """The page's script off (a reader without it, a screenshot tool): the first HTML already shows the
+        counters, the run, and why the verdicts table is empty (the first checkpoint's time); a checkpoint
+        verdict then shows on the next load, and the screenshot is of that page."""
+        async with _live(tmp_path, before=5) as live:
+            await live.bus.publish(PhaseStarted(source="soak", phase="soak", detail=SoakPhase(
+                duration_s=3600.0, window_s=300.0, checkpoint_every_s=1800.0)))
+            await live.bus.publish(_request(5, ok=False))
+            await live.flush()
+            async with browser.tab(live.page.url, javascript=False) as page:
+                assert (await page.text("issued"), await page.text("ok"), await page.text("errors")) == ("6", "5", "1")
+                assert await page.text("by-cause") == "timeout 1"
+                assert await page.text("status") == "running" and await page.text("command") == "soak"
+                assert "0 of 12 windows" in await page.text("progress-text")
+                assert "no checkpoint yet: the first at 30:00 under load, the final verdicts at the end" in \
+                    await page.text("verdicts")
+                assert "no window yet: the first opens once the server is ready and closes 5:00 later" in \
+                    await page.text("windows")
+                assert await page.eval("!!document.querySelector('noscript')")
+            await live.bus.publish(SoakVerdict(
+                source="soak", metric="server_rss", passed=True, final=False, outcome="pass", interval=[-1.0, 5.0],
+                limit=10.0, unit="MiB/h", detail=MemoryDetail(slope=2.0, interval=[-1.0, 5.0], limit=10.0, unit="MiB/h")))
+            await live.flush()
+            async with browser.tab(live.page.url, javascript=False) as page:
+                assert "server_rssPASScheckpoint-[-1, 5]10MiB/h" in await page.text("verdicts")
+                await page.screenshot(tmp_path / "no-js.png")
+                assert page.errors == []
+        assert (tmp_path / "no-js.png").stat().st_size > 10_000
+
     async def test_the_numbers_change_as_the_run_goes(self, browser: Browser, tmp_path: Path) -> None:
         """Opened after 5 requests the page shows 5; more requests, a restart, memory samples and a final
         verdict show up without a reload; the end of the feed leaves the last state on the page."""
@@ -45,6 +77,10 @@ class TestLivePageInABrowser:
             assert "exited with SIGKILL" in await page.text("restart-causes")
             await page.wait_text("memory-chart", lambda t: "AIPerf tree RSS (1)" in t, 30)
             assert "client latency (11)" in await page.text("latency-chart")
+            # The latency axis ticks on round values (0, 50, 100, 150 ms here), never on fractions of the maximum.
+            ticks = await page.eval("[...document.querySelectorAll('#latency-chart text[text-anchor=end]')]"
+                                    ".map(t => t.textContent).filter(t => !t.includes('since'))")
+            assert ticks == ["0", "50", "100", "150"], ticks
             assert "model_call_ms (server) (11)" in await page.text("latency-chart")
             await live.bus.publish(SoakVerdict(
                 source="soak", metric="server_rss", passed=True, final=True, outcome="pass", interval=[-1.0, 5.0],

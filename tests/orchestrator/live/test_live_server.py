@@ -63,7 +63,7 @@ async def _live(tmp_path: Path, *, before: int = 0, ring: int = 2048, sub_size: 
         live = Live(bus, writer, None, None, run_dir)  # type: ignore[arg-type]
         scrub = page_scrubber(config, "live-test", run_dir, ["aqbench", "soak"])
         live.feed = LiveFeed(bus, writer.path, scrub=scrub, flush=live.flush, ring=ring, sub_size=sub_size)
-        live.page = LivePage(live.feed, ServeAddress(port=0))
+        live.page = LivePage(ServeAddress(port=0), live.feed)
         try:
             await tg.start(live.feed.run)
             await tg.start(live.page.run)
@@ -250,6 +250,34 @@ class TestServeCommandLine:
                 serve_address(parser.parse_args([command, "--serve-public"]))
             assert serve_address(parser.parse_args([command])) is None
 
+    def test_serve_linger_takes_durations_and_defaults_to_0_off_a_terminal(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """`--serve-linger 10m` keeps the page 600 s after the run, `0` not at all; without it, 5 minutes on a
+        terminal and 0 off one (a script gets its exit code at once); alone, without --serve, it is refused."""
+        import io
+
+        from orchestrator.cli import build_parser
+        from orchestrator.commands.serve_args import serve_address
+        from orchestrator.errors import UsageError
+
+        parser = build_parser()
+        for command in ("soak", "qualify", "sweep", "campaign"):
+            def linger(*extra: str, cmd: str = command) -> float:
+                address = serve_address(parser.parse_args([cmd, "--serve", "0", *extra]))
+                assert address is not None
+                return address.linger_s
+
+            assert linger("--serve-linger", "10m") == 600.0 and linger("--serve-linger", "90") == 90.0
+            assert linger("--serve-linger", "0") == 0.0
+            monkeypatch.setattr("sys.stderr", io.StringIO())
+            assert linger() == 0.0
+            tty = io.StringIO()
+            tty.isatty = lambda: True  # type: ignore[method-assign]
+            monkeypatch.setattr("sys.stderr", tty)
+            assert linger() == 300.0
+            monkeypatch.undo()
+            with pytest.raises(UsageError, match="--serve-linger needs --serve"):
+                serve_address(parser.parse_args([command, "--serve-linger", "5m"]))
+
     async def test_a_taken_port_stops_before_the_run_with_the_address(self, tmp_path: Path) -> None:
         """Another listener on the port: the page's start raises UsageError naming it, nothing is left serving."""
         from orchestrator.errors import UsageError
@@ -263,27 +291,32 @@ class TestServeCommandLine:
             async with anyio.create_task_group() as tg:
                 with pytest.raises(UsageError, match=rf"--serve 127.0.0.1:{port}: cannot listen there .*choose "
                                                      r"another port, or 0"):
-                    await tg.start(LivePage(feed, ServeAddress(port=port)).run)
+                    await tg.start(LivePage(ServeAddress(port=port), feed).run)
 
 
 class TestTheRunsEnd:
-    """`start_live_page` inside a real `open_run`: the page outlives the run's task group until the bus closes."""
+    """`serve_live` around a real `open_run` with `start_live_page`: the page listens before the run, outlives
+    the run's task group until the bus closes, then lingers as `--serve-linger` says."""
 
-    async def _watch_run(self, tmp_path: Path, *, cancel: bool) -> tuple[list[dict[str, Any]], str]:
-        """Run a short run with a page and one stream on it; the frames the stream got, and the page's url."""
-        from orchestrator.live.start import start_live_page
-        from orchestrator.run import open_run
+    async def _watch_run(self, tmp_path: Path, *, cancel: bool, linger_s: float = 0.0,
+                         after: Any = None) -> tuple[list[dict[str, Any]], str, int]:
+        """Run a short run with a page and one stream on it; the frames the stream got, the page's url and the
+        exit code. `after(url, interrupt)` runs beside the linger, once the run has ended."""
+        from orchestrator.live.start import serve_live, start_live_page
+        from orchestrator.run import Interrupt, open_run
 
         cfg = make_config()
         frames: list[dict[str, Any]] = []
-        url = ""
-        with anyio.CancelScope() as outer:
+        urls: list[str] = []
+        interrupt = Interrupt()
+
+        async def body(page: LivePage | None) -> int:
+            assert page is not None
+            urls.append(page.url)
             async with open_run(cfg, command="soak", argv=[], run_dir=tmp_path / "run", close_timeout_s=5) as run:
-                page = await start_live_page(run, ServeAddress(port=0))
-                assert page is not None
-                url = page.url
+                await start_live_page(run, page)
                 http = aiohttp.ClientSession()
-                stream = await http.get(url + "events?since=0")
+                stream = await http.get(page.url + "events?since=0")
 
                 async def read() -> None:
                     try:  # shielded like the page: it reads on while the run is cancelled
@@ -296,27 +329,88 @@ class TestTheRunsEnd:
 
                 run.after.start_soon(read)  # type: ignore[union-attr]
                 await run.bus.publish(_request(1))
+                run.finish(status="failed", exit_code=1)
                 if cancel:
                     outer.cancel()
                     await anyio.sleep_forever()
-        return frames, url
+            if after is not None:
+                tg.start_soon(after, page.url, interrupt)
+            return run.exit_code
+
+        rc = -1
+        async with anyio.create_task_group() as tg:
+            with anyio.CancelScope() as outer:
+                rc = await serve_live(ServeAddress(port=0, linger_s=linger_s), interrupt, body)
+        return frames, urls[0], rc
 
     async def test_the_page_shows_the_final_status_then_stops_serving(self, tmp_path: Path) -> None:
-        """The stream's last frame before `end` carries RunFinished's status; afterwards nothing listens."""
-        frames, url = await self._watch_run(tmp_path, cancel=False)
-        assert frames[-1]["event"] == "end"
+        """The stream's last frame before `end` carries RunFinished's status; with no linger, nothing listens
+        once the command returns."""
+        frames, url, rc = await self._watch_run(tmp_path, cancel=False)
+        assert frames[-1]["event"] == "end" and rc == 1
         runs = [ch[3] for f in frames[:-1] for ch in f["data"]["changes"] if ch[2] == "run"]
-        assert runs[-1]["status"] == "ok" and runs[-1]["finished_unix_ns"] > 0
+        assert runs[-1]["status"] == "failed" and runs[-1]["finished_unix_ns"] > 0
         async with aiohttp.ClientSession() as http:
             with pytest.raises(aiohttp.ClientConnectionError):
                 await http.get(url + "state")
 
     async def test_an_interrupted_run_says_so_on_the_page(self, tmp_path: Path) -> None:
         """Cancelled mid-run (as SIGINT does), the page still gets RunFinished: status `interrupted`."""
-        frames, _ = await self._watch_run(tmp_path, cancel=True)
+        frames, _, _ = await self._watch_run(tmp_path, cancel=True, linger_s=60)
         runs = [ch[3] for f in frames[:-1] for ch in f["data"]["changes"] if ch[2] == "run"]
         assert frames[-1]["event"] == "end" and runs[-1]["status"] == "interrupted"
         assert runs[-1]["reason"] == "cancelled"
+
+    async def test_the_page_answers_after_the_runs_end_while_it_lingers(self, tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+        """With `--serve-linger`, after RunFinished the page still answers: its first HTML holds the final
+        status and says the run has ended, /state too; the terminal says how long it stays. A signal then
+        (the interrupt's linger scope, as run_main's watcher cancels it) ends the wait at once, and the run's own
+        exit code stands."""
+        seen: dict[str, Any] = {}
+
+        async def after(url: str, interrupt: Any) -> None:
+            with anyio.fail_after(10):
+                while interrupt.linger is None:
+                    await anyio.sleep(0.01)
+            async with aiohttp.ClientSession() as http:
+                async with http.get(url) as resp:
+                    seen["html"] = await resp.text()
+                async with http.get(url + "state") as resp:
+                    seen["state"] = (await resp.json())["state"]["run"]
+            interrupt.linger.cancel()  # what Ctrl-C does while the page lingers
+
+        with anyio.fail_after(30):  # the linger is 10 minutes: only the signal ends it this soon
+            frames, url, rc = await self._watch_run(tmp_path, cancel=False, linger_s=600, after=after)
+        assert rc == 1 and frames[-1]["event"] == "end"
+        assert 'class="badge failed">failed<' in seen["html"] and "the run has ended" in seen["html"]
+        assert seen["state"]["status"] == "failed"
+        err = capsys.readouterr().err
+        assert f"live page: {url} stays up 10:00 with the run's final state (Ctrl-C ends it sooner" in err
+        async with aiohttp.ClientSession() as http:
+            with pytest.raises(aiohttp.ClientConnectionError):
+                await http.get(url + "state")
+
+    async def test_the_url_is_said_with_the_port_chosen_for_0(self, tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+        """`--serve 0` at any log level: the terminal gets `live page: http://127.0.0.1:<the real port>/` as soon
+        as the page listens, and that URL answers."""
+        from orchestrator.live.start import serve_live
+        from orchestrator.logs import configure_logging
+        from orchestrator.run import Interrupt
+
+        configure_logging(fmt="console", level="error")  # the line shows at a level that hides the logs
+
+        async def body(page: LivePage | None) -> int:
+            assert page is not None
+            said = capsys.readouterr().err
+            port = int(page.url.rsplit(":", 1)[1].strip("/"))
+            assert port > 0 and f"live page: http://127.0.0.1:{port}/\n" in said, said
+            async with aiohttp.ClientSession() as http, http.get(page.url) as resp:
+                assert resp.status == 200 and "no verdict yet" in await resp.text()
+            return 0
+
+        assert await serve_live(ServeAddress(port=0), Interrupt(), body) == 0
 
 
 class TestFewerFramesWithManyPages:
@@ -344,8 +438,9 @@ class TestMemoryOfQualifyAndSweep:
         async with await anyio.open_process([sys.executable, "-c", "import time; time.sleep(60)"]) as child, \
                 open_run(cfg, command="qualify", argv=[], run_dir=tmp_path / "run", close_timeout_s=5) as run:
             run.tg.start_soon(_kill_at_exit, child)
-            page = await start_live_page(run, ServeAddress(port=0), sample_processes=True)
-            assert page is not None
+            page = LivePage(ServeAddress(port=0))
+            await run.tg.start(page.run)
+            await start_live_page(run, page, sample_processes=True)
             await run.bus.publish(AiperfStarted(source="aiperf", window="m/aiperf", argv=[], shell="", artifact_dir="",
                                                 pid=child.pid))
             roles: set[str] = set()

@@ -79,7 +79,7 @@ class TestFigures:
         """Required and observed gate rates are percentages, never raw floats."""
         md = _md(qualify_journal().events)
         assert "| min_pass_rate | arm:audio | ≥ 90.0% | 50.0% |" in md
-        assert "| min_pass_rate | arm:audio | ≥ 70.0% | 75.0% | True |" in md
+        assert "| min_pass_rate | arm:audio | ≥ 70.0% | 75.0% | yes |" in md
         assert "0.75 " not in md and "| 0.9 |" not in md
 
     def test_an_observed_rate_never_reads_equal_to_a_different_required_one(self) -> None:

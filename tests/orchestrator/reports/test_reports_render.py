@@ -6,6 +6,7 @@ Skipped, with the reason, where Chromium cannot run (tests/browser.py)."""
 from __future__ import annotations
 
 import gzip
+import re
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,7 @@ from orchestrator.events import (
     Warned,
 )
 from orchestrator.reports import write_reports
+from orchestrator.reports.svg import EXPECTED_WRONG_COLOR, VERDICT_COLORS
 from orchestrator.reports.sweep import write_sweep_report
 
 _JOURNALS = Path(__file__).resolve().parents[2] / "data" / "journals"
@@ -69,6 +71,39 @@ def _assert_reads_right(seen_problems: list[str]) -> None:
     assert seen_problems == []
 
 
+# Where each text first shows on the page (the bottom of its line, in px from the top), or null when absent.
+_WHERE = """(needles) => {
+  const out = {};
+  for (const needle of needles) {
+    out[needle] = null;
+    const walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+    for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+      if (!n.textContent.includes(needle)) continue;
+      const range = document.createRange();
+      range.selectNodeContents(n);
+      out[needle] = range.getBoundingClientRect().bottom + window.scrollY;
+      break;
+    }
+  }
+  return out;
+}"""
+_SCREEN = (1280, 800)
+
+
+def _assert_leads_with(browser: Browser, page: Path, needles: list[str], *, max_height: int | None = None) -> int:
+    """Each of `needles` shows within the first screen (1280x800), and the page is at most `max_height` px tall
+    at 1280 px wide; returns the page's height."""
+    def measure(tab: Any, _errors: list[str]) -> tuple[int, dict[str, float | None]]:
+        return tab.evaluate("document.documentElement.scrollHeight"), tab.evaluate(_WHERE, needles)
+
+    height, where = browser.visit(page, measure, width=_SCREEN[0], height=_SCREEN[1])
+    below = {n: y for n, y in where.items() if y is None or y > _SCREEN[1]}
+    assert below == {}, f"{page.name}: not in the first screen (None: nowhere): {below}"
+    if max_height is not None:
+        assert height <= max_height, f"{page.name} is {height} px tall at {_SCREEN[0]} px, over {max_height}"
+    return height
+
+
 class TestQualifyReport:
     def test_the_synthetic_qualify_report_reads_right(self, browser: Browser, tmp_path: Path) -> None:
         """Four models (qualified, unsupported with a 400 body, failing a gate, crashed and restarted while
@@ -96,6 +131,14 @@ class TestQualifyReport:
         charts = {c.chart for c in seen.charts}
         assert {"latency-over-time", "latency-distribution", "memory-over-time", "verdict-grid-http"} <= charts
         assert all(c.width > 300 and c.height > 100 for c in seen.charts if not c.empty)
+        # The verdict first: the run's status, each model's status, failed stage and why, the stage table.
+        rows = msgspec.json.decode((run / "report.json").read_bytes())["rows"]
+        failed = [r for r in rows if r["failed_stage"]]
+        assert failed, rows
+        _assert_leads_with(browser, html, ["run status", "capability", "correctness", "aiperf"]
+                           + [r["model"] for r in rows] + [r["status"] for r in rows]
+                           + [r["reason"][:40] for r in failed])
+        assert "True" not in seen.text.split() and "False" not in seen.text.split() and "['" not in seen.text
 
     def test_restarts_name_their_cause(self, browser: Browser, tmp_path: Path) -> None:
         """A restart is listed with the reason the supervisor journaled for it."""
@@ -108,11 +151,38 @@ class TestQualifyReport:
         assert "because crashed" in seen.text
 
     def test_a_real_qualify_report_reads_right(self, browser: Browser, tmp_path: Path) -> None:
-        """qualify-v2 (a real reference-server run): clean layout, one GPU notice, the badge on one line."""
-        seen = browser.open(_fixture_run(tmp_path, "qualify-v2") / "report.html")
+        """qualify-v2 (a real reference-server run): clean layout, one GPU notice, the badge on one line, the
+        verdict (status, the stage that decided it and why, every stage) in the first screen."""
+        page = _fixture_run(tmp_path, "qualify-v2") / "report.html"
+        seen = browser.open(page)
         _assert_reads_right(seen.layout_problems())
         assert seen.text.count("gpu_sampling_unavailable") == 1
         assert "0.9454545" not in seen.text
+        _assert_leads_with(browser, page, ["run status", "implemented", "noninferiority", "inconclusive", "aiperf"])
+
+    def test_the_default_qualify_report_leads_with_its_verdict_and_is_short(self, browser: Browser,
+                                                                            tmp_path: Path) -> None:
+        """qualify-default (the README's `aqbench qualify` on the default bench.toml: 415 problems, 3 arms, a
+        reference side): the verdict in the first screen, the per-item grids folded under their summary (a
+        `wrong` on the silence and transcript arms drawn as expected, not as a failure), no Python literal in a
+        table, and the whole page at most 6,000 px tall at 1280 px (23,300 px before the grids were folded)."""
+        page = _fixture_run(tmp_path, "qualify-default") / "report.html"
+        seen = browser.open(page)
+        _assert_reads_right(seen.layout_problems())
+        _assert_leads_with(browser, page, ["run status", "aiperf-qualified", "correctness", "noninferiority"],
+                           max_height=6000)
+        folded = browser.visit(page, lambda tab, _e: tab.evaluate(
+            "[...document.querySelectorAll('details')].map(d => [d.open, d.querySelector('summary').textContent,"
+            " d.querySelectorAll('svg[data-chart^=verdict-grid] rect.cell').length])"))
+        grids = [f for f in folded if "Every item's verdict" in f[1]]
+        assert len(grids) == 3 and all(not is_open and cells >= 400 for is_open, _s, cells in grids), folded
+        assert "415 items × 3 arms via http" in grids[0][1]
+        html = page.read_text()
+        assert html.count(f'fill="{EXPECTED_WRONG_COLOR}"><title>') > 0
+        wrong_red = re.findall(rf'fill="{VERDICT_COLORS["wrong"]}"><title>[^/]*/ (\w+): wrong', html)
+        assert wrong_red and set(wrong_red) == {"audio"}, set(wrong_red)  # red only where audio was given
+        for literal in ("True", "False", "['"):
+            assert f">{literal}" not in html, literal
 
 
 class TestOtherReports:
@@ -123,6 +193,11 @@ class TestOtherReports:
             seen = browser.open(run / page)
             _assert_reads_right(seen.layout_problems())
             assert [c for c in seen.charts if not c.empty], page
+        # Each leads with its verdicts: soak.html every metric's, report.html the model's status and stages.
+        _assert_leads_with(browser, run / "soak.html", ["Soak INCONCLUSIVE", "Verdicts", "server_rss", "restarts"],
+                           max_height=4000)
+        _assert_leads_with(browser, run / "report.html", ["run status", "soak-inconclusive", "soak", "server"],
+                           max_height=4000)
 
     def test_run_aiperf_report_reads_right(self, browser: Browser, tmp_path: Path) -> None:
         """A run-aiperf journal's report.html lays out cleanly."""
@@ -131,6 +206,7 @@ class TestOtherReports:
         seen = browser.open(run / "report.html")
         _assert_reads_right(seen.layout_problems())
         assert "`" not in seen.text
+        _assert_leads_with(browser, run / "report.html", ["run status", "Results", "Stages"], max_height=4000)
 
     def test_compare_report_reads_right(self, browser: Browser, tmp_path: Path) -> None:
         """compare.html of two run-aiperf journals lays out cleanly with both CDF charts drawn."""
@@ -140,6 +216,8 @@ class TestOtherReports:
         seen = browser.open(tmp_path / "cmp" / "compare.html")
         _assert_reads_right(seen.layout_problems())
         assert len([c for c in seen.charts if not c.empty]) >= 2
+        outcome = msgspec.json.decode((tmp_path / "cmp" / "compare.json").read_bytes())["outcome"]
+        _assert_leads_with(browser, tmp_path / "cmp" / "compare.html", ["aqbench compare: ", outcome, "Exit code"])
 
     def test_sweep_report_reads_right(self, browser: Browser, tmp_path: Path) -> None:
         """sweep.html of a bracketed rate sweep (a rerun point, a broken one with long reasons and saturation
@@ -170,6 +248,7 @@ class TestOtherReports:
         assert "`" not in seen.text and "aqbench ab: regressed" in seen.text
         assert [(c.chart, c.empty) for c in seen.charts] == [("ab-pairs", False)]
         assert all(c.width > 300 and c.height > 100 for c in seen.charts)
+        _assert_leads_with(browser, run / "ab.html", ["aqbench ab: ", "regressed", "Figures"], max_height=4000)
 
     def test_campaign_report_reads_right(self, browser: Browser, tmp_path: Path) -> None:
         """A campaign's report.html (a lost node, a retried model, a failed one, a file kept on a node) lays out
@@ -180,6 +259,14 @@ class TestOtherReports:
         _assert_reads_right(seen.layout_problems())
         assert "10.0.0.1 (lost)" in seen.text and "`" not in seen.text
         assert seen.charts and all(c.width > 300 and c.height > 20 for c in seen.charts if not c.empty)
+        # The counts by status first, and the models that did not qualify before those that did.
+        report = msgspec.json.decode((tmp_path / "report.json").read_bytes())
+        statuses = [r["status"] for r in report["rows"]]
+        assert "aiperf-qualified" in statuses and set(statuses) != {"aiperf-qualified"}, statuses
+        _assert_leads_with(browser, tmp_path / "report.html", ["Models by status: ", *statuses], max_height=3000)
+        shown = [s for s in re.findall(r"<tr><td>[^<]*</td><td>([^<]*)</td>", (tmp_path / "report.html").read_text())
+                 if s in statuses]
+        assert shown == sorted(shown, key=lambda s: s == "aiperf-qualified"), shown
 
     def test_inventory_report_reads_right(self, browser: Browser, tmp_path: Path) -> None:
         """`aqbench inventory --html` of a checkout with planned, unsupported and broken manifests lays out
@@ -192,6 +279,14 @@ class TestOtherReports:
         seen = browser.open(page)
         _assert_reads_right(seen.layout_problems())
         assert "acme/aqaish-1b" in seen.text and "`" not in seen.text
+        # The counts by status first, the broken manifests and blocked checkpoints first in the table.
+        _assert_leads_with(browser, page, ["Checkpoints by status: ", "error", "blocked", "Checkpoints"])
+        statuses = browser.visit(page, lambda tab, _e: tab.evaluate(
+            "[...document.querySelectorAll('h2 + table')][0].querySelectorAll('tbody tr td:nth-child(3)')"
+            ".length ? [...document.querySelector('h2 + table').querySelectorAll('tbody tr td:nth-child(3)')]"
+            ".map(td => td.textContent) : []"))
+        order = ["error", "blocked", "unsupported", "planned", "implemented", "family-validated", "aiperf-qualified"]
+        assert statuses and statuses == sorted(statuses, key=order.index), statuses
 
 
 def _sweep_journal(path: Path) -> Path:
