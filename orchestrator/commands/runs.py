@@ -7,6 +7,7 @@ import argparse
 import time
 from pathlib import Path
 
+from orchestrator.commands.grammar import add_config_argument, config_given, duration_arg
 from orchestrator.errors import UsageError
 
 __all__ = ["register", "run"]
@@ -21,10 +22,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--delete removes them. A run still being written (no RunFinished and a live process) is never pruned "
         "unless --force. Exit 0 when listed (and pruned), 2 on a usage or configuration error, 3 when aqbench itself "
         "failed (a folder it could not read or remove).")
-    p.add_argument("--config", default="bench.toml",
-                   help="configuration file (default: bench.toml; when that is absent, the defaults: runs/)")
+    add_config_argument(p, optional_use="[run] output_dir and clip_cache (else the defaults: runs/)")
     p.add_argument("--keep", type=int, default=None, metavar="N", help="prune all but the newest N runs")
-    p.add_argument("--older-than", default=None, metavar="DURATION",
+    p.add_argument("--older-than", type=duration_arg, default=None, metavar="DURATION",
                    help="prune the runs started more than DURATION ago (90s, 30m, 8h, 7d)")
     p.add_argument("--delete", action="store_true",
                    help="remove what --keep/--older-than pick (without it, only say what would go)")
@@ -39,14 +39,14 @@ def _mb(n: int) -> str:
 def run(args: argparse.Namespace) -> int:
     # Imported here, not at the top: `aqbench --help` and the other commands must not load the configuration.
     from orchestrator.clip_cache import ClipCache, clip_cache_dir
-    from orchestrator.config import RunConfig, load_config, parse_duration
+    from orchestrator.config import RunConfig, load_config
     from orchestrator.run.catalog import list_runs, plan_prune, prune
 
-    cfg = (RunConfig() if args.config == "bench.toml" and not Path(args.config).exists()
-           else load_config(args.config).run)
+    path = config_given(args)
+    cfg = RunConfig() if path is None else load_config(path).run
     if args.keep is not None and args.keep < 0:
         raise UsageError(f"--keep {args.keep}: give how many of the newest runs to keep (0 or more)")
-    older = parse_duration(args.older_than, what="--older-than") if args.older_than else None
+    older = args.older_than
     pruning = args.keep is not None or older is not None
     if (args.delete or args.force) and not pruning:
         raise UsageError("--delete and --force act on the runs that --keep N or --older-than DURATION pick; "

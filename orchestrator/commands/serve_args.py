@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from orchestrator.config.flags import duration_or_zero_arg
 from orchestrator.errors import UsageError
 from orchestrator.live.address import ServeAddress, parse_serve
 
@@ -23,7 +24,7 @@ def add_serve_arguments(p: argparse.ArgumentParser) -> None:
                         "would")
     p.add_argument("--serve-public", action="store_true",
                    help="allow --serve on an address other than loopback (the page is then reachable from other machines)")
-    p.add_argument("--serve-linger", metavar="DURATION", default=None,
+    p.add_argument("--serve-linger", type=duration_or_zero_arg, metavar="DURATION", default=None,
                    help="after the run, keep the page up this long with the final state, e.g. 10m, or 0 (default: "
                         f"{LINGER_ON_TERMINAL_S / 60:g}m on a terminal, 0 off one; Ctrl-C ends it sooner)")
 
@@ -39,12 +40,7 @@ def serve_address(args: argparse.Namespace) -> ServeAddress | None:
     return parse_serve(args.serve, public=args.serve_public, linger_s=_linger_s(args.serve_linger))
 
 
-def _linger_s(text: str | None) -> float:
-    if text is None:
+def _linger_s(value: float | None) -> float:
+    if value is None:
         return LINGER_ON_TERMINAL_S if sys.stderr.isatty() else 0.0
-    if text.strip() in ("0", "0s", "0m"):
-        return 0.0
-    # Imported here: the config package costs `aqbench --help` start-up time, and only a command that runs needs it.
-    from orchestrator.config import parse_duration
-
-    return parse_duration(text, what="--serve-linger")
+    return value

@@ -10,7 +10,7 @@ from typing import Any
 from orchestrator.config.duration import parse_duration
 from orchestrator.errors import ConfigError
 
-__all__ = ["DURATION_EXAMPLES", "duration_arg", "add_deprecated_alias", "deprecation_lines"]
+__all__ = ["DURATION_EXAMPLES", "duration_arg", "duration_or_zero_arg", "add_deprecated_alias", "deprecation_lines"]
 
 DURATION_EXAMPLES = ("90", "90s", "5m", "8h")  # what every duration flag accepts, in docs/cli.md and its test
 _USED = "_deprecated_flags_used"  # where the namespace keeps the old spellings it met, for deprecation_lines
@@ -25,6 +25,14 @@ def duration_arg(text: str) -> float:
 
 
 duration_arg.__name__ = "duration"  # argparse names the type in its refusal: "invalid duration value: 'x'"
+
+
+def duration_or_zero_arg(text: str) -> float:
+    """A duration flag where 0 (`0`, `0s`, `0m`) means none: `--serve-linger 0`."""
+    return 0.0 if text.strip() in ("0", "0s", "0m", "0h") else duration_arg(text)
+
+
+duration_or_zero_arg.__name__ = "duration"
 
 
 class _DeprecatedAlias(argparse.Action):

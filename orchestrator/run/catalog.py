@@ -12,11 +12,12 @@ from pathlib import Path
 import msgspec
 
 from orchestrator.clip_cache import ClipCache, referenced_hashes
+from orchestrator.journal import is_compact, read_lines
 from orchestrator.run.writing import is_being_written
 
 __all__ = ["RunEntry", "PrunePlan", "Pruned", "list_runs", "plan_prune", "prune"]
 
-_JOURNALS = ("events.jsonl", "campaign.jsonl")
+_JOURNALS = ("events.jsonl", "events.jsonl.zst", "campaign.jsonl")
 _STARTS = ("run_started", "campaign_started")
 _ENDS = ("run_finished", "campaign_finished")
 _TAIL_BYTES = 256 * 1024  # a journal's last lines: RunFinished, or the torn line of an interrupted run
@@ -72,7 +73,16 @@ def _decode(line: bytes) -> _Ends | None:
 
 
 def _first_and_last(journal: Path) -> tuple[_Ends | None, _Ends | None]:
-    """The journal's start event (its first line) and its end event (among its last lines), if any."""
+    """The journal's start event (its first line) and its end event (among its last lines), if any. A compact
+    journal (one zstd stream) is read whole: decompressing is far cheaper than the run that wrote it."""
+    if is_compact(journal):
+        first = end = None
+        for n, raw, _ in read_lines(journal, bytes):
+            if n == 1:
+                first = _decode(raw)
+            elif b'_finished"' in raw and (ev := _decode(raw)) is not None and ev.kind in _ENDS:
+                end = ev
+        return (first if first is not None and first.kind in _STARTS else None), end
     with journal.open("rb") as f:
         first = _decode(f.readline())
         size = f.seek(0, os.SEEK_END)
@@ -116,7 +126,7 @@ def _entry(folder: Path, now_s: float) -> RunEntry | None:
 
 
 def list_runs(root: Path, *, now_s: float | None = None) -> list[RunEntry]:
-    """Every run folder directly under `root` (one with `events.jsonl` or `campaign.jsonl`), oldest first.
+    """Every run folder directly under `root` (one with `events.jsonl`, `events.jsonl.zst` or `campaign.jsonl`), oldest first.
     Dot-named folders (the clip cache) are not runs. Blocks (a walk per folder for its size)."""
     now = time.time() if now_s is None else now_s
     try:
