@@ -33,6 +33,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     load.add_argument("--concurrency", type=int, metavar="C", help="closed-loop concurrent requests")
     p.add_argument("--strict", action="store_true",
                    help="exit 1 when any verdict is inconclusive, not only when one fails")
+    p.add_argument("--no-stop-early", dest="stop_early", action="store_false",
+                   help="run the whole duration: by default a verdict decided at a window's close (memory growth, "
+                        "error rate, restarts, judged at a stricter level per look) halts the load and ends the soak")
     add_serve_arguments(p)
     p.set_defaults(func=run)
 
@@ -50,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
         duration_s=parse_duration(args.duration, what="--duration") if args.duration else None,
         window_s=parse_duration(args.window, what="--window") if args.window else None,
         request_rate=args.rate, concurrency=args.concurrency, model=args.model, argv=sys.argv,
-        strict=args.strict, serve=serve_address(args))
+        strict=args.strict, serve=serve_address(args), stop_early=args.stop_early)
     # Imported here: the adapters (through wiring) load only once the command line is known to be good.
     from orchestrator.commands.wiring import real_toolkit
 

@@ -35,6 +35,7 @@ from orchestrator.events.judging import (
     NoninferiorityJudged,
     ProcessSampled,
     SoakHandover,
+    SoakStopped,
     SoakVerdict,
     SoakWindowClosed,
     SoakWindowOpened,
@@ -115,6 +116,7 @@ from orchestrator.events.values import (
     MemorySummary,
     ServerExitFact,
     SoakLimits,
+    StopPlan,
     Summary,
     TrendPlan,
     WindowStats,
@@ -150,7 +152,7 @@ __all__ = [
     "ResultRow",
     "RunKey",
     # values
-    "Summary", "GateResult", "MemorySummary", "WindowStats", "SoakLimits", "ServerExitFact", "AiperfRunFact", "TrendPlan",
+    "Summary", "GateResult", "MemorySummary", "WindowStats", "SoakLimits", "ServerExitFact", "AiperfRunFact", "TrendPlan", "StopPlan",
     # phase details
     "PhaseDetail", "PHASE_DETAILS", "DatasetPhase", "ModelPhase", "ServerPhase", "CapabilityPhase",
     "CorrectnessPhase", "IdentityPhase", "AiperfPhase", "AiperfRunPhase", "ReferencePhase", "NoninferiorityPhase",
@@ -171,7 +173,7 @@ __all__ = [
     "AiperfExited", "ClientRecord", "ServerRecord", "RequestsInFlight", "RequestCorrelated", "RequestUnmatched",
     "AccountingChecked", "Phase", "CauseCode", "CapabilityProbed", "VerdictReached", "GateEvaluated", "ModelResult",
     "SoakWindowClosed", "SoakVerdict", "AnswerIncomplete", "SoakWindowOpened", "SoakHandover", "ProcessSampled",
-    "NoninferiorityJudged", "HostSampled",
+    "NoninferiorityJudged", "HostSampled", "SoakStopped",
     # sweep
     "SloCheck", "SloPower", "PointStats", "SweepPointJudged", "SweepConcluded", "SweepPhase",
 ]

@@ -47,8 +47,8 @@ async def run_handovers(soak: _Soak, scope: anyio.CancelScope, tg: TaskGroup, sg
             if (sample := soak.tracker.aiperf_sample) is not None:
                 cue.observe(*sample)
             now = time.time_ns()
-            if (sg.end_ns - now) / 1e9 < _MIN_REST_S:
-                break
+            if (sg.end_ns - now) / 1e9 < _MIN_REST_S or soak.decided:
+                break  # a decided soak's load is halted: no successor
             why = cue.due(now)
             if not why or sg.sending not in sg.live:
                 continue

@@ -242,8 +242,9 @@ class SoakTracker:
             self._first_rows = set()
 
     def _request(self, ev: RequestCorrelated) -> Iterable[Event]:
-        """A correlated request counts in the window the join named (none once that window closed)."""
-        if self.cycle and self.first_pass_ns is None:
+        """A correlated request counts in the window the join named (none once that window closed). Before the
+        first window opens a request is no load's (the capability probe's): not one of the first pass."""
+        if self.cycle and self.first_pass_ns is None and self._open:
             self._pass(ev)
         acc = self._open.get(ev.window)
         if acc is None:
