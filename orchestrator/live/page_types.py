@@ -8,6 +8,7 @@ from typing import Any, Literal
 import msgspec
 
 from orchestrator.reports import schema
+from orchestrator.reports.error_kinds import ErrorKind
 from orchestrator.reports.schema import PhaseCounts
 
 __all__ = ["PageState", "Change", "RunInfo", "Counters", "WindowRow", "ModelRow", "VerdictRow", "PointRow",
@@ -177,6 +178,8 @@ class PageState(_S, frozen=True, kw_only=True):
     model_latency: list[ModelSeries] = []
     model_memory: list[ModelSeries] = []
     dropped: dict[str, int] = {}
+    # What the failed requests were answered, by HTTP status and kind of body, one example each.
+    error_kinds: list[ErrorKind] = []
 
 
 class Change(_S, frozen=True, kw_only=True, array_like=True):

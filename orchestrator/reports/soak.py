@@ -323,7 +323,7 @@ def stopped_line(report: SoakReport) -> str:
     if st is None:
         return ""
     load = f", {st.load_s / 60:.1f} min of load" if st.load_s is not None else ""
-    return (f"Stopped early after {st.windows_closed} window(s){load}: decided at {st.confidence:.4%} per look; "
+    return (f"Stopped early after {st.windows_closed} window(s){load}: decided at {st.confidence * 100:.4g}% per look; "
             + "; ".join(f"{v.metric}: {v.reason}" for v in st.verdicts))
 
 

@@ -73,7 +73,7 @@ def error_rate_stop(windows: Sequence[WindowStats], limit: float, confidence: fl
         return None
     return MetricVerdict(
         metric="error_rate", outcome=FAIL,
-        reason=f"beyond the limit at {confidence:.4%} per look: {errors}/{issued} = {errors / issued:.3%} over "
+        reason=f"beyond the limit at {confidence * 100:.4g}% per look: {errors}/{issued} = {errors / issued:.3%} over "
                f"{len(judged)} window(s); pooled lower bound {1.0 - pooled:.3%}, windows' lower bound {lower:.3%}, "
                f"both above the {limit:.3%} limit")
 
@@ -115,7 +115,7 @@ def plan_stops(duration_s: float, window_s: float, limits: SoakLimits, *, cycle_
         growth_s += 15.0
     pass_s = cycle_requests / request_rate if cycle_requests and request_rate else 0.0
     slope_s = max(limits.warmup_s, pass_s) + limits.min_trend_span_s
-    half = f"at {level:.4%} per look (z {z:.2f}), not the final {limits.trend_confidence:.0%}"
+    half = f"at {level * 100:.4g}% per look (z {z:.2f}), not the final {limits.trend_confidence * 100:.4g}%"
     out = [line("server_rss", growth_s,
                 f"growth beyond {limits.rss_growth_limit_mib:g} MiB {half}; the slope beyond "
                 f"{limits.rss_limit_mib_per_h:g} MiB/h from "
