@@ -307,6 +307,8 @@ def _assert_soak_json_now(got: dict[str, Any], old: dict[str, Any]) -> None:
                            aiperf_handover_mib=32.0, aiperf_handover_every_s=0.0)
     old["plan"] = []  # no plan was journaled before issue 29
     old["handovers"] = []  # nor AIPerf handovers
+    # Nor an early stop or its plan; and its requests all succeeded: no kind of error to list.
+    old.update(stopped=None, stop_plan=[], error_kinds=[])
     assert {k: v for k, v in got.items() if k not in ("report_version", "verdicts")} == \
         {k: v for k, v in old.items() if k not in ("report_version", "verdicts")}
     assert [v["metric"] for v in got["verdicts"]] == [v["metric"] for v in old["verdicts"]]
