@@ -36,6 +36,7 @@ from orchestrator.reports.text import (
     COMPLETENESS_HEAD,
     ERROR_ANSWER_HEAD,
     INCOMPLETE_HEAD,
+    WINDOW_ANSWER_HEAD,
     aiperf_in_words,
     causes_text,
     completeness_rows,
@@ -48,6 +49,7 @@ from orchestrator.reports.text import (
     rate_cell,
     server_story_lines,
     settings_rows,
+    window_answer_rows,
 )
 
 __all__ = ["render_html"]
@@ -74,6 +76,7 @@ def render_html(report: RunReport) -> str:
         noninferiority_head=NONINFERIORITY_HEAD, noninferiority_rows=noninferiority_rows, settings_rows=settings_rows,
         json_text=json_text, server_story_lines=server_story_lines, error_answer_head=ERROR_ANSWER_HEAD,
         error_answer_rows=error_answer_rows, aiperf_in_words=aiperf_in_words,
+        window_answer_head=WINDOW_ANSWER_HEAD, window_answer_rows=window_answer_rows(report.windows),
     )
 
 

@@ -14,6 +14,7 @@ from orchestrator.reports.text import (
     COMPLETENESS_HEAD,
     ERROR_ANSWER_HEAD,
     INCOMPLETE_HEAD,
+    WINDOW_ANSWER_HEAD,
     aiperf_in_words,
     causes_text,
     completeness_rows,
@@ -30,6 +31,7 @@ from orchestrator.reports.text import (
     server_story_lines,
     settings_rows,
     signed_pct,
+    window_answer_rows,
 )
 
 __all__ = ["render_markdown", "is_failure", "run_state", "gate_rows", "kind_flags"]
@@ -234,6 +236,9 @@ def render_markdown(report: RunReport) -> str:
                         num(w.timing.requests_per_s), num(w.timing.audio_seconds_per_s),
                         w.counts.accounting_balanced, w.aiperf.classification if w.aiperf else dash]
                        for w in report.windows])
+        if answered := window_answer_rows(report.windows):
+            out += ["What the failed requests were answered, by window:", ""]
+            out += _table(WINDOW_ANSWER_HEAD, answered)
     return "\n".join(out).rstrip("\n") + "\n"
 
 

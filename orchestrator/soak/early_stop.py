@@ -11,8 +11,9 @@ bench/soak_early_stop.py). A Bonferroni level (1 - 2 % / 96: t 5.7 instead of 4.
 would have held the bound by construction, at the cost of about a quarter more growth before a leak stops a soak.
 The final verdicts keep their stated levels. The error rate stops a soak only when two bounds lie above its limit:
 the pooled count's Wilson bound (binomial noise) and the judged windows' mean rate less Student's t times its
-standard error (errors that come in bursts or drift: each window's rate is one observation, so a burst counts as
-one window's scatter, not as thousands of independent requests). Restarts have no noise: a FAIL stops at once.
+standard error, widened by the windows' own lag-1 autocorrelation (errors that come in bursts or drift: each
+window's rate is one observation, so a burst counts as one window's scatter, not as thousands of independent
+requests, and a rate that wanders for many windows is not read as a rate beyond the limit). Restarts have no noise: a FAIL stops at once.
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ def error_rate_stop(windows: Sequence[WindowStats], limit: float, confidence: fl
     rates = [w.errors / w.issued for w in judged]
     mean = fmean(rates)
     t = t_quantile(0.5 + confidence / 2, len(rates) - 1)
-    lower = mean - t * stdev(rates) / math.sqrt(len(rates))
+    lower = mean - t * stdev(rates) / math.sqrt(len(rates)) * _drift_factor(rates)
     if pooled is None or 1.0 - pooled <= limit or lower <= limit:
         return None
     return MetricVerdict(
@@ -76,6 +77,20 @@ def error_rate_stop(windows: Sequence[WindowStats], limit: float, confidence: fl
         reason=f"beyond the limit at {confidence * 100:.4g}% per look: {errors}/{issued} = {errors / issued:.3%} over "
                f"{len(judged)} window(s); pooled lower bound {1.0 - pooled:.3%}, windows' lower bound {lower:.3%}, "
                f"both above the {limit:.3%} limit")
+
+
+def _drift_factor(rates: Sequence[float]) -> float:
+    """How much wider a mean's standard error is when consecutive windows' rates move together: sqrt((1 + r) /
+    (1 - r)) for their lag-1 autocorrelation r (AR(1)'s variance of a mean), r clipped to [0, 0.9]; 1 below
+    three windows, where r cannot be read."""
+    if len(rates) < 3:
+        return 1.0
+    m = fmean(rates)
+    dev = [x - m for x in rates]
+    den = sum(d * d for d in dev)
+    r = sum(a * b for a, b in zip(dev, dev[1:], strict=False)) / den if den > 0 else 0.0
+    r = min(0.9, max(0.0, r))
+    return math.sqrt((1 + r) / (1 - r))
 
 
 def decisive(look: Sequence[MetricVerdict], windows: Sequence[WindowStats], limits: SoakLimits) -> list[MetricVerdict]:

@@ -160,10 +160,23 @@ class TestSoak:
 
     def test_injected_leak_fails_the_memory_verdict_in_minutes(self, short_soaks: dict[str, Running]) -> None:
         """Issue 29's case: `aqbench soak --duration 150s --window 15s` on the default settings against the
-        reference server keeping 1 MiB per request exits 1 with server_rss FAILed on every sample of its 90
-        judged seconds (growth wholly above the 64 MiB cap). The plan said beforehand that only growth could
-        decide so short a span, and the cap is held over the whole judged span, across the end of the first pass."""
+        reference server keeping 1 MiB per request exits 1 with server_rss FAILed on its judged samples (growth
+        wholly above the 64 MiB cap). The plan said beforehand that only growth could decide so short a span, and
+        the cap is held over the whole judged span, across the end of the first pass. Issue 49's early stop: the
+        verdicts are journaled from the first window's close on, a look decides the leak before the 150 s are up,
+        halts the load (every request still accounted, the halted AIPerf run complete), and soak.md says so."""
         returncode, out, run_dir, events = short_soaks["leak"].result()
+        first = min(e["windows_closed"] for e in events if e["kind"] == "soak_verdict")
+        assert first == 1
+        [stopped] = [e for e in events if e["kind"] == "soak_stopped"]
+        assert [v["metric"] for v in stopped["verdicts"]] == ["server_rss"] and stopped["confidence"] == 0.999
+        assert stopped["windows_closed"] < 10 and stopped["load_s"] < 150.0, stopped
+        [stop_plan] = [e["detail"]["stop_plan"] for e in events if e["kind"] == "phase_started" and e["phase"] == "soak"]
+        assert stop_plan[0]["metric"] == "server_rss" and stop_plan[0]["window"] <= stopped["windows_closed"]
+        halted = [e for e in events if e["kind"] == "aiperf_exited"][-1]  # the run sending when the look decided
+        assert halted["classification"] == "complete", halted
+        assert "Stopped early after" in (run_dir / "soak.md").read_text()
+        assert "the load is halted (--no-stop-early runs the whole duration)" in out
         verdicts = _final_verdicts(events)
         assert returncode == 1, out[-3000:]
         rss = verdicts["server_rss"]
