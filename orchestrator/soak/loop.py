@@ -509,18 +509,18 @@ class _Soak:
                                                 summary=stats))
         if self.stop.is_set() or self.decided:
             return
-        await self._look()
+        await self._look(decide=not last)  # a segment's last window: its load has ended, nothing to halt
         if time.monotonic() >= self._next_checkpoint and not last and not self.decided:
             self._next_checkpoint += self.settings.checkpoint_every_s
             await self._checkpoint()
 
-    async def _look(self) -> None:
+    async def _look(self, *, decide: bool = True) -> None:
         """At a window's close: journal the verdicts so far (provisional: the live page shows them from the first
         window on), then judge those that can end the soak at the look's level (early_stop.py); a decisive FAIL
         halts the load, so that every open request is still recorded, and the soak ends with what it has."""
         await self._verdicts(final=False)
         s = self.settings
-        if not s.stop_early:
+        if not (s.stop_early and decide):
             return
         decided = decisive(self._judge(look_limits(s.limits)), self.windows, s.limits)
         if not decided:

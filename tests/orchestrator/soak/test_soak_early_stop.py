@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from config_support import make_config
 from stop_looks import error_stop, error_windows, memory_stop
 
+from orchestrator.cli import build_parser
 from orchestrator.events import ServerExitFact, SoakLimits, WindowStats
 from orchestrator.judge.outcome import FAIL, PASS
 from orchestrator.soak.early_stop import (
@@ -19,6 +21,7 @@ from orchestrator.soak.early_stop import (
     plan_stops,
 )
 from orchestrator.soak.samples import SampleSeries
+from orchestrator.soak.settings import SoakOptions, resolve_settings
 from orchestrator.soak.verdicts import MetricVerdict, judge_soak
 
 T0 = 1_700_000_000 * 10**9
@@ -144,3 +147,15 @@ class TestSeededErrors:
         assert broken == [3] * 10
         tenfold = [error_stop(seed, duration_s=7200.0, per_window=5000, rate=0.01) for seed in range(30)]
         assert sum(s is not None for s in tenfold) >= 10, tenfold
+
+
+class TestNoStopEarly:
+    def test_the_flag_reaches_the_settings(self) -> None:
+        """`--no-stop-early` turns the stop off in the soak's settings; without it the stop is on."""
+        parser = build_parser()
+        assert parser.parse_args(["soak"]).stop_early is True
+        args = parser.parse_args(["soak", "--no-stop-early"])
+        assert args.stop_early is False
+        cfg = make_config()
+        assert resolve_settings(cfg, SoakOptions(stop_early=args.stop_early)).stop_early is False
+        assert resolve_settings(cfg, SoakOptions()).stop_early is True
