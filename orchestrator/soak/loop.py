@@ -530,7 +530,15 @@ class _Soak:
         load_s = (span[1] - span[0]) / 1e9 if span else None
         if (sg := self._live) is not None:
             for name in sorted(sg.live):
-                sg.controls[name].halt()  # issues nothing more; its open requests finish and are recorded
+                if name in sg.names:
+                    sg.controls[name].halt()  # issues nothing more; its open requests finish and are recorded
+                else:  # a successor still gated mid-handover: it sent nothing, so it is stopped, not accounted
+                    sg.abandoned.add(name)
+                    sg.stops[name].set()
+                    await self.bus.publish(Warned(
+                        source="soak", code="soak_handover_failed", detail=NoticeContext(model=self.model.name),
+                        message=f"AIPerf run {name} was still gated when the soak was decided: stopped before it "
+                                "sent anything"))
         confidence = look_confidence(s.limits.trend_confidence)
         await self.bus.publish(SoakStopped(
             source="soak", windows_closed=self.done, confidence=confidence,

@@ -2,7 +2,9 @@
 errors table (run, phases, windows, verdicts, accounting) and a sample of its requests (every status's first 12
 failures, the first 24 successes). The run it came from is in this folder's README.md.
 
-    python tests/data/soak_causes/cut.py RUN_DIR/events.jsonl tests/data/soak_causes/events.jsonl.gz
+    python tests/data/soak_causes/cut.py RUN_DIR/events.jsonl OUT
+
+(OUT: the fixture, `events.jsonl.gz` in this folder.)
 """
 
 from __future__ import annotations
