@@ -3,14 +3,26 @@ seeded false stops and power on memory and error series with realistic noise (st
 
 from __future__ import annotations
 
+import msgspec
 import numpy as np
 import pytest
 from config_support import make_config
 from stop_looks import error_stop, error_windows, memory_stop
 
 from orchestrator.cli import build_parser
-from orchestrator.events import ServerExitFact, SoakLimits, WindowStats
+from orchestrator.events import (
+    PhaseStarted,
+    RunFinished,
+    RunStarted,
+    ServerExitFact,
+    SoakLimits,
+    SoakPhase,
+    SoakStopped,
+    SoakVerdict,
+    WindowStats,
+)
 from orchestrator.judge.outcome import FAIL, PASS
+from orchestrator.reports.soak import fold_soak, render_soak_html, render_soak_markdown
 from orchestrator.soak.early_stop import (
     LOOK_CONFIDENCE,
     STOP_BUDGET,
@@ -159,3 +171,24 @@ class TestNoStopEarly:
         cfg = make_config()
         assert resolve_settings(cfg, SoakOptions(stop_early=args.stop_early)).stop_early is False
         assert resolve_settings(cfg, SoakOptions()).stop_early is True
+
+
+class TestStoppedInTheReport:
+    def test_soak_md_and_html_say_why_the_soak_ended_early_and_state_the_stop_plan(self) -> None:
+        """A journaled SoakStopped reads "Stopped early after 3 window(s), 15.0 min of load" with the deciding
+        verdict in soak.md and soak.html, and the plan's stop lines are listed with the trend plan."""
+        fail = SoakVerdict(metric="server_rss", passed=False, outcome="fail", reason="drifts: +459 MiB/h")
+        events = [
+            RunStarted(command="soak"),
+            PhaseStarted(phase="soak", detail=SoakPhase(duration_s=EIGHT_H, window_s=300.0, stop_early=True,
+                                                         stop_plan=plan_stops(EIGHT_H, 300.0, SoakLimits()))),
+            SoakStopped(verdicts=[fail], windows_closed=3, confidence=0.999, load_s=900.6),
+            msgspec.structs.replace(fail, final=True),
+            RunFinished(status="failed", exit_code=1),
+        ]
+        report = fold_soak(events)
+        md, html = render_soak_markdown(report), render_soak_html(report)
+        line = ("Stopped early after 3 window(s), 15.0 min of load: decided at 99.9% per look; server_rss: drifts: "
+                "+459 MiB/h")
+        assert line in md and line in html
+        assert "- server_rss: can end the soak from window 1's close (5 min)" in md
