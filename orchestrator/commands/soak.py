@@ -17,8 +17,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("soak", help="long-running load with drift, leak, error-rate and restart verdicts",
                        description="Runs one supervised server under uninterrupted AIPerf load (one AIPerf process "
                        "for the whole soak, runs/<id>/aiperf/), cut into windows by time, journals per-window "
-                       "aggregates and verdicts at every checkpoint, and writes runs/<id>/report.{json,md,html} and "
-                       "soak.{json,md,html}. SIGINT ends the load gracefully and still writes the report. "
+                       "aggregates and verdicts at every window's close, and writes runs/<id>/report.{json,md,html} and "
+                       "soak.{json,md,html}. Before the load it runs qualify's capability probe: a server that cannot answer "
+                       "audio questions ends the soak there (exit 1). A verdict decided at a window's close (memory, "
+                       "error rate, restarts; judged stricter per look) halts the load and ends the soak "
+                       "(--no-stop-early runs the whole duration). SIGINT ends the load gracefully and still writes "
+                       "the report. "
                        "Memory (server, aqbench, AIPerf) is judged on every sample after [soak] warmup_s; before "
                        "the load the soak says what each trend verdict can decide. "
                        "Each verdict is PASS, FAIL or INCONCLUSIVE: inconclusive means the evidence cannot decide "
@@ -36,6 +40,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     load.add_argument("--rate", type=float, metavar="R", help="open-loop request rate per second")
     load.add_argument("--concurrency", type=int, metavar="C", help="closed-loop concurrent requests")
     add_strict_argument(p, "verdict")
+    p.add_argument("--no-stop-early", dest="stop_early", action="store_false",
+                   help="run the whole duration: by default a verdict decided at a window's close (memory growth, "
+                        "error rate, restarts, judged at a stricter level per look) halts the load and ends the soak")
     add_serve_arguments(p)
     add_keep_inputs_argument(p)
     p.set_defaults(func=run)
@@ -57,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     opts = SoakOptions(
         duration_s=args.duration, window_s=args.window,
         request_rate=args.rate, concurrency=args.concurrency, model=args.model, argv=sys.argv,
-        strict=args.strict)
+        strict=args.strict, stop_early=args.stop_early)
     # Imported here: the adapters (through wiring) load only once the command line is known to be good.
     from orchestrator.commands.wiring import real_toolkit
 

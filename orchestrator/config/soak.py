@@ -21,7 +21,7 @@ class SoakConfig(Section, frozen=True, kw_only=True):
     warmup_windows: NonNegInt = 1
     """First windows left out of the latency trend and error-rate verdicts (memory uses `warmup_s`)."""
     checkpoint_every_s: PositiveFloat = 1800.0
-    """How often verdicts are journaled and `soak.*` rewritten while the soak runs."""
+    """How often `soak.*` is rewritten while the soak runs (the verdicts are journaled at every window's close)."""
     rss_limit_mib_per_h: NonNegFloat = 8.0
     """The memory trend limit (server, aqbench itself, GPU), MiB per hour."""
     p99_latency_limit_pct_per_h: NonNegFloat = 10.0

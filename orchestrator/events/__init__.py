@@ -36,6 +36,7 @@ from orchestrator.events.judging import (
     NoninferiorityJudged,
     ProcessSampled,
     SoakHandover,
+    SoakStopped,
     SoakVerdict,
     SoakWindowClosed,
     SoakWindowOpened,
@@ -129,6 +130,7 @@ from orchestrator.events.values import (
     RestartFact,
     ServerExitFact,
     SoakLimits,
+    StopPlan,
     Summary,
     TrendPlan,
     WindowStats,
@@ -164,7 +166,7 @@ __all__ = [
     "ResultRow",
     "RunKey",
     # values
-    "Summary", "GateResult", "MemorySummary", "WindowStats", "SoakLimits", "ServerExitFact", "RestartFact", "AiperfRunFact", "TrendPlan",
+    "Summary", "GateResult", "MemorySummary", "WindowStats", "SoakLimits", "ServerExitFact", "RestartFact", "AiperfRunFact", "TrendPlan", "StopPlan",
     # phase details
     "PhaseDetail", "PHASE_DETAILS", "DatasetPhase", "ModelPhase", "ServerPhase", "CapabilityPhase",
     "CorrectnessPhase", "IdentityPhase", "AiperfPhase", "AiperfRunPhase", "ReferencePhase", "NoninferiorityPhase",
@@ -185,7 +187,7 @@ __all__ = [
     "AiperfExited", "ClientRecord", "ServerRecord", "RequestsInFlight", "RequestCorrelated", "RequestUnmatched",
     "AccountingChecked", "Phase", "CauseCode", "CapabilityProbed", "VerdictReached", "GateEvaluated", "ModelResult",
     "SoakWindowClosed", "SoakVerdict", "AnswerIncomplete", "SoakWindowOpened", "SoakHandover", "ProcessSampled",
-    "NoninferiorityJudged", "HostSampled", "GpuIdentified",
+    "NoninferiorityJudged", "HostSampled", "GpuIdentified", "SoakStopped",
     # GPU payloads
     "GpuIdentity", "GpuProcessMemory",
     # sweep

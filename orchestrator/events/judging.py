@@ -15,7 +15,7 @@ from orchestrator.events.payloads import (
 from orchestrator.events.values import WindowStats
 from orchestrator.events.verdicts import VerdictDetail
 
-__all__ = ["CapabilityProbed", "VerdictReached", "GateEvaluated", "ModelResult", "SoakWindowClosed", "SoakVerdict", "AnswerIncomplete", "SoakWindowOpened", "SoakHandover", "ProcessSampled", "NoninferiorityJudged"]
+__all__ = ["CapabilityProbed", "VerdictReached", "GateEvaluated", "ModelResult", "SoakWindowClosed", "SoakVerdict", "AnswerIncomplete", "SoakWindowOpened", "SoakHandover", "ProcessSampled", "NoninferiorityJudged", "SoakStopped"]
 
 
 # ----------------------------------------------------------------------------------- judging
@@ -100,6 +100,17 @@ class SoakVerdict(Event, frozen=True, kw_only=True):
 
 
 # -------------------------------------------------------------------------------- completeness
+
+
+class SoakStopped(Event, frozen=True, kw_only=True):
+    """A look at a window's close decided the soak (orchestrator/soak/early_stop.py): the load was halted so
+    that every open request is still recorded, and the soak ends with the windows so far. `verdicts` are the
+    look's decisive FAILs (judged at `confidence`, two-sided), `windows_closed` the windows judged then."""
+
+    verdicts: list[SoakVerdict]
+    windows_closed: int
+    confidence: float
+    load_s: float | None = None
 
 
 class AnswerIncomplete(Event, frozen=True, kw_only=True):

@@ -20,7 +20,7 @@ from orchestrator.events.payloads import (
     ItemRef,
 )
 from orchestrator.events.sweep import SweepPhase
-from orchestrator.events.values import SoakLimits, TrendPlan
+from orchestrator.events.values import SoakLimits, StopPlan, TrendPlan
 from orchestrator.identity import ModelIdentity
 
 __all__ = ["PhaseDetail", "PHASE_DETAILS", "DatasetPhase", "ModelPhase", "ServerPhase", "CapabilityPhase",
@@ -127,6 +127,10 @@ class SoakPhase(_Phase, frozen=True, kw_only=True, tag="soak"):
     windows: int | None = None
     # What each memory verdict can decide under this plan (said before the load starts).
     plan: list[TrendPlan] = []
+    # Whether a decisive FAIL ends the soak early, and when each verdict that can may first decide (None in
+    # journals written before the soak could stop early: it never did).
+    stop_early: bool | None = None
+    stop_plan: list[StopPlan] = []
 
 
 PHASE_DETAILS: tuple[type[msgspec.Struct], ...] = (

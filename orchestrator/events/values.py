@@ -14,7 +14,7 @@ import msgspec
 from orchestrator.config import SoakConfig
 
 __all__ = ["Summary", "GateResult", "MemorySummary", "WindowStats", "SoakLimits", "ServerExitFact",
-           "RestartFact", "AiperfRunFact", "TrendPlan"]
+           "RestartFact", "AiperfRunFact", "TrendPlan", "StopPlan"]
 
 
 class Summary(msgspec.Struct, frozen=True, kw_only=True):
@@ -208,4 +208,16 @@ class TrendPlan(msgspec.Struct, frozen=True, kw_only=True):
     power_slope: float | None = None
     limit: float | None = None
     unit: str = ""
+    text: str = ""
+
+
+class StopPlan(msgspec.Struct, frozen=True, kw_only=True):
+    """When one verdict that can end a soak may first decide (orchestrator/soak/early_stop.py), said before the
+    load: at the close of window `window` (None: not before the end), `after_s` from the load's first request, each
+    look judging at `confidence` (two-sided); `text` says it."""
+
+    metric: str
+    window: int | None = None
+    after_s: float | None = None
+    confidence: float = 0.0
     text: str = ""

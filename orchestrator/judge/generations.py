@@ -174,7 +174,7 @@ def judge_generations(generations: Sequence[Generation], rule: GenerationRule) -
     p = 0.5 + rule.confidence / 2
     z = NormalDist().inv_cdf(p)
     summaries = [_summary(g, rule, z) for g in generations]
-    level_pct = f"{rule.confidence:.0%}"
+    level_pct = f"{rule.confidence * 100:.4g}%"
     settled = [s for s in summaries if s.level is not None]
     within_fail = [s for s in settled if s.outcome == FAIL]
     within_open = [s for s in settled if s.outcome == INCONCLUSIVE]

@@ -279,7 +279,7 @@ def judge_sampled_trend(times_s: Sequence[float] | np.ndarray, values: Sequence[
         raise ValueError("judge_sampled_trend needs finite times and values")
     span_s = float(t[-1] - t[0]) if t.size else 0.0
     k = batch_count(span_s, rule)
-    level = f"{rule.confidence:.0%}"
+    level = f"{rule.confidence * 100:.4g}%"  # 98%, 99.9% (a look at a stricter level)
     per_h = f"{unit}/h"
 
     def verdict(outcome: Outcome, reason: str, **numbers: object) -> SampledTrend:

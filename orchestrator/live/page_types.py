@@ -8,6 +8,7 @@ from typing import Any, Literal
 import msgspec
 
 from orchestrator.reports import schema
+from orchestrator.reports.error_kinds import ErrorKind
 from orchestrator.reports.schema import PhaseCounts
 
 __all__ = ["PageState", "Change", "RunInfo", "Counters", "WindowRow", "ModelRow", "VerdictRow", "PointRow",
@@ -200,6 +201,8 @@ class PageState(_S, frozen=True, kw_only=True):
     model_memory: list[ModelSeries] = []
     dropped: dict[str, int] = {}
     gpus: list[GpuRow] = []
+    # What the failed requests were answered, by HTTP status and kind of body, one example each.
+    error_kinds: list[ErrorKind] = []
 
 
 class Change(_S, frozen=True, kw_only=True, array_like=True):

@@ -67,6 +67,7 @@ from orchestrator.live.page_types import (
     WindowRow,
 )
 from orchestrator.live.report_rows import ReportSections, detects, exit_text
+from orchestrator.reports.error_kinds import ErrorKinds
 from orchestrator.reports.row_status import StageState, model_status, soak_status
 from orchestrator.reports.windows import PhaseTally, Thinned, phase_key
 
@@ -102,6 +103,7 @@ class PageFold:
         self._memory: dict[str, Thinned[MemoryPoint]] = {}
         self._in_flight: Thinned[InFlightPoint] = Thinned(SERIES_CAP)
         self._dropped: dict[str, int] = {}
+        self._errors = ErrorKinds()
         self._origin = 0
         self._current = ""
         # What the report's fold keeps to say how each model ended (reports/row_status.py): its stages, its
@@ -118,7 +120,7 @@ class PageFold:
                          models=list(self._models.values()), points=list(self._points.values()), verdicts=list(self._verdicts.values()),
                          server=self._server, latency=list(self._latency.points), memory=mem,
                          in_flight=list(self._in_flight.points), dropped=dict(self._dropped),
-                         gpus=list(self._gpus.values()))
+                         gpus=list(self._gpus.values()), error_kinds=self._errors.rows())
 
     def add_all(self, events: Iterable[AnyEvent]) -> list[Change]:
         out: list[Change] = []
@@ -227,6 +229,13 @@ class PageFold:
         key = phase_key(ev)
         tally = self._tallies.setdefault(key, PhaseTally())
         tally.count(ev)
+        failed: list[Change] = []
+        if not ev.ok:
+            self._errors.add(ev)
+            failed = [Change(seq=self.seq, op="set", section="error_kinds", value=self._errors.rows())]
+        return failed + self._on_counted(ev, key, tally)
+
+    def _on_counted(self, ev: RequestCorrelated, key: str, tally: PhaseTally) -> list[Change]:
         if key == "warmup":
             return self._set_counters(warmup=tally.issued)
         if key != "profiling":

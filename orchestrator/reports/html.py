@@ -38,6 +38,7 @@ from orchestrator.reports.text import (
     COMPLETENESS_HEAD,
     ERROR_ANSWER_HEAD,
     INCOMPLETE_HEAD,
+    WINDOW_ANSWER_HEAD,
     aiperf_in_words,
     causes_text,
     completeness_rows,
@@ -50,6 +51,7 @@ from orchestrator.reports.text import (
     rate_cell,
     server_story_lines,
     settings_rows,
+    window_answer_rows,
 )
 
 __all__ = ["render_html", "CONTROL_ARMS"]
@@ -84,6 +86,7 @@ def render_html(report: RunReport) -> str:
         error_answer_rows=error_answer_rows, aiperf_in_words=aiperf_in_words,
         gpu=gpu_context(report.provenance.gpu_identity, [g for r in report.rows for g in r.server.gpus],
                         gpu_notices(report)),
+        window_answer_head=WINDOW_ANSWER_HEAD, window_answer_rows=window_answer_rows(report.windows),
     )
 
 

@@ -15,6 +15,7 @@ from orchestrator.reports.text import (
     COMPLETENESS_HEAD,
     ERROR_ANSWER_HEAD,
     INCOMPLETE_HEAD,
+    WINDOW_ANSWER_HEAD,
     aiperf_in_words,
     causes_text,
     completeness_rows,
@@ -31,6 +32,7 @@ from orchestrator.reports.text import (
     server_story_lines,
     settings_rows,
     signed_pct,
+    window_answer_rows,
     words,
 )
 
@@ -237,6 +239,9 @@ def render_markdown(report: RunReport) -> str:
                         num(w.timing.requests_per_s), num(w.timing.audio_seconds_per_s),
                         w.counts.accounting_balanced, w.aiperf.classification if w.aiperf else dash]
                        for w in report.windows])
+        if answered := window_answer_rows(report.windows):
+            out += ["What the failed requests were answered, by window:", ""]
+            out += _table(WINDOW_ANSWER_HEAD, answered)
     return "\n".join(out).rstrip("\n") + "\n"
 
 

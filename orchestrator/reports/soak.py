@@ -25,6 +25,7 @@ from orchestrator.events import (
     MemorySummary,
     PhaseFinished,
     PhaseStarted,
+    RequestCorrelated,
     ResourceSampled,
     RunFinished,
     RunStarted,
@@ -34,14 +35,17 @@ from orchestrator.events import (
     ServerSpawned,
     SoakHandover,
     SoakPhase,
+    SoakStopped,
     SoakVerdict,
     SoakWindowClosed,
+    StopPlan,
     TrendPlan,
     Warned,
     WindowStats,
 )
 from orchestrator.figures import figure
 from orchestrator.journal import TornLine, iter_journal
+from orchestrator.reports.error_kinds import ERROR_KIND_HEAD, ErrorKind, ErrorKinds, error_kind_rows
 from orchestrator.reports.gpu import GpuTally
 from orchestrator.reports.gpu_tables import GPU_NOTICE_CODES, gpu_context, gpu_markdown
 from orchestrator.reports.schema import GpuFacts
@@ -98,6 +102,12 @@ class SoakReport(msgspec.Struct, frozen=True, kw_only=True):
     gpu_notices: list[str] = []
     # Each restart decided, with its cause, dated by its spawn (or never made).
     restart_events: list[SoakRestart] = []
+    # What the failed requests were answered, by HTTP status and kind of body, with one example each.
+    error_kinds: list[ErrorKind] = []
+    # The look that ended the soak early (None: it ran its duration, or was stopped otherwise), and when each
+    # verdict that can end a soak could first decide (SoakPhase.stop_plan).
+    stopped: SoakStopped | None = None
+    stop_plan: list[StopPlan] = []
 
 
 class SoakRestart(msgspec.Struct, frozen=True, kw_only=True):
@@ -141,6 +151,9 @@ class SoakFold:
         self.restart_events: list[SoakRestart] = []
         self.handovers: list[SoakHandover] = []
         self.plan: list[TrendPlan] = []
+        self.stop_plan: list[StopPlan] = []
+        self.stopped: SoakStopped | None = None
+        self.errors = ErrorKinds()
         self.rule: Literal["window", "sampled"] | None = None  # the latency drift rule the soak journaled
         self.gpu = GpuTally()
         self.gpu_identity: dict[int, GpuIdentity] = {}
@@ -174,10 +187,15 @@ class SoakFold:
             self.restart_events = [msgspec.structs.replace(r, spawned_s=self._run_s(ev.ts_ns))
                                    if r.incarnation == ev.incarnation and r.spawned_s is None else r
                                    for r in self.restart_events]
+        elif isinstance(ev, RequestCorrelated):
+            self.errors.add(ev)
         elif isinstance(ev, SoakHandover):
             self.handovers.append(ev)
+        elif isinstance(ev, SoakStopped):
+            self.stopped = ev
         elif isinstance(ev, PhaseStarted) and isinstance(ev.detail, SoakPhase):
             self.plan = list(ev.detail.plan)
+            self.stop_plan = list(ev.detail.stop_plan)
             self.rule = ev.detail.limits.latency_drift_rule if ev.detail.limits is not None else None
             self.loading = True
         elif isinstance(ev, PhaseFinished) and ev.phase == "soak":
@@ -222,7 +240,8 @@ class SoakFold:
             torn_line=torn.line if torn else None, plan=list(self.plan), handovers=list(self.handovers),
             gpu_identity=[self.gpu_identity[i] for i in sorted(self.gpu_identity)],
             gpus=self.gpu.facts(self.gpu_identity), gpu_notices=list(self.gpu_notices),
-            restart_events=list(self.restart_events))
+            restart_events=list(self.restart_events),
+            error_kinds=self.errors.rows(), stopped=self.stopped, stop_plan=list(self.stop_plan))
 
 
 def fold_soak(events: Iterable[AnyEvent], torn: TornLine | None = None, *, live: bool = False) -> SoakReport:
@@ -375,6 +394,20 @@ def _headline(report: SoakReport) -> str:
     return f"Soak {verdict}; verdicts: {state}; run status: {report.status}; windows closed: {len(report.windows)}"
 
 
+def stopped_line(report: SoakReport) -> str:
+    """Why the soak ended before its duration, when a look decided it ("" otherwise)."""
+    st = report.stopped
+    if st is None:
+        return ""
+    load = f", {st.load_s / 60:.1f} min of load" if st.load_s is not None else ""
+    return (f"Stopped early after {st.windows_closed} window(s){load}: decided at {st.confidence * 100:.4g}% per look; "
+            + "; ".join(f"{v.metric}: {v.reason}" for v in st.verdicts))
+
+
+def _plan_lines(report: SoakReport) -> list[str]:
+    return [p.text for p in report.plan] + [p.text for p in report.stop_plan]
+
+
 def inconclusive_lines(report: SoakReport) -> list[str]:
     """What the evidence could not decide, one line per verdict, for the top of the report."""
     return [f"{v.metric}: {v.reason}" for v in report.verdicts if v.outcome == "inconclusive"]
@@ -384,15 +417,19 @@ def render_soak_markdown(report: SoakReport) -> str:
     lines = [f"# aqbench soak {report.run_id}", "", _headline(report), ""]
     if report.reason:
         lines += [f"Reason: {report.reason}", ""]
+    if stopped := stopped_line(report):
+        lines += [stopped, ""]
     if undecided := inconclusive_lines(report):
         lines += ["Inconclusive (the evidence cannot decide; not a failure unless run with --strict):", "",
                   *(f"- {u}" for u in undecided), ""]
     if report.torn_line is not None:
         lines += [f"Note: the journal's last line ({report.torn_line}) is torn and was skipped.", ""]
-    if report.plan:
-        lines += ["## What the plan could decide (said before the load)", "", *(f"- {p.text}" for p in report.plan), ""]
+    if plan := _plan_lines(report):
+        lines += ["## What the plan could decide (said before the load)", "", *(f"- {p}" for p in plan), ""]
     lines += ["## Verdicts", "", *_md_table(_VERDICT_HEAD, _verdict_rows(report))]
     lines += gpu_markdown(report.gpu_identity, report.gpus, report.gpu_notices)
+    if report.error_kinds:
+        lines += ["## Errors by HTTP status and body", "", *_md_table(ERROR_KIND_HEAD, error_kind_rows(report.error_kinds))]
     lines += ["## Windows", "", *_md_table(_WINDOW_HEAD, _window_rows(report))]
     if generations := _generation_rows(report):
         lines += ["## AIPerf generations (aiperf_rss judged per process)", "",
@@ -425,7 +462,8 @@ def render_soak_html(report: SoakReport) -> str:
                   undecided=inconclusive_lines(report), verdict_head=_VERDICT_HEAD, verdict_rows=_verdict_rows(report),
                   charts=[Markup(c) for c in _charts(report)], window_head=_WINDOW_HEAD,
                   window_rows=_window_rows(report), generation_head=_GENERATION_HEAD,
-                  generation_rows=_generation_rows(report),
+                  generation_rows=_generation_rows(report), stopped=stopped_line(report), plan=_plan_lines(report),
+                  error_head=ERROR_KIND_HEAD, error_rows=error_kind_rows(report.error_kinds),
                   gpu=gpu_context(report.gpu_identity, report.gpus, report.gpu_notices))
 
 

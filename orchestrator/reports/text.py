@@ -20,11 +20,12 @@ from orchestrator.reports.schema import (
     PhaseCounts,
     Restart,
     ServerFacts,
+    WindowSummary,
 )
 
 __all__ = ["words", "ms", "pct", "gate_pct", "signed_pct", "mib", "num", "rate_cell", "dash", "causes_text", "COMPLETENESS_HEAD", "INCOMPLETE_HEAD",
            "completeness_rows", "incomplete_rows", "settings_rows", "json_text", "server_story_lines",
-           "ERROR_ANSWER_HEAD", "error_answer_rows", "aiperf_in_words"]
+           "ERROR_ANSWER_HEAD", "error_answer_rows", "WINDOW_ANSWER_HEAD", "window_answer_rows", "aiperf_in_words"]
 
 COMPLETENESS_HEAD = ["Completeness via", "Checked", "Complete", "Defects"]
 INCOMPLETE_HEAD = ["Path", "Item", "Arm", "Request id", "Defects", "Verdict", "Answer"]
@@ -160,6 +161,15 @@ def _restart_line(r: Restart) -> str:
 def error_answer_rows(c: Counts) -> list[list[Any]]:
     """What failed requests were answered (the server's body for 4xx/5xx), most frequent first per group."""
     return [[a.phase, a.cause, a.http_status, a.count, a.message] for a in c.error_answers]
+
+
+WINDOW_ANSWER_HEAD = ["Window", *ERROR_ANSWER_HEAD]
+
+
+def window_answer_rows(windows: list[WindowSummary]) -> list[list[Any]]:
+    """What each window's failed requests were answered, by phase, cause, HTTP status and body (a 413 apart from
+    a 400): every window's rows, a run that did not fail included."""
+    return [[w.window, *r] for w in windows for r in error_answer_rows(w.counts)]
 
 
 def aiperf_in_words(run: AiperfRun, c: Counts) -> str:

@@ -48,8 +48,8 @@ async def run_handovers(soak: _Soak, scope: anyio.CancelScope, tg: TaskGroup, sg
             if (sample := soak.tracker.aiperf_sample) is not None:
                 cue.observe(*sample)
             now = time.time_ns()
-            if (sg.end_ns - now) / 1e9 < _MIN_REST_S:
-                break
+            if (sg.end_ns - now) / 1e9 < _MIN_REST_S or soak.decided:
+                break  # a decided soak's load is halted: no successor
             why = cue.due(now)
             if not why or sg.sending not in sg.live:
                 continue
@@ -103,6 +103,8 @@ async def _hand_over(soak: _Soak, tg: TaskGroup, sg: SegmentRuns, seg: int, why:
     # Ready before the segment's end (less a second to swap), or not at all.
     wait_s = min(READY_TIMEOUT_S, (sg.end_ns - time.time_ns()) / 1e9 - 1.0)
     ready = await _ready(soak, name, control, sg.exits[name], wait_s)
+    if ready is None and name in sg.abandoned:
+        return None  # the soak was decided while it waited at its gate; the look stopped it and said so
     if ready is None:
         sg.stops[name].set()
         ungated = name in soak.tracker.first_profiling_ns

@@ -52,22 +52,26 @@ from orchestrator.events import (
     PhaseFinished,
     PhaseStarted,
     ServerPhase,
+    SoakLimits,
     SoakPhase,
+    SoakStopped,
     SoakVerdict,
     SoakWindowClosed,
     SoakWindowOpened,
     Warned,
     verdict_numbers,
 )
-from orchestrator.judge.outcome import INCONCLUSIVE
+from orchestrator.judge.outcome import FAIL, INCONCLUSIVE
 from orchestrator.live.start import start_live_page
 from orchestrator.logs import get_logger, say
 from orchestrator.ports import AiperfFacts, AiperfInvocation, AiperfResult, HandoverControl, Toolkit
 from orchestrator.run import Interrupt, RunScope, new_run_id, open_run
 from orchestrator.run.observer import ObserverSampler
 from orchestrator.server_spec import ServerSpec
+from orchestrator.soak.capability import PROBE_PLAN, probe_before_load
 from orchestrator.soak.checkpoint import CheckpointReportFailed, write_checkpoint_report
 from orchestrator.soak.closing import CLOSE_WAIT_S, wait_closable
+from orchestrator.soak.early_stop import decisive, look_confidence, look_limits, plan_stops
 from orchestrator.soak.handing import run_handovers
 from orchestrator.soak.heap import keep_large_blocks_off_heap, trim_heap
 from orchestrator.soak.leftovers import check_processes
@@ -152,8 +156,10 @@ async def _soak(cfg: Config, opts: SoakOptions, settings: SoakSettings, model: M
             raise
         failed = [v for v in verdicts if v.failed]
         undecided = [v for v in verdicts if v.outcome == INCONCLUSIVE]
-        code = exit_code(verdicts, strict=opts.strict)
-        if interrupt.signum:
+        code = 1 if state.unsupported else exit_code(verdicts, strict=opts.strict)
+        if state.unsupported and not interrupt.signum:
+            run.finish(status="failed", exit_code=1, reason=state.unsupported, counts={"windows": 0})
+        elif interrupt.signum:
             reason = f"interrupted by {signal.Signals(interrupt.signum).name} after {state.done} window(s)"
             run.finish(status="interrupted", exit_code=interrupt.exit_code, reason=reason,
                        counts={"windows": state.done})
@@ -196,6 +202,8 @@ class _Soak:
         self._sent = 0  # requests of the closed windows: where the next AIPerf run's input starts
         self._next_checkpoint = 0.0
         self._last_end_ns: int | None = None  # the last answer of the windows finalised so far
+        self.decided: list[MetricVerdict] = []  # the look's FAILs that ended the soak early (empty: none did)
+        self.unsupported = ""  # why the capability probe stopped the soak before its load ("": it did not)
         limits = settings.limits
         self.tracker = SoakTracker(run.bus, dataset, model, max_tokens=run.config.workload.max_tokens,
                                    warmup_s=limits.warmup_s, baseline_s=limits.latency_baseline_s)
@@ -247,12 +255,18 @@ class _Soak:
                 try:
                     await self.phase("server", "passed",
                                      detail=ServerPhase(argv=list(spec.argv(1)), base_url=handle.base_url))
+                    stops = plan_stops(s.duration_s, s.window_s, s.limits, cycle_requests=len(rows),
+                                       request_rate=s.request_rate, enabled=s.stop_early)
                     await self.phase("soak", detail=SoakPhase(
                         duration_s=s.duration_s, window_s=s.window_s, checkpoint_every_s=s.checkpoint_every_s,
                         request_rate=s.request_rate, concurrency=s.concurrency, warmup_requests=s.warmup_requests,
-                        arms=s.arms, limits=s.limits, plan=plan))
-                    say("soak plan:\n" + "\n".join(f"  {p.text}" for p in plan))
-                    await self._windows(handle, correlator, install, tokenizer, rows)
+                        arms=s.arms, limits=s.limits, plan=plan, stop_early=s.stop_early, stop_plan=stops))
+                    say("soak plan:\n" + "\n".join(f"  {line}" for line in [*(p.text for p in plan), *(p.text for p in stops)])
+                        + f"\n  {PROBE_PLAN}")
+                    self.unsupported = await probe_before_load(run, self.toolkit, m, self.dataset, rows, correlator,
+                                                               handle.base_url)
+                    if not self.unsupported:
+                        await self._windows(handle, correlator, install, tokenizer, rows)
                 finally:
                     with anyio.CancelScope(shield=True):
                         await handle.stop()
@@ -265,6 +279,10 @@ class _Soak:
             await self.bus.publish(Warned(source="soak", code="soak_server_failed", message=server_failure,
                                           detail=NoticeContext(model=self.model.name)))
         await anyio.to_thread.run_sync(lambda: shutil.rmtree(self.tmp_dir, ignore_errors=True))
+        if self.unsupported:
+            await self.phase("soak", "unsupported", self.unsupported, SoakPhase(windows=0))
+            await self.phase("model", "unsupported", self.unsupported)
+            return []
         check = await anyio.to_thread.run_sync(
             lambda: check_processes(run.run_dir, orphans_killed=self.tracker.orphans_killed,
                                     orphans_reaped=self.tracker.supervision.orphans_reaped))
@@ -283,7 +301,7 @@ class _Soak:
         self._next_checkpoint = time.monotonic() + s.checkpoint_every_s
         remaining = s.duration_s
         failures = 0
-        while remaining >= _MIN_RUN_S and not self.stop.is_set():
+        while remaining >= _MIN_RUN_S and not self.stop.is_set() and not self.decided:
             self.segment += 1
             loaded_s, delivered = await self._segment(remaining, handle, correlator, install, tokenizer, rows)
             remaining -= loaded_s
@@ -495,9 +513,48 @@ class _Soak:
         self.done += 1
         await self.bus.publish(SoakWindowClosed(source="soak", window=cut.name, index=cut.index,
                                                 summary=stats))
-        if time.monotonic() >= self._next_checkpoint and not self.stop.is_set() and not last:
+        if self.stop.is_set() or self.decided:
+            return
+        await self._look(decide=not last)  # a segment's last window: its load has ended, nothing to halt
+        if time.monotonic() >= self._next_checkpoint and not last and not self.decided:
             self._next_checkpoint += self.settings.checkpoint_every_s
             await self._checkpoint()
+
+    async def _look(self, *, decide: bool = True) -> None:
+        """At a window's close: journal the verdicts so far (provisional: the live page shows them from the first
+        window on), then judge those that can end the soak at the look's level (early_stop.py); a decisive FAIL
+        halts the load, so that every open request is still recorded, and the soak ends with what it has."""
+        await self._verdicts(final=False)
+        s = self.settings
+        if not (s.stop_early and decide):
+            return
+        decided = decisive(self._judge(look_limits(s.limits)), self.windows, s.limits)
+        if not decided:
+            return
+        self.decided = decided
+        span = self._load_span()
+        load_s = (span[1] - span[0]) / 1e9 if span else None
+        if (sg := self._live) is not None:
+            for name in sorted(sg.live):
+                if name in sg.names:
+                    sg.controls[name].halt()  # issues nothing more; its open requests finish and are recorded
+                else:  # a successor still gated mid-handover: it sent nothing, so it is stopped, not accounted
+                    sg.abandoned.add(name)
+                    sg.stops[name].set()
+                    await self.bus.publish(Warned(
+                        source="soak", code="soak_handover_failed", detail=NoticeContext(model=self.model.name),
+                        message=f"AIPerf run {name} was still gated when the soak was decided: stopped before it "
+                                "sent anything"))
+        confidence = look_confidence(s.limits.trend_confidence)
+        await self.bus.publish(SoakStopped(
+            source="soak", windows_closed=self.done, confidence=confidence,
+            load_s=None if load_s is None else round(load_s, 3),
+            verdicts=[self._event(v, final=False) for v in decided]))
+        what = "; ".join(f"{v.metric}: {v.reason}" for v in decided)
+        log.warning("soak_stopped_early", windows=self.done, reason=what)
+        print(f"soak: decided after {self.done} window(s)"
+              + (f" ({load_s / 60:.1f} min of load)" if load_s is not None else "")
+              + f", the load is halted (--no-stop-early runs the whole duration): {what}", file=sys.stderr, flush=True)
 
     async def _run_window(self, cmd: AiperfInvocation, name: str, *, deadline_s: float, install: AiperfFacts,
                           exited: Exit, stop: anyio.Event) -> AiperfResult:
@@ -526,8 +583,8 @@ class _Soak:
 
     async def _checkpoint(self) -> None:
         """Checkpoint verdicts, then the soak report from the journal so far (an interrupted soak keeps it),
-        folded by a child process so that this process, whose memory is judged, never holds the fold."""
-        await self._verdicts(final=False)
+        folded by a child process so that this process, whose memory is judged, never holds the fold. The
+        verdicts were journaled at the window's close (_look)."""
         # The verdicts must be in the file the child reads: the journal writer batches.
         await self.run_scope.flush_journal()
         try:
@@ -538,29 +595,42 @@ class _Soak:
                                           message=f"checkpoint report after window {self.done} failed: {exc}"))
 
     async def _verdicts(self, *, final: bool, processes: ProcessCheck | None = None) -> list[MetricVerdict]:
+        """Judge every verdict at the stated levels and journal them. A final verdict that an early stop decided
+        stays a FAIL: the look judged it at a stricter level, and the windows after it only cut the load short."""
+        verdicts = self._judge(self.settings.limits, processes)
+        if final and self.decided:
+            stopped = {v.metric: v for v in self.decided}
+            verdicts = [v if v.failed or v.metric not in stopped else MetricVerdict(
+                metric=v.metric, outcome=FAIL, detail=v.detail or stopped[v.metric].detail,
+                reason=f"ended the soak early: {stopped[v.metric].reason}") for v in verdicts]
+        for v in verdicts:
+            await self.bus.publish(self._event(v, final=final))
+        return verdicts
+
+    def _event(self, v: MetricVerdict, *, final: bool) -> SoakVerdict:
+        slope, interval, limit, unit = verdict_numbers(v.detail)
+        return SoakVerdict(source="soak", metric=v.metric, passed=v.passed, final=final, outcome=v.outcome,
+                           reason=v.reason, windows_closed=self.done, slope=slope, interval=interval, limit=limit,
+                           unit=unit, detail=v.detail)
+
+    def _judge(self, limits: SoakLimits, processes: ProcessCheck | None = None) -> list[MetricVerdict]:
+        """Every verdict over the windows closed so far, at `limits`. Pure but for reading the trackers."""
         # A segment with a run still live (a handover's predecessor ended, its successor sends) is checked
         # once all its runs have ended: its windows hold both runs' requests.
         live = self._live.live if self._live is not None else set()
         runs = [r for r in self.runs if not (live and r.segment == self.segment)]
         span = self._load_span()
-        verdicts = judge_soak(self.windows, self.settings.limits, exits=self.tracker.exits,
-                              restarts=self.tracker.supervision.restarts, processes=processes,
-                              cut_short=self.cut_short, runs=runs, running=", ".join(sorted(live)),
-                              handovers=self.handovers,
-                              stopped=set(self.stopped_at), samples=self.tracker.samples, load_span_ns=span,
-                              ratios=self.tracker.ratios if self.settings.limits.latency_drift_rule == "sampled" else None,
-                              first_pass=self.tracker.first_pass(),
-                              aiperf_generations=self.tracker.aiperf_generations(span[1]) if span else (),
-                              gap_allowance=schedule_allowance(self.settings.request_rate,
-                                                               self.cfg.workload.arrival_pattern),
-                              host_pauses=self.tracker.pause_watch.pauses)
-        for v in verdicts:
-            slope, interval, limit, unit = verdict_numbers(v.detail)
-            await self.bus.publish(SoakVerdict(
-                source="soak", metric=v.metric, passed=v.passed, final=final, outcome=v.outcome, reason=v.reason,
-                windows_closed=self.done, slope=slope, interval=interval, limit=limit, unit=unit, detail=v.detail))
-        return verdicts
-
+        return judge_soak(self.windows, limits, exits=self.tracker.exits,
+                          restarts=self.tracker.supervision.restarts, processes=processes,
+                          cut_short=self.cut_short, runs=runs, running=", ".join(sorted(live)),
+                          handovers=self.handovers,
+                          stopped=set(self.stopped_at), samples=self.tracker.samples, load_span_ns=span,
+                          ratios=self.tracker.ratios if self.settings.limits.latency_drift_rule == "sampled" else None,
+                          first_pass=self.tracker.first_pass(),
+                          aiperf_generations=self.tracker.aiperf_generations(span[1]) if span else (),
+                          gap_allowance=schedule_allowance(self.settings.request_rate,
+                                                           self.cfg.workload.arrival_pattern),
+                          host_pauses=self.tracker.pause_watch.pauses)
 
     def _load_span(self) -> tuple[int, int] | None:
         """The load's span so far (wall-clock ns): its first request (AIPerf's start-up is no load) to the

@@ -25,6 +25,8 @@ class SoakOptions(msgspec.Struct, frozen=True, kw_only=True):
     strict: bool = False
     # --serve: the live page, listening since before the run (None: no page).
     serve: LivePage | None = None
+    # --no-stop-early: run the whole duration even once a look has decided a FAIL (orchestrator/soak/early_stop.py).
+    stop_early: bool = True
 
 
 
@@ -57,6 +59,8 @@ class SoakSettings(msgspec.Struct, frozen=True, kw_only=True):
     # When the load moves to a fresh AIPerf process (orchestrator/soak/handover.py); 0: never by that cue.
     handover_mib: float = 0.0
     handover_every_s: float = 0.0
+    # A decisive FAIL at a window's close ends the soak (orchestrator/soak/early_stop.py).
+    stop_early: bool = True
 
 
 def resolve_settings(cfg: Config, opts: SoakOptions) -> SoakSettings:
@@ -74,4 +78,5 @@ def resolve_settings(cfg: Config, opts: SoakOptions) -> SoakSettings:
     return SoakSettings(duration_s=duration, window_s=window, checkpoint_every_s=s.checkpoint_every_s,
                      request_rate=rate, concurrency=None if rate is not None else conc,
                      warmup_requests=w.warmup_requests, arms=list(w.arms), limits=SoakLimits.from_config(s),
-                        handover_mib=s.aiperf_handover_mib, handover_every_s=s.aiperf_handover_every_s)
+                        handover_mib=s.aiperf_handover_mib, handover_every_s=s.aiperf_handover_every_s,
+                        stop_early=opts.stop_early)

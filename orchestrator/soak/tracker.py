@@ -40,7 +40,7 @@ from orchestrator.soak.samples import SampleSeries
 from orchestrator.soak.sessions import SessionLedger
 from orchestrator.soak.supervision import SupervisionFacts
 from orchestrator.soak.verdicts import FirstPass
-from orchestrator.soak.window import WindowAccumulator, WindowStats
+from orchestrator.soak.window import WINDOW_PREFIX, WindowAccumulator, WindowStats
 
 __all__ = ["SoakTracker"]
 
@@ -249,8 +249,9 @@ class SoakTracker:
             self._first_rows = set()
 
     def _request(self, ev: RequestCorrelated) -> Iterable[Event]:
-        """A correlated request counts in the window the join named (none once that window closed)."""
-        if self.cycle and self.first_pass_ns is None:
+        """A correlated request counts in the window the join named (none once that window closed). The
+        capability probe's requests (their own window, before the load) are not the load's: not of the first pass."""
+        if self.cycle and self.first_pass_ns is None and ev.window.startswith(WINDOW_PREFIX):
             self._pass(ev)
         acc = self._open.get(ev.window)
         if acc is None:

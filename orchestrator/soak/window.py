@@ -18,12 +18,15 @@ from orchestrator.events import MemorySummary, WindowStats
 from orchestrator.judge.gates import ScoredAnswer, evaluate_gates
 from orchestrator.judge.stats import summarize
 
-__all__ = ["MemorySummary", "WindowStats", "WindowAccumulator", "window_name", "total_requests"]
+__all__ = ["MemorySummary", "WindowStats", "WindowAccumulator", "window_name", "WINDOW_PREFIX", "total_requests"]
+
+
+WINDOW_PREFIX = "soak/w"
 
 
 def window_name(index: int) -> str:
     """`soak/w0001` for index 1: windows sort by name in journal and folder listings."""
-    return f"soak/w{index:04d}"
+    return f"{WINDOW_PREFIX}{index:04d}"
 
 
 def _span_s(start_ns: int | None, end_ns: int | None) -> float | None:

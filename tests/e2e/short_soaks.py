@@ -174,9 +174,10 @@ def short_soaks(tmp_path_factory: pytest.TempPathFactory, shared: set[int]) -> I
         runs["default-90s"] = Running(t, default_config(t), "--duration", "90s", "--window", "30s")
         t = tmp("leak")
         # The longest of them also hands AIPerf's load over every 40 s (twice, start-up allowing): the handover
-        # rides a real soak at no cost in suite time.
+        # rides a real soak at no cost in suite time. Its 180 s are a bound: the early stop ends it once a look
+        # decides the leak (about 2 minutes in; 150 s before the soak could stop early).
         runs["leak"] = Running(t, default_config(t, "--fault-leak-mib", "1", handover_every_s=40.0),
-                               "--duration", "150s", "--window", "15s")
+                               "--duration", "180s", "--window", "15s")
         t = tmp("sigint")
         runs["sigint"] = Running(t, config(t, duration=120.0))
         shared.update(r.proc.pid for r in runs.values())

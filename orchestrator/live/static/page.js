@@ -148,6 +148,13 @@ function render() {
   setText("in-flight-source", state.in_flight.length ? "(server gauge)" : "(accounting)"); setText("warmup", fmt(c.warmup)); setText("unmatched", fmt(c.unmatched));
   const causes = Object.entries(c.by_cause).map(([k, n]) => `${k} ${n}`).join(", ");
   setText("by-cause", causes || "none");
+  clear("error-kinds");
+  const kinds = state.error_kinds || [];
+  byId("error-kinds").hidden = !kinds.length;
+  for (const k of kinds) {
+    row("error-kinds", [k.http_status === null ? "none" : String(k.http_status), k.cause, fmt(k.count),
+      k.kind || "-", k.example || "-"]);
+  }
   setText("live-dropped", fmt(liveDropped));
   const dropped = Object.entries(state.dropped).map(([k, n]) => `${k} ${n}`).join(", ");
   setText("dropped", dropped || "none");
