@@ -4,12 +4,11 @@ requests. Journals the `capability` phase and its checks; starts no load."""
 
 from __future__ import annotations
 
-import sys
-
 from orchestrator.config import ModelConfig
 from orchestrator.correlate import Correlator
 from orchestrator.dataset import ArmRequest, Dataset
 from orchestrator.events import ModelResult, ResultRow
+from orchestrator.logs import say
 from orchestrator.ports import Toolkit
 from orchestrator.qualify.context import StageFailed
 from orchestrator.qualify.probe import ProbeSession, capability_probe
@@ -37,6 +36,6 @@ async def probe_before_load(run: RunScope, toolkit: Toolkit, model: ModelConfig,
                                           failed_stage="capability",
                                           row=ResultRow(**model.identity_fields(), reason=reason, noninferiority=None,
                                                         keyed_by=None)))
-        print(f"soak: {reason}", file=sys.stderr, flush=True)
+        say(f"soak: {reason}")
         return reason
     return ""

@@ -7,22 +7,24 @@ complete run as the first run does by its --benchmark-duration."""
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import Protocol
 
 import anyio
 from anyio.abc import TaskGroup
 
+from orchestrator.config import Config, ModelConfig
 from orchestrator.events import NoticeContext, SoakHandover, Warned
 from orchestrator.figures import figure
 from orchestrator.logs import get_logger
-from orchestrator.ports import HandoverControl
+from orchestrator.ports import AiperfFacts, AiperfInvocation, EventSink, HandoverControl, Toolkit
 from orchestrator.soak.handover import HandoverCue, swap
-from orchestrator.soak.segment import Exit, SegmentRuns
+from orchestrator.soak.segment import Exit, Launch, SegmentRuns
+from orchestrator.soak.settings import SoakSettings
+from orchestrator.soak.tracker import SoakTracker
+from orchestrator.soak.verdicts_load import MetricVerdict
 
-if TYPE_CHECKING:
-    from orchestrator.soak.loop import _Launch, _Soak
-
-__all__ = ["READY_TIMEOUT_S", "run_handovers"]
+__all__ = ["READY_TIMEOUT_S", "HandingSoak", "run_handovers"]
 
 log = get_logger("aqbench.soak")
 
@@ -35,8 +37,34 @@ _MIN_REST_S = 10.0
 _FINISH_S = 120.0
 
 
-async def run_handovers(soak: _Soak, scope: anyio.CancelScope, tg: TaskGroup, sg: SegmentRuns, seg: int,
-                        first_ns: int, launch: _Launch) -> None:
+class HandingSoak(Protocol):
+    """What a handover needs of the soak that runs it (orchestrator/soak/loop.py's soak): its settings and
+    trackers, the runs it has stopped and handed over, and how it names, builds and starts an AIPerf run."""
+
+    cfg: Config
+    model: ModelConfig
+    settings: SoakSettings
+    toolkit: Toolkit
+    tracker: SoakTracker
+    stopped_at: dict[str, int]
+    handovers: list[tuple[str, float | None, int | None]]
+    decided: list[MetricVerdict]
+    aiperf_name: str
+
+    @property
+    def bus(self) -> EventSink: ...
+
+    def next_run(self) -> tuple[str, Path]: ...
+
+    async def command(self, launch: Launch, folder: Path, length_s: float, *, warmup: int,
+                      control: HandoverControl, shift: int) -> AiperfInvocation: ...
+
+    def start_run(self, tg: TaskGroup, sg: SegmentRuns, seg: int, name: str, cmd: AiperfInvocation,
+                  control: HandoverControl, install: AiperfFacts, *, deadline_s: float) -> None: ...
+
+
+async def run_handovers(soak: HandingSoak, scope: anyio.CancelScope, tg: TaskGroup, sg: SegmentRuns, seg: int,
+                        first_ns: int, launch: Launch) -> None:
     """Hand over whenever the cue says so while the segment goes on; halt a successor at the segment's end."""
     s = soak.settings
     cue = HandoverCue(mib=s.handover_mib, every_s=s.handover_every_s)
@@ -60,7 +88,7 @@ async def run_handovers(soak: _Soak, scope: anyio.CancelScope, tg: TaskGroup, sg
             sg.controls[sg.sending].halt()  # a successor's duration is padded: the segment ends it on time
 
 
-async def _ready(soak: _Soak, name: str, control: HandoverControl, exited: Exit, wait_s: float) -> int | None:
+async def _ready(soak: HandingSoak, name: str, control: HandoverControl, exited: Exit, wait_s: float) -> int | None:
     """When the gated successor is ready (unix ns), or None: it exited, took over `wait_s`, or sent a
     profiling request before `go` (the gate is not in force: then it must stop at once, or the load doubles)."""
     ready: list[int] = []
@@ -87,18 +115,18 @@ async def _ready(soak: _Soak, name: str, control: HandoverControl, exited: Exit,
     return ready[0] if ready and not exited.is_set() and not sent else None
 
 
-async def _hand_over(soak: _Soak, tg: TaskGroup, sg: SegmentRuns, seg: int, why: str, launch: _Launch) -> int | None:
+async def _hand_over(soak: HandingSoak, tg: TaskGroup, sg: SegmentRuns, seg: int, why: str, launch: Launch) -> int | None:
     """One handover; returns the successor's first request start (None: it did not take over)."""
     assert sg.end_ns is not None
     w, pred = soak.cfg.workload, sg.sending
-    name, folder = soak._next_run()
+    name, folder = soak.next_run()
     control = await anyio.to_thread.run_sync(
         lambda: soak.toolkit.aiperf.handover_control(folder / "handover", gated=True))
     rest_s = max(1.0, (sg.end_ns - time.time_ns()) / 1e9)
     # Its input goes on about where the load stands (what the predecessor sent by now; the rows cycle).
     shift = launch.sent_before + sum(soak.tracker.ledger(n).seen for n in sg.names)
-    cmd = await soak._command(launch, folder, rest_s + READY_TIMEOUT_S, warmup=0, control=control, shift=shift)
-    soak._start_run(tg, sg, seg, name, cmd, control, launch.install,
+    cmd = await soak.command(launch, folder, rest_s + READY_TIMEOUT_S, warmup=0, control=control, shift=shift)
+    soak.start_run(tg, sg, seg, name, cmd, control, launch.install,
                     deadline_s=rest_s + READY_TIMEOUT_S + w.request_timeout_s + w.deadline_s)
     # Ready before the segment's end (less a second to swap), or not at all.
     wait_s = min(READY_TIMEOUT_S, (sg.end_ns - time.time_ns()) / 1e9 - 1.0)
@@ -120,7 +148,7 @@ async def _hand_over(soak: _Soak, tg: TaskGroup, sg: SegmentRuns, seg: int, why:
             message=f"AIPerf run {name} {what} ({why}): {pred} keeps sending; the handover is tried again later"))
         return None
     sg.send(name)  # before the swap: its requests count in the windows from the first
-    soak._aiperf_name = name  # aiperf_rss follows the sending process
+    soak.aiperf_name = name  # aiperf_rss follows the sending process
     done = await swap(sg.controls[pred], control, soak.tracker.ledger(pred), concurrency=soak.settings.concurrency)
     with anyio.move_on_after(_FINISH_S):
         await sg.finished[pred].wait()

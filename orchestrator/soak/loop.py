@@ -76,7 +76,7 @@ from orchestrator.soak.handing import run_handovers
 from orchestrator.soak.heap import keep_large_blocks_off_heap, trim_heap
 from orchestrator.soak.leftovers import check_processes
 from orchestrator.soak.plan import host_has_gpu, plan_trends
-from orchestrator.soak.segment import Cut, Exit, SegmentRuns, aiperf_run_name
+from orchestrator.soak.segment import Cut, Exit, Launch, SegmentRuns, aiperf_run_name
 from orchestrator.soak.settings import SoakOptions, SoakSettings, resolve_settings, select_model
 from orchestrator.soak.summary import exit_code, print_summary, write_all_reports
 from orchestrator.soak.tracker import SoakTracker
@@ -198,7 +198,7 @@ class _Soak:
         self._live: SegmentRuns | None = None  # the current segment's runs
         self.launched = 0  # AIPerf runs started so far (several per segment with handovers)
         self.handovers: list[tuple[str, float | None, int | None]] = []  # name, gap (s), its end (ns): window_gap
-        self._aiperf_name = ""  # the running AIPerf run's name ("" between runs)
+        self.aiperf_name = ""  # the running AIPerf run's name ("" between runs)
         self._sent = 0  # requests of the closed windows: where the next AIPerf run's input starts
         self._next_checkpoint = 0.0
         self._last_end_ns: int | None = None  # the last answer of the windows finalised so far
@@ -233,7 +233,7 @@ class _Soak:
         await run.tg.start(correlator.run)
         await run.tg.start(self.tracker.run)
         sampler = ObserverSampler(self.bus, period_s=self.cfg.server.sample_period_s,
-                                  aiperf_pid=lambda: self.tracker.aiperf_pids.get(self._aiperf_name), trim=trim_heap)
+                                  aiperf_pid=lambda: self.tracker.aiperf_pids.get(self.aiperf_name), trim=trim_heap)
         await run.tg.start(sampler.run)
 
         await self.phase("server")
@@ -320,11 +320,11 @@ class _Soak:
         AIPerf process or, with handovers, by several one after another. Returns (seconds under load,
         whether it sent a profiling request)."""
         s, w, seg = self.settings, self.cfg.workload, self.segment
-        launch = _Launch(install, tokenizer, rows, handle, self._sent)
-        name, folder = self._next_run()
+        launch = Launch(install, tokenizer, rows, handle, self._sent)
+        name, folder = self.next_run()
         control = await anyio.to_thread.run_sync(
             lambda: self.toolkit.aiperf.handover_control(folder / "handover", gated=False))
-        cmd = await self._command(launch, folder, length_s, warmup=s.warmup_requests if seg == 1 else 0,
+        cmd = await self.command(launch, folder, length_s, warmup=s.warmup_requests if seg == 1 else 0,
                                   control=control, shift=self._sent)
         await handle.wait_ready(self.cfg.server.startup_timeout_s)
         launch_ns = time.time_ns()
@@ -333,10 +333,10 @@ class _Soak:
         count = max(1, math.ceil(length_s / s.window_s - 1e-9))
         sg = self._live = SegmentRuns()
         async with anyio.create_task_group() as tg:
-            self._start_run(tg, sg, seg, name, cmd, control, install,
+            self.start_run(tg, sg, seg, name, cmd, control, install,
                             deadline_s=length_s + w.request_timeout_s + w.deadline_s)
             sg.send(name)
-            self._aiperf_name = name
+            self.aiperf_name = name
             first = await self._first_profiling(name, sg.done)
             announcer, handing = anyio.CancelScope(), anyio.CancelScope()
             if first is not None:
@@ -380,12 +380,12 @@ class _Soak:
         complete = result is not None and result.classification == "complete"
         return (length_s if complete else max(0.0, (exit_ns - first) / 1e9)), True
 
-    def _next_run(self) -> tuple[str, Path]:
+    def next_run(self) -> tuple[str, Path]:
         """The next AIPerf run's name and folder (runs/<id>/aiperf/a01, a02, ...)."""
         self.launched += 1
         return aiperf_run_name(self.launched), self.run_scope.run_dir / "aiperf" / f"a{self.launched:02d}"
 
-    async def _command(self, launch: _Launch, folder: Path, length_s: float, *, warmup: int,
+    async def command(self, launch: Launch, folder: Path, length_s: float, *, warmup: int,
                        control: HandoverControl, shift: int) -> AiperfInvocation:
         """One AIPerf run's command for `length_s` of profiling load; its input starts `shift` rows in (AIPerf
         replays its input from the first row: a later run goes on where the load stands)."""
@@ -404,7 +404,7 @@ class _Soak:
         await anyio.to_thread.run_sync(cmd.save, folder)
         return cmd
 
-    def _start_run(self, tg: TaskGroup, sg: SegmentRuns, seg: int, name: str, cmd: AiperfInvocation,
+    def start_run(self, tg: TaskGroup, sg: SegmentRuns, seg: int, name: str, cmd: AiperfInvocation,
                    control: HandoverControl, install: AiperfFacts, *, deadline_s: float) -> None:
         """Start AIPerf run `name` in `tg`; once it ends it is accounted (unless abandoned) and, when it
         was the segment's last live run, the segment is done."""
@@ -436,8 +436,8 @@ class _Soak:
 
     def _end_run(self, segment: int, name: str, result: AiperfResult | None) -> None:
         """Record AIPerf run `name` as ended, with what it says it issued (the accounting verdict's)."""
-        if self._aiperf_name == name:
-            self._aiperf_name = ""
+        if self.aiperf_name == name:
+            self.aiperf_name = ""
         self.runs.append(AiperfRunFact(segment=segment, name=name, issued=dict(result.issued) if result else {},
                                        issued_from=dict(result.issued_from) if result else {}))
 
@@ -552,9 +552,9 @@ class _Soak:
             verdicts=[self._event(v, final=False) for v in decided]))
         what = "; ".join(f"{v.metric}: {v.reason}" for v in decided)
         log.warning("soak_stopped_early", windows=self.done, reason=what)
-        print(f"soak: decided after {self.done} window(s)"
-              + (f" ({load_s / 60:.1f} min of load)" if load_s is not None else "")
-              + f", the load is halted (--no-stop-early runs the whole duration): {what}", file=sys.stderr, flush=True)
+        say(f"soak: decided after {self.done} window(s)"
+            + (f" ({load_s / 60:.1f} min of load)" if load_s is not None else "")
+            + f", the load is halted (--no-stop-early runs the whole duration): {what}")
 
     async def _run_window(self, cmd: AiperfInvocation, name: str, *, deadline_s: float, install: AiperfFacts,
                           exited: Exit, stop: anyio.Event) -> AiperfResult:
@@ -639,12 +639,3 @@ class _Soak:
             return None
         first = min(w.first_request_unix_ns or w.start_unix_ns for w in self.windows)
         return first, max(w.end_unix_ns for w in self.windows)
-
-
-class _Launch:
-    """What every AIPerf run of a segment is launched with."""
-
-    def __init__(self, install: AiperfFacts, tokenizer: Path, rows: list[ArmRequest], handle: ServerHandle,
-                 sent_before: int) -> None:
-        self.install, self.tokenizer, self.rows, self.handle = install, tokenizer, rows, handle
-        self.sent_before = sent_before  # requests of the windows closed before the segment began

@@ -8,13 +8,16 @@ segment starts only when the load ended early (a failure), with a judged gap.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import anyio
 
-from orchestrator.ports import AiperfResult, HandoverControl
+from orchestrator.dataset import ArmRequest
+from orchestrator.ports import AiperfFacts, AiperfResult, HandoverControl
 from orchestrator.soak.window import window_name
+from orchestrator.supervisor import ServerHandle
 
-__all__ = ["Cut", "Exit", "SegmentRuns", "aiperf_run_name"]
+__all__ = ["Cut", "Exit", "SegmentRuns", "Launch", "aiperf_run_name"]
 
 
 def aiperf_run_name(number: int) -> str:
@@ -72,3 +75,12 @@ class SegmentRuns:
         """`name` sends from now on (its requests count in the windows)."""
         self.names.append(name)
         self.sending = name
+
+
+class Launch:
+    """What every AIPerf run of a segment is launched with."""
+
+    def __init__(self, install: AiperfFacts, tokenizer: Path, rows: list[ArmRequest], handle: ServerHandle,
+                 sent_before: int) -> None:
+        self.install, self.tokenizer, self.rows, self.handle = install, tokenizer, rows, handle
+        self.sent_before = sent_before  # requests of the windows closed before the segment began
