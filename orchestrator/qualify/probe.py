@@ -93,6 +93,11 @@ class ProbeSession:
                                              reason=reason, detail=detail))
 
 
+# A busy answer to a probe request asked beside others, and the waits before asking it again (about 4 s in all).
+_BUSY_STATUSES = (429, 503)
+_BUSY_RETRY_S = (0.25, 0.5, 1.0, 2.0)
+
+
 async def capability_probe(m: ProbeHost, base_url: str, wire_dir: Path, *, in_flight: int = 1,
                            cache: Path | None = None) -> None:
     """qualify's capability stage against the server at `base_url`: journaled as the `capability` phase, its
@@ -100,7 +105,8 @@ async def capability_probe(m: ProbeHost, base_url: str, wire_dir: Path, *, in_fl
     with the evidence when the server cannot do audio QA. `wire_dir` names the probe's extra clips (their
     bytes go into the clip cache `cache`).
     `in_flight`: how many of the conditioning pairs' requests are open at once (the route's two requests are
-    always asked one after the other); the answers and their order in the evidence do not depend on it."""
+    always asked one after the other); the answers and their order in the evidence do not depend on it. Asked
+    several at a time, a request the server answers busy (429, 503) is asked again after a short wait."""
     await m.phase_start("capability")
     ds = m.dataset
     by_key = {(r.item_id, r.arm): r for r in m.requests}
@@ -149,7 +155,15 @@ async def capability_probe(m: ProbeHost, base_url: str, wire_dir: Path, *, in_fl
 
         async def ask_one(i: int, req: ArmRequest) -> None:
             async with limiter:
-                replies[i] = reply = await m.ask(client, req, "capability")
+                reply = await m.ask(client, req, "capability")
+                # Several open at once may meet the server's admission limit (one replica: 429 server_busy):
+                # that is its capacity, not a refusal of audio, so the request is asked again, a few times.
+                for wait_s in _BUSY_RETRY_S if in_flight > 1 else ():
+                    if reply.status not in _BUSY_STATUSES:
+                        break
+                    await anyio.sleep(wait_s)
+                    reply = await m.ask(client, req, "capability")
+                replies[i] = reply
                 await m.answers.probe(req, answered_http(reply))
 
         if in_flight <= 1:  # one at a time in this task: an error reaches the caller as itself, not grouped

@@ -102,3 +102,33 @@ def test_pairs_asked_several_at_a_time_give_the_same_evidence(dataset: Dataset, 
     [done] = [e for e in three.bus.events if isinstance(e, PhaseFinished)]
     assert done.outcome == "passed"
     assert one.answers.checked["capability"] == three.answers.checked["capability"] == one.asked - 1
+
+
+class _OneSlot(_Host):
+    """A server with one slot, as the reference server with one replica: a request that arrives while another is
+    open is answered 429 server_busy."""
+
+    def __init__(self, dataset: Dataset) -> None:
+        super().__init__(dataset)
+        self.busy = 0
+
+    async def ask(self, client: _Client, req: ArmRequest, stage: str) -> ChatReply:
+        if self.open:
+            self.busy += 1
+            return ChatReply(request_id=f"busy-{self.busy}", status=429, text="", body='{"error": "server_busy"}',
+                             finish_reason=None, completion_tokens=None)
+        return await super().ask(client, req, stage)
+
+
+def test_a_busy_answer_beside_other_requests_is_asked_again(dataset: Dataset, tmp_path: Path) -> None:
+    """Two at a time against a one-slot server: the busy answers are asked again, the evidence is the one-at-a-time
+    evidence, and the probe passes (a server's admission limit is not a refusal of audio)."""
+    one = _probe(dataset, tmp_path / "w1", 1)
+    host = _OneSlot(dataset)
+    anyio.run(lambda: capability_probe(host, "http://unused", tmp_path / "w2", in_flight=2))  # type: ignore[arg-type]
+    assert host.busy > 0
+    checks = [[(e.check, e.passed, e.reason) for e in h.bus.events if isinstance(e, CapabilityProbed)]
+              for h in (one, host)]
+    assert checks[0] == checks[1] and all(c[1] for c in checks[1])
+    [done] = [e for e in host.bus.events if isinstance(e, PhaseFinished)]
+    assert done.outcome == "passed"
