@@ -19,6 +19,7 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "orchestrator"))
@@ -71,7 +72,8 @@ def main() -> None:
             print(f"  {leak:>6g} MiB/h          {_when(stops)}", flush=True)
     print("\nerrors (5,000 requests a window; limit 0.1 %), over every look")
     for rate in ERROR_RATES:
-        steady = {"sigma": 0.0, "burst_chance": 0.0} if rate == 1.0 else {}  # every request failing: no drift
+        # Every request failing: no drift. (A typed dict of floats: mypy would match it against `limits` too.)
+        steady: dict[str, Any] = {"sigma": 0.0, "burst_chance": 0.0} if rate == 1.0 else {}
         stops = [error_stop(s, duration_s=duration, per_window=5000, rate=rate, **steady) for s in range(args.seeds)]
         print(f"  rate {rate:>7.2%}         {_when(stops)}", flush=True)
     print(f"\n{time.perf_counter() - started:.0f} s")

@@ -12,7 +12,7 @@ import pytest
 from test_qualify import MINI_ITEMS, ROOT, config, mini_dataset, stub_argv
 
 from orchestrator.events import AiperfStarted, CapabilityProbed, ModelResult, PhaseFinished, RunFinished
-from orchestrator.journal import read_journal
+from orchestrator.journal import journal_path, read_journal
 
 pytestmark = pytest.mark.beside
 
@@ -34,7 +34,7 @@ def test_a_server_refusing_audio_stops_the_soak_at_once_unsupported(tmp_path: Pa
     took = time.monotonic() - started
     assert out.returncode == 1, out.stderr[-3000:]
     [run_dir] = sorted((tmp_path / "runs").iterdir())
-    events, torn = read_journal(run_dir / "events.jsonl")
+    events, torn = read_journal(journal_path(run_dir))
     assert torn is None
     [result] = [e for e in events if isinstance(e, ModelResult)]
     assert (result.status, result.failed_stage) == ("unsupported", "capability")

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from orchestrator.events import RequestCorrelated
+from orchestrator.events import CauseCode, RequestCorrelated
 from orchestrator.reports.error_kinds import MAX_KINDS, ErrorKinds, body_kind, error_kind_rows
 
 
-def _failed(status: int | None, body: str, cause: str = "http_4xx") -> RequestCorrelated:
+def _failed(status: int | None, body: str, cause: CauseCode = "http_4xx") -> RequestCorrelated:
     return RequestCorrelated(request_id="r", window="soak/w0001", phase="profiling", ok=False, cause=cause,
                              http_status=status, error_message=body)
 
