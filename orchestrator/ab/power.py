@@ -22,6 +22,7 @@ baseline value moves it by s (1 - null). Its pair sd under no change is exact fo
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from scipy.stats import t as student_t
 
@@ -52,6 +53,18 @@ WANTED = 0.10  # the change the plan line answers for: would this plan catch a u
 TAIL_WANTED = 0.15  # and for the tail share: 15 % of requests slowed beyond every baseline value
 _TAIL_Q = 0.9  # the tail-share figure's quantile (ab/verdict.py, judge/intervals.py tail_share_change)
 _MAX_PAIRS = 40  # beyond, the plan line says "more than 40 pairs" (each K costs a critical-value simulation)
+
+
+def _fewest_pairs(ok: Callable[[int], bool]) -> int | None:
+    """The fewest pairs from MIN_PAIRS for which `ok` holds (it holds for every count above one that holds),
+    by bisection; None when even _MAX_PAIRS do not."""
+    if not ok(_MAX_PAIRS):
+        return None
+    lo, hi = MIN_PAIRS, _MAX_PAIRS
+    while lo < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if ok(mid) else (mid + 1, hi)
+    return lo
 
 
 def _last_t(pairs: int, confidence: float, boundary: Boundary | None) -> float | None:
@@ -85,13 +98,7 @@ def pairs_needed(change: float, block_requests: int, tolerance: float, confidenc
         d = detectable_change(k, block_requests, tolerance, confidence, boundary, noise, power, allowance)
         return d is not None and d <= change
 
-    if not ok(_MAX_PAIRS):
-        return None
-    lo, hi = MIN_PAIRS, _MAX_PAIRS
-    while lo < hi:
-        mid = (lo + hi) // 2
-        lo, hi = (lo, mid) if ok(mid) else (mid + 1, hi)
-    return lo
+    return _fewest_pairs(ok)
 
 
 def _per_item(block_requests: int, items: int) -> tuple[int, int]:
@@ -135,13 +142,7 @@ def _tail_pairs_needed(share: float, block_requests: int, items: int, tolerance:
         d = tail_detectable(k, block_requests, items, tolerance, confidence, boundary, allowance=allowance)
         return d is not None and d <= moved
 
-    if not ok(_MAX_PAIRS):
-        return None
-    lo, hi = MIN_PAIRS, _MAX_PAIRS
-    while lo < hi:
-        mid = (lo + hi) // 2
-        lo, hi = (lo, mid) if ok(mid) else (mid + 1, hi)
-    return lo
+    return _fewest_pairs(ok)
 
 
 def plan_power(pairs: int, block_requests: int, tolerance: float, confidence: float, boundary: Boundary | None,
