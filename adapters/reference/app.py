@@ -139,7 +139,8 @@ async def _models(request: web.Request) -> web.Response:
         "id": state.settings.model_name, "object": "model", "created": 0, "owned_by": "aqbench",
         "capabilities": ["audio_text_to_text"],
         "engine": {"name": ENGINE_NAME, "speech_model": state.engine.speech_model,
-                   "vad": "silero-vad (faster-whisper assets, ONNX)", "replicas": state.settings.replicas},
+                   "vad": "silero-vad (faster-whisper assets, ONNX)", "replicas": state.settings.replicas,
+                   "answer_memo": state.engine.memo_size, "answer_memo_hits": state.engine.memo_hits},
         "trtmc": {"streaming": "buffered", "protocol_version": 2},
     }]})
 

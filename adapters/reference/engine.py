@@ -7,9 +7,12 @@ question; it never sees a dataset, a file name or a hash. Same input -> same ans
 from __future__ import annotations
 
 import difflib
+import hashlib
 import io
 import re
+import threading
 import time
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -163,10 +166,15 @@ class Engine:
     """Loads the models once; `answer` is thread-safe for up to `workers` concurrent callers."""
 
     def __init__(self, workers: int = 1, cpu_threads: int = 0, compute_type: str = "int8",
-                 speech_models: bool = True) -> None:
+                 speech_models: bool = True, memo_size: int = 0) -> None:
         """`speech_models=False`: no VAD and no Whisper (no faster-whisper needed); questions that need them are
-        answered with NO_SPEECH_MODELS_ANSWER, the signal analyses as ever."""
+        answered with NO_SPEECH_MODELS_ANSWER, the signal analyses as ever. `memo_size` > 0 keeps that many
+        answers, keyed by the decoded samples and the question, so a repeated request skips the analyses."""
         self.workers = workers
+        self.memo_size = memo_size
+        self.memo_hits = 0
+        self._memo: OrderedDict[bytes, tuple[str, str, bool]] = OrderedDict()
+        self._memo_lock = threading.Lock()
         self.recognizer: Recognizer | None = None
         self.speech_model = "none (--no-speech-models)"
         if speech_models:
@@ -217,6 +225,30 @@ class Engine:
         byte-identical text. Without audio only what-was-said questions are answered, from the text.
         """
         t0 = time.perf_counter()
+        key = _memo_key(audio, question, max_tokens) if self.memo_size > 0 else None
+        hit = None
+        if key is not None:
+            with self._memo_lock:
+                hit = self._memo.get(key)
+                if hit is not None:
+                    self._memo.move_to_end(key)
+                    self.memo_hits += 1
+        if hit is not None:
+            text, kind, truncated = hit
+        else:
+            text, kind, truncated = self._answer(audio, question, max_tokens)
+            if key is not None:
+                with self._memo_lock:
+                    self._memo[key] = (text, kind, truncated)
+                    while len(self._memo) > self.memo_size:
+                        self._memo.popitem(last=False)
+        if extra_latency_s > 0:
+            time.sleep(extra_latency_s)  # fault injection: a slow model, inside the timed call
+        ms = (time.perf_counter() - t0) * 1000.0
+        return EngineAnswer(text=text, completion_tokens=len(text.split()), model_call_ms=ms,
+                            kind=kind, truncated=truncated)
+
+    def _answer(self, audio: DecodedAudio | None, question: str, max_tokens: int | None) -> tuple[str, str, bool]:
         r = route(question)
         if audio is None:
             text = _answer_without_audio(question, r)
@@ -230,11 +262,17 @@ class Engine:
         truncated = max_tokens is not None and len(text.split()) > max_tokens
         if max_tokens is not None:
             text = " ".join(text.split()[:max_tokens])
-        if extra_latency_s > 0:
-            time.sleep(extra_latency_s)  # fault injection: a slow model, inside the timed call
-        ms = (time.perf_counter() - t0) * 1000.0
-        return EngineAnswer(text=text, completion_tokens=len(text.split()), model_call_ms=ms,
-                            kind=r.kind.value, truncated=truncated)
+        return text, r.kind.value, truncated
+
+
+def _memo_key(audio: DecodedAudio | None, question: str, max_tokens: int | None) -> bytes:
+    """The samples themselves, not the container's bytes: the answer depends on nothing else of the audio."""
+    h = hashlib.blake2b(digest_size=20)
+    if audio is not None:
+        h.update(f"{audio.sample_rate_hz}:{audio.samples.shape}:".encode())
+        h.update(np.ascontiguousarray(audio.samples).data)
+    h.update(f"\x00{max_tokens}\x00{question}".encode())
+    return h.digest()
 
 
 def _answer_without_audio(question: str, r: Route) -> str:

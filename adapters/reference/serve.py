@@ -74,6 +74,10 @@ def add_server_arguments(p: argparse.ArgumentParser) -> None:
                    help="load neither the Silero VAD nor Whisper (faster-whisper need not be installed): answer "
                         "questions about tones, silence and channel, and refuse the others with a sentence naming "
                         "this flag (a GPU host whose image cannot run CTranslate2, say)")
+    p.add_argument("--memoize-answers", type=int, default=0, metavar="N",
+                   help="keep the last N distinct answers, keyed by the decoded audio and the question, and answer a "
+                        "repeat from them without the analyses (default 0: off). For tests of the load side (long "
+                        "soaks at tens of requests a second): the first answer to each is computed as ever")
     h = p.add_argument_group("heap (memory measurement and care)")
     h.add_argument("--no-warm-up", action="store_true",
                    help="open the port right after loading the models, without one warm-up pass through every "
@@ -209,7 +213,8 @@ def _log(event: str, **fields: object) -> None:
 
 
 async def serve(settings: ServerSettings, cpu_threads: int = 0, compute_type: str = "int8",
-                heap: HeapSettings = HeapSettings(), gpu: GpuSettings = GpuSettings(), speech_models: bool = True) -> int:
+                heap: HeapSettings = HeapSettings(), gpu: GpuSettings = GpuSettings(), speech_models: bool = True,
+                memo_size: int = 0) -> int:
     """Load the engine, then listen; on SIGINT/SIGTERM stop admitting, finish running requests, 0.
     2 where the GPU options were asked for and no GPU or GPU library is present."""
     if settings.faults.startup_delay_s:
@@ -225,14 +230,14 @@ async def serve(settings: ServerSettings, cpu_threads: int = 0, compute_type: st
             return 2
         _log("gpu_worker", device=f"'{worker.device}'")
     try:
-        return await _serve(settings, cpu_threads, compute_type, heap, worker, speech_models)
+        return await _serve(settings, cpu_threads, compute_type, heap, worker, speech_models, memo_size)
     finally:
         if worker is not None:
             worker.stop()
 
 
 async def _serve(settings: ServerSettings, cpu_threads: int, compute_type: str, heap: HeapSettings,
-                 worker: GpuWorker | None, speech_models: bool) -> int:
+                 worker: GpuWorker | None, speech_models: bool, memo_size: int = 0) -> int:
     if heap.malloc_arenas:
         limit_arenas(heap.malloc_arenas)  # before any worker thread takes an arena of its own
     if heap.mmap_threshold_kib:
@@ -241,7 +246,8 @@ async def _serve(settings: ServerSettings, cpu_threads: int, compute_type: str, 
     engine = await anyio.to_thread.run_sync(lambda: Engine(workers=settings.replicas,
                                                            cpu_threads=cpu_threads,
                                                            compute_type=compute_type,
-                                                           speech_models=speech_models))
+                                                           speech_models=speech_models,
+                                                           memo_size=memo_size))
     load_s = time.perf_counter() - t0
     if heap.warm_up:
         await anyio.to_thread.run_sync(engine.warm_up)
@@ -299,6 +305,8 @@ def main(argv: list[str] | None = None, prog: str = "python -m adapters.referenc
     p = argparse.ArgumentParser(prog=prog, description="The aqbench reference audio-QA server.")
     add_server_arguments(p)
     args = p.parse_args(argv)
+    if args.memoize_answers < 0:
+        p.error(f"--memoize-answers must be 0 (off) or a positive number of answers, not {args.memoize_answers}")
     for line in deprecation_lines(args):
         _log("deprecated_flag", detail=line)
     try:
@@ -308,4 +316,5 @@ def main(argv: list[str] | None = None, prog: str = "python -m adapters.referenc
     except ValueError as exc:
         p.error(str(exc))
     return asyncio.run(serve(settings, cpu_threads=args.cpu_threads, compute_type=args.compute_type, heap=heap,
-                             gpu=gpu, speech_models=not args.no_speech_models))
+                             gpu=gpu, speech_models=not args.no_speech_models,
+                             memo_size=args.memoize_answers))

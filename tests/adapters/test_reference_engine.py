@@ -226,3 +226,23 @@ class TestRouter:
     def test_paraphrases(self, question, kind):
         """Paraphrased questions reach the right analysis."""
         assert route(question).kind is kind
+
+
+class TestAnswerMemo:
+    def test_a_repeat_is_answered_from_the_memo_with_the_same_text_and_misses_are_computed(self) -> None:
+        """--memoize-answers: same samples and question -> the memo's answer; other audio or question -> computed."""
+        memo = Engine(workers=1, speech_models=False, memo_size=2)
+        plain = Engine(workers=1, speech_models=False)
+        two = _pcm(np.concatenate([_tone(440, 0.3), _sil(0.3), _tone(440, 0.3)]))
+        three = _pcm(np.concatenate([_tone(440, 0.3), _sil(0.3), _tone(440, 0.3), _sil(0.3), _tone(440, 0.3)]))
+        q = "How many beeps do you hear?"
+        first = memo.answer(two, q)
+        again = memo.answer(two, q)
+        assert memo.memo_hits == 1
+        assert again.text == first.text == plain.answer(two, q).text
+        assert memo.answer(three, q).text == plain.answer(three, q).text != first.text  # other samples: computed
+        assert memo.memo_hits == 1
+        memo.answer(two, "Is the recording silent?")  # third distinct key: the oldest (two, q) is dropped...
+        memo.answer(two, q)
+        assert memo.memo_hits == 1  # ...so this is computed again, the memo stays at 2 answers
+        assert memo.answer(two, q, max_tokens=1).text == " ".join(first.text.split()[:1])  # max_tokens is in the key
