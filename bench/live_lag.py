@@ -24,6 +24,9 @@ async def _follow(url: str, out: TextIO, every_s: float) -> dict[str, float]:
     t_flush = time.monotonic()
     timeout = aiohttp.ClientTimeout(total=None, sock_read=120)
     async with aiohttp.ClientSession(timeout=timeout) as session:
+        # Start from the page's current state, as a browser does: frames replayed from the ring are not lag.
+        async with session.get(f"{url}/state") as st:
+            seq = int((await st.json())["state"].get("seq", 0))
         while True:
             try:
                 async with session.get(f"{url}/events?since={seq}") as resp:
