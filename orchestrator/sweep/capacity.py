@@ -173,7 +173,10 @@ def _local_fit(loads: np.ndarray, k: np.ndarray, n: np.ndarray, band: np.ndarray
     c = np.where(ok, np.clip(c, lo_edge, hi_edge), np.sqrt(np.maximum(floor, 1e-9) * np.minimum(bounds.high, 1e9)))
     low = np.where(ok, c, np.minimum(bounds.low, lo_edge))
     high = np.where(ok, c, np.maximum(bounds.high, hi_edge))
-    return _Crossing(value=c, low=low, high=high, trusted=ok)
+    # A line crossing below the lowest load run or above the highest is not measured there: open at that end.
+    under, over = ok & (c < loads[0]), ok & (c > loads[-1])
+    low, high = np.where(under, 0.0, np.where(over, loads[-1], low)), np.where(under, loads[0], np.where(over, np.inf, high))
+    return _Crossing(value=c, low=low, high=high, trusted=ok & ~under & ~over)
 
 
 def _finite(v: float) -> float | None:
@@ -408,7 +411,8 @@ def requests_for(precision: float, allowed: float, *, level: float = 0.90, elast
 def precision_plan(allowed: Mapping[str, float], *, precision: float, unit: str, time_left_s: float | None,
                    level: float = 0.90) -> list[str]:
     """Before any load: for each SLO with a share, the requests near the boundary ±`precision` needs (a smooth
-    boundary assumed) and, in rate mode, the least capacity at which they fit in the time the grid leaves."""
+    boundary assumed) and, in rate mode, the least capacity at which they fit in `time_left_s`, what the sweep's
+    time leaves after the baseline window and the grid (None: no --max-duration)."""
     out = []
     for name, share in allowed.items():
         if share <= 0.0:
@@ -422,11 +426,12 @@ def precision_plan(allowed: Mapping[str, float], *, precision: float, unit: str,
             fits = ("no --max-duration: no time is set aside to narrow the interval; it is what the search's "
                     "points give (set --max-duration to spend what it leaves on narrowing)")
         elif time_left_s <= 0:
-            fits = "not reachable: the grid alone fills --max-duration"
+            fits = ("not reachable: the baseline window and the grid's planned points fill what --max-duration "
+                    "leaves, with nothing left to narrow the interval")
         elif unit == "req/s":
             fits = (f"reachable within --max-duration only if the capacity is at least {n / time_left_s:.3g} req/s "
-                    f"({time_left_s:.0f} s left after the grid's planned time)")
+                    f"({time_left_s:.0f} s left after the baseline window and the grid's planned points)")
         else:
-            fits = f"{time_left_s:.0f} s left after the grid's planned time"
+            fits = f"{time_left_s:.0f} s left after the baseline window and the grid's planned points"
         out.append(f"{_NAMES.get(name, name)} ±{precision:.0%}: {where}; {fits}")
     return out

@@ -57,7 +57,7 @@ from orchestrator.sweep.capacity import (
     precision_plan,
 )
 from orchestrator.sweep.judge import Baseline, PointRequest, judge_point, point_stats, saturation_signs, worst
-from orchestrator.sweep.planned import baseline_sample
+from orchestrator.sweep.planned import baseline_sample, planned_durations
 from orchestrator.sweep.power import plan
 from orchestrator.sweep.search import Judged, conclude, extensions, gate_runs, gated_tail, next_batch, unit_of
 from orchestrator.sweep.start import FirstHold, probe_and_sample, state_plan
@@ -410,7 +410,9 @@ async def _sweep(run: RunScope, opts: SweepOptions, toolkit: Toolkit, model: Mod
             if hold is not None:
                 hold.release(0)  # AIPerf exits having sent nothing, no window started
         else:
-            said = _precision_plan(cfg)
+            base_s = planned_durations(sw.mode, [], requests=sw.requests_per_point, warmup=cfg.workload.warmup_requests,
+                                       base=need_base, probe_s=probed[0], sample_s=probed[1])[0]
+            said = _precision_plan(cfg, left_s=walk.budget.left_s(), baseline_s=base_s)
             baseline_s = await state_plan(run, model, list(opts.argv), detects, base=need_base, probe_s=probed[0],
                                           sample_s=probed[1], precision_plan=said)
             walk.budget.base_s = baseline_s
@@ -463,15 +465,16 @@ async def _sweep(run: RunScope, opts: SweepOptions, toolkit: Toolkit, model: Mod
     return 0 if ok else 1
 
 
-def _precision_plan(cfg: Config) -> list[str]:
+def _precision_plan(cfg: Config, *, left_s: float, baseline_s: float | None) -> list[str]:
     """Whether [sweep] precision is reachable in --max-duration, said before any load: the requests near the
-    boundary it needs against the time the grid's planned points and one AIPerf start-up leave."""
+    boundary it needs against what the sweep's time left now (`left_s`: the server's start and the probe are
+    spent) leaves after the baseline window, the grid's planned points and one more AIPerf start-up."""
     sw = cfg.sweep
     per = sw.requests_per_point + cfg.workload.warmup_requests
     left = None
     if sw.max_duration_s:
         grid = sum(per / v for v in sw.points) if sw.mode == "rate" else 0.0
-        left = sw.max_duration_s - grid - START_S  # the baseline window (a few seconds) not counted
+        left = left_s - (baseline_s or 0.0) - grid - START_S
     said = precision_plan(allowed_shares(cfg.slo), precision=sw.precision, unit=unit_of(sw.mode), time_left_s=left,
                           level=cfg.slo.confidence)
     say("sweep: the capacity's interval to ±" + f"{sw.precision:.0%}:\n  " + "\n  ".join(said))

@@ -190,6 +190,16 @@ class TestStatements:
         assert (est.value, est.low, est.binding) == (None, None, "error_rate") and est.high is not None
         assert est.summary.startswith("capacity below 1 req/s, the lowest load run")
 
+    def test_a_line_crossing_below_the_lowest_load_is_open_there(self) -> None:
+        """The lowest load run already near the limit (2 of 60 failed against 5 %, 12 of 60 at twice the load):
+        draws whose line crosses below it are not measured there, so the interval is open below, not a figure
+        extrapolated towards zero (a real sweep on a busy host read [0.0019, 1.83] req/s before)."""
+        est = estimate_capacity([_point(1, 60, 2), _point(2, 60, 12), _point(4, 46, 15)], {"error_rate": 0.05})
+        assert est.shape == "smooth" and est.value is not None and 1.0 < est.value < 1.2
+        assert est.low is None and est.high is not None and 1.2 < est.high < 2.0
+        assert "interval [open, " in est.summary and "the interval is open" in est.summary
+        assert next_load(est, [1, 2, 4], mode="rate", ceiling=2.0) == pytest.approx(est.value, rel=0.01)
+
     def test_an_exact_slo_binds_as_a_step(self) -> None:
         est = estimate_capacity([_point(4, 60, 0, answers="pass"), _point(8, 60, 0, answers="fail")],
                                 {"error_rate": 0.05, "answers": 0.0})
