@@ -486,7 +486,8 @@ def _summary(concluded: SweepConcluded, judged: dict[float, Judged]) -> str:
     if concluded.estimate is not None:
         lines.append(f"sweep: {concluded.estimate.summary}")
     for value, j in sorted(judged.items()):
-        failed = ", ".join(c.slo for c in j.checks if c.outcome != "pass")
+        # The checks that gave the verdict: a failed point's failures (not its undecided checks beside them).
+        failed = ", ".join(c.slo for c in j.checks if c.outcome == j.outcome != "pass")
         lines.append(f"  {value:g} {concluded.unit}: {j.outcome}" + (f" ({failed})" if failed else "")
                      + (f" after {j.runs} runs" if j.runs > 1 else ""))
     return "\n".join(lines)
