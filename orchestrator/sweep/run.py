@@ -47,7 +47,7 @@ from orchestrator.run import Interrupt, RunScope, open_run
 from orchestrator.run_aiperf.serving import run_phased, serve_correlated
 from orchestrator.supervisor import ServerHandle
 from orchestrator.sweep.batch import batch_rows, parse_batch_key, phase_name
-from orchestrator.sweep.budget import START_S, Budget
+from orchestrator.sweep.budget import Budget
 from orchestrator.sweep.capacity import (
     PointEvidence,
     allowed_shares,
@@ -412,7 +412,7 @@ async def _sweep(run: RunScope, opts: SweepOptions, toolkit: Toolkit, model: Mod
         else:
             base_s = planned_durations(sw.mode, [], requests=sw.requests_per_point, warmup=cfg.workload.warmup_requests,
                                        base=need_base, probe_s=probed[0], sample_s=probed[1])[0]
-            said = _precision_plan(cfg, left_s=walk.budget.left_s(), baseline_s=base_s)
+            said = _precision_plan(cfg, walk.budget.after_grid_s(base_s))
             baseline_s = await state_plan(run, model, list(opts.argv), detects, base=need_base, probe_s=probed[0],
                                           sample_s=probed[1], precision_plan=said)
             walk.budget.base_s = baseline_s
@@ -465,16 +465,11 @@ async def _sweep(run: RunScope, opts: SweepOptions, toolkit: Toolkit, model: Mod
     return 0 if ok else 1
 
 
-def _precision_plan(cfg: Config, *, left_s: float, baseline_s: float | None) -> list[str]:
+def _precision_plan(cfg: Config, left: float | None) -> list[str]:
     """Whether [sweep] precision is reachable in --max-duration, said before any load: the requests near the
-    boundary it needs against what the sweep's time left now (`left_s`: the server's start and the probe are
-    spent) leaves after the baseline window, the grid's planned points and one more AIPerf start-up."""
+    boundary it needs against `left`, what the sweep's time leaves after the baseline and the grid (None: no
+    --max-duration)."""
     sw = cfg.sweep
-    per = sw.requests_per_point + cfg.workload.warmup_requests
-    left = None
-    if sw.max_duration_s:
-        grid = sum(per / v for v in sw.points) if sw.mode == "rate" else 0.0
-        left = left_s - (baseline_s or 0.0) - grid - START_S
     said = precision_plan(allowed_shares(cfg.slo), precision=sw.precision, unit=unit_of(sw.mode), time_left_s=left,
                           level=cfg.slo.confidence)
     say("sweep: the capacity's interval to ±" + f"{sw.precision:.0%}:\n  " + "\n  ".join(said))
