@@ -135,9 +135,11 @@ def _grid(cfg: Config, opts: SweepOptions, spec: str, toolkit: Toolkit) -> int:
         paths = write_grid_report(report, out / f"sweep-grid-{runs[0][1].name}")
         for e in report.entries:
             c = e.capacity
+            ends = [figure(v) if v is not None else "open" for v in (e.per_replica_low, e.per_replica_high)]
             say(f"sweep grid: {key}={e.value}: " + (c.estimate or c.summary if c else "no capacity")
-                + (f"; per replica {figure(e.per_replica)} [{figure(e.per_replica_low or 0)}, "
-                   f"{figure(e.per_replica_high if e.per_replica_high is not None else float('inf'))}]"
-                   if e.per_replica is not None else ""))
+                + (f"; per replica {figure(e.per_replica)} [{ends[0]}, {ends[1]}]" if e.per_replica is not None
+                   else ""))
+        if report.host_note:
+            say(f"sweep grid: {report.host_note}")
         say(f"  grid reports: {', '.join(str(p) for p in paths)}")
     return max(codes)

@@ -28,7 +28,7 @@ from orchestrator.journal import TornLine, iter_journal
 from orchestrator.reports.svg import line_chart
 from orchestrator.reports.templating import render
 
-__all__ = ["SweepReport", "SweepPoint", "Capacity", "Curve", "CurvePoint", "SweepFold", "fold_sweep", "build_sweep_report", "render_sweep_markdown",
+__all__ = ["SLO_NAMES", "SweepReport", "SweepPoint", "Capacity", "Curve", "CurvePoint", "SweepFold", "fold_sweep", "build_sweep_report", "render_sweep_markdown",
            "render_sweep_html", "write_sweep_report"]
 
 SWEEP_REPORT_VERSION = 1
@@ -248,7 +248,8 @@ def _verdict(report: SweepReport) -> str:
     return cap.estimate[:1].upper() + cap.estimate[1:] + "."
 
 
-_NAMES = {"p99_latency": "p99 client latency", "p90_latency": "p90 client latency",
+# How each SLO reads to a person, in the sweep's reports and the grid's.
+SLO_NAMES = {"p99_latency": "p99 client latency", "p90_latency": "p90 client latency",
           "p99_model_call": "p99 model_call_ms", "error_rate": "error rate", "answers": "answers",
           "complete_outputs": "complete outputs", "evidence": "evidence"}
 
@@ -344,7 +345,7 @@ def _curve_charts(report: SweepReport) -> list[str]:
             label = f"capacity {cap.value:.3g} {unit}, {cap.level or 0.9:.0%} interval [{lo:.3g}, {hi:.3g}]"
             series.append((label, [(lo, 0.0), (lo, top), (cap.value, top), (cap.value, 0.0), (cap.value, top),
                                    (hi, top), (hi, 0.0)]))
-        title = f"{_NAMES.get(curve.slo, curve.slo)} ({curve.unit}) against load" + (
+        title = f"{SLO_NAMES.get(curve.slo, curve.slo)} ({curve.unit}) against load" + (
             " - binds" if cap is not None and cap.binding == curve.slo else "")
         out.append(line_chart(f"slo-{curve.slo}", title, series, x_label=f"load ({unit})", y_label=curve.unit))
     return out

@@ -54,6 +54,15 @@ class Budget:
         n = len(self._leading(values, start)) if start <= self.left_s() else 0
         return n + base if n else 0
 
+    def after_grid_s(self, base_s: float | None) -> float | None:
+        """What the sweep's time left now leaves to narrow the capacity's interval once the baseline window (its
+        planned `base_s`), the grid's planned points and one more AIPerf start-up have run (closed loop: the
+        points unplanned, not counted); None without --max-duration."""
+        if not self.max_duration_s:
+            return None
+        grid = sum(self.per / v for v in self.points) if self.mode == "rate" else 0.0
+        return self.left_s() - (base_s or 0.0) - grid - START_S
+
     def need_s(self, value: float, pace_s: float) -> float:
         """A gated load's planned time and AIPerf's exit after it; closed loop: `pace_s`, the batch's own pace so
         far, or the last batch's where slower."""

@@ -47,17 +47,17 @@ from orchestrator.run import Interrupt, RunScope, open_run
 from orchestrator.run_aiperf.serving import run_phased, serve_correlated
 from orchestrator.supervisor import ServerHandle
 from orchestrator.sweep.batch import batch_rows, parse_batch_key, phase_name
-from orchestrator.sweep.budget import START_S, Budget
+from orchestrator.sweep.budget import Budget
 from orchestrator.sweep.capacity import (
     PointEvidence,
     allowed_shares,
     estimate_capacity,
     evidence_of,
-    next_load,
+    narrowing_loads,
     precision_plan,
 )
 from orchestrator.sweep.judge import Baseline, PointRequest, judge_point, point_stats, saturation_signs, worst
-from orchestrator.sweep.planned import baseline_sample
+from orchestrator.sweep.planned import baseline_sample, planned_durations
 from orchestrator.sweep.power import plan
 from orchestrator.sweep.search import Judged, conclude, extensions, gate_runs, gated_tail, next_batch, unit_of
 from orchestrator.sweep.start import FirstHold, probe_and_sample, state_plan
@@ -410,7 +410,9 @@ async def _sweep(run: RunScope, opts: SweepOptions, toolkit: Toolkit, model: Mod
             if hold is not None:
                 hold.release(0)  # AIPerf exits having sent nothing, no window started
         else:
-            said = _precision_plan(cfg)
+            base_s = planned_durations(sw.mode, [], requests=sw.requests_per_point, warmup=cfg.workload.warmup_requests,
+                                       base=need_base, probe_s=probed[0], sample_s=probed[1])[0]
+            said = _precision_plan(cfg, walk.budget.after_grid_s(base_s))
             baseline_s = await state_plan(run, model, list(opts.argv), detects, base=need_base, probe_s=probed[0],
                                           sample_s=probed[1], precision_plan=said)
             walk.budget.base_s = baseline_s
@@ -463,15 +465,11 @@ async def _sweep(run: RunScope, opts: SweepOptions, toolkit: Toolkit, model: Mod
     return 0 if ok else 1
 
 
-def _precision_plan(cfg: Config) -> list[str]:
+def _precision_plan(cfg: Config, left: float | None) -> list[str]:
     """Whether [sweep] precision is reachable in --max-duration, said before any load: the requests near the
-    boundary it needs against the time the grid's planned points and one AIPerf start-up leave."""
+    boundary it needs against `left`, what the sweep's time leaves after the baseline and the grid (None: no
+    --max-duration)."""
     sw = cfg.sweep
-    per = sw.requests_per_point + cfg.workload.warmup_requests
-    left = None
-    if sw.max_duration_s:
-        grid = sum(per / v for v in sw.points) if sw.mode == "rate" else 0.0
-        left = sw.max_duration_s - grid - START_S  # the baseline window (a few seconds) not counted
     said = precision_plan(allowed_shares(cfg.slo), precision=sw.precision, unit=unit_of(sw.mode), time_left_s=left,
                           level=cfg.slo.confidence)
     say("sweep: the capacity's interval to ±" + f"{sw.precision:.0%}:\n  " + "\n  ".join(said))
@@ -483,7 +481,8 @@ def _summary(concluded: SweepConcluded, judged: dict[float, Judged]) -> str:
     if concluded.estimate is not None:
         lines.append(f"sweep: {concluded.estimate.summary}")
     for value, j in sorted(judged.items()):
-        failed = ", ".join(c.slo for c in j.checks if c.outcome != "pass")
+        # The checks that gave the verdict: a failed point's failures (not its undecided checks beside them).
+        failed = ", ".join(c.slo for c in j.checks if c.outcome == j.outcome != "pass")
         lines.append(f"  {value:g} {concluded.unit}: {j.outcome}" + (f" ({failed})" if failed else "")
                      + (f" after {j.runs} runs" if j.runs > 1 else ""))
     return "\n".join(lines)
@@ -585,7 +584,7 @@ class _Walk:
                          left_s=self.budget.left_s(), extend=sw.extend)
 
     async def narrow(self, need_base: bool) -> bool:
-        """Spend the time left where the capacity's interval narrows most (next_load), a few runs to a batch, until
+        """Spend the time left where the capacity's interval narrows most (narrowing_loads), a few runs to a batch, until
         the precision asked is reached, nothing narrows it, or nothing more fits; whether the baseline is still
         to run."""
         cfg = self.scope.config
@@ -596,16 +595,17 @@ class _Walk:
             est = estimate_capacity(list(self.evidence.values()), allowed, unit=unit, precision=sw.precision,
                                     level=slo.confidence, draws=_STEER_DRAWS)
             bracket = conclude(self.judged, mode=sw.mode)
-            target = next_load(est, list(self.judged), mode=sw.mode, floor=bracket.highest_passing,
-                               ceiling=bracket.lowest_failing)
+            wanted = narrowing_loads(est, list(self.judged), mode=sw.mode, runs=_NARROW_RUNS,
+                                     floor=bracket.highest_passing, ceiling=bracket.lowest_failing)
             # A second start-up's worth of slack: a narrowing run is the sweep's last, and one cut by --max-duration
             # loses its requests in flight (on a loaded machine AIPerf's start-up outran the last one's estimate).
             slack = self.budget.overhead_s
-            if target is None or not (values := self.budget.fit([target] * _NARROW_RUNS, base=need_base)) \
+            if not wanted or not (values := self.budget.fit(wanted, base=need_base)) \
                     or self.budget.left_s() < slack + sum(self.budget.need_s(v, 0.0) for v in values) \
                     + self.budget.overhead_s:
                 break
-            say(f"sweep: narrowing the capacity's interval ({est.summary}): {target:g} {unit} next")
+            say(f"sweep: narrowing the capacity's interval ({est.summary}): "
+                f"{', '.join(f'{v:g}' for v in values)} {unit} next")
             ran = await self.batch(values, base=need_base)
             need_base = False
             for value in ran:

@@ -15,6 +15,7 @@ from ab_support import AbSpec, write_session
 from browser import Browser
 from campaign_support import journal as campaign_journal
 from compare_support import RunSpec, write_run
+from config_support import make_config
 from inventory_support import BENCH_TOML, manifests, write_tree
 from reports_support import T0, qualify_journal
 
@@ -24,6 +25,7 @@ from orchestrator.events import (
     AnyEvent,
     CapacityEstimate,
     GateEvaluated,
+    HostSampled,
     PhaseStarted,
     PointStats,
     RunFinished,
@@ -41,6 +43,7 @@ from orchestrator.events import (
 from orchestrator.reports import write_reports
 from orchestrator.reports.svg import EXPECTED_WRONG_COLOR, VERDICT_COLORS
 from orchestrator.reports.sweep import write_sweep_report
+from orchestrator.reports.sweep_grid import build_grid_report, write_grid_report
 
 _JOURNALS = Path(__file__).resolve().parents[2] / "data" / "journals"
 
@@ -237,6 +240,36 @@ class TestOtherReports:
             " return [r.top, r.bottom, document.getElementById('verdict').innerText]; })()"), width=1280, height=800)
         assert 0 <= top < bottom <= 800 and "interval [2.1, 3.3]" in text and "p99 client latency" in text
 
+    def test_sweep_grid_report_reads_right(self, browser: Browser, tmp_path: Path) -> None:
+        """grid.html of `--server-grid replicas=1,2` (two sweeps' journals) lays out cleanly: the capacity of each
+        configuration and per replica with its interval in the table, the host's unequal load said, and the Pareto
+        chart drawn with every configuration's points, the front and numbered axes."""
+        runs = [(str(r), _sweep_journal(tmp_path / f"r{r}" / "events.jsonl", replicas=r)) for r in (1, 2)]
+        page = write_grid_report(build_grid_report([(v, j.parent) for v, j in runs], "replicas"), tmp_path / "g")[2]
+        seen = browser.open(page)
+        _assert_reads_right(seen.layout_problems())
+        assert [(c.chart, c.empty) for c in seen.charts] == [("pareto", False)]
+        assert all(c.width > 300 and c.height > 100 for c in seen.charts)
+        rows, chart = browser.visit(page, lambda tab, _e: (tab.evaluate(
+            "[...document.querySelectorAll('tbody tr')].map(tr => [...tr.cells].map(td => td.innerText))"),
+            tab.evaluate("(() => { const s = document.querySelector('svg[data-chart=pareto]');"
+                         " return [[...s.querySelectorAll(':scope > text')].map(t => t.textContent),"
+                         " [...s.querySelectorAll('path.series')].map(p => (p.getAttribute('d').match(/M/g)"
+                         " || []).length)]; })()")))
+        # Per configuration: its capacity and 90 % interval, the binding SLO, and the same per replica.
+        assert [[r[0], *r[2:8], r[9]] for r in rows] == [
+            ["replicas=1", "2.6", "[2.1, 3.3]", "p99 client latency", "1", "2.6", "[2.1, 3.3]", "0.3"],
+            ["replicas=2", "5.2", "[4.2, 6.6]", "p99 client latency", "2", "2.6", "[2.1, 3.3]", "1.1"]], rows
+        assert "The host was unequally busy: other processes took 0.3 of 2 CPUs on average while replicas=1 ran and " \
+            "1.1 while replicas=2 ran" in seen.text
+        texts, dots = chart
+        assert {"replicas=1", "replicas=2", "Pareto front", "p99 ms"} <= set(texts), texts
+        assert len([t for t in texts if re.fullmatch(r"[0-9.,]+", t)]) >= 6, texts  # both axes numbered
+        # The front grid.json names, then each configuration's four loads (2 req/s's rerun is one point with it).
+        front = msgspec.json.decode((page.parent / "grid.json").read_bytes())["pareto"]
+        assert dots == [sum(p["on_front"] for p in front), 4, 4] and 0 < dots[0] < 8, dots
+        _assert_leads_with(browser, page, ["replicas=1", "replicas=2", "[2.1, 3.3]", "[4.2, 6.6]"])
+
     def test_ab_report_reads_right(self, browser: Browser, tmp_path: Path) -> None:
         """ab.html of a session with a planted 30 % slowdown, rebuilt by `aqbench report` from its journal:
         clean layout, the verdict badge on one line, the pairs chart drawn, names without Markdown backticks."""
@@ -289,16 +322,21 @@ class TestOtherReports:
         assert statuses and statuses == sorted(statuses, key=order.index), statuses
 
 
-def _sweep_journal(path: Path) -> Path:
+def _sweep_journal(path: Path, *, replicas: int | None = None) -> Path:
     """A sweep's journal built from its events: 0.5, 1 and 2 req/s held (2 after a rerun), 4 broke p99 latency
-    and answers while saturating."""
+    and answers while saturating. With `replicas` (one configuration of `--server-grid replicas=...`), its
+    configuration has that many, every load and capacity scales with them, each replica past the first costs
+    10 % of goodput per replica and saves 20 % of latency, and the host is busier for more replicas."""
+    x = float(replicas or 1)
+    eff, fast = 0.9 ** (x - 1), 0.8 ** (x - 1)
     lat = SloCheck(slo="p99_latency", outcome="fail", observed=9100.0, limit=8000.0, n=300, beyond=40,
                    reason="p99 9100 ms > 8000 ms: 40 of 300 requests beyond, 90% confidence that the p99 is above")
     answers = SloCheck(slo="answers", outcome="fail", observed=3.0, limit=0.0, n=300, beyond=3,
                        reason="3 of 300 answers differ from the concurrency-1 answers: item-0042 (kind language) "
                        "answered 'French' where the baseline said 'German'; item-0107; item-0311")
 
-    def point(offered: float, outcome: str, windows: int = 1, p99: float = 800.0) -> SweepPointJudged:
+    def point(load: float, outcome: str, windows: int = 1, p99: float = 800.0) -> SweepPointJudged:
+        offered, p99 = load * x, p99 * fast
         checks = [lat, answers] if outcome == "fail" else [
             SloCheck(slo="p99_latency", outcome=outcome, observed=p99, limit=8000.0, n=300,  # type: ignore[arg-type]
                      reason=f"p99 {p99:g} ms <= 8000 ms" if outcome == "pass" else "p99 needs 300 requests, 120 ok"),
@@ -309,31 +347,40 @@ def _sweep_journal(path: Path) -> Path:
             aiperf=["complete"] * windows, saturation=["achieved 3.1 req/s of 4 offered", "latency grew 4x over the "
                                                        "run"] if outcome == "fail" else [],
             stats=PointStats(requests=300, ok=297, errors_by_cause={"http_5xx": 3}, error_rate=0.01,
-                             achieved_rps=min(offered, 3.1) * 0.98, goodput_rps=min(offered, 3.1) * 0.95,
+                             achieved_rps=min(load, 3.1) * 0.98 * x, goodput_rps=min(load, 3.1) * 0.95 * x * eff,
                              latency_p50_ms=p99 / 3, latency_p90_ms=p99 / 2, latency_p99_ms=p99,
                              model_call_p50_ms=p99 / 5, model_call_p99_ms=p99 / 4, answers_compared=300,
                              answers_differing=3 if outcome == "fail" else 0,
                              span_s=300 / offered))
 
-    events = [RunStarted(command="sweep", run_id="sweep-20261202T100000Z"),
-              PhaseStarted(phase="sweep", detail=SweepPhase(mode="rate", points=[0.5, 1.0, 2.0, 4.0, 8.0],
+    value, low, high, below, above = (v * x for v in (2.6, 2.1, 3.3, 2.0, 4.0))
+    points = [v * x for v in (0.5, 1.0, 2.0, 4.0, 8.0)]
+    events = [RunStarted(command="sweep", run_id="sweep-20261202T100000Z" if replicas is None else f"sweep-r{replicas}",
+                         config=None if replicas is None else make_config(server={"replicas": replicas})),
+              PhaseStarted(phase="sweep", detail=SweepPhase(mode="rate", points=points,
                                                            requests_per_point=300, slo={"p99_latency_ms": 8000.0},
-                                                           argv=["aqbench", "sweep", "--rates", "0.5,1,2,4,8"])),
+                                                           argv=["aqbench", "sweep", "--rates",
+                                                                 ",".join(f"{v:g}" for v in points)])),
+              *(HostSampled(interval_s=2.0, load1=x, cpus=2, busy_cpus=2.0, run_cpus=1.0, outside_cpus=x * 0.8 - 0.5,
+                            steal_share=0.0) for _ in range(3 if replicas else 0)),
               point(0.5, "pass", p99=600.0), point(1.0, "pass", p99=700.0), point(2.0, "inconclusive"),
               point(2.0, "pass", windows=2, p99=2500.0), point(4.0, "fail", p99=9100.0),
-              SweepConcluded(outcome="bracketed", mode="rate", unit="req/s", capacity=2.0, highest_passing=2.0,
-                             lowest_failing=4.0, broken=[lat, answers], estimate=CapacityEstimate(
-                                 value=2.6, low=2.1, high=3.3, binding="p99_latency", shape="smooth", half_width=0.23,
-                                 requests_needed=1250, summary="capacity 2.6 req/s, 90% interval [2.1, 3.3], bound "
-                                 "by p99 client latency (smooth boundary); ±23.1% reached, not the ±10% asked; about "
-                                 "1250 requests near the boundary would reach it", slos=[SloCapacity(
-                                     slo="p99_latency", allowed=0.01, value=2.6, low=2.1, high=3.3, below=2.0,
-                                     above=4.0, shape="smooth", share_at_capacity=0.01, summary="p99 client latency: "
-                                     "crosses at 2.6 req/s [2.1, 3.3], smooth between 2 and 4")]),
-                             summary="capacity 2 req/s: 2 held every SLO, 4 broke p99 client latency (p99 9100 ms > "
-                             "8000 ms) and answers (3 of 300 differ)"),
+              SweepConcluded(outcome="bracketed", mode="rate", unit="req/s", capacity=below, highest_passing=below,
+                             lowest_failing=above, broken=[lat, answers], estimate=CapacityEstimate(
+                                 value=value, low=low, high=high, binding="p99_latency", shape="smooth",
+                                 half_width=0.23, requests_needed=1250, summary=f"capacity {value:g} req/s, 90% "
+                                 f"interval [{low:g}, {high:g}], bound by p99 client latency (smooth boundary); ±23.1% "
+                                 "reached, not the ±10% asked; about 1250 requests near the boundary would reach it",
+                                 slos=[SloCapacity(
+                                     slo="p99_latency", allowed=0.01, value=value, low=low, high=high, below=below,
+                                     above=above, shape="smooth", share_at_capacity=0.01, summary="p99 client "
+                                     f"latency: crosses at {value:g} req/s [{low:g}, {high:g}], smooth between "
+                                     f"{below:g} and {above:g}")]),
+                             summary=f"capacity {below:g} req/s: {below:g} held every SLO, {above:g} broke p99 client "
+                             "latency (p99 9100 ms > 8000 ms) and answers (3 of 300 differ)"),
               RunFinished(status="ok")]
     stamped = [msgspec.structs.replace(e, seq=i, ts_ns=T0 + i * 1_000_000_000) for i, e in enumerate(events, 1)]
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(b"".join(msgspec.json.encode(e) + b"\n" for e in stamped))
     return path
 

@@ -30,6 +30,15 @@ def test_the_baseline_is_bounded_until_the_plan_states_it() -> None:
     assert budget.fit([1.0, 2.0], base=True) == [1.0]
 
 
+def test_the_time_left_to_narrow_counts_what_is_spent_and_the_baseline() -> None:
+    """A 180 s sweep whose server start and probe took 22 s, with a 5.9 s baseline and a 36 s grid (24 s + 12 s),
+    leaves 180 - 22 - 5.9 - 36 - START_S to narrow the interval: not 180 - 36 - START_S; None without a limit."""
+    budget = Budget(mode="rate", points=[1.0, 2.0], per=24, max_duration_s=180.0, started=time.monotonic() - 22.0)
+    left = budget.after_grid_s(5.9)
+    assert left is not None and abs(left - (180.0 - 22.0 - 5.9 - 36.0 - START_S)) < 0.5
+    assert Budget(mode="rate", points=[1.0], per=24, max_duration_s=None, started=0.0).after_grid_s(5.9) is None
+
+
 def test_the_held_batch_counts_the_exit_not_a_start_up() -> None:
     """AIPerf has started: the baseline (as planned) and the loads that fit before its exit run, the baseline
     counted among them; none when even the first does not fit."""
