@@ -3,11 +3,12 @@ seeded simulated servers of known capacity (tests/orchestrator/capacity_servers.
 
 `--placement`: after the search has crossed the limit, each batch of two 60-request runs goes (a) both to the
 estimate, as the sweep does (next_load), (b) one each at estimate / f and estimate x f, or (c) one each at the
-interval's two ends; smooth boundaries, the same seeds for each. `--runs`: the sweep's placement with 12 and 48
-narrowing runs, to see the interval narrow as its requests grow (1/sqrt(n) would halve it for 4x).
+interval's two ends; smooth boundaries, the same seeds for each. `--runs`: the sweep's placement and the
+straddling ones with 12 and 48 narrowing runs, to see the interval narrow as its requests grow (1/sqrt(n) would
+halve it for 4x) and whether it still covers.
 
     .venv/bin/python bench/sweep_narrowing.py --placement [--seeds 200] [--factors 1.15]
-    .venv/bin/python bench/sweep_narrowing.py --runs [--seeds 100]
+    .venv/bin/python bench/sweep_narrowing.py --runs [--seeds 200] [--factors 1.1]
 """
 
 from __future__ import annotations
@@ -66,6 +67,8 @@ def main() -> None:
     else:
         for runs in (12, 48):
             _line("both at the estimate (the sweep's)", args.seeds, runs, at_estimate)
+            for f in args.factors:
+                _line(f"estimate / {f:g} and x {f:g}", args.seeds, runs, _around(f))
 
 
 if __name__ == "__main__":
