@@ -30,18 +30,14 @@ from orchestrator.events import CapacityEstimate, SloCapacity, SloCheck
 from orchestrator.sweep.judge import PointRequest
 from orchestrator.sweep.power import failure_design_effect, latency_design_effect
 
-__all__ = ["SloCounts", "PointEvidence", "evidence_of", "estimate_capacity", "next_load", "narrowing_loads",
-           "requests_for", "precision_plan", "allowed_shares", "BAND", "ELASTICITY", "SPREAD"]
+__all__ = ["SloCounts", "PointEvidence", "evidence_of", "estimate_capacity", "next_load", "requests_for",
+           "precision_plan", "allowed_shares", "BAND", "ELASTICITY"]
 
 # Interpolation is trusted between two loads whose shares both lie within this factor of the allowed share.
 BAND = 4.0
 # The plan's assumed steepness of a smooth boundary (d logit share / d log load): an M/M/c queue's loss share is
 # about 2 near 5 %; the reference server's 429s (2 replicas, no queue) are an Erlang loss system.
 ELASTICITY = 2.0
-# A smooth boundary's narrowing runs straddle the estimate by this factor, one below and one above: the local
-# line's slope is then pinned where it is crossed. On the seeded servers (bench/sweep_narrowing.py) the median
-# half-width was ±26.8 % against ±31.9 % with both runs at the estimate, coverage 87.5 % against 88.5 %.
-SPREAD = 1.1
 _DRAWS = 2000
 _SHARE_SLOS = {"p99_latency": 0.01, "p90_latency": 0.10, "p99_model_call": 0.01}
 
@@ -388,7 +384,9 @@ def next_load(est: CapacityEstimate, loads: Sequence[float], *, mode: str, floor
     if bind is None:
         return None
     if est.shape == "smooth":
-        target = _snap(est.value, loads)
+        target = est.value
+        close = [x for x in loads if abs(x - target) <= 0.03 * target]
+        target = close[0] if close else float(f"{target:.3g}")
     elif bind.below is not None and bind.above is not None:
         target = float(f"{math.sqrt(bind.below * bind.above):.3g}")
     else:
@@ -400,32 +398,6 @@ def next_load(est: CapacityEstimate, loads: Sequence[float], *, mode: str, floor
     if est.shape != "smooth" and target in loads:
         return None
     return target
-
-
-def _snap(x: float, loads: Sequence[float]) -> float:
-    """A load already run within 3 % of `x` (run again, its requests pooled), else `x` to 3 significant digits."""
-    close = [v for v in loads if abs(v - x) <= 0.03 * x]
-    return close[0] if close else float(f"{x:.3g}")
-
-
-def narrowing_loads(est: CapacityEstimate, loads: Sequence[float], *, mode: str, runs: int,
-                    floor: float | None = None, ceiling: float | None = None) -> list[float]:
-    """The loads of a batch of `runs` narrowing runs ([]: nothing narrows the interval here): at a smooth
-    boundary, alternately the estimate / SPREAD and x SPREAD (to 3 significant digits; next_load's target where
-    one would leave the decided bracket or round onto it); elsewhere all at next_load's target."""
-    target = next_load(est, loads, mode=mode, floor=floor, ceiling=ceiling)
-    if target is None:
-        return []
-    if est.shape != "smooth" or est.value is None:
-        return [target] * runs
-    out = []
-    for i in range(runs):
-        x = float(f"{est.value / SPREAD if i % 2 == 0 else est.value * SPREAD:.3g}")
-        if mode == "concurrency":
-            x = float(round(x))
-        inside = x > 0 and (floor is None or x > floor) and (ceiling is None or x < ceiling)
-        out.append(x if inside and x != target else target)
-    return out
 
 
 def requests_for(precision: float, allowed: float, *, level: float = 0.90, elasticity: float = ELASTICITY) -> int:

@@ -53,7 +53,7 @@ from orchestrator.sweep.capacity import (
     allowed_shares,
     estimate_capacity,
     evidence_of,
-    narrowing_loads,
+    next_load,
     precision_plan,
 )
 from orchestrator.sweep.judge import Baseline, PointRequest, judge_point, point_stats, saturation_signs, worst
@@ -584,7 +584,7 @@ class _Walk:
                          left_s=self.budget.left_s(), extend=sw.extend)
 
     async def narrow(self, need_base: bool) -> bool:
-        """Spend the time left where the capacity's interval narrows most (narrowing_loads), a few runs to a batch, until
+        """Spend the time left where the capacity's interval narrows most (next_load), a few runs to a batch, until
         the precision asked is reached, nothing narrows it, or nothing more fits; whether the baseline is still
         to run."""
         cfg = self.scope.config
@@ -595,17 +595,16 @@ class _Walk:
             est = estimate_capacity(list(self.evidence.values()), allowed, unit=unit, precision=sw.precision,
                                     level=slo.confidence, draws=_STEER_DRAWS)
             bracket = conclude(self.judged, mode=sw.mode)
-            wanted = narrowing_loads(est, list(self.judged), mode=sw.mode, runs=_NARROW_RUNS,
-                                     floor=bracket.highest_passing, ceiling=bracket.lowest_failing)
+            target = next_load(est, list(self.judged), mode=sw.mode, floor=bracket.highest_passing,
+                               ceiling=bracket.lowest_failing)
             # A second start-up's worth of slack: a narrowing run is the sweep's last, and one cut by --max-duration
             # loses its requests in flight (on a loaded machine AIPerf's start-up outran the last one's estimate).
             slack = self.budget.overhead_s
-            if not wanted or not (values := self.budget.fit(wanted, base=need_base)) \
+            if target is None or not (values := self.budget.fit([target] * _NARROW_RUNS, base=need_base)) \
                     or self.budget.left_s() < slack + sum(self.budget.need_s(v, 0.0) for v in values) \
                     + self.budget.overhead_s:
                 break
-            say(f"sweep: narrowing the capacity's interval ({est.summary}): "
-                f"{', '.join(f'{v:g}' for v in values)} {unit} next")
+            say(f"sweep: narrowing the capacity's interval ({est.summary}): {target:g} {unit} next")
             ran = await self.batch(values, base=need_base)
             need_base = False
             for value in ran:

@@ -4,7 +4,7 @@
 A server's share of failed requests and of latencies beyond a p90 limit rise with load, smoothly (logit linear in
 log load) or, for the errors, as a cliff; with noise outside the fit's assumptions: failures in bursts, AR(1)
 latencies, drift within each run, heavy stragglers. The search runs a grid, doubles it while nothing crossed,
-then runs where `place` says (narrowing_loads by default, as the sweep does).
+then runs where `place` says (next_load's target by default).
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from scipy.special import ndtr, ndtri
 
 from orchestrator.config import SloConfig
 from orchestrator.events import CapacityEstimate
-from orchestrator.sweep.capacity import PointEvidence, allowed_shares, estimate_capacity, evidence_of, narrowing_loads
+from orchestrator.sweep.capacity import PointEvidence, allowed_shares, estimate_capacity, evidence_of, next_load
 from orchestrator.sweep.judge import PointRequest
 
-__all__ = ["ALLOWED", "GRID", "RPP", "SLO", "SimServer", "Place", "as_the_sweep", "coverage", "search"]
+__all__ = ["ALLOWED", "GRID", "RPP", "SLO", "SimServer", "Place", "at_estimate", "coverage", "search"]
 
 SLO = SloConfig(p90_latency_ms=1000.0, max_error_rate=0.05, answers=False, complete_outputs=False)
 ALLOWED = allowed_shares(SLO)
@@ -107,15 +107,13 @@ class SimServer:
 Place = Callable[[CapacityEstimate, list[float]], list[tuple[float, int]]]
 
 
-def as_the_sweep(est: CapacityEstimate, loads: list[float]) -> list[tuple[float, int]]:
-    """The sweep's placement: a batch's two runs where narrowing_loads says (two at one load pooled into one)."""
-    out: dict[float, int] = {}
-    for x in narrowing_loads(est, loads, mode="rate", runs=2):
-        out[x] = out.get(x, 0) + RPP
-    return list(out.items())
+def at_estimate(est: CapacityEstimate, loads: list[float]) -> list[tuple[float, int]]:
+    """The sweep's placement: both of a batch's runs where next_load says."""
+    x = next_load(est, loads, mode="rate")
+    return [] if x is None else [(x, 2 * RPP)]
 
 
-def search(server: SimServer, *, extra_runs: int = 12, place: Place = as_the_sweep) -> tuple[float | None, float | None,
+def search(server: SimServer, *, extra_runs: int = 12, place: Place = at_estimate) -> tuple[float | None, float | None,
                                                                                              float | None]:
     """The grid (doubled while nothing crossed), then `extra_runs` runs of RPP requests where `place` says, two
     to a batch as the sweep does; the final estimate's (value, low, high)."""
@@ -145,7 +143,7 @@ def search(server: SimServer, *, extra_runs: int = 12, place: Place = as_the_swe
     return est.value, est.low, est.high
 
 
-def coverage(cliff: bool, seeds: int = 200, *, extra_runs: int = 12, place: Place = as_the_sweep
+def coverage(cliff: bool, seeds: int = 200, *, extra_runs: int = 12, place: Place = at_estimate
              ) -> tuple[float, float, float]:
     """(share of seeds whose interval covers the truth, median relative half-width, share reaching ±10 %)."""
     covered, widths, reached = 0, [], 0
