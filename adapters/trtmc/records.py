@@ -16,10 +16,12 @@ from typing import IO, Any
 import msgspec
 
 from orchestrator.events import AudioFacts, ServerRecord
+from orchestrator.ports import ServerColumns
 
 __all__ = [
     "AudioInfo", "RecordLine", "RecordWriter",
-    "ServerRecordParseError", "parse_server_record", "decode_server_record", "incarnation_from_name",
+    "ServerRecordParseError", "parse_server_record", "decode_server_record", "decode_server_columns",
+    "incarnation_from_name",
 ]
 
 class AudioInfo(msgspec.Struct, frozen=True, kw_only=True):
@@ -154,6 +156,38 @@ def decode_server_record(line: bytes) -> ServerRecord:
         return _direct.decode(line)
     except msgspec.DecodeError:  # ValidationError included
         return parse_server_record(line, source="")
+
+
+class _BlockView(msgspec.Struct, gc=False):
+    """The fields ingest's summary reads, typed as _View types them; the others are skipped unchecked (half
+    the cost of the whole view: bench/ingest.py). gc=False: a block's views are dropped at once, no cycles."""
+
+    request_id: str
+    status: int | None = None
+    handler_ms: float | None = None
+    model_call_ms: float | None = None
+    worker_roundtrip_ms: float | None = None
+    error_code: str | None = None
+    end_unix_ns: int | None = None
+
+
+_block = msgspec.json.Decoder(_BlockView)
+
+
+def decode_server_columns(block: bytes) -> ServerColumns:
+    """Whole records lines as columns, valued as decode_server_record values each line; raises msgspec
+    errors where a line is not JSON or a field read here has the wrong type (the caller then reads the block
+    line by line to name it). A field not read here is not checked."""
+    rows = _block.decode_lines(block)
+    return ServerColumns(
+        request_id=[r.request_id for r in rows],
+        status=[r.status or 0 for r in rows],
+        error_code=[r.error_code or "" for r in rows],
+        handler_ms=[r.handler_ms for r in rows],
+        model_call_ms=[r.model_call_ms for r in rows],
+        worker_roundtrip_ms=[r.worker_roundtrip_ms for r in rows],
+        end_unix_ns=[r.end_unix_ns for r in rows],
+    )
 
 
 def incarnation_from_name(name: str) -> int:
