@@ -17,7 +17,7 @@ def decode_aiperf_record(line: bytes) -> ClientRecord:
     return decode_export_record(line, via="ingest", source="", event_time=True)
 
 
-def decode_aiperf_columns(block: bytes) -> ClientColumns:
+def decode_aiperf_columns(block: bytes | memoryview) -> ClientColumns:
     """Whole `profile_export.jsonl` lines as columns, valued as decode_aiperf_record values each line."""
     return decode_export_columns(block, via="ingest")
 

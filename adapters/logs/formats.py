@@ -27,4 +27,4 @@ class LineFormat:
     name: FormatName
     kind: Literal["records", "logs"]
     decode_line: Callable[[bytes], Any]
-    decode_block: Callable[[bytes], Any] | None = None
+    decode_block: Callable[[bytes | memoryview], Any] | None = None

@@ -57,9 +57,28 @@ def summarize_array(values: _Floats) -> Summary:
     xs = values[~np.isnan(values)]
     if not xs.size:
         return Summary()
-    p50, p90, p99 = (float(v) for v in np.percentile(xs, (50, 90, 99), method="linear"))
+    p50, p90, p99 = _percentiles(xs, (50, 90, 99))
     return Summary(count=int(xs.size), mean=math.fsum(xs.tolist()) / xs.size, p50=p50, p90=p90, p99=p99,
                    min=float(xs.min()), max=float(xs.max()))
+
+
+def _percentiles(xs: _Floats, qs: tuple[int, ...]) -> list[float]:
+    """np.percentile(xs, qs, method="linear"), step for step (its index, weight and interpolation), without
+    the numpy.ma import that np.percentile brings (a tenth of a second of ingest's start: bench/ingest.py)."""
+    n = xs.size
+    virtual = [(n - 1) * (q / 100) for q in qs]
+    below = [math.floor(v) for v in virtual]
+    picks = sorted({min(max(i, 0), n - 1) for b in below for i in (b, b + 1)})
+    part = np.partition(xs, picks)
+    out = []
+    for v, b in zip(virtual, below, strict=True):
+        if v >= n - 1:
+            out.append(float(part[n - 1]))
+            continue
+        lo, hi, t = float(part[b]), float(part[b + 1]), v - b
+        diff = hi - lo
+        out.append(hi - diff * (1 - t) if t >= 0.5 else lo + diff * t)
+    return out
 
 
 class _Servers:
@@ -83,7 +102,7 @@ class _Servers:
 
 
 class _Clients:
-    __slots__ = ("base", "ids", "phase", "start", "end", "latency", "status", "odd")
+    __slots__ = ("base", "ids", "phase", "start", "end", "latency", "status", "odd", "row", "servers_seen")
 
     def __init__(self, base: int, cols: ClientColumns) -> None:
         self.base, self.ids, self.odd = base, cols.request_id, cols.odd
@@ -91,6 +110,8 @@ class _Clients:
         self.start, self.end = _ints(cols.request_start_ns), _ints(cols.request_end_ns)
         self.latency = np.array(cols.request_latency_ms, dtype=np.float64)
         self.status = cols.status_code
+        self.row: _Ints = np.zeros(0, np.int64)  # each id's server row (-1: none yet), set by ColumnJoin
+        self.servers_seen = 0  # how many server rows had arrived when `row` was looked up
 
     def lifecycle_ms(self) -> _Floats:
         """(end - start) / 1e6 where both are known, as the Joiner computes it (int difference, then / 1e6)."""
@@ -127,7 +148,9 @@ class ColumnJoin:
         self._blocks: list[_Servers | _Clients] = []
         self._rows = 0
         self.servers = self.clients = 0
-        self._index: dict[str, int] | None = None
+        # Server row of each id, filled as blocks arrive (their ids still in cache), and whether one repeated.
+        self._index: dict[str, int] = {}
+        self._repeated = False
         self._answer: ColumnAnswer | bool | None = False  # False: not computed since the last block
 
     def add_servers(self, cols: ServerColumns, incarnation: int) -> tuple[int, int] | Literal[False] | None:
@@ -137,8 +160,12 @@ class ColumnJoin:
             block = _Servers(self._rows, cols, incarnation)
         except (OverflowError, KeyError, TypeError):
             return False
+        n, index = len(block.ids), self._index
+        before = len(index)
+        index.update(zip(block.ids, range(self.servers, self.servers + n), strict=False))
+        self._repeated = self._repeated or len(index) != before + n
         self._keep(block)
-        self.servers += len(block.ids)
+        self.servers += n
         return span(block.end)
 
     def add_clients(self, cols: ClientColumns) -> tuple[int, int] | Literal[False] | None:
@@ -147,6 +174,8 @@ class ColumnJoin:
             block = _Clients(self._rows, cols)
         except (OverflowError, KeyError, TypeError):
             return False
+        block.row = np.array(list(map(self._index.get, block.ids, repeat(-1))), dtype=np.int64)
+        block.servers_seen = self.servers
         self._keep(block)
         self.clients += len(block.ids)
         return span(np.concatenate((block.start, block.end)))
@@ -154,13 +183,7 @@ class ColumnJoin:
     def _keep(self, block: _Servers | _Clients) -> None:
         self._blocks.append(block)
         self._rows += len(block.ids)
-        self._index, self._answer = None, False
-
-    def _server_index(self) -> dict[str, int]:
-        if self._index is None:
-            ids = chain.from_iterable(b.ids for b in self._blocks if isinstance(b, _Servers))
-            self._index = dict(zip(ids, range(self.servers), strict=False))
-        return self._index
+        self._answer = False
 
     def records(self) -> Iterator[tuple[list[ServerRecord], list[ClientRecord]]]:
         """Every block as records (servers, or clients), in arrival order (for the Joiner, when the columns
@@ -178,16 +201,19 @@ class ColumnJoin:
     def _compute(self) -> ColumnAnswer | None:
         servers = [b for b in self._blocks if isinstance(b, _Servers)]
         clients = [b for b in self._blocks if isinstance(b, _Clients)]
-        index = self._server_index()
-        cli_ids = list(chain.from_iterable(b.ids for b in clients))
-        n = len(cli_ids)
-        row = np.array(list(map(index.get, cli_ids, repeat(-1))), dtype=np.int64).reshape(n)
+        for b in clients:  # ids of client blocks read before (some of) the server blocks
+            if b.servers_seen < self.servers and (missing := np.flatnonzero(b.row < 0)).size:
+                b.row[missing] = [self._index.get(b.ids[i], -1) for i in missing.tolist()]
+                b.servers_seen = self.servers
+        n = self.clients
+        row = np.concatenate([b.row for b in clients]) if clients else np.zeros(0, np.int64)
         matched = row >= 0
         # Unique ids: one server row per id, each matched by one client at most, and the lone clients distinct.
-        if len(index) != self.servers or (matched.any() and np.bincount(row[matched]).max() > 1):
+        if self._repeated or (matched.any() and np.bincount(row[matched]).max() > 1):
             return None
-        lone = np.flatnonzero(~matched)
-        if len({cli_ids[i] for i in lone.tolist()}) != lone.size:
+        lone = [i for b in clients for i, r in zip(b.ids, b.row.tolist(), strict=True) if r < 0] \
+            if not matched.all() else []
+        if len(set(lone)) != len(lone):
             return None
         names = ["ok", "unmatched"]
         code = np.where(matched, 0, 1).astype(np.int16)
