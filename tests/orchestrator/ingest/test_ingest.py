@@ -302,3 +302,19 @@ class TestColumnJoin:
         ing.finish()
         with pytest.raises(RuntimeError, match="keeps no RequestCorrelated"):
             _ = ing.correlated
+
+
+class TestSummarizeArray:
+    def test_same_figures_as_summarize_on_skewed_tied_and_tiny_samples(self) -> None:
+        """The column join's statistics equal judge.stats.summarize's to the last bit (NaN as an absent value)."""
+        import numpy as np
+
+        from orchestrator.ingest.columns import summarize_array
+        from orchestrator.judge.stats import summarize
+
+        rng = np.random.default_rng(7)
+        samples = [rng.lognormal(3, 1, 1001), rng.integers(0, 4, 333).astype(float), np.array([2.5]),
+                   np.array([1.0, 2.0]), rng.standard_normal(10_000) * 1e3, np.array([np.nan, 3.0, np.nan]),
+                   np.array([np.nan]), np.round(rng.uniform(0, 100, 4097), 1)]
+        for xs in samples:
+            assert summarize_array(xs) == summarize(None if v != v else float(v) for v in xs.tolist())
