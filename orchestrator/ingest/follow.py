@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import anyio
+import anyio.lowlevel
 
 from orchestrator.ingest.inputs import expand_inputs, is_compressed
 from orchestrator.ingest.reader import Ingest
@@ -44,7 +45,7 @@ async def run_follow(
                     busy = _read(ingest, path, fol, final=False) or busy
             ingest.flush_out()
             if busy:  # a follower behind its file reads a step at a time: read on (a checkpoint, not a wait)
-                await anyio.sleep(0)
+                await anyio.lowlevel.checkpoint()
                 continue
             with anyio.move_on_after(poll_s):
                 await stop.wait()
