@@ -294,6 +294,20 @@ class TestColumnJoin:
             assert cols == kept, paths
         assert _both(exp, again)[1]["duplicate_copies"] == 30
 
+    def test_a_journal_beside_its_files_gives_the_joiners_summary(self, tmp_path: Path) -> None:
+        """A journal's records (here an earlier ingest's --out) hand the halves to the Joiner: same summary."""
+        exp, rec = tmp_path / "profile_export.jsonl", tmp_path / "records-1.jsonl"
+        exp.write_text("".join(_client_line(i) + "\n" for i in range(20)))
+        rec.write_text("".join(_server_line(i) + "\n" for i in range(3, 25)))
+        (tmp_path / "run").mkdir()
+        journal = tmp_path / "run" / "events.jsonl"
+        with journal.open("wb") as fh:
+            _ingest(exp, rec, out=fh).finish()
+        for paths in ([rec, journal, exp], [journal], [exp, rec, journal]):
+            kept, cols = _both(*paths)
+            assert cols == kept, paths
+        assert kept["duplicate_copies"] == 42 and kept["joined"] == 20
+
     def test_no_correlated_list_without_kept_events(self, tmp_path: Path) -> None:
         """An Ingest that keeps no events refuses to hand out a correlated list instead of an empty one."""
         exp = tmp_path / "profile_export.jsonl"
