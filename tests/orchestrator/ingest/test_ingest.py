@@ -253,12 +253,16 @@ def _both(*paths: str | Path) -> tuple[dict[str, object], dict[str, object]]:
 
 
 class TestColumnJoin:
-    def test_summary_only_ingest_gives_the_joiners_summary(self, tmp_path: Path) -> None:
+    def test_summary_only_ingest_gives_the_joiners_summary(self, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
         """Without kept events the column join gives the same summary, key order included, on errors,
         warmup, cancellations, lone halves of both kinds, bad and blank lines and several blocks."""
+        import orchestrator.ingest.reader
+
+        monkeypatch.setattr(orchestrator.ingest.reader, "_BLOCK", 1 << 14)  # many blocks from small files
         exp, rec = tmp_path / "profile_export.jsonl", tmp_path / "records-3.jsonl"
         lines = []
-        for i in range(3000):
+        for i in range(900):
             d = json.loads(_client_line(i, "warmup" if i < 40 else "profiling"))
             if i % 97 == 0:
                 d["error"] = {"code": 429 if i % 2 else 503, "type": "HTTP", "message": "busy"}
@@ -267,16 +271,16 @@ class TestColumnJoin:
             if i % 301 == 0:
                 d["error"] = {"code": None, "type": "ClientConnectorError", "message": "Connection refused"}
             lines.append(json.dumps(d))
-        lines[1500] = "{oops"
-        exp.write_text("\n".join(lines[:2990]) + "\n\n")
-        servers = [json.loads(_server_line(i)) for i in range(5, 3010)]
+        lines[500] = "{oops"
+        exp.write_text("\n".join(lines[:890]) + "\n\n")
+        servers = [json.loads(_server_line(i)) for i in range(5, 910)]
         for d in servers[::50]:
             d["error_code"] = "server_busy"
         rec.write_text("\n".join(json.dumps(d) for d in servers) + "\n")
         kept, cols = _both(rec, exp)
         assert cols == kept and list(cols["causes"]) == list(kept["causes"])  # type: ignore[call-overload]
         assert kept["bad_lines"] == 1 and kept["unmatched"] == {
-            "client": {"no_server_record": 5}, "server": {"no_client_record": 21}}  # 1500 is the bad line
+            "client": {"no_server_record": 5}, "server": {"no_client_record": 21}}  # 500 is the bad line
         kept, cols = _both(exp, rec)  # the other order of arrival
         assert cols == kept and list(cols["causes"]) == list(kept["causes"])  # type: ignore[call-overload]
 

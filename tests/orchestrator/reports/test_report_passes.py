@@ -2,36 +2,26 @@
 
 from __future__ import annotations
 
-import argparse
 import gzip
 from pathlib import Path
 
-from orchestrator.commands.report import register
 from orchestrator.journal import read_journal
-from orchestrator.reports.soak import fold_soak, write_soak_report
+from orchestrator.reports import build_report
+from orchestrator.reports.soak import SoakFold, fold_soak
 
 FIXTURE = Path(__file__).resolve().parents[2] / "data" / "journals" / "soak-v2" / "events.jsonl.gz"
 
 
-def _report(run_dir: Path) -> int:
-    parser = argparse.ArgumentParser(prog="aqbench")
-    register(parser.add_subparsers())
-    args = parser.parse_args(["report", str(run_dir)])
-    return int(args.func(args) or 0)
-
-
 class TestOnePass:
-    def test_soak_report_equals_its_own_fold_and_names_a_torn_line(self, tmp_path: Path) -> None:
-        """The soak report written beside the run report equals the soak fold of the journal alone, and a torn
-        last line is named in both (the soak report folded on its own pass named none)."""
-        run, alone = tmp_path / "run", tmp_path / "alone"
-        run.mkdir()
-        (run / "events.jsonl").write_bytes(gzip.decompress(FIXTURE.read_bytes())[:-300])
-        assert _report(run) == 0
-        events, torn = read_journal(run / "events.jsonl")
-        assert torn is not None
-        write_soak_report(run / "events.jsonl", alone, report=fold_soak(events, torn))
-        for name in ("soak.json", "soak.md", "soak.html"):
-            assert (run / name).read_bytes() == (alone / name).read_bytes(), name
-        assert f"last line ({torn.line}) is torn" in (run / "soak.md").read_text()
-        assert f"{torn.line}" in (run / "report.md").read_text()
+    def test_soak_fold_beside_the_run_report_equals_its_own_and_names_a_torn_line(self, tmp_path: Path) -> None:
+        """A SoakFold fed beside the run report's fold (one pass, as `aqbench report` folds a soak) gives the
+        soak report of its own fold, and both name a torn last line."""
+        journal = tmp_path / "events.jsonl"
+        journal.write_bytes(gzip.decompress(FIXTURE.read_bytes())[:-300])
+        beside = SoakFold()
+        run = build_report(journal, also=(beside.add,))
+        events, torn = read_journal(journal)
+        assert torn is not None and run.provenance.torn_line is not None
+        assert run.provenance.torn_line.line == torn.line
+        alone = fold_soak(events, torn)
+        assert beside.report(torn) == alone and alone.torn_line == torn.line
