@@ -271,7 +271,9 @@ def decode_export_columns(block: bytes | memoryview, *, via: str) -> ClientColum
     if not all(ids):
         raise RecordParseError("profile_export.jsonl: record without metadata.x_request_id: it cannot be joined")
     latency = list(map(_request_latency, map(_metrics, rows)))
-    if {m.unit for m in latency if m is not None} <= {"ms"}:
+    if None not in latency and set(map(_unit, latency)) == {"ms"}:  # the usual block: C loops only
+        latency_ms = list(map(_value, latency))
+    elif {m.unit for m in latency if m is not None} <= {"ms"}:
         latency_ms = [m.value if m is not None else None for m in latency]
     else:
         latency_ms = [_ms(m) for m in latency]
@@ -297,6 +299,7 @@ def decode_export_columns(block: bytes | memoryview, *, via: str) -> ClientColum
 
 
 _metadata, _metrics, _error, _trace_data = (attrgetter(n) for n in ("metadata", "metrics", "error", "trace_data"))
+_unit, _value = attrgetter("unit"), attrgetter("value")
 _request_id, _request_latency, _was_cancelled, _benchmark_phase, _request_start_ns, _request_end_ns = (
     attrgetter(n) for n in ("x_request_id", "request_latency", "was_cancelled", "benchmark_phase",
                             "request_start_ns", "request_end_ns"))

@@ -113,7 +113,7 @@ class _Clients:
     def __init__(self, base: int, cols: ClientColumns) -> None:
         self.base, self.ids, self.odd = base, cols.request_id, cols.odd
         self.hash = _hashes(self.ids)
-        self.phase = np.array([_PHASE_CODE[p] for p in cols.phase], dtype=np.uint8)  # KeyError: not a Phase
+        self.phase = np.array(list(map(_PHASE_CODE.__getitem__, cols.phase)), dtype=np.uint8)  # KeyError: not a Phase
         self.start, self.end = _ints(cols.request_start_ns), _ints(cols.request_end_ns)
         self.latency = np.array(cols.request_latency_ms, dtype=np.float64)
         self.status = cols.status_code

@@ -256,7 +256,8 @@ class TestColumnJoin:
     def test_summary_only_ingest_gives_the_joiners_summary(self, tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
         """Without kept events the column join gives the same summary, key order included, on errors,
-        warmup, cancellations, lone halves of both kinds, bad and blank lines and several blocks."""
+        warmup, cancellations, latencies in ns or missing, lone halves of both kinds, bad and blank lines and
+        several blocks."""
         import orchestrator.ingest.reader
 
         monkeypatch.setattr(orchestrator.ingest.reader, "_BLOCK", 1 << 14)  # many blocks from small files
@@ -270,6 +271,10 @@ class TestColumnJoin:
                 d["metadata"]["was_cancelled"] = True
             if i % 301 == 0:
                 d["error"] = {"code": None, "type": "ClientConnectorError", "message": "Connection refused"}
+            if i % 173 == 0:
+                d["metrics"]["request_latency"] = {"value": 31.5e6 + i, "unit": "ns"}
+            if i % 179 == 0:
+                del d["metrics"]["request_latency"]
             lines.append(json.dumps(d))
         lines[500] = "{oops"
         exp.write_text("\n".join(lines[:890]) + "\n\n")
