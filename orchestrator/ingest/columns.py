@@ -1,10 +1,6 @@
-"""Ingest's join over columns: client and server halves kept as arrays while every request id is new, joined
-once at the end into the summary's figures. Keeps no event per line; reads no file.
-
-While ids are unique within each half, the correlator's Joiner (orchestrator.correlate) gives the same answer
-whatever the order of arrival: a client half settles with its server half, or alone at the end. Where an id
-repeats (`unique()` is False), the caller replays the blocks into the Joiner in arrival order (`records`).
-"""
+"""Ingest's join over columns: halves kept as arrays while every request id is new (the Joiner's answer in any
+order of arrival), joined once into the summary's figures; on a repeated id, `records` replays them into the
+Joiner. Keeps no event per line; reads no file."""
 
 from __future__ import annotations
 
