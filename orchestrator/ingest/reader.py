@@ -242,7 +242,7 @@ class Ingest:
                 cols = fmt.decode_block(block)
             except _DECODE_ERRORS:
                 cols = None
-            # Fewer rows than lines: a blank line, or two values on one line: the per-line path names them.
+            # Rows and lines differ (a blank line, two values on one line): the per-line path names them.
             if cols is not None and len(cols.request_id) == n and self._add_columns(f, fmt.name, cols):
                 f.summary.lines += n
                 f.lineno += n
