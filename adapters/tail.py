@@ -19,6 +19,9 @@ from adapters.fswatch import FolderWatch
 __all__ = ["LineFollower", "FollowerStatistics"]
 
 _CHUNK = 1 << 20
+# A read hands out at most about this much (to the end of a line): a follower far behind a file catches up in
+# steps, its memory bounded by the step, not by the backlog (a final read still takes everything).
+_STEP = 8 << 20
 
 
 class FollowerStatistics(msgspec.Struct, frozen=True):
@@ -83,25 +86,33 @@ class LineFollower:
             self.truncations += 1
             self._offset, self._pending = 0, b""
 
-    def _drain_fd(self) -> None:
+    def _drain_fd(self, step: int | None = None) -> None:
         assert self._fd is not None
         # Ask for what the file holds, not for a fixed chunk: os.pread allocates the size asked for before
         # it reads, and a 1 MiB buffer per read (most reads find a few lines, or nothing) fragmented the C
-        # heap of a long soak until its RSS climbed (issue 23).
+        # heap of a long soak until its RSS climbed (issue 23). Chunks are joined once: adding each to the
+        # buffer copied a backlog of N MiB N times.
+        parts, got = [self._pending], 0
         while (size := os.fstat(self._fd).st_size - self._offset) > 0:
             chunk = os.pread(self._fd, min(size, _CHUNK), self._offset)
             if not chunk:
-                return
+                break
             self._offset += len(chunk)
-            self._pending += chunk
+            got += len(chunk)
+            parts.append(chunk)
+            if step is not None and got >= step and b"\n" in chunk:
+                break
+        if len(parts) > 1:
+            self._pending = b"".join(parts)
 
     def read_available(self, *, final: bool = False) -> list[bytes]:
-        """Return the complete lines (without newline) appended since the last call. Does not block
-        beyond one local read. `final=True` also returns an unterminated last line."""
+        """Return the complete lines (without newline) appended since the last call, up to about 8 MiB of
+        them (the rest at the next call). Does not block beyond local reads. `final=True` returns every line
+        left, and an unterminated last line too."""
         self._check_identity()
         if self._fd is None:
             return []
-        self._drain_fd()
+        self._drain_fd(None if final else _STEP)
         if not self._pending:
             return []
         *lines, rest = self._pending.split(b"\n")

@@ -11,14 +11,14 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, Literal, NamedTuple, Protocol, TypeVar
 
 import anyio
 import msgspec
 from anyio.abc import TaskStatus
 
 from orchestrator.config import WorkloadConfig
-from orchestrator.events import Event, GpuIdentity, GpuProcessMemory, LogLine
+from orchestrator.events import ClientRecord, Event, GpuIdentity, GpuProcessMemory, LogLine
 
 __all__ = [
     "OwnerFiles",
@@ -55,6 +55,8 @@ __all__ = [
     "HandoverControl",
     "Toolkit",
     "LineDecoder",
+    "ServerColumns",
+    "ClientColumns",
     "LineFollowing",
     "LogCodecs",
 ]
@@ -581,9 +583,37 @@ class OwnerFiles(msgspec.Struct, frozen=True, kw_only=True):
     revision: str = ""
 
 
+class ServerColumns(NamedTuple):
+    """A block of server-records lines as columns, row i = line i, valued as decode_line's ServerRecord:
+    what ingest's join and summary read, without one event per line."""
+
+    request_id: list[str]
+    status: list[int]
+    error_code: list[str]
+    handler_ms: list[float | None]
+    model_call_ms: list[float | None]
+    worker_roundtrip_ms: list[float | None]
+    end_unix_ns: list[int | None]
+
+
+class ClientColumns(NamedTuple):
+    """A block of client-record lines as columns, row i = line i, valued as decode_line's ClientRecord;
+    `odd` holds the whole record of each row whose outcome is not plainly ok (an error, a status of 400 or
+    more, a cancellation), which the join classifies one by one."""
+
+    request_id: list[str]
+    phase: list[str]
+    request_start_ns: list[int | None]
+    request_end_ns: list[int | None]
+    request_latency_ms: list[float | None]
+    status_code: list[int | None]
+    odd: dict[int, ClientRecord]
+
+
 class LineDecoder(Protocol):
     """One foreign line format: its name, kind ("records": a bad line is an error; "logs": non-JSON lines
-    are text) and its line decoder."""
+    are text), its line decoder and, for the big record formats, a block decoder: whole lines (each ending
+    in a newline) to columns, raising where any line would not decode (or giving fewer rows than lines)."""
 
     @property
     def name(self) -> str: ...
@@ -591,6 +621,8 @@ class LineDecoder(Protocol):
     def kind(self) -> str: ...
     @property
     def decode_line(self) -> Callable[[bytes], Any]: ...
+    @property
+    def decode_block(self) -> Callable[[bytes | memoryview], ServerColumns | ClientColumns] | None: ...
 
 
 class LineFollowing(Protocol):

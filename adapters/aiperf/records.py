@@ -1,18 +1,21 @@
 """AIPerf per-request lines (profile_export.jsonl and the live tap's files) -> ClientRecord events.
 
-The view Structs below mirror only the fields aqbench reads; they never leave this module.
+The view Structs below mirror only the fields aqbench reads; they never leave this module. They are gc=False
+(no cycles; a block of them is dropped at once: bench/ingest.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from operator import attrgetter
 
 import msgspec
 
 from orchestrator.events import ClientRecord
+from orchestrator.ports import ClientColumns
 
 __all__ = [
-    "parse_export_line", "decode_export_record", "parse_tap_line", "server_timing_ms", "timing_header_ms",
+    "parse_export_line", "decode_export_record", "decode_export_columns", "parse_tap_line", "server_timing_ms", "timing_header_ms",
     "header", "status_of", "ExportMetadata", "ExportError", "RecordParseError",
 ]
 
@@ -25,18 +28,18 @@ _UNIT_TO_MS = {"ms": 1.0, "ns": 1e-6, "us": 1e-3, "s": 1e3, "sec": 1e3}
 _PHASES = {"warmup": "warmup", "profiling": "profiling"}
 
 
-class _Metric(msgspec.Struct):
+class _Metric(msgspec.Struct, gc=False):
     value: float | None = None
     unit: str = "ms"
 
 
-class _Metrics(msgspec.Struct):
+class _Metrics(msgspec.Struct, gc=False):
     request_latency: _Metric | None = None
     time_to_first_token: _Metric | None = None
     output_sequence_length: _Metric | None = None
 
 
-class ExportMetadata(msgspec.Struct):
+class ExportMetadata(msgspec.Struct, gc=False):
     """`metadata` of an AIPerf record (shared with ingest's raw-export view)."""
 
     request_start_ns: int | None = None
@@ -53,7 +56,7 @@ class ExportMetadata(msgspec.Struct):
     was_cancelled: bool = False
 
 
-class ExportError(msgspec.Struct):
+class ExportError(msgspec.Struct, gc=False):
     """`error` of an AIPerf record: for HTTP errors `code` is the status and `message` the body."""
 
     message: str = ""
@@ -65,12 +68,12 @@ class ExportError(msgspec.Struct):
         return f"{self.message} (cause: {self.cause})" if self.cause else self.message
 
 
-class _Trace(msgspec.Struct):
+class _Trace(msgspec.Struct, gc=False):
     response_status_code: int | None = None
     response_headers: dict[str, str] | None = None
 
 
-class _ExportLine(msgspec.Struct):
+class _ExportLine(msgspec.Struct, gc=False):
     metadata: ExportMetadata
     metrics: _Metrics = msgspec.field(default_factory=_Metrics)
     trace_data: _Trace | None = None
@@ -211,6 +214,96 @@ def decode_export_record(line: bytes, *, via: str = "export", window: str = "", 
     phase name -> window. Raises msgspec errors for a malformed line and RecordParseError for a record
     that cannot be joined."""
     return _export_client(_export_decoder.decode(line), via, window, source, event_time, windows)
+
+
+class _BlockMetadata(msgspec.Struct, gc=False):
+    x_request_id: str | None = None
+    request_start_ns: int | None = None
+    request_end_ns: int | None = None
+    benchmark_phase: str | None = "unknown"
+    was_cancelled: bool = False
+
+
+class _BlockMetrics(msgspec.Struct, gc=False):
+    request_latency: _Metric | None = None
+
+
+class _BlockTrace(msgspec.Struct, gc=False):
+    response_status_code: int | None = None
+
+
+class _BlockLine(msgspec.Struct, gc=False):
+    """The fields ingest's summary reads, typed as _ExportLine types them; the others are skipped unchecked
+    (less than half the cost of the whole view: bench/ingest.py)."""
+
+    metadata: _BlockMetadata
+    metrics: _BlockMetrics = msgspec.field(default_factory=_BlockMetrics)
+    trace_data: _BlockTrace | None = None
+    error: ExportError | None = None
+
+
+_block_decoder = msgspec.json.Decoder(_BlockLine)
+
+
+def _block_client(r: _BlockLine, via: str) -> ClientRecord:
+    """A row that is not plainly ok, with the fields the join and the summary read, as _export_client gives them."""
+    md, err = r.metadata, r.error
+    return ClientRecord(
+        ts_ns=md.request_end_ns or md.request_start_ns or 0, request_id=md.x_request_id, via=via,  # type: ignore[arg-type]
+        phase=_phase(md.benchmark_phase), request_start_ns=md.request_start_ns,  # type: ignore[arg-type]
+        request_end_ns=md.request_end_ns,
+        status_code=status_of(r.trace_data.response_status_code if r.trace_data is not None else None, err),
+        error_code=err.code if err is not None else None, error_type=(err.type or "") if err is not None else "",
+        error_message=err.text() if err is not None else "", was_cancelled=md.was_cancelled,
+        request_latency_ms=_ms(r.metrics.request_latency),
+    )
+
+
+def decode_export_columns(block: bytes | memoryview, *, via: str) -> ClientColumns:
+    """Whole profile_export.jsonl lines as columns, valued as decode_export_record(event_time=True) values
+    each line; a row that is not plainly ok keeps its record in `odd`. Raises msgspec errors or
+    RecordParseError where a line is not JSON, a field read here has the wrong type or the request id is
+    missing (the caller then reads the block line by line to name it). A field not read here is not checked."""
+    rows = _block_decoder.decode_lines(block)
+    # map(attrgetter) loops run in C: a block's columns cost a fraction of its decode.
+    meta = list(map(_metadata, rows))
+    ids = list(map(_request_id, meta))
+    if not all(ids):
+        raise RecordParseError("profile_export.jsonl: record without metadata.x_request_id: it cannot be joined")
+    latency = list(map(_request_latency, map(_metrics, rows)))
+    if None not in latency and set(map(_unit, latency)) == {"ms"}:  # the usual block: C loops only
+        latency_ms = list(map(_value, latency))
+    elif {m.unit for m in latency if m is not None} <= {"ms"}:
+        latency_ms = [m.value if m is not None else None for m in latency]
+    else:
+        latency_ms = [_ms(m) for m in latency]
+    errors, traces = list(map(_error, rows)), list(map(_trace_data, rows))
+    no_trace = traces.count(None) == len(traces)
+    odd: dict[int, ClientRecord] = {}
+    # Not plainly ok: an error, a cancellation or an HTTP status of 400 or more (category_of's non-ok cases).
+    if errors.count(None) != len(errors) or any(map(_was_cancelled, meta)) or not no_trace:
+        odd = {i: _block_client(r, via) for i, r in enumerate(rows)
+               if r.error is not None or r.metadata.was_cancelled
+               or (r.trace_data is not None and (r.trace_data.response_status_code or 0) >= 400)}
+    phases = list(map(_benchmark_phase, meta))
+    return ClientColumns(
+        request_id=ids,  # all set: checked above
+        phase=phases if set(phases) <= _PHASE_SET else [_PHASES.get(p or "", "unknown") for p in phases],
+        request_start_ns=list(map(_request_start_ns, meta)),
+        request_end_ns=list(map(_request_end_ns, meta)),
+        request_latency_ms=latency_ms,
+        status_code=[None] * len(rows) if no_trace else [
+            t.response_status_code if t is not None else None for t in traces],
+        odd=odd,
+    )
+
+
+_metadata, _metrics, _error, _trace_data = (attrgetter(n) for n in ("metadata", "metrics", "error", "trace_data"))
+_unit, _value = attrgetter("unit"), attrgetter("value")
+_request_id, _request_latency, _was_cancelled, _benchmark_phase, _request_start_ns, _request_end_ns = (
+    attrgetter(n) for n in ("x_request_id", "request_latency", "was_cancelled", "benchmark_phase",
+                            "request_start_ns", "request_end_ns"))
+_PHASE_SET = frozenset(_PHASES)
 
 
 def parse_export_line(line: bytes, *, window: str = "", windows: Mapping[str, str] | None = None) -> ClientRecord:

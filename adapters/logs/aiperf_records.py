@@ -3,9 +3,10 @@ own decoder (adapters.aiperf.records), so live runs and ingest read AIPerf's exp
 
 from __future__ import annotations
 
-from adapters.aiperf.records import decode_export_record
+from adapters.aiperf.records import decode_export_columns, decode_export_record
 from adapters.logs.formats import LineFormat
 from orchestrator.events import ClientRecord
+from orchestrator.ports import ClientColumns
 
 __all__ = ["AIPERF_RECORDS", "decode_aiperf_record"]
 
@@ -16,4 +17,9 @@ def decode_aiperf_record(line: bytes) -> ClientRecord:
     return decode_export_record(line, via="ingest", source="", event_time=True)
 
 
-AIPERF_RECORDS = LineFormat("aiperf_records", "records", decode_aiperf_record)
+def decode_aiperf_columns(block: bytes | memoryview) -> ClientColumns:
+    """Whole `profile_export.jsonl` lines as columns, valued as decode_aiperf_record values each line."""
+    return decode_export_columns(block, via="ingest")
+
+
+AIPERF_RECORDS = LineFormat("aiperf_records", "records", decode_aiperf_record, decode_aiperf_columns)

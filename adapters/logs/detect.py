@@ -18,11 +18,11 @@ from adapters.logs.journal import JOURNAL
 from adapters.logs.sniff import sniff_fields
 from adapters.logs.structured import GENERIC_JSON, STRUCTLOG, UVICORN
 from adapters.logs.text import TEXT
-from adapters.trtmc.records import decode_server_record
+from adapters.trtmc.records import decode_server_columns, decode_server_record
 
 __all__ = ["SERVER_RECORDS", "FORMATS", "KNOWN_NAMES", "hint_from_name", "sniff", "sniff_fields", "file_format", "is_known_name"]
 
-SERVER_RECORDS = LineFormat("server_records", "records", decode_server_record)
+SERVER_RECORDS = LineFormat("server_records", "records", decode_server_record, decode_server_columns)
 
 FORMATS: dict[str, LineFormat] = {
     f.name: f for f in (JOURNAL, AIPERF_RECORDS, AIPERF_RAW, SERVER_RECORDS, STRUCTLOG, UVICORN, GENERIC_JSON, TEXT)

@@ -10,16 +10,19 @@ reference server's `fault_latency_ms`.
 from __future__ import annotations
 
 import re
+from operator import attrgetter
 from pathlib import Path
 from typing import IO, Any
 
 import msgspec
 
 from orchestrator.events import AudioFacts, ServerRecord
+from orchestrator.ports import ServerColumns
 
 __all__ = [
     "AudioInfo", "RecordLine", "RecordWriter",
-    "ServerRecordParseError", "parse_server_record", "decode_server_record", "incarnation_from_name",
+    "ServerRecordParseError", "parse_server_record", "decode_server_record", "decode_server_columns",
+    "incarnation_from_name",
 ]
 
 class AudioInfo(msgspec.Struct, frozen=True, kw_only=True):
@@ -154,6 +157,45 @@ def decode_server_record(line: bytes) -> ServerRecord:
         return _direct.decode(line)
     except msgspec.DecodeError:  # ValidationError included
         return parse_server_record(line, source="")
+
+
+class _BlockView(msgspec.Struct, gc=False):
+    """The fields ingest's summary reads, typed as _View types them; the others are skipped unchecked (half
+    the cost of the whole view: bench/ingest.py). gc=False: a block's views are dropped at once, no cycles."""
+
+    request_id: str
+    status: int | None = None
+    handler_ms: float | None = None
+    model_call_ms: float | None = None
+    worker_roundtrip_ms: float | None = None
+    error_code: str | None = None
+    end_unix_ns: int | None = None
+
+
+_block = msgspec.json.Decoder(_BlockView)
+
+
+def decode_server_columns(block: bytes | memoryview) -> ServerColumns:
+    """Whole records lines as columns, valued as decode_server_record values each line; raises msgspec
+    errors where a line is not JSON or a field read here has the wrong type (the caller then reads the block
+    line by line to name it). A field not read here is not checked."""
+    rows = _block.decode_lines(block)
+    # map(attrgetter) loops run in C; `or 0` / `or ""` (as parse_server_record) only where a null is there.
+    status, error_code = list(map(_status, rows)), list(map(_error_code, rows))
+    return ServerColumns(
+        request_id=list(map(_request_id, rows)),
+        status=[v or 0 for v in status] if None in status else status,
+        error_code=[v or "" for v in error_code] if None in error_code else error_code,
+        handler_ms=list(map(_handler_ms, rows)),
+        model_call_ms=list(map(_model_call_ms, rows)),
+        worker_roundtrip_ms=list(map(_worker_roundtrip_ms, rows)),
+        end_unix_ns=list(map(_end_unix_ns, rows)),
+    )
+
+
+_request_id, _status, _error_code, _handler_ms, _model_call_ms, _worker_roundtrip_ms, _end_unix_ns = (
+    attrgetter(n) for n in ("request_id", "status", "error_code", "handler_ms", "model_call_ms",
+                            "worker_roundtrip_ms", "end_unix_ns"))
 
 
 def incarnation_from_name(name: str) -> int:

@@ -65,13 +65,12 @@ def parse_time(value: str, *, now_ns: int | None = None) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    # Imported here: orchestrator.logs loads structlog, which `aqbench --help` never needs.
-    # Imported here, not at the top: the ingest package and the log adapters (through wiring) load only for it.
-    from orchestrator.commands.wiring import log_codecs
+    # Imported here, not at the top: the ingest package and the log adapters load only for it, and not the
+    # other commands' adapters (wiring.py): bench/ingest.py measures the whole process.
+    from orchestrator.commands.log_codecs import log_codecs
     from orchestrator.ingest import Ingest, expand_inputs, new_joiner, run_follow, write_parquet
     from orchestrator.ingest.render import render_summary
     from orchestrator.logs import say
-    from orchestrator.run import run_main
 
     json_target(args.json)
     since = parse_time(args.since) if args.since else None
@@ -82,7 +81,9 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("ingest: --follow cannot follow standard input; give files, globs or folders")
     out = open(args.out, "wb") if args.out else None  # noqa: SIM115  # the Ingest writes it; closed below
     codecs = log_codecs()
-    ingest = Ingest(new_joiner(), codecs, since_ns=since, until_ns=until, strict=args.fail_on_bad_line, out=out)
+    # Without --parquet no RequestCorrelated is needed: the summary's join runs over columns.
+    ingest = Ingest(new_joiner(), codecs, since_ns=since, until_ns=until, strict=args.fail_on_bad_line, out=out,
+                    keep_events=bool(args.parquet))
 
     def report() -> None:
         summary = ingest.finish()
@@ -94,6 +95,9 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         if args.follow:
+            # Imported here: the run scope (anyio, signals) serves --follow only.
+            from orchestrator.run import run_main
+
             async def body(interrupt: object) -> int:
                 try:
                     await run_follow(ingest, args.paths)

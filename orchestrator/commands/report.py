@@ -57,10 +57,11 @@ def _ab_reports(journal: Path, out: Path) -> list[Path] | None:
 def run(args: argparse.Namespace) -> int:
     # Imported here: orchestrator.logs loads structlog, which `aqbench --help` never needs.
     # Imported here, not at the top: the reports (Jinja2 templates) load only for the commands that write one.
-    from orchestrator.journal import journal_path
+    from orchestrator.events import RunStarted
+    from orchestrator.journal import TornLine, iter_journal, journal_path
     from orchestrator.logs import say
     from orchestrator.reports import write_reports
-    from orchestrator.reports.soak import write_soak_report
+    from orchestrator.reports.soak import SoakFold, write_soak_report
     from orchestrator.reports.sweep import write_sweep_report
 
     target = Path(args.run_dir)
@@ -78,7 +79,10 @@ def run(args: argparse.Namespace) -> int:
     if (ab := _ab_reports(journal, out)) is not None:
         print(f"wrote {', '.join(str(p) for p in ab)}")
         return 0
-    paths = write_reports(journal, out)
+    # A soak's two reports fold in one pass over the journal (decoding it is most of the time).
+    first = next(iter_journal(journal), None)
+    soak_fold = SoakFold() if isinstance(first, RunStarted) and first.command == "soak" else None
+    paths = write_reports(journal, out, also=(soak_fold.add,) if soak_fold is not None else ())
     prov = paths.report.provenance
     if prov.torn_line is not None:
         say(f"aqbench: warning: {journal}:{prov.torn_line.line}: torn last line skipped")
@@ -89,7 +93,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"{row.model}: {row.status}{stage}")
     written = [paths.json, paths.markdown, paths.html]
     if prov.command == "soak":
-        written += list(write_soak_report(journal, out))
+        torn = TornLine(path=str(journal), line=t.line, text=t.text.encode()) if (t := prov.torn_line) else None
+        written += list(write_soak_report(journal, out, report=soak_fold.report(torn) if soak_fold else None))
     if prov.command == "sweep":
         written += write_sweep_report(journal, out)
     print(f"wrote {', '.join(str(p) for p in written)}")

@@ -8,20 +8,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import anyio
 
 from adapters import aiperf as _aiperf
-from adapters import logs as _logs
 from adapters.chat import ChatClient, NativeWorker
 from adapters.server_kinds import server_parts
-from adapters.tail import LineFollower
 from adapters.trtmc.qual_files import MODELS_DIR, TASKS_FILE, parse_owner_files
-from adapters.trtmc.records import incarnation_from_name
 from adapters.trtmc.records_tail import ServerRecordsTailer
+
+# log_codecs lives apart (log_codecs.py: the ingest command imports it alone); wiring hands it on.
+from orchestrator.commands.log_codecs import log_codecs
 from orchestrator.config import Config, WorkloadConfig
-from orchestrator.events import Event, LogLine
 from orchestrator.inventory.tree import open_checkout, read_checkout_files
 from orchestrator.ports import (
     AiperfFacts,
@@ -30,9 +28,6 @@ from orchestrator.ports import (
     EventBus,
     ExportLevel,
     HandoverControl,
-    LineDecoder,
-    LineFollowing,
-    LogCodecs,
     OwnerFiles,
     PhaseGates,
     PhaseLoad,
@@ -124,39 +119,3 @@ def owner_files(cfg: Config, trtmc: str = "", rev: str = "") -> dict[str, OwnerF
     return out
 
 
-class _LogCodecs:
-    """adapters.logs (and the records' file naming) behind the LogCodecs port."""
-
-    formats: dict[str, LineDecoder] = dict(_logs.FORMATS)
-
-    def file_format(self, name: str, first_line: bytes | None) -> str:
-        return _logs.file_format(name, first_line)
-
-    def sniff(self, line: bytes) -> str | None:
-        return _logs.sniff(line)
-
-    def is_known_name(self, name: str) -> bool:
-        return _logs.is_known_name(name)
-
-    def incarnation_from_name(self, name: str) -> int:
-        return incarnation_from_name(name)
-
-    def is_log(self, item: object) -> bool:
-        return isinstance(item, _logs.OtelLog)
-
-    def severity(self, item: Any) -> str:  # noqa: ANN401  # the LogCodecs port's signature
-        return str(item.severity_text)
-
-    def to_log_line(self, item: Any, *, stream: str, source: str) -> Event:  # noqa: ANN401  # as severity
-        return _logs.to_log_line(item, stream=stream, source=source)
-
-    def severity_of_line(self, line: LogLine) -> str:
-        return _logs.from_log_line(line).severity_text
-
-    def follow(self, path: str, *, poll_s: float) -> LineFollowing:
-        return LineFollower(path, poll_s=poll_s)
-
-
-def log_codecs() -> LogCodecs:
-    """The formats a real ingest reads."""
-    return _LogCodecs()

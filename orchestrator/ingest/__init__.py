@@ -1,5 +1,5 @@
-"""`aqbench ingest`: structured logs and records read back into the run's events (reader, inputs), followed
-live (follow), summarised (summary, render) and written to Parquet (parquet)."""
+"""`aqbench ingest`: structured logs and records read back into the run's events (reader, inputs) or joined over
+columns (columns), followed live (follow), summarised (summary, render) and written to Parquet (parquet)."""
 
 from orchestrator.ingest.follow import run_follow
 from orchestrator.ingest.inputs import expand_inputs, read_chunks

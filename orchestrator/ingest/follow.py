@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import anyio
+import anyio.lowlevel
 
 from orchestrator.ingest.inputs import expand_inputs, is_compressed
 from orchestrator.ingest.reader import Ingest
@@ -38,10 +39,14 @@ async def run_follow(
                         ingest.feed_path(path)
                     else:
                         followers[path] = ingest.codecs.follow(path, poll_s=poll_s)
+            busy = False
             for path, fol in followers.items():
                 if fol is not None:
-                    _read(ingest, path, fol, final=False)
+                    busy = _read(ingest, path, fol, final=False) or busy
             ingest.flush_out()
+            if busy:  # a follower behind its file reads a step at a time: read on (a checkpoint, not a wait)
+                await anyio.lowlevel.checkpoint()
+                continue
             with anyio.move_on_after(poll_s):
                 await stop.wait()
     finally:
@@ -52,7 +57,8 @@ async def run_follow(
         ingest.flush_out()
 
 
-def _read(ingest: Ingest, path: str, fol: LineFollowing, *, final: bool) -> None:
+def _read(ingest: Ingest, path: str, fol: LineFollowing, *, final: bool) -> bool:
+    """Hand what `fol` has to `ingest`; whether there were lines."""
     before, torn = fol.truncations, fol.torn
     lines = fol.read_available(final=final)
     if fol.truncations != before:
@@ -64,3 +70,4 @@ def _read(ingest: Ingest, path: str, fol: LineFollowing, *, final: bool) -> None
         ingest.end(path)
     else:
         ingest.feed_lines(path, lines)
+    return bool(lines)

@@ -1,8 +1,8 @@
 """`aqbench ingest` composition root: inputs -> format detection -> normalised events -> join -> summary.
 
 Reads files (plain, gzip, zstd), folders and standard input; never blocks on the network. Decoding is
-batched: a run of complete lines in one known format is decoded with one msgspec call, and only when
-that fails is it retried line by line to find, classify and count the bad lines.
+batched: a block of complete lines in one known format is decoded with one msgspec call (into columns when
+no event is kept), and only when that fails is it retried line by line to find, classify and count the bad lines.
 """
 
 from __future__ import annotations
@@ -16,7 +16,9 @@ from operator import attrgetter
 from typing import Any, BinaryIO, Protocol
 
 import msgspec
+import numpy as np
 
+from orchestrator.accounting import category_of
 from orchestrator.correlate import Joiner
 from orchestrator.dataset import parse_session_key
 from orchestrator.events import (
@@ -29,6 +31,7 @@ from orchestrator.events import (
     RequestUnmatched,
     ServerRecord,
 )
+from orchestrator.ingest.columns import ColumnAnswer, ColumnJoin
 from orchestrator.ingest.inputs import read_chunks
 from orchestrator.ingest.summary import (
     BadCause,
@@ -38,19 +41,22 @@ from orchestrator.ingest.summary import (
     SourceSummary,
     latency_statistics,
 )
-from orchestrator.ports import LineDecoder, LogCodecs
+from orchestrator.ports import ClientColumns, LineDecoder, LogCodecs, ServerColumns
 from orchestrator.redaction import Redactor
 
 __all__ = ["Ingest", "new_joiner"]
 
 # Output is flushed in 256 KiB batches, the size of an input chunk.
 _CHUNK = 1 << 18
+_BLOCK = 1 << 20
 
 _DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, ValueError, TypeError)
 # Events the correlator derives: ingest derives them again from the halves, so copies read from a
 # journal are counted (and compared), not re-emitted.
 _DERIVED = (RequestCorrelated, RequestUnmatched, AccountingChecked, RequestsInFlight)
 _replace = msgspec.structs.replace
+# The record formats whose halves the column join keeps (their block decoders give columns).
+_COLUMNAR = ("server_records", "aiperf_records")
 
 
 
@@ -116,7 +122,10 @@ class _File:
 class Ingest:
     """Feeds lines of many inputs through detection, decoding and the join; `finish()` gives the answer.
 
-    Not thread-safe; one instance per command. `joiner` is the correlator's pure join core.
+    Not thread-safe; one instance per command. `joiner` is the correlator's pure join core. With
+    `keep_events=False` (and no `out`, no time window) the server records and AIPerf exports are joined
+    over columns (orchestrator.ingest.columns), the same answer without one event per line, and
+    `correlated` is not kept; a repeated request id or a journal's records hand every half to `joiner`.
     """
 
     def __init__(
@@ -127,6 +136,7 @@ class Ingest:
         since_ns: int | None = None,
         until_ns: int | None = None,
         strict: bool = False,
+        keep_events: bool = True,
         out: BinaryIO | None = None,
         max_listed: int = 100,
     ) -> None:
@@ -156,6 +166,9 @@ class Ingest:
         self._encoder = msgspec.json.Encoder()
         # The events.jsonl written here is a journal like a run's: credentials never reach it.
         self._redactor = Redactor.from_environ()
+        self._cols: ColumnJoin | None = None
+        if not keep_events and out is None and since_ns is None and until_ns is None:
+            self._cols = ColumnJoin()
 
     # ---------------------------------------------------------------- feeding
 
@@ -172,14 +185,19 @@ class Ingest:
         # One pause for the whole file, not one per chunk: each re-enable would let a collection
         # walk every half still waiting for its other half (the records file is read before the
         # export, so that is all of them).
+        # Columns are decoded a block at a time: 1 MiB pieces shrink per-block costs (bench/ingest.py).
+        size = _BLOCK if self._cols is not None else _CHUNK
         with _gc_paused():
-            for chunk in read_chunks(path):
+            for chunk in read_chunks(path, size):
                 self.feed(path, chunk)
             self.end(f.path)
 
     def feed(self, path: str, chunk: bytes) -> None:
         """Bytes appended to `path`; complete lines are processed, the rest waits for more."""
         f = self._file(path)
+        if self._cols is not None and f.format is not None and f.format.decode_block is not None:
+            self._blocks(f, chunk)
+            return
         # Split the chunk itself (no copy of the whole chunk): only the carried-over tail is joined.
         lines = chunk.split(b"\n")
         if f.pending:
@@ -190,8 +208,46 @@ class Ingest:
 
     def feed_lines(self, path: str, lines: list[bytes]) -> None:
         """Whole lines (without newlines) from a follower."""
-        if lines:
-            self._lines(self._file(path), lines)
+        if not lines:
+            return
+        f = self._file(path)
+        if self._cols is not None and f.format is not None and f.format.decode_block is not None:
+            self._block(f, b"\n".join(lines) + b"\n")
+        else:
+            self._lines(f, lines)
+
+    def _blocks(self, f: _File, chunk: bytes) -> None:
+        """A chunk of a block-decoded file, decoded in place (a view, not a copy): the line the last chunk
+        left unfinished is completed and decoded alone, then every whole line after it at once."""
+        start = 0
+        if f.pending:
+            start = chunk.find(b"\n") + 1
+            if not start:
+                f.pending += chunk
+                return
+            head, f.pending = f.pending + chunk[:start], b""
+            self._block(f, head)
+        end = chunk.rfind(b"\n") + 1
+        if end > start:
+            self._block(f, memoryview(chunk)[start:end])
+        f.pending = chunk[max(start, end):]
+
+    def _block(self, f: _File, block: bytes | memoryview) -> None:
+        """Complete lines of a file whose format decodes blocks into columns (ending in a newline each)."""
+        fmt = f.format
+        assert fmt is not None and fmt.decode_block is not None
+        n = int(np.count_nonzero(np.frombuffer(block, np.uint8) == 10))  # 4x bytes.count
+        with _gc_paused():
+            try:
+                cols = fmt.decode_block(block)
+            except _DECODE_ERRORS:
+                cols = None
+            # Rows and lines differ (a blank line, two values on one line): the per-line path names them.
+            if cols is not None and len(cols.request_id) == n and self._add_columns(f, fmt.name, cols):
+                f.summary.lines += n
+                f.lineno += n
+                return
+            self._lines(f, bytes(block).split(b"\n")[:-1])
 
     def end(self, path: str) -> None:
         """End of input for `path`: an unterminated last line is processed, and if it does not decode
@@ -308,7 +364,54 @@ class Ingest:
             if self._last is None or ts > self._last:
                 self._last = ts
 
+    def _add_columns(self, f: _File, fmt: str, cols: ServerColumns | ClientColumns) -> bool:
+        """Keep a block of halves in the column join; False, with nothing kept, when it cannot take them."""
+        assert self._cols is not None
+        if isinstance(cols, ServerColumns):
+            times, kind = self._cols.add_servers(cols, f.incarnation), "server_record"
+        else:
+            times, kind = self._cols.add_clients(cols), "client_record"
+        if times is False:
+            return False
+        if times:
+            self._span(times[0])
+            self._span(times[1])
+        self._count(f, fmt, kind, len(cols.request_id))
+        return True
+
+    def _columns(self, f: _File, fmt: str, items: list[Any]) -> bool:
+        """Decoded records (the per-line path) into the column join; False when they cannot go there."""
+        if fmt == "server_records":
+            if any(r.incarnation for r in items):
+                return False  # a line that names its own incarnation: the Joiner's way
+            return self._add_columns(f, fmt, ServerColumns(
+                request_id=[r.request_id for r in items], status=[r.status for r in items],
+                error_code=[r.error_code for r in items], handler_ms=[r.handler_ms for r in items],
+                model_call_ms=[r.model_call_ms for r in items],
+                worker_roundtrip_ms=[r.worker_roundtrip_ms for r in items],
+                end_unix_ns=[r.end_unix_ns for r in items]))
+        return self._add_columns(f, fmt, ClientColumns(
+            request_id=[r.request_id for r in items], phase=[r.phase for r in items],
+            request_start_ns=[r.request_start_ns for r in items], request_end_ns=[r.request_end_ns for r in items],
+            request_latency_ms=[r.request_latency_ms for r in items], status_code=[r.status_code for r in items],
+            odd={i: r for i, r in enumerate(items) if category_of(r) != "ok"}))
+
+    def _spill(self) -> None:
+        """Hand every half the column join holds to the Joiner, in arrival order; columns end here."""
+        cols, self._cols = self._cols, None
+        assert cols is not None
+        for servers, clients in cols.records():
+            if servers:
+                self._join_servers(servers, "")
+            if clients:
+                self._join_clients(clients, "")
+
     def _emit(self, f: _File, fmt: str, items: list[Any]) -> None:
+        if self._cols is not None:
+            if fmt in _COLUMNAR and self._columns(f, fmt, items):
+                return
+            if fmt in _COLUMNAR or not all(map(self.codecs.is_log, items)):
+                self._spill()
         if fmt == "server_records" and len(items) > 1:
             self._emit_servers(f, items)
             return
@@ -367,11 +470,14 @@ class Ingest:
         if f.incarnation:
             inc = f.incarnation
             items = [r if r.incarnation else _replace(r, incarnation=inc) for r in items]
+        self._join_servers(items, f.source)
+        self._count(f, "server_records", "server_record", len(items))
+
+    def _join_servers(self, items: list[ServerRecord], source: str) -> None:
         keys = [(r.request_id, r.incarnation, r.end_unix_ns, r.handler_ms) for r in items]
         if len(set(keys)) != len(keys) or not self._server_keys.isdisjoint(keys):
             for r in items:
-                self._server(r, r.end_unix_ns or r.ts_ns, f.source)
-            self._count(f, "server_records", "server_record", len(items))
+                self._server(r, r.end_unix_ns or r.ts_ns, source)
             return
         self._server_keys.update(keys)
         self._servers += len(items)
@@ -381,21 +487,23 @@ class Ingest:
             self._span(max(ends))
         if self.out is not None:
             for r in items:
-                self._write(_replace(r, source=f.source, ts_ns=r.end_unix_ns or 0) if not r.source else r)
+                self._write(_replace(r, source=source, ts_ns=r.end_unix_ns or 0) if not r.source else r)
         produced = self.joiner.add_servers(items)
         if produced:
             self._derived(produced)
-        self._count(f, "server_records", "server_record", len(items))
 
     def _emit_clients(self, f: _File, items: list[ClientRecord]) -> None:
         """A run of one AIPerf export's lines: the same steps as `_client`, a list at a time."""
         fmt = f.summary.format
         items = self._windowed(f, items, lambda r: r.request_start_ns or r.ts_ns)
+        self._join_clients(items, f.source)
+        self._count(f, fmt, "client_record", len(items))
+
+    def _join_clients(self, items: list[ClientRecord], source: str) -> None:
         keys = [(r.request_id, r.request_start_ns) for r in items]
         if len(set(keys)) != len(keys) or not self._client_keys.isdisjoint(keys):
             for r in items:
-                self._client(r, r.request_start_ns or r.ts_ns, f.source)
-            self._count(f, fmt, "client_record", len(items))
+                self._client(r, r.request_start_ns or r.ts_ns, source)
             return
         self._client_keys.update(keys)
         self._clients += len(items)
@@ -407,11 +515,10 @@ class Ingest:
                 self._span(max(times))
         if self.out is not None:
             for r in items:
-                self._write(_replace(r, source=f.source) if not r.source else r)
+                self._write(_replace(r, source=source) if not r.source else r)
         produced = self.joiner.add_clients(items)
         if produced:
             self._derived(produced)
-        self._count(f, fmt, "client_record", len(items))
 
     def _server(self, rec: ServerRecord, ts: int | None, source: str) -> None:
         key = (rec.request_id, rec.incarnation, rec.end_unix_ns, rec.handler_ms)
@@ -507,12 +614,17 @@ class Ingest:
 
     @property
     def correlated(self) -> list[RequestCorrelated]:
+        """Every joined request (an Ingest made with keep_events=False keeps none: asking is an error)."""
+        if self._cols is not None:
+            raise RuntimeError("Ingest(keep_events=False) keeps no RequestCorrelated: make it with keep_events=True")
         return self._correlated
 
     def finish(self, *, close: Callable[[], Any] | None = None) -> IngestSummary:
         """End every input, close the join (pending halves become unmatched) and summarise."""
         for path in list(self._files):
             self.end(path)
+        if self._cols is not None and self._cols.answer() is None:
+            self._spill()  # a repeated id: the Joiner decides duplicates and merges, in arrival order
         self._derived((close or self.joiner.flush)())
         self.flush_out()
         return self.summary()
@@ -530,6 +642,11 @@ class Ingest:
             if (j := journal.get(c.request_id)) is not None and j.ok == c.ok and j.cause == c.cause
         ) if journal else 0
         sources = [f.summary for f in self._files.values()]
+        # While the columns answer, every half is there: the Joiner took none.
+        joined = self._cols.answer() if self._cols is not None else None
+        if joined is None:
+            joined = ColumnAnswer(len(self._correlated), sum(map(attrgetter("ok"), self._correlated)), causes,
+                                  unmatched, latency_statistics(self._correlated))
         return IngestSummary(
             sources=sources,
             lines=sum(s.lines for s in sources),
@@ -538,14 +655,14 @@ class Ingest:
             bad=list(self._bad),
             by_format=dict(self._by_format),
             severities=dict(self._severities),
-            client_records=self._clients,
-            server_records=self._servers,
+            client_records=self._clients + (self._cols.clients if self._cols is not None else 0),
+            server_records=self._servers + (self._cols.servers if self._cols is not None else 0),
             duplicate_copies=self._duplicates,
-            joined=len(self._correlated),
-            joined_ok=sum(map(attrgetter("ok"), self._correlated)),
-            causes=causes,
-            unmatched=unmatched,
-            latency_ms=latency_statistics(self._correlated),
+            joined=joined.joined,
+            joined_ok=joined.joined_ok,
+            causes=joined.causes,
+            unmatched=joined.unmatched,
+            latency_ms=joined.latency_ms,
             first_unix_ns=self._first,
             last_unix_ns=self._last,
             journal_correlated=len(self._journal_correlated),

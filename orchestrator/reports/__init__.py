@@ -7,11 +7,12 @@ and orchestrator.judge.stats, never live state.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import msgspec
 
+from orchestrator.events import AnyEvent
 from orchestrator.reports.fold import ReportFold, build_report, fold
 from orchestrator.reports.html import render_html
 from orchestrator.reports.markdown import render_markdown
@@ -63,13 +64,15 @@ def _write_atomic(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
-def write_reports(journal_path: str | Path, out_dir: str | Path) -> ReportPaths:
-    """Fold `journal_path` and write report.json, report.md and report.html into `out_dir`.
+def write_reports(journal_path: str | Path, out_dir: str | Path, *,
+                  also: Sequence[Callable[[AnyEvent], None]] = ()) -> ReportPaths:
+    """Fold `journal_path` and write report.json, report.md and report.html into `out_dir`; `also`: other
+    folds handed every event in the same pass (build_report).
 
     Blocks (file reads and writes); async callers use `anyio.to_thread.run_sync`. Raises JournalError
     when the journal cannot be opened or a line other than the last is corrupt.
     """
-    report = build_report(journal_path)
+    report = build_report(journal_path, also=also)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = ReportPaths(json=out / "report.json", markdown=out / "report.md", html=out / "report.html",

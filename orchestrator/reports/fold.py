@@ -7,7 +7,7 @@ compact arrays only until it closes. Picture series are thinned to a fixed numbe
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -616,12 +616,19 @@ def fold(events: Iterable[AnyEvent], torn: TornLine | None = None) -> RunReport:
     return f.finish(torn)
 
 
-def build_report(journal_path: str | Path) -> RunReport:
+def build_report(journal_path: str | Path, *, also: Sequence[Callable[[AnyEvent], None]] = ()) -> RunReport:
     """Stream `journal_path` through the fold. Blocks (file reads). A torn last line is reported
-    in the provenance and as a notice; other corruption raises JournalError naming the line."""
+    in the provenance and as a notice; other corruption raises JournalError naming the line. Each of
+    `also` (another report's fold) is handed every event too: one pass over the journal for both."""
     torn: list[TornLine] = []
     events: Iterator[AnyEvent] = iter_journal(journal_path, on_torn=torn.append)
     f = ReportFold()
+    if not also:
+        for ev in events:
+            f.add(ev)
+        return f.finish(torn[0] if torn else None)
     for ev in events:
         f.add(ev)
+        for other in also:
+            other(ev)
     return f.finish(torn[0] if torn else None)

@@ -474,10 +474,11 @@ def _write_atomic(path: Path, data: bytes) -> None:
 
 
 def write_soak_report(journal_path: str | Path, out_dir: str | Path, *,
-                      live: bool = False) -> tuple[Path, Path, Path]:
+                      live: bool = False, report: SoakReport | None = None) -> tuple[Path, Path, Path]:
     """Fold the journal and write soak.json, soak.md and soak.html into `out_dir` (`live`: a running soak's
-    checkpoint, see fold_soak). Blocks."""
-    report = build_soak_report(journal_path, live=live)
+    checkpoint, see fold_soak); `report`: the journal's fold already made (a SoakFold fed beside the run
+    report's, in one pass), not folded again. Blocks."""
+    report = report if report is not None else build_soak_report(journal_path, live=live)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = (out / "soak.json", out / "soak.md", out / "soak.html")

@@ -25,6 +25,25 @@ class TestLineFollower:
         assert f.read_available() == [b'{"b":2}']
         f.close()
 
+    def test_a_backlog_is_handed_out_in_steps_and_a_final_read_takes_the_rest(
+            self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        """A follower far behind its file reads a step (to the end of a line) at a time, every line once and
+        in order; the final read takes all that is left, the torn tail too."""
+        import adapters.tail
+
+        monkeypatch.setattr(adapters.tail, "_CHUNK", 16)
+        monkeypatch.setattr(adapters.tail, "_STEP", 40)
+        path = tmp_path / "f.jsonl"
+        lines = [f"line-{i:03d}".encode() for i in range(50)]
+        path.write_bytes(b"\n".join(lines) + b"\n" + b"torn")
+        f = LineFollower(path)
+        first = f.read_available()
+        assert 3 <= len(first) <= 6 and first == lines[: len(first)]
+        second = f.read_available()
+        assert second == lines[len(first): len(first) + len(second)] and second
+        assert f.read_available(final=True) == lines[len(first) + len(second):] + [b"torn"]
+        f.close()
+
     def test_truncation_restarts_from_zero(self, tmp_path: Path) -> None:
         """A file truncated in place (AIPerf at run start) is read again from its first byte."""
         path = tmp_path / "f.jsonl"

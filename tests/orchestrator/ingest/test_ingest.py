@@ -243,3 +243,101 @@ class TestParquetExtra:
 
         with pytest.raises(UsageError, match=r"--parquet .*x\.parquet: .*pip install 'aqbench\[parquet\]'"):
             write_parquet([], str(tmp_path / "x.parquet"))
+
+
+def _both(*paths: str | Path) -> tuple[dict[str, object], dict[str, object]]:
+    """The summary of the same inputs through the Joiner (events kept) and through the column join."""
+    kept = msgspec.to_builtins(_ingest(*paths).finish())
+    cols = msgspec.to_builtins(_ingest(*paths, keep_events=False).finish())
+    return kept, cols
+
+
+class TestColumnJoin:
+    def test_summary_only_ingest_gives_the_joiners_summary(self, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+        """Without kept events the column join gives the same summary, key order included, on errors,
+        warmup, cancellations, latencies in ns or missing, lone halves of both kinds, bad and blank lines and
+        several blocks."""
+        import orchestrator.ingest.reader
+
+        monkeypatch.setattr(orchestrator.ingest.reader, "_BLOCK", 1 << 14)  # many blocks from small files
+        exp, rec = tmp_path / "profile_export.jsonl", tmp_path / "records-3.jsonl"
+        lines = []
+        for i in range(900):
+            d = json.loads(_client_line(i, "warmup" if i < 40 else "profiling"))
+            if i % 97 == 0:
+                d["error"] = {"code": 429 if i % 2 else 503, "type": "HTTP", "message": "busy"}
+            if i % 211 == 0:
+                d["metadata"]["was_cancelled"] = True
+            if i % 301 == 0:
+                d["error"] = {"code": None, "type": "ClientConnectorError", "message": "Connection refused"}
+            if i % 173 == 0:
+                d["metrics"]["request_latency"] = {"value": 31.5e6 + i, "unit": "ns"}
+            if i % 179 == 0:
+                del d["metrics"]["request_latency"]
+            lines.append(json.dumps(d))
+        lines[500] = "{oops"
+        exp.write_text("\n".join(lines[:890]) + "\n\n")
+        servers = [json.loads(_server_line(i)) for i in range(5, 910)]
+        for d in servers[::50]:
+            d["error_code"] = "server_busy"
+        rec.write_text("\n".join(json.dumps(d) for d in servers) + "\n")
+        kept, cols = _both(rec, exp)
+        assert cols == kept and list(cols["causes"]) == list(kept["causes"])  # type: ignore[call-overload]
+        assert kept["bad_lines"] == 1 and kept["unmatched"] == {
+            "client": {"no_server_record": 5}, "server": {"no_client_record": 21}}  # 500 is the bad line
+        kept, cols = _both(exp, rec)  # the other order of arrival
+        assert cols == kept and list(cols["causes"]) == list(kept["causes"])  # type: ignore[call-overload]
+
+    def test_repeated_ids_and_real_samples_give_the_joiners_summary(self, tmp_path: Path) -> None:
+        """A file read twice, a stray record in a log and the real samples: the Joiner decides, same summary."""
+        exp = tmp_path / "profile_export.jsonl"
+        exp.write_text("".join(_client_line(i) + "\n" for i in range(30)))
+        (tmp_path / "again").mkdir()
+        again = tmp_path / "again" / "profile_export.jsonl"
+        shutil.copy(exp, again)
+        log = tmp_path / "server.log"
+        log.write_text("starting\n" + _server_line(3) + "\n")
+        for paths in ([exp, again], [exp, log], [DATA / "aiperf"], [DATA / "ingest"], [exp, tmp_path / "*.jsonl"]):
+            kept, cols = _both(*paths)
+            assert cols == kept, paths
+        assert _both(exp, again)[1]["duplicate_copies"] == 30
+
+    def test_a_journal_beside_its_files_gives_the_joiners_summary(self, tmp_path: Path) -> None:
+        """A journal's records (here an earlier ingest's --out) hand the halves to the Joiner: same summary."""
+        exp, rec = tmp_path / "profile_export.jsonl", tmp_path / "records-1.jsonl"
+        exp.write_text("".join(_client_line(i) + "\n" for i in range(20)))
+        rec.write_text("".join(_server_line(i) + "\n" for i in range(3, 25)))
+        (tmp_path / "run").mkdir()
+        journal = tmp_path / "run" / "events.jsonl"
+        with journal.open("wb") as fh:
+            _ingest(exp, rec, out=fh).finish()
+        for paths in ([rec, journal, exp], [journal], [exp, rec, journal]):
+            kept, cols = _both(*paths)
+            assert cols == kept, paths
+        assert kept["duplicate_copies"] == 42 and kept["joined"] == 20
+
+    def test_no_correlated_list_without_kept_events(self, tmp_path: Path) -> None:
+        """An Ingest that keeps no events refuses to hand out a correlated list instead of an empty one."""
+        exp = tmp_path / "profile_export.jsonl"
+        exp.write_text(_client_line(0) + "\n")
+        ing = _ingest(exp, keep_events=False)
+        ing.finish()
+        with pytest.raises(RuntimeError, match="keeps no RequestCorrelated"):
+            _ = ing.correlated
+
+
+class TestSummarizeArray:
+    def test_same_figures_as_summarize_on_skewed_tied_and_tiny_samples(self) -> None:
+        """The column join's statistics equal judge.stats.summarize's to the last bit (NaN as an absent value)."""
+        import numpy as np
+
+        from orchestrator.ingest.columns import summarize_array
+        from orchestrator.judge.stats import summarize
+
+        rng = np.random.default_rng(7)
+        samples = [rng.lognormal(3, 1, 1001), rng.integers(0, 4, 333).astype(float), np.array([2.5]),
+                   np.array([1.0, 2.0]), rng.standard_normal(10_000) * 1e3, np.array([np.nan, 3.0, np.nan]),
+                   np.array([np.nan]), np.round(rng.uniform(0, 100, 4097), 1)]
+        for xs in samples:
+            assert summarize_array(xs) == summarize(None if v != v else float(v) for v in xs.tolist())

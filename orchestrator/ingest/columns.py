@@ -1,0 +1,261 @@
+"""Ingest's join over columns: halves kept as arrays while every request id is new (the Joiner's answer in any
+order of arrival), joined once into the summary's figures; on a repeated id, `records` replays them into the
+Joiner. Keeps no event per line; reads no file."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from itertools import chain
+from typing import Literal, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+from orchestrator.accounting import category_of, cause_of
+from orchestrator.events import ClientRecord, ServerRecord
+from orchestrator.ingest.summary import TIMING_FIELDS
+from orchestrator.judge.stats import Summary
+from orchestrator.ports import ClientColumns, ServerColumns
+
+__all__ = ["ColumnJoin", "ColumnAnswer", "summarize_array"]
+
+_NONE = np.iinfo(np.int64).min  # an absent integer in an int64 column
+_PHASES = ("warmup", "profiling", "unknown")
+_PHASE_CODE = {p: i for i, p in enumerate(_PHASES)}
+_Floats = npt.NDArray[np.float64]
+_Ints = npt.NDArray[np.int64]
+
+
+def _ints(col: list[int | None]) -> _Ints:
+    """Raises OverflowError for an integer beyond int64 (the caller then takes the Joiner's way)."""
+    if None in col:
+        col = [_NONE if v is None else v for v in col]
+    return np.array(col, dtype=np.int64)
+
+
+def span(arr: _Ints) -> tuple[int, int] | None:
+    """The least and greatest known, nonzero value of an int column (the reader's time span)."""
+    known = arr[(arr != _NONE) & (arr != 0)]
+    return (int(known.min()), int(known.max())) if known.size else None
+
+
+def _int_list(arr: _Ints) -> list[int | None]:
+    return [None if v == _NONE else v for v in arr.tolist()]
+
+
+def _float_list(arr: _Floats) -> list[float | None]:
+    return [None if v != v else v for v in arr.tolist()]
+
+
+def summarize_array(values: _Floats) -> Summary:
+    """judge.stats.summarize over a float array (NaN standing for an absent value): the same figures."""
+    xs = values[~np.isnan(values)]
+    if not xs.size:
+        return Summary()
+    p50, p90, p99 = _percentiles(xs, (50, 90, 99))
+    # fsum over the array's memoryview (xs.data): the floats one at a time, not a list of them all (half the time).
+    return Summary(count=int(xs.size), mean=math.fsum(xs.data) / xs.size, p50=p50, p90=p90, p99=p99,
+                   min=float(xs.min()), max=float(xs.max()))
+
+
+def _percentiles(xs: _Floats, qs: tuple[int, ...]) -> list[float]:
+    """np.percentile(xs, qs, method="linear"), step for step (its index, weight and interpolation), without
+    the numpy.ma import that np.percentile brings (a tenth of a second of ingest's start: bench/ingest.py)."""
+    n = xs.size
+    virtual = [(n - 1) * (q / 100) for q in qs]
+    below = [math.floor(v) for v in virtual]
+    picks = sorted({min(max(i, 0), n - 1) for b in below for i in (b, b + 1)})
+    part = np.partition(xs, picks)
+    out = []
+    for v, b in zip(virtual, below, strict=True):
+        if v >= n - 1:
+            out.append(float(part[n - 1]))
+            continue
+        lo, hi, t = float(part[b]), float(part[b + 1]), v - b
+        diff = hi - lo
+        out.append(hi - diff * (1 - t) if t >= 0.5 else lo + diff * t)
+    return out
+
+
+def _hashes(ids: list[str]) -> _Ints:
+    return np.fromiter(map(hash, ids), dtype=np.int64, count=len(ids))
+
+
+class _Servers:
+    __slots__ = ("base", "incarnation", "ids", "hash", "status", "error_code", "times", "end")
+
+    def __init__(self, base: int, cols: ServerColumns, incarnation: int) -> None:
+        self.base, self.incarnation, self.ids = base, incarnation, cols.request_id
+        self.hash = _hashes(self.ids)
+        self.status = np.array(cols.status, dtype=np.int64)
+        self.error_code = cols.error_code
+        # handler_ms, model_call_ms, worker_roundtrip_ms; NaN where absent.
+        self.times = np.array([cols.handler_ms, cols.model_call_ms, cols.worker_roundtrip_ms], dtype=np.float64)
+        self.end = _ints(cols.end_unix_ns)
+
+    def records(self) -> list[ServerRecord]:
+        """The ServerRecords, with every field the join and the summary read."""
+        handler, model, worker = (_float_list(t) for t in self.times)
+        return [ServerRecord(request_id=rid, status=st, error_code=ec, handler_ms=h, model_call_ms=m,
+                             worker_roundtrip_ms=w, end_unix_ns=e, incarnation=self.incarnation)
+                for rid, st, ec, h, m, w, e in zip(self.ids, self.status.tolist(), self.error_code, handler, model,
+                                                   worker, _int_list(self.end), strict=True)]
+
+
+class _Clients:
+    __slots__ = ("base", "ids", "hash", "phase", "start", "end", "latency", "status", "odd")
+
+    def __init__(self, base: int, cols: ClientColumns) -> None:
+        self.base, self.ids, self.odd = base, cols.request_id, cols.odd
+        self.hash = _hashes(self.ids)
+        self.phase = np.array(list(map(_PHASE_CODE.__getitem__, cols.phase)), dtype=np.uint8)  # KeyError: not a Phase
+        self.start, self.end = _ints(cols.request_start_ns), _ints(cols.request_end_ns)
+        self.latency = np.array(cols.request_latency_ms, dtype=np.float64)
+        self.status = cols.status_code
+
+    def lifecycle_ms(self) -> _Floats:
+        """(end - start) / 1e6 where both are known, as the Joiner computes it (int difference, then / 1e6)."""
+        out = np.full(len(self.ids), np.nan)
+        both = (self.start != _NONE) & (self.end != _NONE)
+        out[both] = (self.end[both] - self.start[both]) / 1e6
+        return out
+
+    def records(self) -> list[ClientRecord]:
+        """The ClientRecords: each odd row whole, the others with every field the join and the summary read."""
+        odd = self.odd
+        return [odd[i] if i in odd else ClientRecord(
+                    request_id=rid, via="ingest", phase=_PHASES[ph], request_start_ns=s,  # type: ignore[arg-type]
+                    request_end_ns=e, request_latency_ms=lat, status_code=st)
+                for i, (rid, ph, s, e, lat, st) in enumerate(zip(
+                    self.ids, self.phase.tolist(), _int_list(self.start), _int_list(self.end), _float_list(self.latency),
+                    self.status, strict=True))]
+
+
+class ColumnAnswer(NamedTuple):
+    """The summary's join figures, as IngestSummary names them (valid while `unique()`)."""
+
+    joined: int
+    joined_ok: int
+    causes: dict[str, int]
+    unmatched: dict[str, dict[str, int]]
+    latency_ms: dict[str, Summary]
+
+
+class ColumnJoin:
+    """Halves kept as column blocks in arrival order. Not thread-safe; no I/O."""
+
+    def __init__(self) -> None:
+        self._blocks: list[_Servers | _Clients] = []
+        self._rows = 0
+        self.servers = self.clients = 0
+        self._answer: ColumnAnswer | bool | None = False  # False: not computed since the last block
+
+    def add_servers(self, cols: ServerColumns, incarnation: int) -> tuple[int, int] | Literal[False] | None:
+        """Keep a block of server halves; returns the span of its end times (None: no time), or False, with
+        nothing kept, when a value does not fit a column (the caller then hands every half to the Joiner)."""
+        try:
+            block = _Servers(self._rows, cols, incarnation)
+        except (OverflowError, KeyError, TypeError):
+            return False
+        self._keep(block)
+        self.servers += len(block.ids)
+        return span(block.end)
+
+    def add_clients(self, cols: ClientColumns) -> tuple[int, int] | Literal[False] | None:
+        """As add_servers, for client halves (the span of their start and end times)."""
+        try:
+            block = _Clients(self._rows, cols)
+        except (OverflowError, KeyError, TypeError):
+            return False
+        self._keep(block)
+        self.clients += len(block.ids)
+        return span(np.concatenate((block.start, block.end)))
+
+    def _keep(self, block: _Servers | _Clients) -> None:
+        self._blocks.append(block)
+        self._rows += len(block.ids)
+        self._answer = False
+
+    def _match(self, servers: list[_Servers], clients: list[_Clients]) -> _Ints | None:
+        """Each client row's server row (-1: none), joined on the ids' hashes (sorted, searched) and checked on
+        the ids themselves; None where two ids of one half share a hash (a repeated id, or a collision)."""
+        empty = np.zeros(0, np.int64)
+        sh = np.concatenate([b.hash for b in servers]) if servers else empty
+        ch = np.concatenate([b.hash for b in clients]) if clients else empty
+        order, corder = np.argsort(sh), np.argsort(ch)
+        ss, cs = sh[order], ch[corder]
+        if (ss[1:] == ss[:-1]).any() or (cs[1:] == cs[:-1]).any():
+            return None
+        if not ss.size:
+            return np.full(ch.size, -1, np.int64)
+        # Sorted queries: the search walks the servers' hashes in order (random ones were 4x slower).
+        at = np.minimum(np.searchsorted(ss, cs), ss.size - 1)
+        row = np.empty(ch.size, np.int64)
+        row[corder] = np.where(ss[at] == cs, order[at], -1)
+        hit = row >= 0
+        # Object arrays: the gather and the comparison run in C (lists of the ids took twice as long).
+        server_ids = np.fromiter(chain.from_iterable(b.ids for b in servers), dtype=object, count=ss.size)
+        client_ids = np.fromiter(chain.from_iterable(b.ids for b in clients), dtype=object, count=ch.size)
+        if not (server_ids[row[hit]] == client_ids[hit]).all():
+            return None  # equal hashes of different ids: the Joiner decides
+        return row
+
+    def records(self) -> Iterator[tuple[list[ServerRecord], list[ClientRecord]]]:
+        """Every block as records (servers, or clients), in arrival order (for the Joiner, when the columns
+        cannot answer)."""
+        for block in self._blocks:
+            yield (block.records(), []) if isinstance(block, _Servers) else ([], block.records())
+
+    def answer(self) -> ColumnAnswer | None:
+        """The join's figures (causes in the order the Joiner first settles each); None where a request id
+        repeats within the server halves or within the client halves (then only the Joiner can tell)."""
+        if self._answer is False:
+            self._answer = self._compute()
+        return self._answer  # type: ignore[return-value]
+
+    def _compute(self) -> ColumnAnswer | None:
+        servers = [b for b in self._blocks if isinstance(b, _Servers)]
+        clients = [b for b in self._blocks if isinstance(b, _Clients)]
+        n = self.clients
+        row = self._match(servers, clients)
+        if row is None:
+            return None
+        matched = row >= 0
+        names = ["ok", "unmatched"]
+        code = np.where(matched, 0, 1).astype(np.int16)
+        error_code = list(chain.from_iterable(b.error_code for b in servers)) if any(b.odd for b in clients) else []
+        offset = 0
+        for b in clients:
+            for i, rec in b.odd.items():
+                r = int(row[offset + i])
+                server = ServerRecord(request_id=rec.request_id, error_code=error_code[r]) if r >= 0 else None
+                cause = cause_of(rec, server, crashed=False, category=category_of(rec))
+                if cause not in names:
+                    names.append(cause)
+                code[offset + i] = names.index(cause)
+            offset += len(b.ids)
+        ok = code == 0
+        # The Joiner settles a pair when its second half arrives and a lone client half at the end.
+        cpos = np.concatenate([b.base + np.arange(len(b.ids)) for b in clients]) if clients else np.zeros(0, np.int64)
+        spos = np.concatenate([b.base + np.arange(len(b.ids)) for b in servers]) if servers else np.zeros(0, np.int64)
+        settled = np.where(matched, np.maximum(cpos, spos[np.where(matched, row, 0)] if servers else cpos),
+                           self._rows + cpos)
+        present = [(int(settled[code == c].min()), c) for c in range(len(names)) if (code == c).any()]
+        causes = {names[c]: int((code == c).sum()) for _, c in sorted(present)}
+        unmatched: dict[str, dict[str, int]] = {}
+        if (clients_alone := int(n - matched.sum())):
+            unmatched["client"] = {"no_server_record": clients_alone}
+        if (alone := self.servers - int(matched.sum())):
+            unmatched["server"] = {"no_client_record": alone}
+        prof = np.concatenate([b.phase for b in clients]) == _PHASE_CODE["profiling"] if clients else np.zeros(0, bool)
+        keep = ok & prof
+        times = np.concatenate([b.times for b in servers], axis=1) if servers else np.zeros((3, 0))
+        picked = times[:, row[keep]]
+        columns = {
+            "request_latency_ms": np.concatenate([b.latency for b in clients])[keep] if clients else np.zeros(0),
+            "client_lifecycle_ms": np.concatenate([b.lifecycle_ms() for b in clients])[keep] if clients else np.zeros(0),
+            "handler_ms": picked[0], "model_call_ms": picked[1], "worker_roundtrip_ms": picked[2],
+        }
+        latency = {name: summarize_array(columns[name]) for name in TIMING_FIELDS}
+        return ColumnAnswer(n, int(ok.sum()), causes, unmatched, latency)
