@@ -21,11 +21,11 @@ import anyio
 
 from adapters.aiperf import build_command, check_install, ensure_tokenizer, run_aiperf
 from adapters.trtmc.records_tail import ServerRecordsTailer
-from orchestrator.bus import Bus
 from orchestrator.config import WorkloadConfig
 from orchestrator.correlate import Correlator, Joiner
 from orchestrator.events import ClientRecord, RequestCorrelated, ServerRecord
 from orchestrator.judge.stats import summarize
+from orchestrator.spine.bus import Bus
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -11,6 +11,7 @@ import sys
 from collections.abc import Sequence
 
 from orchestrator import __version__
+from orchestrator.base.errors import AqbenchError
 from orchestrator.commands import (
     ab,
     campaign,
@@ -32,7 +33,6 @@ from orchestrator.commands import (
     sweep,
 )
 from orchestrator.commands.grammar import deprecation_lines
-from orchestrator.errors import AqbenchError
 
 __all__ = ["main", "build_parser"]
 
@@ -87,7 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     # Here, not at the top: `aqbench --help` and a bad command line never load structlog and the journal's types.
-    from orchestrator.logs import configure_logging, get_logger, say
+    from orchestrator.spine.logs import configure_logging, get_logger, say
 
     configure_logging(fmt=args.log_format, level=args.log_level)
     for line in deprecation_lines(args):

@@ -17,7 +17,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 from adapters.server.group import stop_group
 from adapters.server.subreaper import spawned_here
-from orchestrator.errors import ServerError
+from orchestrator.base.errors import ServerError
 
 __all__ = ["NativeWorker", "NativeReply"]
 

@@ -10,7 +10,7 @@ import dataclasses
 
 import msgspec
 
-from orchestrator.ports import ResourceSampler, ServerParts, TreeSample
+from orchestrator.spine.ports import ResourceSampler, ServerParts, TreeSample
 
 __all__ = ["visible_gpus", "only_visible_gpus"]
 

@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 
 from orchestrator.events import GpuIdentity, GpuProcessMemory
-from orchestrator.ports import GpuFigures
+from orchestrator.spine.ports import GpuFigures
 
 __all__ = ["GpuReading", "NvmlReader", "THROTTLE_REASONS", "holds_gpu_device", "pid_in_namespace"]
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import msgspec
 
-from orchestrator.errors import ConfigError
-from orchestrator.ports import Readiness
+from orchestrator.base.errors import ConfigError
+from orchestrator.spine.ports import Readiness
 
 __all__ = ["parse_readiness", "listed_models", "render_argv"]
 

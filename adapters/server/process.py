@@ -30,9 +30,9 @@ from adapters.server.group import group_alive, stop_group
 from adapters.server.lines import LineSplitter
 from adapters.server.netport import check_port_free, pick_free_port
 from adapters.server.subreaper import adopted, become_subreaper, reap_status
-from orchestrator.errors import ServerError
+from orchestrator.base.errors import ServerError
 from orchestrator.events import LogLine
-from orchestrator.ports import EventSink, Orphan, ParsedLine, StopResult
+from orchestrator.spine.ports import EventSink, Orphan, ParsedLine, StopResult
 
 __all__ = ["SubprocessLauncher", "ManagedProcess", "MARKER_ENV", "TAIL_LINES", "PARENT_DEATH_SIGNAL"]
 

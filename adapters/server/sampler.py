@@ -11,7 +11,7 @@ import os
 import psutil
 
 from adapters.server.nvml import GpuReading, NvmlReader
-from orchestrator.ports import TreeSample
+from orchestrator.spine.ports import TreeSample
 
 __all__ = ["PsutilSampler"]
 

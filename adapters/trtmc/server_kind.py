@@ -12,8 +12,8 @@ from typing import Any
 
 from adapters.server import openai_health
 from adapters.server.lines import parse_log_line
-from orchestrator.errors import ConfigError
-from orchestrator.ports import ParsedLine, Readiness
+from orchestrator.base.errors import ConfigError
+from orchestrator.spine.ports import ParsedLine, Readiness
 
 __all__ = ["HIDDEN_FLAGS", "INPUT_FILE_FLAGS", "TrtmcServerKind"]
 

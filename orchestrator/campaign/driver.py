@@ -20,6 +20,7 @@ from pathlib import Path
 
 import msgspec
 
+from orchestrator.base.errors import AqbenchError, UsageError
 from orchestrator.campaign.events import (
     MODEL_STATUSES_FINAL,
     AttemptEnd,
@@ -41,13 +42,12 @@ from orchestrator.campaign.progress import Progress
 from orchestrator.campaign.report import write_campaign_reports
 from orchestrator.campaign.resume import still_current
 from orchestrator.config import Config, ModelConfig
-from orchestrator.errors import AqbenchError, UsageError
 from orchestrator.events import Event, ModelResult, PhaseStarted, RunFinished, ServerExited, ServerSpawned
-from orchestrator.journal import decode_event
-from orchestrator.logs import get_logger
 from orchestrator.reports import write_reports
 from orchestrator.run import new_run_id
-from orchestrator.runkey_now import current_keys
+from orchestrator.runkey.current import current_keys
+from orchestrator.spine.journal import decode_event
+from orchestrator.spine.logs import get_logger
 
 __all__ = ["CampaignOptions", "StopRequest", "run_campaign", "final_models"]
 

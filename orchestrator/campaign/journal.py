@@ -1,7 +1,7 @@
 """`campaign.jsonl`: the driver's append-only journal of campaign events, and its reader.
 
 One line per event, flushed as written, fsynced at the events a resume or a report depends on. The file and
-its reader are the run journal's (orchestrator/journal.py): a torn last line (a driver killed mid-write) is
+its reader are the run journal's (orchestrator/spine/journal.py): a torn last line (a driver killed mid-write) is
 skipped on read, corruption elsewhere is a JournalError naming the line.
 """
 
@@ -19,7 +19,7 @@ from orchestrator.campaign.events import (
     CampaignStarted,
     ModelFinished,
 )
-from orchestrator.journal import JournalFile, read_lines
+from orchestrator.spine.journal import JournalFile, read_lines
 
 __all__ = ["CampaignJournal", "read_campaign"]
 

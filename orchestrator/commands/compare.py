@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     # Imported here, not at the top: the comparison (and its judges) load only for this command.
     from orchestrator.commands.compare_sweep import run_if_sweeps
     from orchestrator.compare import compare_runs, journal_of, refusal_paragraph, write_comparison, write_refusal
-    from orchestrator.logs import say
+    from orchestrator.spine.logs import say
 
     if (code := run_if_sweeps(args)) is not None:  # two sweeps: the change in capacity
         return code

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from orchestrator.errors import UsageError
+from orchestrator.base.errors import UsageError
 
 __all__ = ["run_if_sweeps"]
 
@@ -13,10 +13,10 @@ __all__ = ["run_if_sweeps"]
 def run_if_sweeps(args: argparse.Namespace) -> int | None:
     """Compare two sweep runs and return the exit code; None when neither run is a sweep (the usual compare).
     One sweep against another kind of run is a usage error."""
-    # Imported here: orchestrator.logs loads structlog, which `aqbench --help` never needs.
+    # Imported here: orchestrator.spine.logs loads structlog, which `aqbench --help` never needs.
     # Imported here, not at the top: the comparisons (and their judges) load only for `aqbench compare`.
     from orchestrator.compare import journal_of
-    from orchestrator.logs import say
+    from orchestrator.spine.logs import say
     from orchestrator.sweep.compare import compare_sweeps, is_sweep, load_side, write_sweep_comparison
 
     baseline, candidate = journal_of(args.baseline, "baseline"), journal_of(args.candidate, "candidate")

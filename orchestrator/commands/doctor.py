@@ -20,10 +20,10 @@ from pathlib import Path
 
 import msgspec
 
+from orchestrator.base.errors import AqbenchError, ClientError
 from orchestrator.commands.grammar import add_config_argument, add_json_argument, json_target
 from orchestrator.commands.output import write_output
 from orchestrator.config import Config, ServerConfig, load_config
-from orchestrator.errors import AqbenchError, ClientError
 
 __all__ = ["register", "run", "Check", "run_checks"]
 
@@ -346,8 +346,8 @@ def run_checks(cfg: Config) -> list[Check]:
 
 
 def run(args: argparse.Namespace) -> int:
-    # Imported here: orchestrator.logs loads structlog, which `aqbench --help` never needs.
-    from orchestrator.logs import say
+    # Imported here: orchestrator.spine.logs loads structlog, which `aqbench --help` never needs.
+    from orchestrator.spine.logs import say
 
     cfg = load_config(args.config)
     checks = run_checks(cfg)

@@ -7,9 +7,9 @@ import re
 import time
 from typing import Any
 
+from orchestrator.base.errors import UsageError
 from orchestrator.commands.grammar import add_deprecated_alias, add_json_argument, json_target
 from orchestrator.commands.output import write_output
-from orchestrator.errors import UsageError
 
 __all__ = ["register", "run", "parse_time"]
 
@@ -65,13 +65,13 @@ def parse_time(value: str, *, now_ns: int | None = None) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    # Imported here: orchestrator.logs loads structlog, which `aqbench --help` never needs.
+    # Imported here: orchestrator.spine.logs loads structlog, which `aqbench --help` never needs.
     # Imported here, not at the top: the ingest package and the log adapters (through wiring) load only for it.
     from orchestrator.commands.wiring import log_codecs
     from orchestrator.ingest import Ingest, expand_inputs, new_joiner, run_follow, write_parquet
     from orchestrator.ingest.render import render_summary
-    from orchestrator.logs import say
     from orchestrator.run import run_main
+    from orchestrator.spine.logs import say
 
     json_target(args.json)
     since = parse_time(args.since) if args.since else None

@@ -23,7 +23,7 @@ from adapters.trtmc.records_tail import ServerRecordsTailer
 from orchestrator.config import Config, WorkloadConfig
 from orchestrator.events import Event, LogLine
 from orchestrator.inventory.tree import open_checkout, read_checkout_files
-from orchestrator.ports import (
+from orchestrator.spine.ports import (
     AiperfFacts,
     AiperfInvocation,
     AiperfResult,

@@ -36,7 +36,7 @@ from orchestrator.events import (
     ServerReady,
     VerdictReached,
 )
-from orchestrator.journal import TornLine, iter_journal
+from orchestrator.spine.journal import TornLine, iter_journal
 
 __all__ = ["AnswerSeen", "ItemKey", "ModelSamples", "RunSamples", "load_run", "LOAD_PATH", "WORKLOAD_FLAGS_INFO"]
 

@@ -12,9 +12,9 @@ import msgspec
 from markupsafe import Markup
 
 from orchestrator.compare.schema import ChangedAnswer, Comparison, Figure, ModelComparison
-from orchestrator.host_condition import describe_host
 from orchestrator.reports.svg import line_chart
 from orchestrator.reports.templating import render
+from orchestrator.supervision.host_summary import describe_host
 
 __all__ = ["CSS", "MAX_LISTED", "render_html", "render_json", "render_markdown", "write_comparison"]
 

@@ -7,6 +7,7 @@ and the model identity. Every error names the file, the key path and what was ex
 
 from __future__ import annotations
 
+from orchestrator.base.identity import ModelIdentity
 from orchestrator.config.campaign import CampaignConfig
 from orchestrator.config.common import ARMS, PLACEHOLDERS
 from orchestrator.config.compare import CompareConfig
@@ -26,7 +27,6 @@ from orchestrator.config.server import RestartPolicy, RunConfig, ServerConfig
 from orchestrator.config.soak import SoakConfig
 from orchestrator.config.sweep import SloConfig, SweepConfig
 from orchestrator.config.workload import DatasetConfig, WorkloadConfig
-from orchestrator.identity import ModelIdentity
 
 __all__ = [
     "Config",

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from orchestrator.base.identity import ModelIdentity
 from orchestrator.config.common import Name, NonNegFloat, Section
 from orchestrator.config.correctness import CorrectnessCriteria, ReferenceSide
-from orchestrator.identity import ModelIdentity
 
 __all__ = ["ModelResources", "ModelConfig"]
 

@@ -11,7 +11,6 @@ from collections.abc import Callable, Iterable
 
 import msgspec
 
-from orchestrator.accounting import WindowTally, category_of, cause_of, never_connected
 from orchestrator.events import (
     ClientRecord,
     Event,
@@ -20,6 +19,7 @@ from orchestrator.events import (
     RequestUnmatched,
     ServerRecord,
 )
+from orchestrator.judge.accounting import WindowTally, category_of, cause_of, never_connected
 
 __all__ = ["KeyParser", "Joiner", "JoinerStatistics"]
 

@@ -19,10 +19,10 @@ import numpy as np
 import soundfile as sf
 from msgspec import Meta
 
-from orchestrator.clip_cache import ClipCache, ClipSent, append_manifest
+from orchestrator.base.errors import DatasetError
 from orchestrator.config import ARMS, DatasetConfig
 from orchestrator.dataset.answer_text import normalize
-from orchestrator.errors import DatasetError
+from orchestrator.dataset.clip_cache import ClipCache, ClipSent, append_manifest
 
 __all__ = [
     "Item",

@@ -11,6 +11,7 @@ from typing import TypeAlias
 
 import msgspec
 
+from orchestrator.base.identity import ModelIdentity
 from orchestrator.events.ab import AbPhase
 from orchestrator.events.payloads import (
     AiperfSettings,
@@ -21,7 +22,6 @@ from orchestrator.events.payloads import (
 )
 from orchestrator.events.sweep import SweepPhase
 from orchestrator.events.values import SoakLimits, StopPlan, TrendPlan
-from orchestrator.identity import ModelIdentity
 
 __all__ = ["PhaseDetail", "PHASE_DETAILS", "DatasetPhase", "ModelPhase", "ServerPhase", "CapabilityPhase",
            "CorrectnessPhase", "IdentityPhase", "AiperfPhase", "AiperfRunPhase", "ReferencePhase",

@@ -38,8 +38,8 @@ from orchestrator.ingest.summary import (
     SourceSummary,
     latency_statistics,
 )
-from orchestrator.ports import LineDecoder, LogCodecs
-from orchestrator.redaction import Redactor
+from orchestrator.spine.ports import LineDecoder, LogCodecs
+from orchestrator.spine.redaction import Redactor
 
 __all__ = ["Ingest", "new_joiner"]
 

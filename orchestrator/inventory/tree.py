@@ -12,7 +12,7 @@ from pathlib import Path
 
 import msgspec
 
-from orchestrator.errors import InventoryError
+from orchestrator.base.errors import InventoryError
 from orchestrator.inventory.paths import (
     MANIFEST_GLOBS,
     OWNER_MODELS_DIR,

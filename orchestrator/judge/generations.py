@@ -44,7 +44,7 @@ from statistics import NormalDist
 import msgspec
 import numpy as np
 
-from orchestrator.figures import figure
+from orchestrator.base.figures import figure
 from orchestrator.judge.outcome import FAIL, INCONCLUSIVE, PASS, Outcome
 from orchestrator.judge.sampled_trend import t_quantile
 from orchestrator.judge.trend import theil_sen

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import msgspec
 
-from orchestrator.errors import UsageError
+from orchestrator.base.errors import UsageError
 
 __all__ = ["BlockerView", "EvidenceView", "InventoryView", "RouteView", "RowView", "VariantView", "load_inventory"]
 

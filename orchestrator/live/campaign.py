@@ -19,8 +19,8 @@ import msgspec
 from anyio.abc import TaskStatus
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
+from orchestrator.base.errors import AqbenchError
 from orchestrator.config import Config
-from orchestrator.errors import AqbenchError
 from orchestrator.live.address import ServeAddress
 from orchestrator.live.campaign_state import CampaignTail, changes_between
 from orchestrator.live.feed import encode_changes
@@ -28,7 +28,7 @@ from orchestrator.live.privacy import page_scrubber
 from orchestrator.live.ring import RING_FRAMES, FrameRing
 from orchestrator.live.server import LivePage
 from orchestrator.live.state import PageState, clock, run_info
-from orchestrator.logs import get_logger, say
+from orchestrator.spine.logs import get_logger, say
 
 __all__ = ["CampaignFeed", "CampaignPage", "serve_campaign", "POLL_S"]
 

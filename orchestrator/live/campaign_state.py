@@ -12,6 +12,7 @@ from typing import TypeVar
 
 import msgspec
 
+from orchestrator.base.errors import JournalError
 from orchestrator.campaign.events import (
     AnyCampaignEvent,
     AttemptEnded,
@@ -21,8 +22,6 @@ from orchestrator.campaign.events import (
     ModelFinished,
     ModelSubmitted,
 )
-from orchestrator.errors import JournalError
-from orchestrator.journal import decode_event
 from orchestrator.live.state import (
     CampaignModelRow,
     Change,
@@ -36,6 +35,7 @@ from orchestrator.live.state import (
     why_empty,
 )
 from orchestrator.live.tail import LineTail
+from orchestrator.spine.journal import decode_event
 
 __all__ = ["CampaignTail", "changes_between"]
 

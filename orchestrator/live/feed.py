@@ -15,11 +15,11 @@ import anyio
 import msgspec
 from anyio.abc import TaskStatus
 
-from orchestrator.bus import Bus, Subscription
-from orchestrator.journal import iter_journal
 from orchestrator.live.ring import RING_FRAMES, Frame, FrameRing
 from orchestrator.live.state import Change, PageFold
 from orchestrator.live.tail import JournalTail
+from orchestrator.spine.bus import Bus, Subscription
+from orchestrator.spine.journal import iter_journal
 
 __all__ = ["LiveFeed", "Frame", "FEED_NAME", "coalesce", "encode_changes"]
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import zstandard
 
-from orchestrator.errors import JournalError
-from orchestrator.journal import LineDecompressor, decode_event, is_compact
+from orchestrator.base.errors import JournalError
 from orchestrator.live.state import PageFold, PageState
+from orchestrator.spine.journal import LineDecompressor, decode_event, is_compact
 
 __all__ = ["JournalTail", "LineTail"]
 

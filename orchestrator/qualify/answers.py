@@ -19,7 +19,7 @@ from orchestrator.events import (
 )
 from orchestrator.judge.answers import judge_answer
 from orchestrator.judge.completeness import Completeness, check_completeness
-from orchestrator.ports import ChatAnswer, EventSink
+from orchestrator.spine.ports import ChatAnswer, EventSink
 
 __all__ = ["Answered", "AnswerBook", "ANSWER_EXCERPT_CHARS", "answered_http", "answered_load", "incomplete_entry", "incomplete_reason"]
 

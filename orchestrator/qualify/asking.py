@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from orchestrator.dataset import ArmRequest, session_key
 from orchestrator.events import ClientRecord
-from orchestrator.ports import ChatAnswer, ChatSession, EventSink
+from orchestrator.spine.ports import ChatAnswer, ChatSession, EventSink
 
 __all__ = ["ask_journaled"]
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import anyio
 from anyio.abc import TaskStatus
 
-from orchestrator.bus import Bus
 from orchestrator.events import AccountingChecked, NoticeContext, RequestCorrelated, Warned
+from orchestrator.spine.bus import Bus
 
 __all__ = ["WindowCollector"]
 

@@ -14,11 +14,11 @@ from orchestrator.dataset import ArmRequest, Dataset, parse_session_key
 from orchestrator.events import NoninferiorityResult, PhaseDetail, PhaseFinished, PhaseStarted
 from orchestrator.judge.paired import ChosenGate, Judged
 from orchestrator.live.server import LivePage
-from orchestrator.ports import ChatAnswer, ChatSession, OwnerFiles, Toolkit
 from orchestrator.qualify.answers import AnswerBook
 from orchestrator.qualify.asking import ask_journaled
 from orchestrator.qualify.shared import SharedReferences
 from orchestrator.run import RunScope
+from orchestrator.spine.ports import ChatAnswer, ChatSession, OwnerFiles, Toolkit
 
 __all__ = ["QualifyOptions", "ModelRun", "StageFailed"]
 

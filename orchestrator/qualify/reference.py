@@ -17,10 +17,10 @@ from collections.abc import Mapping
 import anyio
 import msgspec
 
+from orchestrator.base.errors import AqbenchError
 from orchestrator.config import Config, ModelConfig, ReferenceSide
 from orchestrator.correlate import Correlator
 from orchestrator.dataset import ArmRequest, Dataset, parse_session_key
-from orchestrator.errors import AqbenchError
 from orchestrator.events import (
     GateCitation,
     NoninferiorityJudged,
@@ -30,12 +30,12 @@ from orchestrator.events import (
 )
 from orchestrator.judge.owners import owners_gate
 from orchestrator.judge.paired import ChosenGate, Judged, choose_gate, decide_paired, is_quantized
-from orchestrator.ports import ChatAnswer, ChatSession, OwnerFiles
 from orchestrator.qualify.answers import Answered, answered_http
 from orchestrator.qualify.context import ModelRun
 from orchestrator.qualify.serving import supervise_to_the_end
 from orchestrator.qualify.shared import AskedReference
-from orchestrator.server_spec import ServerSpec
+from orchestrator.spine.ports import ChatAnswer, ChatSession, OwnerFiles
+from orchestrator.supervision.server_spec import ServerSpec
 
 __all__ = ["NOT_JUDGED", "describe", "gate_arms", "judge_against_reference", "resolve_gate"]
 

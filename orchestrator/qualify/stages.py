@@ -15,7 +15,7 @@ from pathlib import Path
 
 import anyio
 
-from orchestrator.clip_cache import clip_cache_dir
+from orchestrator.base.errors import ConfigError, ServerError, UsageError
 from orchestrator.config import Config, ModelConfig
 from orchestrator.dataset import (
     Dataset,
@@ -23,7 +23,7 @@ from orchestrator.dataset import (
     prepare_arms,
     resolve_dataset_path,
 )
-from orchestrator.errors import ConfigError, ServerError, UsageError
+from orchestrator.dataset.clip_cache import clip_cache_dir
 from orchestrator.events import (
     AnswerMismatch,
     CorrectnessPhase,
@@ -40,8 +40,6 @@ from orchestrator.events import (
 from orchestrator.judge.gates import ScoredAnswer, evaluate_gates, not_applicable
 from orchestrator.judge.paired import Judged, capacity_rejection
 from orchestrator.live.start import start_live_page
-from orchestrator.logs import get_logger, say
-from orchestrator.ports import Toolkit
 from orchestrator.qualify.aiperf_stage import aiperf_stage, publish_gates
 from orchestrator.qualify.answers import (
     Answered,
@@ -59,8 +57,10 @@ from orchestrator.qualify.shared import SharedReferences
 from orchestrator.reports import write_reports
 from orchestrator.run import Interrupt, open_run
 from orchestrator.run.provenance import sha256_path
-from orchestrator.server_spec import ServerSpec
-from orchestrator.supervisor import ServerHandle
+from orchestrator.spine.logs import get_logger, say
+from orchestrator.spine.ports import Toolkit
+from orchestrator.supervision.server_spec import ServerSpec
+from orchestrator.supervision.supervisor import ServerHandle
 from orchestrator.view.console import ConsoleView
 
 __all__ = ["QualifyOptions", "qualify", "STATUSES"]

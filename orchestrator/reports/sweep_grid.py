@@ -12,9 +12,9 @@ from pathlib import Path
 import msgspec
 
 from orchestrator.events import RunStarted
-from orchestrator.journal import iter_journal
 from orchestrator.reports.svg import scatter_chart
 from orchestrator.reports.sweep import Capacity, fold_sweep
+from orchestrator.spine.journal import iter_journal
 
 __all__ = ["GridEntry", "ParetoPoint", "GridReport", "build_grid_report", "render_grid_markdown",
            "render_grid_html", "write_grid_report"]

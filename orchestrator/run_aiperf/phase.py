@@ -12,13 +12,13 @@ from pathlib import Path
 import anyio
 import msgspec
 
+from orchestrator.base.errors import ServerError, UsageError
 from orchestrator.config import Config, ModelConfig
 from orchestrator.dataset import (
     Dataset,
     load_dataset,
     resolve_dataset_path,
 )
-from orchestrator.errors import ServerError, UsageError
 from orchestrator.events import (
     AccountingChecked,
     AiperfRunPhase,
@@ -27,12 +27,12 @@ from orchestrator.events import (
     PhaseStarted,
     ResultRow,
 )
-from orchestrator.logs import get_logger, say
-from orchestrator.ports import AiperfFacts, AiperfResult, Toolkit
 from orchestrator.reports import write_reports
 from orchestrator.run import Interrupt, RunScope, open_run
 from orchestrator.run.provenance import sha256_path
 from orchestrator.run_aiperf.serving import run_window, serve_correlated
+from orchestrator.spine.logs import get_logger, say
+from orchestrator.spine.ports import AiperfFacts, AiperfResult, Toolkit
 from orchestrator.view.line import LiveLine
 
 __all__ = ["RunAiperfOptions", "run_aiperf_phase"]

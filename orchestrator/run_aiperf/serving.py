@@ -11,7 +11,6 @@ from pathlib import Path
 import anyio
 import msgspec
 
-from orchestrator.clip_cache import clip_cache_dir
 from orchestrator.config import ModelConfig
 from orchestrator.correlate import Correlator
 from orchestrator.dataset import (
@@ -23,11 +22,12 @@ from orchestrator.dataset import (
     prepare_arms,
     write_aiperf_input,
 )
+from orchestrator.dataset.clip_cache import clip_cache_dir
 from orchestrator.events import AccountingChecked, DatasetPhase, ModelPhase, PhaseFinished, PhaseStarted
-from orchestrator.ports import AiperfFacts, AiperfInvocation, AiperfResult, PhaseGates, Toolkit
 from orchestrator.run import RunScope
-from orchestrator.server_spec import ServerSpec
-from orchestrator.supervisor import ServerHandle, supervise
+from orchestrator.spine.ports import AiperfFacts, AiperfInvocation, AiperfResult, PhaseGates, Toolkit
+from orchestrator.supervision.server_spec import ServerSpec
+from orchestrator.supervision.supervisor import ServerHandle, supervise
 
 __all__ = ["Served", "serve_correlated", "run_window", "run_phased"]
 

@@ -13,16 +13,16 @@ from typing import Protocol
 import anyio
 from anyio.abc import TaskGroup
 
+from orchestrator.base.figures import figure
 from orchestrator.config import Config, ModelConfig
 from orchestrator.events import NoticeContext, SoakHandover, Warned
-from orchestrator.figures import figure
-from orchestrator.logs import get_logger
-from orchestrator.ports import AiperfFacts, AiperfInvocation, EventSink, HandoverControl, Toolkit
 from orchestrator.soak.handover import HandoverCue, swap
 from orchestrator.soak.segment import Exit, Launch, SegmentRuns
 from orchestrator.soak.settings import SoakSettings
 from orchestrator.soak.tracker import SoakTracker
 from orchestrator.soak.verdicts_load import MetricVerdict
+from orchestrator.spine.logs import get_logger
+from orchestrator.spine.ports import AiperfFacts, AiperfInvocation, EventSink, HandoverControl, Toolkit
 
 __all__ = ["READY_TIMEOUT_S", "HandingSoak", "run_handovers"]
 

@@ -22,8 +22,8 @@ import time
 
 import anyio
 
-from orchestrator.ports import HandoverControl
 from orchestrator.soak.sessions import SessionLedger
+from orchestrator.spine.ports import HandoverControl
 
 __all__ = ["BASELINE_S", "HandoverCue", "Swap", "swap"]
 

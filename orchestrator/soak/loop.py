@@ -30,7 +30,7 @@ from pathlib import Path
 import anyio
 from anyio.abc import TaskGroup
 
-from orchestrator.clip_cache import clip_cache_dir
+from orchestrator.base.errors import AqbenchError, ServerError
 from orchestrator.config import Config, ModelConfig
 from orchestrator.correlate import Correlator
 from orchestrator.dataset import (
@@ -43,7 +43,7 @@ from orchestrator.dataset import (
     resolve_dataset_path,
     write_aiperf_input,
 )
-from orchestrator.errors import AqbenchError, ServerError
+from orchestrator.dataset.clip_cache import clip_cache_dir
 from orchestrator.events import (
     DatasetPhase,
     ModelPhase,
@@ -63,11 +63,8 @@ from orchestrator.events import (
 )
 from orchestrator.judge.outcome import FAIL, INCONCLUSIVE
 from orchestrator.live.start import start_live_page
-from orchestrator.logs import get_logger, say
-from orchestrator.ports import AiperfFacts, AiperfInvocation, AiperfResult, HandoverControl, Toolkit
 from orchestrator.run import Interrupt, RunScope, new_run_id, open_run
 from orchestrator.run.observer import ObserverSampler
-from orchestrator.server_spec import ServerSpec
 from orchestrator.soak.capability import PROBE_PLAN, probe_before_load
 from orchestrator.soak.checkpoint import CheckpointReportFailed, write_checkpoint_report
 from orchestrator.soak.closing import CLOSE_WAIT_S, wait_closable
@@ -88,7 +85,10 @@ from orchestrator.soak.verdicts import (
 )
 from orchestrator.soak.verdicts_load import schedule_allowance
 from orchestrator.soak.window import WindowStats
-from orchestrator.supervisor import ServerHandle, supervise
+from orchestrator.spine.logs import get_logger, say
+from orchestrator.spine.ports import AiperfFacts, AiperfInvocation, AiperfResult, HandoverControl, Toolkit
+from orchestrator.supervision.server_spec import ServerSpec
+from orchestrator.supervision.supervisor import ServerHandle, supervise
 from orchestrator.view.soak import SoakView
 
 __all__ = ["soak", "aiperf_run_name"]

@@ -13,9 +13,9 @@ from pathlib import Path
 import anyio
 
 from orchestrator.dataset import ArmRequest
-from orchestrator.ports import AiperfFacts, AiperfResult, HandoverControl
 from orchestrator.soak.window import window_name
-from orchestrator.supervisor import ServerHandle
+from orchestrator.spine.ports import AiperfFacts, AiperfResult, HandoverControl
+from orchestrator.supervision.supervisor import ServerHandle
 
 __all__ = ["Cut", "Exit", "SegmentRuns", "Launch", "aiperf_run_name"]
 

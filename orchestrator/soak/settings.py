@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import msgspec
 
+from orchestrator.base.errors import ConfigError, UsageError
 from orchestrator.config import Config, ModelConfig
-from orchestrator.errors import ConfigError, UsageError
 from orchestrator.events import SoakLimits
 from orchestrator.live.server import LivePage
 

@@ -9,12 +9,11 @@ import anyio
 import msgspec
 from anyio.abc import TaskStatus
 
-from orchestrator.bus import Bus, Subscription
+from orchestrator.base.errors import DatasetError
 from orchestrator.config import ModelConfig
 from orchestrator.dataset import (
     Dataset,
 )
-from orchestrator.errors import DatasetError
 from orchestrator.events import (
     AccountingChecked,
     AiperfStarted,
@@ -41,6 +40,7 @@ from orchestrator.soak.sessions import SessionLedger
 from orchestrator.soak.supervision import SupervisionFacts
 from orchestrator.soak.verdicts import FirstPass
 from orchestrator.soak.window import WINDOW_PREFIX, WindowAccumulator, WindowStats
+from orchestrator.spine.bus import Bus, Subscription
 
 __all__ = ["SoakTracker"]
 

@@ -16,6 +16,7 @@ from typing import TypeVar
 
 import msgspec
 
+from orchestrator.base.figures import figure
 from orchestrator.events import (
     AiperfGeneration,
     AiperfRunFact,
@@ -35,7 +36,6 @@ from orchestrator.events import (
     WindowCorrectness,
     WindowStats,
 )
-from orchestrator.figures import figure
 from orchestrator.judge.generations import Generation, GenerationRule, judge_generations
 from orchestrator.judge.intervals import wilson_interval
 from orchestrator.judge.latency import judge_item_drift, min_tail_samples

@@ -9,6 +9,7 @@ from typing import Literal
 
 import msgspec
 
+from orchestrator.base.figures import figure
 from orchestrator.events import (
     AccountingDetail,
     AiperfRunFact,
@@ -19,7 +20,6 @@ from orchestrator.events import (
     WindowGap,
     WindowStats,
 )
-from orchestrator.figures import figure
 from orchestrator.judge.outcome import FAIL, INCONCLUSIVE, PASS, Outcome
 from orchestrator.soak.pauses import HostPause, paused_within
 

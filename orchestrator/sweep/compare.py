@@ -21,8 +21,8 @@ from typing import Literal
 import msgspec
 
 from orchestrator.events import AnyEvent, DatasetPhase, PhaseFinished, RunStarted
-from orchestrator.journal import TornLine, iter_journal
 from orchestrator.reports.sweep import SweepReport, fold_sweep
+from orchestrator.spine.journal import TornLine, iter_journal
 
 __all__ = ["SweepSide", "CapacityChange", "is_sweep", "load_side", "compare_sweeps", "render_markdown",
            "write_sweep_comparison"]

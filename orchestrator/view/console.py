@@ -12,7 +12,6 @@ from typing import TextIO
 import anyio
 from anyio.abc import TaskStatus
 
-from orchestrator.bus import Bus
 from orchestrator.events import (
     AiperfExited,
     AiperfPhase,
@@ -33,6 +32,7 @@ from orchestrator.events import (
     ServerStateChanged,
     VerdictReached,
 )
+from orchestrator.spine.bus import Bus
 from orchestrator.view.live import LiveOutput
 
 __all__ = ["ConsoleView", "clip"]

@@ -10,9 +10,9 @@ from typing import TextIO
 import anyio
 from anyio.abc import TaskStatus
 
-from orchestrator.bus import Bus
 from orchestrator.events import RequestCorrelated
 from orchestrator.judge.stats import StreamingQuantiles
+from orchestrator.spine.bus import Bus
 from orchestrator.view.live import LiveOutput
 
 __all__ = ["LiveLine"]

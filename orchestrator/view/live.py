@@ -13,7 +13,7 @@ from rich.live import Live
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
-from orchestrator.logs import say
+from orchestrator.spine.logs import say
 
 __all__ = ["LiveOutput"]
 

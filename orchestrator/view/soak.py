@@ -14,7 +14,6 @@ from typing import TextIO
 import anyio
 from anyio.abc import TaskStatus
 
-from orchestrator.bus import Bus
 from orchestrator.events import (
     AiperfExited,
     RequestCorrelated,
@@ -26,6 +25,7 @@ from orchestrator.events import (
     SoakWindowOpened,
     WindowStats,
 )
+from orchestrator.spine.bus import Bus
 from orchestrator.view.live import LiveOutput
 
 __all__ = ["SoakView", "format_status"]

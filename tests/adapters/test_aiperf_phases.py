@@ -17,7 +17,7 @@ from adapters.aiperf.phases import LOAD_FLAGS, phased_command
 from adapters.aiperf.records import parse_export_line, parse_tap_line
 from adapters.aiperf.sent import parse_phase_sent, parse_phase_started
 from orchestrator.config import WorkloadConfig
-from orchestrator.ports import PhaseLoad
+from orchestrator.spine.ports import PhaseLoad
 
 DATA = Path(__file__).parent.parent / "data" / "aiperf"
 LOADS = [PhaseLoad(name="baseline", requests=5, warmup=2, concurrency=1),

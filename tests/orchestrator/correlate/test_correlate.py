@@ -7,7 +7,6 @@ import time
 import anyio
 import pytest
 
-from orchestrator.bus import Bus
 from orchestrator.correlate import Correlator, Joiner
 from orchestrator.correlate.live import in_flight_bound
 from orchestrator.events import (
@@ -23,6 +22,7 @@ from orchestrator.events import (
     Warned,
 )
 from orchestrator.qualify.collect import WindowCollector
+from orchestrator.spine.bus import Bus
 
 S = 1_000_000_000
 T0 = 1_800_000_000 * S

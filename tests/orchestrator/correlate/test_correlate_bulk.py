@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from orchestrator.accounting import category_of, cause_of
 from orchestrator.correlate import Joiner
 from orchestrator.events import AudioFacts, ClientRecord, RequestCorrelated, ServerRecord
+from orchestrator.judge.accounting import category_of, cause_of
 
 S = 1_000_000_000
 T0 = 1_800_000_000 * S

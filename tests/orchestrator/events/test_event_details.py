@@ -35,9 +35,9 @@ from orchestrator.events import (
     verdict_numbers,
 )
 from orchestrator.events import MemoryDetail as Memory
-from orchestrator.journal import decode_event, encode_event
 from orchestrator.reports import RunReport
 from orchestrator.reports.soak import SoakReport
+from orchestrator.spine.journal import decode_event, encode_event
 
 EVIDENCE = CAPABILITY_EVIDENCE
 

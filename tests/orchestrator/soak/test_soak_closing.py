@@ -8,12 +8,12 @@ from types import SimpleNamespace
 import anyio
 import pytest
 
-from orchestrator.bus import Bus
 from orchestrator.config import CorrectnessCriteria
 from orchestrator.events import ClientRecord
 from orchestrator.soak import SoakTracker
 from orchestrator.soak.closing import wait_closable
 from orchestrator.soak.sessions import SessionLedger
+from orchestrator.spine.bus import Bus
 
 S = 1_000_000_000
 RUN = "soak/aiperf01"

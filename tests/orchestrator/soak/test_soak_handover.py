@@ -12,15 +12,15 @@ from types import SimpleNamespace
 import anyio
 import pytest
 
-from orchestrator.bus import Bus
 from orchestrator.config import CorrectnessCriteria
 from orchestrator.events import AiperfRunFact, ClientRecord, SoakLimits, WindowStats
-from orchestrator.ports import HaltFact
 from orchestrator.soak import SoakTracker
 from orchestrator.soak.closing import wait_closable
 from orchestrator.soak.handover import HandoverCue, swap
 from orchestrator.soak.sessions import SessionLedger
 from orchestrator.soak.verdicts_load import accounting, schedule_allowance, window_gaps
+from orchestrator.spine.bus import Bus
+from orchestrator.spine.ports import HaltFact
 
 S = 1_000_000_000
 MIB = 1 << 20
