@@ -58,10 +58,10 @@ def run(args: argparse.Namespace) -> int:
 def run_reference(args: argparse.Namespace) -> int:
     # Imported here: orchestrator.spine.logs loads structlog, which `aqbench --help` never needs.
     # Imported here: the reference generator (every config Struct's docstrings) serves this command only.
-    from orchestrator.config.doc import render_reference
+    from orchestrator.config.doc import render_doc
     from orchestrator.spine.logs import say
 
-    text = render_reference()
+    text = render_doc()
     if args.out is None:
         sys.stdout.write(text)
         return 0

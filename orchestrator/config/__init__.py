@@ -12,10 +12,10 @@ from orchestrator.config.campaign import CampaignConfig
 from orchestrator.config.common import ARMS, PLACEHOLDERS
 from orchestrator.config.compare import CompareConfig
 from orchestrator.config.correctness import (
+    BaselineSide,
     CorrectnessCriteria,
     NoninferiorityCriteria,
     NoninferiorityGate,
-    ReferenceSide,
 )
 from orchestrator.config.duration import parse_duration
 from orchestrator.config.inventory import InventoryConfig
@@ -38,7 +38,7 @@ __all__ = [
     "CorrectnessCriteria",
     "NoninferiorityGate",
     "NoninferiorityCriteria",
-    "ReferenceSide",
+    "BaselineSide",
     "DatasetConfig",
     "WorkloadConfig",
     "SoakConfig",

@@ -19,10 +19,10 @@ import msgspec.inspect as mi
 from orchestrator.base.errors import ConfigError
 from orchestrator.config import RESERVED_KEYS, Config
 
-__all__ = ["ReferenceRow", "field_docs", "reference_rows", "render_reference", "REFERENCE_PATH"]
+__all__ = ["DocRow", "field_docs", "doc_rows", "render_doc", "DOC_PATH"]
 
 # Where the rendered reference lives in the repository, relative to its root.
-REFERENCE_PATH = "docs/configuration.md"
+DOC_PATH = "docs/configuration.md"
 
 _HEADER = """\
 # Configuration reference (`bench.toml`)
@@ -38,7 +38,7 @@ resolved configuration. A key left out takes its default; "unset" means the key 
 """
 
 
-class ReferenceRow(msgspec.Struct, frozen=True, kw_only=True):
+class DocRow(msgspec.Struct, frozen=True, kw_only=True):
     """One key: its table (`[server.restart]`), name, type and default as written in the reference, the
     default's value (None when unset or required) and its meaning."""
 
@@ -136,7 +136,7 @@ class _Tables:
 
     def __init__(self, docs: dict[str, tuple[str, dict[str, str]]]) -> None:
         self.docs = docs
-        self.rows: list[ReferenceRow] = []
+        self.rows: list[DocRow] = []
         self.tables: list[tuple[str, str, str, str]] = []  # (path, heading, field docstring, class docstring)
 
     def _fields(self, cls: type) -> dict[str, str]:
@@ -175,7 +175,7 @@ class _Tables:
                 raise ConfigError(f"{name}.{field.name} ([{path}] {field.encode_name}) has no docstring: write "
                                   f"its meaning as a string on the line under the field in {struct.cls.__module__}")
             default, value = _default(field)
-            self.rows.append(ReferenceRow(table=path, key=field.encode_name, type=_type(field.type),
+            self.rows.append(DocRow(table=path, key=field.encode_name, type=_type(field.type),
                                           default=default, value=value, meaning=" ".join(meaning.split())))
         for field, sub in subtables:
             child = f"{path}.{field.encode_name}" if path else field.encode_name
@@ -194,7 +194,7 @@ def _walk(root: type[msgspec.Struct], source: str | None) -> _Tables:
     return tables
 
 
-def reference_rows(root: type[msgspec.Struct] = Config, *, source: str | None = None) -> list[ReferenceRow]:
+def doc_rows(root: type[msgspec.Struct] = Config, *, source: str | None = None) -> list[DocRow]:
     """Every key of `root`'s tables, in file order. Raises ConfigError for a key without a docstring."""
     return _walk(root, source).rows
 
@@ -211,7 +211,7 @@ def _intro(class_doc: str) -> str:
     return class_doc
 
 
-def render_reference(root: type[msgspec.Struct] = Config, *, source: str | None = None) -> str:
+def render_doc(root: type[msgspec.Struct] = Config, *, source: str | None = None) -> str:
     """docs/configuration.md's text: one section per table with its keys' type, default and meaning."""
     walked = _walk(root, source)
     lines = [_HEADER]

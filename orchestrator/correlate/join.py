@@ -168,7 +168,7 @@ class Joiner:
         """The window a client record counts in: the one it names, or its time cut (see cut_by_time); a
         cut already closed gives the oldest open window (every request counts once; _settle notes it)."""
         if not self.cut_by_time or not self._starts:
-            return client.window or self.window
+            return client.aiperf_run or self.window
         return cut if (cut := self._cut(client)) not in self._closed else next(
             (w for _, w in self._starts if w not in self._closed), self.window)
 
@@ -476,7 +476,7 @@ class Joiner:
         # built with the keywords that can differ from their defaults only (msgspec's cost grows
         # with the keywords given).
         rid = client.request_id
-        window = client.window or self.window
+        window = client.aiperf_run or self.window
         if self.cut_by_time and self._starts and (cut := self._cut(client)) != (window := self.client_window(client)):
             if cut in self._carrying:
                 self._tally(window).carried += 1

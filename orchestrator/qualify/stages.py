@@ -47,13 +47,13 @@ from orchestrator.qualify.answers import (
     incomplete_entry,
     incomplete_reason,
 )
+from orchestrator.qualify.baseline_side import describe, judge_against_baseline, resolve_gate
 from orchestrator.qualify.context import ModelRun, QualifyOptions, StageFailed
 from orchestrator.qualify.keyed import result_key
 from orchestrator.qualify.plan import describe_plan
 from orchestrator.qualify.probe import capability_probe
-from orchestrator.qualify.reference import describe, judge_against_reference, resolve_gate
 from orchestrator.qualify.serving import supervise_to_the_end
-from orchestrator.qualify.shared import SharedReferences
+from orchestrator.qualify.shared import SharedBaselines
 from orchestrator.reports import write_reports
 from orchestrator.run import Interrupt, open_run
 from orchestrator.run.provenance import sha256_path
@@ -88,7 +88,7 @@ async def qualify(cfg: Config, opts: QualifyOptions, interrupt: Interrupt, toolk
             prepare_arms, dataset, cfg.dataset.arms, run.run_dir / "wire", cache=clip_cache_dir(cfg.run),
             conditioning_items=cfg.dataset.conditioning_items))
         plans: dict[str, str] = {}
-        references = SharedReferences()
+        references = SharedBaselines()
         for model in models:
             gate = resolve_gate(model, cfg, dataset, opts.owners)
             state = ModelRun(run, model, dataset, requests, opts, toolkit, gate, references)
@@ -166,7 +166,7 @@ async def _against_reference(m: ModelRun, status: str) -> str:
     """The model's status once judged against its reference: kept on `pass`, `failed` on `fail`, and
     `implemented` otherwise (inconclusive, not comparable, or no gate applied), with the reason."""
     assert m.gate is not None
-    m.noninferiority = result = await judge_against_reference(m, m.gate)
+    m.noninferiority = result = await judge_against_baseline(m, m.gate)
     if result.outcome == "pass":
         return status
     raise StageFailed("noninferiority", "failed" if result.outcome == "fail" else "implemented", describe(result))

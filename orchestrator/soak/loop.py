@@ -2,7 +2,7 @@
 for leaks and drift.
 
 Continuous load: one AIPerf process sends the load (runs/<id>/aiperf/a01) until it hands over to a fresh
-one without a gap (orchestrator/soak/handover.py: AIPerf's own memory grows per request), and windows are
+one without a gap (orchestrator/soak/handover_cue.py: AIPerf's own memory grows per request), and windows are
 cut by time from the live per-request stream, whatever process sent a request: a request belongs to the
 window in which it started, so every request is in exactly one window (warmup apart, in the first). Chosen
 over launching each window's AIPerf early because AIPerf's start-up varies (5 s alone, 10 s and more on a
@@ -69,12 +69,13 @@ from orchestrator.soak.capability import PROBE_PLAN, probe_before_load
 from orchestrator.soak.checkpoint import CheckpointReportFailed, write_checkpoint_report
 from orchestrator.soak.closing import CLOSE_WAIT_S, wait_closable
 from orchestrator.soak.early_stop import decisive, look_confidence, look_limits, plan_stops
-from orchestrator.soak.handing import run_handovers
 from orchestrator.soak.heap import keep_large_blocks_off_heap, trim_heap
 from orchestrator.soak.leftovers import check_processes
+from orchestrator.soak.load_coverage import schedule_allowance
 from orchestrator.soak.plan import host_has_gpu, plan_trends
 from orchestrator.soak.segment import Cut, Exit, Launch, SegmentRuns, aiperf_run_name
 from orchestrator.soak.settings import SoakOptions, SoakSettings, resolve_settings, select_model
+from orchestrator.soak.successor import run_handovers
 from orchestrator.soak.summary import exit_code, print_summary, write_all_reports
 from orchestrator.soak.tracker import SoakTracker
 from orchestrator.soak.verdicts import (
@@ -83,7 +84,6 @@ from orchestrator.soak.verdicts import (
     ProcessCheck,
     judge_soak,
 )
-from orchestrator.soak.verdicts_load import schedule_allowance
 from orchestrator.soak.window import WindowStats
 from orchestrator.spine.logs import get_logger, say
 from orchestrator.spine.ports import AiperfFacts, AiperfInvocation, AiperfResult, HandoverControl, Toolkit

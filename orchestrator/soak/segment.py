@@ -1,7 +1,7 @@
 """A soak segment's bookkeeping: the window cuts, the AIPerf runs beneath one window schedule, their exits.
 
 A segment is one window schedule, fixed from its first profiling request; the AIPerf processes that send
-its load come and go beneath it (orchestrator/soak/handover.py): two are live during a handover. A new
+its load come and go beneath it (orchestrator/soak/handover_cue.py): two are live during a handover. A new
 segment starts only when the load ended early (a failure), with a judged gap.
 """
 

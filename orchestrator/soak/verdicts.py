@@ -44,11 +44,11 @@ from orchestrator.judge.outcome import FAIL, INCONCLUSIVE, PASS, Outcome
 from orchestrator.judge.sampled_trend import SampledTrend, SampledTrendRule, estimate_wander, judge_sampled_trend
 from orchestrator.judge.trend import TrendRule, TrendVerdict, judge_relative_trend
 from orchestrator.reports.text import gate_pct
+from orchestrator.soak.load_coverage import GapAllowance, MetricVerdict, accounting, window_gaps
 from orchestrator.soak.pauses import HostPause
 from orchestrator.soak.ratios import ItemRatioSeries
 from orchestrator.soak.samples import SampleSeries
 from orchestrator.soak.supervision import judge_processes, judge_restarts
-from orchestrator.soak.verdicts_load import GapAllowance, MetricVerdict, accounting, window_gaps
 
 __all__ = ["SoakLimits", "Trend", "MetricVerdict", "ServerExitFact", "ProcessCheck", "AiperfRunFact", "FirstPass",
            "trend_rule", "memory_rule", "sampled_rule", "drift_rule", "fit_trend", "judge_soak"]
@@ -481,7 +481,7 @@ def judge_soak(windows: Sequence[WindowStats], limits: SoakLimits, *, exits: Seq
     timing source) and `load_span_ns`, latency drift is judged on them; without, on per-window medians.
     `first_pass` (the load's first pass over its input) cuts the sampled memory span (see _sampled_memory).
     `handovers`: each AIPerf handover's name, gap and its end (window_gap judges them as it judges the cuts), all beyond
-    `gap_allowance` (open loop: the idle time the schedule itself leaves; verdicts_load.schedule_allowance),
+    `gap_allowance` (open loop: the idle time the schedule itself leaves; load_coverage.schedule_allowance),
     net of `host_pauses` (a suspended host, in which nothing could send; soak/pauses.py).
     `aiperf_generations`: AIPerf's samples by process (times in s since the epoch); with two or more (a
     handover), aiperf_rss is judged per generation (judge.generations), else on its one series as before."""

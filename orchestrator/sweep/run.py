@@ -15,6 +15,7 @@ from pathlib import Path
 import anyio
 import msgspec
 
+from orchestrator.aiperf_phase.serving import run_phased, serve_correlated
 from orchestrator.base.errors import UsageError
 from orchestrator.config import Config, ModelConfig, config_from_dict, config_to_dict
 from orchestrator.correlate import Correlator
@@ -42,7 +43,6 @@ from orchestrator.qualify.answers import answered_load
 from orchestrator.reports import write_reports
 from orchestrator.reports.sweep import write_sweep_report
 from orchestrator.run import Interrupt, RunScope, open_run
-from orchestrator.run_aiperf.serving import run_phased, serve_correlated
 from orchestrator.spine.logs import get_logger, say
 from orchestrator.spine.ports import AiperfFacts, PhaseGates, PhaseLoad, Toolkit
 from orchestrator.supervision.supervisor import ServerHandle

@@ -1,4 +1,4 @@
-"""Live progress of qualify on stderr: one line per stage, a progress bar on a terminal (view/live.py).
+"""Live progress of qualify on stderr: one line per stage, a progress bar on a terminal (view/terminal.py).
 
 A lossy bus subscriber: it never slows the run, and its numbers are estimates (final numbers come from
 the journal). It prints; it publishes nothing but the bus's own drop count.
@@ -33,7 +33,7 @@ from orchestrator.events import (
     VerdictReached,
 )
 from orchestrator.spine.bus import Bus
-from orchestrator.view.live import LiveOutput
+from orchestrator.view.terminal import LiveOutput
 
 __all__ = ["ConsoleView", "clip"]
 

@@ -1,4 +1,4 @@
-"""run-aiperf's live line on stderr (view/live.py): done, errors and p50 latencies about once a second,
+"""run-aiperf's live line on stderr (view/terminal.py): done, errors and p50 latencies about once a second,
 estimates from a lossy subscription; redrawn in place on a terminal, plain lines otherwise."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from anyio.abc import TaskStatus
 from orchestrator.events import RequestCorrelated
 from orchestrator.judge.stats import StreamingQuantiles
 from orchestrator.spine.bus import Bus
-from orchestrator.view.live import LiveOutput
+from orchestrator.view.terminal import LiveOutput
 
 __all__ = ["LiveLine"]
 

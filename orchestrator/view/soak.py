@@ -1,4 +1,4 @@
-"""Live soak status on stderr (view/live.py): one line redrawn in place on a terminal, plain periodic lines
+"""Live soak status on stderr (view/terminal.py): one line redrawn in place on a terminal, plain periodic lines
 otherwise.
 
 A lossy bus subscriber: it never slows the soak and its counts are estimates (drops are counted by the
@@ -26,7 +26,7 @@ from orchestrator.events import (
     WindowStats,
 )
 from orchestrator.spine.bus import Bus
-from orchestrator.view.live import LiveOutput
+from orchestrator.view.terminal import LiveOutput
 
 __all__ = ["SoakView", "format_status"]
 

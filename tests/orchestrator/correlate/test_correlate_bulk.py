@@ -19,7 +19,7 @@ def _client(i: int, *, via: str = "export") -> ClientRecord:
     kind = i % 7
     status = {1: 429, 2: 503, 3: None}.get(kind, 200)
     return ClientRecord(
-        request_id=f"r{i}", via=via, window="w", phase="profiling" if i % 3 else "warmup",  # type: ignore[arg-type]
+        request_id=f"r{i}", via=via, aiperf_run="w", phase="profiling" if i % 3 else "warmup",  # type: ignore[arg-type]
         conversation_id=f"item-{i % 5}:audio", status_code=status, request_start_ns=T0 + i,
         request_end_ns=T0 + i + S // 10, error_code=status if status and status >= 400 else None,
         error_message="read timed out" if kind == 3 else "", error_type="TimeoutError" if kind == 3 else "",

@@ -20,7 +20,7 @@ RUN = "soak/aiperf01"
 
 
 def _record(session: int, issued_ns: int, phase: str = "profiling") -> ClientRecord:
-    return ClientRecord(request_id=f"{phase}-{session}", window=RUN, phase=phase, session_num=session,  # type: ignore[arg-type]
+    return ClientRecord(request_id=f"{phase}-{session}", aiperf_run=RUN, phase=phase, session_num=session,  # type: ignore[arg-type]
                         credit_issued_ns=issued_ns, request_start_ns=issued_ns + 1000, request_end_ns=issued_ns + 2000)
 
 

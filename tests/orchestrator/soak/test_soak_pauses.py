@@ -12,8 +12,8 @@ import pytest
 from orchestrator.config import CorrectnessCriteria
 from orchestrator.events import GapDetail, HostSampled, SoakLimits, WindowStats
 from orchestrator.soak import SoakTracker
+from orchestrator.soak.load_coverage import schedule_allowance, window_gaps
 from orchestrator.soak.pauses import HostPause, PauseWatch, paused_within
-from orchestrator.soak.verdicts_load import schedule_allowance, window_gaps
 from orchestrator.spine.bus import Bus
 
 S = 1_000_000_000

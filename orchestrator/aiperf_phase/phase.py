@@ -12,6 +12,7 @@ from pathlib import Path
 import anyio
 import msgspec
 
+from orchestrator.aiperf_phase.serving import run_window, serve_correlated
 from orchestrator.base.errors import ServerError, UsageError
 from orchestrator.config import Config, ModelConfig
 from orchestrator.dataset import (
@@ -30,7 +31,6 @@ from orchestrator.events import (
 from orchestrator.reports import write_reports
 from orchestrator.run import Interrupt, RunScope, open_run
 from orchestrator.run.provenance import sha256_path
-from orchestrator.run_aiperf.serving import run_window, serve_correlated
 from orchestrator.spine.logs import get_logger, say
 from orchestrator.spine.ports import AiperfFacts, AiperfResult, Toolkit
 from orchestrator.view.line import LiveLine

@@ -1,11 +1,5 @@
-"""A model's reference side: its gate resolved, its reference run alone, the paired decision journaled.
-
-The reference runs after the model's own server has stopped (each side alone on the machine), one request at
-a time per replica ([models.reference] concurrency), on the same (item, arm) requests; its verdicts are
-journaled on path `reference`. Models of one run whose reference is the same (same [models.reference], arms,
-seeds and token limit) share its answers: the reference runs once, and each later model journals the same
-answers as its own reference verdicts, judged afresh. The decision is judge/paired.py's; this module only
-gathers answers and publishes what was decided.
+"""A model's baseline side (bench.toml's [models.reference]): its gate resolved, its run alone, the paired
+decision journaled. The decision is judge/paired.py's; this module only gathers answers and publishes it.
 """
 
 from __future__ import annotations
@@ -18,7 +12,7 @@ import anyio
 import msgspec
 
 from orchestrator.base.errors import AqbenchError
-from orchestrator.config import Config, ModelConfig, ReferenceSide
+from orchestrator.config import BaselineSide, Config, ModelConfig
 from orchestrator.correlate import Correlator
 from orchestrator.dataset import ArmRequest, Dataset, parse_session_key
 from orchestrator.events import (
@@ -33,17 +27,20 @@ from orchestrator.judge.paired import ChosenGate, Judged, choose_gate, decide_pa
 from orchestrator.qualify.answers import Answered, answered_http
 from orchestrator.qualify.context import ModelRun
 from orchestrator.qualify.serving import supervise_to_the_end
-from orchestrator.qualify.shared import AskedReference
+from orchestrator.qualify.shared import AskedBaseline
 from orchestrator.spine.ports import ChatAnswer, ChatSession, OwnerFiles
 from orchestrator.supervision.server_spec import ServerSpec
 
-__all__ = ["NOT_JUDGED", "describe", "gate_arms", "judge_against_reference", "resolve_gate"]
+__all__ = ["NOT_JUDGED", "describe", "gate_arms", "judge_against_baseline", "resolve_gate"]
 
 NOT_JUDGED = "not-judged"  # no gate applied, or the reference gave no answers: the model stays implemented
 Key = tuple[str, str]
 
 
-def _reference_key(m: ModelRun, ref: ReferenceSide, arms: list[str], seeds: int) -> str:
+# The baseline runs after the model's own server has stopped (each side alone on the machine), one request at a
+# time per replica, on the same (item, arm) requests; its verdicts are journaled on path `reference`. Models whose
+# baseline is the same (this key) share its answers, each journaling them as its own verdicts, judged afresh.
+def _baseline_key(m: ModelRun, ref: BaselineSide, arms: list[str], seeds: int) -> str:
     """Everything that makes two models' references give the same answers: the reference section, the arms
     and requests asked, the seeds and the token limit."""
     blob = msgspec.json.encode([ref, arms, seeds, m.max_tokens, [(r.key, r.text, r.audio_path) for r in m.requests]])
@@ -77,7 +74,7 @@ def resolve_gate(model: ModelConfig, cfg: Config, dataset: Dataset,
                                              if cfg.sha256 else "", entry=where))
 
 
-async def judge_against_reference(m: ModelRun, gate: ChosenGate | str) -> NoninferiorityResult:
+async def judge_against_baseline(m: ModelRun, gate: ChosenGate | str) -> NoninferiorityResult:
     """Run the reference (unless no gate applies), pair its answers with the model's and publish the
     decision (phase `noninferiority`, NoninferiorityJudged). Blocks for the reference's whole run."""
     model = m.model
@@ -93,7 +90,7 @@ async def judge_against_reference(m: ModelRun, gate: ChosenGate | str) -> Noninf
     else:
         cited = msgspec.structs.replace(base, gate_used=gate.key, margin_source=gate.source,
                                         citations=list(gate.citations))
-        answers, failure = await _reference_answers(m, ref, [r for r in m.requests if r.arm in arms], gate.seeds)
+        answers, failure = await _baseline_answers(m, ref, [r for r in m.requests if r.arm in arms], gate.seeds)
         try:
             result = (msgspec.structs.replace(cited, reason=failure) if failure
                       else decide_paired(answers, m.candidate_judged, gate, arms=arms, quantized=quantized,
@@ -130,15 +127,15 @@ def describe(r: NoninferiorityResult) -> str:
     return "; ".join([text, *extra, *([r.reason] if r.reason else [])])
 
 
-async def _reference_answers(m: ModelRun, ref: ReferenceSide, rows: list[ArmRequest],
+async def _baseline_answers(m: ModelRun, ref: BaselineSide, rows: list[ArmRequest],
                              seeds: int) -> tuple[dict[Key, list[Judged]], str]:
     """Every row asked `seeds` times of the reference, or the answers another model of this run got from the
     same reference; (answers, "") or ({}, why not)."""
     await m.phase_start("reference", ReferencePhase(argv=list(ref.argv or ref.native_argv), precision=ref.precision,
                                                     requests=len(rows) * seeds))
     out: dict[Key, list[Judged]] = {}
-    key = _reference_key(m, ref, sorted({r.arm for r in rows}), seeds)
-    shared = m.shared_references.get(key)
+    key = _baseline_key(m, ref, sorted({r.arm for r in rows}), seeds)
+    shared = m.shared_baselines.get(key)
     if shared is not None:
         source, earlier = shared
         for asked in earlier:
@@ -148,7 +145,7 @@ async def _reference_answers(m: ModelRun, ref: ReferenceSide, rows: list[ArmRequ
                           f"reused from {source}'s run of the same reference (same requests, seeds and limit)",
                           ReferencePhase(answers_checked=m.answers.checked["reference"]))
         return out, ""
-    asked_now: list[AskedReference] = []
+    asked_now: list[AskedBaseline] = []
     try:
         failure = await (_from_server(m, ref, rows, seeds, out, asked_now) if ref.argv
                          else _from_worker(m, ref, rows, seeds, out, asked_now))
@@ -157,7 +154,7 @@ async def _reference_answers(m: ModelRun, ref: ReferenceSide, rows: list[ArmRequ
     if failure:
         await m.phase_end("reference", "failed", f"the reference gave no answers: {failure}")
         return {}, f"the reference gave no answers: {failure}"
-    m.shared_references.put(key, m.model.name, asked_now)
+    m.shared_baselines.put(key, m.model.name, asked_now)
     answered = sum(any(j.verdict != "error" for j in js) for js in out.values())
     await m.phase_end("reference", "passed", f"{answered}/{len(out)} problems answered by the reference",
                       ReferencePhase(answers_checked=m.answers.checked["reference"]))
@@ -165,14 +162,14 @@ async def _reference_answers(m: ModelRun, ref: ReferenceSide, rows: list[ArmRequ
 
 
 async def _judge(m: ModelRun, req: ArmRequest, got: Answered, out: dict[Key, list[Judged]],
-                 asked: list[AskedReference]) -> None:
+                 asked: list[AskedBaseline]) -> None:
     verdict, _c = await m.answers.verdict(req, got, "reference")
     out.setdefault((req.item_id, req.arm), []).append(Judged(verdict=verdict))
-    asked.append(AskedReference(req, got))
+    asked.append(AskedBaseline(req, got))
 
 
-async def _from_server(m: ModelRun, ref: ReferenceSide, rows: list[ArmRequest], seeds: int,
-                       out: dict[Key, list[Judged]], asked: list[AskedReference]) -> str:
+async def _from_server(m: ModelRun, ref: BaselineSide, rows: list[ArmRequest], seeds: int,
+                       out: dict[Key, list[Judged]], asked: list[AskedBaseline]) -> str:
     # Its own name (records file, served model id), and one replica per request in flight ([models.reference]
     # concurrency, one by default): the reference answers one request at a time per replica.
     cfg = msgspec.structs.replace(m.cfg, server=msgspec.structs.replace(m.cfg.server, argv=list(ref.argv),
@@ -216,11 +213,11 @@ async def _from_server(m: ModelRun, ref: ReferenceSide, rows: list[ArmRequest], 
     return ""
 
 
-def _timeout_s(m: ModelRun, ref: ReferenceSide) -> float:
+def _timeout_s(m: ModelRun, ref: BaselineSide) -> float:
     return float(ref.request_timeout_s or m.cfg.workload.request_timeout_s)
 
 
-async def _ask_when_free(m: ModelRun, ref: ReferenceSide, client: ChatSession, req: ArmRequest) -> ChatAnswer:
+async def _ask_when_free(m: ModelRun, ref: BaselineSide, client: ChatSession, req: ArmRequest) -> ChatAnswer:
     """Ask; while the server answers 429 (its one replica still busy, e.g. with a request this side gave up
     on), ask again after a growing pause, within one request timeout. Each try is journaled and accounted."""
     pause_s, waited_s = 0.25, 0.0
@@ -233,8 +230,8 @@ async def _ask_when_free(m: ModelRun, ref: ReferenceSide, client: ChatSession, r
         pause_s = min(2 * pause_s, 4.0)
 
 
-async def _from_worker(m: ModelRun, ref: ReferenceSide, rows: list[ArmRequest], seeds: int,
-                       out: dict[Key, list[Judged]], asked: list[AskedReference]) -> str:
+async def _from_worker(m: ModelRun, ref: BaselineSide, rows: list[ArmRequest], seeds: int,
+                       out: dict[Key, list[Judged]], asked: list[AskedBaseline]) -> str:
     values = {"python": sys.executable, "model": m.model.name, "bundle": m.model.bundle or m.cfg.server.bundle,
               "run_dir": str(m.run.run_dir)}
     argv = [arg.format(**values) for arg in ref.native_argv]

@@ -1,4 +1,4 @@
-"""The soak loop's side of a handover (orchestrator/soak/handover.py has the rule): when the cue says so,
+"""The soak loop's side of a handover (orchestrator/soak/handover_cue.py has the rule): when the cue says so,
 launch a gated successor for the rest of the segment, wait until it is ready, swap, journal `SoakHandover`.
 A successor that does not become ready in time is stopped and the predecessor keeps sending (warned; the
 cue tries again later). At the segment's planned end a successor still sending is halted, so it ends as a
@@ -16,11 +16,11 @@ from anyio.abc import TaskGroup
 from orchestrator.base.figures import figure
 from orchestrator.config import Config, ModelConfig
 from orchestrator.events import NoticeContext, SoakHandover, Warned
-from orchestrator.soak.handover import HandoverCue, swap
+from orchestrator.soak.handover_cue import HandoverCue, swap
+from orchestrator.soak.load_coverage import MetricVerdict
 from orchestrator.soak.segment import Exit, Launch, SegmentRuns
 from orchestrator.soak.settings import SoakSettings
 from orchestrator.soak.tracker import SoakTracker
-from orchestrator.soak.verdicts_load import MetricVerdict
 from orchestrator.spine.logs import get_logger
 from orchestrator.spine.ports import AiperfFacts, AiperfInvocation, EventSink, HandoverControl, Toolkit
 
