@@ -1,8 +1,4 @@
-"""`aqbench` command line: argv -> one subcommand's run(); maps errors to exit codes.
-
-Composition root: subcommand modules may import adapters. Exit codes: 0 ok, 1 a verdict failed,
-2 configuration or usage error, 3 the run itself failed, 130/143 interrupted by SIGINT/SIGTERM.
-"""
+"""`aqbench` command line: argv -> one subcommand's run(); maps errors to exit codes. Composition root."""
 
 from __future__ import annotations
 
@@ -79,6 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Exit codes: 0 ok, 1 a verdict failed, 2 configuration or usage error, 3 the run itself failed, 130/143
+# interrupted by SIGINT/SIGTERM. Subcommand modules may import adapters.
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one subcommand; returns the process exit code."""
     parser = build_parser()

@@ -1,9 +1,5 @@
 """run-aiperf's use: the model's server, one AIPerf window over the dataset's arms, its accounting and the
-model's result row, all journaled; a live line and a final summary on stderr.
-
-The adapters come in through a Toolkit from the composition root (orchestrator/commands/run_aiperf.py).
-Reports are folded from the journal at the end, an interrupted or failed run's too.
-"""
+model's result row, all journaled; a live line and a final summary on stderr."""
 
 from __future__ import annotations
 
@@ -53,6 +49,8 @@ class RunAiperfOptions(msgspec.Struct, frozen=True, kw_only=True):
     match_timeout_s: float = 5.0
 
 
+# The adapters come in through a Toolkit from the composition root (orchestrator/commands/run_aiperf.py).
+# Reports are folded from the journal at the end, an interrupted or failed run's too.
 async def run_aiperf_phase(cfg: Config, opts: RunAiperfOptions, interrupt: Interrupt, toolkit: Toolkit) -> int:
     """Run the phase; returns the exit code (0 complete and balanced, 1 AIPerf's run partial, cancelled or
     failed, 3 an accounting breach). Every run writes its reports, an interrupted or failed one too."""

@@ -1,9 +1,5 @@
-"""The configuration reference (docs/configuration.md) rendered from the Structs of orchestrator/config/.
-
-Each key's meaning is the attribute docstring under its field in orchestrator/config/, so it is written
-once; a key without one is refused. Types and defaults come from the Structs themselves. Pure apart from
-reading the source of the modules that define the Structs.
-"""
+"""The configuration reference (docs/configuration.md) rendered from the Structs of orchestrator/config/. Pure
+apart from reading the source of the modules that define the Structs."""
 
 from __future__ import annotations
 
@@ -50,6 +46,8 @@ class DocRow(msgspec.Struct, frozen=True, kw_only=True):
     meaning: str
 
 
+# Each key's meaning is the attribute docstring under its field in orchestrator/config/, so it is written
+# once; a key without one is refused. Types and defaults come from the Structs themselves.
 def field_docs(source: str) -> dict[str, tuple[str, dict[str, str]]]:
     """Class name -> (class docstring, field name -> the attribute docstring under the field), from Python
     source. A field's docstring is the string literal statement right after its annotated assignment."""

@@ -1,8 +1,6 @@
-"""Join each request's client record(s) and server record by X-Request-ID, and account every window.
-
-`Joiner` is the pure core (no bus, no clock: callers pass monotonic `now_ns`), reused by ingest and
-benchmarks. `Correlator` runs it as a lossless bus subscriber. Neither reads files nor starts processes.
-"""
+"""Join each request's client record(s) and server record by X-Request-ID, and account every window. `Joiner`
+is the pure core (no bus, no clock: callers pass monotonic `now_ns`), reused by ingest and benchmarks;
+correlate/live.py runs it as a lossless bus subscriber. Neither reads files nor starts processes."""
 
 from __future__ import annotations
 

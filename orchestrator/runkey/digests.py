@@ -1,16 +1,6 @@
-"""The run key of one model's result: digests of what the result depends on, and what changed between two
-keys. Pure; the caller reads the bundle's sha256, the dataset identity and the versions.
-
-Like TRTMC's own campaign keys its results (digests of the resolved configuration, the harness and the
-code), a row counts only under the key its inputs have now:
-- `config_sha256`: the model's resolved configuration: `[server]`, `[dataset]`, `[workload]` and its own
-  `[[models]]` entry, canonically encoded (so adding another model, or editing `[run]`, `[soak]`,
-  `[inventory]`, `[publish]`, `[compare]` or `[campaign]`, changes no key);
-- `dataset_identity`: the dataset's content identity; `bundle_sha256`: the engine bundle's bytes;
-- `server_argv_sha256`: the server kind and its argv template with the model's own arguments, before the
-  port, run folder and records path are filled in (they change every run and say nothing of the result);
-- `aqbench_version` and `aqbench_commit`, `aiperf_version`: the code that measured and judged.
-"""
+"""The run key of one model's result: digests of what the result depends on (as TRTMC's own campaign keys its
+results), and what changed between two keys. Pure; the caller reads the bundle's sha256, the dataset identity
+and the versions. A result row counts only under the key its inputs have now."""
 
 from __future__ import annotations
 
@@ -36,8 +26,11 @@ def _sha256(data: object) -> str:
     return hashlib.sha256(_encoder.encode(data)).hexdigest()
 
 
+# The model's resolved configuration: `[server]`, `[dataset]`, `[workload]` and its own `[[models]]` entry,
+# canonically encoded (so adding another model, or editing `[run]`, `[soak]`, `[inventory]`, `[publish]`,
+# `[compare]` or `[campaign]`, changes no key).
 def config_digest(cfg: Config, model: ModelConfig) -> str:
-    """sha256 of the model's resolved configuration (see the module docstring for what it covers)."""
+    """sha256 of the model's resolved configuration (the comment above says what it covers)."""
     raw = msgspec.to_builtins(cfg)
     for name in _NOT_RESULT:
         raw.pop(name, None)
@@ -45,6 +38,8 @@ def config_digest(cfg: Config, model: ModelConfig) -> str:
     return _sha256(raw)
 
 
+# Before the port, run folder and records path are filled in: they change every run and say nothing of the
+# result.
 def server_argv_digest(cfg: Config, model: ModelConfig) -> str:
     """sha256 of the server kind, its argv template with the model's arguments, and its replica count."""
     srv = cfg.server
@@ -57,6 +52,8 @@ def _keyed(fields: dict[str, str]) -> RunKey:
     return RunKey(**ordered, digest=_sha256(ordered)[:16])
 
 
+# Beside the two digests: the dataset's content identity, the engine bundle's bytes, and the code that
+# measured and judged (aqbench's version and commit, AIPerf's version).
 def run_key(cfg: Config, model: ModelConfig, *, dataset_identity: str, bundle_sha256: str, aqbench_version: str,
             aqbench_commit: str, aiperf_version: str) -> RunKey:
     """The key of `model`'s result under these inputs; `digest` is the first 16 hex of their sha256."""

@@ -1,19 +1,6 @@
-"""AIPerf hands over: the soak's load moves to a fresh AIPerf process without a gap (docs/soak.md).
-
-AIPerf 0.13.0 keeps every record's metrics in its records manager (about 2.4 KiB per request with the
-worker GC fix) and no setting bounds it, so over a long fast soak the load generator's memory grows
-without bound. The soak therefore hands the load over to a fresh process: the successor is launched gated
-(AIPerf's timing manager waits for `go` before its first profiling request, adapters/aiperf/timing.py),
-and once it is ready the predecessor is halted (it issues nothing more, its open requests finish and are
-recorded, it ends as a complete run) and the successor let go at the same instant. In concurrency mode the
-successor starts at limit 0 and gains one slot per request of the predecessor that finishes, so the two
-together never have more than the target open. Windows are cut by time whatever process sent a request,
-so a handover is no window cut; its gap (the successor's first request start after the predecessor's last)
-is judged by `window_gap` like a cut's.
-
-`HandoverCue` says when: the sending process tree's memory `handover_mib` above its level in its first
-minute of profiling, or every `handover_every_s`. `swap` is the halt/go itself. Pure of the soak loop.
-"""
+"""AIPerf hands over: the soak's load moves to a fresh AIPerf process without a gap (docs/soak.md). `HandoverCue`
+says when (memory `handover_mib` above its first minute's level, or every `handover_every_s`); `swap` is the
+halt/go itself. Pure of the soak loop."""
 
 from __future__ import annotations
 
@@ -39,6 +26,9 @@ _HALT_WAIT_S = 30.0
 _SLOT_WAIT_S = 1.0
 
 
+# AIPerf 0.13.0 keeps every record's metrics in its records manager (about 2.4 KiB per request with the worker
+# GC fix) and no setting bounds it, so over a long fast soak the load generator's memory grows without bound:
+# the soak hands the load over to a fresh process.
 class HandoverCue:
     """When the sending AIPerf process should hand over: memory `mib` above its first minute's level
     (0: never by memory), or `every_s` after its first profiling request (0: never by time)."""
@@ -80,6 +70,9 @@ class HandoverCue:
         return ""
 
 
+# In concurrency mode the successor starts at limit 0 and gains one slot per request of the predecessor that
+# finishes, so the two never have more than the target open. Windows are cut by time whatever process sent a
+# request: a handover is no cut, but its gap is judged by `window_gap` like a cut's.
 class Swap:
     """What a swap did: when the predecessor was halted and the successor let go (unix ns), what the
     predecessor sent in all (None: its halt fact never came), and in concurrency mode the most requests
@@ -93,6 +86,9 @@ class Swap:
         self.due_ns: int | None = None  # rate mode: when the successor's first request was due
 
 
+# The successor is launched gated (AIPerf's timing manager waits for `go`, adapters/aiperf/timing.py); once it
+# is ready the predecessor is halted (its open requests finish; it ends as a complete run) and the successor
+# let go at the same instant.
 async def swap(predecessor: HandoverControl, successor: HandoverControl, ledger: SessionLedger, *,
                concurrency: int | None) -> Swap:
     """Halt the predecessor and let the successor go. Rate mode: the successor's first request is due at the

@@ -1,8 +1,5 @@
 """The soak loop's side of a handover (orchestrator/soak/handover_cue.py has the rule): when the cue says so,
-launch a gated successor for the rest of the segment, wait until it is ready, swap, journal `SoakHandover`.
-A successor that does not become ready in time is stopped and the predecessor keeps sending (warned; the
-cue tries again later). At the segment's planned end a successor still sending is halted, so it ends as a
-complete run as the first run does by its --benchmark-duration."""
+launch a gated successor for the rest of the segment, wait until it is ready, swap, journal `SoakHandover`."""
 
 from __future__ import annotations
 
@@ -63,6 +60,9 @@ class HandingSoak(Protocol):
                   control: HandoverControl, install: AiperfFacts, *, deadline_s: float) -> None: ...
 
 
+# A successor that does not become ready in time is stopped and the predecessor keeps sending (warned; the cue
+# tries again later). At the segment's planned end a successor still sending is halted, so it ends as a
+# complete run as the first run does by its --benchmark-duration.
 async def run_handovers(soak: HandingSoak, scope: anyio.CancelScope, tg: TaskGroup, sg: SegmentRuns, seg: int,
                         first_ns: int, launch: Launch) -> None:
     """Hand over whenever the cue says so while the segment goes on; halt a successor at the segment's end."""

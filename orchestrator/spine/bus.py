@@ -1,9 +1,5 @@
-"""In-process publish/subscribe of typed events over anyio memory object streams.
-
-Each subscriber owns one bounded stream. Lossless subscribers (journal, correlator) apply backpressure;
-lossy ones (live views) drop their oldest event and count it. The bus stamps run_id, seq and clocks, and
-delivers every event to every subscriber in one order. It never reads what it carries.
-"""
+"""In-process publish/subscribe of typed events over anyio memory object streams, one bounded stream per
+subscriber; it never reads what it carries."""
 
 from __future__ import annotations
 
@@ -149,6 +145,9 @@ class Subscription:
         await self._done.wait()
 
 
+# Lossless subscribers (journal, correlator) apply backpressure; lossy ones (live views) drop their oldest
+# event and count it. The bus stamps run_id, seq and clocks, and delivers every event to every subscriber in
+# one order.
 class Bus:
     """Publish/subscribe for one run. Publishing is ordered: `seq` is the delivery order everywhere."""
 

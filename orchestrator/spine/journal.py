@@ -1,9 +1,5 @@
 """The run journal `events.jsonl` (or compact, `events.jsonl.zst`): the bus subscriber that writes it, the replay
-reader, and the append-only line file with its torn-line reader underneath (the campaign journal uses them too).
-
-Writes are batched and fsynced at phase boundaries and at exit. A torn last line or compressed block (a crash
-mid-write) is reported and skipped; corruption anywhere else is a JournalError naming the line.
-"""
+reader, and the append-only line file with its torn-line reader underneath (the campaign journal uses them too)."""
 
 from __future__ import annotations
 
@@ -128,6 +124,8 @@ class JournalFile:
             self._fh.close()
 
 
+# Writes are batched and fsynced at phase boundaries and at exit. A torn last line or compressed block (a crash
+# mid-write) is reported and skipped; corruption anywhere else is a JournalError naming the line.
 class JournalWriter:
     """Appends every bus event to `path`, credentials redacted. Start with `await tg.start(writer.run, bus)`.
 

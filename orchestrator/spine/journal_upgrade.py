@@ -1,9 +1,5 @@
-"""Journals of older schema versions brought to the current one as they are read, line by line.
-
-Each line is decoded as plain JSON, reshaped step by step (1 -> 2 -> 3) and converted to the current typed
-event. Only reshaping lives here: what a field means never changes, so an upgraded journal folds into the
-reports its release wrote. Imports events only.
-"""
+"""Journals of older schema versions brought to the current one as they are read, line by line (decoded as
+plain JSON, reshaped 1 -> 2 -> 3, converted to the current typed event). Imports events only."""
 
 from __future__ import annotations
 
@@ -40,6 +36,8 @@ _NUMBERS_BY_TAG = {"memory": ("slope", "interval", "limit", "unit"), "drift": ("
 _CHECKS = ("transport", "conditioning", "text_only", "transcription_only")
 
 
+# Only reshaping lives here: what a field means never changes, so an upgraded journal folds into the reports
+# its release wrote.
 def upgrader(version: int, command: str) -> Callable[[bytes], AnyEvent]:
     """A line decoder that brings a journal of `version` (OLDEST_VERSION to SCHEMA_VERSION - 1), written by
     `command`, to the current schema. Raises ValueError for a version it cannot upgrade."""

@@ -1,8 +1,5 @@
-"""structlog configuration, done once, through the standard library's logging: console or JSON on stderr,
-JSON lines to the run's aqbench.log (a logging.FileHandler attached for the run's duration).
-
-Logs narrate; facts are events. Never compute a result from a log line.
-"""
+"""structlog configuration, done once: console or JSON on stderr, JSON lines to the run's aqbench.log (a
+logging.FileHandler attached for the run's duration). Logs narrate; facts are events."""
 
 from __future__ import annotations
 

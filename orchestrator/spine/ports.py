@@ -1,8 +1,5 @@
-"""Interfaces the core owns and adapters implement: server kinds, server processes, resource samplers.
-
-Only Protocols and the small value types they exchange live here; no behaviour. Adapters may import this
-module (and events, config, errors) and nothing else from the core. Imports only config and events.
-"""
+"""Interfaces the core owns and adapters implement (server kinds and processes, samplers, AIPerf, chat, logs):
+Protocols and the small value types they exchange, no behaviour. Imports only config and events."""
 
 from __future__ import annotations
 
@@ -62,6 +59,7 @@ __all__ = [
 E = TypeVar("E", bound=Event)
 
 
+# Adapters may import this module (and events, config, base.errors) and nothing else from the core.
 class Readiness(msgspec.Struct, frozen=True):
     """One readiness answer as the kind understood it; `detail` says what was seen, for messages."""
 

@@ -1,13 +1,6 @@
-"""Credential redaction shared by every writer (journal, aqbench.log, reports, publish): secret-looking
-environment values, flags and Authorization headers, credentials by their issuers' shapes (`hf_...`,
-`sk-...`, `ghp_...`, `nvapi-...`, AWS key ids, JWTs, private key blocks) and passwords in URLs become
-`<redacted>`.
-
-A name is secret-looking when one of its parts (split at `_ - .` and camelCase) is TOKEN, KEY, SECRET,
-PASSWORD, PASSWD, CREDENTIAL(S) or AUTHORIZATION: `HF_TOKEN`, `--api-key`, `apiKey` are; `tokenizer` and
-`max_tokens` are not. The bottom layer, beside the journal that imports it (as publish does): imports only
-orchestrator.events.
-"""
+"""Credential redaction shared by every writer (journal, aqbench.log, reports, publish): secret-looking names'
+values, Authorization headers, credentials by their issuers' shapes and passwords in URLs become `<redacted>`.
+Imports only orchestrator.events."""
 
 from __future__ import annotations
 
@@ -33,6 +26,9 @@ from orchestrator.events import (
 __all__ = ["REDACTED", "Redactor", "is_secret_name", "secret_values"]
 
 REDACTED = "<redacted>"
+# A name is secret-looking when one of its parts (split at `_ - .` and camelCase) is one of these:
+# `HF_TOKEN`, `--api-key`, `apiKey` are; `tokenizer` and `max_tokens` are not. Shapes: `hf_...`, `sk-...`,
+# `ghp_...`, `nvapi-...`, AWS key ids, JWTs, private key blocks (_SHAPE_RE).
 _SECRET_PARTS = frozenset({"token", "key", "secret", "password", "passwd", "credential", "credentials",
                            "authorization", "apikey"})
 # Shorter values would redact ordinary words; a credential is never this short.

@@ -1,10 +1,5 @@
-"""Whether a stopped server's output ends in a traceback that our own stop signal raised.
-
-Uvicorn (and any asyncio program) turns SIGINT into KeyboardInterrupt, which unwinds with a traceback on the
-way out; SIGTERM's default handler prints none, but a program may turn it into SystemExit. That traceback is the
-server handling the stop it was asked for, not a crash. The supervisor decides it once, when the server exits,
-and journals it on ServerExited.stop_traceback, so every fold (report, live page, publish) reads one fact.
-"""
+"""Whether a stopped server's output ends in a traceback that our own stop signal raised: the server handling
+the stop it was asked for, not a crash. Decided once, at exit, and journaled on ServerExited.stop_traceback."""
 
 from __future__ import annotations
 
@@ -15,6 +10,8 @@ __all__ = ["stop_traceback"]
 _HEADER = "Traceback (most recent call last):"
 # Exceptions a stop signal raises in a Python server, by signal; CancelledError is the asyncio tasks the
 # interrupt cancelled on its way out.
+# Uvicorn (any asyncio program) turns SIGINT into KeyboardInterrupt, which unwinds with a traceback; SIGTERM's
+# default handler prints none, but a program may turn it into SystemExit.
 _RAISED_BY = {
     signal.SIGINT: ("KeyboardInterrupt", "asyncio.exceptions.CancelledError", "CancelledError"),
     signal.SIGTERM: ("SystemExit", "asyncio.exceptions.CancelledError", "CancelledError"),

@@ -1,8 +1,6 @@
-"""The server supervisor: start an incarnation, gate on readiness, watch exit, health and resources,
-restart per policy, stop clean. Every step is an event on the bus.
-
-Kind-agnostic: argv, readiness parsing and processes come from adapters through `ServerParts`.
-"""
+"""The server supervisor: start an incarnation, gate on readiness, watch exit, health and resources, restart
+per policy, stop clean; every step an event on the bus. Kind-agnostic: argv, readiness parsing and processes
+come from adapters through `ServerParts`."""
 
 from __future__ import annotations
 

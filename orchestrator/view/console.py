@@ -1,8 +1,4 @@
-"""Live progress of qualify on stderr: one line per stage, a progress bar on a terminal (view/terminal.py).
-
-A lossy bus subscriber: it never slows the run, and its numbers are estimates (final numbers come from
-the journal). It prints; it publishes nothing but the bus's own drop count.
-"""
+"""Live progress of qualify on stderr: one line per stage, a progress bar on a terminal (view/terminal.py)."""
 
 from __future__ import annotations
 
@@ -41,6 +37,8 @@ __all__ = ["ConsoleView", "clip"]
 _STATES_SHOWN = frozenset({"degraded", "unhealthy", "stopping", "stopped", "failed"})
 
 
+# A lossy bus subscriber: it never slows the run, and its numbers are estimates (final numbers come from the
+# journal). It prints; it publishes nothing but the bus's own drop count.
 class ConsoleView:
     """`await tg.start(ConsoleView(bus).run)`; ends when the bus closes."""
 

@@ -1,9 +1,5 @@
 """Live soak status on stderr (view/terminal.py): one line redrawn in place on a terminal, plain periodic lines
-otherwise.
-
-A lossy bus subscriber: it never slows the soak and its counts are estimates (drops are counted by the
-bus and journaled); window latencies come from SoakWindowClosed, final numbers from the journal.
-"""
+otherwise."""
 
 from __future__ import annotations
 
@@ -57,6 +53,8 @@ def format_status(*, elapsed_s: float, duration_s: float, windows: int, window: 
             f"  ok {ok} err {errors}  {lat}  server rss {mem}  restarts {restarts}")
 
 
+# A lossy bus subscriber: it never slows the soak and its counts are estimates (drops are counted by the bus
+# and journaled); window latencies come from SoakWindowClosed, final numbers from the journal.
 class SoakView:
     """`await tg.start(SoakView(bus, duration_s=...).run)`; ends when the bus closes."""
 
