@@ -104,7 +104,7 @@ def _type(t: mi.Type) -> str:
         return f"list of {_type(t.item_type)}{least}"
     if isinstance(t, mi.DictType):
         return f"table of {_type(t.value_type)}"
-    raise TypeError(f"config_reference: no wording for the type {t!r}; add one to _type()")
+    raise TypeError(f"config doc: no wording for the type {t!r}; add one to _type()")
 
 
 def _toml(value: object) -> str:
@@ -119,7 +119,7 @@ def _toml(value: object) -> str:
         return "[" + ", ".join(_toml(v) for v in value) + "]"
     if isinstance(value, dict):
         return "{" + ", ".join(f"{k} = {_toml(v)}" for k, v in value.items()) + "}" if value else "{}"
-    raise TypeError(f"config_reference: cannot write the default {value!r} as TOML")
+    raise TypeError(f"config doc: cannot write the default {value!r} as TOML")
 
 
 def _default(field: mi.Field) -> tuple[str, Any]:

@@ -10,7 +10,7 @@ from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, NotRequired, TypedDict, TypeVar
 
 import anyio
 import msgspec
@@ -68,6 +68,28 @@ def signal_name(returncode: int | None) -> str:
 # ---------------------------------------------------------------------------------------- handle
 
 
+class _Tally(TypedDict):
+    """The running counts behind SupervisorStatistics, kept by the handle and bumped by its supervisor."""
+
+    restarts: int
+    crashes: int
+    probes: int
+    samples: int
+    peak_rss_bytes: int
+    last_rss_bytes: int
+    peak_gpu_memory_bytes: int | None
+    orphans_killed: int
+    orphans_reaped: int
+
+
+class _TimedOut(TypedDict):
+    """What a timed-out cleanup names, in its log line and its Warned event."""
+
+    pid: NotRequired[int]
+    incarnation: NotRequired[int]
+    waited_s: NotRequired[float]
+
+
 class SupervisorStatistics(msgspec.Struct, frozen=True):
     """Live figures of one supervisor (final numbers come from the journal)."""
 
@@ -101,7 +123,7 @@ class ServerHandle:
         self._sink: EventSink | None = None  # set by the supervisor: where a timed-out stop is said
         self._stop_requested = anyio.Event()
         self._done = anyio.Event()
-        self._stats: dict[str, Any] = dict(
+        self._stats: _Tally = _Tally(
             restarts=0, crashes=0, probes=0, samples=0, peak_rss_bytes=0, last_rss_bytes=0,
             peak_gpu_memory_bytes=None, orphans_killed=0, orphans_reaped=0,
         )
@@ -148,7 +170,7 @@ class ServerHandle:
 # ------------------------------------------------------------------------------------ supervisor
 
 
-async def _warn_timed_out(sink: EventSink | None, code: str, message: str, detail: dict[str, Any]) -> None:
+async def _warn_timed_out(sink: EventSink | None, code: str, message: str, detail: _TimedOut) -> None:
     """Say that a bounded wait in a cleanup ran out: a Warned event (itself bounded: the bus may be what is
     stuck), and the log in any case."""
     log.error(code, message=message, **detail)
