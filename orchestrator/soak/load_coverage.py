@@ -16,35 +16,18 @@ from orchestrator.events import (
     GapDetail,
     RunAccount,
     SoakLimits,
-    VerdictDetail,
     WindowGap,
     WindowStats,
 )
-from orchestrator.judge.outcome import FAIL, INCONCLUSIVE, PASS, Outcome
+from orchestrator.judge.outcome import FAIL, INCONCLUSIVE, PASS
+from orchestrator.soak.metric_verdict import MetricVerdict
 from orchestrator.soak.pauses import HostPause, paused_within
 
-__all__ = ["GapAllowance", "MetricVerdict", "accounting", "schedule_allowance", "window_gaps"]
+__all__ = ["GapAllowance", "accounting", "schedule_allowance", "window_gaps"]
 
 # Poisson arrivals leave an idle time longer than -ln(p)/rate with probability p (memoryless): with p = 1 % over
 # the number of cuts judged, a whole soak's cuts exceed their allowance by chance less than 1 % of the time.
 _FALSE_FAIL = 0.01
-
-
-class MetricVerdict(msgspec.Struct, frozen=True, kw_only=True):
-    """One verdict: pass, fail, or inconclusive (the evidence cannot decide; `reason` names what is missing)."""
-
-    metric: str
-    outcome: Outcome
-    reason: str
-    detail: VerdictDetail | None = None
-
-    @property
-    def passed(self) -> bool:
-        return self.outcome == PASS
-
-    @property
-    def failed(self) -> bool:
-        return self.outcome == FAIL
 
 
 class GapAllowance(msgspec.Struct, frozen=True, kw_only=True):

@@ -72,6 +72,7 @@ from orchestrator.soak.early_stop import decisive, look_confidence, look_limits,
 from orchestrator.soak.heap import keep_large_blocks_off_heap, trim_heap
 from orchestrator.soak.leftovers import check_processes
 from orchestrator.soak.load_coverage import schedule_allowance
+from orchestrator.soak.metric_verdict import MetricVerdict
 from orchestrator.soak.plan import host_has_gpu, plan_trends
 from orchestrator.soak.segment import Cut, Exit, Launch, SegmentRuns, aiperf_run_name
 from orchestrator.soak.settings import SoakOptions, SoakSettings, resolve_settings, select_model
@@ -80,7 +81,6 @@ from orchestrator.soak.summary import exit_code, print_summary, write_all_report
 from orchestrator.soak.tracker import SoakTracker
 from orchestrator.soak.verdicts import (
     AiperfRunFact,
-    MetricVerdict,
     ProcessCheck,
     judge_soak,
 )

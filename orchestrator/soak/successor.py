@@ -14,7 +14,7 @@ from orchestrator.base.figures import figure
 from orchestrator.config import Config, ModelConfig
 from orchestrator.events import NoticeContext, SoakHandover, Warned
 from orchestrator.soak.handover_cue import HandoverCue, swap
-from orchestrator.soak.load_coverage import MetricVerdict
+from orchestrator.soak.metric_verdict import MetricVerdict
 from orchestrator.soak.segment import Exit, Launch, SegmentRuns
 from orchestrator.soak.settings import SoakSettings
 from orchestrator.soak.tracker import SoakTracker

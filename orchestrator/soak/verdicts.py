@@ -44,13 +44,14 @@ from orchestrator.judge.outcome import FAIL, INCONCLUSIVE, PASS, Outcome
 from orchestrator.judge.sampled_trend import SampledTrend, SampledTrendRule, estimate_wander, judge_sampled_trend
 from orchestrator.judge.trend import TrendRule, TrendVerdict, judge_relative_trend
 from orchestrator.reports.text import gate_pct
-from orchestrator.soak.load_coverage import GapAllowance, MetricVerdict, accounting, window_gaps
+from orchestrator.soak.load_coverage import GapAllowance, accounting, window_gaps
+from orchestrator.soak.metric_verdict import MetricVerdict
 from orchestrator.soak.pauses import HostPause
 from orchestrator.soak.ratios import ItemRatioSeries
 from orchestrator.soak.samples import SampleSeries
 from orchestrator.soak.supervision import judge_processes, judge_restarts
 
-__all__ = ["SoakLimits", "Trend", "MetricVerdict", "ServerExitFact", "ProcessCheck", "AiperfRunFact", "FirstPass",
+__all__ = ["SoakLimits", "Trend", "ServerExitFact", "ProcessCheck", "AiperfRunFact", "FirstPass",
            "trend_rule", "memory_rule", "sampled_rule", "drift_rule", "fit_trend", "judge_soak"]
 
 _MIB = 2.0**20

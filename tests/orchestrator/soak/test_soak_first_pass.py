@@ -14,9 +14,10 @@ from sampled_series import memory_series
 from orchestrator.config import CorrectnessCriteria
 from orchestrator.events import RequestCorrelated, SoakLimits
 from orchestrator.soak import SoakTracker
+from orchestrator.soak.metric_verdict import MetricVerdict
 from orchestrator.soak.plan import plan_trends
 from orchestrator.soak.samples import SampleSeries
-from orchestrator.soak.verdicts import FirstPass, MetricVerdict, judge_soak
+from orchestrator.soak.verdicts import FirstPass, judge_soak
 from orchestrator.spine.bus import Bus
 
 T0 = 1_800_000_000 * 10**9
