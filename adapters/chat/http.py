@@ -1,8 +1,6 @@
 """One chat completion at a time over HTTP, with an optional `input_audio` part (probes, correctness).
-
 Keeps the whole evidence of each exchange (status, body, echoed request id, Server-Timing). Never retries:
-a retry would hide exactly what a qualification must see.
-"""
+a retry would hide exactly what a qualification must see."""
 
 from __future__ import annotations
 

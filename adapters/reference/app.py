@@ -1,8 +1,6 @@
 """The reference server's HTTP routes (aiohttp): trtmc-server's contract plus audio content parts.
-
 Owns admission (replicas, no queue), request ids, errors, records and drain; the engine runs in
-worker threads through anyio so the event loop never blocks on decoding or answering.
-"""
+worker threads through anyio so the event loop never blocks on decoding or answering."""
 
 from __future__ import annotations
 

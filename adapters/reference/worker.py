@@ -1,8 +1,6 @@
 """The native worker: TRTMC's JSON-lines worker protocol (version 2) over stdin/stdout, plus audio.
-
 One request at a time, in order; the same `Engine.answer` as the HTTP server, so answers are identical.
-stdout carries protocol lines only; anything else goes to stderr.
-"""
+stdout carries protocol lines only; anything else goes to stderr."""
 
 from __future__ import annotations
 

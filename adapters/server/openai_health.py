@@ -1,8 +1,6 @@
 """The readiness and model-listing protocol trtmc-server speaks (and the reference server copies).
-
 `GET /health/ready`: 200 `{"status":"ready","degraded":bool}` or 503 `{"status":"not_ready",...}`;
-`GET /v1/models`: `{"data":[{"id":...}, ...]}`. Pure parsing; no I/O.
-"""
+`GET /v1/models`: `{"data":[{"id":...}, ...]}`. Pure parsing; no I/O."""
 
 from __future__ import annotations
 

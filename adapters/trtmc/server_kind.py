@@ -1,8 +1,6 @@
 """trtmc-server as a ServerKind: argv with its bundle, readiness, and Uvicorn's text log lines.
-
 Facts read from trtmc-server's own front end (TRTMC's `python -m trtmc_server`). Nothing here starts
-processes (adapters/server/process.py does).
-"""
+processes (adapters/server/process.py does)."""
 
 from __future__ import annotations
 

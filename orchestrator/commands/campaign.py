@@ -1,8 +1,6 @@
 """`aqbench campaign`: qualify many models side by side on a Ray cluster, one task per model.
-
 Composition root: builds the Ray cluster adapter (a local 127.0.0.1 instance, or the cluster at
---address) and hands it, with `qualify_one` as the per-node runner, to orchestrator.campaign.
-"""
+--address) and hands it, with `qualify_one` as the per-node runner, to orchestrator.campaign."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
 """`aqbench doctor`: check what a run needs before it starts; every problem says how to fix it.
-
 Composition root (may import adapters). Reads and probes only: binds a loopback socket for a moment,
-may build the offline tokenizer once; starts no server and no AIPerf.
-"""
+may build the offline tokenizer once; starts no server and no AIPerf."""
 
 from __future__ import annotations
 

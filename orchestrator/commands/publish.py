@@ -1,8 +1,6 @@
 """`aqbench publish RUN_DIR... --out DIR`: what may be posted, private details replaced and scanned.
-
 Exit 0 written and clean, 1 the final scan found private data (file, line and kind listed; nothing
-written), 2 bad input.
-"""
+written), 2 bad input."""
 
 from __future__ import annotations
 

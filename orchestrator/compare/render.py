@@ -1,8 +1,6 @@
 """compare.json, compare.md and compare.html from a Comparison; pure rendering, every text escaped.
-
 The HTML is one self-contained file in report.html's style: the verdict, the provenance diff, then per
-model the overlaid latency CDFs (inline SVG), the delta table with intervals and the changed answers.
-"""
+model the overlaid latency CDFs (inline SVG), the delta table with intervals and the changed answers."""
 
 from __future__ import annotations
 

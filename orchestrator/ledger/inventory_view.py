@@ -1,8 +1,6 @@
 """The fields of an `aqbench inventory --json` file that the ledger needs, read defensively.
-
 Our own small view Structs: unknown fields are ignored and every field has a default, so a newer or older
-inventory (renamed `class`, added tiers, owner status) still reads. Imports only errors.
-"""
+inventory (renamed `class`, added tiers, owner status) still reads. Imports only errors."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
 """Qualify's answers into the journal: each answered request's completeness, then its verdict.
-
 Every path goes through here (capability probe, HTTP and native correctness arms, AIPerf under load), so
-a defect is named and journaled the same way wherever the answer came from.
-"""
+a defect is named and journaled the same way wherever the answer came from."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
 """One model's qualification state, shared by its stages and its reference side: a typed context.
-
 Holds what the stages share (run scope, adapters, dataset requests, answers, correlator, gate) and the few
-acts every stage repeats (ask over HTTP and journal it, open and close a stage). Decides nothing.
-"""
+acts every stage repeats (ask over HTTP and journal it, open and close a stage). Decides nothing."""
 
 from __future__ import annotations
 

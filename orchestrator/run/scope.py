@@ -1,8 +1,6 @@
 """A run's scope: its folder, bus, journal and logs, opened together and closed in order.
-
 `open_run` journals RunStarted first and RunFinished last (status from how the body ended); `run_main`
-runs an async command under SIGINT/SIGTERM handling so that cleanup always runs (exit 130 / 143).
-"""
+runs an async command under SIGINT/SIGTERM handling so that cleanup always runs (exit 130 / 143)."""
 
 from __future__ import annotations
 
