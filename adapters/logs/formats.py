@@ -1,9 +1,4 @@
-"""What a log format is to ingest: a name, a kind and a per-line decoder.
-
-Decoders raise msgspec.DecodeError (not JSON), msgspec.ValidationError or ValueError (JSON of the wrong
-shape); they never return a partial result. (Decoding many lines as one JSON array was measured slower
-than per-line calls in bench/ingest.py, so there is no batch decoder.)
-"""
+"""What a log format is to ingest: a name, a kind and a per-line decoder."""
 
 from __future__ import annotations
 
@@ -20,6 +15,9 @@ FORMAT_NAMES: tuple[str, ...] = FormatName.__args__  # type: ignore[attr-defined
 
 
 @dataclass(frozen=True)
+# Decoders raise msgspec.DecodeError (not JSON), msgspec.ValidationError or ValueError (JSON of the wrong
+# shape); they never return a partial result. Per-line calls: decoding many lines as one JSON array was
+# measured slower in bench/ingest.py, so there is no batch decoder.
 class LineFormat:
     """One format. `kind` is "records" (a bad line is an error to count) or "logs" (non-JSON lines of a
     log file are kept as text lines)."""

@@ -1,9 +1,6 @@
 """The campaign driver: submits one attempt per model to a Cluster, journals what comes back, retries lost nodes.
-
-Synchronous on purpose: the cluster's client API blocks, and one loop over `cluster.poll` keeps every
-journal write in one thread. Writes `campaign.jsonl` and `models/<name>/events.jsonl` as messages arrive;
-reports are folded from those journals afterwards, never from this module's memory.
-"""
+Writes `campaign.jsonl` and `models/<name>/events.jsonl` as messages arrive; reports are folded from those
+journals afterwards, never from this module's memory."""
 
 from __future__ import annotations
 
@@ -111,6 +108,8 @@ def _select(cfg: Config, names: list[str]) -> list[ModelConfig]:
     return [known[n] for n in names] if names else list(cfg.models)
 
 
+# Synchronous on purpose: the cluster's client API blocks, and one loop over `cluster.poll` keeps every
+# journal write in one thread.
 class _Driver:
     def __init__(self, cfg: Config, opts: CampaignOptions, cluster: Cluster, stop: StopRequest, folder: Path,
                  progress: Progress, models: list[ModelConfig]) -> None:

@@ -1,9 +1,5 @@
 """What each phase reports beside its outcome (PhaseStarted/PhaseFinished.detail): one frozen Struct per
-phase, tagged by `kind`, passed as a value. A phase that reports nothing has no detail (None).
-
-`PhaseDetail` is the union. A new phase (or a new use's phase) appends its own variant: journals already
-written keep decoding, so no schema version is needed for it. Unset fields are not written.
-"""
+phase, tagged by `kind`, passed as a value. A phase that reports nothing has no detail (None)."""
 
 from __future__ import annotations
 
@@ -136,6 +132,8 @@ class SoakPhase(_Phase, frozen=True, kw_only=True, tag="soak"):
 PHASE_DETAILS: tuple[type[msgspec.Struct], ...] = (
     DatasetPhase, ModelPhase, ServerPhase, CapabilityPhase, CorrectnessPhase, IdentityPhase, AiperfPhase,
     AiperfRunPhase, ReferencePhase, NoninferiorityPhase, SoakPhase, AbPhase, SweepPhase)
+# A new phase (or a new use's phase) appends its own variant: journals already written keep decoding, so no
+# schema version is needed for it. Unset fields are not written.
 PhaseDetail: TypeAlias = (DatasetPhase | ModelPhase | ServerPhase | CapabilityPhase | CorrectnessPhase
                           | IdentityPhase | AiperfPhase | AiperfRunPhase | ReferencePhase | NoninferiorityPhase
                           | SoakPhase | AbPhase | SweepPhase)
