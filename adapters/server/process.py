@@ -1,11 +1,6 @@
-"""Server processes: spawn in a new session, pump output to LogLine events and server.log, stop the
-group (signal, grace, SIGKILL), reap, and sweep descendants that escaped the group.
-
-Descendants that escaped are found three ways: re-parented to us (we are a child subreaper on Linux),
-seen in a resource sample, or carrying this incarnation's environment marker.
-
-Knows nothing of HTTP, health or restart policy (the supervisor decides; this module only acts).
-"""
+"""Server processes: spawn in a new session, pump output to LogLine events and server.log, stop the group
+(signal, grace, SIGKILL), reap, and sweep descendants that escaped the group. Knows nothing of HTTP, health
+or restart policy (the supervisor decides; this module only acts)."""
 
 from __future__ import annotations
 
@@ -177,6 +172,8 @@ class ManagedProcess:
         forced, waited_s = await stop_group(self, sig, grace_s)
         return StopResult(returncode=self.returncode, forced=forced, waited_s=waited_s)
 
+    # Descendants that escaped are found three ways: re-parented to us (we are a child subreaper on Linux),
+    # seen in a resource sample, or carrying this incarnation's environment marker.
     async def sweep_orphans(self) -> list[Orphan]:
         """Kill every still-running descendant seen earlier or carrying this incarnation's marker (after a moment
         to end on its own), and reap those that died already (`dead`): zombies left to us in any session."""
