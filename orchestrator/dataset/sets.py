@@ -1,9 +1,6 @@
-"""Audio-QA datasets: the manifest Struct, the verifying loader, the arms and their AIPerf export.
-
-Blocking (file reads, decoding, WAV writes): async callers use `anyio.to_thread.run_sync`.
-Scoring lives in `orchestrator.judge.scoring`; this module never judges answers (it checks them in their normal
-form, answer_text.py).
-"""
+"""Audio-QA datasets: the manifest Struct, the verifying loader, the arms and their AIPerf export. Blocks
+(file reads, decoding, WAV writes): async callers use `anyio.to_thread.run_sync`. Never judges answers
+(orchestrator.judge.scoring does; they are checked here in their normal form, answer_text.py)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""The live page of a campaign (`aqbench campaign --serve`): the campaign driver is synchronous and has no bus,
-so its page is fed by polling the files it writes (campaign_state.py), and served from an event loop of its
-own in a thread beside the driver (`serve_campaign`).
-
-The driver never waits on the page: the page reads files the driver has already flushed.
-"""
+"""The live page of a campaign (`aqbench campaign --serve`): fed by polling the files the synchronous, bus-less
+driver writes (campaign_state.py), served from an event loop of its own in a thread beside the driver
+(`serve_campaign`). The driver never waits on the page: it reads files the driver has already flushed."""
 
 from __future__ import annotations
 

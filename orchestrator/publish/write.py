@@ -1,8 +1,6 @@
-"""`aqbench publish`'s steps: gather what is private about these runs and this machine, render the
-publication (with a scrubbed copy of each run's journal), scrub it, write it into a staging folder, scan
-what was written with the independent detectors, and move it into place only when the scan is clean.
-Blocks (file writes and reads).
-"""
+"""`aqbench publish`'s steps: gather what is private, render the publication (with a scrubbed copy of each
+run's journal), scrub it, write it into a staging folder, scan what was written with the independent
+detectors, and move it into place only when the scan is clean. Blocks (file writes and reads)."""
 
 from __future__ import annotations
 

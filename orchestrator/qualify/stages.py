@@ -1,9 +1,6 @@
 """`aqbench qualify`: every configured model through server, capability, correctness, identity and AIPerf.
-
-The adapters come in through a Toolkit from the composition root. Each stage's outcome is journaled as it happens; a failed stage
-stops that model with its evidence, and the next model starts. Result rows and statistics are folded from
-the journal by orchestrator.reports, never from this module's memory.
-"""
+The adapters come in through a Toolkit from the composition root; result rows and statistics are folded from
+the journal by orchestrator.reports, never from this module's memory."""
 
 from __future__ import annotations
 
@@ -71,6 +68,8 @@ STATUSES = ("unsupported", "blocked", "planned", "implemented", "family-validate
 _STAGE_ORDER = ("server", "capability", "correctness", "identity", "aiperf")
 
 
+# Each stage's outcome is journaled as it happens; a failed stage stops that model with its evidence, and the
+# next model starts.
 async def qualify(cfg: Config, opts: QualifyOptions, interrupt: Interrupt, toolkit: Toolkit) -> int:
     """Qualify every selected model; returns the exit code (0 all aiperf-qualified, 1 otherwise)."""
     models = _select_models(cfg, opts.models)
