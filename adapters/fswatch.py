@@ -1,11 +1,4 @@
-"""Wait until something in one folder changes: inotify readiness on Linux, a timed poll elsewhere.
-
-A waiter sleeps on the inotify descriptor through the event loop's selector, so an idle watch costs
-nothing and a write wakes it within microseconds. Where inotify is missing (not Linux, no libc symbol,
-the descriptor limit reached, the folder not there yet) `wait` sleeps `poll_s` instead. Even with
-inotify it returns after `backstop_s`: writes inotify cannot see (a network filesystem written from
-another host) are then still read, only later.
-"""
+"""Wait until something in one folder changes: inotify readiness on Linux, a timed poll elsewhere."""
 
 from __future__ import annotations
 
@@ -44,6 +37,9 @@ def _load_inotify() -> ctypes.CDLL | None:
 _LIBC = _load_inotify()
 
 
+# A waiter sleeps on the inotify descriptor through the event loop's selector, so an idle watch costs nothing
+# and a write wakes it within microseconds. Where inotify is missing (not Linux, no libc symbol, the
+# descriptor limit reached, the folder not there yet) `wait` sleeps `poll_s` instead.
 class FolderWatch:
     """Wakes `wait` when a file in `folder` is created, written, truncated, renamed or removed.
 
@@ -116,6 +112,8 @@ class FolderWatch:
             await anyio.wait_readable(self._fd)
             tg.cancel_scope.cancel()
 
+    # Even with inotify it returns after `backstop_s`: writes inotify cannot see (a network filesystem written
+    # from another host) are then still read, only later.
     async def wait(self, *, stop: anyio.Event | None = None) -> None:
         """Return after a change in the folder, after `stop` is set, or after `backstop_s` (`poll_s`
         without inotify), whichever comes first; at once when the watch was only just (re)opened."""

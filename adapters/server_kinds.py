@@ -7,8 +7,8 @@ from adapters.server.process import SubprocessLauncher
 from adapters.server.reference_kind import ReferenceServerKind
 from adapters.server.sampler import PsutilSampler
 from adapters.trtmc.server_kind import TrtmcServerKind
-from orchestrator.errors import ConfigError
-from orchestrator.ports import ServerKind, ServerParts
+from orchestrator.base.errors import ConfigError
+from orchestrator.spine.ports import ServerKind, ServerParts
 
 __all__ = ["server_parts", "KINDS"]
 

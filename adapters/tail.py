@@ -1,9 +1,5 @@
-"""Follow a growing file and hand out whole lines only; a shrink or a new inode restarts from byte 0.
-
-Knows nothing about what the lines mean. Each read is a stat of the path, then an fstat and a pread per chunk the file holds; `follow` reads again
-when the file's folder reports a change (inotify, adapters/fswatch.py), or every `poll_s` where the
-platform cannot report changes.
-"""
+"""Follow a growing file and hand out whole lines only; a shrink or a new inode restarts from byte 0. Knows
+nothing about what the lines mean."""
 
 from __future__ import annotations
 
@@ -125,6 +121,9 @@ class LineFollower:
         self.lines += len(out)
         return out
 
+    # Each read is a stat of the path, then an fstat and a pread per chunk the file holds; it reads again when
+    # the file's folder reports a change (inotify, adapters/fswatch.py), or every `poll_s` where the platform
+    # cannot report changes.
     async def follow(self, stop: anyio.Event) -> AsyncIterator[list[bytes]]:
         """Yield batches of whole lines until `stop` is set, then one final read (torn tail included).
         Sleeps between changes of the file's folder (or `poll_s` without change notification)."""

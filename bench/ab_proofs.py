@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from orchestrator.events import RequestCorrelated, ServerRecord  # noqa: E402
-from orchestrator.journal import read_journal  # noqa: E402
+from orchestrator.spine.journal import read_journal  # noqa: E402
 
 AQBENCH = [sys.executable, "-m", "orchestrator", "--log-level", "warning"]
 CONFIG = """

@@ -35,7 +35,7 @@ from adapters.aiperf.command import FAST_START_ARGS, AiperfCommand
 from adapters.server_kinds import server_parts
 from orchestrator.config import WorkloadConfig, load_config
 from orchestrator.dataset import load_dataset, prepare_arms, resolve_dataset_path, write_aiperf_input
-from orchestrator.server_spec import ServerSpec
+from orchestrator.supervision.server_spec import ServerSpec
 
 ROOT = Path(__file__).resolve().parents[1]
 _FIRST = "Phase warmup (warmup) started"

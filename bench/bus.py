@@ -15,9 +15,9 @@ from pathlib import Path
 import anyio
 import msgspec
 
-from orchestrator.bus import Bus
 from orchestrator.events import ClientRecord
-from orchestrator.journal import JournalWriter
+from orchestrator.spine.bus import Bus
+from orchestrator.spine.journal import JournalWriter
 
 
 def make_events(n: int) -> list[ClientRecord]:

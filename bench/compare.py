@@ -39,7 +39,7 @@ from orchestrator.events import (  # noqa: E402
     RunStarted,
     VerdictReached,
 )
-from orchestrator.journal import encode_event, iter_journal  # noqa: E402
+from orchestrator.spine.journal import encode_event, iter_journal  # noqa: E402
 
 T0 = 1_764_547_200_000_000_000
 ITEMS = 400

@@ -58,7 +58,7 @@ fi
 if stage tests; then
   echo "== tests marked gpu"
   python3 -m pytest --noconftest -p no:cacheprovider -m gpu -q -rs tests/adapters/test_server_sampler.py \
-    tests/adapters/test_reference_gpu.py tests/orchestrator/test_supervisor_gpu.py -s; echo "pytest rc=$?"
+    tests/adapters/test_reference_gpu.py tests/orchestrator/supervision/test_supervisor_gpu.py -s; echo "pytest rc=$?"
 fi
 
 soak() {  # soak NAME

@@ -21,11 +21,11 @@ import anyio
 
 from adapters.aiperf import build_command, check_install, ensure_tokenizer, run_aiperf
 from adapters.trtmc.records_tail import ServerRecordsTailer
-from orchestrator.bus import Bus
 from orchestrator.config import WorkloadConfig
 from orchestrator.correlate import Correlator, Joiner
 from orchestrator.events import ClientRecord, RequestCorrelated, ServerRecord
 from orchestrator.judge.stats import summarize
+from orchestrator.spine.bus import Bus
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -86,14 +86,14 @@ def _synthetic(n: int) -> tuple[list, int]:
     for i in range(n):
         rid = f"{i:032x}"
         start = t0 + i * 1_000_000
-        stream.append(ClientRecord(request_id=rid, via="tap", window="w", phase="profiling",
+        stream.append(ClientRecord(request_id=rid, via="tap", aiperf_run="w", phase="profiling",
                                    conversation_id=f"item-{i % 48}.audio", request_start_ns=start,
                                    request_end_ns=start + 90_000_000, status_code=200,
                                    request_latency_ms=90.0, answer="four"))
         stream.append(ServerRecord(request_id=rid, status=200, handler_ms=80.0, model_call_ms=70.0,
                                    worker_roundtrip_ms=75.0, timing_scope="public_task_call_wall",
                                    incarnation=1, end_unix_ns=start + 85_000_000))
-        stream.append(ClientRecord(request_id=rid, via="export", window="w", phase="profiling",
+        stream.append(ClientRecord(request_id=rid, via="export", aiperf_run="w", phase="profiling",
                                    conversation_id=f"item-{i % 48}.audio", request_start_ns=start,
                                    request_end_ns=start + 90_000_000, status_code=200, request_latency_ms=90.0))
     # Out of order within a sliding window of 64 records, as several processes write concurrently.

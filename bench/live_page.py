@@ -24,14 +24,14 @@ from pathlib import Path
 import anyio
 import numpy as np
 
-from orchestrator.bus import Bus
 from orchestrator.config import load_config
 from orchestrator.events import RequestCorrelated, RunStarted
-from orchestrator.journal import JournalWriter
 from orchestrator.live.address import ServeAddress
 from orchestrator.live.feed import LiveFeed
 from orchestrator.live.privacy import page_scrubber
 from orchestrator.live.server import LivePage
+from orchestrator.spine.bus import Bus
+from orchestrator.spine.journal import JournalWriter
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -31,7 +31,7 @@ from adapters.aiperf import build_command, ensure_tokenizer
 from adapters.server_kinds import server_parts
 from orchestrator.config import load_config
 from orchestrator.dataset import load_dataset, prepare_arms, resolve_dataset_path, write_aiperf_input
-from orchestrator.server_spec import ServerSpec
+from orchestrator.supervision.server_spec import ServerSpec
 
 ROOT = Path(__file__).resolve().parents[1]
 _TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")

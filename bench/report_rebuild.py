@@ -3,7 +3,7 @@
 The journal is made from the soak fixture tests/data/journals/soak-v2 (read as the current schema): its header,
 then its middle windows over and over, each request's events (server and client records, the join, the
 verdict) copied with new request ids until a window holds its share, every absolute time shifted to the
-window's place; written as `events.jsonl.zst` by orchestrator.journal.JournalFile (the soak's writer), with a
+window's place; written as `events.jsonl.zst` by orchestrator.spine.journal.JournalFile (the soak's writer), with a
 block closed per second of soak time as the live writer closes them. The report runs as a child process; its
 CPU seconds and peak RSS come from its resource usage (os.wait4).
 
@@ -26,7 +26,7 @@ from pathlib import Path
 import msgspec
 
 from orchestrator.events import SCHEMA_VERSION, AnyEvent, RunStarted, SoakWindowClosed, SoakWindowOpened
-from orchestrator.journal import COMPACT_JOURNAL, JournalFile, encode_event, read_journal
+from orchestrator.spine.journal import COMPACT_JOURNAL, JournalFile, encode_event, read_journal
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "data" / "journals" / "soak-v2" / "events.jsonl.gz"

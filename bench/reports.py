@@ -29,8 +29,8 @@ from orchestrator.events import (
     RunFinished,
     RunStarted,
 )
-from orchestrator.journal import encode_event, iter_journal, read_journal
 from orchestrator.reports import build_report, encode_report, render_html, render_markdown
+from orchestrator.spine.journal import encode_event, iter_journal, read_journal
 
 T0 = 1_714_564_800_000_000_000
 

@@ -21,8 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from orchestrator.clip_cache import clip_cache_dir  # noqa: E402
 from orchestrator.config import RunConfig  # noqa: E402
+from orchestrator.dataset.clip_cache import clip_cache_dir  # noqa: E402
 from orchestrator.run.catalog import list_runs  # noqa: E402
 
 REPORTS = ("report.json", "report.md", "report.html")

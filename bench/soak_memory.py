@@ -70,7 +70,7 @@ def run(requests: int, per_window: int, sample_every: int) -> dict[str, float]:
         latency = 40.0 + (n % 97)
         answer = item.answer if n % 50 else "no idea"
         out = joiner.add_client(ClientRecord(
-            request_id=rid, via="export", window=acc.window, conversation_id=session_key(item.id, "audio"),
+            request_id=rid, via="export", aiperf_run=acc.window, conversation_id=session_key(item.id, "audio"),
             phase="profiling", request_start_ns=start, request_end_ns=start + int(latency * 1e6), status_code=200,
             request_latency_ms=latency, answer=answer), now_ns=n)
         out += joiner.add_server(ServerRecord(request_id=rid, status=200, handler_ms=latency - 2,

@@ -30,10 +30,10 @@ import adapters.aiperf as aiperf_adapter  # noqa: E402
 from adapters.aiperf.install import AiperfInstall  # noqa: E402
 from orchestrator.commands.wiring import real_toolkit  # noqa: E402
 from orchestrator.config import load_config  # noqa: E402
-from orchestrator.logs import configure_logging  # noqa: E402
 from orchestrator.run import Interrupt  # noqa: E402
 from orchestrator.soak import SoakOptions, soak  # noqa: E402
 from orchestrator.soak.verdicts import fit_trend  # noqa: E402
+from orchestrator.spine.logs import configure_logging  # noqa: E402
 
 GOAL_MIB_PER_100K = 1.0
 

@@ -27,11 +27,11 @@ import psutil
 
 from adapters.server.sampler import PsutilSampler
 from adapters.server_kinds import server_parts
-from orchestrator.bus import Bus
 from orchestrator.config import config_from_dict
 from orchestrator.events import LogLine, ServerExited, ServerReady
-from orchestrator.logs import configure_logging
-from orchestrator.supervisor import ServerSpec, supervised
+from orchestrator.spine.bus import Bus
+from orchestrator.spine.logs import configure_logging
+from orchestrator.supervision.supervisor import ServerSpec, supervised
 
 REPO = Path(__file__).resolve().parents[1]
 SERVER = REPO / "tests" / "data" / "servers" / "scripted_server.py"

@@ -43,7 +43,7 @@ from orchestrator.events import (
     RequestCorrelated,
     SweepPhase,
 )
-from orchestrator.journal import read_journal
+from orchestrator.spine.journal import read_journal
 
 ROOT = Path(__file__).resolve().parents[1]
 AQBENCH = Path(sys.executable).with_name("aqbench")

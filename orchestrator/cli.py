@@ -1,8 +1,4 @@
-"""`aqbench` command line: argv -> one subcommand's run(); maps errors to exit codes.
-
-Composition root: subcommand modules may import adapters. Exit codes: 0 ok, 1 a verdict failed,
-2 configuration or usage error, 3 the run itself failed, 130/143 interrupted by SIGINT/SIGTERM.
-"""
+"""`aqbench` command line: argv -> one subcommand's run(); maps errors to exit codes. Composition root."""
 
 from __future__ import annotations
 
@@ -11,6 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from orchestrator import __version__
+from orchestrator.base.errors import AqbenchError
 from orchestrator.commands import (
     ab,
     campaign,
@@ -32,7 +29,6 @@ from orchestrator.commands import (
     sweep,
 )
 from orchestrator.commands.grammar import deprecation_lines
-from orchestrator.errors import AqbenchError
 
 __all__ = ["main", "build_parser"]
 
@@ -79,6 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Exit codes: 0 ok, 1 a verdict failed, 2 configuration or usage error, 3 the run itself failed, 130/143
+# interrupted by SIGINT/SIGTERM. Subcommand modules may import adapters.
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one subcommand; returns the process exit code."""
     parser = build_parser()
@@ -87,7 +85,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     # Here, not at the top: `aqbench --help` and a bad command line never load structlog and the journal's types.
-    from orchestrator.logs import configure_logging, get_logger, say
+    from orchestrator.spine.logs import configure_logging, get_logger, say
 
     configure_logging(fmt=args.log_format, level=args.log_level)
     for line in deprecation_lines(args):

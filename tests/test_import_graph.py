@@ -1,15 +1,18 @@
 """The import graph of orchestrator/ and adapters/: every import counts (top level, under TYPE_CHECKING, inside a
-function), no circle joins two files or two packages, and no module imports another module's private name."""
+function), no circle joins two files or two packages, no module imports another module's private name, adapters
+see only the core's outer surface, and orchestrator/'s top holds only its entry points."""
 
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@functools.cache  # one parse of the tree serves every test below (none changes what it returns)
 def _modules() -> dict[str, Path]:
     out: dict[str, Path] = {}
     for top in ("orchestrator", "adapters"):
@@ -49,6 +52,7 @@ def _imports(name: str, path: Path, modules: dict[str, Path]) -> Iterable[tuple[
                     yield target, "" if full in modules else alias.name, node.lineno
 
 
+@functools.cache
 def _graph() -> tuple[dict[str, set[str]], list[str]]:
     modules = _modules()
     edges: dict[str, set[str]] = {name: set() for name in modules}
@@ -152,3 +156,29 @@ def test_the_graph_sees_every_kind_of_import(tmp_path: Path) -> None:
                      "orchestrator.c": [("orchestrator.a", "", 1)]}
     edges = {name: {t for t, _, _ in imports} for name, imports in found.items()}
     assert _circles(edges) == [["orchestrator.a", "orchestrator.b", "orchestrator.c"]]
+
+
+# What adapters may see of the core (docs/development.md's map): the schema, the configuration, the ground floor
+# and the Protocols they implement; Ray's adapter also the campaign's Cluster port and its events.
+_ADAPTERS_SEE = ("orchestrator.events", "orchestrator.config", "orchestrator.base", "orchestrator.spine.ports")
+_RAY_SEES = ("orchestrator.campaign.ports", "orchestrator.campaign.events")
+
+
+def _within(module: str, allowed: tuple[str, ...]) -> bool:
+    return any(module == a or module.startswith(a + ".") for a in allowed)
+
+
+def test_adapters_import_only_the_cores_outer_surface() -> None:
+    """An adapter imports from orchestrator/ only events, config, base and spine.ports (Ray's also the campaign's
+    port and events): the core's behaviour is never an adapter's dependency."""
+    edges, _ = _graph()
+    reaching = sorted(f"{source} -> {target}" for source, targets in edges.items() if source.startswith("adapters")
+                      for target in targets if target.startswith("orchestrator")
+                      and not _within(target, _ADAPTERS_SEE + (_RAY_SEES if source.startswith("adapters.ray") else ())))
+    assert reaching == []
+
+
+def test_the_top_of_orchestrator_holds_only_its_entry_points() -> None:
+    """`ls orchestrator/` shows the layers and the uses: besides cli.py and __main__.py every module is in a folder."""
+    loose = sorted(p.name for p in (ROOT / "orchestrator").glob("*.py"))
+    assert loose == ["__init__.py", "__main__.py", "cli.py"]

@@ -10,7 +10,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # (module file, imported module) -> why it may not sit at the top of its module.
 ALLOWED: dict[tuple[str, str], str] = {
-    ("orchestrator/cli.py", "orchestrator.logs"):
+    ("orchestrator/cli.py", "orchestrator.spine.logs"):
         "start-up: `aqbench --help` and a bad command line never load structlog and the journal's types",
     ("orchestrator/dataset/sets.py", "aqbench_datasets"):
         "optional: the installed dataset package is absent from a plain checkout (ModuleNotFoundError handled)",
@@ -79,11 +79,11 @@ def test_the_scan_finds_nested_imports_and_skips_module_level_and_commands(tmp_p
     """Imports in functions and methods are found (relative ones with their dots); module-level ones and
     those in the composition roots are not."""
     (tmp_path / "orchestrator" / "commands").mkdir(parents=True)
-    (tmp_path / "orchestrator" / "bus.py").write_text(
+    (tmp_path / "orchestrator" / "cli.py").write_text(
         "import json\n\nclass C:\n    def m(self):\n        from .b import x\n\n"
         "async def f():\n    if True:\n        import os.path\n")
     (tmp_path / "orchestrator" / "commands" / "report.py").write_text("def run():\n    import adapters\n")
-    assert local_imports("orchestrator", tmp_path) == {("orchestrator/bus.py", ".b"), ("orchestrator/bus.py", "os.path")}
+    assert local_imports("orchestrator", tmp_path) == {("orchestrator/cli.py", ".b"), ("orchestrator/cli.py", "os.path")}
 
 
 def uncommented_root_imports(root: Path = ROOT) -> list[str]:

@@ -16,7 +16,7 @@ import msgspec
 from adapters.aiperf.handover_files import TIMING_WAIT_ENV
 from adapters.aiperf.tokenizer import aiperf_tokenizer
 from orchestrator.config import WorkloadConfig
-from orchestrator.ports import ExportLevel, HandoverControl
+from orchestrator.spine.ports import ExportLevel, HandoverControl
 
 __all__ = ["AiperfCommand", "build_command", "FAST_START_ARGS", "LOW_LAG_ENV", "SHORT_TMP_PREFIX", "TIMING_WAIT_ENV",
            "WORKER_GC_ENV"]

@@ -44,7 +44,7 @@ from adapters.aiperf.handover_files import (
     read_int,
     write_atomic,
 )
-from orchestrator.ports import HaltFact
+from orchestrator.spine.ports import HaltFact
 
 __all__ = ["FileHandover", "read_halted"]
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import msgspec
 
-from orchestrator.errors import ClientError
+from orchestrator.base.errors import ClientError
 
 __all__ = ["REQUIRED_VERSION", "AiperfInstall", "check_install"]
 

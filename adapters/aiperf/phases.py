@@ -17,7 +17,7 @@ from pathlib import Path
 import msgspec
 
 from adapters.aiperf.command import AiperfCommand
-from orchestrator.ports import PhaseLoad
+from orchestrator.spine.ports import PhaseLoad
 
 __all__ = ["LOAD_FLAGS", "PHASES_FILE", "phased_command", "phase_document"]
 

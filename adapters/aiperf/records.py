@@ -12,7 +12,7 @@ from operator import attrgetter
 import msgspec
 
 from orchestrator.events import ClientRecord
-from orchestrator.ports import ClientColumns
+from orchestrator.spine.ports import ClientColumns
 
 __all__ = [
     "parse_export_line", "decode_export_record", "decode_export_columns", "parse_tap_line", "server_timing_ms", "timing_header_ms",
@@ -183,7 +183,7 @@ def _export_client(rec: _ExportLine, via: str, window: str, source: str, event_t
         # The common record without an HTTP trace: passing only fields that differ from their defaults
         # makes the Struct build 3-5x cheaper (msgspec's keyword matching grows with the keywords).
         return ClientRecord(
-            ts_ns=ts_ns, source=source, request_id=md.x_request_id, via=via, window=window,  # type: ignore[arg-type]
+            ts_ns=ts_ns, source=source, request_id=md.x_request_id, via=via, aiperf_run=window,  # type: ignore[arg-type]
             correlation_id=md.x_correlation_id or "", conversation_id=md.conversation_id or "",
             phase=_phase(md.benchmark_phase), session_num=md.session_num, worker_id=md.worker_id,  # type: ignore[arg-type]
             credit_issued_ns=md.credit_issued_ns, request_start_ns=md.request_start_ns,
@@ -192,7 +192,7 @@ def _export_client(rec: _ExportLine, via: str, window: str, source: str, event_t
         )
     headers = trace.response_headers if trace is not None else None
     return ClientRecord(
-        ts_ns=ts_ns, source=source, request_id=md.x_request_id, via=via, window=window,  # type: ignore[arg-type]
+        ts_ns=ts_ns, source=source, request_id=md.x_request_id, via=via, aiperf_run=window,  # type: ignore[arg-type]
         correlation_id=md.x_correlation_id or "", conversation_id=md.conversation_id or "",
         phase=_phase(md.benchmark_phase), session_num=md.session_num, worker_id=md.worker_id,  # type: ignore[arg-type]
         credit_issued_ns=md.credit_issued_ns, request_start_ns=md.request_start_ns,
@@ -326,7 +326,7 @@ def parse_tap_line(line: bytes, *, window: str = "", windows: Mapping[str, str] 
         raise RecordParseError(f"live tap: {exc}: {line[:120]!r}") from None
     err = rec.error
     return ClientRecord(
-        source="aiperf:tap", request_id=rec.request_id, via="tap", window=_window(window, windows, rec.phase_name),
+        source="aiperf:tap", request_id=rec.request_id, via="tap", aiperf_run=_window(window, windows, rec.phase_name),
         correlation_id=rec.correlation_id, conversation_id=rec.conversation_id,
         phase=_phase(rec.phase), session_num=rec.session_num, worker_id=rec.worker_id,  # type: ignore[arg-type]
         credit_issued_ns=rec.credit_issued_ns, request_start_ns=rec.request_start_ns,

@@ -30,9 +30,9 @@ from adapters.fswatch import FolderWatch
 from adapters.server.group import reap_members, signal_group, stop_group
 from adapters.server.subreaper import spawned_here
 from adapters.tail import LineFollower
-from orchestrator.errors import ClientError
+from orchestrator.base.errors import ClientError
 from orchestrator.events import AiperfExited, AiperfStarted, ClientRecord, LogLine, Warned
-from orchestrator.ports import AiperfFacts, AiperfInvocation, EventSink, PhaseGates, WindowIssued
+from orchestrator.spine.ports import AiperfFacts, AiperfInvocation, EventSink, PhaseGates, WindowIssued
 
 __all__ = ["AiperfOutcome", "run_aiperf", "classify_artifacts"]
 

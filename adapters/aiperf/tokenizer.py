@@ -21,7 +21,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from orchestrator.errors import ClientError, ConfigError
+from orchestrator.base.errors import ClientError, ConfigError
 
 __all__ = ["HUB_NAME", "TOKENIZER_FILES", "aiperf_tokenizer", "default_cache_dir", "ensure_tokenizer",
            "tokenizer_problem"]

@@ -1,8 +1,6 @@
 """One chat completion at a time over HTTP, with an optional `input_audio` part (probes, correctness).
-
 Keeps the whole evidence of each exchange (status, body, echoed request id, Server-Timing). Never retries:
-a retry would hide exactly what a qualification must see.
-"""
+a retry would hide exactly what a qualification must see."""
 
 from __future__ import annotations
 
@@ -10,17 +8,49 @@ import base64
 import re
 import time
 from pathlib import Path
-from typing import Any
+from typing import Literal, NotRequired, TypedDict
 
 import aiohttp
 import anyio
 import msgspec
 
-__all__ = ["ChatClient", "ChatReply", "audio_part"]
+__all__ = ["AudioPart", "ChatBody", "ChatClient", "ChatReply", "audio_part"]
 
 _FORMATS = {".wav": "wav", ".mp3": "mp3", ".flac": "flac", ".ogg": "ogg"}
 _TIMING_RE = re.compile(r"(?:^|,)\s*model;dur=([0-9.]+)")
 _EVIDENCE_BYTES = 4096
+
+
+class InputAudio(TypedDict):
+    data: str  # base64
+    format: str
+
+
+class AudioPart(TypedDict):
+    """An OpenAI chat `input_audio` content part."""
+
+    type: Literal["input_audio"]
+    input_audio: InputAudio
+
+
+class TextPart(TypedDict):
+    type: Literal["text"]
+    text: str
+
+
+class UserMessage(TypedDict):
+    role: Literal["user"]
+    content: list[TextPart | AudioPart]
+
+
+class ChatBody(TypedDict):
+    """The request body this client POSTs to /v1/chat/completions."""
+
+    model: str
+    messages: list[UserMessage]
+    stream: bool
+    temperature: float
+    max_completion_tokens: NotRequired[int]
 
 
 class ChatReply(msgspec.Struct, frozen=True, kw_only=True):
@@ -41,7 +71,7 @@ class ChatReply(msgspec.Struct, frozen=True, kw_only=True):
     completion_tokens: int | None = None
 
 
-async def audio_part(path: str) -> dict[str, Any]:
+async def audio_part(path: str) -> AudioPart:
     """The `input_audio` content part for a file (base64 data + format from its suffix)."""
     suffix = Path(path).suffix.lower()
     if suffix not in _FORMATS:
@@ -69,12 +99,12 @@ class ChatClient:
             with anyio.CancelScope(shield=True):
                 await self._session.close()
 
-    def body(self, text: str, audio: dict[str, Any] | None) -> dict[str, Any]:
-        content: list[dict[str, Any]] = [{"type": "text", "text": text}]
+    def body(self, text: str, audio: AudioPart | None) -> ChatBody:
+        content: list[TextPart | AudioPart] = [{"type": "text", "text": text}]
         if audio is not None:
             content.append(audio)
-        body: dict[str, Any] = {"model": self.model, "messages": [{"role": "user", "content": content}],
-                                "stream": False, "temperature": 0}
+        body: ChatBody = {"model": self.model, "messages": [{"role": "user", "content": content}],
+                          "stream": False, "temperature": 0}
         if self.max_tokens:
             body["max_completion_tokens"] = self.max_tokens
         return body

@@ -8,7 +8,7 @@ import os
 import signal
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, NotRequired, TypedDict
 
 import anyio
 import msgspec
@@ -17,9 +17,27 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 from adapters.server.group import stop_group
 from adapters.server.subreaper import spawned_here
-from orchestrator.errors import ServerError
+from orchestrator.base.errors import ServerError
 
 __all__ = ["NativeWorker", "NativeReply"]
+
+# The worker's lines (ready, replies) are foreign JSON objects whose fields vary by worker: kept as dicts of
+# anything and each field checked where it is read.
+_Line = dict[str, Any]
+
+
+class _AudioPath(TypedDict):
+    path: str
+
+
+class _Generate(TypedDict):
+    """The one request aqbench writes to a worker."""
+
+    id: str
+    op: Literal["generate"]
+    prompt: str
+    config: dict[str, object]  # passed through to the worker's model as given
+    audio: NotRequired[_AudioPath]
 
 _MAX_LINE = 16 * 1024 * 1024
 # Native Task ids that take audio and a text question (TRTMC's Task SDK names). A worker that advertises
@@ -54,7 +72,7 @@ class NativeWorker:
         self.startup_timeout_s = startup_timeout_s
         self.request_timeout_s = request_timeout_s
         self.stop_grace_s = stop_grace_s
-        self.ready: dict[str, Any] = {}
+        self.ready: _Line = {}
         self._proc: Process | None = None
         self._out: BufferedByteReceiveStream | None = None
         self._owned = ExitStack()  # holds the worker's spawned_here mark until it is reaped
@@ -93,7 +111,7 @@ class NativeWorker:
     async def __aexit__(self, *exc: object) -> None:
         await self._stop()
 
-    async def _read(self) -> dict[str, Any]:
+    async def _read(self) -> _Line:
         assert self._out is not None
         try:
             line = await self._out.receive_until(b"\n", _MAX_LINE)
@@ -102,11 +120,11 @@ class NativeWorker:
             raise ServerError(f"native worker {self.argv} closed its output (exit code {code}); "
                               f"stderr in {self.log_path}") from None
         try:
-            return msgspec.json.decode(line, type=dict[str, Any])  # ValidationError is a DecodeError
+            return msgspec.json.decode(line, type=_Line)  # ValidationError is a DecodeError
         except msgspec.DecodeError:
             raise ServerError(f"native worker {self.argv} wrote a line that is not JSON: {line[:200]!r}") from None
 
-    async def _send(self, message: dict[str, Any]) -> None:
+    async def _send(self, message: _Generate) -> None:
         if self._proc is None or self._proc.stdin is None:
             raise ServerError(f"native worker {self.argv} is stopped")
         try:
@@ -126,7 +144,7 @@ class NativeWorker:
                 f"question ({', '.join(sorted(AUDIO_QA_CAPABILITIES))}); it would ignore the audio and answer "
                 f"from the text, so its answers cannot stand for the native path of this workload")
 
-    async def generate(self, prompt: str, audio_path: str | None, *, config: dict[str, Any] | None = None,
+    async def generate(self, prompt: str, audio_path: str | None, *, config: dict[str, object] | None = None,
                        request_id: str = "") -> NativeReply:
         """Ask one question (as `request_id`, else `native-<n>`); waits up to request_timeout_s. Protocol
         errors raise ServerError.
@@ -135,8 +153,8 @@ class NativeWorker:
         client sends, and the chat template), so both paths prompt the model the same way."""
         self._next += 1
         rid = request_id or f"native-{self._next}"
-        msg: dict[str, Any] = {"id": rid, "op": "generate", "prompt": prompt,
-                               "config": {"temperature": 0.0, "use_chat_template": True, **(config or {})}}
+        msg: _Generate = {"id": rid, "op": "generate", "prompt": prompt,
+                          "config": {"temperature": 0.0, "use_chat_template": True, **(config or {})}}
         if audio_path is not None:
             self.check_takes_audio()
             msg["audio"] = {"path": audio_path}

@@ -1,9 +1,4 @@
-"""AIPerf 0.13.0 raw export (`profile_export_raw.jsonl`, `--export-level raw`) -> ClientRecord.
-
-A raw line carries the full request payload (base64 audio included) which the view skips unparsed;
-it keeps status, response headers and response bodies, so the answer text is known here.
-Latency follows AIPerf's own definition: last response perf_ns - start_perf_ns.
-"""
+"""AIPerf 0.13.0 raw export (`profile_export_raw.jsonl`, `--export-level raw`) -> ClientRecord."""
 
 from __future__ import annotations
 
@@ -29,6 +24,8 @@ class _Response(msgspec.Struct):
     packets: list[_Packet] | None = None
 
 
+# A raw line carries the full request payload (base64 audio included) which the view skips unparsed; it
+# keeps status, response headers and response bodies, so the answer text is known here.
 class _Raw(msgspec.Struct):
     metadata: ExportMetadata
     start_perf_ns: int | None = None
@@ -85,6 +82,7 @@ def answer_of(responses: list[_Response]) -> str | None:
     return "".join(pieces) if pieces else None
 
 
+# Latency follows AIPerf's own definition: last response perf_ns - start_perf_ns.
 def _client(raw: _Raw) -> ClientRecord:
     md = raw.metadata
     if not md.x_request_id:

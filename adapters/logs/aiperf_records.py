@@ -6,7 +6,7 @@ from __future__ import annotations
 from adapters.aiperf.records import decode_export_columns, decode_export_record
 from adapters.logs.formats import LineFormat
 from orchestrator.events import ClientRecord
-from orchestrator.ports import ClientColumns
+from orchestrator.spine.ports import ClientColumns
 
 __all__ = ["AIPERF_RECORDS", "decode_aiperf_record"]
 

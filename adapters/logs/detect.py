@@ -1,8 +1,6 @@
 """Which format a file or a line is in: file-name hints first, then the keys of a decoded line.
-
 Detection decodes one line generically; ingest calls it once per file (on its first non-blank line)
-and again only for lines the file's format rejects.
-"""
+and again only for lines the file's format rejects."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""What a log format is to ingest: a name, a kind and a per-line decoder.
-
-Decoders raise msgspec.DecodeError (not JSON), msgspec.ValidationError or ValueError (JSON of the wrong
-shape); they never return a partial result. The two big record formats also decode whole blocks of lines
-into columns (msgspec's decode_lines, no split, no event per line), for an ingest that keeps no events.
-"""
+"""What a log format is to ingest: a name, a kind, a per-line decoder and, for the two big record formats, a
+block decoder into columns (no event per line). Decoders raise, never return a partial result."""
 
 from __future__ import annotations
 
@@ -20,6 +16,9 @@ FORMAT_NAMES: tuple[str, ...] = FormatName.__args__  # type: ignore[attr-defined
 
 
 @dataclass(frozen=True)
+# Decoders raise msgspec.DecodeError (not JSON), msgspec.ValidationError or ValueError (JSON of the wrong
+# shape); they never return a partial result. Per-line calls: decoding many lines as one JSON array was
+# measured slower in bench/ingest.py, so there is no batch decoder.
 class LineFormat:
     """One format. `kind` is "records" (a bad line is an error to count) or "logs" (non-JSON lines of a
     log file are kept as text lines)."""

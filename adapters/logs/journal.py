@@ -1,8 +1,6 @@
 """aqbench journal lines (`events.jsonl`) decoded into the events they are, unchanged.
-
-The decoder is built on the same `AnyEvent` union as orchestrator.journal.decode_event (adapters may
-import only orchestrator.events), so a line decodes here exactly as the journal reader decodes it.
-"""
+The decoder is built on the same `AnyEvent` union as orchestrator.spine.journal.decode_event (adapters may
+import only orchestrator.events), so a line decodes here exactly as the journal reader decodes it."""
 
 from __future__ import annotations
 

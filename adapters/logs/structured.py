@@ -1,9 +1,4 @@
-"""JSON log lines (structlog, uvicorn access logs, any other JSON object) -> OtelLog records.
-
-structlog: `event`, `timestamp` (ISO UTC), `level`, `logger` + bound context. uvicorn JSON access logs
-(python-json-logger style): `name`/`logger` "uvicorn.access", `levelname`, `message`, `client_addr`,
-`request_line`, `status_code`. Everything else that is a JSON object is kept as a generic JSON log.
-"""
+"""JSON log lines (structlog, uvicorn access logs, any other JSON object) -> OtelLog records."""
 
 from __future__ import annotations
 
@@ -54,6 +49,9 @@ def _http_attributes(fields: dict[str, Any]) -> dict[str, Any]:
     return extra
 
 
+# structlog: `event`, `timestamp` (ISO UTC), `level`, `logger` + bound context. uvicorn JSON access logs:
+# `name`/`logger` "uvicorn.access", `levelname`, `message`, `client_addr`, `request_line`, `status_code`.
+# Everything else that is a JSON object is kept as a generic JSON log.
 def to_otel(fields: dict[str, Any], fmt: str, observed_ns: int | None = None) -> OtelLog:
     """The OTel record of one decoded JSON log object of format `fmt`."""
     level = _first(fields, _LEVEL_KEYS)

@@ -1,9 +1,4 @@
-"""`RayCluster`: the campaign's Cluster port on Ray: connect or start, submit attempts, multiplex their streams.
-
-Starts a local Ray bound to 127.0.0.1 with no dashboard when given no address (and no RAY_ADDRESS);
-otherwise joins the cluster at that address. Never retries a task itself: the driver decides retries,
-so that every attempt is journaled with why it ended.
-"""
+"""`RayCluster`: the campaign's Cluster port on Ray: connect or start, submit attempts, multiplex their streams."""
 
 from __future__ import annotations
 
@@ -60,6 +55,9 @@ class _Attempt:
         self.node_id = ""
 
 
+# Starts a local Ray bound to 127.0.0.1 with no dashboard when given no address (and no RAY_ADDRESS);
+# otherwise joins the cluster at that address. Never retries a task itself: the driver decides retries, so
+# that every attempt is journaled with why it ended.
 class RayCluster:
     """Cluster port on Ray. Blocks in every method (Ray's client API is blocking)."""
 

@@ -1,8 +1,6 @@
 """Narrows a server's resource sampler to the GPUs its task was given (Ray's CUDA_VISIBLE_DEVICES).
-
 NVML numbers every device of the host; a campaign task must report only its own, or two models on one
-host would each claim the other's memory and utilisation.
-"""
+host would each claim the other's memory and utilisation."""
 
 from __future__ import annotations
 
@@ -10,7 +8,7 @@ import dataclasses
 
 import msgspec
 
-from orchestrator.ports import ResourceSampler, ServerParts, TreeSample
+from orchestrator.spine.ports import ResourceSampler, ServerParts, TreeSample
 
 __all__ = ["visible_gpus", "only_visible_gpus"]
 

@@ -1,8 +1,6 @@
 """Keeps a local Ray on 127.0.0.1: every Ray port then listens on loopback only (checked in the tests).
-
 On Linux Ray resolves 127.0.0.1 to the host's routable address unless its cluster mode is off, which Ray
-reads once, when it is imported: so this must run before `import ray`.
-"""
+reads once, when it is imported: so this must run before `import ray`."""
 
 from __future__ import annotations
 

@@ -1,11 +1,4 @@
-"""One attempt as a Ray streaming-generator task: runs the model on this node and yields its journal live.
-
-Why a streaming generator rather than an actor: each yielded message is an object owned by the driver, so
-lines arrive in order, with Ray's own backpressure, and a dead node surfaces as an error on the stream the
-driver already reads; an actor would need its own liveness checks and a second channel for the end.
-The stop request travels the other way through a small stop actor (see cluster.py): a cooperative stop
-lets qualify stop its server and AIPerf and journal RunFinished before the stream ends.
-"""
+"""One attempt as a Ray streaming-generator task: runs the model on this node and yields its journal live."""
 
 from __future__ import annotations
 
@@ -80,6 +73,9 @@ def pack_folder(folder: Path, *, limit_bytes: int, skip: tuple[str, ...] = ("eve
     return buf.getvalue(), kept
 
 
+# A streaming generator rather than an actor: each yielded message is owned by the driver, so lines arrive in
+# order with Ray's backpressure, and a dead node surfaces as an error on the stream the driver already reads.
+# The stop travels the other way through a small stop actor (cluster.py), so qualify can journal RunFinished.
 def run_attempt(spec_bytes: bytes, runner: ModelRunner, stop_flag: ActorHandle) -> Iterator[bytes]:
     """The body of the Ray task: yields encoded TaskPlaced, JournalChunks as lines appear, then TaskDone.
 

@@ -1,8 +1,6 @@
 """The reference server's HTTP routes (aiohttp): trtmc-server's contract plus audio content parts.
-
 Owns admission (replicas, no queue), request ids, errors, records and drain; the engine runs in
-worker threads through anyio so the event loop never blocks on decoding or answering.
-"""
+worker threads through anyio so the event loop never blocks on decoding or answering."""
 
 from __future__ import annotations
 
@@ -15,7 +13,7 @@ from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Literal, TypedDict
 
 import anyio
 import anyio.to_thread
@@ -194,7 +192,35 @@ def _finish_reason(ans: EngineAnswer, openai: bool) -> str | None:
     return "length" if ans.truncated else "stop"
 
 
-def _answer_body(req: ChatRequest, ans: EngineAnswer, request_id: str, model: str, openai: bool) -> dict[str, Any]:
+class _Message(TypedDict):
+    role: Literal["assistant"]
+    content: str
+
+
+class _Choice(TypedDict):
+    index: int
+    message: _Message
+    finish_reason: str | None
+
+
+class _Usage(TypedDict):
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+
+
+class _Completion(TypedDict):
+    """An OpenAI chat.completion body, as this server answers a non-streaming request."""
+
+    id: str
+    object: Literal["chat.completion"]
+    created: int
+    model: str
+    choices: list[_Choice]
+    usage: _Usage
+
+
+def _answer_body(req: ChatRequest, ans: EngineAnswer, request_id: str, model: str, openai: bool) -> _Completion:
     return {
         "id": f"chatcmpl-{request_id}", "object": "chat.completion", "created": int(time.time()),
         "model": model,

@@ -1,8 +1,6 @@
 """The reference audio-QA engine: route the question, run the analysis it needs, phrase the answer.
-
 Blocking (VAD, ASR, numpy): call `answer` from a worker thread. Answers only from the audio and the
-question; it never sees a dataset, a file name or a hash. Same input -> same answer.
-"""
+question; it never sees a dataset, a file name or a hash. Same input -> same answer."""
 
 from __future__ import annotations
 

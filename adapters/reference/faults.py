@@ -1,8 +1,6 @@
 """Fault injection for orchestrator tests: crash, worker crash, hang, latency, error rate, slow start,
 memory leak, wrong answers to one kind of question or to a share of items, swapped or cut answers under load.
-
-All off by default. The state is touched only from the event loop thread (no locking needed).
-"""
+All off by default. The state is touched only from the event loop thread (no locking needed)."""
 
 from __future__ import annotations
 

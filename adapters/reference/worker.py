@@ -1,8 +1,6 @@
 """The native worker: TRTMC's JSON-lines worker protocol (version 2) over stdin/stdout, plus audio.
-
 One request at a time, in order; the same `Engine.answer` as the HTTP server, so answers are identical.
-stdout carries protocol lines only; anything else goes to stderr.
-"""
+stdout carries protocol lines only; anything else goes to stderr."""
 
 from __future__ import annotations
 
@@ -12,15 +10,16 @@ import json
 import os
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Literal, NotRequired, TypedDict
 
 from adapters.media import AudioDecodeError, DecodedAudio, decode_audio
 from adapters.reference.asr import COMPUTE_TYPES
 from adapters.reference.engine import ENGINE_NAME, Engine
 from adapters.reference.heap import warm_up_from_env
 
-__all__ = ["PROTOCOL_VERSION", "handle", "main", "run_worker"]
+__all__ = ["PROTOCOL_VERSION", "Reply", "ReplyError", "ReplyResult", "handle", "main", "run_worker"]
 
 PROTOCOL_VERSION = 2
 
@@ -56,7 +55,34 @@ def _audio(spec: object) -> DecodedAudio | None:
         raise _RequestError("invalid_audio", str(exc)) from None
 
 
-def handle(engine: Engine, msg: dict[str, Any]) -> dict[str, Any]:
+class ReplyError(TypedDict):
+    type: str
+    message: str
+
+
+class ReplyResult(TypedDict):
+    """A generate's answer, with TRTMC's worker's timing fields (the split ones unknown here)."""
+
+    text: str
+    completion_tokens: int
+    setup_ms: None
+    prefill_ms: None
+    decode_ms: None
+    model_call_ms: float
+    timing_scope: Literal["public_task_call_wall"]
+
+
+class Reply(TypedDict):
+    """One reply line to a generate request."""
+
+    id: object  # the request's own id, echoed whatever its type
+    ok: bool
+    result: NotRequired[ReplyResult]
+    error: NotRequired[ReplyError]
+
+
+# `msg` is a request line as the client wrote it (foreign JSON): each field is checked where it is read.
+def handle(engine: Engine, msg: dict[str, Any]) -> Reply:
     """Answer one `generate` request line (already parsed)."""
     rid = msg.get("id")
     try:
@@ -82,7 +108,7 @@ def handle(engine: Engine, msg: dict[str, Any]) -> dict[str, Any]:
 
 def run_worker(stdin: IO[str], stdout: IO[str], compute_type: str = "int8") -> int:
     """Serve requests until a shutdown op or end of input; returns the exit code. Blocks."""
-    def send(obj: dict[str, Any]) -> None:
+    def send(obj: Mapping[str, object]) -> None:
         stdout.write(json.dumps(obj) + "\n")
         stdout.flush()
 

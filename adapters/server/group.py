@@ -1,8 +1,6 @@
 """Process groups, owned here for every launcher (servers, AIPerf, native workers): signal a group, tell
 whether any member lives, and stop one (signal, grace, SIGKILL, reap, wait for the whole group).
-
-Each launched program leads its own session and group (start_new_session), so its pid is its group id.
-"""
+Each launched program leads its own session and group (start_new_session), so its pid is its group id."""
 
 from __future__ import annotations
 

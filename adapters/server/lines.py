@@ -10,7 +10,7 @@ from typing import Any
 
 import msgspec
 
-from orchestrator.ports import ParsedLine
+from orchestrator.spine.ports import ParsedLine
 
 __all__ = ["parse_log_line", "LineSplitter", "MAX_LINE_BYTES"]
 

@@ -7,7 +7,7 @@ import socket
 
 import psutil
 
-from orchestrator.errors import ServerError
+from orchestrator.base.errors import ServerError
 
 __all__ = ["check_port_free", "pick_free_port", "port_holder"]
 

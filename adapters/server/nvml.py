@@ -1,8 +1,6 @@
 """NVML readings of the GPUs a server's process tree uses: per-sample figures, identity, and whose memory it is.
-
 Blocking (NVML calls, /proc reads): the sampler calls it from its worker thread. `lib` is pynvml, or a stand-in
-with its names (tests replay recorded readings); nothing here publishes.
-"""
+with its names (tests replay recorded readings); nothing here publishes."""
 
 from __future__ import annotations
 
@@ -15,7 +13,7 @@ from typing import Any
 import msgspec
 
 from orchestrator.events import GpuIdentity, GpuProcessMemory
-from orchestrator.ports import GpuFigures
+from orchestrator.spine.ports import GpuFigures
 
 __all__ = ["GpuReading", "NvmlReader", "THROTTLE_REASONS", "holds_gpu_device", "pid_in_namespace"]
 

@@ -1,8 +1,6 @@
 """The readiness and model-listing protocol trtmc-server speaks (and the reference server copies).
-
 `GET /health/ready`: 200 `{"status":"ready","degraded":bool}` or 503 `{"status":"not_ready",...}`;
-`GET /v1/models`: `{"data":[{"id":...}, ...]}`. Pure parsing; no I/O.
-"""
+`GET /v1/models`: `{"data":[{"id":...}, ...]}`. Pure parsing; no I/O."""
 
 from __future__ import annotations
 
@@ -12,8 +10,8 @@ from typing import Any
 
 import msgspec
 
-from orchestrator.errors import ConfigError
-from orchestrator.ports import Readiness
+from orchestrator.base.errors import ConfigError
+from orchestrator.spine.ports import Readiness
 
 __all__ = ["parse_readiness", "listed_models", "render_argv"]
 

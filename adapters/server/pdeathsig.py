@@ -1,9 +1,5 @@
 """Exec a command that the kernel signals when its parent dies (Linux PR_SET_PDEATHSIG), so that a server
-whose supervisor is killed outright (a lost Ray node's worker, `kill -9`) is told to stop, not left running.
-
-Run as a script, never imported by the package (it must start fast and import nothing of ours):
-`python -I pdeathsig.py SIGNUM PARENT_PID ARGV...`. Elsewhere than Linux it only execs.
-"""
+whose supervisor is killed outright (a lost Ray node's worker, `kill -9`) is told to stop, not left running."""
 
 from __future__ import annotations
 
@@ -14,6 +10,8 @@ import sys
 _PR_SET_PDEATHSIG = 1
 
 
+# Run as a script, never imported by the package (it must start fast and import nothing of ours):
+# `python -I pdeathsig.py SIGNUM PARENT_PID ARGV...`. Elsewhere than Linux it only execs.
 def main(args: list[str]) -> None:
     signum, parent, argv = int(args[0]), int(args[1]), args[2:]
     if sys.platform.startswith("linux"):

@@ -1,11 +1,6 @@
-"""Server processes: spawn in a new session, pump output to LogLine events and server.log, stop the
-group (signal, grace, SIGKILL), reap, and sweep descendants that escaped the group.
-
-Descendants that escaped are found three ways: re-parented to us (we are a child subreaper on Linux),
-seen in a resource sample, or carrying this incarnation's environment marker.
-
-Knows nothing of HTTP, health or restart policy (the supervisor decides; this module only acts).
-"""
+"""Server processes: spawn in a new session, pump output to LogLine events and server.log, stop the group
+(signal, grace, SIGKILL), reap, and sweep descendants that escaped the group. Knows nothing of HTTP, health
+or restart policy (the supervisor decides; this module only acts)."""
 
 from __future__ import annotations
 
@@ -30,9 +25,9 @@ from adapters.server.group import group_alive, stop_group
 from adapters.server.lines import LineSplitter
 from adapters.server.netport import check_port_free, pick_free_port
 from adapters.server.subreaper import adopted, become_subreaper, reap_status
-from orchestrator.errors import ServerError
+from orchestrator.base.errors import ServerError
 from orchestrator.events import LogLine
-from orchestrator.ports import EventSink, Orphan, ParsedLine, StopResult
+from orchestrator.spine.ports import EventSink, Orphan, ParsedLine, StopResult
 
 __all__ = ["SubprocessLauncher", "ManagedProcess", "MARKER_ENV", "TAIL_LINES", "PARENT_DEATH_SIGNAL"]
 
@@ -177,6 +172,8 @@ class ManagedProcess:
         forced, waited_s = await stop_group(self, sig, grace_s)
         return StopResult(returncode=self.returncode, forced=forced, waited_s=waited_s)
 
+    # Descendants that escaped are found three ways: re-parented to us (we are a child subreaper on Linux),
+    # seen in a resource sample, or carrying this incarnation's environment marker.
     async def sweep_orphans(self) -> list[Orphan]:
         """Kill every still-running descendant seen earlier or carrying this incarnation's marker (after a moment
         to end on its own), and reap those that died already (`dead`): zombies left to us in any session."""

@@ -7,7 +7,7 @@ from typing import Any
 
 from adapters.server import openai_health
 from adapters.server.lines import parse_log_line
-from orchestrator.ports import ParsedLine, Readiness
+from orchestrator.spine.ports import ParsedLine, Readiness
 
 __all__ = ["ReferenceServerKind"]
 

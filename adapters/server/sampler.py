@@ -1,8 +1,6 @@
 """Resource samples of a server's whole process tree (psutil) and its GPU use (NVML, when present).
-
 Blocking calls: run `sample` in a worker thread. Publishes nothing; the supervisor turns samples into
-events. Without a GPU (or without nvidia-ml-py) GPU figures are None and `gpu_unavailable` says why.
-"""
+events. Without a GPU (or without nvidia-ml-py) GPU figures are None and `gpu_unavailable` says why."""
 
 from __future__ import annotations
 
@@ -11,7 +9,7 @@ import os
 import psutil
 
 from adapters.server.nvml import GpuReading, NvmlReader
-from orchestrator.ports import TreeSample
+from orchestrator.spine.ports import TreeSample
 
 __all__ = ["PsutilSampler"]
 

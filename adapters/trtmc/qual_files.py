@@ -9,8 +9,8 @@ from typing import Any
 
 import yaml
 
-from orchestrator.errors import ConfigError
-from orchestrator.ports import OwnerFiles
+from orchestrator.base.errors import ConfigError
+from orchestrator.spine.ports import OwnerFiles
 
 __all__ = ["TASKS_FILE", "MODELS_DIR", "parse_owner_files"]
 

@@ -1,11 +1,6 @@
-"""trtmc-server's `--records` JSON lines, in one place: the line the reference server writes
-(`RecordLine`, `RecordWriter`) and the readers that turn a line into a ServerRecord event for live runs
-and ingest alike (`parse_server_record`, `decode_server_record`), so a line means the same everywhere.
-
-Field names follow trtmc-server's records, plus `audio`, `error_code`, `start_unix_ns`, `end_unix_ns` and the
-reference server's `fault_latency_ms`.
-`ts_ns` and `incarnation` are not in a line: the tailer or ingest sets them.
-"""
+"""trtmc-server's `--records` JSON lines, in one place: the line the reference server writes (`RecordLine`,
+`RecordWriter`) and the readers that turn a line into a ServerRecord event for live runs and ingest alike
+(`parse_server_record`, `decode_server_record`), so a line means the same everywhere."""
 
 from __future__ import annotations
 
@@ -17,7 +12,7 @@ from typing import IO, Any
 import msgspec
 
 from orchestrator.events import AudioFacts, ServerRecord
-from orchestrator.ports import ServerColumns
+from orchestrator.spine.ports import ServerColumns
 
 __all__ = [
     "AudioInfo", "RecordLine", "RecordWriter",
@@ -33,6 +28,9 @@ class AudioInfo(msgspec.Struct, frozen=True, kw_only=True):
     bytes: int
 
 
+# Field names follow trtmc-server's records, plus `audio`, `error_code`, `start_unix_ns`, `end_unix_ns` and the
+# reference server's `fault_latency_ms`. `ts_ns` and `incarnation` are not in a line: the tailer or ingest
+# sets them.
 class RecordLine(msgspec.Struct, frozen=True, kw_only=True):
     request_id: str
     route: str

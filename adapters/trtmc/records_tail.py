@@ -14,7 +14,7 @@ from adapters.fswatch import FolderWatch
 from adapters.tail import LineFollower
 from adapters.trtmc.records import ServerRecordParseError, parse_server_record
 from orchestrator.events import ServerSpawned, Warned
-from orchestrator.ports import EventBus
+from orchestrator.spine.ports import EventBus
 
 __all__ = ["ServerRecordsTailer"]
 

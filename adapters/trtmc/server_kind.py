@@ -1,8 +1,6 @@
 """trtmc-server as a ServerKind: argv with its bundle, readiness, and Uvicorn's text log lines.
-
 Facts read from trtmc-server's own front end (TRTMC's `python -m trtmc_server`). Nothing here starts
-processes (adapters/server/process.py does).
-"""
+processes (adapters/server/process.py does)."""
 
 from __future__ import annotations
 
@@ -12,8 +10,8 @@ from typing import Any
 
 from adapters.server import openai_health
 from adapters.server.lines import parse_log_line
-from orchestrator.errors import ConfigError
-from orchestrator.ports import ParsedLine, Readiness
+from orchestrator.base.errors import ConfigError
+from orchestrator.spine.ports import ParsedLine, Readiness
 
 __all__ = ["HIDDEN_FLAGS", "INPUT_FILE_FLAGS", "TrtmcServerKind"]
 

@@ -19,8 +19,8 @@ from orchestrator.events import (
     RunStarted,
     VerdictReached,
 )
-from orchestrator.journal import iter_journal
 from orchestrator.judge.intervals import RateChange
+from orchestrator.spine.journal import iter_journal
 
 __all__ = ["SERIES", "BlockSamples", "Session", "load_session", "window_name"]
 

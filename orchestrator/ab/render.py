@@ -14,9 +14,9 @@ from orchestrator.ab.sequential import describe
 from orchestrator.ab.verdict import AbResult, decide
 from orchestrator.compare.render import CSS
 from orchestrator.compare.schema import Figure
-from orchestrator.host_condition import describe_host
 from orchestrator.reports.svg import line_chart
 from orchestrator.reports.templating import render
+from orchestrator.supervision.host_summary import describe_host
 
 __all__ = ["render_html", "render_markdown", "write_ab_report", "write_result"]
 

@@ -27,7 +27,7 @@ from orchestrator.ab.power import (
 )
 from orchestrator.ab.sequential import Boundary, critical_values, describe
 from orchestrator.ab.verdict import AbResult, decide, stop_reason
-from orchestrator.clip_cache import clip_cache_dir
+from orchestrator.base.errors import UsageError
 from orchestrator.config import CompareConfig, Config, ModelConfig
 from orchestrator.correlate import Correlator
 from orchestrator.dataset import (
@@ -39,15 +39,15 @@ from orchestrator.dataset import (
     resolve_dataset_path,
     write_aiperf_input,
 )
-from orchestrator.errors import UsageError
+from orchestrator.dataset.clip_cache import clip_cache_dir
 from orchestrator.events import AbPhase, AiperfRunPhase, DatasetPhase, PhaseFinished, PhaseStarted
-from orchestrator.logs import get_logger, say
-from orchestrator.ports import AiperfFacts, Toolkit
 from orchestrator.qualify.answers import AnswerBook
 from orchestrator.qualify.collect import WindowCollector
 from orchestrator.run import Interrupt, RunScope, open_run
-from orchestrator.server_spec import ServerSpec
-from orchestrator.supervisor import ServerHandle, supervise, supervised
+from orchestrator.spine.logs import get_logger, say
+from orchestrator.spine.ports import AiperfFacts, Toolkit
+from orchestrator.supervision.server_spec import ServerSpec
+from orchestrator.supervision.supervisor import ServerHandle, supervise, supervised
 
 __all__ = ["AbOptions", "check_comparable", "run_ab_session"]
 

@@ -28,8 +28,8 @@ from orchestrator.ab.sequential import look_confidence
 from orchestrator.compare.schema import Figure
 from orchestrator.config import CompareConfig
 from orchestrator.events import AbPhase
-from orchestrator.host_condition import HostCondition, summarize_host
 from orchestrator.judge.intervals import MIN_TAIL, RateChange, classify_change, rate_change, tail_share_change
+from orchestrator.supervision.host_summary import HostCondition, summarize_host
 
 __all__ = ["AbResult", "PairRow", "decide", "decide_session", "stop_reason"]
 

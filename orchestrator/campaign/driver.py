@@ -1,9 +1,6 @@
 """The campaign driver: submits one attempt per model to a Cluster, journals what comes back, retries lost nodes.
-
-Synchronous on purpose: the cluster's client API blocks, and one loop over `cluster.poll` keeps every
-journal write in one thread. Writes `campaign.jsonl` and `models/<name>/events.jsonl` as messages arrive;
-reports are folded from those journals afterwards, never from this module's memory.
-"""
+Writes `campaign.jsonl` and `models/<name>/events.jsonl` as messages arrive; reports are folded from those
+journals afterwards, never from this module's memory."""
 
 from __future__ import annotations
 
@@ -20,6 +17,7 @@ from pathlib import Path
 
 import msgspec
 
+from orchestrator.base.errors import AqbenchError, UsageError
 from orchestrator.campaign.events import (
     MODEL_STATUSES_FINAL,
     AttemptEnd,
@@ -41,13 +39,12 @@ from orchestrator.campaign.progress import Progress
 from orchestrator.campaign.report import write_campaign_reports
 from orchestrator.campaign.resume import still_current
 from orchestrator.config import Config, ModelConfig
-from orchestrator.errors import AqbenchError, UsageError
 from orchestrator.events import Event, ModelResult, PhaseStarted, RunFinished, ServerExited, ServerSpawned
-from orchestrator.journal import decode_event
-from orchestrator.logs import get_logger
 from orchestrator.reports import write_reports
 from orchestrator.run import new_run_id
-from orchestrator.runkey_now import current_keys
+from orchestrator.runkey.current import current_keys
+from orchestrator.spine.journal import decode_event
+from orchestrator.spine.logs import get_logger
 
 __all__ = ["CampaignOptions", "StopRequest", "run_campaign", "final_models"]
 
@@ -111,6 +108,8 @@ def _select(cfg: Config, names: list[str]) -> list[ModelConfig]:
     return [known[n] for n in names] if names else list(cfg.models)
 
 
+# Synchronous on purpose: the cluster's client API blocks, and one loop over `cluster.poll` keeps every
+# journal write in one thread.
 class _Driver:
     def __init__(self, cfg: Config, opts: CampaignOptions, cluster: Cluster, stop: StopRequest, folder: Path,
                  progress: Progress, models: list[ModelConfig]) -> None:

@@ -1,8 +1,6 @@
 """The campaign journal's events (`campaign.jsonl`) and what a task sends its driver, as tagged Structs.
-
 Imports only the configuration and the journal's tag rule. Schema evolution as in orchestrator/events/: append
-fields with defaults.
-"""
+fields with defaults."""
 
 from __future__ import annotations
 

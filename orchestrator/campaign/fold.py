@@ -9,6 +9,7 @@ from pathlib import Path
 
 import msgspec
 
+from orchestrator.base.errors import JournalError
 from orchestrator.campaign.events import (
     AttemptEnded,
     AttemptPlaced,
@@ -20,7 +21,6 @@ from orchestrator.campaign.events import (
     NodeLost,
 )
 from orchestrator.campaign.journal import read_campaign
-from orchestrator.errors import JournalError
 from orchestrator.events import GpuIdentity
 
 __all__ = ["CAMPAIGN_REPORT_VERSION", "CampaignReport", "CampaignRow", "AttemptRow", "NodeUse", "Accounting",

@@ -1,9 +1,5 @@
-"""`campaign.jsonl`: the driver's append-only journal of campaign events, and its reader.
-
-One line per event, flushed as written, fsynced at the events a resume or a report depends on. The file and
-its reader are the run journal's (orchestrator/journal.py): a torn last line (a driver killed mid-write) is
-skipped on read, corruption elsewhere is a JournalError naming the line.
-"""
+"""`campaign.jsonl`: the driver's append-only journal of campaign events, and its reader (the run journal's
+line file and reader, orchestrator/spine/journal.py)."""
 
 from __future__ import annotations
 
@@ -19,7 +15,7 @@ from orchestrator.campaign.events import (
     CampaignStarted,
     ModelFinished,
 )
-from orchestrator.journal import JournalFile, read_lines
+from orchestrator.spine.journal import JournalFile, read_lines
 
 __all__ = ["CampaignJournal", "read_campaign"]
 
@@ -28,6 +24,8 @@ _decoder = msgspec.json.Decoder(AnyCampaignEvent)
 _SYNC_KINDS = (CampaignStarted, ModelFinished, CampaignFinished)
 
 
+# One line per event, flushed as written, fsynced at the events a resume or a report depends on. A torn last
+# line (a driver killed mid-write) is skipped on read, corruption elsewhere is a JournalError naming the line.
 class CampaignJournal:
     """Appends campaign events to `path`, stamping `unix_ns` when the producer left it 0. Blocks."""
 

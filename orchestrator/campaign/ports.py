@@ -1,8 +1,6 @@
 """What the campaign driver needs from a cluster, and what a cluster task needs from the composition root.
-
 Protocols and small value types only; the Ray adapter (adapters/ray/) implements `Cluster` and runs a
-`ModelRunner` on a node. Adapters may import this module besides events, config, errors and ports.
-"""
+`ModelRunner` on a node. Adapters may import this module besides events, config, errors and ports."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Which final rows of an earlier campaign still count on `--resume`: those made under the run key each
-model has now (orchestrator/runkey.py). Reads the models' journals; writes nothing."""
+model has now (orchestrator/runkey/digests.py). Reads the models' journals; writes nothing."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 from orchestrator.campaign.events import ModelFinished
 from orchestrator.events import ModelResult, RunKey
-from orchestrator.journal import iter_journal
-from orchestrator.runkey import key_changes, rekeyed
+from orchestrator.runkey.digests import key_changes, rekeyed
+from orchestrator.spine.journal import iter_journal
 
 __all__ = ["row_key", "still_current"]
 

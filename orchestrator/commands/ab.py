@@ -69,15 +69,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    # Imported here: orchestrator.logs loads structlog, which `aqbench --help` never needs.
+    # Imported here: orchestrator.spine.logs loads structlog, which `aqbench --help` never needs.
     # Imported here, not at the top: `aqbench --help` and the other commands never load the A/B session and
     # the adapters (through wiring).
     from orchestrator.ab import AbOptions, check_comparable, decide, run_ab_session, write_result
+    from orchestrator.base.errors import UsageError
     from orchestrator.commands.wiring import real_toolkit
     from orchestrator.config import load_config
-    from orchestrator.errors import UsageError
-    from orchestrator.logs import say
     from orchestrator.run import run_main
+    from orchestrator.spine.logs import say
 
     if args.pairs < 1 or args.block_requests < 1 or args.block_warmup < 0 or args.plan_noise <= 0 \
             or args.instance_allowance < 0 or args.instance_tail_allowance < 0:

@@ -1,8 +1,6 @@
 """`aqbench campaign`: qualify many models side by side on a Ray cluster, one task per model.
-
 Composition root: builds the Ray cluster adapter (a local 127.0.0.1 instance, or the cluster at
---address) and hands it, with `qualify_one` as the per-node runner, to orchestrator.campaign.
-"""
+--address) and hands it, with `qualify_one` as the per-node runner, to orchestrator.campaign."""
 
 from __future__ import annotations
 
@@ -17,8 +15,8 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from orchestrator.base.errors import UsageError
 from orchestrator.commands.keep_args import add_keep_inputs_argument, with_keep_inputs
-from orchestrator.errors import UsageError
 
 if TYPE_CHECKING:  # the campaign package is heavy: imported by run(), not by `aqbench --help` or another command
     from orchestrator.campaign.ports import StopNotice
@@ -104,11 +102,11 @@ def _write_interrupted_reports(output_dir: Path) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    # Imported here: orchestrator.logs loads structlog, which `aqbench --help` never needs.
+    # Imported here: orchestrator.spine.logs loads structlog, which `aqbench --help` never needs.
     # Imported here, not at the top: the campaign package (Ray glue) costs every other command start-up time.
     from orchestrator.campaign import CampaignOptions, StopRequest, run_campaign
     from orchestrator.config import load_config
-    from orchestrator.logs import say
+    from orchestrator.spine.logs import say
 
     cfg = with_keep_inputs(load_config(args.config), args)
     serve = serve_address(args)

@@ -11,10 +11,10 @@ from typing import Any
 
 import msgspec
 
+from orchestrator.base.errors import UsageError
 from orchestrator.commands.grammar import add_config_argument, add_json_argument, config_explicit, json_target
 from orchestrator.commands.output import write_output
 from orchestrator.config import config_to_dict, load_config
-from orchestrator.errors import UsageError
 
 __all__ = ["register"]
 
@@ -56,12 +56,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_reference(args: argparse.Namespace) -> int:
-    # Imported here: orchestrator.logs loads structlog, which `aqbench --help` never needs.
+    # Imported here: orchestrator.spine.logs loads structlog, which `aqbench --help` never needs.
     # Imported here: the reference generator (every config Struct's docstrings) serves this command only.
-    from orchestrator.config_reference import render_reference
-    from orchestrator.logs import say
+    from orchestrator.config.doc import render_doc
+    from orchestrator.spine.logs import say
 
-    text = render_reference()
+    text = render_doc()
     if args.out is None:
         sys.stdout.write(text)
         return 0

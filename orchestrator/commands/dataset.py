@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from collections import Counter
 
+from orchestrator.base.errors import UsageError
 from orchestrator.config import DatasetConfig
-from orchestrator.errors import UsageError
 
 __all__ = ["register", "run"]
 

@@ -1,8 +1,6 @@
 """`aqbench doctor`: check what a run needs before it starts; every problem says how to fix it.
-
 Composition root (may import adapters). Reads and probes only: binds a loopback socket for a moment,
-may build the offline tokenizer once; starts no server and no AIPerf.
-"""
+may build the offline tokenizer once; starts no server and no AIPerf."""
 
 from __future__ import annotations
 
@@ -20,10 +18,10 @@ from pathlib import Path
 
 import msgspec
 
+from orchestrator.base.errors import AqbenchError, ClientError
 from orchestrator.commands.grammar import add_config_argument, add_json_argument, json_target
 from orchestrator.commands.output import write_output
 from orchestrator.config import Config, ServerConfig, load_config
-from orchestrator.errors import AqbenchError, ClientError
 
 __all__ = ["register", "run", "Check", "run_checks"]
 
@@ -346,8 +344,8 @@ def run_checks(cfg: Config) -> list[Check]:
 
 
 def run(args: argparse.Namespace) -> int:
-    # Imported here: orchestrator.logs loads structlog, which `aqbench --help` never needs.
-    from orchestrator.logs import say
+    # Imported here: orchestrator.spine.logs loads structlog, which `aqbench --help` never needs.
+    from orchestrator.spine.logs import say
 
     cfg = load_config(args.config)
     checks = run_checks(cfg)

@@ -1,8 +1,6 @@
 """doctor's GPU checks: the GPUs and driver NVML reports, and whether NVML sees this PID namespace's processes.
-
 Composition root (imports adapters). Starts one short-lived GPU worker (64 MiB through torch or cupy) to see
-whether NVML attributes its memory to its pid; nothing else is touched.
-"""
+whether NVML attributes its memory to its pid; nothing else is touched."""
 
 from __future__ import annotations
 

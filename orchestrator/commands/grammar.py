@@ -8,8 +8,8 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from orchestrator.base.errors import UsageError
 from orchestrator.config.flags import add_deprecated_alias, deprecation_lines, duration_arg
-from orchestrator.errors import UsageError
 
 __all__ = ["DEFAULT_CONFIG", "add_config_argument", "add_model_argument", "add_json_argument",
            "add_strict_argument", "add_match_timeout_argument", "json_target", "config_given", "config_explicit", "add_deprecated_alias", "deprecation_lines",

@@ -7,9 +7,9 @@ import re
 import time
 from typing import Any
 
+from orchestrator.base.errors import UsageError
 from orchestrator.commands.grammar import add_deprecated_alias, add_json_argument, json_target
 from orchestrator.commands.output import write_output
-from orchestrator.errors import UsageError
 
 __all__ = ["register", "run", "parse_time"]
 
@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     from orchestrator.commands.log_codecs import log_codecs
     from orchestrator.ingest import Ingest, expand_inputs, new_joiner, run_follow, write_parquet
     from orchestrator.ingest.render import render_summary
-    from orchestrator.logs import say
+    from orchestrator.spine.logs import say
 
     json_target(args.json)
     since = parse_time(args.since) if args.since else None

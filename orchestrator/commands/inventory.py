@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from orchestrator.commands.grammar import add_config_argument, add_json_argument, config_given, json_target
-from orchestrator.logs import get_logger
+from orchestrator.spine.logs import get_logger
 
 __all__ = ["register", "run"]
 

@@ -47,14 +47,14 @@ def run(args: argparse.Namespace) -> int:
         read_run,
         run_folders,
     )
-    from orchestrator.logs import get_logger
+    from orchestrator.spine.logs import get_logger
 
     inv = load_inventory(args.inventory)
     keys = None
     if (named := config_explicit(args)) is not None:
         # Imported here: the run keys read the dataset and hash the bundles, only when --config asks for them.
         from orchestrator.config import load_config
-        from orchestrator.runkey_now import current_keys
+        from orchestrator.runkey.current import current_keys
 
         keys = current_keys(load_config(named))
     ledger = build_ledger(inv, [read_run(r) for r in run_folders(args.runs)], dataset_identity=args.dataset_identity, keys=keys)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import argparse
 
+from orchestrator.base.errors import UsageError
 from orchestrator.commands.grammar import add_config_argument, add_model_argument
-from orchestrator.errors import UsageError
 
 __all__ = ["add_model_arguments", "check_positive"]
 

@@ -11,7 +11,7 @@ from adapters import logs as _logs
 from adapters.tail import LineFollower
 from adapters.trtmc.records import incarnation_from_name
 from orchestrator.events import Event, LogLine
-from orchestrator.ports import LineDecoder, LineFollowing, LogCodecs
+from orchestrator.spine.ports import LineDecoder, LineFollowing, LogCodecs
 
 __all__ = ["log_codecs"]
 

@@ -1,8 +1,6 @@
 """`aqbench publish RUN_DIR... --out DIR`: what may be posted, private details replaced and scanned.
-
 Exit 0 written and clean, 1 the final scan found private data (file, line and kind listed; nothing
-written), 2 bad input.
-"""
+written), 2 bad input."""
 
 from __future__ import annotations
 
@@ -49,18 +47,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    # Imported here: orchestrator.logs loads structlog, which `aqbench --help` never needs.
+    # Imported here: orchestrator.spine.logs loads structlog, which `aqbench --help` never needs.
     # Imported here, not at the top: publishing (redaction, the ledger) loads only for this command.
     from orchestrator.config import load_config
     from orchestrator.ledger import build_ledger, load_inventory, read_run, run_folders
-    from orchestrator.logs import get_logger, say
     from orchestrator.publish.current import check_keys
     from orchestrator.publish.write import (
         gather_facts,
         render_publication,
         write_publication,
     )
-    from orchestrator.runkey_now import current_keys
+    from orchestrator.runkey.current import current_keys
+    from orchestrator.spine.logs import get_logger, say
 
     config_path = config_given(args)
     cfg = load_config(config_path) if config_path else None

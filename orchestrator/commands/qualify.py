@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 
+from orchestrator.base.errors import UsageError
 from orchestrator.commands.grammar import add_config_argument, add_model_argument
 from orchestrator.commands.keep_args import add_keep_inputs_argument, with_keep_inputs
 from orchestrator.commands.serve_args import add_serve_arguments, serve_address
-from orchestrator.errors import UsageError
 
 __all__ = ["register"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from orchestrator.errors import UsageError
+from orchestrator.base.errors import UsageError
 
 __all__ = ["register", "run"]
 
@@ -32,7 +32,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def _is_empty(journal: Path) -> bool:
     """No event at all: a 0-byte file, or blank lines only (of a compact journal, once decompressed)."""
     # Imported here, not at the top: as in run(), the journal module loads only for the commands that read one.
-    from orchestrator.journal import read_lines
+    from orchestrator.spine.journal import read_lines
 
     return not any(raw.strip() for _, raw, _ in read_lines(journal, bytes))
 
@@ -45,7 +45,7 @@ def _ab_reports(journal: Path, out: Path) -> list[Path] | None:
     from orchestrator.ab import decide, write_result
     from orchestrator.config import CompareConfig
     from orchestrator.events import RunStarted
-    from orchestrator.journal import iter_journal
+    from orchestrator.spine.journal import iter_journal
 
     first = next(iter_journal(journal), None)
     if not (isinstance(first, RunStarted) and first.command == "ab"):
@@ -55,14 +55,14 @@ def _ab_reports(journal: Path, out: Path) -> list[Path] | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    # Imported here: orchestrator.logs loads structlog, which `aqbench --help` never needs.
+    # Imported here: orchestrator.spine.logs loads structlog, which `aqbench --help` never needs.
     # Imported here, not at the top: the reports (Jinja2 templates) load only for the commands that write one.
     from orchestrator.events import RunStarted
-    from orchestrator.journal import TornLine, iter_journal, journal_path
-    from orchestrator.logs import say
     from orchestrator.reports import write_reports
     from orchestrator.reports.soak import SoakFold, write_soak_report
     from orchestrator.reports.sweep import write_sweep_report
+    from orchestrator.spine.journal import TornLine, iter_journal, journal_path
+    from orchestrator.spine.logs import say
 
     target = Path(args.run_dir)
     journal = target if target.is_file() else journal_path(target)

@@ -1,6 +1,6 @@
 """`aqbench run-aiperf --config bench.toml`: one AIPerf phase against the configured server.
 
-Composition root: parses the command line and hands the use (orchestrator/run_aiperf/) the real adapters.
+Composition root: parses the command line and hands the use (orchestrator/aiperf_phase/) the real adapters.
 """
 
 from __future__ import annotations
@@ -41,10 +41,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # Imported here, not at the top: `aqbench --help` and the light commands must not load the adapters.
+    from orchestrator.aiperf_phase import RunAiperfOptions, run_aiperf_phase
     from orchestrator.commands.wiring import real_toolkit
     from orchestrator.config import load_config
     from orchestrator.run import run_main
-    from orchestrator.run_aiperf import RunAiperfOptions, run_aiperf_phase
 
     cfg = with_keep_inputs(load_config(args.config), args)
     opts = RunAiperfOptions(model=args.model, requests=args.requests, warmup_requests=args.warmup_requests,

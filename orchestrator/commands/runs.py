@@ -7,8 +7,8 @@ import argparse
 import time
 from pathlib import Path
 
+from orchestrator.base.errors import UsageError
 from orchestrator.commands.grammar import add_config_argument, config_given, duration_arg
-from orchestrator.errors import UsageError
 
 __all__ = ["register", "run"]
 
@@ -38,8 +38,8 @@ def _mb(n: int) -> str:
 
 def run(args: argparse.Namespace) -> int:
     # Imported here, not at the top: `aqbench --help` and the other commands must not load the configuration.
-    from orchestrator.clip_cache import ClipCache, clip_cache_dir
     from orchestrator.config import RunConfig, load_config
+    from orchestrator.dataset.clip_cache import ClipCache, clip_cache_dir
     from orchestrator.run.catalog import list_runs, plan_prune, prune
 
     path = config_given(args)

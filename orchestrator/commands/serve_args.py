@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from orchestrator.base.errors import UsageError
 from orchestrator.config.flags import duration_or_zero_arg
-from orchestrator.errors import UsageError
 from orchestrator.live.address import ServeAddress, parse_serve
 
 __all__ = ["add_serve_arguments", "serve_address", "LINGER_ON_TERMINAL_S"]

@@ -6,7 +6,7 @@ import argparse
 import asyncio
 from collections.abc import Sequence
 
-from orchestrator.errors import UsageError
+from orchestrator.base.errors import UsageError
 
 __all__ = ["register", "run"]
 

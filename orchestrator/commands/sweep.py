@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # types only: the sweep and its adapters load in run(), not for `aqbench --help`
     from orchestrator.config import Config
-    from orchestrator.ports import Toolkit
+    from orchestrator.spine.ports import Toolkit
     from orchestrator.sweep import SweepOptions
 
+from orchestrator.base.errors import UsageError
 from orchestrator.commands.grammar import add_match_timeout_argument, duration_arg
 from orchestrator.commands.keep_args import add_keep_inputs_argument, with_keep_inputs
 from orchestrator.commands.load_args import add_model_arguments, check_positive
 from orchestrator.commands.serve_args import add_serve_arguments, serve_address
-from orchestrator.errors import UsageError
 
 __all__ = ["register", "run"]
 
@@ -104,11 +104,11 @@ def _grid(cfg: Config, opts: SweepOptions, spec: str, toolkit: Toolkit) -> int:
     # Imported here, not at the top, as in run(): `aqbench --help` must not load the sweep or its reports.
     from pathlib import Path
 
-    from orchestrator.figures import figure
-    from orchestrator.journal import journal_path
-    from orchestrator.logs import say
+    from orchestrator.base.figures import figure
     from orchestrator.reports.sweep_grid import build_grid_report, write_grid_report
     from orchestrator.run import Interrupt, run_main
+    from orchestrator.spine.journal import journal_path
+    from orchestrator.spine.logs import say
     from orchestrator.sweep import sweep
     from orchestrator.sweep.grid import parse_grid, with_server_value
 

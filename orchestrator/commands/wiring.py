@@ -1,8 +1,6 @@
 """The composition root's one job: the real adapters, bundled as the Toolkit the core is given.
-
 Commands import this module inside their `run` (not at their top), so that `aqbench --help` and the
-light commands do not load AIPerf's and the server's adapters.
-"""
+light commands do not load AIPerf's and the server's adapters."""
 
 from __future__ import annotations
 
@@ -21,7 +19,7 @@ from adapters.trtmc.records_tail import ServerRecordsTailer
 from orchestrator.commands.log_codecs import log_codecs
 from orchestrator.config import Config, WorkloadConfig
 from orchestrator.inventory.tree import open_checkout, read_checkout_files
-from orchestrator.ports import (
+from orchestrator.spine.ports import (
     AiperfFacts,
     AiperfInvocation,
     AiperfResult,

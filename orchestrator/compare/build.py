@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from orchestrator.base.errors import UsageError
 from orchestrator.compare.figures import compare_model
 from orchestrator.compare.load import RunSamples, load_run
 from orchestrator.compare.provenance import provenance_diff
 from orchestrator.compare.schema import Comparison, ModelComparison, RunRef
 from orchestrator.config import CompareConfig
-from orchestrator.errors import UsageError
-from orchestrator.host_condition import describe_host, summarize_host
-from orchestrator.journal import journal_path
+from orchestrator.spine.journal import journal_path
+from orchestrator.supervision.host_summary import describe_host, summarize_host
 
 __all__ = ["compare_runs", "journal_of"]
 

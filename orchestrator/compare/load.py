@@ -1,9 +1,5 @@
-"""One run's samples for `aqbench compare`, read from its journal in one streaming pass.
-
-Per profiling request of an AIPerf window it keeps five numbers in compact arrays; per dataset item
-and path the first answer, the verdicts and the completeness defects; never the events themselves.
-Computes no statistics.
-"""
+"""One run's samples for `aqbench compare`, read from its journal in one streaming pass. Computes no
+statistics."""
 
 from __future__ import annotations
 
@@ -36,7 +32,7 @@ from orchestrator.events import (
     ServerReady,
     VerdictReached,
 )
-from orchestrator.journal import TornLine, iter_journal
+from orchestrator.spine.journal import TornLine, iter_journal
 
 __all__ = ["AnswerSeen", "ItemKey", "ModelSamples", "RunSamples", "load_run", "LOAD_PATH", "WORKLOAD_FLAGS_INFO"]
 
@@ -138,6 +134,8 @@ class RunSamples:
         return conf.correctness.deterministic if conf else True
 
 
+# Per profiling request of an AIPerf window it keeps five numbers in compact arrays; per dataset item and
+# path the first answer, the verdicts and the completeness defects; never the events themselves.
 class _Loader:
     """Folds events into RunSamples; handlers by event type."""
 

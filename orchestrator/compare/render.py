@@ -1,8 +1,6 @@
 """compare.json, compare.md and compare.html from a Comparison; pure rendering, every text escaped.
-
 The HTML is one self-contained file in report.html's style: the verdict, the provenance diff, then per
-model the overlaid latency CDFs (inline SVG), the delta table with intervals and the changed answers.
-"""
+model the overlaid latency CDFs (inline SVG), the delta table with intervals and the changed answers."""
 
 from __future__ import annotations
 
@@ -12,9 +10,9 @@ import msgspec
 from markupsafe import Markup
 
 from orchestrator.compare.schema import ChangedAnswer, Comparison, Figure, ModelComparison
-from orchestrator.host_condition import describe_host
 from orchestrator.reports.svg import line_chart
 from orchestrator.reports.templating import render
+from orchestrator.supervision.host_summary import describe_host
 
 __all__ = ["CSS", "MAX_LISTED", "render_html", "render_json", "render_markdown", "write_comparison"]
 

@@ -9,8 +9,8 @@ from typing import Literal
 
 import msgspec
 
-from orchestrator.host_condition import HostCondition
 from orchestrator.judge.intervals import Change
+from orchestrator.supervision.host_summary import HostCondition
 
 __all__ = [
     "COMPARE_SCHEMA_VERSION",

@@ -1,20 +1,19 @@
-"""bench.toml as typed msgspec Structs: `load_config()` validates and resolves paths.
-
-One module per table (or per use's tables); `root.Config` holds them all. A key's meaning is the string
-under its field, which `aqbench config reference` renders. Imports nothing from the project except errors
-and the model identity. Every error names the file, the key path and what was expected.
-"""
+"""bench.toml as typed msgspec Structs, one module per table (or per use's tables), `root.Config` holding them
+all: `load_config()` validates and resolves paths. A key's meaning is the string under its field (rendered by
+`aqbench config reference`); every error names the file, the key path and what was expected."""
 
 from __future__ import annotations
 
+# The config package imports nothing from the project except base.errors and base.identity.
+from orchestrator.base.identity import ModelIdentity
 from orchestrator.config.campaign import CampaignConfig
 from orchestrator.config.common import ARMS, PLACEHOLDERS
 from orchestrator.config.compare import CompareConfig
 from orchestrator.config.correctness import (
+    BaselineSide,
     CorrectnessCriteria,
     NoninferiorityCriteria,
     NoninferiorityGate,
-    ReferenceSide,
 )
 from orchestrator.config.duration import parse_duration
 from orchestrator.config.inventory import InventoryConfig
@@ -26,7 +25,6 @@ from orchestrator.config.server import RestartPolicy, RunConfig, ServerConfig
 from orchestrator.config.soak import SoakConfig
 from orchestrator.config.sweep import SloConfig, SweepConfig
 from orchestrator.config.workload import DatasetConfig, WorkloadConfig
-from orchestrator.identity import ModelIdentity
 
 __all__ = [
     "Config",
@@ -38,7 +36,7 @@ __all__ = [
     "CorrectnessCriteria",
     "NoninferiorityGate",
     "NoninferiorityCriteria",
-    "ReferenceSide",
+    "BaselineSide",
     "DatasetConfig",
     "WorkloadConfig",
     "SoakConfig",

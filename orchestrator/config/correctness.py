@@ -6,7 +6,7 @@ from typing import Literal
 
 from orchestrator.config.common import Arm, Fraction, NonNegFloat, PositiveFloat, PositiveInt, Section
 
-__all__ = ["NoninferiorityGate", "NoninferiorityCriteria", "CorrectnessCriteria", "ReferenceSide"]
+__all__ = ["NoninferiorityGate", "NoninferiorityCriteria", "CorrectnessCriteria", "BaselineSide"]
 
 
 class NoninferiorityGate(Section, frozen=True, kw_only=True):
@@ -69,7 +69,7 @@ class CorrectnessCriteria(Section, frozen=True, kw_only=True):
     noninferiority: NoninferiorityCriteria | None = None
 
 
-class ReferenceSide(Section, frozen=True, kw_only=True):
+class BaselineSide(Section, frozen=True, kw_only=True):
     """[models.reference]: the model a non-inferiority gate compares against, run alone after the model's own
     server has stopped. Set exactly one of `argv` and `native_argv`."""
 

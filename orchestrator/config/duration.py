@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from orchestrator.errors import ConfigError
+from orchestrator.base.errors import ConfigError
 
 __all__ = ["parse_duration"]
 

@@ -7,8 +7,8 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
+from orchestrator.base.errors import ConfigError
 from orchestrator.config.duration import parse_duration
-from orchestrator.errors import ConfigError
 
 __all__ = ["DURATION_EXAMPLES", "duration_arg", "duration_or_zero_arg", "add_deprecated_alias", "deprecation_lines"]
 

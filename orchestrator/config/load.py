@@ -13,12 +13,12 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from orchestrator.base.errors import ConfigError
 from orchestrator.config.common import PLACEHOLDERS
 from orchestrator.config.correctness import CorrectnessCriteria, NoninferiorityCriteria
 from orchestrator.config.misspelt import closest, key_line
 from orchestrator.config.models import ModelConfig
 from orchestrator.config.root import RESERVED_KEYS, Config
-from orchestrator.errors import ConfigError
 
 __all__ = ["load_config", "config_from_dict", "config_to_dict"]
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from orchestrator.base.identity import ModelIdentity
 from orchestrator.config.common import Name, NonNegFloat, Section
-from orchestrator.config.correctness import CorrectnessCriteria, ReferenceSide
-from orchestrator.identity import ModelIdentity
+from orchestrator.config.correctness import BaselineSide, CorrectnessCriteria
 
 __all__ = ["ModelResources", "ModelConfig"]
 
@@ -41,6 +41,6 @@ class ModelConfig(ModelIdentity, frozen=True, kw_only=True, forbid_unknown_field
     """A native worker speaking TRTMC's JSON-lines protocol (with `audio`) for identity; empty: identity skipped."""
     correctness: CorrectnessCriteria
     resources: ModelResources = ModelResources()
-    reference: ReferenceSide | None = None
+    reference: BaselineSide | None = None
     server_args: list[str] = []
     """Arguments after `[server] argv` for this model's server only (same placeholders); never its reference's."""

@@ -1,8 +1,6 @@
-"""Join each request's client record(s) and server record by X-Request-ID, and account every window.
-
-`Joiner` is the pure core (no bus, no clock: callers pass monotonic `now_ns`), reused by ingest and
-benchmarks. `Correlator` runs it as a lossless bus subscriber. Neither reads files nor starts processes.
-"""
+"""Join each request's client record(s) and server record by X-Request-ID, and account every window. `Joiner`
+is the pure core (no bus, no clock: callers pass monotonic `now_ns`), reused by ingest and benchmarks;
+correlate/live.py runs it as a lossless bus subscriber. Neither reads files nor starts processes."""
 
 from __future__ import annotations
 
@@ -11,7 +9,6 @@ from collections.abc import Callable, Iterable
 
 import msgspec
 
-from orchestrator.accounting import WindowTally, category_of, cause_of, never_connected
 from orchestrator.events import (
     ClientRecord,
     Event,
@@ -20,6 +17,7 @@ from orchestrator.events import (
     RequestUnmatched,
     ServerRecord,
 )
+from orchestrator.judge.accounting import WindowTally, category_of, cause_of, never_connected
 
 __all__ = ["KeyParser", "Joiner", "JoinerStatistics"]
 
@@ -168,7 +166,7 @@ class Joiner:
         """The window a client record counts in: the one it names, or its time cut (see cut_by_time); a
         cut already closed gives the oldest open window (every request counts once; _settle notes it)."""
         if not self.cut_by_time or not self._starts:
-            return client.window or self.window
+            return client.aiperf_run or self.window
         return cut if (cut := self._cut(client)) not in self._closed else next(
             (w for _, w in self._starts if w not in self._closed), self.window)
 
@@ -476,7 +474,7 @@ class Joiner:
         # built with the keywords that can differ from their defaults only (msgspec's cost grows
         # with the keywords given).
         rid = client.request_id
-        window = client.window or self.window
+        window = client.aiperf_run or self.window
         if self.cut_by_time and self._starts and (cut := self._cut(client)) != (window := self.client_window(client)):
             if cut in self._carrying:
                 self._tally(window).carried += 1

@@ -12,7 +12,6 @@ from typing import Any
 import anyio
 from anyio.abc import TaskStatus
 
-from orchestrator.bus import Bus
 from orchestrator.correlate.join import Joiner, KeyParser
 from orchestrator.events import (
     AccountingChecked,
@@ -23,7 +22,8 @@ from orchestrator.events import (
     ServerRecord,
     SoakWindowOpened,
 )
-from orchestrator.pulse import Pulse
+from orchestrator.spine.bus import Bus
+from orchestrator.spine.pulse import Pulse
 
 __all__ = ["Correlator", "in_flight_bound"]
 

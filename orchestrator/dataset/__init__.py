@@ -1,5 +1,5 @@
-"""Audio-QA datasets: the manifest and its verifying loader, the arms and their AIPerf export (sets.py), and the
-normal form their answers are checked in (answer_text.py)."""
+"""Audio-QA datasets: the manifest and its verifying loader, the arms and their AIPerf export (sets.py), the
+normal form their answers are checked in (answer_text.py), and the clips as sent (clip_cache.py)."""
 
 from orchestrator.dataset.answer_text import normalize
 from orchestrator.dataset.sets import (

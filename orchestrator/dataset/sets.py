@@ -1,9 +1,6 @@
-"""Audio-QA datasets: the manifest Struct, the verifying loader, the arms and their AIPerf export.
-
-Blocking (file reads, decoding, WAV writes): async callers use `anyio.to_thread.run_sync`.
-Scoring lives in `orchestrator.judge.scoring`; this module never judges answers (it checks them in their normal
-form, answer_text.py).
-"""
+"""Audio-QA datasets: the manifest Struct, the verifying loader, the arms and their AIPerf export. Blocks
+(file reads, decoding, WAV writes): async callers use `anyio.to_thread.run_sync`. Never judges answers
+(orchestrator.judge.scoring does; they are checked here in their normal form, answer_text.py)."""
 
 from __future__ import annotations
 
@@ -19,10 +16,10 @@ import numpy as np
 import soundfile as sf
 from msgspec import Meta
 
-from orchestrator.clip_cache import ClipCache, ClipSent, append_manifest
+from orchestrator.base.errors import DatasetError
 from orchestrator.config import ARMS, DatasetConfig
 from orchestrator.dataset.answer_text import normalize
-from orchestrator.errors import DatasetError
+from orchestrator.dataset.clip_cache import ClipCache, ClipSent, append_manifest
 
 __all__ = [
     "Item",

@@ -6,7 +6,7 @@ The journal format is designed here once. It imports from the project only the c
 carries its resolved snapshot); judges import their value types from here, never the reverse. Schema
 evolution: add fields only at the end of a class, with defaults, and new kinds of detail as new tagged
 variants of their union; never retype or reuse a field or a tag without a new SCHEMA_VERSION, whose upgrade
-of older journals lives in orchestrator/journal_upgrade.py. Dicts of anything remain only for foreign data,
+of older journals lives in orchestrator/spine/journal_upgrade.py. Dicts of anything remain only for foreign data,
 in the fields payloads.FOREIGN_JSON lists.
 """
 

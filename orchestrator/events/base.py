@@ -10,7 +10,7 @@ __all__ = ["SCHEMA_VERSION", "Event", "snake_tag"]
 #    Warned/Failed.detail, SoakWindowClosed.summary).
 # 3: tagged unions of detail Structs (Phase*.detail by phase, SoakVerdict.detail by rule,
 #    CapabilityProbed.evidence by check), ServerRecord.audio typed. Journals of versions 1 and 2 are
-#    upgraded as they are read (orchestrator/journal_upgrade.py).
+#    upgraded as they are read (orchestrator/spine/journal_upgrade.py).
 SCHEMA_VERSION = 3
 
 

@@ -1,4 +1,4 @@
-"""The host's condition while a run runs (orchestrator/hostwatch.py samples it), so that a change between runs
+"""The host's condition while a run runs (orchestrator/supervision/host_sampler.py samples it), so that a change between runs
 or between an A/B's sides can be laid beside what else the machine was doing. Imports from the project only
 the Event base."""
 

@@ -1,5 +1,5 @@
 """The run key: what a result row depends on, as digests and versions. A row counts (for the ledger, for a
-campaign's resume) only under the key its inputs have now; orchestrator/runkey.py computes and compares it."""
+campaign's resume) only under the key its inputs have now; orchestrator/runkey/digests.py computes and compares it."""
 
 from __future__ import annotations
 

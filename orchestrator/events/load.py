@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+import msgspec
+
 from orchestrator.events.base import Event
 from orchestrator.events.payloads import AudioFacts, Json
 
@@ -51,7 +53,8 @@ class ClientRecord(Event, frozen=True, kw_only=True):
 
     request_id: str
     via: Literal["tap", "export", "ingest", "probe"] = "export"
-    window: str = ""
+    # The AIPerf run's name (a soak window is another thing); journaled as `window`, as it always was.
+    aiperf_run: str = msgspec.field(default="", name="window")
     correlation_id: str = ""
     conversation_id: str = ""
     phase: Phase = "unknown"

@@ -12,8 +12,8 @@ from typing import Any
 
 import msgspec
 
+from orchestrator.base.identity import ModelIdentity
 from orchestrator.events.key import RunKey
-from orchestrator.identity import ModelIdentity
 
 __all__ = ["Json", "FOREIGN_JSON", "HostFacts", "ItemRef", "AnswerMismatch", "AiperfSettings", "IncompleteAnswer",
            "CompletenessChange", "GateCitation", "NoninferiorityResult", "ResultRow", "GateCounts", "NoticeContext",
@@ -157,7 +157,7 @@ class ResultRow(ModelIdentity, frozen=True, kw_only=True):
     aiperf_command: str = ""
     reason: str = ""
     noninferiority: NoninferiorityResult | None = None
-    # What the row depends on (orchestrator/runkey.py); None in journals written before keys existed.
+    # What the row depends on (orchestrator/runkey/digests.py); None in journals written before keys existed.
     keyed_by: RunKey | None = None
 
 

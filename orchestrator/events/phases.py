@@ -1,9 +1,5 @@
 """What each phase reports beside its outcome (PhaseStarted/PhaseFinished.detail): one frozen Struct per
-phase, tagged by `kind`, passed as a value. A phase that reports nothing has no detail (None).
-
-`PhaseDetail` is the union. A new phase (or a new use's phase) appends its own variant: journals already
-written keep decoding, so no schema version is needed for it. Unset fields are not written.
-"""
+phase, tagged by `kind`, passed as a value. A phase that reports nothing has no detail (None)."""
 
 from __future__ import annotations
 
@@ -11,6 +7,7 @@ from typing import TypeAlias
 
 import msgspec
 
+from orchestrator.base.identity import ModelIdentity
 from orchestrator.events.ab import AbPhase
 from orchestrator.events.payloads import (
     AiperfSettings,
@@ -21,7 +18,6 @@ from orchestrator.events.payloads import (
 )
 from orchestrator.events.sweep import SweepPhase
 from orchestrator.events.values import SoakLimits, StopPlan, TrendPlan
-from orchestrator.identity import ModelIdentity
 
 __all__ = ["PhaseDetail", "PHASE_DETAILS", "DatasetPhase", "ModelPhase", "ServerPhase", "CapabilityPhase",
            "CorrectnessPhase", "IdentityPhase", "AiperfPhase", "AiperfRunPhase", "ReferencePhase",
@@ -136,6 +132,8 @@ class SoakPhase(_Phase, frozen=True, kw_only=True, tag="soak"):
 PHASE_DETAILS: tuple[type[msgspec.Struct], ...] = (
     DatasetPhase, ModelPhase, ServerPhase, CapabilityPhase, CorrectnessPhase, IdentityPhase, AiperfPhase,
     AiperfRunPhase, ReferencePhase, NoninferiorityPhase, SoakPhase, AbPhase, SweepPhase)
+# A new phase (or a new use's phase) appends its own variant: journals already written keep decoding, so no
+# schema version is needed for it. Unset fields are not written.
 PhaseDetail: TypeAlias = (DatasetPhase | ModelPhase | ServerPhase | CapabilityPhase | CorrectnessPhase
                           | IdentityPhase | AiperfPhase | AiperfRunPhase | ReferencePhase | NoninferiorityPhase
                           | SoakPhase | AbPhase | SweepPhase)

@@ -1,9 +1,6 @@
 """Value types that judges compute and events carry: latency summaries, gate results, a soak window's
-statistics, the soak's limits and the facts its verdicts are judged on.
-
-They live here, below the judges, so that events never import a judge (judges import these).
-Schema evolution as for events: add fields at the end with defaults.
-"""
+statistics, the soak's limits and the facts its verdicts are judged on. They live here, below the judges, so
+that events never import a judge."""
 
 from __future__ import annotations
 
@@ -17,6 +14,7 @@ __all__ = ["Summary", "GateResult", "MemorySummary", "WindowStats", "SoakLimits"
            "RestartFact", "AiperfRunFact", "TrendPlan", "StopPlan"]
 
 
+# Schema evolution as for events: add fields at the end with defaults.
 class Summary(msgspec.Struct, frozen=True, kw_only=True):
     """The statistics of one metric; all None when the sample is empty (judge/stats.py computes them)."""
 

@@ -1,9 +1,5 @@
 """The numbers behind each soak verdict (SoakVerdict.detail): one frozen Struct per kind of rule, tagged
-by `kind`, so a report reads typed fields where it once unpacked a dict.
-
-`VerdictDetail` is the union. A new rule appends its own variant (a new class with a new tag, added to
-the union): journals already written keep decoding, so no schema version is needed for it.
-"""
+by `kind`, so a report reads typed fields where it once unpacked a dict."""
 
 from __future__ import annotations
 
@@ -256,6 +252,8 @@ class AccountingDetail(_Detail, frozen=True, kw_only=True, tag="accounting"):
 VERDICT_DETAILS: tuple[type[_Detail], ...] = (MemoryDetail, DriftDetail, TailDetail, ErrorRateDetail,
                                               CorrectnessDetail, RestartDetail, ProcessCheck, GapDetail,
                                               AccountingDetail, SampledMemoryDetail, SampledDriftDetail)
+# A new rule appends its own variant (a new class with a new tag, added to the union): journals already
+# written keep decoding, so no schema version is needed for it.
 VerdictDetail: TypeAlias = (MemoryDetail | DriftDetail | TailDetail | ErrorRateDetail | CorrectnessDetail
                             | RestartDetail | ProcessCheck | GapDetail | AccountingDetail | SampledMemoryDetail
                             | SampledDriftDetail)

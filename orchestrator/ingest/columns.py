@@ -12,11 +12,11 @@ from typing import Literal, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from orchestrator.accounting import category_of, cause_of
 from orchestrator.events import ClientRecord, ServerRecord
 from orchestrator.ingest.summary import TIMING_FIELDS
+from orchestrator.judge.accounting import category_of, cause_of
 from orchestrator.judge.stats import Summary
-from orchestrator.ports import ClientColumns, ServerColumns
+from orchestrator.spine.ports import ClientColumns, ServerColumns
 
 __all__ = ["ColumnJoin", "ColumnAnswer", "summarize_array"]
 

@@ -7,7 +7,7 @@ import anyio.lowlevel
 
 from orchestrator.ingest.inputs import expand_inputs, is_compressed
 from orchestrator.ingest.reader import Ingest
-from orchestrator.ports import LineFollowing
+from orchestrator.spine.ports import LineFollowing
 
 __all__ = ["run_follow"]
 

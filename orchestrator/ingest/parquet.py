@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from orchestrator.errors import UsageError
+from orchestrator.base.errors import UsageError
 from orchestrator.events import RequestCorrelated
 
 __all__ = ["write_parquet"]

@@ -18,7 +18,6 @@ from typing import Any, BinaryIO, Protocol
 import msgspec
 import numpy as np
 
-from orchestrator.accounting import category_of
 from orchestrator.correlate import Joiner
 from orchestrator.dataset import parse_session_key
 from orchestrator.events import (
@@ -41,8 +40,9 @@ from orchestrator.ingest.summary import (
     SourceSummary,
     latency_statistics,
 )
-from orchestrator.ports import ClientColumns, LineDecoder, LogCodecs, ServerColumns
-from orchestrator.redaction import Redactor
+from orchestrator.judge.accounting import category_of
+from orchestrator.spine.ports import ClientColumns, LineDecoder, LogCodecs, ServerColumns
+from orchestrator.spine.redaction import Redactor
 
 __all__ = ["Ingest", "new_joiner"]
 

@@ -8,7 +8,7 @@ from typing import Literal
 
 import msgspec
 
-from orchestrator.errors import AqbenchError
+from orchestrator.base.errors import AqbenchError
 from orchestrator.events import (
     RequestCorrelated,
 )

@@ -1,9 +1,5 @@
-"""Classify a parsed manifest: whether it joins the audio-conditioned group, then its native class.
-
-Both read only the Profile's task, runtime, contract, test-type, name and input evidence. The manifest's Task
-decides first when it is in the Task list (`task_names`); a Task not listed that speaks of audio makes the
-class `unknown`, flagged for a person; otherwise the other fields decide by their words.
-"""
+"""Classify a parsed manifest: whether it joins the audio-conditioned group, then its native class. Both read
+only the Profile's task, runtime, contract, test-type, name and input evidence."""
 
 from __future__ import annotations
 
@@ -116,6 +112,8 @@ def _by_task(p: Profile) -> bool:
 _Class = tuple[str, list[Evidence], str]
 
 
+# The manifest's Task decides first when it is in the Task list (`task_names`); a Task not listed that speaks
+# of audio makes the class `unknown`, flagged for a person; otherwise the other fields decide by their words.
 def classify_profile(p: Profile) -> None:
     """Native capability class from the manifest's task, runtime, contracts and testcase inputs."""
     named = [ev for claim in ("task_strategy", "runtime_strategy", "user_contract", "test_type")

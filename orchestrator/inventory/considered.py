@@ -1,8 +1,6 @@
 """Checkpoints the audit looked at and left out of the audio group: audio appears in what a manifest
 makes or ships (a video with a soundtrack, an audio asset, a description), never in what the model is fed.
-
-Listing them, each with its reason and the field that mentions audio, shows the audit was exhaustive.
-"""
+Listing them, each with its reason and the field that mentions audio, shows the audit was exhaustive."""
 
 from __future__ import annotations
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import Any
 
 import msgspec
 
@@ -42,11 +41,16 @@ _TP_TOKEN = re.compile(r"^tp(\d+)$")
 _PROBE_TOKEN = re.compile(r"^probe\d*$")
 
 
+# A manifest is foreign JSON whose layout varies by family and age: every key may be probed, so an object is a
+# dict of values of unknown type, and each read checks the type it needs (a bad one is a ManifestError).
+_Object = dict[str, object]
+
+
 class ManifestError(Exception):
     pass
 
 
-def _str_field(data: dict[str, Any], key: str, where: str) -> str:
+def _str_field(data: _Object, key: str, where: str) -> str:
     value = data.get(key)
     if value is None:
         return ""
@@ -55,9 +59,9 @@ def _str_field(data: dict[str, Any], key: str, where: str) -> str:
     return value
 
 
-def _cases(data: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+def _cases(data: _Object) -> list[tuple[str, _Object]]:
     """The top level (older layouts put one testcase's fields there) and each `testcases[i]`."""
-    cases: list[tuple[str, dict[str, Any]]] = [("", data)]
+    cases: list[tuple[str, _Object]] = [("", data)]
     raw = data.get("testcases")
     if raw is None:
         return cases
@@ -92,7 +96,7 @@ def _is_audio_input(key: str, value: object, nested: bool) -> bool:
     return "speech" in key and any(v.lower().endswith(_AUDIO_EXTENSIONS) for v in _media(value))
 
 
-def _nested(value: object, field: str, depth: int) -> Iterator[tuple[str, str, Any]]:
+def _nested(value: object, field: str, depth: int) -> Iterator[tuple[str, str, object]]:
     """(field path, key, value) of every key inside nested objects, `depth` levels down at most."""
     if depth <= 0 or not isinstance(value, dict):
         return
@@ -102,13 +106,13 @@ def _nested(value: object, field: str, depth: int) -> Iterator[tuple[str, str, A
         yield from _nested(inner, path, depth - 1)
 
 
-def _collect_case(p: Profile, prefix: str, case: dict[str, Any]) -> None:
+def _collect_case(p: Profile, prefix: str, case: _Object) -> None:
     _case_labels(p, prefix, case)
     _case_media(p, prefix, case)
     _case_controls(p, prefix, case)
 
 
-def _case_labels(p: Profile, prefix: str, case: dict[str, Any]) -> None:
+def _case_labels(p: Profile, prefix: str, case: _Object) -> None:
     """The testcase's contract, test type, CI tier and skip."""
     for key in ("user_contract", "contract"):
         value = case.get(key)
@@ -130,9 +134,9 @@ def _case_labels(p: Profile, prefix: str, case: dict[str, Any]) -> None:
         p.skips.append(str(skip) if isinstance(skip, str) else f"{prefix}skip={skip!r}")
 
 
-def _case_media(p: Profile, prefix: str, case: dict[str, Any]) -> None:
+def _case_media(p: Profile, prefix: str, case: _Object) -> None:
     """The testcase's audio and image inputs, reference audio and prompts, at its top level and under `inputs`."""
-    media: list[tuple[str, Any]] = [(prefix + k, v) for k, v in case.items()]
+    media: list[tuple[str, object]] = [(prefix + k, v) for k, v in case.items()]
     inputs = case.get("inputs")
     if isinstance(inputs, dict):
         media += [(f"{prefix}inputs.{k}", v) for k, v in inputs.items()]
@@ -157,10 +161,10 @@ def _case_media(p: Profile, prefix: str, case: dict[str, Any]) -> None:
             p.note("system_prompt", field, value)
 
 
-def _case_controls(p: Profile, prefix: str, case: dict[str, Any]) -> None:
+def _case_controls(p: Profile, prefix: str, case: _Object) -> None:
     """Output length, sampling and language controls."""
     # Controls at the testcase's top level and inside its nested settings (runtime_config.<engine>.seed).
-    settings: list[tuple[str, str, Any]] = [(prefix + k, k, v) for k, v in case.items()]
+    settings: list[tuple[str, str, object]] = [(prefix + k, k, v) for k, v in case.items()]
     for k, v in case.items():
         if k != "inputs":
             settings += list(_nested(v, prefix + k, _NESTED_DEPTH))
@@ -199,7 +203,7 @@ def _same_clip(p: Profile) -> None:
     p.audio_inputs = [str(ev.value) for ev in kept]
 
 
-def _control(p: Profile, kind: str, field: str, value: Any) -> None:  # noqa: ANN401  # a manifest's own YAML value
+def _control(p: Profile, kind: str, field: str, value: object) -> None:
     key = field.rsplit(".", 1)[-1]
     ev = Evidence(claim=f"control:{kind}", file=p.doc.path, field=field, value=value)
     for i, c in enumerate(p.controls):
@@ -244,7 +248,7 @@ def parse_manifest(doc: ManifestDocument) -> Profile:
     return p
 
 
-def _identity(p: Profile, data: dict[str, Any]) -> None:
+def _identity(p: Profile, data: _Object) -> None:
     """Task, runtime, precision and cache length, each from the first field that gives it."""
     for key in _TASK_FIELDS:
         if value := _str_field(data, key, ""):
@@ -265,7 +269,7 @@ def _identity(p: Profile, data: dict[str, Any]) -> None:
             break
 
 
-def _parallelism(p: Profile, data: dict[str, Any]) -> None:
+def _parallelism(p: Profile, data: _Object) -> None:
     """Tensor and context parallelism above 1, at the top level or in build_args."""
     parallel = [(k, k, v) for k, v in data.items()] + list(_nested(data.get("build_args"), "build_args",
                                                                      _NESTED_DEPTH))
@@ -298,7 +302,7 @@ def _name_marks(p: Profile, name: str) -> None:
             p.note("partial", "name", name)
 
 
-def _partial_marks(p: Profile, data: dict[str, Any]) -> None:
+def _partial_marks(p: Profile, data: _Object) -> None:
     """Partial-model fields, and the PR-CI stand-in this profile names."""
     for key in ("partial", "random_weights"):
         if data.get(key):

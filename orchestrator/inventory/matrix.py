@@ -1,9 +1,4 @@
-"""Read TRTMC's published support matrix (`website/data/model-support-matrix.md`) into OwnerStatus rows.
-
-The table's first column holds the Hugging Face id in backticks (a `Revision:` may follow after `<br />`),
-then the profile, build precision, quantization and runtime provider; every later column is a platform
-whose cell is the owners' word (an emoji, then Green, Yellow or Red).
-"""
+"""Read TRTMC's published support matrix (`website/data/model-support-matrix.md`) into OwnerStatus rows."""
 
 from __future__ import annotations
 
@@ -26,6 +21,9 @@ def _plain(cell: str) -> str:
     return " ".join(_BREAK.sub("; ", cell).replace("`", "").split())
 
 
+# The table's first column holds the Hugging Face id in backticks (a `Revision:` may follow after `<br />`),
+# then the profile, build precision, quantization and runtime provider; every later column is a platform
+# whose cell is the owners' word (an emoji, then Green, Yellow or Red).
 def read_support_matrix(doc: SourceDocument | None) -> dict[str, list[OwnerStatus]]:
     """Lower-cased Hugging Face id -> the matrix rows naming it (one per profile), with file and line."""
     if doc is None:

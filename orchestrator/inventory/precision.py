@@ -1,8 +1,6 @@
 """TRTMC's default precision for a manifest that names none, read from the checkout with its citation.
-
 The e2e harness builds every manifest with `case.metadata.get("precision", "fp32")`, and the build CLI sets
-`public_options["precision"] = "fp32"` when none is given: an omitted precision is fp32 there, not unknown.
-"""
+`public_options["precision"] = "fp32"` when none is given: an omitted precision is fp32 there, not unknown."""
 
 from __future__ import annotations
 

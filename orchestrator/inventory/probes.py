@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from orchestrator.base.errors import InventoryError
 from orchestrator.config import ModelConfig
-from orchestrator.errors import InventoryError
 from orchestrator.events import CapabilityProbed, Event, ModelResult, ResultRow, RunStarted, TransportEvidence
 from orchestrator.inventory.records import Evidence, ProbeOutcome
-from orchestrator.journal import iter_journal, journal_path
+from orchestrator.spine.journal import iter_journal, journal_path
 
 __all__ = ["read_probes"]
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import msgspec
 
-from orchestrator.errors import InventoryError
+from orchestrator.base.errors import InventoryError
 from orchestrator.inventory.records import CheckpointRow, Inventory, VariantRow
 
 __all__ = ["RowChange", "TaskRename", "RevisionDiff", "load_inventory", "diff_inventories", "diff_markdown"]

@@ -115,7 +115,7 @@ class Evidence(msgspec.Struct, frozen=True, kw_only=True):
     claim: str
     file: str
     field: str
-    value: Any = None
+    value: Any = None  # the value as the file wrote it (any JSON value): shown, never computed with
 
 
 class ProbeOutcome(msgspec.Struct, frozen=True, kw_only=True):
@@ -160,7 +160,7 @@ class Control(msgspec.Struct, frozen=True, kw_only=True):
 
     kind: Literal["max_new_tokens", "sampling", "language"]
     field: str
-    values: list[Any]
+    values: list[Any]  # the manifests' own JSON values for the control, as written
     evidence: list[Evidence]
 
 

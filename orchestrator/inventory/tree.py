@@ -1,9 +1,6 @@
-"""Read a TRTMC checkout's files from a folder or from a git revision: manifests, the families' own files,
-and the checkout-wide files the audit cites; records what was read.
-
-Finds files only (both layouts; `paths` says which path is what); what they mean is the job of the other
-modules. Blocks (file reads, git).
-"""
+"""Read a TRTMC checkout's files from a folder or from a git revision: manifests, the families' own files, and
+the checkout-wide files the audit cites; records what was read. Finds files only (both layouts; `paths` says
+which path is what), never what they mean. Blocks (file reads, git)."""
 
 from __future__ import annotations
 
@@ -12,7 +9,7 @@ from pathlib import Path
 
 import msgspec
 
-from orchestrator.errors import InventoryError
+from orchestrator.base.errors import InventoryError
 from orchestrator.inventory.paths import (
     MANIFEST_GLOBS,
     OWNER_MODELS_DIR,

@@ -1,1 +1,1 @@
-"""Verdict rules shared by qualify, soak and compare: outcomes, trends, paired decisions, gates."""
+"""Verdict rules shared by qualify, soak and compare: a request's accounting, outcomes, trends, paired decisions, gates."""

@@ -1,9 +1,4 @@
-"""The verdict of one answered request: its completeness first, then its score against the item.
-
-An incomplete answer is never counted right: its verdict is `incomplete`, whatever the scorer would
-have said (a lenient scorer reads the first number or option it finds, even in a truncated or echoed
-answer); what the scorer said is kept in the detail. Pure.
-"""
+"""The verdict of one answered request: its completeness first, then its score against the item. Pure."""
 
 from __future__ import annotations
 
@@ -28,6 +23,9 @@ class AnswerJudgement(msgspec.Struct, frozen=True, kw_only=True):
     completeness: Completeness
 
 
+# An incomplete answer is never counted right: its verdict is `incomplete`, whatever the scorer would have
+# said (a lenient scorer reads the first number or option it finds, even in a truncated or echoed answer);
+# what the scorer said is kept in the detail.
 def judge_answer(answer: str | None, item: Item, *, question: str, finish_reason: str | None = None,
                  completion_tokens: int | None = None, max_tokens: int | None = None) -> AnswerJudgement:
     """Judge the answer of a request that was answered (HTTP 200 / native ok); None is a null message."""

@@ -1,9 +1,5 @@
-"""Correctness gates from bench.toml, applied exactly as stated: never lowered, never rounded.
-
-A gate passes when correct / total >= required, compared in exact rational arithmetic on the decimal
-the user wrote (0.9 means nine tenths, not the nearest binary float). A gate over no answers (a kind a
-stage never asked) is not applicable: it neither passes nor fails, and says so.
-"""
+"""Correctness gates from bench.toml, applied exactly as stated: never lowered, never rounded. A gate over
+no answers (a kind a stage never asked) is not applicable: it neither passes nor fails, and says so."""
 
 from __future__ import annotations
 
@@ -25,6 +21,8 @@ class ScoredAnswer(msgspec.Struct, frozen=True, kw_only=True):
     verdict: str
 
 
+# correct / total >= required, compared in exact rational arithmetic on the decimal the user wrote (0.9
+# means nine tenths, not the nearest binary float).
 def _passes(correct: int, total: int, required: float) -> bool:
     if total == 0:
         return False

@@ -1,5 +1,5 @@
 """The load generator's memory judged per process generation: AIPerf hands its load over to a fresh process
-(orchestrator/soak/handover.py), so its resident memory is a sawtooth, one tooth per process ("generation").
+(orchestrator/soak/handover_cue.py), so its resident memory is a sawtooth, one tooth per process ("generation").
 
 Method. Each generation's points (the soak's 10 s block medians of the sending tree's RSS, or raw samples)
 are judged from its first request (its first point where no request was seen):
@@ -44,7 +44,7 @@ from statistics import NormalDist
 import msgspec
 import numpy as np
 
-from orchestrator.figures import figure
+from orchestrator.base.figures import figure
 from orchestrator.judge.outcome import FAIL, INCONCLUSIVE, PASS, Outcome
 from orchestrator.judge.sampled_trend import t_quantile
 from orchestrator.judge.trend import theil_sen

@@ -15,7 +15,7 @@ from statistics import median
 import msgspec
 import numpy as np
 
-from orchestrator.figures import figure
+from orchestrator.base.figures import figure
 from orchestrator.judge.outcome import FAIL, INCONCLUSIVE, PASS, Outcome
 from orchestrator.judge.trend import TrendRule, TrendVerdict, judge_trend
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from orchestrator.events import GateCitation
 from orchestrator.judge.paired import ChosenGate
-from orchestrator.ports import OwnerFiles
+from orchestrator.spine.ports import OwnerFiles
 
 __all__ = ["deep_merge", "owners_gate"]
 

@@ -62,7 +62,7 @@ import msgspec
 import numpy as np
 from scipy.stats import chi2
 
-from orchestrator.figures import figure
+from orchestrator.base.figures import figure
 from orchestrator.judge.outcome import FAIL, INCONCLUSIVE, PASS, Outcome
 
 __all__ = ["METHOD", "SampledTrendRule", "SampledTrend", "judge_sampled_trend", "wander_sd_per_h",

@@ -1,8 +1,6 @@
 """Pure scorers for dataset answers: normalisation and the exact / choice / numeric rules.
-
 No I/O and no state: `score(answer, item)` depends only on its arguments (each item's rule and tolerance
-come from its manifest line).
-"""
+come from its manifest line)."""
 
 from __future__ import annotations
 

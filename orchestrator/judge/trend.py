@@ -22,7 +22,7 @@ from statistics import NormalDist
 import msgspec
 import numpy as np
 
-from orchestrator.figures import figure
+from orchestrator.base.figures import figure
 from orchestrator.judge.outcome import FAIL, INCONCLUSIVE, PASS, Outcome
 
 __all__ = [

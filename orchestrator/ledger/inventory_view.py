@@ -1,8 +1,6 @@
 """The fields of an `aqbench inventory --json` file that the ledger needs, read defensively.
-
 Our own small view Structs: unknown fields are ignored and every field has a default, so a newer or older
-inventory (renamed `class`, added tiers, owner status) still reads. Imports only errors.
-"""
+inventory (renamed `class`, added tiers, owner status) still reads. Imports only errors."""
 
 from __future__ import annotations
 
@@ -10,7 +8,7 @@ from pathlib import Path
 
 import msgspec
 
-from orchestrator.errors import UsageError
+from orchestrator.base.errors import UsageError
 
 __all__ = ["BlockerView", "EvidenceView", "InventoryView", "RouteView", "RowView", "VariantView", "load_inventory"]
 

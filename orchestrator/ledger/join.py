@@ -18,7 +18,7 @@ from orchestrator.events import RunKey
 from orchestrator.ledger.inventory_view import InventoryView, RowView, VariantView
 from orchestrator.ledger.runs import RunEvidence
 from orchestrator.reports.schema import ModelRow
-from orchestrator.runkey import key_changes
+from orchestrator.runkey.digests import key_changes
 
 __all__ = ["FINAL_STATUSES", "LOAD_ONLY_COMMANDS", "Ledger", "LedgerLine", "LedgerRun", "OpenItem", "RunRowRef",
            "VariantLine", "build_ledger"]
@@ -226,7 +226,7 @@ def build_ledger(inv: InventoryView, runs: list[RunEvidence], *, dataset_identit
     """Join `inv` with every result row of `runs` (newest run first wins) and apply the closing rules.
 
     `dataset_identity` pins the ledger's dataset; by default it is the identity most rows used. `keys`
-    (model name -> run key now, orchestrator/runkey_now.py) decide which rows are current.
+    (model name -> run key now, orchestrator/runkey/current.py) decide which rows are current.
     """
     runs = sorted(runs, key=lambda r: -r.started_unix_ns)
     if not dataset_identity:

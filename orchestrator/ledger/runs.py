@@ -10,11 +10,11 @@ from pathlib import Path
 
 import msgspec
 
+from orchestrator.base.errors import JournalError, UsageError
 from orchestrator.config import Config
-from orchestrator.errors import JournalError, UsageError
 from orchestrator.events import RunStarted
-from orchestrator.journal import iter_journal, journal_path
 from orchestrator.reports import RunReport, build_report
+from orchestrator.spine.journal import iter_journal, journal_path
 
 __all__ = ["RunEvidence", "journal_of", "read_run", "run_folders"]
 

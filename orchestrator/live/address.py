@@ -7,7 +7,7 @@ import ipaddress
 
 import msgspec
 
-from orchestrator.errors import UsageError
+from orchestrator.base.errors import UsageError
 
 __all__ = ["ServeAddress", "parse_serve", "is_loopback"]
 

@@ -1,9 +1,6 @@
-"""The live page of a campaign (`aqbench campaign --serve`): the campaign driver is synchronous and has no bus,
-so its page is fed by polling the files it writes (campaign_state.py), and served from an event loop of its
-own in a thread beside the driver (`serve_campaign`).
-
-The driver never waits on the page: the page reads files the driver has already flushed.
-"""
+"""The live page of a campaign (`aqbench campaign --serve`): fed by polling the files the synchronous, bus-less
+driver writes (campaign_state.py), served from an event loop of its own in a thread beside the driver
+(`serve_campaign`). The driver never waits on the page: it reads files the driver has already flushed."""
 
 from __future__ import annotations
 
@@ -19,8 +16,8 @@ import msgspec
 from anyio.abc import TaskStatus
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
+from orchestrator.base.errors import AqbenchError
 from orchestrator.config import Config
-from orchestrator.errors import AqbenchError
 from orchestrator.live.address import ServeAddress
 from orchestrator.live.campaign_state import CampaignTail, changes_between
 from orchestrator.live.feed import encode_changes
@@ -28,7 +25,7 @@ from orchestrator.live.privacy import page_scrubber
 from orchestrator.live.ring import RING_FRAMES, FrameRing
 from orchestrator.live.server import LivePage
 from orchestrator.live.state import PageState, clock, run_info
-from orchestrator.logs import get_logger, say
+from orchestrator.spine.logs import get_logger, say
 
 __all__ = ["CampaignFeed", "CampaignPage", "serve_campaign", "POLL_S"]
 

@@ -1,9 +1,6 @@
-"""A campaign's live page state, from its files as the driver writes them: `campaign.jsonl` (which models run
-where, how each ended) and each model's streamed journal `models/<name>/events.jsonl` (how far its qualify got,
-its requests and verdicts, by the run page's own fold). Incremental: each call reads only the new lines.
-
-Reads the files; never writes. Blocks (file reads): callers run it in a worker thread, one at a time.
-"""
+"""A campaign's live page state from its files as the driver writes them (`campaign.jsonl` and each model's
+`models/<name>/events.jsonl`, by the run page's own fold). Incremental: each call reads only the new lines.
+Reads the files, never writes; blocks (file reads): callers run it in a worker thread, one at a time."""
 
 from __future__ import annotations
 
@@ -12,6 +9,7 @@ from typing import TypeVar
 
 import msgspec
 
+from orchestrator.base.errors import JournalError
 from orchestrator.campaign.events import (
     AnyCampaignEvent,
     AttemptEnded,
@@ -21,8 +19,6 @@ from orchestrator.campaign.events import (
     ModelFinished,
     ModelSubmitted,
 )
-from orchestrator.errors import JournalError
-from orchestrator.journal import decode_event
 from orchestrator.live.state import (
     CampaignModelRow,
     Change,
@@ -36,6 +32,7 @@ from orchestrator.live.state import (
     why_empty,
 )
 from orchestrator.live.tail import LineTail
+from orchestrator.spine.journal import decode_event
 
 __all__ = ["CampaignTail", "changes_between"]
 

@@ -1,9 +1,6 @@
-"""The live page's feed: a lossy bus subscriber folding events into page changes, kept as ready-to-send
-server-sent-event frames in a bounded ring (ring.py); and the page's state from the journal (tail.py, the same
-fold) for a page that opens, or falls behind the ring, mid-run.
-
-It must not publish on the bus or touch the run's state.
-"""
+"""The live page's feed: a lossy bus subscriber folding events into page changes, kept as server-sent-event
+frames in a bounded ring (ring.py); and the page's state from the journal (tail.py, the same fold) for a page
+that opens, or falls behind the ring, mid-run. It must not publish on the bus or touch the run's state."""
 
 from __future__ import annotations
 
@@ -15,11 +12,11 @@ import anyio
 import msgspec
 from anyio.abc import TaskStatus
 
-from orchestrator.bus import Bus, Subscription
-from orchestrator.journal import iter_journal
 from orchestrator.live.ring import RING_FRAMES, Frame, FrameRing
 from orchestrator.live.state import Change, PageFold
 from orchestrator.live.tail import JournalTail
+from orchestrator.spine.bus import Bus, Subscription
+from orchestrator.spine.journal import iter_journal
 
 __all__ = ["LiveFeed", "Frame", "FEED_NAME", "coalesce", "encode_changes"]
 

@@ -1,8 +1,6 @@
 """The live page's first HTML: `static/page.html` rendered with the run's state (as `/state` has it, already
 scrubbed), so that a page without its script, or a screenshot, shows the counters, verdicts and tables.
-
-Only formats what it is given; the page's script keeps it current afterwards with the same ids.
-"""
+Only formats what it is given; the page's script keeps it current afterwards with the same ids."""
 
 from __future__ import annotations
 

@@ -8,8 +8,8 @@ Pure: no I/O, no clocks.
 
 from __future__ import annotations
 
+from orchestrator.base.figures import figure
 from orchestrator.events import AnyEvent, SoakVerdict, SweepPointJudged, TrendNumbers, WindowStats, verdict_numbers
-from orchestrator.figures import figure
 from orchestrator.live.page_types import PointRow, SloState, VerdictRow, WindowRow
 from orchestrator.reports.soak import SoakExit, SoakFold, SoakReport
 from orchestrator.reports.sweep import Capacity, SweepFold, SweepReport

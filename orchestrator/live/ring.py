@@ -1,9 +1,6 @@
 """What a live page reads: a bounded ring of ready-to-send server-sent-event frames, with the waits a stream
 needs. A feed (the bus's, feed.py; a campaign's files, campaign_feed.py) fills it and says how to build the
-page's whole state (`state_json`).
-
-Never waits on a page: a frame is encoded once, and a page too slow for the ring is told to reload its state.
-"""
+page's whole state (`state_json`)."""
 
 from __future__ import annotations
 
@@ -26,6 +23,8 @@ class Frame(msgspec.Struct, frozen=True):
     data: bytes
 
 
+# Never waits on a page: a frame is encoded once, and a page too slow for the ring is told to reload its
+# state.
 class FrameRing:
     """Frames for pages (`frames_after`, `wait_after`); `closed` once the feed has nothing more to say."""
 

@@ -16,12 +16,12 @@ import msgspec
 from aiohttp import web
 from anyio.abc import TaskStatus
 
-from orchestrator.errors import UsageError
+from orchestrator.base.errors import UsageError
 from orchestrator.live.address import ServeAddress
 from orchestrator.live.render import render_page
 from orchestrator.live.ring import FrameRing
 from orchestrator.live.state import PageState, run_info
-from orchestrator.logs import get_logger, say
+from orchestrator.spine.logs import get_logger, say
 
 __all__ = ["LivePage", "HEARTBEAT_S"]
 

@@ -17,8 +17,8 @@ from orchestrator.live.observe import sample_processes as sample
 from orchestrator.live.privacy import page_scrubber
 from orchestrator.live.server import LivePage
 from orchestrator.live.state import clock
-from orchestrator.logs import say
 from orchestrator.run import Interrupt, RunScope
+from orchestrator.spine.logs import say
 
 __all__ = ["serve_live", "start_live_page"]
 

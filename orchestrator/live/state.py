@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
+from orchestrator.base.figures import figure
 from orchestrator.events import (
     AccountingChecked,
     AiperfExited,
@@ -47,7 +48,6 @@ from orchestrator.events import (
     SweepPointJudged,
     Warned,
 )
-from orchestrator.figures import figure
 from orchestrator.live.page_types import (
     CampaignModelRow,
     Change,

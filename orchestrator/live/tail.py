@@ -1,9 +1,6 @@
 """Journals being written, read incrementally: each call reads only the whole lines appended since the last
-(`LineTail`), so a page that opens after hours costs only the lines since the last page opened. `JournalTail`
-folds a run's journal into the page's state.
-
-Reads the files; never writes. Blocks (file reads): async callers run it in a worker thread, one at a time.
-"""
+(`LineTail`); `JournalTail` folds a run's journal into the page's state. Reads the files, never writes; blocks
+(file reads): async callers run it in a worker thread, one at a time."""
 
 from __future__ import annotations
 
@@ -13,9 +10,9 @@ from pathlib import Path
 
 import zstandard
 
-from orchestrator.errors import JournalError
-from orchestrator.journal import LineDecompressor, decode_event, is_compact
+from orchestrator.base.errors import JournalError
 from orchestrator.live.state import PageFold, PageState
+from orchestrator.spine.journal import LineDecompressor, decode_event, is_compact
 
 __all__ = ["JournalTail", "LineTail"]
 

@@ -13,7 +13,7 @@ import msgspec
 
 from orchestrator.events import RunKey
 from orchestrator.ledger import LOAD_ONLY_COMMANDS, RunEvidence
-from orchestrator.runkey import key_changes
+from orchestrator.runkey.digests import key_changes
 
 __all__ = ["KeyCheck", "StaleRow", "check_keys"]
 

@@ -1,7 +1,7 @@
 """Private details to placeholders for `aqbench publish`: paths relative to named roots (`<run-dir>`,
 `<venv>`, `<checkout>`, `<bundle-dir>`, `<home>`, `<tmp>`, ...), host and user names, email addresses,
 non-loopback IPs, loopback ports, environment values outside an allow-list, high-entropy tokens and
-credentials (through orchestrator.redaction.Redactor).
+credentials (through orchestrator.spine.redaction.Redactor).
 
 Pure once built: `PrivateFacts` says what is private; `Scrubber` replaces it; the scan (scan.py) checks
 the same facts. Reads no files.
@@ -16,7 +16,7 @@ from collections.abc import Iterable
 import msgspec
 
 from orchestrator.events import AnyEvent
-from orchestrator.redaction import REDACTED, Redactor, is_secret_name
+from orchestrator.spine.redaction import REDACTED, Redactor, is_secret_name
 
 __all__ = ["FS_TOPS", "PrivateFacts", "Scrubber", "ipv4_private", "word_re"]
 

@@ -1,8 +1,6 @@
-"""The final scan of what `aqbench publish` wrote, by file and line: the independent detectors
-(detect.py: credentials by shape and entropy, emails, this machine's names, addresses and users, home,
-scratch and temporary paths) plus the run's own facts (folders outside every named root, configured
-private names, known secret values). Reads files; writes none.
-"""
+"""The final scan of what `aqbench publish` wrote, by file and line: the independent detectors (detect.py)
+plus the run's own facts (folders outside every named root, configured private names, known secret values).
+Reads files; writes none."""
 
 from __future__ import annotations
 
@@ -46,6 +44,8 @@ def _fs_tops(facts: PrivateFacts) -> frozenset[str]:
     return frozenset(t for t in tops if t)
 
 
+# detect.py finds credentials by shape and entropy, emails, this machine's names, addresses and users, home,
+# scratch and temporary paths.
 def scan_text(text: str, facts: PrivateFacts, detectors: Detectors | None = None, *,
               file: str = "<text>") -> list[Finding]:
     """Every private detail of `text`, one Finding per kind and line (leftmost first)."""

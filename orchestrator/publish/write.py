@@ -1,8 +1,6 @@
-"""`aqbench publish`'s steps: gather what is private about these runs and this machine, render the
-publication (with a scrubbed copy of each run's journal), scrub it, write it into a staging folder, scan
-what was written with the independent detectors, and move it into place only when the scan is clean.
-Blocks (file writes and reads).
-"""
+"""`aqbench publish`'s steps: gather what is private, render the publication (with a scrubbed copy of each
+run's journal), scrub it, write it into a staging folder, scan what was written with the independent
+detectors, and move it into place only when the scan is clean. Blocks (file writes and reads)."""
 
 from __future__ import annotations
 
@@ -20,14 +18,14 @@ import psutil
 
 from orchestrator.config import PUBLISH_ALLOWED_ENV, PublishConfig
 from orchestrator.events import SCHEMA_VERSION, RunStarted
-from orchestrator.journal import iter_journal
 from orchestrator.ledger import InventoryView, Ledger, RunEvidence, ledger_markdown
 from orchestrator.publish.comment import commands_markdown, comment_markdown, rows_json
 from orchestrator.publish.current import KeyCheck, check_keys
 from orchestrator.publish.detect import Detectors, machine_facts
 from orchestrator.publish.private import PrivateFacts, Scrubber
 from orchestrator.publish.scan import Finding, scan_files
-from orchestrator.redaction import secret_values
+from orchestrator.spine.journal import iter_journal
+from orchestrator.spine.redaction import secret_values
 
 __all__ = ["JournalCopy", "Publication", "gather_facts", "render_publication", "write_publication"]
 

@@ -1,9 +1,5 @@
 """`aqbench qualify`: one model at a time through the owners' stages (server, capability, correctness,
-identity, AIPerf), each stage's facts journaled; the capability probes live apart from the stages.
-
-The stages are imported on first use of a name below (PEP 562): the sweep and other commands import this
-package's probes and answer helpers without the stages' judges (scipy.stats and scipy.optimize, ~1 s).
-"""
+identity, AIPerf), each stage's facts journaled; the capability probes live apart from the stages."""
 
 from __future__ import annotations
 
@@ -15,6 +11,8 @@ if TYPE_CHECKING:
 __all__ = ["QualifyOptions", "qualify", "STATUSES"]
 
 
+# The stages load on first use of a name (PEP 562): the sweep and other commands import this package's probes
+# and answer helpers without the stages' judges (scipy.stats and scipy.optimize, ~1 s).
 def __getattr__(name: str) -> object:
     if name in __all__:
         from orchestrator.qualify import stages

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 
 import anyio
 
+from orchestrator.base.errors import AqbenchError
 from orchestrator.dataset import ArmRequest, write_aiperf_input
-from orchestrator.errors import AqbenchError
 from orchestrator.events import (
     AccountingChecked,
     AiperfPhase,
@@ -25,12 +25,12 @@ from orchestrator.events import (
     Warned,
 )
 from orchestrator.judge.gates import ScoredAnswer, evaluate_gates, not_applicable
-from orchestrator.ports import AiperfResult
 from orchestrator.qualify.answers import answered_load, incomplete_entry, incomplete_reason
 from orchestrator.qualify.collect import WindowCollector
 from orchestrator.qualify.context import ModelRun, StageFailed
 from orchestrator.qualify.plan import aiperf_rows, unreachable_gates
-from orchestrator.supervisor import ServerHandle
+from orchestrator.spine.ports import AiperfResult
+from orchestrator.supervision.supervisor import ServerHandle
 
 __all__ = ["aiperf_stage", "publish_gates"]
 

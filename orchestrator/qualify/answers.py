@@ -1,8 +1,6 @@
 """Qualify's answers into the journal: each answered request's completeness, then its verdict.
-
 Every path goes through here (capability probe, HTTP and native correctness arms, AIPerf under load), so
-a defect is named and journaled the same way wherever the answer came from.
-"""
+a defect is named and journaled the same way wherever the answer came from."""
 
 from __future__ import annotations
 
@@ -19,7 +17,7 @@ from orchestrator.events import (
 )
 from orchestrator.judge.answers import judge_answer
 from orchestrator.judge.completeness import Completeness, check_completeness
-from orchestrator.ports import ChatAnswer, EventSink
+from orchestrator.spine.ports import ChatAnswer, EventSink
 
 __all__ = ["Answered", "AnswerBook", "ANSWER_EXCERPT_CHARS", "answered_http", "answered_load", "incomplete_entry", "incomplete_reason"]
 

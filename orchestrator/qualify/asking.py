@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from orchestrator.dataset import ArmRequest, session_key
 from orchestrator.events import ClientRecord
-from orchestrator.ports import ChatAnswer, ChatSession, EventSink
+from orchestrator.spine.ports import ChatAnswer, ChatSession, EventSink
 
 __all__ = ["ask_journaled"]
 
@@ -16,7 +16,7 @@ async def ask_journaled(bus: EventSink, client: ChatSession, req: ArmRequest, *,
     reply = await client.ask(req.text, req.audio_path, request_id=request_id)
     timeout = reply.status == 0 and "Timeout" in reply.error
     await bus.publish(ClientRecord(
-        source=source, request_id=request_id, via="probe", window=window,
+        source=source, request_id=request_id, via="probe", aiperf_run=window,
         conversation_id=session_key(req.item_id, req.arm), phase="profiling",
         request_start_ns=reply.start_unix_ns, request_end_ns=reply.end_unix_ns,
         status_code=reply.status or None, error_type="timeout" if timeout else ("connection" if reply.status == 0 else ""),

@@ -1,8 +1,6 @@
 """Capability decisions from probe answers: transport, audio conditioning, text-only, transcription-only.
-
 Pure functions over what was asked and answered; the asking is qualify's job. Each returns a
-CapabilityProbed-shaped verdict with the evidence that decided it.
-"""
+CapabilityProbed-shaped verdict with the evidence that decided it."""
 
 from __future__ import annotations
 

@@ -1,21 +1,19 @@
-"""Collect one AIPerf window's correlated requests from the bus, until the correlator's accounting of it.
-
-The correlator publishes a window's `AccountingChecked` after every `RequestCorrelated` of that window,
-so once the collector has seen it, it has seen them all: the stage judges the whole window, never
-whatever happened to arrive within a fixed pause.
-"""
+"""Collect one AIPerf window's correlated requests from the bus, until the correlator's accounting of it: the
+stage judges the whole window, never whatever happened to arrive within a fixed pause."""
 
 from __future__ import annotations
 
 import anyio
 from anyio.abc import TaskStatus
 
-from orchestrator.bus import Bus
 from orchestrator.events import AccountingChecked, NoticeContext, RequestCorrelated, Warned
+from orchestrator.spine.bus import Bus
 
 __all__ = ["WindowCollector"]
 
 
+# The correlator publishes a window's `AccountingChecked` after every `RequestCorrelated` of that window, so
+# once the collector has seen it, it has seen them all.
 class WindowCollector:
     """A lossless subscriber keeping `window`'s RequestCorrelated events in `events`.
 

@@ -1,8 +1,6 @@
 """One model's qualification state, shared by its stages and its reference side: a typed context.
-
 Holds what the stages share (run scope, adapters, dataset requests, answers, correlator, gate) and the few
-acts every stage repeats (ask over HTTP and journal it, open and close a stage). Decides nothing.
-"""
+acts every stage repeats (ask over HTTP and journal it, open and close a stage). Decides nothing."""
 
 from __future__ import annotations
 
@@ -14,11 +12,11 @@ from orchestrator.dataset import ArmRequest, Dataset, parse_session_key
 from orchestrator.events import NoninferiorityResult, PhaseDetail, PhaseFinished, PhaseStarted
 from orchestrator.judge.paired import ChosenGate, Judged
 from orchestrator.live.server import LivePage
-from orchestrator.ports import ChatAnswer, ChatSession, OwnerFiles, Toolkit
 from orchestrator.qualify.answers import AnswerBook
 from orchestrator.qualify.asking import ask_journaled
-from orchestrator.qualify.shared import SharedReferences
+from orchestrator.qualify.shared import SharedBaselines
 from orchestrator.run import RunScope
+from orchestrator.spine.ports import ChatAnswer, ChatSession, OwnerFiles, Toolkit
 
 __all__ = ["QualifyOptions", "ModelRun", "StageFailed"]
 
@@ -47,7 +45,7 @@ class StageFailed(Exception):
 class ModelRun:
     """Everything one model's stages share: its run scope, dataset, prepared arm requests and answers.
 
-    `gate` is the model's non-inferiority gate (qualify/reference.py's resolve_gate): None without a
+    `gate` is the model's non-inferiority gate (qualify/baseline_side.py's resolve_gate): None without a
     reference, a sentence when none applies. The correlator is started by the server stage.
     """
 
@@ -55,7 +53,7 @@ class ModelRun:
 
     def __init__(self, run: RunScope, model: ModelConfig, dataset: Dataset, requests: list[ArmRequest],
                  opts: QualifyOptions, toolkit: Toolkit, gate: ChosenGate | str | None,
-                 shared_references: SharedReferences | None = None) -> None:
+                 shared_baselines: SharedBaselines | None = None) -> None:
         self.run = run
         self.toolkit = toolkit
         self.bus = run.bus
@@ -77,11 +75,11 @@ class ModelRun:
         # One limit on every path (probe, correctness, native, AIPerf), so their answers compare.
         self.max_tokens = run.config.workload.max_tokens
         self.answers = AnswerBook(run.bus, model, dataset, self.max_tokens)
-        # The model's correctness answers by (item, arm), paired with its reference's (qualify/reference.py).
+        # The model's correctness answers by (item, arm), paired with its reference's (qualify/baseline_side.py).
         self.candidate_judged: dict[tuple[str, str], list[Judged]] = {}
         self.noninferiority: NoninferiorityResult | None = None
         # Reference answers this run already has, by reference key (models sharing one reference ask it once).
-        self.shared_references = shared_references if shared_references is not None else SharedReferences()
+        self.shared_baselines = shared_baselines if shared_baselines is not None else SharedBaselines()
 
     def request_id(self, stage: str) -> str:
         """A fresh X-Request-ID within trtmc-server's 128 characters (the model name is already within

@@ -1,4 +1,4 @@
-"""The run key of one model's result row, from what this qualify used (orchestrator/runkey.py says what
+"""The run key of one model's result row, from what this qualify used (orchestrator/runkey/digests.py says what
 it covers). Blocks briefly in a worker thread (installed package versions)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import anyio
 from orchestrator.events import RunKey
 from orchestrator.qualify.context import ModelRun
 from orchestrator.run.provenance import tool_versions
-from orchestrator.runkey import run_key
+from orchestrator.runkey.digests import run_key
 
 __all__ = ["result_key"]
 

@@ -1,8 +1,6 @@
 """What `qualify --plan` says a run would do for one model: server command, stages and request counts, and
 which gates a stage's plan cannot reach (a kind the AIPerf stage never asks).
-
-Pure: reads the configuration and the prepared requests; starts nothing.
-"""
+Pure: reads the configuration and the prepared requests; starts nothing."""
 
 from __future__ import annotations
 

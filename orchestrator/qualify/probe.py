@@ -19,7 +19,6 @@ from orchestrator.config import ModelConfig
 from orchestrator.correlate import Correlator
 from orchestrator.dataset import ArmRequest, Dataset, prepare_arms
 from orchestrator.events import CapabilityPhase, CapabilityProbed, PhaseDetail, PhaseFinished, PhaseStarted
-from orchestrator.ports import ChatAnswer, ChatSession, EventSink, Toolkit
 from orchestrator.qualify.answers import AnswerBook, answered_http
 from orchestrator.qualify.asking import ask_journaled
 from orchestrator.qualify.capability import (
@@ -33,6 +32,7 @@ from orchestrator.qualify.capability import (
     select_probe_pairs,
 )
 from orchestrator.qualify.context import StageFailed
+from orchestrator.spine.ports import ChatAnswer, ChatSession, EventSink, Toolkit
 
 __all__ = ["ProbeHost", "ProbeSession", "capability_probe"]
 

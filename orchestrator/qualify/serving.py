@@ -8,10 +8,10 @@ from __future__ import annotations
 import anyio
 from anyio.abc import TaskStatus
 
-from orchestrator.errors import ServerError
-from orchestrator.ports import EventSink
-from orchestrator.server_spec import ServerSpec
-from orchestrator.supervisor import ServerHandle, supervise
+from orchestrator.base.errors import ServerError
+from orchestrator.spine.ports import EventSink
+from orchestrator.supervision.server_spec import ServerSpec
+from orchestrator.supervision.supervisor import ServerHandle, supervise
 
 __all__ = ["supervise_to_the_end"]
 

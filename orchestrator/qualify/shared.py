@@ -8,24 +8,24 @@ import msgspec
 from orchestrator.dataset import ArmRequest
 from orchestrator.qualify.answers import Answered
 
-__all__ = ["AskedReference", "SharedReferences"]
+__all__ = ["AskedBaseline", "SharedBaselines"]
 
 
-class AskedReference(msgspec.Struct, frozen=True):
+class AskedBaseline(msgspec.Struct, frozen=True):
     """What the reference said to one request, as the answer book judges it (the answer, not the verdict)."""
 
     request: ArmRequest
     got: Answered
 
 
-class SharedReferences:
+class SharedBaselines:
     """The reference answers of one qualify run by reference key, with the model whose run asked them."""
 
     def __init__(self) -> None:
-        self._by_key: dict[str, tuple[str, list[AskedReference]]] = {}
+        self._by_key: dict[str, tuple[str, list[AskedBaseline]]] = {}
 
-    def get(self, key: str) -> tuple[str, list[AskedReference]] | None:
+    def get(self, key: str) -> tuple[str, list[AskedBaseline]] | None:
         return self._by_key.get(key)
 
-    def put(self, key: str, model: str, asked: list[AskedReference]) -> None:
+    def put(self, key: str, model: str, asked: list[AskedBaseline]) -> None:
         self._by_key.setdefault(key, (model, asked))

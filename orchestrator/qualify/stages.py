@@ -1,9 +1,6 @@
 """`aqbench qualify`: every configured model through server, capability, correctness, identity and AIPerf.
-
-The adapters come in through a Toolkit from the composition root. Each stage's outcome is journaled as it happens; a failed stage
-stops that model with its evidence, and the next model starts. Result rows and statistics are folded from
-the journal by orchestrator.reports, never from this module's memory.
-"""
+The adapters come in through a Toolkit from the composition root; result rows and statistics are folded from
+the journal by orchestrator.reports, never from this module's memory."""
 
 from __future__ import annotations
 
@@ -15,7 +12,7 @@ from pathlib import Path
 
 import anyio
 
-from orchestrator.clip_cache import clip_cache_dir
+from orchestrator.base.errors import ConfigError, ServerError, UsageError
 from orchestrator.config import Config, ModelConfig
 from orchestrator.dataset import (
     Dataset,
@@ -23,7 +20,7 @@ from orchestrator.dataset import (
     prepare_arms,
     resolve_dataset_path,
 )
-from orchestrator.errors import ConfigError, ServerError, UsageError
+from orchestrator.dataset.clip_cache import clip_cache_dir
 from orchestrator.events import (
     AnswerMismatch,
     CorrectnessPhase,
@@ -40,8 +37,6 @@ from orchestrator.events import (
 from orchestrator.judge.gates import ScoredAnswer, evaluate_gates, not_applicable
 from orchestrator.judge.paired import Judged, capacity_rejection
 from orchestrator.live.start import start_live_page
-from orchestrator.logs import get_logger, say
-from orchestrator.ports import Toolkit
 from orchestrator.qualify.aiperf_stage import aiperf_stage, publish_gates
 from orchestrator.qualify.answers import (
     Answered,
@@ -49,18 +44,20 @@ from orchestrator.qualify.answers import (
     incomplete_entry,
     incomplete_reason,
 )
+from orchestrator.qualify.baseline_side import describe, judge_against_baseline, resolve_gate
 from orchestrator.qualify.context import ModelRun, QualifyOptions, StageFailed
 from orchestrator.qualify.keyed import result_key
 from orchestrator.qualify.plan import describe_plan
 from orchestrator.qualify.probe import capability_probe
-from orchestrator.qualify.reference import describe, judge_against_reference, resolve_gate
 from orchestrator.qualify.serving import supervise_to_the_end
-from orchestrator.qualify.shared import SharedReferences
+from orchestrator.qualify.shared import SharedBaselines
 from orchestrator.reports import write_reports
 from orchestrator.run import Interrupt, open_run
 from orchestrator.run.provenance import sha256_path
-from orchestrator.server_spec import ServerSpec
-from orchestrator.supervisor import ServerHandle
+from orchestrator.spine.logs import get_logger, say
+from orchestrator.spine.ports import Toolkit
+from orchestrator.supervision.server_spec import ServerSpec
+from orchestrator.supervision.supervisor import ServerHandle
 from orchestrator.view.console import ConsoleView
 
 __all__ = ["QualifyOptions", "qualify", "STATUSES"]
@@ -71,6 +68,8 @@ STATUSES = ("unsupported", "blocked", "planned", "implemented", "family-validate
 _STAGE_ORDER = ("server", "capability", "correctness", "identity", "aiperf")
 
 
+# Each stage's outcome is journaled as it happens; a failed stage stops that model with its evidence, and the
+# next model starts.
 async def qualify(cfg: Config, opts: QualifyOptions, interrupt: Interrupt, toolkit: Toolkit) -> int:
     """Qualify every selected model; returns the exit code (0 all aiperf-qualified, 1 otherwise)."""
     models = _select_models(cfg, opts.models)
@@ -88,7 +87,7 @@ async def qualify(cfg: Config, opts: QualifyOptions, interrupt: Interrupt, toolk
             prepare_arms, dataset, cfg.dataset.arms, run.run_dir / "wire", cache=clip_cache_dir(cfg.run),
             conditioning_items=cfg.dataset.conditioning_items))
         plans: dict[str, str] = {}
-        references = SharedReferences()
+        references = SharedBaselines()
         for model in models:
             gate = resolve_gate(model, cfg, dataset, opts.owners)
             state = ModelRun(run, model, dataset, requests, opts, toolkit, gate, references)
@@ -166,7 +165,7 @@ async def _against_reference(m: ModelRun, status: str) -> str:
     """The model's status once judged against its reference: kept on `pass`, `failed` on `fail`, and
     `implemented` otherwise (inconclusive, not comparable, or no gate applied), with the reason."""
     assert m.gate is not None
-    m.noninferiority = result = await judge_against_reference(m, m.gate)
+    m.noninferiority = result = await judge_against_baseline(m, m.gate)
     if result.outcome == "pass":
         return status
     raise StageFailed("noninferiority", "failed" if result.outcome == "fail" else "implemented", describe(result))

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
+from orchestrator.base.identity import ModelIdentity
 from orchestrator.config import ModelConfig
 from orchestrator.events import (
     AccountingChecked,
@@ -60,9 +61,6 @@ from orchestrator.events import (
     VerdictReached,
     Warned,
 )
-from orchestrator.identity import ModelIdentity
-from orchestrator.journal import TornLine, iter_journal
-from orchestrator.redaction import Redactor
 from orchestrator.reports.completeness import CompletenessTally
 from orchestrator.reports.correctness import (
     MAX_GRID_ITEMS,
@@ -97,6 +95,8 @@ from orchestrator.reports.schema import (
 )
 from orchestrator.reports.server_story import ServerStory
 from orchestrator.reports.windows import HISTOGRAM_BINS, MAX_POINTS, Thinned, WindowTally
+from orchestrator.spine.journal import TornLine, iter_journal
+from orchestrator.spine.redaction import Redactor
 
 __all__ = ["ReportFold", "fold", "build_report", "MAX_POINTS", "MAX_GRID_ITEMS", "HISTOGRAM_BINS"]
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import msgspec
 
+from orchestrator.base.identity import ModelIdentity
 from orchestrator.events import (
     AiperfSettings,
     CapabilityEvidence,
@@ -18,7 +19,6 @@ from orchestrator.events import (
     Summary,
     WindowStats,
 )
-from orchestrator.identity import ModelIdentity
 
 __all__ = [
     "REPORT_VERSION",
@@ -452,7 +452,7 @@ class ModelRow(ModelIdentity, frozen=True, kw_only=True):
     completeness: list[CompletenessLine] = []
     # The model against its reference (paired non-inferiority); None when it has no reference.
     noninferiority: NoninferiorityResult | None = None
-    # What the row depends on (orchestrator/runkey.py); None in journals written before keys existed.
+    # What the row depends on (orchestrator/runkey/digests.py); None in journals written before keys existed.
     keyed_by: RunKey | None = None
     # The GPUs the server used, as NVML named them, and how busy they were over the row's AIPerf phase
     # (mean utilisation, %; None without GPU figures).

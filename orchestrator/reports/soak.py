@@ -15,6 +15,7 @@ from typing import Literal
 import msgspec
 from markupsafe import Markup
 
+from orchestrator.base.figures import figure
 from orchestrator.config import SoakConfig
 from orchestrator.events import (
     RESTART_CAUSES,
@@ -43,8 +44,6 @@ from orchestrator.events import (
     Warned,
     WindowStats,
 )
-from orchestrator.figures import figure
-from orchestrator.journal import TornLine, iter_journal
 from orchestrator.reports.error_kinds import ERROR_KIND_HEAD, ErrorKind, ErrorKinds, error_kind_rows
 from orchestrator.reports.gpu import GpuTally
 from orchestrator.reports.gpu_tables import GPU_NOTICE_CODES, gpu_context, gpu_markdown
@@ -52,6 +51,7 @@ from orchestrator.reports.schema import GpuFacts
 from orchestrator.reports.svg import line_chart
 from orchestrator.reports.templating import render
 from orchestrator.reports.text import dash
+from orchestrator.spine.journal import TornLine, iter_journal
 
 __all__ = ["SoakReport", "SoakExit", "SoakRestart", "restart_text", "SoakFold", "fold_soak", "build_soak_report", "inconclusive_lines",
            "render_soak_markdown", "render_soak_html", "write_soak_report"]

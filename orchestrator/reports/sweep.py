@@ -11,6 +11,7 @@ from pathlib import Path
 import msgspec
 from markupsafe import Markup
 
+from orchestrator.base.figures import figure
 from orchestrator.events import (
     AnyEvent,
     CapacityEstimate,
@@ -23,10 +24,9 @@ from orchestrator.events import (
     SweepPhase,
     SweepPointJudged,
 )
-from orchestrator.figures import figure
-from orchestrator.journal import TornLine, iter_journal
 from orchestrator.reports.svg import line_chart
 from orchestrator.reports.templating import render
+from orchestrator.spine.journal import TornLine, iter_journal
 
 __all__ = ["SLO_NAMES", "SweepReport", "SweepPoint", "Capacity", "Curve", "CurvePoint", "SweepFold", "fold_sweep", "build_sweep_report", "render_sweep_markdown",
            "render_sweep_html", "write_sweep_report"]

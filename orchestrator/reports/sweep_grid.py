@@ -11,12 +11,12 @@ from pathlib import Path
 
 import msgspec
 
+from orchestrator.base.figures import figure
 from orchestrator.events import HostSampled, RunStarted
-from orchestrator.figures import figure
-from orchestrator.host_condition import HostCondition, summarize_host
-from orchestrator.journal import iter_journal
 from orchestrator.reports.svg import scatter_chart
 from orchestrator.reports.sweep import SLO_NAMES, Capacity, fold_sweep
+from orchestrator.spine.journal import iter_journal
+from orchestrator.supervision.host_summary import HostCondition, summarize_host
 
 __all__ = ["GridEntry", "ParetoPoint", "GridReport", "build_grid_report", "render_grid_markdown",
            "render_grid_html", "write_grid_report"]

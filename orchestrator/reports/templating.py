@@ -13,7 +13,7 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
-from orchestrator.figures import figure
+from orchestrator.base.figures import figure
 from orchestrator.reports.text import dash, gate_pct, mib, ms, num, pct, rate_cell, signed_pct, words
 
 __all__ = ["TEMPLATES", "render"]
@@ -64,7 +64,7 @@ def _environment() -> Environment:
     env.filters["cell"] = _cell
     env.filters["pretty"] = _pretty
     # The house formats of reports/text.py (shared with the Markdown reports), as filters: `{{ x|ms }}`;
-    # `{{ x|figure }}` is orchestrator/figures.py's plain significant digits (never 1.68e+03).
+    # `{{ x|figure }}` is orchestrator/base/figures.py's plain significant digits (never 1.68e+03).
     env.filters.update(figure=figure, ms=ms, num=num, pct=pct, signed_pct=signed_pct, mib=mib, rate_cell=rate_cell,
                        gate_pct=gate_pct)
     return env

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import msgspec
 
-from orchestrator.clip_cache import ClipCache, referenced_hashes
-from orchestrator.journal import is_compact, read_lines
+from orchestrator.dataset.clip_cache import ClipCache, referenced_hashes
 from orchestrator.run.writing import is_being_written
+from orchestrator.spine.journal import is_compact, read_lines
 
 __all__ = ["RunEntry", "PrunePlan", "Pruned", "list_runs", "plan_prune", "prune"]
 

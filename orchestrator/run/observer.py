@@ -16,7 +16,7 @@ import psutil
 from anyio.abc import TaskStatus
 
 from orchestrator.events import ProcessSampled
-from orchestrator.ports import EventSink
+from orchestrator.spine.ports import EventSink
 
 __all__ = ["ObserverSampler", "tree_rss"]
 

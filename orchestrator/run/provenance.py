@@ -12,7 +12,7 @@ from importlib import metadata
 from pathlib import Path
 
 from orchestrator import __version__
-from orchestrator.errors import ServerError
+from orchestrator.base.errors import ServerError
 from orchestrator.events import HostFacts
 
 __all__ = ["tool_versions", "host_facts", "git_commit", "sha256_path"]

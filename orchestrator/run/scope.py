@@ -1,8 +1,6 @@
 """A run's scope: its folder, bus, journal and logs, opened together and closed in order.
-
 `open_run` journals RunStarted first and RunFinished last (status from how the body ended); `run_main`
-runs an async command under SIGINT/SIGTERM handling so that cleanup always runs (exit 130 / 143).
-"""
+runs an async command under SIGINT/SIGTERM handling so that cleanup always runs (exit 130 / 143)."""
 
 from __future__ import annotations
 
@@ -21,15 +19,15 @@ import msgspec
 import structlog
 from anyio.abc import TaskGroup
 
-from orchestrator.bus import Bus
+from orchestrator.base.errors import UsageError
 from orchestrator.config import Config
-from orchestrator.errors import UsageError
 from orchestrator.events import Failed, RunFinished, RunStarted
-from orchestrator.hostwatch import HostSampler
-from orchestrator.journal import COMPACT_JOURNAL, PLAIN_JOURNAL, JournalWriter
-from orchestrator.logs import attach_run_log, detach_run_log, get_logger
 from orchestrator.run.provenance import host_facts, tool_versions
 from orchestrator.run.writing import WritingMark
+from orchestrator.spine.bus import Bus
+from orchestrator.spine.journal import COMPACT_JOURNAL, PLAIN_JOURNAL, JournalWriter
+from orchestrator.spine.logs import attach_run_log, detach_run_log, get_logger
+from orchestrator.supervision.host_sampler import HostSampler
 
 __all__ = ["RunScope", "Interrupt", "open_run", "run_main", "new_run_id"]
 
@@ -102,7 +100,7 @@ async def open_run(
 ) -> AsyncIterator[RunScope]:
     """Create `runs/<run_id>/`, start the journal writer and open the bus; on exit journal RunFinished
     (shielded, even when cancelled), drain the bus and fsync. The body runs inside the run's task group.
-    `compact`: the journal is `events.jsonl.zst` (orchestrator/journal.py) instead of `events.jsonl`."""
+    `compact`: the journal is `events.jsonl.zst` (orchestrator/spine/journal.py) instead of `events.jsonl`."""
     run_id = run_dir.name if run_dir else new_run_id(config.run.name or command)
     run_dir = run_dir or Path(config.run.output_dir) / run_id
     run_dir.mkdir(parents=True, exist_ok=True)

@@ -8,11 +8,11 @@ from orchestrator.config import ModelConfig
 from orchestrator.correlate import Correlator
 from orchestrator.dataset import ArmRequest, Dataset
 from orchestrator.events import ModelResult, ResultRow
-from orchestrator.logs import say
-from orchestrator.ports import Toolkit
 from orchestrator.qualify.context import StageFailed
 from orchestrator.qualify.probe import ProbeSession, capability_probe
 from orchestrator.run import RunScope
+from orchestrator.spine.logs import say
+from orchestrator.spine.ports import Toolkit
 
 __all__ = ["PROBE_PLAN", "probe_before_load"]
 

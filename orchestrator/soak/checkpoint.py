@@ -1,9 +1,5 @@
-"""A running soak's checkpoint report, written by a child process (`aqbench report --checkpoint`).
-
-The soak judges its own memory (`orchestrator_rss`): folding a journal that grows all run long inside the
-soak's process left glibc's heap larger after every checkpoint (issue 23), so the fold runs in a child
-that reads the journal and exits. Must not fold the journal itself.
-"""
+"""A running soak's checkpoint report, written by a child process (`aqbench report --checkpoint`). Must not
+fold the journal itself."""
 
 from __future__ import annotations
 
@@ -34,6 +30,9 @@ def report_argv(run_dir: Path) -> list[str]:
     return [sys.executable, "-m", "orchestrator", "report", str(run_dir), "--checkpoint"]
 
 
+# The soak judges its own memory (`orchestrator_rss`): folding a journal that grows all run long inside the
+# soak's process left glibc's heap larger after every checkpoint, so the fold runs in a child that reads the
+# journal and exits.
 async def write_checkpoint_report(run_dir: Path, *, deadline_s: float = DEADLINE_S) -> None:
     """Write soak.json, soak.md and soak.html of the soak journaling into `run_dir`, from a child process.
 

@@ -28,7 +28,8 @@ from orchestrator.events import SoakLimits, StopPlan, WindowStats
 from orchestrator.judge.intervals import wilson_interval
 from orchestrator.judge.outcome import FAIL
 from orchestrator.judge.sampled_trend import batch_count, t_quantile
-from orchestrator.soak.verdicts import MetricVerdict, sampled_rule
+from orchestrator.soak.metric_verdict import MetricVerdict
+from orchestrator.soak.verdicts import sampled_rule
 
 __all__ = ["STOP_BUDGET", "LOOK_CONFIDENCE", "MEMORY_METRICS", "STOPPING_METRICS", "look_confidence",
            "look_limits", "error_rate_stop", "decisive", "plan_stops", "planned_looks"]

@@ -2,7 +2,7 @@
 for leaks and drift.
 
 Continuous load: one AIPerf process sends the load (runs/<id>/aiperf/a01) until it hands over to a fresh
-one without a gap (orchestrator/soak/handover.py: AIPerf's own memory grows per request), and windows are
+one without a gap (orchestrator/soak/handover_cue.py: AIPerf's own memory grows per request), and windows are
 cut by time from the live per-request stream, whatever process sent a request: a request belongs to the
 window in which it started, so every request is in exactly one window (warmup apart, in the first). Chosen
 over launching each window's AIPerf early because AIPerf's start-up varies (5 s alone, 10 s and more on a
@@ -30,7 +30,7 @@ from pathlib import Path
 import anyio
 from anyio.abc import TaskGroup
 
-from orchestrator.clip_cache import clip_cache_dir
+from orchestrator.base.errors import AqbenchError, ServerError
 from orchestrator.config import Config, ModelConfig
 from orchestrator.correlate import Correlator
 from orchestrator.dataset import (
@@ -43,7 +43,7 @@ from orchestrator.dataset import (
     resolve_dataset_path,
     write_aiperf_input,
 )
-from orchestrator.errors import AqbenchError, ServerError
+from orchestrator.dataset.clip_cache import clip_cache_dir
 from orchestrator.events import (
     DatasetPhase,
     ModelPhase,
@@ -63,32 +63,32 @@ from orchestrator.events import (
 )
 from orchestrator.judge.outcome import FAIL, INCONCLUSIVE
 from orchestrator.live.start import start_live_page
-from orchestrator.logs import get_logger, say
-from orchestrator.ports import AiperfFacts, AiperfInvocation, AiperfResult, HandoverControl, Toolkit
 from orchestrator.run import Interrupt, RunScope, new_run_id, open_run
 from orchestrator.run.observer import ObserverSampler
-from orchestrator.server_spec import ServerSpec
 from orchestrator.soak.capability import PROBE_PLAN, probe_before_load
 from orchestrator.soak.checkpoint import CheckpointReportFailed, write_checkpoint_report
 from orchestrator.soak.closing import CLOSE_WAIT_S, wait_closable
 from orchestrator.soak.early_stop import decisive, look_confidence, look_limits, plan_stops
-from orchestrator.soak.handing import run_handovers
 from orchestrator.soak.heap import keep_large_blocks_off_heap, trim_heap
 from orchestrator.soak.leftovers import check_processes
+from orchestrator.soak.load_coverage import schedule_allowance
+from orchestrator.soak.metric_verdict import MetricVerdict
 from orchestrator.soak.plan import host_has_gpu, plan_trends
 from orchestrator.soak.segment import Cut, Exit, Launch, SegmentRuns, aiperf_run_name
 from orchestrator.soak.settings import SoakOptions, SoakSettings, resolve_settings, select_model
+from orchestrator.soak.successor import run_handovers
 from orchestrator.soak.summary import exit_code, print_summary, write_all_reports
 from orchestrator.soak.tracker import SoakTracker
 from orchestrator.soak.verdicts import (
     AiperfRunFact,
-    MetricVerdict,
     ProcessCheck,
     judge_soak,
 )
-from orchestrator.soak.verdicts_load import schedule_allowance
 from orchestrator.soak.window import WindowStats
-from orchestrator.supervisor import ServerHandle, supervise
+from orchestrator.spine.logs import get_logger, say
+from orchestrator.spine.ports import AiperfFacts, AiperfInvocation, AiperfResult, HandoverControl, Toolkit
+from orchestrator.supervision.server_spec import ServerSpec
+from orchestrator.supervision.supervisor import ServerHandle, supervise
 from orchestrator.view.soak import SoakView
 
 __all__ = ["soak", "aiperf_run_name"]

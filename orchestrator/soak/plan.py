@@ -23,8 +23,8 @@ import os
 from collections.abc import Callable
 from statistics import NormalDist
 
+from orchestrator.base.figures import figure
 from orchestrator.events import SoakLimits, TrendPlan
-from orchestrator.figures import figure
 from orchestrator.judge.sampled_trend import (
     SampledTrendRule,
     batch_count,
@@ -32,8 +32,8 @@ from orchestrator.judge.sampled_trend import (
     t_quantile,
     wander_sd_per_h,
 )
-from orchestrator.ports import ResourceSampler
 from orchestrator.soak.verdicts import drift_rule, sampled_rule
+from orchestrator.spine.ports import ResourceSampler
 
 __all__ = ["PLAN_RATIO_SCATTER_PCT", "PLAN_RSS_SCATTER_MIB", "LEAK_MULTIPLE", "plan_trends", "span_for_power", "host_has_gpu"]
 

@@ -1,8 +1,6 @@
 """Every memory sample of a soak, kept as 10-second block medians for the sampled trend rule.
-
 Bounded by time, not requests: an 8-hour soak keeps 2,880 blocks per series (two floats each). A block's
-median drops a single-sample spike; the trend rule averages blocks into batches. Pure: no bus, no clock.
-"""
+median drops a single-sample spike; the trend rule averages blocks into batches. Pure: no bus, no clock."""
 
 from __future__ import annotations
 

@@ -1,9 +1,4 @@
-"""A soak segment's bookkeeping: the window cuts, the AIPerf runs beneath one window schedule, their exits.
-
-A segment is one window schedule, fixed from its first profiling request; the AIPerf processes that send
-its load come and go beneath it (orchestrator/soak/handover.py): two are live during a handover. A new
-segment starts only when the load ended early (a failure), with a judged gap.
-"""
+"""A soak segment's bookkeeping: the window cuts, the AIPerf runs beneath one window schedule, their exits."""
 
 from __future__ import annotations
 
@@ -13,9 +8,9 @@ from pathlib import Path
 import anyio
 
 from orchestrator.dataset import ArmRequest
-from orchestrator.ports import AiperfFacts, AiperfResult, HandoverControl
 from orchestrator.soak.window import window_name
-from orchestrator.supervisor import ServerHandle
+from orchestrator.spine.ports import AiperfFacts, AiperfResult, HandoverControl
+from orchestrator.supervision.supervisor import ServerHandle
 
 __all__ = ["Cut", "Exit", "SegmentRuns", "Launch", "aiperf_run_name"]
 
@@ -54,6 +49,9 @@ class Exit:
         await self._event.wait()
 
 
+# A segment is one window schedule, fixed from its first profiling request; the AIPerf processes that send its
+# load come and go beneath it (soak/handover_cue.py): two are live during a handover. A new segment starts
+# only when the load ended early (a failure), with a judged gap.
 class SegmentRuns:
     """The AIPerf runs of one segment: which sent (the windows wait for their requests), which is sending
     now, which are live, their controls, exits, stops and results. `done` is set once none is live."""

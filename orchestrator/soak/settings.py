@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import msgspec
 
+from orchestrator.base.errors import ConfigError, UsageError
 from orchestrator.config import Config, ModelConfig
-from orchestrator.errors import ConfigError, UsageError
 from orchestrator.events import SoakLimits
 from orchestrator.live.server import LivePage
 
@@ -56,7 +56,7 @@ class SoakSettings(msgspec.Struct, frozen=True, kw_only=True):
     warmup_requests: int
     arms: list[str]
     limits: SoakLimits
-    # When the load moves to a fresh AIPerf process (orchestrator/soak/handover.py); 0: never by that cue.
+    # When the load moves to a fresh AIPerf process (orchestrator/soak/handover_cue.py); 0: never by that cue.
     handover_mib: float = 0.0
     handover_every_s: float = 0.0
     # A decisive FAIL at a window's close ends the soak (orchestrator/soak/early_stop.py).

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from orchestrator.judge.outcome import FAIL, INCONCLUSIVE, worst
-from orchestrator.logs import get_logger, say
 from orchestrator.reports import write_reports
 from orchestrator.reports.soak import write_soak_report
-from orchestrator.soak.verdicts import MetricVerdict
+from orchestrator.soak.metric_verdict import MetricVerdict
+from orchestrator.spine.logs import get_logger, say
 
 __all__ = ["exit_code", "write_all_reports", "print_summary"]
 

@@ -22,7 +22,7 @@ from orchestrator.events import (
     ServerSpawned,
 )
 from orchestrator.judge.outcome import FAIL, PASS
-from orchestrator.soak.verdicts_load import MetricVerdict
+from orchestrator.soak.metric_verdict import MetricVerdict
 
 __all__ = ["SupervisionFacts", "judge_restarts", "judge_processes", "RESTART_POLICY"]
 

@@ -9,12 +9,11 @@ import anyio
 import msgspec
 from anyio.abc import TaskStatus
 
-from orchestrator.bus import Bus, Subscription
+from orchestrator.base.errors import DatasetError
 from orchestrator.config import ModelConfig
 from orchestrator.dataset import (
     Dataset,
 )
-from orchestrator.errors import DatasetError
 from orchestrator.events import (
     AccountingChecked,
     AiperfStarted,
@@ -41,6 +40,7 @@ from orchestrator.soak.sessions import SessionLedger
 from orchestrator.soak.supervision import SupervisionFacts
 from orchestrator.soak.verdicts import FirstPass
 from orchestrator.soak.window import WINDOW_PREFIX, WindowAccumulator, WindowStats
+from orchestrator.spine.bus import Bus, Subscription
 
 __all__ = ["SoakTracker"]
 
@@ -221,14 +221,14 @@ class SoakTracker:
         """A profiling record's session number is seen; the first profiling record of an AIPerf run fixes
         its start (and the latency ratios' origin)."""
         if ev.phase == "profiling":
-            ledger = self.ledger(ev.window)
+            ledger = self.ledger(ev.aiperf_run)
             ledger.add(ev.session_num, ev.credit_issued_ns)
-            if ev.request_start_ns and ev.request_start_ns > self.last_profiling_ns.get(ev.window, 0):
-                self.last_profiling_ns[ev.window] = ev.request_start_ns
-            if ev.request_end_ns and ev.request_end_ns > self.last_answer_ns.get(ev.window, 0):
-                self.last_answer_ns[ev.window] = ev.request_end_ns
-        if ev.phase == "profiling" and ev.request_start_ns and ev.window not in self.first_profiling_ns:
-            self.first_profiling_ns[ev.window] = ev.request_start_ns
+            if ev.request_start_ns and ev.request_start_ns > self.last_profiling_ns.get(ev.aiperf_run, 0):
+                self.last_profiling_ns[ev.aiperf_run] = ev.request_start_ns
+            if ev.request_end_ns and ev.request_end_ns > self.last_answer_ns.get(ev.aiperf_run, 0):
+                self.last_answer_ns[ev.aiperf_run] = ev.request_end_ns
+        if ev.phase == "profiling" and ev.request_start_ns and ev.aiperf_run not in self.first_profiling_ns:
+            self.first_profiling_ns[ev.aiperf_run] = ev.request_start_ns
             for series in self.ratios.values():
                 series.start(ev.request_start_ns)
             self._first_seen.set()

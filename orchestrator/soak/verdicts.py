@@ -16,6 +16,7 @@ from typing import TypeVar
 
 import msgspec
 
+from orchestrator.base.figures import figure
 from orchestrator.events import (
     AiperfGeneration,
     AiperfRunFact,
@@ -35,7 +36,6 @@ from orchestrator.events import (
     WindowCorrectness,
     WindowStats,
 )
-from orchestrator.figures import figure
 from orchestrator.judge.generations import Generation, GenerationRule, judge_generations
 from orchestrator.judge.intervals import wilson_interval
 from orchestrator.judge.latency import judge_item_drift, min_tail_samples
@@ -44,13 +44,14 @@ from orchestrator.judge.outcome import FAIL, INCONCLUSIVE, PASS, Outcome
 from orchestrator.judge.sampled_trend import SampledTrend, SampledTrendRule, estimate_wander, judge_sampled_trend
 from orchestrator.judge.trend import TrendRule, TrendVerdict, judge_relative_trend
 from orchestrator.reports.text import gate_pct
+from orchestrator.soak.load_coverage import GapAllowance, accounting, window_gaps
+from orchestrator.soak.metric_verdict import MetricVerdict
 from orchestrator.soak.pauses import HostPause
 from orchestrator.soak.ratios import ItemRatioSeries
 from orchestrator.soak.samples import SampleSeries
 from orchestrator.soak.supervision import judge_processes, judge_restarts
-from orchestrator.soak.verdicts_load import GapAllowance, MetricVerdict, accounting, window_gaps
 
-__all__ = ["SoakLimits", "Trend", "MetricVerdict", "ServerExitFact", "ProcessCheck", "AiperfRunFact", "FirstPass",
+__all__ = ["SoakLimits", "Trend", "ServerExitFact", "ProcessCheck", "AiperfRunFact", "FirstPass",
            "trend_rule", "memory_rule", "sampled_rule", "drift_rule", "fit_trend", "judge_soak"]
 
 _MIB = 2.0**20
@@ -481,7 +482,7 @@ def judge_soak(windows: Sequence[WindowStats], limits: SoakLimits, *, exits: Seq
     timing source) and `load_span_ns`, latency drift is judged on them; without, on per-window medians.
     `first_pass` (the load's first pass over its input) cuts the sampled memory span (see _sampled_memory).
     `handovers`: each AIPerf handover's name, gap and its end (window_gap judges them as it judges the cuts), all beyond
-    `gap_allowance` (open loop: the idle time the schedule itself leaves; verdicts_load.schedule_allowance),
+    `gap_allowance` (open loop: the idle time the schedule itself leaves; load_coverage.schedule_allowance),
     net of `host_pauses` (a suspended host, in which nothing could send; soak/pauses.py).
     `aiperf_generations`: AIPerf's samples by process (times in s since the epoch); with two or more (a
     handover), aiperf_rss is judged per generation (judge.generations), else on its one series as before."""

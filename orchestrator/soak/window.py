@@ -1,9 +1,5 @@
-"""One soak window's aggregates, built from its events in bounded memory and frozen at close.
-
-Pure: no bus, no clock, no I/O. Values are held as compact arrays only until the window closes; a
-closed window is a small `WindowStats` (what SoakWindowClosed.summary carries), so a soak's memory
-grows with its number of windows, never with its number of requests.
-"""
+"""One soak window's aggregates, built from its events in bounded memory and frozen at close. Pure: no bus,
+no clock, no I/O."""
 
 from __future__ import annotations
 
@@ -54,6 +50,9 @@ def _item_medians(per_item: dict[str, array[float]]) -> dict[str, float]:
     return out
 
 
+# Values are held as compact arrays only until the window closes; a closed window is a small `WindowStats`
+# (what SoakWindowClosed.summary carries), so a soak's memory grows with its number of windows, never with
+# its number of requests.
 class WindowAccumulator:
     """Running state of one window. Feed it, then `close()` once; the arrays are dropped on close."""
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import msgspec
 
+from orchestrator.base.errors import UsageError
 from orchestrator.config import Config, ServerConfig, config_from_dict, config_to_dict
-from orchestrator.errors import UsageError
 
 __all__ = ["parse_grid", "with_server_value"]
 

@@ -17,9 +17,9 @@ from collections.abc import Mapping, Sequence
 
 import msgspec
 
+from orchestrator.base.figures import figure
 from orchestrator.config import CorrectnessCriteria, SloConfig
 from orchestrator.events import PointStats, SloCheck
-from orchestrator.figures import figure
 from orchestrator.judge.gates import ScoredAnswer, evaluate_gates
 from orchestrator.sweep.power import decide, failure_design_effect, latency_design_effect, needed
 

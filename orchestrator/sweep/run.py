@@ -15,6 +15,8 @@ from pathlib import Path
 import anyio
 import msgspec
 
+from orchestrator.aiperf_phase.serving import run_phased, serve_correlated
+from orchestrator.base.errors import UsageError
 from orchestrator.config import Config, ModelConfig, config_from_dict, config_to_dict
 from orchestrator.correlate import Correlator
 from orchestrator.dataset import (
@@ -23,7 +25,6 @@ from orchestrator.dataset import (
     resolve_dataset_path,
     write_aiperf_input,
 )
-from orchestrator.errors import UsageError
 from orchestrator.events import (
     ModelResult,
     PhaseFinished,
@@ -38,14 +39,13 @@ from orchestrator.events import (
 from orchestrator.judge.answers import judge_answer
 from orchestrator.live.server import LivePage
 from orchestrator.live.start import start_live_page
-from orchestrator.logs import get_logger, say
-from orchestrator.ports import AiperfFacts, PhaseGates, PhaseLoad, Toolkit
 from orchestrator.qualify.answers import answered_load
 from orchestrator.reports import write_reports
 from orchestrator.reports.sweep import write_sweep_report
 from orchestrator.run import Interrupt, RunScope, open_run
-from orchestrator.run_aiperf.serving import run_phased, serve_correlated
-from orchestrator.supervisor import ServerHandle
+from orchestrator.spine.logs import get_logger, say
+from orchestrator.spine.ports import AiperfFacts, PhaseGates, PhaseLoad, Toolkit
+from orchestrator.supervision.supervisor import ServerHandle
 from orchestrator.sweep.batch import batch_rows, parse_batch_key, phase_name
 from orchestrator.sweep.budget import Budget
 from orchestrator.sweep.capacity import (

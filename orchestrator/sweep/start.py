@@ -18,17 +18,17 @@ from typing import Any
 import anyio
 import msgspec
 
-from orchestrator.clip_cache import clip_cache_dir
 from orchestrator.config import ModelConfig
 from orchestrator.correlate import Correlator
 from orchestrator.dataset import ArmRequest, Dataset
+from orchestrator.dataset.clip_cache import clip_cache_dir
 from orchestrator.events import ModelResult, PhaseFinished, PhaseStarted, ResultRow, SloPower, SweepPhase
-from orchestrator.logs import say
-from orchestrator.ports import ChatAnswer, ChatSession, PhaseGates, Toolkit
 from orchestrator.qualify.context import StageFailed
 from orchestrator.qualify.probe import ProbeSession, capability_probe
 from orchestrator.run import RunScope
-from orchestrator.supervisor import ServerHandle
+from orchestrator.spine.logs import say
+from orchestrator.spine.ports import ChatAnswer, ChatSession, PhaseGates, Toolkit
+from orchestrator.supervision.supervisor import ServerHandle
 from orchestrator.sweep.planned import planned_durations
 from orchestrator.sweep.search import extensions
 

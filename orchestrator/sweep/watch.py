@@ -20,9 +20,9 @@ import anyio
 import msgspec
 from anyio.abc import TaskStatus
 
-from orchestrator.bus import Bus
 from orchestrator.config import CorrectnessCriteria, SloConfig
 from orchestrator.events import AccountingChecked, NoticeContext, RequestCorrelated, SloCheck, Warned
+from orchestrator.spine.bus import Bus
 from orchestrator.sweep.judge import Baseline, PointRequest, judge_point
 
 __all__ = ["INTERIM_BUDGET", "INTERIM_CONFIDENCE", "PointWatch"]

@@ -1,8 +1,4 @@
-"""Live progress of qualify on stderr: one line per stage, a progress bar on a terminal (view/live.py).
-
-A lossy bus subscriber: it never slows the run, and its numbers are estimates (final numbers come from
-the journal). It prints; it publishes nothing but the bus's own drop count.
-"""
+"""Live progress of qualify on stderr: one line per stage, a progress bar on a terminal (view/terminal.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +8,6 @@ from typing import TextIO
 import anyio
 from anyio.abc import TaskStatus
 
-from orchestrator.bus import Bus
 from orchestrator.events import (
     AiperfExited,
     AiperfPhase,
@@ -33,7 +28,8 @@ from orchestrator.events import (
     ServerStateChanged,
     VerdictReached,
 )
-from orchestrator.view.live import LiveOutput
+from orchestrator.spine.bus import Bus
+from orchestrator.view.terminal import LiveOutput
 
 __all__ = ["ConsoleView", "clip"]
 
@@ -41,6 +37,8 @@ __all__ = ["ConsoleView", "clip"]
 _STATES_SHOWN = frozenset({"degraded", "unhealthy", "stopping", "stopped", "failed"})
 
 
+# A lossy bus subscriber: it never slows the run, and its numbers are estimates (final numbers come from the
+# journal). It prints; it publishes nothing but the bus's own drop count.
 class ConsoleView:
     """`await tg.start(ConsoleView(bus).run)`; ends when the bus closes."""
 

@@ -1,4 +1,4 @@
-"""run-aiperf's live line on stderr (view/live.py): done, errors and p50 latencies about once a second,
+"""run-aiperf's live line on stderr (view/terminal.py): done, errors and p50 latencies about once a second,
 estimates from a lossy subscription; redrawn in place on a terminal, plain lines otherwise."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from typing import TextIO
 import anyio
 from anyio.abc import TaskStatus
 
-from orchestrator.bus import Bus
 from orchestrator.events import RequestCorrelated
 from orchestrator.judge.stats import StreamingQuantiles
-from orchestrator.view.live import LiveOutput
+from orchestrator.spine.bus import Bus
+from orchestrator.view.terminal import LiveOutput
 
 __all__ = ["LiveLine"]
 

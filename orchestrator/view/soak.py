@@ -1,9 +1,5 @@
-"""Live soak status on stderr (view/live.py): one line redrawn in place on a terminal, plain periodic lines
-otherwise.
-
-A lossy bus subscriber: it never slows the soak and its counts are estimates (drops are counted by the
-bus and journaled); window latencies come from SoakWindowClosed, final numbers from the journal.
-"""
+"""Live soak status on stderr (view/terminal.py): one line redrawn in place on a terminal, plain periodic lines
+otherwise."""
 
 from __future__ import annotations
 
@@ -14,7 +10,6 @@ from typing import TextIO
 import anyio
 from anyio.abc import TaskStatus
 
-from orchestrator.bus import Bus
 from orchestrator.events import (
     AiperfExited,
     RequestCorrelated,
@@ -26,7 +21,8 @@ from orchestrator.events import (
     SoakWindowOpened,
     WindowStats,
 )
-from orchestrator.view.live import LiveOutput
+from orchestrator.spine.bus import Bus
+from orchestrator.view.terminal import LiveOutput
 
 __all__ = ["SoakView", "format_status"]
 
@@ -57,6 +53,8 @@ def format_status(*, elapsed_s: float, duration_s: float, windows: int, window: 
             f"  ok {ok} err {errors}  {lat}  server rss {mem}  restarts {restarts}")
 
 
+# A lossy bus subscriber: it never slows the soak and its counts are estimates (drops are counted by the bus
+# and journaled); window latencies come from SoakWindowClosed, final numbers from the journal.
 class SoakView:
     """`await tg.start(SoakView(bus, duration_s=...).run)`; ends when the bus closes."""
 

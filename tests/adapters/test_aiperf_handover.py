@@ -23,7 +23,7 @@ from adapters.aiperf.handover import FileHandover
 from adapters.aiperf.handover_files import write_atomic
 from orchestrator.commands.wiring import real_toolkit
 from orchestrator.config import WorkloadConfig
-from orchestrator.ports import HaltFact, HandoverControl, PhaseGates
+from orchestrator.spine.ports import HaltFact, HandoverControl, PhaseGates
 
 pytestmark = pytest.mark.inprocess
 

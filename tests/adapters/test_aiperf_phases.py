@@ -17,7 +17,7 @@ from adapters.aiperf.phases import LOAD_FLAGS, phased_command
 from adapters.aiperf.records import parse_export_line, parse_tap_line
 from adapters.aiperf.sent import parse_phase_sent, parse_phase_started
 from orchestrator.config import WorkloadConfig
-from orchestrator.ports import PhaseLoad
+from orchestrator.spine.ports import PhaseLoad
 
 DATA = Path(__file__).parent.parent / "data" / "aiperf"
 LOADS = [PhaseLoad(name="baseline", requests=5, warmup=2, concurrency=1),
@@ -86,18 +86,18 @@ class TestPhasedRecords:
         lines = (DATA / "phased_profile_export.jsonl").read_bytes().splitlines()
         got = [(json.loads(line)["metadata"]["phase_name"], parse_export_line(line, window="w", windows=windows))
                for line in lines]
-        assert [(name, r.window, r.phase) for name, r in got] == [
+        assert [(name, r.aiperf_run, r.phase) for name, r in got] == [
             ("warmup_baseline", "m/baseline", "warmup"), ("baseline", "m/baseline", "profiling"),
             ("warmup_r2", "m/rate2-1", "warmup"), ("r2", "m/rate2-1", "profiling"),
             ("r2", "m/rate2-1", "profiling"), ("warmup_r4", "w", "warmup"), ("r4", "w", "profiling")]
         assert got[4][1].status_code == 429  # an error record is routed like any other
-        assert parse_export_line(lines[0], window="w").window == "w"  # no mapping: the run's window
+        assert parse_export_line(lines[0], window="w").aiperf_run == "w"  # no mapping: the run's window
 
     def test_tap_line_names_its_phase(self) -> None:
         line = b'{"request_id":"r1","phase":"profiling","phase_name":"rate2-1"}'
-        assert parse_tap_line(line, window="w", windows={"rate2-1": "m/rate2-1"}).window == "m/rate2-1"
+        assert parse_tap_line(line, window="w", windows={"rate2-1": "m/rate2-1"}).aiperf_run == "m/rate2-1"
         assert parse_tap_line(b'{"request_id":"r1","phase":"profiling"}', window="w",
-                              windows={"rate2-1": "m/rate2-1"}).window == "w"
+                              windows={"rate2-1": "m/rate2-1"}).aiperf_run == "w"
 
     def test_phase_lines(self) -> None:
         """AIPerf 0.13.0's own lines (timing/phase/runner.py), as a real phased run printed them."""

@@ -26,7 +26,7 @@ class TestExportLines:
         assert all(r.request_latency_ms and r.request_latency_ms > r.server_timing_ms for r in ok)
         assert errors[0].error_code == 500 and "injected failure" in errors[0].error_message
         assert errors[0].request_end_ns == errors[0].request_start_ns  # AIPerf's error records
-        assert all(r.conversation_id.endswith("|audio") and r.window == "w" and r.via == "export" for r in recs)
+        assert all(r.conversation_id.endswith("|audio") and r.aiperf_run == "w" and r.via == "export" for r in recs)
 
     def test_bad_line_names_the_problem(self) -> None:
         """A line without metadata.x_request_id or not JSON is refused with the file named."""

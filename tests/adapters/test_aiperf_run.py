@@ -12,8 +12,8 @@ import pytest
 
 from adapters.aiperf.command import AiperfCommand
 from adapters.aiperf.run import run_aiperf
-from orchestrator.bus import Bus
 from orchestrator.events import AiperfExited, AiperfStarted, ClientRecord, LogLine, Warned
+from orchestrator.spine.bus import Bus
 
 FAKE = Path(__file__).resolve().parents[1] / "data" / "fake_aiperf.py"
 # A stand-in for AIPerf, no server: these run beside the serial lane (tests/conftest.py).

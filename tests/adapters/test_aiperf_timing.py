@@ -207,7 +207,7 @@ def test_skipped_gated_phases_send_nothing_and_the_run_ends_complete(tmp_path: P
 def _gated(tmp_path: Path, short: Path) -> None:
     from adapters.aiperf.gates import FileGates
     from adapters.aiperf.phases import phased_command
-    from orchestrator.ports import PhaseLoad
+    from orchestrator.spine.ports import PhaseLoad
 
     rows = tmp_path / "in.jsonl"
     rows.write_text("".join(json.dumps({"session_id": f"s{i}", "text": f"question {i}"}) + "\n" for i in range(40)))

@@ -25,7 +25,7 @@ from adapters.logs import (
 )
 from adapters.trtmc.records import decode_server_record
 from orchestrator.events import ClientRecord, LogLine, RequestCorrelated, ServerRecord
-from orchestrator.journal import decode_event, encode_event
+from orchestrator.spine.journal import decode_event, encode_event
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 AIPERF = DATA / "aiperf" / "profile_export.jsonl"
@@ -111,7 +111,7 @@ class TestServerRecords:
 
 class TestJournal:
     def test_journal_line_decodes_as_the_journal_reader_does(self) -> None:
-        """A journal line decodes to the same event as orchestrator.journal.decode_event."""
+        """A journal line decodes to the same event as orchestrator.spine.journal.decode_event."""
         ev = RequestCorrelated(run_id="r", seq=3, ts_ns=9, source="correlator", request_id="x", ok=True)
         line = encode_event(ev)
         assert decode_journal_line(line) == decode_event(line) == ev

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from adapters.chat.native import NativeWorker
-from orchestrator.errors import ServerError
+from orchestrator.base.errors import ServerError
 
 pytestmark = pytest.mark.anyio
 

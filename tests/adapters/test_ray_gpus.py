@@ -6,7 +6,7 @@ import dataclasses
 
 from adapters.ray.gpus import only_visible_gpus, visible_gpus
 from adapters.server_kinds import server_parts
-from orchestrator.ports import GpuFigures, TreeSample
+from orchestrator.spine.ports import GpuFigures, TreeSample
 
 
 class _FakeSampler:

@@ -8,7 +8,7 @@ from adapters.server.lines import MAX_LINE_BYTES, LineSplitter, parse_log_line
 from adapters.server.reference_kind import ReferenceServerKind
 from adapters.server_kinds import server_parts
 from adapters.trtmc.server_kind import TrtmcServerKind
-from orchestrator.errors import ConfigError
+from orchestrator.base.errors import ConfigError
 
 KINDS = [ReferenceServerKind(), TrtmcServerKind()]
 

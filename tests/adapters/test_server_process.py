@@ -19,7 +19,7 @@ from adapters.server.lines import parse_log_line
 from adapters.server.netport import check_port_free, pick_free_port
 from adapters.server.process import SubprocessLauncher
 from adapters.server.subreaper import become_subreaper
-from orchestrator.errors import ServerError
+from orchestrator.base.errors import ServerError
 from orchestrator.events import LogLine
 
 pytestmark = pytest.mark.anyio

@@ -8,8 +8,8 @@ import anyio
 import pytest
 
 from adapters.trtmc.records_tail import ServerRecordsTailer
-from orchestrator.bus import Bus
 from orchestrator.events import ServerRecord, ServerSpawned, Warned
+from orchestrator.spine.bus import Bus
 
 
 class TestServerRecordsTailer:

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator.base.errors import ConfigError, InventoryError
 from orchestrator.commands.wiring import read_owner_files
-from orchestrator.errors import ConfigError, InventoryError
 from orchestrator.events import GateCitation
 from orchestrator.judge.owners import deep_merge, owners_gate
 from orchestrator.judge.paired import ChosenGate

@@ -22,7 +22,7 @@ import anyio
 from browser import Browser
 from server_env import warmed_env
 
-from orchestrator.journal import read_lines
+from orchestrator.spine.journal import read_lines
 
 REPO = Path(__file__).resolve().parents[2]
 

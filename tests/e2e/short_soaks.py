@@ -22,8 +22,8 @@ from typing import Any, NamedTuple
 import pytest
 from server_env import warmed_env
 
-from orchestrator.journal import journal_path, read_lines
 from orchestrator.live.tail import LineTail
+from orchestrator.spine.journal import journal_path, read_lines
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -12,7 +12,7 @@ import pytest
 from reference_run import aqbench, only_run, write_config
 
 from orchestrator.events import AbPhase, AccountingChecked, PhaseStarted, ServerRecord, ServerSpawned, VerdictReached
-from orchestrator.journal import read_journal
+from orchestrator.spine.journal import read_journal
 
 # Beside the serial lane: its blocks interleave A and B on fresh servers every pair, so load from other runs moves
 # both sides alike, and the planted fault (2 s on 30 %) dwarfs what such load adds to a p90.

@@ -34,7 +34,7 @@ from orchestrator.campaign import fold_campaign  # noqa: E402
 from orchestrator.campaign.events import AttemptEnded, AttemptPlaced, CampaignStarted, ModelFinished  # noqa: E402
 from orchestrator.campaign.journal import read_campaign  # noqa: E402
 from orchestrator.events import AiperfExited, AiperfStarted, ModelResult, RunFinished, RunStarted, ServerSpawned  # noqa: E402
-from orchestrator.journal import read_journal  # noqa: E402
+from orchestrator.spine.journal import read_journal  # noqa: E402
 
 SCRIPTED = ROOT / "tests" / "data" / "servers" / "scripted_server.py"
 OTHER = ('\n[[models]]\nname = "whisper-like"\nfamily = "whisper"\ncheckpoint = "openai/whisper-tiny"\n'

@@ -17,14 +17,14 @@ from test_qualify import MINI_ITEMS, config, mini_dataset
 
 from orchestrator.config import PublishConfig
 from orchestrator.events import RunStarted
-from orchestrator.journal import read_journal
 from orchestrator.ledger import build_ledger, load_inventory, read_run
 from orchestrator.publish.write import (
     gather_facts,
     render_publication,
     write_publication,
 )
-from orchestrator.redaction import REDACTED
+from orchestrator.spine.journal import read_journal
+from orchestrator.spine.redaction import REDACTED
 
 ROOT = Path(__file__).resolve().parents[2]
 

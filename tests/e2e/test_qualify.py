@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.clip_cache import CLIP_MANIFEST, read_manifest
+from orchestrator.dataset.clip_cache import CLIP_MANIFEST, read_manifest
 from orchestrator.events import (
     AccountingChecked,
     AnswerIncomplete,
@@ -29,7 +29,7 @@ from orchestrator.events import (
     VerdictReached,
     Warned,
 )
-from orchestrator.journal import read_journal
+from orchestrator.spine.journal import read_journal
 
 # What qualify decides from answers, records and accounting, none of it timing: runs beside the serial lane
 # (tests/conftest.py, `beside`), on the unit tests' worker once they are done.

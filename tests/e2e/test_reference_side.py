@@ -13,7 +13,7 @@ import pytest
 from test_qualify import MINI_ITEMS, config, mini_dataset, qualify, results
 
 from orchestrator.events import PhaseFinished
-from orchestrator.journal import read_journal
+from orchestrator.spine.journal import read_journal
 
 TASKS = textwrap.dedent("""\
     defaults:

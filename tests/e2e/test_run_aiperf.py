@@ -18,7 +18,7 @@ from orchestrator.events import (
     RequestsInFlight,
     ServerExited,
 )
-from orchestrator.journal import read_journal
+from orchestrator.spine.journal import read_journal
 
 # Each test is one real AIPerf run plus a reference server: minutes on a busy 2-core box.
 pytestmark = [pytest.mark.aiperf, pytest.mark.slow, pytest.mark.timeout(480)]

@@ -12,7 +12,7 @@ import pytest
 from test_qualify import MINI_ITEMS, ROOT, config, mini_dataset, stub_argv
 
 from orchestrator.events import AiperfStarted, CapabilityProbed, ModelResult, PhaseFinished, RunFinished
-from orchestrator.journal import journal_path, read_journal
+from orchestrator.spine.journal import journal_path, read_journal
 
 pytestmark = pytest.mark.beside
 

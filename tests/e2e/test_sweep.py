@@ -25,7 +25,7 @@ from orchestrator.events import (
     SweepConcluded,
     SweepPointJudged,
 )
-from orchestrator.journal import read_journal
+from orchestrator.spine.journal import read_journal
 
 STUB = ROOT / "tests" / "data" / "servers" / "chat_stub.py"
 

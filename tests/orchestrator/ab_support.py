@@ -29,7 +29,7 @@ from orchestrator.events import (
     RunStarted,
     VerdictReached,
 )
-from orchestrator.journal import encode_event
+from orchestrator.spine.journal import encode_event
 
 T0 = 1_764_547_200_000_000_000
 

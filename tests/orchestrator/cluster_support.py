@@ -16,7 +16,7 @@ from orchestrator.campaign.events import (
 )
 from orchestrator.campaign.ports import AttemptSpec, Delivery
 from orchestrator.events import ModelResult, ResultRow, RunFinished, RunStarted
-from orchestrator.journal import encode_event
+from orchestrator.spine.journal import encode_event
 
 
 def _tar() -> bytes:

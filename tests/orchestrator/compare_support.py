@@ -1,5 +1,5 @@
 """Synthetic run journals for `aqbench compare` tests: seeded latency distributions, written through
-orchestrator.journal.encode_event exactly as a run-aiperf or qualify run journals them."""
+orchestrator.spine.journal.encode_event exactly as a run-aiperf or qualify run journals them."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from orchestrator.events import (
     RunStarted,
     VerdictReached,
 )
-from orchestrator.journal import encode_event
+from orchestrator.spine.journal import encode_event
 
 T0 = 1_764_547_200_000_000_000
 ARGV = ["aiperf", "profile", "--model", "m", "--url", "http://127.0.0.1:{port}", "--endpoint-type", "chat",

@@ -19,8 +19,8 @@ from orchestrator.events import (
     RunFinished,
     RunStarted,
 )
-from orchestrator.journal import encode_event
 from orchestrator.ledger import Ledger
+from orchestrator.spine.journal import encode_event
 
 ROOT = Path(__file__).resolve().parents[2]
 REF = "aqbench/reference-cascade"

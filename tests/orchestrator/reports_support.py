@@ -42,7 +42,7 @@ from orchestrator.events import (
     VerdictReached,
     Warned,
 )
-from orchestrator.journal import decode_event, encode_event
+from orchestrator.spine.journal import decode_event, encode_event
 
 T0 = 1_700_000_000_000_000_000
 S = 1_000_000_000

@@ -5,7 +5,7 @@ from __future__ import annotations
 from config_support import make_config
 
 from orchestrator.events import RunKey
-from orchestrator.runkey import rekeyed, run_key
+from orchestrator.runkey.digests import rekeyed, run_key
 
 
 def key(**changes: str) -> RunKey:

@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from adapters.server_kinds import server_parts
-from orchestrator.bus import Bus, Subscription
 from orchestrator.config import Config, config_from_dict
-from orchestrator.supervisor import ServerSpec
+from orchestrator.spine.bus import Bus, Subscription
+from orchestrator.supervision.supervisor import ServerSpec
 
 SERVER = Path(__file__).resolve().parents[1] / "data" / "servers" / "scripted_server.py"
 MODEL = "test-model"

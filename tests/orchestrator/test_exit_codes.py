@@ -10,7 +10,7 @@ import pytest
 
 from orchestrator.cli import build_parser, main
 from orchestrator.events import Failed, RunFinished
-from orchestrator.journal import read_journal
+from orchestrator.spine.journal import read_journal
 
 ROOT = Path(__file__).resolve().parents[2]
 

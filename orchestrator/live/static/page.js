@@ -18,7 +18,7 @@ function byId(id) { return document.getElementById(id); }
 function fmt(v, digits) {
   if (v === null || v === undefined) return "-";
   if (typeof v !== "number") return String(v);
-  // As orchestrator/figures.py writes figures: thousands grouped, never an exponent.
+  // As orchestrator/base/figures.py writes figures: thousands grouped, never an exponent.
   if (Math.abs(v) >= 1000 || Number.isInteger(v)) return Math.round(v).toLocaleString("en-US");
   return v.toLocaleString("en-US", {maximumSignificantDigits: digits || 3});
 }

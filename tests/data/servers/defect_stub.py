@@ -30,6 +30,7 @@ import signal
 import sys
 import time
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -141,7 +142,7 @@ def work(args: argparse.Namespace) -> int:
     defect = _defect(args.defect, args.model_name)
     engine = Engine(workers=1)
 
-    def send(obj: dict[str, Any]) -> None:
+    def send(obj: Mapping[str, Any]) -> None:
         out.write(json.dumps(obj) + "\n")
         out.flush()
 
@@ -156,7 +157,7 @@ def work(args: argparse.Namespace) -> int:
         if reply.get("ok") and args.target in prompt:
             limit = (msg.get("config") or {}).get("max_new_tokens")
             text, _finish, tokens = inject(defect, prompt, reply["result"]["text"], limit)
-            reply["result"].update(text=text, completion_tokens=tokens)
+            reply["result"].update({"text": text, "completion_tokens": tokens})
         send(reply)
     return 0
 

@@ -14,7 +14,7 @@ import anyio
 from adapters.server_kinds import server_parts
 from orchestrator.config import load_config
 from orchestrator.run import Interrupt, open_run, run_main
-from orchestrator.supervisor import ServerSpec, supervise, supervised
+from orchestrator.supervision.supervisor import ServerSpec, supervise, supervised
 
 
 async def body(interrupt: Interrupt) -> int:

@@ -23,7 +23,7 @@ from orchestrator.campaign.events import (
 from orchestrator.campaign.journal import read_campaign
 from orchestrator.campaign.ports import Delivery
 from orchestrator.events import RunStarted, ServerExited, ServerSpawned
-from orchestrator.journal import encode_event
+from orchestrator.spine.journal import encode_event
 
 
 @pytest.fixture

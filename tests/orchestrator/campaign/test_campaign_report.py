@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from campaign_support import ROOT, journal
 
+from orchestrator.base.errors import ConfigError, JournalError
 from orchestrator.campaign import fold_campaign, write_campaign_reports
 from orchestrator.campaign.journal import read_campaign
 from orchestrator.campaign.progress import Progress
 from orchestrator.cli import main
 from orchestrator.config import load_config
-from orchestrator.errors import ConfigError, JournalError
 
 
 class TestCampaignFold:

@@ -15,12 +15,12 @@ import pytest
 from compare_support import RunSpec, write_run
 from scipy.stats import binom  # type: ignore[import-untyped]
 
+from orchestrator.base.errors import ConfigError
 from orchestrator.cli import main
 from orchestrator.compare import compare_runs
 from orchestrator.config import CompareConfig, config_from_dict, config_to_dict, load_config
-from orchestrator.errors import ConfigError
 from orchestrator.events import SCHEMA_VERSION, RunStarted, VerdictReached
-from orchestrator.journal import encode_event, read_journal
+from orchestrator.spine.journal import encode_event, read_journal
 
 ROOT = Path(__file__).resolve().parents[3]
 QUALIFY_V1 = ROOT / "tests" / "data" / "journals" / "qualify-v1" / "events.jsonl.gz"

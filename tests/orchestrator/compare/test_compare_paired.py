@@ -20,8 +20,8 @@ from orchestrator.cli import main
 from orchestrator.compare import compare_runs, render_markdown
 from orchestrator.config import CompareConfig
 from orchestrator.events import SCHEMA_VERSION, RequestCorrelated, RunStarted
-from orchestrator.journal import encode_event, read_journal
 from orchestrator.judge.intervals import clustered_quantile_changes, tail_share_change
+from orchestrator.spine.journal import encode_event, read_journal
 
 ROOT = Path(__file__).resolve().parents[3]
 QUALIFY_V1 = ROOT / "tests" / "data" / "journals" / "qualify-v1" / "events.jsonl.gz"

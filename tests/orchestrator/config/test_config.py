@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator.base.errors import ConfigError
 from orchestrator.config import load_config, parse_duration
-from orchestrator.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[3]
 DEFAULT = (ROOT / "bench.toml").read_text()

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator.base.errors import ConfigError
 from orchestrator.config import load_config
 from orchestrator.config.misspelt import closest, key_line
-from orchestrator.errors import ConfigError
 
 SHIPPED = Path(__file__).resolve().parents[3] / "bench.toml"
 

@@ -7,7 +7,6 @@ import time
 import anyio
 import pytest
 
-from orchestrator.bus import Bus
 from orchestrator.correlate import Correlator, Joiner
 from orchestrator.correlate.live import in_flight_bound
 from orchestrator.events import (
@@ -23,6 +22,7 @@ from orchestrator.events import (
     Warned,
 )
 from orchestrator.qualify.collect import WindowCollector
+from orchestrator.spine.bus import Bus
 
 S = 1_000_000_000
 T0 = 1_800_000_000 * S
@@ -38,7 +38,7 @@ def parse_key(key: str) -> tuple[str, str]:
 def client(rid: str, *, via: str = "export", phase: str = "profiling", conv: str = "count-3.audio",
            status: int | None = 200, start: int = T0, end: int | None = None, error: str = "",
            error_type: str = "", session: int = 0, answer: str | None = None, window: str = "w1") -> ClientRecord:
-    return ClientRecord(request_id=rid, via=via, window=window, phase=phase, conversation_id=conv,  # type: ignore[arg-type]
+    return ClientRecord(request_id=rid, via=via, aiperf_run=window, phase=phase, conversation_id=conv,  # type: ignore[arg-type]
                         session_num=session, status_code=status, request_start_ns=start,
                         request_end_ns=end if end is not None else start + S // 10,
                         error_code=status if status and status >= 400 else None, error_message=error,
@@ -215,7 +215,7 @@ class TestJoiner:
             causes[rid] = ev.cause
         assert causes == {rid: want for rid, (_, want) in cases.items()}
         j.add_client(client("t", status=None, error="Request timed out", error_type="TimeoutError"), 0)
-        j.add_client(ClientRecord(request_id="x", window="w1", phase="profiling", was_cancelled=True), 0)
+        j.add_client(ClientRecord(request_id="x", aiperf_run="w1", phase="profiling", was_cancelled=True), 0)
         out = only(j.expire(5 * S), RequestCorrelated)
         assert {e.request_id: e.cause for e in out} == {"t": "timeout", "x": "cancelled"}
         [acc] = only(j.close_window("w1"), AccountingChecked)

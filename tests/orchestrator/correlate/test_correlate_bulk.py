@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from orchestrator.accounting import category_of, cause_of
 from orchestrator.correlate import Joiner
 from orchestrator.events import AudioFacts, ClientRecord, RequestCorrelated, ServerRecord
+from orchestrator.judge.accounting import category_of, cause_of
 
 S = 1_000_000_000
 T0 = 1_800_000_000 * S
@@ -19,7 +19,7 @@ def _client(i: int, *, via: str = "export") -> ClientRecord:
     kind = i % 7
     status = {1: 429, 2: 503, 3: None}.get(kind, 200)
     return ClientRecord(
-        request_id=f"r{i}", via=via, window="w", phase="profiling" if i % 3 else "warmup",  # type: ignore[arg-type]
+        request_id=f"r{i}", via=via, aiperf_run="w", phase="profiling" if i % 3 else "warmup",  # type: ignore[arg-type]
         conversation_id=f"item-{i % 5}:audio", status_code=status, request_start_ns=T0 + i,
         request_end_ns=T0 + i + S // 10, error_code=status if status and status >= 400 else None,
         error_message="read timed out" if kind == 3 else "", error_type="TimeoutError" if kind == 3 else "",

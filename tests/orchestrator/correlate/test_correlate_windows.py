@@ -12,7 +12,7 @@ T0 = 1_800_000_000 * S
 
 
 def _client(rid: str, window: str, start: int) -> ClientRecord:
-    return ClientRecord(request_id=rid, window=window, phase="profiling", status_code=200, request_start_ns=start,
+    return ClientRecord(request_id=rid, aiperf_run=window, phase="profiling", status_code=200, request_start_ns=start,
                         request_end_ns=start + S // 10, request_latency_ms=100.0, answer="x")
 
 

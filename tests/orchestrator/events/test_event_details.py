@@ -20,6 +20,7 @@ from orchestrator.events import (
     AiperfSettings,
     CapabilityEvidence,
     CapabilityProbed,
+    ClientRecord,
     ConditioningEvidence,
     HttpExchange,
     PairAnswers,
@@ -35,9 +36,9 @@ from orchestrator.events import (
     verdict_numbers,
 )
 from orchestrator.events import MemoryDetail as Memory
-from orchestrator.journal import decode_event, encode_event
 from orchestrator.reports import RunReport
 from orchestrator.reports.soak import SoakReport
+from orchestrator.spine.journal import decode_event, encode_event
 
 EVIDENCE = CAPABILITY_EVIDENCE
 
@@ -85,6 +86,13 @@ def test_details_keep_their_values_through_the_journal() -> None:
                     detail=Memory(slope=12.5, interval=[9.0, 16.0], limit=8.0, unit="MiB/h", n=7, growth_mib=70.0)),
     ]
     assert [decode_event(encode_event(e)) for e in events] == events
+
+
+def test_a_client_records_aiperf_run_is_journaled_under_its_old_name() -> None:
+    """ClientRecord.aiperf_run is written and read as `window`, so journals from before the rename still fold."""
+    line = encode_event(ClientRecord(request_id="r1", aiperf_run="m/aiperf"))
+    assert b'"window":"m/aiperf"' in line and b"aiperf_run" not in line
+    assert decode_event(line) == ClientRecord(request_id="r1", aiperf_run="m/aiperf")
 
 
 def test_verdict_numbers_are_the_ones_a_table_shows() -> None:

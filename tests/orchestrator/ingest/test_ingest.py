@@ -15,15 +15,15 @@ import zstandard
 
 from adapters.aiperf.records import parse_export_line
 from adapters.trtmc.records import parse_server_record
-from orchestrator.bus import Bus
+from orchestrator.base.errors import AqbenchError
 from orchestrator.commands.ingest import register
 from orchestrator.commands.wiring import log_codecs
 from orchestrator.correlate import Correlator
-from orchestrator.errors import AqbenchError
 from orchestrator.events import AiperfExited, AiperfStarted, ClientRecord, RequestCorrelated, ServerRecord
 from orchestrator.ingest import Ingest, expand_inputs, new_joiner
-from orchestrator.journal import JournalWriter, read_journal
 from orchestrator.reports.fold import build_report
+from orchestrator.spine.bus import Bus
+from orchestrator.spine.journal import JournalWriter, read_journal
 
 REPO = Path(__file__).resolve().parents[3]
 DATA = REPO / "tests" / "data"
@@ -238,7 +238,7 @@ class TestParquetExtra:
         """Without pyarrow, --parquet is a usage error that names the file and the extra to install."""
         monkeypatch.setitem(sys.modules, "pyarrow", None)
         monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
-        from orchestrator.errors import UsageError
+        from orchestrator.base.errors import UsageError
         from orchestrator.ingest import write_parquet
 
         with pytest.raises(UsageError, match=r"--parquet .*x\.parquet: .*pip install 'aqbench\[parquet\]'"):

@@ -9,7 +9,7 @@ import pytest
 from config_support import make_config
 from inventory_support import full_audit, row
 
-from orchestrator.errors import InventoryError
+from orchestrator.base.errors import InventoryError
 from orchestrator.events import (
     CapabilityProbed,
     HttpExchange,
@@ -19,7 +19,7 @@ from orchestrator.events import (
     TransportEvidence,
 )
 from orchestrator.inventory import read_probes
-from orchestrator.journal import encode_event
+from orchestrator.spine.journal import encode_event
 
 
 def write_journal(run_dir: Path, events: list[Any]) -> Path:

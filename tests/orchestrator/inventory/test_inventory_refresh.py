@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from inventory_support import git, inventory_of, main, row, write_tree
 
-from orchestrator.errors import InventoryError
+from orchestrator.base.errors import InventoryError
 from orchestrator.inventory import read_tree, to_markdown
 from orchestrator.inventory.html import to_html
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from inventory_support import NEW, WHISPERISH, git, manifests, row, variant, write_tree
 
-from orchestrator.errors import InventoryError
+from orchestrator.base.errors import InventoryError
 from orchestrator.inventory import audit, read_tree
 
 

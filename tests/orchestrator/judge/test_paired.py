@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from orchestrator.base.errors import ConfigError
 from orchestrator.config import NoninferiorityCriteria, NoninferiorityGate, config_from_dict
-from orchestrator.errors import ConfigError
 from orchestrator.events import GateCitation
 from orchestrator.judge.paired import ChosenGate, Judged, capacity_rejection, choose_gate, decide_paired, is_quantized
 

@@ -13,13 +13,13 @@ import pytest
 from inventory_support import NEW, main, manifests
 from ledger_support import DATASET, REF, ROOT, inventory, ledger, line, qualify_journal, ref_row
 
-from orchestrator.errors import UsageError
+from orchestrator.base.errors import UsageError
 from orchestrator.events import (
     CapabilityProbed,
     HttpExchange,
     TransportEvidence,
 )
-from orchestrator.journal import encode_event
+from orchestrator.spine.journal import encode_event
 
 
 class TestClosing:

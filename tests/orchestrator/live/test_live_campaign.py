@@ -39,10 +39,10 @@ from orchestrator.events import (
     RunFinished,
     RunStarted,
 )
-from orchestrator.journal import encode_event
 from orchestrator.live.address import ServeAddress
 from orchestrator.live.campaign import serve_campaign
 from orchestrator.live.campaign_state import CampaignTail
+from orchestrator.spine.journal import encode_event
 
 pytestmark = pytest.mark.anyio
 
@@ -166,9 +166,9 @@ class TestCampaignPageServed:
 
 class TestCampaignServeCommandLine:
     def test_campaign_takes_serve_and_refuses_a_public_address_without_the_flag(self) -> None:
+        from orchestrator.base.errors import UsageError
         from orchestrator.cli import build_parser
         from orchestrator.commands.serve_args import serve_address
-        from orchestrator.errors import UsageError
 
         parser = build_parser()
         assert serve_address(parser.parse_args(["campaign", "--serve", "8090"])) == ServeAddress(port=8090)
@@ -180,7 +180,7 @@ class TestCampaignServeCommandLine:
         """The page starts first: a taken port raises UsageError naming it, and its thread is gone."""
         import socket
 
-        from orchestrator.errors import UsageError
+        from orchestrator.base.errors import UsageError
 
         before = threading.active_count()
         with socket.socket() as taken:

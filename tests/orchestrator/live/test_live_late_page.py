@@ -35,7 +35,6 @@ from orchestrator.events import (
     SweepPointJudged,
     WindowStats,
 )
-from orchestrator.journal import encode_event, read_journal
 from orchestrator.live.report_rows import exit_text, soak_rows, sweep_rows
 from orchestrator.live.state import PageFold, PageState
 from orchestrator.live.tail import JournalTail
@@ -44,6 +43,7 @@ from orchestrator.reports.schema import PhaseCounts
 from orchestrator.reports.soak import fold_soak
 from orchestrator.reports.sweep import fold_sweep
 from orchestrator.reports.windows import PhaseTally
+from orchestrator.spine.journal import encode_event, read_journal
 
 
 def _stamp(events: list[AnyEvent]) -> list[AnyEvent]:

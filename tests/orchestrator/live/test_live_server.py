@@ -17,13 +17,13 @@ import anyio
 import pytest
 from config_support import make_config
 
-from orchestrator.bus import Bus
 from orchestrator.events import MemoryDetail, RequestCorrelated, RunStarted, ServerRestarting, SoakVerdict
-from orchestrator.journal import JournalWriter
 from orchestrator.live.address import ServeAddress
 from orchestrator.live.feed import LiveFeed
 from orchestrator.live.privacy import page_scrubber
 from orchestrator.live.server import LivePage
+from orchestrator.spine.bus import Bus
+from orchestrator.spine.journal import JournalWriter
 
 pytestmark = pytest.mark.anyio
 
@@ -235,9 +235,9 @@ def _no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
 class TestServeCommandLine:
     def test_soak_qualify_and_sweep_take_serve_and_refuse_a_public_address_without_the_flag(self) -> None:
         """`--serve` parses on each command; 0.0.0.0 needs --serve-public, and --serve-public alone is an error."""
+        from orchestrator.base.errors import UsageError
         from orchestrator.cli import build_parser
         from orchestrator.commands.serve_args import serve_address
-        from orchestrator.errors import UsageError
 
         parser = build_parser()
         for command in ("soak", "qualify", "sweep"):
@@ -255,9 +255,9 @@ class TestServeCommandLine:
         terminal and 0 off one (a script gets its exit code at once); alone, without --serve, it is refused."""
         import io
 
+        from orchestrator.base.errors import UsageError
         from orchestrator.cli import build_parser
         from orchestrator.commands.serve_args import serve_address
-        from orchestrator.errors import UsageError
 
         parser = build_parser()
         for command in ("soak", "qualify", "sweep", "campaign"):
@@ -280,7 +280,7 @@ class TestServeCommandLine:
 
     async def test_a_taken_port_stops_before_the_run_with_the_address(self, tmp_path: Path) -> None:
         """Another listener on the port: the page's start raises UsageError naming it, nothing is left serving."""
-        from orchestrator.errors import UsageError
+        from orchestrator.base.errors import UsageError
 
         with socket.socket() as taken:
             taken.bind(("127.0.0.1", 0))
@@ -396,8 +396,8 @@ class TestTheRunsEnd:
         """`--serve 0` at any log level: the terminal gets `live page: http://127.0.0.1:<the real port>/` as soon
         as the page listens, and that URL answers."""
         from orchestrator.live.start import serve_live
-        from orchestrator.logs import configure_logging
         from orchestrator.run import Interrupt
+        from orchestrator.spine.logs import configure_logging
 
         configure_logging(fmt="console", level="error")  # the line shows at a level that hides the logs
 

@@ -9,7 +9,7 @@ import msgspec
 import pytest
 from config_support import make_config
 
-from orchestrator.errors import JournalError, UsageError
+from orchestrator.base.errors import JournalError, UsageError
 from orchestrator.events import (
     AccountingChecked,
     AnyEvent,
@@ -38,11 +38,11 @@ from orchestrator.events import (
     SweepPointJudged,
     WindowStats,
 )
-from orchestrator.journal import encode_event
 from orchestrator.live.address import parse_serve
 from orchestrator.live.feed import coalesce
 from orchestrator.live.state import SERIES_CAP, Change, ModelRow, PageFold, PageState, detects
 from orchestrator.live.tail import JournalTail
+from orchestrator.spine.journal import encode_event
 
 
 def _stamp(events: list[AnyEvent]) -> list[AnyEvent]:

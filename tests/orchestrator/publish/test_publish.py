@@ -15,17 +15,17 @@ import pytest
 from ledger_support import inventory, ledger, qualify_journal, ref_row
 from runkey_support import key
 
+from orchestrator.base.errors import UsageError
 from orchestrator.campaign.events import CampaignStarted
 from orchestrator.campaign.journal import CampaignJournal
 from orchestrator.commands import publish as publish_command
 from orchestrator.config import load_config
-from orchestrator.errors import UsageError
 from orchestrator.publish.detect import Detectors, MachineFacts, machine_facts
 from orchestrator.publish.private import PrivateFacts, Scrubber
 from orchestrator.publish.scan import scan_text
-from orchestrator.redaction import REDACTED
-from orchestrator.runkey import rekeyed
-from orchestrator.runkey_now import current_keys
+from orchestrator.runkey.current import current_keys
+from orchestrator.runkey.digests import rekeyed
+from orchestrator.spine.redaction import REDACTED
 
 FACTS = PrivateFacts(
     roots={"run-dir": ["/work/runs/q-1"], "venv": ["/work/venv"], "checkout": ["/work"], "home": ["/home/alice"]},

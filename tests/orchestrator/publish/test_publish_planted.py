@@ -20,13 +20,13 @@ import psutil
 import pytest
 
 from orchestrator.commands import publish as publish_command
-from orchestrator.journal import read_journal
-from orchestrator.journal_upgrade import upgrader
 from orchestrator.ledger import read_run
 from orchestrator.publish.detect import Detectors, MachineFacts
 from orchestrator.publish.private import PrivateFacts, Scrubber
 from orchestrator.publish.write import gather_facts, render_publication, write_publication
 from orchestrator.reports import build_report
+from orchestrator.spine.journal import read_journal
+from orchestrator.spine.journal_upgrade import upgrader
 
 FIXTURE = Path(__file__).resolve().parents[2] / "data" / "journals" / "qualify-v2" / "events.jsonl.gz"
 ENV_SECRET = "plantedEnvSecret-5e7a-value"

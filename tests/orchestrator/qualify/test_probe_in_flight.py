@@ -14,9 +14,9 @@ from adapters.chat.http import ChatReply
 from orchestrator.config import DatasetConfig, load_config
 from orchestrator.dataset import ArmRequest, Dataset, load_dataset, resolve_dataset_path
 from orchestrator.events import CapabilityProbed, Event, PhaseFinished
-from orchestrator.ports import E
 from orchestrator.qualify.answers import AnswerBook
 from orchestrator.qualify.probe import capability_probe
+from orchestrator.spine.ports import E
 
 ROOT = Path(__file__).resolve().parents[3]
 

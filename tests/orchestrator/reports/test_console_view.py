@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import io
 
-from orchestrator.bus import Bus
 from orchestrator.events import CorrectnessPhase, ModelPhase, PhaseFinished, PhaseStarted, VerdictReached
+from orchestrator.spine.bus import Bus
 from orchestrator.view.console import ConsoleView
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import gzip
 from pathlib import Path
 
-from orchestrator.journal import read_journal
 from orchestrator.reports import build_report
 from orchestrator.reports.soak import SoakFold, fold_soak
+from orchestrator.spine.journal import read_journal
 
 FIXTURE = Path(__file__).resolve().parents[2] / "data" / "journals" / "soak-v2" / "events.jsonl.gz"
 

@@ -10,7 +10,7 @@ import msgspec
 import pytest
 from reports_support import T0, S, _Journal, _request, qualify_journal
 
-from orchestrator.errors import JournalError
+from orchestrator.base.errors import JournalError
 from orchestrator.events import (
     AiperfStarted,
     PhaseStarted,

@@ -41,7 +41,7 @@ class TestJournalReplay:
         """Two runs' events in one file (`aqbench ingest --out`) each keep their own seq: no corruption."""
         import msgspec
 
-        from orchestrator.journal import encode_event, read_journal
+        from orchestrator.spine.journal import encode_event, read_journal
 
         a = qualify_journal().events[:20]
         b = [msgspec.structs.replace(e, run_id="other-run") for e in a]
@@ -65,7 +65,7 @@ class TestPlan:
     def test_plan_exits_0_planned_and_says_what_would_run(self, tmp_path: Path) -> None:
         """`qualify --plan` is no failure: exit 0, run status planned, and the report lists the server
         command, the stages and the request counts instead of a Failures entry."""
-        from orchestrator.journal import read_journal
+        from orchestrator.spine.journal import read_journal
 
         config = tmp_path / "bench.toml"
         config.write_text((ROOT / "bench.toml").read_text())

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.journal import read_journal
 from orchestrator.live.state import PageFold
 from orchestrator.reports import write_reports
 from orchestrator.reports.soak import write_soak_report
+from orchestrator.spine.journal import read_journal
 
 FIXTURE = Path(__file__).resolve().parents[2] / "data" / "soak_causes" / "events.jsonl.gz"
 

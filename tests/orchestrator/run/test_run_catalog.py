@@ -11,13 +11,13 @@ import msgspec
 import pytest
 
 from orchestrator.cli import main
-from orchestrator.clip_cache import ClipCache, ClipSent, append_manifest
 from orchestrator.config import load_config
+from orchestrator.dataset.clip_cache import ClipCache, ClipSent, append_manifest
 from orchestrator.events import Event, PhaseStarted, RunFinished, RunStarted
-from orchestrator.journal import JournalFile
 from orchestrator.run import open_run
 from orchestrator.run.catalog import list_runs, plan_prune, prune
 from orchestrator.run.writing import WRITING_MARK, WritingMark, is_being_written
+from orchestrator.spine.journal import JournalFile
 
 NOW = time.time()
 DAY_NS = 86_400 * 10**9

@@ -16,10 +16,10 @@ from config_support import make_config
 from reports_support import _Journal
 from soak_support import _window
 
-from orchestrator.bus import Bus
 from orchestrator.events import RestartDetail, RunFinished, RunStarted, SoakVerdict, Warned
-from orchestrator.journal import JournalWriter, read_journal
 from orchestrator.soak.checkpoint import CheckpointReportFailed, report_argv, write_checkpoint_report
+from orchestrator.spine.bus import Bus
+from orchestrator.spine.journal import JournalWriter, read_journal
 
 pytestmark = pytest.mark.anyio
 

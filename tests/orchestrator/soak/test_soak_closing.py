@@ -8,19 +8,19 @@ from types import SimpleNamespace
 import anyio
 import pytest
 
-from orchestrator.bus import Bus
 from orchestrator.config import CorrectnessCriteria
 from orchestrator.events import ClientRecord
 from orchestrator.soak import SoakTracker
 from orchestrator.soak.closing import wait_closable
 from orchestrator.soak.sessions import SessionLedger
+from orchestrator.spine.bus import Bus
 
 S = 1_000_000_000
 RUN = "soak/aiperf01"
 
 
 def _record(session: int, issued_ns: int, phase: str = "profiling") -> ClientRecord:
-    return ClientRecord(request_id=f"{phase}-{session}", window=RUN, phase=phase, session_num=session,  # type: ignore[arg-type]
+    return ClientRecord(request_id=f"{phase}-{session}", aiperf_run=RUN, phase=phase, session_num=session,  # type: ignore[arg-type]
                         credit_issued_ns=issued_ns, request_start_ns=issued_ns + 1000, request_end_ns=issued_ns + 2000)
 
 

@@ -32,9 +32,10 @@ from orchestrator.soak.early_stop import (
     look_limits,
     plan_stops,
 )
+from orchestrator.soak.metric_verdict import MetricVerdict
 from orchestrator.soak.samples import SampleSeries
 from orchestrator.soak.settings import SoakOptions, resolve_settings
-from orchestrator.soak.verdicts import MetricVerdict, judge_soak
+from orchestrator.soak.verdicts import judge_soak
 
 T0 = 1_700_000_000 * 10**9
 EIGHT_H = 8 * 3600.0

@@ -11,13 +11,14 @@ import numpy as np
 import pytest
 from sampled_series import memory_series
 
-from orchestrator.bus import Bus
 from orchestrator.config import CorrectnessCriteria
 from orchestrator.events import RequestCorrelated, SoakLimits
 from orchestrator.soak import SoakTracker
+from orchestrator.soak.metric_verdict import MetricVerdict
 from orchestrator.soak.plan import plan_trends
 from orchestrator.soak.samples import SampleSeries
-from orchestrator.soak.verdicts import FirstPass, MetricVerdict, judge_soak
+from orchestrator.soak.verdicts import FirstPass, judge_soak
+from orchestrator.spine.bus import Bus
 
 T0 = 1_800_000_000 * 10**9
 S = 10**9

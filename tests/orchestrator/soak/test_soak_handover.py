@@ -1,4 +1,4 @@
-"""AIPerf hands over (orchestrator/soak/handover.py, closing.py, verdicts_load.py): when, the swap itself with a
+"""AIPerf hands over (orchestrator/soak/handover_cue.py, closing.py, load_coverage.py): when, the swap itself with a
 fake control, windows waiting for both runs, and the verdicts judging the handover."""
 
 from __future__ import annotations
@@ -12,15 +12,15 @@ from types import SimpleNamespace
 import anyio
 import pytest
 
-from orchestrator.bus import Bus
 from orchestrator.config import CorrectnessCriteria
 from orchestrator.events import AiperfRunFact, ClientRecord, SoakLimits, WindowStats
-from orchestrator.ports import HaltFact
 from orchestrator.soak import SoakTracker
 from orchestrator.soak.closing import wait_closable
-from orchestrator.soak.handover import HandoverCue, swap
+from orchestrator.soak.handover_cue import HandoverCue, swap
+from orchestrator.soak.load_coverage import accounting, schedule_allowance, window_gaps
 from orchestrator.soak.sessions import SessionLedger
-from orchestrator.soak.verdicts_load import accounting, schedule_allowance, window_gaps
+from orchestrator.spine.bus import Bus
+from orchestrator.spine.ports import HaltFact
 
 S = 1_000_000_000
 MIB = 1 << 20
@@ -126,7 +126,7 @@ class TestSwap:
 
 
 def _record(run: str, session: int, issued_ns: int) -> ClientRecord:
-    return ClientRecord(request_id=f"{run}-{session}", window=run, phase="profiling", session_num=session,
+    return ClientRecord(request_id=f"{run}-{session}", aiperf_run=run, phase="profiling", session_num=session,
                         credit_issued_ns=issued_ns, request_start_ns=issued_ns + 1000, request_end_ns=issued_ns + 2000)
 
 

@@ -9,12 +9,12 @@ from types import SimpleNamespace
 import anyio
 import pytest
 
-from orchestrator.bus import Bus
 from orchestrator.config import CorrectnessCriteria
 from orchestrator.events import GapDetail, HostSampled, SoakLimits, WindowStats
 from orchestrator.soak import SoakTracker
+from orchestrator.soak.load_coverage import schedule_allowance, window_gaps
 from orchestrator.soak.pauses import HostPause, PauseWatch, paused_within
-from orchestrator.soak.verdicts_load import schedule_allowance, window_gaps
+from orchestrator.spine.bus import Bus
 
 S = 1_000_000_000
 T0 = 1_796_362_000 * S  # a wall-clock origin (unix ns)

@@ -11,7 +11,6 @@ import pytest
 from config_support import make_config
 from soak_support import T0, _stats, _window
 
-from orchestrator.bus import Bus
 from orchestrator.events import (
     AiperfGeneration,
     AnyEvent,
@@ -30,14 +29,15 @@ from orchestrator.events import (
     SoakWindowClosed,
     SoakWindowOpened,
 )
-from orchestrator.journal import read_journal
 from orchestrator.reports.fold import fold
 from orchestrator.reports.markdown import render_markdown
 from orchestrator.reports.soak import fold_soak, render_soak_html, render_soak_markdown
 from orchestrator.reports.text import dash
+from orchestrator.soak.metric_verdict import MetricVerdict
 from orchestrator.soak.plan import plan_trends
 from orchestrator.soak.summary import print_summary
-from orchestrator.soak.verdicts import MetricVerdict
+from orchestrator.spine.bus import Bus
+from orchestrator.spine.journal import read_journal
 from orchestrator.view.soak import SoakView, format_status
 
 

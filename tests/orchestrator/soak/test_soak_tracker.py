@@ -70,7 +70,7 @@ class TestSoakTracker:
         records: list[tuple[Literal["warmup", "profiling"], int]] = [("warmup", T0), ("profiling", T0 + 7),
                                                                      ("profiling", T0 + 5)]
         for phase, start in records:
-            list(tracker._handle(ClientRecord(request_id=f"r{start}", window="soak/aiperf01", phase=phase,
+            list(tracker._handle(ClientRecord(request_id=f"r{start}", aiperf_run="soak/aiperf01", phase=phase,
                                               request_start_ns=start)))
         assert tracker.first_profiling_ns == {"soak/aiperf01": T0 + 7}
 
@@ -82,7 +82,7 @@ class TestSoakTracker:
         records: list[tuple[Literal["warmup", "profiling"], int, int]] = [
             ("profiling", T0, T0 + 3_000), ("profiling", T0 + 1_000, T0 + 1_500), ("warmup", T0 + 2_000, T0 + 9_000)]
         for phase, start, end in records:
-            list(tracker._handle(ClientRecord(request_id=f"r{start}", window="soak/aiperf01", phase=phase,
+            list(tracker._handle(ClientRecord(request_id=f"r{start}", aiperf_run="soak/aiperf01", phase=phase,
                                               request_start_ns=start, request_end_ns=end)))
         assert tracker.last_profiling_ns == {"soak/aiperf01": T0 + 1_000}
         assert tracker.last_answer_ns == {"soak/aiperf01": T0 + 3_000}
@@ -103,7 +103,7 @@ class TestSoakTracker:
         model = SimpleNamespace(correctness=CorrectnessCriteria(min_pass_rate=0.5), name="m")
         tracker = SoakTracker(None, dataset, model, warmup_s=10, baseline_s=20)  # type: ignore[arg-type]
         tracker.open_window(1, T0)
-        list(tracker._handle(ClientRecord(request_id="r0", window="soak/aiperf01", phase="profiling",
+        list(tracker._handle(ClientRecord(request_id="r0", aiperf_run="soak/aiperf01", phase="profiling",
                                           request_start_ns=T0)))
         for s, handler in ((5, None), (12, 100.0), (40, 150.0), (41, None)):
             list(tracker._handle(RequestCorrelated(
@@ -124,7 +124,7 @@ class TestSoakTracker:
         for window, pid in (("soak/aiperf01", 11), ("soak/aiperf02", 12), ("soak/aiperf03", 13)):
             list(tracker._handle(AiperfStarted(window=window, argv=[], shell="", artifact_dir="", pid=pid, ts_ns=T0)))
         for window, start in (("soak/aiperf01", T0 + 2 * 10**9), ("soak/aiperf02", T0 + 30 * 10**9)):
-            list(tracker._handle(ClientRecord(request_id=f"r{start}", window=window, phase="profiling",
+            list(tracker._handle(ClientRecord(request_id=f"r{start}", aiperf_run=window, phase="profiling",
                                               request_start_ns=start)))
         for s in range(60):
             pid = 11 if s < 30 else 12

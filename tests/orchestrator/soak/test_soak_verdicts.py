@@ -10,7 +10,6 @@ import pytest
 
 from orchestrator.config import CorrectnessCriteria
 from orchestrator.events import RunAccount, SampledMemoryDetail, SoakVerdict, SoakWindowClosed, WindowGap
-from orchestrator.journal import decode_event, encode_event
 from orchestrator.judge.gates import ScoredAnswer
 from orchestrator.judge.stats import Summary
 from orchestrator.soak import exit_code
@@ -25,6 +24,7 @@ from orchestrator.soak.verdicts import (
     judge_soak,
 )
 from orchestrator.soak.window import MemorySummary, WindowAccumulator, WindowStats
+from orchestrator.spine.journal import decode_event, encode_event
 
 MIB = 2**20
 WINDOW_NS = 300 * 10**9  # five-minute windows

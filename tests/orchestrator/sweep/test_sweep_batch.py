@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from orchestrator.base.errors import DatasetError
 from orchestrator.dataset import ArmRequest
-from orchestrator.errors import DatasetError
 from orchestrator.sweep.batch import batch_rows, parse_batch_key, phase_name
 
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator.base.errors import ConfigError
 from orchestrator.config import load_config
-from orchestrator.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[3]
 DEFAULT = (ROOT / "bench.toml").read_text()

@@ -8,8 +8,8 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from orchestrator.base.errors import UsageError
 from orchestrator.config import Config, ServerConfig, load_config
-from orchestrator.errors import UsageError
 from orchestrator.events import (
     CapacityEstimate,
     HostSampled,

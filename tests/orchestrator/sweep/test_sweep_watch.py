@@ -8,9 +8,9 @@ import random
 import anyio
 import pytest
 
-from orchestrator.bus import Bus
 from orchestrator.config import CorrectnessCriteria, SloConfig
 from orchestrator.events import AccountingChecked, RequestCorrelated
+from orchestrator.spine.bus import Bus
 from orchestrator.sweep.judge import PointRequest
 from orchestrator.sweep.watch import PointWatch
 

@@ -1,5 +1,0 @@
-"""`aqbench run-aiperf`: one AIPerf phase against the configured server, with live correlation and accounting."""
-
-from orchestrator.run_aiperf.phase import RunAiperfOptions, run_aiperf_phase
-
-__all__ = ["RunAiperfOptions", "run_aiperf_phase"]

@@ -1,0 +1,1 @@
+"""Run keys: the digests one model's result depends on (pure), and the key each configured model has now."""

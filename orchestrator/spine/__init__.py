@@ -1,0 +1,2 @@
+"""The run's spine: the bus, the journal (and its upgrader), logs and the redaction both writers apply, the
+Protocols adapters implement (ports), the re-arming wake-up. Imports only events, config and base."""
