@@ -211,8 +211,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # Tests marked `beside` go last: the unit tests' worker takes them once its own work is done, while the serial
     # lane is still busy (xdist hands out the serial group first, then single tests and the beside groups in this
     # order: pyproject.toml's --no-loadscope-reorder keeps it, where xdist would hand out every group first).
-    items.sort(key=lambda item: (_beside(item), item.path.name not in _CLOCK_BOUND,
-                                 _serial(item) or item.path not in heavy_units))
+    # Among those, the single tests first (ab's blocks and the default qualify, the two longest real runs), then the
+    # groups that share a shorter run: the long ones start while the serial lane still runs, and the short ones
+    # fill in at the end on whichever worker is free.
+    items.sort(key=lambda item: (_beside(item), _beside(item) and item.get_closest_marker("xdist_group") is not None,
+                                 item.path.name not in _CLOCK_BOUND, _serial(item) or item.path not in heavy_units))
     if ungrouped:
         raise pytest.UsageError("tests marked beside that share a module fixture need an xdist_group mark (one per "
                                 f"fixture's run), or each worker makes that run again: {ungrouped}")
