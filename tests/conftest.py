@@ -162,9 +162,16 @@ def _serial(item: pytest.Item) -> bool:
     return in_dir or chromium or any(item.get_closest_marker(m) is not None for m in ("servers", "aiperf"))
 
 
+def _module_fixtures(item: pytest.Item) -> list[str]:
+    """The module-scoped fixtures `item` uses (from pytest's fixture info on the test function)."""
+    info = getattr(item, "_fixtureinfo", None)
+    used = info.name2fixturedefs.items() if info else ()
+    return sorted(name for name, defs in used if defs and defs[-1].scope == "module")
+
+
 def _join_group(item: pytest.Item, group: str) -> None:
-    """What pytest-xdist 3.8 does for an xdist_group mark: the group after an `@` in the node id, which its
-    scheduler reads. Its own hook sets `_nodeid`, which pytest 9 no longer reads (the id is `_id`), so
+    """What pytest-xdist 3.8 does for xdist_group marks (their names sorted, joined by `_`): the group after an `@`
+    in the node id, which its scheduler reads. Its own hook sets `_nodeid`, which pytest 9 no longer reads (the id is `_id`), so
     without this every group is split across the workers."""
     nodeid = f"{item.nodeid}@{group}"
     if NodeId is not None and hasattr(item, "_id") and not item.nodeid.endswith(f"@{group}"):
@@ -174,6 +181,7 @@ def _join_group(item: pytest.Item, group: str) -> None:
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the group marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     over = []
+    ungrouped = []  # beside tests sharing a module fixture's run but no xdist group: each worker would make that run
     heavy_units: set[Path] = set()  # modules outside the serial lane with a slow or an in-process heavy test
     grouping = config.getoption("loadgroup", default=False)  # set in an xdist worker under --dist loadgroup
     for item in items:
@@ -182,8 +190,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 heavy_units.add(item.path)
         else:
             item.add_marker(pytest.mark.xdist_group(SERIAL_GROUP))
-            if grouping:
-                _join_group(item, SERIAL_GROUP)
+        # The serial lane's group, or a group of `beside` tests that share a module fixture (one real run): the
+        # whole group goes to one worker, so that run is made once, not once on each worker.
+        groups = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                         for m in item.iter_markers("xdist_group")})
+        if grouping and groups:
+            _join_group(item, "_".join(groups))
+        if _beside(item) and not groups and (shared := _module_fixtures(item)):
+            ungrouped.append(f"{item.nodeid} ({', '.join(shared)})")
         limit = item.get_closest_marker("timeout")
         if item.get_closest_marker("slow") is None:
             if limit is not None and limit.args and limit.args[0] > DEFAULT_TIMEOUT_S:
@@ -195,9 +209,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # serial lane's CPU-bound start-ups later. The serial lane's own order is unchanged; the sort is stable, so
     # each module stays whole and in order.
     # Tests marked `beside` go last: the unit tests' worker takes them once its own work is done, while the serial
-    # lane is still busy (xdist hands out the serial group first, then single tests in this order).
-    items.sort(key=lambda item: (_beside(item), item.path.name not in _CLOCK_BOUND,
-                                 _serial(item) or item.path not in heavy_units))
+    # lane is still busy (xdist hands out the serial group first, then single tests and the beside groups in this
+    # order: pyproject.toml's --no-loadscope-reorder keeps it, where xdist would hand out every group first).
+    # Among those, the single tests first (ab's blocks and the default qualify, the two longest real runs), then the
+    # groups that share a shorter run: the long ones start while the serial lane still runs, and the short ones
+    # fill in at the end on whichever worker is free.
+    items.sort(key=lambda item: (_beside(item), _beside(item) and item.get_closest_marker("xdist_group") is not None,
+                                 item.path.name not in _CLOCK_BOUND, _serial(item) or item.path not in heavy_units))
+    if ungrouped:
+        raise pytest.UsageError("tests marked beside that share a module fixture need an xdist_group mark (one per "
+                                f"fixture's run), or each worker makes that run again: {ungrouped}")
     if over:
         raise pytest.UsageError(f"tests not marked slow may not exceed the {DEFAULT_TIMEOUT_S} s per-test timeout; "
                                 f"mark them slow or make them faster: {over}")

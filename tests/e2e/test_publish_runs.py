@@ -28,8 +28,10 @@ from orchestrator.spine.redaction import REDACTED
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# Functional assertions only (what the files hold): runs beside the serial lane (tests/conftest.py, `beside`).
-pytestmark = [pytest.mark.aiperf, pytest.mark.slow, pytest.mark.timeout(480), pytest.mark.beside]
+# Functional assertions only (what the files hold): runs beside the serial lane (tests/conftest.py, `beside`), all on
+# one worker (one xdist group), so that the module's two real runs are made once.
+pytestmark = [pytest.mark.aiperf, pytest.mark.slow, pytest.mark.timeout(480), pytest.mark.beside,
+              pytest.mark.xdist_group("publish-runs")]
 
 ENV_SECRET = "plantedEnvSecret-8c1d"
 CONFIG_SECRET = "hf_plantedConfigSecret31"

@@ -219,6 +219,8 @@ def rejecting_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, str, P
     return qualify(cfg)
 
 
+# The tests sharing a module fixture's run form one xdist group (tests/conftest.py): that run is made once.
+@pytest.mark.xdist_group("qualify-rejecting")
 def test_trtmc_like_server_rejecting_audio_is_blocked_or_unsupported(rejecting_run: tuple[int, str, Path]) -> None:
     """A server that 400s input_audio (as trtmc-server does) makes an audio_text_to_text checkpoint
     `blocked` and any other checkpoint `unsupported`, with the 400 body kept as evidence."""
@@ -238,6 +240,7 @@ def test_trtmc_like_server_rejecting_audio_is_blocked_or_unsupported(rejecting_r
     assert evidence.without_audio.status == 200
 
 
+@pytest.mark.xdist_group("qualify-rejecting")
 def test_two_models_get_their_own_records_files_and_no_record_is_journaled_twice(
         rejecting_run: tuple[int, str, Path]) -> None:
     """Each model's server writes its own records file (per model and incarnation), so the second model's
@@ -270,6 +273,7 @@ def flawed_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, str, Path
     return qualify(cfg)
 
 
+@pytest.mark.xdist_group("qualify-flawed")
 @pytest.mark.parametrize(("mode", "reason"), FLAWED)
 def test_flawed_servers_are_unsupported_with_reason(flawed_run: tuple[int, str, Path], mode: str, reason: str) -> None:
     """A server that ignores the audio, or one that only transcribes, ends `unsupported` at capability
@@ -404,6 +408,7 @@ def incomplete_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, str, 
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("qualify-incomplete")
 @pytest.mark.parametrize(("model", "native", "path", "defect"), INCOMPLETE)
 def test_incomplete_answers_are_named_journaled_reported_and_counted_wrong(
         incomplete_run: tuple[int, str, Path], model: str, native: str, path: str, defect: str) -> None:

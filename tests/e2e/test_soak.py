@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from killed_soak import KilledSoak
-from short_soaks import Running, config, events_of, run_dir_of
+from short_soaks import Running, config, events_of, run_dir_of, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -218,18 +218,33 @@ class TestSoak:
         """Issue 29's item 6: with both cores busy (two spinning processes beside the soak) and every request
         taking 1.5 s, so that requests are open at every cut, each window but the last closes within 1 s of its
         planned end. The requests still open then are carried into the next window (`carried` in its
-        accounting), every window balances, and the windows together hold exactly what AIPerf says it sent."""
-        burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
-        try:
+        accounting), every window balances, and the windows together hold exactly what AIPerf says it sent. The
+        spinners run from the first window's start to the second's close, the span whose timing is judged: a
+        close that waits on a starved process fails here; the start-up before it they only slowed."""
+        config_path = config(tmp_path, duration=30.0, window=10.0, max_error_rate=1.0, concurrency=2,
+                             server_extra=["--fault-latency-ms", "1500"])
+        log = tmp_path / "soak.out"
+        burners: list[subprocess.Popen[bytes]] = []
+        with log.open("w") as sink:
             proc = subprocess.Popen([sys.executable, "-m", "orchestrator", "--log-level", "warning", "soak", "--config",
-                                     str(config(tmp_path, duration=30.0, window=10.0, max_error_rate=1.0, concurrency=2,
-                                                server_extra=["--fault-latency-ms", "1500"]))],
-                                    cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-            out, _ = proc.communicate(timeout=420)
+                                     str(config_path)], cwd=REPO, stdout=sink, stderr=subprocess.STDOUT, text=True)
+        try:
+            try:
+                wait_for(tmp_path, lambda e: e["kind"] == "soak_window_opened" and e["index"] == 1, 300,
+                         hint="soak_window_opened")
+                burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+                wait_for(tmp_path, lambda e: e["kind"] == "soak_window_closed" and e["index"] == 2, 120,
+                         hint="soak_window_closed")
+            finally:
+                for burner in burners:
+                    burner.kill()
+                    burner.wait()
+            proc.wait(timeout=420)
         finally:
-            for burner in burners:
-                burner.kill()
-                burner.wait()
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        out = log.read_text()
         events = events_of(run_dir_of(tmp_path))
         assert proc.returncode in (0, 1), out[-3000:]
         closed = [e for e in events if e["kind"] == "soak_window_closed"]
