@@ -170,13 +170,15 @@ def _children(pid: int) -> list[int]:
     return out
 
 
-def _aiperf_exit(parent: int, started: float, timeout_s: float) -> float:
+def _aiperf_exit(parent: subprocess.Popen[bytes], started: float, timeout_s: float) -> float:
     """Find the AIPerf child of aqbench; return its monotonic exit time, seen through a pidfd."""
     deadline = started + timeout_s
     seen: set[int] = set()
-    own = psutil.Process(parent).cmdline()
+    own = psutil.Process(parent.pid).cmdline()
     while time.monotonic() < deadline:
-        for pid in _children(parent):
+        if os.waitid(os.P_PID, parent.pid, os.WEXITED | os.WNOWAIT | os.WNOHANG) is not None:
+            raise RuntimeError("aqbench run-aiperf ended before its AIPerf child was seen")
+        for pid in _children(parent.pid):
             if pid in seen:
                 continue
             try:
@@ -204,14 +206,19 @@ def _observed(cfg_path: Path, requests: int | None, root: Path = ROOT) -> dict[s
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
     extra = ["--requests", str(requests)] if requests else []
     host, cpu0, t0_ns = _Host(), _tree_cpu_s(), time.monotonic_ns()
-    proc = subprocess.Popen([sys.executable, "-m", "orchestrator", "run-aiperf", "--config", str(cfg_path), *extra],
-                            env=env, cwd=str(root), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    aiperf_exit = _aiperf_exit(proc.pid, time.monotonic(), cfg.workload.deadline_s)
-    os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
-    own = _self_cpu_s(proc.pid)
-    _, status, _usage = os.wait4(proc.pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise RuntimeError(f"aqbench run-aiperf exited {os.waitstatus_to_exitcode(status)}")
+    log = Path(tempfile.gettempdir()) / f"aqb-overhead-{os.getpid()}.log"
+    with log.open("wb") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "orchestrator", "run-aiperf", "--config", str(cfg_path), *extra],
+                                env=env, cwd=str(root), stdout=subprocess.DEVNULL, stderr=err)
+    try:
+        aiperf_exit = _aiperf_exit(proc, time.monotonic(), cfg.workload.deadline_s)
+    finally:
+        os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
+        own = _self_cpu_s(proc.pid)
+        _, status, _usage = os.wait4(proc.pid, 0)
+        if os.waitstatus_to_exitcode(status) != 0:
+            tail = log.read_text(errors="replace")[-3000:]
+            raise RuntimeError(f"aqbench run-aiperf exited {os.waitstatus_to_exitcode(status)}; its stderr ends:\n{tail}")
     _reap_all()
     end = time.monotonic_ns()
     tree = _tree_cpu_s() - cpu0
