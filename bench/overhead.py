@@ -38,7 +38,13 @@ from server_ready import wait_ready  # bench/ is on sys.path as the script's fol
 from adapters.aiperf import build_command, ensure_tokenizer
 from adapters.server_kinds import server_parts
 from orchestrator.config import load_config
-from orchestrator.dataset import load_dataset, prepare_arms, resolve_dataset_path, write_aiperf_input
+from orchestrator.dataset import (
+    interleave_kinds,
+    load_dataset,
+    prepare_arms,
+    resolve_dataset_path,
+    write_aiperf_input,
+)
 from orchestrator.journal import journal_path, read_lines
 from orchestrator.server_spec import ServerSpec
 
@@ -118,7 +124,9 @@ def _bare(cfg_path: Path, work: Path, requests: int | None) -> dict[str, float]:
     workload = msgspec.structs.replace(cfg.workload, requests=requests) if requests else cfg.workload
     model = cfg.models[0]
     spec = ServerSpec.from_config(cfg, model, work, parts=server_parts(cfg.server.kind))
-    rows = prepare_arms(load_dataset(resolve_dataset_path(cfg.dataset)), list(workload.arms), work / "wire")
+    dataset = load_dataset(resolve_dataset_path(cfg.dataset))
+    # The rows run-aiperf sends, in its order (dealt by kind): the same requests on both sides.
+    rows = interleave_kinds(prepare_arms(dataset, list(workload.arms), work / "wire"), dataset)
     input_file = write_aiperf_input(rows, work / "inputs.jsonl")
     tokenizer = ensure_tokenizer(model.tokenizer)
     cmd = build_command(workload, base_url=spec.base_url, model=model.name, input_file=input_file,
