@@ -1,20 +1,28 @@
-"""What watching costs: `aqbench run-aiperf` against the same AIPerf run without aqbench, side by side.
+"""What watching costs: `aqbench run-aiperf` against the same server and AIPerf run without aqbench, side by side.
 
-Alternates N times: (a) the reference server started as aqbench starts it, awaited ready, then bare
-`aiperf profile` with the exact argv and environment `build_command` gives aqbench (without the live tap,
-which is part of the observer), then the server stopped; (b) `aqbench run-aiperf` on the same config.
-Prints the median wall of each, their ratio, AIPerf's launch-to-exit time inside and outside aqbench,
-start-up latencies, and the CPU-seconds of aqbench's own process (not its children): read from
-/proc/<pid>/stat of the exited, not yet reaped aqbench (waitid WNOWAIT), in clock ticks.
+Alternates N pairs (the order swapped each pair): (a) the server started as aqbench starts it, awaited ready, then
+bare `aiperf profile` with the exact argv and environment `build_command` gives aqbench (the same timing plugin,
+`[workload] timing`; without the live tap, which is part of the observer), then the server stopped; (b) `aqbench
+run-aiperf` on the same config. The measure is the CPU-seconds of each side's whole process tree per request
+(server, AIPerf, and aqbench in (b)): this bench is the children's subreaper and reaps every process of a side, so
+`getrusage(RUSAGE_CHILDREN)` counts the whole tree. Also: wall, AIPerf's launch-to-exit, aqbench's own process
+(read from /proc/<pid>/stat of the exited, not yet reaped aqbench), and the host's load over each side (busy cores
+from /proc/stat, less the side's own).
 
-Run: .venv/bin/python bench/overhead.py [--pairs 3] [--config bench.toml]
+Run: .venv/bin/python bench/overhead.py [--pairs 4] [--config bench.toml] [--signal] [--requests N] [--cpus 0,1]
+`--signal`: the reference server without speech models, on audioqa-v2's signal items (a host without Whisper).
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
+import ctypes
+import json
 import os
+import resource
 import select
+import shutil
 import signal
 import statistics
 import subprocess
@@ -30,33 +38,98 @@ from server_ready import wait_ready  # bench/ is on sys.path as the script's fol
 from adapters.aiperf import build_command, ensure_tokenizer
 from adapters.server_kinds import server_parts
 from orchestrator.config import load_config
-from orchestrator.dataset import load_dataset, prepare_arms, resolve_dataset_path, write_aiperf_input
+from orchestrator.dataset import (
+    interleave_kinds,
+    load_dataset,
+    prepare_arms,
+    resolve_dataset_path,
+    write_aiperf_input,
+)
+from orchestrator.spine.journal import journal_path, read_lines
 from orchestrator.supervision.server_spec import ServerSpec
 
 ROOT = Path(__file__).resolve().parents[1]
 _TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
+_PR_SET_CHILD_SUBREAPER = 36
+_SIGNAL_KINDS = {"count", "pitch", "frequency", "duration", "direction", "loudness", "silence", "channel"}
 
 
 class _Mark(msgspec.Struct):
-    """The journal fields this bench reads (a view of two event kinds)."""
+    """The journal fields this bench reads (a view of three event kinds)."""
 
     kind: str
     mono_ns: int = 0
 
 
-def _load() -> str:
-    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+class _Host:
+    """The host's busy cores over a span, from /proc/stat (all processes: user, nice, system, irq, softirq)."""
+
+    def __init__(self) -> None:
+        self.t0, self.busy0 = time.monotonic(), self._busy_s()
+        self.load = os.getloadavg()[0]
+
+    @staticmethod
+    def _busy_s() -> float:
+        fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+        user, nice, system, _idle, _iowait, irq, softirq, steal = map(int, fields[:8])
+        return (user + nice + system + irq + softirq + steal) * _TICK_S
+
+    def busy_cores(self) -> float:
+        return (self._busy_s() - self.busy0) / (time.monotonic() - self.t0)
 
 
-def _bare(cfg_path: Path, work: Path) -> dict[str, float]:
-    """(a): server start to ready, bare AIPerf, server stop. Returns wall and AIPerf launch-to-exit."""
+def _tree_cpu_s() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def _reap_all(timeout_s: float = 60.0) -> None:
+    """Wait for every descendant left to this subreaper (a side's orphans), so their CPU is counted."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            time.sleep(0.05)
+    raise RuntimeError(f"descendants of this bench still running {timeout_s:g} s after their side ended")
+
+
+def signal_config(cfg_path: Path, work: Path) -> Path:
+    """`cfg_path` with the reference server's speech models off and audioqa-v2's signal items as the dataset."""
+    src = ROOT / "datasets" / "audioqa-v2"
+    data = work / "audioqa-v2-signal"
+    (data / "audio").mkdir(parents=True, exist_ok=True)
+    rows = [line for line in (src / "manifest.jsonl").open() if json.loads(line)["kind"] in _SIGNAL_KINDS]
+    for line in rows:
+        shutil.copyfile(src / json.loads(line)["audio"], data / json.loads(line)["audio"])
+    (data / "manifest.jsonl").write_text("".join(rows))
+    text = cfg_path.read_text()
+    server_argv_end = '"--replicas", "{replicas}"]\nhost'
+    dataset_name = 'name = "audioqa-v2"'
+    if server_argv_end not in text or dataset_name not in text:
+        raise SystemExit(f"--signal expects bench.toml's [server] argv and [dataset] name lines in {cfg_path}")
+    text = text.replace(server_argv_end, '"--replicas", "{replicas}", "--no-speech-models"]\nhost', 1)
+    text = text.replace(dataset_name, f'path = "{data}"  #', 1)
+    text = text.replace('output_dir = "runs"', f'output_dir = "{work / "runs"}"', 1)
+    out = work / "overhead.toml"
+    out.write_text(text)
+    return out
+
+
+def _bare(cfg_path: Path, work: Path, requests: int | None) -> dict[str, float]:
+    """(a): server start to ready, bare AIPerf, server stop."""
     cfg = load_config(cfg_path)
+    workload = msgspec.structs.replace(cfg.workload, requests=requests) if requests else cfg.workload
     model = cfg.models[0]
     spec = ServerSpec.from_config(cfg, model, work, parts=server_parts(cfg.server.kind))
-    rows = prepare_arms(load_dataset(resolve_dataset_path(cfg.dataset)), list(cfg.workload.arms), work / "wire")
+    dataset = load_dataset(resolve_dataset_path(cfg.dataset))
+    # The rows run-aiperf sends, in its order (dealt by kind): the same requests on both sides.
+    rows = interleave_kinds(prepare_arms(dataset, list(workload.arms), work / "wire"), dataset)
     input_file = write_aiperf_input(rows, work / "inputs.jsonl")
     tokenizer = ensure_tokenizer(model.tokenizer)
-    cmd = build_command(cfg.workload, base_url=spec.base_url, model=model.name, input_file=input_file,
+    cmd = build_command(workload, base_url=spec.base_url, model=model.name, input_file=input_file,
                         artifact_dir=work / "artifacts", tokenizer=tokenizer, live_tap=False)
     for folder in (cmd.env["TMPDIR"], cmd.artifact_dir):
         Path(folder).mkdir(parents=True, exist_ok=True)
@@ -64,7 +137,7 @@ def _bare(cfg_path: Path, work: Path) -> dict[str, float]:
     records = spec.records_path(1)
     if records is not None:
         records.parent.mkdir(parents=True, exist_ok=True)
-    t0 = time.monotonic()
+    host, cpu0, t0 = _Host(), _tree_cpu_s(), time.monotonic()
     server = subprocess.Popen(argv, env={**os.environ, **spec.env}, cwd=spec.cwd or None, start_new_session=True,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -80,8 +153,11 @@ def _bare(cfg_path: Path, work: Path) -> dict[str, float]:
     finally:
         os.killpg(server.pid, signal.Signals[cfg.server.stop_signal])
         server.wait(cfg.server.stop_grace_s)
+    _reap_all()
     end = time.monotonic()
-    return {"wall": end - t0, "aiperf": t_exit - t_launch, "ready": ready - t0}
+    tree = _tree_cpu_s() - cpu0
+    return {"wall": end - t0, "aiperf": t_exit - t_launch, "ready": ready - t0, "tree": tree,
+            "requests": workload.requests + workload.warmup_requests, "busy": host.busy_cores(), "load": host.load}
 
 
 def _self_cpu_s(pid: int) -> float:
@@ -102,13 +178,15 @@ def _children(pid: int) -> list[int]:
     return out
 
 
-def _aiperf_exit(parent: int, started: float, timeout_s: float) -> float:
+def _aiperf_exit(parent: subprocess.Popen[bytes], started: float, timeout_s: float) -> float:
     """Find the AIPerf child of aqbench; return its monotonic exit time, seen through a pidfd."""
     deadline = started + timeout_s
     seen: set[int] = set()
-    own = psutil.Process(parent).cmdline()
+    own = psutil.Process(parent.pid).cmdline()
     while time.monotonic() < deadline:
-        for pid in _children(parent):
+        if os.waitid(os.P_PID, parent.pid, os.WEXITED | os.WNOWAIT | os.WNOHANG) is not None:
+            raise RuntimeError("aqbench run-aiperf ended before its AIPerf child was seen")
+        for pid in _children(parent.pid):
             if pid in seen:
                 continue
             try:
@@ -128,89 +206,111 @@ def _aiperf_exit(parent: int, started: float, timeout_s: float) -> float:
     raise RuntimeError("no AIPerf child of aqbench seen")
 
 
-def _observed(cfg_path: Path, root: Path = ROOT) -> dict[str, float]:
-    """(b): `aqbench run-aiperf` from the checkout at `root`. Returns wall, AIPerf launch-to-exit,
-    start-up times, own CPU."""
+def _observed(cfg_path: Path, requests: int | None, root: Path = ROOT) -> dict[str, float]:
+    """(b): `aqbench run-aiperf` from the checkout at `root`."""
     cfg = load_config(cfg_path)
     runs = Path(cfg.run.output_dir)
     before = set(runs.glob("*")) if runs.is_dir() else set()
-    env = {**os.environ, "PYTHONPATH": str(root)}
-    t0_ns = time.monotonic_ns()
-    proc = subprocess.Popen([sys.executable, "-m", "orchestrator", "run-aiperf", "--config", str(cfg_path)],
-                            env=env, cwd=str(root), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    aiperf_exit = _aiperf_exit(proc.pid, time.monotonic(), cfg.workload.deadline_s)
-    os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
+    extra = ["--requests", str(requests)] if requests else []
+    host, cpu0, t0_ns = _Host(), _tree_cpu_s(), time.monotonic_ns()
+    log = Path(tempfile.gettempdir()) / f"aqb-overhead-{os.getpid()}.log"
+    with log.open("wb") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "orchestrator", "run-aiperf", "--config", str(cfg_path), *extra],
+                                env=env, cwd=str(root), stdout=subprocess.DEVNULL, stderr=err)
+    try:
+        aiperf_exit = _aiperf_exit(proc, time.monotonic(), cfg.workload.deadline_s)
+    finally:
+        os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
+        own = _self_cpu_s(proc.pid)
+        _, status, _usage = os.wait4(proc.pid, 0)
+        if os.waitstatus_to_exitcode(status) != 0:
+            tail = log.read_text(errors="replace")[-3000:]
+            raise RuntimeError(f"aqbench run-aiperf exited {os.waitstatus_to_exitcode(status)}; its stderr ends:\n{tail}")
+    _reap_all()
     end = time.monotonic_ns()
-    own = _self_cpu_s(proc.pid)
-    _, status, usage = os.wait4(proc.pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise RuntimeError(f"aqbench run-aiperf exited {os.waitstatus_to_exitcode(status)}")
+    tree = _tree_cpu_s() - cpu0
     (run_dir,) = set(runs.glob("*")) - before
     marks: dict[str, int] = {}
     dec = msgspec.json.Decoder(_Mark)
-    with open(run_dir / "events.jsonl", "rb") as fh:
-        for line in fh:
-            mark = dec.decode(line)
-            if mark.kind in ("server_spawned", "server_ready", "aiperf_started") and mark.kind not in marks:
-                marks[mark.kind] = mark.mono_ns
+    for _, _, mark in read_lines(journal_path(run_dir), dec.decode):
+        if mark.kind in ("server_spawned", "server_ready", "aiperf_started") and mark.kind not in marks:
+            marks[mark.kind] = mark.mono_ns
+    count = (requests or cfg.workload.requests) + cfg.workload.warmup_requests
     return {"wall": (end - t0_ns) / 1e9, "aiperf": aiperf_exit - marks["aiperf_started"] / 1e9,
             "spawn": (marks["server_spawned"] - t0_ns) / 1e9, "ready": (marks["server_ready"] - t0_ns) / 1e9,
-            "launch": (marks["aiperf_started"] - t0_ns) / 1e9, "cpu_self": own,
-            "cpu_total": usage.ru_utime + usage.ru_stime}
+            "launch": (marks["aiperf_started"] - t0_ns) / 1e9, "own": own, "tree": tree, "requests": count,
+            "busy": host.busy_cores(), "load": host.load}
+
+
+def _line(i: int, side: str, r: dict[str, float]) -> str:
+    outside = max(0.0, r["busy"] - r["tree"] / r["wall"])
+    own = f"  aqbench own {r['own']:5.2f} CPU-s" if "own" in r else ""
+    return (f"pair {i + 1} {side:8s} wall {r['wall']:6.2f} s  tree {r['tree']:6.2f} CPU-s "
+            f"({1000 * r['tree'] / r['requests']:6.1f} ms/request){own}  AIPerf {r['aiperf']:6.2f} s   "
+            f"host: load {r['load']:.2f}, busy {r['busy']:.2f} cores, outside this side {outside:.2f}")
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--pairs", type=int, default=3)
+    p.add_argument("--pairs", type=int, default=4)
     p.add_argument("--config", default=str(ROOT / "bench.toml"))
+    p.add_argument("--requests", type=int, default=0, help="profiling requests (default: the config's)")
+    p.add_argument("--signal", action="store_true", help="speech models off, audioqa-v2's signal items")
+    p.add_argument("--cpus", default="", help="pin the bench and every process it starts to these cores (0,1)")
     p.add_argument("--baseline", default="", help="another aqbench checkout (e.g. `git archive` of main) run "
-                   "as (c) after each pair, with its own bench.toml: before and after in one sitting")
+                   "as (c) after each pair, with the same config: before and after in one sitting")
     args = p.parse_args()
-    cfg_path = Path(args.config).resolve()
-    bare: list[dict[str, float]] = []
-    seen: list[dict[str, float]] = []
-    base: list[dict[str, float]] = []
-    for i in range(args.pairs):
-        with tempfile.TemporaryDirectory(prefix="aqb-overhead-") as tmp:
-            load = _load()
-            bare.append(_bare(cfg_path, Path(tmp)))
-            print(f"pair {i + 1} (a) bare      wall {bare[-1]['wall']:6.2f} s  aiperf {bare[-1]['aiperf']:6.2f} s"
-                  f"  ready {bare[-1]['ready']:5.2f} s   load {load}", flush=True)
-        load = _load()
-        seen.append(_observed(cfg_path))
-        s = seen[-1]
-        print(f"pair {i + 1} (b) aqbench   wall {s['wall']:6.2f} s  aiperf {s['aiperf']:6.2f} s"
-              f"  spawn {s['spawn']:5.2f} s  ready {s['ready']:5.2f} s  launch {s['launch']:5.2f} s"
-              f"  own cpu {s['cpu_self']:5.2f} s ({100 * s['cpu_self'] / s['wall']:.1f} % of a core)"
-              f"   load {load}", flush=True)
-        if args.baseline:
-            load = _load()
-            root = Path(args.baseline).resolve()
-            base.append(_observed(root / "bench.toml", root))
-            s = base[-1]
-            print(f"pair {i + 1} (c) baseline  wall {s['wall']:6.2f} s  aiperf {s['aiperf']:6.2f} s"
-                  f"  spawn {s['spawn']:5.2f} s  launch {s['launch']:5.2f} s  own cpu {s['cpu_self']:5.2f} s"
-                  f"   load {load}", flush=True)
+    if args.cpus:
+        os.sched_setaffinity(0, {int(c) for c in args.cpus.split(",")})
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    # Bytecode as an installed package has it, so that no side compiles sources on its first start.
+    for root in filter(None, [ROOT, Path(args.baseline).resolve() if args.baseline else None]):
+        for package in ("orchestrator", "adapters"):
+            compileall.compile_dir(root / package, quiet=1)
+    requests = args.requests or None
+    sides: dict[str, list[dict[str, float]]] = {"bare": [], "aqbench": [], "baseline": []}
+    with tempfile.TemporaryDirectory(prefix="aqb-overhead-") as keep:
+        cfg_path = signal_config(Path(args.config).resolve(), Path(keep)) if args.signal else Path(args.config).resolve()
+        print(f"config {cfg_path}; cores {sorted(os.sched_getaffinity(0))} of {os.cpu_count()}; "
+              f"load {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
+        for i in range(args.pairs):
+            order = ["bare", "aqbench"] if i % 2 == 0 else ["aqbench", "bare"]
+            for side in order:
+                with tempfile.TemporaryDirectory(prefix="aqb-overhead-") as tmp:
+                    r = _bare(cfg_path, Path(tmp), requests) if side == "bare" else _observed(cfg_path, requests)
+                sides[side].append(r)
+                print(_line(i, side, r), flush=True)
+            if args.baseline:
+                sides["baseline"].append(_observed(cfg_path, requests, Path(args.baseline).resolve()))
+                print(_line(i, "baseline", sides["baseline"][-1]), flush=True)
+    _summary(sides, args.pairs)
 
-    def med(rows: list[dict[str, float]], key: str) -> float:
-        return statistics.median(r[key] for r in rows)
 
-    ratio = med(seen, "wall") / med(bare, "wall")
-    print(f"\nmedians over {args.pairs} pairs (load now {_load()}):")
-    print(f"  wall: bare {med(bare, 'wall'):.2f} s, aqbench {med(seen, 'wall'):.2f} s, ratio {ratio:.3f} "
-          f"(goal <= 1.10); pair ratios "
-          + ", ".join(f"{b['wall'] / a['wall']:.3f}" for a, b in zip(bare, seen, strict=True)))
-    print(f"  AIPerf launch -> exit: bare {med(bare, 'aiperf'):.2f} s, under aqbench {med(seen, 'aiperf'):.2f} s,"
-          f" ratio {med(seen, 'aiperf') / med(bare, 'aiperf'):.3f}")
-    print(f"  aqbench start-up: command -> server spawn {med(seen, 'spawn'):.3f} s, -> ready {med(seen, 'ready'):.2f} s"
-          f" (bare {med(bare, 'ready'):.2f} s from spawn), -> AIPerf launch {med(seen, 'launch'):.2f} s")
-    cpu = med(seen, "cpu_self")
-    print(f"  aqbench's own process: {cpu:.2f} CPU-s over {med(seen, 'wall'):.1f} s = "
-          f"{100 * cpu / med(seen, 'wall'):.1f} % of one core (goal < 5 %); with children {med(seen, 'cpu_total'):.1f} CPU-s")
-    if base:
-        print(f"  baseline {args.baseline}: wall {med(base, 'wall'):.2f} s (ratio to bare "
-              f"{med(base, 'wall') / med(bare, 'wall'):.3f}), AIPerf {med(base, 'aiperf'):.2f} s, spawn "
-              f"{med(base, 'spawn'):.3f} s, launch {med(base, 'launch'):.2f} s, own cpu {med(base, 'cpu_self'):.2f} s")
+def _summary(sides: dict[str, list[dict[str, float]]], pairs: int) -> None:
+    def med(side: str, key: str) -> float:
+        return statistics.median(r[key] for r in sides[side])
+
+    bare, seen = sides["bare"], sides["aqbench"]
+    print(f"\nover {pairs} pairs (load now {' '.join(f'{x:.2f}' for x in os.getloadavg())}):")
+    for key, name in (("tree", "CPU-s of the whole tree per request"), ("wall", "wall")):
+        ratios = [b[key] / a[key] for a, b in zip(bare, seen, strict=True)]
+        print(f"  {name}: bare {med('bare', key):.2f}, aqbench {med('aqbench', key):.2f}; ratio per pair "
+              + ", ".join(f"{x:.3f}" for x in ratios)
+              + f"; median {statistics.median(ratios):.3f}, max {max(ratios):.3f} (goal <= 1.10)")
+    print(f"  per request: bare {1000 * med('bare', 'tree') / bare[0]['requests']:.1f} ms, aqbench "
+          f"{1000 * med('aqbench', 'tree') / seen[0]['requests']:.1f} ms of CPU ({seen[0]['requests']:.0f} requests "
+          "with warmup)")
+    print(f"  aqbench's own process: {med('aqbench', 'own'):.2f} CPU-s (median); the rest of its tree "
+          f"{med('aqbench', 'tree') - med('aqbench', 'own'):.2f} against bare {med('bare', 'tree'):.2f}")
+    print(f"  AIPerf launch -> exit: bare {med('bare', 'aiperf'):.2f} s, under aqbench {med('aqbench', 'aiperf'):.2f} s")
+    print(f"  aqbench start-up: command -> server spawn {med('aqbench', 'spawn'):.3f} s, -> ready "
+          f"{med('aqbench', 'ready'):.2f} s (bare {med('bare', 'ready'):.2f} s), -> AIPerf launch "
+          f"{med('aqbench', 'launch'):.2f} s")
+    if sides["baseline"]:
+        ratios = [c["tree"] / a["tree"] for a, c in zip(bare, sides["baseline"], strict=True)]
+        print("  baseline: tree ratio per pair " + ", ".join(f"{x:.3f}" for x in ratios)
+              + f", median {statistics.median(ratios):.3f}; own {med('baseline', 'own'):.2f} CPU-s")
 
 
 if __name__ == "__main__":

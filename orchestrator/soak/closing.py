@@ -6,6 +6,8 @@ the latest `CLOSE_WAIT_S` after its end. A request of the window still open then
 is not reopened: once it ends it counts in the oldest open window, as `carried` in that window's
 accounting (Joiner.close_window(carry=True)), so every request still counts in exactly one window. The
 last window of an AIPerf run closes once that run has ended (its own count of what it sent is checked).
+A close publishes the window's summary and asks for a look (Looks); the verdicts and checkpoints run beside the
+closes, so a slow look or report never delays the next close.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import anyio
 
 from orchestrator.soak.tracker import SoakTracker
 
-__all__ = ["CLOSE_WAIT_S", "wait_closable"]
+__all__ = ["CLOSE_WAIT_S", "Looks", "wait_closable"]
 
 # The longest a window waits after its end for its last requests; the close itself (the join caught up,
 # the tracker caught up, the summary frozen) takes the rest of the second.
@@ -55,3 +57,33 @@ async def wait_closable(tracker: SoakTracker, aiperf_windows: str | Sequence[str
             tg.start_soon(seen_all)
             tg.start_soon(ended)
     return covered
+
+
+class Looks:
+    """The looks (verdicts, checkpoint) that window closes ask for, run one at a time by one looker task:
+    the closes asked for while a look runs are coalesced into the next (it judges every window closed by then)."""
+
+    def __init__(self) -> None:
+        self._asked = 0
+        self._ended = False
+        self._wake = anyio.Event()
+
+    def ask(self) -> None:
+        """A window has closed: look once the look now running (if any) has ended. Never blocks."""
+        self._asked += 1
+        self._wake.set()
+
+    def end(self) -> None:
+        """No more closes: the looker runs what is still asked for, then `next` returns False."""
+        self._ended = True
+        self._wake.set()
+
+    async def next(self) -> bool:
+        """Wait for a look to run (True), or for the end with none left (False)."""
+        while not self._asked:
+            if self._ended:
+                return False
+            await self._wake.wait()
+            self._wake = anyio.Event()
+        self._asked = 0
+        return True

@@ -67,7 +67,7 @@ from orchestrator.run import Interrupt, RunScope, new_run_id, open_run
 from orchestrator.run.observer import ObserverSampler
 from orchestrator.soak.capability import PROBE_PLAN, probe_before_load
 from orchestrator.soak.checkpoint import CheckpointReportFailed, write_checkpoint_report
-from orchestrator.soak.closing import CLOSE_WAIT_S, wait_closable
+from orchestrator.soak.closing import CLOSE_WAIT_S, Looks, wait_closable
 from orchestrator.soak.early_stop import decisive, look_confidence, look_limits, plan_stops
 from orchestrator.soak.heap import keep_large_blocks_off_heap, trim_heap
 from orchestrator.soak.leftovers import check_processes
@@ -346,20 +346,26 @@ class _Soak:
                 if s.handover_mib > 0 or s.handover_every_s > 0:
                     tg.start_soon(run_handovers, self, handing, tg, sg, seg, first, launch)
             closed = 0
-            while not sg.done.is_set():
-                # The next window closes on time (orchestrator/soak/closing.py), the segment's last one
-                # once its runs have ended; until the announcer has opened it (or while the first request
-                # is awaited), look again in 1 s.
-                end_ns = cuts[closed].end_ns if closed < len(cuts) and closed < count - 1 else None
-                if end_ns is None:
-                    with anyio.move_on_after(1.0):
-                        await sg.done.wait()
-                    continue
-                await wait_closable(self.tracker, sg.names, end_ns, done=sg.done)
-                if not sg.done.is_set():
-                    await self._finalise(cuts[closed], correlator, sg.sending, launch_ns=launch_ns, exit_ns=None,
-                                         carry_by_ns=end_ns + int(CLOSE_WAIT_S * 1e9))
-                    closed += 1
+            looks = Looks()
+            async with anyio.create_task_group() as judging:
+                # Verdicts and checkpoints run beside the closes: a slow look never makes a close late.
+                judging.start_soon(self._looker, looks)
+                while not sg.done.is_set():
+                    # The next window closes on time (orchestrator/soak/closing.py), the segment's last one
+                    # once its runs have ended; until the announcer has opened it (or while the first request
+                    # is awaited), look again in 1 s.
+                    end_ns = cuts[closed].end_ns if closed < len(cuts) and closed < count - 1 else None
+                    if end_ns is None:
+                        with anyio.move_on_after(1.0):
+                            await sg.done.wait()
+                        continue
+                    await wait_closable(self.tracker, sg.names, end_ns, done=sg.done)
+                    if not sg.done.is_set():
+                        await self._close(cuts[closed], correlator, sg.sending, launch_ns=launch_ns, exit_ns=None,
+                                          carry_by_ns=end_ns + int(CLOSE_WAIT_S * 1e9))
+                        looks.ask()
+                        closed += 1
+                looks.end()  # the looker runs the look still due, then returns
             announcer.cancel()
             handing.cancel()
         name = sg.sending
@@ -485,9 +491,28 @@ class _Soak:
                 await self._open_window(start, segment, cuts, end)
 
     async def _finalise(self, cut: Cut, correlator: Correlator, aiperf: str, *, launch_ns: int, exit_ns: int | None,
-                        last: bool = False, outcome: AiperfResult | None = None,
-                        carry_by_ns: int | None = None) -> None:
-        """Close one window's accounting and aggregates, journal them, and checkpoint when due.
+                        last: bool = False, outcome: AiperfResult | None = None) -> None:
+        """Close one window (a segment's windows past its load's end), then look and checkpoint when due."""
+        await self._close(cut, correlator, aiperf, launch_ns=launch_ns, exit_ns=exit_ns, last=last, outcome=outcome)
+        await self._after_close(last=last)
+
+    async def _looker(self, looks: Looks) -> None:
+        """The looks the closes ask for, one at a time, several closes coalesced into one look."""
+        while await looks.next():
+            await self._after_close(last=False)
+
+    async def _after_close(self, *, last: bool) -> None:
+        """Journal the verdicts so far (and end the soak when decided), and checkpoint when due."""
+        if self.stop.is_set() or self.decided:
+            return
+        await self._look(decide=not last)  # a segment's last window: its load has ended, nothing to halt
+        if time.monotonic() >= self._next_checkpoint and not last and not self.decided:
+            self._next_checkpoint += self.settings.checkpoint_every_s
+            await self._checkpoint()
+
+    async def _close(self, cut: Cut, correlator: Correlator, aiperf: str, *, launch_ns: int, exit_ns: int | None,
+                     last: bool = False, outcome: AiperfResult | None = None, carry_by_ns: int | None = None) -> None:
+        """Close one window's accounting and aggregates and journal them (SoakWindowClosed); no verdict work.
         `carry_by_ns`: a close on time, by then at the latest, carrying what is still open (closing.py)."""
         accounting = await (correlator.close_window(cut.name) if carry_by_ns is None else correlator.close_window(
             cut.name, timeout_s=max(0.0, (carry_by_ns - time.time_ns()) / 1e9), carry=True))
@@ -513,12 +538,6 @@ class _Soak:
         self.done += 1
         await self.bus.publish(SoakWindowClosed(source="soak", window=cut.name, index=cut.index,
                                                 summary=stats))
-        if self.stop.is_set() or self.decided:
-            return
-        await self._look(decide=not last)  # a segment's last window: its load has ended, nothing to halt
-        if time.monotonic() >= self._next_checkpoint and not last and not self.decided:
-            self._next_checkpoint += self.settings.checkpoint_every_s
-            await self._checkpoint()
 
     async def _look(self, *, decide: bool = True) -> None:
         """At a window's close: journal the verdicts so far (provisional: the live page shows them from the first

@@ -1,14 +1,14 @@
 """What a run keeps of AIPerf's artifact folder: inputs.json gives way to a note of its size and hash, the raw
-export is gzipped (ingest reads it as it was), and a folder without them is left as it is."""
+export is zstd-compressed (ingest reads it as it was), and a folder without them is left as it is."""
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 from pathlib import Path
 
 import msgspec
 import pytest
+import zstandard
 
 from adapters.aiperf.command import build_command
 from adapters.aiperf.retention import INPUTS_NOTE, InputsNote, trim_artifacts
@@ -20,8 +20,8 @@ pytestmark = pytest.mark.inprocess
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_inputs_note_and_gzipped_raw_export(tmp_path: Path) -> None:
-    """The note holds inputs.json's size and sha256; the gzip decompresses to the export byte for byte, and
+def test_inputs_note_and_compressed_raw_export(tmp_path: Path) -> None:
+    """The note holds inputs.json's size and sha256; the .zst decompresses to the export byte for byte, and
     two trims of the same export give the same bytes (no timestamp inside)."""
     inputs = b'{"data": [' + b'"UklGRi4AAABXQVZF",' * 5000 + b'"x"]}'
     raw = b"".join(b'{"metadata":{"x_request_id":"%d"},"payload":"AAAA"}\n' % i for i in range(200))
@@ -36,9 +36,9 @@ def test_inputs_note_and_gzipped_raw_export(tmp_path: Path) -> None:
         note = msgspec.json.decode((folder / INPUTS_NOTE).read_bytes(), type=InputsNote)
         assert note.bytes == len(inputs) and note.sha256 == hashlib.sha256(inputs).hexdigest()
         assert sorted(p.name for p in folder.iterdir()) == [INPUTS_NOTE, "profile_export.jsonl",
-                                                            "profile_export_raw.jsonl.gz"]
-        gz.append((folder / "profile_export_raw.jsonl.gz").read_bytes())
-        assert gzip.decompress(gz[-1]) == raw
+                                                            "profile_export_raw.jsonl.zst"]
+        gz.append((folder / "profile_export_raw.jsonl.zst").read_bytes())
+        assert zstandard.ZstdDecompressor().decompress(gz[-1]) == raw
     assert gz[0] == gz[1]
 
 

@@ -11,7 +11,15 @@ from pathlib import Path
 import pytest
 from reference_run import aqbench, only_run, write_config
 
-from orchestrator.events import AbPhase, AccountingChecked, PhaseStarted, ServerRecord, ServerSpawned, VerdictReached
+from orchestrator.events import (
+    AbPhase,
+    AccountingChecked,
+    AiperfStarted,
+    PhaseStarted,
+    ServerRecord,
+    ServerSpawned,
+    VerdictReached,
+)
 from orchestrator.spine.journal import read_journal
 
 # Beside the serial lane: its blocks interleave A and B on fresh servers every pair, so load from other runs moves
@@ -34,6 +42,8 @@ def test_ab_catches_a_planted_tail_regression(tmp_path: Path) -> None:
     assert result["outcome"] == "regressed" and changes["latency.model_call.p90"] == "regressed", changes
     assert changes["errors.all"] != "regressed" and len(result["pairs"]) == 3
     events, _torn = read_journal(run / "events.jsonl")
+    started = [e for e in events if isinstance(e, AiperfStarted)]  # every block with no-spin timing, the default
+    assert started and all("AQBENCH_TIMING_WAIT=1" in e.shell for e in started)
     [plan] = [e.detail for e in events if isinstance(e, PhaseStarted) and isinstance(e.detail, AbPhase)]
     first_block = next(i for i, e in enumerate(events) if isinstance(e, PhaseStarted) and e.phase == "aiperf")
     assert events.index(next(e for e in events if isinstance(e, PhaseStarted) and e.detail is plan)) < first_block

@@ -17,6 +17,7 @@ import pytest
 from orchestrator.dataset.clip_cache import CLIP_MANIFEST, read_manifest
 from orchestrator.events import (
     AccountingChecked,
+    AiperfStarted,
     AnswerIncomplete,
     CapabilityProbed,
     GateEvaluated,
@@ -151,6 +152,8 @@ def test_default_qualify_passes_and_a_tenth_wrong_fails_non_inferiority(tmp_path
     events, _ = read_journal(run_dir / "events.jsonl")
     acc = [e for e in events if isinstance(e, AccountingChecked) and e.window == "reference-audioqa/aiperf"]
     assert len(acc) == 1 and acc[0].balanced and acc[0].in_flight == 0
+    started = [e for e in events if isinstance(e, AiperfStarted)]  # no-spin timing, the default
+    assert started and all("AQBENCH_TIMING_WAIT=1" in e.shell for e in started)
     profiling = [e for e in events if isinstance(e, RequestCorrelated)
                  and e.window == "reference-audioqa/aiperf" and e.phase == "profiling"]
     assert len(profiling) == 48 and all(e.ok and e.answer for e in profiling)

@@ -76,6 +76,8 @@ def test_clean_run_every_request_correlated(aa_runs: tuple[CleanRun, CleanRun]) 
     assert not torn
     [exited] = _of(events, AiperfExited)
     assert exited.classification == "complete"
+    # AIPerf ran with aqbench's no-spin timing ([workload] timing = "wait", the default).
+    assert all("AQBENCH_TIMING_WAIT=1" in e.shell for e in _of(events, AiperfStarted))
     [acc] = _of(events, AccountingChecked)
     assert acc.balanced and acc.issued == {"warmup": 2, "profiling": 40} and acc.expected == acc.issued
     # AIPerf's count is its own log's (requests sent), not the manifest's (records kept).

@@ -52,7 +52,9 @@ def _windows_consecutive(events: list[dict[str, Any]], run_dir: Path, *,
     # be started again).
     handovers = [e for e in events if e["kind"] == "soak_handover"]
     abandoned = [e for e in events if e["kind"] == "warned" and e["code"] == "soak_handover_failed"]
-    assert len([e for e in events if e["kind"] == "aiperf_started"]) == 1 + len(handovers) + len(abandoned)
+    started = [e for e in events if e["kind"] == "aiperf_started"]
+    assert len(started) == 1 + len(handovers) + len(abandoned)
+    assert all("AQBENCH_TIMING_WAIT=1" in e["shell"] for e in started)  # a soak always waits (no spin)
     return rows
 
 

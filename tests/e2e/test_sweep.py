@@ -65,6 +65,7 @@ def test_swapped_answers_under_load_bracket_the_capacity(tmp_path: Path) -> None
     started = [e for e in events if isinstance(e, AiperfStarted)]
     assert [e.window for e in started] == ["reference-audioqa/c1-1", "reference-audioqa/c2-1"]
     assert len({e.pid for e in started}) == 1 and "--config" in started[0].argv
+    assert all("AQBENCH_TIMING_WAIT=1" in e.shell for e in started)  # a sweep's batches always wait (no spin)
     assert started[1].load[:2] == ["--concurrency", "2"]
     # The capability probe's requests first (qualify's probe, before any load), then each point's.
     probe, *accounts = [e for e in events if isinstance(e, AccountingChecked)]

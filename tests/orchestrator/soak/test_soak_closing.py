@@ -11,7 +11,7 @@ import pytest
 from orchestrator.config import CorrectnessCriteria
 from orchestrator.events import ClientRecord
 from orchestrator.soak import SoakTracker
-from orchestrator.soak.closing import wait_closable
+from orchestrator.soak.closing import Looks, wait_closable
 from orchestrator.soak.sessions import SessionLedger
 from orchestrator.spine.bus import Bus
 
@@ -93,3 +93,42 @@ class TestWaitClosable:
         began = time.monotonic()
         assert not await wait_closable(tracker, RUN, time.time_ns() + 10 * S, done=done)
         assert time.monotonic() - began < 1.0
+
+
+@pytest.mark.anyio
+class TestLooks:
+    async def test_closes_go_on_while_a_slow_look_runs_and_are_coalesced_into_the_next(self) -> None:
+        """A look that takes long never holds a close: three closes asked during it return at once, and one
+        look (not three) follows for them; after `end` the looker runs what is due and stops."""
+        looks = Looks()
+        ran: list[int] = []
+        closes_at: list[float] = []
+        release = anyio.Event()
+
+        async def looker() -> None:
+            while await looks.next():
+                ran.append(len(closes_at))
+                if len(ran) == 1:
+                    await release.wait()  # the first look is slow
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(looker)
+            looks.ask()
+            await anyio.wait_all_tasks_blocked()
+            began = time.monotonic()
+            for _ in range(3):
+                looks.ask()  # a close: never waits for the look in progress
+                closes_at.append(time.monotonic() - began)
+            assert ran == [0] and max(closes_at) < 0.1
+            release.set()
+            await anyio.wait_all_tasks_blocked()
+            assert ran == [0, 3]
+            looks.ask()
+            looks.end()
+        assert ran == [0, 3, 3]
+
+    async def test_end_with_nothing_asked_stops_the_looker(self) -> None:
+        """A segment that closed no window on time ends its looker without a look."""
+        looks = Looks()
+        looks.end()
+        assert not await looks.next()
