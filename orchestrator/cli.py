@@ -29,6 +29,7 @@ from orchestrator.commands import (
     sweep,
 )
 from orchestrator.commands.grammar import deprecation_lines
+from orchestrator.spine.stderr import choose_stderr, say
 
 __all__ = ["main", "build_parser"]
 
@@ -84,10 +85,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return 2
-    # Here, not at the top: `aqbench --help` and a bad command line never load structlog and the journal's types.
-    from orchestrator.spine.logs import configure_logging, get_logger, say
-
-    configure_logging(fmt=args.log_format, level=args.log_level)
+    # structlog (with rich and pygments: 0.15 CPU-s) loads where a command first logs (spine.logs applies this
+    # choice then), not here: `aqbench ingest` of whole files never logs (bench/ingest.py measures its process).
+    choose_stderr(fmt=args.log_format, level=args.log_level)
     for line in deprecation_lines(args):
         say(f"aqbench: warning: {line}")
     try:
@@ -99,6 +99,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except Exception as exc:  # a bug, not a verdict: exit 3 ("the run itself failed"), never Python's 1
         # A run's own scope has already journaled Failed and RunFinished(error, 3) before this point.
+        from orchestrator.spine.logs import get_logger
+
         get_logger("aqbench.cli").error("unexpected_error", error=repr(exc), exc_info=exc)
         say(f"aqbench: internal error: {type(exc).__name__}: {exc}; this is a bug in aqbench "
             f"(the run's journal and aqbench.log keep the details)")

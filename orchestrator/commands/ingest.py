@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     from orchestrator.commands.log_codecs import log_codecs
     from orchestrator.ingest import Ingest, expand_inputs, new_joiner, run_follow, write_parquet
     from orchestrator.ingest.render import render_summary
-    from orchestrator.spine.logs import say
+    from orchestrator.spine.stderr import say
 
     json_target(args.json)
     since = parse_time(args.since) if args.since else None

@@ -1,12 +1,11 @@
-"""structlog configuration, done once: console or JSON on stderr, JSON lines to the run's aqbench.log (a
-logging.FileHandler attached for the run's duration). Logs narrate; facts are events."""
+"""structlog configuration: console or JSON on stderr as spine.stderr's choice says, JSON lines to the run's
+aqbench.log (a logging.FileHandler attached for the run's duration). Logs narrate; facts are events."""
 
 from __future__ import annotations
 
 import logging
 import sys
 from collections.abc import Mapping, MutableMapping
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -15,6 +14,7 @@ import structlog
 from structlog.typing import Processor, WrappedLogger
 
 from orchestrator.spine.redaction import Redactor
+from orchestrator.spine.stderr import StderrChoice, choose_stderr, on_choice, say
 
 __all__ = ["configure_logging", "attach_run_log", "detach_run_log", "get_logger", "say"]
 
@@ -24,7 +24,6 @@ _encoder = msgspec.json.Encoder()
 _redactor = Redactor.from_environ()
 _run_handler: logging.Handler | None = None
 _stderr_handler: logging.Handler | None = None
-_stderr_json = False  # stderr carries JSON lines: the human lines go there as JSON records too
 
 
 def _redact(logger: WrappedLogger, method: str, event_dict: MutableMapping[str, Any]) -> Mapping[str, Any]:
@@ -52,21 +51,22 @@ def configure_logging(*, fmt: str | None = None, level: str | None = None) -> No
 
     `level` is what stderr shows (None: warning on a terminal, where the live view owns the screen, info
     otherwise); the run's aqbench.log keeps info and above whatever it is, so a quiet console never thins
-    the log that `aqbench ingest` reads later."""
-    global _redactor, _stderr_handler, _stderr_json
+    the log that `aqbench ingest` reads later. The CLI makes the same choice through spine.stderr, which
+    this module applies when it loads (so a command that never logs never loads structlog)."""
+    choose_stderr(fmt=fmt, level=level)
+
+
+def _apply(choice: StderrChoice) -> None:
+    global _redactor, _stderr_handler
     _redactor = Redactor.from_environ()
-    if fmt is None:
-        fmt = "console" if sys.stderr.isatty() else "json"
-    if level is None:
-        level = "warning" if sys.stderr.isatty() else "info"
-    _stderr_json = fmt == "json"
-    renderer = structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty()) if fmt == "console" else _json()
+    tty = sys.stderr.isatty()
+    renderer = structlog.dev.ConsoleRenderer(colors=tty) if choice.fmt == "console" else _json()
     root = logging.getLogger(_ROOT)
     if _stderr_handler is not None:
         root.removeHandler(_stderr_handler)
     # The stream is looked up at each write, so a test's or caller's replaced sys.stderr is honoured.
     _stderr_handler = _StderrHandler()
-    _stderr_handler.setLevel(_LEVELS.get(level, logging.INFO))
+    _stderr_handler.setLevel(_LEVELS.get(choice.level, logging.INFO))
     _stderr_handler.setFormatter(_formatter(renderer))
     root.addHandler(_stderr_handler)
     root.setLevel(min(_stderr_handler.level, logging.INFO))
@@ -85,16 +85,6 @@ def configure_logging(*, fmt: str | None = None, level: str | None = None) -> No
         wrapper_class=structlog.stdlib.BoundLogger,
         cache_logger_on_first_use=False,
     )
-
-
-def say(text: str) -> None:
-    """A line for the person running aqbench, on stderr in that stream's one format: as it is beside console
-    logs, or as a JSON record (`"event": "say"`, the line in `text`) beside JSON logs. Blocks (a write)."""
-    if _stderr_json:
-        now = datetime.now(UTC).isoformat().replace("+00:00", "Z")
-        text = _encoder.encode({"text": text, "event": "say", "level": "info", "timestamp": now}).decode()
-    sys.stderr.write(text + "\n")
-    sys.stderr.flush()
 
 
 class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
@@ -136,3 +126,7 @@ def detach_run_log() -> None:
 def get_logger(name: str = _ROOT) -> structlog.stdlib.BoundLogger:
     """A structlog logger under the `aqbench` logging hierarchy (`aqbench.qualify`, ...)."""
     return structlog.stdlib.get_logger(name if name == _ROOT or name.startswith(_ROOT + ".") else f"{_ROOT}.{name}")
+
+
+# Last: applying a choice made before this module loaded needs everything above.
+on_choice(_apply)

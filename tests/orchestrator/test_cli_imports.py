@@ -64,3 +64,18 @@ def test_a_sweep_loads_neither_scipy_stats_nor_optimize() -> None:
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60,
                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, check=True)
     assert ast.literal_eval(out.stdout) == []
+
+
+def test_ingest_of_whole_files_loads_no_logging_stack_nor_process_owners() -> None:
+    """`aqbench ingest` of a records file and an AIPerf export, run to its summary, loads neither structlog (with
+    rich and pygments) nor AIPerf's process owner (psutil, anyio's backends): 0.2 CPU-s of its start
+    (bench/ingest.py)."""
+    code = ("import sys, io, contextlib\nfrom orchestrator.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    code = main(['ingest', 'tests/data/ingest/reference-records-1.jsonl',"
+            " 'tests/data/aiperf/profile_export.jsonl'])\n"
+            "heavy = ('structlog', 'rich', 'pygments', 'psutil', 'asyncio', 'adapters.aiperf.run')\n"
+            "print([code, sorted(m for m in sys.modules if m.startswith(heavy))])")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, check=True)
+    assert ast.literal_eval(out.stdout) == [0, []]

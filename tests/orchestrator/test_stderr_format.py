@@ -1,5 +1,5 @@
 """One format per stream, as --log-format promises: every line aqbench writes on stderr for a person goes
-through orchestrator.spine.logs.say, so beside JSON logs it is a JSON record and beside console logs plain text."""
+through say() (orchestrator.spine.stderr), so beside JSON logs it is a JSON record and beside console logs plain text."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from orchestrator.cli import main
 from orchestrator.spine.logs import detach_run_log
 
 ROOT = Path(__file__).resolve().parents[2]
-# Modules that own stderr themselves: the logging setup, and the live terminal views (on a terminal only).
-OWNERS = {"orchestrator/spine/logs.py"}
+# Modules that own stderr themselves: the logging setup and say(), and the live terminal views (on a terminal only).
+OWNERS = {"orchestrator/spine/logs.py", "orchestrator/spine/stderr.py"}
 
 
 @pytest.fixture(autouse=True)
