@@ -7,10 +7,12 @@ The view Structs below mirror only the fields aqbench reads; they never leave th
 from __future__ import annotations
 
 from collections.abc import Mapping
-from operator import attrgetter
+from itertools import compress, count, repeat
+from operator import attrgetter, is_not
 
 import msgspec
 
+from orchestrator.base.columns import float_column, int_column
 from orchestrator.events import ClientRecord
 from orchestrator.spine.ports import ClientColumns
 
@@ -263,46 +265,41 @@ def decode_export_columns(block: bytes | memoryview, *, via: str) -> ClientColum
     """Whole profile_export.jsonl lines as columns, valued as decode_export_record(event_time=True) values
     each line; a row that is not plainly ok keeps its record in `odd`. Raises msgspec errors or
     RecordParseError where a line is not JSON, a field read here has the wrong type or the request id is
-    missing (the caller then reads the block line by line to name it). A field not read here is not checked."""
+    missing (the caller then reads the block line by line to name it), OverflowError for an integer beyond
+    int64. A field not read here is not checked."""
     rows = _block_decoder.decode_lines(block)
-    # map(attrgetter) loops run in C: a block's columns cost a fraction of its decode.
-    meta = list(map(_metadata, rows))
-    ids = list(map(_request_id, meta))
+    # Each column is one C loop over the rows (map of an attrgetter, straight into its array where it is one).
+    ids = list(map(_request_id, rows))
     if not all(ids):
         raise RecordParseError("profile_export.jsonl: record without metadata.x_request_id: it cannot be joined")
-    latency = list(map(_request_latency, map(_metrics, rows)))
-    if None not in latency and set(map(_unit, latency)) == {"ms"}:  # the usual block: C loops only
-        latency_ms = list(map(_value, latency))
-    elif {m.unit for m in latency if m is not None} <= {"ms"}:
-        latency_ms = [m.value if m is not None else None for m in latency]
+    latency = list(map(_request_latency, rows))
+    if None not in latency and set(map(_unit, latency)) == {"ms"}:  # the usual block
+        latency_ms = float_column(latency, _value)
     else:
-        latency_ms = [_ms(m) for m in latency]
-    errors, traces = list(map(_error, rows)), list(map(_trace_data, rows))
-    no_trace = traces.count(None) == len(traces)
-    odd: dict[int, ClientRecord] = {}
-    # Not plainly ok: an error, a cancellation or an HTTP status of 400 or more (category_of's non-ok cases).
-    if errors.count(None) != len(errors) or any(map(_was_cancelled, meta)) or not no_trace:
-        odd = {i: _block_client(r, via) for i, r in enumerate(rows)
-               if r.error is not None or r.metadata.was_cancelled
-               or (r.trace_data is not None and (r.trace_data.response_status_code or 0) >= 400)}
-    phases = list(map(_benchmark_phase, meta))
+        latency_ms = float_column(latency, _ms)
+    # Not plainly ok: an error, a cancellation or an HTTP status of 400 or more (category_of's non-ok cases),
+    # found without a Python step per row.
+    odd_at = set(compress(count(), map(is_not, map(_error, rows), repeat(None))))
+    odd_at.update(compress(count(), map(_was_cancelled, rows)))
+    traces = list(map(_trace_data, rows))
+    if traces.count(None) != len(traces):
+        odd_at.update(i for i, t in enumerate(traces) if t is not None and (t.response_status_code or 0) >= 400)
+    phases = list(map(_benchmark_phase, rows))
     return ClientColumns(
         request_id=ids,  # all set: checked above
         phase=phases if set(phases) <= _PHASE_SET else [_PHASES.get(p or "", "unknown") for p in phases],
-        request_start_ns=list(map(_request_start_ns, meta)),
-        request_end_ns=list(map(_request_end_ns, meta)),
+        request_start_ns=int_column(rows, _request_start_ns),
+        request_end_ns=int_column(rows, _request_end_ns),
         request_latency_ms=latency_ms,
-        status_code=[None] * len(rows) if no_trace else [
-            t.response_status_code if t is not None else None for t in traces],
-        odd=odd,
+        odd={i: _block_client(rows[i], via) for i in sorted(odd_at)},
     )
 
 
-_metadata, _metrics, _error, _trace_data = (attrgetter(n) for n in ("metadata", "metrics", "error", "trace_data"))
+_error, _trace_data = attrgetter("error"), attrgetter("trace_data")
 _unit, _value = attrgetter("unit"), attrgetter("value")
 _request_id, _request_latency, _was_cancelled, _benchmark_phase, _request_start_ns, _request_end_ns = (
-    attrgetter(n) for n in ("x_request_id", "request_latency", "was_cancelled", "benchmark_phase",
-                            "request_start_ns", "request_end_ns"))
+    attrgetter(n) for n in ("metadata.x_request_id", "metrics.request_latency", "metadata.was_cancelled",
+                            "metadata.benchmark_phase", "metadata.request_start_ns", "metadata.request_end_ns"))
 _PHASE_SET = frozenset(_PHASES)
 
 

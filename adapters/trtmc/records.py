@@ -10,7 +10,9 @@ from pathlib import Path
 from typing import IO, Any
 
 import msgspec
+import numpy as np
 
+from orchestrator.base.columns import float_column, int_column
 from orchestrator.events import AudioFacts, ServerRecord
 from orchestrator.spine.ports import ServerColumns
 
@@ -176,24 +178,26 @@ _block = msgspec.json.Decoder(_BlockView)
 def decode_server_columns(block: bytes | memoryview) -> ServerColumns:
     """Whole records lines as columns, valued as decode_server_record values each line; raises msgspec
     errors where a line is not JSON or a field read here has the wrong type (the caller then reads the block
-    line by line to name it). A field not read here is not checked."""
+    line by line to name it), OverflowError for an integer beyond int64. A field not read here is not checked."""
     rows = _block.decode_lines(block)
-    # map(attrgetter) loops run in C; `or 0` / `or ""` (as parse_server_record) only where a null is there.
-    status, error_code = list(map(_status, rows)), list(map(_error_code, rows))
+    # One C loop per column straight into its array; `or 0` / `or ""` (as parse_server_record) only where a
+    # null is there.
+    error_code = list(map(_error_code, rows))
+    times = np.empty((3, len(rows)))
+    for i, get in enumerate(_TIMES):
+        times[i] = float_column(rows, get)
     return ServerColumns(
         request_id=list(map(_request_id, rows)),
-        status=[v or 0 for v in status] if None in status else status,
+        status=int_column(rows, _status, absent=0),
         error_code=[v or "" for v in error_code] if None in error_code else error_code,
-        handler_ms=list(map(_handler_ms, rows)),
-        model_call_ms=list(map(_model_call_ms, rows)),
-        worker_roundtrip_ms=list(map(_worker_roundtrip_ms, rows)),
-        end_unix_ns=list(map(_end_unix_ns, rows)),
+        times=times,
+        end_unix_ns=int_column(rows, _end_unix_ns),
     )
 
 
-_request_id, _status, _error_code, _handler_ms, _model_call_ms, _worker_roundtrip_ms, _end_unix_ns = (
-    attrgetter(n) for n in ("request_id", "status", "error_code", "handler_ms", "model_call_ms",
-                            "worker_roundtrip_ms", "end_unix_ns"))
+_request_id, _status, _error_code, _end_unix_ns = (
+    attrgetter(n) for n in ("request_id", "status", "error_code", "end_unix_ns"))
+_TIMES = tuple(attrgetter(n) for n in ("handler_ms", "model_call_ms", "worker_roundtrip_ms"))
 
 
 def incarnation_from_name(name: str) -> int:

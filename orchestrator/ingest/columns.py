@@ -10,8 +10,8 @@ from itertools import chain
 from typing import Literal, NamedTuple
 
 import numpy as np
-import numpy.typing as npt
 
+from orchestrator.base.columns import INT_ABSENT, Floats, Ints
 from orchestrator.events import ClientRecord, ServerRecord
 from orchestrator.ingest.summary import TIMING_FIELDS
 from orchestrator.judge.accounting import category_of, cause_of
@@ -20,35 +20,25 @@ from orchestrator.spine.ports import ClientColumns, ServerColumns
 
 __all__ = ["ColumnJoin", "ColumnAnswer", "summarize_array"]
 
-_NONE = np.iinfo(np.int64).min  # an absent integer in an int64 column
 _PHASES = ("warmup", "profiling", "unknown")
 _PHASE_CODE = {p: i for i, p in enumerate(_PHASES)}
-_Floats = npt.NDArray[np.float64]
-_Ints = npt.NDArray[np.int64]
 
 
-def _ints(col: list[int | None]) -> _Ints:
-    """Raises OverflowError for an integer beyond int64 (the caller then takes the Joiner's way)."""
-    if None in col:
-        col = [_NONE if v is None else v for v in col]
-    return np.array(col, dtype=np.int64)
-
-
-def span(arr: _Ints) -> tuple[int, int] | None:
+def span(arr: Ints) -> tuple[int, int] | None:
     """The least and greatest known, nonzero value of an int column (the reader's time span)."""
-    known = arr[(arr != _NONE) & (arr != 0)]
+    known = arr[(arr != INT_ABSENT) & (arr != 0)]
     return (int(known.min()), int(known.max())) if known.size else None
 
 
-def _int_list(arr: _Ints) -> list[int | None]:
-    return [None if v == _NONE else v for v in arr.tolist()]
+def _int_list(arr: Ints) -> list[int | None]:
+    return [None if v == INT_ABSENT else v for v in arr.tolist()]
 
 
-def _float_list(arr: _Floats) -> list[float | None]:
+def _float_list(arr: Floats) -> list[float | None]:
     return [None if v != v else v for v in arr.tolist()]
 
 
-def summarize_array(values: _Floats) -> Summary:
+def summarize_array(values: Floats) -> Summary:
     """judge.stats.summarize over a float array (NaN standing for an absent value): the same figures."""
     xs = values[~np.isnan(values)]
     if not xs.size:
@@ -59,7 +49,7 @@ def summarize_array(values: _Floats) -> Summary:
                    min=float(xs.min()), max=float(xs.max()))
 
 
-def _percentiles(xs: _Floats, qs: tuple[int, ...]) -> list[float]:
+def _percentiles(xs: Floats, qs: tuple[int, ...]) -> list[float]:
     """np.percentile(xs, qs, method="linear"), step for step (its index, weight and interpolation), without
     the numpy.ma import that np.percentile brings (a tenth of a second of ingest's start: bench/ingest.py)."""
     n = xs.size
@@ -78,21 +68,12 @@ def _percentiles(xs: _Floats, qs: tuple[int, ...]) -> list[float]:
     return out
 
 
-def _hashes(ids: list[str]) -> _Ints:
-    return np.fromiter(map(hash, ids), dtype=np.int64, count=len(ids))
-
-
 class _Servers:
-    __slots__ = ("base", "incarnation", "ids", "hash", "status", "error_code", "times", "end")
+    __slots__ = ("base", "incarnation", "ids", "status", "error_code", "times", "end")
 
     def __init__(self, base: int, cols: ServerColumns, incarnation: int) -> None:
         self.base, self.incarnation, self.ids = base, incarnation, cols.request_id
-        self.hash = _hashes(self.ids)
-        self.status = np.array(cols.status, dtype=np.int64)
-        self.error_code = cols.error_code
-        # handler_ms, model_call_ms, worker_roundtrip_ms; NaN where absent.
-        self.times = np.array([cols.handler_ms, cols.model_call_ms, cols.worker_roundtrip_ms], dtype=np.float64)
-        self.end = _ints(cols.end_unix_ns)
+        self.status, self.error_code, self.times, self.end = cols.status, cols.error_code, cols.times, cols.end_unix_ns
 
     def records(self) -> list[ServerRecord]:
         """The ServerRecords, with every field the join and the summary read."""
@@ -104,32 +85,31 @@ class _Servers:
 
 
 class _Clients:
-    __slots__ = ("base", "ids", "hash", "phase", "start", "end", "latency", "status", "odd")
+    __slots__ = ("base", "ids", "phase", "start", "end", "latency", "odd")
 
     def __init__(self, base: int, cols: ClientColumns) -> None:
         self.base, self.ids, self.odd = base, cols.request_id, cols.odd
-        self.hash = _hashes(self.ids)
-        self.phase = np.array(list(map(_PHASE_CODE.__getitem__, cols.phase)), dtype=np.uint8)  # KeyError: not a Phase
-        self.start, self.end = _ints(cols.request_start_ns), _ints(cols.request_end_ns)
-        self.latency = np.array(cols.request_latency_ms, dtype=np.float64)
-        self.status = cols.status_code
+        n = len(self.ids)
+        self.phase = np.fromiter(map(_PHASE_CODE.__getitem__, cols.phase), np.uint8, n)  # KeyError: not a Phase
+        self.start, self.end, self.latency = cols.request_start_ns, cols.request_end_ns, cols.request_latency_ms
 
-    def lifecycle_ms(self) -> _Floats:
+    def lifecycle_ms(self) -> Floats:
         """(end - start) / 1e6 where both are known, as the Joiner computes it (int difference, then / 1e6)."""
         out = np.full(len(self.ids), np.nan)
-        both = (self.start != _NONE) & (self.end != _NONE)
+        both = (self.start != INT_ABSENT) & (self.end != INT_ABSENT)
         out[both] = (self.end[both] - self.start[both]) / 1e6
         return out
 
     def records(self) -> list[ClientRecord]:
-        """The ClientRecords: each odd row whole, the others with every field the join and the summary read."""
+        """The ClientRecords: each odd row whole, the others with every field the join and the summary read
+        (an ok row's HTTP status, below 400 or none, is not among them)."""
         odd = self.odd
         return [odd[i] if i in odd else ClientRecord(
                     request_id=rid, via="ingest", phase=_PHASES[ph], request_start_ns=s,  # type: ignore[arg-type]
-                    request_end_ns=e, request_latency_ms=lat, status_code=st)
-                for i, (rid, ph, s, e, lat, st) in enumerate(zip(
+                    request_end_ns=e, request_latency_ms=lat)
+                for i, (rid, ph, s, e, lat) in enumerate(zip(
                     self.ids, self.phase.tolist(), _int_list(self.start), _int_list(self.end), _float_list(self.latency),
-                    self.status, strict=True))]
+                    strict=True))]
 
 
 class ColumnAnswer(NamedTuple):
@@ -151,22 +131,20 @@ class ColumnJoin:
         self.servers = self.clients = 0
         self._answer: ColumnAnswer | bool | None = False  # False: not computed since the last block
 
-    def add_servers(self, cols: ServerColumns, incarnation: int) -> tuple[int, int] | Literal[False] | None:
-        """Keep a block of server halves; returns the span of its end times (None: no time), or False, with
-        nothing kept, when a value does not fit a column (the caller then hands every half to the Joiner)."""
-        try:
-            block = _Servers(self._rows, cols, incarnation)
-        except (OverflowError, KeyError, TypeError):
-            return False
+    def add_servers(self, cols: ServerColumns, incarnation: int) -> tuple[int, int] | None:
+        """Keep a block of server halves; returns the span of its end times (None: no time)."""
+        block = _Servers(self._rows, cols, incarnation)
         self._keep(block)
         self.servers += len(block.ids)
         return span(block.end)
 
     def add_clients(self, cols: ClientColumns) -> tuple[int, int] | Literal[False] | None:
-        """As add_servers, for client halves (the span of their start and end times)."""
+        """Keep a block of client halves; returns the span of their start and end times (None: no time), or
+        False, with nothing kept, where a phase is not one of ours (the caller then hands every half to the
+        Joiner)."""
         try:
             block = _Clients(self._rows, cols)
-        except (OverflowError, KeyError, TypeError):
+        except KeyError:
             return False
         self._keep(block)
         self.clients += len(block.ids)
@@ -177,12 +155,14 @@ class ColumnJoin:
         self._rows += len(block.ids)
         self._answer = False
 
-    def _match(self, servers: list[_Servers], clients: list[_Clients]) -> _Ints | None:
+    def _match(self, servers: list[_Servers], clients: list[_Clients]) -> Ints | None:
         """Each client row's server row (-1: none), joined on the ids' hashes (sorted, searched) and checked on
-        the ids themselves; None where two ids of one half share a hash (a repeated id, or a collision)."""
-        empty = np.zeros(0, np.int64)
-        sh = np.concatenate([b.hash for b in servers]) if servers else empty
-        ch = np.concatenate([b.hash for b in clients]) if clients else empty
+        the ids themselves; None where two ids of one half share a hash (a repeated id, or a collision). A dict
+        of the ids took three times as long (its lookups miss the cache; the sorted search walks in order)."""
+        server_ids = np.fromiter(chain.from_iterable(b.ids for b in servers), dtype=object, count=self.servers)
+        client_ids = np.fromiter(chain.from_iterable(b.ids for b in clients), dtype=object, count=self.clients)
+        sh = np.fromiter(map(hash, server_ids), np.int64, server_ids.size)
+        ch = np.fromiter(map(hash, client_ids), np.int64, client_ids.size)
         order, corder = np.argsort(sh), np.argsort(ch)
         ss, cs = sh[order], ch[corder]
         if (ss[1:] == ss[:-1]).any() or (cs[1:] == cs[:-1]).any():
@@ -195,8 +175,6 @@ class ColumnJoin:
         row[corder] = np.where(ss[at] == cs, order[at], -1)
         hit = row >= 0
         # Object arrays: the gather and the comparison run in C (lists of the ids took twice as long).
-        server_ids = np.fromiter(chain.from_iterable(b.ids for b in servers), dtype=object, count=ss.size)
-        client_ids = np.fromiter(chain.from_iterable(b.ids for b in clients), dtype=object, count=ch.size)
         if not (server_ids[row[hit]] == client_ids[hit]).all():
             return None  # equal hashes of different ids: the Joiner decides
         return row

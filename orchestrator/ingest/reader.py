@@ -13,11 +13,12 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from operator import attrgetter
-from typing import Any, BinaryIO, Protocol
+from typing import Any, BinaryIO, Literal, Protocol
 
 import msgspec
 import numpy as np
 
+from orchestrator.base.columns import float_column, int_column
 from orchestrator.correlate import Joiner
 from orchestrator.dataset import parse_session_key
 from orchestrator.events import (
@@ -31,7 +32,7 @@ from orchestrator.events import (
     ServerRecord,
 )
 from orchestrator.ingest.columns import ColumnAnswer, ColumnJoin
-from orchestrator.ingest.inputs import read_chunks
+from orchestrator.ingest.inputs import line_blocks, read_chunks
 from orchestrator.ingest.summary import (
     BadCause,
     BadLine,
@@ -57,6 +58,9 @@ _DERIVED = (RequestCorrelated, RequestUnmatched, AccountingChecked, RequestsInFl
 _replace = msgspec.structs.replace
 # The record formats whose halves the column join keeps (their block decoders give columns).
 _COLUMNAR = ("server_records", "aiperf_records")
+_status, _end_unix_ns, _request_start_ns, _request_end_ns, _request_latency_ms = (
+    attrgetter(n) for n in ("status", "end_unix_ns", "request_start_ns", "request_end_ns", "request_latency_ms"))
+_SERVER_TIMES = tuple(attrgetter(n) for n in ("handler_ms", "model_call_ms", "worker_roundtrip_ms"))
 
 
 
@@ -167,6 +171,7 @@ class Ingest:
         # The events.jsonl written here is a journal like a run's: credentials never reach it.
         self._redactor = Redactor.from_environ()
         self._cols: ColumnJoin | None = None
+        self._newlines = np.empty(0, np.bool_)
         if not keep_events and out is None and since_ns is None and until_ns is None:
             self._cols = ColumnJoin()
 
@@ -185,11 +190,20 @@ class Ingest:
         # One pause for the whole file, not one per chunk: each re-enable would let a collection
         # walk every half still waiting for its other half (the records file is read before the
         # export, so that is all of them).
-        # Columns are decoded a block at a time: 1 MiB pieces shrink per-block costs (bench/ingest.py).
-        size = _BLOCK if self._cols is not None else _CHUNK
         with _gc_paused():
-            for chunk in read_chunks(path, size):
-                self.feed(path, chunk)
+            if self._cols is None:
+                for chunk in read_chunks(path, _CHUNK):
+                    self.feed(path, chunk)
+            else:
+                # Columns are decoded a block of whole lines at a time: 1 MiB pieces shrink per-block costs
+                # (bench/ingest.py); the first block goes the per-line way, to detect the format.
+                for block in line_blocks(path, _BLOCK):
+                    if block[-1] != 10:  # the last line, without its newline
+                        f.pending = bytes(block)
+                    elif f.format is not None and f.format.decode_block is not None:
+                        self._block(f, block)
+                    else:
+                        self.feed(path, bytes(block))
             self.end(f.path)
 
     def feed(self, path: str, chunk: bytes) -> None:
@@ -236,11 +250,15 @@ class Ingest:
         """Complete lines of a file whose format decodes blocks into columns (ending in a newline each)."""
         fmt = f.format
         assert fmt is not None and fmt.decode_block is not None
-        n = int(np.count_nonzero(np.frombuffer(block, np.uint8) == 10))  # 4x bytes.count
+        data = np.frombuffer(block, np.uint8)
+        if self._newlines.size < data.size:
+            self._newlines = np.empty(data.size, np.bool_)
+        newlines = self._newlines[:data.size]  # reused: no 1 MiB allocation (and its page faults) per block
+        n = int(np.count_nonzero(np.equal(data, 10, out=newlines)))  # 4x bytes.count
         with _gc_paused():
             try:
                 cols = fmt.decode_block(block)
-            except _DECODE_ERRORS:
+            except (*_DECODE_ERRORS, OverflowError):  # an integer beyond a column's int64: the per-line path
                 cols = None
             # Rows and lines differ (a blank line, two values on one line): the per-line path names them.
             if cols is not None and len(cols.request_id) == n and self._add_columns(f, fmt.name, cols):
@@ -367,6 +385,7 @@ class Ingest:
     def _add_columns(self, f: _File, fmt: str, cols: ServerColumns | ClientColumns) -> bool:
         """Keep a block of halves in the column join; False, with nothing kept, when it cannot take them."""
         assert self._cols is not None
+        times: tuple[int, int] | Literal[False] | None
         if isinstance(cols, ServerColumns):
             times, kind = self._cols.add_servers(cols, f.incarnation), "server_record"
         else:
@@ -381,20 +400,22 @@ class Ingest:
 
     def _columns(self, f: _File, fmt: str, items: list[Any]) -> bool:
         """Decoded records (the per-line path) into the column join; False when they cannot go there."""
-        if fmt == "server_records":
-            if any(r.incarnation for r in items):
-                return False  # a line that names its own incarnation: the Joiner's way
-            return self._add_columns(f, fmt, ServerColumns(
-                request_id=[r.request_id for r in items], status=[r.status for r in items],
-                error_code=[r.error_code for r in items], handler_ms=[r.handler_ms for r in items],
-                model_call_ms=[r.model_call_ms for r in items],
-                worker_roundtrip_ms=[r.worker_roundtrip_ms for r in items],
-                end_unix_ns=[r.end_unix_ns for r in items]))
-        return self._add_columns(f, fmt, ClientColumns(
-            request_id=[r.request_id for r in items], phase=[r.phase for r in items],
-            request_start_ns=[r.request_start_ns for r in items], request_end_ns=[r.request_end_ns for r in items],
-            request_latency_ms=[r.request_latency_ms for r in items], status_code=[r.status_code for r in items],
-            odd={i: r for i, r in enumerate(items) if category_of(r) != "ok"}))
+        try:
+            if fmt == "server_records":
+                if any(r.incarnation for r in items):
+                    return False  # a line that names its own incarnation: the Joiner's way
+                return self._add_columns(f, fmt, ServerColumns(
+                    request_id=[r.request_id for r in items], status=int_column(items, _status),
+                    error_code=[r.error_code for r in items],
+                    times=np.array([float_column(items, get) for get in _SERVER_TIMES]),
+                    end_unix_ns=int_column(items, _end_unix_ns)))
+            return self._add_columns(f, fmt, ClientColumns(
+                request_id=[r.request_id for r in items], phase=[r.phase for r in items],
+                request_start_ns=int_column(items, _request_start_ns), request_end_ns=int_column(items, _request_end_ns),
+                request_latency_ms=float_column(items, _request_latency_ms),
+                odd={i: r for i, r in enumerate(items) if category_of(r) != "ok"}))
+        except OverflowError:  # an integer beyond int64: the Joiner's way
+            return False
 
     def _spill(self) -> None:
         """Hand every half the column join holds to the Joiner, in arrival order; columns end here."""

@@ -14,6 +14,7 @@ import anyio
 import msgspec
 from anyio.abc import TaskStatus
 
+from orchestrator.base.columns import Floats, Ints
 from orchestrator.config import WorkloadConfig
 from orchestrator.events import ClientRecord, Event, GpuIdentity, GpuProcessMemory, LogLine
 
@@ -583,28 +584,26 @@ class OwnerFiles(msgspec.Struct, frozen=True, kw_only=True):
 
 class ServerColumns(NamedTuple):
     """A block of server-records lines as columns, row i = line i, valued as decode_line's ServerRecord:
-    what ingest's join and summary read, without one event per line."""
+    what ingest's join and summary read, without one event per line. `times` holds handler_ms, model_call_ms
+    and worker_roundtrip_ms (3 rows, NaN where absent); an absent end_unix_ns is base.columns.INT_ABSENT."""
 
     request_id: list[str]
-    status: list[int]
+    status: Ints
     error_code: list[str]
-    handler_ms: list[float | None]
-    model_call_ms: list[float | None]
-    worker_roundtrip_ms: list[float | None]
-    end_unix_ns: list[int | None]
+    times: Floats
+    end_unix_ns: Ints
 
 
 class ClientColumns(NamedTuple):
-    """A block of client-record lines as columns, row i = line i, valued as decode_line's ClientRecord;
-    `odd` holds the whole record of each row whose outcome is not plainly ok (an error, a status of 400 or
-    more, a cancellation), which the join classifies one by one."""
+    """A block of client-record lines as columns, row i = line i, valued as decode_line's ClientRecord (absent
+    values as in ServerColumns); `odd` holds the whole record of each row whose outcome is not plainly ok (an
+    error, a status of 400 or more, a cancellation), which the join classifies one by one."""
 
     request_id: list[str]
     phase: list[str]
-    request_start_ns: list[int | None]
-    request_end_ns: list[int | None]
-    request_latency_ms: list[float | None]
-    status_code: list[int | None]
+    request_start_ns: Ints
+    request_end_ns: Ints
+    request_latency_ms: Floats
     odd: dict[int, ClientRecord]
 
 

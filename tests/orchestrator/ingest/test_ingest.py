@@ -152,6 +152,21 @@ class TestInputs:
         assert sorted(r["request_id"] for r in rows) == ["r0", "r1", "r2", "r3"]
         assert {r["item_id"] for r in rows} == {"item-0", "item-1", "item-2", "item-3"}
 
+    def test_line_blocks_hold_whole_lines_in_one_buffer_grown_for_a_long_line(self, tmp_path: Path) -> None:
+        """Blocks end at newlines whatever the read size; a line longer than the buffer grows it; the unterminated
+        last line comes last and alone; compressed input reads the same."""
+        from orchestrator.ingest.inputs import line_blocks
+
+        body = b"a\n" + b"x" * 40 + b"\nbb\n\ncc\n" + b"y" * 100 + b"\nlast"
+        for name, data in (("p.jsonl", body), ("p.jsonl.gz", gzip.compress(body))):
+            path = tmp_path / name
+            path.write_bytes(data)
+            blocks = [bytes(b) for b in line_blocks(str(path), 16)]
+            assert b"".join(blocks) == body and blocks[-1] == b"last"
+            assert all(b.endswith(b"\n") for b in blocks[:-1]) and max(map(len, blocks)) > 16
+        (tmp_path / "empty").write_bytes(b"")
+        assert list(line_blocks(str(tmp_path / "empty"), 16)) == []
+
     def test_since_until_filter_and_count(self, tmp_path: Path) -> None:
         """Events outside --since/--until are counted as filtered, not silently lost."""
         exp = tmp_path / "profile_export.jsonl"
