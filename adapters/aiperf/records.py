@@ -268,8 +268,10 @@ def decode_export_columns(block: bytes | memoryview, *, via: str) -> ClientColum
     missing (the caller then reads the block line by line to name it), OverflowError for an integer beyond
     int64. A field not read here is not checked."""
     rows = _block_decoder.decode_lines(block)
-    # Each column is one C loop over the rows (map of an attrgetter, straight into its array where it is one).
-    ids = list(map(_request_id, rows))
+    # Each column is one C loop over the rows (map of an attrgetter, straight into its array where it is one);
+    # `metadata` is taken once for its five fields.
+    meta = list(map(_metadata, rows))
+    ids = list(map(_request_id, meta))
     if not all(ids):
         raise RecordParseError("profile_export.jsonl: record without metadata.x_request_id: it cannot be joined")
     latency = list(map(_request_latency, rows))
@@ -280,26 +282,25 @@ def decode_export_columns(block: bytes | memoryview, *, via: str) -> ClientColum
     # Not plainly ok: an error, a cancellation or an HTTP status of 400 or more (category_of's non-ok cases),
     # found without a Python step per row.
     odd_at = set(compress(count(), map(is_not, map(_error, rows), repeat(None))))
-    odd_at.update(compress(count(), map(_was_cancelled, rows)))
+    odd_at.update(compress(count(), map(_was_cancelled, meta)))
     traces = list(map(_trace_data, rows))
     if traces.count(None) != len(traces):
         odd_at.update(i for i, t in enumerate(traces) if t is not None and (t.response_status_code or 0) >= 400)
-    phases = list(map(_benchmark_phase, rows))
+    phases = list(map(_benchmark_phase, meta))
     return ClientColumns(
         request_id=ids,  # all set: checked above
         phase=phases if set(phases) <= _PHASE_SET else [_PHASES.get(p or "", "unknown") for p in phases],
-        request_start_ns=int_column(rows, _request_start_ns),
-        request_end_ns=int_column(rows, _request_end_ns),
+        request_start_ns=int_column(meta, _request_start_ns),
+        request_end_ns=int_column(meta, _request_end_ns),
         request_latency_ms=latency_ms,
         odd={i: _block_client(rows[i], via) for i in sorted(odd_at)},
     )
 
 
-_error, _trace_data = attrgetter("error"), attrgetter("trace_data")
-_unit, _value = attrgetter("unit"), attrgetter("value")
-_request_id, _request_latency, _was_cancelled, _benchmark_phase, _request_start_ns, _request_end_ns = (
-    attrgetter(n) for n in ("metadata.x_request_id", "metrics.request_latency", "metadata.was_cancelled",
-                            "metadata.benchmark_phase", "metadata.request_start_ns", "metadata.request_end_ns"))
+_metadata, _error, _trace_data = attrgetter("metadata"), attrgetter("error"), attrgetter("trace_data")
+_request_latency, _unit, _value = attrgetter("metrics.request_latency"), attrgetter("unit"), attrgetter("value")
+_request_id, _was_cancelled, _benchmark_phase, _request_start_ns, _request_end_ns = (
+    attrgetter(n) for n in ("x_request_id", "was_cancelled", "benchmark_phase", "request_start_ns", "request_end_ns"))
 _PHASE_SET = frozenset(_PHASES)
 
 

@@ -642,13 +642,15 @@ class Ingest:
 
     def finish(self, *, close: Callable[[], Any] | None = None) -> IngestSummary:
         """End every input, close the join (pending halves become unmatched) and summarise."""
-        for path in list(self._files):
-            self.end(path)
-        if self._cols is not None and self._cols.answer() is None:
-            self._spill()  # a repeated id: the Joiner decides duplicates and merges, in arrival order
-        self._derived((close or self.joiner.flush)())
-        self.flush_out()
-        return self.summary()
+        # No cyclic GC while the join runs: each collection would walk every kept id (no cycles are made here).
+        with _gc_paused():
+            for path in list(self._files):
+                self.end(path)
+            if self._cols is not None and self._cols.answer() is None:
+                self._spill()  # a repeated id: the Joiner decides duplicates and merges, in arrival order
+            self._derived((close or self.joiner.flush)())
+            self.flush_out()
+            return self.summary()
 
     def summary(self) -> IngestSummary:
         """The summary so far (follow mode prints it at the end)."""
