@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     # Imported here, not at the top: the ingest package and the log adapters load only for it, and not the
     # other commands' adapters (wiring.py): bench/ingest.py measures the whole process.
     from orchestrator.commands.log_codecs import log_codecs
-    from orchestrator.ingest import Ingest, expand_inputs, new_joiner, run_follow, write_parquet
+    from orchestrator.ingest import Ingest, expand_inputs, gc_paused, new_joiner, run_follow, write_parquet
     from orchestrator.ingest.render import render_summary
     from orchestrator.spine.stderr import say
 
@@ -110,9 +110,12 @@ def run(args: argparse.Namespace) -> int:
                 return 0
 
             return run_main(body)
-        for path in expand_inputs(args.paths, known_name=codecs.is_known_name):
-            ingest.feed_path(path)
-        report()
+        # One pause of the cyclic GC for every file and the join: a collection between files would walk every
+        # half kept so far (bench/ingest.py).
+        with gc_paused():
+            for path in expand_inputs(args.paths, known_name=codecs.is_known_name):
+                ingest.feed_path(path)
+            report()
         return 0
     finally:
         if out is not None:

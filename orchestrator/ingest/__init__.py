@@ -4,7 +4,7 @@ columns (columns), followed live (follow), summarised (summary, render) and writ
 from orchestrator.ingest.follow import run_follow
 from orchestrator.ingest.inputs import expand_inputs, read_chunks
 from orchestrator.ingest.parquet import write_parquet
-from orchestrator.ingest.reader import Ingest, new_joiner
+from orchestrator.ingest.reader import Ingest, gc_paused, new_joiner
 from orchestrator.ingest.summary import (
     BadLine,
     BadLineError,
@@ -15,5 +15,5 @@ from orchestrator.ingest.summary import (
 
 __all__ = [
     "BadLine", "BadLineError", "SourceSummary", "IngestSummary", "Ingest", "expand_inputs", "read_chunks",
-    "latency_statistics", "new_joiner", "run_follow", "write_parquet",
+    "latency_statistics", "new_joiner", "run_follow", "write_parquet", "gc_paused",
 ]

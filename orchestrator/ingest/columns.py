@@ -155,6 +155,11 @@ class ColumnJoin:
         self._rows += len(block.ids)
         self._answer = False
 
+    def release(self) -> None:
+        """Free the halves once the answer is computed (it stays); no block may be added after."""
+        assert self._answer is not False, "release() before answer()"
+        self._blocks.clear()
+
     def _match(self, servers: list[_Servers], clients: list[_Clients]) -> Ints | None:
         """Each client row's server row (-1: none), joined on the ids' hashes (sorted, searched) and checked on
         the ids themselves; None where two ids of one half share a hash (a repeated id, or a collision). A dict

@@ -45,7 +45,7 @@ from orchestrator.judge.accounting import category_of
 from orchestrator.spine.ports import ClientColumns, LineDecoder, LogCodecs, ServerColumns
 from orchestrator.spine.redaction import Redactor
 
-__all__ = ["Ingest", "new_joiner"]
+__all__ = ["Ingest", "new_joiner", "gc_paused"]
 
 # Output is flushed in 256 KiB batches, the size of an input chunk.
 _CHUNK = 1 << 18
@@ -58,9 +58,6 @@ _DERIVED = (RequestCorrelated, RequestUnmatched, AccountingChecked, RequestsInFl
 _replace = msgspec.structs.replace
 # The record formats whose halves the column join keeps (their block decoders give columns).
 _COLUMNAR = ("server_records", "aiperf_records")
-_status, _end_unix_ns, _request_start_ns, _request_end_ns, _request_latency_ms = (
-    attrgetter(n) for n in ("status", "end_unix_ns", "request_start_ns", "request_end_ns", "request_latency_ms"))
-_SERVER_TIMES = tuple(attrgetter(n) for n in ("handler_ms", "model_call_ms", "worker_roundtrip_ms"))
 
 
 
@@ -96,9 +93,10 @@ def _is_json(line: bytes) -> bool:
 
 
 @contextmanager
-def _gc_paused() -> Iterator[None]:
+def gc_paused() -> Iterator[None]:
     """No cyclic GC while a chunk is decoded: ingest keeps every half until it is joined, and each
-    collection would walk all of them (3x slower in bench/ingest.py). Decoding creates no cycles."""
+    collection would walk all of them (3x slower in bench/ingest.py). Decoding creates no cycles. Nests: only
+    the outermost pause enables the GC again (the first collection after it walks what was made meanwhile)."""
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -190,7 +188,7 @@ class Ingest:
         # One pause for the whole file, not one per chunk: each re-enable would let a collection
         # walk every half still waiting for its other half (the records file is read before the
         # export, so that is all of them).
-        with _gc_paused():
+        with gc_paused():
             if self._cols is None:
                 for chunk in read_chunks(path, _CHUNK):
                     self.feed(path, chunk)
@@ -255,7 +253,7 @@ class Ingest:
             self._newlines = np.empty(data.size, np.bool_)
         newlines = self._newlines[:data.size]  # reused: no 1 MiB allocation (and its page faults) per block
         n = int(np.count_nonzero(np.equal(data, 10, out=newlines)))  # 4x bytes.count
-        with _gc_paused():
+        with gc_paused():
             try:
                 cols = fmt.decode_block(block)
             except (*_DECODE_ERRORS, OverflowError):  # an integer beyond a column's int64: the per-line path
@@ -291,7 +289,7 @@ class Ingest:
         assert fmt is not None
         start = f.lineno
         f.lineno += n
-        with _gc_paused():
+        with gc_paused():
             if fmt.kind == "records":
                 # Fast path: every line decodes; the first that does not (a blank or bad line) sends
                 # the whole run through the per-line path, which finds, classifies and counts it.
@@ -405,14 +403,17 @@ class Ingest:
                 if any(r.incarnation for r in items):
                     return False  # a line that names its own incarnation: the Joiner's way
                 return self._add_columns(f, fmt, ServerColumns(
-                    request_id=[r.request_id for r in items], status=int_column(items, _status),
+                    request_id=[r.request_id for r in items], status=int_column([r.status for r in items]),
                     error_code=[r.error_code for r in items],
-                    times=np.array([float_column(items, get) for get in _SERVER_TIMES]),
-                    end_unix_ns=int_column(items, _end_unix_ns)))
+                    times=np.array([float_column([r.handler_ms for r in items]),
+                                    float_column([r.model_call_ms for r in items]),
+                                    float_column([r.worker_roundtrip_ms for r in items])]),
+                    end_unix_ns=int_column([r.end_unix_ns for r in items])))
             return self._add_columns(f, fmt, ClientColumns(
                 request_id=[r.request_id for r in items], phase=[r.phase for r in items],
-                request_start_ns=int_column(items, _request_start_ns), request_end_ns=int_column(items, _request_end_ns),
-                request_latency_ms=float_column(items, _request_latency_ms),
+                request_start_ns=int_column([r.request_start_ns for r in items]),
+                request_end_ns=int_column([r.request_end_ns for r in items]),
+                request_latency_ms=float_column([r.request_latency_ms for r in items]),
                 odd={i: r for i, r in enumerate(items) if category_of(r) != "ok"}))
         except OverflowError:  # an integer beyond int64: the Joiner's way
             return False
@@ -641,13 +642,17 @@ class Ingest:
         return self._correlated
 
     def finish(self, *, close: Callable[[], Any] | None = None) -> IngestSummary:
-        """End every input, close the join (pending halves become unmatched) and summarise."""
+        """End every input, close the join (pending halves become unmatched) and summarise. Nothing is fed
+        after it."""
         # No cyclic GC while the join runs: each collection would walk every kept id (no cycles are made here).
-        with _gc_paused():
+        with gc_paused():
             for path in list(self._files):
                 self.end(path)
-            if self._cols is not None and self._cols.answer() is None:
-                self._spill()  # a repeated id: the Joiner decides duplicates and merges, in arrival order
+            if self._cols is not None:
+                if self._cols.answer() is None:
+                    self._spill()  # a repeated id: the Joiner decides duplicates and merges, in arrival order
+                else:
+                    self._cols.release()  # the answer is kept; the halves are freed here, GC still paused
             self._derived((close or self.joiner.flush)())
             self.flush_out()
             return self.summary()
