@@ -6,7 +6,8 @@ The view Structs below mirror only the fields aqbench reads; they never leave th
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Literal
 
 import msgspec
 
@@ -154,7 +155,7 @@ def status_of(trace_status: int | None, error: ExportError | None) -> int | None
     return error.code if error is not None else None
 
 
-def _ms(metric: _Metric | None) -> float | None:
+def _ms(metric: _Metric | _UsualMetric | None) -> float | None:
     if metric is None or metric.value is None:
         return None
     return metric.value * _UNIT_TO_MS.get(metric.unit, 1.0)
@@ -242,10 +243,38 @@ class _BlockLine(msgspec.Struct, gc=False):
     error: ExportError | None = None
 
 
+class _UsualMetric(msgspec.Struct, gc=False):
+    value: float | None = None
+    unit: Literal["ms"] = "ms"
+
+
+class _UsualMetadata(msgspec.Struct, gc=False):
+    x_request_id: str | None = None
+    request_start_ns: int | None = None
+    request_end_ns: int | None = None
+    benchmark_phase: Literal["warmup", "profiling"] | None = "unknown"  # type: ignore[assignment]  # as _BlockMetadata
+    was_cancelled: bool = False
+
+
+class _UsualMetrics(msgspec.Struct, gc=False):
+    request_latency: _UsualMetric | None = None
+
+
+class _UsualLine(msgspec.Struct, gc=False):
+    """_BlockLine where the latency is in ms and the phase one of AIPerf's two (every line AIPerf 0.13.0 writes):
+    the unit and phase are the interned Literal values, not a new string per line (bench/ingest.py)."""
+
+    metadata: _UsualMetadata
+    metrics: _UsualMetrics = msgspec.field(default_factory=_UsualMetrics)
+    trace_data: _BlockTrace | None = None
+    error: ExportError | None = None
+
+
 _block_decoder = msgspec.json.Decoder(_BlockLine)
+_usual_decoder = msgspec.json.Decoder(_UsualLine)
 
 
-def _block_client(r: _BlockLine, via: str) -> ClientRecord:
+def _block_client(r: _BlockLine | _UsualLine, via: str) -> ClientRecord:
     """A row that is not plainly ok, with the fields the join and the summary read, as _export_client gives them."""
     md, err = r.metadata, r.error
     return ClientRecord(
@@ -265,7 +294,10 @@ def decode_export_columns(block: bytes | memoryview, *, via: str) -> ClientColum
     RecordParseError where a line is not JSON, a field read here has the wrong type or the request id is
     missing (the caller then reads the block line by line to name it), OverflowError for an integer beyond
     int64. A field not read here is not checked."""
-    rows = _block_decoder.decode_lines(block)
+    try:
+        rows: Sequence[_UsualLine | _BlockLine] = _usual_decoder.decode_lines(block)
+    except msgspec.ValidationError:  # another unit or phase (or a bad line: then this raises too)
+        rows = _block_decoder.decode_lines(block)
     # List comprehensions: their attribute loads are specialized for a Struct's slots (twice map(attrgetter)'s
     # pace); `metadata` is taken once for its five fields.
     meta = [r.metadata for r in rows]
