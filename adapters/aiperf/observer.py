@@ -1,7 +1,5 @@
 """The live tap: an AIPerf `record_observer` plugin writing one JSON line per record to a folder.
-
-Loaded by AIPerf in each record-processor process (entry point group `aiperf.plugins`, manifest
-plugins.yaml). Disabled unless AQBENCH_TAP_DIR names a folder. Imports AIPerf; nothing else may import it.
+Loaded by AIPerf in each record processor (plugins.yaml); off unless AQBENCH_TAP_DIR names a folder.
 """
 
 from __future__ import annotations
@@ -24,6 +22,7 @@ if TYPE_CHECKING:  # AIPerf's own types, named for the reader (AIPerf is not typ
 
 __all__ = ["TAP_ENV", "LiveTapObserver"]
 
+# Entry point group `aiperf.plugins`, manifest plugins.yaml. This module imports AIPerf; nothing else may import it.
 TAP_ENV = "AQBENCH_TAP_DIR"
 _METRICS = {"request_latency": "request_latency_ms", "time_to_first_token": "ttft_ms",
             "output_sequence_length": "output_tokens"}

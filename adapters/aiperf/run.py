@@ -1,7 +1,5 @@
 """Run one AIPerf command as a supervised subprocess and stream its records onto the bus.
-
-Own session, deadline, SIGINT then SIGKILL; its log lines become LogLine events; the live tap and
-the profile_export.jsonl tailer become ClientRecord events. Judged by files (artifacts.py).
+Own session, deadline, SIGINT then SIGKILL; logs become LogLine events, records ClientRecord; judged by files.
 """
 
 from __future__ import annotations
