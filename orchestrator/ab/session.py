@@ -1,9 +1,5 @@
 """`aqbench ab`'s session: both servers supervised, A and B blocks of real AIPerf load in the seeded order,
 each block its own window, accounted with warmup excluded; all journaled. Decides nothing (verdict.py).
-
-Why aqbench's own blocks and not AIPerf's multi-run: a `--variant` may set `url`, but AIPerf 0.13.0 runs
-variations in their declared order (A B A B: B always later, so linear drift falls on B) and spawns one
-process tree for the whole sweep, where aqbench accounts and correlates one window per AIPerf run.
 """
 
 from __future__ import annotations
@@ -101,6 +97,9 @@ def check_comparable(a: Config, b: Config, *, sequential: bool = False) -> None:
                          f"{', '.join(diff)}; an A/B changes the server only")
 
 
+# Why aqbench's own blocks and not AIPerf's multi-run: a `--variant` may set `url`, but AIPerf 0.13.0 runs variations
+# in their declared order (A B A B: B always later, so linear drift falls on B) and spawns one process tree for the
+# whole sweep, where aqbench accounts and correlates one window per AIPerf run.
 async def run_ab_session(a: Config, b: Config, opts: AbOptions, interrupt: Interrupt, toolkit: Toolkit,
                          *, compare: CompareConfig) -> Path:
     """Run the session; returns its journal. Raises UsageError before anything starts on bad input."""
