@@ -1,9 +1,5 @@
 """report.html from a RunReport: one self-contained file (inline CSS and SVG; no scripts, no links out).
-
-Pictures: latency over time (client and server on one axis), latency distributions, a verdict grid of
-items by arm, memory over time; then the same tables as report.md. The markup lives in
-`templates/report.html` and `report_sections.html` (autoescaped); this module only picks the rows and values
-they show, and draws the charts.
+The markup lives in `templates/report.html` and `report_sections.html`; this module picks rows and draws charts.
 """
 
 from __future__ import annotations
@@ -64,6 +60,8 @@ _WINDOW_HEAD = ["Window", "Model", "Profiling ok/issued", "Errors", "Client p50/
                 "Audio s/s", "Balanced", "AIPerf"]
 
 
+# Pictures: latency over time (client and server on one axis), latency distributions, a verdict grid of items by arm,
+# memory over time; then the same tables as report.md. The templates are autoescaped.
 def render_html(report: RunReport) -> str:
     """The whole report.html text."""
     errors, warnings = split_notices(report)
