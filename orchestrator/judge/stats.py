@@ -17,6 +17,8 @@ __all__ = ["Summary", "percentile", "summarize", "StreamingQuantiles"]
 def percentile(sorted_values: Sequence[float], q: float) -> float:
     """Type-7 percentile of an already sorted, non-empty sequence; q in [0, 100].
 
+    Percentile method: numpy's `linear` (Hyndman & Fan type 7, what AIPerf's aggregates use): for sorted values
+    x[0..n-1] and q in [0, 100], h = (n - 1) * q / 100, p = x[floor(h)] + (h - floor(h)) * (x[ceil(h)] - x[floor(h)]).
     """
     if not sorted_values:
         raise ValueError("percentile of an empty sample")
