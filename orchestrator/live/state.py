@@ -1,10 +1,5 @@
 """The live page's state: a pure fold of journal events into what the page shows, and the small changes
-(`Change`) each event makes, which the page applies as they arrive. The rows the reports also show (soak
-windows and verdicts, sweep points and capacity, the server's restarts and exits) come from the reports' own
-folds (report_rows.py), fed the same events.
-
-Fed the journal it rebuilds the page of a run already under way; fed the bus it says what changed. Reads only
-events; no I/O, no clocks. Every list it holds is bounded (windows by the run's length, series thinned).
+(`Change`) each event makes, which the page applies as they arrive. No I/O, no clocks; every list is bounded.
 """
 
 from __future__ import annotations
@@ -82,6 +77,10 @@ _CAUSES_KEPT = 20  # restart causes and unexpected exits listed, the latest
 _Row = TypeVar("_Row", WindowRow, ModelRow, PointRow, VerdictRow, GpuRow)
 
 
+# Fed the journal it rebuilds the page of a run already under way; fed the bus it says what changed. The rows the
+# reports also show (soak windows and verdicts, sweep points and capacity, the server's restarts and exits) come from
+# the reports' own folds (report_rows.py), fed the same events. Lists are bounded by the run's length (windows) or
+# thinned (series, SERIES_CAP).
 class PageFold:
     """Feed events in seq order with `add` (it returns the changes they made); `state()` at any time."""
 
