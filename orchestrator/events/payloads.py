@@ -19,8 +19,7 @@ Json = dict[str, Any]  # foreign data only: see FOREIGN_JSON
 
 # Every event field that holds foreign JSON, as `Event.field`, with what it holds. Nothing else is a dict of
 # anything: what aqbench writes itself is a Struct.
-# `Json` (a dict of anything) is kept only where the content is foreign, in the fields listed here; a test holds every
-# event to that list.
+# A test holds every event to this list.
 FOREIGN_JSON: dict[str, str] = {
     "LogLine.fields": "a printed line's own JSON object (a server's or AIPerf's structured log)",
     "AiperfExited.aggregate": "AIPerf's own aggregate of the run (profile_export_aiperf.json), as it wrote it",

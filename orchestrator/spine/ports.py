@@ -15,7 +15,7 @@ import msgspec
 from anyio.abc import TaskStatus
 
 from orchestrator.config import WorkloadConfig
-from orchestrator.events import ClientRecord, Event, GpuIdentity, GpuProcessMemory, LogLine
+from orchestrator.events import ClientRecord, Event, GpuIdentity, GpuProcessMemory, Json, LogLine
 
 __all__ = [
     "OwnerFiles",
@@ -74,7 +74,7 @@ class ParsedLine(msgspec.Struct, frozen=True):
     """One printed line: `fields` when it was a JSON object, `level` when one could be read."""
 
     text: str
-    fields: dict[str, Any] | None = None
+    fields: Json | None = None  # the line's own JSON object, as printed (foreign)
     level: str = ""
 
 
@@ -91,7 +91,7 @@ class ServerKind(Protocol):
         """Judge one `GET /health/ready` answer."""
         ...
 
-    def listed_models(self, body: bytes) -> list[dict[str, Any]]:
+    def listed_models(self, body: bytes) -> list[Json]:
         """The model entries of a `GET /v1/models` answer; ValueError when the shape is wrong."""
         ...
 
@@ -351,7 +351,7 @@ class NativeSession(Protocol):
     async def __aexit__(self, et: type[BaseException] | None, e: BaseException | None,
                         tb: TracebackType | None) -> None: ...
     async def generate(self, prompt: str, audio_path: str | None, *,
-                       config: dict[str, Any] | None = None, request_id: str = "") -> NativeAnswer: ...
+                       config: Mapping[str, object] | None = None, request_id: str = "") -> NativeAnswer: ...
 
 
 class AiperfFacts(Protocol):
