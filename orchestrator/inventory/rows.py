@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 import msgspec
 
@@ -115,7 +114,7 @@ def _normal(members: list[Profile], default_precision: str) -> tuple[Profile, bo
     full = [p for p in members if _full(p)]
     pool = full or members
 
-    def key(p: Profile) -> tuple[Any, ...]:
+    def key(p: Profile) -> tuple[bool, bool, int, int, bool, tuple[int, str], int, str]:
         return (bool(p.partial_reasons), bool(p.l0_tier), p.tensor_parallel, p.context_parallel,
                 p.precision != default_precision,
                 _precision_rank(p.precision), len(p.name), p.name)

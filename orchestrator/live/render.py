@@ -36,6 +36,8 @@ def _pairs(counts: dict[str, int]) -> str:
     return ", ".join(f"{k} {n}" for k, n in counts.items())
 
 
+# The page's state arrives as the scrubbed JSON /state serves (PageState as builtins, page_types.py), so its
+# sections are plain dicts here.
 def _progress(run: dict[str, Any]) -> str:
     """The line under the progress bar, as page.js writes it (without the live lag)."""
     now = run["finished_unix_ns"] or time.time_ns()

@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 from importlib import resources
-from typing import Any
 
 import anyio
 import msgspec
@@ -174,7 +173,7 @@ class LivePage:
 def _since(request: web.Request) -> int:
     """Where a stream resumes: the Last-Event-ID a reconnecting browser sends, else `?since=` (the seq of the
     state the page loaded), else 0 (everything the ring holds)."""
-    raw: Any = request.headers.get("Last-Event-ID") or request.query.get("since") or "0"
+    raw = request.headers.get("Last-Event-ID") or request.query.get("since") or "0"
     try:
         return max(0, int(raw))
     except ValueError:

@@ -138,6 +138,7 @@ class PageFold:
 
     # ------------------------------------------------------------------------------- sections
 
+    # `fields`: a section Struct's own fields by name, checked by msgspec.structs.replace.
     def _set_run(self, **fields: Any) -> list[Change]:
         run = msgspec.structs.replace(self._run, **fields)
         self._run = msgspec.structs.replace(run, empty=why_empty(run))
@@ -410,12 +411,13 @@ def why_empty(run: RunInfo) -> dict[str, str]:
             "points": "no load point judged yet", "campaign": "no model queued yet"}
 
 
-def run_info(**fields: Any) -> RunInfo:
+def run_info(**fields: Any) -> RunInfo:  # RunInfo's own fields by name, checked by its constructor
     """A RunInfo with `fields`, saying why its tables are empty."""
     run = RunInfo(**fields)
     return msgspec.structs.replace(run, empty=why_empty(run))
 
 
+# Each handler takes its own event type, which one dict's value type cannot say.
 _HANDLERS: dict[type, Any] = {
     RunStarted: PageFold._on_run_started,
     RunFinished: PageFold._on_run_finished,

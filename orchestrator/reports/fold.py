@@ -571,6 +571,7 @@ def _detail(m: _Model, phase: str, kind: type[_P]) -> _P | None:
     return stage.detail if stage is not None and isinstance(stage.detail, kind) else None
 
 
+# Each handler takes its own event type, which one dict's value type cannot say.
 _HANDLERS: dict[type, Any] = {
     RunStarted: ReportFold._on_run_started,
     RunFinished: ReportFold._on_run_finished,
