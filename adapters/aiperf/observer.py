@@ -30,7 +30,7 @@ _encoder = msgspec.json.Encoder()
 _HIDDEN = MetricFlags.EXPERIMENTAL | MetricFlags.INTERNAL | MetricFlags.NO_INDIVIDUAL_RECORDS
 
 
-def _conversions() -> list[tuple[str, str, Any, Any]]:
+def _conversions() -> list[tuple[str, str, Any, Any]]:  # the units are AIPerf's MetricUnit values (untyped here)
     """(tag, tap key, unit, display unit) of each metric the tap carries: what AIPerf's
     `MetricRecordDict.to_display_dict` does for these three, without converting all ~25 metrics of a record
     into pydantic values (~160 us a record, in AIPerf's record processor)."""
@@ -49,6 +49,7 @@ class LiveTapObserver(AIPerfLifecycleMixin):  # type: ignore[misc]  # AIPerf is 
     and sees each one within microseconds of `observe` returning.
     """
 
+    # AIPerf's plugin loader passes its own keyword arguments (its classes are untyped here); the tap needs none.
     def __init__(self, service_id: str | None = None, run: BenchmarkRun | None = None, **kwargs: Any) -> None:
         folder = os.environ.get(TAP_ENV, "")
         if not folder or not Path(folder).is_dir():
@@ -65,7 +66,7 @@ class LiveTapObserver(AIPerfLifecycleMixin):  # type: ignore[misc]  # AIPerf is 
         trace = request.trace_data
         err = request.error
         parts = [r.data.get_text() for r in ctx.record.content_responses if r.data]
-        line: dict[str, Any] = {
+        line: dict[str, object] = {  # the shape records.py's _TapLine view reads
             "request_id": md.x_request_id or "",
             "correlation_id": md.x_correlation_id or "",
             "conversation_id": md.conversation_id or "",

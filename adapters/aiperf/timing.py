@@ -171,6 +171,7 @@ class RequestRateStrategy(_AiperfRateStrategy):  # type: ignore[misc]  # AIPerf 
     spin's two yields and the handover checks changed; a new AIPerf needs this re-read.
     """
 
+    # AIPerf builds its strategy with its own arguments (untyped here), passed through whole.
     def __new__(cls, *args: Any, **kwargs: Any) -> _AiperfRateStrategy:
         if not asked(os.environ):
             # Not an instance of this class, so Python runs no __init__ on it: build it whole here.

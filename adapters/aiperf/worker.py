@@ -55,6 +55,6 @@ class Worker(_AiperfWorker):  # type: ignore[misc]  # AIPerf is not type-checked
       side of bench/aiperf_processes.py --stock-gc.
     """
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:  # AIPerf's own arguments (untyped here), passed through
         settle_gc(collects_cycles(os.environ))
         super().__init__(*args, **kwargs)
