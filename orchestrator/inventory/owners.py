@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 import msgspec
 import yaml
@@ -46,7 +45,7 @@ class OwnerConfigs(msgspec.Struct, frozen=True, kw_only=True):
     errors: list[str] = []
 
 
-def _load(doc: SourceDocument) -> tuple[Any, str]:
+def _load(doc: SourceDocument) -> tuple[object, str]:
     try:
         return yaml.safe_load(doc.data.decode("utf-8", "replace")), ""
     except yaml.YAMLError as exc:
@@ -87,7 +86,7 @@ def _family_file(doc: SourceDocument) -> tuple[FamilyQualification | None, str]:
     if not isinstance(data, dict):
         return None, f"{doc.path}: top level is {type(data).__name__}, expected a mapping"
     raw = data.get("candidate")
-    candidate: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    candidate: dict[str, object] = raw if isinstance(raw, dict) else {}
     checkpoint, model = str(candidate.get("checkpoint") or ""), str(data.get("model") or "")
     line = _line_of(doc, checkpoint or model)
     return FamilyQualification(

@@ -17,6 +17,7 @@ __all__ = ["deep_merge", "owners_gate"]
 _MARGIN_KEYS = {"margin", "relative_margin", "min_native"}
 
 
+# The owners' YAML, open: each key is read and checked where a gate is resolved.
 def deep_merge(base: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
     """`update` over `base`: mappings merge key by key, anything else (lists too) replaces."""
     merged = copy.deepcopy(dict(base))

@@ -73,7 +73,7 @@ def _environment() -> Environment:
 _ENV = _environment()
 
 
-def render(template_name: str, **context: Any) -> str:
+def render(template_name: str, **context: Any) -> str:  # a template's own names and values, as Jinja2 takes them
     """The text of `template_name` (a file in `templates/`) rendered with `context`.
 
     Raises jinja2.UndefinedError when the template uses a name the context lacks.

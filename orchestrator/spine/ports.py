@@ -574,7 +574,7 @@ class OwnerFiles(msgspec.Struct, frozen=True, kw_only=True):
     """TRTMC's qualification files for one profile as read (adapters/trtmc/qual_files.py): tasks.yaml and
     config/models/<profile>.yaml parsed (foreign data), their paths in the checkout and its revision."""
 
-    tasks: dict[str, Any]
+    tasks: dict[str, Any]  # the owners' YAML, open: judge/owners.py checks each key it reads
     tasks_file: str
     profile: dict[str, Any] | None = None
     profile_file: str = ""
@@ -618,7 +618,7 @@ class LineDecoder(Protocol):
     @property
     def kind(self) -> str: ...
     @property
-    def decode_line(self) -> Callable[[bytes], Any]: ...
+    def decode_line(self) -> Callable[[bytes], Any]: ...  # each format's own record type
     @property
     def decode_block(self) -> Callable[[bytes | memoryview], ServerColumns | ClientColumns] | None: ...
 

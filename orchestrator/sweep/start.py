@@ -143,7 +143,7 @@ class _TimedProbe(ProbeSession):
     rows (not the probe's text-only or other-arm variants), known before any load: the baseline window's plan
     where no sample of its rows was timed (asked at the workload's concurrency, so an estimate only)."""
 
-    def __init__(self, **kw: Any) -> None:
+    def __init__(self, **kw: Any) -> None:  # ProbeSession's own keyword arguments, passed through
         super().__init__(**kw)
         self.latencies_s: list[float] = []
 
