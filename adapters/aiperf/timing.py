@@ -178,7 +178,7 @@ class RequestRateStrategy(_AiperfRateStrategy):  # type: ignore[misc]  # AIPerf 
             return _AiperfRateStrategy(*args, **kwargs)
         return super().__new__(cls)
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:  # as __new__: AIPerf's own arguments
         super().__init__(*args, **kwargs)
         cfg = self._config
         self._closed_loop = cfg.arrival_pattern == ArrivalPattern.CONCURRENCY_BURST and cfg.concurrency is not None

@@ -267,7 +267,7 @@ def _check_paths(cfg: Config, *, where: str, given: dict[str, Any]) -> None:  # 
 # The TOML-shaped plain data `config check` prints and a sweep edits before config_from_dict reads it back.
 def config_to_dict(cfg: Config) -> dict[str, Any]:
     """The resolved configuration as plain data (for `config check` and RunStarted)."""
-    out: dict[str, Any] = msgspec.to_builtins(cfg)
+    out: dict[str, Any] = msgspec.to_builtins(cfg)  # the Config's plain data, as above
     # Each model's name first, as bench.toml writes it (ModelIdentity, its base, declares the fields before it).
     out["models"] = [{"name": m["name"], **m} for m in out["models"]]
     return out

@@ -144,11 +144,11 @@ class PageFold:
         self._run = msgspec.structs.replace(run, empty=why_empty(run))
         return [Change(seq=self.seq, op="set", section="run", value=self._run)]
 
-    def _set_counters(self, **fields: Any) -> list[Change]:
+    def _set_counters(self, **fields: Any) -> list[Change]:  # as _set_run
         self._counters = msgspec.structs.replace(self._counters, **fields)
         return [Change(seq=self.seq, op="set", section="counters", value=self._counters)]
 
-    def _set_server(self, **fields: Any) -> list[Change]:
+    def _set_server(self, **fields: Any) -> list[Change]:  # as _set_run
         self._server = msgspec.structs.replace(self._server, **fields)
         return [Change(seq=self.seq, op="set", section="server", value=self._server)]
 

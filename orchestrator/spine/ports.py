@@ -576,7 +576,7 @@ class OwnerFiles(msgspec.Struct, frozen=True, kw_only=True):
 
     tasks: dict[str, Any]  # the owners' YAML, open: judge/owners.py checks each key it reads
     tasks_file: str
-    profile: dict[str, Any] | None = None
+    profile: dict[str, Any] | None = None  # as tasks
     profile_file: str = ""
     revision: str = ""
 
