@@ -203,7 +203,7 @@ def _length(finish_reason: str | None, completion_tokens: int | None, max_tokens
 
 
 def _cut(text: str, words: list[str], question: list[str]) -> str | None:
-    """Where the answer stops mid-sentence (see the module docstring), why; else None."""
+    """Where the answer stops mid-sentence (check_completeness gives the rule), why; else None."""
     tail = text.rstrip()
     if not words or not tail:
         return None

@@ -36,7 +36,7 @@ class Generation(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class GenerationRule(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """Limits and evidence (see the module docstring); the soak fills them from [soak]."""
+    """Limits and evidence (judge_generations gives the method); the soak fills them from [soak]."""
 
     limit_per_h: float = 8.0
     growth_limit: float = 64.0

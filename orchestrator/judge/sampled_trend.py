@@ -25,7 +25,7 @@ _S_PER_H = 3600.0
 
 
 class SampledTrendRule(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """The limits and evidence of the sampled trend rule (see the module docstring).
+    """The limits and evidence of the sampled trend rule (judge_sampled_trend gives the method).
 
     `confidence` is two-sided: 0.98 puts a flat series' chance of a FAIL at 1 % or less (one side).
     `growth_limit` may be infinite (no cap).
@@ -113,7 +113,7 @@ def _wander_h(d: np.ndarray, wander: float, wander_s: float) -> np.ndarray:
 
 def wander_covariance(starts_s: np.ndarray, ends_s: np.ndarray, rule: SampledTrendRule) -> np.ndarray:
     """The covariance matrix of the stated wander's means over the batches [starts_s[i], ends_s[i]]: the
-    double integral of the covariance over two batches, over their lengths (see the module docstring)."""
+    double integral of the covariance over two batches, over their lengths (judge_sampled_trend gives the model)."""
     a1, b1 = starts_s[:, None], ends_s[:, None]
     a2, b2 = starts_s[None, :], ends_s[None, :]
 

@@ -245,7 +245,7 @@ def _seed(points: Sequence[PointEvidence]) -> int:
 def estimate_capacity(points: Sequence[PointEvidence], allowed: Mapping[str, float], *, unit: str = "req/s",
                       precision: float = 0.10, level: float = 0.90, seed: int | None = None,
                       draws: int = _DRAWS) -> CapacityEstimate:
-    """The capacity fitted from the points (module docstring), its interval, the binding SLO and how the others
+    """The capacity fitted from the points (method below), its interval, the binding SLO and how the others
     stand at it, whether `precision` (relative half-width) is reached, and if not what it would need. `draws`:
     fewer steer a search step faster; the reported interval takes the default.
 
