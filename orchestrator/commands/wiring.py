@@ -10,7 +10,6 @@ from pathlib import Path
 import anyio
 
 from adapters import aiperf as _aiperf
-from adapters.chat import ChatClient, NativeWorker
 from adapters.server_kinds import server_parts
 from adapters.trtmc.qual_files import MODELS_DIR, TASKS_FILE, parse_owner_files
 from adapters.trtmc.records_tail import ServerRecordsTailer
@@ -23,9 +22,11 @@ from orchestrator.spine.ports import (
     AiperfFacts,
     AiperfInvocation,
     AiperfResult,
+    ChatSession,
     EventBus,
     ExportLevel,
     HandoverControl,
+    NativeSession,
     OwnerFiles,
     PhaseGates,
     PhaseLoad,
@@ -79,10 +80,27 @@ class _Aiperf:
                                         install=install, on_exit=on_exit, stop=stop, phases=phases, gates=gates)
 
 
+def _chat_client(base_url: str, model: str, *, timeout_s: float = 60.0, max_tokens: int | None = None) -> ChatSession:
+    # Imported at the first chat: adapters.chat loads aiohttp (about 0.2 CPU-s), which only qualify's stages
+    # need; run-aiperf, sweep, ab and soak never chat (bench/overhead.py measures run-aiperf's own CPU).
+    from adapters.chat import ChatClient
+
+    return ChatClient(base_url, model, timeout_s=timeout_s, max_tokens=max_tokens)
+
+
+def _native_worker(argv: list[str], *, log_path: Path, startup_timeout_s: float = 120.0,
+                   request_timeout_s: float = 120.0) -> NativeSession:
+    # Imported at the first worker, as _chat_client: the adapters.chat package loads aiohttp.
+    from adapters.chat import NativeWorker
+
+    return NativeWorker(argv, log_path=log_path, startup_timeout_s=startup_timeout_s,
+                        request_timeout_s=request_timeout_s)
+
+
 def real_toolkit() -> Toolkit:
     """The adapters a real run uses."""
-    return Toolkit(server_parts=server_parts, records_tailer=ServerRecordsTailer, chat_client=ChatClient,
-                   native_worker=NativeWorker, aiperf=_Aiperf())
+    return Toolkit(server_parts=server_parts, records_tailer=ServerRecordsTailer, chat_client=_chat_client,
+                   native_worker=_native_worker, aiperf=_Aiperf())
 
 
 def read_owner_files(checkout: str | Path, profile: str, revision: str = "") -> OwnerFiles:
