@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from adapters.server.http_probe import AiohttpProbe
+from adapters.server.http_probe import PlainHttpProbe
 from adapters.server.process import SubprocessLauncher
 from adapters.server.reference_kind import ReferenceServerKind
 from adapters.server.sampler import PsutilSampler
@@ -24,4 +24,4 @@ def server_parts(kind: str) -> ServerParts:
         impl = TrtmcServerKind()
     else:
         raise ConfigError(f"server.kind: unknown kind {kind!r}; valid: {', '.join(KINDS)}")
-    return ServerParts(kind=impl, launcher=SubprocessLauncher(), new_sampler=PsutilSampler, new_probe=AiohttpProbe)
+    return ServerParts(kind=impl, launcher=SubprocessLauncher(), new_sampler=PsutilSampler, new_probe=PlainHttpProbe)

@@ -1,7 +1,5 @@
 """Signal building blocks of the dataset generator: tones, sweeps, noise, beeps, speech (flite, espeak-ng).
-
-Generation-time only (Debian espeak-ng, flite and sox; numpy, soundfile); the loader never imports this.
-Every function is deterministic: noise comes from seeded generators, sox resamples without dither.
+Generation-time only; every function is deterministic (seeded noise, sox resamples without dither).
 """
 
 from __future__ import annotations
@@ -18,6 +16,7 @@ import soundfile as sf
 
 # --- signal building blocks (float64 mono at the clip's rate) ------------------------------------
 
+# Generation-time only (Debian espeak-ng, flite and sox; numpy, soundfile): the loader never imports this module.
 def _ramp(x: np.ndarray, rate: int, ms: float = 5.0) -> np.ndarray:
     n = min(int(rate * ms / 1000), len(x) // 2)
     if n:

@@ -1,9 +1,5 @@
-"""audioqa-v2's recipes: every kind of audioqa-v1, drawn from a seed (counts, frequencies, durations, orders,
-channels, voices, sentences and question wordings). Generation-time only; `datasets/generate.py` writes them.
-
-The same seed gives the same clips and questions. `heldout=True` draws from the held-out banks (other
-sentences, words and wordings, gen_v2_banks.py), so a set made with another seed and the held-out banks
-tests what the reference engine never saw.
+"""audioqa-v2's recipes: every kind of audioqa-v1, drawn from a seed; the same seed gives the same clips and questions.
+Generation-time only; `datasets/generate.py` writes them.
 """
 
 from __future__ import annotations
@@ -374,6 +370,9 @@ _BUILDERS: dict[str, Callable[[Kit, int], Built]] = {
 
 
 
+# A seed draws counts, frequencies, durations, orders, channels, voices, sentences and question wordings.
+# `heldout=True` draws from the held-out banks (other sentences, words and wordings, gen_v2_banks.py), so a set made
+# with another seed and the held-out banks tests what the reference engine never saw.
 def recipes(seed: int = SEED, *, heldout: bool = False, per_kind: int | None = None) -> tuple[list[Clip], list[Q]]:
     """The clips and questions of one draw: COUNTS per kind (at most `per_kind` each), then the passages."""
     clips: list[Clip] = []

@@ -1,8 +1,4 @@
-"""audioqa-v2's words: sentence templates, vocabularies and question wordings, each split in two banks.
-
-The `shipped` bank makes audioqa-v2; the `heldout` bank (other sentences, other wordings, other words) makes
-the held-out sets that check the reference engine generalises (`generate.py --heldout`). Data only.
-"""
+"""audioqa-v2's words: sentence templates, vocabularies and question wordings, each split in two banks. Data only."""
 
 from __future__ import annotations
 
@@ -11,6 +7,8 @@ from dataclasses import dataclass
 __all__ = ["FACTS", "LANGUAGE_SENTENCES", "NUMBER_WORDS", "ORDER_WORDS", "PASSAGES", "REASONING", "SENTENCES",
            "WORDINGS", "VOCAB", "Fact", "Ask", "number_word"]
 
+# The `shipped` bank makes audioqa-v2; the `heldout` bank (other sentences, other wordings, other words) makes the
+# held-out sets that check the reference engine generalises (`generate.py --heldout`).
 _ONES = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
          "seventeen eighteen nineteen").split()
 _TENS = "_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()

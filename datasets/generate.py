@@ -1,13 +1,5 @@
 """Generate a shipped dataset deterministically and offline: its clips, manifest.jsonl and card (README.md).
-
-Usage: python datasets/generate.py [--set audioqa-v2|audioqa-v1] [--seed N] [--heldout] [--per-kind N] [OUT_DIR]
-(default: --set audioqa-v2 into datasets/audioqa-v2 next to this file). The same tools give the same PCM and
-the same manifest. `--heldout --seed N --per-kind K` draws a held-out set from audioqa-v2's other banks (other
-sentences, words and question wordings; gen_v2_banks.py) to check that an engine generalises.
-
-Generation-time tools, never runtime dependencies of aqbench: on Debian or Ubuntu
-`apt-get install espeak-ng flite sox` (speech and resampling), plus numpy and soundfile (installed with
-aqbench). The committed files are the dataset; the loader never runs this.
+Usage and the generation-time tools it needs (espeak-ng, flite, sox): docs/datasets.md.
 """
 
 from __future__ import annotations
@@ -27,6 +19,9 @@ from gen_signals import Clip, Q
 
 from orchestrator.dataset import MANIFEST, Item, probe_audio
 
+# The same tools give the same PCM and the same manifest. These are generation-time tools, never runtime dependencies
+# of aqbench: the committed files are the dataset, and the loader never runs this module. `--heldout` draws from
+# audioqa-v2's other banks (gen_v2_banks.py) to check that an engine generalises.
 SETS = {gen_v1.NAME: gen_v1, gen_v2.NAME: gen_v2}
 TOOLS = ("espeak-ng", "flite", "sox")
 _SUBTYPE = {"wav": ("WAV", "PCM_16"), "flac": ("FLAC", "PCM_16"), "ogg": ("OGG", "VORBIS"),

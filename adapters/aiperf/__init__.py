@@ -1,7 +1,5 @@
 """AIPerf 0.13.0 as aqbench's load client: install check, offline tokenizer, command, run, records.
-
-The live tap (observer.py), the worker (worker.py) and the timing strategy (timing.py) are loaded by AIPerf
-itself and are not imported from here.
+AIPerf itself loads the live tap (observer.py), the worker (worker.py) and the timing strategy (timing.py).
 """
 
 from __future__ import annotations
@@ -18,6 +16,8 @@ if TYPE_CHECKING:
     from adapters.aiperf.run import AiperfOutcome, classify_artifacts, run_aiperf
     from adapters.aiperf.tokenizer import ensure_tokenizer
 
+# observer.py, worker.py and timing.py are AIPerf plugins, loaded by AIPerf itself: they are not imported here, so
+# that importing this package never imports AIPerf.
 __all__ = [
     "REQUIRED_VERSION",
     "AiperfInstall",

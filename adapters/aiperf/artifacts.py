@@ -6,10 +6,12 @@ Pure reads of AIPerf's outputs (ready marker, aggregate JSON, phase manifest); n
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import anyio
 import msgspec
+
+from orchestrator.events import Json
 
 __all__ = ["Classification", "Judgement", "judge_artifacts", "wait_artifacts_final", "READY_MARKER",
            "EXPORT_FILES"]
@@ -25,7 +27,7 @@ _LATENCY_KEYS = ("avg", "p50", "p90", "p99", "min", "max", "count")
 class Judgement(msgspec.Struct, frozen=True, kw_only=True):
     classification: Classification
     reason: str
-    aggregate: dict[str, Any]
+    aggregate: Json  # journaled as AiperfExited.aggregate: AIPerf's values as it wrote them
     ready: bool
 
 
@@ -36,16 +38,16 @@ def _read_json(path: Path) -> object:
         return None
 
 
-def _count(agg: dict[str, Any], key: str) -> int | None:
+def _count(agg: Json, key: str) -> int | None:
     value = agg.get(key)
     if isinstance(value, dict):
         value = value.get("avg")
     return int(value) if isinstance(value, (int, float)) else None
 
 
-def _aggregate(folder: Path) -> dict[str, Any]:
+def _aggregate(folder: Path) -> Json:
     agg = _read_json(folder / "profile_export_aiperf.json")
-    out: dict[str, Any] = {}
+    out: Json = {}
     if isinstance(agg, dict):
         out = {k: agg[k] for k in _AGG_KEYS if k in agg}
         out["request_count"] = _count(agg, "request_count")
@@ -70,7 +72,7 @@ def judge_artifacts(folder: Path, *, returncode: int | None, stopped_early: bool
     aggregates), cancelled (stopped early: by us, by SIGINT or by AIPerf's failure threshold),
     failed (no records at all). Blocks (small file reads)."""
     raw = _read_json(folder / READY_MARKER)
-    marker: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    marker: dict[str, object] = raw if isinstance(raw, dict) else {}
     ready = bool(marker.get("ready"))
     agg = _aggregate(folder)
     cancelled = stopped_early or bool(agg.get("was_cancelled")) or (ready and bool(marker.get("was_cancelled")))

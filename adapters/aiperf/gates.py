@@ -1,11 +1,5 @@
-"""Gated phases of one phased AIPerf process, aqbench's side (the PhaseGates port); AIPerf's side is the timing
-plugin (adapters/aiperf/timing.py, `AQBENCH_PHASE_GATES`), the file names in handover_files.py.
-
-A sweep writes a point's possible rerun into the batch that decides it: the rerun's phases (`warmup_<name>`,
-`<name>`) are gated, and once the verdict is in, aqbench writes `go.<phase>` (run it) or `skip.<phase>` (AIPerf
-ends the phase at once with nothing sent; `halt.<name>` ends a running load's profiling phase early, its open
-requests recorded; a real AIPerf 0.13.0 run with skipped phases, the last one included,
-exited 0 with every other phase's records and a manifest saying 0 for the skipped ones: bench/RESULTS.md).
+"""Gated phases of one phased AIPerf process, aqbench's side (the PhaseGates port).
+AIPerf's side is the timing plugin (timing.py, `AQBENCH_PHASE_GATES`); the file names are in handover_files.py.
 """
 
 from __future__ import annotations
@@ -33,7 +27,14 @@ __all__ = ["FileGates"]
 
 
 class FileGates:
-    """The gates of one AIPerf process's gated loads (by profiling phase name; each with its warmup phase)."""
+    """The gates of one AIPerf process's gated loads (by profiling phase name; each with its warmup phase).
+
+    A sweep writes a point's possible rerun into the batch that decides it: the rerun's phases (`warmup_<name>`,
+    `<name>`) are gated, and once the verdict is in, aqbench writes `go.<phase>` (run it) or `skip.<phase>` (AIPerf
+    ends the phase at once with nothing sent); `halt.<name>` ends a running load's profiling phase early, its open
+    requests recorded. A real AIPerf 0.13.0 run with skipped phases, the last one included, exited 0 with every other
+    phase's records and a manifest saying 0 for the skipped ones (bench/RESULTS.md).
+    """
 
     def __init__(self, folder: Path, names: Sequence[str]) -> None:
         """Create `folder`, clear it of an earlier use, and write each name's gates (its phase and its warmup's).

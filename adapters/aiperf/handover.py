@@ -1,26 +1,5 @@
-"""The handover file protocol between aqbench and one AIPerf process, and aqbench's side of it (the
-HandoverControl port); AIPerf's side is aqbench's timing plugin (adapters/aiperf/timing.py, run inside AIPerf),
-and the file names both use are in handover_files.py.
-
-A soak hands its load over from an old AIPerf process to a fresh one with no gap, and without SIGINT (which
-drops the requests still open). Every file lives in one folder, named by `AQBENCH_HANDOVER_DIR` in the AIPerf
-process's environment, and is written whole (a temporary file renamed over it), so a reader never sees a
-torn one:
-
-- `ready` (the process): unix ns, written before its first profiling credit (gated or not).
-- `gate` (aqbench, before launch): after `ready`, the timing manager issues nothing until `go` exists.
-  Without `gate`, no waiting. `go` may hold a unix ns (rate mode): when the first request is due, the
-  predecessor's next slot, so the schedule runs on across the handover; empty, the first is due one
-  interval after `go`.
-- `halt` (aqbench): no new credit is issued; the open requests finish and are recorded, then the profiling
-  phase ends and AIPerf writes its files and exits as a complete run. The plugin writes `halted`:
-  {"unix_ns": when it stopped issuing, "sent": profiling credits issued, "next_unix_ns": in rate mode, when
-  its next request was due}.
-- `limit` (aqbench, concurrency mode only): the most requests the process may have open (default and
-  ceiling: its --concurrency); re-read when it changes. Rate mode ignores it.
-
-The plugin looks at the folder every `POLL_S` (5 ms). Imports neither AIPerf nor the core beyond ports.
-The gate's wait counts toward AIPerf's --benchmark-duration (its phase clock starts before the first credit).
+"""aqbench's side of the handover file protocol with one AIPerf process (the HandoverControl port).
+AIPerf's side is the timing plugin (timing.py, run inside AIPerf); the file names both use are in handover_files.py.
 """
 
 from __future__ import annotations
@@ -31,6 +10,7 @@ from pathlib import Path
 import anyio
 import msgspec
 
+# Imports neither AIPerf nor the core beyond ports.
 from adapters.aiperf.handover_files import (
     GATE,
     GO,
@@ -58,7 +38,26 @@ def read_halted(path: Path) -> HaltFact | None:
 
 
 class FileHandover:
-    """aqbench's side of the protocol for one AIPerf process (the HandoverControl port)."""
+    """aqbench's side of the protocol for one AIPerf process (the HandoverControl port).
+
+    The protocol. A soak hands its load over from an old AIPerf process to a fresh one with no gap, and without SIGINT
+    (which drops the requests still open). Every file lives in one folder, named by `AQBENCH_HANDOVER_DIR` in the
+    AIPerf process's environment, and is written whole (a temporary file renamed over it), so a reader never sees a
+    torn one:
+
+    - `ready` (the process): unix ns, written before its first profiling credit (gated or not).
+    - `gate` (aqbench, before launch): after `ready`, the timing manager issues nothing until `go` exists. Without
+      `gate`, no waiting. `go` may hold a unix ns (rate mode): when the first request is due, the predecessor's next
+      slot, so the schedule runs on across the handover; empty, the first is due one interval after `go`.
+    - `halt` (aqbench): no new credit is issued; the open requests finish and are recorded, then the profiling phase
+      ends and AIPerf writes its files and exits as a complete run. The plugin writes `halted`: {"unix_ns": when it
+      stopped issuing, "sent": profiling credits issued, "next_unix_ns": in rate mode, when its next request was due}.
+    - `limit` (aqbench, concurrency mode only): the most requests the process may have open (default and ceiling: its
+      --concurrency); re-read when it changes. Rate mode ignores it.
+
+    The plugin looks at the folder every `POLL_S` (5 ms). The gate's wait counts toward AIPerf's --benchmark-duration
+    (its phase clock starts before the first credit).
+    """
 
     def __init__(self, folder: Path, *, gated: bool) -> None:
         """Create `folder`, remove protocol files left from an earlier use, and write `gate` if `gated`.

@@ -1,7 +1,5 @@
 """The live tap: an AIPerf `record_observer` plugin writing one JSON line per record to a folder.
-
-Loaded by AIPerf in each record-processor process (entry point group `aiperf.plugins`, manifest
-plugins.yaml). Disabled unless AQBENCH_TAP_DIR names a folder. Imports AIPerf; nothing else may import it.
+Loaded by AIPerf in each record processor (plugins.yaml); off unless AQBENCH_TAP_DIR names a folder.
 """
 
 from __future__ import annotations
@@ -24,6 +22,7 @@ if TYPE_CHECKING:  # AIPerf's own types, named for the reader (AIPerf is not typ
 
 __all__ = ["TAP_ENV", "LiveTapObserver"]
 
+# Entry point group `aiperf.plugins`, manifest plugins.yaml. This module imports AIPerf; nothing else may import it.
 TAP_ENV = "AQBENCH_TAP_DIR"
 _METRICS = {"request_latency": "request_latency_ms", "time_to_first_token": "ttft_ms",
             "output_sequence_length": "output_tokens"}
@@ -31,7 +30,7 @@ _encoder = msgspec.json.Encoder()
 _HIDDEN = MetricFlags.EXPERIMENTAL | MetricFlags.INTERNAL | MetricFlags.NO_INDIVIDUAL_RECORDS
 
 
-def _conversions() -> list[tuple[str, str, Any, Any]]:
+def _conversions() -> list[tuple[str, str, Any, Any]]:  # the units are AIPerf's MetricUnit values (untyped here)
     """(tag, tap key, unit, display unit) of each metric the tap carries: what AIPerf's
     `MetricRecordDict.to_display_dict` does for these three, without converting all ~25 metrics of a record
     into pydantic values (~160 us a record, in AIPerf's record processor)."""
@@ -50,6 +49,7 @@ class LiveTapObserver(AIPerfLifecycleMixin):  # type: ignore[misc]  # AIPerf is 
     and sees each one within microseconds of `observe` returning.
     """
 
+    # AIPerf's plugin loader passes its own keyword arguments (its classes are untyped here); the tap needs none.
     def __init__(self, service_id: str | None = None, run: BenchmarkRun | None = None, **kwargs: Any) -> None:
         folder = os.environ.get(TAP_ENV, "")
         if not folder or not Path(folder).is_dir():
@@ -66,7 +66,7 @@ class LiveTapObserver(AIPerfLifecycleMixin):  # type: ignore[misc]  # AIPerf is 
         trace = request.trace_data
         err = request.error
         parts = [r.data.get_text() for r in ctx.record.content_responses if r.data]
-        line: dict[str, Any] = {
+        line: dict[str, object] = {  # the shape records.py's _TapLine view reads
             "request_id": md.x_request_id or "",
             "correlation_id": md.x_correlation_id or "",
             "conversation_id": md.conversation_id or "",

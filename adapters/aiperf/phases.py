@@ -1,11 +1,5 @@
 """Several load windows in one AIPerf process: AIPerf 0.13.0's `--config` file with a `phases:` list.
-
-Why: every AIPerf process pays 10-13 s of start-up on 2 cores (docs/sweep.md), most of a short sweep point.
-One process running `warmup_r2, r2, warmup_r4, r4, ...` pays it once. AIPerf runs the phases in order, the
-next one starting once the previous one's requests have all returned (not `seamless`), and every record
-carries its `phase_name`, so each phase's records go to their own window (records.py, run.py).
-
-Pure: builds the command and writes the phases file, never runs it. The file is JSON, which YAML reads as is.
+Pure: builds the command and writes the phases file (JSON, which YAML reads as is), never runs it.
 """
 
 from __future__ import annotations
@@ -60,6 +54,10 @@ def phase_document(argv: Sequence[str], loads: Sequence[PhaseLoad]) -> dict[str,
     return {"schemaVersion": "2.0", "benchmark": {"dataset": dataset, "phases": phases}}
 
 
+# Why: every AIPerf process pays 10-13 s of start-up on 2 cores (docs/sweep.md), most of a short sweep point. One
+# process running `warmup_r2, r2, warmup_r4, r4, ...` pays it once. AIPerf runs the phases in order, the next one
+# starting once the previous one's requests have all returned (not `seamless`), and every record carries its
+# `phase_name`, so each phase's records go to their own window (records.py, run.py).
 def phased_command(cmd: AiperfCommand, loads: Sequence[PhaseLoad], folder: Path,
                    env: Mapping[str, str] | None = None) -> AiperfCommand:
     """`cmd` (one run's command, from build_command) rewritten to run `loads` as phases of one process: its load

@@ -1,8 +1,4 @@
-"""AIPerf per-request lines (profile_export.jsonl and the live tap's files) -> ClientRecord events.
-
-The view Structs below mirror only the fields aqbench reads; they never leave this module. They are gc=False
-(no cycles; a block of them is dropped at once: bench/ingest.py).
-"""
+"""AIPerf per-request lines (profile_export.jsonl and the live tap's files) -> ClientRecord events."""
 
 from __future__ import annotations
 
@@ -29,6 +25,8 @@ _UNIT_TO_MS = {"ms": 1.0, "ns": 1e-6, "us": 1e-3, "s": 1e3, "sec": 1e3}
 _PHASES = {"warmup": "warmup", "profiling": "profiling"}
 
 
+# The view Structs below mirror only the fields aqbench reads; they never leave this module. They are gc=False (no
+# cycles; a block of them is dropped at once: bench/ingest.py).
 class _Metric(msgspec.Struct, gc=False):
     value: float | None = None
     unit: str = "ms"

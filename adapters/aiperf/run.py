@@ -1,7 +1,5 @@
 """Run one AIPerf command as a supervised subprocess and stream its records onto the bus.
-
-Own session, deadline, SIGINT then SIGKILL; its log lines become LogLine events; the live tap and
-the profile_export.jsonl tailer become ClientRecord events. Judged by files (artifacts.py).
+Own session, deadline, SIGINT then SIGKILL; logs become LogLine events, records ClientRecord; judged by files.
 """
 
 from __future__ import annotations
@@ -15,7 +13,6 @@ import subprocess
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
 
 import anyio
 import msgspec
@@ -31,7 +28,7 @@ from adapters.server.group import reap_members, signal_group, stop_group
 from adapters.server.subreaper import spawned_here
 from adapters.tail import LineFollower
 from orchestrator.base.errors import ClientError
-from orchestrator.events import AiperfExited, AiperfStarted, ClientRecord, LogLine, Warned
+from orchestrator.events import AiperfExited, AiperfStarted, ClientRecord, Json, LogLine, Warned
 from orchestrator.spine.ports import AiperfFacts, AiperfInvocation, EventSink, PhaseGates, WindowIssued
 
 __all__ = ["AiperfOutcome", "run_aiperf", "classify_artifacts"]
@@ -50,7 +47,7 @@ class AiperfOutcome(msgspec.Struct, frozen=True, kw_only=True):
     classification: Classification
     reason: str
     returncode: int | None
-    aggregate: dict[str, Any]
+    aggregate: Json  # AIPerf's own aggregate, journaled as written (artifacts.py)
     artifact_dir: str
     records: dict[str, int]
     duration_ns: int
@@ -414,14 +411,14 @@ def _window_loads(argv: list[str]) -> dict[str, list[str]]:
     return out
 
 
-def _windows_issued(counts: _Counts, classification: str, aggregate: dict[str, Any]) -> dict[str, WindowIssued]:
+def _windows_issued(counts: _Counts, classification: str, aggregate: Json) -> dict[str, WindowIssued]:
     """Each started window's issued counts (its phases' sending-complete lines, else the manifest's records)
     and its classification: the run's where it was cancelled or failed, else by its own phases' errors."""
     manifest = aggregate.get("phases") if isinstance(aggregate.get("phases"), dict) else {}
     out: dict[str, WindowIssued] = {}
     for w in counts.started:
         sent: dict[str, int] = {}
-        kept: dict[str, Any] = {}
+        kept: dict[str, object] = {}
         errors = 0
         for name, (window, kind) in counts.phases.items():
             if window != w:

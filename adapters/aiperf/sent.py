@@ -1,9 +1,5 @@
 """AIPerf's own count of the requests it sent, per phase, from its log line
-`Phase <name> (<kind>) sending complete | sent=N, ...` (AIPerf 0.13.0, timing/phase/runner.py).
-
-The phase manifest counts the records AIPerf kept (successful + error), so a request AIPerf sent and then
-dropped (it does so with its open requests at SIGINT) is missing from both the manifest and the exports:
-only this line still counts it. Pure parsing; never reads files.
+`Phase <name> (<kind>) sending complete | sent=N, ...` (AIPerf 0.13.0, timing/phase/runner.py). Pure parsing.
 """
 
 from __future__ import annotations
@@ -40,6 +36,9 @@ def parse_phase_started(text: str) -> str | None:
     return match["name"] if match else None
 
 
+# The phase manifest counts the records AIPerf kept (successful + error), so a request AIPerf sent and then dropped
+# (it does so with its open requests at SIGINT) is missing from both the manifest and the exports: only the
+# sending-complete line still counts it.
 def issued_counts(sent: dict[str, int], manifest_phases: object) -> tuple[dict[str, int], dict[str, str]]:
     """What AIPerf issued per phase, and where each count comes from: its log's sent count where the log
     said it, else the manifest's total (records kept), else nothing for that phase."""

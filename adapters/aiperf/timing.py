@@ -1,36 +1,5 @@
-"""AIPerf's request-rate timing strategy with two features aqbench asks for by environment variable.
-
-Loaded by AIPerf itself in its timing manager process (`timing_strategy: request_rate` in plugins.yaml, entry
-point group `aiperf.plugins`; a package's entry beats AIPerf's built-in one). Imports AIPerf; nothing else may
-import it. With neither variable set, building the strategy returns AIPerf's own class, untouched: a plain
-AIPerf run is exactly stock.
-
-1. `AQBENCH_TIMING_WAIT=1` (soaks): no spin in concurrency mode. AIPerf 0.13.0's loop
-   (aiperf/timing/strategies/request_rate.py, `execute_phase`) retries a credit with `yield_to_event_loop()`
-   while every slot is taken, so its timing manager spins until a request ends (bench/RESULTS.md: 52-84 % of a
-   core at concurrency 2 on 2 cores; 8-10 % with this wait, bench/aiperf_timing.py). Here it waits on an event that a
-   credit's return sets once its slot is released (AIPerf's `observe_credit_return` hook, called after
-   the release), with a 10 ms backstop for a turn that arrives without a return (a delayed continuation).
-   Only in concurrency mode (arrival pattern concurrency_burst): in rate mode a slot-less interval is skipped,
-   as AIPerf does.
-2. `AQBENCH_HANDOVER_DIR=<dir>`: load control of the profiling phase through files there, for a soak's
-   handover between two AIPerf processes (protocol: adapters/aiperf/handover.py). `ready` is written before
-   the first profiling credit (gated or not); `gate`: then wait for `go` (in rate mode its unix ns, when given,
-   is when the first request is due: the predecessor's next slot). `halt`: stop issuing, write `halted` (in
-   rate mode with the schedule's next slot, unix ns), and end the phase as AIPerf ends one whose count is reached (sent counts frozen, the
-   sending-complete event set), so the open requests finish, are recorded, and the run reads complete. `limit`: the session concurrency limit, through AIPerf's own dynamic limit (the one
-   its concurrency ramp moves), never above --concurrency; rate mode ignores it.
-3. `AQBENCH_PHASE_GATES=<dir>`: gated phases of a phased run (a sweep's rerun that only a verdict can call for,
-   written into the batch before the verdict exists). A phase (warmup or profiling) whose name has a
-   `gate.<name>` file there writes `ready.<name>` and waits before its first credit for `go.<name>` (it then
-   runs as configured, its schedule starting at `go`) or `skip.<name>` (it ends at once as a reached count
-   does, nothing sent, and AIPerf goes on to the next phase or its end). Any profiling phase there, gated or
-   not, is also watched for `halt.<name>` while it runs (a sweep's point that has clearly broken an SLO): it stops
-   issuing, writes `halted.<name>` (unix ns and the count sent), and ends as a reached count does, so its open
-   requests finish and are recorded, and AIPerf goes on to the next phase.
-
-The main loop is AIPerf 0.13.0's `execute_phase` (the version adapters/aiperf/install.py requires), with the
-spin's two yields and the handover checks changed; a new AIPerf needs this re-read.
+"""AIPerf's request-rate timing strategy with what aqbench asks for by environment variable (no-spin wait,
+handover, phase gates). Loaded by AIPerf's timing manager (plugins.yaml); imports AIPerf, nothing imports it.
 """
 
 from __future__ import annotations
@@ -69,6 +38,9 @@ from adapters.aiperf.handover_files import (
     write_atomic,
 )
 
+# Entry point group `aiperf.plugins` (`timing_strategy: request_rate` in plugins.yaml); a package's entry beats
+# AIPerf's built-in one. With none of the variables set, building the strategy returns AIPerf's own class, untouched:
+# a plain AIPerf run is exactly stock.
 __all__ = ["HandoverFolder", "PhaseGate", "PhaseHalt", "RequestRateStrategy", "asked"]
 
 _BACKSTOP_S = 0.01
@@ -166,15 +138,47 @@ class HandoverFolder:
 
 
 class RequestRateStrategy(_AiperfRateStrategy):  # type: ignore[misc]  # AIPerf is not type-checked here
-    """AIPerf's strategy, with the no-spin wait and the handover control when aqbench asks (module docstring)."""
+    """AIPerf's strategy, with the no-spin wait and the handover control when aqbench asks.
 
+    What aqbench asks for, by environment variable:
+
+    1. `AQBENCH_TIMING_WAIT=1` (soaks): no spin in concurrency mode. AIPerf 0.13.0's loop
+       (aiperf/timing/strategies/request_rate.py, `execute_phase`) retries a credit with `yield_to_event_loop()` while
+       every slot is taken, so its timing manager spins until a request ends (bench/RESULTS.md: 52-84 % of a core at
+       concurrency 2 on 2 cores; 8-10 % with this wait, bench/aiperf_timing.py). Here it waits on an event that a
+       credit's return sets once its slot is released (AIPerf's `observe_credit_return` hook, called after the
+       release), with a 10 ms backstop for a turn that arrives without a return (a delayed continuation). Only in
+       concurrency mode (arrival pattern concurrency_burst): in rate mode a slot-less interval is skipped, as AIPerf
+       does.
+    2. `AQBENCH_HANDOVER_DIR=<dir>`: load control of the profiling phase through files there, for a soak's handover
+       between two AIPerf processes (protocol: adapters/aiperf/handover.py). `ready` is written before the first
+       profiling credit (gated or not); `gate`: then wait for `go` (in rate mode its unix ns, when given, is when the
+       first request is due: the predecessor's next slot). `halt`: stop issuing, write `halted` (in rate mode with the
+       schedule's next slot, unix ns), and end the phase as AIPerf ends one whose count is reached (sent counts
+       frozen, the sending-complete event set), so the open requests finish, are recorded, and the run reads complete.
+       `limit`: the session concurrency limit, through AIPerf's own dynamic limit (the one its concurrency ramp
+       moves), never above --concurrency; rate mode ignores it.
+    3. `AQBENCH_PHASE_GATES=<dir>`: gated phases of a phased run (a sweep's rerun that only a verdict can call for,
+       written into the batch before the verdict exists). A phase (warmup or profiling) whose name has a `gate.<name>`
+       file there writes `ready.<name>` and waits before its first credit for `go.<name>` (it then runs as configured,
+       its schedule starting at `go`) or `skip.<name>` (it ends at once as a reached count does, nothing sent, and
+       AIPerf goes on to the next phase or its end). Any profiling phase there, gated or not, is also watched for
+       `halt.<name>` while it runs (a sweep's point that has clearly broken an SLO): it stops issuing, writes
+       `halted.<name>` (unix ns and the count sent), and ends as a reached count does, so its open requests finish and
+       are recorded, and AIPerf goes on to the next phase.
+
+    The main loop is AIPerf 0.13.0's `execute_phase` (the version adapters/aiperf/install.py requires), with the
+    spin's two yields and the handover checks changed; a new AIPerf needs this re-read.
+    """
+
+    # AIPerf builds its strategy with its own arguments (untyped here), passed through whole.
     def __new__(cls, *args: Any, **kwargs: Any) -> _AiperfRateStrategy:
         if not asked(os.environ):
             # Not an instance of this class, so Python runs no __init__ on it: build it whole here.
             return _AiperfRateStrategy(*args, **kwargs)
         return super().__new__(cls)
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:  # as __new__: AIPerf's own arguments
         super().__init__(*args, **kwargs)
         cfg = self._config
         self._closed_loop = cfg.arrival_pattern == ArrivalPattern.CONCURRENCY_BURST and cfg.concurrency is not None

@@ -1,15 +1,5 @@
 """An offline tokenizer directory for AIPerf: the model's own when configured, else a tiny cached one.
-
-AIPerf always loads a tokenizer and would otherwise reach for the Hugging Face Hub; this module makes
-sure it never has to. Builds at most once per machine (cache dir), atomically.
-
-aqbench's own tokenizer is laid out as an entry of a private Hugging Face hub cache
-(`<cache>/hub/models--aqbench--wordlevel-v1/snapshots/<rev>/`, `refs/main`), and AIPerf is given its name
-(`aqbench/wordlevel-v1`) with `HF_HUB_CACHE` at that cache and `HF_HUB_OFFLINE=1` (`aiperf_tokenizer`).
-AIPerf 0.13.0 then skips its tokenizer prefetch, a process that loads transformers to read the tokenizer
-once before its services start (0.7-2.0 s of work on 2 cores, 0.5-1.0 s of each AIPerf start-up's wall time:
-bench/RESULTS.md); given a folder path instead, it prefetches, and offline it cannot load a folder at all (it
-takes a path for a repo id).
+AIPerf always loads a tokenizer and would otherwise reach for the Hugging Face Hub; built once, atomically.
 """
 
 from __future__ import annotations
@@ -45,6 +35,12 @@ def _entry(hub: Path) -> Path:
     return hub / f"models--{HUB_NAME.replace('/', '--')}"
 
 
+# aqbench's own tokenizer is laid out as an entry of a private Hugging Face hub cache
+# (`<cache>/hub/models--aqbench--wordlevel-v1/snapshots/<rev>/`, `refs/main`), and AIPerf is given its name
+# (`aqbench/wordlevel-v1`) with `HF_HUB_CACHE` at that cache and `HF_HUB_OFFLINE=1`. AIPerf 0.13.0 then skips its
+# tokenizer prefetch, a process that loads transformers to read the tokenizer once before its services start (0.7-2.0
+# s of work on 2 cores, 0.5-1.0 s of each AIPerf start-up's wall time: bench/RESULTS.md); given a folder path instead,
+# it prefetches, and offline it cannot load a folder at all (it takes a path for a repo id).
 def aiperf_tokenizer(path: Path) -> tuple[str, dict[str, str]]:
     """What AIPerf is given for the tokenizer folder `path`: its `--tokenizer` value and the environment it needs.
 

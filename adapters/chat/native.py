@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+from collections.abc import Mapping
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, Literal, NotRequired, TypedDict
@@ -144,7 +145,7 @@ class NativeWorker:
                 f"question ({', '.join(sorted(AUDIO_QA_CAPABILITIES))}); it would ignore the audio and answer "
                 f"from the text, so its answers cannot stand for the native path of this workload")
 
-    async def generate(self, prompt: str, audio_path: str | None, *, config: dict[str, object] | None = None,
+    async def generate(self, prompt: str, audio_path: str | None, *, config: Mapping[str, object] | None = None,
                        request_id: str = "") -> NativeReply:
         """Ask one question (as `request_id`, else `native-<n>`); waits up to request_timeout_s. Protocol
         errors raise ServerError.

@@ -79,7 +79,7 @@ class RayCluster:
         # Every running attempt holds one wait() call on it: room for far more than any campaign runs.
         self._stop = _StopFlag.options(  # type: ignore[attr-defined]
             resources={_HEAD: 0.001}, max_concurrency=100_000).remote()
-        self._attempts: dict[Any, _Attempt] = {}
+        self._attempts: dict[Any, _Attempt] = {}  # by Ray's ObjectRefGenerator (Ray is untyped here)
 
     def nodes(self) -> list[NodeFacts]:
         return [NodeFacts(node_id=n["NodeID"], address=n.get("NodeManagerAddress", ""),
@@ -90,7 +90,7 @@ class RayCluster:
 
     def submit(self, spec: AttemptSpec) -> None:
         r = spec.resources
-        options: dict[str, Any] = {"num_cpus": r.cpus, "num_gpus": r.gpus, "resources": dict(r.custom)}
+        options: dict[str, object] = {"num_cpus": r.cpus, "num_gpus": r.gpus, "resources": dict(r.custom)}
         if r.memory_gib > 0:
             options["memory"] = int(r.memory_gib * 2**30)
         stream = _remote_attempt.options(**options).remote(msgspec.msgpack.encode(spec), self._runner, self._stop)

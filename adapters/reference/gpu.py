@@ -1,9 +1,5 @@
 """The reference server's GPU worker: a child process that holds device memory as a model server's worker does.
-
-`--gpu-ballast-mib` is held from the start (a model's weights), `--fault-gpu-leak-mib` more per chat request,
-kept forever, `--gpu-work-ms` of matrix products per request (a forward pass, so utilisation reads what the
-load does). Through torch, else cupy. The server never imports either: the child does, so the front end stays
-light and the tree has two levels, as a TRTMC server's. `python -m adapters.reference.gpu` is the child.
+`python -m adapters.reference.gpu` is the child; it imports torch, else cupy, so the server never does.
 """
 
 from __future__ import annotations
@@ -30,6 +26,9 @@ class GpuUnavailable(Exception):
     """The GPU options were asked for where no GPU or no GPU library is present (the server exits 2)."""
 
 
+# `--gpu-ballast-mib` is held from the start (a model's weights), `--fault-gpu-leak-mib` more per chat request, kept
+# forever, `--gpu-work-ms` of matrix products per request (a forward pass, so utilisation reads what the load does).
+# Only the child imports torch or cupy, so the front end stays light and the tree has two levels, as a TRTMC server's.
 @dataclass(frozen=True, slots=True)
 class GpuSettings:
     ballast_mib: float = 0.0

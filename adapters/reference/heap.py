@@ -1,11 +1,5 @@
 """Heap care for the reference server: glibc's arena cap and mmap threshold, periodic `malloc_trim`, and tracemalloc
 snapshot differences.
-
-`limit_arenas` caps glibc's malloc arenas (on by default: 2). `trim_heap` every 10 s returns freed heap pages (on by
-default). `fix_mmap_threshold` pins the size from which glibc serves a block by mmap, and snapshots trace Python
-allocations (both off by default). `trim_heap` returns freed arena memory to the kernel (glibc only; elsewhere a no-op
-that says so). `SnapshotWriter` writes, at start and every N seconds, the Python allocation sites that
-grew since start and since the previous snapshot, so growth in our own code is found by its line.
 """
 
 from __future__ import annotations
@@ -28,6 +22,9 @@ __all__ = ["DEFAULT_ARENAS", "DEFAULT_MMAP_THRESHOLD_KIB", "DEFAULT_TRIM_EVERY_S
 # worker threads come and go) keeps its arena's high-water mark. Measured over two passes of the 415 requests
 # of audioqa-v2 at 3 in flight: 2 arenas held the climb to +26 MiB where the default rose +31 and then kept
 # stepping, at the same speed.
+# `limit_arenas` caps glibc's malloc arenas (on by default: 2). `trim_heap` every 10 s returns freed heap pages to the
+# kernel (on by default; glibc only, elsewhere a no-op that says so). `fix_mmap_threshold` pins the size from which
+# glibc serves a block by mmap, and snapshots trace Python allocations (both off by default).
 DEFAULT_ARENAS = 2
 # "0" turns the warm-up pass off wherever the server or its native worker starts (what --no-warm-up does for one
 # server): for runs that spawn many short-lived servers and judge no memory, such as the test suite's.
@@ -158,6 +155,8 @@ def _format(stats: list[tracemalloc.StatisticDiff], title: str) -> list[str]:
     return lines
 
 
+# Writes, at start and every N seconds, the Python allocation sites that grew since start and since the previous
+# snapshot, so growth in our own code is found by its line.
 class SnapshotWriter:
     """Start tracemalloc; each `write()` files `tracemalloc-NNN.txt` under `folder` comparing with start
     and with the previous snapshot (by allocation line), plus the total traced memory."""

@@ -6,10 +6,10 @@ Only parsing; reading the pipes and publishing belong to process.py.
 from __future__ import annotations
 
 import re
-from typing import Any
 
 import msgspec
 
+from orchestrator.events import Json
 from orchestrator.spine.ports import ParsedLine
 
 __all__ = ["parse_log_line", "LineSplitter", "MAX_LINE_BYTES"]
@@ -17,7 +17,7 @@ __all__ = ["parse_log_line", "LineSplitter", "MAX_LINE_BYTES"]
 # A line longer than this is cut (and the cut said) so that a runaway print cannot exhaust memory.
 MAX_LINE_BYTES = 64 * 1024
 
-_json = msgspec.json.Decoder(dict[str, Any])
+_json = msgspec.json.Decoder(Json)  # a printed line's own JSON object (foreign)
 # Uvicorn ("INFO:     ..."), logging ("... ERROR ..."), structlog console ("[info     ]").
 _LEVEL_RE = re.compile(
     r"^(?:\S+\s+){0,3}?\[?(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\b", re.IGNORECASE

@@ -71,12 +71,12 @@ class NvmlReader:
     def __init__(self, lib: Any = None, *, pid_visible: Callable[[int], bool] = pid_in_namespace,  # noqa: ANN401 - pynvml is untyped
                  holds_gpu: Callable[[int], bool] = holds_gpu_device, clock: Callable[[], float] = time.time) -> None:
         self.reason = ""
-        self._lib: Any = lib
+        self._lib: Any = lib  # pynvml, untyped
         self._ready = False
         self._pid_visible = pid_visible
         self._holds_gpu = holds_gpu
         self._clock = clock
-        self._handles: list[Any] = []
+        self._handles: list[Any] = []  # NVML device handles, untyped
         self._identities: list[GpuIdentity] = []
         self._last_util_us: dict[int, int] = {}
 

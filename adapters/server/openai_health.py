@@ -6,16 +6,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import msgspec
 
 from orchestrator.base.errors import ConfigError
+from orchestrator.events import Json
 from orchestrator.spine.ports import Readiness
 
 __all__ = ["parse_readiness", "listed_models", "render_argv"]
 
-_any = msgspec.json.Decoder(Any)
+_any = msgspec.json.Decoder(object)  # a foreign answer: its shape is checked where it is read
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 
 
@@ -39,7 +39,7 @@ def parse_readiness(status: int, body: bytes) -> Readiness:
     return Readiness(ready=False, degraded=degraded, detail=f"HTTP {status} {_short(body)}")
 
 
-def listed_models(body: bytes) -> list[dict[str, Any]]:
+def listed_models(body: bytes) -> list[Json]:
     """The `data` entries of `/v1/models`; ValueError naming what was wrong with the shape."""
     try:
         doc = _any.decode(body)

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from adapters.server import openai_health
 from adapters.server.lines import parse_log_line
+from orchestrator.events import Json
 from orchestrator.spine.ports import ParsedLine, Readiness
 
 __all__ = ["ReferenceServerKind"]
@@ -26,7 +26,7 @@ class ReferenceServerKind:
     def parse_readiness(self, status: int, body: bytes) -> Readiness:
         return openai_health.parse_readiness(status, body)
 
-    def listed_models(self, body: bytes) -> list[dict[str, Any]]:
+    def listed_models(self, body: bytes) -> list[Json]:
         return openai_health.listed_models(body)
 
     def parse_log_line(self, text: str) -> ParsedLine:

@@ -1,12 +1,5 @@
-"""Child subreaper (Linux): orphaned descendants of our servers are re-parented to this process, not to
-init, so the orphan sweep finds them among our own children even when they carry no marker.
-
-`become_subreaper` is idempotent; elsewhere it is a no-op. Children we spawn ourselves inherit
-`OWNER_ENV`; a re-parented descendant that dropped its environment lacks it, which is how it is told
-apart from a subprocess of ours that asyncio is waiting on. The mark alone is not enough: a process that
-renames itself with setproctitle (AIPerf 0.13.0 does, as "aiperf system_controller") blanks what
-/proc/PID/environ shows, so the subprocesses we spawn for other jobs than serving (AIPerf, native
-workers) are also named with `spawned_here`, and they and their sessions are never taken for orphans.
+"""Child subreaper (Linux): orphaned descendants of our servers are re-parented to this process, not to init,
+so the orphan sweep finds them among our own children even when they carry no marker.
 """
 
 from __future__ import annotations
@@ -23,6 +16,12 @@ __all__ = ["OWNER_ENV", "PR_SET_CHILD_SUBREAPER", "become_subreaper", "is_subrea
            "reap_adopted", "reap_status",
            "spawned_here"]
 
+# `become_subreaper` is idempotent; elsewhere than Linux it is a no-op. Children we spawn ourselves inherit
+# `OWNER_ENV`; a re-parented descendant that dropped its environment lacks it, which is how it is told apart from a
+# subprocess of ours that asyncio is waiting on. The mark alone is not enough: a process that renames itself with
+# setproctitle (AIPerf 0.13.0 does, as "aiperf system_controller") blanks what /proc/PID/environ shows, so the
+# subprocesses we spawn for other jobs than serving (AIPerf, native workers) are also named with `spawned_here`, and
+# they and their sessions are never taken for orphans.
 OWNER_ENV = "AQBENCH_OWNER_PID"
 PR_SET_CHILD_SUBREAPER = 36
 PR_GET_CHILD_SUBREAPER = 37

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 import msgspec
 import numpy as np
@@ -104,7 +104,7 @@ class _View(msgspec.Struct):
     decode_ms: float | None = None
     completion_tokens: int | None = None
     streaming: str | None = None
-    audio: dict[str, Any] | None = None
+    audio: dict[str, object] | None = None  # loose on purpose: a field of another type is dropped, not an error
     error_code: str | None = None
     end_unix_ns: int | None = None
     fault_latency_ms: float | None = None
@@ -131,7 +131,7 @@ def parse_server_record(line: bytes, *, incarnation: int = 0, source: str = "ser
     )
 
 
-def _audio_facts(audio: dict[str, Any] | None) -> AudioFacts | None:
+def _audio_facts(audio: dict[str, object] | None) -> AudioFacts | None:
     """The `audio` object's well-typed fields (a field of another type is left out, not an error)."""
     if audio is None:
         return None

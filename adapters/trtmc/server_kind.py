@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from adapters.server import openai_health
 from adapters.server.lines import parse_log_line
 from orchestrator.base.errors import ConfigError
+from orchestrator.events import Json
 from orchestrator.spine.ports import ParsedLine, Readiness
 
 __all__ = ["HIDDEN_FLAGS", "INPUT_FILE_FLAGS", "TrtmcServerKind"]
@@ -45,7 +45,7 @@ class TrtmcServerKind:
     def parse_readiness(self, status: int, body: bytes) -> Readiness:
         return openai_health.parse_readiness(status, body)
 
-    def listed_models(self, body: bytes) -> list[dict[str, Any]]:
+    def listed_models(self, body: bytes) -> list[Json]:
         return openai_health.listed_models(body)
 
     def parse_log_line(self, text: str) -> ParsedLine:

@@ -1,10 +1,4 @@
-"""`aqbench ab`'s block order: A (baseline) and B (candidate) alternate in a seeded, balanced order; pure.
-
-Blocks come in quads, ABBA or BAAB drawn per quad from the seed, and are paired (blocks 0-1, 2-3, ...):
-each pair holds one A and one B run back to back, and within a quad B runs later in one pair and earlier
-in the other, so a drift that is linear over a quad falls on both sides alike and cancels in the pairs'
-mean. An odd pair at the end gets AB or BA from the seed.
-"""
+"""`aqbench ab`'s block order: A (baseline) and B (candidate) alternate in a seeded, balanced order; pure."""
 
 from __future__ import annotations
 
@@ -18,6 +12,10 @@ __all__ = ["MIN_PAIRS", "block_order", "t_quantile", "pairs_of", "servers_text"]
 MIN_PAIRS = 3
 
 
+# Blocks come in quads, ABBA or BAAB drawn per quad from the seed, and are paired (blocks 0-1, 2-3, ...): each pair
+# holds one A and one B run back to back, and within a quad B runs later in one pair and earlier in the other, so a
+# drift that is linear over a quad falls on both sides alike and cancels in the pairs' mean. An odd pair at the end
+# gets AB or BA from the seed.
 def block_order(pairs: int, seed: int) -> str:
     """The letters of 2 x `pairs` blocks, e.g. "ABBABAAB"."""
     if pairs < 1:

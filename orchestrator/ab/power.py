@@ -1,23 +1,4 @@
-"""What an `aqbench ab` plan can detect, stated before the first block; pure.
-
-A uniform slowdown by a factor (1 + d) moves every block quantile's log by log(1 + d). The p50 figure calls
-it `regressed` when the pairs' mean log change less t_K standard errors exceeds log(1 + tolerance), t_K the
-last look's critical t. With pair changes of standard deviation sd, the mean over K pairs exceeds
-log(1 + tolerance) + t_K sd / sqrt(K) in a share `power` of sessions once
-
-    log(1 + d) >= log(1 + tolerance) + (t_K + t_power) sd / sqrt(K),   t_power Student's t at `power`, K - 1 df.
-
-That d is the plan's smallest detectable uniform change. It needs the pair noise sd before any block has
-run: the plan assumes sd = noise / sqrt(block requests), `noise` the spread of one pair's log p50 change
-scaled to one request (`--plan-noise`; the session's own is measured and shown beside it afterwards). The
-statement is conservative: it counts only the last look of one figure, where looks before it and the
-other figures (p90, tail share) can only add chances to catch the change.
-
-The tail-share figure gets a statement of its own (`tail_detectable`): with n requests per item a block its
-null share is (n - k + 1)/(n + 1), k = ceil(0.9 n), so 0.5 at one request an item (each item's baseline
-"p90" is its one request, and the figure compares coin flips), and a share s of requests slowed beyond every
-baseline value moves it by s (1 - null). Its pair sd under no change is exact for exchangeable sides.
-"""
+"""What an `aqbench ab` plan can detect, stated before the first block; pure."""
 
 from __future__ import annotations
 
@@ -78,7 +59,21 @@ def detectable_change(pairs: int, block_requests: int, tolerance: float, confide
                       allowance: float = 0.0) -> float | None:
     """The smallest uniform relative change the plan calls `regressed` in `power` of sessions (p50 figure,
     last look; its interval widened in quadrature by the instance `allowance` when both servers run all
-    session); None below MIN_PAIRS pairs."""
+    session); None below MIN_PAIRS pairs.
+
+    Method: a uniform slowdown by a factor (1 + d) moves every block quantile's log by log(1 + d). The p50 figure
+    calls it `regressed` when the pairs' mean log change less t_K standard errors exceeds log(1 + tolerance), t_K the
+    last look's critical t. With pair changes of standard deviation sd, the mean over K pairs exceeds log(1 +
+    tolerance) + t_K sd / sqrt(K) in a share `power` of sessions once
+
+    log(1 + d) >= log(1 + tolerance) + (t_K + t_power) sd / sqrt(K), t_power Student's t at `power`, K - 1 df.
+
+    That d is the plan's smallest detectable uniform change. It needs the pair noise sd before any block has run: the
+    plan assumes sd = noise / sqrt(block requests), `noise` the spread of one pair's log p50 change scaled to one
+    request (`--plan-noise`; the session's own is measured and shown beside it afterwards). The statement is
+    conservative: it counts only the last look of one figure, where looks before it and the other figures (p90, tail
+    share) can only add chances to catch the change.
+    """
     t = _last_t(pairs, confidence, boundary)
     if t is None:
         return None
@@ -115,6 +110,10 @@ def tail_null(block_requests: int, items: int) -> float:
     return (n - k + 1) / (n + 1)
 
 
+# The tail-share figure's own statement: with n requests per item a block its null share is (n - k + 1)/(n + 1), k =
+# ceil(0.9 n), so 0.5 at one request an item (each item's baseline "p90" is its one request, and the figure compares
+# coin flips), and a share s of requests slowed beyond every baseline value moves it by s (1 - null). Its pair sd
+# under no change is exact for exchangeable sides.
 def tail_detectable(pairs: int, block_requests: int, items: int, tolerance: float, confidence: float,
                     boundary: Boundary | None, power: float = POWER, allowance: float = 0.0) -> float | None:
     """The smallest tail-share change (points, the figure's scale) called regressed in `power` of sessions

@@ -1,17 +1,5 @@
 """`aqbench ab`'s group-sequential rule: look after every pair, stop once every figure is decided, and keep
 the error rates despite the peeking; pure.
-
-The intervals are repeated confidence intervals (Jennison and Turnbull): the critical t at look k (k pairs)
-is set so that, for normal pair changes, the intervals of all looks 3..K cover the true change together
-with the planned confidence. Any stopping rule read from them (here: stop when every decidable figure is
-unchanged, improved or regressed) then errs at most as often as one fixed-size interval would. Without the
-widening, checking 10 looks at 90 % calls a null change real about twice as often (tests show it).
-
-The boundary's shape says where the error is spent: O'Brien-Fleming-like (z_k = c sqrt(K / k), the default)
-spends almost nothing early, so the last look is nearly as sharp as a fixed plan and an early stop needs a
-large, clear change; Pocock (z_k = c) stops sooner on moderate changes and pays with a wider last look. The
-constant c comes from a seeded simulation of the t statistics themselves (small pairs' degrees of freedom
-included), so a plan's critical values are the same on every machine and are journaled before the first block.
 """
 
 from __future__ import annotations
@@ -55,7 +43,20 @@ def _constant(max_pairs: int, confidence: float, boundary: Boundary) -> float:
 
 
 def critical_values(max_pairs: int, confidence: float, boundary: Boundary) -> list[float]:
-    """The critical t of each look, for 3, 4, ..., `max_pairs` pairs (empty below MIN_PAIRS pairs)."""
+    """The critical t of each look, for 3, 4, ..., `max_pairs` pairs (empty below MIN_PAIRS pairs).
+
+    Method: the intervals are repeated confidence intervals (Jennison and Turnbull): the critical t at look k (k
+    pairs) is set so that, for normal pair changes, the intervals of all looks 3..K cover the true change together
+    with the planned confidence. Any stopping rule read from them (here: stop when every decidable figure is
+    unchanged, improved or regressed) then errs at most as often as one fixed-size interval would. Without the
+    widening, checking 10 looks at 90 % calls a null change real about twice as often (tests show it).
+
+    The boundary's shape says where the error is spent: O'Brien-Fleming-like (z_k = c sqrt(K / k), the default) spends
+    almost nothing early, so the last look is nearly as sharp as a fixed plan and an early stop needs a large, clear
+    change; Pocock (z_k = c) stops sooner on moderate changes and pays with a wider last look. The constant c comes
+    from a seeded simulation of the t statistics themselves (small pairs' degrees of freedom included), so a plan's
+    critical values are the same on every machine and are journaled before the first block.
+    """
     if max_pairs < MIN_PAIRS:
         return []
     looks = np.arange(MIN_PAIRS, max_pairs + 1)

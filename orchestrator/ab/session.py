@@ -1,9 +1,5 @@
 """`aqbench ab`'s session: both servers supervised, A and B blocks of real AIPerf load in the seeded order,
 each block its own window, accounted with warmup excluded; all journaled. Decides nothing (verdict.py).
-
-Why aqbench's own blocks and not AIPerf's multi-run: a `--variant` may set `url`, but AIPerf 0.13.0 runs
-variations in their declared order (A B A B: B always later, so linear drift falls on B) and spawns one
-process tree for the whole sweep, where aqbench accounts and correlates one window per AIPerf run.
 """
 
 from __future__ import annotations
@@ -39,7 +35,7 @@ from orchestrator.dataset import (
     resolve_dataset_path,
     write_aiperf_input,
 )
-from orchestrator.dataset.clip_cache import clip_cache_dir
+from orchestrator.dataset.clip_cache import clip_cache_dir, facts_dir
 from orchestrator.events import AbPhase, AiperfRunPhase, DatasetPhase, PhaseFinished, PhaseStarted
 from orchestrator.qualify.answers import AnswerBook
 from orchestrator.qualify.collect import WindowCollector
@@ -101,6 +97,9 @@ def check_comparable(a: Config, b: Config, *, sequential: bool = False) -> None:
                          f"{', '.join(diff)}; an A/B changes the server only")
 
 
+# Why aqbench's own blocks and not AIPerf's multi-run: a `--variant` may set `url`, but AIPerf 0.13.0 runs variations
+# in their declared order (A B A B: B always later, so linear drift falls on B) and spawns one process tree for the
+# whole sweep, where aqbench accounts and correlates one window per AIPerf run.
 async def run_ab_session(a: Config, b: Config, opts: AbOptions, interrupt: Interrupt, toolkit: Toolkit,
                          *, compare: CompareConfig) -> Path:
     """Run the session; returns its journal. Raises UsageError before anything starts on bad input."""
@@ -108,7 +107,8 @@ async def run_ab_session(a: Config, b: Config, opts: AbOptions, interrupt: Inter
     models = {"A": _model(a, opts.model, "--baseline"), "B": _model(b, opts.model, "--candidate")}
     install = await anyio.to_thread.run_sync(toolkit.aiperf.check_install)
     tokenizer = await anyio.to_thread.run_sync(toolkit.aiperf.ensure_tokenizer, models["A"].tokenizer)
-    dataset = await anyio.to_thread.run_sync(load_dataset, resolve_dataset_path(a.dataset))
+    dataset = await anyio.to_thread.run_sync(lambda: load_dataset(resolve_dataset_path(a.dataset),
+                                                                  facts=facts_dir(a.run)))
     order = block_order(opts.pairs, opts.seed)
     critical = await anyio.to_thread.run_sync(critical_values, opts.pairs, compare.confidence, opts.boundary)
     allowance = (opts.instance_allowance, opts.instance_tail_allowance) if _one_process_a_side(opts) else (0.0, 0.0)

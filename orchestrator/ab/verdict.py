@@ -1,15 +1,4 @@
-"""`aqbench ab`'s verdict from its journal: block-paired changes with paired intervals; pure fold, no writes.
-
-Method: blocks are paired (one A, one B, back to back; plan.py). Per pair and latency series the change
-is log(candidate block quantile / baseline block quantile) for p50, p90 and p99, and the tail share
-(candidate requests beyond their item's p90 in the baseline block, less the share an unchanged server
-leaves there: the same statistic as `compare`, judge/intervals.py), so items pair within the pair. The
-pairs' mean gets a Student t interval (pairs - 1 degrees of freedom) at [compare] confidence: a drift
-slower than a pair moves both blocks of a pair alike and leaves the pair's change, and the balanced
-order cancels linear drift in the mean. Assumes pair changes independent across pairs (blocks a pair
-apart in time share no more than drift). Classified against the [compare] tolerances; errors pooled
-over all blocks (Newcombe: drift touches both sides alike).
-"""
+"""`aqbench ab`'s verdict from its journal: block-paired changes with paired intervals; pure fold, no writes."""
 
 from __future__ import annotations
 
@@ -271,7 +260,17 @@ def decide(journal: Path, cfg: CompareConfig | None = None, *, strict: bool | No
 
 def decide_session(session: Session, cfg: CompareConfig, *, strict: bool = False,
                    upto_pairs: int | None = None) -> AbResult:
-    """The verdict over the session's complete pairs (the first `upto_pairs` of them, when given: a look)."""
+    """The verdict over the session's complete pairs (the first `upto_pairs` of them, when given: a look).
+
+    Method: blocks are paired (one A, one B, back to back; plan.py). Per pair and latency series the change is
+    log(candidate block quantile / baseline block quantile) for p50, p90 and p99, and the tail share (candidate
+    requests beyond their item's p90 in the baseline block, less the share an unchanged server leaves there: the same
+    statistic as `compare`, judge/intervals.py), so items pair within the pair. The pairs' mean gets a Student t
+    interval (pairs - 1 degrees of freedom) at [compare] confidence: a drift slower than a pair moves both blocks of a
+    pair alike and leaves the pair's change, and the balanced order cancels linear drift in the mean. Assumes pair
+    changes independent across pairs (blocks a pair apart in time share no more than drift). Classified against the
+    [compare] tolerances; errors pooled over all blocks (Newcombe: drift touches both sides alike).
+    """
     journal = session.journal
     order = session.plan.order if session.plan else ""
     pairs = [(session.blocks[i], session.blocks[j]) for i, j in pairs_of(order)

@@ -16,6 +16,7 @@ from orchestrator.dataset import (
     load_dataset,
     resolve_dataset_path,
 )
+from orchestrator.dataset.clip_cache import facts_dir
 from orchestrator.events import (
     AccountingChecked,
     AiperfRunPhase,
@@ -61,7 +62,8 @@ async def run_aiperf_phase(cfg: Config, opts: RunAiperfOptions, interrupt: Inter
     arms = list(opts.arms) or list(cfg.workload.arms)
     install = await anyio.to_thread.run_sync(toolkit.aiperf.check_install)
     tokenizer = await anyio.to_thread.run_sync(toolkit.aiperf.ensure_tokenizer, model.tokenizer)
-    dataset = await anyio.to_thread.run_sync(load_dataset, resolve_dataset_path(cfg.dataset))
+    dataset = await anyio.to_thread.run_sync(lambda: load_dataset(resolve_dataset_path(cfg.dataset),
+                                                                  facts=facts_dir(cfg.run)))
 
     opened: list[RunScope] = []  # the run scope, once open_run made it
     try:

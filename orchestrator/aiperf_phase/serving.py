@@ -22,7 +22,7 @@ from orchestrator.dataset import (
     prepare_arms,
     write_aiperf_input,
 )
-from orchestrator.dataset.clip_cache import clip_cache_dir
+from orchestrator.dataset.clip_cache import clip_cache_dir, facts_dir
 from orchestrator.events import AccountingChecked, DatasetPhase, ModelPhase, PhaseFinished, PhaseStarted
 from orchestrator.run import RunScope
 from orchestrator.spine.ports import AiperfFacts, AiperfInvocation, AiperfResult, PhaseGates, Toolkit
@@ -77,7 +77,8 @@ async def serve_correlated(run: RunScope, toolkit: Toolkit, model: ModelConfig, 
     async def prepare() -> None:
         loaded = dataset
         if not isinstance(loaded, Dataset):
-            loaded = await anyio.to_thread.run_sync(load_dataset, loaded)
+            path = loaded
+            loaded = await anyio.to_thread.run_sync(lambda: load_dataset(path, facts=facts_dir(cfg.run)))
             await journal(loaded)
         # Dealt round-robin by kind: AIPerf sends rows in order, so a short run still asks every kind.
         rows = interleave_kinds(await anyio.to_thread.run_sync(lambda: prepare_arms(

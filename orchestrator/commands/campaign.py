@@ -84,7 +84,7 @@ def qualify_options(cfg: Config, model: str) -> QualifyOptions:
     """What `aqbench qualify --model MODEL` would be given, the owners' gates included: the files its
     `[models.correctness.noninferiority] source` names, read on this node as qualify reads them. Blocks."""
     # Imported here, as in qualify_one: qualify and the owners' file readers load on the node that runs it.
-    from orchestrator.commands.wiring import owner_files
+    from orchestrator.commands.owner_files import owner_files
     from orchestrator.qualify import QualifyOptions
 
     only = msgspec.structs.replace(cfg, models=[m for m in cfg.models if m.name == model])

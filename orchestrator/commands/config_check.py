@@ -73,7 +73,7 @@ def run_reference(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_toml(data: dict[str, Any], prefix: str = "") -> None:
+def _print_toml(data: dict[str, Any], prefix: str = "") -> None:  # config_to_dict's TOML-shaped data
     scalars = {k: v for k, v in data.items() if not isinstance(v, dict | list) or
                (isinstance(v, list) and not any(isinstance(x, dict) for x in v))}
     for key, value in scalars.items():

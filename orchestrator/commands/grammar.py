@@ -23,6 +23,7 @@ class _ConfigPath(argparse.Action):
     """Stores `--config PATH` and notes that it was named: an optional-use command reads bench.toml only
     where it exists, and a named file must exist."""
 
+    # argparse.Action.__call__'s own signature (typeshed's), values as argparse parsed them.
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
                  values: str | Sequence[Any] | None, option_string: str | None = None) -> None:
         setattr(namespace, self.dest, values)

@@ -37,7 +37,8 @@ def run(args: argparse.Namespace) -> int:
     # adapters (through wiring).
     import msgspec
 
-    from orchestrator.commands.wiring import owner_files, real_toolkit
+    from orchestrator.commands.owner_files import owner_files
+    from orchestrator.commands.wiring import real_toolkit
     from orchestrator.config import load_config
     from orchestrator.live.start import serve_live
     from orchestrator.qualify import QualifyOptions, qualify

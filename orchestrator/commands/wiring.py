@@ -10,29 +10,27 @@ from pathlib import Path
 import anyio
 
 from adapters import aiperf as _aiperf
-from adapters.chat import ChatClient, NativeWorker
 from adapters.server_kinds import server_parts
-from adapters.trtmc.qual_files import MODELS_DIR, TASKS_FILE, parse_owner_files
 from adapters.trtmc.records_tail import ServerRecordsTailer
 
 # log_codecs lives apart (log_codecs.py: the ingest command imports it alone); wiring hands it on.
 from orchestrator.commands.log_codecs import log_codecs
-from orchestrator.config import Config, WorkloadConfig
-from orchestrator.inventory.tree import open_checkout, read_checkout_files
+from orchestrator.config import WorkloadConfig
 from orchestrator.spine.ports import (
     AiperfFacts,
     AiperfInvocation,
     AiperfResult,
+    ChatSession,
     EventBus,
     ExportLevel,
     HandoverControl,
-    OwnerFiles,
+    NativeSession,
     PhaseGates,
     PhaseLoad,
     Toolkit,
 )
 
-__all__ = ["real_toolkit", "log_codecs", "owner_files", "read_owner_files"]
+__all__ = ["real_toolkit", "log_codecs"]
 
 
 class _Aiperf:
@@ -79,41 +77,24 @@ class _Aiperf:
                                         install=install, on_exit=on_exit, stop=stop, phases=phases, gates=gates)
 
 
+def _chat_client(base_url: str, model: str, *, timeout_s: float = 60.0, max_tokens: int | None = None) -> ChatSession:
+    # Imported at the first chat: adapters.chat loads aiohttp (about 0.2 CPU-s), which only qualify's stages
+    # need; run-aiperf, sweep, ab and soak never chat (bench/overhead.py measures run-aiperf's own CPU).
+    from adapters.chat import ChatClient
+
+    return ChatClient(base_url, model, timeout_s=timeout_s, max_tokens=max_tokens)
+
+
+def _native_worker(argv: list[str], *, log_path: Path, startup_timeout_s: float = 120.0,
+                   request_timeout_s: float = 120.0) -> NativeSession:
+    # Imported at the first worker, as _chat_client: the adapters.chat package loads aiohttp.
+    from adapters.chat import NativeWorker
+
+    return NativeWorker(argv, log_path=log_path, startup_timeout_s=startup_timeout_s,
+                        request_timeout_s=request_timeout_s)
+
+
 def real_toolkit() -> Toolkit:
     """The adapters a real run uses."""
-    return Toolkit(server_parts=server_parts, records_tailer=ServerRecordsTailer, chat_client=ChatClient,
-                   native_worker=NativeWorker, aiperf=_Aiperf())
-
-
-def read_owner_files(checkout: str | Path, profile: str, revision: str = "") -> OwnerFiles:
-    """The owners' tasks.yaml and the profile's exceptions from a checkout, read as the inventory reads it:
-    the working tree, `revision` through git, or a bare repository at its HEAD. The revision cited is the
-    resolved commit, HEAD with `+worktree` for a working tree, or `unversioned` outside git. Raises
-    InventoryError (folder, revision) or ConfigError (no tasks.yaml there, naming the revision). Blocks."""
-    source = open_checkout(checkout, revision)
-    profile_rel = f"{MODELS_DIR}/{profile}.yaml" if profile else ""
-    found = read_checkout_files(source, [TASKS_FILE, *([profile_rel] if profile_rel else [])])
-    if source.read_via == "git":
-        cited = source.commit
-        where = f"{source.root} at {source.commit[:12]}" + (f" ({revision})" if revision else " (HEAD of a bare repository)")
-    else:
-        cited = f"{source.commit}+worktree" if source.commit else "unversioned"
-        where = f"{source.root} (working tree{f' on {source.commit[:12]}' if source.commit else ''})"
-    return parse_owner_files(found.get(TASKS_FILE), found.get(profile_rel) if profile_rel else None, profile=profile,
-                             revision=cited, where=where)
-
-
-def owner_files(cfg: Config, trtmc: str = "", rev: str = "") -> dict[str, OwnerFiles]:
-    """TRTMC's qualification files for each model judged by the owners' gates: every model with a reference
-    when `trtmc` is given, else each whose noninferiority table names a `source`. Blocks (reads, git)."""
-    out: dict[str, OwnerFiles] = {}
-    for model in cfg.models:
-        ni = model.correctness.noninferiority
-        source = trtmc if model.reference is not None else ""
-        source = source or (ni.source if ni is not None else "")
-        if source:
-            revision = rev if trtmc else (ni.revision if ni is not None else "")
-            out[model.name] = read_owner_files(source, model.profile, revision)
-    return out
-
-
+    return Toolkit(server_parts=server_parts, records_tailer=ServerRecordsTailer, chat_client=_chat_client,
+                   native_worker=_native_worker, aiperf=_Aiperf())

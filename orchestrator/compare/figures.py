@@ -1,30 +1,4 @@
-"""Each figure `aqbench compare` reports for one model, with its interval and class; pure, no I/O.
-
-Methods (all from orchestrator/judge/intervals.py; two-sided intervals at [compare] confidence, 90 %
-by default, so each direction errs at most 5 %; a figure is `unchanged` when its interval lies within
-the tolerance, `regressed`/`improved` when wholly beyond it, else `inconclusive`):
-- latency p50/p90/p99 (client request latency, server handler_ms, server model_call_ms), over requests;
-  interval of candidate / baseline - 1 against the relative tolerance. When both runs sent the same
-  dataset items (paired): items resampled jointly, every request of a drawn item on both sides (cluster
-  bootstrap: the workload mix is held equal and the tail stays the requests'); otherwise the exact
-  percentile bootstrap of the order statistic, runs resampled independently;
-- paired latency, when both runs sent the same dataset items: the median over items of the per-item
-  ratio of median latencies, items as bootstrap units (removes the workload mix); and the tail share,
-  the share of candidate requests beyond their item's baseline p90 less the share expected of an
-  unchanged server (sees 40 % of items or 15 % of requests gone slow, which medians miss), against
-  [compare] tail_tolerance;
-- throughput: completed requests per slice in 20 equal slices of each run's profiling span, the
-  median slice compared as a quantile (bootstrap);
-- error rate, all causes and per cause: Newcombe's hybrid score interval of two independent rates;
-- correctness by path and arm and by path, kind and arm, over items: Tango's paired score interval
-  where the same items were scored (Newcombe's otherwise); for a deterministic model any newly wrong
-  item regresses and is named, whatever the interval;
-- audio lift (audio minus silence over all items, audio minus transcript over speech items): for a
-  deterministic model on the same items the exact difference; otherwise the audio-arm change minus the
-  other arm's change, the interval combined from the two (Bonferroni: coverage at least 1 - 2 alpha);
-- completeness: for a deterministic model any item newly incomplete (or with a new defect) regresses
-  and is named; items only made complete improve; otherwise the incomplete fraction as a rate (Newcombe).
-"""
+"""Each figure `aqbench compare` reports for one model, with its interval and class; pure, no I/O."""
 
 from __future__ import annotations
 
@@ -68,7 +42,32 @@ PerItem = Mapping[Hashable, Sequence[float]]  # numpy arrays serve: intervals.py
 
 def compare_model(base: ModelSamples, cand: ModelSamples, *, deterministic: bool,
                   cfg: CompareConfig) -> ModelComparison:
-    """Every figure of one model present in both runs. CPU-bound: ~0.1 s for 100,000 requests a side."""
+    """Every figure of one model present in both runs. CPU-bound: ~0.1 s for 100,000 requests a side.
+
+    Methods (all from orchestrator/judge/intervals.py; two-sided intervals at [compare] confidence, 90 % by default,
+    so each direction errs at most 5 %; a figure is `unchanged` when its interval lies within the tolerance,
+    `regressed`/`improved` when wholly beyond it, else `inconclusive`):
+    - latency p50/p90/p99 (client request latency, server handler_ms, server model_call_ms), over requests; interval
+      of candidate / baseline - 1 against the relative tolerance. When both runs sent the same dataset items (paired):
+      items resampled jointly, every request of a drawn item on both sides (cluster bootstrap: the workload mix is
+      held equal and the tail stays the requests'); otherwise the exact percentile bootstrap of the order statistic,
+      runs resampled independently;
+    - paired latency, when both runs sent the same dataset items: the median over items of the per-item ratio of
+      median latencies, items as bootstrap units (removes the workload mix); and the tail share, the share of
+      candidate requests beyond their item's baseline p90 less the share expected of an unchanged server (sees 40 % of
+      items or 15 % of requests gone slow, which medians miss), against [compare] tail_tolerance;
+    - throughput: completed requests per slice in 20 equal slices of each run's profiling span, the median slice
+      compared as a quantile (bootstrap);
+    - error rate, all causes and per cause: Newcombe's hybrid score interval of two independent rates;
+    - correctness by path and arm and by path, kind and arm, over items: Tango's paired score interval where the same
+      items were scored (Newcombe's otherwise); for a deterministic model any newly wrong item regresses and is named,
+      whatever the interval;
+    - audio lift (audio minus silence over all items, audio minus transcript over speech items): for a deterministic
+      model on the same items the exact difference; otherwise the audio-arm change minus the other arm's change, the
+      interval combined from the two (Bonferroni: coverage at least 1 - 2 alpha);
+    - completeness: for a deterministic model any item newly incomplete (or with a new defect) regresses and is named;
+      items only made complete improve; otherwise the incomplete fraction as a rate (Newcombe).
+    """
     base_sent, cand_sent = set(base.items), set(cand.items)
     paired = bool(base_sent) and base_sent == cand_sent and all(item for item, _arm in base_sent)
     figures: list[Figure] = []

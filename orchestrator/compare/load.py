@@ -142,6 +142,7 @@ class _Loader:
     def __init__(self, journal: Path) -> None:
         self.run = RunSamples(journal=journal)
         self.window_model: dict[str, str] = {}
+        # Each handler takes its own event type, which one dict's value type cannot say.
         self.handlers: dict[type, Callable[[Any], None]] = {
             RunStarted: self._run_started, RunFinished: self._run_finished, PhaseStarted: self._phase_started,
             PhaseFinished: self._phase_finished, AiperfStarted: self._aiperf_started, GpuSampled: self._gpu,

@@ -1,13 +1,5 @@
 """How far two runs of an unchanged server drift apart, from each run's own block-to-block variance; pure.
-
-Runs taken apart in time share no clock: a busier host moves every request of one run. Requests
-resampled within a run cannot see that (they all share the run's one path through time), so each run
-is cut into BLOCKS contiguous blocks of requests; each block's level is the median over its requests of
-log(latency / the item's median over both runs), and its tail the share of its requests beyond the
-item's p90 over both runs. The pooled within-run variance of those block values (t quantile, 2 B - 2
-degrees of freedom) bounds how far the whole-run level and tail share move by drift alone. Assumes
-blocks far apart enough in time to be nearly independent; with fewer than MIN_PER_BLOCK requests a
-block there is no floor (None). Does not decide anything: figures.py widens intervals with it.
+Does not decide anything: figures.py widens intervals with it.
 """
 
 from __future__ import annotations
@@ -52,7 +44,16 @@ def _blocks(logs: NDArray[np.float64], beyond: NDArray[np.bool_]) -> tuple[NDArr
 
 
 def noise_floor(base: ModelSamples, cand: ModelSamples, attr: str, confidence: float) -> NoiseFloor | None:
-    """The floor of one latency series (``client_ms``...); None when a run has too few requests."""
+    """The floor of one latency series (``client_ms``...); None when a run has too few requests.
+
+    Runs taken apart in time share no clock: a busier host moves every request of one run. Requests resampled within a
+    run cannot see that (they all share the run's one path through time), so each run is cut into BLOCKS contiguous
+    blocks of requests; each block's level is the median over its requests of log(latency / the item's median over
+    both runs), and its tail the share of its requests beyond the item's p90 over both runs. The pooled within-run
+    variance of those block values (t quantile, 2 B - 2 degrees of freedom) bounds how far the whole-run level and
+    tail share move by drift alone. Assumes blocks far apart enough in time to be nearly independent; with fewer than
+    MIN_PER_BLOCK requests a block there is no floor (None).
+    """
     sides = [_side(m, attr) for m in (base, cand)]
     if min(v.size for v, _n, _e in sides) < BLOCKS * MIN_PER_BLOCK:
         return None

@@ -7,7 +7,6 @@ import ast
 import inspect
 import json
 import sys
-from typing import Any
 
 import msgspec
 import msgspec.inspect as mi
@@ -42,7 +41,7 @@ class DocRow(msgspec.Struct, frozen=True, kw_only=True):
     key: str
     type: str
     default: str
-    value: Any
+    value: object  # the default as a TOML value (None when required or unset)
     meaning: str
 
 
@@ -122,7 +121,7 @@ def _toml(value: object) -> str:
     raise TypeError(f"config doc: cannot write the default {value!r} as TOML")
 
 
-def _default(field: mi.Field) -> tuple[str, Any]:
+def _default(field: mi.Field) -> tuple[str, object]:
     if field.required:
         return "required", None
     value = field.default_factory() if field.default is msgspec.NODEFAULT else field.default

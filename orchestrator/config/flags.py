@@ -46,6 +46,7 @@ class _DeprecatedAlias(argparse.Action):
         self.target = target
         self.switch = switch
 
+    # argparse.Action.__call__'s own signature (typeshed's), values as argparse parsed them.
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: str | Sequence[Any] | None,
                  option_string: str | None = None) -> None:
         used: list[tuple[str, str]] = getattr(namespace, _USED, [])

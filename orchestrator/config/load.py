@@ -60,7 +60,7 @@ def _unknown(what: str, key: str, text: str | None) -> str:
 
 def _struct_at(path: str) -> type[msgspec.Struct] | None:
     """The Struct that holds the keys at `path` ('models[0]', 'server', '' for the top), None if none does."""
-    tp: Any = Config
+    tp: Any = Config  # a type annotation as typing's introspection takes and returns it
     for part in re.findall(r"[A-Za-z0-9_-]+|\[\d+\]", path):
         tp = _unwrap(tp)
         if part.startswith("["):
@@ -76,7 +76,7 @@ def _struct_at(path: str) -> type[msgspec.Struct] | None:
 
 def _allowed(key: str) -> list[str]:
     """The Literal choices of the field at `key` (e.g. 'workload.arms[1]'), for 'expected one of'."""
-    tp: Any = Config
+    tp: Any = Config  # as in _struct_at
     for part in re.findall(r"[A-Za-z0-9_-]+|\[\d+\]", key):
         tp = _unwrap(tp)
         if part.startswith("["):
@@ -211,6 +211,7 @@ def _resolve(cfg: Config, base: Path) -> Config:
     )
 
 
+# `data` is a TOML document as tomllib returns it: open until msgspec.convert checks it against Config.
 def config_from_dict(data: dict[str, Any], *, where: str = "<config>", base: Path | None = None,
                      text: str | None = None) -> Config:
     """Validate a parsed TOML document (`text`, where given, its source: lines are named from it); raise
@@ -253,7 +254,7 @@ def load_config(path: str | Path) -> Config:
     return msgspec.structs.replace(cfg, source=str(p.resolve()), sha256=hashlib.sha256(raw).hexdigest())
 
 
-def _check_paths(cfg: Config, *, where: str, given: dict[str, Any]) -> None:
+def _check_paths(cfg: Config, *, where: str, given: dict[str, Any]) -> None:  # `given`: the TOML as written
     """Paths a run reads must exist: refused here, naming the key and the file, rather than later."""
     path = cfg.dataset.path
     if path and not Path(path).is_dir():
@@ -263,9 +264,10 @@ def _check_paths(cfg: Config, *, where: str, given: dict[str, Any]) -> None:
                           "(one with manifest.jsonl), relative to this file, or remove it to use [dataset] name")
 
 
+# The TOML-shaped plain data `config check` prints and a sweep edits before config_from_dict reads it back.
 def config_to_dict(cfg: Config) -> dict[str, Any]:
     """The resolved configuration as plain data (for `config check` and RunStarted)."""
-    out: dict[str, Any] = msgspec.to_builtins(cfg)
+    out: dict[str, Any] = msgspec.to_builtins(cfg)  # the Config's plain data, as above
     # Each model's name first, as bench.toml writes it (ModelIdentity, its base, declares the fields before it).
     out["models"] = [{"name": m["name"], **m} for m in out["models"]]
     return out

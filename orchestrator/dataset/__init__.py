@@ -1,5 +1,6 @@
 """Audio-QA datasets: the manifest and its verifying loader, the arms and their AIPerf export (sets.py), the
-normal form their answers are checked in (answer_text.py), and the clips as sent (clip_cache.py)."""
+normal form their answers are checked in (answer_text.py), the clips as sent (clip_cache.py), and the facts about
+clips kept between runs (facts_cache.py)."""
 
 from orchestrator.dataset.answer_text import normalize
 from orchestrator.dataset.sets import (

@@ -14,14 +14,17 @@ import msgspec
 
 from orchestrator.config import RunConfig
 
-__all__ = ["CLIP_MANIFEST", "CACHE_SUFFIX", "ClipSent", "ClipCache", "append_manifest", "clip_cache_dir",
-           "read_manifest", "referenced_hashes"]
+__all__ = ["CLIP_MANIFEST", "CACHE_SUFFIX", "FACTS_FOLDER", "ClipSent", "ClipCache", "append_manifest",
+           "clip_cache_dir", "facts_dir", "read_manifest", "referenced_hashes"]
 
 CLIP_MANIFEST = "clips.jsonl"
 """A run's list of the clips it sent, one `ClipSent` a line, in the folder given to `prepare_arms`."""
 CACHE_SUFFIX = "-clips"
 """The default cache sits beside `[run] output_dir`, named after it (`runs` -> `runs-clips`): the output folder
 holds run folders only, and each output folder has its own cache."""
+FACTS_FOLDER = "facts"
+"""The cache's folder of facts kept between runs (each dataset's decoded clip properties, the entry made from each
+clip): a shortcut only, rebuilt by the next run when removed; `entries` and pruning pass it by."""
 
 
 class ClipSent(msgspec.Struct, frozen=True, kw_only=True):
@@ -47,6 +50,11 @@ def clip_cache_dir(run: RunConfig) -> Path:
     return out.with_name(out.name + CACHE_SUFFIX)
 
 
+def facts_dir(run: RunConfig) -> Path:
+    """The folder of facts kept between runs, in the clip cache of a configuration's [run]."""
+    return clip_cache_dir(run) / FACTS_FOLDER
+
+
 class ClipCache:
     """A folder of clips named by the sha256 of their bytes. `put` is safe across processes: an entry is
     written under a temporary name and renamed into place, so a reader sees a whole file or none."""
@@ -61,13 +69,10 @@ class ClipCache:
         """Store `data` (the bytes of a `fmt` file) unless an entry of that content is there; returns its path
         and hash. A reused entry's mtime is refreshed: pruning spares entries touched lately (`prune`)."""
         digest = hashlib.sha256(data).hexdigest()
+        found = self.existing(digest, fmt, len(data))
+        if found is not None:
+            return found, digest
         path = self.path_of(digest, fmt)
-        try:
-            if path.stat().st_size == len(data):
-                os.utime(path)
-                return path, digest
-        except FileNotFoundError:
-            pass
         self.folder.mkdir(parents=True, exist_ok=True)
         tmp = self.folder / f".{digest}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
         try:
@@ -76,6 +81,20 @@ class ClipCache:
         finally:
             tmp.unlink(missing_ok=True)
         return path, digest
+
+    def existing(self, sha256: str, fmt: str, size: int) -> Path | None:
+        """The entry of that content when it is there whole (by its size), its mtime refreshed as `put` does."""
+        path = self.path_of(sha256, fmt)
+        try:
+            if path.stat().st_size == size:
+                os.utime(path)
+                return path
+        except FileNotFoundError:
+            pass
+        return None
+
+    def facts_folder(self) -> Path:
+        return self.folder / FACTS_FOLDER
 
     def entries(self) -> list[Path]:
         """Every stored clip (temporary files aside)."""

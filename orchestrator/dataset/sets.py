@@ -7,7 +7,8 @@ from __future__ import annotations
 import hashlib
 import io
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -20,6 +21,7 @@ from orchestrator.base.errors import DatasetError
 from orchestrator.config import ARMS, DatasetConfig
 from orchestrator.dataset.answer_text import normalize
 from orchestrator.dataset.clip_cache import ClipCache, ClipSent, append_manifest
+from orchestrator.dataset.facts_cache import FactsCache, FileStamp, stamp_of
 
 __all__ = [
     "Item",
@@ -171,6 +173,24 @@ class Dataset(msgspec.Struct, frozen=True, kw_only=True):
         return pairs
 
 
+class _ClipFacts(msgspec.Struct, frozen=True, kw_only=True):
+    """A clip's decoded properties, as kept between runs: true of the file while its stamp is `stamp`."""
+
+    stamp: FileStamp
+    props: AudioProps
+
+
+class _Made(msgspec.Struct, frozen=True, kw_only=True):
+    """The clip-cache entry (a 16-bit WAV) made from a source: a clip's content, or a silence's shape."""
+
+    sha256: str
+    bytes: int
+
+
+# What decoding gives depends on libsndfile (Vorbis and MP3 are decoded by it): facts from another version are
+# found again.
+_FACTS_VERSION = f"1; libsndfile {sf.__libsndfile_version__}"
+_MADE_FACTS = "made-wav.json"
 _decoder = msgspec.json.Decoder(Item)
 _encoder = msgspec.json.Encoder()
 _PATH_RE = re.compile(r"at `\$((?:\.[A-Za-z0-9_-]+|\[\d+\])*)`")
@@ -197,6 +217,28 @@ def probe_audio(path: Path) -> AudioProps:
         sha256=hashlib.sha256(data).hexdigest(),
         pcm_sha256=hashlib.sha256(np.ascontiguousarray(pcm, dtype="<i2").tobytes()).hexdigest(),
     )
+
+
+def _probe_known(path: Path, key: str, known: FactsCache[_ClipFacts] | None) -> AudioProps:
+    """probe_audio's answer, taken from `known` while the file's stamp is the one it was probed at."""
+    if known is None:
+        return probe_audio(path)
+    try:
+        stamp = stamp_of(path)
+    except OSError:
+        return probe_audio(path)  # which names the problem
+    kept = known.get(key)
+    if kept is not None and kept.stamp == stamp:
+        return kept.props
+    props = probe_audio(path)
+    if stamp_of(path) == stamp:  # a file that changed while it was read is not kept
+        known.put(key, _ClipFacts(stamp=stamp, props=props))
+    return props
+
+
+def _facts_file(folder: Path, root: Path) -> Path:
+    where = str(root.resolve())
+    return folder / f"dataset-{root.resolve().name}-{hashlib.sha256(where.encode()).hexdigest()[:12]}.json"
 
 
 def _field_error(exc: msgspec.ValidationError) -> tuple[str, str]:
@@ -275,10 +317,13 @@ def _check_props(item: Item, props: AudioProps, where: str) -> None:
                            f"decodes to {props.duration_s} s ({props.frames} frames at {props.sample_rate_hz} Hz)")
 
 
-def load_dataset(path: str | Path) -> Dataset:
+def load_dataset(path: str | Path, *, facts: str | Path | None = None) -> Dataset:
     """Load and verify a dataset folder (manifest, every file, hashes, decoded properties). Blocks.
 
-    Raises DatasetError naming the manifest line, the item and the field at the first problem.
+    With `facts` (a folder: the clip cache's `facts/`), each clip's decoded properties are kept there under its
+    file's stamp (device, inode, size, modification and change times) and taken from there while the stamp
+    matches, instead of decoding and hashing the clip again; a changed file is decoded again. Raises
+    DatasetError naming the manifest line, the item and the field at the first problem.
     """
     root = Path(path)
     manifest = root / MANIFEST
@@ -288,6 +333,17 @@ def load_dataset(path: str | Path) -> Dataset:
         raise DatasetError(f"{root}: no {MANIFEST}; a dataset folder holds {MANIFEST} and its audio") from None
     except OSError as exc:
         raise DatasetError(f"{manifest}: cannot read: {exc.strerror}") from None
+    known = FactsCache(_facts_file(Path(facts), root), _ClipFacts, _FACTS_VERSION) if facts is not None else None
+    try:
+        items = _verified_items(root, manifest, raw, known)
+    finally:
+        if known is not None:
+            known.save()
+    return Dataset(root=root.resolve(), name=root.resolve().name, items=tuple(items),
+                   identity=_identity(raw, items))
+
+
+def _verified_items(root: Path, manifest: Path, raw: bytes, known: FactsCache[_ClipFacts] | None) -> list[Item]:
     items: list[Item] = []
     seen: dict[str, int] = {}
     probes: dict[str, AudioProps] = {}
@@ -310,13 +366,12 @@ def load_dataset(path: str | Path) -> Dataset:
         _check_answer_rule(item, where)
         file = _audio_path(root, item, where)
         if item.audio not in probes:
-            probes[item.audio] = probe_audio(file)
+            probes[item.audio] = _probe_known(file, item.audio, known)
         _check_props(item, probes[item.audio], where)
         items.append(item)
     if not items:
         raise DatasetError(f"{manifest}: no items")
-    return Dataset(root=root.resolve(), name=root.resolve().name, items=tuple(items),
-                   identity=_identity(raw, items))
+    return items
 
 
 def _peek_id(line: bytes) -> str:
@@ -404,7 +459,9 @@ def prepare_arms(dataset: Dataset, arms: Iterable[str], work_dir: str | Path, *,
 
     WAV and MP3 clips are sent as they are (the dataset's file); FLAC and OGG are decoded to 16-bit WAV.
     Silence is a zero WAV of the clip's rate, channels and frames. Decoded and silent clips go into the clip
-    cache `cache` (default: `work_dir`), once per content. The transcript arm exists only for speech items.
+    cache `cache` (default: `work_dir`), once per content; with `cache` given, the entry made from each clip
+    content and silence shape is kept in its `facts/`, so that a later run finds the entry without decoding the
+    clip again. The transcript arm exists only for speech items.
     With `conditioning_items` > 0 the silence and transcript arms hold only conditioning_subset's items;
     `only` keeps just these (item id, arm) pairs.
     """
@@ -414,6 +471,8 @@ def prepare_arms(dataset: Dataset, arms: Iterable[str], work_dir: str | Path, *,
             raise DatasetError(f"arm {arm!r} is not one of {', '.join(ARMS)}")
     work = Path(work_dir).resolve()
     clips = ClipCache(cache if cache is not None else work)
+    made_before = (FactsCache(clips.facts_folder() / _MADE_FACTS, _Made, _FACTS_VERSION) if cache is not None
+                   else None)
     subsets = {arm: conditioning_subset(dataset, arm, conditioning_items) for arm in arms if arm != "audio"}
     wanted = set(only) if only is not None else None
     out: list[ArmRequest] = []
@@ -434,9 +493,8 @@ def prepare_arms(dataset: Dataset, arms: Iterable[str], work_dir: str | Path, *,
                 continue
             shape = item.audio if arm == "audio" else f"silence:{item.sample_rate_hz}:{item.channels}:{item.frames}"
             if shape not in made:
-                made[shape] = (_wire_audio(dataset.root, item, clips) if arm == "audio" else
-                               _put_wav(clips, np.zeros((item.frames, item.channels), dtype=np.int16),
-                                        item.sample_rate_hz))
+                made[shape] = (_wire_audio(dataset.root, item, clips, made_before) if arm == "audio" else
+                               _made_wav(clips, made_before, shape, partial(_silence, item)))
             wire, digest, size = made[shape]
             fmt = wire.suffix.lstrip(".")
             sent.append(ClipSent(key=key, sha256=digest, bytes=size, format=fmt, path=str(wire)))
@@ -444,17 +502,43 @@ def prepare_arms(dataset: Dataset, arms: Iterable[str], work_dir: str | Path, *,
                                   source_format=item.container, wire_format=fmt,
                                   audio_seconds=item.frames / item.sample_rate_hz, audio_bytes=size))
     append_manifest(work, sent)
+    if made_before is not None:
+        made_before.save()
     return out
 
 
-def _wire_audio(root: Path, item: Item, clips: ClipCache) -> tuple[Path, str, int]:
+def _wire_audio(root: Path, item: Item, clips: ClipCache, made_before: FactsCache[_Made] | None,
+                ) -> tuple[Path, str, int]:
     """The clip as sent, its sha256 and size: the dataset's own file (its manifest hash, checked at load)
     when sent as it is, else its PCM as 16-bit WAV in the cache."""
     source = root / item.audio
     if item.container in _WIRE_CONTAINERS:
         return source.resolve(), item.sha256, item.bytes
-    pcm, rate = sf.read(str(source), dtype="int16", always_2d=True)
-    return _put_wav(clips, pcm, rate)
+
+    def decoded() -> tuple[np.ndarray, int]:
+        pcm, rate = sf.read(str(source), dtype="int16", always_2d=True)
+        return pcm, int(rate)
+
+    # Keyed by the clip's content (its sha256, checked at load): the WAV is a function of it.
+    return _made_wav(clips, made_before, f"clip:{item.sha256}", decoded)
+
+
+def _silence(item: Item) -> tuple[np.ndarray, int]:
+    return np.zeros((item.frames, item.channels), dtype=np.int16), item.sample_rate_hz
+
+
+def _made_wav(clips: ClipCache, made_before: FactsCache[_Made] | None, source: str,
+              pcm_of: Callable[[], tuple[np.ndarray, int]]) -> tuple[Path, str, int]:
+    """The cache entry made from `source` before, while it is there whole; else made now from `pcm_of()`."""
+    kept = made_before.get(source) if made_before is not None else None
+    if kept is not None:
+        path = clips.existing(kept.sha256, "wav", kept.bytes)
+        if path is not None:
+            return path, kept.sha256, kept.bytes
+    path, digest, size = _put_wav(clips, *pcm_of())
+    if made_before is not None:
+        made_before.put(source, _Made(sha256=digest, bytes=size))
+    return path, digest, size
 
 
 def _put_wav(clips: ClipCache, pcm: np.ndarray, rate: int) -> tuple[Path, str, int]:

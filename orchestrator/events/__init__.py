@@ -1,19 +1,17 @@
-"""Every event aqbench journals: frozen, tagged msgspec Structs (base, run, server, load, judging) with their
-payloads (payloads.py), the value types judges compute (values.py), the tagged detail unions of phases
-(phases.py), soak verdicts (verdicts.py) and capability checks (evidence.py), and the `AnyEvent` union.
-
-The journal format is designed here once. It imports from the project only the configuration (RunStarted
-carries its resolved snapshot); judges import their value types from here, never the reverse. Schema
-evolution: add fields only at the end of a class, with defaults, and new kinds of detail as new tagged
-variants of their union; never retype or reuse a field or a tag without a new SCHEMA_VERSION, whose upgrade
-of older journals lives in orchestrator/spine/journal_upgrade.py. Dicts of anything remain only for foreign data,
-in the fields payloads.FOREIGN_JSON lists.
+"""Every event aqbench journals as a frozen, tagged msgspec Struct, their payloads, value types and detail unions,
+and the `AnyEvent` union: the journal's schema, designed here once.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, TypeAlias, Union
 
+# Imports from the project only the configuration (RunStarted carries its resolved snapshot); judges import their
+# value types from here (values.py), never the reverse. Schema evolution: add fields only at the end of a class, with
+# defaults, and new kinds of detail as new tagged variants of their union (phases.py, verdicts.py, evidence.py); never
+# retype or reuse a field or a tag without a new SCHEMA_VERSION, whose upgrade of older journals lives in
+# orchestrator/spine/journal_upgrade.py. Dicts of anything remain only for foreign data, in the fields
+# payloads.FOREIGN_JSON lists.
 from orchestrator.events.ab import AbPhase, AbPower
 from orchestrator.events.base import SCHEMA_VERSION, Event, snake_tag
 from orchestrator.events.evidence import (

@@ -1,9 +1,5 @@
-"""The journal's payload Structs: what events carry beside their own fields (result rows, mismatches,
-non-inferiority decisions, ...). Typed, so a renamed field is a type error, not a silently empty report cell.
-Schema evolution as for events: add fields at the end with defaults.
-
-`Json` (a dict of anything) is kept only where the content is foreign, in the fields FOREIGN_JSON lists;
-a test holds every event to that list.
+"""The journal's payload Structs: what events carry beside their own fields (result rows, mismatches, decisions, ...).
+Typed, so a renamed field is a type error, not a silently empty report cell; evolve by appending defaulted fields.
 """
 
 from __future__ import annotations
@@ -23,6 +19,7 @@ Json = dict[str, Any]  # foreign data only: see FOREIGN_JSON
 
 # Every event field that holds foreign JSON, as `Event.field`, with what it holds. Nothing else is a dict of
 # anything: what aqbench writes itself is a Struct.
+# A test holds every event to this list.
 FOREIGN_JSON: dict[str, str] = {
     "LogLine.fields": "a printed line's own JSON object (a server's or AIPerf's structured log)",
     "AiperfExited.aggregate": "AIPerf's own aggregate of the run (profile_export_aiperf.json), as it wrote it",

@@ -1,9 +1,5 @@
-"""An audio-QA checkpoint done properly: what its route supports (precision, TP, batch, standalone or
-paired), what the owners recorded of its audio runs, whether an owners' gate judges it, and exactly what
-blocks qualifying it (route, gate, quality; or only that bench.toml does not configure it).
-
-Every blocker cites the checkout: the served chat schema for the route, the owners' qualification files
-for the gate, the family README for recorded quality. Pure.
+"""An audio-QA checkpoint done properly: its route's limits, the owners' recorded audio runs, whether an owners'
+gate judges it, and exactly what blocks qualifying it. Pure; every blocker cites the checkout.
 """
 
 from __future__ import annotations
@@ -85,6 +81,9 @@ def _limits(family: FamilyFacts | None) -> RouteLimits | None:
     return msgspec.structs.replace(limits, evidence=[*limits.evidence, *code])
 
 
+# What its route supports: precision, TP, batch, standalone or paired. Blockers: route, gate, quality, or only that
+# bench.toml does not configure it. Each cites the checkout: the served chat schema for the route, the owners'
+# qualification files for the gate, the family README for recorded quality.
 def candidate_details(*, checkpoint: str, tasks: Sequence[str], profiles: Sequence[str], family: FamilyFacts | None,
                       checkout: Checkout, configured: bool) -> CandidateDetails:
     """Route limits, recorded quality, the owners' gate and the blockers of one audio-QA checkpoint."""

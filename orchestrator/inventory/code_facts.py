@@ -1,11 +1,5 @@
-"""What a family's build and runtime code show, line by line: the bundle sections its build writes, the
-sections its runtime loads, the Tasks its runtime binds or implements, and (older layout) its public
-`generate*` entry points and audio plan structs. Pure; reads only the documents it is given.
-
-Both layouts: builds write `result["<name>_plan"] = ...` (older plugin.py) or `writer.add_bytes("<name>", ...)`
-(`add_json`, `open_section`, ...); runtimes load a quoted `"<name>_plan"` (older) or
-`require_section(bundle, "<name>")` (`find_section`, `read_section`, ...); they bind Tasks with
-`api::bind<api::IAudioTextToText>(...)` and implement them as base classes (`public IReferenceAudioGeneration`).
+"""What a family's build and runtime code show, line by line: the bundle sections built and loaded, the Tasks bound
+or implemented, and (older layout) `generate*` entry points and audio plan structs. Pure.
 """
 
 from __future__ import annotations
@@ -22,6 +16,10 @@ from orchestrator.inventory.task_names import AUDIO_TASKS, interface_task
 __all__ = ["FamilyCode", "read_code"]
 
 AUDIO_QA_TASKS = tuple(t for t, cls in AUDIO_TASKS.items() if cls == "audio-qa")
+# Both layouts: builds write `result["<name>_plan"] = ...` (older plugin.py) or `writer.add_bytes("<name>", ...)`
+# (`add_json`, `open_section`, ...); runtimes load a quoted `"<name>_plan"` (older) or `require_section(bundle,
+# "<name>")` (`find_section`, `read_section`, ...); they bind Tasks with `api::bind<api::IAudioTextToText>(...)` and
+# implement them as base classes (`public IReferenceAudioGeneration`). Reads only the documents it is given.
 _BUILT = (
     re.compile(r"""\[\s*["'](\w+_plan)["']\s*\]\s*="""),
     re.compile(r"""\.(?:add_bytes|add_json|add_text|add_section|open_section|add_file)\(\s*f?["']([^"'{}]+)["']"""),

@@ -1,17 +1,4 @@
-"""Gaps a family's own files show for a checkpoint that does not answer audio questions, each cited.
-
-Rules, in the order a reader needs them:
-1. `audio-encoder-unloaded`: the build writes a section whose name speaks of audio input (not a speech
-   codec or vocoder) that the runtime never loads; the older layout's `pipeline.h` entry points are cited
-   when none takes audio.
-2. `readme-audio-not-exposed`: a family README says audio is not there (a sentence about audio with not,
-   no, lacks, without or never).
-3. `tasks-take-no-audio`: support.py declares Tasks, and none of them takes audio.
-4. `runtime-takes-no-audio`: the runtime loads named sections, none an audio input, and binds or implements
-   no Task that takes audio.
-Rules 2-4 answer "why is there no audio input?" for a checkpoint served on text or images (text-only,
-vision-language); for a speech, music or video generator its class already says it. Pure.
-"""
+"""Gaps a family's own files show for a checkpoint that does not answer audio questions, each cited. Pure."""
 
 from __future__ import annotations
 
@@ -103,7 +90,19 @@ def _readme_says_no_audio(facts: FamilyFacts) -> Gap | None:
 
 
 def family_gaps(facts: FamilyFacts | None, cls: str) -> list[Gap]:
-    """The gaps one family's files show for a row of class `cls` (none for an audio-QA row)."""
+    """The gaps one family's files show for a row of class `cls` (none for an audio-QA row).
+
+    Rules, in the order a reader needs them:
+    1. `audio-encoder-unloaded`: the build writes a section whose name speaks of audio input (not a speech codec or
+       vocoder) that the runtime never loads; the older layout's `pipeline.h` entry points are cited when none takes
+       audio.
+    2. `readme-audio-not-exposed`: a family README says audio is not there (a sentence about audio with not, no,
+       lacks, without or never).
+    3. `tasks-take-no-audio`: support.py declares Tasks, and none of them takes audio.
+    4. `runtime-takes-no-audio`: the runtime loads named sections, none an audio input, and binds or implements no
+       Task that takes audio. Rules 2-4 answer "why is there no audio input?" for a checkpoint served on text or
+       images (text-only, vision-language); for a speech, music or video generator its class already says it.
+    """
     if facts is None or cls == "audio-qa":
         return []
     rules = [_unloaded_encoder]

@@ -1,17 +1,11 @@
-"""The owners' qualification gates in a checkout: which Tasks `apps/aiperf_qual/config/tasks.yaml` gates,
-which profiles have a `config/models/<profile>.yaml`, and which checkpoints a family qualifies itself in
-`families/<family>/tests/{benchmark,qualification}/*.yaml` (the `apps/benchmark/qualification` scheme).
-
-A Task entry in tasks.yaml gates every catalog model of that Task (profile files hold only exceptions); a
-family's own qualification file gates the checkpoint it names. Pure: YAML read with the safe loader; a file
-that cannot be read is named in `errors`, never skipped silently.
+"""The owners' qualification gates in a checkout: the Tasks tasks.yaml gates, the profiles with a models/ file, and
+the checkpoints a family qualifies itself. Pure: YAML by the safe loader; an unreadable file is named in `errors`.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 import msgspec
 import yaml
@@ -25,6 +19,10 @@ _TASK_KEY = re.compile(r"^  ([A-Za-z_][\w-]*)\s*:")
 _AUDIO_OR_SCORE = re.compile(r"audio|thinker|speech|absolute|supplementary", re.IGNORECASE)
 
 
+# Where the gates live: `apps/aiperf_qual/config/tasks.yaml` (Tasks), `config/models/<profile>.yaml` (profiles), and
+# `families/<family>/tests/{benchmark,qualification}/*.yaml` (the `apps/benchmark/qualification` scheme). A Task entry
+# in tasks.yaml gates every catalog model of that Task (profile files hold only exceptions); a family's own
+# qualification file gates the checkpoint it names.
 class FamilyQualification(msgspec.Struct, frozen=True, kw_only=True):
     """A family's own qualification file: the model it names, its checkpoint and Task, where."""
 
@@ -47,7 +45,7 @@ class OwnerConfigs(msgspec.Struct, frozen=True, kw_only=True):
     errors: list[str] = []
 
 
-def _load(doc: SourceDocument) -> tuple[Any, str]:
+def _load(doc: SourceDocument) -> tuple[object, str]:
     try:
         return yaml.safe_load(doc.data.decode("utf-8", "replace")), ""
     except yaml.YAMLError as exc:
@@ -88,7 +86,7 @@ def _family_file(doc: SourceDocument) -> tuple[FamilyQualification | None, str]:
     if not isinstance(data, dict):
         return None, f"{doc.path}: top level is {type(data).__name__}, expected a mapping"
     raw = data.get("candidate")
-    candidate: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    candidate: dict[str, object] = raw if isinstance(raw, dict) else {}
     checkpoint, model = str(candidate.get("checkpoint") or ""), str(data.get("model") or "")
     line = _line_of(doc, checkpoint or model)
     return FamilyQualification(

@@ -1,12 +1,5 @@
 """What each path of a TRTMC checkout is to the audit: a manifest in one of the two layouts, a family's
 own file (support, build, runtime, README, qualification), or a checkout-wide file. Pure: names only.
-
-Layouts (both may exist in one checkout):
-- older: `tests/e2e/models/<family>/manifests/<profile>.json`, builds in
-  `python/<package>/families/<family>/plugin.py`, runtimes in `src/runtime/models/<family>/`;
-- current: everything of a family under `families/<family>/`: `support.py` (Tasks, default precision),
-  `tests/manifests/*.json`, builds in `model.py` / `*_builder.py` (and `edge_llm/*.py`), `runtime/`,
-  READMEs, and the family's own qualification files (`tests/benchmark/*.yaml`, `tests/qualification/*.yaml`).
 """
 
 from __future__ import annotations
@@ -29,6 +22,12 @@ __all__ = [
     "checkout_file",
 ]
 
+# Layouts (both may exist in one checkout):
+# - older: `tests/e2e/models/<family>/manifests/<profile>.json`, builds in
+#   `python/<package>/families/<family>/plugin.py`, runtimes in `src/runtime/models/<family>/`;
+# - current: everything of a family under `families/<family>/`: `support.py` (Tasks, default precision),
+#   `tests/manifests/*.json`, builds in `model.py` / `*_builder.py` (and `edge_llm/*.py`), `runtime/`, READMEs, and
+#   the family's own qualification files (`tests/benchmark/*.yaml`, `tests/qualification/*.yaml`).
 MANIFEST_GLOBS: dict[str, str] = {
     "tests/e2e/models": "tests/e2e/models/*/manifests/*.json",
     "families": "families/*/tests/manifests/*.json",

@@ -1,14 +1,5 @@
-"""Read a family's READMEs for what the owners recorded: the checkpoints named on audio table rows, the
-results tables (which audio modes passed and which ran with a quality failure), the limits of the
-route (precision, TP, batch, standalone or paired), and every prose sentence about audio. Pure.
-
-Rules, on Markdown as written (code fences skipped, sentences joined across line breaks):
-- a table's checkpoint is the Hugging Face id in its first cell; a column whose header speaks of failure
-  records failures ("quality" in it: quality failures), one that speaks of success or passing records passes;
-  a cell's modes are split at ";" and a mode counts for audio when it names audio ("text/audio" too);
-- limits come from sentences that name the standalone route (FP16/BF16/..., `TPn`, `batchn`), and a
-  sentence that calls paired builds text-only says paired media is not mapped;
-- a sentence about audio is negative when it says not, no, lacks, without or never.
+"""Read a family's READMEs for what the owners recorded: checkpoints on audio table rows, results tables, the
+route's limits, and every prose sentence about audio. Pure.
 """
 
 from __future__ import annotations
@@ -23,6 +14,14 @@ from orchestrator.inventory.records import Evidence, QualityRecord, RouteLimits,
 
 __all__ = ["ReadmeFacts", "HF_ID", "read_readme"]
 
+# Rules, on Markdown as written (code fences skipped, sentences joined across line breaks):
+# - a table's checkpoint is the Hugging Face id in its first cell; a column whose header speaks of failure records
+#   failures ("quality" in it: quality failures), one that speaks of success or passing records passes; a cell's modes
+#   are split at ";" and a mode counts for audio when it names audio ("text/audio" too);
+# - limits (precision, TP, batch, standalone or paired) come from sentences that name the standalone route
+#   (FP16/BF16/..., `TPn`, `batchn`), and a sentence that calls paired builds text-only says paired media is not
+#   mapped;
+# - a sentence about audio is negative when it says not, no, lacks, without or never.
 HF_ID = re.compile(r"(?<![\w./-])([A-Za-z0-9][\w-]*/[A-Za-z0-9][\w.-]*[A-Za-z0-9])(?![\w/-])")
 _AUDIO = re.compile(r"\baudio\b", re.IGNORECASE)
 _NEGATIVE = re.compile(r"\b(not|no|lacks|without|never|cannot)\b", re.IGNORECASE)

@@ -1,12 +1,5 @@
 """Reconcile two inventories (an older JSON against a newer audit): checkpoints added, removed, moved in or
 out of the considered list, reclassified, and Tasks renamed, with their changed structured fields.
-
-Only structured fields are compared, never free text: a gap by its kind (not its sentence, which may quote a
-commit id), a variant by its axes and values (not the phrase naming its L0 tier), the route by its parsed
-limits, recorded quality by mode and outcome. An older inventory without gap kinds (schema < 3) is compared
-without gaps, and the diff says so. A refresh must not change the group silently: `group_changed` is true
-when a checkpoint of the audio group (or a candidate) was added, removed, moved in or out of the considered
-list, or changed class or status.
 """
 
 from __future__ import annotations
@@ -118,7 +111,15 @@ def _has_kinds(inv: Inventory) -> bool:
 
 
 def diff_inventories(old: Inventory, new: Inventory, old_file: str = "") -> RevisionDiff:
-    """Compare rows by checkpoint id (case-insensitive), and the considered lists. Pure."""
+    """Compare rows by checkpoint id (case-insensitive), and the considered lists. Pure.
+
+    Only structured fields are compared, never free text: a gap by its kind (not its sentence, which may quote a
+    commit id), a variant by its axes and values (not the phrase naming its L0 tier), the route by its parsed limits,
+    recorded quality by mode and outcome. An older inventory without gap kinds (schema < 3) is compared without gaps,
+    and the diff says so. A refresh must not change the group silently: `group_changed` is true when a checkpoint of
+    the audio group (or a candidate) was added, removed, moved in or out of the considered list, or changed class or
+    status.
+    """
     before = {r.checkpoint.lower(): r for r in old.rows}
     after = {r.checkpoint.lower(): r for r in new.rows}
     was_considered = {c.checkpoint.lower(): c for c in old.considered}

@@ -1,35 +1,11 @@
-"""Render an Inventory as Markdown (for people) or JSON (for the ledger and `--against`).
-
-Pure: reads only the Inventory it is given.
-
-JSON shape (`to_json`; schema_version 3, fields only ever appended):
-- `schema_version`, `source` {root, rev, commit, dirty, read_via, bare}, `layouts_found`,
-  `manifests_scanned`, `manifests_in_group`, `accounted`, `unaccounted` [str],
-  `precision_default` {claim, file, field, value} | null: where TRTMC defaults an omitted precision.
-- `rows` [one per checkpoint]: `checkpoint`, `revision`, `family`, `capability_class`, `status`,
-  `in_audio_group`, `candidate` (the bench.toml name, "" if none), `profile` (the normal profile),
-  `full_model_coverage`, `task_strategy` (native Task), `runtime_strategy`, `precision` (effective) with
-  `precision_source` (an Evidence), `gap` (one sentence) and `gaps` [{text, summary, evidence [..]}],
-  `owner_status` [{file, line, hf_id, profile, precision, provider, platforms {column: word}}],
-  `variants` [profile names], `l0_tier_profiles`, `audio_inputs`, `same_clip` [Evidence], `controls`,
-  `configured_as`, `probes`, `notes`, `evidence` [{claim, file, field, value}].
-- `variants` [one per non-normal profile]: `checkpoint`, `profile`, `normal_profile`, `kinds` (axes as
-  words), `differs` (each axis with both values), `precision`, `precision_source`, `tensor_parallel`,
-  `context_parallel`, `ci_tier`, `capability_class`, `file`.
-- `considered` [{checkpoint, profile, file, capability_class, reason, evidence}]: left out, and why.
-- `errors` [{file, layout, error}], `reconciliation` {bench.toml lists}.
-- schema 3 adds: `layout` ("families", "tests/e2e/models", "both") with `layout_evidence`; `served_route`
-  {file, present, accepts_audio, part_types, evidence, error}; `tasks_seen` [{task, capability_class, flagged,
-  evidence}]; `family_notes` [{family, text, evidence, accounted}]; per row `declared_tasks` [{task, file, line,
-  condition}], `route` {precision, tensor_parallel, batch, modes, paired_media, evidence} | null, `quality`
-  [{checkpoint, mode, outcome, file, line, section, column}], `owner_gate` {exists, task, evidence, missing} |
-  null, `blockers` [{kind: route | gate | quality | config, text, evidence}]; per gap `kind`.
+"""Render an Inventory as Markdown (for people) or JSON (for the ledger and `--against`); pure.
+The JSON's shape is documented in docs/inventory.md (schema_version 3, fields only ever appended).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
+from collections.abc import Sequence
 
 import msgspec
 
@@ -62,7 +38,7 @@ def _cell(value: object) -> str:
     return str(value).replace("|", "\\|").replace("\n", " ")
 
 
-def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
+def _table(header: list[str], rows: Sequence[Sequence[object]]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in rows]
     return lines

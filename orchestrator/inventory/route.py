@@ -1,10 +1,4 @@
-"""What the checkout's served chat route accepts: the content parts of trtmc-server's chat schema.
-
-Parsed with `ast`, never run: every class whose `type` field is a `Literal[...]` is a content part of
-those types; the part classes a message's `content` annotation names are the ones the route accepts (all
-part classes when it names none). The route takes audio when an accepted part type names audio
-(`input_audio`, `audio_url`, ...). Pure.
-"""
+"""What the checkout's served chat route accepts: the content parts of trtmc-server's chat schema. Pure."""
 
 from __future__ import annotations
 
@@ -24,7 +18,12 @@ def _literal_types(node: ast.AnnAssign) -> list[str]:
 
 
 def read_route(doc: SourceDocument | None) -> ServedRoute:
-    """The route's accepted part types with the lines that show them; absent or unreadable says so."""
+    """The route's accepted part types with the lines that show them; absent or unreadable says so.
+
+    Parsed with `ast`, never run: every class whose `type` field is a `Literal[...]` is a content part of those types;
+    the part classes a message's `content` annotation names are the ones the route accepts (all part classes when it
+    names none). The route takes audio when an accepted part type names audio (`input_audio`, `audio_url`, ...).
+    """
     if doc is None:
         return ServedRoute(file=SERVER_SCHEMA, present=False, accepts_audio=None,
                            error="the checkout has no served chat schema (no trtmc-server front end)",

@@ -1,41 +1,11 @@
 """Build one CheckpointRow (and its VariantRows) per checkpoint: normal profile, class, status and gap.
-
-Pure. Reads nothing from disk or git (that is `tree`) and renders nothing (that is `render`).
-
-Normal-profile rule (one row per checkpoint = `hf_id` + `hf_revision`; every other profile is a variant):
-0. A profile's precision is its manifest's `precision`, or TRTMC's own default for an omitted one (the
-   e2e harness and build CLI build it at fp32; see `precision`), cited either way.
-1. A profile is *tensor-parallel* when `tensor_parallel_size` (or `tp_size`) > 1 or its name has a
-   `-tpN` part, *context-parallel* likewise with `cp_size`/`-cpN`; it is an *L0 CI tier* when its name
-   has an `l0` part or every `ci_tier` it sets says l0 (`"l0_only"`: same checkpoint and runtime, a
-   shorter budget); it is *partial* when its name has a `partial`, `random`, `regression`, `smoke`,
-   `dummy` or `probeNN` part, or the manifest carries `partial: true` or `random_weights: true`.
-   None of these counts as full-model coverage. (`l0_replacement` names the L0 stand-in that PR CI
-   runs instead of the profile carrying it, so it marks that profile as full, not as a tier.)
-2. The family's default precision is the most frequent precision among the family's full-model profiles
-   across the whole checkout; ties go to bf16, fp16, fp32, fp8, nvfp4, int8, int4, then alphabetical.
-3. The normal profile is the full-model profile of the checkpoint at the family's default precision;
-   failing that, at the best-ranked precision; ties go to the shorter, then alphabetically first name.
-   A checkpoint with no full-model profile keeps its best partial/TP profile as representative and is
-   marked `full_model_coverage = false`.
-4. Every other profile of the checkpoint is a variant labelled by what differs from the normal profile:
-   kinds `tensor-parallel`, `context-parallel`, `l0-ci-tier`, `partial`, `precision` (another effective
-   precision), or `alternate` when none of these differ; `differs` spells each out with both values.
-A profile whose `hf_revision` is missing joins the checkpoint's single pinned revision when there is one.
-
-Class: the strongest over the checkpoint's profiles; speech output becomes `voice-cloning` when the family's
-runtime takes a reference voice clip or its support.py requires a speech tokenizer (cited).
-
-Status precedence for a row: `--probe` evidence (newest run first) > manifest class other than audio-qa
-(`unsupported`, with the gap and the family's findings) > configured in bench.toml and not yet run
-(`planned`) > audio-qa with a blocker (`blocked`: route, owners' gate, recorded quality; see `candidate`).
+Pure: reads nothing from disk or git (that is `tree`) and renders nothing (that is `render`).
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 import msgspec
 
@@ -69,10 +39,22 @@ def _precision_rank(precision: str) -> tuple[int, str]:
     return rank, precision
 
 
+# Normal-profile rule (one row per checkpoint = `hf_id` + `hf_revision`; every other profile is a variant):
+# 0. A profile's precision is its manifest's `precision`, or TRTMC's own default for an omitted one (the e2e harness
+#    and build CLI build it at fp32; see `precision`), cited either way.
+# 1. A profile is *tensor-parallel* when `tensor_parallel_size` (or `tp_size`) > 1 or its name has a `-tpN` part,
+#    *context-parallel* likewise with `cp_size`/`-cpN`; it is an *L0 CI tier* when its name has an `l0` part or every
+#    `ci_tier` it sets says l0 (`"l0_only"`: same checkpoint and runtime, a shorter budget); it is *partial* when its
+#    name has a `partial`, `random`, `regression`, `smoke`, `dummy` or `probeNN` part, or the manifest carries
+#    `partial: true` or `random_weights: true`. None of these counts as full-model coverage. (`l0_replacement` names
+#    the L0 stand-in that PR CI runs instead of the profile carrying it, so it marks that profile as full, not as a
+#    tier.)
 def _full(p: Profile) -> bool:
     return p.tensor_parallel == 1 and p.context_parallel == 1 and not p.partial_reasons and not p.l0_tier
 
 
+# 2. The family's default precision is the most frequent precision among the family's full-model profiles across the
+#    whole checkout; ties go to bf16, fp16, fp32, fp8, nvfp4, int8, int4, then alphabetical.
 def family_defaults(profiles: Sequence[Profile]) -> dict[str, str]:
     counts: dict[str, Counter[str]] = defaultdict(Counter)
     for p in profiles:
@@ -83,6 +65,9 @@ def family_defaults(profiles: Sequence[Profile]) -> dict[str, str]:
     }
 
 
+# 4. Every other profile of the checkpoint is a variant labelled by what differs from the normal profile: kinds
+#    `tensor-parallel`, `context-parallel`, `l0-ci-tier`, `partial`, `precision` (another effective precision), or
+#    `alternate` when none of these differ; `differs` spells each out with both values.
 def _differences(p: Profile, normal: Profile) -> tuple[list[str], list[str]]:
     """(kinds, phrases): each axis on which the variant differs from the normal profile."""
     kinds: list[str] = []
@@ -121,11 +106,15 @@ def checkpoints(profiles: Sequence[Profile]) -> dict[tuple[str, str], list[Profi
     return groups
 
 
+# 3. The normal profile is the full-model profile of the checkpoint at the family's default precision; failing that,
+#    at the best-ranked precision; ties go to the shorter, then alphabetically first name. A checkpoint with no
+#    full-model profile keeps its best partial/TP profile as representative and is marked `full_model_coverage =
+#    false`.
 def _normal(members: list[Profile], default_precision: str) -> tuple[Profile, bool]:
     full = [p for p in members if _full(p)]
     pool = full or members
 
-    def key(p: Profile) -> tuple[Any, ...]:
+    def key(p: Profile) -> tuple[bool, bool, int, int, bool, tuple[int, str], int, str]:
         return (bool(p.partial_reasons), bool(p.l0_tier), p.tensor_parallel, p.context_parallel,
                 p.precision != default_precision,
                 _precision_rank(p.precision), len(p.name), p.name)
@@ -173,6 +162,8 @@ def _unread(family: FamilyFacts | None, name: str, cls: str) -> list[str]:
     return []
 
 
+# Class: the strongest over the checkpoint's profiles; speech output becomes `voice-cloning` when the family's runtime
+# takes a reference voice clip or its support.py requires a speech tokenizer (cited).
 def _class(strongest: Profile, family: FamilyFacts | None) -> tuple[str, str, list[Evidence]]:
     """(class, why, evidence): speech output that takes a reference voice clip is voice cloning."""
     cls, why, evidence = strongest.capability, strongest.capability_why, list(strongest.capability_evidence)
@@ -182,6 +173,9 @@ def _class(strongest: Profile, family: FamilyFacts | None) -> tuple[str, str, li
     return cls, why, evidence
 
 
+# Status precedence for a row: `--probe` evidence (newest run first) > manifest class other than audio-qa
+# (`unsupported`, with the gap and the family's findings) > configured in bench.toml and not yet run (`planned`) >
+# audio-qa with a blocker (`blocked`: route, owners' gate, recorded quality; see `candidate`).
 def checkpoint_row(
     key: tuple[str, str],
     members: list[Profile],

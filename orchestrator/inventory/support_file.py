@@ -1,9 +1,5 @@
 """Read a family's `support.py` (the current layout's declaration of its Tasks) without running it.
-
-Parsed with `ast`: the Task names given to `tasks=` (literals, or a name built up with `.append` /
-`.extend`), `default_task=`, `default_precision=`, and the checkpoint files it requires (a set, list or tuple
-of file names assigned to a name with `required` or `files` in it). Each with its line, and each appended
-Task with the `if` it sits under. Pure; never raises (an unreadable file is its `error`).
+Pure; never raises (an unreadable file is its `error`).
 """
 
 from __future__ import annotations
@@ -109,7 +105,13 @@ class _Reader(ast.NodeVisitor):
 
 
 def read_support(doc: SourceDocument) -> SupportFacts:
-    """The Tasks, defaults and required files one support.py declares."""
+    """The Tasks, defaults and required files one support.py declares.
+
+    Parsed with `ast`: the Task names given to `tasks=` (literals, or a name built up with `.append` / `.extend`),
+    `default_task=`, `default_precision=`, and the checkpoint files it requires (a set, list or tuple of file names
+    assigned to a name with `required` or `files` in it). Each with its line, and each appended Task with the `if` it
+    sits under.
+    """
     try:
         tree = ast.parse(doc.data.decode("utf-8", "replace"), filename=doc.path)
     except SyntaxError as exc:

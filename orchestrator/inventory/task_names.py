@@ -1,10 +1,5 @@
 """TRTMC's Task names that take or make audio, each with its capability class; a name not listed that
 speaks of audio is flagged for a person, never guessed. Pure.
-
-The list covers every audio Task name in TRTMC's Task SDK, families' `support.py` files, manifests and
-the owners' qualification Tasks, in both layouts (older names such as `speech_to_text` and newer ones
-such as `transcription`, `speech_session`, `image_audio_to_text`). A Task that is not listed and whose
-name has no audio word is not an audio Task and is left to the manifest's other fields.
 """
 
 from __future__ import annotations
@@ -14,6 +9,10 @@ import re
 __all__ = ["AUDIO_TASKS", "TAKES_AUDIO", "task_class", "speaks_of_audio", "interface_task"]
 
 # Task name -> capability class. Grouped by what the Task takes and gives.
+# The list covers every audio Task name in TRTMC's Task SDK, families' `support.py` files, manifests and the owners'
+# qualification Tasks, in both layouts (older names such as `speech_to_text` and newer ones such as `transcription`,
+# `speech_session`, `image_audio_to_text`). A Task that is not listed and whose name has no audio word is not an audio
+# Task and is left to the manifest's other fields.
 AUDIO_TASKS: dict[str, str] = {
     # Ordered text and audio parts (and images or video) -> text: audio question answering. The speech
     # response Task answers in text and speech; its text answer is what this workload judges.

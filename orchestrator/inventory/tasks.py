@@ -1,9 +1,5 @@
-"""Audio-QA Tasks a family declares and binds without a manifest for its checkpoints (how TRTMC main
-carries Gemma 4 through Edge-LLM), and the Task names the checkout uses, each against the Task list.
-
-A declaration needs both sides: support.py declares the Task and the runtime binds it (test fixtures bind
-everything and are never read); its README's audio table rows name the checkpoints. A family with only one
-side, or naming no checkpoint, is a family note, never dropped. Pure.
+"""Audio-QA Tasks a family declares and binds without a manifest for its checkpoints (how TRTMC main carries
+Gemma 4 through Edge-LLM), and the Task names the checkout uses, each against the Task list. Pure.
 """
 
 from __future__ import annotations
@@ -34,7 +30,12 @@ def _where(tasks: list[DeclaredTask]) -> str:
 
 
 def declarations(families: dict[str, FamilyFacts]) -> tuple[dict[str, Declared], list[FamilyNote]]:
-    """Families that declare, bind and name checkpoints for an audio-QA Task; notes for the half-done ones."""
+    """Families that declare, bind and name checkpoints for an audio-QA Task; notes for the half-done ones.
+
+    A declaration needs both sides: support.py declares the Task and the runtime binds it (test fixtures bind
+    everything and are never read); its README's audio table rows name the checkpoints. A family with only one side,
+    or naming no checkpoint, is a family note, never dropped.
+    """
     found: dict[str, Declared] = {}
     notes: list[FamilyNote] = []
     for family, facts in sorted(families.items()):

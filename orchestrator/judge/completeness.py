@@ -1,40 +1,4 @@
-"""Whether an answer is whole: `complete`, or the named defects that make it not (pure, no I/O).
-
-Rules, checked in this order (the first defect found is the primary one; every defect found is kept):
-
-- `empty`: no answer, or only whitespace.
-- `invalid_text`: bytes that are not UTF-8, U+FFFD replacement characters, lone surrogates, control
-  characters other than newline and tab, private-use or unassigned code points, or mojibake: a run of
-  characters that is UTF-8 read as Windows-1252 or Latin-1 ("â€™" for "’", "Ã©" for "é"), told by
-  encoding the run back and decoding it as UTF-8.
-- `length_limit`: the server said `finish_reason == "length"`; or, where it says nothing (trtmc-server's
-  `finish_reason` is always null), its completion tokens reached the request's `max_tokens` /
-  `max_completion_tokens`. A `finish_reason` the server did give is believed over the count. Without a
-  request limit and without a finish reason, truncation cannot be told from the count.
-- `cut_off`: where the server did not say it stopped (`finish_reason` is not "stop") and no length limit
-  explains the end, an answer that ends
-  without closing punctuation in a hyphen, comma or colon; or, from two words on, in a word no English
-  sentence ends with (an article, a preposition that needs its object, a conjunction: CUT_WORDS) or in a
-  copula after a noun ("the folder is"; "yes, it is" is whole); or, from `CUT_MIN_WORDS` words on, in the
-  first letters of a word of the question or of the answer itself ("... the speaker is fem"), a word's stem
-  ("loud" of "louder") excepted.
-- `echo`: on words (lowercased `\\w+` runs), the answer equals the question; or contains the whole question
-  (of at least `ECHO_MIN_WORDS` words) and nothing else but more of the question (a "Question? answer" form,
-  whose answer follows the question, is complete); or is a contiguous run of the question's words, at least
-  `ECHO_MIN_WORDS` long, covering at least `ECHO_COVER` of the question. Filler around a quoted question
-  ("Question: ...") answers nothing. A short answer that quotes an
-  option from the question ("the first one") covers too little of it to count.
-- `repetition`: on words, one n-gram (n = 1..`MAX_NGRAM`) repeated back to back at least `REPEAT_RUN`
-  times ("yes yes yes yes"); or, in an answer of at least `COVER_MIN_WORDS` words, one n-gram occurring
-  at least `COVER_MIN_COUNT` times (not overlapping) and covering more than `REPEAT_COVER` of its words
-  (a sentence said twice, as a transcript may quote it, is not enough); or, on characters, one unit of 1..8
-  characters (not only digits, not only whitespace) repeated back to back at least `CHAR_RUN` times
-  over at least `CHAR_RUN_MIN_CHARS` characters ("hahahahahahahaha", "!!!!!!!!!!!!!!!!"). Single words
-  and numbers ("yes", "1000000") are never repetitions. Counting aloud is not a loop: a single word (not
-  a number) repeated as many times as a number the answer states ("four beeps: beep, beep, beep, beep"),
-  or, in an answer stating no number, the very thing a "how many" question counts, at most `MAX_COUNTED`
-  times.
-"""
+"""Whether an answer is whole: `complete`, or the named defects that make it not (pure, no I/O)."""
 
 from __future__ import annotations
 
@@ -137,7 +101,41 @@ class Completeness(msgspec.Struct, frozen=True, kw_only=True):
 
 def check_completeness(answer: str | bytes | None, question: str, *, finish_reason: str | None = None,
                        completion_tokens: int | None = None, max_tokens: int | None = None) -> Completeness:
-    """Classify one answer; `max_tokens` is the limit the request asked for (None when it set none)."""
+    """Classify one answer; `max_tokens` is the limit the request asked for (None when it set none).
+
+    Rules, checked in this order (the first defect found is the primary one; every defect found is kept):
+
+    - `empty`: no answer, or only whitespace.
+    - `invalid_text`: bytes that are not UTF-8, U+FFFD replacement characters, lone surrogates, control characters
+      other than newline and tab, private-use or unassigned code points, or mojibake: a run of characters that is
+      UTF-8 read as Windows-1252 or Latin-1 ("â€™" for "’", "Ã©" for "é"), told by encoding the run back and decoding
+      it as UTF-8.
+    - `length_limit`: the server said `finish_reason == "length"`; or, where it says nothing (trtmc-server's
+      `finish_reason` is always null), its completion tokens reached the request's `max_tokens` /
+      `max_completion_tokens`. A `finish_reason` the server did give is believed over the count. Without a request
+      limit and without a finish reason, truncation cannot be told from the count.
+    - `cut_off`: where the server did not say it stopped (`finish_reason` is not "stop") and no length limit explains
+      the end, an answer that ends without closing punctuation in a hyphen, comma or colon; or, from two words on, in
+      a word no English sentence ends with (an article, a preposition that needs its object, a conjunction: CUT_WORDS)
+      or in a copula after a noun ("the folder is"; "yes, it is" is whole); or, from `CUT_MIN_WORDS` words on, in the
+      first letters of a word of the question or of the answer itself ("... the speaker is fem"), a word's stem
+      ("loud" of "louder") excepted.
+    - `echo`: on words (lowercased `\\w+` runs), the answer equals the question; or contains the whole question (of at
+      least `ECHO_MIN_WORDS` words) and nothing else but more of the question (a "Question? answer" form, whose answer
+      follows the question, is complete); or is a contiguous run of the question's words, at least `ECHO_MIN_WORDS`
+      long, covering at least `ECHO_COVER` of the question. Filler around a quoted question ("Question: ...") answers
+      nothing. A short answer that quotes an option from the question ("the first one") covers too little of it to
+      count.
+    - `repetition`: on words, one n-gram (n = 1..`MAX_NGRAM`) repeated back to back at least `REPEAT_RUN` times ("yes
+      yes yes yes"); or, in an answer of at least `COVER_MIN_WORDS` words, one n-gram occurring at least
+      `COVER_MIN_COUNT` times (not overlapping) and covering more than `REPEAT_COVER` of its words (a sentence said
+      twice, as a transcript may quote it, is not enough); or, on characters, one unit of 1..8 characters (not only
+      digits, not only whitespace) repeated back to back at least `CHAR_RUN` times over at least `CHAR_RUN_MIN_CHARS`
+      characters ("hahahahahahahaha", "!!!!!!!!!!!!!!!!"). Single words and numbers ("yes", "1000000") are never
+      repetitions. Counting aloud is not a loop: a single word (not a number) repeated as many times as a number the
+      answer states ("four beeps: beep, beep, beep, beep"), or, in an answer stating no number, the very thing a "how
+      many" question counts, at most `MAX_COUNTED` times.
+    """
     found: list[tuple[Defect, str]] = []
     text: str | None
     if isinstance(answer, bytes):
@@ -205,7 +203,7 @@ def _length(finish_reason: str | None, completion_tokens: int | None, max_tokens
 
 
 def _cut(text: str, words: list[str], question: list[str]) -> str | None:
-    """Where the answer stops mid-sentence (see the module docstring), why; else None."""
+    """Where the answer stops mid-sentence (check_completeness gives the rule), why; else None."""
     tail = text.rstrip()
     if not words or not tail:
         return None

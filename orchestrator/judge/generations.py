@@ -1,38 +1,5 @@
 """The load generator's memory judged per process generation: AIPerf hands its load over to a fresh process
 (orchestrator/soak/handover_cue.py), so its resident memory is a sawtooth, one tooth per process ("generation").
-
-Method. Each generation's points (the soak's 10 s block medians of the sending tree's RSS, or raw samples)
-are judged from its first request (its first point where no request was seen):
-
-- Settle: its first `settle_s` (60 s) are its start-up climb and are not judged. Its LEVEL is the median of
-  the points in the next `level_s` (60 s), the minute the handover cue reads. A generation whose level minute
-  is not (mostly) covered is "not settled" and is left out of both parts below.
-- Within: its growth is the highest level it holds for `sustain_s` (60 s: the minimum of every 60 s run of
-  points, so a single spike or a GC sawtooth's peaks count for nothing) less its level. The growth's
-  interval is that figure +- z x wander x sqrt 2 (two levels minutes apart each move by the stated wander;
-  z at `confidence`, two-sided). Wholly above the cap (`growth_limit`, [soak] `rss_growth_limit_mib`): FAIL;
-  wholly below: bounded; else undecided. Taking the maximum over the runs biases the figure up under noise
-  (it is the peak, not a mean), so a flat process reads a few MiB of growth; the cap is tens of MiB above.
-- Across: the successors' levels (the first generation left out: it starts on a cold host and page cache
-  and settles 30-80 MiB lower, so it would read as a step) against their times: the Theil-Sen slope (the
-  median of the pairwise slopes) with Sen's Kendall-tau interval (judge.trend.theil_sen), at `confidence`.
-  Levels are minutes apart, each a median of a minute, so they are taken as independent; the level scatter
-  between processes (tens of MiB: each new worker and dataset manager reaches its own high-water mark, and
-  in a real 36-minute soak two of six successors settled 100-250 MiB above the rest) is heavy-tailed, which
-  is why a rank interval is used: a least-squares slope with a Student t interval (`across = "ols"`, kept for
-  comparison) FAILs 2 % of flat series with such outliers, Theil-Sen 0.5 % (bench/aiperf_generations.py).
-  FAIL when the growth over the successors' span (slope x span) lies wholly above the cap, or, over
-  `min_span_s` or more, when the slope's interval lies wholly above `limit_per_h`; PASS when the growth's
-  interval lies wholly below the cap over `min_span_s` or more; else INCONCLUSIVE. Fewer than
-  `min_successors` (4) settled successors: INCONCLUSIVE (so few levels leave no interval that can decide). The
-  slope limit per hour is not required for a PASS: handovers bound the in-process growth, and what the soak
-  must show is that the levels do not carry growth from one process to the next beyond the cap over the
-  soak; a slow trend is caught by the cap as the soak grows longer, and a fast one by the slope.
-  `detectable_per_h` is the smallest slope that would FAIL at the scatter seen.
-
-Overall: FAIL if either part FAILs; PASS when every settled generation is bounded and the across part
-PASSes; else INCONCLUSIVE, saying what is missing. One generation (no handover) is not judged here: the
-soak keeps the sampled trend rule on its single series. Pure: no I/O, no clock.
 """
 
 from __future__ import annotations
@@ -69,7 +36,7 @@ class Generation(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class GenerationRule(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """Limits and evidence (see the module docstring); the soak fills them from [soak]."""
+    """Limits and evidence (judge_generations gives the method); the soak fills them from [soak]."""
 
     limit_per_h: float = 8.0
     growth_limit: float = 64.0
@@ -170,7 +137,40 @@ def _across(x_h: np.ndarray, y: np.ndarray, rule: GenerationRule,
 
 
 def judge_generations(generations: Sequence[Generation], rule: GenerationRule) -> GenerationsVerdict:
-    """Judge the generations (in their order) under `rule`. Raises ValueError on malformed points."""
+    """Judge the generations (in their order) under `rule`. Raises ValueError on malformed points.
+
+    Method. Each generation's points (the soak's 10 s block medians of the sending tree's RSS, or raw samples) are
+    judged from its first request (its first point where no request was seen):
+
+    - Settle: its first `settle_s` (60 s) are its start-up climb and are not judged. Its LEVEL is the median of the
+      points in the next `level_s` (60 s), the minute the handover cue reads. A generation whose level minute is not
+      (mostly) covered is "not settled" and is left out of both parts below.
+    - Within: its growth is the highest level it holds for `sustain_s` (60 s: the minimum of every 60 s run of points,
+      so a single spike or a GC sawtooth's peaks count for nothing) less its level. The growth's interval is that
+      figure +- z x wander x sqrt 2 (two levels minutes apart each move by the stated wander; z at `confidence`,
+      two-sided). Wholly above the cap (`growth_limit`, [soak] `rss_growth_limit_mib`): FAIL; wholly below: bounded;
+      else undecided. Taking the maximum over the runs biases the figure up under noise (it is the peak, not a mean),
+      so a flat process reads a few MiB of growth; the cap is tens of MiB above.
+    - Across: the successors' levels (the first generation left out: it starts on a cold host and page cache and
+      settles 30-80 MiB lower, so it would read as a step) against their times: the Theil-Sen slope (the median of the
+      pairwise slopes) with Sen's Kendall-tau interval (judge.trend.theil_sen), at `confidence`. Levels are minutes
+      apart, each a median of a minute, so they are taken as independent; the level scatter between processes (tens of
+      MiB: each new worker and dataset manager reaches its own high-water mark, and in a real 36-minute soak two of
+      six successors settled 100-250 MiB above the rest) is heavy-tailed, which is why a rank interval is used: a
+      least-squares slope with a Student t interval (`across = "ols"`, kept for comparison) FAILs 2 % of flat series
+      with such outliers, Theil-Sen 0.5 % (bench/aiperf_generations.py). FAIL when the growth over the successors'
+      span (slope x span) lies wholly above the cap, or, over `min_span_s` or more, when the slope's interval lies
+      wholly above `limit_per_h`; PASS when the growth's interval lies wholly below the cap over `min_span_s` or more;
+      else INCONCLUSIVE. Fewer than `min_successors` (4) settled successors: INCONCLUSIVE (so few levels leave no
+      interval that can decide). The slope limit per hour is not required for a PASS: handovers bound the in-process
+      growth, and what the soak must show is that the levels do not carry growth from one process to the next beyond
+      the cap over the soak; a slow trend is caught by the cap as the soak grows longer, and a fast one by the slope.
+      `detectable_per_h` is the smallest slope that would FAIL at the scatter seen.
+
+    Overall: FAIL if either part FAILs; PASS when every settled generation is bounded and the across part PASSes; else
+    INCONCLUSIVE, saying what is missing. One generation (no handover) is not judged here: the soak keeps the sampled
+    trend rule on its single series. Pure: no I/O, no clock.
+    """
     p = 0.5 + rule.confidence / 2
     z = NormalDist().inv_cdf(p)
     summaries = [_summary(g, rule, z) for g in generations]

@@ -1,22 +1,5 @@
 """Confidence intervals for the changes `aqbench compare` reports, and their classification: pure, no I/O.
-
-Methods:
-- quantile of two independent samples: percentile bootstrap (Efron 1979) of the order-statistic
-  quantile, drawn exactly and in O(resamples) per side: the r-th order statistic of a resample is
-  ``x[ceil(n U) - 1]`` with ``U ~ Beta(r, n - r + 1)`` (Hutson 1999; the bootstrap law of an order
-  statistic, Efron 1982 ch. 5);
-- quantile paired by dataset item: per-item medians on each side, items resampled jointly (cluster
-  bootstrap, Davison & Hinkley 1997 2.4), the difference of the per-item-median quantiles; the
-  quantile (median) of per-item candidate / baseline ratios, items as the bootstrap units; and the
-  quantile over requests with items resampled jointly (every request of a drawn item, both sides), so
-  the tail is the requests' and the workload mix is held equal;
-- tail share: the share of candidate requests beyond their item's baseline p90, less the share expected
-  when both sides are exchangeable ((n - k + 1) / (n + 1) for the k-th of n baseline values); items as
-  the bootstrap units. It sees a minority of slow items and a minority of slow requests that medians miss;
-- a pass rate: Wilson (1927) score interval; two independent rates: Newcombe (1998) hybrid score
-  interval (method 10); the same items on both sides: Tango's (1998) paired score interval;
-- ``classify_change``: the interval against a tolerance band (improved / regressed / unchanged /
-  inconclusive). With the default 90% two-sided intervals each direction errs at most 5%.
+With the default 90% two-sided intervals each direction errs at most 5%.
 """
 
 from __future__ import annotations
@@ -163,6 +146,9 @@ def _summarise(quantile: float, base: float, cand: float, base_draws: NDArray[np
                           n_baseline=n_base, n_candidate=n_cand, enough_samples=enough, method=method)
 
 
+# Quantile of two independent samples: percentile bootstrap (Efron 1979) of the order-statistic quantile, drawn
+# exactly and in O(resamples) per side: the r-th order statistic of a resample is `x[ceil(n U) - 1]` with `U ~ Beta(r,
+# n - r + 1)` (Hutson 1999; the bootstrap law of an order statistic, Efron 1982 ch. 5).
 def quantile_change(baseline: ArrayLike, candidate: ArrayLike, quantile: float, *, confidence: float = 0.90,
                     resamples: int = 4000, seed: int = 0) -> QuantileChange:
     """Change of a quantile between two independent samples (requests of two runs).
@@ -184,6 +170,11 @@ def quantile_change(baseline: ArrayLike, candidate: ArrayLike, quantile: float, 
                       cand_sorted.size, enough, "bootstrap-order-statistic", confidence)
 
 
+# Quantile paired by dataset item: per-item medians on each side, items resampled jointly (cluster bootstrap, Davison
+# & Hinkley 1997 2.4), the difference of the per-item-median quantiles. item_ratio_change: the quantile (median) of
+# per-item candidate / baseline ratios, items as the bootstrap units; clustered_quantile_changes: the quantile over
+# requests with items resampled jointly (every request of a drawn item, both sides), so the tail is the requests' and
+# the workload mix is held equal.
 def paired_quantile_change(baseline: Mapping[Hashable, Sequence[float]], candidate: Mapping[Hashable, Sequence[float]],
                            quantile: float, *, confidence: float = 0.90, resamples: int = 2000,
                            seed: int = 0) -> QuantileChange:
@@ -355,6 +346,9 @@ def clustered_quantile_changes(baseline: Mapping[Hashable, Sequence[float]],
     return out
 
 
+# Tail share: the share of candidate requests beyond their item's baseline p90, less the share expected when both
+# sides are exchangeable ((n - k + 1) / (n + 1) for the k-th of n baseline values); items as the bootstrap units. It
+# sees a minority of slow items and a minority of slow requests that medians miss.
 def tail_share_change(baseline: Mapping[Hashable, Sequence[float]], candidate: Mapping[Hashable, Sequence[float]],
                       *, quantile: float = 0.9, confidence: float = 0.90, resamples: int = 2000,
                       seed: int = 0) -> RateChange:
@@ -406,6 +400,8 @@ def _check_counts(successes: int, n: int, side: str) -> None:
         raise ValueError(f"the {side} rate needs 0 <= successes <= n, got {successes} of {n}")
 
 
+# A pass rate: Wilson (1927) score interval; two independent rates (rate_change): Newcombe (1998) hybrid score
+# interval (method 10); the same items on both sides (paired_rate_change): Tango's (1998) paired score interval.
 def wilson_interval(successes: int, n: int, *, confidence: float = 0.90) -> RateInterval:
     """A pass rate with its Wilson score interval (two-sided at ``confidence``)."""
     z = float(norm.ppf(1.0 - _check_confidence(confidence)))

@@ -1,11 +1,5 @@
 """Latency drift verdicts: the same items against their own baseline, and a tail quantile with enough samples.
-
-Same-item rule: each request's latency is divided by its item's baseline (the item's median latency over
-the first `baseline_windows` judged windows); the per-window median of those ratios, in % of baseline, is
-judged by `orchestrator.judge.trend`. Dividing by the item's own baseline removes the workload mix (50 ms
-signal items beside 1-3 s speech items) that makes a raw per-window quantile swing from window to window.
-The baseline defaults to 3 windows: one window holds only ~2 requests per item, so fewer windows leave a
-noisy baseline, and more delay the first verdict past the 6-window minimum. Pure: no I/O, no clock.
+Pure: no I/O, no clock.
 """
 
 from __future__ import annotations
@@ -72,6 +66,12 @@ class TailDrift(msgspec.Struct, frozen=True, kw_only=True):
     trend: TrendVerdict | None
 
 
+# Same-item rule: each request's latency is divided by its item's baseline (the item's median latency over the first
+# `baseline_windows` judged windows); the per-window median of those ratios, in % of baseline, is judged by
+# `orchestrator.judge.trend`. Dividing by the item's own baseline removes the workload mix (50 ms signal items beside
+# 1-3 s speech items) that makes a raw per-window quantile swing from window to window. The baseline defaults to 3
+# windows: one window holds only ~2 requests per item, so fewer windows leave a noisy baseline, and more delay the
+# first verdict past the 6-window minimum. Pure: no I/O, no clock.
 def item_ratios(windows: Sequence[Sequence[tuple[str, float]]], *,
                 baseline_windows: int = BASELINE_WINDOWS) -> ItemRatios:
     """Per-window median of each request's latency over its item's baseline (median over the first

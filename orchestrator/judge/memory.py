@@ -1,10 +1,5 @@
 """The memory verdict: the trend of each window's median memory, and the growth over the soak against a cap.
-
-Combination: below the trend rule's minimum windows or span, inconclusive. Otherwise fail when the slope
-interval lies wholly above the limit or the growth exceeds the cap; pass when the interval lies wholly
-below the limit and the growth is within the cap; else inconclusive. Growth is the median of the last
-third of the windows' medians minus that of the first third (at least one window each), so one odd
-window moves it little. Pure: no I/O, no clock.
+Pure: no I/O, no clock.
 """
 
 from __future__ import annotations
@@ -58,7 +53,13 @@ def _growth(times_h: Sequence[float], medians: Sequence[float]) -> float | None:
 
 def judge_memory_medians(times_h: Sequence[float], medians_mib: Sequence[float],
                          rule: MemoryRule = DEFAULT_MEMORY_RULE) -> MemoryVerdict:
-    """Judge a series of per-window median memory (MiB) at the windows' mid-points `times_h` (hours)."""
+    """Judge a series of per-window median memory (MiB) at the windows' mid-points `times_h` (hours).
+
+    Combination: below the trend rule's minimum windows or span, inconclusive. Otherwise fail when the slope interval
+    lies wholly above the limit or the growth exceeds the cap; pass when the interval lies wholly below the limit and
+    the growth is within the cap; else inconclusive. Growth is the median of the last third of the windows' medians
+    minus that of the first third (at least one window each), so one odd window moves it little.
+    """
     trend = judge_trend(times_h, medians_mib, rule.limit_mib_per_h, unit="MiB/h", rule=rule.trend)
     growth = _growth(times_h, medians_mib)
     cap = rule.growth_limit_mib

@@ -1,16 +1,5 @@
 """Paired non-inferiority of a candidate against its reference (native) model: pure decisions, no I/O.
-
-Semantics mirror TRTMC ``apps/aiperf_qual`` (its DESIGN.md 4.1-4.3). The regression ``R`` is positive when
-the candidate is worse, in the metric's points (percentage points for accuracy). ``pass`` when the
-one-sided 95% upper bound of R is below the margin, ``fail`` when the one-sided 95% lower bound exceeds
-it, ``inconclusive`` otherwise; ``not-comparable`` when a relative margin meets a reference score of 0.
-The margin is ``max(margin, relative_margin * |reference score|)`` (the owners' rule).
-
-Methods:
-- right/wrong pairs: Tango (1998) paired score test at the margin with an exact cutoff (``tango``);
-- sampled models: per-problem seed means, one-sided Student-t bounds over problems (Student 1908);
-- corpus metrics (WER, chrF): paired percentile bootstrap over independent clusters (Efron & Tibshirani
-  1993, ch. 13; Davison & Hinkley 1997, 2.4 for clusters) of ``R - margin(reference)``.
+Semantics mirror TRTMC ``apps/aiperf_qual`` (its DESIGN.md 4.1-4.3).
 """
 
 from __future__ import annotations
@@ -102,6 +91,9 @@ class Detectable(msgspec.Struct, frozen=True, kw_only=True):
     power_regression: float
 
 
+# The regression `R` is positive when the candidate is worse, in the metric's points (percentage points for accuracy).
+# `pass` when the one-sided 95% upper bound of R is below the margin, `fail` when the one-sided 95% lower bound
+# exceeds it, `inconclusive` otherwise; `not-comparable` when a relative margin meets a reference score of 0.
 class Decision(msgspec.Struct, frozen=True, kw_only=True):
     """One benchmark's non-inferiority decision; scores, R, bounds and margin in the metric's points.
 
@@ -131,6 +123,7 @@ class Decision(msgspec.Struct, frozen=True, kw_only=True):
     detectable: Detectable | None = None
 
 
+# The margin is `max(margin, relative_margin * |reference score|)` (the owners' rule).
 def resolve_margin(margin: Margin, reference_score: float) -> float | None:
     """The margin in points at this reference score; None (not comparable) when a relative margin
     meets a reference score of 0."""
@@ -177,6 +170,7 @@ def _binary_items_needed(b: int, c: int, n: int, delta: float, cutoff: float) ->
     return needed
 
 
+# Right/wrong pairs: Tango (1998) paired score test at the margin with an exact cutoff (`tango`).
 def decide_binary(counts: PairedCounts, margin: Margin) -> Decision:
     """Right/wrong pairs: Tango's score statistic at the margin against the exact cutoff k(n, margin).
 
@@ -273,6 +267,7 @@ def zero_discordance_sizes(margin_points: float) -> ZeroDiscordanceSizes:
     return ZeroDiscordanceSizes(margin=margin_points, first_pass=first, passes_from=passes_from)
 
 
+# Sampled models: per-problem seed means, one-sided Student-t bounds over problems (Student 1908).
 def decide_sampled(reference: Sequence[Sequence[float]], candidate: Sequence[Sequence[float]], margin: Margin,
                    *, higher_is_better: bool = True) -> Decision:
     """Sampled models: per problem, each side's seed scores (points) are averaged; R's bounds are
@@ -337,6 +332,8 @@ def _t_items_needed(gap: float, sd: float, n: int) -> int | None:
 CorpusStatistic = Callable[[NDArray[np.int64]], tuple[float, float]]
 
 
+# Corpus metrics (WER, chrF): paired percentile bootstrap over independent clusters (Efron & Tibshirani 1993, ch. 13;
+# Davison & Hinkley 1997, 2.4 for clusters) of `R - margin(reference)`.
 def decide_corpus(statistic: CorpusStatistic, clusters: Sequence[Hashable], margin: Margin, *,
                   higher_is_better: bool, resamples: int = 2000, seed: int = 0) -> Decision:
     """Corpus metrics: paired percentile bootstrap over independent clusters.

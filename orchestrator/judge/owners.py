@@ -1,10 +1,5 @@
 """The owners' non-inferiority gate for one checkpoint, from TRTMC's apps/aiperf_qual files as read.
-
-Pure: the files arrive parsed (ports.OwnerFiles). Semantics mirror the owners' resolution: the Task's
-entry in config/tasks.yaml over its `defaults`, the profile's config/models/<profile>.yaml deep-merged
-last; `absolute` names the Task's benchmarks (a name, or a mapping with `name` and overrides); a sampling
-candidate takes `sampled_gate` (else `gate`), a quantized one `quantized_gate` where given. Nothing is
-invented: a Task without this workload's benchmark yields the reason, not a gate.
+Pure: the files arrive parsed (ports.OwnerFiles).
 """
 
 from __future__ import annotations
@@ -22,6 +17,7 @@ __all__ = ["deep_merge", "owners_gate"]
 _MARGIN_KEYS = {"margin", "relative_margin", "min_native"}
 
 
+# The owners' YAML, open: each key is read and checked where a gate is resolved.
 def deep_merge(base: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
     """`update` over `base`: mappings merge key by key, anything else (lists too) replaces."""
     merged = copy.deepcopy(dict(base))
@@ -36,7 +32,13 @@ def deep_merge(base: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, 
 def owners_gate(files: OwnerFiles, *, task: str, benchmark: str, quantized: bool,
                 sampled: bool) -> ChosenGate | str:
     """The gate the owners' files give `benchmark` for a checkpoint of `task`, cited by file, revision and
-    key; or a sentence saying why none applies (no Task entry, no such benchmark, not a margin gate)."""
+    key; or a sentence saying why none applies (no Task entry, no such benchmark, not a margin gate).
+
+    Semantics mirror the owners' resolution: the Task's entry in config/tasks.yaml over its `defaults`, the profile's
+    config/models/<profile>.yaml deep-merged last; `absolute` names the Task's benchmarks (a name, or a mapping with
+    `name` and overrides); a sampling candidate takes `sampled_gate` (else `gate`), a quantized one `quantized_gate`
+    where given. Nothing is invented: a Task without this workload's benchmark yields the reason, not a gate.
+    """
     tasks_doc = files.tasks
     entries = tasks_doc.get("tasks") or {}
     if task not in entries:

@@ -1,9 +1,5 @@
 """A model against its reference on paired answers: which gate applies, how answers pair, the decision.
-
-Pure: no I/O. Pairs by (item, arm); the statistics are judge/noninferiority.py's. Mirrors the owners' rules
-(TRTMC apps/aiperf_qual/DESIGN.md 2 and 4): an input the model rejects as beyond its capacity leaves the
-comparison on both sides and is counted; any other problem the reference answered and the model did not
-is the model's wrong answer; an incomplete answer is wrong.
+Pure: no I/O. Pairs by (item, arm); the statistics are judge/noninferiority.py's.
 """
 
 from __future__ import annotations
@@ -95,6 +91,10 @@ def decide_paired(reference: Mapping[tuple[str, str], Sequence[Judged]],
 
     Right/wrong pairs (one answer a side) use Tango's score test; a sampling model's seeds use per-problem
     means and Student-t bounds. Raises ValueError for a margin outside (0, 100) points.
+
+    Mirrors the owners' rules (TRTMC apps/aiperf_qual/DESIGN.md 2 and 4): an input the model rejects as beyond its
+    capacity leaves the comparison on both sides and is counted; any other problem the reference answered and the
+    model did not is the model's wrong answer; an incomplete answer is wrong.
     """
     ref_scores: list[list[float]] = []
     cand_scores: list[list[float]] = []

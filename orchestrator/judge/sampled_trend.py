@@ -1,55 +1,5 @@
 """The sampled trend rule: a memory slope per hour from every sample of a judged span, with an interval that
-holds under autocorrelation, judged against a slope limit and a growth cap.
-
-Method: nonoverlapping batch means for a regression slope. The samples (already reduced to short block
-medians, which drop single-sample spikes) are cut into K equal-time batches (K = span / `min_batch_s`, at
-most `max_batches`); the least-squares slope of the batch means on their mid-times has a standard error
-from the batch residuals, and the interval uses Student's t with K - 2 degrees of freedom. Batch means of
-a weakly dependent series are close to independent and normal once a batch is long against the
-correlation time (a GC sawtooth, AR(1) noise at 1 Hz), and with K fixed the t quantile is the right
-(fixed-b) critical value for this variance estimator (a HAC estimator with K groups; Ibragimov & Mueller
-2010). Chosen over Newey-West with a data-chosen bandwidth, which undercovers on short, strongly
-correlated series, and over a block bootstrap, which needs many more blocks than a 10-minute span has.
-
-Slow wander (a level that shifts from minute to minute as load and allocators move) is what no span can
-tell from a trend when it is longer than the span. Its variance cannot be estimated from such a span, so it
-is stated, as a model: a level with sd `wander` MiB that moves to an independent value every `wander_s`
-seconds at a random phase (the clean reference soak's 5-minute medians, from their successive differences).
-Two instants d apart share a level with probability max(0, 1 - d / wander_s), so the wander's covariance is
-wander^2 max(0, 1 - d / wander_s). Its variance in the slope is computed exactly for the batches the span is
-cut into: the batch means' covariance S (the double integral of that triangle over two batches, in closed
-form) put through the least-squares weights, a' S a with a = x / Sxx. Until 2026-12-03 it was the bound
-12 wander^2 min(wander_s, T) / T^3 (independent levels every `wander_s`, the large-T limit of the same
-model): 24 % too wide in sd at T = 14 min, the span of a 15-minute soak, where the wander is most of the
-interval (z x 21.9 MiB/h of a half-width near 54), and several-fold too wide under `wander_s`.
-
-The wander part takes the normal quantile (it is stated, not estimated), the batch part Student's t; the
-two are added in quadrature. That counts the wander twice, in part: the batch residuals hold the share of
-the span's wander the line does not absorb, tr(M S) with M the residual projection. Subtracting that share
-(a moment estimate of the noise alone) would buy about 4 points of power at 14 judged minutes and is not
-done: the batch residuals are the only evidence of wander slower or larger than the stated one. The noise
-model's wander with AR(1) phi 0.8 between 5-minute levels (a correlation time near 25 minutes) already
-FAILs a slope at the limit 4 % of the time over 60 judged minutes (as it did before this change); with the
-subtraction, 6 %. Assumptions, then: batches long against the sample noise's correlation time, and no
-wander beyond the stated one that the batches cannot show. At twice the stated wander the rule FAILs up to
-5 % of flat series over 14-20 judged minutes (bench/RESULTS.md).
-
-What the stated wander costs at short spans is stated, not tuned away. Over 14 judged minutes the
-least-squares slope has an sd near 22 MiB/h from the wander and the sample noise, so even with its variance
-known a test that FAILs a slope at the limit at most 1 % of the time detects 80 MiB/h (10x the [soak] limit)
-in only about 83 % of seeds at phi 0; the generalised least-squares slope under the same covariance (sd
-about 19.6) in about 91 %. The rule reaches 95 % after 18 judged minutes at phi 0, 14 at 0.95. `power_slope_per_h` gives the slope the rule
-FAILs in 95 % of soaks over a span at the stated wander and a sample scatter; the soak's plan states it.
-
-Decision: growth over the span (slope x span) whose interval lies wholly above `growth_limit` FAILs at any
-span of 3 batches or more. So does a level rise (the last batch's mean less the first's) whose interval
-lies wholly above it: slope x span reads a one-time step at fraction f of the span as 6 f (1 - f) of its
-height, so a step beyond the cap near either end would pass the growth check. The rise's noise is the
-batch means' scatter from their successive differences (median absolute deviation: one step moves one
-difference, a trend moves all alike), with Student's t on K - 2 df, plus the stated wander between the two
-end levels. The slope decides only over `min_span_s` or more: FAIL when its interval lies
-wholly above the limit, PASS when wholly below (and the growth's interval wholly below its cap), else
-inconclusive. `detectable` is the smallest slope that would FAIL at the noise seen. Pure: no I/O, no clock.
+holds under autocorrelation, judged against a slope limit and a growth cap. Pure: no I/O, no clock.
 """
 
 from __future__ import annotations
@@ -75,7 +25,7 @@ _S_PER_H = 3600.0
 
 
 class SampledTrendRule(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """The limits and evidence of the sampled trend rule (see the module docstring).
+    """The limits and evidence of the sampled trend rule (judge_sampled_trend gives the method).
 
     `confidence` is two-sided: 0.98 puts a flat series' chance of a FAIL at 1 % or less (one side).
     `growth_limit` may be infinite (no cap).
@@ -163,7 +113,7 @@ def _wander_h(d: np.ndarray, wander: float, wander_s: float) -> np.ndarray:
 
 def wander_covariance(starts_s: np.ndarray, ends_s: np.ndarray, rule: SampledTrendRule) -> np.ndarray:
     """The covariance matrix of the stated wander's means over the batches [starts_s[i], ends_s[i]]: the
-    double integral of the covariance over two batches, over their lengths (see the module docstring)."""
+    double integral of the covariance over two batches, over their lengths (judge_sampled_trend gives the model)."""
     a1, b1 = starts_s[:, None], ends_s[:, None]
     a2, b2 = starts_s[None, :], ends_s[None, :]
 
@@ -270,7 +220,57 @@ def judge_sampled_trend(times_s: Sequence[float] | np.ndarray, values: Sequence[
     """Judge a sampled series (`times_s` seconds, any origin, ascending; `values` in `unit`: raw samples or,
     as the soak passes them, 10 s block medians, called points) under `rule`.
 
-    Raises ValueError on mismatched lengths or non-finite input."""
+    Raises ValueError on mismatched lengths or non-finite input.
+
+    Method: nonoverlapping batch means for a regression slope. The samples (already reduced to short block medians,
+    which drop single-sample spikes) are cut into K equal-time batches (K = span / `min_batch_s`, at most
+    `max_batches`); the least-squares slope of the batch means on their mid-times has a standard error from the batch
+    residuals, and the interval uses Student's t with K - 2 degrees of freedom. Batch means of a weakly dependent
+    series are close to independent and normal once a batch is long against the correlation time (a GC sawtooth, AR(1)
+    noise at 1 Hz), and with K fixed the t quantile is the right (fixed-b) critical value for this variance estimator
+    (a HAC estimator with K groups; Ibragimov & Mueller 2010). Chosen over Newey-West with a data-chosen bandwidth,
+    which undercovers on short, strongly correlated series, and over a block bootstrap, which needs many more blocks
+    than a 10-minute span has.
+
+    Slow wander (a level that shifts from minute to minute as load and allocators move) is what no span can tell from
+    a trend when it is longer than the span. Its variance cannot be estimated from such a span, so it is stated, as a
+    model: a level with sd `wander` MiB that moves to an independent value every `wander_s` seconds at a random phase
+    (the clean reference soak's 5-minute medians, from their successive differences). Two instants d apart share a
+    level with probability max(0, 1 - d / wander_s), so the wander's covariance is wander^2 max(0, 1 - d / wander_s).
+    Its variance in the slope is computed exactly for the batches the span is cut into: the batch means' covariance S
+    (the double integral of that triangle over two batches, in closed form) put through the least-squares weights, a'
+    S a with a = x / Sxx. Until 2026-12-03 it was the bound 12 wander^2 min(wander_s, T) / T^3 (independent levels
+    every `wander_s`, the large-T limit of the same model): 24 % too wide in sd at T = 14 min, the span of a 15-minute
+    soak, where the wander is most of the interval (z x 21.9 MiB/h of a half-width near 54), and several-fold too wide
+    under `wander_s`.
+
+    The wander part takes the normal quantile (it is stated, not estimated), the batch part Student's t; the two are
+    added in quadrature. That counts the wander twice, in part: the batch residuals hold the share of the span's
+    wander the line does not absorb, tr(M S) with M the residual projection. Subtracting that share (a moment estimate
+    of the noise alone) would buy about 4 points of power at 14 judged minutes and is not done: the batch residuals
+    are the only evidence of wander slower or larger than the stated one. The noise model's wander with AR(1) phi 0.8
+    between 5-minute levels (a correlation time near 25 minutes) already FAILs a slope at the limit 4 % of the time
+    over 60 judged minutes (as it did before this change); with the subtraction, 6 %. Assumptions, then: batches long
+    against the sample noise's correlation time, and no wander beyond the stated one that the batches cannot show. At
+    twice the stated wander the rule FAILs up to 5 % of flat series over 14-20 judged minutes (bench/RESULTS.md).
+
+    What the stated wander costs at short spans is stated, not tuned away. Over 14 judged minutes the least-squares
+    slope has an sd near 22 MiB/h from the wander and the sample noise, so even with its variance known a test that
+    FAILs a slope at the limit at most 1 % of the time detects 80 MiB/h (10x the [soak] limit) in only about 83 % of
+    seeds at phi 0; the generalised least-squares slope under the same covariance (sd about 19.6) in about 91 %. The
+    rule reaches 95 % after 18 judged minutes at phi 0, 14 at 0.95. `power_slope_per_h` gives the slope the rule FAILs
+    in 95 % of soaks over a span at the stated wander and a sample scatter; the soak's plan states it.
+
+    Decision: growth over the span (slope x span) whose interval lies wholly above `growth_limit` FAILs at any span of
+    3 batches or more. So does a level rise (the last batch's mean less the first's) whose interval lies wholly above
+    it: slope x span reads a one-time step at fraction f of the span as 6 f (1 - f) of its height, so a step beyond
+    the cap near either end would pass the growth check. The rise's noise is the batch means' scatter from their
+    successive differences (median absolute deviation: one step moves one difference, a trend moves all alike), with
+    Student's t on K - 2 df, plus the stated wander between the two end levels. The slope decides only over
+    `min_span_s` or more: FAIL when its interval lies wholly above the limit, PASS when wholly below (and the growth's
+    interval wholly below its cap), else inconclusive. `detectable` is the smallest slope that would FAIL at the noise
+    seen. Pure: no I/O, no clock.
+    """
     t = np.asarray(times_s, dtype=float)
     y = np.asarray(values, dtype=float)
     if t.shape != y.shape or t.ndim != 1:

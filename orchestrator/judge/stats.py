@@ -1,8 +1,5 @@
-"""Latency statistics shared by reports and ingest: p50/p90/p99/mean over a sample, and a bounded
-streaming estimator for live views. Pure functions over numbers; imports only the Summary value type (orchestrator.events).
-
-Percentile method: numpy's `linear` (Hyndman & Fan type 7, what AIPerf's aggregates use): for sorted
-values x[0..n-1] and q in [0, 100], h = (n - 1) * q / 100, p = x[floor(h)] + (h - floor(h)) * (x[ceil(h)] - x[floor(h)]).
+"""Latency statistics shared by reports and ingest: p50/p90/p99/mean over a sample, and a bounded streaming
+estimator for live views. Pure; imports only the Summary value type (orchestrator.events).
 """
 
 from __future__ import annotations
@@ -18,7 +15,11 @@ __all__ = ["Summary", "percentile", "summarize", "StreamingQuantiles"]
 
 
 def percentile(sorted_values: Sequence[float], q: float) -> float:
-    """Type-7 percentile of an already sorted, non-empty sequence; q in [0, 100]."""
+    """Type-7 percentile of an already sorted, non-empty sequence; q in [0, 100].
+
+    Percentile method: numpy's `linear` (Hyndman & Fan type 7, what AIPerf's aggregates use): for sorted values
+    x[0..n-1] and q in [0, 100], h = (n - 1) * q / 100, p = x[floor(h)] + (h - floor(h)) * (x[ceil(h)] - x[floor(h)]).
+    """
     if not sorted_values:
         raise ValueError("percentile of an empty sample")
     if not 0.0 <= q <= 100.0:

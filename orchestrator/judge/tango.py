@@ -1,13 +1,5 @@
 """Tango's score test for the difference of two paired proportions, with cutoffs exact for n and margin.
-
-Method: Tango, T. (1998), "Equivalence test and confidence interval for the difference in proportions
-for the paired-sample design", Statistics in Medicine 17(8):891-908. The statistic at a hypothesised
-difference ``delta`` (fractions) is ``Z = (b - c - n delta) / sqrt(n (2 t + delta (1 - delta)))`` with ``t``
-the restricted maximum-likelihood estimate of the ``c`` cell's probability under ``R = delta``.
-The cutoff ``k(n, delta)`` is the smallest value on a 0.005 grid from 1.645 whose exact pass
-(``Z < -k``) and fail (``Z > k``) probabilities at ``R = delta`` stay at or below 0.049 on the
-discordance grid TRTMC's ``apps/aiperf_qual`` uses (``delta`` to ``delta + 0.4``: 0.0005 steps for the
-first 0.05, then 0.005), enumerated over the trinomial of (b, c, concordant). Pure computation, no I/O.
+Pure computation, no I/O.
 """
 
 from __future__ import annotations
@@ -67,6 +59,10 @@ def _z_array(b: NDArray[np.float64], c: NDArray[np.float64], n: int, delta: floa
     return np.where(variance > 0.0, z, np.where(numerator == 0.0, 0.0, np.copysign(np.inf, numerator)))
 
 
+# Method: Tango, T. (1998), "Equivalence test and confidence interval for the difference in proportions for the
+# paired-sample design", Statistics in Medicine 17(8):891-908. The statistic at a hypothesised difference `delta`
+# (fractions) is `Z = (b - c - n delta) / sqrt(n (2 t + delta (1 - delta)))` with `t` the restricted
+# maximum-likelihood estimate of the `c` cell's probability under `R = delta`.
 def score_statistic(b: float, c: float, n: int, delta: float) -> float:
     """Tango's Z for R = delta (fractions); negative when the observed R is below delta.
 
@@ -235,6 +231,10 @@ def discordance_grid(delta: float) -> list[float]:
     return sorted({round(q, 12) for q in near + far if q <= 1.0 + 1e-12})
 
 
+# The cutoff `k(n, delta)` is the smallest value on a 0.005 grid from 1.645 whose exact pass (`Z < -k`) and fail (`Z >
+# k`) probabilities at `R = delta` stay at or below 0.049 on the discordance grid TRTMC's `apps/aiperf_qual` uses
+# (`delta` to `delta + 0.4`: 0.0005 steps for the first 0.05, then 0.005), enumerated over the trinomial of (b, c,
+# concordant).
 @functools.lru_cache(maxsize=512)
 def exact_cutoff(n: int, delta: float) -> float:
     """The smallest cutoff in CUTOFFS whose worst pass and fail probabilities at R = delta, over the

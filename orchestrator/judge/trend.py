@@ -1,14 +1,4 @@
 """The drift rule: a Theil-Sen slope per hour with Sen's distribution-free interval, judged against a limit.
-
-Method: Theil-Sen slope (median of the pairwise slopes) and its confidence interval from Kendall's tau
-(Sen 1968, "Estimates of the regression coefficient based on Kendall's tau", JASA 63; as given in
-Hollander & Wolfe, "Nonparametric Statistical Methods", the Kendall-based interval for the slope), with
-the tie correction of Kendall's variance. Chosen over a block bootstrap over windows because a soak
-judges 6 to a few dozen windows: a bootstrap over so few blocks underestimates its own spread (too few
-distinct resamples, intervals too narrow), while Sen's interval is exact in its ranks for independent
-windows and needs no resampling, so a verdict is reproducible and costs O(n^2) for n windows.
-Its assumption is independent window noise around the trend; slow wander (autocorrelation) widens the
-true spread beyond the interval, which the minimum span and window count partly guard against.
 Pure: no I/O, no clock.
 """
 
@@ -124,6 +114,16 @@ def theil_sen(times_h: Sequence[float], values: Sequence[float], confidence: flo
     sorted pairwise slopes: M from Kendall's exact null distribution for up to 60 untied points, else
     M = round((N - z * sd(K)) / 2) with Kendall's tie-corrected variance (the large-sample form).
     Raises ValueError on mismatched lengths, non-finite input, or fewer than two distinct times.
+
+    Method: Theil-Sen slope (median of the pairwise slopes) and its confidence interval from Kendall's tau (Sen 1968,
+    "Estimates of the regression coefficient based on Kendall's tau", JASA 63; as given in Hollander & Wolfe,
+    "Nonparametric Statistical Methods", the Kendall-based interval for the slope), with the tie correction of
+    Kendall's variance. Chosen over a block bootstrap over windows because a soak judges 6 to a few dozen windows: a
+    bootstrap over so few blocks underestimates its own spread (too few distinct resamples, intervals too narrow),
+    while Sen's interval is exact in its ranks for independent windows and needs no resampling, so a verdict is
+    reproducible and costs O(n^2) for n windows. Its assumption is independent window noise around the trend; slow
+    wander (autocorrelation) widens the true spread beyond the interval, which the minimum span and window count
+    partly guard against.
     """
     t = np.asarray(times_h, dtype=float)
     y = np.asarray(values, dtype=float)

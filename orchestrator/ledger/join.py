@@ -1,12 +1,4 @@
-"""The group ledger: inventory rows joined with run result rows, and the closing rules. Pure.
-
-A checkpoint's final status comes from its newest eligible run row (same TRTMC revision and dataset
-identity as the ledger, the checkpoint's normal profile, and the current run key: the configured model's key
-now when given, else the newest keyed row's; any other row is named stale with what changed), else from the inventory's own evidence-backed
-`unsupported`/`blocked` verdict. The group can close only when every in-scope checkpoint has a final
-status backed by evidence and none is unrun, failed (an unresolved failure blocks until fixed and rerun),
-or qualified on an L0/partial profile. Variants are listed apart and never counted as models.
-"""
+"""The group ledger: inventory rows joined with run result rows, and the closing rules. Pure."""
 
 from __future__ import annotations
 
@@ -227,6 +219,13 @@ def build_ledger(inv: InventoryView, runs: list[RunEvidence], *, dataset_identit
 
     `dataset_identity` pins the ledger's dataset; by default it is the identity most rows used. `keys`
     (model name -> run key now, orchestrator/runkey/current.py) decide which rows are current.
+
+    A checkpoint's final status comes from its newest eligible run row (same TRTMC revision and dataset identity as
+    the ledger, the checkpoint's normal profile, and the current run key: the configured model's key now when given,
+    else the newest keyed row's; any other row is named stale with what changed), else from the inventory's own
+    evidence-backed `unsupported`/`blocked` verdict. The group can close only when every in-scope checkpoint has a
+    final status backed by evidence and none is unrun, failed (an unresolved failure blocks until fixed and rerun), or
+    qualified on an L0/partial profile. Variants are listed apart and never counted as models.
     """
     runs = sorted(runs, key=lambda r: -r.started_unix_ns)
     if not dataset_identity:

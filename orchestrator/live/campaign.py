@@ -9,7 +9,6 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import anyio
 import msgspec
@@ -43,12 +42,12 @@ class CampaignFeed(FrameRing):
         super().__init__(ring)
         self._poll_s = poll_s
         self._tail: CampaignTail | None = None
-        self._scrub: Callable[[Any], Any] = lambda data: data
+        self._scrub: Callable[[object], object] = lambda data: data
         self._state = PageState(run=run_info(command="campaign", unit="models"))
         self._reading = threading.Lock()  # one read of the files at a time (worker thread or `finish`)
         self._failed = ""
 
-    def attach(self, folder: Path, scrub: Callable[[Any], Any]) -> None:
+    def attach(self, folder: Path, scrub: Callable[[object], object]) -> None:
         self._scrub = scrub
         self._tail = CampaignTail(folder)
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
 import anyio
 import msgspec
 from anyio.abc import TaskStatus
 
+from orchestrator.events import AnyEvent
 from orchestrator.live.ring import RING_FRAMES, Frame, FrameRing
 from orchestrator.live.state import Change, PageFold
 from orchestrator.live.tail import JournalTail
@@ -49,7 +49,7 @@ def coalesce(changes: list[Change]) -> list[Change]:
     return [ch for i, ch in enumerate(changes) if ch.op == "add" or last[_key(ch)] == i]
 
 
-def encode_changes(seq: int, ts_ns: int, changes: list[Change], scrub: Callable[[Any], Any]) -> bytes:
+def encode_changes(seq: int, ts_ns: int, changes: list[Change], scrub: Callable[[object], object]) -> bytes:
     """A `changes` frame's JSON: the batch coalesced, made fit to show by `scrub`."""
     payload = {"seq": seq, "ts_ns": ts_ns, "changes": coalesce(changes)}
     return _encoder.encode(scrub(msgspec.to_builtins(payload)))
@@ -59,7 +59,7 @@ class LiveFeed(FrameRing):
     """`await tg.start(feed.run)`; pages read `frames_after`, `wait_after` and `state_json`. Ends when the bus
     closes or on cancellation (then `closed` is set and waiting pages wake)."""
 
-    def __init__(self, bus: Bus, journal: Path, *, scrub: Callable[[Any], Any],
+    def __init__(self, bus: Bus, journal: Path, *, scrub: Callable[[object], object],
                  flush: Callable[[], Awaitable[bool]] | None = None, ring: int = RING_FRAMES,
                  sub_size: int = _SUB_SIZE, frame_every_s: float = FRAME_EVERY_S,
                  pages_per_tick: int | None = _PAGES_PER_TICK) -> None:
@@ -115,7 +115,7 @@ class LiveFeed(FrameRing):
         stretch = max(1.0, self.readers / self._pages_per_tick)
         return min(max(self._frame_every_s, _TICK_MAX_S), self._frame_every_s * stretch)
 
-    def _take(self, batch: list[Any]) -> None:
+    def _take(self, batch: list[AnyEvent]) -> None:
         self._pending += self.fold.add_all(batch)
         self._pending_seq, self._pending_ts = batch[-1].seq, batch[-1].ts_ns
 
@@ -124,7 +124,7 @@ class LiveFeed(FrameRing):
         a cancellation cannot cut it short. Idempotent."""
         if self.closed:
             return
-        batch: list[Any] = []
+        batch: list[AnyEvent] = []
         while self.sub is not None:
             try:
                 batch.append(self.sub.receive_nowait())
@@ -161,6 +161,6 @@ class LiveFeed(FrameRing):
         return _encoder.encode(self._scrub(msgspec.to_builtins(state)))
 
 
-def _read_events(journal: Path) -> list[Any]:
+def _read_events(journal: Path) -> list[AnyEvent]:
     """The journal so far (at the start of a run: a few lines). Blocks."""
     return list(iter_journal(journal, on_torn=lambda _: None)) if journal.exists() else []

@@ -3,7 +3,7 @@ Plain typed values; no logic."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 import msgspec
 
@@ -212,4 +212,4 @@ class Change(_S, frozen=True, kw_only=True, array_like=True):
     seq: int
     op: Literal["set", "put", "add"]
     section: str
-    value: Any
+    value: msgspec.Struct | list[ErrorKind] | dict[str, int] | int  # a section, row or point; error kinds; drops

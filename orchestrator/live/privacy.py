@@ -7,7 +7,6 @@ from __future__ import annotations
 import socket
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from orchestrator.config import Config
 from orchestrator.ledger import RunEvidence
@@ -19,7 +18,7 @@ from orchestrator.reports.schema import DatasetIdentity, Provenance
 __all__ = ["page_scrubber"]
 
 
-def page_scrubber(config: Config, run_id: str, run_dir: Path, argv: list[str]) -> Callable[[Any], Any]:
+def page_scrubber(config: Config, run_id: str, run_dir: Path, argv: list[str]) -> Callable[[object], object]:
     """The function that makes JSON-like data fit to show: publish's scrub with this run's private facts
     (its folder, config folder, dataset, bundles, this host and user, `[publish]` roots and names)."""
     dataset = DatasetIdentity(path=config.dataset.path) if config.dataset.path else None

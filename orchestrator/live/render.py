@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import time
 from importlib import resources
-from typing import Any
+from typing import Any, TypedDict
 
 from jinja2 import Environment, StrictUndefined
 
@@ -36,7 +36,31 @@ def _pairs(counts: dict[str, int]) -> str:
     return ", ".join(f"{k} {n}" for k, n in counts.items())
 
 
-def _progress(run: dict[str, Any]) -> str:
+# The page's state arrives as the scrubbed JSON /state serves (PageState as builtins, page_types.py): the
+# fields read here are typed by these views of RunInfo, PointRow and SloState.
+class _RunView(TypedDict):
+    started_unix_ns: int
+    finished_unix_ns: int
+    phase: str
+    done: int
+    total: int
+    unit: str
+    duration_s: float | None
+
+
+class _SloView(TypedDict):
+    slo: str
+    reason: str
+
+
+class _PointView(TypedDict):
+    slos: list[_SloView]
+    balanced: bool
+    stopped_early: bool
+    saturation: list[str]
+
+
+def _progress(run: _RunView) -> str:
     """The line under the progress bar, as page.js writes it (without the live lag)."""
     now = run["finished_unix_ns"] or time.time_ns()
     elapsed = (now - run["started_unix_ns"]) / 1e9 if run["started_unix_ns"] else 0
@@ -46,7 +70,7 @@ def _progress(run: dict[str, Any]) -> str:
     return " · ".join([*parts, f"elapsed {_hms(elapsed)}{under}"])
 
 
-def _point_why(p: dict[str, Any]) -> str:
+def _point_why(p: _PointView) -> str:
     """Why a load point did not pass, as page.js says it."""
     why = [f"{c['slo']}: {c['reason']}" for c in p["slos"] if c["reason"]]
     why += [] if p["balanced"] else ["accounting did not balance"]
@@ -65,6 +89,6 @@ _ENV = _environment()
 _TEMPLATE = _ENV.from_string((resources.files("orchestrator.live") / "static" / "page.html").read_text("utf-8"))
 
 
-def render_page(state: dict[str, Any], *, ended: bool) -> str:
+def render_page(state: dict[str, Any], *, ended: bool) -> str:  # PageState as scrubbed JSON, for the template
     """The page's HTML for `state` (PageState as builtins); `ended`: the run's feed has closed."""
     return _TEMPLATE.render(s=state, ended=ended)

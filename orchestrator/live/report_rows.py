@@ -1,9 +1,5 @@
-"""The page's rows that the reports also show, made from the reports' own folds: soak windows and verdicts from
-SoakFold (soak.json's fold), sweep points and the capacity from SweepFold (sweep.json's), the server's restarts
-and unexpected exits from SoakFold. The page's fold feeds these folds and takes its rows from them, on the bus and
-from the journal alike, so a page opened late shows what the report of the same journal prefix says.
-
-Pure: no I/O, no clocks.
+"""The page's rows that the reports also show, made from the reports' own folds (SoakFold, SweepFold), so a page
+opened late shows what the report of the same journal prefix says. Pure: no I/O, no clocks.
 """
 
 from __future__ import annotations
@@ -18,6 +14,9 @@ __all__ = ["ReportSections", "detects", "verdict_row", "window_row", "point_row"
            "soak_rows", "sweep_rows"]
 
 
+# Soak windows and verdicts come from SoakFold (soak.json's fold), sweep points and the capacity from SweepFold
+# (sweep.json's), the server's restarts and unexpected exits from SoakFold. The page's fold feeds these folds and
+# takes its rows from them, on the bus and from the journal alike.
 def detects(v: SoakVerdict) -> str:
     """What a soak verdict can detect with the evidence it has: a trend's interval half-width (a drift
     beyond it shows), or the limit a rate or gap is held to."""

@@ -1,15 +1,10 @@
-"""The live page's HTTP server (aiohttp): the page (rendered with the run's state, so it reads right without
-its script), `/state` (the page rebuilt from the journal) and `/events` (server-sent events from the feed,
-resumable with Last-Event-ID). Read-only: GET only.
-
-It listens before the run and serves until `stop` (after the run's end and the linger) or cancellation; a page
-never slows the run (the feed never waits on one).
+"""The live page's HTTP server (aiohttp): the page, `/state` (the page rebuilt from the journal) and `/events`
+(server-sent events from the feed, resumable with Last-Event-ID). Read-only: GET only.
 """
 
 from __future__ import annotations
 
 from importlib import resources
-from typing import Any
 
 import anyio
 import msgspec
@@ -49,6 +44,9 @@ class _Waiting(FrameRing):
         return _encoder.encode(PageState(run=run_info()))
 
 
+# The page is rendered with the run's state, so it reads right without its script. It listens before the run and
+# serves until `stop` (after the run's end and the linger) or cancellation; a page never slows the run (the feed never
+# waits on one).
 class LivePage:
     """`url = await tg.start(page.run)`: serves at `address` until `stop()` or cancellation; `attach(feed)` once
     the run has a feed (before it, the page shows an empty run). `ended`: the attached feed has closed (the run's
@@ -175,7 +173,7 @@ class LivePage:
 def _since(request: web.Request) -> int:
     """Where a stream resumes: the Last-Event-ID a reconnecting browser sends, else `?since=` (the seq of the
     state the page loaded), else 0 (everything the ring holds)."""
-    raw: Any = request.headers.get("Last-Event-ID") or request.query.get("since") or "0"
+    raw = request.headers.get("Last-Event-ID") or request.query.get("since") or "0"
     try:
         return max(0, int(raw))
     except ValueError:

@@ -1,10 +1,5 @@
 """The live page's state: a pure fold of journal events into what the page shows, and the small changes
-(`Change`) each event makes, which the page applies as they arrive. The rows the reports also show (soak
-windows and verdicts, sweep points and capacity, the server's restarts and exits) come from the reports' own
-folds (report_rows.py), fed the same events.
-
-Fed the journal it rebuilds the page of a run already under way; fed the bus it says what changed. Reads only
-events; no I/O, no clocks. Every list it holds is bounded (windows by the run's length, series thinned).
+(`Change`) each event makes, which the page applies as they arrive. No I/O, no clocks; every list is bounded.
 """
 
 from __future__ import annotations
@@ -82,6 +77,10 @@ _CAUSES_KEPT = 20  # restart causes and unexpected exits listed, the latest
 _Row = TypeVar("_Row", WindowRow, ModelRow, PointRow, VerdictRow, GpuRow)
 
 
+# Fed the journal it rebuilds the page of a run already under way; fed the bus it says what changed. The rows the
+# reports also show (soak windows and verdicts, sweep points and capacity, the server's restarts and exits) come from
+# the reports' own folds (report_rows.py), fed the same events. Lists are bounded by the run's length (windows) or
+# thinned (series, SERIES_CAP).
 class PageFold:
     """Feed events in seq order with `add` (it returns the changes they made); `state()` at any time."""
 
@@ -139,16 +138,17 @@ class PageFold:
 
     # ------------------------------------------------------------------------------- sections
 
+    # `fields`: a section Struct's own fields by name, checked by msgspec.structs.replace.
     def _set_run(self, **fields: Any) -> list[Change]:
         run = msgspec.structs.replace(self._run, **fields)
         self._run = msgspec.structs.replace(run, empty=why_empty(run))
         return [Change(seq=self.seq, op="set", section="run", value=self._run)]
 
-    def _set_counters(self, **fields: Any) -> list[Change]:
+    def _set_counters(self, **fields: Any) -> list[Change]:  # as _set_run
         self._counters = msgspec.structs.replace(self._counters, **fields)
         return [Change(seq=self.seq, op="set", section="counters", value=self._counters)]
 
-    def _set_server(self, **fields: Any) -> list[Change]:
+    def _set_server(self, **fields: Any) -> list[Change]:  # as _set_run
         self._server = msgspec.structs.replace(self._server, **fields)
         return [Change(seq=self.seq, op="set", section="server", value=self._server)]
 
@@ -411,12 +411,13 @@ def why_empty(run: RunInfo) -> dict[str, str]:
             "points": "no load point judged yet", "campaign": "no model queued yet"}
 
 
-def run_info(**fields: Any) -> RunInfo:
+def run_info(**fields: Any) -> RunInfo:  # RunInfo's own fields by name, checked by its constructor
     """A RunInfo with `fields`, saying why its tables are empty."""
     run = RunInfo(**fields)
     return msgspec.structs.replace(run, empty=why_empty(run))
 
 
+# Each handler takes its own event type, which one dict's value type cannot say.
 _HANDLERS: dict[type, Any] = {
     RunStarted: PageFold._on_run_started,
     RunFinished: PageFold._on_run_finished,

@@ -1,10 +1,5 @@
 """Which published result rows are under the current run key, so that a publication never presents a row
 made under another configuration, dataset, bundle, server command or code as current. Pure.
-
-The current key of a model is the one its configuration gives now (`aqbench publish --config`, computed
-as `aqbench ledger --config` does), else the newest keyed row of that model among the published runs
-(the ledger's rule without a configuration). Load-only runs (run-aiperf, soak, ingest) judge nothing and
-are not checked.
 """
 
 from __future__ import annotations
@@ -44,7 +39,12 @@ class KeyCheck(msgspec.Struct, frozen=True, kw_only=True):
 def check_keys(runs: list[RunEvidence], keys: dict[str, RunKey] | None = None, *, config: str = "") -> KeyCheck:
     """Check every judged row of `runs` against its model's current key: `keys` (model name -> key now, from
     `config`) where it names the model, else the newest keyed row of that model. A model with neither has no
-    current key and its rows are not marked."""
+    current key and its rows are not marked.
+
+    The current key of a model is the one its configuration gives now (`aqbench publish --config`, computed as
+    `aqbench ledger --config` does), else the newest keyed row of that model among the published runs (the ledger's
+    rule without a configuration). Load-only runs (run-aiperf, soak, ingest) judge nothing and are not checked.
+    """
     judged = [run for run in runs if run.command not in LOAD_ONLY_COMMANDS]
     current: dict[str, RunKey] = dict(keys or {})
     for run in sorted(judged, key=lambda r: -r.started_unix_ns):

@@ -1,10 +1,5 @@
-"""Private details to placeholders for `aqbench publish`: paths relative to named roots (`<run-dir>`,
-`<venv>`, `<checkout>`, `<bundle-dir>`, `<home>`, `<tmp>`, ...), host and user names, email addresses,
-non-loopback IPs, loopback ports, environment values outside an allow-list, high-entropy tokens and
-credentials (through orchestrator.spine.redaction.Redactor).
-
-Pure once built: `PrivateFacts` says what is private; `Scrubber` replaces it; the scan (scan.py) checks
-the same facts. Reads no files.
+"""Private details to placeholders for `aqbench publish`: paths under named roots, host and user names, addresses,
+ports, environment values, tokens and credentials. Pure once built; reads no files.
 """
 
 from __future__ import annotations
@@ -21,6 +16,10 @@ from orchestrator.spine.redaction import REDACTED, Redactor, is_secret_name
 __all__ = ["FS_TOPS", "PrivateFacts", "Scrubber", "ipv4_private", "word_re"]
 
 # First segments that make `/x/...` a filesystem path rather than an HTTP route (`/v1/models`).
+# What is private: paths relative to named roots (`<run-dir>`, `<venv>`, `<checkout>`, `<bundle-dir>`, `<home>`,
+# `<tmp>`, ...), host and user names, email addresses, non-loopback IPs, loopback ports, environment values outside an
+# allow-list, high-entropy tokens and credentials (through orchestrator.spine.redaction.Redactor). `PrivateFacts` says
+# what is private; `Scrubber` replaces it; the scan (scan.py) checks the same facts.
 FS_TOPS = frozenset({
     "home", "root", "tmp", "var", "usr", "opt", "etc", "mnt", "media", "srv", "data", "work", "scratch",
     "lustre", "nfs", "gpfs", "proj", "projects", "Users", "private", "Volumes", "run", "dev", "proc", "sys",

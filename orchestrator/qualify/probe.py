@@ -1,9 +1,5 @@
-"""qualify's capability probe, callable by any command that serves a model (qualify, sweep): does the
-server take audio and a question and answer from the audio? Decides through qualify/capability.py's
-judges; journals each check (CapabilityProbed) and the `capability` phase.
-
-The probe needs a host (ProbeHost): what it asks with and journals to. qualify's ModelRun is one; a
-command without a ModelRun builds a ProbeSession.
+"""qualify's capability probe, callable by any command that serves a model (qualify, sweep): does the server take
+audio and a question and answer from the audio? Judged by qualify/capability.py; journals each check and the phase.
 """
 
 from __future__ import annotations
@@ -37,6 +33,8 @@ from orchestrator.spine.ports import ChatAnswer, ChatSession, EventSink, Toolkit
 __all__ = ["ProbeHost", "ProbeSession", "capability_probe"]
 
 
+# The probe needs a host (ProbeHost): what it asks with and journals to (CapabilityProbed, the `capability` phase).
+# qualify's ModelRun is one; a command without a ModelRun builds a ProbeSession.
 class ProbeHost(Protocol):
     """What the capability probe asks with and journals to."""
 

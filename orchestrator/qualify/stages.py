@@ -20,7 +20,7 @@ from orchestrator.dataset import (
     prepare_arms,
     resolve_dataset_path,
 )
-from orchestrator.dataset.clip_cache import clip_cache_dir
+from orchestrator.dataset.clip_cache import clip_cache_dir, facts_dir
 from orchestrator.events import (
     AnswerMismatch,
     CorrectnessPhase,
@@ -73,7 +73,7 @@ _STAGE_ORDER = ("server", "capability", "correctness", "identity", "aiperf")
 async def qualify(cfg: Config, opts: QualifyOptions, interrupt: Interrupt, toolkit: Toolkit) -> int:
     """Qualify every selected model; returns the exit code (0 all aiperf-qualified, 1 otherwise)."""
     models = _select_models(cfg, opts.models)
-    dataset = load_dataset(resolve_dataset_path(cfg.dataset))
+    dataset = load_dataset(resolve_dataset_path(cfg.dataset), facts=facts_dir(cfg.run))
     _check_gate_kinds(cfg, models, dataset)
     statuses: dict[str, str] = {}
     async with open_run(cfg, command="qualify", argv=opts.argv or sys.argv, interrupt=interrupt) as run:

@@ -1,7 +1,5 @@
 """Run reports rebuilt from the journal alone: report.json (versioned RunReport), report.md, report.html.
-
-`write_reports(journal, out_dir)` is the one entry point; reports import only events, the journal reader
-and orchestrator.judge.stats, never live state.
+`write_reports(journal, out_dir)` is the one entry point.
 """
 
 from __future__ import annotations
@@ -18,6 +16,7 @@ from orchestrator.reports.html import render_html
 from orchestrator.reports.markdown import render_markdown
 from orchestrator.reports.schema import REPORT_VERSION, RunReport
 
+# Reports import only events, the journal reader and orchestrator.judge.stats, never live state.
 __all__ = [
     "REPORT_VERSION",
     "RunReport",

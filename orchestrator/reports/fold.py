@@ -1,8 +1,4 @@
-"""A pure fold of journal events into a RunReport; streams, so memory stays bounded.
-
-Per model and per AIPerf window it keeps running counts; a window's values (for exact percentiles) are held as
-compact arrays only until it closes. Picture series are thinned to a fixed number of points. Reads only its events.
-"""
+"""A pure fold of journal events into a RunReport; streams, so memory stays bounded. Reads only its events."""
 
 from __future__ import annotations
 
@@ -167,6 +163,8 @@ class _Model:
     ready_sample: bool = False  # the last ResourceSampled was after readiness (its GpuSampled follow it)
 
 
+# Per model and per AIPerf window it keeps running counts; a window's values (for exact percentiles) are held as
+# compact arrays only until it closes. Picture series are thinned to a fixed number of points.
 class ReportFold:
     """Feed events in journal order with `add`, then call `finish` once. Pure: no I/O, no clocks."""
 
@@ -573,6 +571,7 @@ def _detail(m: _Model, phase: str, kind: type[_P]) -> _P | None:
     return stage.detail if stage is not None and isinstance(stage.detail, kind) else None
 
 
+# Each handler takes its own event type, which one dict's value type cannot say.
 _HANDLERS: dict[type, Any] = {
     RunStarted: ReportFold._on_run_started,
     RunFinished: ReportFold._on_run_finished,

@@ -1,15 +1,10 @@
 """report.html from a RunReport: one self-contained file (inline CSS and SVG; no scripts, no links out).
-
-Pictures: latency over time (client and server on one axis), latency distributions, a verdict grid of
-items by arm, memory over time; then the same tables as report.md. The markup lives in
-`templates/report.html` and `report_sections.html` (autoescaped); this module only picks the rows and values
-they show, and draws the charts.
+The markup lives in `templates/report.html` and `report_sections.html`; this module picks rows and draws charts.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
 from markupsafe import Markup
 
@@ -64,6 +59,8 @@ _WINDOW_HEAD = ["Window", "Model", "Profiling ok/issued", "Errors", "Client p50/
                 "Audio s/s", "Balanced", "AIPerf"]
 
 
+# Pictures: latency over time (client and server on one axis), latency distributions, a verdict grid of items by arm,
+# memory over time; then the same tables as report.md. The templates are autoescaped.
 def render_html(report: RunReport) -> str:
     """The whole report.html text."""
     errors, warnings = split_notices(report)
@@ -91,7 +88,7 @@ def render_html(report: RunReport) -> str:
 
 
 
-def _answers(answers: dict[str, Any]) -> str:
+def _answers(answers: dict[str, str | None]) -> str:
     """Each path's answer beside its name, quoted, so differing whitespace shows."""
     return "; ".join(f"{k}: {v!r}" for k, v in answers.items())
 
@@ -110,7 +107,7 @@ def _correctness_rows(paths: dict[str, PathCorrectness]) -> list[list[str]]:
             + [[k, *(rate_cell(pc.by_kind.get(k, {}).get(a)) for pc, a in cols)] for k in kinds])
 
 
-def _provenance_rows(p: Provenance) -> list[list[Any]]:
+def _provenance_rows(p: Provenance) -> list[list[object]]:
     return [
         ["aqbench", f"{p.aqbench_version} ({p.aqbench_commit or 'no git commit'})"],
         ["AIPerf", f"{p.aiperf_version} (fingerprint {p.aiperf_fingerprint or dash})"],
@@ -125,7 +122,7 @@ def _provenance_rows(p: Provenance) -> list[list[Any]]:
     ]
 
 
-def _window_row(w: WindowSummary) -> list[Any]:
+def _window_row(w: WindowSummary) -> list[object]:
     t, c = w.timing, w.counts
     return [w.window, w.model, f"{c.profiling.ok}/{c.profiling.issued}", causes_text(c.profiling),
             f"{ms(t.request_latency_ms.p50)} / {ms(t.request_latency_ms.p99)}", ms(t.handler_ms.p50),

@@ -6,7 +6,8 @@ Pure rendering of the report; computes nothing that is not already in it.
 from __future__ import annotations
 
 import json
-from typing import Any, NamedTuple
+from collections.abc import Sequence
+from typing import NamedTuple
 
 from orchestrator.reports.gpu_tables import gpu_markdown, gpu_notices
 from orchestrator.reports.noninferiority import NONINFERIORITY_HEAD, noninferiority_rows
@@ -89,10 +90,10 @@ def _ungated_kinds(row: ModelRow, arm: str) -> list[tuple[str, PassRate]]:
             if kind not in gated and arm in arms and arms[arm].total]
 
 
-def gate_rows(row: ModelRow) -> list[list[Any]]:
+def gate_rows(row: ModelRow) -> list[list[object]]:
     """Gate, Scope, Required, Observed, Passed rows: each gate, and under an overall gate every kind it
     averages over without a gate of its own, so a kind at 0 % cannot hide behind a passing average."""
-    out: list[list[Any]] = []
+    out: list[list[object]] = []
     for g in row.gates:
         out.append([g.gate, g.scope, f"≥ {pct(g.required)}", gate_pct(g.observed, g.required) if g.applicable else dash,
                     g.passed if g.applicable else "not applicable (no answers)"])
@@ -148,7 +149,7 @@ def _cell(value: object) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
+def _table(header: list[str], rows: Sequence[Sequence[object]]) -> list[str]:
     out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     out += ["| " + " | ".join(_cell(v) for v in r) + " |" for r in rows]
     return out + [""]
@@ -161,7 +162,7 @@ def _code(value: object, limit: int = 1500) -> list[str]:
     return ["```", text.replace("```", "'''"), "```", ""]
 
 
-def _headline(row: ModelRow) -> list[Any]:
+def _headline(row: ModelRow) -> list[object]:
     http = row.correctness.get("http")
     audio = http.by_arm.get("audio") if http else None
     lift = http.audio_lift if http else None
@@ -288,7 +289,7 @@ def _failure(row: ModelRow) -> list[str]:
     return out
 
 
-def _summary_row(name: str, s: Summary) -> list[Any]:
+def _summary_row(name: str, s: Summary) -> list[object]:
     return [name, s.count, ms(s.p50), ms(s.p90), ms(s.p99), ms(s.mean)]
 
 

@@ -1,8 +1,4 @@
-"""The versioned RunReport: what report.json holds, as msgspec Structs. Data only, no logic.
-
-Evolution follows the journal's rule: add fields at the end with defaults, bump REPORT_VERSION when a
-field changes meaning. Times are unix ns (`_unix_ns`) plus ISO strings for people; units are in names.
-"""
+"""The versioned RunReport: what report.json holds, as msgspec Structs. Data only, no logic."""
 
 from __future__ import annotations
 
@@ -64,6 +60,8 @@ __all__ = [
 
 # 2: typed values where dicts were: a capability check's evidence is tagged by `kind`, a window's `soak` and a
 #    row's `aiperf_settings` are null where they were {}; `served_models` lists the /v1/models entries.
+# Evolution follows the journal's rule: add fields at the end with defaults, bump REPORT_VERSION when a field changes
+# meaning. Times are unix ns (`_unix_ns`) plus ISO strings for people; units are in names.
 REPORT_VERSION = 2
 
 

@@ -1,7 +1,6 @@
-"""A model's server story for the reports: each restart with its cause, and each span the server served while
-degraded or unhealthy, each asked-for stop that left a traceback. Fed by reports/fold.py from
-ServerRestarting, ServerSpawned, ServerStateChanged and ServerExited; pure and bounded (one entry per restart,
-state change or incarnation)."""
+"""A model's server story for the reports: each restart with its cause, each span served degraded or unhealthy,
+each asked-for stop that left a traceback. Pure and bounded (one entry per restart, state change or incarnation).
+"""
 
 from __future__ import annotations
 
@@ -16,6 +15,7 @@ __all__ = ["ServerStory"]
 _TROUBLED = frozenset({"degraded", "unhealthy"})
 
 
+# Fed by reports/fold.py from ServerRestarting, ServerSpawned, ServerStateChanged and ServerExited.
 class ServerStory:
     """One model's restarts and troubled spans, fed event by event with the event's time in run seconds."""
 

@@ -1,8 +1,5 @@
 """The soak report (soak.json, soak.md, soak.html): per-window time series pictures and the verdict
 table with the numbers behind each verdict, folded from the journal alone.
-
-It complements report.{json,md,html} (the qualify-shaped report of the same journal). Reads only events
-and the journal; windows, verdicts and settings are kept as the typed values the journal holds.
 """
 
 from __future__ import annotations
@@ -58,6 +55,8 @@ __all__ = ["SoakReport", "SoakExit", "SoakRestart", "restart_text", "SoakFold", 
 
 # 2: verdicts carry `outcome` (pass/fail/inconclusive) instead of passed/judged; `in progress` status.
 # 3: each verdict is the SoakVerdict as journaled (its detail typed by kind of rule).
+# It complements report.{json,md,html} (the qualify-shaped report of the same journal). Reads only events and the
+# journal; windows, verdicts and settings are kept as the typed values the journal holds.
 SOAK_REPORT_VERSION = 3
 _MIB = 2.0**20
 

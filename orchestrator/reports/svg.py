@@ -1,8 +1,4 @@
-"""Inline SVG pictures for report.html, drawn by our own small code: no JS, no fonts, no network.
-
-Each function returns one `<svg>` element as text, tagged with `data-chart` so tests can find it. Every text
-it embeds (ids, titles, labels, names, tooltips) is escaped here, so the pages take the result as markup.
-"""
+"""Inline SVG pictures for report.html, drawn by our own small code: no JS, no fonts, no network."""
 
 from __future__ import annotations
 
@@ -13,6 +9,8 @@ from html import escape
 __all__ = ["scatter_chart", "line_chart", "histogram_chart", "grid_chart", "COLORS", "VERDICT_COLORS",
            "EXPECTED_WRONG_COLOR"]
 
+# Each function returns one `<svg>` element as text, tagged with `data-chart` so tests can find it. Every text it
+# embeds (ids, titles, labels, names, tooltips) is escaped here, so the pages take the result as markup.
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b")
 VERDICT_COLORS = {"correct": "#2ca02c", "wrong": "#d62728", "unparsed": "#ffbf00", "error": "#7f7f7f",
                   "incomplete": "#9467bd"}

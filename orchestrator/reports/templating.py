@@ -5,12 +5,14 @@ Owns loading, escaping and the generic filters; it knows nothing of any report's
 
 from __future__ import annotations
 
+import hashlib
 import json
 from html import escape
 from pathlib import Path
 from typing import Any
 
-from jinja2 import Environment, FileSystemLoader, StrictUndefined
+import jinja2
+from jinja2 import BytecodeCache, Environment, FileSystemBytecodeCache, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
 from orchestrator.base.figures import figure
@@ -46,9 +48,22 @@ def _pretty(value: object, limit: int = 3000) -> str:
     return text[:limit]
 
 
-def _environment() -> Environment:
+def _compiled_cache(folder: str | None = None) -> BytecodeCache | None:
+    """The templates compiled once for every later process (about 0.1 CPU-s a run's reports, bench/overhead.py):
+    Jinja's own file cache (by default its private `_jinja2-cache-<uid>` folder in the temporary directory), keyed
+    by each template's source. Jinja's key leaves out the environment's options, so the file names carry a digest
+    of this module and of Jinja's version: a change to either compiles anew. None where no safe folder exists."""
+    tag = hashlib.sha256(Path(__file__).read_bytes() + jinja2.__version__.encode()).hexdigest()[:12]
+    try:
+        return FileSystemBytecodeCache(folder, pattern=f"__aqbench_{tag}_%s.cache")
+    except (OSError, RuntimeError):  # Jinja refuses a temporary folder it does not own alone
+        return None
+
+
+def _environment(compiled: str | None = None) -> Environment:
     env = Environment(
         loader=FileSystemLoader(TEMPLATES),
+        bytecode_cache=_compiled_cache(compiled),
         autoescape=True,
         # A misspelt or missing variable fails the render instead of printing nothing.
         undefined=StrictUndefined,
@@ -73,7 +88,7 @@ def _environment() -> Environment:
 _ENV = _environment()
 
 
-def render(template_name: str, **context: Any) -> str:
+def render(template_name: str, **context: Any) -> str:  # a template's own names and values, as Jinja2 takes them
     """The text of `template_name` (a file in `templates/`) rendered with `context`.
 
     Raises jinja2.UndefinedError when the template uses a name the context lacks.

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
 
 import msgspec
 
@@ -107,7 +106,7 @@ def causes_text(c: PhaseCounts) -> str:
     return ", ".join(parts) or "0"
 
 
-def settings_rows(settings: AiperfSettings | None) -> list[list[Any]]:
+def settings_rows(settings: AiperfSettings | None) -> list[list[object]]:
     """The AIPerf workload as (setting, value) rows, by setting name."""
     return [[k, v] for k, v in sorted(msgspec.structs.asdict(settings).items())] if settings is not None else []
 
@@ -158,7 +157,7 @@ def _restart_line(r: Restart) -> str:
             f"(decided at {num(r.at_s, 1)} s, after a {num(r.backoff_s, 1)} s backoff), {why}.")
 
 
-def error_answer_rows(c: Counts) -> list[list[Any]]:
+def error_answer_rows(c: Counts) -> list[list[object]]:
     """What failed requests were answered (the server's body for 4xx/5xx), most frequent first per group."""
     return [[a.phase, a.cause, a.http_status, a.count, a.message] for a in c.error_answers]
 
@@ -166,7 +165,7 @@ def error_answer_rows(c: Counts) -> list[list[Any]]:
 WINDOW_ANSWER_HEAD = ["Window", *ERROR_ANSWER_HEAD]
 
 
-def window_answer_rows(windows: list[WindowSummary]) -> list[list[Any]]:
+def window_answer_rows(windows: list[WindowSummary]) -> list[list[object]]:
     """What each window's failed requests were answered, by phase, cause, HTTP status and body (a 413 apart from
     a 400): every window's rows, a run that did not fail included."""
     return [[w.window, *r] for w in windows for r in error_answer_rows(w.counts)]

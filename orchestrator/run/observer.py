@@ -1,8 +1,5 @@
-"""Samples the observer's own side of a run (a soak's, or a live page's): aqbench's process and the running AIPerf's
-process tree.
-
-Publishes ProcessSampled (resident memory per tree); judges nothing. The server's tree is sampled by the
-supervisor, not here.
+"""Samples the observer's own side of a run (a soak's, or a live page's): aqbench's process and AIPerf's process tree.
+Publishes ProcessSampled (resident memory per tree); judges nothing. The supervisor samples the server's tree.
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ from pathlib import Path
 from orchestrator.base.errors import ServerError
 from orchestrator.config import Config
 from orchestrator.dataset import load_dataset, resolve_dataset_path
+from orchestrator.dataset.clip_cache import facts_dir
 from orchestrator.events import RunKey
 from orchestrator.run.provenance import sha256_path, tool_versions
 from orchestrator.runkey.digests import run_key
@@ -19,7 +20,7 @@ __all__ = ["current_keys"]
 def current_keys(cfg: Config, models: list[str] | None = None) -> dict[str, RunKey]:
     """Model name -> its key now, for every configured model (or those named). A bundle that cannot be read
     here keys as unhashed, so a row made with it no longer matches (its key says what changed)."""
-    dataset = load_dataset(resolve_dataset_path(cfg.dataset))
+    dataset = load_dataset(resolve_dataset_path(cfg.dataset), facts=facts_dir(cfg.run))
     versions = tool_versions()
     out: dict[str, RunKey] = {}
     hashed: dict[str, str] = {}

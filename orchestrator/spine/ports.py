@@ -16,7 +16,7 @@ from anyio.abc import TaskStatus
 
 from orchestrator.base.columns import Floats, Ints
 from orchestrator.config import WorkloadConfig
-from orchestrator.events import ClientRecord, Event, GpuIdentity, GpuProcessMemory, LogLine
+from orchestrator.events import ClientRecord, Event, GpuIdentity, GpuProcessMemory, Json, LogLine
 
 __all__ = [
     "OwnerFiles",
@@ -75,7 +75,7 @@ class ParsedLine(msgspec.Struct, frozen=True):
     """One printed line: `fields` when it was a JSON object, `level` when one could be read."""
 
     text: str
-    fields: dict[str, Any] | None = None
+    fields: Json | None = None  # the line's own JSON object, as printed (foreign)
     level: str = ""
 
 
@@ -92,7 +92,7 @@ class ServerKind(Protocol):
         """Judge one `GET /health/ready` answer."""
         ...
 
-    def listed_models(self, body: bytes) -> list[dict[str, Any]]:
+    def listed_models(self, body: bytes) -> list[Json]:
         """The model entries of a `GET /v1/models` answer; ValueError when the shape is wrong."""
         ...
 
@@ -352,7 +352,7 @@ class NativeSession(Protocol):
     async def __aexit__(self, et: type[BaseException] | None, e: BaseException | None,
                         tb: TracebackType | None) -> None: ...
     async def generate(self, prompt: str, audio_path: str | None, *,
-                       config: dict[str, Any] | None = None, request_id: str = "") -> NativeAnswer: ...
+                       config: Mapping[str, object] | None = None, request_id: str = "") -> NativeAnswer: ...
 
 
 class AiperfFacts(Protocol):
@@ -575,9 +575,9 @@ class OwnerFiles(msgspec.Struct, frozen=True, kw_only=True):
     """TRTMC's qualification files for one profile as read (adapters/trtmc/qual_files.py): tasks.yaml and
     config/models/<profile>.yaml parsed (foreign data), their paths in the checkout and its revision."""
 
-    tasks: dict[str, Any]
+    tasks: dict[str, Any]  # the owners' YAML, open: judge/owners.py checks each key it reads
     tasks_file: str
-    profile: dict[str, Any] | None = None
+    profile: dict[str, Any] | None = None  # as tasks
     profile_file: str = ""
     revision: str = ""
 
@@ -617,7 +617,7 @@ class LineDecoder(Protocol):
     @property
     def kind(self) -> str: ...
     @property
-    def decode_line(self) -> Callable[[bytes], Any]: ...
+    def decode_line(self) -> Callable[[bytes], Any]: ...  # each format's own record type
     @property
     def decode_block(self) -> Callable[[bytes | memoryview], ServerColumns | ClientColumns] | None: ...
 

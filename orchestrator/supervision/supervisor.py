@@ -10,7 +10,7 @@ from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, Literal, NotRequired, TypedDict, TypeVar
+from typing import Literal, NotRequired, TypedDict, TypeVar
 
 import anyio
 import msgspec
@@ -22,6 +22,7 @@ from orchestrator.events import (
     Event,
     GpuIdentified,
     GpuSampled,
+    Json,
     NoticeContext,
     OrphanKilled,
     OrphanReaped,
@@ -279,7 +280,7 @@ class _Supervisor:
         status, body = got
         return self.spec.parts.kind.parse_readiness(status, body), status
 
-    async def check_models(self) -> list[dict[str, Any]] | str:
+    async def check_models(self) -> list[Json] | str:
         """The listed models when ours is among them; else why not (a string)."""
         got = await self._get("/v1/models", self.cfg.health_timeout_s)
         if isinstance(got, str):

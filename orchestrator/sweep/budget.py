@@ -1,9 +1,4 @@
-"""What fits in a sweep's --max-duration: the time left, and the leading loads whose planned times fit in it.
-
-A point cut short by the sweep's time would lose its requests in flight, so one that cannot finish is not
-started. An open-loop load's planned time is its schedule, (warmup + profiling requests) / rate; a closed-loop
-load's, the last batch's time per load. Each AIPerf process costs its start-up and exit beside them.
-"""
+"""What fits in a sweep's --max-duration: the time left, and the leading loads whose planned times fit in it."""
 
 from __future__ import annotations
 
@@ -15,6 +10,9 @@ __all__ = ["EXIT_S", "START_S", "Budget"]
 # AIPerf's start-up and exit beside a batch's planned requests: at least this, else what the last batch took
 # beyond its points' requests (11-15 s per AIPerf process on a loaded 2-core machine since --prompt-corpus
 # random; 14-50 s before).
+# A point cut short by the sweep's time would lose its requests in flight, so one that cannot finish is not started.
+# An open-loop load's planned time is its schedule, (warmup + profiling requests) / rate; a closed-loop load's, the
+# last batch's time per load. Each AIPerf process costs its start-up and exit beside them.
 START_S = 10.0
 # A gated or held load runs only where its planned time and AIPerf's exit after it fit in the time left.
 EXIT_S = 2.0

@@ -1,19 +1,5 @@
 """The capacity as a figure with a 90 % interval, fitted from the judged points' requests near the boundary, and
 where the next run narrows that interval most: pure.
-
-Method. Every SLO with a share (p99: 1 % of requests beyond its limit; an error rate: itself) gives, at each
-point, k of n requests beyond, shrunk to effective counts by their design effect in start order (power.py:
-autocorrelation, bursts and drift cost evidence). The share's curve against load is fitted monotone (the mean of
-the running maximum from below and the running minimum from above), and its crossing of the allowed share is
-interpolated between the two adjacent loads around it, linear in log load and logit share. Its uncertainty comes
-from 2000 draws of every point's share from its Jeffreys posterior on the effective counts, each draw fitted and
-crossed the same way. Interpolation is trusted only where the curve was seen near the limit: both neighbours'
-shares within a factor of 4 of what it allows. Otherwise the crossing may lie anywhere between them (a cliff, or
-too few requests to tell), and that draw's interval is the whole gap. An exact SLO (answers, complete outputs,
-an error rate of 0) is a step between the highest load that passed it and the lowest that failed it.
-The capacity is the least of the SLOs' crossings in each draw; its 90 % interval the 5th percentile of the
-draws' lower ends to the 95th of their upper ends. A crossing below the lowest load or above the highest leaves
-the interval open there.
 """
 
 from __future__ import annotations
@@ -259,9 +245,24 @@ def _seed(points: Sequence[PointEvidence]) -> int:
 def estimate_capacity(points: Sequence[PointEvidence], allowed: Mapping[str, float], *, unit: str = "req/s",
                       precision: float = 0.10, level: float = 0.90, seed: int | None = None,
                       draws: int = _DRAWS) -> CapacityEstimate:
-    """The capacity fitted from the points (module docstring), its interval, the binding SLO and how the others
+    """The capacity fitted from the points (method below), its interval, the binding SLO and how the others
     stand at it, whether `precision` (relative half-width) is reached, and if not what it would need. `draws`:
-    fewer steer a search step faster; the reported interval takes the default."""
+    fewer steer a search step faster; the reported interval takes the default.
+
+    Method. Every SLO with a share (p99: 1 % of requests beyond its limit; an error rate: itself) gives, at each
+    point, k of n requests beyond, shrunk to effective counts by their design effect in start order (power.py:
+    autocorrelation, bursts and drift cost evidence). The share's curve against load is fitted monotone (the mean of
+    the running maximum from below and the running minimum from above), and its crossing of the allowed share is
+    interpolated between the two adjacent loads around it, linear in log load and logit share. Its uncertainty comes
+    from 2000 draws of every point's share from its Jeffreys posterior on the effective counts, each draw fitted and
+    crossed the same way. Interpolation is trusted only where the curve was seen near the limit: both neighbours'
+    shares within a factor of 4 of what it allows. Otherwise the crossing may lie anywhere between them (a cliff, or
+    too few requests to tell), and that draw's interval is the whole gap. An exact SLO (answers, complete outputs, an
+    error rate of 0) is a step between the highest load that passed it and the lowest that failed it. The capacity is
+    the least of the SLOs' crossings in each draw; its 90 % interval the 5th percentile of the draws' lower ends to
+    the 95th of their upper ends. A crossing below the lowest load or above the highest leaves the interval open
+    there.
+    """
     ordered = sorted(points, key=lambda p: p.load)
     if not ordered:
         return CapacityEstimate(precision=precision, level=level, summary="no load point judged: nothing to fit")

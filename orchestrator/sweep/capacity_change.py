@@ -1,14 +1,5 @@
 """`aqbench compare` of two sweeps: the change in capacity, decided only where the two brackets allow it.
-
-A sweep's capacity is known only as a bracket: at least its highest passing point (every lower point held
-too), below its lowest failing point (capacity taken as monotone in load). A missing end is open (0 below,
-unbounded above). The candidate's capacity is surely lower when its bracket lies wholly below the
-baseline's (it broke an SLO at a load the baseline held), surely higher when wholly above, and unchanged
-within the brackets' width when both brackets are the same. Anything else is inconclusive, saying which
-points would decide it. Sweeps with different modes, SLOs or datasets measure different capacities and are
-refused. Where both sweeps fitted their capacity with an interval, the intervals decide instead: regressed only
-where the candidate's lies wholly below the baseline's, improved only wholly above. Pure over the two journals'
-folds; the files are written by `write_sweep_comparison`.
+Pure over the two journals' folds; the files are written by `write_sweep_comparison`.
 """
 
 from __future__ import annotations
@@ -124,7 +115,17 @@ def _refusal(base: SweepSide, cand: SweepSide) -> str:
 
 def compare_sweeps(base: SweepSide, cand: SweepSide, *, strict: bool = False) -> CapacityChange:
     """The change in capacity from `base` to `cand` (exit 0 none regressed, 1 regressed or, with `strict`,
-    inconclusive, 2 not comparable)."""
+    inconclusive, 2 not comparable).
+
+    A sweep's capacity is known only as a bracket: at least its highest passing point (every lower point held too),
+    below its lowest failing point (capacity taken as monotone in load). A missing end is open (0 below, unbounded
+    above). The candidate's capacity is surely lower when its bracket lies wholly below the baseline's (it broke an
+    SLO at a load the baseline held), surely higher when wholly above, and unchanged within the brackets' width when
+    both brackets are the same. Anything else is inconclusive, saying which points would decide it. Sweeps with
+    different modes, SLOs or datasets measure different capacities and are refused. Where both sweeps fitted their
+    capacity with an interval, the intervals decide instead: regressed only where the candidate's lies wholly below
+    the baseline's, improved only wholly above.
+    """
     refused = _refusal(base, cand)
     if refused:
         return CapacityChange(baseline=base, candidate=cand, change="not_comparable", reason=refused, exit_code=2)

@@ -1,14 +1,4 @@
-"""One load point judged against [slo]: pure, over the point's requests as plain facts.
-
-Method: a limit on a quantile q is a claim that at most a share 1-q of requests lies beyond it. With n
-requests of which k lie beyond, the point fails when k is too many for that share (binomial upper tail
-<= 1-confidence) and passes when k is too few to hide a larger share (lower tail <= 1-confidence); in
-between it is inconclusive and says how many requests a decision needs. Distribution-free (no shape of
-the latency distribution is assumed). Requests correlated in start order (a slow stretch, a burst of
-failures, drift) are worth fewer independent ones: both counts are shrunk by their design effect first
-(orchestrator/sweep/power.py). The error rate is the same test on failed requests. Answers are exact evidence: one answer under load differing from the
-concurrency-1 answer fails a deterministic model.
-"""
+"""One load point judged against [slo]: pure, over the point's requests as plain facts."""
 
 from __future__ import annotations
 
@@ -174,7 +164,17 @@ def worst(outcomes: Sequence[str]) -> str:
 def judge_point(requests: Sequence[PointRequest], slo: SloConfig, baseline: Baseline | None,
                 criteria: CorrectnessCriteria) -> list[SloCheck]:
     """Every SLO [slo] sets, checked on one point's pooled profiling requests. The answers and completeness
-    checks need the concurrency-1 baseline: without one (its own run failed) they are inconclusive."""
+    checks need the concurrency-1 baseline: without one (its own run failed) they are inconclusive.
+
+    Method: a limit on a quantile q is a claim that at most a share 1-q of requests lies beyond it. With n requests of
+    which k lie beyond, the point fails when k is too many for that share (binomial upper tail <= 1-confidence) and
+    passes when k is too few to hide a larger share (lower tail <= 1-confidence); in between it is inconclusive and
+    says how many requests a decision needs. Distribution-free (no shape of the latency distribution is assumed).
+    Requests correlated in start order (a slow stretch, a burst of failures, drift) are worth fewer independent ones:
+    both counts are shrunk by their design effect first (orchestrator/sweep/power.py). The error rate is the same test
+    on failed requests. Answers are exact evidence: one answer under load differing from the concurrency-1 answer
+    fails a deterministic model.
+    """
     checks: list[SloCheck] = []
     # In start order: the correlation between neighbouring requests is what the tests discount.
     requests = sorted(requests, key=lambda r: r.start_ns if r.start_ns is not None else -1)

@@ -1,14 +1,4 @@
-"""A sweep's planned durations, stated before any load: pure.
-
-Issue 33 sets a sweep's wall time against the sum of its points' planned durations. An open-loop point's is
-its schedule, (warmup + profiling requests) / rate. The concurrency-1 baseline window (the reference answers,
-run first in rate mode) has no schedule: it takes its requests one after another, each as long as the server
-takes. It is still work every such sweep does, so it is planned too, from latencies measured before any load:
-a sample of the baseline's own rows (evenly spaced through them, not picked by length), asked one at a time
-after the capability probe; their mean times the window's requests estimates its sum. Without a sample, the
-capability probe's median on the sweep's rows (its items are short clips: a low estimate). Printed and
-journaled before the first AIPerf process starts, never revised after.
-"""
+"""A sweep's planned durations, stated before any load: pure."""
 
 from __future__ import annotations
 
@@ -33,7 +23,17 @@ def planned_durations(mode: str, points: Sequence[float], *, requests: int, warm
     """(the baseline window's planned seconds, or None when there is none or nothing to plan it by; the plan's
     statements, as printed). `sample_s`: the latencies (s) of the baseline's sampled rows (baseline_sample),
     asked at concurrency 1 before any load; `probe_s`: the capability probe's on the sweep's own rows, used
-    only without a sample; `extensions`: the doublings above the grid, run only while no point fails."""
+    only without a sample; `extensions`: the doublings above the grid, run only while no point fails.
+
+    A sweep's wall time is set against the sum of its points' planned durations. An open-loop point's is its schedule,
+    (warmup + profiling requests) / rate. The concurrency-1 baseline window (the reference answers, run first in rate
+    mode) has no schedule: it takes its requests one after another, each as long as the server takes. It is still work
+    every such sweep does, so it is planned too, from latencies measured before any load: a sample of the baseline's
+    own rows (evenly spaced through them, not picked by length), asked one at a time after the capability probe; their
+    mean times the window's requests estimates its sum. Without a sample, the capability probe's median on the sweep's
+    rows (its items are short clips: a low estimate). Printed and journaled before the first AIPerf process starts,
+    never revised after.
+    """
     per = requests + warmup
     out: list[str] = []
     baseline = None

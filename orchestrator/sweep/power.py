@@ -1,19 +1,4 @@
-"""How much evidence a point's requests carry, and what a point can detect before it runs: pure.
-
-Requests in one run are not independent: a server that is slow now is slow for the next request too (a
-batch, a queue, a garbage collection), and failures come in bursts (server_busy while a queue is full).
-Counting them as independent makes a binomial test too sure of itself both ways: on a seeded AR(1)
-latency with lag-1 correlation 0.9 and its true p99 at the limit, a plain test failed 19% of points and
-passed 45% where 10% each was claimed. So each count is first shrunk by its design effect, the variance
-of the count relative to independent requests, and the binomial test runs on the effective n and k:
-
-- latency beyond a limit: the latencies in start order are taken as a Gaussian copula with AR(1)
-  correlation r (estimated from their normal scores, lag 1), and the beyond-the-limit indicator's own
-  correlations at the share the limit claims follow from it (bivariate normal orthant probabilities);
-- failures: a two-state Markov chain, whose indicator correlation at lag h is r^h; deff = (1+r)/(1-r).
-
-Drift within a point raises r too, so it also costs evidence rather than producing false verdicts.
-"""
+"""How much evidence a point's requests carry, and what a point can detect before it runs: pure."""
 
 from __future__ import annotations
 
@@ -51,6 +36,19 @@ def binom_lower(k: float, n: float, p: float) -> float:
     return float(betainc(n - k, k + 1.0, 1.0 - p))
 
 
+# Requests in one run are not independent: a server that is slow now is slow for the next request too (a batch, a
+# queue, a garbage collection), and failures come in bursts (server_busy while a queue is full). Counting them as
+# independent makes a binomial test too sure of itself both ways: on a seeded AR(1) latency with lag-1 correlation 0.9
+# and its true p99 at the limit, a plain test failed 19% of points and passed 45% where 10% each was claimed. So each
+# count is first shrunk by its design effect, the variance of the count relative to independent requests, and the
+# binomial test runs on the effective n and k:
+#
+# - latency beyond a limit: the latencies in start order are taken as a Gaussian copula with AR(1) correlation r
+#   (estimated from their normal scores, lag 1), and the beyond-the-limit indicator's own correlations at the share
+#   the limit claims follow from it (bivariate normal orthant probabilities);
+# - failures: a two-state Markov chain, whose indicator correlation at lag h is r^h; deff = (1+r)/(1-r).
+#
+# Drift within a point raises r too, so it also costs evidence rather than producing false verdicts.
 def decide(k: int, n: int, share: float, alpha: float, deff: float = 1.0) -> str:
     """fail when k beyond is too many for `share`, pass when too few to hide more, else inconclusive; the
     counts shrunk by the design effect `deff` (1: independent requests)."""

@@ -1,9 +1,5 @@
-"""`aqbench sweep`'s use: one supervised server, the load points run in batches, each batch one AIPerf process
-whose phases are its points (each point its own window, accounted and correlated as run-aiperf's), every point
-judged against [slo], and the capacity concluded.
-
-Progress is published on the bus as typed events (SweepPointJudged, SweepConcluded), so a live view can
-follow a sweep without reading its state. Reports are folded from the journal at the end.
+"""`aqbench sweep`'s use: one supervised server, load points run in batches (one AIPerf process a batch, a phase
+a point, each its own window), every point judged against [slo], and the capacity concluded.
 """
 
 from __future__ import annotations
@@ -136,6 +132,8 @@ def _resolve(cfg: Config, opts: SweepOptions) -> Config:
     return msgspec.structs.replace(resolved, source=cfg.source, sha256=cfg.sha256)
 
 
+# Progress is published on the bus as typed events (SweepPointJudged, SweepConcluded), so a live view can follow a
+# sweep without reading its state. Reports are folded from the journal at the end.
 async def sweep(cfg: Config, opts: SweepOptions, interrupt: Interrupt, toolkit: Toolkit) -> int:
     """Run the sweep; returns the exit code (0 capacity bracketed or every point held, 1 undecided or no point
     held, 3 an accounting breach). Every sweep writes its reports, an interrupted one too."""

@@ -1,12 +1,4 @@
-"""Which load point a sweep tries next, and the capacity its judged points give: pure.
-
-Strategy (kept small, and ours because AIPerf's search judges only its own aggregates, not answers or
-the server's model_call_ms): walk the configured points upwards and stop at the first that fails, since
-capacity is taken as monotone in load; a point that could not decide is rerun (its evidence pooled) up
-to `repeats` times; where every configured point was run and none failed, double the highest point up to
-`extend` times, so that a server whose capacity lies at or above the grid's top is still bracketed; then halve the
-bracket between the highest pass and the lowest fail `refine` times.
-"""
+"""Which load point a sweep tries next, and the capacity its judged points give: pure."""
 
 from __future__ import annotations
 
@@ -60,6 +52,12 @@ def _next_extension(points: Sequence[float], judged: Mapping[float, Judged], ext
     return next((v for v in extensions(points, extend) if v not in judged), None)
 
 
+# Strategy (kept small, and ours because AIPerf's search judges only its own aggregates, not answers or the server's
+# model_call_ms): walk the configured points upwards and stop at the first that fails, since capacity is taken as
+# monotone in load; a point that could not decide is rerun (its evidence pooled) up to `repeats` times; where every
+# configured point was run and none failed, double the highest point up to `extend` times, so that a server whose
+# capacity lies at or above the grid's top is still bracketed; then halve the bracket between the highest pass and the
+# lowest fail `refine` times.
 def next_point(points: Sequence[float], judged: Mapping[float, Judged], *, mode: str, repeats: int,
                refine: int) -> float | None:
     """The offered load to run next (a point again to pool more evidence), or None when the sweep is done."""

@@ -1,13 +1,5 @@
 """What a sweep does before any load: qualify's capability probe, a timed sample of the baseline window's own
 rows, the plan stated; and the hold that lets the first batch's AIPerf process start beside them.
-
-AIPerf 0.13.0 takes 4-8 s to start on 2 cores, and the capability probe's length grows with the server's latency
-(5.7 s at 300 ms a request on the reference server; a real model's seconds-long answers make it longer still).
-So the first batch is spawned once the server is ready, beside the probe, every planned load held at its gate
-(FirstHold). The baseline's sample waits until AIPerf sits idle at its first gate, so that AIPerf's start-up never
-slows the latencies the baseline is planned by (a slower sample would plan it longer and flatter the sweep's
-wall-time ratio). Then the plan is stated and the gates open; a server that fails the probe has every held load
-skipped, and AIPerf exits having sent nothing (no window started).
 """
 
 from __future__ import annotations
@@ -35,6 +27,13 @@ from orchestrator.sweep.search import extensions
 __all__ = ["FirstHold", "probe_and_sample", "state_plan"]
 
 
+# AIPerf 0.13.0 takes 4-8 s to start on 2 cores, and the capability probe's length grows with the server's latency
+# (5.7 s at 300 ms a request on the reference server; a real model's seconds-long answers make it longer still). So
+# the first batch is spawned once the server is ready, beside the probe, every planned load held at its gate
+# (FirstHold). The baseline's sample waits until AIPerf sits idle at its first gate, so that AIPerf's start-up never
+# slows the latencies the baseline is planned by (a slower sample would plan it longer and flatter the sweep's
+# wall-time ratio). Then the plan is stated and the gates open; a server that fails the probe has every held load
+# skipped, and AIPerf exits having sent nothing (no window started).
 class FirstHold:
     """The first batch's planned loads, held at their gates while the probe and the sample run: `at_gate` is set
     once AIPerf waits at the first one (or its process ended before), and `release(n)` runs the first `n` held
@@ -144,7 +143,7 @@ class _TimedProbe(ProbeSession):
     rows (not the probe's text-only or other-arm variants), known before any load: the baseline window's plan
     where no sample of its rows was timed (asked at the workload's concurrency, so an estimate only)."""
 
-    def __init__(self, **kw: Any) -> None:
+    def __init__(self, **kw: Any) -> None:  # ProbeSession's own keyword arguments, passed through
         super().__init__(**kw)
         self.latencies_s: list[float] = []
 

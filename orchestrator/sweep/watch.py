@@ -1,15 +1,5 @@
 """One point's requests, collected from the bus as the correlator joins them, and judged as they come: a
 point that has clearly broken an SLO is asked to stop early (its `stop` event is set).
-
-Like qualify's WindowCollector, it has every request of its window once it has seen the window's
-AccountingChecked. Only a decided fail stops a point, and "clearly" is stricter than the point's verdict: each
-interim look (every few requests) judges at INTERIM_CONFIDENCE, not [slo] confidence. Looking a dozen times at the
-verdict's own level fails a healthy point far more often than its one verdict does (seeded, 300 points of 60
-requests failing in patches, lag-1 0.3, against a 5 % limit at 90 %: at 2 % errors 2.7 % of points stopped where
-the one verdict failed none; at 5 %, the limit, 16 % against 4 %). At 99.9 % each look adds at most about 0.1 %
-(Haybittle-Peto): 0 % and 0.3 % stopped, while half the requests failing stops every point, on average by its
-16th request (tests/orchestrator/sweep/test_sweep_watch.py). The point's verdict, judged once on every request
-it sent, keeps its stated error rates.
 """
 
 from __future__ import annotations
@@ -27,6 +17,15 @@ from orchestrator.sweep.judge import Baseline, PointRequest, judge_point
 
 __all__ = ["INTERIM_BUDGET", "INTERIM_CONFIDENCE", "PointWatch"]
 
+# Like qualify's WindowCollector, it has every request of its window once it has seen the window's AccountingChecked.
+# Only a decided fail stops a point, and "clearly" is stricter than the point's verdict: each interim look (every few
+# requests) judges at INTERIM_CONFIDENCE, not [slo] confidence. Looking a dozen times at the verdict's own level fails
+# a healthy point far more often than its one verdict does (seeded, 300 points of 60 requests failing in patches,
+# lag-1 0.3, against a 5 % limit at 90 %: at 2 % errors 2.7 % of points stopped where the one verdict failed none; at
+# 5 %, the limit, 16 % against 4 %). At 99.9 % each look adds at most about 0.1 % (Haybittle-Peto): 0 % and 0.3 %
+# stopped, while half the requests failing stops every point, on average by its 16th request
+# (tests/orchestrator/sweep/test_sweep_watch.py). The point's verdict, judged once on every request it sent, keeps its
+# stated error rates.
 INTERIM_CONFIDENCE = 0.999
 # A run's looks together may stop a point that its verdict would not have failed at most this often (Bonferroni
 # over its looks): a run of `planned` requests looks at each at 1 - INTERIM_BUDGET / looks, never below

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.base.errors import ConfigError, InventoryError
-from orchestrator.commands.wiring import read_owner_files
+from orchestrator.commands.owner_files import read_owner_files
 from orchestrator.events import GateCitation
 from orchestrator.judge.owners import deep_merge, owners_gate
 from orchestrator.judge.paired import ChosenGate

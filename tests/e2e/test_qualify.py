@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.dataset.clip_cache import CLIP_MANIFEST, read_manifest
+from orchestrator.dataset.clip_cache import CLIP_MANIFEST, FACTS_FOLDER, ClipCache, read_manifest
 from orchestrator.events import (
     AccountingChecked,
     AiperfStarted,
@@ -188,7 +188,8 @@ def test_default_qualify_passes_and_a_tenth_wrong_fails_non_inferiority(tmp_path
     assert not list(run_dir.rglob("inputs.json")) and list(run_dir.rglob("inputs.json.removed"))
     cache = run_dir.parent.with_name("runs-clips").resolve()
     sent = read_manifest(run_dir / "wire" / CLIP_MANIFEST)
-    assert {c.sha256 for c in sent if Path(c.path).parent == cache} == {p.stem for p in cache.iterdir()}
+    assert {c.sha256 for c in sent if Path(c.path).parent == cache} == {p.stem for p in ClipCache(cache).entries()}
+    assert {p.name for p in cache.iterdir() if p.is_dir()} == {FACTS_FOLDER}  # the facts kept for the next run
     cache.rename(tmp_path / "cache-aside")
     for name in ("report.json", "report.md", "report.html"):
         (run_dir / name).unlink()

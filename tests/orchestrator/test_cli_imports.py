@@ -66,6 +66,21 @@ def test_a_sweep_loads_neither_scipy_stats_nor_optimize() -> None:
     assert ast.literal_eval(out.stdout) == []
 
 
+def test_run_aiperf_loads_no_http_client_library_nor_the_owner_files_readers() -> None:
+    """What `aqbench run-aiperf` imports to run (its toolkit, the phase, the run's scope and reports) leaves out
+    aiohttp (~0.2 CPU-s of its own process a run, bench/overhead.py): the server's probes use http.client, and
+    the chat adapters load where a chat starts; and the owners' files readers (the inventory's tree, YAML),
+    which only qualify and campaign use."""
+    code = ("import sys\nfrom orchestrator.commands.wiring import real_toolkit\nfrom orchestrator.run import run_main\n"
+            "from orchestrator.aiperf_phase import run_aiperf_phase\nfrom orchestrator.reports import write_reports\n"
+            "real_toolkit().server_parts('reference').new_probe()\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('aiohttp', 'yaml')"
+            " or m.startswith(('adapters.chat', 'orchestrator.inventory', 'adapters.trtmc.qual_files'))))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, check=True)
+    assert ast.literal_eval(out.stdout) == []
+
+
 def test_ingest_of_whole_files_loads_no_logging_stack_nor_process_owners() -> None:
     """`aqbench ingest` of a records file and an AIPerf export, run to its summary, loads neither structlog (with
     rich and pygments) nor AIPerf's process owner (psutil, anyio's backends): 0.2 CPU-s of its start

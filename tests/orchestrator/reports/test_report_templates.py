@@ -3,7 +3,12 @@ template that names a value its caller did not give fails the render instead of 
 
 from __future__ import annotations
 
+import gzip
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import jinja2
 import pytest
@@ -213,3 +218,21 @@ class TestTemplating:
         """The templates are files of orchestrator/reports/templates (shipped as package data)."""
         assert {"report.html", "report_sections.html", "macros.html", "inventory.html"} <= {
             p.name for p in TEMPLATES.iterdir()}
+
+    def test_compiled_templates_are_kept_for_the_next_process(self, tmp_path: Path) -> None:
+        """A second process renders a journal's report.html from the templates the first one compiled (Jinja's
+        parser never runs there), to the same bytes as the first and as the fixture's report."""
+        fixture = Path(__file__).resolve().parents[2] / "data" / "journals" / "qualify-v2"
+        journal = tmp_path / "events.jsonl"
+        journal.write_bytes(gzip.decompress((fixture / "events.jsonl.gz").read_bytes()))
+        code = ("import sys\nfrom pathlib import Path\nimport jinja2\n"
+                "def refuse(*args, **kwargs):\n    raise AssertionError('a template was parsed again')\n"
+                "if sys.argv[2] == 'second':\n    jinja2.Environment._parse = refuse\n"
+                "from orchestrator.reports import write_reports\n"
+                "sys.stdout.buffer.write(write_reports(Path(sys.argv[1]), Path(sys.argv[1]).parent / sys.argv[2])"
+                ".html.read_bytes())")
+        env = {**os.environ, "TMPDIR": str(tmp_path)}  # Jinja's private folder under it, not the host's
+        html = [subprocess.run([sys.executable, "-c", code, str(journal), which], capture_output=True, env=env,
+                               check=True, timeout=60).stdout for which in ("first", "second")]
+        assert list(tmp_path.glob(f"_jinja2-cache-{os.getuid()}/__aqbench_*.cache"))
+        assert html[0] == html[1] == gzip.decompress((fixture / "report.html.gz").read_bytes())
