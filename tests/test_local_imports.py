@@ -16,6 +16,8 @@ ALLOWED: dict[tuple[str, str], str] = {
         "optional: the installed dataset package is absent from a plain checkout (ModuleNotFoundError handled)",
     ("orchestrator/ingest/inputs.py", "zstandard"):
         "start-up: only zstd-compressed inputs need it",
+    ("orchestrator/ingest/reader.py", "orchestrator.dataset"):
+        "start-up: the dataset package (soundfile, structlog) loads only where ingest makes a Joiner",
     ("orchestrator/ingest/parquet.py", "pyarrow"): "optional extra `aqbench[parquet]`, imported only for --parquet",
     ("orchestrator/ingest/parquet.py", "pyarrow.parquet"): "optional extra `aqbench[parquet]`, as above",
     ("adapters/aiperf/__init__.py", "adapters.aiperf"):

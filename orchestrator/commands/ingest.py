@@ -86,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     out = open(args.out, "wb") if args.out else None  # noqa: SIM115  # the Ingest writes it; closed below
     codecs = log_codecs()
     # Without --parquet no RequestCorrelated is needed: the summary's join runs over columns.
-    ingest = Ingest(new_joiner(), codecs, since_ns=since, until_ns=until, strict=args.fail_on_bad_line, out=out,
+    ingest = Ingest(new_joiner, codecs, since_ns=since, until_ns=until, strict=args.fail_on_bad_line, out=out,
                     keep_events=bool(args.parquet))
 
     def report() -> None:

@@ -20,7 +20,6 @@ import numpy as np
 
 from orchestrator.base.columns import float_column, int_column
 from orchestrator.correlate import Joiner
-from orchestrator.dataset import parse_session_key
 from orchestrator.events import (
     AccountingChecked,
     ClientRecord,
@@ -124,15 +123,16 @@ class _File:
 class Ingest:
     """Feeds lines of many inputs through detection, decoding and the join; `finish()` gives the answer.
 
-    Not thread-safe; one instance per command. `joiner` is the correlator's pure join core. With
-    `keep_events=False` (and no `out`, no time window) the server records and AIPerf exports are joined
-    over columns (orchestrator.ingest.columns), the same answer without one event per line, and
-    `correlated` is not kept; a repeated request id or a journal's records hand every half to `joiner`.
+    Not thread-safe; one instance per command. `joiner` makes the correlator's pure join core (`new_joiner`),
+    called where a half first goes to it. With `keep_events=False` (and no `out`, no time window) the server
+    records and AIPerf exports are joined over columns (orchestrator.ingest.columns), the same answer without one
+    event per line, and `correlated` is not kept; a repeated request id or a journal's records hand every half to
+    the joiner.
     """
 
     def __init__(
         self,
-        joiner: Join,
+        joiner: Callable[[], Join],
         codecs: LogCodecs,
         *,
         since_ns: int | None = None,
@@ -142,7 +142,8 @@ class Ingest:
         out: BinaryIO | None = None,
         max_listed: int = 100,
     ) -> None:
-        self.joiner = joiner
+        self._new_joiner = joiner
+        self._joiner: Join | None = None
         self.codecs = codecs
         self.since_ns = since_ns
         self.until_ns = until_ns
@@ -172,6 +173,14 @@ class Ingest:
         self._newlines = np.empty(0, np.bool_)
         if not keep_events and out is None and since_ns is None and until_ns is None:
             self._cols = ColumnJoin()
+
+    @property
+    def joiner(self) -> Join:
+        """The join core, made on first use: a summary the column join answers never needs it (nor the dataset
+        package its key parser loads: bench/ingest.py measures the start)."""
+        if self._joiner is None:
+            self._joiner = self._new_joiner()
+        return self._joiner
 
     # ---------------------------------------------------------------- feeding
 
@@ -653,7 +662,8 @@ class Ingest:
                     self._spill()  # a repeated id: the Joiner decides duplicates and merges, in arrival order
                 else:
                     self._cols.release()  # the answer is kept; the halves are freed here, GC still paused
-            self._derived((close or self.joiner.flush)())
+            if close is not None or self._joiner is not None:  # a joiner never made holds nothing
+                self._derived((close or self.joiner.flush)())
             self.flush_out()
             return self.summary()
 
@@ -720,6 +730,10 @@ class Join(Protocol):
 
 def new_joiner() -> Joiner:
     """The correlator's pure join core, keyed like the live run (one implementation of the join)."""
+    # Here, not at the top: the dataset package (soundfile; structlog through its facts cache) loads only where a
+    # Joiner is made, which a summary the column join answers never needs (bench/ingest.py measures the start).
+    from orchestrator.dataset import parse_session_key
+
     return Joiner(key_parser=parse_session_key, source="ingest")
 
 

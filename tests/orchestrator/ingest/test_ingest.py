@@ -59,7 +59,7 @@ def main(argv: list[str]) -> int:
 
 
 def _ingest(*paths: str | Path, **kw: object) -> Ingest:
-    ing = Ingest(new_joiner(), log_codecs(), **kw)  # type: ignore[arg-type]
+    ing = Ingest(new_joiner, log_codecs(), **kw)  # type: ignore[arg-type]
     for p in expand_inputs([str(p) for p in paths], known_name=log_codecs().is_known_name):
         ing.feed_path(p)
     return ing

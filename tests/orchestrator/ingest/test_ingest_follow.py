@@ -63,7 +63,7 @@ class TestFollow:
     async def test_append_rotate_truncate_while_reading(self, tmp_path: Path) -> None:
         """A writer appends, rotates (rename + new file) and truncates; every line is read exactly once."""
         path = tmp_path / "records-1.jsonl"
-        ing = Ingest(new_joiner(), log_codecs())
+        ing = Ingest(new_joiner, log_codecs())
         passes = _count_passes(ing)
         stop = anyio.Event()
         servers = lambda: ing.summary().server_records  # noqa: E731
