@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import sys
 import time
 from typing import Any
 
@@ -67,8 +68,10 @@ def parse_time(value: str, *, now_ns: int | None = None) -> int:
 
 def run(args: argparse.Namespace) -> int:
     # numpy's OpenBLAS would start a thread per core that spins for 0.04 CPU-s at import; ingest does no linear
-    # algebra (bench/ingest.py measures the whole process). Before the imports below, which load numpy.
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    # algebra (bench/ingest.py measures the whole process). Before the imports below, which load numpy, and only
+    # then (a process that has numpy already keeps its environment as it is).
+    if "numpy" not in sys.modules:
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     # Imported here, not at the top: the ingest package and the log adapters load only for it, and not the
     # other commands' adapters (wiring.py): bench/ingest.py measures the whole process.
     from orchestrator.commands.log_codecs import log_codecs
