@@ -5,7 +5,6 @@ and again only for lines the file's format rejects."""
 from __future__ import annotations
 
 import fnmatch
-from typing import Any
 
 import msgspec
 
@@ -13,6 +12,7 @@ from adapters.logs.aiperf_raw import AIPERF_RAW
 from adapters.logs.aiperf_records import AIPERF_RECORDS
 from adapters.logs.formats import FormatName, LineFormat
 from adapters.logs.journal import JOURNAL
+from adapters.logs.otel import LogFields
 from adapters.logs.sniff import sniff_fields
 from adapters.logs.structured import GENERIC_JSON, STRUCTLOG, UVICORN
 from adapters.logs.text import TEXT
@@ -38,7 +38,7 @@ _HINTS: tuple[tuple[str, FormatName | None], ...] = (
     ("*.log.[0-9]*", None),
 )
 KNOWN_NAMES = tuple(pattern for pattern, _ in _HINTS)
-_decode_any = msgspec.json.Decoder(dict[str, Any])
+_decode_any = msgspec.json.Decoder(LogFields)
 
 
 def _strip_compression(name: str) -> str:

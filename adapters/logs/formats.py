@@ -25,5 +25,5 @@ class LineFormat:
 
     name: FormatName
     kind: Literal["records", "logs"]
-    decode_line: Callable[[bytes], Any]
+    decode_line: Callable[[bytes], Any]  # each format's own record type (records, OtelLog, events)
     decode_block: Callable[[bytes | memoryview], Any] | None = None

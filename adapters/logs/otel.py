@@ -5,7 +5,7 @@ Only the model and pure mappings live here; parsers fill it, ingest turns it int
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeAlias
 
 import msgspec
 
@@ -28,6 +28,10 @@ _SEVERITY: dict[str, int] = {
 REQUEST_ID_KEYS = ("request_id", "x_request_id", "x-request-id", "requestId", "req_id")
 
 
+# One foreign log line's fields as decoded: open JSON (any logger's keys and values); each key aqbench uses is
+# checked where it is read.
+LogFields: TypeAlias = dict[str, Any]
+
 class OtelLog(msgspec.Struct, frozen=True, kw_only=True):
     """One log record in the OTel log model (field names follow the model, times in unix ns)."""
 
@@ -35,9 +39,9 @@ class OtelLog(msgspec.Struct, frozen=True, kw_only=True):
     observed_timestamp_unix_ns: int = 0
     severity_text: str = ""
     severity_number: int = 0
-    body: Any = ""
+    body: Any = ""  # the OTel model's AnyValue: a string, number, list or map, as the log wrote it
     resource: dict[str, str] = {}
-    attributes: dict[str, Any] = {}
+    attributes: LogFields = {}
     trace_id: str = ""
     span_id: str = ""
 
@@ -53,7 +57,7 @@ def severity_number(text: str) -> int:
     return _SEVERITY.get(text.lower(), 0) if text else 0
 
 
-def find_request_id(fields: dict[str, Any]) -> str:
+def find_request_id(fields: LogFields) -> str:
     for key in REQUEST_ID_KEYS:
         value = fields.get(key)
         if isinstance(value, str) and value:
@@ -61,7 +65,7 @@ def find_request_id(fields: dict[str, Any]) -> str:
     return ""
 
 
-def log_attributes(fields: dict[str, Any]) -> dict[str, Any]:
+def log_attributes(fields: LogFields) -> LogFields:
     """`fields` with the request id also under "request_id" (copied only when it had another key)."""
     if "request_id" in fields:
         return fields

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from adapters.logs.formats import FormatName
+from adapters.logs.otel import LogFields
 from orchestrator.events import EVENT_TYPES
 
 __all__ = ["sniff_fields", "LOG_FORMATS"]
@@ -13,7 +12,7 @@ _EVENT_TAGS = frozenset(cls.__struct_config__.tag for cls in EVENT_TYPES)
 LOG_FORMATS = frozenset(("structlog", "uvicorn", "json"))
 
 
-def sniff_fields(fields: dict[str, Any]) -> FormatName:
+def sniff_fields(fields: LogFields) -> FormatName:
     """The format of one decoded JSON object, by its keys."""
     kind = fields.get("kind")
     if isinstance(kind, str) and kind in _EVENT_TAGS and "seq" in fields:

@@ -8,32 +8,32 @@ from typing import Any
 import msgspec
 
 from adapters.logs.formats import LineFormat
-from adapters.logs.otel import OtelLog, log_attributes, severity_number
+from adapters.logs.otel import LogFields, OtelLog, log_attributes, severity_number
 from adapters.logs.sniff import LOG_FORMATS, sniff_fields
 from adapters.logs.timestamps import parse_timestamp
 
 __all__ = ["STRUCTLOG", "UVICORN", "GENERIC_JSON", "decode_object", "to_otel"]
 
-_object = msgspec.json.Decoder(dict[str, Any])
+_object = msgspec.json.Decoder(LogFields)
 _TIME_KEYS = ("timestamp", "time", "asctime", "ts", "@timestamp", "created")
 _LEVEL_KEYS = ("level", "levelname", "severity", "log.level", "lvl")
 _BODY_KEYS = ("event", "message", "msg")
 
 
-def decode_object(line: bytes) -> dict[str, Any]:
+def decode_object(line: bytes) -> LogFields:
     return _object.decode(line)
 
 
-def _first(fields: dict[str, Any], keys: tuple[str, ...]) -> Any:  # noqa: ANN401  # a foreign log field
+def _first(fields: LogFields, keys: tuple[str, ...]) -> Any:  # noqa: ANN401  # a foreign log field
     for key in keys:
         if key in fields:
             return fields[key]
     return None
 
 
-def _http_attributes(fields: dict[str, Any]) -> dict[str, Any]:
+def _http_attributes(fields: LogFields) -> LogFields:
     """OTel HTTP semantic-convention names parsed from uvicorn's `request_line` and `status_code`."""
-    extra: dict[str, Any] = {}
+    extra: LogFields = {}
     line = fields.get("request_line")
     if isinstance(line, str):
         parts = line.split(" ")
@@ -52,7 +52,7 @@ def _http_attributes(fields: dict[str, Any]) -> dict[str, Any]:
 # structlog: `event`, `timestamp` (ISO UTC), `level`, `logger` + bound context. uvicorn JSON access logs:
 # `name`/`logger` "uvicorn.access", `levelname`, `message`, `client_addr`, `request_line`, `status_code`.
 # Everything else that is a JSON object is kept as a generic JSON log.
-def to_otel(fields: dict[str, Any], fmt: str, observed_ns: int | None = None) -> OtelLog:
+def to_otel(fields: LogFields, fmt: str, observed_ns: int | None = None) -> OtelLog:
     """The OTel record of one decoded JSON log object of format `fmt`."""
     level = _first(fields, _LEVEL_KEYS)
     level = level if isinstance(level, str) else ""
@@ -76,7 +76,7 @@ def to_otel(fields: dict[str, Any], fmt: str, observed_ns: int | None = None) ->
     )
 
 
-def _body_key(fields: dict[str, Any]) -> str:
+def _body_key(fields: LogFields) -> str:
     for key in _BODY_KEYS:
         if key in fields:
             return key
