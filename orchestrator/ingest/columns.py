@@ -96,27 +96,26 @@ def _id_list(ids: Ids) -> list[str]:
     return [text[i:i + width] for i in range(0, len(text), width)]
 
 
-def _rows(blocks: list[_Servers] | list[_Clients]) -> Rows | None:
-    """A half's ids as one array of rows of bytes, where every block has them so and of one width; else None."""
+def _words(blocks: list[_Servers] | list[_Clients]) -> tuple[Words, int] | None:
+    """A half's ids as columns of uint64 words (word j of every id contiguous, zero-padded: hashed, gathered and
+    compared 8 bytes at a time) and their width in bytes, where every block has them as rows of bytes of one
+    width; else None."""
     kept = [b.ids for b in blocks if b.n]
     rows = [ids for ids in kept if not isinstance(ids, list)]
     if not rows or len(rows) < len(kept) or any(r.shape[1] != rows[0].shape[1] for r in rows):
         return None
-    return np.concatenate(rows)
+    width = rows[0].shape[1]
+    padded = np.zeros((sum(map(len, rows)), -(-width // 8) * 8), np.uint8)
+    at = 0
+    for r in rows:
+        padded[at:at + len(r), :width] = r
+        at += len(r)
+    return np.ascontiguousarray(padded.view(np.uint64).T), width
 
 
 def _objects(blocks: list[_Servers] | list[_Clients], n: int) -> npt.NDArray[np.object_]:
     """A half's ids as an array of strings."""
     return np.fromiter(chain.from_iterable(_id_list(b.ids) for b in blocks), dtype=object, count=n)
-
-
-def _words(rows: Rows) -> Words:
-    """Rows of bytes as columns of uint64 words (word j of every id contiguous, zero-padded): hashed, gathered
-    and compared 8 bytes at a time."""
-    n, width = rows.shape
-    words = np.zeros((n, -(-width // 8) * 8), np.uint8)
-    words[:, :width] = rows
-    return np.ascontiguousarray(words.view(np.uint64).T)
 
 
 def _row_hash(words: Words) -> Ints:
@@ -231,11 +230,11 @@ class ColumnJoin:
         """Each client row's server row (-1: none), joined on the ids' hashes (sorted, searched) and checked on
         the ids themselves; None where two ids of one half share a hash (a repeated id, or a collision). A dict
         of the ids took three times as long (its lookups miss the cache; the sorted search walks in order)."""
-        srows, crows = _rows(servers), _rows(clients)
+        swords, cwords = _words(servers), _words(clients)
         server_keys: Words | npt.NDArray[np.object_]
         client_keys: Words | npt.NDArray[np.object_]
-        if srows is not None and crows is not None and srows.shape[1] == crows.shape[1]:
-            server_keys, client_keys = _words(srows), _words(crows)
+        if swords is not None and cwords is not None and swords[1] == cwords[1]:  # the same width
+            server_keys, client_keys = swords[0], cwords[0]
             sh, ch = _row_hash(server_keys), _row_hash(client_keys)
         else:
             server_keys, client_keys = _objects(servers, self.servers), _objects(clients, self.clients)
