@@ -305,6 +305,23 @@ class TestColumnJoin:
         kept, cols = _both(exp, rec)  # the other order of arrival
         assert cols == kept and list(cols["causes"]) == list(kept["causes"])  # type: ignore[call-overload]
 
+    @pytest.mark.parametrize("blank", ["", "  ", "\t"])
+    def test_two_values_on_a_line_beside_a_blank_line_are_named(self, tmp_path: Path, blank: str,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+        """A line of two records and a blank (or whitespace) line in one block: as many values as lines, yet the
+        two-value line is bad, named by its line, as the per-line way names it."""
+        import orchestrator.ingest.reader
+
+        monkeypatch.setattr(orchestrator.ingest.reader, "_BLOCK", 1 << 14)  # many blocks from small files
+        exp, rec = tmp_path / "profile_export.jsonl", tmp_path / "records-1.jsonl"
+        lines = [_client_line(i) for i in range(200)]
+        lines[150:152] = [lines[150] + " " + lines[151], blank]
+        exp.write_text("\n".join(lines) + "\n")
+        rec.write_text("".join(_server_line(i) + "\n" for i in range(200)))
+        kept, cols = _both(rec, exp)
+        assert cols == kept and kept["bad_lines"] == 1
+        assert [b["line"] for b in kept["bad"]] == [151]  # type: ignore[index, union-attr]
+
     @pytest.mark.parametrize("rid", ["r{:05d}", "r{}", "\u00e9{:04d}", "r\n{:03d}", "r{:03d}\n", "r{:04d}"])
     @pytest.mark.parametrize("collide", [False, True])
     def test_ids_of_one_width_or_not_give_the_joiners_summary(self, tmp_path: Path, rid: str, collide: bool,
