@@ -294,8 +294,9 @@ def decode_export_columns(block: bytes | memoryview, *, via: str) -> ClientColum
     int64. A field not read here is not checked."""
     try:
         rows: Sequence[_UsualLine | _BlockLine] = _usual_decoder.decode_lines(block)
+        in_ms = True  # the usual view's unit is "ms" or nothing
     except msgspec.ValidationError:  # another unit or phase (or a bad line: then this raises too)
-        rows = _block_decoder.decode_lines(block)
+        rows, in_ms = _block_decoder.decode_lines(block), False
     # List comprehensions: their attribute loads are specialized for a Struct's slots (twice map(attrgetter)'s
     # pace); `metadata` is taken once for its five fields.
     meta = [r.metadata for r in rows]
@@ -303,7 +304,7 @@ def decode_export_columns(block: bytes | memoryview, *, via: str) -> ClientColum
     if not all(ids):
         raise RecordParseError("profile_export.jsonl: record without metadata.x_request_id: it cannot be joined")
     latency = [r.metrics.request_latency for r in rows]
-    if None not in latency and {m.unit for m in latency} == {"ms"}:  # type: ignore[union-attr]  # the usual block
+    if None not in latency and (in_ms or {m.unit for m in latency} == {"ms"}):  # type: ignore[union-attr]
         latency_ms = float_column([m.value for m in latency])  # type: ignore[union-attr]
     else:
         latency_ms = float_column([_ms(m) for m in latency])

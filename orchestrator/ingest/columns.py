@@ -10,6 +10,7 @@ from itertools import chain
 from typing import Literal, NamedTuple
 
 import numpy as np
+import numpy.typing as npt
 
 from orchestrator.base.columns import INT_ABSENT, Floats, Ints
 from orchestrator.events import ClientRecord, ServerRecord
@@ -22,6 +23,9 @@ __all__ = ["ColumnJoin", "ColumnAnswer", "summarize_array"]
 
 _PHASES = ("warmup", "profiling", "unknown")
 _PHASE_CODE = {p: i for i, p in enumerate(_PHASES)}
+Rows = npt.NDArray[np.uint8]
+Words = npt.NDArray[np.uint64]
+Ids = Rows | list[str]  # a block's request ids: rows of bytes where all are ASCII of one width, else strings
 
 
 def span(arr: Ints) -> tuple[int, int] | None:
@@ -68,11 +72,72 @@ def _percentiles(xs: Floats, qs: tuple[int, ...]) -> list[float]:
     return out
 
 
+def _fixed_width(ids: list[str]) -> Ids:
+    """A block's ids as rows of bytes (n x width) where all are ASCII of one length (request ids usually are: no
+    string kept per id, and the join hashes them in one pass: bench/ingest.py); else the strings themselves."""
+    # Each id followed by a newline: equal lengths exactly when every row ends in the one newline of its id.
+    joined = "\n".join(ids) + "\n"
+    width, rest = divmod(len(joined), len(ids) or 1)
+    if rest or width < 2 or not joined.isascii():
+        return ids
+    data = np.frombuffer(joined.encode("ascii"), np.uint8)
+    rows = data.reshape(len(ids), width)
+    if not (rows[:, -1] == 10).all() or int(np.count_nonzero(data == 10)) != len(ids):
+        return ids
+    return rows[:, :-1]
+
+
+def _id_list(ids: Ids) -> list[str]:
+    """The ids as strings."""
+    if isinstance(ids, list):
+        return ids
+    width = ids.shape[1]
+    text = ids.tobytes().decode("ascii")
+    return [text[i:i + width] for i in range(0, len(text), width)]
+
+
+def _words(blocks: list[_Servers] | list[_Clients]) -> tuple[Words, int] | None:
+    """A half's ids as columns of uint64 words (word j of every id contiguous, zero-padded: hashed, gathered and
+    compared 8 bytes at a time) and their width in bytes, where every block has them as rows of bytes of one
+    width; else None."""
+    kept = [b.ids for b in blocks if b.n]
+    rows = [ids for ids in kept if not isinstance(ids, list)]
+    if not rows or len(rows) < len(kept) or any(r.shape[1] != rows[0].shape[1] for r in rows):
+        return None
+    width = rows[0].shape[1]
+    padded = np.zeros((sum(map(len, rows)), -(-width // 8) * 8), np.uint8)
+    at = 0
+    for r in rows:
+        padded[at:at + len(r), :width] = r
+        at += len(r)
+    return np.ascontiguousarray(padded.view(np.uint64).T), width
+
+
+def _objects(blocks: list[_Servers] | list[_Clients], n: int) -> npt.NDArray[np.object_]:
+    """A half's ids as an array of strings."""
+    return np.fromiter(chain.from_iterable(_id_list(b.ids) for b in blocks), dtype=object, count=n)
+
+
+def _row_hash(words: Words) -> Ints:
+    """A 64-bit hash of each id's words (multiplied and folded in wrapping uint64 arithmetic); equal ids hash
+    equal, and the join checks the ids of equal hashes."""
+    h = np.full(words.shape[1], len(words), np.uint64)
+    for w in words:
+        h ^= w
+        h *= _MIX
+        h ^= h >> np.uint64(29)
+    return h.view(np.int64)
+
+
+_MIX = np.uint64(0x9E3779B97F4A7C15)
+
+
 class _Servers:
-    __slots__ = ("base", "incarnation", "ids", "status", "error_code", "times", "end")
+    __slots__ = ("base", "incarnation", "n", "ids", "status", "error_code", "times", "end")
 
     def __init__(self, base: int, cols: ServerColumns, incarnation: int) -> None:
-        self.base, self.incarnation, self.ids = base, incarnation, cols.request_id
+        self.base, self.incarnation, self.n = base, incarnation, len(cols.request_id)
+        self.ids = _fixed_width(cols.request_id)
         self.status, self.error_code, self.times, self.end = cols.status, cols.error_code, cols.times, cols.end_unix_ns
 
     def records(self) -> list[ServerRecord]:
@@ -80,22 +145,23 @@ class _Servers:
         handler, model, worker = (_float_list(t) for t in self.times)
         return [ServerRecord(request_id=rid, status=st, error_code=ec, handler_ms=h, model_call_ms=m,
                              worker_roundtrip_ms=w, end_unix_ns=e, incarnation=self.incarnation)
-                for rid, st, ec, h, m, w, e in zip(self.ids, self.status.tolist(), self.error_code, handler, model,
-                                                   worker, _int_list(self.end), strict=True)]
+                for rid, st, ec, h, m, w, e in zip(_id_list(self.ids), self.status.tolist(), self.error_code, handler,
+                                                   model, worker, _int_list(self.end), strict=True)]
 
 
 class _Clients:
-    __slots__ = ("base", "ids", "phase", "start", "end", "latency", "odd")
+    __slots__ = ("base", "n", "ids", "phase", "start", "end", "latency", "odd")
 
     def __init__(self, base: int, cols: ClientColumns) -> None:
-        self.base, self.ids, self.odd = base, cols.request_id, cols.odd
-        n = len(self.ids)
+        self.base, self.odd = base, cols.odd
+        self.n = n = len(cols.request_id)
+        self.ids = _fixed_width(cols.request_id)
         self.phase = np.fromiter(map(_PHASE_CODE.__getitem__, cols.phase), np.uint8, n)  # KeyError: not a Phase
         self.start, self.end, self.latency = cols.request_start_ns, cols.request_end_ns, cols.request_latency_ms
 
     def lifecycle_ms(self) -> Floats:
         """(end - start) / 1e6 where both are known, as the Joiner computes it (int difference, then / 1e6)."""
-        out = np.full(len(self.ids), np.nan)
+        out = np.full(self.n, np.nan)
         both = (self.start != INT_ABSENT) & (self.end != INT_ABSENT)
         out[both] = (self.end[both] - self.start[both]) / 1e6
         return out
@@ -108,7 +174,7 @@ class _Clients:
                     request_id=rid, via="ingest", phase=_PHASES[ph], request_start_ns=s,  # type: ignore[arg-type]
                     request_end_ns=e, request_latency_ms=lat)
                 for i, (rid, ph, s, e, lat) in enumerate(zip(
-                    self.ids, self.phase.tolist(), _int_list(self.start), _int_list(self.end), _float_list(self.latency),
+                    _id_list(self.ids), self.phase.tolist(), _int_list(self.start), _int_list(self.end), _float_list(self.latency),
                     strict=True))]
 
 
@@ -135,7 +201,7 @@ class ColumnJoin:
         """Keep a block of server halves; returns the span of its end times (None: no time)."""
         block = _Servers(self._rows, cols, incarnation)
         self._keep(block)
-        self.servers += len(block.ids)
+        self.servers += block.n
         return span(block.end)
 
     def add_clients(self, cols: ClientColumns) -> tuple[int, int] | Literal[False] | None:
@@ -147,12 +213,12 @@ class ColumnJoin:
         except KeyError:
             return False
         self._keep(block)
-        self.clients += len(block.ids)
+        self.clients += block.n
         return span(np.concatenate((block.start, block.end)))
 
     def _keep(self, block: _Servers | _Clients) -> None:
         self._blocks.append(block)
-        self._rows += len(block.ids)
+        self._rows += block.n
         self._answer = False
 
     def release(self) -> None:
@@ -164,10 +230,16 @@ class ColumnJoin:
         """Each client row's server row (-1: none), joined on the ids' hashes (sorted, searched) and checked on
         the ids themselves; None where two ids of one half share a hash (a repeated id, or a collision). A dict
         of the ids took three times as long (its lookups miss the cache; the sorted search walks in order)."""
-        server_ids = np.fromiter(chain.from_iterable(b.ids for b in servers), dtype=object, count=self.servers)
-        client_ids = np.fromiter(chain.from_iterable(b.ids for b in clients), dtype=object, count=self.clients)
-        sh = np.fromiter(map(hash, server_ids), np.int64, server_ids.size)
-        ch = np.fromiter(map(hash, client_ids), np.int64, client_ids.size)
+        swords, cwords = _words(servers), _words(clients)
+        server_keys: Words | npt.NDArray[np.object_]
+        client_keys: Words | npt.NDArray[np.object_]
+        if swords is not None and cwords is not None and swords[1] == cwords[1]:  # the same width
+            server_keys, client_keys = swords[0], cwords[0]
+            sh, ch = _row_hash(server_keys), _row_hash(client_keys)
+        else:
+            server_keys, client_keys = _objects(servers, self.servers), _objects(clients, self.clients)
+            sh = np.fromiter(map(hash, server_keys), np.int64, server_keys.size)
+            ch = np.fromiter(map(hash, client_keys), np.int64, client_keys.size)
         order, corder = np.argsort(sh), np.argsort(ch)
         ss, cs = sh[order], ch[corder]
         if (ss[1:] == ss[:-1]).any() or (cs[1:] == cs[:-1]).any():
@@ -179,8 +251,14 @@ class ColumnJoin:
         row = np.empty(ch.size, np.int64)
         row[corder] = np.where(ss[at] == cs, order[at], -1)
         hit = row >= 0
-        # Object arrays: the gather and the comparison run in C (lists of the ids took twice as long).
-        if not (server_ids[row[hit]] == client_ids[hit]).all():
+        # Words or object arrays: the gather and the comparison run in C (lists took twice as long).
+        if server_keys.dtype == np.uint64:
+            pairs = np.flatnonzero(hit)
+            same = all(np.array_equal(s.take(row[pairs]), c.take(pairs)) for s, c in zip(server_keys, client_keys,
+                                                                                         strict=True))
+        else:
+            same = bool((server_keys[row[hit]] == client_keys[hit]).all())
+        if not same:
             return None  # equal hashes of different ids: the Joiner decides
         return row
 
@@ -217,11 +295,11 @@ class ColumnJoin:
                 if cause not in names:
                     names.append(cause)
                 code[offset + i] = names.index(cause)
-            offset += len(b.ids)
+            offset += b.n
         ok = code == 0
         # The Joiner settles a pair when its second half arrives and a lone client half at the end.
-        cpos = np.concatenate([b.base + np.arange(len(b.ids)) for b in clients]) if clients else np.zeros(0, np.int64)
-        spos = np.concatenate([b.base + np.arange(len(b.ids)) for b in servers]) if servers else np.zeros(0, np.int64)
+        cpos = np.concatenate([b.base + np.arange(b.n) for b in clients]) if clients else np.zeros(0, np.int64)
+        spos = np.concatenate([b.base + np.arange(b.n) for b in servers]) if servers else np.zeros(0, np.int64)
         settled = np.where(matched, np.maximum(cpos, spos[np.where(matched, row, 0)] if servers else cpos),
                            self._rows + cpos)
         present = [(int(settled[code == c].min()), c) for c in range(len(names)) if (code == c).any()]

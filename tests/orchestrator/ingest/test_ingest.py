@@ -10,6 +10,7 @@ from pathlib import Path
 
 import anyio
 import msgspec
+import numpy as np
 import pytest
 import zstandard
 
@@ -303,6 +304,53 @@ class TestColumnJoin:
             "client": {"no_server_record": 5}, "server": {"no_client_record": 21}}  # 500 is the bad line
         kept, cols = _both(exp, rec)  # the other order of arrival
         assert cols == kept and list(cols["causes"]) == list(kept["causes"])  # type: ignore[call-overload]
+
+    @pytest.mark.parametrize("blank", ["", "  ", "\t"])
+    def test_two_values_on_a_line_beside_a_blank_line_are_named(self, tmp_path: Path, blank: str,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+        """A line of two records and a blank (or whitespace) line in one block: as many values as lines, yet the
+        two-value line is bad, named by its line, as the per-line way names it."""
+        import orchestrator.ingest.reader
+
+        monkeypatch.setattr(orchestrator.ingest.reader, "_BLOCK", 1 << 14)  # many blocks from small files
+        exp, rec = tmp_path / "profile_export.jsonl", tmp_path / "records-1.jsonl"
+        lines = [_client_line(i) for i in range(200)]
+        lines[150:152] = [lines[150] + " " + lines[151], blank]
+        exp.write_text("\n".join(lines) + "\n")
+        rec.write_text("".join(_server_line(i) + "\n" for i in range(200)))
+        kept, cols = _both(rec, exp)
+        assert cols == kept and kept["bad_lines"] == 1
+        assert [b["line"] for b in kept["bad"]] == [151]  # type: ignore[index, union-attr]
+
+    @pytest.mark.parametrize("rid", ["r{:05d}", "r{}", "\u00e9{:04d}", "r\n{:03d}", "r{:03d}\n", "r{:04d}"])
+    @pytest.mark.parametrize("collide", [False, True])
+    def test_ids_of_one_width_or_not_give_the_joiners_summary(self, tmp_path: Path, rid: str, collide: bool,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+        """Ids of one ASCII width are joined as rows of bytes, others (several widths, non-ASCII, a newline in
+        an id, halves of two widths) as strings; servers in another order than clients; with every hash made equal the Joiner
+        decides. The same summary each way."""
+        import orchestrator.ingest.columns
+
+        if collide:
+            monkeypatch.setattr(orchestrator.ingest.columns, "_row_hash",
+                                lambda rows: np.zeros(len(rows), np.int64))
+        exp, rec = tmp_path / "profile_export.jsonl", tmp_path / "records-1.jsonl"
+        clients = [json.loads(_client_line(i)) for i in range(300)]
+        for i, d in enumerate(clients):
+            d["metadata"]["x_request_id"] = rid.format(i)
+        servers = [json.loads(_server_line(i)) for i in range(5, 310)]
+        for d in servers:
+            d["request_id"] = rid.format(int(d["request_id"][1:])) + ("\0" if rid == "r{:04d}" else "")
+        exp.write_text("".join(json.dumps(d) + "\n" for d in clients))
+        rec.write_text("".join(json.dumps(d) + "\n" for d in servers[::-1]))
+        kept, cols = _both(rec, exp)
+        assert cols == kept
+        if rid == "r{:04d}":  # servers' ids one NUL longer (the same number of words): none match
+            assert kept["joined_ok"] == 0 and kept["unmatched"] == {
+                "client": {"no_server_record": 300}, "server": {"no_client_record": 305}}
+        else:
+            assert kept["joined_ok"] == 295 and kept["unmatched"] == {
+                "client": {"no_server_record": 5}, "server": {"no_client_record": 10}}
 
     def test_repeated_ids_and_real_samples_give_the_joiners_summary(self, tmp_path: Path) -> None:
         """A file read twice, a stray record in a log and the real samples: the Joiner decides, same summary."""
