@@ -1,9 +1,5 @@
 """`aqbench ingest` composition root: inputs -> format detection -> normalised events -> join -> summary.
-
-Reads files (plain, gzip, zstd), folders and standard input; never blocks on the network. Decoding is
-batched: a block of complete lines in one known format is decoded with one msgspec call (into columns when
-no event is kept), and only when that fails is it retried line by line to find, classify and count the bad lines.
-"""
+Reads files (plain, gzip, zstd), folders and standard input; never blocks on the network."""
 
 from __future__ import annotations
 
@@ -237,6 +233,9 @@ class Ingest:
         else:
             self._lines(f, lines)
 
+    # Decoding is batched: a block of complete lines in one known format is decoded with one msgspec call (into
+    # columns when no event is kept), and only when that fails is it retried line by line to find, classify and
+    # count the bad lines.
     def _blocks(self, f: _File, chunk: bytes) -> None:
         """A chunk of a block-decoded file, decoded in place (a view, not a copy): the line the last chunk
         left unfinished is completed and decoded alone, then every whole line after it at once."""
