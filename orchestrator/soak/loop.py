@@ -79,11 +79,7 @@ from orchestrator.soak.settings import SoakOptions, SoakSettings, resolve_settin
 from orchestrator.soak.successor import run_handovers
 from orchestrator.soak.summary import exit_code, print_summary, write_all_reports
 from orchestrator.soak.tracker import SoakTracker
-from orchestrator.soak.verdicts import (
-    AiperfRunFact,
-    ProcessCheck,
-    judge_soak,
-)
+from orchestrator.soak.verdicts import AiperfRunFact, ProcessCheck, SoakEvidence, judge_soak
 from orchestrator.soak.window import WindowStats
 from orchestrator.spine.logs import get_logger, say
 from orchestrator.spine.ports import AiperfFacts, AiperfInvocation, AiperfResult, HandoverControl, Toolkit
@@ -639,17 +635,17 @@ class _Soak:
         live = self._live.live if self._live is not None else set()
         runs = [r for r in self.runs if not (live and r.segment == self.segment)]
         span = self._load_span()
-        return judge_soak(self.windows, limits, exits=self.tracker.exits,
-                          restarts=self.tracker.supervision.restarts, processes=processes,
-                          cut_short=self.cut_short, runs=runs, running=", ".join(sorted(live)),
-                          handovers=self.handovers,
-                          stopped=set(self.stopped_at), samples=self.tracker.samples, load_span_ns=span,
-                          ratios=self.tracker.ratios if self.settings.limits.latency_drift_rule == "sampled" else None,
-                          first_pass=self.tracker.first_pass(),
-                          aiperf_generations=self.tracker.aiperf_generations(span[1]) if span else (),
-                          gap_allowance=schedule_allowance(self.settings.request_rate,
-                                                           self.cfg.workload.arrival_pattern),
-                          host_pauses=self.tracker.pause_watch.pauses)
+        evidence = SoakEvidence(
+            windows=tuple(self.windows), exits=tuple(self.tracker.exits),
+            restarts=tuple(self.tracker.supervision.restarts), cut_short=frozenset(self.cut_short), runs=tuple(runs),
+            running=", ".join(sorted(live)), stopped=frozenset(self.stopped_at), handovers=tuple(self.handovers),
+            samples=self.tracker.samples, load_span_ns=span,
+            ratios=self.tracker.ratios if self.settings.limits.latency_drift_rule == "sampled" else None,
+            first_pass=self.tracker.first_pass(),
+            aiperf_generations=tuple(self.tracker.aiperf_generations(span[1])) if span else (),
+            host_pauses=tuple(self.tracker.pause_watch.pauses))
+        return judge_soak(evidence, limits, processes=processes,
+                          gap_allowance=schedule_allowance(self.settings.request_rate, self.cfg.workload.arrival_pattern))
 
     def _load_span(self) -> tuple[int, int] | None:
         """The load's span so far (wall-clock ns): its first request (AIPerf's start-up is no load) to the

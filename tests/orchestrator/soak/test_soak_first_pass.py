@@ -17,7 +17,7 @@ from orchestrator.soak import SoakTracker
 from orchestrator.soak.metric_verdict import MetricVerdict
 from orchestrator.soak.plan import plan_trends
 from orchestrator.soak.samples import SampleSeries
-from orchestrator.soak.verdicts import FirstPass, judge_soak
+from orchestrator.soak.verdicts import FirstPass, SoakEvidence, judge_soak
 from orchestrator.spine.bus import Bus
 
 T0 = 1_800_000_000 * 10**9
@@ -33,8 +33,7 @@ def _server_rss(seed: int, seconds: int, *, phi: float, first_pass: FirstPass | 
     series = SampleSeries()
     for ti, yi in zip(t, y, strict=True):
         series.add(T0 + int(ti * S), float(yi))
-    verdicts = judge_soak([], SoakLimits(), samples={"server_rss": series}, load_span_ns=(T0, T0 + seconds * S),
-                          first_pass=first_pass)
+    verdicts = judge_soak(SoakEvidence(windows=[], samples={"server_rss": series}, load_span_ns=(T0, T0 + seconds * S), first_pass=first_pass), SoakLimits())
     return next(v for v in verdicts if v.metric == "server_rss")
 
 
