@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import anyio
 
-from orchestrator.soak.tracker import SoakTracker
+from orchestrator.soak.progress import LoadProgress
 
 __all__ = ["CLOSE_WAIT_S", "Looks", "wait_closable"]
 
@@ -26,7 +26,7 @@ __all__ = ["CLOSE_WAIT_S", "Looks", "wait_closable"]
 CLOSE_WAIT_S = 0.5
 
 
-async def wait_closable(tracker: SoakTracker, aiperf_windows: str | Sequence[str], end_ns: int, *,
+async def wait_closable(progress: LoadProgress, aiperf_windows: str | Sequence[str], end_ns: int, *,
                         done: anyio.Event, wait_s: float = CLOSE_WAIT_S) -> bool:
     """Wait until the window that ends at `end_ns` (wall clock) may close: every request of the AIPerf runs
     `aiperf_windows` (two during a handover; a halted one covers every boundary once all it sent is seen)
@@ -44,7 +44,7 @@ async def wait_closable(tracker: SoakTracker, aiperf_windows: str | Sequence[str
                 while True:
                     known = len(names)
                     for name in names[:known]:
-                        await tracker.wait_covered(name, end_ns)
+                        await progress.wait_covered(name, end_ns)
                     if len(names) == known:
                         break
                 covered = True

@@ -69,17 +69,19 @@ from orchestrator.soak.capability import PROBE_PLAN, probe_before_load
 from orchestrator.soak.checkpoint import CheckpointReportFailed, write_checkpoint_report
 from orchestrator.soak.closing import CLOSE_WAIT_S, Looks, wait_closable
 from orchestrator.soak.early_stop import decisive, look_confidence, look_limits, plan_stops
+from orchestrator.soak.evidence import EvidenceCollector, LoadFacts
 from orchestrator.soak.heap import keep_large_blocks_off_heap, trim_heap
 from orchestrator.soak.leftovers import check_processes
 from orchestrator.soak.load_coverage import schedule_allowance
 from orchestrator.soak.metric_verdict import MetricVerdict
 from orchestrator.soak.plan import host_has_gpu, plan_trends
+from orchestrator.soak.progress import LoadProgress
 from orchestrator.soak.segment import Cut, Exit, Launch, SegmentRuns, aiperf_run_name
 from orchestrator.soak.settings import SoakOptions, SoakSettings, resolve_settings, select_model
 from orchestrator.soak.successor import run_handovers
 from orchestrator.soak.summary import exit_code, print_summary, write_all_reports
 from orchestrator.soak.tracker import SoakTracker
-from orchestrator.soak.verdicts import AiperfRunFact, ProcessCheck, SoakEvidence, judge_soak
+from orchestrator.soak.verdicts import AiperfRunFact, ProcessCheck, judge_soak
 from orchestrator.soak.window import WindowStats
 from orchestrator.spine.logs import get_logger, say
 from orchestrator.spine.ports import AiperfFacts, AiperfInvocation, AiperfResult, HandoverControl, Toolkit
@@ -193,7 +195,6 @@ class _Soak:
         self.segment = 0  # window schedules (segments) started so far: a new one only after a failure
         self._live: SegmentRuns | None = None  # the current segment's runs
         self.launched = 0  # AIPerf runs started so far (several per segment with handovers)
-        self.handovers: list[tuple[str, float | None, int | None]] = []  # name, gap (s), its end (ns): window_gap
         self.aiperf_name = ""  # the running AIPerf run's name ("" between runs)
         self._sent = 0  # requests of the closed windows: where the next AIPerf run's input starts
         self._next_checkpoint = 0.0
@@ -201,8 +202,11 @@ class _Soak:
         self.decided: list[MetricVerdict] = []  # the look's FAILs that ended the soak early (empty: none did)
         self.unsupported = ""  # why the capability probe stopped the soak before its load ("": it did not)
         limits = settings.limits
-        self.tracker = SoakTracker(run.bus, dataset, model, max_tokens=run.config.workload.max_tokens,
-                                   warmup_s=limits.warmup_s, baseline_s=limits.latency_baseline_s)
+        # The steps after the join: the load's progress (records), the windows' answers, the verdicts' evidence.
+        self.progress = LoadProgress(run.bus)
+        self.tracker = SoakTracker(run.bus, dataset, model, max_tokens=run.config.workload.max_tokens)
+        self.evidence = EvidenceCollector(run.bus, warmup_s=limits.warmup_s, baseline_s=limits.latency_baseline_s)
+        self._closed_seq = 0  # the last SoakWindowClosed's seq: a look judges once the evidence has it
         # AIPerf's ZeroMQ sockets live under TMPDIR and their paths must fit in 107 bytes: a short
         # folder per soak (not the run folder), removed at the end with AIPerf's leftovers.
         self.tmp_dir = Path(tempfile.mkdtemp(prefix="aqb-soak-"))
@@ -223,13 +227,15 @@ class _Soak:
         tokenizer = await anyio.to_thread.run_sync(self.toolkit.aiperf.ensure_tokenizer, m.tokenizer)
         rows = interleave_kinds(await anyio.to_thread.run_sync(lambda: prepare_arms(
             self.dataset, s.arms, run.run_dir / "wire", cache=clip_cache_dir(self.cfg.run))), self.dataset)
-        self.tracker.cycle = len(rows)  # the first pass over the input (the memory verdicts' cut)
+        self.evidence.cycle = len(rows)  # the first pass over the input (the memory verdicts' cut)
         await run.tg.start(self.toolkit.records_tailer(self.bus).run)
         correlator = Correlator(self.bus, key_parser=parse_session_key, answer_grace_s=2.0, cut_by_time=True)
         await run.tg.start(correlator.run)
+        await run.tg.start(self.progress.run)
         await run.tg.start(self.tracker.run)
+        await run.tg.start(self.evidence.run)
         sampler = ObserverSampler(self.bus, period_s=self.cfg.server.sample_period_s,
-                                  aiperf_pid=lambda: self.tracker.aiperf_pids.get(self.aiperf_name), trim=trim_heap)
+                                  aiperf_pid=lambda: self.progress.aiperf_pids.get(self.aiperf_name), trim=trim_heap)
         await run.tg.start(sampler.run)
 
         await self.phase("server")
@@ -280,8 +286,8 @@ class _Soak:
             await self.phase("model", "unsupported", self.unsupported)
             return []
         check = await anyio.to_thread.run_sync(
-            lambda: check_processes(run.run_dir, orphans_killed=self.tracker.orphans_killed,
-                                    orphans_reaped=self.tracker.supervision.orphans_reaped))
+            lambda: check_processes(run.run_dir, orphans_killed=self.evidence.supervision.orphans_killed,
+                                    orphans_reaped=self.evidence.supervision.orphans_reaped))
         verdicts = await self._verdicts(final=True, processes=check)
         failed = [v for v in verdicts if v.failed]
         await self.phase("soak", "failed" if failed else "passed", "; ".join(f"{v.metric}: {v.reason}" for v in failed),
@@ -355,7 +361,7 @@ class _Soak:
                         with anyio.move_on_after(1.0):
                             await sg.done.wait()
                         continue
-                    await wait_closable(self.tracker, sg.names, end_ns, done=sg.done)
+                    await wait_closable(self.progress, sg.names, end_ns, done=sg.done)
                     if not sg.done.is_set():
                         await self._close(cuts[closed], correlator, sg.sending, launch_ns=launch_ns, exit_ns=None,
                                           carry_by_ns=end_ns + int(CLOSE_WAIT_S * 1e9))
@@ -448,7 +454,7 @@ class _Soak:
         async with anyio.create_task_group() as tg:
 
             async def first() -> None:
-                await self.tracker.wait_first_profiling(name)
+                await self.progress.wait_first_profiling(name)
                 tg.cancel_scope.cancel()
 
             async def ended() -> None:
@@ -457,7 +463,7 @@ class _Soak:
 
             tg.start_soon(first)
             tg.start_soon(ended)
-        return self.tracker.first_profiling_ns.get(name)
+        return self.progress.first_profiling_ns.get(name)
 
     async def _open_window(self, start_ns: int, segment: int, cuts: list[Cut], end_ns: int | None = None) -> Cut:
         """Open the next window from `start_ns` and append it to `cuts`: the tracker first, then the
@@ -526,14 +532,15 @@ class _Soak:
         stats = self.tracker.close_window(
             cut.name, end_ns, aiperf_classification=outcome.classification if last and outcome else "",
             accounting_balanced=accounting.balanced, gap_before_s=gap,
-            aiperf_launch_unix_ns=self.tracker.aiperf_launch_ns.get(aiperf) if opened_first else None,
+            aiperf_launch_unix_ns=self.progress.aiperf_launch_ns.get(aiperf) if opened_first else None,
             aiperf_exit_unix_ns=exit_ns if last else None)
         self._last_end_ns = stats.last_request_unix_ns or self._last_end_ns
         self._sent += stats.issued + stats.warmup_issued
         self.windows.append(stats)
         self.done += 1
-        await self.bus.publish(SoakWindowClosed(source="soak", window=cut.name, index=cut.index,
-                                                summary=stats))
+        closed = await self.bus.publish(SoakWindowClosed(source="soak", window=cut.name, index=cut.index,
+                                                         summary=stats))
+        self._closed_seq = closed.seq
 
     async def _look(self, *, decide: bool = True) -> None:
         """At a window's close: journal the verdicts so far (provisional: the live page shows them from the first
@@ -547,7 +554,7 @@ class _Soak:
         if not decided:
             return
         self.decided = decided
-        span = self._load_span()
+        span = self.evidence.load_span()
         load_s = (span[1] - span[0]) / 1e9 if span else None
         if (sg := self._live) is not None:
             for name in sorted(sg.live):
@@ -612,6 +619,7 @@ class _Soak:
     async def _verdicts(self, *, final: bool, processes: ProcessCheck | None = None) -> list[MetricVerdict]:
         """Judge every verdict at the stated levels and journal them. A final verdict that an early stop decided
         stays a FAIL: the look judged it at a stricter level, and the windows after it only cut the load short."""
+        await self.evidence.wait_seen(self._closed_seq)  # the evidence holds every window closed so far
         verdicts = self._judge(self.settings.limits, processes)
         if final and self.decided:
             stopped = {v.metric: v for v in self.decided}
@@ -629,28 +637,13 @@ class _Soak:
                            unit=unit, detail=v.detail)
 
     def _judge(self, limits: SoakLimits, processes: ProcessCheck | None = None) -> list[MetricVerdict]:
-        """Every verdict over the windows closed so far, at `limits`. Pure but for reading the trackers."""
+        """Every verdict over the windows closed so far, at `limits`, on the evidence step's snapshot."""
         # A segment with a run still live (a handover's predecessor ended, its successor sends) is checked
         # once all its runs have ended: its windows hold both runs' requests.
         live = self._live.live if self._live is not None else set()
         runs = [r for r in self.runs if not (live and r.segment == self.segment)]
-        span = self._load_span()
-        evidence = SoakEvidence(
-            windows=tuple(self.windows), exits=tuple(self.tracker.exits),
-            restarts=tuple(self.tracker.supervision.restarts), cut_short=frozenset(self.cut_short), runs=tuple(runs),
-            running=", ".join(sorted(live)), stopped=frozenset(self.stopped_at), handovers=tuple(self.handovers),
-            samples=self.tracker.samples, load_span_ns=span,
-            ratios=self.tracker.ratios if self.settings.limits.latency_drift_rule == "sampled" else None,
-            first_pass=self.tracker.first_pass(),
-            aiperf_generations=tuple(self.tracker.aiperf_generations(span[1])) if span else (),
-            host_pauses=tuple(self.tracker.pause_watch.pauses))
+        load = LoadFacts(runs=runs, running=", ".join(sorted(live)), stopped=frozenset(self.stopped_at),
+                         cut_short=frozenset(self.cut_short))
+        evidence = self.evidence.evidence(load, sampled_ratios=self.settings.limits.latency_drift_rule == "sampled")
         return judge_soak(evidence, limits, processes=processes,
                           gap_allowance=schedule_allowance(self.settings.request_rate, self.cfg.workload.arrival_pattern))
-
-    def _load_span(self) -> tuple[int, int] | None:
-        """The load's span so far (wall-clock ns): its first request (AIPerf's start-up is no load) to the
-        last closed window's end."""
-        if not self.windows:
-            return None
-        first = min(w.first_request_unix_ns or w.start_unix_ns for w in self.windows)
-        return first, max(w.end_unix_ns for w in self.windows)

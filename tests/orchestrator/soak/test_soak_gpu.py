@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import numpy as np
 import pytest
 
-from orchestrator.config import CorrectnessCriteria
 from orchestrator.events import ResourceSampled, SampledMemoryDetail, SoakLimits
-from orchestrator.soak import SoakTracker
+from orchestrator.soak.evidence import EvidenceCollector
 from orchestrator.soak.plan import plan_trends
 from orchestrator.soak.samples import SampleSeries
 from orchestrator.soak.verdicts import SoakEvidence, judge_soak
@@ -71,11 +68,10 @@ class TestVerdict:
 class TestTracker:
     def test_device_scope_samples_go_to_the_device_series(self) -> None:
         """A ResourceSampled whose GPU memory is device-wide feeds device_gpu_memory, not the tree's series."""
-        model = SimpleNamespace(correctness=CorrectnessCriteria(min_pass_rate=0.5), name="m")
-        tracker = SoakTracker(None, None, model)  # type: ignore[arg-type]
+        tracker = EvidenceCollector(None)  # type: ignore[arg-type]
         for s, scope in enumerate(("tree", "device", "device")):
-            list(tracker._handle(ResourceSampled(incarnation=1, pid=5, rss_bytes=MIB, gpu_memory_bytes=(s + 1) * MIB,
-                                                 gpu_memory_scope=scope, ts_ns=T0 + s * 10**9)))
+            tracker.observe(ResourceSampled(incarnation=1, pid=5, rss_bytes=MIB, gpu_memory_bytes=(s + 1) * MIB,
+                                            gpu_memory_scope=scope, ts_ns=T0 + s * 10**9))
         assert tracker.samples["server_gpu_memory"].samples == 1
         assert tracker.samples["device_gpu_memory"].samples == 2
         assert pytest.approx(tracker.samples["device_gpu_memory"].between(T0, T0 + 10 * 10**9)[1]) == [2.5]
