@@ -36,23 +36,22 @@ from orchestrator.events import (
     PhaseFinished,
     PhaseStarted,
     ServerPhase,
-    SoakLimits,
     SoakPhase,
     SoakStopped,
-    SoakVerdict,
     Warned,
-    verdict_numbers,
 )
-from orchestrator.judge.outcome import FAIL, INCONCLUSIVE
+from orchestrator.judge.outcome import INCONCLUSIVE
 from orchestrator.live.start import start_live_page
 from orchestrator.run import Interrupt, RunScope, new_run_id, open_run
 from orchestrator.run.observer import ObserverSampler
 from orchestrator.soak.capability import PROBE_PLAN, probe_before_load
 from orchestrator.soak.checkpoint import CheckpointReportFailed, write_checkpoint_report
 from orchestrator.soak.closing import Looks
-from orchestrator.soak.early_stop import decisive, look_confidence, look_limits, plan_stops
+from orchestrator.soak.cutter import WindowCutter
+from orchestrator.soak.early_stop import look_confidence, plan_stops
 from orchestrator.soak.evidence import EvidenceCollector, LoadFacts
 from orchestrator.soak.heap import keep_large_blocks_off_heap, trim_heap
+from orchestrator.soak.judging import SoakJudge
 from orchestrator.soak.leftovers import check_processes
 from orchestrator.soak.load_coverage import schedule_allowance
 from orchestrator.soak.metric_verdict import MetricVerdict
@@ -63,8 +62,7 @@ from orchestrator.soak.settings import SoakOptions, SoakSettings, resolve_settin
 from orchestrator.soak.successor import run_handovers
 from orchestrator.soak.summary import exit_code, print_summary, write_all_reports
 from orchestrator.soak.tracker import SoakTracker
-from orchestrator.soak.verdicts import AiperfRunFact, ProcessCheck, judge_soak
-from orchestrator.soak.windows import SoakWindows
+from orchestrator.soak.verdicts import AiperfRunFact
 from orchestrator.spine.logs import get_logger, say
 from orchestrator.spine.ports import AiperfFacts, AiperfInvocation, AiperfResult, HandoverControl, Toolkit
 from orchestrator.supervision.server_spec import ServerSpec
@@ -183,7 +181,10 @@ class _Soak:
         self.tracker = SoakTracker(run.bus, dataset, model, max_tokens=run.config.workload.max_tokens)
         self.evidence = EvidenceCollector(run.bus, warmup_s=limits.warmup_s, baseline_s=limits.latency_baseline_s)
         self.correlator = Correlator(run.bus, key_parser=parse_session_key, answer_grace_s=2.0, cut_by_time=True)
-        self.windows = SoakWindows(run.bus, self.correlator, self.tracker, self.progress, window_s=settings.window_s,
+        self.judge = SoakJudge(run.bus, self.evidence, limits, stop_early=settings.stop_early,
+                               gap_allowance=schedule_allowance(settings.request_rate,
+                                                                run.config.workload.arrival_pattern))
+        self.windows = WindowCutter(run.bus, self.correlator, self.tracker, self.progress, window_s=settings.window_s,
                                 stopped_at=self.stopped_at)
         # AIPerf's ZeroMQ sockets live under TMPDIR and their paths must fit in 107 bytes: a short
         # folder per soak (not the run folder), removed at the end with AIPerf's leftovers.
@@ -266,7 +267,8 @@ class _Soak:
         check = await anyio.to_thread.run_sync(
             lambda: check_processes(run.run_dir, orphans_killed=self.evidence.supervision.orphans_killed,
                                     orphans_reaped=self.evidence.supervision.orphans_reaped))
-        verdicts = await self._verdicts(final=True, processes=check)
+        verdicts = await self.judge.verdicts(self._load_facts(), closed_seq=self.windows.closed_seq,
+                                             windows_closed=self.windows.done, final=True, processes=check)
         failed = [v for v in verdicts if v.failed]
         await self.phase("soak", "failed" if failed else "passed", "; ".join(f"{v.metric}: {v.reason}" for v in failed),
                          SoakPhase(windows=self.windows.done))
@@ -296,7 +298,7 @@ class _Soak:
 
     # Continuous load: one AIPerf process sends the load (runs/<id>/aiperf/a01) until it hands over to a fresh
     # one without a gap (handover_cue.py: AIPerf's own memory grows per request), and windows are cut by time
-    # from the live per-request stream, whatever process sent a request (windows.py). Chosen over launching
+    # from the live per-request stream, whatever process sent a request (cutter.py). Chosen over launching
     # each window's AIPerf early because AIPerf's start-up varies (5 s alone, 10 s and more on a busy 2-core
     # host): an early start either leaves a gap or doubles the load while two runs overlap; a gated successor
     # let go as its predecessor halts has neither. A new segment (window schedule) starts only when the load
@@ -447,14 +449,12 @@ class _Soak:
         """At a window's close: journal the verdicts so far (provisional: the live page shows them from the first
         window on), then judge those that can end the soak at the look's level (early_stop.py); a decisive FAIL
         halts the load, so that every open request is still recorded, and the soak ends with what it has."""
-        await self._verdicts(final=False)
-        s = self.settings
-        if not (s.stop_early and decide):
-            return
-        decided = decisive(self._judge(look_limits(s.limits)), self.windows.stats, s.limits)
+        decided = await self.judge.look(self._load_facts(), closed_seq=self.windows.closed_seq,
+                                        windows_closed=self.windows.done, decide=decide)
         if not decided:
             return
         self.decided = decided
+        s = self.settings
         span = self.evidence.load_span()
         load_s = (span[1] - span[0]) / 1e9 if span else None
         if (sg := self._live) is not None:
@@ -472,7 +472,7 @@ class _Soak:
         await self.bus.publish(SoakStopped(
             source="soak", windows_closed=self.windows.done, confidence=confidence,
             load_s=None if load_s is None else round(load_s, 3),
-            verdicts=[self._event(v, final=False) for v in decided]))
+            verdicts=[self.judge.event(v, final=False, windows_closed=self.windows.done) for v in decided]))
         what = "; ".join(f"{v.metric}: {v.reason}" for v in decided)
         log.warning("soak_stopped_early", windows=self.windows.done, reason=what)
         say(f"soak: decided after {self.windows.done} window(s)"
@@ -517,34 +517,11 @@ class _Soak:
             await self.bus.publish(Warned(source="soak", code="soak_checkpoint_report_failed",
                                           message=f"checkpoint report after window {self.windows.done} failed: {exc}"))
 
-    async def _verdicts(self, *, final: bool, processes: ProcessCheck | None = None) -> list[MetricVerdict]:
-        """Judge every verdict at the stated levels and journal them. A final verdict that an early stop decided
-        stays a FAIL: the look judged it at a stricter level, and the windows after it only cut the load short."""
-        await self.evidence.wait_seen(self.windows.closed_seq)  # the evidence holds every window closed so far
-        verdicts = self._judge(self.settings.limits, processes)
-        if final and self.decided:
-            stopped = {v.metric: v for v in self.decided}
-            verdicts = [v if v.failed or v.metric not in stopped else MetricVerdict(
-                metric=v.metric, outcome=FAIL, detail=v.detail or stopped[v.metric].detail,
-                reason=f"ended the soak early: {stopped[v.metric].reason}") for v in verdicts]
-        for v in verdicts:
-            await self.bus.publish(self._event(v, final=final))
-        return verdicts
-
-    def _event(self, v: MetricVerdict, *, final: bool) -> SoakVerdict:
-        slope, interval, limit, unit = verdict_numbers(v.detail)
-        return SoakVerdict(source="soak", metric=v.metric, passed=v.passed, final=final, outcome=v.outcome,
-                           reason=v.reason, windows_closed=self.windows.done, slope=slope, interval=interval, limit=limit,
-                           unit=unit, detail=v.detail)
-
-    def _judge(self, limits: SoakLimits, processes: ProcessCheck | None = None) -> list[MetricVerdict]:
-        """Every verdict over the windows closed so far, at `limits`, on the evidence step's snapshot."""
-        # A segment with a run still live (a handover's predecessor ended, its successor sends) is checked
-        # once all its runs have ended: its windows hold both runs' requests.
+    def _load_facts(self) -> LoadFacts:
+        """What only the loop knows of the load, for the verdicts. A segment with a run still live (a handover's
+        predecessor ended, its successor sends) is checked once all its runs have ended: its windows hold both
+        runs' requests."""
         live = self._live.live if self._live is not None else set()
         runs = [r for r in self.runs if not (live and r.segment == self.segment)]
-        load = LoadFacts(runs=runs, running=", ".join(sorted(live)), stopped=frozenset(self.stopped_at),
+        return LoadFacts(runs=runs, running=", ".join(sorted(live)), stopped=frozenset(self.stopped_at),
                          cut_short=frozenset(self.windows.cut_short))
-        evidence = self.evidence.evidence(load, sampled_ratios=self.settings.limits.latency_drift_rule == "sampled")
-        return judge_soak(evidence, limits, processes=processes,
-                          gap_allowance=schedule_allowance(self.settings.request_rate, self.cfg.workload.arrival_pattern))

@@ -14,7 +14,7 @@ from orchestrator.events import AccountingChecked, AnyEvent, RequestCorrelated, 
 from orchestrator.soak import SoakTracker
 from orchestrator.soak.progress import LoadProgress
 from orchestrator.soak.segment import Cut
-from orchestrator.soak.windows import SoakWindows
+from orchestrator.soak.cutter import WindowCutter
 
 S = 10**9
 RUN = "soak/aiperf01"
@@ -47,11 +47,11 @@ class _Sink:
         return stamped
 
 
-def _step(stopped_at: dict[str, int] | None = None) -> tuple[SoakWindows, _Join, _Sink, SoakTracker]:
+def _step(stopped_at: dict[str, int] | None = None) -> tuple[WindowCutter, _Join, _Sink, SoakTracker]:
     model = SimpleNamespace(correctness=CorrectnessCriteria(min_pass_rate=0.5), name="m")
     tracker = SoakTracker(None, None, model)  # type: ignore[arg-type]
     join, sink = _Join(), _Sink()
-    step = SoakWindows(sink, join, tracker, LoadProgress(None), window_s=60.0,  # type: ignore[arg-type]
+    step = WindowCutter(sink, join, tracker, LoadProgress(None), window_s=60.0,  # type: ignore[arg-type]
                        stopped_at=stopped_at or {})
     return step, join, sink, tracker
 

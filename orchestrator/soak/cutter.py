@@ -1,4 +1,4 @@
-"""The soak's windows step: opens each time window, closes it on time through the join, publishes its summary."""
+"""The soak's windows step: opens each time window, closes it on time through the join, journals its summary."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from orchestrator.soak.segment import Cut, SegmentRuns
 from orchestrator.soak.tracker import SoakTracker
 from orchestrator.spine.ports import AiperfResult, EventSink
 
-__all__ = ["SoakWindows", "WindowJoin"]
+__all__ = ["WindowCutter", "WindowJoin"]
 
 
 class WindowJoin(Protocol):
@@ -29,7 +29,7 @@ class WindowJoin(Protocol):
     async def discard_window(self, window: str) -> bool: ...
 
 
-class SoakWindows:
+class WindowCutter:
     """Every window of one soak, across its segments: opened on the bus (SoakWindowOpened), closed through the
     join and the tracker, journaled (SoakWindowClosed). Per-window aggregates stay here (one small struct each)."""
 
