@@ -12,9 +12,9 @@ import pytest
 from orchestrator.config import CorrectnessCriteria
 from orchestrator.events import AccountingChecked, AnyEvent, RequestCorrelated, SoakWindowClosed, SoakWindowOpened
 from orchestrator.soak import SoakTracker
+from orchestrator.soak.cutter import WindowCutter
 from orchestrator.soak.progress import LoadProgress
 from orchestrator.soak.segment import Cut
-from orchestrator.soak.cutter import WindowCutter
 
 S = 10**9
 RUN = "soak/aiperf01"
