@@ -1,10 +1,5 @@
-"""Soak verdicts: each closed-window series put to its rule, with one of three outcomes and the numbers.
-
-The trend rules themselves (Theil-Sen slope and its interval, minimum evidence, same-item latency
-ratios, the tail-sample rule, memory growth) live in orchestrator.judge; this module picks each soak
-series, applies the rule and words the verdict. `fit_trend` (the former least-squares rule) remains for
-benchmarks that compare the two. No I/O, no clock.
-"""
+"""Soak verdicts: each series of the evidence put to its rule (orchestrator.judge holds the rules), with one of
+three outcomes and the numbers. No I/O, no clock; `fit_trend` (the former least-squares rule) stays for benchmarks."""
 
 from __future__ import annotations
 
