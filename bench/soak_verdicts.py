@@ -228,7 +228,9 @@ def cap(seeds: int) -> None:
         series = SampleSeries()
         for ti, yi in zip(t, y, strict=True):
             series.add(t0 + int(ti * ns), float(yi))
-        verdicts = judge_soak(SoakEvidence(windows=[], samples={"server_rss": series}, load_span_ns=(t0, t0 + seconds * ns), first_pass=FirstPass(requests=416, end_ns=t0 + cut_s * ns)), SoakLimits())
+        verdicts = judge_soak(SoakEvidence(windows=[], samples={"server_rss": series},
+                                           load_span_ns=(t0, t0 + seconds * ns),
+                                           first_pass=FirstPass(requests=416, end_ns=t0 + cut_s * ns)), SoakLimits())
         return next(v.outcome for v in verdicts if v.metric == "server_rss")
 
     started = time.perf_counter()

@@ -67,7 +67,8 @@ class TestDecisive:
 
     def test_a_restart_stops_at_the_next_look(self) -> None:
         """judge_soak's restarts verdict, as the look calls it, FAILs on an unexpected exit: the soak stops."""
-        look = judge_soak(SoakEvidence(windows=_windows([0]), exits=[ServerExitFact(incarnation=1, returncode=1, restarted=True)]), look_limits(SoakLimits()))
+        look = judge_soak(SoakEvidence(windows=_windows([0]),
+                                       exits=[ServerExitFact(incarnation=1, returncode=1, restarted=True)]), look_limits(SoakLimits()))
         assert [v.metric for v in decisive(look, _windows([0]), SoakLimits())] == ["restarts"]
 
     def test_a_fast_leak_stops_at_the_first_look_that_holds_45_s_after_the_warmup(self) -> None:
@@ -77,7 +78,8 @@ class TestDecisive:
         rng = np.random.default_rng(0)
         for s in range(300):
             series.add(T0 + s * 10**9, 800 + 0.85 * s + rng.normal(0, 5))
-        look = judge_soak(SoakEvidence(windows=_windows([0]), samples={"server_rss": series}, load_span_ns=(T0, T0 + 300 * 10**9)), look_limits(SoakLimits()))
+        look = judge_soak(SoakEvidence(windows=_windows([0]), samples={"server_rss": series},
+                                       load_span_ns=(T0, T0 + 300 * 10**9)), look_limits(SoakLimits()))
         [stop] = decisive(look, _windows([0]), SoakLimits())
         assert stop.metric == "server_rss" and stop.reason.startswith("grows beyond the cap"), stop.reason
         assert "99.9% interval" in stop.reason, stop.reason

@@ -31,7 +31,8 @@ def _server_rss(seed: int, seconds: int, *, phi: float, first_pass: FirstPass | 
     series = SampleSeries()
     for ti, yi in zip(t, y, strict=True):
         series.add(T0 + int(ti * S), float(yi))
-    verdicts = judge_soak(SoakEvidence(windows=[], samples={"server_rss": series}, load_span_ns=(T0, T0 + seconds * S), first_pass=first_pass), SoakLimits())
+    verdicts = judge_soak(SoakEvidence(windows=[], samples={"server_rss": series}, load_span_ns=(T0, T0 + seconds * S),
+                                       first_pass=first_pass), SoakLimits())
     return next(v for v in verdicts if v.metric == "server_rss")
 
 

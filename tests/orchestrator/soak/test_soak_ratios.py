@@ -32,7 +32,8 @@ def _outcomes(judged_minutes: int, *, phi: float, drift: float, seeds: range, mi
         series = ratio_series(starts, items, latency, drift_pct_per_h=drift)
         assert series.judged_from_ns == 60 * S
         if floor:
-            verdicts = judge_soak(SoakEvidence(windows=[], samples={}, load_span_ns=(0, end), ratios={"server": series}), LIMITS)
+            verdicts = judge_soak(SoakEvidence(windows=[], samples={}, load_span_ns=(0, end),
+                                               ratios={"server": series}), LIMITS)
             out.append(next(v.outcome for v in verdicts if v.metric == "latency_drift"))
         else:
             t, y, _ = series.series.between(series.judged_from_ns, end)
@@ -148,7 +149,8 @@ class TestVerdict:
         starts, items, latency = latency_requests(np.random.default_rng(1), 3660, phi=0.5)
         server = ratio_series(starts, items, latency, drift_pct_per_h=200.0)
         client = ItemRatioSeries(warmup_s=60, baseline_s=120)
-        verdicts = judge_soak(SoakEvidence(windows=[], samples={}, load_span_ns=(0, 3660 * S), ratios={"server": server, "client": client}), LIMITS)
+        verdicts = judge_soak(SoakEvidence(windows=[], samples={}, load_span_ns=(0, 3660 * S),
+                                           ratios={"server": server, "client": client}), LIMITS)
         drift = next(v for v in verdicts if v.metric == "latency_drift")
         assert drift.outcome == "fail" and drift.reason.startswith("each request over its own item's baseline")
         assert isinstance(drift.detail, SampledDriftDetail) and drift.detail.source.startswith("server handler_ms")

@@ -103,7 +103,8 @@ class TestRestartsVerdict:
     def test_judge_soak_fails_restarts_on_a_probe_restart(self) -> None:
         """The soak's verdicts take the restarts: a probe restart with no exit FAILs `restarts`."""
         facts = _facts(_probe_restart(spawned=True))
-        verdicts = judge_soak(SoakEvidence(windows=[_window(i, 300).summary for i in (1, 2, 3)], exits=facts.exits, restarts=facts.restarts), SoakLimits())
+        verdicts = judge_soak(SoakEvidence(windows=[_window(i, 300).summary for i in (1, 2, 3)], exits=facts.exits,
+                                           restarts=facts.restarts), SoakLimits())
         [v] = [v for v in verdicts if v.metric == "restarts"]
         assert v.outcome == "fail" and v.detail is not None and v.detail.restart_events == facts.restarts  # type: ignore[union-attr]
 

@@ -279,7 +279,8 @@ class TestAccountingVerdict:
 
     def test_requests_an_aiperf_run_sent_and_lost_fail_it(self) -> None:
         """AIPerf's log says 203 sent, its windows saw 200: fail, naming the run, the phase and both counts."""
-        v = _verdict(judge_soak(SoakEvidence(windows=_accounted([100, 100]), runs=[_run(1, {"profiling": 203})]), LIMITS), "accounting")
+        v = _verdict(judge_soak(SoakEvidence(windows=_accounted([100, 100]),
+                                             runs=[_run(1, {"profiling": 203})]), LIMITS), "accounting")
         assert v.outcome == "fail"
         assert v.reason == "soak/aiperf01 profiling: AIPerf issued 203 (aiperf_log), 200 were seen"
 
@@ -332,7 +333,8 @@ class TestAccountingVerdict:
         """SIGINT ended the run: requests it had sent and then cancelled left no record. That cannot be told
         from a lost one, so it is inconclusive; the same shortfall without the stop fails."""
         runs = [_run(1, {"profiling": 203})]
-        stopped = _verdict(judge_soak(SoakEvidence(windows=_accounted([100, 100]), runs=runs, stopped={"soak/aiperf01"}), LIMITS),
+        stopped = _verdict(judge_soak(SoakEvidence(windows=_accounted([100, 100]), runs=runs,
+                                                   stopped={"soak/aiperf01"}), LIMITS),
                            "accounting")
         assert stopped.outcome == "inconclusive"
         assert stopped.reason == ("2 window(s) balanced, but the stop signal ended the load before every request "
@@ -345,13 +347,15 @@ class TestAccountingVerdict:
         client record): in the window the stop cut short that is inconclusive; in any other window, a fail."""
         windows = _accounted([100, 100, 40], balanced=[True, True, False])
         runs = [_run(1, {"profiling": 241})]
-        cut = _verdict(judge_soak(SoakEvidence(windows=windows, runs=runs, stopped={"soak/aiperf01"}, cut_short={"soak/w0003"}), LIMITS),
+        cut = _verdict(judge_soak(SoakEvidence(windows=windows, runs=runs, stopped={"soak/aiperf01"},
+                                               cut_short={"soak/w0003"}), LIMITS),
                        "accounting")
         assert cut.outcome == "inconclusive"
         assert cut.reason == ("2 window(s) balanced, but the stop signal ended the load before every request AIPerf "
                               "sent was recorded: the invariant failed in soak/w0003, which it cut short; "
                               "soak/aiperf01 profiling: AIPerf issued 241 (aiperf_log), 240 were seen")
-        other = _verdict(judge_soak(SoakEvidence(windows=windows, runs=runs, stopped={"soak/aiperf01"}, cut_short={"soak/w0002"}), LIMITS),
+        other = _verdict(judge_soak(SoakEvidence(windows=windows, runs=runs, stopped={"soak/aiperf01"},
+                                                 cut_short={"soak/w0002"}), LIMITS),
                          "accounting")
         assert other.outcome == "fail" and other.reason.startswith("the window invariant failed in soak/w0003")
 
@@ -468,7 +472,8 @@ class TestSampledMemory:
     def test_a_flat_hour_passes_with_its_detectable_slope(self) -> None:
         """An hour of flat samples PASSes server_rss and journals the smallest slope it could have failed."""
         windows = _windows([400.0] * 12)
-        verdicts = judge_soak(SoakEvidence(windows=windows, samples={"server_rss": self._series(60, 0.0, 4)}, load_span_ns=(T0, T0 + 3600 * 10**9)), SoakLimits())
+        verdicts = judge_soak(SoakEvidence(windows=windows, samples={"server_rss": self._series(60, 0.0, 4)},
+                                           load_span_ns=(T0, T0 + 3600 * 10**9)), SoakLimits())
         server = _verdict(verdicts, "server_rss")
         assert server.outcome == "pass", server.reason
         assert isinstance(server.detail, SampledMemoryDetail) and server.detail.detectable_slope is not None
@@ -496,7 +501,8 @@ class TestSampledMemory:
             for t, v in zip(g.times_s, g.values, strict=True):
                 sawtooth.add(int(t * 1e9), v)
         samples = {"server_rss": self._series(60, 0.0, 4), "aiperf_rss": sawtooth}
-        aiperf = _verdict(judge_soak(SoakEvidence(windows=windows, samples=samples, load_span_ns=span, aiperf_generations=flat), SoakLimits()), "aiperf_rss")
+        aiperf = _verdict(judge_soak(SoakEvidence(windows=windows, samples=samples, load_span_ns=span,
+                                                  aiperf_generations=flat), SoakLimits()), "aiperf_rss")
         assert aiperf.outcome == "pass", aiperf.reason
         assert isinstance(aiperf.detail, SampledMemoryDetail)
         assert len(aiperf.detail.generations) == len(flat)
@@ -505,8 +511,10 @@ class TestSampledMemory:
         assert aiperf.detail.detectable_slope is not None and "per AIPerf process generation" in aiperf.detail.source
         event = SoakVerdict(source="soak", metric="aiperf_rss", passed=True, outcome="pass", detail=aiperf.detail)
         assert decode_event(encode_event(event)) == event
-        single = _verdict(judge_soak(SoakEvidence(windows=windows, samples=samples, load_span_ns=span, aiperf_generations=flat[:1]), SoakLimits()), "aiperf_rss")
+        single = _verdict(judge_soak(SoakEvidence(windows=windows, samples=samples, load_span_ns=span,
+                                                  aiperf_generations=flat[:1]), SoakLimits()), "aiperf_rss")
         whole = _verdict(judge_soak(SoakEvidence(windows=windows, samples=samples, load_span_ns=span), SoakLimits()), "aiperf_rss")
         assert single.detail == whole.detail and whole.outcome != "pass", whole.reason
-        leak = _verdict(judge_soak(SoakEvidence(windows=windows, samples=samples, load_span_ns=span, aiperf_generations=gens(10.0)), SoakLimits()), "aiperf_rss")
+        leak = _verdict(judge_soak(SoakEvidence(windows=windows, samples=samples, load_span_ns=span,
+                                                aiperf_generations=gens(10.0)), SoakLimits()), "aiperf_rss")
         assert leak.outcome == "fail" and "across generations" in leak.reason
