@@ -176,7 +176,8 @@ class _Soak:
         self.decided: list[MetricVerdict] = []  # the look's FAILs that ended the soak early (empty: none did)
         self.unsupported = ""  # why the capability probe stopped the soak before its load ("": it did not)
         limits = settings.limits
-        # The steps after the join: the load's progress (records), the windows' answers, the verdicts' evidence.
+        # The soak's steps (docs/development.md draws them): the load's progress from the records, the join, the
+        # answers per window (tracker), the evidence and the judge (verdicts), and the cutter (windows).
         self.progress = LoadProgress(run.bus)
         self.tracker = SoakTracker(run.bus, dataset, model, max_tokens=run.config.workload.max_tokens)
         self.evidence = EvidenceCollector(run.bus, warmup_s=limits.warmup_s, baseline_s=limits.latency_baseline_s)
@@ -184,8 +185,8 @@ class _Soak:
         self.judge = SoakJudge(run.bus, self.evidence, limits, stop_early=settings.stop_early,
                                gap_allowance=schedule_allowance(settings.request_rate,
                                                                 run.config.workload.arrival_pattern))
-        self.windows = WindowCutter(run.bus, self.correlator, self.tracker, self.progress, window_s=settings.window_s,
-                                stopped_at=self.stopped_at)
+        self.windows = WindowCutter(run.bus, self.correlator, self.tracker, self.progress,
+                                    window_s=settings.window_s, stopped_at=self.stopped_at)
         # AIPerf's ZeroMQ sockets live under TMPDIR and their paths must fit in 107 bytes: a short
         # folder per soak (not the run folder), removed at the end with AIPerf's leftovers.
         self.tmp_dir = Path(tempfile.mkdtemp(prefix="aqb-soak-"))
@@ -199,7 +200,6 @@ class _Soak:
                                                  reason=reason, detail=detail))
 
     async def run(self) -> list[MetricVerdict]:
-
         run, m, s = self.run_scope, self.model, self.settings
         await self.phase("model", detail=ModelPhase(**m.identity_fields(), bundle=m.bundle or self.cfg.server.bundle))
         install = await anyio.to_thread.run_sync(self.toolkit.aiperf.check_install)
