@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import time
 from types import SimpleNamespace
+from typing import TypeVar
 
 import msgspec
 import pytest
 
 from orchestrator.config import CorrectnessCriteria
-from orchestrator.events import AccountingChecked, AnyEvent, RequestCorrelated, SoakWindowClosed, SoakWindowOpened
+from orchestrator.events import AccountingChecked, Event, RequestCorrelated, SoakWindowClosed, SoakWindowOpened
 from orchestrator.soak import SoakTracker
 from orchestrator.soak.cutter import WindowCutter
 from orchestrator.soak.progress import LoadProgress
@@ -37,11 +38,14 @@ class _Join:
         return True
 
 
+E = TypeVar("E", bound=Event)
+
+
 class _Sink:
     def __init__(self) -> None:
-        self.events: list[AnyEvent] = []
+        self.events: list[Event] = []
 
-    async def publish(self, event: AnyEvent) -> AnyEvent:
+    async def publish(self, event: E) -> E:
         stamped = msgspec.structs.replace(event, seq=len(self.events) + 1)
         self.events.append(stamped)
         return stamped

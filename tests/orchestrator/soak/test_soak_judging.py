@@ -3,10 +3,12 @@ FAILs decide the soak, and keeps a decided FAIL at the end."""
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 import msgspec
 import pytest
 
-from orchestrator.events import AnyEvent, ServerExited, SoakLimits, SoakVerdict, SoakWindowClosed, WindowStats
+from orchestrator.events import Event, ServerExited, SoakLimits, SoakVerdict, SoakWindowClosed, WindowStats
 from orchestrator.judge.outcome import FAIL, PASS
 from orchestrator.soak.evidence import EvidenceCollector, LoadFacts
 from orchestrator.soak.judging import SoakJudge
@@ -17,11 +19,14 @@ T0 = 1_800_000_000 * 10**9
 S = 10**9
 
 
+E = TypeVar("E", bound=Event)
+
+
 class _Sink:
     def __init__(self) -> None:
-        self.events: list[AnyEvent] = []
+        self.events: list[Event] = []
 
-    async def publish(self, event: AnyEvent) -> AnyEvent:
+    async def publish(self, event: E) -> E:
         self.events.append(event)
         return event
 
