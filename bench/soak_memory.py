@@ -36,7 +36,7 @@ from orchestrator.dataset import load_dataset, parse_session_key, resolve_datase
 from orchestrator.events import ClientRecord, RequestCorrelated, ServerRecord
 from orchestrator.judge.gates import ScoredAnswer
 from orchestrator.judge.scoring import score
-from orchestrator.soak.verdicts import SoakLimits, fit_trend, judge_soak
+from orchestrator.soak.verdicts import SoakEvidence, SoakLimits, fit_trend, judge_soak
 from orchestrator.soak.window import WindowAccumulator, WindowStats, window_name
 
 GOAL_MIB_PER_100K = 1.0
@@ -89,7 +89,7 @@ def run(requests: int, per_window: int, sample_every: int) -> dict[str, float]:
             samples.append((n, proc.memory_info().rss / 2**20))
     elapsed = time.perf_counter() - started
     gc.collect()
-    judge_soak(windows, SoakLimits())
+    judge_soak(SoakEvidence(windows=windows), SoakLimits())
     # Slope after the first window (imports, first allocations and the first window's arrays).
     tail = [(n, r) for n, r in samples if n >= per_window]
     trend = fit_trend([n / 100_000 for n, _ in tail], [r for _, r in tail])

@@ -218,7 +218,7 @@ def cap(seeds: int) -> None:
 
     from orchestrator.events import SoakLimits
     from orchestrator.soak.samples import SampleSeries
-    from orchestrator.soak.verdicts import FirstPass, judge_soak
+    from orchestrator.soak.verdicts import FirstPass, SoakEvidence, judge_soak
 
     t0, ns = 1_800_000_000 * 10**9, 10**9
 
@@ -228,8 +228,9 @@ def cap(seeds: int) -> None:
         series = SampleSeries()
         for ti, yi in zip(t, y, strict=True):
             series.add(t0 + int(ti * ns), float(yi))
-        verdicts = judge_soak([], SoakLimits(), samples={"server_rss": series}, load_span_ns=(t0, t0 + seconds * ns),
-                              first_pass=FirstPass(requests=416, end_ns=t0 + cut_s * ns))
+        verdicts = judge_soak(SoakEvidence(windows=[], samples={"server_rss": series},
+                                           load_span_ns=(t0, t0 + seconds * ns),
+                                           first_pass=FirstPass(requests=416, end_ns=t0 + cut_s * ns)), SoakLimits())
         return next(v.outcome for v in verdicts if v.metric == "server_rss")
 
     started = time.perf_counter()

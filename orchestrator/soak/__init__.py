@@ -1,6 +1,5 @@
-"""`aqbench soak`: a supervised server under uninterrupted AIPerf load cut into windows (loop), its settings
-(settings), per-window statistics (window), the answer tracker (tracker), the observer's own samples
-(observer), the verdicts (verdicts) and how it ends (summary)."""
+"""`aqbench soak`: a supervised server under uninterrupted AIPerf load, cut into time windows and judged for
+leaks and drift, as a pipeline of steps (docs/development.md draws them)."""
 
 from orchestrator.soak.leftovers import check_processes
 from orchestrator.soak.loop import soak

@@ -1,14 +1,5 @@
-"""When a soak window closes: within a second of its planned end, while its AIPerf run goes on.
-
-The rule (docs/soak.md, "Windows close on time"): a window closes as soon as every request that started
-before its end has been seen (AIPerf's gap-free session numbers, orchestrator/soak/sessions.py), and at
-the latest `CLOSE_WAIT_S` after its end. A request of the window still open then is not lost and the window
-is not reopened: once it ends it counts in the oldest open window, as `carried` in that window's
-accounting (Joiner.close_window(carry=True)), so every request still counts in exactly one window. The
-last window of an AIPerf run closes once that run has ended (its own count of what it sent is checked).
-A close publishes the window's summary and asks for a look (Looks); the verdicts and checkpoints run beside the
-closes, so a slow look or report never delays the next close.
-"""
+"""When a soak window may close: within a second of its planned end, while its AIPerf run goes on (docs/soak.md,
+"Windows close on time"); and the looks its closes ask for."""
 
 from __future__ import annotations
 
@@ -17,7 +8,7 @@ from collections.abc import Sequence
 
 import anyio
 
-from orchestrator.soak.tracker import SoakTracker
+from orchestrator.soak.progress import LoadProgress
 
 __all__ = ["CLOSE_WAIT_S", "Looks", "wait_closable"]
 
@@ -26,7 +17,13 @@ __all__ = ["CLOSE_WAIT_S", "Looks", "wait_closable"]
 CLOSE_WAIT_S = 0.5
 
 
-async def wait_closable(tracker: SoakTracker, aiperf_windows: str | Sequence[str], end_ns: int, *,
+# A window closes as soon as every request that started before its end has been seen (AIPerf's gap-free
+# session numbers, sessions.py), and at the latest `CLOSE_WAIT_S` after its end. A request of the window still
+# open then is not lost and the window is not reopened: once it ends it counts in the oldest open window, as
+# `carried` in that window's accounting (Joiner.close_window(carry=True)), so every request still counts in
+# exactly one window. The last window of an AIPerf run closes once that run has ended (its own count of what
+# it sent is checked; cutter.py).
+async def wait_closable(progress: LoadProgress, aiperf_windows: str | Sequence[str], end_ns: int, *,
                         done: anyio.Event, wait_s: float = CLOSE_WAIT_S) -> bool:
     """Wait until the window that ends at `end_ns` (wall clock) may close: every request of the AIPerf runs
     `aiperf_windows` (two during a handover; a halted one covers every boundary once all it sent is seen)
@@ -44,7 +41,7 @@ async def wait_closable(tracker: SoakTracker, aiperf_windows: str | Sequence[str
                 while True:
                     known = len(names)
                     for name in names[:known]:
-                        await tracker.wait_covered(name, end_ns)
+                        await progress.wait_covered(name, end_ns)
                     if len(names) == known:
                         break
                 covered = True
@@ -59,6 +56,8 @@ async def wait_closable(tracker: SoakTracker, aiperf_windows: str | Sequence[str
     return covered
 
 
+# A close publishes the window's summary and asks for a look; the verdicts and checkpoints run beside the
+# closes, so a slow look or report never delays the next close.
 class Looks:
     """The looks (verdicts, checkpoint) that window closes ask for, run one at a time by one looker task:
     the closes asked for while a look runs are coalesced into the next (it judges every window closed by then)."""

@@ -1,21 +1,5 @@
-"""`aqbench soak`: one supervised server under uninterrupted AIPerf load, cut into windows by time, judged
-for leaks and drift.
-
-Continuous load: one AIPerf process sends the load (runs/<id>/aiperf/a01) until it hands over to a fresh
-one without a gap (orchestrator/soak/handover_cue.py: AIPerf's own memory grows per request), and windows are
-cut by time from the live per-request stream, whatever process sent a request: a request belongs to the
-window in which it started, so every request is in exactly one window (warmup apart, in the first). Chosen
-over launching each window's AIPerf early because AIPerf's start-up varies (5 s alone, 10 s and more on a
-busy 2-core host): an early start either leaves a gap or doubles the load while two runs overlap; a gated
-successor let go as its predecessor halts has neither. A window closes within a second of its end
-(orchestrator/soak/closing.py), carrying a request still open into the next window; the next window is
-opened a whole window ahead, so two are open at once. A new window schedule (segment) starts only when
-the load ends early (a failure), for the rest of the duration; its start-up is then a gap, shown and judged
-(`window_gap`). A handover is no new schedule: its gap is judged too, and `aiperf_rss` samples the
-process that is sending. The adapters come in through a Toolkit from the composition root. Per-window aggregates stay in
-memory (one small struct per window); details go to the journal. Verdicts are journaled and reports
-written at every checkpoint and at the end.
-"""
+"""`aqbench soak`: starts and stops the soak's steps (records, join, windows, tracker, evidence, verdicts) and
+runs its load: AIPerf segments and their handovers."""
 
 from __future__ import annotations
 
@@ -43,7 +27,7 @@ from orchestrator.dataset import (
     resolve_dataset_path,
     write_aiperf_input,
 )
-from orchestrator.dataset.clip_cache import clip_cache_dir
+from orchestrator.dataset.clip_cache import clip_cache_dir, facts_dir
 from orchestrator.events import (
     DatasetPhase,
     ModelPhase,
@@ -52,39 +36,33 @@ from orchestrator.events import (
     PhaseFinished,
     PhaseStarted,
     ServerPhase,
-    SoakLimits,
     SoakPhase,
     SoakStopped,
-    SoakVerdict,
-    SoakWindowClosed,
-    SoakWindowOpened,
     Warned,
-    verdict_numbers,
 )
-from orchestrator.judge.outcome import FAIL, INCONCLUSIVE
+from orchestrator.judge.outcome import INCONCLUSIVE
 from orchestrator.live.start import start_live_page
 from orchestrator.run import Interrupt, RunScope, new_run_id, open_run
 from orchestrator.run.observer import ObserverSampler
 from orchestrator.soak.capability import PROBE_PLAN, probe_before_load
 from orchestrator.soak.checkpoint import CheckpointReportFailed, write_checkpoint_report
-from orchestrator.soak.closing import CLOSE_WAIT_S, Looks, wait_closable
-from orchestrator.soak.early_stop import decisive, look_confidence, look_limits, plan_stops
+from orchestrator.soak.closing import Looks
+from orchestrator.soak.cutter import WindowCutter
+from orchestrator.soak.early_stop import look_confidence, plan_stops
+from orchestrator.soak.evidence import EvidenceCollector, LoadFacts
 from orchestrator.soak.heap import keep_large_blocks_off_heap, trim_heap
+from orchestrator.soak.judging import SoakJudge
 from orchestrator.soak.leftovers import check_processes
 from orchestrator.soak.load_coverage import schedule_allowance
 from orchestrator.soak.metric_verdict import MetricVerdict
 from orchestrator.soak.plan import host_has_gpu, plan_trends
+from orchestrator.soak.progress import LoadProgress
 from orchestrator.soak.segment import Cut, Exit, Launch, SegmentRuns, aiperf_run_name
 from orchestrator.soak.settings import SoakOptions, SoakSettings, resolve_settings, select_model
 from orchestrator.soak.successor import run_handovers
 from orchestrator.soak.summary import exit_code, print_summary, write_all_reports
 from orchestrator.soak.tracker import SoakTracker
-from orchestrator.soak.verdicts import (
-    AiperfRunFact,
-    ProcessCheck,
-    judge_soak,
-)
-from orchestrator.soak.window import WindowStats
+from orchestrator.soak.verdicts import AiperfRunFact
 from orchestrator.spine.logs import get_logger, say
 from orchestrator.spine.ports import AiperfFacts, AiperfInvocation, AiperfResult, HandoverControl, Toolkit
 from orchestrator.supervision.server_spec import ServerSpec
@@ -115,7 +93,8 @@ async def soak(cfg: Config, opts: SoakOptions, interrupt: Interrupt, toolkit: To
     model = select_model(cfg, opts.model)
     settings = resolve_settings(cfg, opts)
     keep_large_blocks_off_heap()  # before the soak allocates: the soak judges this process's memory
-    dataset = await anyio.to_thread.run_sync(load_dataset, resolve_dataset_path(cfg.dataset))
+    dataset = await anyio.to_thread.run_sync(
+        lambda: load_dataset(resolve_dataset_path(cfg.dataset), facts=facts_dir(cfg.run)))
     stop = anyio.Event()
     rc = 0
     async with anyio.create_task_group() as outer:
@@ -160,14 +139,14 @@ async def _soak(cfg: Config, opts: SoakOptions, settings: SoakSettings, model: M
         if state.unsupported and not interrupt.signum:
             run.finish(status="failed", exit_code=1, reason=state.unsupported, counts={"windows": 0})
         elif interrupt.signum:
-            reason = f"interrupted by {signal.Signals(interrupt.signum).name} after {state.done} window(s)"
+            reason = f"interrupted by {signal.Signals(interrupt.signum).name} after {state.windows.done} window(s)"
             run.finish(status="interrupted", exit_code=interrupt.exit_code, reason=reason,
-                       counts={"windows": state.done})
+                       counts={"windows": state.windows.done})
         else:
             named = failed + (undecided if opts.strict else [])
             run.finish(status="failed" if code else "ok", exit_code=code,
                        reason="; ".join(f"{v.metric}: {v.outcome}: {v.reason}" for v in named),
-                       counts={"windows": state.done, "failed": len(failed), "inconclusive": len(undecided)})
+                       counts={"windows": state.windows.done, "failed": len(failed), "inconclusive": len(undecided)})
     paths = await anyio.to_thread.run_sync(write_all_reports, run.journal_path, run.run_dir)
     print_summary(run.run_dir, verdicts, paths, strict=opts.strict,
                   interrupted_by=signal.Signals(interrupt.signum).name if interrupt.signum else "",
@@ -181,32 +160,34 @@ class _Soak:
     def __init__(self, run: RunScope, model: ModelConfig, dataset: Dataset, settings: SoakSettings,
                  stop: anyio.Event, toolkit: Toolkit) -> None:
         self.run_scope = run
-        self.toolkit = toolkit
+        self.toolkit = toolkit  # the adapters, passed in by the composition root
         self.bus = run.bus
         self.cfg = run.config
         self.model = model
         self.dataset = dataset
         self.settings = settings
         self.stop = stop
-        self.windows: list[WindowStats] = []
-        self.cut_short: set[str] = set()  # windows not yet at their end when the stop came (names)
         self.stopped_at: dict[str, int] = {}  # AIPerf runs the stop ended: name -> when (unix ns)
         self.runs: list[AiperfRunFact] = []  # the AIPerf runs that have ended, for the accounting verdict
-        self.done = 0
-        self.index = 0  # windows opened so far
         self.segment = 0  # window schedules (segments) started so far: a new one only after a failure
         self._live: SegmentRuns | None = None  # the current segment's runs
         self.launched = 0  # AIPerf runs started so far (several per segment with handovers)
-        self.handovers: list[tuple[str, float | None, int | None]] = []  # name, gap (s), its end (ns): window_gap
         self.aiperf_name = ""  # the running AIPerf run's name ("" between runs)
-        self._sent = 0  # requests of the closed windows: where the next AIPerf run's input starts
         self._next_checkpoint = 0.0
-        self._last_end_ns: int | None = None  # the last answer of the windows finalised so far
         self.decided: list[MetricVerdict] = []  # the look's FAILs that ended the soak early (empty: none did)
         self.unsupported = ""  # why the capability probe stopped the soak before its load ("": it did not)
         limits = settings.limits
-        self.tracker = SoakTracker(run.bus, dataset, model, max_tokens=run.config.workload.max_tokens,
-                                   warmup_s=limits.warmup_s, baseline_s=limits.latency_baseline_s)
+        # The soak's steps (docs/development.md draws them): the load's progress from the records, the join, the
+        # answers per window (tracker), the evidence and the judge (verdicts), and the cutter (windows).
+        self.progress = LoadProgress(run.bus)
+        self.tracker = SoakTracker(run.bus, dataset, model, max_tokens=run.config.workload.max_tokens)
+        self.evidence = EvidenceCollector(run.bus, warmup_s=limits.warmup_s, baseline_s=limits.latency_baseline_s)
+        self.correlator = Correlator(run.bus, key_parser=parse_session_key, answer_grace_s=2.0, cut_by_time=True)
+        self.judge = SoakJudge(run.bus, self.evidence, limits, stop_early=settings.stop_early,
+                               gap_allowance=schedule_allowance(settings.request_rate,
+                                                                run.config.workload.arrival_pattern))
+        self.windows = WindowCutter(run.bus, self.correlator, self.tracker, self.progress,
+                                    window_s=settings.window_s, stopped_at=self.stopped_at)
         # AIPerf's ZeroMQ sockets live under TMPDIR and their paths must fit in 107 bytes: a short
         # folder per soak (not the run folder), removed at the end with AIPerf's leftovers.
         self.tmp_dir = Path(tempfile.mkdtemp(prefix="aqb-soak-"))
@@ -220,20 +201,21 @@ class _Soak:
                                                  reason=reason, detail=detail))
 
     async def run(self) -> list[MetricVerdict]:
-
         run, m, s = self.run_scope, self.model, self.settings
         await self.phase("model", detail=ModelPhase(**m.identity_fields(), bundle=m.bundle or self.cfg.server.bundle))
         install = await anyio.to_thread.run_sync(self.toolkit.aiperf.check_install)
         tokenizer = await anyio.to_thread.run_sync(self.toolkit.aiperf.ensure_tokenizer, m.tokenizer)
         rows = interleave_kinds(await anyio.to_thread.run_sync(lambda: prepare_arms(
             self.dataset, s.arms, run.run_dir / "wire", cache=clip_cache_dir(self.cfg.run))), self.dataset)
-        self.tracker.cycle = len(rows)  # the first pass over the input (the memory verdicts' cut)
+        self.evidence.cycle = len(rows)  # the first pass over the input (the memory verdicts' cut)
         await run.tg.start(self.toolkit.records_tailer(self.bus).run)
-        correlator = Correlator(self.bus, key_parser=parse_session_key, answer_grace_s=2.0, cut_by_time=True)
+        correlator = self.correlator
         await run.tg.start(correlator.run)
+        await run.tg.start(self.progress.run)
         await run.tg.start(self.tracker.run)
+        await run.tg.start(self.evidence.run)
         sampler = ObserverSampler(self.bus, period_s=self.cfg.server.sample_period_s,
-                                  aiperf_pid=lambda: self.tracker.aiperf_pids.get(self.aiperf_name), trim=trim_heap)
+                                  aiperf_pid=lambda: self.progress.aiperf_pids.get(self.aiperf_name), trim=trim_heap)
         await run.tg.start(sampler.run)
 
         await self.phase("server")
@@ -266,7 +248,7 @@ class _Soak:
                     self.unsupported = await probe_before_load(run, self.toolkit, m, self.dataset, rows, correlator,
                                                                handle.base_url)
                     if not self.unsupported:
-                        await self._windows(handle, correlator, install, tokenizer, rows)
+                        await self._segments(handle, install, tokenizer, rows)
                 finally:
                     with anyio.CancelScope(shield=True):
                         await handle.stop()
@@ -284,16 +266,17 @@ class _Soak:
             await self.phase("model", "unsupported", self.unsupported)
             return []
         check = await anyio.to_thread.run_sync(
-            lambda: check_processes(run.run_dir, orphans_killed=self.tracker.orphans_killed,
-                                    orphans_reaped=self.tracker.supervision.orphans_reaped))
-        verdicts = await self._verdicts(final=True, processes=check)
+            lambda: check_processes(run.run_dir, orphans_killed=self.evidence.supervision.orphans_killed,
+                                    orphans_reaped=self.evidence.supervision.orphans_reaped))
+        verdicts = await self.judge.verdicts(self._load_facts(), closed_seq=self.windows.closed_seq,
+                                             windows_closed=self.windows.done, final=True, processes=check)
         failed = [v for v in verdicts if v.failed]
         await self.phase("soak", "failed" if failed else "passed", "; ".join(f"{v.metric}: {v.reason}" for v in failed),
-                         SoakPhase(windows=self.done))
+                         SoakPhase(windows=self.windows.done))
         await self.phase("model", "soak-failed" if failed else "soak-passed")
         return verdicts
 
-    async def _windows(self, handle: ServerHandle, correlator: Correlator, install: AiperfFacts, tokenizer: Path,
+    async def _segments(self, handle: ServerHandle, install: AiperfFacts, tokenizer: Path,
                        rows: list[ArmRequest]) -> None:
         """AIPerf runs one after another, each for the rest of the soak; a new one starts only when one
         ends early (failure), at most _MAX_FAILED_RUNS in a row without a profiling request."""
@@ -303,7 +286,7 @@ class _Soak:
         failures = 0
         while remaining >= _MIN_RUN_S and not self.stop.is_set() and not self.decided:
             self.segment += 1
-            loaded_s, delivered = await self._segment(remaining, handle, correlator, install, tokenizer, rows)
+            loaded_s, delivered = await self._segment(remaining, handle, install, tokenizer, rows)
             remaining -= loaded_s
             failures = 0 if delivered else failures + 1
             if failures >= _MAX_FAILED_RUNS:
@@ -314,22 +297,31 @@ class _Soak:
                             f"{self.run_scope.run_dir / 'aiperf'})"))
                 break
 
-    async def _segment(self, length_s: float, handle: ServerHandle, correlator: Correlator, install: AiperfFacts,
-                       tokenizer: Path, rows: list[ArmRequest]) -> tuple[float, bool]:
-        """`length_s` of profiling load, cut into windows by time (see the module docstring), sent by one
-        AIPerf process or, with handovers, by several one after another. Returns (seconds under load,
-        whether it sent a profiling request)."""
+    # Continuous load: one AIPerf process sends the load (runs/<id>/aiperf/a01) until it hands over to a fresh
+    # one without a gap (handover_cue.py: AIPerf's own memory grows per request), and windows are cut by time
+    # from the live per-request stream, whatever process sent a request (cutter.py). Chosen over launching
+    # each window's AIPerf early because AIPerf's start-up varies (5 s alone, 10 s and more on a busy 2-core
+    # host): an early start either leaves a gap or doubles the load while two runs overlap; a gated successor
+    # let go as its predecessor halts has neither. A new segment (window schedule) starts only when the load
+    # ends early (a failure), for the rest of the duration; its start-up is then a gap, shown and judged
+    # (`window_gap`). A handover is no new schedule: its gap is judged too, and `aiperf_rss` samples the
+    # process that is sending.
+    async def _segment(self, length_s: float, handle: ServerHandle, install: AiperfFacts, tokenizer: Path,
+                       rows: list[ArmRequest]) -> tuple[float, bool]:
+        """`length_s` of profiling load, cut into windows by time, sent by one AIPerf process or, with
+        handovers, by several one after another. Returns (seconds under load, whether it sent a profiling
+        request)."""
         s, w, seg = self.settings, self.cfg.workload, self.segment
-        launch = Launch(install, tokenizer, rows, handle, self._sent)
+        launch = Launch(install, tokenizer, rows, handle, self.windows.sent)
         name, folder = self.next_run()
         control = await anyio.to_thread.run_sync(
             lambda: self.toolkit.aiperf.handover_control(folder / "handover", gated=False))
         cmd = await self.command(launch, folder, length_s, warmup=s.warmup_requests if seg == 1 else 0,
-                                  control=control, shift=self._sent)
+                                  control=control, shift=self.windows.sent)
         await handle.wait_ready(self.cfg.server.startup_timeout_s)
         launch_ns = time.time_ns()
         cuts: list[Cut] = []
-        await self._open_window(launch_ns, seg, cuts)
+        await self.windows.open(launch_ns, seg, cuts)
         count = max(1, math.ceil(length_s / s.window_s - 1e-9))
         sg = self._live = SegmentRuns()
         async with anyio.create_task_group() as tg:
@@ -342,45 +334,22 @@ class _Soak:
             if first is not None:
                 cuts[0].end_ns = first + int(s.window_s * 1e9) if count > 1 else first + int(length_s * 1e9)
                 sg.end_ns = first + int(length_s * 1e9)
-                tg.start_soon(self._announce, announcer, cuts, first, count, length_s, seg)
+                tg.start_soon(self.windows.announce, announcer, cuts, first, count, length_s, seg)
                 if s.handover_mib > 0 or s.handover_every_s > 0:
                     tg.start_soon(run_handovers, self, handing, tg, sg, seg, first, launch)
-            closed = 0
             looks = Looks()
             async with anyio.create_task_group() as judging:
                 # Verdicts and checkpoints run beside the closes: a slow look never makes a close late.
                 judging.start_soon(self._looker, looks)
-                while not sg.done.is_set():
-                    # The next window closes on time (orchestrator/soak/closing.py), the segment's last one
-                    # once its runs have ended; until the announcer has opened it (or while the first request
-                    # is awaited), look again in 1 s.
-                    end_ns = cuts[closed].end_ns if closed < len(cuts) and closed < count - 1 else None
-                    if end_ns is None:
-                        with anyio.move_on_after(1.0):
-                            await sg.done.wait()
-                        continue
-                    await wait_closable(self.tracker, sg.names, end_ns, done=sg.done)
-                    if not sg.done.is_set():
-                        await self._close(cuts[closed], correlator, sg.sending, launch_ns=launch_ns, exit_ns=None,
-                                          carry_by_ns=end_ns + int(CLOSE_WAIT_S * 1e9))
-                        looks.ask()
-                        closed += 1
+                closed = await self.windows.close_on_time(cuts, count, sg, launch_ns=launch_ns, closed=looks.ask)
                 looks.end()  # the looker runs the look still due, then returns
             announcer.cancel()
             handing.cancel()
         name = sg.sending
         result = sg.outcome.get(name)
         exit_ns = sg.exits[name].unix_ns or time.time_ns()
-        # Everything AIPerf wrote is on the bus: close what it reached, forget the cuts it never reached.
-        rest = cuts[closed:]
-        reached = [c for c in rest if (acc := self.tracker.window(c.name)) and (acc.issued or acc.warmup_issued)]
-        last_reached = rest.index(reached[-1]) if reached else -1
-        for k, cut in enumerate(rest):
-            if k > last_reached and await correlator.discard_window(cut.name):
-                self.tracker.discard_window(cut.name)
-                continue
-            await self._finalise(cut, correlator, name, launch_ns=launch_ns, exit_ns=exit_ns,
-                                 last=k >= last_reached, outcome=result)
+        await self.windows.close_rest(cuts[closed:], name, launch_ns=launch_ns, exit_ns=exit_ns, outcome=result,
+                                   closed=self._after_close)
         if first is None:
             return 0.0, False
         complete = result is not None and result.classification == "complete"
@@ -452,7 +421,7 @@ class _Soak:
         async with anyio.create_task_group() as tg:
 
             async def first() -> None:
-                await self.tracker.wait_first_profiling(name)
+                await self.progress.wait_first_profiling(name)
                 tg.cancel_scope.cancel()
 
             async def ended() -> None:
@@ -461,47 +430,14 @@ class _Soak:
 
             tg.start_soon(first)
             tg.start_soon(ended)
-        return self.tracker.first_profiling_ns.get(name)
-
-    async def _open_window(self, start_ns: int, segment: int, cuts: list[Cut], end_ns: int | None = None) -> Cut:
-        """Open the next window from `start_ns` and append it to `cuts`: the tracker first, then the
-        journal (so the join's cut is never ahead of the tracker's window). Shielded: a cancelled
-        announcer leaves no window half opened."""
-        with anyio.CancelScope(shield=True):
-            self.index += 1
-            cut = Cut(self.index, start_ns)
-            cut.end_ns = end_ns
-            cuts.append(cut)
-            self.tracker.open_window(cut.index, start_ns, segment)
-            await self.bus.publish(SoakWindowOpened(source="soak", window=cut.name, index=cut.index,
-                                                    start_unix_ns=start_ns, segment=segment))
-        return cut
-
-    async def _announce(self, scope: anyio.CancelScope, cuts: list[Cut], first_ns: int, count: int,
-                        length_s: float, segment: int) -> None:
-        """Open window k+1 when window k starts: a cut is on the bus a whole window before any request
-        it takes, so no request is counted by the join before its window exists."""
-        window_ns = int(self.settings.window_s * 1e9)
-        with scope:
-            for k in range(1, count):
-                start = first_ns + k * window_ns
-                if k > 1:
-                    await anyio.sleep(max(0.0, (first_ns + (k - 1) * window_ns - time.time_ns()) / 1e9))
-                end = first_ns + (k + 1) * window_ns if k + 1 < count else first_ns + int(length_s * 1e9)
-                await self._open_window(start, segment, cuts, end)
-
-    async def _finalise(self, cut: Cut, correlator: Correlator, aiperf: str, *, launch_ns: int, exit_ns: int | None,
-                        last: bool = False, outcome: AiperfResult | None = None) -> None:
-        """Close one window (a segment's windows past its load's end), then look and checkpoint when due."""
-        await self._close(cut, correlator, aiperf, launch_ns=launch_ns, exit_ns=exit_ns, last=last, outcome=outcome)
-        await self._after_close(last=last)
+        return self.progress.first_profiling_ns.get(name)
 
     async def _looker(self, looks: Looks) -> None:
         """The looks the closes ask for, one at a time, several closes coalesced into one look."""
         while await looks.next():
-            await self._after_close(last=False)
+            await self._after_close(False)
 
-    async def _after_close(self, *, last: bool) -> None:
+    async def _after_close(self, last: bool) -> None:
         """Journal the verdicts so far (and end the soak when decided), and checkpoint when due."""
         if self.stop.is_set() or self.decided:
             return
@@ -510,48 +446,17 @@ class _Soak:
             self._next_checkpoint += self.settings.checkpoint_every_s
             await self._checkpoint()
 
-    async def _close(self, cut: Cut, correlator: Correlator, aiperf: str, *, launch_ns: int, exit_ns: int | None,
-                     last: bool = False, outcome: AiperfResult | None = None, carry_by_ns: int | None = None) -> None:
-        """Close one window's accounting and aggregates and journal them (SoakWindowClosed); no verdict work.
-        `carry_by_ns`: a close on time, by then at the latest, carrying what is still open (closing.py)."""
-        accounting = await (correlator.close_window(cut.name) if carry_by_ns is None else correlator.close_window(
-            cut.name, timeout_s=max(0.0, (carry_by_ns - time.time_ns()) / 1e9), carry=True))
-        await self.tracker.wait_seen(accounting.seq)
-        acc = self.tracker.window(cut.name)
-        first = acc.first_request_ns if acc else None
-        # Time without load across the cut: this window's first request after the last one's last answer.
-        gap = max(0.0, (first - self._last_end_ns) / 1e9) if first and self._last_end_ns else None
-        end_ns = cut.end_ns if cut.end_ns is not None and (exit_ns is None or cut.end_ns <= exit_ns) \
-            else max(cut.start_ns, (acc.last_request_ns if acc else None) or exit_ns or cut.start_ns)
-        opened_first = acc is not None and acc.start_unix_ns == launch_ns
-        stopped = self.stopped_at.get(aiperf)
-        if stopped is not None and (cut.end_ns is None or cut.end_ns > stopped):
-            self.cut_short.add(cut.name)  # the stop ended its load early: reported, not judged for errors
-        stats = self.tracker.close_window(
-            cut.name, end_ns, aiperf_classification=outcome.classification if last and outcome else "",
-            accounting_balanced=accounting.balanced, gap_before_s=gap,
-            aiperf_launch_unix_ns=self.tracker.aiperf_launch_ns.get(aiperf) if opened_first else None,
-            aiperf_exit_unix_ns=exit_ns if last else None)
-        self._last_end_ns = stats.last_request_unix_ns or self._last_end_ns
-        self._sent += stats.issued + stats.warmup_issued
-        self.windows.append(stats)
-        self.done += 1
-        await self.bus.publish(SoakWindowClosed(source="soak", window=cut.name, index=cut.index,
-                                                summary=stats))
-
     async def _look(self, *, decide: bool = True) -> None:
         """At a window's close: journal the verdicts so far (provisional: the live page shows them from the first
         window on), then judge those that can end the soak at the look's level (early_stop.py); a decisive FAIL
         halts the load, so that every open request is still recorded, and the soak ends with what it has."""
-        await self._verdicts(final=False)
-        s = self.settings
-        if not (s.stop_early and decide):
-            return
-        decided = decisive(self._judge(look_limits(s.limits)), self.windows, s.limits)
+        decided = await self.judge.look(self._load_facts(), closed_seq=self.windows.closed_seq,
+                                        windows_closed=self.windows.done, decide=decide)
         if not decided:
             return
         self.decided = decided
-        span = self._load_span()
+        s = self.settings
+        span = self.evidence.load_span()
         load_s = (span[1] - span[0]) / 1e9 if span else None
         if (sg := self._live) is not None:
             for name in sorted(sg.live):
@@ -566,12 +471,12 @@ class _Soak:
                                 "sent anything"))
         confidence = look_confidence(s.limits.trend_confidence)
         await self.bus.publish(SoakStopped(
-            source="soak", windows_closed=self.done, confidence=confidence,
+            source="soak", windows_closed=self.windows.done, confidence=confidence,
             load_s=None if load_s is None else round(load_s, 3),
-            verdicts=[self._event(v, final=False) for v in decided]))
+            verdicts=[self.judge.event(v, final=False, windows_closed=self.windows.done) for v in decided]))
         what = "; ".join(f"{v.metric}: {v.reason}" for v in decided)
-        log.warning("soak_stopped_early", windows=self.done, reason=what)
-        say(f"soak: decided after {self.done} window(s)"
+        log.warning("soak_stopped_early", windows=self.windows.done, reason=what)
+        say(f"soak: decided after {self.windows.done} window(s)"
             + (f" ({load_s / 60:.1f} min of load)" if load_s is not None else "")
             + f", the load is halted (--no-stop-early runs the whole duration): {what}")
 
@@ -611,50 +516,13 @@ class _Soak:
             await write_checkpoint_report(self.run_scope.run_dir)
         except CheckpointReportFailed as exc:  # a report bug must not end an eight-hour soak; it is journaled
             await self.bus.publish(Warned(source="soak", code="soak_checkpoint_report_failed",
-                                          message=f"checkpoint report after window {self.done} failed: {exc}"))
+                                          message=f"checkpoint report after window {self.windows.done} failed: {exc}"))
 
-    async def _verdicts(self, *, final: bool, processes: ProcessCheck | None = None) -> list[MetricVerdict]:
-        """Judge every verdict at the stated levels and journal them. A final verdict that an early stop decided
-        stays a FAIL: the look judged it at a stricter level, and the windows after it only cut the load short."""
-        verdicts = self._judge(self.settings.limits, processes)
-        if final and self.decided:
-            stopped = {v.metric: v for v in self.decided}
-            verdicts = [v if v.failed or v.metric not in stopped else MetricVerdict(
-                metric=v.metric, outcome=FAIL, detail=v.detail or stopped[v.metric].detail,
-                reason=f"ended the soak early: {stopped[v.metric].reason}") for v in verdicts]
-        for v in verdicts:
-            await self.bus.publish(self._event(v, final=final))
-        return verdicts
-
-    def _event(self, v: MetricVerdict, *, final: bool) -> SoakVerdict:
-        slope, interval, limit, unit = verdict_numbers(v.detail)
-        return SoakVerdict(source="soak", metric=v.metric, passed=v.passed, final=final, outcome=v.outcome,
-                           reason=v.reason, windows_closed=self.done, slope=slope, interval=interval, limit=limit,
-                           unit=unit, detail=v.detail)
-
-    def _judge(self, limits: SoakLimits, processes: ProcessCheck | None = None) -> list[MetricVerdict]:
-        """Every verdict over the windows closed so far, at `limits`. Pure but for reading the trackers."""
-        # A segment with a run still live (a handover's predecessor ended, its successor sends) is checked
-        # once all its runs have ended: its windows hold both runs' requests.
+    def _load_facts(self) -> LoadFacts:
+        """What only the loop knows of the load, for the verdicts. A segment with a run still live (a handover's
+        predecessor ended, its successor sends) is checked once all its runs have ended: its windows hold both
+        runs' requests."""
         live = self._live.live if self._live is not None else set()
         runs = [r for r in self.runs if not (live and r.segment == self.segment)]
-        span = self._load_span()
-        return judge_soak(self.windows, limits, exits=self.tracker.exits,
-                          restarts=self.tracker.supervision.restarts, processes=processes,
-                          cut_short=self.cut_short, runs=runs, running=", ".join(sorted(live)),
-                          handovers=self.handovers,
-                          stopped=set(self.stopped_at), samples=self.tracker.samples, load_span_ns=span,
-                          ratios=self.tracker.ratios if self.settings.limits.latency_drift_rule == "sampled" else None,
-                          first_pass=self.tracker.first_pass(),
-                          aiperf_generations=self.tracker.aiperf_generations(span[1]) if span else (),
-                          gap_allowance=schedule_allowance(self.settings.request_rate,
-                                                           self.cfg.workload.arrival_pattern),
-                          host_pauses=self.tracker.pause_watch.pauses)
-
-    def _load_span(self) -> tuple[int, int] | None:
-        """The load's span so far (wall-clock ns): its first request (AIPerf's start-up is no load) to the
-        last closed window's end."""
-        if not self.windows:
-            return None
-        first = min(w.first_request_unix_ns or w.start_unix_ns for w in self.windows)
-        return first, max(w.end_unix_ns for w in self.windows)
+        return LoadFacts(runs=runs, running=", ".join(sorted(live)), stopped=frozenset(self.stopped_at),
+                         cut_short=frozenset(self.windows.cut_short))

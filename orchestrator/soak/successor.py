@@ -15,9 +15,9 @@ from orchestrator.config import Config, ModelConfig
 from orchestrator.events import NoticeContext, SoakHandover, Warned
 from orchestrator.soak.handover_cue import HandoverCue, swap
 from orchestrator.soak.metric_verdict import MetricVerdict
+from orchestrator.soak.progress import LoadProgress
 from orchestrator.soak.segment import Exit, Launch, SegmentRuns
 from orchestrator.soak.settings import SoakSettings
-from orchestrator.soak.tracker import SoakTracker
 from orchestrator.spine.logs import get_logger
 from orchestrator.spine.ports import AiperfFacts, AiperfInvocation, EventSink, HandoverControl, Toolkit
 
@@ -36,15 +36,14 @@ _FINISH_S = 120.0
 
 class HandingSoak(Protocol):
     """What a handover needs of the soak that runs it (orchestrator/soak/loop.py's soak): its settings and
-    trackers, the runs it has stopped and handed over, and how it names, builds and starts an AIPerf run."""
+    load's progress, the runs it has stopped, and how it names, builds and starts an AIPerf run."""
 
     cfg: Config
     model: ModelConfig
     settings: SoakSettings
     toolkit: Toolkit
-    tracker: SoakTracker
+    progress: LoadProgress
     stopped_at: dict[str, int]
-    handovers: list[tuple[str, float | None, int | None]]
     decided: list[MetricVerdict]
     aiperf_name: str
 
@@ -68,12 +67,12 @@ async def run_handovers(soak: HandingSoak, scope: anyio.CancelScope, tg: TaskGro
     """Hand over whenever the cue says so while the segment goes on; halt a successor at the segment's end."""
     s = soak.settings
     cue = HandoverCue(mib=s.handover_mib, every_s=s.handover_every_s)
-    cue.follow(soak.tracker.aiperf_pids.get(sg.sending), first_ns)
+    cue.follow(soak.progress.aiperf_pids.get(sg.sending), first_ns)
     assert sg.end_ns is not None
     with scope:
         while True:
             await anyio.sleep(1.0)
-            if (sample := soak.tracker.aiperf_sample) is not None:
+            if (sample := soak.progress.aiperf_sample) is not None:
                 cue.observe(*sample)
             now = time.time_ns()
             if (sg.end_ns - now) / 1e9 < _MIN_REST_S or soak.decided:
@@ -82,7 +81,7 @@ async def run_handovers(soak: HandingSoak, scope: anyio.CancelScope, tg: TaskGro
             if not why or sg.sending not in sg.live:
                 continue
             first = await _hand_over(soak, tg, sg, seg, why, launch)
-            cue.follow(soak.tracker.aiperf_pids.get(sg.sending), first or time.time_ns())
+            cue.follow(soak.progress.aiperf_pids.get(sg.sending), first or time.time_ns())
         await anyio.sleep(max(0.0, (sg.end_ns - time.time_ns()) / 1e9))
         if sg.sending != sg.names[0] and sg.sending in sg.live:
             sg.controls[sg.sending].halt()  # a successor's duration is padded: the segment ends it on time
@@ -96,7 +95,7 @@ async def _ready(soak: HandingSoak, name: str, control: HandoverControl, exited:
         async with anyio.create_task_group() as tg:
 
             async def ungated() -> None:
-                await soak.tracker.wait_first_profiling(name)
+                await soak.progress.wait_first_profiling(name)
                 tg.cancel_scope.cancel()
 
             tg.start_soon(ungated)
@@ -111,7 +110,7 @@ async def _ready(soak: HandingSoak, name: str, control: HandoverControl, exited:
 
             tg.start_soon(wait)
             tg.start_soon(ended)
-    sent = name in soak.tracker.first_profiling_ns
+    sent = name in soak.progress.first_profiling_ns
     return ready[0] if ready and not exited.is_set() and not sent else None
 
 
@@ -124,7 +123,7 @@ async def _hand_over(soak: HandingSoak, tg: TaskGroup, sg: SegmentRuns, seg: int
         lambda: soak.toolkit.aiperf.handover_control(folder / "handover", gated=True))
     rest_s = max(1.0, (sg.end_ns - time.time_ns()) / 1e9)
     # Its input goes on about where the load stands (what the predecessor sent by now; the rows cycle).
-    shift = launch.sent_before + sum(soak.tracker.ledger(n).seen for n in sg.names)
+    shift = launch.sent_before + sum(soak.progress.ledger(n).seen for n in sg.names)
     cmd = await soak.command(launch, folder, rest_s + READY_TIMEOUT_S, warmup=0, control=control, shift=shift)
     soak.start_run(tg, sg, seg, name, cmd, control, launch.install,
                     deadline_s=rest_s + READY_TIMEOUT_S + w.request_timeout_s + w.deadline_s)
@@ -135,7 +134,7 @@ async def _hand_over(soak: HandingSoak, tg: TaskGroup, sg: SegmentRuns, seg: int
         return None  # the soak was decided while it waited at its gate; the look stopped it and said so
     if ready is None:
         sg.stops[name].set()
-        ungated = name in soak.tracker.first_profiling_ns
+        ungated = name in soak.progress.first_profiling_ns
         if not ungated:
             sg.abandoned.add(name)  # it sent nothing: no run to account
         else:
@@ -149,21 +148,20 @@ async def _hand_over(soak: HandingSoak, tg: TaskGroup, sg: SegmentRuns, seg: int
         return None
     sg.send(name)  # before the swap: its requests count in the windows from the first
     soak.aiperf_name = name  # aiperf_rss follows the sending process
-    done = await swap(sg.controls[pred], control, soak.tracker.ledger(pred), concurrency=soak.settings.concurrency)
+    done = await swap(sg.controls[pred], control, soak.progress.ledger(pred), concurrency=soak.settings.concurrency)
     with anyio.move_on_after(_FINISH_S):
         await sg.finished[pred].wait()
     if done.sent is not None:
         with anyio.move_on_after(5.0):
-            await soak.tracker.wait_all_seen(pred, done.sent)
+            await soak.progress.wait_all_seen(pred, done.sent)
     first: int | None = None
     with anyio.move_on_after(10.0):
-        first = await soak.tracker.wait_first_profiling(name)
-    last = soak.tracker.last_profiling_ns.get(pred)
-    answered = soak.tracker.last_answer_ns.get(pred)
+        first = await soak.progress.wait_first_profiling(name)
+    last = soak.progress.last_profiling_ns.get(pred)
+    answered = soak.progress.last_answer_ns.get(pred)
     # Time with no request in flight, as at a window cut: from the predecessor's last answer (not its last
     # start: in concurrency mode the successor waits for the requests still open, and the load never stops).
     gap = max(0.0, (first - answered) / 1e9) if first and answered else None
-    soak.handovers.append((f"{pred} -> {name}", gap, first))
     log.info("soak_handover", predecessor=pred, successor=name, gap_s=gap, reason=why)
     await soak.bus.publish(SoakHandover(
         source="soak", predecessor=pred, successor=name, segment=seg, reason=why, ready_unix_ns=ready,

@@ -1,10 +1,5 @@
-"""Soak verdicts: each closed-window series put to its rule, with one of three outcomes and the numbers.
-
-The trend rules themselves (Theil-Sen slope and its interval, minimum evidence, same-item latency
-ratios, the tail-sample rule, memory growth) live in orchestrator.judge; this module picks each soak
-series, applies the rule and words the verdict. `fit_trend` (the former least-squares rule) remains for
-benchmarks that compare the two. No I/O, no clock.
-"""
+"""Soak verdicts: each series of the evidence put to its rule (orchestrator.judge holds the rules), with one of
+three outcomes and the numbers. No I/O, no clock; `fit_trend` (the former least-squares rule) stays for benchmarks."""
 
 from __future__ import annotations
 
@@ -27,7 +22,6 @@ from orchestrator.events import (
     MemorySummary,
     PooledGate,
     ProcessCheck,
-    RestartFact,
     SampledDriftDetail,
     SampledMemoryDetail,
     ServerExitFact,
@@ -44,14 +38,14 @@ from orchestrator.judge.outcome import FAIL, INCONCLUSIVE, PASS, Outcome
 from orchestrator.judge.sampled_trend import SampledTrend, SampledTrendRule, estimate_wander, judge_sampled_trend
 from orchestrator.judge.trend import TrendRule, TrendVerdict, judge_relative_trend
 from orchestrator.reports.text import gate_pct
+from orchestrator.soak.evidence import FirstPass, SoakEvidence
 from orchestrator.soak.load_coverage import GapAllowance, accounting, window_gaps
 from orchestrator.soak.metric_verdict import MetricVerdict
-from orchestrator.soak.pauses import HostPause
 from orchestrator.soak.ratios import ItemRatioSeries
 from orchestrator.soak.samples import SampleSeries
 from orchestrator.soak.supervision import judge_processes, judge_restarts
 
-__all__ = ["SoakLimits", "Trend", "ServerExitFact", "ProcessCheck", "AiperfRunFact", "FirstPass",
+__all__ = ["SoakLimits", "Trend", "ServerExitFact", "ProcessCheck", "AiperfRunFact", "FirstPass", "SoakEvidence",
            "trend_rule", "memory_rule", "sampled_rule", "drift_rule", "fit_trend", "judge_soak"]
 
 _MIB = 2.0**20
@@ -166,14 +160,6 @@ def _memory(metric: str, windows: Sequence[WindowStats], pick: Callable[[WindowS
     detail = msgspec.structs.replace(_with_trend(base, v.trend), growth_mib=v.growth_mib,
                                      growth_limit_mib=v.growth_limit_mib, times_h=[round(t, 6) for t in times])
     return MetricVerdict(metric=metric, outcome=v.outcome, reason=v.reason, detail=detail)
-
-
-class FirstPass(msgspec.Struct, frozen=True, kw_only=True):
-    """The load's first pass over its input: `requests` requests (each input row once), ended at `end_ns`
-    (wall clock: the latest answer when the last row was first answered; None while it goes on)."""
-
-    requests: int
-    end_ns: int | None = None
 
 
 def _sampled_memory(metric: str, series: SampleSeries | None, limits: SoakLimits, span_ns: tuple[int, int],
@@ -460,32 +446,22 @@ _SAMPLED = (
 _GPU_METRICS = ("server_gpu_memory", "device_gpu_memory")  # judged only where the samples have them
 
 
-def judge_soak(windows: Sequence[WindowStats], limits: SoakLimits, *, exits: Sequence[ServerExitFact] = (),
-               restarts: Sequence[RestartFact] = (), processes: ProcessCheck | None = None, cut_short: Collection[str] = (),
-               runs: Sequence[AiperfRunFact] = (), running: str = "", stopped: Collection[str] = (),
-               samples: Mapping[str, SampleSeries] | None = None,
-               load_span_ns: tuple[int, int] | None = None,
-               ratios: Mapping[str, ItemRatioSeries] | None = None,
-               first_pass: FirstPass | None = None,
-               handovers: Sequence[tuple[str, float | None, int | None]] = (),
-               aiperf_generations: Sequence[Generation] = (),
-               gap_allowance: GapAllowance = GapAllowance(),
-               host_pauses: Sequence[HostPause] = ()) -> list[MetricVerdict]:
-    """Every verdict over the closed windows so far (in index order). `exits` and `restarts` are the server's
-    unplanned ends and restarts (soak.supervision's facts, judged by judge_restarts). `processes` is given only at the
-    end (the process check is a final verdict); checkpoints leave it None. `cut_short` names the windows
-    a stop (SIGINT/SIGTERM) cut short: the error rate reports them and does not judge them. `runs` are the
-    AIPerf runs that have ended, `running` the one still going (a checkpoint's), `stopped` those the stop
-    signal ended, for the accounting. With `samples` (every memory sample, by verdict) and the load's
-    `load_span_ns`, memory is judged on the samples (judge.sampled_trend), aiperf_rss too; without them,
-    on the windows' medians (judge.memory). With `ratios` (each request's ratio to its item's baseline, by
-    timing source) and `load_span_ns`, latency drift is judged on them; without, on per-window medians.
-    `first_pass` (the load's first pass over its input) cuts the sampled memory span (see _sampled_memory).
-    `handovers`: each AIPerf handover's name, gap and its end (window_gap judges them as it judges the cuts), all beyond
-    `gap_allowance` (open loop: the idle time the schedule itself leaves; load_coverage.schedule_allowance),
-    net of `host_pauses` (a suspended host, in which nothing could send; soak/pauses.py).
-    `aiperf_generations`: AIPerf's samples by process (times in s since the epoch); with two or more (a
-    handover), aiperf_rss is judged per generation (judge.generations), else on its one series as before."""
+def judge_soak(evidence: SoakEvidence, limits: SoakLimits, *, processes: ProcessCheck | None = None,
+               gap_allowance: GapAllowance = GapAllowance()) -> list[MetricVerdict]:
+    """Every verdict over `evidence`'s closed windows (in index order), at `limits`. `processes` is given only
+    at the end (the process check is a final verdict); `gap_allowance` is the idle time an open-loop schedule
+    itself leaves (load_coverage.schedule_allowance)."""
+    e = evidence
+    windows, samples, ratios, load_span_ns, first_pass = e.windows, e.samples, e.ratios, e.load_span_ns, e.first_pass
+    aiperf_generations, cut_short = e.aiperf_generations, e.cut_short
+    # The evidence's parts, as the rules take them: the server's unplanned ends and restarts go to
+    # judge_restarts; `cut_short` windows are reported, not judged for errors; `runs` (ended), `running` and
+    # `stopped` (by the stop signal) are the accounting's. With `samples` and the load's span, memory is
+    # judged on the samples (judge.sampled_trend), aiperf_rss too; without them, on the windows' medians
+    # (judge.memory). With `ratios` and the span, latency drift is judged on them; without, on per-window
+    # medians. `first_pass` cuts the sampled memory span (see _sampled_memory). `handovers` are judged as
+    # cuts by window_gap, beyond `gap_allowance` and net of `host_pauses` (a suspended host; soak/pauses.py).
+    # With two or more `aiperf_generations` (a handover), aiperf_rss is judged per generation.
     ordered = sorted(windows, key=lambda w: w.index)
     skipped = min(limits.warmup_windows, len(ordered))
     judged = ordered[skipped:]
@@ -510,9 +486,9 @@ def judge_soak(windows: Sequence[WindowStats], limits: SoakLimits, *, exits: Seq
         _tail(judged, limits, skipped),
         _error_rate(judged, limits.max_error_rate, skipped, cut_short),
         _correctness(ordered),
-        judge_restarts(exits, restarts),
-        window_gaps(ordered, limits, handovers, gap_allowance, host_pauses),
-        accounting(ordered, runs, running, stopped, cut_short),
+        judge_restarts(e.exits, e.restarts),
+        window_gaps(ordered, limits, e.handovers, gap_allowance, e.host_pauses),
+        accounting(ordered, e.runs, e.running, e.stopped, cut_short),
     ]
     if processes is not None:
         verdicts.append(judge_processes(processes))

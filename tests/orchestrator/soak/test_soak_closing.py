@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import time
-from types import SimpleNamespace
 
 import anyio
 import pytest
 
-from orchestrator.config import CorrectnessCriteria
 from orchestrator.events import ClientRecord
-from orchestrator.soak import SoakTracker
 from orchestrator.soak.closing import Looks, wait_closable
+from orchestrator.soak.progress import LoadProgress
 from orchestrator.soak.sessions import SessionLedger
 from orchestrator.spine.bus import Bus
 
@@ -47,15 +45,14 @@ class TestSessionLedger:
         assert ledger.next == 5
 
 
-def _tracker(bus: Bus) -> SoakTracker:
-    model = SimpleNamespace(correctness=CorrectnessCriteria(min_pass_rate=0.5), name="m")
-    return SoakTracker(bus, None, model)  # type: ignore[arg-type]
+def _tracker(bus: Bus) -> LoadProgress:
+    return LoadProgress(bus)
 
 
 @pytest.mark.anyio
 class TestWaitClosable:
     async def test_a_window_closes_as_soon_as_its_last_request_is_seen(self) -> None:
-        """Through the bus and the tracker: a window whose sessions are all seen and a later credit too closes
+        """Through the bus and the load's progress: a window whose sessions are all seen and a later credit too closes
         at once (well before its bounded wait ends); warmup sessions (numbered apart) play no part."""
         bus = Bus("closing")
         tracker = _tracker(bus)

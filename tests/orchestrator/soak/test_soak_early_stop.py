@@ -35,7 +35,7 @@ from orchestrator.soak.early_stop import (
 from orchestrator.soak.metric_verdict import MetricVerdict
 from orchestrator.soak.samples import SampleSeries
 from orchestrator.soak.settings import SoakOptions, resolve_settings
-from orchestrator.soak.verdicts import judge_soak
+from orchestrator.soak.verdicts import SoakEvidence, judge_soak
 
 T0 = 1_700_000_000 * 10**9
 EIGHT_H = 8 * 3600.0
@@ -67,8 +67,8 @@ class TestDecisive:
 
     def test_a_restart_stops_at_the_next_look(self) -> None:
         """judge_soak's restarts verdict, as the look calls it, FAILs on an unexpected exit: the soak stops."""
-        look = judge_soak(_windows([0]), look_limits(SoakLimits()),
-                          exits=[ServerExitFact(incarnation=1, returncode=1, restarted=True)])
+        look = judge_soak(SoakEvidence(windows=_windows([0]),
+                                       exits=[ServerExitFact(incarnation=1, returncode=1, restarted=True)]), look_limits(SoakLimits()))
         assert [v.metric for v in decisive(look, _windows([0]), SoakLimits())] == ["restarts"]
 
     def test_a_fast_leak_stops_at_the_first_look_that_holds_45_s_after_the_warmup(self) -> None:
@@ -78,8 +78,8 @@ class TestDecisive:
         rng = np.random.default_rng(0)
         for s in range(300):
             series.add(T0 + s * 10**9, 800 + 0.85 * s + rng.normal(0, 5))
-        look = judge_soak(_windows([0]), look_limits(SoakLimits()), samples={"server_rss": series},
-                          load_span_ns=(T0, T0 + 300 * 10**9))
+        look = judge_soak(SoakEvidence(windows=_windows([0]), samples={"server_rss": series},
+                                       load_span_ns=(T0, T0 + 300 * 10**9)), look_limits(SoakLimits()))
         [stop] = decisive(look, _windows([0]), SoakLimits())
         assert stop.metric == "server_rss" and stop.reason.startswith("grows beyond the cap"), stop.reason
         assert "99.9% interval" in stop.reason, stop.reason

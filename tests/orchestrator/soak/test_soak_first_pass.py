@@ -3,7 +3,6 @@ up once while it first sees the items and is flat afterwards does not FAIL; a le
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Literal
 
 import anyio
@@ -11,13 +10,12 @@ import numpy as np
 import pytest
 from sampled_series import memory_series
 
-from orchestrator.config import CorrectnessCriteria
 from orchestrator.events import RequestCorrelated, SoakLimits
-from orchestrator.soak import SoakTracker
+from orchestrator.soak.evidence import EvidenceCollector
 from orchestrator.soak.metric_verdict import MetricVerdict
 from orchestrator.soak.plan import plan_trends
 from orchestrator.soak.samples import SampleSeries
-from orchestrator.soak.verdicts import FirstPass, judge_soak
+from orchestrator.soak.verdicts import FirstPass, SoakEvidence, judge_soak
 from orchestrator.spine.bus import Bus
 
 T0 = 1_800_000_000 * 10**9
@@ -33,8 +31,8 @@ def _server_rss(seed: int, seconds: int, *, phi: float, first_pass: FirstPass | 
     series = SampleSeries()
     for ti, yi in zip(t, y, strict=True):
         series.add(T0 + int(ti * S), float(yi))
-    verdicts = judge_soak([], SoakLimits(), samples={"server_rss": series}, load_span_ns=(T0, T0 + seconds * S),
-                          first_pass=first_pass)
+    verdicts = judge_soak(SoakEvidence(windows=[], samples={"server_rss": series}, load_span_ns=(T0, T0 + seconds * S),
+                                       first_pass=first_pass), SoakLimits())
     return next(v for v in verdicts if v.metric == "server_rss")
 
 
@@ -182,11 +180,11 @@ class TestFirstPass:
 
 
 @pytest.mark.anyio
-async def test_the_tracker_ends_the_first_pass_once_every_input_row_was_answered() -> None:
+async def test_the_evidence_ends_the_first_pass_once_every_input_row_was_answered() -> None:
     """Through the bus: with 3 input rows, the pass ends at the latest answer seen when the third distinct row
     (item and arm; warmup requests count, they reach the server too) was answered."""
     bus = Bus("first-pass")
-    tracker = SoakTracker(bus, None, SimpleNamespace(correctness=CorrectnessCriteria(), name="m"))  # type: ignore[arg-type]
+    tracker = EvidenceCollector(bus)
     tracker.cycle = 3
     async with anyio.create_task_group() as tg:
         await tg.start(tracker.run)

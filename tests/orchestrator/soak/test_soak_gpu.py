@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import numpy as np
 import pytest
 
-from orchestrator.config import CorrectnessCriteria
 from orchestrator.events import ResourceSampled, SampledMemoryDetail, SoakLimits
-from orchestrator.soak import SoakTracker
+from orchestrator.soak.evidence import EvidenceCollector
 from orchestrator.soak.plan import plan_trends
 from orchestrator.soak.samples import SampleSeries
-from orchestrator.soak.verdicts import judge_soak
+from orchestrator.soak.verdicts import SoakEvidence, judge_soak
 
 T0 = 1_800_000_000 * 10**9
 MIB = 2**20
@@ -45,7 +42,8 @@ class TestVerdict:
     def test_a_gpu_leak_fails_with_its_growth(self) -> None:
         """A worker keeping 1 MiB a second over a 4-minute soak FAILs server_gpu_memory on its growth."""
         samples = {"server_gpu_memory": _gpu_series(240, ballast_mib=1024, leak_mib_per_s=1.0, seed=1)}
-        verdicts = judge_soak([], SoakLimits(), samples=samples, load_span_ns=(T0, T0 + 240 * 10**9))
+        verdicts = judge_soak(SoakEvidence(windows=[], samples=samples,
+                                           load_span_ns=(T0, T0 + 240 * 10**9)), SoakLimits())
         [gpu] = [v for v in verdicts if v.metric == "server_gpu_memory"]
         assert gpu.outcome == "fail", gpu.reason
         assert isinstance(gpu.detail, SampledMemoryDetail) and gpu.detail.growth_mib is not None
@@ -54,17 +52,18 @@ class TestVerdict:
 
     def test_a_ballast_alone_is_not_a_leak(self) -> None:
         """A ballast held from the start passes over an hour, and over 4 minutes is inconclusive, never FAIL."""
-        hour = judge_soak([], SoakLimits(), load_span_ns=(T0, T0 + 3600 * 10**9),
-                          samples={"server_gpu_memory": _gpu_series(3600, ballast_mib=1024, leak_mib_per_s=0, seed=2)})
-        short = judge_soak([], SoakLimits(), load_span_ns=(T0, T0 + 240 * 10**9),
-                           samples={"server_gpu_memory": _gpu_series(240, ballast_mib=1024, leak_mib_per_s=0, seed=3)})
+        hour = judge_soak(SoakEvidence(windows=[], load_span_ns=(T0, T0 + 3600 * 10**9),
+                                       samples={"server_gpu_memory": _gpu_series(3600, ballast_mib=1024, leak_mib_per_s=0, seed=2)}), SoakLimits())
+        short = judge_soak(SoakEvidence(windows=[], load_span_ns=(T0, T0 + 240 * 10**9),
+                                        samples={"server_gpu_memory": _gpu_series(240, ballast_mib=1024, leak_mib_per_s=0, seed=3)}), SoakLimits())
         assert next(v for v in hour if v.metric == "server_gpu_memory").outcome == "pass"
         assert next(v for v in short if v.metric == "server_gpu_memory").outcome == "inconclusive"
 
     def test_device_wide_memory_is_its_own_verdict_with_its_caveat(self) -> None:
         """In a PID namespace the samples are device-wide: device_gpu_memory, whose source says so."""
         samples = {"device_gpu_memory": _gpu_series(240, ballast_mib=1024, leak_mib_per_s=1.0, seed=4)}
-        verdicts = judge_soak([], SoakLimits(), samples=samples, load_span_ns=(T0, T0 + 240 * 10**9))
+        verdicts = judge_soak(SoakEvidence(windows=[], samples=samples,
+                                           load_span_ns=(T0, T0 + 240 * 10**9)), SoakLimits())
         assert "server_gpu_memory" not in {v.metric for v in verdicts}
         [device] = [v for v in verdicts if v.metric == "device_gpu_memory"]
         assert device.outcome == "fail" and "PID namespace" in device.detail.source  # type: ignore[union-attr]
@@ -73,11 +72,10 @@ class TestVerdict:
 class TestTracker:
     def test_device_scope_samples_go_to_the_device_series(self) -> None:
         """A ResourceSampled whose GPU memory is device-wide feeds device_gpu_memory, not the tree's series."""
-        model = SimpleNamespace(correctness=CorrectnessCriteria(min_pass_rate=0.5), name="m")
-        tracker = SoakTracker(None, None, model)  # type: ignore[arg-type]
+        tracker = EvidenceCollector(None)  # type: ignore[arg-type]
         for s, scope in enumerate(("tree", "device", "device")):
-            list(tracker._handle(ResourceSampled(incarnation=1, pid=5, rss_bytes=MIB, gpu_memory_bytes=(s + 1) * MIB,
-                                                 gpu_memory_scope=scope, ts_ns=T0 + s * 10**9)))
+            tracker.observe(ResourceSampled(incarnation=1, pid=5, rss_bytes=MIB, gpu_memory_bytes=(s + 1) * MIB,
+                                            gpu_memory_scope=scope, ts_ns=T0 + s * 10**9))
         assert tracker.samples["server_gpu_memory"].samples == 1
         assert tracker.samples["device_gpu_memory"].samples == 2
         assert pytest.approx(tracker.samples["device_gpu_memory"].between(T0, T0 + 10 * 10**9)[1]) == [2.5]

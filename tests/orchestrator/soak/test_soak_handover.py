@@ -7,17 +7,15 @@ import math
 import random
 import time
 from pathlib import Path
-from types import SimpleNamespace
 
 import anyio
 import pytest
 
-from orchestrator.config import CorrectnessCriteria
 from orchestrator.events import AiperfRunFact, ClientRecord, SoakLimits, WindowStats
-from orchestrator.soak import SoakTracker
 from orchestrator.soak.closing import wait_closable
 from orchestrator.soak.handover_cue import HandoverCue, swap
 from orchestrator.soak.load_coverage import accounting, schedule_allowance, window_gaps
+from orchestrator.soak.progress import LoadProgress
 from orchestrator.soak.sessions import SessionLedger
 from orchestrator.spine.bus import Bus
 from orchestrator.spine.ports import HaltFact
@@ -135,8 +133,7 @@ async def test_a_window_open_across_a_handover_waits_for_the_successors_requests
     """The predecessor halted with all it sent seen covers the window's end, but the successor joined the runs
     while the window was open: the window closes only once the successor's credits pass its end."""
     bus = Bus("handover")
-    model = SimpleNamespace(correctness=CorrectnessCriteria(min_pass_rate=0.5), name="m")
-    tracker = SoakTracker(bus, None, model)  # type: ignore[arg-type]
+    tracker = LoadProgress(bus)
     names = ["soak/aiperf01"]
     end = time.time_ns() + S // 2
     closed: list[bool] = []

@@ -4,14 +4,11 @@ process silent for 16 s while the wall clock ran 18.4 s and the monotonic clock 
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import anyio
 import pytest
 
-from orchestrator.config import CorrectnessCriteria
 from orchestrator.events import GapDetail, HostSampled, SoakLimits, WindowStats
-from orchestrator.soak import SoakTracker
+from orchestrator.soak.evidence import EvidenceCollector
 from orchestrator.soak.load_coverage import schedule_allowance, window_gaps
 from orchestrator.soak.pauses import HostPause, PauseWatch, paused_within
 from orchestrator.spine.bus import Bus
@@ -97,11 +94,10 @@ class TestWindowGapNetOfPauses:
 
 
 @pytest.mark.anyio
-async def test_the_tracker_finds_pauses_in_the_host_samples_on_the_bus() -> None:
-    """The soak's tracker folds the host samples' two clocks (stamped by the bus) into pauses as they come."""
+async def test_the_evidence_finds_pauses_in_the_host_samples_on_the_bus() -> None:
+    """The soak's verdict step folds the host samples' two clocks (stamped by the bus) into pauses as they come."""
     bus = Bus("pauses")
-    model = SimpleNamespace(correctness=CorrectnessCriteria(min_pass_rate=0.5), name="m")
-    tracker = SoakTracker(bus, None, model)  # type: ignore[arg-type]
+    tracker = EvidenceCollector(bus)
     async with anyio.create_task_group() as tg:
         await tg.start(tracker.run)
         for wall_s, mono_s in ((0.0, 100.0), (2.0, 102.0), (20.42, 104.05), (22.42, 106.05)):

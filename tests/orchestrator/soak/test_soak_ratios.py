@@ -1,6 +1,6 @@
 """Latency drift on each request's ratio to its own item's baseline (orchestrator/soak/ratios.py, judged by
 the sampled trend rule through orchestrator/soak/verdicts.py): the series' bookkeeping, both error rates on
-seeded synthetic requests, and the verdict judge_soak journals."""
+seeded synthetic requests, and the verdict SoakEvidence, judge_soak journals."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from orchestrator.events import SampledDriftDetail, SoakLimits
 from orchestrator.judge.sampled_trend import judge_sampled_trend
 from orchestrator.soak.ratios import ItemRatioSeries
 from orchestrator.soak.samples import SampleSeries
-from orchestrator.soak.verdicts import drift_rule, judge_soak
+from orchestrator.soak.verdicts import SoakEvidence, drift_rule, judge_soak
 
 LIMITS = SoakLimits()  # the [soak] defaults: 10 %/h, 98 %, 10 minutes, 60 s warmup, 120 s baselines
 RULE = drift_rule(LIMITS)
@@ -32,7 +32,8 @@ def _outcomes(judged_minutes: int, *, phi: float, drift: float, seeds: range, mi
         series = ratio_series(starts, items, latency, drift_pct_per_h=drift)
         assert series.judged_from_ns == 60 * S
         if floor:
-            verdicts = judge_soak([], LIMITS, samples={}, load_span_ns=(0, end), ratios={"server": series})
+            verdicts = judge_soak(SoakEvidence(windows=[], samples={}, load_span_ns=(0, end),
+                                               ratios={"server": series}), LIMITS)
             out.append(next(v.outcome for v in verdicts if v.metric == "latency_drift"))
         else:
             t, y, _ = series.series.between(series.judged_from_ns, end)
@@ -148,8 +149,8 @@ class TestVerdict:
         starts, items, latency = latency_requests(np.random.default_rng(1), 3660, phi=0.5)
         server = ratio_series(starts, items, latency, drift_pct_per_h=200.0)
         client = ItemRatioSeries(warmup_s=60, baseline_s=120)
-        verdicts = judge_soak([], LIMITS, samples={}, load_span_ns=(0, 3660 * S),
-                              ratios={"server": server, "client": client})
+        verdicts = judge_soak(SoakEvidence(windows=[], samples={}, load_span_ns=(0, 3660 * S),
+                                           ratios={"server": server, "client": client}), LIMITS)
         drift = next(v for v in verdicts if v.metric == "latency_drift")
         assert drift.outcome == "fail" and drift.reason.startswith("each request over its own item's baseline")
         assert isinstance(drift.detail, SampledDriftDetail) and drift.detail.source.startswith("server handler_ms")
@@ -160,7 +161,7 @@ class TestVerdict:
         """No request past its item's baseline yet: inconclusive, naming the baseline it waits for."""
         empty = {"server": ItemRatioSeries(warmup_s=60, baseline_s=120),
                  "client": ItemRatioSeries(warmup_s=60, baseline_s=120)}
-        verdicts = judge_soak([], LIMITS, samples={}, load_span_ns=(0, 600 * S), ratios=empty)
+        verdicts = judge_soak(SoakEvidence(windows=[], samples={}, load_span_ns=(0, 600 * S), ratios=empty), LIMITS)
         drift = next(v for v in verdicts if v.metric == "latency_drift")
         assert drift.outcome == "inconclusive" and drift.reason.startswith("no ratio yet")
         assert isinstance(drift.detail, SampledDriftDetail) and drift.detail.source.startswith("client")

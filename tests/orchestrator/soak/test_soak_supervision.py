@@ -31,7 +31,7 @@ from orchestrator.events.verdicts import verdict_numbers
 from orchestrator.reports.soak import fold_soak, render_soak_html, render_soak_markdown
 from orchestrator.soak.leftovers import check_processes
 from orchestrator.soak.supervision import SupervisionFacts, judge_processes, judge_restarts
-from orchestrator.soak.verdicts import judge_soak
+from orchestrator.soak.verdicts import SoakEvidence, judge_soak
 
 S = 10**9
 E = TypeVar("E", bound=Event)
@@ -103,8 +103,8 @@ class TestRestartsVerdict:
     def test_judge_soak_fails_restarts_on_a_probe_restart(self) -> None:
         """The soak's verdicts take the restarts: a probe restart with no exit FAILs `restarts`."""
         facts = _facts(_probe_restart(spawned=True))
-        verdicts = judge_soak([_window(i, 300).summary for i in (1, 2, 3)], SoakLimits(),  # type: ignore[misc]
-                              exits=facts.exits, restarts=facts.restarts)
+        verdicts = judge_soak(SoakEvidence(windows=[_window(i, 300).summary for i in (1, 2, 3)], exits=facts.exits,
+                                           restarts=facts.restarts), SoakLimits())
         [v] = [v for v in verdicts if v.metric == "restarts"]
         assert v.outcome == "fail" and v.detail is not None and v.detail.restart_events == facts.restarts  # type: ignore[union-attr]
 

@@ -19,6 +19,7 @@ from orchestrator.soak.verdicts import (
     MetricVerdict,
     ProcessCheck,
     ServerExitFact,
+    SoakEvidence,
     SoakLimits,
     fit_trend,
     judge_soak,
@@ -87,28 +88,28 @@ class TestMemoryVerdict:
     def test_flat_noisy_memory_passes_with_the_interval(self) -> None:
         """12 windows of flat RSS with realistic noise pass: the slope interval lies below the limit."""
         rng = random.Random(7)
-        v = _verdict(judge_soak(_windows([500.0 + rng.gauss(0, 0.5) for _ in range(12)]), LIMITS), "server_rss")
+        v = _verdict(judge_soak(SoakEvidence(windows=_windows([500.0 + rng.gauss(0, 0.5) for _ in range(12)])), LIMITS), "server_rss")
         assert v.outcome == "pass", v.reason
         assert v.detail.interval[1] < 8.0 and v.detail.n == 11 and v.detail.unit == "MiB/h"
         assert "Theil-Sen" in v.detail.method
 
     def test_leak_three_times_the_limit_fails(self) -> None:
         """RSS growing 24 MiB/h (3x the limit) over 12 five-minute windows fails, the slope shown."""
-        v = _verdict(judge_soak(_windows([500.0 + 2.0 * i for i in range(12)]), LIMITS), "server_rss")
+        v = _verdict(judge_soak(SoakEvidence(windows=_windows([500.0 + 2.0 * i for i in range(12)])), LIMITS), "server_rss")
         assert v.outcome == "fail", v.reason
         assert v.detail.slope == pytest.approx(24.0, rel=0.01)
         assert "drifts" in v.reason
 
     def test_two_windows_are_inconclusive_never_fail(self) -> None:
         """Two judged windows, however steep, are inconclusive and say how many windows are missing."""
-        v = _verdict(judge_soak(_windows([500.0, 600.0, 900.0]), LIMITS), "server_rss")
+        v = _verdict(judge_soak(SoakEvidence(windows=_windows([500.0, 600.0, 900.0])), LIMITS), "server_rss")
         assert v.outcome == "inconclusive"
         assert "2 of 6 windows" in v.reason
 
     def test_growth_past_the_cap_fails_a_leak_that_levels_off(self) -> None:
         """A 100 MiB step that then stays flat fails on the growth cap even where the slope cannot decide."""
         series = [500.0] * 5 + [600.0] * 7
-        v = _verdict(judge_soak(_windows(series), LIMITS), "server_rss")
+        v = _verdict(judge_soak(SoakEvidence(windows=_windows(series)), LIMITS), "server_rss")
         assert v.outcome == "fail" and v.detail.growth_mib == pytest.approx(100.0)
         assert "exceeds the cap" in v.reason
 
@@ -116,26 +117,25 @@ class TestMemoryVerdict:
         """Windows without memory samples leave the verdict inconclusive, naming the reason."""
         windows = [WindowStats(window=f"soak/w{i:04d}", index=i, start_unix_ns=T0 + i * WINDOW_NS,
                                end_unix_ns=T0 + (i + 1) * WINDOW_NS) for i in range(1, 4)]
-        v = _verdict(judge_soak(windows, LIMITS), "server_rss")
+        v = _verdict(judge_soak(SoakEvidence(windows=windows), LIMITS), "server_rss")
         assert v.outcome == "inconclusive" and v.reason.startswith("no sample in the 2 window(s)")
 
     def test_the_configured_evidence_is_the_rule_s(self) -> None:
         """min_trend_windows from [soak] reaches the rule: 4 judged windows are too few by default, and
         enough (here failing on the growth cap) when 4 are configured."""
         series = [500.0 + 100.0 * i for i in range(4)]
-        default = _verdict(judge_soak(_windows(series), SoakLimits(warmup_windows=0)), "server_rss")
+        default = _verdict(judge_soak(SoakEvidence(windows=_windows(series)), SoakLimits(warmup_windows=0)), "server_rss")
         assert default.outcome == "inconclusive" and "4 of 6 windows" in default.reason
-        four = _verdict(judge_soak(_windows(series), SoakLimits(warmup_windows=0, min_trend_windows=4)), "server_rss")
+        four = _verdict(judge_soak(SoakEvidence(windows=_windows(series)), SoakLimits(warmup_windows=0, min_trend_windows=4)), "server_rss")
         assert four.outcome == "fail" and "exceeds the cap" in four.reason
 
 
 class TestOrchestratorMemory:
     def test_aqbench_growth_is_judged_by_the_same_rule(self) -> None:
         """aqbench's own RSS is put to the memory rule: flat passes, a steady climb fails."""
-        flat = _verdict(judge_soak(_windows([500.0] * 12, own_mib=[120.0 + 0.01 * (i % 2) for i in range(12)]),
-                                   LIMITS), "orchestrator_rss")
+        flat = _verdict(judge_soak(SoakEvidence(windows=_windows([500.0] * 12, own_mib=[120.0 + 0.01 * (i % 2) for i in range(12)])), LIMITS), "orchestrator_rss")
         assert flat.outcome == "pass", flat.reason
-        grows = _verdict(judge_soak(_windows([500.0] * 12, own_mib=[120.0 + 3.0 * i for i in range(12)]), LIMITS),
+        grows = _verdict(judge_soak(SoakEvidence(windows=_windows([500.0] * 12, own_mib=[120.0 + 3.0 * i for i in range(12)])), LIMITS),
                          "orchestrator_rss")
         assert grows.outcome == "fail" and "aqbench's own process" in grows.detail.source
 
@@ -143,31 +143,31 @@ class TestOrchestratorMemory:
 class TestLatencyVerdicts:
     def test_same_item_drift_ignores_the_workload_mix(self) -> None:
         """Fast and slow items around their own baselines: flat over 12 windows passes."""
-        v = _verdict(judge_soak(_windows([500.0] * 12), LIMITS), "latency_drift")
+        v = _verdict(judge_soak(SoakEvidence(windows=_windows([500.0] * 12)), LIMITS), "latency_drift")
         assert v.outcome == "pass", v.reason
         assert v.detail.baseline_items == len(ITEMS) and "server handler_ms" in v.detail.source
 
     def test_every_item_slowing_fails(self) -> None:
         """Every item 6 % slower per five-minute window (72 %/h) fails the 10 %/h limit."""
-        v = _verdict(judge_soak(_windows([500.0] * 12, item_scale=[1.0 + 0.06 * i for i in range(12)]), LIMITS),
+        v = _verdict(judge_soak(SoakEvidence(windows=_windows([500.0] * 12, item_scale=[1.0 + 0.06 * i for i in range(12)])), LIMITS),
                      "latency_drift")
         assert v.outcome == "fail", v.reason
 
     def test_p99_needs_enough_samples_per_window(self) -> None:
         """A p99 from windows of 500 requests is inconclusive (1,000 needed); with 1,000 it is judged."""
-        few = _verdict(judge_soak(_windows([500.0] * 12, issued=500), LIMITS), "server_p99_latency")
+        few = _verdict(judge_soak(SoakEvidence(windows=_windows([500.0] * 12, issued=500)), LIMITS), "server_p99_latency")
         assert few.outcome == "inconclusive" and "fewer than 1000" in few.reason
-        enough = _verdict(judge_soak(_windows([500.0] * 12, [120.0] * 12), LIMITS), "server_p99_latency")
+        enough = _verdict(judge_soak(SoakEvidence(windows=_windows([500.0] * 12, [120.0] * 12)), LIMITS), "server_p99_latency")
         assert enough.outcome == "pass", enough.reason
 
 
 class TestOtherVerdicts:
     def test_error_rate_above_limit_fails_with_causes(self) -> None:
         """Two errors in 4000 profiling requests (0.05 %) pass; ten (0.25 %) fail and list the cause."""
-        ok = _verdict(judge_soak(_windows([500.0] * 5, errors=[50, 1, 0, 1, 0]), LIMITS), "error_rate")
+        ok = _verdict(judge_soak(SoakEvidence(windows=_windows([500.0] * 5, errors=[50, 1, 0, 1, 0])), LIMITS), "error_rate")
         assert ok.outcome == "pass" and ok.detail.errors == 2  # the warmup window's 50 are discarded
         assert "2/4000 = 0.05% (limit 0.1%) over 4 window(s) after 1 warmup window(s)" in ok.reason
-        bad = _verdict(judge_soak(_windows([500.0] * 5, errors=[0, 4, 3, 3, 0]), LIMITS), "error_rate")
+        bad = _verdict(judge_soak(SoakEvidence(windows=_windows([500.0] * 5, errors=[0, 4, 3, 3, 0])), LIMITS), "error_rate")
         assert bad.outcome == "fail"
         assert "http_5xx: 10" in bad.reason
 
@@ -183,13 +183,13 @@ class TestOtherVerdicts:
         """A window whose answers fall below the gate by more than chance allows fails the verdict."""
         bad = self._scored_window(3, 2, 10)
         assert bad.correctness_passed is False
-        v = _verdict(judge_soak([*_windows([500.0] * 2), bad], LIMITS), "correctness")
+        v = _verdict(judge_soak(SoakEvidence(windows=[*_windows([500.0] * 2), bad]), LIMITS), "correctness")
         assert v.outcome == "fail"
         assert "beyond chance in 1 window(s): soak/w0003 arm:audio 2/10 < 0.9" in v.reason
 
     def test_a_shortfall_within_chance_is_inconclusive(self) -> None:
         """8/10 under a 90 % gate can be a 94 %-correct model's bad luck: inconclusive, named, never fail."""
-        v = _verdict(judge_soak([*_windows([500.0] * 2), self._scored_window(3, 8, 10)], LIMITS), "correctness")
+        v = _verdict(judge_soak(SoakEvidence(windows=[*_windows([500.0] * 2), self._scored_window(3, 8, 10)]), LIMITS), "correctness")
         assert v.outcome == "inconclusive"
         assert "soak/w0003 arm:audio 8/10 < 0.9 (within chance)" in v.reason
 
@@ -201,28 +201,28 @@ class TestOtherVerdicts:
         for _ in range(1000):
             counts = rng.binomial(13, 0.945, size=12)
             windows = [self._scored_window(i + 1, int(c), 13) for i, c in enumerate(counts)]
-            fails += _verdict(judge_soak(windows, LIMITS), "correctness").outcome == "fail"
+            fails += _verdict(judge_soak(SoakEvidence(windows=windows), LIMITS), "correctness").outcome == "fail"
             old_rule_fails += any(c / 13 < 0.9 for c in counts)
         assert fails <= 10, fails
         assert old_rule_fails > 500, old_rule_fails
 
     def test_restart_fails_and_names_it(self) -> None:
         """Any unexpected exit fails the restart verdict with its code and signal."""
-        v = _verdict(judge_soak(_windows([500.0] * 3), LIMITS, exits=[
-            ServerExitFact(incarnation=1, returncode=-9, signal="SIGKILL", restarted=True)]), "restarts")
+        v = _verdict(judge_soak(SoakEvidence(windows=_windows([500.0] * 3), exits=[
+            ServerExitFact(incarnation=1, returncode=-9, signal="SIGKILL", restarted=True)]), LIMITS), "restarts")
         assert v.outcome == "fail"
         assert "incarnation 1 exited (code -9, SIGKILL), restarted" in v.reason
 
     def test_process_check_only_at_the_end(self) -> None:
         """Checkpoints have no process verdict; at the end a leftover process fails it."""
-        assert all(v.metric != "processes" for v in judge_soak(_windows([1.0] * 3), LIMITS))
-        v = _verdict(judge_soak(_windows([1.0] * 3), LIMITS, processes=ProcessCheck(leftover=["123 aiperf"])),
+        assert all(v.metric != "processes" for v in judge_soak(SoakEvidence(windows=_windows([1.0] * 3)), LIMITS))
+        v = _verdict(judge_soak(SoakEvidence(windows=_windows([1.0] * 3)), LIMITS, processes=ProcessCheck(leftover=["123 aiperf"])),
                      "processes")
         assert v.outcome == "fail" and "123 aiperf" in v.reason
 
     def test_windows_without_requests_fail_the_error_rate(self) -> None:
         """Windows that recorded no profiling request at all (AIPerf never reached the server) fail."""
-        v = _verdict(judge_soak(_windows([500.0] * 3, issued=0), LIMITS), "error_rate")
+        v = _verdict(judge_soak(SoakEvidence(windows=_windows([500.0] * 3, issued=0)), LIMITS), "error_rate")
         assert v.outcome == "fail"
         assert "no profiling request was recorded in 2 window(s)" in v.reason
 
@@ -233,14 +233,14 @@ class TestCutShortWindows:
         names window 3 as cut short, instead of failing on "no profiling request was recorded"."""
         windows = _windows([500.0] * 2) + [msgspec.structs.replace(_windows([500.0] * 3, issued=0)[2],
                                                                    aiperf_classification="cancelled")]
-        v = _verdict(judge_soak(windows, LIMITS, cut_short={"soak/w0003"}), "error_rate")
+        v = _verdict(judge_soak(SoakEvidence(windows=windows, cut_short={"soak/w0003"}), LIMITS), "error_rate")
         assert v.outcome == "pass" and v.detail.cut_short == ["soak/w0003"]
         assert v.reason.endswith("; cut short by the stop, not judged: soak/w0003")
         assert v.detail.issued == 1000
 
     def test_only_cut_windows_after_warmup_is_not_judged(self) -> None:
         windows = _windows([500.0]) + _windows([500.0] * 2, issued=0)[1:]
-        v = _verdict(judge_soak(windows, LIMITS, cut_short={"soak/w0002"}), "error_rate")
+        v = _verdict(judge_soak(SoakEvidence(windows=windows, cut_short={"soak/w0002"}), LIMITS), "error_rate")
         assert v.outcome == "inconclusive" and "cut short by the stop, not judged: soak/w0002" in v.reason
 
 
@@ -269,8 +269,8 @@ class TestAccountingVerdict:
     def test_runs_that_issued_what_their_windows_saw_pass(self) -> None:
         """Two AIPerf runs (one restarted), each issuing exactly what its windows saw, warmup apart."""
         windows = _accounted([100, 100, 40, 100], segments=[1, 1, 2, 2], warmup=2)
-        v = _verdict(judge_soak(windows, LIMITS, runs=[_run(1, {"warmup": 2, "profiling": 200}),
-                                                       _run(2, {"profiling": 140})]), "accounting")
+        v = _verdict(judge_soak(SoakEvidence(windows=windows, runs=[_run(1, {"warmup": 2, "profiling": 200}),
+                                                       _run(2, {"profiling": 140})]), LIMITS), "accounting")
         assert v.outcome == "pass", v.reason
         assert v.reason == "342 request(s) in 4 window(s) balanced; 2 ended AIPerf run(s) issued exactly what was seen"
         assert v.detail.runs[1] == RunAccount(run="soak/aiperf02", segment=2, issued={"profiling": 140},
@@ -279,29 +279,30 @@ class TestAccountingVerdict:
 
     def test_requests_an_aiperf_run_sent_and_lost_fail_it(self) -> None:
         """AIPerf's log says 203 sent, its windows saw 200: fail, naming the run, the phase and both counts."""
-        v = _verdict(judge_soak(_accounted([100, 100]), LIMITS, runs=[_run(1, {"profiling": 203})]), "accounting")
+        v = _verdict(judge_soak(SoakEvidence(windows=_accounted([100, 100]),
+                                             runs=[_run(1, {"profiling": 203})]), LIMITS), "accounting")
         assert v.outcome == "fail"
         assert v.reason == "soak/aiperf01 profiling: AIPerf issued 203 (aiperf_log), 200 were seen"
 
     def test_a_window_whose_invariant_failed_fails_the_soak(self) -> None:
         windows = _accounted([100, 100, 100], balanced=[True, False, True])
-        v = _verdict(judge_soak(windows, LIMITS, runs=[_run(1, {"profiling": 300})]), "accounting")
+        v = _verdict(judge_soak(SoakEvidence(windows=windows, runs=[_run(1, {"profiling": 300})]), LIMITS), "accounting")
         assert v.outcome == "fail" and v.reason == "the window invariant failed in soak/w0002"
 
     def test_a_run_that_said_nothing_of_what_it_sent_is_inconclusive(self) -> None:
         """An AIPerf run stopped before its sending-complete line, with no manifest: a loss cannot be ruled out."""
-        v = _verdict(judge_soak(_accounted([100, 100]), LIMITS, runs=[_run(1, {})]), "accounting")
+        v = _verdict(judge_soak(SoakEvidence(windows=_accounted([100, 100]), runs=[_run(1, {})]), LIMITS), "accounting")
         assert v.outcome == "inconclusive"
         assert "soak/aiperf01 said nothing of how many requests it sent" in v.reason
 
     def test_at_a_checkpoint_the_running_run_waits_for_its_end(self) -> None:
         """Mid-run, the AIPerf run still going is named and not judged; balanced windows so far pass."""
-        v = _verdict(judge_soak(_accounted([100, 100]), LIMITS, running="soak/aiperf01"), "accounting")
+        v = _verdict(judge_soak(SoakEvidence(windows=_accounted([100, 100]), running="soak/aiperf01"), LIMITS), "accounting")
         assert v.outcome == "pass"
         assert v.reason.endswith("; soak/aiperf01 still running: its count is checked when it ends")
 
     def test_no_window_is_inconclusive(self) -> None:
-        assert _verdict(judge_soak([], LIMITS), "accounting").outcome == "inconclusive"
+        assert _verdict(judge_soak(SoakEvidence(windows=[]), LIMITS), "accounting").outcome == "inconclusive"
 
     def test_seeded_series_never_false_fail_and_always_catch_one_lost_request(self) -> None:
         """500 seeded soaks of 1-3 AIPerf runs and 2-40 windows: with every count matching the verdict passes
@@ -318,40 +319,43 @@ class TestAccountingVerdict:
                 mine = [w for w in windows if w.segment == seg]
                 runs.append(_run(seg, {"profiling": sum(w.issued for w in mine),
                                        "warmup": sum(w.warmup_issued for w in mine)}))
-            false_fails += _verdict(judge_soak(windows, LIMITS, runs=runs), "accounting").outcome != "pass"
+            false_fails += _verdict(judge_soak(SoakEvidence(windows=windows, runs=runs), LIMITS), "accounting").outcome != "pass"
             k = rng.randrange(len(runs))
             lossy = [*runs[:k], _run(runs[k].segment, {**runs[k].issued, "profiling": runs[k].issued["profiling"] + 1}),
                      *runs[k + 1:]]
             breached = [msgspec.structs.replace(w, accounting_balanced=False) if i == len(windows) // 2 else w
                         for i, w in enumerate(windows)]
-            detected += _verdict(judge_soak(windows, LIMITS, runs=lossy), "accounting").outcome == "fail"
-            detected += _verdict(judge_soak(breached, LIMITS, runs=runs), "accounting").outcome == "fail"
+            detected += _verdict(judge_soak(SoakEvidence(windows=windows, runs=lossy), LIMITS), "accounting").outcome == "fail"
+            detected += _verdict(judge_soak(SoakEvidence(windows=breached, runs=runs), LIMITS), "accounting").outcome == "fail"
         assert (false_fails, detected) == (0, 1000)
 
     def test_a_shortfall_of_a_run_the_stop_ended_is_inconclusive_not_a_loss(self) -> None:
         """SIGINT ended the run: requests it had sent and then cancelled left no record. That cannot be told
         from a lost one, so it is inconclusive; the same shortfall without the stop fails."""
         runs = [_run(1, {"profiling": 203})]
-        stopped = _verdict(judge_soak(_accounted([100, 100]), LIMITS, runs=runs, stopped={"soak/aiperf01"}),
+        stopped = _verdict(judge_soak(SoakEvidence(windows=_accounted([100, 100]), runs=runs,
+                                                   stopped={"soak/aiperf01"}), LIMITS),
                            "accounting")
         assert stopped.outcome == "inconclusive"
         assert stopped.reason == ("2 window(s) balanced, but the stop signal ended the load before every request "
                                   "AIPerf sent was recorded: soak/aiperf01 profiling: AIPerf issued 203 (aiperf_log), "
                                   "200 were seen")
-        assert _verdict(judge_soak(_accounted([100, 100]), LIMITS, runs=runs), "accounting").outcome == "fail"
+        assert _verdict(judge_soak(SoakEvidence(windows=_accounted([100, 100]), runs=runs), LIMITS), "accounting").outcome == "fail"
 
     def test_a_breach_in_the_window_the_stop_cut_short_is_inconclusive(self) -> None:
         """At SIGINT AIPerf dropped an open request the server still answered (a server record without a
         client record): in the window the stop cut short that is inconclusive; in any other window, a fail."""
         windows = _accounted([100, 100, 40], balanced=[True, True, False])
         runs = [_run(1, {"profiling": 241})]
-        cut = _verdict(judge_soak(windows, LIMITS, runs=runs, stopped={"soak/aiperf01"}, cut_short={"soak/w0003"}),
+        cut = _verdict(judge_soak(SoakEvidence(windows=windows, runs=runs, stopped={"soak/aiperf01"},
+                                               cut_short={"soak/w0003"}), LIMITS),
                        "accounting")
         assert cut.outcome == "inconclusive"
         assert cut.reason == ("2 window(s) balanced, but the stop signal ended the load before every request AIPerf "
                               "sent was recorded: the invariant failed in soak/w0003, which it cut short; "
                               "soak/aiperf01 profiling: AIPerf issued 241 (aiperf_log), 240 were seen")
-        other = _verdict(judge_soak(windows, LIMITS, runs=runs, stopped={"soak/aiperf01"}, cut_short={"soak/w0002"}),
+        other = _verdict(judge_soak(SoakEvidence(windows=windows, runs=runs, stopped={"soak/aiperf01"},
+                                                 cut_short={"soak/w0002"}), LIMITS),
                          "accounting")
         assert other.outcome == "fail" and other.reason.startswith("the window invariant failed in soak/w0003")
 
@@ -359,7 +363,7 @@ class TestAccountingVerdict:
 class TestWindowGapVerdict:
     def test_cuts_of_one_load_pass_with_the_numbers(self) -> None:
         """Gaps of milliseconds across the cuts pass; the detail lists each window's gap."""
-        v = _verdict(judge_soak(_gapped([None, 0.004, 0.012]), LIMITS), "window_gap")
+        v = _verdict(judge_soak(SoakEvidence(windows=_gapped([None, 0.004, 0.012])), LIMITS), "window_gap")
         assert v.outcome == "pass"
         assert v.detail.windows == [WindowGap(window="soak/w0002", gap_s=0.004, segment=1),
                                     WindowGap(window="soak/w0003", gap_s=0.012, segment=1)]
@@ -367,31 +371,31 @@ class TestWindowGapVerdict:
 
     def test_a_gap_over_one_second_fails_naming_the_window(self) -> None:
         """An AIPerf start-up between windows (9 s) fails the 1 s limit."""
-        v = _verdict(judge_soak(_gapped([None, 0.01, 9.0]), LIMITS), "window_gap")
+        v = _verdict(judge_soak(SoakEvidence(windows=_gapped([None, 0.01, 9.0])), LIMITS), "window_gap")
         assert v.outcome == "fail"
         assert "gaps over the limit (soak/w0003 9 s)" in v.reason
 
     def test_many_small_gaps_over_one_percent_fail(self) -> None:
         """Gaps under 1 s each that add up to more than 1 % of the soak fail it."""
         limits = SoakLimits(max_window_gap_s=1.0, max_gap_fraction=0.001)
-        v = _verdict(judge_soak(_gapped([None, 0.9, 0.9]), limits), "window_gap")
+        v = _verdict(judge_soak(SoakEvidence(windows=_gapped([None, 0.9, 0.9])), limits), "window_gap")
         assert v.outcome == "fail" and "too much time without load" in v.reason
 
     def test_one_window_is_inconclusive(self) -> None:
         """With one window there is no cut to judge."""
-        v = _verdict(judge_soak(_gapped([None]), LIMITS), "window_gap")
+        v = _verdict(judge_soak(SoakEvidence(windows=_gapped([None])), LIMITS), "window_gap")
         assert v.outcome == "inconclusive"
 
 
 class TestExitCode:
     def test_inconclusive_exits_zero_unless_strict(self) -> None:
         """Nothing failed: exit 0, also with inconclusive verdicts; --strict makes those exit 1."""
-        verdicts = judge_soak(_windows([500.0] * 3), LIMITS)
+        verdicts = judge_soak(SoakEvidence(windows=_windows([500.0] * 3)), LIMITS)
         assert any(v.outcome == "inconclusive" for v in verdicts)
         assert not any(v.outcome == "fail" for v in verdicts)
         assert exit_code(verdicts, strict=False) == 0
         assert exit_code(verdicts, strict=True) == 1
-        failed = judge_soak(_windows([500.0] * 3, errors=[0, 9, 9]), LIMITS)
+        failed = judge_soak(SoakEvidence(windows=_windows([500.0] * 3, errors=[0, 9, 9])), LIMITS)
         assert exit_code(failed, strict=False) == 1
 
 
@@ -456,7 +460,7 @@ class TestSampledMemory:
         span = (T0, T0 + 240 * 10**9)
         samples = {"server_rss": self._series(4, 3.0, 1), "orchestrator_rss": self._series(4, 0.0, 2),
                    "aiperf_rss": self._series(4, 0.0, 3)}
-        verdicts = judge_soak(windows, SoakLimits(), samples=samples, load_span_ns=span)
+        verdicts = judge_soak(SoakEvidence(windows=windows, samples=samples, load_span_ns=span), SoakLimits())
         server, own, aiperf = (_verdict(verdicts, m) for m in ("server_rss", "orchestrator_rss", "aiperf_rss"))
         assert server.outcome == "fail" and own.outcome == "inconclusive" and aiperf.outcome == "inconclusive"
         assert isinstance(server.detail, SampledMemoryDetail)
@@ -468,8 +472,8 @@ class TestSampledMemory:
     def test_a_flat_hour_passes_with_its_detectable_slope(self) -> None:
         """An hour of flat samples PASSes server_rss and journals the smallest slope it could have failed."""
         windows = _windows([400.0] * 12)
-        verdicts = judge_soak(windows, SoakLimits(), samples={"server_rss": self._series(60, 0.0, 4)},
-                              load_span_ns=(T0, T0 + 3600 * 10**9))
+        verdicts = judge_soak(SoakEvidence(windows=windows, samples={"server_rss": self._series(60, 0.0, 4)},
+                                           load_span_ns=(T0, T0 + 3600 * 10**9)), SoakLimits())
         server = _verdict(verdicts, "server_rss")
         assert server.outcome == "pass", server.reason
         assert isinstance(server.detail, SampledMemoryDetail) and server.detail.detectable_slope is not None
@@ -497,8 +501,8 @@ class TestSampledMemory:
             for t, v in zip(g.times_s, g.values, strict=True):
                 sawtooth.add(int(t * 1e9), v)
         samples = {"server_rss": self._series(60, 0.0, 4), "aiperf_rss": sawtooth}
-        aiperf = _verdict(judge_soak(windows, SoakLimits(), samples=samples, load_span_ns=span,
-                                     aiperf_generations=flat), "aiperf_rss")
+        aiperf = _verdict(judge_soak(SoakEvidence(windows=windows, samples=samples, load_span_ns=span,
+                                                  aiperf_generations=flat), SoakLimits()), "aiperf_rss")
         assert aiperf.outcome == "pass", aiperf.reason
         assert isinstance(aiperf.detail, SampledMemoryDetail)
         assert len(aiperf.detail.generations) == len(flat)
@@ -507,10 +511,10 @@ class TestSampledMemory:
         assert aiperf.detail.detectable_slope is not None and "per AIPerf process generation" in aiperf.detail.source
         event = SoakVerdict(source="soak", metric="aiperf_rss", passed=True, outcome="pass", detail=aiperf.detail)
         assert decode_event(encode_event(event)) == event
-        single = _verdict(judge_soak(windows, SoakLimits(), samples=samples, load_span_ns=span,
-                                     aiperf_generations=flat[:1]), "aiperf_rss")
-        whole = _verdict(judge_soak(windows, SoakLimits(), samples=samples, load_span_ns=span), "aiperf_rss")
+        single = _verdict(judge_soak(SoakEvidence(windows=windows, samples=samples, load_span_ns=span,
+                                                  aiperf_generations=flat[:1]), SoakLimits()), "aiperf_rss")
+        whole = _verdict(judge_soak(SoakEvidence(windows=windows, samples=samples, load_span_ns=span), SoakLimits()), "aiperf_rss")
         assert single.detail == whole.detail and whole.outcome != "pass", whole.reason
-        leak = _verdict(judge_soak(windows, SoakLimits(), samples=samples, load_span_ns=span,
-                                   aiperf_generations=gens(10.0)), "aiperf_rss")
+        leak = _verdict(judge_soak(SoakEvidence(windows=windows, samples=samples, load_span_ns=span,
+                                                aiperf_generations=gens(10.0)), SoakLimits()), "aiperf_rss")
         assert leak.outcome == "fail" and "across generations" in leak.reason
