@@ -1,19 +1,5 @@
 """When a soak is decided before its end: the look-spending rule judged at every window's close, and the plan
 that says when each verdict that can end a soak may first decide. Pure: the loop halts the load.
-
-The rule (Haybittle-Peto, as the sweep's point watch and ab's boundaries): each look judges the verdicts that can
-end a soak (memory growth beyond the cap or a slope beyond its limit, the error rate, restarts) at a stricter level
-than the final verdict's, `LOOK_CONFIDENCE` (99.9 % two-sided, z 3.29, or the [soak] `trend_confidence` where that
-is higher), the same at every look. The looks are not independent (each judges the same series, a window longer),
-so their false stops do not add up as a Bonferroni sum would: seeded, over the 96 looks of an 8-hour soak, clean
-memory series stop at most STOP_BUDGET (1 %) of soaks (tests/orchestrator/soak/test_soak_early_stop.py,
-bench/soak_early_stop.py). A Bonferroni level (1 - 2 % / 96: t 5.7 instead of 4.6 at 10 batch degrees of freedom)
-would have held the bound by construction, at the cost of about a quarter more growth before a leak stops a soak.
-The final verdicts keep their stated levels. The error rate stops a soak only when two bounds lie above its limit:
-the pooled count's Wilson bound (binomial noise) and the judged windows' mean rate less Student's t times its
-standard error, widened by the windows' own lag-1 autocorrelation (errors that come in bursts or drift: each
-window's rate is one observation, so a burst counts as one window's scatter, not as thousands of independent
-requests, and a rate that wanders for many windows is not read as a rate beyond the limit). Restarts have no noise: a FAIL stops at once.
 """
 
 from __future__ import annotations
@@ -37,6 +23,8 @@ __all__ = ["STOP_BUDGET", "LOOK_CONFIDENCE", "MEMORY_METRICS", "STOPPING_METRICS
 # The share of soaks that the looks together may stop where no leak or error rate beyond its limit exists, over
 # and above the final verdicts' own false FAILs: the level the seeded tests hold the rule to.
 STOP_BUDGET = 0.01
+# Each look judges the stopping verdicts at this stricter level than the final verdicts' (Haybittle-Peto, as the
+# sweep's point watch and ab's boundaries): 99.9 % two-sided, z 3.29; the final verdicts keep their stated levels.
 LOOK_CONFIDENCE = 0.999
 MEMORY_METRICS = ("server_rss", "server_gpu_memory", "orchestrator_rss", "aiperf_rss")
 STOPPING_METRICS = (*MEMORY_METRICS, "error_rate", "restarts")
@@ -48,8 +36,15 @@ def planned_looks(duration_s: float, window_s: float) -> int:
 
 
 def look_confidence(nominal: float) -> float:
-    """The two-sided level every look judges at: LOOK_CONFIDENCE, or the final verdicts' `nominal` where higher
-    (the same at every look, however many: see the module docstring)."""
+    """The two-sided level every look judges at: LOOK_CONFIDENCE, or the final verdicts' `nominal` where higher.
+
+    The same at every look, however many. The looks are not independent (each judges the same series, a window
+    longer), so their false stops do not add up as a Bonferroni sum would: seeded, over the 96 looks of an 8-hour
+    soak, clean memory series stop at most STOP_BUDGET (1 %) of soaks (tests/orchestrator/soak/
+    test_soak_early_stop.py, bench/soak_early_stop.py). A Bonferroni level (1 - 2 % / 96: t 5.7 instead of 4.6 at
+    10 batch degrees of freedom) would have held the bound by construction, at the cost of about a quarter more
+    growth before a leak stops a soak.
+    """
     return max(nominal, LOOK_CONFIDENCE)
 
 
@@ -61,7 +56,14 @@ def look_limits(limits: SoakLimits) -> SoakLimits:
 def error_rate_stop(windows: Sequence[WindowStats], limit: float, confidence: float,
                     warmup_windows: int) -> MetricVerdict | None:
     """A FAIL of `error_rate` when the judged windows (after `warmup_windows`) put the error rate beyond
-    `limit` at `confidence` by both bounds (module docstring), else None. Needs two judged windows."""
+    `limit` at `confidence` by both bounds, else None. Needs two judged windows.
+
+    The two bounds: the pooled count's Wilson bound (binomial noise), and the judged windows' mean rate less
+    Student's t times its standard error, widened by the windows' own lag-1 autocorrelation (errors that come in
+    bursts or drift: each window's rate is one observation, so a burst counts as one window's scatter, not as
+    thousands of independent requests, and a rate that wanders for many windows is not read as a rate beyond
+    the limit).
+    """
     judged = [w for w in sorted(windows, key=lambda w: w.index)[warmup_windows:] if w.issued]
     if len(judged) < 2:
         return None
@@ -96,7 +98,8 @@ def _drift_factor(rates: Sequence[float]) -> float:
 
 def decisive(look: Sequence[MetricVerdict], windows: Sequence[WindowStats], limits: SoakLimits) -> list[MetricVerdict]:
     """The verdicts of one look (judged at `look_limits`) that end the soak: a memory or restarts FAIL, and
-    the error rate's own stopping rule (error_rate_stop), in that order."""
+    the error rate's own stopping rule (error_rate_stop), in that order. Restarts have no noise: a FAIL stops at
+    once."""
     out = [v for v in look if v.failed and v.metric in (*MEMORY_METRICS, "restarts")]
     errors = error_rate_stop(windows, limits.max_error_rate, look_confidence(limits.trend_confidence),
                              limits.warmup_windows)

@@ -1,14 +1,5 @@
-"""Heap care for aqbench's own process during a soak, whose own memory is judged (`orchestrator_rss`).
-
-Two glibc settings, each a no-op where the C library is not glibc:
-
-- `keep_large_blocks_off_heap` fixes glibc's mmap threshold. By default the threshold rises to the size of
-  the largest block freed so far, after which window-sized arrays, sets and journal batches come from the
-  heap; each leaves a hole that the next, larger one cannot reuse. Over a 100-requests/s soak the heap's
-  free bytes climbed about 1 MiB a minute (issue 23, bench/RESULTS.md). A fixed threshold hands every
-  block of 128 KiB or more its own mapping, returned to the kernel when freed.
-- `trim_heap` hands the free pages of every glibc arena back (`malloc_trim(0)`, about 1 ms), before each
-  sample of aqbench's own memory (every `[server] sample_period_s`).
+"""Heap care for aqbench's own process during a soak, whose own memory is judged (`orchestrator_rss`): two glibc
+settings, each a no-op where the C library is not glibc.
 """
 
 from __future__ import annotations
@@ -49,14 +40,22 @@ def _glibc() -> ctypes.CDLL | None:
 
 def keep_large_blocks_off_heap(threshold: int = MMAP_THRESHOLD_BYTES) -> bool:
     """Fix glibc's mmap threshold at `threshold` bytes for the rest of the process; False where unavailable.
-    Affects later allocations only, so call it before the soak starts."""
+    Affects later allocations only, so call it before the soak starts.
+
+    By default the threshold rises to the size of the largest block freed so far, after which window-sized
+    arrays, sets and journal batches come from the heap; each leaves a hole that the next, larger one cannot
+    reuse. Over a 100-requests/s soak the heap's free bytes climbed about 1 MiB a minute (issue 23,
+    bench/RESULTS.md). A fixed threshold hands every block of 128 KiB or more its own mapping, returned to the
+    kernel when freed.
+    """
     lib = _glibc()
     return lib is not None and lib.mallopt(_M_MMAP_THRESHOLD, threshold) == 1
 
 
 def trim_heap() -> bool:
     """Hand the C heap's free pages back to the OS (glibc `malloc_trim(0)`); False where unavailable or
-    nothing was released. Blocks for milliseconds."""
+    nothing was released. Blocks for milliseconds (about 1 ms): the soak calls it before each sample of
+    aqbench's own memory (every `[server] sample_period_s`), covering every glibc arena."""
     lib = _glibc()
     return lib is not None and bool(lib.malloc_trim(0))
 

@@ -1,11 +1,5 @@
 """Host pauses: spans in which the whole host stood still (a suspended or snapshotted virtual machine), found
 where the wall clock ran ahead of the monotonic clock between two of the run's own host samples.
-
-While a VM is paused no process runs, so no load can be sent; on resume the wall clock is set forward, but
-CLOCK_MONOTONIC does not count the pause (seen on this project's 2-core VM: 18.4 s of wall clock against 2.05 s
-monotonic between two 2-second host samples, every process silent meanwhile, AIPerf's included). A load gap
-across such a span is the host's, not the load generator's: `window_gap` judges a gap net of the pause inside
-it, and says so. An NTP step forward reads the same way; slewing (at most 0.5 ms/s) stays far below the floor.
 """
 
 from __future__ import annotations
@@ -29,7 +23,15 @@ class HostPause(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class PauseWatch:
-    """Folds the (wall ns, monotonic ns) stamps of consecutive host samples into the pauses between them."""
+    """Folds the (wall ns, monotonic ns) stamps of consecutive host samples into the pauses between them.
+
+    While a VM is paused no process runs, so no load can be sent; on resume the wall clock is set forward, but
+    CLOCK_MONOTONIC does not count the pause (seen on this project's 2-core VM: 18.4 s of wall clock against
+    2.05 s monotonic between two 2-second host samples, every process silent meanwhile, AIPerf's included). A
+    load gap across such a span is the host's, not the load generator's: `window_gap` judges a gap net of the
+    pause inside it, and says so. An NTP step forward reads the same way; slewing (at most 0.5 ms/s) stays far
+    below PAUSE_FLOOR_S.
+    """
 
     def __init__(self) -> None:
         self.pauses: list[HostPause] = []
