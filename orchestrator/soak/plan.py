@@ -1,19 +1,5 @@
-"""What a soak's plan can decide, said before the load starts: one TrendPlan per trend verdict.
-
-From the settings alone (duration, warmup, limits, the stated wander); measures nothing. Memory's detectable
-slope comes from the stated wander. The slope it FAILs in 95 % of soaks, and the judged minutes a leak of 10x
-the limit needs for that (judge.sampled_trend.power_slope_per_h), come from the stated wander and an assumed
-sample scatter, `PLAN_RSS_SCATTER_MIB`: the sd of one minute's mean of the 10 s block medians about the line,
-without wander (1.5 MiB: tests/orchestrator/sampled_series.py gives 1.0-1.7 for AR(1) phi 0-0.95). At the
-[soak] defaults that is 17.7 judged minutes; seeded, 10x FAILs a 15-minute soak (14 judged minutes) in
-78 % of seeds at phi 0 and 97 % after 18 judged minutes (bench/RESULTS.md).
-
-Latency drift's wander floor is estimated from the ratios themselves, unknown before the load, so its
-detectable drift is stated with no wander, at an assumed scatter, `PLAN_RATIO_SCATTER_PCT`: the sd of one
-minute's mean of the same-item ratios, in % of baseline (8 %: the synthetic noise model of
-tests/orchestrator/latency_requests.py at 1 request/s, AR(1) load up to phi 0.8). A batch of b seconds is
-taken to scatter by that x sqrt(60 / b). The soak's checkpoints give the figure at the scatter it measures.
-Pure.
+"""What a soak's plan can decide, said before the load starts: one TrendPlan per trend verdict, from the
+settings alone (duration, warmup, limits, the stated wander). Measures nothing; pure.
 """
 
 from __future__ import annotations
@@ -37,7 +23,11 @@ from orchestrator.spine.ports import ResourceSampler
 
 __all__ = ["PLAN_RATIO_SCATTER_PCT", "PLAN_RSS_SCATTER_MIB", "LEAK_MULTIPLE", "plan_trends", "span_for_power", "host_has_gpu"]
 
+# Assumed sd of one minute's mean of the same-item latency ratios, in % of baseline: the synthetic noise model of
+# tests/orchestrator/latency_requests.py at 1 request/s, AR(1) load up to phi 0.8. The checkpoints measure it.
 PLAN_RATIO_SCATTER_PCT = 8.0
+# Assumed sd of one minute's mean of the 10 s block medians about the line, without wander:
+# tests/orchestrator/sampled_series.py gives 1.0-1.7 MiB for AR(1) phi 0-0.95.
 PLAN_RSS_SCATTER_MIB = 1.5
 # The leak, in multiples of the memory limit, whose time to a FAIL in 95 % of soaks the plan states (issue 29).
 LEAK_MULTIPLE = 10.0
@@ -60,7 +50,14 @@ def plan_trends(duration_s: float, limits: SoakLimits, window_s: float | None = 
     """Each memory verdict's plan over the judged span (duration minus warmup), then, given `window_s`,
     each latency trend's. `cycle_requests`: the requests after which AIPerf's input comes round to the
     same items again (an item's second request is its first ratio); with `request_rate`, its time. `gpu`: the
-    host has a GPU, so server_gpu_memory is planned too (after the other memory verdicts)."""
+    host has a GPU, so server_gpu_memory is planned too (after the other memory verdicts).
+
+    Memory's detectable slope comes from the stated wander. The slope it FAILs in 95 % of soaks, and the judged
+    minutes a leak of LEAK_MULTIPLE x the limit needs for that (judge.sampled_trend.power_slope_per_h), come from
+    the stated wander and the assumed `PLAN_RSS_SCATTER_MIB`. At the [soak] defaults that is 17.7 judged
+    minutes; seeded, 10x FAILs a 15-minute soak (14 judged minutes) in 78 % of seeds at phi 0 and 97 % after 18
+    judged minutes (bench/RESULTS.md).
+    """
     rule = sampled_rule(limits)
     span = max(0.0, duration_s - limits.warmup_s)
     growth = batch_count(span, rule) >= 3
@@ -136,7 +133,12 @@ def span_for_power(slope_per_h: float, rule: SampledTrendRule, power: float = 0.
 
 def _drift_plan(duration_s: float, limits: SoakLimits, cycle_requests: int, cycle_s: float | None) -> TrendPlan:
     """`latency_drift` judges ratios from the first items' second requests to the end: after the warmup and
-    the longer of the baseline and (where the rate says it) the time the input takes to come round."""
+    the longer of the baseline and (where the rate says it) the time the input takes to come round.
+
+    Its wander floor is estimated from the ratios themselves, unknown before the load, so the detectable drift
+    is stated with no wander, at the assumed `PLAN_RATIO_SCATTER_PCT`; a batch of b seconds is taken to scatter
+    by that x sqrt(60 / b). The soak's checkpoints give the figure at the scatter it measures.
+    """
     rule = drift_rule(limits)
     wait = max(limits.latency_baseline_s, cycle_s or 0.0)
     span = max(0.0, duration_s - limits.warmup_s - wait)

@@ -1,15 +1,5 @@
 """Each request's latency over its own item's baseline, kept as 10-second block medians for the sampled
-trend rule (the `latency_drift` verdict).
-
-An item's baseline is the median latency of its requests that start in its first judged minutes: from its
-first request after the warmup to `baseline_s` later. Those requests set the baseline and are not
-themselves ratios (a request divided by a baseline it helped set reads low, and the step from the
-baseline's own ratios to the later ones would read as drift). Every later request of the item adds
-latency / baseline, in %, at its start time. Dividing by the item's own baseline removes the workload mix
-(50 ms signal items beside 1-3 s speech items), so a change of the mix over the soak is no drift.
-
-Bounded by the dataset and the time: one float per item, the requests of the items whose baseline is
-still open (at most `baseline_s` of load), and a SampleSeries of 10 s blocks. Pure: no bus, no clock.
+trend rule (the `latency_drift` verdict). Pure: no bus, no clock.
 """
 
 from __future__ import annotations
@@ -24,7 +14,13 @@ __all__ = ["ItemRatioSeries"]
 class ItemRatioSeries:
     """Latency ratios to each item's baseline (%), by request start (wall-clock ns). The judged span starts
     `warmup_s` after the load's first request: `start(ns)` sets that first request, else the first request
-    added does. Requests may arrive out of start order by up to a request's latency."""
+    added does. Requests may arrive out of start order by up to a request's latency.
+
+    Dividing by the item's own baseline removes the workload mix (50 ms signal items beside 1-3 s speech items),
+    so a change of the mix over the soak is no drift. Bounded by the dataset and the time: one float per item,
+    the requests of the items whose baseline is still open (at most `baseline_s` of load), and a SampleSeries of
+    10 s blocks.
+    """
 
     def __init__(self, *, warmup_s: float, baseline_s: float) -> None:
         if warmup_s < 0 or baseline_s <= 0:
@@ -50,7 +46,14 @@ class ItemRatioSeries:
         return self.series.samples
 
     def add(self, start_ns: int, item_id: str, latency_ms: float) -> None:
-        """One successful request of `item_id` that started at `start_ns` and took `latency_ms`."""
+        """One successful request of `item_id` that started at `start_ns` and took `latency_ms`.
+
+        An item's baseline is the median latency of its requests that start in its first judged minutes: from its
+        first request after the warmup to `baseline_s` later. Those requests set the baseline and are not
+        themselves ratios (a request divided by a baseline it helped set reads low, and the step from the
+        baseline's own ratios to the later ones would read as drift). Every later request of the item adds
+        latency / baseline, in %, at its start time.
+        """
         if self.judged_from_ns is None:
             self.start(start_ns)
         assert self.judged_from_ns is not None
