@@ -1,10 +1,5 @@
 """When a soak window holds every request that started in it: AIPerf's session numbers, without gaps.
-
-AIPerf numbers the credits of each phase `session_num` 0, 1, 2, ... in the order it issues them, with no
-gaps (measured on 0.13.0: `bench/RESULTS.md`, "Windows close one request timeout after their end"), and a
-request starts no earlier than its credit is issued. So once every session number up to one whose credit
-was issued at or after a window's end has been seen, every request that started before that end has been
-seen: nothing of the window is still in flight. Pure: no bus, no clock.
+Pure: no bus, no clock.
 """
 
 from __future__ import annotations
@@ -38,7 +33,13 @@ class SessionLedger:
 
     def covers(self, boundary_ns: int) -> bool:
         """Whether every request that started before `boundary_ns` has been seen: the gap-free prefix
-        holds a credit issued at or after it."""
+        holds a credit issued at or after it.
+
+        AIPerf numbers the credits of each phase `session_num` 0, 1, 2, ... in the order it issues them, with no
+        gaps (measured on 0.13.0: `bench/RESULTS.md`, "Windows close one request timeout after their end"), and a
+        request starts no earlier than its credit is issued. So once every session number up to one whose credit
+        was issued at or after a window's end has been seen, nothing of the window is still in flight.
+        """
         if self.final is not None and self.next >= self.final:
             return True
         return self.prefix_issued_ns is not None and self.prefix_issued_ns >= boundary_ns
