@@ -9,16 +9,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("orchestrator", "adapters", "datasets")  # datasets/ ships as aqbench_datasets
 MAX_LINES = 3
-# Being rewritten beside this rule (the soak as a pipeline; the ingest command's own area): each entry goes once
-# its module is cut to 1-3 lines, and a stale entry fails below.
-ALLOWED_LONG = frozenset({
-    "orchestrator/soak/early_stop.py",
-    "orchestrator/soak/heap.py",
-    "orchestrator/soak/pauses.py",
-    "orchestrator/soak/plan.py",
-    "orchestrator/soak/ratios.py",
-    "orchestrator/soak/sessions.py",
-})
 
 
 @cache
@@ -38,12 +28,6 @@ class TestModuleDocstrings:
         lines = _docstring_lines()
         assert len(lines) > 300  # the walk found the packages
         bad = {path: n for path, n in lines.items()
-               if path not in ALLOWED_LONG and (n is None or not 1 <= n <= MAX_LINES)}
+               if n is None or not 1 <= n <= MAX_LINES}
         assert bad == {}, "module docstrings missing (None) or longer than 3 lines: " + ", ".join(
             f"{path} ({n})" for path, n in sorted(bad.items()))
-
-    def test_allowed_long_modules_are_still_long(self) -> None:
-        """An allowance is removed once its module is cut short (or moved), so the list only shrinks."""
-        lines = _docstring_lines()
-        stale = sorted(path for path in ALLOWED_LONG if (lines.get(path) or 0) <= MAX_LINES)
-        assert stale == []
