@@ -44,7 +44,7 @@ def keep_large_blocks_off_heap(threshold: int = MMAP_THRESHOLD_BYTES) -> bool:
 
     By default the threshold rises to the size of the largest block freed so far, after which window-sized
     arrays, sets and journal batches come from the heap; each leaves a hole that the next, larger one cannot
-    reuse. Over a 100-requests/s soak the heap's free bytes climbed about 1 MiB a minute (issue 23,
+    reuse. Over a 100-requests/s soak the heap's free bytes climbed about 1 MiB a minute (measured in
     bench/RESULTS.md). A fixed threshold hands every block of 128 KiB or more its own mapping, returned to the
     kernel when freed.
     """
