@@ -133,13 +133,24 @@ def _round(values: Sequence[float | None]) -> list[float | None]:
     return [None if v is None else round(v, 6) for v in values]
 
 
+def _bounds(interval: tuple[float, float] | None) -> list[float] | None:
+    """An interval as journaled: None where it has an open end (-inf or inf: too few points for one), since
+    JSON has no infinity and msgspec writes one as null, which the journal's list of floats cannot read back."""
+    return list(interval) if interval and all(math.isfinite(b) for b in interval) else None
+
+
+def _finite(value: float | None) -> float | None:
+    """A figure as journaled: None where it is infinite (no slope would FAIL), for the same reason as _bounds."""
+    return value if value is not None and math.isfinite(value) else None
+
+
 _D = TypeVar("_D", MemoryDetail, DriftDetail, TailDetail)
 
 
 def _with_trend(detail: _D, t: TrendVerdict) -> _D:
     """`detail` with the trend rule's numbers (TrendNumbers' fields)."""
     return msgspec.structs.replace(detail, slope=t.slope_per_h,
-                                   interval=list(t.interval_per_h) if t.interval_per_h else None,
+                                   interval=_bounds(t.interval_per_h),
                                    limit=t.limit_per_h, unit=t.unit, n=t.n_windows, span_s=t.span_s,
                                    confidence=t.confidence, method=t.method)
 
@@ -188,16 +199,16 @@ def _sampled_memory(metric: str, series: SampleSeries | None, limits: SoakLimits
     detail = SampledMemoryDetail(
         source=source, warmup_s=limits.warmup_s, samples=samples, batch_times_h=decided.batch_times_h,
         series=decided.batch_values, growth_mib=decided.growth, level_rise_mib=decided.level_rise,
-        level_rise_interval=list(decided.level_interval) if decided.level_interval else None,
-        growth_interval=list(decided.growth_interval) if decided.growth_interval else None,
-        growth_limit_mib=rule.growth_limit, detectable_slope=v.detectable_per_h, wander_mib=rule.wander,
-        slope=decided.slope_per_h, interval=list(decided.interval_per_h) if decided.interval_per_h else None,
+        level_rise_interval=_bounds(decided.level_interval),
+        growth_interval=_bounds(decided.growth_interval),
+        growth_limit_mib=rule.growth_limit, detectable_slope=_finite(v.detectable_per_h), wander_mib=rule.wander,
+        slope=decided.slope_per_h, interval=_bounds(decided.interval_per_h),
         limit=rule.limit_per_h, unit="MiB/h", n=len(decided.batch_values), span_s=decided.span_s,
         confidence=v.confidence, method=v.method,
         first_pass_requests=first_pass.requests if first_pass else 0,
         first_pass_end_s=(cut_ns - start_ns) / 1e9 if cut_ns is not None and first_pass and first_pass.end_ns else None,
         first_pass_growth_mib=first.growth if first else None,
-        first_pass_growth_interval=list(first.growth_interval) if first and first.growth_interval else None)
+        first_pass_growth_interval=_bounds(first.growth_interval) if first else None)
     outcome, reason = v.outcome, v.reason
     if not samples:
         return MetricVerdict(metric=metric, outcome=INCONCLUSIVE, detail=detail,
@@ -219,9 +230,9 @@ def _aiperf_generations(generations: Sequence[Generation], limits: SoakLimits, o
     detail = SampledMemoryDetail(
         source=f"{source}, judged per AIPerf process generation ({len(generations)} processes)",
         warmup_s=rule.settle_s, samples=sum(len(g.times_s) for g in generations), growth_mib=v.growth,
-        growth_interval=list(v.growth_interval) if v.growth_interval else None, growth_limit_mib=rule.growth_limit,
-        detectable_slope=v.detectable_per_h, wander_mib=rule.wander, slope=v.slope_per_h,
-        interval=list(v.interval_per_h) if v.interval_per_h else None, limit=rule.limit_per_h, unit="MiB/h",
+        growth_interval=_bounds(v.growth_interval), growth_limit_mib=rule.growth_limit,
+        detectable_slope=_finite(v.detectable_per_h), wander_mib=rule.wander, slope=v.slope_per_h,
+        interval=_bounds(v.interval_per_h), limit=rule.limit_per_h, unit="MiB/h",
         n=v.successors, span_s=v.span_s, confidence=v.confidence, method=v.method,
         generations=[AiperfGeneration(pid=g.pid, start_s=round(g.start_s - origin_s, 3),
                                       level_mib=None if g.level is None else round(g.level, 3),
@@ -281,8 +292,8 @@ def _sampled_drift(ratios: Mapping[str, ItemRatioSeries], limits: SoakLimits, en
         source=source, warmup_s=limits.warmup_s, baseline_s=limits.latency_baseline_s,
         baseline_items=len(series.baselines) if series else 0,
         baseline_requests=series.baseline_requests if series else 0, ratios=n, batch_times_h=v.batch_times_h,
-        series=v.batch_values, detectable_slope=v.detectable_per_h, slope=v.slope_per_h,
-        interval=list(v.interval_per_h) if v.interval_per_h else None, limit=rule.limit_per_h, unit="%/h",
+        series=v.batch_values, detectable_slope=_finite(v.detectable_per_h), slope=v.slope_per_h,
+        interval=_bounds(v.interval_per_h), limit=rule.limit_per_h, unit="%/h",
         n=len(v.batch_values), span_s=v.span_s, confidence=v.confidence, method=v.method,
         wander_pct=rule.wander, wander_s=rule.wander_s)
     items = len(series.baselines) if series else 0

@@ -17,7 +17,7 @@ from anyio.abc import TaskStatus
 from orchestrator.base.errors import JournalError
 from orchestrator.events import SCHEMA_VERSION, AnyEvent, PhaseFinished, PhaseStarted, RunFinished, RunStarted
 from orchestrator.spine.bus import Bus, Subscription
-from orchestrator.spine.journal_upgrade import OLDEST_VERSION, upgrader
+from orchestrator.spine.journal_upgrade import OLDEST_VERSION, upgrader, with_open_intervals
 from orchestrator.spine.redaction import Redactor, is_secret_name
 
 __all__ = ["JournalWriter", "JournalFile", "iter_journal", "read_journal", "read_lines", "TornLine", "encode_event",
@@ -396,7 +396,13 @@ class _RunLines:
         self.upgrading = False
 
     def __call__(self, raw: bytes) -> AnyEvent:
-        event = self.decode(raw)
+        try:
+            event = self.decode(raw)
+        except msgspec.ValidationError:
+            repaired = None if self.upgrading else with_open_intervals(raw)
+            if repaired is None:
+                raise
+            return repaired
         if isinstance(event, RunStarted) and event.schema_version < SCHEMA_VERSION and not self.upgrading:
             self.decode, self.upgrading = _upgrader(self.path, event.schema_version, event.command), True
             event = self.decode(raw)

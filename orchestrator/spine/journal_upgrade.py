@@ -10,7 +10,7 @@ import msgspec
 
 from orchestrator.events import SCHEMA_VERSION, AnyEvent
 
-__all__ = ["OLDEST_VERSION", "upgrader"]
+__all__ = ["OLDEST_VERSION", "upgrader", "with_open_intervals"]
 
 OLDEST_VERSION = 1
 
@@ -170,3 +170,26 @@ def _audio(audio: object) -> Obj | None:
                                          "seconds": (int, float), "bytes": (int,)}
     return {k: v for k, v in audio.items()
             if k in want and isinstance(v, want[k]) and not isinstance(v, bool)}
+
+
+# ------------------------------------------------------------------------------------------------ repairs
+
+
+def with_open_intervals(line: bytes) -> AnyEvent | None:
+    """A current-schema soak verdict whose detail holds an interval with an open end as `[null, null]` (msgspec
+    writes -inf and inf as null; earlier releases journaled aiperf_rss's across-generations interval so when
+    too few successors gave one), read with that interval as None, what such a verdict journals now. None
+    for any other line: its fault is another, for the caller to name."""
+    obj = _generic.decode(line)
+    if not isinstance(obj, dict) or obj.get("kind") != "soak_verdict" or not isinstance(obj.get("detail"), dict):
+        return None
+    detail = obj["detail"]
+    open_ends = [k for k, v in detail.items() if k.endswith("interval") and isinstance(v, list) and None in v]
+    top_open = isinstance(obj.get("interval"), list) and None in obj["interval"]  # the table's copy of it
+    if not open_ends and not top_open:
+        return None
+    obj["detail"] = {**detail, **dict.fromkeys(open_ends)}
+    if top_open:
+        obj["interval"] = None
+    event: AnyEvent = msgspec.convert(obj, _ANY_EVENT)
+    return event

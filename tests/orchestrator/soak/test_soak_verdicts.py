@@ -518,3 +518,12 @@ class TestSampledMemory:
         leak = _verdict(judge_soak(SoakEvidence(windows=windows, samples=samples, load_span_ns=span,
                                                 aiperf_generations=gens(10.0)), SoakLimits()), "aiperf_rss")
         assert leak.outcome == "fail" and "across generations" in leak.reason
+        # Four successors: too few for a rank interval at 98 %, so the slope's interval is open at both ends; the
+        # journal has no infinity, so the verdict journals none and reads back as written.
+        few = _verdict(judge_soak(SoakEvidence(windows=windows, samples=samples, load_span_ns=span,
+                                               aiperf_generations=flat[:5]), SoakLimits()), "aiperf_rss")
+        assert isinstance(few.detail, SampledMemoryDetail) and few.detail.n == 4, few.reason
+        assert few.detail.interval is None and few.detail.growth_interval is None
+        event = SoakVerdict(source="soak", metric="aiperf_rss", passed=few.passed, outcome=few.outcome,
+                            interval=few.detail.interval, detail=few.detail)
+        assert decode_event(encode_event(event)) == event

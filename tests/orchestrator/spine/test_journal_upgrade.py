@@ -127,3 +127,28 @@ def test_server_record_audio_keeps_its_well_typed_fields(tmp_path: Path) -> None
     [rec] = _read(tmp_path, "ingest", {"kind": "server_record", "request_id": "r",
                                        "audio": {"format": "wav", "seconds": 3, "bytes": True, "extra": 1}})
     assert isinstance(rec, ServerRecord) and rec.audio == AudioFacts(format="wav", seconds=3.0)
+
+
+class TestOpenIntervals:
+    def test_a_verdict_journaled_with_an_open_interval_as_nulls_reads_as_none(self, tmp_path: Path) -> None:
+        """A current-schema soak verdict whose interval was written [null, null] (msgspec's form of -inf and
+        inf) reads with that interval as None, as such a verdict journals now; any other bad line still fails."""
+        from orchestrator.events import SCHEMA_VERSION, SampledMemoryDetail
+
+        first = {"kind": "run_started", "seq": 1, "schema_version": SCHEMA_VERSION, "command": "soak"}
+        verdict = {"kind": "soak_verdict", "seq": 2, "source": "soak", "metric": "aiperf_rss", "passed": False,
+                   "outcome": "inconclusive", "slope": 61.6, "interval": [None, None], "limit": 8.0, "unit": "MiB/h",
+                   "detail": {"kind": "sampled_memory", "slope": 61.6, "interval": [None, None], "limit": 8.0,
+                              "growth_mib": 26.6, "growth_interval": [None, None], "n": 4}}
+        path = tmp_path / "events.jsonl"
+        path.write_bytes(b"".join(msgspec.json.encode(x) + b"\n" for x in (first, verdict)))
+        events, torn = read_journal(path)
+        assert torn is None
+        event = events[1]
+        assert isinstance(event, SoakVerdict) and event.interval is None and event.slope == 61.6
+        assert isinstance(event.detail, SampledMemoryDetail)
+        assert event.detail.interval is None and event.detail.growth_interval is None and event.detail.n == 4
+        bad = {**verdict, "slope": None, "limit": [None]}  # not an open interval: named as corrupt, as before
+        path.write_bytes(b"".join(msgspec.json.encode(x) + b"\n" for x in (first, bad, first | {"seq": 3})))
+        with pytest.raises(JournalError, match=":2: corrupt journal line"):
+            read_journal(path)
