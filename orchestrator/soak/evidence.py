@@ -5,9 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 
-import anyio
 import msgspec
-from anyio.abc import TaskStatus
 
 from orchestrator.events import (
     AiperfRunFact,
@@ -26,6 +24,7 @@ from orchestrator.events import (
     WindowStats,
 )
 from orchestrator.judge.generations import Generation
+from orchestrator.soak.folding import EventFold
 from orchestrator.soak.pauses import HostPause, PauseWatch
 from orchestrator.soak.ratios import ItemRatioSeries
 from orchestrator.soak.samples import SampleSeries
@@ -85,16 +84,13 @@ class LoadFacts(msgspec.Struct, frozen=True, kw_only=True):
     cut_short: Collection[str] = frozenset()
 
 
-class EvidenceCollector:
+class EvidenceCollector(EventFold):
     """Lossless bus subscriber, the verdict step's input: folds the closed windows (SoakWindowClosed), every
     memory sample, the host's pauses, the server's supervision, the handovers, each answer's latency ratio and
     the load's first pass into what `evidence()` hands the verdicts. Publishes nothing."""
 
     def __init__(self, bus: Bus, *, size: int = 8192, warmup_s: float = 60.0, baseline_s: float = 120.0) -> None:
-        self._bus = bus
-        self._size = size
-        self._seen = anyio.Event()
-        self.last_seq = 0
+        super().__init__(bus, "soak-evidence", size=size)
         self.windows: list[WindowStats] = []
         self._open: set[str] = set()  # the windows opened and not closed (a request counts only in one)
         # The server's unplanned ends, restarts and orphans, as soak.supervision judges them.
@@ -118,22 +114,6 @@ class EvidenceCollector:
         self.first_pass_ns: int | None = None
         self._first_rows: set[tuple[str, str]] = set()
         self._latest_end_ns = 0
-
-    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        async with self._bus.subscribe("soak-evidence", size=self._size) as sub:
-            task_status.started()
-            async for batch in sub.batches():
-                for ev in batch:
-                    self.observe(ev)
-                    self.last_seq = max(self.last_seq, ev.seq)
-                self._seen.set()
-                self._seen = anyio.Event()
-
-    async def wait_seen(self, seq: int, timeout_s: float = 30.0) -> None:
-        """Block until every event up to `seq` has been folded."""
-        with anyio.move_on_after(timeout_s):
-            while self.last_seq < seq:
-                await self._seen.wait()
 
     def observe(self, ev: AnyEvent) -> None:
         """Take one event (those of no concern are ignored)."""

@@ -3,25 +3,22 @@
 from __future__ import annotations
 
 import anyio
-from anyio.abc import TaskStatus
 
 from orchestrator.events import AiperfStarted, AnyEvent, ClientRecord, ProcessSampled
+from orchestrator.soak.folding import EventFold
 from orchestrator.soak.sessions import SessionLedger
 from orchestrator.spine.bus import Bus
 
 __all__ = ["LoadProgress"]
 
 
-class LoadProgress:
+class LoadProgress(EventFold):
     """Lossless bus subscriber on the records step: folds each AIPerf run's client records (before the join)
     and its process into what the windows' closes and the handovers wait on. Publishes nothing."""
 
     def __init__(self, bus: Bus, *, size: int = 8192) -> None:
-        self._bus = bus
-        self._size = size
-        self._seen = anyio.Event()
+        super().__init__(bus, "soak-progress", size=size)
         self._first_seen = anyio.Event()
-        self.last_seq = 0
         # Per AIPerf run: its pid and its launch (AiperfStarted's wall clock).
         self.aiperf_pids: dict[str, int] = {}
         self.aiperf_launch_ns: dict[str, int] = {}
@@ -35,16 +32,6 @@ class LoadProgress:
         self.aiperf_sample: tuple[int, int, int] | None = None
         # Per AIPerf run: the profiling session numbers seen (when a window holds all its requests).
         self.sessions: dict[str, SessionLedger] = {}
-
-    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        async with self._bus.subscribe("soak-progress", size=self._size) as sub:
-            task_status.started()
-            async for batch in sub.batches():
-                for ev in batch:
-                    self.observe(ev)
-                    self.last_seq = max(self.last_seq, ev.seq)
-                self._seen.set()
-                self._seen = anyio.Event()
 
     def observe(self, ev: AnyEvent) -> None:
         """Take one event (those of no concern are ignored)."""
@@ -84,7 +71,7 @@ class LoadProgress:
         """Block until every request of AIPerf run `aiperf_run` that started before `boundary_ns` has
         been seen (its client record; see SessionLedger). Cancel the caller's scope to stop waiting."""
         while not ((ledger := self.sessions.get(aiperf_run)) is not None and ledger.covers(boundary_ns)):
-            await self._seen.wait()
+            await self.next_batch()
 
     def ledger(self, aiperf_run: str) -> SessionLedger:
         """AIPerf run `aiperf_run`'s session ledger (made empty when none of its records was seen)."""
@@ -96,4 +83,4 @@ class LoadProgress:
     async def wait_all_seen(self, aiperf_run: str, sent: int) -> None:
         """Block until `sent` distinct profiling requests of run `aiperf_run` have been seen."""
         while self.ledger(aiperf_run).seen < sent:
-            await self._seen.wait()
+            await self.next_batch()
