@@ -57,16 +57,17 @@ async def wait_closable(progress: LoadProgress, aiperf_windows: str | Sequence[s
 
 # A segment's last window: its runs stop issuing at its end and say what they sent (AIPerf's sending-complete line,
 # or a handover's halt fact), which gives its last session number. Once all of it is seen, nothing of the window
-# is open and it closes at once. Otherwise it closes `wait_s` after its end (or as soon as the last count is told,
-# when later), and what is still open counts in the runs' tail (cutter.py, SoakTail), once. A run that never says
+# is open and it closes at once (at its end, if that is later). Otherwise it closes `wait_s` after its end (or as
+# soon as the last count is told, when later), and what is still open counts in the runs' tail (cutter.py,
+# SoakTail), once. A run that never says
 # (a killed AIPerf) keeps the window open until the runs have ended, as before: its close is at their exit.
 async def wait_last_closable(progress: LoadProgress, aiperf_windows: Sequence[str], end_ns: int, *,
                              sent_of: Callable[[str], int | None], done: anyio.Event,
                              wait_s: float = CLOSE_WAIT_S) -> bool | None:
     """Wait until a segment's last window, ending at `end_ns`, may close before its runs `aiperf_windows` have
-    ended: True once every run has told what it sent (`sent_of`) and all of it is seen; False once each has told
-    and `wait_s` has passed since `end_ns` (a request may still be open: the tail takes it); None when the runs
-    ended first (`done`: close at their exit)."""
+    ended: True once every run has told what it sent (`sent_of`), all of it is seen and `end_ns` has come; False
+    once each has told and `wait_s` has passed since `end_ns` (a request may still be open: the tail takes it);
+    None when the runs ended first (`done`: close at their exit)."""
     out: bool | None = None
     async with anyio.create_task_group() as tg:
 
@@ -75,17 +76,19 @@ async def wait_last_closable(progress: LoadProgress, aiperf_windows: Sequence[st
             while True:
                 # Not a copy of the list: a successor that takes over meanwhile must be told and seen too.
                 counts = [(name, sent_of(name)) for name in list(aiperf_windows)]
-                if all(n is not None for _, n in counts):
-                    if all(progress.ledger(name).next >= n for name, n in counts if n is not None):
-                        out = True
-                        break
-                    left_s = (end_ns - time.time_ns()) / 1e9 + wait_s
-                    if left_s <= 0:
-                        out = False
-                        break
-                    with anyio.move_on_after(left_s):
-                        await progress.next_batch()
-                else:
+                if any(n is None for _, n in counts):
+                    await progress.next_batch()
+                    continue
+                seen = all(progress.ledger(name).next >= n for name, n in counts if n is not None)
+                to_end_s = (end_ns - time.time_ns()) / 1e9
+                if seen and to_end_s <= 0:
+                    out = True
+                    break
+                if to_end_s + wait_s <= 0:
+                    out = False
+                    break
+                # Never before its end (a load halted early ends its windows at the exit, as before).
+                with anyio.move_on_after(to_end_s if seen else to_end_s + wait_s):
                     await progress.next_batch()
             tg.cancel_scope.cancel()
 

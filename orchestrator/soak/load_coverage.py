@@ -125,8 +125,10 @@ def accounting(windows: Sequence[WindowStats], runs: Sequence[AiperfRunFact], ru
     Nor can what the stop signal left unsettled: a shortfall of a run it ended (`stopped`), or a breach in a
     window it cut short (`cut_short`): AIPerf cancels its open requests at SIGINT without a record."""
     breached = [w.window for w in windows if w.accounting_balanced is False and w.window not in cut_short]
-    breached += [f"{t.window}'s tail" for t in tails if not t.balanced]
     unsettled = [w.window for w in windows if w.accounting_balanced is False and w.window in cut_short]
+    # A tail's invariant is its window's: a stop that cut the window short leaves it unsettled, not breached.
+    breached += [f"{t.window}'s tail" for t in tails if not t.balanced and t.window not in cut_short]
+    unsettled += [f"{t.window}'s tail" for t in tails if not t.balanced and t.window in cut_short]
     seen: dict[int, dict[str, int]] = {}
     for w in windows:
         counts = seen.setdefault(w.segment, {})
