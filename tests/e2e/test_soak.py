@@ -34,7 +34,9 @@ def _windows_consecutive(events: list[dict[str, Any]], run_dir: Path, *,
     first: dict[str, int] = {}
     last: dict[str, int] = {}
     for e in events:
-        if e["kind"] == "request_correlated" and e["window"].startswith("soak/w") and e["request_start_ns"]:
+        # A segment's tail (what its last window, closed on time, still had open) is no window of its own.
+        if e["kind"] == "request_correlated" and e["window"].startswith("soak/w") and e["request_start_ns"] \
+                and not e["window"].endswith("/tail"):
             w = e["window"]
             first[w] = min(first.get(w, e["request_start_ns"]), e["request_start_ns"])
             last[w] = max(last.get(w, 0), e["request_end_ns"] or 0)
@@ -83,7 +85,9 @@ def _handed_over(events: list[dict[str, Any]], verdicts: dict[str, dict[str, Any
     runs = acc["detail"]["runs"]
     assert len(runs) == 1 + len(handovers) and all(r["issued"].get("profiling") for r in runs), runs
     windows = [e["summary"] for e in events if e["kind"] == "soak_window_closed"]
-    assert sum(r["issued"]["profiling"] for r in runs) == sum(w["issued"] for w in windows)
+    tails = [e for e in events if e["kind"] == "soak_tail"]
+    assert sum(r["issued"]["profiling"] for r in runs) == sum(w["issued"] for w in windows) + sum(
+        t["issued"] for t in tails)
     sent = {r["run"]: r["issued"]["profiling"] for r in runs}
     assert all(sent[h["predecessor"]] == h["sent"] for h in handovers), (sent, handovers)
 
@@ -131,8 +135,13 @@ class TestSoak:
         assert (run_dir / "report.json").is_file()
         # The accounting checked the run against AIPerf's own count of what it sent (its log line).
         [run] = verdicts["accounting"]["detail"]["runs"]
+        # Its last window closed on time (AIPerf said what it sent before its exit): what it still had open is in
+        # the run's tail, counted once; the window's summary leaves the exit to the tail, which tells it.
+        [tail] = [e for e in events if e["kind"] == "soak_tail"]
+        assert tail["window"] == "soak/w0003" and tail["balanced"] and tail["aiperf_classification"] == "complete"
+        assert closed[-1]["summary"]["aiperf_exit_unix_ns"] is None and tail["aiperf_exit_unix_ns"]
         assert run["issued_from"]["profiling"] == "aiperf_log" and run["issued"]["profiling"] == sum(
-            e["summary"]["issued"] for e in closed), run
+            e["summary"]["issued"] for e in closed) + tail["issued"], run
         # ...and AIPerf's own files still judge the run whole without the raw export.
         exited = next(e for e in events if e["kind"] == "aiperf_exited" and e["window"] == "soak/aiperf01")
         assert exited["classification"] == "complete", exited
