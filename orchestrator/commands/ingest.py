@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     # Imported here, not at the top: the ingest package and the log adapters load only for it, and not the
     # other commands' adapters (wiring.py): bench/ingest.py measures the whole process.
     from orchestrator.commands.log_codecs import log_codecs
-    from orchestrator.ingest import Ingest, expand_inputs, gc_paused, new_joiner, run_follow, write_parquet
+    from orchestrator.ingest import Ingest, expand_inputs, gc_paused, new_joiner, write_parquet
     from orchestrator.ingest.render import render_summary
     from orchestrator.spine.stderr import say
 
@@ -102,7 +102,8 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         if args.follow:
-            # Imported here: the run scope (anyio, signals) serves --follow only.
+            # Imported here: the run scope (anyio, signals) and the follower serve --follow only.
+            from orchestrator.ingest.follow import run_follow
             from orchestrator.run import run_main
 
             async def body(interrupt: object) -> int:

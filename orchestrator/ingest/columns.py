@@ -156,7 +156,12 @@ class _Clients:
         self.base, self.odd = base, cols.odd
         self.n = n = len(cols.request_id)
         self.ids = _fixed_width(cols.request_id)
-        self.phase = np.fromiter(map(_PHASE_CODE.__getitem__, cols.phase), np.uint8, n)  # KeyError: not a Phase
+        phase = cols.phase
+        code = _PHASE_CODE.get(phase[0]) if n else None
+        if code is not None and phase.count(phase[0]) == n:  # a block of one phase (most are): no lookup per row
+            self.phase = np.full(n, code, np.uint8)
+        else:
+            self.phase = np.fromiter(map(_PHASE_CODE.__getitem__, phase), np.uint8, n)  # KeyError: not a Phase
         self.start, self.end, self.latency = cols.request_start_ns, cols.request_end_ns, cols.request_latency_ms
 
     def lifecycle_ms(self) -> Floats:
@@ -287,14 +292,22 @@ class ColumnJoin:
         code = np.where(matched, 0, 1).astype(np.int16)
         error_code = list(chain.from_iterable(b.error_code for b in servers)) if any(b.odd for b in clients) else []
         offset = 0
+        # A cause reads the client's outcome fields and the server's error code: rows alike share one (failures
+        # usually come in a few kinds), so each kind is classified once.
+        known: dict[tuple[object, ...], int] = {}
         for b in clients:
             for i, rec in b.odd.items():
                 r = int(row[offset + i])
-                server = ServerRecord(request_id=rec.request_id, error_code=error_code[r]) if r >= 0 else None
-                cause = cause_of(rec, server, crashed=False, category=category_of(rec))
-                if cause not in names:
-                    names.append(cause)
-                code[offset + i] = names.index(cause)
+                key = (rec.was_cancelled, rec.status_code, rec.error_code, rec.error_type, rec.error_message,
+                       error_code[r] if r >= 0 else None)
+                c = known.get(key)
+                if c is None:
+                    server = ServerRecord(request_id=rec.request_id, error_code=error_code[r]) if r >= 0 else None
+                    cause = cause_of(rec, server, crashed=False, category=category_of(rec))
+                    if cause not in names:
+                        names.append(cause)
+                    c = known[key] = names.index(cause)
+                code[offset + i] = c
             offset += b.n
         ok = code == 0
         # The Joiner settles a pair when its second half arrives and a lone client half at the end.
