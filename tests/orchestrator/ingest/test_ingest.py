@@ -22,6 +22,7 @@ from orchestrator.commands.wiring import log_codecs
 from orchestrator.correlate import Correlator
 from orchestrator.events import AiperfExited, AiperfStarted, ClientRecord, RequestCorrelated, ServerRecord
 from orchestrator.ingest import Ingest, expand_inputs, new_joiner
+from orchestrator.ingest.reader import line_ends
 from orchestrator.reports.fold import build_report
 from orchestrator.spine.bus import Bus
 from orchestrator.spine.journal import JournalWriter, read_journal
@@ -305,7 +306,7 @@ class TestColumnJoin:
         kept, cols = _both(exp, rec)  # the other order of arrival
         assert cols == kept and list(cols["causes"]) == list(kept["causes"])  # type: ignore[call-overload]
 
-    @pytest.mark.parametrize("blank", ["", "  ", "\t"])
+    @pytest.mark.parametrize("blank", ["", "  ", "\t", " " * 12])  # 12: the newlines 8 bytes or more apart
     def test_two_values_on_a_line_beside_a_blank_line_are_named(self, tmp_path: Path, blank: str,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
         """A line of two records and a blank (or whitespace) line in one block: as many values as lines, yet the
@@ -388,6 +389,18 @@ class TestColumnJoin:
         ing.finish()
         with pytest.raises(RuntimeError, match="keeps no RequestCorrelated"):
             _ = ing.correlated
+
+
+def test_line_ends_are_every_newline_of_a_block() -> None:
+    """line_ends gives np.flatnonzero's positions on blocks of every length, lines long and short (two newlines
+    in one 8-byte word), a newline at either end, none at all."""
+    rng = np.random.default_rng(7)
+    for _ in range(2000):
+        size = int(rng.integers(1, 120))
+        data = np.where(rng.random(size) < rng.choice([0.02, 0.1, 0.5]), 10,
+                        rng.integers(0, 256, size)).astype(np.uint8)
+        newlines = np.empty(size + int(rng.integers(0, 9)), np.bool_)[:size]  # a reused, longer buffer's slice
+        assert np.array_equal(line_ends(data, newlines), np.flatnonzero(data == 10)), data.tobytes()
 
 
 class TestSummarizeArray:
