@@ -38,10 +38,10 @@ from orchestrator.ingest.summary import (
 )
 from orchestrator.judge.accounting import category_of
 from orchestrator.spine.ports import ClientColumns, LineDecoder, LogCodecs, ServerColumns
-from orchestrator.spine.redaction import Redactor
 
 if TYPE_CHECKING:
     from orchestrator.correlate import Joiner
+    from orchestrator.spine.redaction import Redactor
 
 __all__ = ["Ingest", "new_joiner", "gc_paused"]
 
@@ -184,8 +184,7 @@ class Ingest:
         self._journal_correlated: dict[str, RequestCorrelated] = {}
         self._outbuf = bytearray()
         self._encoder = msgspec.json.Encoder()
-        # The events.jsonl written here is a journal like a run's: credentials never reach it.
-        self._redactor = Redactor.from_environ()
+        self._redactor: Redactor | None = None  # made with the first event written (`out`)
         self._cols: ColumnJoin | None = None
         self._newlines = np.empty(0, np.bool_)
         if not keep_events and out is None and since_ns is None and until_ns is None:
@@ -655,6 +654,12 @@ class Ingest:
 
     def _write(self, ev: Event) -> None:
         buf = self._outbuf
+        if self._redactor is None:
+            # The events.jsonl written here is a journal like a run's: credentials never reach it. Imported here:
+            # only --out writes events (its patterns are compiled at import).
+            from orchestrator.spine.redaction import Redactor
+
+            self._redactor = Redactor.from_environ()
         self._encoder.encode_into(self._redactor.event(ev), buf, -1)
         buf.extend(b"\n")
         if len(buf) >= _CHUNK:
