@@ -132,6 +132,23 @@ def _row_hash(words: Words) -> Ints:
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 
 
+def sorted_hashes(hashes: Words) -> tuple[Ints, Words]:
+    """The order that sorts `hashes` and the hashes in it. One np.sort of keys that carry each row's number in
+    their low bits (3x np.argsort's pace), where the hashes' other bits differ; else np.argsort."""
+    n = hashes.size
+    low = np.uint64((1 << max(n - 1, 1).bit_length()) - 1)
+    keys = hashes & ~low
+    keys |= np.arange(n, dtype=np.uint64)
+    keys.sort()
+    high = keys & ~low
+    if (high[1:] == high[:-1]).any():  # two high parts alike: the low bits would decide their order
+        order = np.argsort(hashes)
+    else:
+        keys &= low
+        order = keys.view(np.int64)
+    return order, hashes[order]
+
+
 class _Servers:
     __slots__ = ("base", "incarnation", "n", "ids", "status", "error_code", "times", "end")
 
@@ -245,8 +262,7 @@ class ColumnJoin:
             server_keys, client_keys = _objects(servers, self.servers), _objects(clients, self.clients)
             sh = np.fromiter(map(hash, server_keys), np.int64, server_keys.size)
             ch = np.fromiter(map(hash, client_keys), np.int64, client_keys.size)
-        order, corder = np.argsort(sh), np.argsort(ch)
-        ss, cs = sh[order], ch[corder]
+        (order, ss), (corder, cs) = sorted_hashes(sh.view(np.uint64)), sorted_hashes(ch.view(np.uint64))
         if (ss[1:] == ss[:-1]).any() or (cs[1:] == cs[:-1]).any():
             return None
         if not ss.size:
