@@ -94,7 +94,7 @@ def line_ends(data: npt.NDArray[np.uint8], newlines: npt.NDArray[np.bool_]) -> n
     if (found & (found - np.uint64(1))).any():  # a word with two newlines: byte by byte
         return np.flatnonzero(newlines)
     # One newline byte in a word: the word is 2**(8j), and frexp gives its exponent 8j + 1 exactly.
-    ends = words * 8 + (np.frexp(found.astype(np.float64))[1] - 1) // 8
+    ends: npt.NDArray[np.intp] = words * 8 + (np.frexp(found.astype(np.float64))[1] - 1) // 8
     if full < data.size:
         ends = np.concatenate((ends, np.flatnonzero(newlines[full:]) + full))
     return ends
