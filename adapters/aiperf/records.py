@@ -303,11 +303,16 @@ def decode_export_columns(block: bytes | memoryview, *, via: str) -> ClientColum
     ids = [m.x_request_id for m in meta]
     if not all(ids):
         raise RecordParseError("profile_export.jsonl: record without metadata.x_request_id: it cannot be joined")
-    latency = [r.metrics.request_latency for r in rows]
-    if None not in latency and (in_ms or {m.unit for m in latency} == {"ms"}):  # type: ignore[union-attr]
-        latency_ms = float_column([m.value for m in latency])  # type: ignore[union-attr]
-    else:
-        latency_ms = float_column([_ms(m) for m in latency])
+    try:  # the usual view: ms by its type, one step a row (AttributeError: a line without the latency)
+        latency_ms = float_column([r.metrics.request_latency.value for r in rows]) if in_ms else None  # type: ignore[union-attr]
+    except AttributeError:
+        latency_ms = None
+    if latency_ms is None:
+        latency = [r.metrics.request_latency for r in rows]
+        if None not in latency and {m.unit for m in latency} == {"ms"}:  # type: ignore[union-attr]
+            latency_ms = float_column([m.value for m in latency])  # type: ignore[union-attr]
+        else:
+            latency_ms = float_column([_ms(m) for m in latency])
     # Not plainly ok: an error, a cancellation or an HTTP status of 400 or more (category_of's non-ok cases).
     odd = {i: _block_client(r, via) for i, r in enumerate(rows)
            if r.error is not None or r.metadata.was_cancelled
