@@ -318,9 +318,11 @@ def decode_export_columns(block: bytes | memoryview, *, via: str) -> ClientColum
            if r.error is not None or r.metadata.was_cancelled
            or (r.trace_data is not None and (r.trace_data.response_status_code or 0) >= 400)}
     phases = [m.benchmark_phase for m in meta]
+    # A block of one phase (most are) is checked by one count, not a set of every row's phase.
+    one_phase = bool(phases) and phases[0] in _PHASE_SET and phases.count(phases[0]) == len(phases)
     return ClientColumns(
         request_id=ids,  # type: ignore[arg-type]  # all set: checked above
-        phase=phases if set(phases) <= _PHASE_SET else [_PHASES.get(p or "", "unknown") for p in phases],  # type: ignore[arg-type]
+        phase=phases if one_phase or set(phases) <= _PHASE_SET else [_PHASES.get(p or "", "unknown") for p in phases],  # type: ignore[arg-type]
         request_start_ns=int_column([m.request_start_ns for m in meta]),
         request_end_ns=int_column([m.request_end_ns for m in meta]),
         request_latency_ms=latency_ms,
