@@ -18,6 +18,12 @@ ALLOWED: dict[tuple[str, str], str] = {
         "start-up: only zstd-compressed inputs need it",
     ("orchestrator/ingest/reader.py", "orchestrator.dataset"):
         "start-up: the dataset package (soundfile, structlog) loads only where ingest makes a Joiner",
+    ("orchestrator/ingest/reader.py", "orchestrator.correlate"):
+        "start-up: the correlate package (its live subscriber's bus, anyio's streams) loads only with a Joiner",
+    ("orchestrator/ingest/reader.py", "orchestrator.spine.redaction"):
+        "start-up: only --out writes events; the redaction patterns compile at import",
+    ("orchestrator/ingest/__init__.py", "orchestrator.ingest.follow"):
+        "start-up: the follower (anyio) loads on first use of run_follow (PEP 562); only --follow needs it",
     ("orchestrator/ingest/parquet.py", "pyarrow"): "optional extra `aqbench[parquet]`, imported only for --parquet",
     ("orchestrator/ingest/parquet.py", "pyarrow.parquet"): "optional extra `aqbench[parquet]`, as above",
     ("adapters/aiperf/__init__.py", "adapters.aiperf"):

@@ -303,19 +303,26 @@ def decode_export_columns(block: bytes | memoryview, *, via: str) -> ClientColum
     ids = [m.x_request_id for m in meta]
     if not all(ids):
         raise RecordParseError("profile_export.jsonl: record without metadata.x_request_id: it cannot be joined")
-    latency = [r.metrics.request_latency for r in rows]
-    if None not in latency and (in_ms or {m.unit for m in latency} == {"ms"}):  # type: ignore[union-attr]
-        latency_ms = float_column([m.value for m in latency])  # type: ignore[union-attr]
-    else:
-        latency_ms = float_column([_ms(m) for m in latency])
+    try:  # the usual view: ms by its type, one step a row (AttributeError: a line without the latency)
+        latency_ms = float_column([r.metrics.request_latency.value for r in rows]) if in_ms else None  # type: ignore[union-attr]
+    except AttributeError:
+        latency_ms = None
+    if latency_ms is None:
+        latency = [r.metrics.request_latency for r in rows]
+        if None not in latency and {m.unit for m in latency} == {"ms"}:  # type: ignore[union-attr]
+            latency_ms = float_column([m.value for m in latency])  # type: ignore[union-attr]
+        else:
+            latency_ms = float_column([_ms(m) for m in latency])
     # Not plainly ok: an error, a cancellation or an HTTP status of 400 or more (category_of's non-ok cases).
     odd = {i: _block_client(r, via) for i, r in enumerate(rows)
            if r.error is not None or r.metadata.was_cancelled
            or (r.trace_data is not None and (r.trace_data.response_status_code or 0) >= 400)}
     phases = [m.benchmark_phase for m in meta]
+    # A block of one phase (most are) is checked by one count, not a set of every row's phase.
+    one_phase = bool(phases) and phases[0] in _PHASE_SET and phases.count(phases[0]) == len(phases)
     return ClientColumns(
         request_id=ids,  # type: ignore[arg-type]  # all set: checked above
-        phase=phases if set(phases) <= _PHASE_SET else [_PHASES.get(p or "", "unknown") for p in phases],  # type: ignore[arg-type]
+        phase=phases if one_phase or set(phases) <= _PHASE_SET else [_PHASES.get(p or "", "unknown") for p in phases],  # type: ignore[arg-type]
         request_start_ns=int_column([m.request_start_ns for m in meta]),
         request_end_ns=int_column([m.request_end_ns for m in meta]),
         request_latency_ms=latency_ms,

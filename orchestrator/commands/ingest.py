@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import re
 import sys
@@ -70,15 +71,24 @@ def run(args: argparse.Namespace) -> int:
     # numpy's OpenBLAS would start a thread per core that spins for 0.04 CPU-s at import; ingest does no linear
     # algebra (bench/ingest.py measures the whole process). Before the imports below, which load numpy, and only
     # then (a process that has numpy already keeps its environment as it is).
-    if "numpy" not in sys.modules:
+    fresh = "numpy" not in sys.modules  # a process of its own (the command line), not a test calling run()
+    enabled = gc.isenabled()
+    if fresh:
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+        # No cyclic GC while the modules below load, and none walks them after (frozen: they live as long as
+        # the process): its collections cost 8-13 ms of ingest's start (bench/ingest.py).
+        gc.disable()
     # Imported here, not at the top: the ingest package and the log adapters load only for it, and not the
     # other commands' adapters (wiring.py): bench/ingest.py measures the whole process.
     from orchestrator.commands.log_codecs import log_codecs
-    from orchestrator.ingest import Ingest, expand_inputs, gc_paused, new_joiner, run_follow, write_parquet
+    from orchestrator.ingest import Ingest, expand_inputs, gc_paused, new_joiner, write_parquet
     from orchestrator.ingest.render import render_summary
     from orchestrator.spine.stderr import say
 
+    if fresh:
+        gc.freeze()
+        if enabled:
+            gc.enable()
     json_target(args.json)
     since = parse_time(args.since) if args.since else None
     until = parse_time(args.until) if args.until else None
@@ -102,7 +112,8 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         if args.follow:
-            # Imported here: the run scope (anyio, signals) serves --follow only.
+            # Imported here: the run scope (anyio, signals) and the follower serve --follow only.
+            from orchestrator.ingest.follow import run_follow
             from orchestrator.run import run_main
 
             async def body(interrupt: object) -> int:

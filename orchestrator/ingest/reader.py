@@ -9,13 +9,13 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from operator import attrgetter
-from typing import Any, BinaryIO, Literal, Protocol
+from typing import TYPE_CHECKING, Any, BinaryIO, Literal, Protocol
 
 import msgspec
 import numpy as np
+import numpy.typing as npt
 
 from orchestrator.base.columns import float_column, int_column
-from orchestrator.correlate import Joiner
 from orchestrator.events import (
     AccountingChecked,
     ClientRecord,
@@ -38,7 +38,10 @@ from orchestrator.ingest.summary import (
 )
 from orchestrator.judge.accounting import category_of
 from orchestrator.spine.ports import ClientColumns, LineDecoder, LogCodecs, ServerColumns
-from orchestrator.spine.redaction import Redactor
+
+if TYPE_CHECKING:
+    from orchestrator.correlate import Joiner
+    from orchestrator.spine.redaction import Redactor
 
 __all__ = ["Ingest", "new_joiner", "gc_paused"]
 
@@ -77,6 +80,24 @@ _COLUMNAR = ("server_records", "aiperf_records")
 
 
 # ------------------------------------------------------------------------------------------- core
+
+
+def line_ends(data: npt.NDArray[np.uint8], newlines: npt.NDArray[np.bool_]) -> npt.NDArray[np.intp]:
+    """The positions of the newlines in `data`, as np.flatnonzero(data == 10) gives them; `newlines` (as long as
+    `data`) is overwritten. Found 8 bytes at a time where no two newlines share an 8-byte word (lines of 8 bytes
+    or more, as records are): np.flatnonzero over every byte of a block took four times as long (bench/ingest.py)."""
+    np.equal(data, 10, out=newlines)
+    full = data.size - data.size % 8
+    eights = newlines[:full].view("<u8")  # byte j of a word is its bits 8j..8j+7, on any platform
+    words = np.flatnonzero(eights != 0)
+    found = eights[words]
+    if (found & (found - np.uint64(1))).any():  # a word with two newlines: byte by byte
+        return np.flatnonzero(newlines)
+    # One newline byte in a word: the word is 2**(8j), and frexp gives its exponent 8j + 1 exactly.
+    ends: npt.NDArray[np.intp] = words * 8 + (np.frexp(found.astype(np.float64))[1] - 1) // 8
+    if full < data.size:
+        ends = np.concatenate((ends, np.flatnonzero(newlines[full:]) + full))
+    return ends
 
 
 def _is_json(line: bytes) -> bool:
@@ -163,8 +184,7 @@ class Ingest:
         self._journal_correlated: dict[str, RequestCorrelated] = {}
         self._outbuf = bytearray()
         self._encoder = msgspec.json.Encoder()
-        # The events.jsonl written here is a journal like a run's: credentials never reach it.
-        self._redactor = Redactor.from_environ()
+        self._redactor: Redactor | None = None  # made with the first event written (`out`)
         self._cols: ColumnJoin | None = None
         self._newlines = np.empty(0, np.bool_)
         if not keep_events and out is None and since_ns is None and until_ns is None:
@@ -260,7 +280,7 @@ class Ingest:
         if self._newlines.size < data.size:
             self._newlines = np.empty(data.size, np.bool_)
         newlines = self._newlines[:data.size]  # reused: no 1 MiB allocation (and its page faults) per block
-        ends = np.flatnonzero(np.equal(data, 10, out=newlines))  # the lines' ends: 4x bytes.count's pace
+        ends = line_ends(data, newlines)
         n = ends.size
         # decode_lines reads whitespace-separated values, not lines: a blank line and a line of two values
         # would give as many rows as lines. A block where a line starts with whitespace (or is empty) goes the
@@ -634,6 +654,12 @@ class Ingest:
 
     def _write(self, ev: Event) -> None:
         buf = self._outbuf
+        if self._redactor is None:
+            # The events.jsonl written here is a journal like a run's: credentials never reach it. Imported here:
+            # only --out writes events (its patterns are compiled at import).
+            from orchestrator.spine.redaction import Redactor
+
+            self._redactor = Redactor.from_environ()
         self._encoder.encode_into(self._redactor.event(ev), buf, -1)
         buf.extend(b"\n")
         if len(buf) >= _CHUNK:
@@ -734,8 +760,10 @@ class Join(Protocol):
 
 def new_joiner() -> Joiner:
     """The correlator's pure join core, keyed like the live run (one implementation of the join)."""
-    # Here, not at the top: the dataset package (soundfile; structlog through its facts cache) loads only where a
-    # Joiner is made, which a summary the column join answers never needs (bench/ingest.py measures the start).
+    # Here, not at the top: the dataset package (soundfile; structlog through its facts cache) and the correlate
+    # package (its live subscriber's bus and anyio streams) load only where a Joiner is made, which a summary the
+    # column join answers never needs (bench/ingest.py measures the start).
+    from orchestrator.correlate import Joiner
     from orchestrator.dataset import parse_session_key
 
     return Joiner(key_parser=parse_session_key, source="ingest")

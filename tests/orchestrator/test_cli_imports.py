@@ -84,12 +84,14 @@ def test_run_aiperf_loads_no_http_client_library_nor_the_owner_files_readers() -
 def test_ingest_of_whole_files_loads_no_logging_stack_nor_process_owners() -> None:
     """`aqbench ingest` of a records file and an AIPerf export, run to its summary, loads neither structlog (with
     rich and pygments) nor AIPerf's process owner (psutil, anyio's backends): 0.2 CPU-s of its start
-    (bench/ingest.py)."""
+    (bench/ingest.py); nor, where the column join answers, the Joiner's package (the live correlator's bus and
+    anyio streams), the follower or the journal's redaction patterns."""
     code = ("import sys, io, contextlib\nfrom orchestrator.cli import main\n"
             "with contextlib.redirect_stdout(io.StringIO()):\n"
             "    code = main(['ingest', 'tests/data/ingest/reference-records-1.jsonl',"
             " 'tests/data/aiperf/profile_export.jsonl'])\n"
-            "heavy = ('structlog', 'rich', 'pygments', 'psutil', 'asyncio', 'adapters.aiperf.run')\n"
+            "heavy = ('structlog', 'rich', 'pygments', 'psutil', 'asyncio', 'adapters.aiperf.run',"
+            " 'orchestrator.correlate', 'orchestrator.ingest.follow', 'orchestrator.spine.redaction', 'anyio.streams')\n"
             "print([code, sorted(m for m in sys.modules if m.startswith(heavy))])")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60,
                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, check=True)

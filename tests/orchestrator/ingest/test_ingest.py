@@ -22,6 +22,8 @@ from orchestrator.commands.wiring import log_codecs
 from orchestrator.correlate import Correlator
 from orchestrator.events import AiperfExited, AiperfStarted, ClientRecord, RequestCorrelated, ServerRecord
 from orchestrator.ingest import Ingest, expand_inputs, new_joiner
+from orchestrator.ingest.columns import sorted_hashes
+from orchestrator.ingest.reader import line_ends
 from orchestrator.reports.fold import build_report
 from orchestrator.spine.bus import Bus
 from orchestrator.spine.journal import JournalWriter, read_journal
@@ -305,7 +307,7 @@ class TestColumnJoin:
         kept, cols = _both(exp, rec)  # the other order of arrival
         assert cols == kept and list(cols["causes"]) == list(kept["causes"])  # type: ignore[call-overload]
 
-    @pytest.mark.parametrize("blank", ["", "  ", "\t"])
+    @pytest.mark.parametrize("blank", ["", "  ", "\t", " " * 12])  # 12: the newlines 8 bytes or more apart
     def test_two_values_on_a_line_beside_a_blank_line_are_named(self, tmp_path: Path, blank: str,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
         """A line of two records and a blank (or whitespace) line in one block: as many values as lines, yet the
@@ -388,6 +390,31 @@ class TestColumnJoin:
         ing.finish()
         with pytest.raises(RuntimeError, match="keeps no RequestCorrelated"):
             _ = ing.correlated
+
+
+def test_line_ends_are_every_newline_of_a_block() -> None:
+    """line_ends gives np.flatnonzero's positions on blocks of every length, lines long and short (two newlines
+    in one 8-byte word), a newline at either end, none at all."""
+    rng = np.random.default_rng(7)
+    for _ in range(2000):
+        size = int(rng.integers(1, 120))
+        data = np.where(rng.random(size) < rng.choice([0.02, 0.1, 0.5]), 10,
+                        rng.integers(0, 256, size)).astype(np.uint8)
+        newlines = np.empty(size + int(rng.integers(0, 9)), np.bool_)[:size]  # a reused, longer buffer's slice
+        assert np.array_equal(line_ends(data, newlines), np.flatnonzero(data == 10)), data.tobytes()
+
+
+@pytest.mark.parametrize("spread", [48, 24, 12, 1])
+def test_sorted_hashes_come_with_the_order_that_sorts_them(spread: int) -> None:
+    """sorted_hashes' order sorts the hashes, whether their high parts all differ (one sort of keys carrying the
+    row numbers) or some are alike, the low bits deciding, or equal (argsort): `spread` random high bits, 8 low."""
+    rng = np.random.default_rng(spread)
+    for n in (0, 1, 2, 3, 1000, 5000):
+        high = rng.integers(0, 2**spread, n, dtype=np.uint64) << np.uint64(64 - spread)
+        hashes = high | rng.integers(0, 2**8, n, dtype=np.uint64)
+        order, ordered = sorted_hashes(hashes)
+        assert np.array_equal(np.sort(order), np.arange(n)) and np.array_equal(ordered, hashes[order])
+        assert np.array_equal(ordered, np.sort(hashes))
 
 
 class TestSummarizeArray:
