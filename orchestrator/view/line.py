@@ -33,7 +33,7 @@ class LiveLine:
         self._last = 0.0
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        async with self.bus.subscribe("live-line", size=4096, lossy=True) as sub:
+        async with self.bus.subscribe("live-line", size=4096, lossy=True, kinds=(RequestCorrelated,)) as sub:
             task_status.started()
             async for ev in sub:
                 if not isinstance(ev, RequestCorrelated):
