@@ -38,8 +38,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("adapters/reference/asr.py", "faster_whisper.transcribe"): "as faster_whisper",
     ("adapters/reference/engine.py", "adapters.reference.router"): "import cycle: the router imports the engine's types",
     ("adapters/server/nvml.py", "pynvml"): "optional at run time: machines without NVML still sample psutil figures",
-    ("adapters/reference/gpu.py", "torch"): "optional: only the GPU worker child imports a GPU library, and only the one present",
-    ("adapters/reference/gpu.py", "cupy"): "as torch",
+    ("adapters/reference/gpu_child.py", "torch"): "optional: only the GPU worker child imports a GPU library, and only the one present",
+    ("adapters/reference/gpu_child.py", "cupy"): "as torch",
     ("orchestrator/judge/noninferiority.py", "scipy.optimize"):
         "start-up: scipy.stats and scipy.optimize take ~1 s; a sweep imports this module and never calls them",
     ("orchestrator/judge/noninferiority.py", "scipy.stats"): "as scipy.optimize",

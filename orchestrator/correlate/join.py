@@ -547,7 +547,7 @@ class Joiner:
         # A straggler of a window already closed is journaled under it but tallied nowhere: its
         # accounting is published, and a tally recreated for it would never be checked or freed.
         if window in self._carrying:  # a carried straggler without its client half: a breach where carried
-            window = next((w for _, w in self._starts if w not in self._closed), window)
+            window = next((w for _, w in self._starts if w not in self._closed), self.window)
         if window not in self._closed:
             self._tally(window).server_only(rid)
             self._remember(rid, (window, (), True))

@@ -163,6 +163,11 @@ class Correlator:
             while self._last_seq < target or (window is not None and self.joiner.open_clients(window)):
                 await self._progress.wait()  # no await between the check and the wait: no lost signal
 
+    def open_tail(self, window: str) -> None:
+        """A soak segment's tail: `window` takes what its windows closed on time carry once no later window is
+        open (Joiner.start_window without a start: no record is cut into it by time)."""
+        self.joiner.start_window(window)
+
     async def discard_window(self, window: str) -> bool:
         """`Joiner.discard_window` once everything published so far is processed. Blocks briefly."""
         await self._caught_up(self.match_timeout_s + 1.0)

@@ -35,6 +35,7 @@ from orchestrator.events.judging import (
     ProcessSampled,
     SoakHandover,
     SoakStopped,
+    SoakTail,
     SoakVerdict,
     SoakWindowClosed,
     SoakWindowOpened,
@@ -185,7 +186,7 @@ __all__ = [
     "AiperfExited", "ClientRecord", "ServerRecord", "RequestsInFlight", "RequestCorrelated", "RequestUnmatched",
     "AccountingChecked", "Phase", "CauseCode", "CapabilityProbed", "VerdictReached", "GateEvaluated", "ModelResult",
     "SoakWindowClosed", "SoakVerdict", "AnswerIncomplete", "SoakWindowOpened", "SoakHandover", "ProcessSampled",
-    "NoninferiorityJudged", "HostSampled", "GpuIdentified", "SoakStopped",
+    "NoninferiorityJudged", "HostSampled", "GpuIdentified", "SoakStopped", "SoakTail",
     # GPU payloads
     "GpuIdentity", "GpuProcessMemory",
     # sweep

@@ -170,6 +170,28 @@ class SoakHandover(Event, frozen=True, kw_only=True):
     due_unix_ns: int | None = None
 
 
+class SoakTail(Event, frozen=True, kw_only=True):
+    """A segment's last window closed on time, before its AIPerf runs ended (docs/soak.md, "Windows close on
+    time"): the requests of that window still open at its close, recorded once the runs had ended (the tail),
+    counted here once and added by the accounting verdict; and how the last run ended, which the window's own
+    summary could not say at its close. Profiling counts unless named otherwise; `balanced` is the tail's
+    invariant (issued = ok + errors by cause, nothing in flight at the exit, no duplicate)."""
+
+    window: str  # the segment's last window, which the tail follows
+    segment: int = 0
+    aiperf_run: str = ""  # the run that sent last
+    issued: int = 0
+    ok: int = 0
+    errors: int = 0
+    by_cause: dict[str, int] = {}
+    warmup_issued: int = 0
+    carried: int = 0
+    balanced: bool = True
+    problems: list[str] = []
+    aiperf_classification: str = ""
+    aiperf_exit_unix_ns: int | None = None
+
+
 class ProcessSampled(Event, frozen=True, kw_only=True):
     """Resident memory of one observer-side process tree: `orchestrator` (aqbench itself) or `aiperf`."""
 

@@ -247,6 +247,8 @@ class AccountingDetail(_Detail, frozen=True, kw_only=True, tag="accounting"):
     running: str = ""
     stopped_short: list[str] = []
     cut_short_breached: list[str] = []
+    # Each segment's tail that held a request (its last window closed on time before its runs ended): "name: n".
+    tails: list[str] = []
 
 
 VERDICT_DETAILS: tuple[type[_Detail], ...] = (MemoryDetail, DriftDetail, TailDetail, ErrorRateDetail,

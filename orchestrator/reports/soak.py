@@ -34,6 +34,7 @@ from orchestrator.events import (
     SoakHandover,
     SoakPhase,
     SoakStopped,
+    SoakTail,
     SoakVerdict,
     SoakWindowClosed,
     StopPlan,
@@ -107,6 +108,9 @@ class SoakReport(msgspec.Struct, frozen=True, kw_only=True):
     # verdict that can end a soak could first decide (SoakPhase.stop_plan).
     stopped: SoakStopped | None = None
     stop_plan: list[StopPlan] = []
+    # Each segment's tail: what its last window, closed on time before its AIPerf runs ended, still had open
+    # (docs/soak.md, "Windows close on time"), counted there once.
+    tails: list[SoakTail] = []
 
 
 class SoakRestart(msgspec.Struct, frozen=True, kw_only=True):
@@ -149,6 +153,7 @@ class SoakFold:
         self.restarts = 0
         self.restart_events: list[SoakRestart] = []
         self.handovers: list[SoakHandover] = []
+        self.tails: list[SoakTail] = []
         self.plan: list[TrendPlan] = []
         self.stop_plan: list[StopPlan] = []
         self.stopped: SoakStopped | None = None
@@ -188,8 +193,8 @@ class SoakFold:
                                    for r in self.restart_events]
         elif isinstance(ev, RequestCorrelated):
             self.errors.add(ev)
-        elif isinstance(ev, SoakHandover):
-            self.handovers.append(ev)
+        elif isinstance(ev, SoakHandover | SoakTail):
+            self._load(ev)
         elif isinstance(ev, SoakStopped):
             self.stopped = ev
         elif isinstance(ev, PhaseStarted) and isinstance(ev.detail, SoakPhase):
@@ -201,6 +206,18 @@ class SoakFold:
             self.loading = False
         else:
             self._gpu(ev)
+
+    def _load(self, ev: SoakHandover | SoakTail) -> None:
+        """A handover, kept; a segment's tail, kept, and how its last run ended told on its last window, as when
+        that window closed at the run's exit."""
+        if isinstance(ev, SoakHandover):
+            self.handovers.append(ev)
+            return
+        self.tails.append(ev)
+        for index, w in self.windows.items():
+            if w.window == ev.window and not w.aiperf_classification and w.aiperf_exit_unix_ns is None:
+                self.windows[index] = msgspec.structs.replace(w, aiperf_classification=ev.aiperf_classification,
+                                                              aiperf_exit_unix_ns=ev.aiperf_exit_unix_ns)
 
     def _gpu(self, ev: AnyEvent) -> None:
         if isinstance(ev, ResourceSampled):
@@ -240,7 +257,8 @@ class SoakFold:
             gpu_identity=[self.gpu_identity[i] for i in sorted(self.gpu_identity)],
             gpus=self.gpu.facts(self.gpu_identity), gpu_notices=list(self.gpu_notices),
             restart_events=list(self.restart_events),
-            error_kinds=self.errors.rows(), stopped=self.stopped, stop_plan=list(self.stop_plan))
+            error_kinds=self.errors.rows(), stopped=self.stopped, stop_plan=list(self.stop_plan),
+            tails=list(self.tails))
 
 
 def fold_soak(events: Iterable[AnyEvent], torn: TornLine | None = None, *, live: bool = False) -> SoakReport:
@@ -342,6 +360,10 @@ def _rss(m: MemorySummary) -> str:
 
 def _window_rows(report: SoakReport) -> list[list[str]]:
     rows = []
+    tails: dict[str, list[SoakTail]] = {}
+    for t in report.tails:
+        if t.issued or t.warmup_issued or not t.balanced:
+            tails.setdefault(t.window, []).append(t)
     for w in report.windows:
         causes = ", ".join(f"{k} {n}" for k, n in w.by_cause.items())
         c, s = w.client_latency_ms, w.server_latency_ms
@@ -353,7 +375,16 @@ def _window_rows(report: SoakReport) -> list[list[str]]:
             str(w.restarts), _num(w.gap_before_s),
             str(w.segment or dash) + (f" ({w.aiperf_classification})" if w.aiperf_classification else ""),
         ])
+        rows += [_tail_row(t) for t in tails.get(w.window, [])]
     return rows
+
+
+def _tail_row(t: SoakTail) -> list[str]:
+    """A segment's tail under its last window: what that window still had open at its close on time."""
+    causes = ", ".join(f"{k} {n}" for k, n in t.by_cause.items())
+    balanced = "" if t.balanced else " (unbalanced: " + "; ".join(t.problems) + ")"
+    return [f"{t.window} tail (still open at its close){balanced}", str(t.issued), str(t.ok),
+            f"{t.errors}" + (f" ({causes})" if causes else ""), *[dash] * 8, str(t.segment or dash)]
 
 
 _GENERATION_HEAD = ["AIPerf pid", "start min", "level MiB", "peak growth within MiB", "within", "requests"]

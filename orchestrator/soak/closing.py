@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import anyio
 
 from orchestrator.soak.progress import LoadProgress
 
-__all__ = ["CLOSE_WAIT_S", "Looks", "wait_closable"]
+__all__ = ["CLOSE_WAIT_S", "Looks", "wait_closable", "wait_last_closable"]
 
 # The longest a window waits after its end for its last requests; the close itself (the join caught up,
 # the tracker caught up, the summary frozen) takes the rest of the second.
@@ -21,8 +21,7 @@ CLOSE_WAIT_S = 0.5
 # session numbers, sessions.py), and at the latest `CLOSE_WAIT_S` after its end. A request of the window still
 # open then is not lost and the window is not reopened: once it ends it counts in the oldest open window, as
 # `carried` in that window's accounting (Joiner.close_window(carry=True)), so every request still counts in
-# exactly one window. The last window of an AIPerf run closes once that run has ended (its own count of what
-# it sent is checked; cutter.py).
+# exactly one window. A segment's last window has no later window: see wait_last_closable.
 async def wait_closable(progress: LoadProgress, aiperf_windows: str | Sequence[str], end_ns: int, *,
                         done: anyio.Event, wait_s: float = CLOSE_WAIT_S) -> bool:
     """Wait until the window that ends at `end_ns` (wall clock) may close: every request of the AIPerf runs
@@ -54,6 +53,52 @@ async def wait_closable(progress: LoadProgress, aiperf_windows: str | Sequence[s
             tg.start_soon(seen_all)
             tg.start_soon(ended)
     return covered
+
+
+# A segment's last window: its runs stop issuing at its end and say what they sent (AIPerf's sending-complete line,
+# or a handover's halt fact), which gives its last session number. Once all of it is seen, nothing of the window
+# is open and it closes at once (at its end, if that is later). Otherwise it closes `wait_s` after its end (or as
+# soon as the last count is told, when later), and what is still open counts in the runs' tail (cutter.py,
+# SoakTail), once. A run that never says
+# (a killed AIPerf) keeps the window open until the runs have ended, as before: its close is at their exit.
+async def wait_last_closable(progress: LoadProgress, aiperf_windows: Sequence[str], end_ns: int, *,
+                             sent_of: Callable[[str], int | None], done: anyio.Event,
+                             wait_s: float = CLOSE_WAIT_S) -> bool | None:
+    """Wait until a segment's last window, ending at `end_ns`, may close before its runs `aiperf_windows` have
+    ended: True once every run has told what it sent (`sent_of`), all of it is seen and `end_ns` has come; False
+    once each has told and `wait_s` has passed since `end_ns` (a request may still be open: the tail takes it);
+    None when the runs ended first (`done`: close at their exit)."""
+    out: bool | None = None
+    async with anyio.create_task_group() as tg:
+
+        async def told() -> None:
+            nonlocal out
+            while True:
+                # Not a copy of the list: a successor that takes over meanwhile must be told and seen too.
+                counts = [(name, sent_of(name)) for name in list(aiperf_windows)]
+                if any(n is None for _, n in counts):
+                    await progress.next_batch()
+                    continue
+                seen = all(progress.ledger(name).next >= n for name, n in counts if n is not None)
+                to_end_s = (end_ns - time.time_ns()) / 1e9
+                if seen and to_end_s <= 0:
+                    out = True
+                    break
+                if to_end_s + wait_s <= 0:
+                    out = False
+                    break
+                # Never before its end (a load halted early ends its windows at the exit, as before).
+                with anyio.move_on_after(to_end_s if seen else to_end_s + wait_s):
+                    await progress.next_batch()
+            tg.cancel_scope.cancel()
+
+        async def ended() -> None:
+            await done.wait()
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(told)
+        tg.start_soon(ended)
+    return None if done.is_set() and out is None else out
 
 
 # A close publishes the window's summary and asks for a look; the verdicts and checkpoints run beside the

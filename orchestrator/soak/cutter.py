@@ -8,25 +8,34 @@ from typing import Protocol
 
 import anyio
 
-from orchestrator.events import AccountingChecked, SoakWindowClosed, SoakWindowOpened, WindowStats
-from orchestrator.soak.closing import CLOSE_WAIT_S, wait_closable
+from orchestrator.events import AccountingChecked, SoakTail, SoakWindowClosed, SoakWindowOpened, WindowStats
+from orchestrator.soak.closing import CLOSE_WAIT_S, wait_closable, wait_last_closable
 from orchestrator.soak.progress import LoadProgress
 from orchestrator.soak.segment import Cut, SegmentRuns
 from orchestrator.soak.tracker import SoakTracker
 from orchestrator.spine.ports import AiperfResult, EventSink
 
-__all__ = ["WindowCutter", "WindowJoin"]
+__all__ = ["WindowCutter", "WindowJoin", "tail_name"]
 
 
 class WindowJoin(Protocol):
     """What the windows step asks of the join (correlate.Correlator): close a window's accounting (at most
-    `timeout_s` for its last halves, `carry`ing what is still open into the next window), or drop a window
-    the load never reached (True when it held nothing)."""
+    `timeout_s` for its last halves, `carry`ing what is still open into the next window), drop a window
+    the load never reached (True when it held nothing), or open a segment's tail (what its last window,
+    closed on time, carries once no later window is open)."""
 
     async def close_window(self, window: str, *, timeout_s: float | None = None,
                            carry: bool = False) -> AccountingChecked: ...
 
     async def discard_window(self, window: str) -> bool: ...
+
+    def open_tail(self, window: str) -> None: ...
+
+
+def tail_name(window: str) -> str:
+    """`soak/w0008/tail`: the join's name for the requests of a segment's last window `window` still open at its
+    close on time (they count there once, SoakTail)."""
+    return f"{window}/tail"
 
 
 class WindowCutter:
@@ -47,6 +56,9 @@ class WindowCutter:
         self.sent = 0  # requests of the closed windows: where the next AIPerf run's input starts
         self.closed_seq = 0  # the last SoakWindowClosed's seq
         self._last_end_ns: int | None = None  # the last answer of the windows closed so far
+        # A segment's last window closed on time before its runs ended: its summary (the tail is closed at their
+        # end, close_rest).
+        self._tail: WindowStats | None = None
 
     @property
     def done(self) -> int:
@@ -82,29 +94,54 @@ class WindowCutter:
 
     async def close_on_time(self, cuts: list[Cut], count: int, runs: SegmentRuns, *, launch_ns: int,
                             closed: Callable[[], None]) -> int:
-        """Close a segment's windows on time while its load goes on (closing.py), all but its last one, calling
-        `closed` after each; returns how many closed once the segment's runs have all ended."""
+        """Close a segment's windows on time while its load goes on (closing.py), calling `closed` after each; the
+        last one too once its runs have said what they sent (else it waits for their end: close_rest). Returns
+        how many closed once the segment's runs have all ended."""
         n = 0
         while not runs.done.is_set():
             # Until the announcer has opened the next window (or while the first request is awaited), look
-            # again in 1 s; the segment's last window closes once its runs have ended (close_rest).
-            end_ns = cuts[n].end_ns if n < len(cuts) and n < count - 1 else None
+            # again in 1 s.
+            end_ns = cuts[n].end_ns if n < len(cuts) and n < count else None
             if end_ns is None:
                 with anyio.move_on_after(1.0):
                     await runs.done.wait()
                 continue
-            await wait_closable(self._progress, runs.names, end_ns, done=runs.done)
-            if not runs.done.is_set():
-                await self.close(cuts[n], runs.sending, launch_ns=launch_ns, exit_ns=None,
-                                 carry_by_ns=end_ns + int(CLOSE_WAIT_S * 1e9))
-                closed()
-                n += 1
+            if n == count - 1:
+                if await wait_last_closable(self._progress, runs.names, end_ns, done=runs.done,
+                                            sent_of=lambda name: self._sent_of(runs, name)) is None:
+                    continue  # the runs ended first: close_rest closes it at their exit, as any end
+                # Opened before the close: what the window still has open is carried there, never lost.
+                self._join.open_tail(tail_name(cuts[n].name))
+            else:
+                await wait_closable(self._progress, runs.names, end_ns, done=runs.done)
+                if runs.done.is_set():
+                    continue
+            stats = await self.close(cuts[n], runs.sending, launch_ns=launch_ns, exit_ns=None,
+                                     carry_by_ns=end_ns + int(CLOSE_WAIT_S * 1e9))
+            if n == count - 1:
+                self._tail = stats
+            closed()
+            n += 1
         return n
+
+    def _sent_of(self, runs: SegmentRuns, name: str) -> int | None:
+        """What run `name` says its profiling phase sent: told while it runs (progress), else its outcome's
+        count from its log once it has been judged."""
+        told = self._progress.sent_in_all(name)
+        if told is None and (outcome := runs.outcome.get(name)) is not None \
+                and outcome.issued_from.get("profiling") == "aiperf_log":
+            told = outcome.issued.get("profiling")
+        return told
 
     async def close_rest(self, rest: list[Cut], aiperf: str, *, launch_ns: int, exit_ns: int,
                          outcome: AiperfResult | None, closed: Callable[[bool], Awaitable[None]]) -> None:
-        """Once a segment's runs have ended (everything AIPerf wrote is on the bus): close the windows it
-        reached, awaiting `closed(last)` after each, and forget the cuts it never reached."""
+        """Once a segment's runs have ended (everything AIPerf wrote is on the bus): close the tail of its last
+        window when that closed on time, else the windows it reached, awaiting `closed(last)` after each, and
+        forget the cuts it never reached."""
+        if self._tail is not None:
+            await self.close_tail(aiperf, exit_ns=exit_ns, outcome=outcome)
+            await closed(True)
+            return
         reached = [c for c in rest if (acc := self._tracker.window(c.name)) and (acc.issued or acc.warmup_issued)]
         last_reached = rest.index(reached[-1]) if reached else -1
         for k, cut in enumerate(rest):
@@ -145,3 +182,25 @@ class WindowCutter:
                                                           summary=stats))
         self.closed_seq = closed.seq
         return stats
+
+    async def close_tail(self, aiperf: str, *, exit_ns: int, outcome: AiperfResult | None) -> SoakTail:
+        """Once a segment's runs have ended: close the tail of its last window (closed on time) in the join and
+        journal it (SoakTail), with how the last run ended."""
+        last, self._tail = self._tail, None
+        assert last is not None
+        name = tail_name(last.window)
+        checked = None if await self._join.discard_window(name) else await self._join.close_window(name)
+        issued = checked.issued if checked else {}
+        causes = {k: n for k, n in (checked.by_cause.get("profiling", {}) if checked else {}).items() if k != "ok"}
+        ok = (checked.by_category.get("profiling", {}) if checked else {}).get("ok", 0)
+        tail = SoakTail(
+            source="soak", window=last.window, segment=last.segment, aiperf_run=aiperf,
+            issued=issued.get("profiling", 0), ok=ok, errors=issued.get("profiling", 0) - ok,
+            by_cause=dict(sorted(causes.items())), warmup_issued=issued.get("warmup", 0),
+            carried=checked.carried if checked else 0, balanced=checked.balanced if checked else True,
+            problems=list(checked.problems) if checked else [],
+            aiperf_classification=outcome.classification if outcome else "", aiperf_exit_unix_ns=exit_ns)
+        self.sent += tail.issued + tail.warmup_issued
+        published = await self._bus.publish(tail)
+        self.closed_seq = published.seq
+        return published

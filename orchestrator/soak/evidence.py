@@ -19,6 +19,7 @@ from orchestrator.events import (
     RestartFact,
     ServerExitFact,
     SoakHandover,
+    SoakTail,
     SoakWindowClosed,
     SoakWindowOpened,
     WindowStats,
@@ -72,6 +73,8 @@ class SoakEvidence(msgspec.Struct, frozen=True, kw_only=True):
     # AIPerf's samples by process generation; two or more judge aiperf_rss per generation.
     aiperf_generations: Sequence[Generation] = ()
     host_pauses: Sequence[HostPause] = ()
+    # The segments' tails (a last window closed on time before its runs ended): the accounting adds them.
+    tails: Sequence[SoakTail] = ()
 
 
 class LoadFacts(msgspec.Struct, frozen=True, kw_only=True):
@@ -108,6 +111,7 @@ class EvidenceCollector(EventFold):
         # Each profiling request's latency over its own item's baseline, by timing source (latency_drift).
         self.ratios = {kind: ItemRatioSeries(warmup_s=warmup_s, baseline_s=baseline_s) for kind in ("server", "client")}
         self.handovers: list[tuple[str, float | None, int | None]] = []
+        self.tails: list[SoakTail] = []
         # The rows of AIPerf's input (set by the loop; 0: unknown): the first pass over them is over once
         # each was sent and answered (the memory verdicts judge their slope after it).
         self.cycle = 0
@@ -146,7 +150,14 @@ class EvidenceCollector(EventFold):
                 self.windows.append(ev.summary)
         elif isinstance(ev, AiperfStarted):
             self.aiperf_pids[ev.window] = ev.pid
-        elif isinstance(ev, SoakHandover):
+        elif isinstance(ev, SoakHandover | SoakTail):
+            self._load(ev)
+
+    def _load(self, ev: SoakHandover | SoakTail) -> None:
+        """A handover (window_gap judges its gap) or a segment's tail (the accounting adds it)."""
+        if isinstance(ev, SoakTail):
+            self.tails.append(ev)
+        else:
             self.handovers.append((f"{ev.predecessor} -> {ev.successor}", ev.gap_s, ev.first_request_unix_ns))
 
     def _client_record(self, ev: ClientRecord) -> None:
@@ -232,4 +243,4 @@ class EvidenceCollector(EventFold):
             ratios=self.ratios if sampled_ratios else None, first_pass=self.first_pass(),
             handovers=tuple(self.handovers),
             aiperf_generations=tuple(self.aiperf_generations(span[1])) if span else (),
-            host_pauses=tuple(self.pause_watch.pauses))
+            host_pauses=tuple(self.pause_watch.pauses), tails=tuple(self.tails))

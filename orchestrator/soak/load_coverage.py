@@ -16,6 +16,7 @@ from orchestrator.events import (
     GapDetail,
     RunAccount,
     SoakLimits,
+    SoakTail,
     WindowGap,
     WindowStats,
 )
@@ -116,19 +117,27 @@ def window_gaps(windows: Sequence[WindowStats], limits: SoakLimits,
 
 
 def accounting(windows: Sequence[WindowStats], runs: Sequence[AiperfRunFact], running: str,
-                stopped: Collection[str], cut_short: Collection[str]) -> MetricVerdict:
+                stopped: Collection[str], cut_short: Collection[str], tails: Sequence[SoakTail] = ()) -> MetricVerdict:
     """Every request accounted: each closed window's invariant held (AccountingChecked), and each ended AIPerf
-    run issued, phase by phase, exactly the requests its windows saw. A run still going (`running`, at a
+    run issued, phase by phase, exactly the requests its windows and its segment's tail saw (`tails`: what a last
+    window closed on time still had open, counted there once; its invariant is a window's). A run still going (`running`, at a
     checkpoint) is checked once it ends; an ended run that said nothing of what it issued cannot be checked.
     Nor can what the stop signal left unsettled: a shortfall of a run it ended (`stopped`), or a breach in a
     window it cut short (`cut_short`): AIPerf cancels its open requests at SIGINT without a record."""
     breached = [w.window for w in windows if w.accounting_balanced is False and w.window not in cut_short]
     unsettled = [w.window for w in windows if w.accounting_balanced is False and w.window in cut_short]
+    # A tail's invariant is its window's: a stop that cut the window short leaves it unsettled, not breached.
+    breached += [f"{t.window}'s tail" for t in tails if not t.balanced and t.window not in cut_short]
+    unsettled += [f"{t.window}'s tail" for t in tails if not t.balanced and t.window in cut_short]
     seen: dict[int, dict[str, int]] = {}
     for w in windows:
         counts = seen.setdefault(w.segment, {})
         counts["profiling"] = counts.get("profiling", 0) + w.issued
         counts["warmup"] = counts.get("warmup", 0) + w.warmup_issued
+    for t in tails:
+        counts = seen.setdefault(t.segment, {})
+        counts["profiling"] = counts.get("profiling", 0) + t.issued
+        counts["warmup"] = counts.get("warmup", 0) + t.warmup_issued
     rows: list[RunAccount] = []
     lost: list[str] = []
     cut: list[str] = []
@@ -156,8 +165,12 @@ def accounting(windows: Sequence[WindowStats], runs: Sequence[AiperfRunFact], ru
                 stopped_short = any(r.name in stopped for r in mine) and got.get(phase, 0) < want
                 (cut if stopped_short else lost).append(text)
     detail = AccountingDetail(windows=len(windows), breached_windows=breached, runs=rows, unknown=unknown,
-                              running=running, stopped_short=cut, cut_short_breached=unsettled)
-    total = sum(w.issued + w.warmup_issued for w in windows)
+                              running=running, stopped_short=cut, cut_short_breached=unsettled,
+                              tails=[f"{t.window}/tail: {t.issued + t.warmup_issued}" for t in tails
+                                     if t.issued or t.warmup_issued])
+    total = sum(w.issued + w.warmup_issued for w in windows) + sum(t.issued + t.warmup_issued for t in tails)
+    held = sum(t.issued + t.warmup_issued for t in tails)
+    tail_text = f" (with {held} in the tail of a last window closed on time)" if held else ""
     still = f"; {running} still running: its count is checked when it ends" if running else ""
     if breached or lost:
         parts = ([f"the window invariant failed in {', '.join(breached)}"] if breached else []) + lost
@@ -176,5 +189,5 @@ def accounting(windows: Sequence[WindowStats], runs: Sequence[AiperfRunFact], ru
                                     "many requests it sent (no sending-complete line in its log, no phase manifest), "
                                     "so a request it lost cannot be ruled out" + still)
     return MetricVerdict(metric="accounting", outcome=PASS, detail=detail,
-                         reason=f"{total} request(s) in {len(windows)} window(s) balanced; {len(runs)} ended AIPerf "
+                         reason=f"{total} request(s) in {len(windows)} window(s){tail_text} balanced; {len(runs)} ended AIPerf "
                                 f"run(s) issued exactly what was seen" + still)

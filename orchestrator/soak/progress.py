@@ -2,14 +2,28 @@
 
 from __future__ import annotations
 
+import re
+
 import anyio
 
-from orchestrator.events import AiperfStarted, AnyEvent, ClientRecord, ProcessSampled
+from orchestrator.events import AiperfExited, AiperfStarted, AnyEvent, ClientRecord, LogLine, ProcessSampled
 from orchestrator.soak.folding import EventFold
 from orchestrator.soak.sessions import SessionLedger
 from orchestrator.spine.bus import Bus
 
-__all__ = ["LoadProgress"]
+__all__ = ["LoadProgress", "profiling_sent"]
+
+# AIPerf 0.13.0's line as it stops issuing a phase (timing/phase/runner.py; adapters/aiperf/sent.py reads the same
+# line for the run's outcome): `Phase profiling (profiling) sending complete | sent=239, ...`.
+_SENT = re.compile(r"\((?P<kind>\w+)\) sending complete \| sent=(?P<sent>[\d,]+)")
+
+
+def profiling_sent(text: str) -> int | None:
+    """What AIPerf says its profiling phase sent, from its sending-complete log line; None for any other line."""
+    if "sending complete" not in text:
+        return None
+    match = _SENT.search(text)
+    return int(match["sent"].replace(",", "")) if match and match["kind"] == "profiling" else None
 
 
 class LoadProgress(EventFold):
@@ -32,6 +46,11 @@ class LoadProgress(EventFold):
         self.aiperf_sample: tuple[int, int, int] | None = None
         # Per AIPerf run: the profiling session numbers seen (when a window holds all its requests).
         self.sessions: dict[str, SessionLedger] = {}
+        # Per AIPerf run: what its profiling phase sent in all, from its log (a segment's last window closes once
+        # all of it is seen). AIPerf's log lines name no run: a line is the run's when it was the only one
+        # started and not exited (during a handover's overlap two are, and the line is not used).
+        self.sent: dict[str, int] = {}
+        self._running: list[str] = []
 
     def observe(self, ev: AnyEvent) -> None:
         """Take one event (those of no concern are ignored)."""
@@ -41,6 +60,13 @@ class LoadProgress(EventFold):
             # Keyed by the AIPerf run's own name (one per AIPerf process: a handful per soak).
             self.aiperf_pids[ev.window] = ev.pid
             self.aiperf_launch_ns[ev.window] = ev.ts_ns
+            self._running.append(ev.window)
+        elif isinstance(ev, AiperfExited):
+            if ev.window in self._running:
+                self._running.remove(ev.window)
+        elif isinstance(ev, LogLine) and ev.source == "aiperf" and len(self._running) == 1:
+            if (sent := profiling_sent(ev.text)) is not None:
+                self.sent.setdefault(self._running[0], sent)
         elif isinstance(ev, ProcessSampled) and ev.role == "aiperf":
             self.aiperf_sample = (ev.pid, ev.ts_ns, ev.rss_bytes)
 
@@ -84,3 +110,11 @@ class LoadProgress(EventFold):
         """Block until `sent` distinct profiling requests of run `aiperf_run` have been seen."""
         while self.ledger(aiperf_run).seen < sent:
             await self.next_batch()
+
+    def sent_in_all(self, aiperf_run: str) -> int | None:
+        """What run `aiperf_run`'s profiling phase sent in all, once it has said so (its halt fact at a handover,
+        else its log's sending-complete line); None until then."""
+        ledger = self.sessions.get(aiperf_run)
+        if ledger is not None and ledger.final is not None:
+            return ledger.final
+        return self.sent.get(aiperf_run)

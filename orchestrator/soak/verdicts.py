@@ -499,7 +499,7 @@ def judge_soak(evidence: SoakEvidence, limits: SoakLimits, *, processes: Process
         _correctness(ordered),
         judge_restarts(e.exits, e.restarts),
         window_gaps(ordered, limits, e.handovers, gap_allowance, e.host_pauses),
-        accounting(ordered, e.runs, e.running, e.stopped, cut_short),
+        accounting(ordered, e.runs, e.running, e.stopped, cut_short, e.tails),
     ]
     if processes is not None:
         verdicts.append(judge_processes(processes))

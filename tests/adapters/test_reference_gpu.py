@@ -66,6 +66,16 @@ class TestWithoutAGpuLibrary:
         assert ("reference: GPU options cannot run here: --gpu-ballast-mib, --fault-gpu-leak-mib: no GPU library: "
                 "neither torch nor cupy is installed") in done.stderr
 
+    def test_the_worker_child_names_its_error_and_starts_without_a_warning(self) -> None:
+        """The child, started as GpuWorker starts it, says why it cannot hold memory on its first line and exits
+        2; its module is not one the package imports, so runpy warns of nothing (it did on a GPU host)."""
+        done = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-m", "adapters.reference.gpu_child",
+                               "--library", "torch", "--ballast-mib", "64"],
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 2, done.stderr
+        assert done.stdout.startswith("error torch: ModuleNotFoundError"), done.stdout
+        assert "RuntimeWarning" not in done.stderr
+
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not (HAS_LIBRARY and _gpu_visible()), reason="needs an NVIDIA GPU and torch or cupy")

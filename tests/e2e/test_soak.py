@@ -34,7 +34,9 @@ def _windows_consecutive(events: list[dict[str, Any]], run_dir: Path, *,
     first: dict[str, int] = {}
     last: dict[str, int] = {}
     for e in events:
-        if e["kind"] == "request_correlated" and e["window"].startswith("soak/w") and e["request_start_ns"]:
+        # A segment's tail (what its last window, closed on time, still had open) is no window of its own.
+        if e["kind"] == "request_correlated" and e["window"].startswith("soak/w") and e["request_start_ns"] \
+                and not e["window"].endswith("/tail"):
             w = e["window"]
             first[w] = min(first.get(w, e["request_start_ns"]), e["request_start_ns"])
             last[w] = max(last.get(w, 0), e["request_end_ns"] or 0)
@@ -83,7 +85,9 @@ def _handed_over(events: list[dict[str, Any]], verdicts: dict[str, dict[str, Any
     runs = acc["detail"]["runs"]
     assert len(runs) == 1 + len(handovers) and all(r["issued"].get("profiling") for r in runs), runs
     windows = [e["summary"] for e in events if e["kind"] == "soak_window_closed"]
-    assert sum(r["issued"]["profiling"] for r in runs) == sum(w["issued"] for w in windows)
+    tails = [e for e in events if e["kind"] == "soak_tail"]
+    assert sum(r["issued"]["profiling"] for r in runs) == sum(w["issued"] for w in windows) + sum(
+        t["issued"] for t in tails)
     sent = {r["run"]: r["issued"]["profiling"] for r in runs}
     assert all(sent[h["predecessor"]] == h["sent"] for h in handovers), (sent, handovers)
 
@@ -131,8 +135,13 @@ class TestSoak:
         assert (run_dir / "report.json").is_file()
         # The accounting checked the run against AIPerf's own count of what it sent (its log line).
         [run] = verdicts["accounting"]["detail"]["runs"]
+        # Its last window closed on time (AIPerf said what it sent before its exit): what it still had open is in
+        # the run's tail, counted once; the window's summary leaves the exit to the tail, which tells it.
+        [tail] = [e for e in events if e["kind"] == "soak_tail"]
+        assert tail["window"] == "soak/w0003" and tail["balanced"] and tail["aiperf_classification"] == "complete"
+        assert closed[-1]["summary"]["aiperf_exit_unix_ns"] is None and tail["aiperf_exit_unix_ns"]
         assert run["issued_from"]["profiling"] == "aiperf_log" and run["issued"]["profiling"] == sum(
-            e["summary"]["issued"] for e in closed), run
+            e["summary"]["issued"] for e in closed) + tail["issued"], run
         # ...and AIPerf's own files still judge the run whole without the raw export.
         exited = next(e for e in events if e["kind"] == "aiperf_exited" and e["window"] == "soak/aiperf01")
         assert exited["classification"] == "complete", exited
@@ -218,9 +227,10 @@ class TestSoak:
 
     def test_windows_close_on_time_on_a_loaded_machine(self, tmp_path: Path) -> None:
         """Issue 29's item 6: with both cores busy (two spinning processes beside the soak) and every request
-        taking 1.5 s, so that requests are open at every cut, each window but the last closes within 1 s of its
-        planned end. The requests still open then are carried into the next window (`carried` in its
-        accounting), every window balances, and the windows together hold exactly what AIPerf says it sent. The
+        taking 1.5 s, so that requests are open at every cut, each window closes within 1 s of its planned end.
+        The requests still open then are carried into the next window (`carried` in its accounting), or the last
+        window's into the run's tail; every window and the tail balance, and together they hold exactly what AIPerf
+        says it sent. The
         spinners run from the first window's start to the second's close, the span whose timing is judged: a
         close that waits on a starved process fails here; the start-up before it they only slowed."""
         config_path = config(tmp_path, duration=30.0, window=10.0, max_error_rate=1.0, concurrency=2,
@@ -251,7 +261,9 @@ class TestSoak:
         assert proc.returncode in (0, 1), out[-3000:]
         closed = [e for e in events if e["kind"] == "soak_window_closed"]
         assert [e["index"] for e in closed] == [1, 2, 3]
-        late = [(e["ts_ns"] - e["summary"]["end_unix_ns"]) / 1e9 for e in closed[:-1]]
+        # Every window, the last too: AIPerf says what it sent as it stops issuing, so the last window does not
+        # wait for AIPerf's exit; what it still has open counts in the run's tail.
+        late = [(e["ts_ns"] - e["summary"]["end_unix_ns"]) / 1e9 for e in closed]
         assert all(0.0 <= s <= 1.0 for s in late), late
         _accounting_balanced(events)
         checks = [e for e in events if e["kind"] == "accounting_checked" and e["window"].startswith("soak/w")]
@@ -259,7 +271,9 @@ class TestSoak:
         verdicts = _final_verdicts(events)
         assert verdicts["accounting"]["outcome"] == "pass", verdicts["accounting"]["reason"]
         [run] = verdicts["accounting"]["detail"]["runs"]
-        assert run["issued"]["profiling"] == sum(e["summary"]["issued"] for e in closed), run
+        [tail] = [e for e in events if e["kind"] == "soak_tail"]
+        assert tail["window"] == "soak/w0003" and tail["balanced"], tail
+        assert run["issued"]["profiling"] == sum(e["summary"]["issued"] for e in closed) + tail["issued"], run
 
     def test_killed_server_is_restarted_and_its_requests_accounted(self, killed_soak: KilledSoak) -> None:
         """SIGKILL to the server in window 2: it restarts, in-flight requests become server_crash, the
