@@ -10,6 +10,7 @@ run-aiperf` on the same config. The measure is the CPU-seconds of each side's wh
 from /proc/stat, less the side's own).
 
 Run: .venv/bin/python bench/overhead.py [--pairs 4] [--config bench.toml] [--signal] [--requests N] [--cpus 0,1]
+[--baseline DIR [--own-only]]
 `--signal`: the reference server without speech models, on audioqa-v2's signal items (a host without Whisper).
 Before the pairs, the bench loads the dataset and prepares its arms once with the config's clip cache, as any
 earlier run would have: each (b) then finds its clips' facts in the cache's `facts/` (`--cold`: not warmed, so
@@ -274,7 +275,11 @@ def main() -> None:
     p.add_argument("--cold", action="store_true", help="do not warm the clip cache's facts before the pairs")
     p.add_argument("--baseline", default="", help="another aqbench checkout (e.g. `git archive` of main) run "
                    "as (c) after each pair, with the same config: before and after in one sitting")
+    p.add_argument("--own-only", action="store_true", help="with --baseline: no bare side; (b) and the baseline "
+                   "alternate, for aqbench's own process before and after (steadier than the tree's ratio)")
     args = p.parse_args()
+    if args.own_only and not args.baseline:
+        p.error("--own-only compares against --baseline DIR")
     if args.cpus:
         os.sched_setaffinity(0, {int(c) for c in args.cpus.split(",")})
     ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
@@ -292,6 +297,12 @@ def main() -> None:
         print(f"config {cfg_path}; cores {sorted(os.sched_getaffinity(0))} of {os.cpu_count()}; "
               f"load {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
         for i in range(args.pairs):
+            if args.own_only:
+                for side in ["aqbench", "baseline"] if i % 2 == 0 else ["baseline", "aqbench"]:
+                    root = ROOT if side == "aqbench" else Path(args.baseline).resolve()
+                    sides[side].append(_observed(cfg_path, requests, root))
+                    print(_line(i, side, sides[side][-1]), flush=True)
+                continue
             order = ["bare", "aqbench"] if i % 2 == 0 else ["aqbench", "bare"]
             for side in order:
                 with tempfile.TemporaryDirectory(prefix="aqb-overhead-") as tmp:
@@ -307,6 +318,15 @@ def main() -> None:
 def _summary(sides: dict[str, list[dict[str, float]]], pairs: int) -> None:
     def med(side: str, key: str) -> float:
         return statistics.median(r[key] for r in sides[side])
+
+    if not sides["bare"]:  # --own-only
+        after, before = ([r["own"] for r in sides[s]] for s in ("aqbench", "baseline"))
+        print(f"\nover {pairs} pairs (load now {' '.join(f'{x:.2f}' for x in os.getloadavg())}): aqbench's own "
+              f"process {', '.join(f'{x:.2f}' for x in after)} CPU-s (median {statistics.median(after):.2f}); the "
+              f"baseline's {', '.join(f'{x:.2f}' for x in before)} (median {statistics.median(before):.2f}); "
+              f"less by {statistics.median(b - a for a, b in zip(after, before, strict=True)):.2f} CPU-s "
+              "(median of the pairs)")
+        return
 
     bare, seen = sides["bare"], sides["aqbench"]
     print(f"\nover {pairs} pairs (load now {' '.join(f'{x:.2f}' for x in os.getloadavg())}):")

@@ -8,11 +8,11 @@ from __future__ import annotations
 import hashlib
 import shutil
 import sys
-from importlib import metadata
 from pathlib import Path
 
 import msgspec
 
+from orchestrator.base.dists import dist_folder, dist_version
 from orchestrator.base.errors import ClientError
 
 __all__ = ["REQUIRED_VERSION", "AiperfInstall", "check_install"]
@@ -28,14 +28,15 @@ class AiperfInstall(msgspec.Struct, frozen=True, kw_only=True):
     executable: str
 
 
-def _record_sha256(dist: metadata.Distribution) -> str:
+def _record_sha256(folder: Path) -> str:
     # RECORD lists every installed file with its own hash, so its digest pins the whole install.
-    text = dist.read_text("RECORD")
-    if text is None:
+    try:
+        text = (folder / "RECORD").read_text(encoding="utf-8")
+    except FileNotFoundError:
         raise ClientError(
             "aiperf is installed without a RECORD file in its dist-info; cannot fingerprint it. "
             f"Reinstall with: {sys.executable} -m pip install --force-reinstall aiperf=={REQUIRED_VERSION}"
-        )
+        ) from None
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -55,18 +56,17 @@ def _executable() -> str:
 
 def check_install() -> AiperfInstall:
     """Return the installed AIPerf's identity. Blocks briefly (reads dist-info). Raises ClientError."""
-    try:
-        dist = metadata.distribution("aiperf")
-    except metadata.PackageNotFoundError:
+    folder = dist_folder("aiperf")
+    if folder is None:
         raise ClientError(
             f"AIPerf is not installed in {sys.prefix}; install it with: "
             f"{sys.executable} -m pip install aiperf=={REQUIRED_VERSION}"
-        ) from None
-    version = dist.version
+        )
+    version = dist_version("aiperf")
     if version != REQUIRED_VERSION:
         raise ClientError(
             f"AIPerf {version} is installed in {sys.prefix}, but aqbench needs exactly {REQUIRED_VERSION} "
             "(its record observer API and export formats are pinned); install it with: "
             f"{sys.executable} -m pip install aiperf=={REQUIRED_VERSION}"
         )
-    return AiperfInstall(version=version, fingerprint=_record_sha256(dist), executable=_executable())
+    return AiperfInstall(version=version, fingerprint=_record_sha256(folder), executable=_executable())

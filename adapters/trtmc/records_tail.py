@@ -38,7 +38,8 @@ class ServerRecordsTailer:
         self.bad_lines = 0
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        async with anyio.create_task_group() as tg, self._bus.subscribe(self._name, size=1024) as sub:
+        async with (anyio.create_task_group() as tg,
+                    self._bus.subscribe(self._name, size=1024, kinds=(ServerSpawned,)) as sub):
             self._tg = tg
             task_status.started()
             async for ev in sub:

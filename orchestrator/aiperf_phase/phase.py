@@ -31,6 +31,7 @@ from orchestrator.run.provenance import sha256_path
 from orchestrator.spine.logs import get_logger, say
 from orchestrator.spine.ports import AiperfFacts, AiperfResult, Toolkit
 from orchestrator.view.line import LiveLine
+from orchestrator.view.output import ViewOutput
 
 __all__ = ["RunAiperfOptions", "run_aiperf_phase"]
 
@@ -52,9 +53,11 @@ class RunAiperfOptions(msgspec.Struct, frozen=True, kw_only=True):
 
 # The adapters come in through a Toolkit from the composition root (orchestrator/commands/run_aiperf.py).
 # Reports are folded from the journal at the end, an interrupted or failed run's too.
-async def run_aiperf_phase(cfg: Config, opts: RunAiperfOptions, interrupt: Interrupt, toolkit: Toolkit) -> int:
+async def run_aiperf_phase(cfg: Config, opts: RunAiperfOptions, interrupt: Interrupt, toolkit: Toolkit, *,
+                           live_output: ViewOutput | None = None) -> int:
     """Run the phase; returns the exit code (0 complete and balanced, 1 AIPerf's run partial, cancelled or
-    failed, 3 an accounting breach). Every run writes its reports, an interrupted or failed one too."""
+    failed, 3 an accounting breach). Every run writes its reports, an interrupted or failed one too.
+    `live_output` draws the live line (None: plain lines on stderr)."""
     models = {m.name: m for m in cfg.models}
     if opts.model and opts.model not in models:
         raise UsageError(f"--model {opts.model!r}: not in {cfg.source}; choose one of {', '.join(models)}")
@@ -69,7 +72,7 @@ async def run_aiperf_phase(cfg: Config, opts: RunAiperfOptions, interrupt: Inter
     try:
         async with open_run(cfg, command="run-aiperf", interrupt=interrupt) as run:
             opened.append(run)
-            return await _phase(run, opts, toolkit, model, arms, install, tokenizer, dataset)
+            return await _phase(run, opts, toolkit, model, arms, install, tokenizer, dataset, live_output)
     finally:
         if opened:
             with anyio.CancelScope(shield=True), anyio.move_on_after(120):
@@ -86,12 +89,12 @@ async def _write_reports(run: RunScope) -> None:
 
 
 async def _phase(run: RunScope, opts: RunAiperfOptions, toolkit: Toolkit, model: ModelConfig, arms: list[str],
-                 install: AiperfFacts, tokenizer: Path, dataset: Dataset) -> int:
+                 install: AiperfFacts, tokenizer: Path, dataset: Dataset, live_output: ViewOutput | None) -> int:
     """The run's body: the model's server, one AIPerf window, its accounting and the model's result."""
     cfg = run.config
     window = f"{model.name}/aiperf-1"
     bundle_sha256 = await _bundle_digest(model.bundle or cfg.server.bundle)
-    live = LiveLine(run.bus)
+    live = LiveLine(run.bus, out=live_output)
     await run.tg.start(live.run)
     served = await serve_correlated(run, toolkit, model, dataset, arms, source="run-aiperf",
                                     match_timeout_s=opts.match_timeout_s)

@@ -6,6 +6,7 @@ Composition root: parses the command line and hands the use (orchestrator/aiperf
 from __future__ import annotations
 
 import argparse
+import sys
 
 from orchestrator.commands.grammar import (
     add_config_argument,
@@ -14,8 +15,9 @@ from orchestrator.commands.grammar import (
     add_model_argument,
 )
 from orchestrator.commands.keep_args import add_keep_inputs_argument, with_keep_inputs
+from orchestrator.view.output import PlainOutput, ViewOutput
 
-__all__ = ["register", "run"]
+__all__ = ["register", "run", "choose_live_output"]
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -51,4 +53,15 @@ def run(args: argparse.Namespace) -> int:
                             concurrency=args.concurrency, request_rate=args.rate,
                             arms=[a for a in args.arms.split(",") if a], match_timeout_s=args.match_timeout)
     toolkit = real_toolkit()
-    return run_main(lambda interrupt: run_aiperf_phase(cfg, opts, interrupt, toolkit))
+    live_output = choose_live_output()
+    return run_main(lambda interrupt: run_aiperf_phase(cfg, opts, interrupt, toolkit, live_output=live_output))
+
+
+def choose_live_output() -> ViewOutput:
+    """The live line drawn in place by rich on a terminal, plain lines elsewhere."""
+    if not sys.stderr.isatty():
+        return PlainOutput(sys.stderr)
+    # Imported here: rich (0.05 CPU-s) loads only where the line is drawn on a terminal.
+    from orchestrator.view.terminal import LiveOutput
+
+    return LiveOutput(sys.stderr)

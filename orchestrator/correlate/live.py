@@ -27,6 +27,9 @@ from orchestrator.spine.pulse import Pulse
 
 __all__ = ["Correlator", "in_flight_bound"]
 
+# What _handle reads: the bus wakes the correlator for these only, not for every log line of a run.
+_INPUTS = (ClientRecord, ServerRecord, ServerExited, SoakWindowOpened, AiperfStarted)
+
 
 def _flag(argv: list[str], name: str) -> str | None:
     """The value of AIPerf's `--name V` or `--name=V` (None when absent)."""
@@ -84,7 +87,7 @@ class Correlator:
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Consume the bus until it closes or this task is cancelled. Ready once subscribed."""
-        async with self._bus.subscribe(self._name, size=self._size) as sub:
+        async with self._bus.subscribe(self._name, size=self._size, kinds=_INPUTS) as sub:
             self._sub = sub
             self._started.set()
             task_status.started()
@@ -155,7 +158,7 @@ class Correlator:
     async def _caught_up(self, limit_s: float, window: str | None = None) -> None:
         """Wait (at most `limit_s`) until all published so far is processed (and `window`'s halves settled)."""
         await self._started.wait()
-        target = self._bus.statistics().published
+        target = self._sub.wanted_seq  # the last event published so far that this correlator takes in
         with anyio.move_on_after(limit_s):
             while self._last_seq < target or (window is not None and self.joiner.open_clients(window)):
                 await self._progress.wait()  # no await between the check and the wait: no lost signal

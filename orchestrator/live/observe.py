@@ -24,7 +24,8 @@ async def sample_processes(run: RunScope, *, task_status: TaskStatus[None] = any
     def newest() -> int | None:
         return next(reversed(pids.values()), None)
 
-    async with run.bus.subscribe(_NAME, size=256, lossy=True) as sub, anyio.create_task_group() as tg:
+    async with run.bus.subscribe(_NAME, size=256, lossy=True,
+                                                                   kinds=(AiperfStarted, AiperfExited)) as sub, anyio.create_task_group() as tg:
         sampler = ObserverSampler(run.bus, period_s=run.config.server.sample_period_s, aiperf_pid=newest)
         await tg.start(sampler.run)
         task_status.started()

@@ -8,10 +8,10 @@ import platform
 import socket
 import subprocess
 from functools import cache
-from importlib import metadata
 from pathlib import Path
 
 from orchestrator import __version__
+from orchestrator.base.dists import dist_version
 from orchestrator.base.errors import ServerError
 from orchestrator.events import HostFacts
 
@@ -48,10 +48,7 @@ def git_commit() -> str:
 def tool_versions() -> dict[str, str]:
     versions = {"aqbench": __version__, "aqbench_commit": git_commit(), "python": platform.python_version()}
     for name in _PACKAGES:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            versions[name] = ""
+        versions[name] = dist_version(name)
     return versions
 
 

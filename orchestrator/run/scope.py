@@ -16,7 +16,6 @@ from pathlib import Path
 import anyio
 import anyio.abc
 import msgspec
-import structlog
 from anyio.abc import TaskGroup
 
 from orchestrator.base.errors import UsageError
@@ -26,7 +25,7 @@ from orchestrator.run.provenance import host_facts, tool_versions
 from orchestrator.run.writing import WritingMark
 from orchestrator.spine.bus import Bus
 from orchestrator.spine.journal import COMPACT_JOURNAL, PLAIN_JOURNAL, JournalWriter
-from orchestrator.spine.logs import attach_run_log, detach_run_log, get_logger
+from orchestrator.spine.logs import attach_run_log, bind_contextvars, detach_run_log, get_logger, unbind_contextvars
 from orchestrator.supervision.host_sampler import HostSampler
 
 __all__ = ["RunScope", "Interrupt", "open_run", "run_main", "new_run_id"]
@@ -110,7 +109,7 @@ async def open_run(
         raise UsageError(f"{run_dir}: another aqbench process is writing this run folder; pick another "
                          f"[run] name or wait for it to end") from exc
     attach_run_log(run_dir / "aqbench.log")
-    structlog.contextvars.bind_contextvars(run_id=run_id)
+    bind_contextvars(run_id=run_id)
     bus = Bus(run_id)
     interrupt = interrupt or Interrupt()
     scope = RunScope(run_id=run_id, run_dir=run_dir, bus=bus, tg=None, config=config,  # type: ignore[arg-type]
@@ -168,7 +167,7 @@ async def open_run(
                         log.error("subscribers_force_closed", subscribers=bus.stuck)
                     log.info("run_finished", status=scope.status, exit_code=scope.exit_code)
     finally:
-        structlog.contextvars.unbind_contextvars("run_id")
+        unbind_contextvars("run_id")
         detach_run_log()
         mark.release()
 

@@ -1,5 +1,5 @@
 """In-process publish/subscribe of typed events over anyio memory object streams, one bounded stream per
-subscriber; it never reads what it carries."""
+subscriber; it reads no event, only their types (a subscriber may ask for some kinds only)."""
 
 from __future__ import annotations
 
@@ -52,12 +52,16 @@ class Subscription:
     drained everything (Bus.aclose waits for it).
     """
 
-    def __init__(self, bus: Bus, name: str, size: int, lossy: bool) -> None:
+    def __init__(self, bus: Bus, name: str, size: int, lossy: bool,
+                 kinds: tuple[type[Event], ...] | None = None) -> None:
         if size < 1:
             raise ValueError(f"subscription {name!r}: size must be >= 1, got {size}")
         self.name = name
         self.size = size
         self.lossy = lossy
+        self.kinds = kinds
+        # The seq of the last event published that this subscriber wants (delivered or on its way).
+        self.wanted_seq = 0
         self.delivered = 0
         self.dropped = 0
         self._bus = bus
@@ -167,11 +171,14 @@ class Bus:
 
     # -- subscribers -------------------------------------------------------------------------------
 
-    def subscribe(self, name: str, *, size: int = 4096, lossy: bool = False) -> Subscription:
-        """Add a subscriber; it sees every event published from now on. Does not block."""
+    def subscribe(self, name: str, *, size: int = 4096, lossy: bool = False,
+                  kinds: tuple[type[Event], ...] | None = None) -> Subscription:
+        """Add a subscriber; it sees every event published from now on, or with `kinds` only the events of
+        those types (in the same order): a task that wants a few kinds is not woken for every event of a
+        run. Does not block."""
         if self._closed:
             raise BusClosed(f"cannot subscribe {name!r}: the bus of run {self.run_id} is closed")
-        sub = Subscription(self, name, size, lossy)
+        sub = Subscription(self, name, size, lossy, kinds)
         self._subs = [*self._subs, sub]
         if not lossy:
             self._lossless = [*self._lossless, sub]
@@ -201,6 +208,13 @@ class Bus:
             source=event.source or self.source,
         )
 
+    def _wanting(self, event: AnyEvent) -> list[Subscription]:
+        """The subscribers that want `event` (stamped), each marked as waiting for its seq."""
+        subs = [sub for sub in self._subs if sub.kinds is None or isinstance(event, sub.kinds)]
+        for sub in subs:
+            sub.wanted_seq = event.seq
+        return subs
+
     def _has_room(self) -> bool:
         return all(sub._send.statistics().current_buffer_used < sub.size for sub in self._lossless)
 
@@ -214,11 +228,11 @@ class Bus:
         if self._closed:
             raise BusClosed(f"publish after close on run {self.run_id}: {type(event).__name__}")
         stamped = self._stamp(event)
+        subs = self._wanting(stamped)
         if self._backlog:
-            await self._deliver_slow(stamped, self._subs)
+            await self._deliver_slow(stamped, subs)
             return stamped
         # Fast path: no await from stamping to delivery, so no other publisher can interleave.
-        subs = self._subs
         for i, sub in enumerate(subs):
             try:
                 sub._send.send_nowait(stamped)
@@ -234,7 +248,7 @@ class Bus:
         return stamped
 
     def _deliver_nowait(self, event: AnyEvent) -> None:
-        for sub in self._subs:
+        for sub in self._wanting(event):
             if sub.lossy:
                 self._deliver_one_lossy(sub, event)
                 continue

@@ -10,13 +10,29 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import msgspec
-import structlog
-from structlog.typing import Processor, WrappedLogger
 
 from orchestrator.spine.redaction import Redactor
 from orchestrator.spine.stderr import StderrChoice, choose_stderr, on_choice, say
 
-__all__ = ["configure_logging", "attach_run_log", "detach_run_log", "get_logger", "say"]
+# structlog imports rich, pygments and attrs for its console renderer's tracebacks (and greenlet for a deprecated
+# context) whenever they are installed: 0.06 CPU-s of every run's start (bench/overhead.py). Off a terminal
+# nothing shows rich's tracebacks, so there structlog loads without them (a None in sys.modules makes an import
+# fail, which structlog allows for) and tracebacks are plain text; the names are freed for any later import.
+_WITHOUT = () if sys.stderr.isatty() else tuple(m for m in ("rich", "better_exceptions", "greenlet")
+                                                 if m not in sys.modules)
+for _name in _WITHOUT:
+    sys.modules[_name] = None  # type: ignore[assignment]
+try:
+    import structlog
+    from structlog.contextvars import bind_contextvars, unbind_contextvars
+    from structlog.typing import Processor, WrappedLogger
+finally:
+    for _name in _WITHOUT:
+        del sys.modules[_name]
+
+# Every other module logs through this one (bind_contextvars too), so structlog loads only here.
+__all__ = ["configure_logging", "attach_run_log", "detach_run_log", "get_logger", "say", "bind_contextvars",
+           "unbind_contextvars"]
 
 _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
 _ROOT = "aqbench"  # every logger of ours is a child of this one; the handlers hang here

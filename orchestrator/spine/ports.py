@@ -283,7 +283,8 @@ class EventStream(Protocol):
 class EventBus(EventSink, Protocol):
     """What an adapter that both reads and writes the run's events needs of the bus."""
 
-    def subscribe(self, name: str, *, size: int = 4096, lossy: bool = False) -> EventStream: ...
+    def subscribe(self, name: str, *, size: int = 4096, lossy: bool = False,
+                  kinds: tuple[type[Event], ...] | None = None) -> EventStream: ...
 
 
 class RecordsTailer(Protocol):

@@ -1,5 +1,5 @@
-"""run-aiperf's live line on stderr (view/terminal.py): done, errors and p50 latencies about once a second,
-estimates from a lossy subscription; redrawn in place on a terminal, plain lines otherwise."""
+"""run-aiperf's live line on stderr: done, errors and p50 latencies about once a second, estimates from a lossy
+subscription; redrawn in place on a terminal (view/terminal.py, passed in), plain lines otherwise."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from anyio.abc import TaskStatus
 from orchestrator.events import RequestCorrelated
 from orchestrator.judge.stats import StreamingQuantiles
 from orchestrator.spine.bus import Bus
-from orchestrator.view.terminal import LiveOutput
+from orchestrator.view.output import PlainOutput, ViewOutput
 
 __all__ = ["LiveLine"]
 
@@ -21,16 +21,19 @@ __all__ = ["LiveLine"]
 class LiveLine:
     """A lossy subscriber printing done / errors / p50 latencies about once a second (estimates)."""
 
-    def __init__(self, bus: Bus, *, stream: TextIO | None = None, every_s: float = 1.0) -> None:
+    def __init__(self, bus: Bus, *, out: ViewOutput | None = None, stream: TextIO | None = None,
+                 every_s: float = 1.0) -> None:
+        """`out` draws the line (view/terminal.py's LiveOutput on a terminal); None: plain lines on `stream`
+        (None: stderr)."""
         self.bus, self.every_s = bus, every_s
-        self.out = LiveOutput(stream or sys.stderr)
+        self.out: ViewOutput = out or PlainOutput(stream or sys.stderr)
         self.done = self.errors = self.warmup = 0
         self.latency = StreamingQuantiles()
         self.model_call = StreamingQuantiles()
         self._last = 0.0
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        async with self.bus.subscribe("live-line", size=4096, lossy=True) as sub:
+        async with self.bus.subscribe("live-line", size=4096, lossy=True, kinds=(RequestCorrelated,)) as sub:
             task_status.started()
             async for ev in sub:
                 if not isinstance(ev, RequestCorrelated):

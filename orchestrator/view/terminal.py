@@ -4,8 +4,6 @@ terminal, plain lines (progress at most every few seconds) otherwise, so logs an
 
 from __future__ import annotations
 
-import sys
-import time
 from typing import TextIO
 
 from rich.console import Console
@@ -13,11 +11,9 @@ from rich.live import Live
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
-from orchestrator.spine.logs import say
+from orchestrator.view.output import PlainOutput
 
 __all__ = ["LiveOutput"]
-
-_PLAIN_PROGRESS_EVERY_S = 5.0
 
 
 class LiveOutput:
@@ -28,15 +24,15 @@ class LiveOutput:
         # Plain text always: no markup, highlighting or wrapping of what the run says.
         self.console = Console(file=stream, highlight=False, markup=False, emoji=False, soft_wrap=True)
         self.tty = self.console.is_terminal
+        self._plain = PlainOutput(stream)  # what is written off a terminal
         self._progress: Progress | None = None
         self._task: TaskID | None = None
         self._live: Live | None = None
-        self._last_plain = 0.0
 
     def line(self, text: str) -> None:
-        """One line, above the bar when one is shown; off a terminal on stderr, in stderr's format (logs.say)."""
-        if not self.tty and self.stream is sys.stderr:
-            say(text)
+        """One line, above the bar when one is shown; off a terminal a plain line (view/output.py)."""
+        if not self.tty:
+            self._plain.line(text)
             return
         if self._progress is not None:
             self._progress.console.print(text)
@@ -44,19 +40,12 @@ class LiveOutput:
             self._live.console.print(text)
         else:
             self.console.print(text)
-        if not self.tty:
-            self.stream.flush()
 
     def bar(self, label: str, done: int, total: int, note: str, *, force: bool = False) -> None:
         """Show progress `done`/`total` of `label` with a note; a terminal redraws it in place, elsewhere a
         plain line is written at most every few seconds (or now, with `force`)."""
         if not self.tty:
-            now = time.monotonic()
-            if force or now - self._last_plain >= _PLAIN_PROGRESS_EVERY_S:
-                self._last_plain = now
-                width = 30
-                filled = int(width * done / total) if total else 0
-                self.line(f"  {label:<12} [{'#' * filled}{'.' * (width - filled)}] {done}/{total or '?'}  {note}")
+            self._plain.bar(label, done, total, note, force=force)
             return
         if self._progress is None:
             self._progress = Progress(TextColumn("  {task.description:<12}"), BarColumn(), MofNCompleteColumn(),
@@ -71,7 +60,7 @@ class LiveOutput:
         """One status line: redrawn in place on a terminal (other lines scroll above it), a plain line
         otherwise (the caller decides how often)."""
         if not self.tty:
-            self.line(text)
+            self._plain.status(text)
             return
         if self._live is None:
             self._live = Live(Text(text), console=self.console, auto_refresh=False, transient=False)

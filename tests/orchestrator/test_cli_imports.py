@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import io
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.cli import build_parser
+from orchestrator.commands.run_aiperf import choose_live_output
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -96,3 +98,31 @@ def test_ingest_of_whole_files_loads_no_logging_stack_nor_process_owners() -> No
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60,
                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, check=True)
     assert ast.literal_eval(out.stdout) == [0, []]
+
+
+def test_run_aiperf_off_a_terminal_loads_neither_rich_nor_importlib_metadata() -> None:
+    """With stderr not a terminal, what `aqbench run-aiperf` imports and calls to start (its toolkit, AIPerf's
+    install check, the run's tool versions, the logs, the live line's output) leaves out rich, pygments, attrs
+    and greenlet (structlog's optional tracebacks: 0.06 CPU-s) and importlib.metadata (0.05 CPU-s); rich
+    still imports afterwards."""
+    code = ("import sys\nfrom orchestrator.commands.run_aiperf import choose_live_output\n"
+            "from orchestrator.commands.wiring import real_toolkit\nfrom orchestrator.run import run_main\n"
+            "from orchestrator.aiperf_phase import run_aiperf_phase\nfrom orchestrator.reports import write_reports\n"
+            "from orchestrator.run.provenance import tool_versions\nfrom orchestrator.spine.logs import get_logger\n"
+            "real_toolkit().aiperf.check_install()\nversions = tool_versions()\nout = choose_live_output()\n"
+            "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('rich', 'pygments', 'attr', 'greenlet')"
+            " or m == 'importlib.metadata')\nimport rich.console\n"
+            "print([type(out).__name__, 'structlog' in sys.modules, versions['aiperf'], loaded])")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, check=True)
+    assert ast.literal_eval(out.stdout) == ["PlainOutput", True, "0.13.0", []]
+
+
+def test_run_aiperf_draws_its_live_line_with_rich_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr(sys, "stderr", Terminal())
+    out = choose_live_output()
+    assert type(out).__name__ == "LiveOutput" and out.tty

@@ -18,7 +18,7 @@ from adapters.aiperf.records import parse_export_line
 from adapters.trtmc.records import parse_server_record
 from orchestrator.base.errors import AqbenchError
 from orchestrator.commands.ingest import register
-from orchestrator.commands.wiring import log_codecs
+from orchestrator.commands.log_codecs import log_codecs
 from orchestrator.correlate import Correlator
 from orchestrator.events import AiperfExited, AiperfStarted, ClientRecord, RequestCorrelated, ServerRecord
 from orchestrator.ingest import Ingest, expand_inputs, new_joiner

@@ -13,7 +13,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from orchestrator.commands.wiring import log_codecs
+from orchestrator.commands.log_codecs import log_codecs
 from orchestrator.ingest import Ingest, new_joiner, run_follow
 
 REPO = Path(__file__).resolve().parents[3]

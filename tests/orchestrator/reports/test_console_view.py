@@ -60,9 +60,11 @@ def test_a_terminal_gets_a_progress_bar_and_the_same_lines() -> None:
 def test_run_aiperf_live_line_redraws_on_a_terminal_and_prints_lines_elsewhere() -> None:
     """run-aiperf's live line: done, errors and p50s; in place on a terminal, one plain line per print off it."""
     from orchestrator.view.line import LiveLine
+    from orchestrator.view.terminal import LiveOutput
 
     for stream, in_place in ((_Terminal(), True), (io.StringIO(), False)):
-        line = LiveLine(Bus("run-test"), stream=stream)
+        # As the command passes it: rich's LiveOutput (a terminal), or nothing (plain lines, no rich).
+        line = LiveLine(Bus("run-test"), out=LiveOutput(stream) if in_place else None, stream=stream)
         line.done, line.errors = 3, 1
         line.print()
         line.print()

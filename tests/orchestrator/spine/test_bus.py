@@ -39,6 +39,32 @@ class TestBus:
             assert [e.seq for e in got[name]] == list(range(1, 101))
             assert {e.run_id for e in got[name]} == {"run-1"} and all(e.ts_ns > 0 for e in got[name])
 
+    async def test_a_subscriber_of_some_kinds_gets_those_only_in_order(self) -> None:
+        """`kinds`: only those events reach the stream, in seq order, on the fast path, the slow path (behind a
+        full subscriber) and publish_nowait; `wanted_seq` is the last such event published; a full subscriber
+        of other kinds only never drops nor blocks for them."""
+        bus = Bus("r")
+        drops = bus.subscribe("drops", size=16, kinds=(EventsDropped,))
+        lines = bus.subscribe("lines", size=2, kinds=(LogLine,))
+        everything = bus.subscribe("all", size=16)
+        await bus.publish(line(0))
+        await bus.publish(EventsDropped(subscriber="x", dropped=1))
+        assert (drops.wanted_seq, lines.wanted_seq) == (2, 1)
+        await bus.publish(line(1))  # "lines" is full now
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(bus.publish, line(2))  # waits for "lines"
+            await anyio.wait_all_tasks_blocked()
+            assert lines.wanted_seq == 4
+            assert [lines.receive_nowait().seq for _ in range(2)] == [1, 3]
+        bus.publish_nowait(EventsDropped(subscriber="y", dropped=2))
+        assert [drops.receive_nowait().seq for _ in range(2)] == [2, 5] and drops.wanted_seq == 5
+        assert lines.receive_nowait().seq == 4 and lines.wanted_seq == 4
+        assert [everything.receive_nowait().seq for _ in range(5)] == [1, 2, 3, 4, 5]
+        for sub in (drops, lines, everything):
+            with pytest.raises(anyio.WouldBlock):
+                sub.receive_nowait()
+            sub.close()
+
     async def test_lossless_subscriber_applies_backpressure(self) -> None:
         """A full lossless subscriber makes publish wait; nothing is dropped."""
         bus = Bus("r")
