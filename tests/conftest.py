@@ -4,6 +4,7 @@ lanes."""
 
 from __future__ import annotations
 
+import compileall
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,6 +30,18 @@ __all__ = ["anyio_backend", "browser"]
 
 # The reference servers the suite starts skip their warm-up pass unless a test asks for it (tests/server_env.py).
 turn_warm_up_off()
+
+
+# The suite starts hundreds of Python processes of this checkout (servers, aqbench commands, AIPerf with the live
+# tap). Where PYTHONDONTWRITEBYTECODE is set (CI images often set it) none of them keeps its compiled modules, so
+# each compiles every module it imports again (~0.3 CPU-s a process, measured): compile them once, in the
+# controller, before any worker starts.
+def pytest_configure(config: pytest.Config) -> None:
+    if hasattr(config, "workerinput"):
+        return
+    root = Path(__file__).resolve().parents[1]
+    for package in ("orchestrator", "adapters", "datasets"):
+        compileall.compile_dir(root / package, quiet=1, workers=1)
 
 
 @pytest.fixture
