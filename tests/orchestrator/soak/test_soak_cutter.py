@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import time
 from types import SimpleNamespace
-from typing import TypeVar
 
-import msgspec
 import pytest
+from soak_steps_support import RecordingJoin, RecordingSink
 
 from orchestrator.config import CorrectnessCriteria
-from orchestrator.events import AccountingChecked, Event, RequestCorrelated, SoakWindowClosed, SoakWindowOpened
+from orchestrator.events import RequestCorrelated, SoakWindowClosed, SoakWindowOpened
 from orchestrator.soak import SoakTracker
 from orchestrator.soak.cutter import WindowCutter
 from orchestrator.soak.progress import LoadProgress
@@ -21,40 +20,15 @@ S = 10**9
 RUN = "soak/aiperf01"
 
 
-class _Join:
-    """The join as the windows step sees it: each close and discard is recorded (nothing is held back)."""
-
-    def __init__(self) -> None:
-        self.closed: list[tuple[str, bool]] = []
-        self.discarded: list[str] = []
-
-    async def close_window(self, window: str, *, timeout_s: float | None = None,
-                           carry: bool = False) -> AccountingChecked:
-        self.closed.append((window, carry))
-        return AccountingChecked(window=window, balanced=True)
-
-    async def discard_window(self, window: str) -> bool:
-        self.discarded.append(window)
-        return True
 
 
-E = TypeVar("E", bound=Event)
 
 
-class _Sink:
-    def __init__(self) -> None:
-        self.events: list[Event] = []
 
-    async def publish(self, event: E) -> E:
-        stamped = msgspec.structs.replace(event, seq=len(self.events) + 1)
-        self.events.append(stamped)
-        return stamped
-
-
-def _step(stopped_at: dict[str, int] | None = None) -> tuple[WindowCutter, _Join, _Sink, SoakTracker]:
+def _step(stopped_at: dict[str, int] | None = None) -> tuple[WindowCutter, RecordingJoin, RecordingSink, SoakTracker]:
     model = SimpleNamespace(correctness=CorrectnessCriteria(min_pass_rate=0.5), name="m")
     tracker = SoakTracker(None, None, model)  # type: ignore[arg-type]
-    join, sink = _Join(), _Sink()
+    join, sink = RecordingJoin(), RecordingSink()
     step = WindowCutter(sink, join, tracker, LoadProgress(None), window_s=60.0,  # type: ignore[arg-type]
                        stopped_at=stopped_at or {})
     return step, join, sink, tracker

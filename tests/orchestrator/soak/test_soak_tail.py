@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import time
 from types import SimpleNamespace
-from typing import TypeVar
 
 import anyio
 import msgspec
 import pytest
+from soak_steps_support import RecordingJoin, RecordingSink
 
 from orchestrator.config import CorrectnessCriteria
 from orchestrator.correlate import Joiner
@@ -63,41 +63,12 @@ def test_the_sent_count_is_read_from_the_profiling_phase_line_only() -> None:
     assert profiling_sent("Phase profiling (profiling) started | phase_index=1") is None
 
 
-class _Join:
-    """The join as the windows step sees it, recording closes, discards and tails (its tail held nothing)."""
-
-    def __init__(self) -> None:
-        self.closed: list[tuple[str, bool]] = []
-        self.discarded: list[str] = []
-        self.tails: list[str] = []
-
-    async def close_window(self, window: str, *, timeout_s: float | None = None,
-                           carry: bool = False) -> AccountingChecked:
-        self.closed.append((window, carry))
-        return AccountingChecked(window=window, balanced=True)
-
-    async def discard_window(self, window: str) -> bool:
-        self.discarded.append(window)
-        return True
-
-    def open_tail(self, window: str) -> None:
-        self.tails.append(window)
 
 
-E = TypeVar("E", bound=Event)
 
 
-class _Sink:
-    def __init__(self) -> None:
-        self.events: list[Event] = []
 
-    async def publish(self, event: E) -> E:
-        stamped = msgspec.structs.replace(event, seq=len(self.events) + 1, ts_ns=time.time_ns())
-        self.events.append(stamped)
-        return stamped
-
-
-async def _last_window(feed: list[Event], *, after_s: float = 1.5) -> tuple[list[Event], _Join, float | None, int]:
+async def _last_window(feed: list[Event], *, after_s: float = 1.5) -> tuple[list[Event], RecordingJoin, float | None, int]:
     """One segment of one window ending 0.3 s from now, its AIPerf run's events `feed` published on the bus; the
     run ends just after the window closes, or `after_s` after the window's end if it has not. Returns the windows
     step's events, the join, when the window closed (s after its end; None: not before the run ended) and how
@@ -106,7 +77,7 @@ async def _last_window(feed: list[Event], *, after_s: float = 1.5) -> tuple[list
     progress = LoadProgress(bus)
     model = SimpleNamespace(correctness=CorrectnessCriteria(min_pass_rate=0.5), name="m")
     tracker = SoakTracker(None, None, model)  # type: ignore[arg-type]
-    join, sink = _Join(), _Sink()
+    join, sink = RecordingJoin(), RecordingSink()
     step = WindowCutter(sink, join, tracker, progress, window_s=60.0, stopped_at={})  # type: ignore[arg-type]
     end = time.time_ns() + 3 * S // 10
     cuts: list[Cut] = []
