@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 import anyio
 
 from orchestrator.soak.progress import LoadProgress
+from orchestrator.spine.race import first_of
 
 __all__ = ["CLOSE_WAIT_S", "Looks", "wait_closable", "wait_last_closable"]
 
@@ -32,26 +33,19 @@ async def wait_closable(progress: LoadProgress, aiperf_windows: str | Sequence[s
     # and the window then waits for its requests too.
     names = [aiperf_windows] if isinstance(aiperf_windows, str) else aiperf_windows
     covered = False
+
+    async def seen_all() -> None:
+        nonlocal covered
+        while True:
+            known = len(names)
+            for name in names[:known]:
+                await progress.wait_covered(name, end_ns)
+            if len(names) == known:
+                break
+        covered = True
+
     with anyio.move_on_after(max(0.0, (end_ns - time.time_ns()) / 1e9 + wait_s)):
-        async with anyio.create_task_group() as tg:
-
-            async def seen_all() -> None:
-                nonlocal covered
-                while True:
-                    known = len(names)
-                    for name in names[:known]:
-                        await progress.wait_covered(name, end_ns)
-                    if len(names) == known:
-                        break
-                covered = True
-                tg.cancel_scope.cancel()
-
-            async def ended() -> None:
-                await done.wait()
-                tg.cancel_scope.cancel()
-
-            tg.start_soon(seen_all)
-            tg.start_soon(ended)
+        await first_of(seen_all, done.wait)
     return covered
 
 
@@ -69,35 +63,28 @@ async def wait_last_closable(progress: LoadProgress, aiperf_windows: Sequence[st
     once each has told and `wait_s` has passed since `end_ns` (a request may still be open: the tail takes it);
     None when the runs ended first (`done`: close at their exit)."""
     out: bool | None = None
-    async with anyio.create_task_group() as tg:
 
-        async def told() -> None:
-            nonlocal out
-            while True:
-                # Not a copy of the list: a successor that takes over meanwhile must be told and seen too.
-                counts = [(name, sent_of(name)) for name in list(aiperf_windows)]
-                if any(n is None for _, n in counts):
-                    await progress.next_batch()
-                    continue
-                seen = all(progress.ledger(name).next >= n for name, n in counts if n is not None)
-                to_end_s = (end_ns - time.time_ns()) / 1e9
-                if seen and to_end_s <= 0:
-                    out = True
-                    break
-                if to_end_s + wait_s <= 0:
-                    out = False
-                    break
-                # Never before its end (a load halted early ends its windows at the exit, as before).
-                with anyio.move_on_after(to_end_s if seen else to_end_s + wait_s):
-                    await progress.next_batch()
-            tg.cancel_scope.cancel()
+    async def told() -> None:
+        nonlocal out
+        while True:
+            # Not a copy of the list: a successor that takes over meanwhile must be told and seen too.
+            counts = [(name, sent_of(name)) for name in list(aiperf_windows)]
+            if any(n is None for _, n in counts):
+                await progress.next_batch()
+                continue
+            seen = all(progress.ledger(name).next >= n for name, n in counts if n is not None)
+            to_end_s = (end_ns - time.time_ns()) / 1e9
+            if seen and to_end_s <= 0:
+                out = True
+                return
+            if to_end_s + wait_s <= 0:
+                out = False
+                return
+            # Never before its end (a load halted early ends its windows at the exit, as before).
+            with anyio.move_on_after(to_end_s if seen else to_end_s + wait_s):
+                await progress.next_batch()
 
-        async def ended() -> None:
-            await done.wait()
-            tg.cancel_scope.cancel()
-
-        tg.start_soon(told)
-        tg.start_soon(ended)
+    await first_of(told, done.wait)
     return None if done.is_set() and out is None else out
 
 

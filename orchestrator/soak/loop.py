@@ -65,6 +65,7 @@ from orchestrator.soak.tracker import SoakTracker
 from orchestrator.soak.verdicts import AiperfRunFact
 from orchestrator.spine.logs import get_logger, say
 from orchestrator.spine.ports import AiperfFacts, AiperfInvocation, AiperfResult, HandoverControl, Toolkit
+from orchestrator.spine.race import first_of
 from orchestrator.supervision.server_spec import ServerSpec
 from orchestrator.supervision.supervisor import ServerHandle, supervise
 from orchestrator.view.soak import SoakView
@@ -418,18 +419,7 @@ class _Soak:
 
     async def _first_profiling(self, name: str, done: anyio.Event) -> int | None:
         """The start of AIPerf run `name`'s first profiling request, or None when it ended without one."""
-        async with anyio.create_task_group() as tg:
-
-            async def first() -> None:
-                await self.progress.wait_first_profiling(name)
-                tg.cancel_scope.cancel()
-
-            async def ended() -> None:
-                await done.wait()
-                tg.cancel_scope.cancel()
-
-            tg.start_soon(first)
-            tg.start_soon(ended)
+        await first_of(lambda: self.progress.wait_first_profiling(name), done.wait)
         return self.progress.first_profiling_ns.get(name)
 
     async def _looker(self, looks: Looks) -> None:

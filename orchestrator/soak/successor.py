@@ -20,6 +20,7 @@ from orchestrator.soak.segment import Exit, Launch, SegmentRuns
 from orchestrator.soak.settings import SoakSettings
 from orchestrator.spine.logs import get_logger
 from orchestrator.spine.ports import AiperfFacts, AiperfInvocation, EventSink, HandoverControl, Toolkit
+from orchestrator.spine.race import first_of
 
 __all__ = ["READY_TIMEOUT_S", "HandingSoak", "run_handovers"]
 
@@ -91,25 +92,12 @@ async def _ready(soak: HandingSoak, name: str, control: HandoverControl, exited:
     """When the gated successor is ready (unix ns), or None: it exited, took over `wait_s`, or sent a
     profiling request before `go` (the gate is not in force: then it must stop at once, or the load doubles)."""
     ready: list[int] = []
+
+    async def wait() -> None:
+        ready.append(await control.wait_ready())
+
     with anyio.move_on_after(wait_s):
-        async with anyio.create_task_group() as tg:
-
-            async def ungated() -> None:
-                await soak.progress.wait_first_profiling(name)
-                tg.cancel_scope.cancel()
-
-            tg.start_soon(ungated)
-
-            async def wait() -> None:
-                ready.append(await control.wait_ready())
-                tg.cancel_scope.cancel()
-
-            async def ended() -> None:
-                await exited.wait()
-                tg.cancel_scope.cancel()
-
-            tg.start_soon(wait)
-            tg.start_soon(ended)
+        await first_of(lambda: soak.progress.wait_first_profiling(name), wait, exited.wait)
     sent = name in soak.progress.first_profiling_ns
     return ready[0] if ready and not exited.is_set() and not sent else None
 
