@@ -16,13 +16,20 @@ from orchestrator.commands.run_aiperf import choose_live_output
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def _printed(code: str) -> object:
+    """What `code`, run in a fresh interpreter with only this checkout on its path, printed: one Python literal."""
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, check=True)
+    return ast.literal_eval(out.stdout)
+
+
 def _loaded_after_parsing(prefixes: tuple[str, ...]) -> list[str]:
     code = ("import sys\nfrom orchestrator.cli import build_parser\n"
             "build_parser().parse_args(['run-aiperf', '--config', 'x.toml'])\n"
             f"print(sorted(m for m in sys.modules if m.startswith({prefixes!r})))")
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60,
-                         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, check=True)
-    return list(ast.literal_eval(out.stdout))
+    printed = _printed(code)
+    assert isinstance(printed, list)
+    return printed
 
 
 def test_parsing_another_command_loads_no_reference_engine() -> None:
@@ -63,9 +70,7 @@ def test_a_sweep_loads_neither_scipy_stats_nor_optimize() -> None:
     code = ("import sys\nfrom orchestrator.commands.wiring import real_toolkit\nfrom orchestrator.run import run_main\n"
             "from orchestrator.sweep import SweepOptions, sweep\n"
             "print(sorted(m for m in sys.modules if m in ('scipy.stats', 'scipy.optimize')))")
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60,
-                         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, check=True)
-    assert ast.literal_eval(out.stdout) == []
+    assert _printed(code) == []
 
 
 def test_run_aiperf_loads_no_http_client_library_nor_the_owner_files_readers() -> None:
@@ -78,9 +83,7 @@ def test_run_aiperf_loads_no_http_client_library_nor_the_owner_files_readers() -
             "real_toolkit().server_parts('reference').new_probe()\n"
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('aiohttp', 'yaml')"
             " or m.startswith(('adapters.chat', 'orchestrator.inventory', 'adapters.trtmc.qual_files'))))")
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60,
-                         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, check=True)
-    assert ast.literal_eval(out.stdout) == []
+    assert _printed(code) == []
 
 
 def test_ingest_of_whole_files_loads_no_logging_stack_nor_process_owners() -> None:
@@ -95,9 +98,7 @@ def test_ingest_of_whole_files_loads_no_logging_stack_nor_process_owners() -> No
             "heavy = ('structlog', 'rich', 'pygments', 'psutil', 'asyncio', 'adapters.aiperf.run',"
             " 'orchestrator.correlate', 'orchestrator.ingest.follow', 'orchestrator.spine.redaction', 'anyio.streams')\n"
             "print([code, sorted(m for m in sys.modules if m.startswith(heavy))])")
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60,
-                         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, check=True)
-    assert ast.literal_eval(out.stdout) == [0, []]
+    assert _printed(code) == [0, []]
 
 
 def test_run_aiperf_off_a_terminal_loads_neither_rich_nor_importlib_metadata() -> None:
@@ -113,9 +114,7 @@ def test_run_aiperf_off_a_terminal_loads_neither_rich_nor_importlib_metadata() -
             "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('rich', 'pygments', 'attr', 'greenlet')"
             " or m == 'importlib.metadata')\nimport rich.console\n"
             "print([type(out).__name__, 'structlog' in sys.modules, versions['aiperf'], loaded])")
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60,
-                         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, check=True)
-    assert ast.literal_eval(out.stdout) == ["PlainOutput", True, "0.13.0", []]
+    assert _printed(code) == ["PlainOutput", True, "0.13.0", []]
 
 
 def test_run_aiperf_draws_its_live_line_with_rich_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
